@@ -1,0 +1,33 @@
+"""envwright's runtime: the environment spec, the restricted executor, and ``ToolEnv``.
+
+``import gym_envs`` registers ``envwright/ToolEnv-v0`` with Gymnasium::
+
+    import gymnasium as gym, gym_envs
+    env = gym.make("envwright/ToolEnv-v0", spec="path/to/spec.json", task="t0")
+"""
+
+from gym_envs.env import ToolEnv, system_prompt
+from gym_envs.executor import CallResult, CheckResult, Limits, ToolError, make_executor
+from gym_envs.parsing import parse_action
+from gym_envs.registration import TOOL_ENV_ID, register_envs
+from gym_envs.spec import EnvSpec, SpecError, as_spec, load_spec, parse_spec, save_spec
+
+register_envs()
+
+__all__ = [
+    "TOOL_ENV_ID",
+    "CallResult",
+    "CheckResult",
+    "EnvSpec",
+    "Limits",
+    "SpecError",
+    "ToolEnv",
+    "ToolError",
+    "as_spec",
+    "load_spec",
+    "make_executor",
+    "parse_action",
+    "parse_spec",
+    "save_spec",
+    "system_prompt",
+]

@@ -1,0 +1,312 @@
+"""``ToolEnv``: one environment spec as a multi-turn Gymnasium environment.
+
+Episode semantics (ENVSPEC.md):
+
+* ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
+  rebuilt from a cached image) and returns the first instruction. Without a
+  task option the env's ``task`` argument is used, else a task is drawn with
+  the env's seeded ``np_random``.
+* An action is the model's raw text or a structured dict (see
+  :mod:`gym_envs.parsing`). If it contains tool calls, each is executed and the
+  observation is its JSON result (a JSON list, one entry per call, when there
+  are several). A message with no tool call ends the turn: its checks are
+  scored on the state after the turn and the next instruction becomes the
+  observation; after the last turn the episode terminates. ``max_steps``
+  actions truncate it (the current turn is scored as it stands, later turns
+  fail).
+* Rewards: ``episode`` (1.0 at the end iff every check of every turn passed),
+  ``turns`` and ``checks`` (credited as each turn ends, so an episode's rewards
+  sum to the fraction of turns / checks passed). ``info`` carries the per-check
+  results of every ended turn; ``info["score"]`` has all three modes at the end.
+* A ``calls`` check's ``require`` counts successful calls of the turn, its
+  ``forbid`` counts every attempted call.
+
+Hidden from the agent: checks, references, code. The env's own spec lives in
+``env_spec`` (``Env.spec`` belongs to Gymnasium).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from gym_envs.executor import CallResult, CheckResult, Executor, Session, default_executor, make_executor
+from gym_envs.parsing import parse_action
+from gym_envs.spec import EnvSpec, Task, as_spec
+
+__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "system_prompt", "text_space"]
+
+REWARD_MODES = ("episode", "turns", "checks")
+_CHARSET = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c < 0x10000)
+
+
+def text_space(max_length: int) -> spaces.Text:
+    """A ``Text`` space over the Basic Multilingual Plane (Gymnasium needs an explicit charset)."""
+    return spaces.Text(max_length=max_length, min_length=0, charset=_CHARSET)
+
+
+def system_prompt(spec: EnvSpec) -> str:
+    """The solver's system prompt: what the system is and how to call its tools."""
+    tools = "\n".join(json.dumps(t.model_dump(), ensure_ascii=False) for t in spec.tools)
+    return (
+        f"You are an assistant operating {spec.title}. {spec.description}\n\n"
+        "You can call these tools (JSON Schema of each):\n"
+        f"{tools}\n\n"
+        "To call a tool, reply with one or more blocks\n"
+        '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
+        "and nothing else. You will see each result. When the request is done, or if you need "
+        "information from the user, or if it cannot be done with these tools, reply with a plain "
+        "message (no tool call); that ends your turn."
+    )
+
+
+@dataclass
+class TurnOutcome:
+    """How one turn went."""
+
+    index: int
+    instruction: str
+    calls: list[CallResult] = field(default_factory=list)
+    reply: str = ""
+    checks: list[CheckResult] = field(default_factory=list)
+    scored: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.scored and all(c.passed for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "instruction": self.instruction, "reply": self.reply,
+                "calls": [c.to_dict() for c in self.calls], "checks": [c.to_dict() for c in self.checks],
+                "passed": self.passed}
+
+
+class ToolEnv(gym.Env[str, Any]):
+    """A generated tool-use environment (see the module docstring for the semantics).
+
+    Args:
+        spec: an :class:`EnvSpec`, a dict, JSON text, or a path to a spec file.
+        task: default task id (or index) for ``reset``; ``None`` draws one per reset.
+        reward_mode: ``episode`` (default), ``turns`` or ``checks``.
+        max_steps: actions per episode before truncation.
+        render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
+        executor: ``"worker"`` (isolated, default), ``"inprocess"`` (trusted specs), or an
+            :class:`~gym_envs.executor.Executor` instance to share.
+        max_observation_chars: observation text is cut to this length.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, spec: Any, task: str | int | None = None, *, reward_mode: str = "episode",
+                 max_steps: int = 32, render_mode: str | None = None,
+                 executor: str | Executor = "worker", max_observation_chars: int = 16_384):
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if max_steps < 1:
+            raise ValueError("max_steps must be >= 1")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.env_spec: EnvSpec = as_spec(spec)
+        if task is not None:
+            self.env_spec.task(task)  # fail early on an unknown task id
+        self.default_task = task
+        self.reward_mode = reward_mode
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.max_observation_chars = max_observation_chars
+        self._executor_arg = executor
+        self.executor: Executor = (executor if isinstance(executor, Executor) else
+                                   default_executor(executor) if executor in ("worker", "inprocess")
+                                   else make_executor(executor))
+        self.observation_space = text_space(max(max_observation_chars, 1))
+        self.action_space = text_space(8_192)
+        self.session: Session | None = None
+        self.task: Task | None = None
+        self.turns: list[TurnOutcome] = []
+        self.turn_index = 0
+        self.steps = 0
+        self.done = True
+        self.transcript: list[tuple[str, str]] = []
+        self._system_prompt = system_prompt(self.env_spec)
+
+    # -- gymnasium API -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        task_id = options.get("task", self.default_task)
+        if task_id is None:
+            task_id = int(self.np_random.integers(len(self.env_spec.tasks)))
+        self.task = self.env_spec.task(task_id)
+        episode_seed = int(options.get("episode_seed", self.np_random.integers(2**31 - 1)))
+        if self.session is None or self.session.lost:
+            self.session = self.executor.session(self.env_spec, seed=episode_seed)
+        else:
+            self.session.open(episode_seed)
+        self.turns = []
+        self.turn_index = 0
+        self.steps = 0
+        self.done = False
+        self.transcript = [("system", self._system_prompt)]
+        obs = self._begin_turn()
+        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": 0,
+                "n_turns": len(self.task.turns), "tools": [t.model_dump() for t in self.env_spec.tools],
+                "system_prompt": self._system_prompt, "env_id": self.env_spec.id}
+        return obs, info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done or self.task is None or self.session is None:
+            raise RuntimeError("the episode is over; call reset() first")
+        self.steps += 1
+        parsed = parse_action(action)
+        raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
+        self.transcript.append(("assistant", raw))
+        info: dict[str, Any] = {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
+        if parsed.is_message:
+            obs, reward, terminated = self._end_turn(parsed.content, info)
+            truncated = not terminated and self.steps >= self.max_steps
+            if truncated:
+                reward += self._truncate(info)
+            return obs, reward, terminated, truncated, info
+        results = [self.session.call(c["name"], c["arguments"]) for c in parsed.calls]
+        self.turns[-1].calls.extend(results)
+        entries = [json.loads(r.observation()) for r in results]
+        entries += [{"error": e, "type": "ParseError"} for e in parsed.errors]
+        obs = json.dumps(entries[0] if len(entries) == 1 else entries, ensure_ascii=False)
+        obs = self._cut(obs)
+        self.transcript.append(("tool", obs))
+        info["tool_results"] = [r.to_dict() for r in results]
+        info["parse_errors"] = parsed.errors
+        reward = 0.0
+        truncated = self.steps >= self.max_steps
+        if truncated:
+            reward += self._truncate(info)
+        return obs, reward, False, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        lines = []
+        for role, text in self.transcript:
+            if role == "system":
+                lines.append(f"[system] {self.env_spec.title}: {len(self.env_spec.tools)} tools")
+                continue
+            lines.append(f"[{role}] {text}")
+        for t in self.turns:
+            if t.scored:
+                marks = ", ".join(f"{c.kind}:{'pass' if c.passed else 'FAIL'}" for c in t.checks)
+                lines.append(f"[turn {t.index}] {'PASSED' if t.passed else 'FAILED'} ({marks})")
+        return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        super().close()
+
+    # -- turn mechanics ------------------------------------------------------------------------
+    def _begin_turn(self) -> str:
+        assert self.task is not None and self.session is not None
+        turn = self.task.turns[self.turn_index]
+        self.turns.append(TurnOutcome(self.turn_index, turn.instruction))
+        if any(c.kind == "unchanged" for c in turn.checks):
+            self.session.mark()
+        self.transcript.append(("user", turn.instruction))
+        return self._cut(turn.instruction)
+
+    def _score_turn(self, reply: str) -> TurnOutcome:
+        assert self.task is not None and self.session is not None
+        outcome = self.turns[-1]
+        turn = self.task.turns[self.turn_index]
+        ok_calls = [c.name for c in outcome.calls if c.ok]
+        all_calls = [c.name for c in outcome.calls]
+        checks = [c.model_dump() for c in turn.checks]
+        results = self.session.check(checks, reply, ok_calls, attempted=all_calls)
+        outcome.reply = reply
+        outcome.checks = results
+        outcome.scored = True
+        return outcome
+
+    def _turn_reward(self, outcome: TurnOutcome) -> float:
+        assert self.task is not None
+        if self.reward_mode == "turns":
+            return (1.0 / len(self.task.turns)) if outcome.passed else 0.0
+        if self.reward_mode == "checks":
+            total = sum(len(t.checks) for t in self.task.turns)
+            return sum(c.passed for c in outcome.checks) / total
+        return 0.0
+
+    def _end_turn(self, reply: str, info: dict[str, Any]) -> tuple[str, float, bool]:
+        assert self.task is not None
+        outcome = self._score_turn(reply)
+        reward = self._turn_reward(outcome)
+        info["checks"] = [c.to_dict() for c in outcome.checks]
+        info["turn_passed"] = outcome.passed
+        self.turn_index += 1
+        if self.turn_index >= len(self.task.turns):
+            self.done = True
+            reward += self._final(info)
+            return "", reward, True
+        return self._begin_turn(), reward, False
+
+    def _truncate(self, info: dict[str, Any]) -> float:
+        """Score the current turn as it stands (if not yet scored) and end the episode."""
+        reward = 0.0
+        if not self.turns[-1].scored:
+            outcome = self._score_turn("")
+            reward += self._turn_reward(outcome)
+            info["checks"] = [c.to_dict() for c in outcome.checks]
+            info["turn_passed"] = outcome.passed
+        self.done = True
+        info["truncated_at_turn"] = self.turn_index
+        reward += self._final(info)
+        return reward
+
+    def _final(self, info: dict[str, Any]) -> float:
+        score = self.score()
+        info["score"] = score
+        info["episode_passed"] = score["episode"] == 1.0
+        info["turn_results"] = [t.to_dict() for t in self.turns]
+        return score["episode"] if self.reward_mode == "episode" else 0.0
+
+    def score(self) -> dict[str, float]:
+        """All three reward modes for the episode so far (unplayed turns count as failed)."""
+        assert self.task is not None
+        n_turns = len(self.task.turns)
+        n_checks = sum(len(t.checks) for t in self.task.turns)
+        passed_turns = sum(t.passed for t in self.turns)
+        passed_checks = sum(c.passed for t in self.turns for c in t.checks)
+        return {"episode": 1.0 if passed_turns == n_turns else 0.0, "turns": passed_turns / n_turns,
+                "checks": passed_checks / n_checks}
+
+    def _cut(self, text: str) -> str:
+        n = self.max_observation_chars
+        return text if len(text) <= n else text[: n - 20] + "...[truncated]"
+
+    # -- helpers for trainers and inspectors ---------------------------------------------------
+    @property
+    def system_prompt(self) -> str:
+        return self._system_prompt
+
+    def state_digest(self) -> str:
+        """SHA-256 of the current database content (order-independent)."""
+        assert self.session is not None
+        return str(self.session.digest().get("digest"))
+
+    def __getstate__(self) -> dict[str, Any]:  # sessions hold pipes; rebuild them after pickling
+        state = self.__dict__.copy()
+        state["session"] = None
+        if not isinstance(self._executor_arg, str):
+            state["_executor_arg"] = getattr(self.executor, "mode", "worker")
+        state["executor"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.executor = default_executor(self._executor_arg if self._executor_arg in ("worker", "inprocess")
+                                         else "worker")
+        self.done = True
+

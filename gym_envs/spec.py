@@ -1,0 +1,371 @@
+"""The environment spec (``spec_version`` 1): the contract in ``shared/design/ENVSPEC.md``.
+
+An environment is data: one JSON document that a proposer (a model, a skill, a
+template or a person) emits and that :mod:`gym_envs.env` interprets. This module
+owns the pydantic models, loading and saving (atomic), the JSON Schema export,
+and :class:`SpecError`, whose message names every offending field
+(``tasks[0].turns[1].checks[0].expect``) and says what is wrong with it.
+
+Nothing here executes the spec; see :mod:`gym_envs.executor` for that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SPEC_VERSION = 1
+ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
+CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls")
+STREAMS = ("skill", "explore", "template", "manual")
+
+TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
+
+
+class SpecError(ValueError):
+    """A spec that does not satisfy the contract.
+
+    ``problems`` is a list of ``(location, message)`` pairs; ``str(err)`` lists
+    them one per line so a person (or a model being repaired) can fix each.
+    """
+
+    def __init__(self, problems: list[tuple[str, str]], source: str | None = None):
+        self.problems = problems
+        self.source = source
+        head = f"invalid environment spec{f' {source}' if source else ''}"
+        lines = [f"  {loc or '<root>'}: {msg}" for loc, msg in problems]
+        super().__init__(head + ":\n" + "\n".join(lines))
+
+    @property
+    def reasons(self) -> list[str]:
+        return [f"{loc or '<root>'}: {msg}" for loc, msg in self.problems]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=False)
+
+
+class Source(_Model):
+    """Grounding: the corpus document the environment was derived from."""
+
+    corpus: str = Field(description="Corpus name, e.g. 'stdlib' or a path.")
+    doc_id: str = Field(description="Document id inside the corpus.")
+    path: str | None = Field(default=None, description="Document path inside the corpus.")
+    sha256: str | None = Field(default=None, description="SHA-256 of the document text.")
+
+
+class Provenance(_Model):
+    """Who made the spec, how, and from what."""
+
+    generator: str = Field(description="'template:NAME', 'llm:MODEL' or 'manual'.")
+    skill_id: str | None = None
+    stream: Literal["skill", "explore", "template", "manual"] = "manual"
+    prompt_sha256: str | None = None
+    seed: int | None = None
+    created_at: str | None = Field(default=None, description="ISO-8601 timestamp.")
+    parents: list[str] = Field(default_factory=list)
+
+    @field_validator("generator")
+    @classmethod
+    def _generator_form(cls, v: str) -> str:
+        if v != "manual" and not re.match(r"^(template|llm|skill):.+$", v):
+            raise ValueError("must be 'manual', 'template:NAME', 'llm:MODEL' or 'skill:ID'")
+        return v
+
+
+class State(_Model):
+    """The backend database: DDL plus seed rows."""
+
+    schema_sql: str = Field(description="SQLite DDL: CREATE TABLE / CREATE INDEX statements only.")
+    seed_sql: str = Field(default="", description="INSERT statements that fill the tables.")
+
+
+class Tool(_Model):
+    """One tool in OpenAI function format."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if v.get("type") != "object":
+            raise ValueError("must be a JSON Schema with \"type\": \"object\"")
+        props = v.get("properties", {})
+        if not isinstance(props, dict):
+            raise ValueError("'properties' must be an object mapping argument names to schemas")
+        for name, schema in props.items():
+            if not re.match(NAME_PATTERN, name):
+                raise ValueError(f"argument name {name!r} is not a Python identifier")
+            if not isinstance(schema, dict):
+                raise ValueError(f"schema of argument {name!r} must be an object")
+        required = v.get("required", [])
+        if not isinstance(required, list) or any(r not in props for r in required):
+            missing = [r for r in required if r not in props] if isinstance(required, list) else required
+            raise ValueError(f"'required' names arguments that are not in 'properties': {missing}")
+        return v
+
+
+class ToolCall(_Model):
+    """A call as the agent (or a reference trajectory) makes it."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class SqlCheck(_Model):
+    kind: Literal["sql"] = "sql"
+    query: str = Field(description="A single SELECT (or WITH ... SELECT) statement.")
+    expect: list[list[Any]] = Field(description="Expected rows, each a list of column values.")
+    ordered: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _select_only(cls, v: str) -> str:
+        head = re.sub(r"^\s*(--[^\n]*\n|/\*.*?\*/|\s)*", "", v, flags=re.S).split(None, 1)
+        if not head or head[0].upper() not in ("SELECT", "WITH", "VALUES"):
+            raise ValueError("a sql check must be one SELECT statement")
+        return v
+
+
+class PythonCheck(_Model):
+    kind: Literal["python"] = "python"
+    code: str = Field(description="Restricted Python defining `def check(db) -> bool`.")
+
+    @field_validator("code")
+    @classmethod
+    def _defines_check(cls, v: str) -> str:
+        if not re.search(r"^def\s+check\s*\(", v, flags=re.M):
+            raise ValueError("must define a top-level function `def check(db) -> bool`")
+        return v
+
+
+class ReplyContainsCheck(_Model):
+    kind: Literal["reply_contains"] = "reply_contains"
+    any_of: list[str] = Field(min_length=1)
+
+    @field_validator("any_of")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if any(not s.strip() for s in v):
+            raise ValueError("strings must be non-empty")
+        return v
+
+
+class UnchangedCheck(_Model):
+    kind: Literal["unchanged"] = "unchanged"
+    tables: list[str] = Field(default_factory=list, description="Tables to compare; empty means all.")
+
+
+class CallsCheck(_Model):
+    kind: Literal["calls"] = "calls"
+    require: list[str] = Field(default_factory=list)
+    forbid: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something(self) -> CallsCheck:
+        if not self.require and not self.forbid:
+            raise ValueError("a calls check needs 'require' or 'forbid' tool names")
+        if set(self.require) & set(self.forbid):
+            raise ValueError(f"tools both required and forbidden: {sorted(set(self.require) & set(self.forbid))}")
+        return self
+
+
+Check = Annotated[
+    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck,
+    Field(discriminator="kind"),
+]
+
+
+class Turn(_Model):
+    """One user instruction with the checks scored after it and a reference solution."""
+
+    instruction: str = Field(min_length=1)
+    checks: list[Check] = Field(min_length=1)
+    reference: list[ToolCall] = Field(default_factory=list)
+
+
+class Task(_Model):
+    """One episode: a list of turns."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    kind: TaskKind
+    turns: list[Turn] = Field(min_length=1)
+
+
+class EnvSpec(_Model):
+    """A whole environment. See ENVSPEC.md for every field's meaning."""
+
+    spec_version: Literal[1] = SPEC_VERSION
+    id: str = Field(pattern=ID_PATTERN)
+    title: str = Field(min_length=1)
+    description: str = ""
+    source: Source | None = None
+    provenance: Provenance = Field(default_factory=lambda: Provenance(generator="manual"))
+    state: State
+    tools: list[Tool] = Field(min_length=1)
+    code: str
+    tasks: list[Task] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> EnvSpec:
+        problems: list[str] = []
+        tool_names = [t.name for t in self.tools]
+        dupes = sorted({n for n in tool_names if tool_names.count(n) > 1})
+        if dupes:
+            problems.append(f"tools: duplicate tool names {dupes}")
+        task_ids = [t.id for t in self.tasks]
+        dupes = sorted({n for n in task_ids if task_ids.count(n) > 1})
+        if dupes:
+            problems.append(f"tasks: duplicate task ids {dupes}")
+        known = set(tool_names)
+        for ti, task in enumerate(self.tasks):
+            for ui, turn in enumerate(task.turns):
+                where = f"tasks[{ti}].turns[{ui}]"
+                for ci, call in enumerate(turn.reference):
+                    if call.name not in known:
+                        problems.append(f"{where}.reference[{ci}].name: unknown tool {call.name!r}")
+                for ki, check in enumerate(turn.checks):
+                    if isinstance(check, CallsCheck):
+                        bad = [n for n in [*check.require, *check.forbid] if n not in known]
+                        if bad:
+                            problems.append(f"{where}.checks[{ki}]: unknown tool names {bad}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    # -- convenience -------------------------------------------------------------------------
+    def task(self, task_id: str | int | None = None) -> Task:
+        """Return a task by id or index (default: the first); KeyError lists the ids."""
+        if task_id is None:
+            return self.tasks[0]
+        if isinstance(task_id, int):
+            return self.tasks[task_id]
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(f"no task {task_id!r} in {self.id}; tasks are {[t.id for t in self.tasks]}")
+
+    def tool(self, name: str) -> Tool:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """Tools as the OpenAI / chat-template ``tools=`` list."""
+        return [{"type": "function", "function": t.model_dump()} for t in self.tools]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return self.model_dump_json(indent=indent, exclude_none=False)
+
+
+def _format_errors(err: ValidationError) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for e in err.errors():
+        loc_parts: list[str] = []
+        for part in e["loc"]:
+            if isinstance(part, int):
+                loc_parts.append(f"[{part}]")
+            elif part in CHECK_KINDS and loc_parts and loc_parts[-1].startswith("["):
+                continue  # discriminator tag: not a real field
+            else:
+                loc_parts.append(("." if loc_parts else "") + str(part))
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (not part of spec_version 1; remove it or check its spelling)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        elif e["type"] == "union_tag_invalid":
+            msg = f"unknown check kind; use one of {list(CHECK_KINDS)}"
+        elif e["type"] == "union_tag_not_found":
+            msg = f"a check needs a 'kind' field, one of {list(CHECK_KINDS)}"
+        elif e["type"] == "literal_error" and loc_parts and loc_parts[-1].endswith("kind"):
+            msg = f"{msg} (got {e.get('input')!r})"
+        elif e["type"] == "string_pattern_mismatch":
+            msg = f"{e.get('input')!r} does not match {e['ctx']['pattern']}"
+        msg = msg.removeprefix("Value error, ")
+        out.append(("".join(loc_parts), msg))
+    return out
+
+
+def parse_spec(data: Mapping[str, Any] | str | bytes, source: str | None = None) -> EnvSpec:
+    """Parse a dict or JSON text into an :class:`EnvSpec`, raising :class:`SpecError`."""
+    if isinstance(data, str | bytes):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as e:
+            raise SpecError([("", f"not valid JSON: {e}")], source) from None
+    if not isinstance(data, Mapping):
+        raise SpecError([("", f"expected a JSON object, got {type(data).__name__}")], source)
+    version = data.get("spec_version", SPEC_VERSION)
+    if version != SPEC_VERSION:
+        raise SpecError([("spec_version", f"unsupported version {version!r}; this reader knows 1")], source)
+    try:
+        return EnvSpec.model_validate(dict(data))
+    except ValidationError as e:
+        raise SpecError(_format_errors(e), source) from None
+
+
+def load_spec(path: str | os.PathLike[str]) -> EnvSpec:
+    """Load a spec from a JSON file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no environment spec at {p}") from None
+    return parse_spec(text, source=str(p))
+
+
+def as_spec(obj: EnvSpec | Mapping[str, Any] | str | os.PathLike[str]) -> EnvSpec:
+    """Accept a spec, a dict, JSON text or a path; return an :class:`EnvSpec`."""
+    if isinstance(obj, EnvSpec):
+        return obj
+    if isinstance(obj, Mapping):
+        return parse_spec(obj)
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        return parse_spec(obj)
+    return load_spec(obj)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_spec(spec: EnvSpec, path: str | os.PathLike[str]) -> Path:
+    """Save a spec as pretty JSON, atomically. Returns the path."""
+    atomic_write_text(path, spec.to_json() + "\n")
+    return Path(path)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of spec_version 1 (what ``envwright schema`` prints)."""
+    schema = EnvSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://envwright.dev/schema/envspec-v1.json"
+    return schema
