@@ -27,6 +27,7 @@ Hidden from the agent: checks, references, code. The env's own spec lives in
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,12 +42,23 @@ from gym_envs.spec import EnvSpec, Task, as_spec
 __all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "system_prompt", "text_space"]
 
 REWARD_MODES = ("episode", "turns", "checks")
-_CHARSET = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and c < 0x10000)
+_CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
 def text_space(max_length: int) -> spaces.Text:
-    """A ``Text`` space over the Basic Multilingual Plane (Gymnasium needs an explicit charset)."""
-    return spaces.Text(max_length=max_length, min_length=0, charset=_CHARSET)
+    """A ``Text`` space over the Basic Multilingual Plane (Gymnasium needs an explicit charset).
+
+    Building the charset index costs milliseconds, so spaces are copied from a cached prototype.
+    """
+    proto = _TEXT_SPACES.get(max_length)
+    if proto is None:
+        proto = _TEXT_SPACES[max_length] = spaces.Text(max_length=max_length, min_length=0, charset=_CHARSET)
+    space = copy.copy(proto)
+    space._np_random = None
+    return space
+
+
+_TEXT_SPACES: dict[int, spaces.Text] = {}
 
 
 def system_prompt(spec: EnvSpec) -> str:

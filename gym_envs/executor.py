@@ -606,6 +606,7 @@ class Engine:
             return _error("InvalidArguments", "; ".join(problems), cap)
         args = json.loads(json.dumps(args))  # the tool gets its own copy
         db = DbFacade(ep.state, read_only=False, timeout_s=self._sql_timeout)
+        before = ep.state.conn.total_changes
         ep.state.host("SAVEPOINT call")
         try:
             with self._deadline():
@@ -621,11 +622,12 @@ class Engine:
             self._rollback(ep)
             return _error("NotJSON", f"the tool returned a value that is not plain JSON "
                           f"({type(e).__name__}: {_cap(str(e), 200)})", cap)
-        ep.state.host("RELEASE call")
         if len(text) > self.limits.max_result_bytes:
+            self._rollback(ep)
             return _error("ResourceLimit", f"the tool result is too large ({len(text):,} characters > "
                           f"{self.limits.max_result_bytes:,})", cap)
-        return {"ok": True, "result_json": text}
+        ep.state.host("RELEASE call")
+        return {"ok": True, "result_json": text, "changes": ep.state.conn.total_changes - before}
 
     @staticmethod
     def _rollback(ep: _Episode) -> None:
@@ -644,7 +646,8 @@ class Engine:
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
         tables = ep.state.table_digests()
-        return {"ok": True, "digest": ep.state.digest(), "tables": tables}
+        blob = json.dumps(sorted(tables.items()))
+        return {"ok": True, "digest": hashlib.sha256(blob.encode()).hexdigest(), "tables": tables}
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
@@ -783,6 +786,7 @@ class CallResult:
     result: Any = None
     error: str | None = None
     error_type: str | None = None
+    changes: int = 0  #: rows the call inserted, updated or deleted
 
     def observation(self) -> str:
         """The JSON text shown to the agent."""
@@ -922,7 +926,8 @@ class Session:
 
 def _call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallResult:
     if resp.get("ok"):
-        return CallResult(name, args, True, result=json.loads(resp["result_json"]))
+        return CallResult(name, args, True, result=json.loads(resp["result_json"]),
+                          changes=int(resp.get("changes", 0)))
     return CallResult(name, args, False, error=str(resp.get("error")), error_type=resp.get("error_type"))
 
 
