@@ -1,0 +1,20 @@
+"""Proposers, keyed by short name: ``template`` (static analysis, no model) and ``llm``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgen.proposers.base import Proposal, Proposer
+from envgen.registry import Registry
+
+PROPOSERS: Registry[Any] = Registry("proposer")
+PROPOSERS.register("template", "envgen.proposers.template:TemplateProposer")
+PROPOSERS.register("llm", "envgen.proposers.llm:LLMProposer")
+
+
+def make_proposer(name: str, **options: Any) -> Proposer:
+    """Instantiate a registered proposer."""
+    return PROPOSERS.get(name)(**options)
+
+
+__all__ = ["PROPOSERS", "Proposal", "Proposer", "make_proposer"]
