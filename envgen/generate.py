@@ -1,0 +1,394 @@
+"""``envwright generate``: documents in, validated environments out.
+
+Pipeline for one run (:func:`run_generate`):
+
+1. select documents from the corpus (size, language, stateful filter, dedup,
+   seeded sample: :mod:`corpora`);
+2. skip the documents this run already attempted (a run is identified by
+   corpus, proposer, backend, model and seed, so re-running the same command
+   resumes a killed run);
+3. propose: the ``template`` proposer runs inside the worker processes with
+   validation; model proposers generate in batches in this process, then fan
+   validation out to the workers and feed rejection reasons back for up to
+   ``max_retries`` repairs;
+4. validate through the gate (:mod:`envgen.validate`): in-process for the
+   template proposer (our own code generator is trusted), in isolated sandbox
+   workers for model output;
+5. write accepted specs to the library (refusing duplicates) and record every
+   attempt in the catalog.
+
+Workers are local processes (``executor="local"``) or Ray tasks
+(``executor="ray"``), running the same job function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envgen.library import DuplicateEnv, Library
+from envgen.proposers import Proposal, Proposer, make_proposer
+from envgen.validate import Verdict, validate_spec
+
+__all__ = ["GenerateConfig", "GenerateSummary", "grounding", "run_generate", "select_corpus"]
+
+
+@dataclass
+class GenerateConfig:
+    """Options of one generation run (each maps to an ``envwright generate`` flag)."""
+
+    corpus: str = "stdlib"  #: ``stdlib``, a PATH (tree, .jsonl, .parquet) or ``hf:NAME``
+    proposer: str = "template"  #: ``template`` or ``llm``
+    backend: str | None = None  #: model backend for ``llm`` (transformers, vllm, openai, scripted)
+    model: str | None = None  #: model name or path for the backend
+    n: int = 20  #: documents to attempt
+    out: Path = Path("library")  #: library folder
+    catalog_url: str | None = None  #: SQLAlchemy URL of the catalog (default: sqlite in ``out``)
+    workers: int = 1  #: parallel validation processes
+    seed: int = 0
+    executor: str = "local"  #: ``local`` processes or ``ray``
+    max_retries: int = 2  #: repair rounds for proposers that can repair
+    batch_size: int = 8  #: documents per generation batch (model proposers)
+    min_stateful: float | None = 0.0  #: stateful-score filter (None: no filter)
+    max_doc_chars: int = 200_000
+    validation: str = "auto"  #: ``auto`` (inprocess for template, worker otherwise), ``worker``, ``inprocess``
+    proposer_options: dict[str, Any] = field(default_factory=dict)
+    skills: Path | None = None  #: skill library folder (skill-conditioned stream)
+    alpha: float = 0.5  #: share of skill-conditioned documents when ``skills`` is given
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.n < 1:
+            raise ValueError("n must be >= 1 (documents to attempt)")
+        if self.workers < 1:
+            raise ValueError("workers must be >= 1")
+        if self.executor not in ("local", "ray"):
+            raise ValueError(f"executor must be 'local' or 'ray', got {self.executor!r}")
+        if self.validation not in ("auto", "worker", "inprocess"):
+            raise ValueError("validation must be 'auto', 'worker' or 'inprocess'")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError("alpha must be in [0, 1]")
+        if self.proposer == "llm" and not self.backend:
+            raise ValueError("the llm proposer needs --backend (transformers, vllm, openai or scripted)")
+
+    @property
+    def run_id(self) -> str:
+        key = json.dumps([self.corpus, self.proposer, self.backend, self.model, self.seed,
+                          str(self.skills) if self.skills else None, self.alpha])
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def validation_mode(self) -> str:
+        if self.validation != "auto":
+            return self.validation
+        return "inprocess" if self.proposer == "template" else "worker"
+
+
+@dataclass
+class GenerateSummary:
+    """What a run did (the table ``envwright generate`` prints)."""
+
+    run_id: str
+    attempted: int = 0
+    accepted: int = 0
+    skipped_resumed: int = 0
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
+    retries: int = 0
+    tokens: int = 0
+    wall_seconds: float = 0.0
+    validation_seconds: list[float] = field(default_factory=list)
+    duplicates: int = 0
+    env_ids: list[str] = field(default_factory=list)
+
+    @property
+    def yield_rate(self) -> float:
+        return self.accepted / self.attempted if self.attempted else 0.0
+
+    @property
+    def seconds_per_env(self) -> float:
+        return self.wall_seconds / self.accepted if self.accepted else float("nan")
+
+    @property
+    def median_validation_ms(self) -> float:
+        return 1000 * statistics.median(self.validation_seconds) if self.validation_seconds else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("validation_seconds")
+        d.update(yield_rate=self.yield_rate, seconds_per_env=self.seconds_per_env,
+                 median_validation_ms=self.median_validation_ms)
+        return d
+
+
+# -- documents --------------------------------------------------------------------------------
+
+
+def select_corpus(cfg: GenerateConfig) -> list[Any]:
+    """The documents a run attempts, in a deterministic order."""
+    from corpora import SelectConfig, load_corpus, select_documents
+
+    sel = SelectConfig(max_chars=cfg.max_doc_chars, min_stateful_score=cfg.min_stateful,
+                       dedup="exact", sample=cfg.n, seed=cfg.seed,
+                       languages=("python",) if cfg.proposer == "template" else None)
+    return select_documents(load_corpus(cfg.corpus), sel)
+
+
+def grounding(spec: Any, doc: Any) -> float:
+    """Share of tool and table names whose words appear among the document's identifiers."""
+    from corpora import identifiers
+
+    idents = identifiers(doc)
+    words = {w for i in idents for w in i.split("_") if len(w) > 2} | set(idents)
+    names = [t.name for t in spec.tools]
+    import re
+
+    names += re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"`]?(\w+)", spec.state.schema_sql, flags=re.I)
+    if not names:
+        return 0.0
+    hits = 0
+    for n in names:
+        parts = [p for p in n.lower().split("_") if len(p) > 2]
+        if n.lower() in idents or any(p in words or p.rstrip("s") in words for p in parts):
+            hits += 1
+    return hits / len(names)
+
+
+# -- the work units ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """One document's result, as sent back from a worker."""
+
+    doc_id: str
+    accepted: bool
+    spec_json: str | None
+    reasons: list[str]
+    codes: list[str]
+    validation_seconds: float
+    error: str | None = None
+    grounding: float = 0.0
+    retries: int = 0
+    tokens: int = 0
+    raw: str | None = None
+
+
+def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None) -> Outcome:
+    if proposal.spec is None:
+        return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], ["no_spec"], 0.0,
+                       error=proposal.error, retries=proposal.retries, tokens=proposal.tokens, raw=proposal.raw)
+    assert verdict is not None
+    g = grounding(proposal.spec, doc) if doc is not None else 0.0
+    return Outcome(doc_id, verdict.accepted, proposal.spec.to_json(indent=None), [str(r) for r in verdict.reasons],
+                   verdict.codes, verdict.seconds, grounding=g, retries=proposal.retries,
+                   tokens=proposal.tokens, raw=proposal.raw)
+
+
+def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
+    """Propose with the template proposer and validate, inside a worker."""
+    proposer = make_proposer("template", **proposer_options)
+    proposal = proposer.propose(doc, seed=seed)
+    verdict = validate_spec(proposal.spec, executor=validation) if proposal.spec is not None else None
+    return _verdict_outcome(doc.id, proposal, verdict, doc)
+
+
+def validate_job(spec_json: str, validation: str) -> Verdict:
+    """Validate one spec (JSON text) inside a worker."""
+    return validate_spec(spec_json, executor=validation)
+
+
+# -- execution backends -------------------------------------------------------------------------
+
+
+class _Runner:
+    """Maps a job over inputs with local processes, Ray, or inline (workers=1)."""
+
+    def __init__(self, workers: int, executor: str):
+        self.workers = workers
+        self.executor = executor
+        self._pool: ProcessPoolExecutor | None = None
+        self._ray: Any = None
+        if executor == "ray":
+            try:
+                import ray
+            except ImportError:
+                raise RuntimeError("--executor ray needs Ray: pip install 'envwright[ray]'") from None
+            if not ray.is_initialized():
+                ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                         ignore_reinit_error=True)
+            self._ray = ray
+        elif workers > 1:
+            import multiprocessing as mp
+
+            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+
+    def map_unordered(self, fn: Callable[..., Any], arg_lists: list[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, result)`` as results arrive; exceptions become results."""
+        if self._ray is not None:
+            remote = self._ray.remote(fn)
+            refs = {remote.remote(*args): i for i, args in enumerate(arg_lists)}
+            pending = list(refs)
+            while pending:
+                done, pending = self._ray.wait(pending, num_returns=1)
+                ref = done[0]
+                try:
+                    yield refs[ref], self._ray.get(ref)
+                except Exception as e:  # a failure is data
+                    yield refs[ref], e
+            return
+        if self._pool is None:
+            for i, args in enumerate(arg_lists):
+                try:
+                    yield i, fn(*args)
+                except Exception as e:
+                    yield i, e
+            return
+        futures: dict[Future[Any], int] = {self._pool.submit(fn, *args): i for i, args in enumerate(arg_lists)}
+        from concurrent.futures import as_completed
+
+        for fut in as_completed(futures):
+            try:
+                yield futures[fut], fut.result()
+            except Exception as e:
+                yield futures[fut], e
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def _progress(enabled: bool, total: int, description: str) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("accepted {task.fields[accepted]}"), TimeRemainingColumn(),
+                    disable=not enabled, transient=False)
+    return prog, prog.add_task(description, total=total, accepted=0)
+
+
+class _Recorder:
+    """Writes outcomes to the library and accumulates the summary."""
+
+    def __init__(self, lib: Library, cfg: GenerateConfig, summary: GenerateSummary, model: str | None):
+        self.lib, self.cfg, self.summary, self.model = lib, cfg, summary, model
+
+    def record(self, doc_id: str, out: Outcome | BaseException) -> None:
+        s = self.summary
+        s.attempted += 1
+        if isinstance(out, BaseException):
+            out = Outcome(doc_id, False, None, [f"internal error: {type(out).__name__}: {out}"], ["internal"], 0.0)
+        s.retries += out.retries
+        s.tokens += out.tokens
+        if out.validation_seconds:
+            s.validation_seconds.append(out.validation_seconds)
+        attempt_id = hashlib.sha256(f"{s.run_id}:{doc_id}".encode()).hexdigest()[:24]
+        env_id = None
+        reasons, codes = list(out.reasons), list(out.codes)
+        accepted = out.accepted
+        if accepted and out.spec_json:
+            from gym_envs.spec import parse_spec
+
+            spec = parse_spec(out.spec_json)
+            try:
+                self.lib.add(spec, model=self.model, run_id=s.run_id, grounding=out.grounding)
+                env_id = spec.id
+                s.env_ids.append(spec.id)
+            except (DuplicateEnv, FileExistsError) as e:
+                accepted = False
+                reasons, codes = [str(e)], ["duplicate"]
+                s.duplicates += 1
+        if accepted:
+            s.accepted += 1
+        else:
+            for c in codes or ["unknown"]:
+                s.rejected_by_reason[c] = s.rejected_by_reason.get(c, 0) + 1
+        rejected = None if accepted else (out.spec_json or out.raw)
+        self.lib.record_attempt(attempt_id=attempt_id, run_id=s.run_id, doc_id=doc_id,
+                                proposer=self.cfg.proposer, accepted=accepted, env_id=env_id, reasons=reasons,
+                                codes=codes, retries=out.retries, tokens=out.tokens,
+                                seconds=out.validation_seconds, model=self.model, stream=None,
+                                rejected_spec=rejected)
+
+
+def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Proposer | None = None,
+                 docs: Iterable[Any] | None = None) -> GenerateSummary:
+    """Run (or resume) a generation run; returns its summary."""
+    t0 = time.perf_counter()
+    lib = Library(cfg.out, cfg.catalog_url)
+    summary = GenerateSummary(run_id=cfg.run_id)
+    all_docs = list(docs) if docs is not None else select_corpus(cfg)
+    done = lib.attempted_docs(cfg.run_id)
+    todo = [d for d in all_docs if d.id not in done]
+    summary.skipped_resumed = len(all_docs) - len(todo)
+    recorder = _Recorder(lib, cfg, summary, cfg.model)
+    runner = _Runner(cfg.workers, cfg.executor)
+    prog, task = _progress(progress, len(todo), f"generate ({cfg.proposer})")
+    try:
+        with prog:
+            if cfg.proposer == "template" and proposer is None:
+                args = [(d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
+                for i, out in runner.map_unordered(template_job, args):
+                    recorder.record(todo[i].id, out)
+                    prog.update(task, advance=1, accepted=summary.accepted)
+            else:
+                prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,
+                                                 **cfg.proposer_options)
+                for start in range(0, len(todo), cfg.batch_size):
+                    batch = todo[start:start + cfg.batch_size]
+                    for doc, out in _propose_and_validate(prop, batch, cfg, runner):
+                        recorder.record(doc.id, out)
+                        prog.update(task, advance=1, accepted=summary.accepted)
+    finally:
+        runner.close()
+    summary.wall_seconds = time.perf_counter() - t0
+    return summary
+
+
+def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
+                          runner: _Runner) -> Iterator[tuple[Any, Outcome | BaseException]]:
+    """Generate a batch, validate in workers, repair rejected ones (model proposers)."""
+    proposals = prop.propose_batch(batch, seed=cfg.seed)
+    pending = list(zip(batch, proposals, strict=True))
+    for attempt in range(cfg.max_retries + 1):
+        to_validate = [(d, p) for d, p in pending if p.spec is not None]
+        verdicts: dict[int, Verdict | BaseException] = {}
+        args = [(p.spec.to_json(indent=None), cfg.validation_mode) for _, p in to_validate]  # type: ignore[union-attr]
+        for i, v in runner.map_unordered(validate_job, args):
+            verdicts[i] = v
+        results: dict[str, tuple[Proposal, Verdict | None]] = {}
+        for i, (d, p) in enumerate(to_validate):
+            v = verdicts[i]
+            results[d.id] = (p, v if isinstance(v, Verdict) else None)
+        retry: list[tuple[Any, Proposal, str]] = []
+        for d, p in pending:
+            if p.spec is None:
+                feedback = f"- your output could not be used: {p.error}"
+                verdict = None
+            else:
+                verdict = results[d.id][1]
+                if verdict is None:
+                    yield d, RuntimeError("validation crashed")
+                    continue
+                if verdict.accepted:
+                    yield d, _verdict_outcome(d.id, p, verdict, d)
+                    continue
+                feedback = verdict.feedback()
+            if prop.can_repair and attempt < cfg.max_retries:
+                retry.append((d, p, feedback))
+            else:
+                yield d, _verdict_outcome(d.id, p, verdict, d)
+        if not retry:
+            return
+        repaired = prop.repair_batch([(p, fb) for _, p, fb in retry], seed=cfg.seed + attempt + 1)
+        pending = [(d, r) for (d, _, _), r in zip(retry, repaired, strict=True)]

@@ -1,0 +1,88 @@
+"""Measures of a library (what ``envwright stats LIBRARY`` prints).
+
+* **Yield**: accepted / attempted, per proposer and per rejection reason code
+  (from the catalog's ``attempts`` table).
+* **Diversity**: distinct tool-signature sets; mean pairwise distance of task
+  texts (1 - Jaccard similarity of word 3-shingles, over at most
+  ``max_pairs_envs`` environments sampled by seed).
+* **Grounding**: share of environments whose tools and tables trace to
+  identifiers of their source document (``grounding >= 0.5``, computed at
+  generation time by :func:`envgen.generate.grounding`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from envgen.library import Library, text_similarity
+
+__all__ = ["LibraryStats", "library_stats"]
+
+
+@dataclass
+class LibraryStats:
+    envs: int = 0
+    attempts: int = 0
+    accepted_attempts: int = 0
+    yield_by_proposer: dict[str, dict[str, float]] = field(default_factory=dict)
+    rejections_by_reason: dict[str, int] = field(default_factory=dict)
+    distinct_signatures: int = 0
+    mean_task_distance: float = float("nan")
+    grounded_share: float = float("nan")
+    mean_grounding: float = float("nan")
+    by_stream: dict[str, int] = field(default_factory=dict)
+    solve_rate_histogram: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def overall_yield(self) -> float:
+        return self.accepted_attempts / self.attempts if self.attempts else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"overall_yield": self.overall_yield}
+
+
+def _yield(attempts: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    reasons: Counter[str] = Counter()
+    for a in attempts:
+        per[a["proposer"]][0] += 1
+        per[a["proposer"]][1] += int(bool(a["accepted"]))
+        if not a["accepted"]:
+            for code in json.loads(a["codes"] or "[]") or ["unknown"]:
+                reasons[code] += 1
+    out = {p: {"attempted": n, "accepted": k, "yield": k / n if n else 0.0} for p, (n, k) in sorted(per.items())}
+    return out, dict(reasons.most_common())
+
+
+def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> LibraryStats:
+    """Compute yield, diversity and grounding of a library."""
+    rows = lib.rows()
+    attempts = lib.attempts()
+    st = LibraryStats(envs=len(rows), attempts=len(attempts),
+                      accepted_attempts=sum(1 for a in attempts if a["accepted"]))
+    st.yield_by_proposer, st.rejections_by_reason = _yield(attempts)
+    st.distinct_signatures = len({r["signature"] for r in rows})
+    sample = rows if len(rows) <= max_pairs_envs else random.Random(seed).sample(rows, max_pairs_envs)
+    texts = [r["task_text"] or "" for r in sample]
+    if len(texts) >= 2:
+        dists = [1.0 - text_similarity(a, b) for a, b in itertools.combinations(texts, 2)]
+        st.mean_task_distance = sum(dists) / len(dists)
+    g = [r["grounding"] for r in rows if r.get("grounding") is not None]
+    if g:
+        st.grounded_share = sum(1 for x in g if x >= 0.5) / len(g)
+        st.mean_grounding = sum(g) / len(g)
+    st.by_stream = dict(Counter(r["stream"] or "?" for r in rows))
+    bins: Counter[str] = Counter()
+    for r in rows:
+        if r["solve_rate"] is None:
+            bins["unrated"] += 1
+        else:
+            lo = min(int(r["solve_rate"] * 5), 4) / 5
+            bins[f"{lo:.1f}-{lo + 0.2:.1f}"] += 1
+    st.solve_rate_histogram = dict(sorted(bins.items()))
+    return st

@@ -1,0 +1,106 @@
+"""The library: atomic spec files, the catalog, duplicates, resume, stats."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from envgen.library import DuplicateEnv, Library, signature_key, text_similarity
+from envgen.stats import library_stats
+from gym_envs.spec import parse_spec
+from tests.fixtures.library_spec import SPEC
+
+
+def _spec(env_id: str = "library-demo", **changes):
+    data = copy.deepcopy(SPEC)
+    data["id"] = env_id
+    data.update(changes)
+    return parse_spec(data)
+
+
+def test_add_load_and_list(tmp_path):
+    lib = Library(tmp_path / "lib")
+    path = lib.add(_spec(), model="m", run_id="r1", grounding=0.75)
+    assert path.exists() and json.loads(path.read_text())["id"] == "library-demo"
+    assert len(lib) == 1
+    row = lib.get_row("library-demo")
+    assert row["n_tools"] == 3 and row["n_tasks"] == 1 and row["model"] == "m" and row["grounding"] == 0.75
+    assert lib.load("library-demo").title == "Library"
+    assert [s.id for s in lib] == ["library-demo"]
+
+
+def test_duplicate_refused_with_original_id(tmp_path):
+    lib = Library(tmp_path)
+    lib.add(_spec("first-env"))
+    with pytest.raises(DuplicateEnv) as err:
+        lib.add(_spec("second-env"))
+    assert err.value.original == "first-env" and "first-env" in str(err.value)
+    # same tools but different tasks is not a duplicate
+    other = copy.deepcopy(SPEC)
+    other["id"] = "third-env"
+    other["tasks"][0]["turns"][0]["instruction"] = "Completely different words about a member who borrows."
+    other["tasks"][0]["turns"][1]["instruction"] = "Tell me the number of open loans right now please."
+    lib.add(parse_spec(other))
+    assert len(lib) == 2
+
+
+def test_same_id_refused(tmp_path):
+    lib = Library(tmp_path)
+    lib.add(_spec())
+    other = copy.deepcopy(SPEC)
+    other["tools"][0]["description"] = "changed"
+    other["tasks"][0]["turns"][0]["instruction"] = "Something else entirely to avoid the duplicate check here."
+    other["tasks"][0]["turns"][1]["instruction"] = "And another totally unrelated sentence for the second turn."
+    other["tools"][2]["name"] = "loans_of"
+    other["code"] = other["code"].replace("def list_loans", "def loans_of")
+    other["tasks"][0]["turns"][1]["reference"][0]["name"] = "loans_of"
+    with pytest.raises(FileExistsError):
+        lib.add(parse_spec(other))
+
+
+def test_reindex_after_crash(tmp_path):
+    lib = Library(tmp_path)
+    lib.add(_spec())
+    # simulate a crash between the spec write and the catalog commit: a spec file with no row
+    spec = _spec("orphan-env")
+    (tmp_path / "specs" / "orphan-env.json").write_text(spec.to_json())
+    reopened = Library(tmp_path)
+    assert reopened.get_row("orphan-env") is not None and len(reopened) == 2
+
+
+def test_catalog_url_and_attempts(tmp_path):
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    lib = Library(tmp_path / "lib", catalog_url=url)
+    lib.record_attempt(attempt_id="a1", run_id="r", doc_id="d1", proposer="llm", accepted=False,
+                       reasons=["rule 3: x"], codes=["reference_check_failed"], rejected_spec={"id": "x"})
+    lib.record_attempt(attempt_id="a2", run_id="r", doc_id="d2", proposer="llm", accepted=True, env_id="e")
+    assert (tmp_path / "other.db").exists()
+    assert lib.attempted_docs("r") == {"d1", "d2"}
+    assert (tmp_path / "lib" / "rejected" / "a1.json").exists()
+    st = library_stats(lib)
+    assert st.attempts == 2 and st.overall_yield == 0.5
+    assert st.rejections_by_reason == {"reference_check_failed": 1}
+
+
+def test_task_stats_and_suspicious(tmp_path):
+    lib = Library(tmp_path)
+    lib.add(_spec())
+    lib.record_task_result("library-demo", "t0", "reference", n=1, passes=1, reference_passes=True)
+    lib.record_task_result("library-demo", "t0", "policy-a", n=4, passes=0)
+    assert lib.suspicious_tasks() == [{"env_id": "library-demo", "task_id": "t0", "policies": ["policy-a"]}]
+    lib.record_task_result("library-demo", "t0", "policy-b", n=4, passes=2)
+    assert lib.suspicious_tasks() == []
+    assert lib.get_row("library-demo")["solve_rate"] == pytest.approx(3 / 9)
+    rows = lib.rows(min_solve=0.3, sort="solve_rate", descending=True)
+    assert [r["id"] for r in rows] == ["library-demo"]
+    with pytest.raises(ValueError, match="cannot sort"):
+        lib.rows(sort="nope")
+
+
+def test_signature_and_similarity():
+    a = _spec()
+    assert signature_key(a) == signature_key(_spec("other-id"))
+    assert text_similarity("the cat sat on the mat", "the cat sat on the mat") == 1.0
+    assert text_similarity("the cat sat on the mat", "a completely different sentence here") == 0.0
