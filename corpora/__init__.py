@@ -1,0 +1,103 @@
+"""corpora: documents from code corpora, for the environment generator.
+
+Role: load source documents (a source tree, JSONL, Parquet, a Hugging Face
+dataset, the Python standard library — the offline default), filter them,
+remove duplicates, sample them by seed, score how much they define stateful
+operations and excerpt them to a token budget.
+
+Contract: this package imports nothing from the other envwright packages.
+Loaders are registered by short name (:func:`register_loader`) and reached
+through :func:`load_corpus`; every result is deterministic for the same
+source, options and seed. Importing the package has no side effects (the
+built-in loaders register on first use of the registry).
+
+Quick start::
+
+    from corpora import load_corpus, select_documents, SelectConfig, excerpt
+
+    docs = select_documents(load_corpus("stdlib"), SelectConfig(min_stateful_score=0.0, sample=20, seed=1))
+    prompt_text = excerpt(docs[0], 1500)
+"""
+
+from __future__ import annotations
+
+from corpora.analysis import (
+    ClassProfile,
+    ModuleProfile,
+    analyze,
+    identifiers,
+    method_category,
+    snake_case,
+    stateful_classes,
+    stateful_score,
+)
+from corpora.dedup import MinHasher, NearDuplicateIndex, dedup_exact, dedup_near, jaccard
+from corpora.document import Document, TokenCounter, approx_tokens, make_id, text_sha256
+from corpora.errors import CorpusError, MissingDependencyError, RecordFieldError, UnknownNameError
+from corpora.excerpt import Excerpt, excerpt, excerpt_parts, truncate_text
+from corpora.filters import filter_language, filter_size, filter_stateful, where
+from corpora.languages import language_from_path, normalize_language
+from corpora.load import load_corpus, resolve_spec
+from corpora.loaders.hf import HFConfig
+from corpora.loaders.jsonl import JsonlConfig
+from corpora.loaders.parquet import ParquetConfig
+from corpora.loaders.records import RecordFields
+from corpora.loaders.stdlib import StdlibConfig
+from corpora.loaders.tree import TreeConfig
+from corpora.pipeline import SelectConfig, select_documents
+from corpora.registry import LoaderEntry, LoaderOptions, get_loader, loader_names, register_loader
+from corpora.sampling import keep_fraction, rank, sample, shuffle
+
+__all__ = [
+    "ClassProfile",
+    "CorpusError",
+    "Document",
+    "Excerpt",
+    "HFConfig",
+    "JsonlConfig",
+    "LoaderEntry",
+    "LoaderOptions",
+    "MinHasher",
+    "MissingDependencyError",
+    "ModuleProfile",
+    "NearDuplicateIndex",
+    "ParquetConfig",
+    "RecordFieldError",
+    "RecordFields",
+    "SelectConfig",
+    "StdlibConfig",
+    "TokenCounter",
+    "TreeConfig",
+    "UnknownNameError",
+    "analyze",
+    "approx_tokens",
+    "dedup_exact",
+    "dedup_near",
+    "excerpt",
+    "excerpt_parts",
+    "filter_language",
+    "filter_size",
+    "filter_stateful",
+    "get_loader",
+    "identifiers",
+    "jaccard",
+    "keep_fraction",
+    "language_from_path",
+    "load_corpus",
+    "loader_names",
+    "make_id",
+    "method_category",
+    "normalize_language",
+    "rank",
+    "register_loader",
+    "resolve_spec",
+    "sample",
+    "select_documents",
+    "shuffle",
+    "snake_case",
+    "stateful_classes",
+    "stateful_score",
+    "text_sha256",
+    "truncate_text",
+    "where",
+]

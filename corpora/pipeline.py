@@ -1,0 +1,90 @@
+"""One-call corpus selection: filter, deduplicate, sample.
+
+Role: the recipe the generator runs on a loaded corpus, as one typed config
+(:class:`SelectConfig`) instead of hand-chained filters.
+
+Contract: :func:`select_documents` applies, in this order, the size filter,
+the language filter, the stateful filter, deduplication and sampling; the
+result is deterministic for a given input sequence and config (deduplication
+keeps the first copy, so reordering duplicates can change which copy is
+kept; sampling itself does not depend on the order). The config is
+validated at construction with errors that name the field to fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from corpora.dedup import dedup_exact, dedup_near
+from corpora.document import Document
+from corpora.errors import CorpusError, UnknownNameError
+from corpora.filters import filter_language, filter_size, filter_stateful
+from corpora.registry import suggest
+from corpora.sampling import sample
+
+__all__ = ["DEDUP_MODES", "SelectConfig", "select_documents"]
+
+DEDUP_MODES = ("none", "exact", "near")
+"""Accepted values of :attr:`SelectConfig.dedup`."""
+
+
+@dataclass(kw_only=True)
+class SelectConfig:
+    """How to cut a corpus down.
+
+    Attributes:
+        min_chars: Drop documents shorter than this.
+        max_chars: Drop documents longer than this (``None``: no bound).
+        languages: Keep only these languages (``None``: all).
+        min_stateful_score: Keep documents whose stateful score is greater
+            than this (``0.0`` keeps those with a stateful class; ``None``
+            skips the analysis).
+        dedup: ``"none"``, ``"exact"`` (sha256) or ``"near"`` (exact, then MinHash).
+        near_threshold: Jaccard similarity at or above which ``"near"`` drops a document.
+        sample: Keep this many documents, chosen by ``seed`` (``None``: all, in input order).
+        seed: Seed of the sample.
+    """
+
+    min_chars: int = 1
+    max_chars: int | None = 500_000
+    languages: tuple[str, ...] | None = None
+    min_stateful_score: float | None = None
+    dedup: str = "exact"
+    near_threshold: float = 0.85
+    sample: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dedup not in DEDUP_MODES:
+            raise UnknownNameError(
+                f"dedup={self.dedup!r} is not one of {', '.join(DEDUP_MODES)}"
+                f"{suggest(self.dedup, DEDUP_MODES)}"
+            )
+        if not 0.0 < self.near_threshold <= 1.0:
+            raise CorpusError(f"near_threshold must be in (0, 1], got {self.near_threshold}")
+        if self.sample is not None and self.sample < 0:
+            raise CorpusError(f"sample must be >= 0 or None, got {self.sample}")
+        if self.min_chars < 0 or (self.max_chars is not None and self.max_chars < self.min_chars):
+            raise CorpusError(f"need 0 <= min_chars <= max_chars, got {self.min_chars} and {self.max_chars}")
+        if isinstance(self.languages, str):
+            self.languages = (self.languages,)
+        if self.min_stateful_score is not None and self.min_stateful_score < 0:
+            raise CorpusError(f"min_stateful_score must be >= 0 or None, got {self.min_stateful_score}")
+
+
+def select_documents(docs: Iterable[Document], config: SelectConfig | None = None) -> list[Document]:
+    """Filter, deduplicate and sample ``docs`` as ``config`` (default :class:`SelectConfig`) says."""
+    cfg = config or SelectConfig()
+    stream = filter_size(docs, min_chars=cfg.min_chars, max_chars=cfg.max_chars)
+    if cfg.languages is not None:
+        stream = filter_language(stream, cfg.languages)
+    if cfg.min_stateful_score is not None:
+        stream = filter_stateful(stream, cfg.min_stateful_score)
+    if cfg.dedup != "none":
+        stream = dedup_exact(stream)
+    if cfg.dedup == "near":
+        stream = dedup_near(stream, threshold=cfg.near_threshold)
+    if cfg.sample is not None:
+        return sample(stream, cfg.sample, seed=cfg.seed)
+    return list(stream)

@@ -1,0 +1,98 @@
+"""Stateful scores and identifiers."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpora import analyze, identifiers, method_category, snake_case, stateful_classes, stateful_score
+
+from .conftest import PLAIN_SOURCE, STATEFUL_SOURCE, make_doc
+
+
+def test_stateful_class_scores() -> None:
+    doc = make_doc(STATEFUL_SOURCE)
+    (inventory,) = stateful_classes(doc)
+    assert inventory.name == "Inventory"
+    assert inventory.crud == {
+        "create": ("add_item",),
+        "delete": ("remove_item",),
+        "read": ("get_item",),
+        "update": ("update_item",),
+    }
+    assert inventory.state == ("items",)
+    assert inventory.mutating == ("add_item", "update_item", "remove_item")
+    assert inventory.score == pytest.approx(4 + 4 / 8 + 0.5)
+    assert stateful_score(doc) == pytest.approx(5.0)
+
+
+def test_classes_without_crud_or_state_score_zero() -> None:
+    assert stateful_score(make_doc(PLAIN_SOURCE)) == 0.0  # Point keeps state but has no CRUD method
+    no_state = "class Reader:\n    def get(self, k):\n        return k\n"
+    assert stateful_score(make_doc(no_state)) == 0.0
+
+
+def test_dunder_containers_and_cls_state_count() -> None:
+    text = (
+        "class Bag:\n"
+        "    _all = []\n"
+        "    def __setitem__(self, k, v):\n        self._data[k] = v\n"
+        "    def __getitem__(self, k):\n        return self._data[k]\n"
+        "    @classmethod\n"
+        "    def register(cls, x):\n        cls._all.append(x)\n"
+    )
+    (bag,) = stateful_classes(make_doc(text))
+    assert set(bag.crud) == {"update", "read", "create"}
+    assert bag.state == ("_all", "_data")
+
+
+def test_document_score_sums_the_three_best_classes() -> None:
+    one = "    def add(self, x):\n        self.items.append(x)\n"
+    text = "".join(f"class C{i}:\n{one}" for i in range(5))
+    assert len(stateful_classes(make_doc(text))) == 5
+    assert stateful_score(make_doc(text)) == pytest.approx(3 * (1 + 1 / 8 + 0.5))
+
+
+def test_syntax_errors_and_other_languages_are_data() -> None:
+    broken = make_doc("class A(:\n    def get_x(self): self.x = 1\n")
+    assert stateful_score(broken) == 0.0
+    assert not analyze(broken).parsed
+    assert "get_x" in identifiers(broken)
+    js = make_doc(
+        "class ShoppingCart {\n addItem(x) { this.itemCount += 1; }\n}\nfunction checkOut() {}\n", path="a.js"
+    )
+    assert stateful_score(js) == 0.0
+    assert {"shopping_cart", "item_count", "check_out"} <= identifiers(js)
+
+
+def test_identifiers_are_snake_case_without_dunders() -> None:
+    names = identifiers(make_doc(STATEFUL_SOURCE))
+    assert {"inventory", "add_item", "get_item", "update_item", "remove_item", "items", "helper"} <= names
+    assert "init" not in names and "__init__" not in names
+    fields = identifiers(
+        make_doc(
+            "class HTTPServer:\n    maxConnections: int = 3\n"
+            "    def getName(self):\n        return self._cache\n"
+        )
+    )
+    assert fields == {"http_server", "max_connections", "get_name", "cache"}
+
+
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [
+        ("add_item", "create"),
+        ("getName", "read"),
+        ("_remove", "delete"),
+        ("update", "update"),
+        ("__delitem__", "delete"),
+        ("__repr__", None),
+        ("compute", None),
+    ],
+)
+def test_method_category(name: str, category: str | None) -> None:
+    assert method_category(name) == category
+
+
+def test_snake_case() -> None:
+    assert snake_case("XMLParser") == "xml_parser"
+    assert snake_case("__private__name") == "private_name"
