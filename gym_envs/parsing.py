@@ -69,7 +69,7 @@ def _calls_from_json(obj: Any) -> list[dict[str, Any]] | None:
     """Calls if ``obj`` looks like a call, a list of calls or a tool_calls wrapper; else None."""
     if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
         return [_normalise_call(c) for c in obj["tool_calls"]]
-    if isinstance(obj, dict) and ("name" in obj and ("arguments" in obj or "parameters" in obj)
+    if isinstance(obj, dict) and (("name" in obj and ("arguments" in obj or "parameters" in obj))
                                   or "function" in obj):
         return [_normalise_call(obj)]
     if isinstance(obj, list) and obj and all(isinstance(c, dict) and ("name" in c or "function" in c)

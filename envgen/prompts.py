@@ -1,0 +1,655 @@
+"""Prompts for LLM proposers, and parsing of what the model writes back.
+
+Building (:func:`build_messages`, :func:`build_repair_messages`):
+
+* the **system message** is a compact version of the contract in ENVSPEC.md:
+  the fields, the restricted-Python rules of the tool code, the check kinds and
+  the six validity rules the gate enforces;
+* the **user message** holds one or two example specs (a routed skill's
+  examples when a skill is given, else the shipped examples of
+  :mod:`gym_envs.examples`, else a small built-in one), each as compact JSON
+  trimmed to a token budget by dropping tasks; the skill's guidance
+  (``skill.render(level)``); the document excerpt (``corpora.excerpt`` within
+  ``excerpt_tokens``); the instruction to answer with one JSON object in a
+  ```` ```json ```` fence;
+* a **repair** conversation is the original system and user messages, the
+  previous answer, and the gate's feedback (bullet reasons) with the request
+  to return the corrected full JSON.
+
+Parsing (:func:`parse_completion`) never raises: it strips ``<think>`` blocks,
+takes the largest ```` ```json ```` block (or the outermost ``{...}``), parses it
+leniently (raw newlines in strings, trailing commas, ``//`` comments, Python
+``True``/``False``/``None``, single-quoted Python literals, missing closing
+brackets at the end), overrides the fields the model does not control
+(``provenance``, ``source``, a missing, invalid or copied ``id``) and runs
+:func:`gym_envs.spec.parse_spec`. A failure comes back as a typed
+:class:`ParsedCompletion` (``code`` in ``no_json``, ``json_syntax``,
+``not_object``, ``spec_schema``) whose ``error`` says what to fix, in words a
+model can act on.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gym_envs.spec import ID_PATTERN, EnvSpec, SpecError, parse_spec
+
+__all__ = [
+    "ALLOWED_IMPORTS",
+    "BUILTIN_EXAMPLE",
+    "SYSTEM_PROMPT",
+    "ParsedCompletion",
+    "build_messages",
+    "build_repair_messages",
+    "builtin_example",
+    "document_excerpt",
+    "extract_json_text",
+    "finalize_spec_data",
+    "loads_lenient",
+    "make_env_id",
+    "messages_sha256",
+    "parse_completion",
+    "render_example",
+    "shipped_examples",
+    "skill_id_of",
+    "strip_think",
+]
+
+TokenCounter = Callable[[str], int]
+
+ALLOWED_IMPORTS = ("json", "math", "re", "datetime", "collections", "itertools", "statistics", "functools",
+                   "operator", "string", "decimal", "fractions", "bisect", "heapq", "hashlib", "random")
+
+SYSTEM_PROMPT = f"""\
+You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
+(spec_version 1) that simulates a small stateful system: a SQLite database, tools the agent can call, \
+Python code that implements the tools, and tasks whose checks inspect the database after the agent acts.
+
+# Fields
+- "spec_version": 1
+- "id": a lowercase slug of 3 to 80 characters from a-z 0-9 _ . - (for example "warehouse-stock")
+- "title", "description": what the system is and its business rules (the agent reads them)
+- "state": {{"schema_sql": "CREATE TABLE ...;" (CREATE TABLE / CREATE INDEX only), \
+"seed_sql": "INSERT INTO ...;" (the starting rows)}}
+- "tools": [{{"name": "snake_case_name", "description": "...", "parameters": {{"type": "object", \
+"properties": {{"arg": {{"type": "integer"}}}}, "required": ["arg"]}}}}]
+- "code": Python source with one top-level function per tool: def TOOL_NAME(db, arg, other_arg=None): ...
+- "tasks": [{{"id": "t1", "kind": "...", "turns": [{{"instruction": "what the user asks", "checks": [...], \
+"reference": [{{"name": "tool_name", "arguments": {{...}}}}]}}]}}]
+Do not write "source" or "provenance": they are filled in for you.
+
+# Tool code (it runs in a restricted Python sandbox)
+- After db, a function's parameters are exactly its tool's schema properties, with the same names; every \
+property not listed in "required" needs a default value.
+- db.query(sql, params) returns a list of dict rows; db.execute(sql, params) returns {{"rowcount", \
+"lastrowid"}}. One SQL statement per call; pass values as ? parameters, e.g. \
+db.query("SELECT * FROM items WHERE id = ?", (item_id,)).
+- To report an error the agent should see: raise ToolError("message") (ToolError is built in; do not import it).
+- No name may start with an underscore (functions, variables, arguments). No classes, open, eval, exec, \
+getattr, type, globals or str.format; f-strings are fine.
+- Only these imports: {", ".join(ALLOWED_IMPORTS)}.
+- Deterministic: no current date or time (write dates as fixed strings), no unseeded randomness. Return \
+JSON values (dict, list, str, int, float, bool, None).
+
+# Tasks
+"kind" is one of: execute (carry out a change), read (answer a question; the state must not change), \
+read_then_write (look something up, then change it), missing_parameter (a needed value is missing: the agent \
+must ask, and the next turn supplies it), decline (the tools cannot do it: the agent must say so and change \
+nothing). Each turn is one user instruction; "reference" is the correct sequence of tool calls for that turn. \
+Check kinds, evaluated on the database after the turn:
+- {{"kind": "sql", "query": "SELECT ...", "expect": [[value, ...], ...]}}: the query's rows equal expect \
+(add "ordered": true to compare in order)
+- {{"kind": "reply_contains", "any_of": ["answer", ...]}}: the agent's final reply contains one of them
+- {{"kind": "unchanged", "tables": []}}: those tables did not change ([] means all tables)
+- {{"kind": "calls", "require": ["tool"], "forbid": ["tool"]}}: tools the turn must / must not call
+- {{"kind": "python", "code": "def check(db):\\n    return ..."}}: must return True
+
+# A spec is accepted only if
+1. It is valid JSON with the fields above, unique tool names and task ids, a function for every tool.
+2. schema_sql and seed_sql run on SQLite.
+3. Replaying each turn's reference calls raises no error and passes every check of that turn: compute each \
+expected value from the seed rows and the reference calls, exactly.
+4. For every turn that changes the database, doing nothing fails at least one check.
+5. Dropping a state-changing reference call, or changing one of its arguments, fails a check: check the exact \
+rows the turn must produce.
+6. Running the same calls again gives the same results.
+"""
+
+OUTPUT_INSTRUCTION = ("Output exactly one JSON object, the complete environment, inside a ```json fenced block, "
+                      "and nothing after it.")
+
+TASK_INSTRUCTION = (
+    "Design a NEW environment grounded in this document: model the records and operations it deals with as "
+    "SQLite tables and tools (2 to 5 tools, a few seed rows, 2 to 4 tasks of different kinds). Keep it small "
+    "and consistent: every reference call must succeed on the seed data and every check must pass after the "
+    "reference calls. " + OUTPUT_INSTRUCTION)
+
+REPAIR_INSTRUCTION = (
+    "The environment you wrote was rejected by the validator. Fix every problem listed:\n{feedback}\n\n"
+    "Return the corrected full JSON object (every field, not only the changes) inside one ```json fenced "
+    "block.")
+
+# -- examples ------------------------------------------------------------------------------------
+
+_EXAMPLE_CODE = '''\
+def find_product(db, name):
+    rows = db.query("SELECT id, name, price, stock FROM products WHERE name = ?", (name,))
+    if not rows:
+        raise ToolError("no product named " + name)
+    return rows[0]
+
+
+def adjust_stock(db, product_id, delta, reason):
+    rows = db.query("SELECT stock FROM products WHERE id = ?", (product_id,))
+    if not rows:
+        raise ToolError("unknown product id " + str(product_id))
+    if delta == 0:
+        raise ToolError("delta must not be zero")
+    stock = rows[0]["stock"] + delta
+    if stock < 0:
+        raise ToolError("only " + str(rows[0]["stock"]) + " in stock")
+    db.execute("UPDATE products SET stock = ? WHERE id = ?", (stock, product_id))
+    db.execute("INSERT INTO movements (product_id, delta, reason) VALUES (?, ?, ?)", (product_id, delta, reason))
+    return {"product_id": product_id, "stock": stock}
+'''
+
+BUILTIN_EXAMPLE: dict[str, Any] = {
+    "spec_version": 1,
+    "id": "shop-stock-room",
+    "title": "a small shop's stock room",
+    "description": "Products with prices and stock levels. Staff look products up and record restocks, "
+                   "sales and damaged units; every change is logged in movements. Stock never goes below 0.",
+    "state": {
+        "schema_sql": "CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+                      "price REAL NOT NULL, stock INTEGER NOT NULL CHECK (stock >= 0));\n"
+                      "CREATE TABLE movements (id INTEGER PRIMARY KEY, product_id INTEGER NOT NULL "
+                      "REFERENCES products(id), delta INTEGER NOT NULL, reason TEXT NOT NULL);",
+        "seed_sql": "INSERT INTO products (id, name, price, stock) VALUES (1, 'kettle', 24.5, 4), "
+                    "(2, 'teapot', 18.0, 0), (3, 'mug', 6.0, 30);",
+    },
+    "tools": [
+        {"name": "find_product", "description": "Look a product up by its exact name.",
+         "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+        {"name": "adjust_stock",
+         "description": "Add (positive delta) or remove (negative delta) units of a product, with the reason.",
+         "parameters": {"type": "object", "properties": {
+             "product_id": {"type": "integer"}, "delta": {"type": "integer"},
+             "reason": {"type": "string", "enum": ["restock", "sale", "damage"]}},
+             "required": ["product_id", "delta", "reason"]}},
+    ],
+    "code": _EXAMPLE_CODE,
+    "tasks": [
+        {"id": "restock-teapots", "kind": "read_then_write", "turns": [
+            {"instruction": "We just received 12 teapots. Put them into stock.",
+             "checks": [{"kind": "sql", "query": "SELECT stock FROM products WHERE name = 'teapot'",
+                         "expect": [[12]]},
+                        {"kind": "sql", "query": "SELECT product_id, delta, reason FROM movements",
+                         "expect": [[2, 12, "restock"]]}],
+             "reference": [{"name": "find_product", "arguments": {"name": "teapot"}},
+                           {"name": "adjust_stock",
+                            "arguments": {"product_id": 2, "delta": 12, "reason": "restock"}}]}]},
+        {"id": "kettles", "kind": "read_then_write", "turns": [
+            {"instruction": "How many kettles do we have?",
+             "checks": [{"kind": "reply_contains", "any_of": ["4", "four"]},
+                        {"kind": "unchanged", "tables": []}],
+             "reference": [{"name": "find_product", "arguments": {"name": "kettle"}}]},
+            {"instruction": "A customer just bought 3 of them. Record the sale.",
+             "checks": [{"kind": "sql", "query": "SELECT id, stock FROM products ORDER BY id",
+                         "expect": [[1, 1], [2, 0], [3, 30]], "ordered": True},
+                        {"kind": "sql", "query": "SELECT product_id, delta, reason FROM movements",
+                         "expect": [[1, -3, "sale"]]}],
+             "reference": [{"name": "adjust_stock",
+                            "arguments": {"product_id": 1, "delta": -3, "reason": "sale"}}]}]},
+        {"id": "reprice", "kind": "decline", "turns": [
+            {"instruction": "Change the price of mugs to 7.50.",
+             "checks": [{"kind": "unchanged", "tables": []},
+                        {"kind": "calls", "forbid": ["adjust_stock"]}],
+             "reference": []}]},
+    ],
+}
+
+
+def builtin_example() -> EnvSpec:
+    """The small built-in example spec (valid under the gate; used when no other example fits)."""
+    return parse_spec(BUILTIN_EXAMPLE, source="envgen.prompts.BUILTIN_EXAMPLE")
+
+
+def shipped_examples() -> list[EnvSpec]:
+    """The example specs of :mod:`gym_envs.examples` (the built-in example when that package is absent)."""
+    try:
+        from gym_envs.examples import list_examples, load_example
+    except ImportError:
+        return [builtin_example()]
+    out: list[EnvSpec] = []
+    for name in list_examples():
+        try:
+            ex = load_example(name)
+            out.append(ex if isinstance(ex, EnvSpec) else parse_spec(ex))
+        except Exception:  # a broken example must not stop generation
+            continue
+    return out or [builtin_example()]
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def render_example(spec: EnvSpec, budget_tokens: int | None = None,
+                   counter: TokenCounter | None = None) -> str | None:
+    """An example as compact JSON without ``source``/``provenance``, within ``budget_tokens``.
+
+    Tasks are dropped (keeping one of each kind first) until it fits; ``None``
+    when even one task does not fit.
+    """
+    count = counter or _approx
+    data = spec.model_dump(mode="json", exclude={"source", "provenance"}, exclude_none=True)
+    tasks = data.pop("tasks")
+    seen: set[str] = set()
+    order = []
+    for t in tasks:
+        if t["kind"] not in seen:
+            seen.add(t["kind"])
+            order.append(t)
+    order += [t for t in tasks if t not in order]
+    kept: list[dict[str, Any]] = []
+    for t in order:
+        trial = [x for x in tasks if x in (*kept, t)]
+        if budget_tokens is None or count(_json({**data, "tasks": trial})) <= budget_tokens:
+            kept.append(t)
+    if not kept:
+        return None
+    return _json({**data, "tasks": [x for x in tasks if x in kept]})
+
+
+def _approx(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _pick(pool: Sequence[EnvSpec], k: int, key: str, budget: int | None, counter: TokenCounter | None) -> list[str]:
+    """``k`` rendered examples from ``pool``, rotated deterministically by ``key``."""
+    if k <= 0 or not pool:
+        return []
+    start = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % len(pool)
+    rotated = [*pool[start:], *pool[:start]]
+    out: list[str] = []
+    per_example = budget // k if budget else None
+    for spec in rotated:
+        text = render_example(spec, per_example, counter)
+        if text is not None:
+            out.append(text)
+        if len(out) == k:
+            break
+    return out
+
+
+# -- building ------------------------------------------------------------------------------------
+
+
+def _skill_text(skill: Any, level: Any) -> str:
+    render = getattr(skill, "render", None)
+    if callable(render):
+        return str(render(level)).strip()
+    parts = []
+    rules = list(getattr(skill, "rules", None) or [])
+    hints = list(getattr(skill, "hints", None) or [])
+    if rules:
+        parts.append("Rules:\n" + "\n".join(f"- {r}" for r in rules))
+    if hints:
+        parts.append("Hints:\n" + "\n".join(f"- {h}" for h in hints))
+    return "\n".join(parts)
+
+
+def skill_id_of(skill: Any) -> str | None:
+    """A skill's id (``id``, ``skill_id`` or ``name`` attribute)."""
+    if skill is None:
+        return None
+    for attr in ("id", "skill_id", "name"):
+        v = getattr(skill, attr, None)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def document_excerpt(doc: Any, budget_tokens: int, counter: TokenCounter | None = None) -> str:
+    """The document's text within ``budget_tokens`` (``corpora.excerpt`` for corpus documents)."""
+    from corpora import Document, excerpt, truncate_text
+
+    if isinstance(doc, Document):
+        return excerpt(doc, budget_tokens, counter=counter)
+    return truncate_text(str(getattr(doc, "text", doc)), budget_tokens, counter or _approx)
+
+
+def build_messages(doc: Any, *, skill: Any = None, examples: Sequence[EnvSpec] | None = None,
+                   n_examples: int = 1, excerpt_tokens: int = 1500, example_tokens: int | None = 3500,
+                   counter: TokenCounter | None = None, skill_level: Any = 1,
+                   system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The proposer's chat for one document (see the module docstring)."""
+    pool: Sequence[EnvSpec] | None = None
+    if skill is not None and getattr(skill, "examples", None):
+        pool = list(skill.examples)
+    if not pool:
+        pool = examples if examples is not None else shipped_examples()
+    doc_id = str(getattr(doc, "id", ""))
+    rendered = _pick(pool, n_examples, doc_id, example_tokens, counter)
+    if not rendered and n_examples > 0:
+        rendered = _pick([builtin_example()], 1, doc_id, None, counter)
+    parts: list[str] = []
+    for i, ex in enumerate(rendered):
+        label = "An example" if len(rendered) == 1 else f"Example {i + 1}"
+        parts.append(f"{label} of a complete, valid environment (for the format only; do not copy its "
+                     f"domain):\n```json\n{ex}\n```")
+    if skill is not None:
+        text = _skill_text(skill, skill_level)
+        if text:
+            parts.append(f"Follow this skill ({skill_id_of(skill) or 'routed skill'}):\n{text}")
+    path = getattr(doc, "path", None) or doc_id or "document"
+    lang = getattr(doc, "language", "") or ""
+    fence = lang if lang and lang != "unknown" else ""
+    parts.append(f"The document ({path}):\n```{fence}\n{document_excerpt(doc, excerpt_tokens, counter)}\n```")
+    parts.append(TASK_INSTRUCTION)
+    return [{"role": "system", "content": system_prompt or SYSTEM_PROMPT},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def build_repair_messages(messages: Sequence[dict[str, str]], previous_output: str,
+                          feedback: str) -> list[dict[str, str]]:
+    """The original system and user messages, the previous answer, and the gate's feedback."""
+    base = [dict(m) for m in messages if m.get("role") in ("system", "user")][:2]
+    feedback = feedback.strip() or "- the environment was rejected"
+    answer = strip_think(previous_output).strip() or "(empty answer)"
+    return [*base, {"role": "assistant", "content": answer},
+            {"role": "user", "content": REPAIR_INSTRUCTION.format(feedback=feedback)}]
+
+
+def messages_sha256(messages: Sequence[dict[str, Any]] | str) -> str:
+    """SHA-256 of a prompt (canonical JSON of the messages)."""
+    text = messages if isinstance(messages, str) else json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+_THINK = re.compile(r"<think>.*?</think>", re.S)
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.M)
+
+
+def strip_think(text: str) -> str:
+    """Remove ``<think>...</think>`` blocks (and a dangling ``</think>`` prefix or unclosed ``<think>``)."""
+    text = _THINK.sub("", text)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    return text.replace("<think>", "")
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(info, body)`` of each fenced block in order; an unclosed last fence runs to the end."""
+    blocks = []
+    fences = list(_FENCE.finditer(text))
+    i = 0
+    while i < len(fences):
+        opening = fences[i]
+        info = opening.group(1).lower()
+        closing = next((f for f in fences[i + 1:] if not f.group(1)), None)
+        end = closing.start() if closing else len(text)
+        blocks.append((info, text[opening.end():end].strip("\n")))
+        if closing is None:
+            break
+        i = fences.index(closing) + 1
+    return blocks
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Top-level ``{...}`` spans (string-aware); an unbalanced last one runs to the end."""
+    spans: list[str] = []
+    depth, start, in_str, esc = 0, -1, False, False
+    for i, c in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+            continue
+        if c == '"' and depth > 0:
+            in_str = True
+        elif c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start:i + 1])
+    if depth > 0 and start >= 0:
+        spans.append(text[start:])
+    return spans
+
+
+def extract_json_text(text: str) -> str | None:
+    """The JSON object's text in a completion: the largest ```json block, else the largest ``{...}``."""
+    text = strip_think(text)
+    candidates = [body.strip() for info, body in _fenced_blocks(text)
+                  if info in ("", "json", "json5", "jsonc", "javascript", "js")
+                  and ("{" in body or body.lstrip().startswith("["))]
+    if candidates:
+        best = max(reversed(candidates), key=len)  # largest; the last one on a tie
+        if best.startswith("["):
+            return best
+        objs = _balanced_objects(best)
+        return max(reversed(objs), key=len) if objs else best
+    objs = _balanced_objects(text)
+    return max(reversed(objs), key=len) if objs else None
+
+
+def _split_strings(text: str) -> list[tuple[bool, str]]:
+    """``(is_string, chunk)`` pieces; a string chunk keeps its quotes (an unterminated one runs to the end)."""
+    parts: list[tuple[bool, str]] = []
+    i, n, start = 0, len(text), 0
+    while i < n:
+        if text[i] == '"':
+            parts.append((False, text[start:i]))
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            parts.append((True, text[i:j + 1]))
+            i = start = j + 1
+        else:
+            i += 1
+    parts.append((False, text[start:]))
+    return [p for p in parts if p[1]]
+
+
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _repair(text: str) -> tuple[str, list[str]]:
+    """Light syntactic repairs outside strings; returns the text and the names of the repairs applied."""
+    applied: list[str] = []
+    parts = _split_strings(text)
+    out: list[str] = []
+    for is_str, chunk in parts:
+        if is_str:
+            out.append(chunk)
+            continue
+        new = re.sub(r"//[^\n]*", "", chunk)
+        if new != chunk:
+            applied.append("removed // comments")
+        fixed = re.sub(r",(\s*[}\]])", r"\1", new)
+        if fixed != new:
+            applied.append("removed trailing commas")
+        lit = re.sub(r"\b(True|False|None)\b", lambda m: _PY_LITERALS[m.group(1)], fixed)
+        if lit != fixed:
+            applied.append("Python literals to JSON")
+        out.append(lit)
+    text = "".join(out)
+    closed = _close_brackets(text)
+    if closed != text:
+        applied.append("closed unterminated brackets")
+    return closed, sorted(set(applied))
+
+
+def _ends_in_string(text: str) -> bool:
+    in_str, esc = False, False
+    for c in text:
+        if esc:
+            esc = False
+        elif in_str and c == "\\":
+            esc = True
+        elif c == '"':
+            in_str = not in_str
+    return in_str
+
+
+def _close_brackets(text: str) -> str:
+    """Append the closers a truncated JSON text is missing (closing an open string first)."""
+    stack: list[str] = []
+    parts = _split_strings(text)
+    open_string = _ends_in_string(text)
+    for is_str, chunk in parts:
+        if is_str:
+            continue
+        for c in chunk:
+            if c in "{[":
+                stack.append("}" if c == "{" else "]")
+            elif c in "}]" and stack and stack[-1] == c:
+                stack.pop()
+    if not stack and not open_string:
+        return text
+    out = text + ('"' if open_string else "")
+    out = out.rstrip()
+    if out.endswith(","):
+        out = out[:-1]
+    elif out.endswith(":"):
+        out += " null"
+    return out + "".join(reversed(stack))
+
+
+def _python_literal(text: str) -> Any:
+    """Parse a Python-literal dict (single quotes, True/None, JSON's true/false/null mapped)."""
+    parts = _split_strings(text)
+    mapped = "".join(c if s else re.sub(r"\b(true|false|null)\b",
+                                        lambda m: {"true": "True", "false": "False", "null": "None"}[m.group(1)], c)
+                     for s, c in parts)
+    return ast.literal_eval(mapped)
+
+
+def loads_lenient(text: str) -> tuple[Any, list[str]]:
+    """Parse JSON, applying light repairs when strict parsing fails.
+
+    Returns ``(value, repairs)``; raises :class:`ValueError` with the JSON error
+    (line, column and the text around it) when no repair helps.
+    """
+    try:
+        return json.loads(text, strict=False), []
+    except json.JSONDecodeError as e:
+        first = e
+    fixed, applied = _repair(text)
+    if applied:
+        try:
+            return json.loads(fixed, strict=False), applied
+        except json.JSONDecodeError as e:
+            first = e
+            text_for_error = fixed
+    else:
+        text_for_error = text
+    try:
+        value = _python_literal(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        return value, ["Python literal (single quotes) to JSON"]
+    lo = max(0, first.pos - 40)
+    near = text_for_error[lo:first.pos + 40].replace("\n", "\\n")
+    raise ValueError(f"{first.msg} at line {first.lineno} column {first.colno} (near: ...{near}...)")
+
+
+def make_env_id(data: dict[str, Any], doc: Any = None, salt: str = "") -> str:
+    """``llm-<slug>-<hash>``: slug from the title (else the document path), hash of the content."""
+    title = data.get("title") if isinstance(data.get("title"), str) else ""
+    base = title or str(getattr(doc, "path", "") or "env").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    slug = re.sub(r"[^a-z0-9]+", "-", base.lower()).strip("-")[:40].strip("-") or "env"
+    payload = json.dumps([str(getattr(doc, "id", "")), salt, data], sort_keys=True, default=str)
+    return f"llm-{slug}-{hashlib.sha256(payload.encode()).hexdigest()[:10]}"
+
+
+_WRAPPERS = ("environment", "env", "spec", "envspec")
+
+
+def finalize_spec_data(data: dict[str, Any], *, doc: Any = None, generator: str = "llm:unknown",
+                       stream: str = "explore", skill_id: str | None = None, prompt_sha256: str | None = None,
+                       seed: int | None = None, created_at: str | None = None,
+                       reserved_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """Fill and override the fields the model does not control (returns a new dict)."""
+    if len(data) == 1:
+        (key, inner), = data.items()
+        if key.lower() in _WRAPPERS and isinstance(inner, dict):
+            data = inner
+    data = dict(data)
+    data.pop("provenance", None)
+    data.pop("source", None)
+    if data.get("spec_version", 1) in (1, "1"):
+        data["spec_version"] = 1
+    env_id = data.get("id")
+    if not isinstance(env_id, str) or not re.match(ID_PATTERN, env_id) or env_id in reserved_ids:
+        data["id"] = make_env_id({k: v for k, v in data.items() if k != "id"}, doc)
+    data["provenance"] = {
+        "generator": generator, "skill_id": skill_id, "stream": stream, "prompt_sha256": prompt_sha256,
+        "seed": seed, "created_at": created_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "parents": [],
+    }
+    if doc is not None and getattr(doc, "id", None):
+        corpus = str(getattr(doc, "corpus", "") or str(doc.id).split(":", 1)[0])
+        data["source"] = {"corpus": corpus, "doc_id": str(doc.id), "path": getattr(doc, "path", None),
+                          "sha256": getattr(doc, "sha256", None) or None}
+    return data
+
+
+@dataclass
+class ParsedCompletion:
+    """What :func:`parse_completion` made of a completion."""
+
+    spec: EnvSpec | None
+    error: str | None = None  #: what to fix, for the repair prompt (``None`` when ``spec`` is set)
+    code: str | None = None  #: ``no_json``, ``json_syntax``, ``not_object``, ``spec_schema``
+    data: dict[str, Any] | None = None  #: the object after filling the controlled fields
+    repairs: list[str] = field(default_factory=list)  #: light JSON repairs that were needed
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None
+
+
+def parse_completion(text: str, **fill: Any) -> ParsedCompletion:
+    """Parse a model's completion into an :class:`EnvSpec` (``fill`` goes to :func:`finalize_spec_data`)."""
+    body = extract_json_text(text or "")
+    if body is None:
+        return ParsedCompletion(None, "no JSON object was found in your answer. Write the whole environment as "
+                                      "one JSON object inside a ```json fenced block.", "no_json")
+    try:
+        value, repairs = loads_lenient(body)
+    except ValueError as e:
+        return ParsedCompletion(None, f"your JSON does not parse: {e}. Write strict JSON: double-quoted keys "
+                                      "and strings, no comments, no trailing commas, newlines inside strings "
+                                      "written as \\n.", "json_syntax")
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        value = value[0]
+    if not isinstance(value, dict):
+        return ParsedCompletion(None, f"your answer is a JSON {type(value).__name__}, not an object; write one "
+                                      "JSON object with the fields spec_version, id, title, description, state, "
+                                      "tools, code and tasks.", "not_object", repairs=repairs)
+    data = finalize_spec_data(value, **fill)
+    try:
+        spec = parse_spec(data)
+    except SpecError as e:
+        lines = "\n".join(f"  - {r}" for r in e.reasons)
+        return ParsedCompletion(None, f"the JSON is not a valid environment spec; fix each field:\n{lines}",
+                                "spec_schema", data=data, repairs=repairs)
+    return ParsedCompletion(spec, None, None, data=data, repairs=repairs)

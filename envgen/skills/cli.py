@@ -1,0 +1,118 @@
+"""``envwright skills ...``: inspect, export and simulate a skill library."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from envgen.skills.library import SkillLibrary, builtin_skills_dir
+
+app = typer.Typer(help="Skill libraries: list, show, stats, export, simulate.", no_args_is_help=True)
+console = Console()
+
+DirOpt = typer.Option(None, "--dir", "-d", help="Skill library folder (default: the built-in skills).")
+
+
+def _open(folder: Path | None) -> SkillLibrary:
+    root = folder or builtin_skills_dir()
+    if not root.exists():
+        raise typer.BadParameter(f"no skill library at {root}")
+    return SkillLibrary(root)
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+@app.command("list")
+def list_cmd(folder: Path | None = DirOpt, archived: bool = typer.Option(False, help="Include archived skills.")) -> None:
+    """One line per skill: id, name, tags, examples, attempts, solve rate, validity."""
+    lib = _open(folder)
+    table = Table("id", "name", "tags", "examples", "attempts", "solve rate", "validity", "state")
+    skills = [*lib.skills.values(), *(lib.archived.values() if archived else [])]
+    for s in skills:
+        table.add_row(s.id, s.name, ", ".join(s.tags), str(len(s.examples)), str(s.stats.attempts),
+                      _rate(s.stats.mean_solve_rate), _rate(s.stats.validity_rate),
+                      "archived" if s.archived else "active")
+    console.print(table)
+
+
+@app.command("show")
+def show_cmd(skill_id: str, folder: Path | None = DirOpt,
+             level: str = typer.Option("full", help="Disclosure level: name, summary, rules, full.")) -> None:
+    """A skill as a proposer would see it at a disclosure level, plus its statistics."""
+    lib = _open(folder)
+    try:
+        s = lib.get(skill_id)
+    except KeyError as e:
+        raise typer.BadParameter(str(e.args[0])) from None
+    console.print(s.render(level))
+    console.print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
+                  f"[bold]parent[/bold]: {s.parent}  [bold]added[/bold]: iteration {s.added_iteration}")
+    console.print_json(json.dumps(s.stats.to_dict()))
+
+
+@app.command("stats")
+def stats_cmd(folder: Path | None = DirOpt) -> None:
+    """Library totals and the evolution log's event counts."""
+    lib = _open(folder)
+    events: dict[str, int] = {}
+    for e in lib.events():
+        events[e["event"]] = events.get(e["event"], 0) + 1
+    total_attempts = sum(s.stats.attempts for s in lib)
+    console.print(f"active skills: {len(lib)}   archived: {len(lib.archived)}   attempts: {total_attempts}")
+    console.print(f"events: {json.dumps(events)}")
+    from envgen.skills.controller import Controller
+
+    w = Controller(lib).weights()
+    table = Table("skill", "routing weight", "recent solve rate", "attempts")
+    for sid, weight in sorted(w.items(), key=lambda kv: -kv[1]):
+        s = lib.get(sid)
+        table.add_row(sid, f"{weight:.3f}", _rate(s.stats.recent_solve_rate), str(s.stats.attempts))
+    console.print(table)
+
+
+@app.command("export")
+def export_cmd(out: Path, folder: Path | None = DirOpt,
+               archived: bool = typer.Option(False, help="Also export archived skills.")) -> None:
+    """Copy a skill library (or the built-ins) to OUT, e.g. to start evolving it."""
+    src = folder or builtin_skills_dir()
+    if out.exists() and any(out.iterdir()):
+        raise typer.BadParameter(f"{out} exists and is not empty; choose a new folder")
+    ignore = ["__pycache__", "*.py[co]", "__init__.py"] + ([] if archived else ["_archive"])
+    shutil.copytree(src, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*ignore))
+    console.print(f"exported {len(SkillLibrary(out))} skills to {out}")
+
+
+@app.command("simulate")
+def simulate_cmd(out: Path = typer.Option(Path("runs/skill-simulation"), help="Folder for the library and log."),
+                 rounds: int = typer.Option(6, min=1), envs_per_round: int = typer.Option(40, min=2),
+                 alpha: float = typer.Option(0.5, min=0.0, max=1.0), seed: int = 0) -> None:
+    """Run the controller against synthetic solver competences and print per-round numbers."""
+    from envgen.skills.simulate import SimulationConfig, run_simulation, summarize
+
+    if out.exists():
+        shutil.rmtree(out)
+    table = Table("round", "routed solve rate", "validity", "competence", "skills", "pruned", "refined",
+                  "induced", "merged", "refused")
+
+    def row(m: dict) -> None:
+        table.add_row(str(m["iteration"]), _rate(m["mean_solve_rate_routed"]), f"{m['validity']:.2f}",
+                      f"{m['competence']:.2f}", str(m["active_skills"]), ", ".join(m["pruned"]),
+                      ", ".join(m["refined"]), ", ".join(m["induced"]), ", ".join(f"{a}<-{b}" for a, b in m["merged"]),
+                      str(len(m["refused"])))
+
+    hist = run_simulation(out, SimulationConfig(rounds=rounds, envs_per_round=envs_per_round, alpha=alpha,
+                                                seed=seed), printer=row)
+    console.print(table)
+    s = summarize(hist)
+    r5 = hist[min(4, len(hist) - 1)]["mean_solve_rate_routed"]
+    ok = r5 is not None and 0.4 <= r5 <= 0.6
+    console.print(f"mean solve rate of routed environments after round {min(5, len(hist))}: {_rate(r5)} "
+                  f"(target 0.4-0.6: {'PASS' if ok else 'MISS'})")
+    console.print(f"evolution log: {out / 'evolution.log'}  ({len(s['refused'])} duplicates refused)")

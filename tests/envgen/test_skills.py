@@ -1,0 +1,178 @@
+"""Skills: rewards, the folder format, the controller's rules, the dual stream and the simulation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envgen.proposers.base import Proposal
+from envgen.skills import (
+    Candidate,
+    Controller,
+    ControllerConfig,
+    Skill,
+    SkillLibrary,
+    load_skill,
+    run_validator,
+    save_skill,
+    select_dual_stream,
+    skill_sp_reward,
+    spade_reward,
+)
+from envgen.skills.round import Scored
+from envgen.skills.simulate import SimulationConfig, run_simulation, summarize, synthetic_spec
+from gym_envs.spec import parse_spec
+from tests.fixtures.library_spec import SPEC
+
+
+def test_rewards():
+    assert skill_sp_reward(True, 0.5) == 1.0
+    assert skill_sp_reward(True, 0.0) == 0.0 and skill_sp_reward(True, 1.0) == 0.0
+    assert skill_sp_reward(True, 0.25) == pytest.approx(0.5)
+    assert skill_sp_reward(False, 0.5) == 0.0
+    assert skill_sp_reward(True, 0.5, parsed=False) == -1.0
+    assert spade_reward(True, 0.5) == pytest.approx(0.6)
+    assert spade_reward(True, 0.5, hinted_solve_rate=1.0) == pytest.approx(0.8)
+    assert spade_reward(True, 0.9, hinted_solve_rate=0.5) == 0.0
+    assert spade_reward(True, 0.2, parsed=False) == -1.0
+    with pytest.raises(ValueError, match="solve rate"):
+        skill_sp_reward(True, 1.5)
+
+
+def _skill(sid: str, topic: str = "ledger", **kw) -> Skill:
+    return Skill(id=sid, name=sid.title(), description=f"about {topic}", tags=[f"topic:{topic}"],
+                 rules=["rule one"], hints=["hint"], examples=[synthetic_spec(topic, 1, 0)], **kw)
+
+
+def test_skill_round_trip_and_disclosure(tmp_path):
+    s = _skill("ledgers", validator="def validate(spec):\n    return []\n")
+    s.stats.observe(0.5)
+    save_skill(s, tmp_path / "ledgers")
+    again = load_skill(tmp_path / "ledgers")
+    assert again.rules == ["rule one"] and again.hints == ["hint"] and again.stats.attempts == 1
+    assert again.examples[0].id == s.examples[0].id and again.validator
+    lengths = [len(again.render(level)) for level in ("name", "summary", "rules", "full")]
+    assert lengths == sorted(lengths) and lengths[0] < lengths[-1]
+    assert "```json" in again.render("full") and "```json" not in again.render("rules")
+    with pytest.raises(ValueError, match="level"):
+        again.render("everything")
+    with pytest.raises(ValueError, match="skill id"):
+        Skill(id="Bad Id", name="x", description="y")
+
+
+def test_validator_runs_sandboxed():
+    ok = _skill("v-ok", validator="def validate(spec):\n    return [] if spec['tools'] else ['no tools']\n")
+    assert run_validator(ok, parse_spec(SPEC)) == []
+    picky = _skill("v-picky", validator=(
+        "def validate(spec):\n"
+        "    names = [t['name'] for t in spec['tools']]\n"
+        "    return [] if 'transfer' in names else ['needs a transfer tool']\n"))
+    assert run_validator(picky, parse_spec(SPEC)) == ["needs a transfer tool"]
+    evil = _skill("v-evil", validator="import os\ndef validate(spec):\n    return []\n")
+    problems = run_validator(evil, parse_spec(SPEC))
+    assert problems and "import" in problems[0]
+    looping = _skill("v-loop", validator="def validate(spec):\n    while True:\n        pass\n")
+    from gym_envs.executor import Limits, make_executor
+
+    ex = make_executor("worker", limits=Limits(call_timeout_s=0.5))
+    try:
+        problems = run_validator(looping, parse_spec(SPEC), executor=ex)
+    finally:
+        ex.close()
+    assert problems and "Timeout" in problems[0]
+
+
+def test_routing_prefers_frontier_and_prunes_easy(tmp_path):
+    lib = SkillLibrary(tmp_path)
+    for sid, topic in [("easy", "notes"), ("frontier", "ledger"), ("hard", "payroll")]:
+        lib.add(_skill(sid, topic), iteration=0, why="test")
+    ctl = Controller(lib, ControllerConfig(seed=1))
+    w0 = ctl.weights()
+    assert w0["easy"] == pytest.approx(w0["frontier"])  # no evidence yet: uniform
+    for _ in range(8):
+        ctl.record("easy", valid=True, solve_rate=1.0, iteration=1)
+        ctl.record("frontier", valid=True, solve_rate=0.5, iteration=1)
+        ctl.record("hard", valid=True, solve_rate=0.0, iteration=1)
+    w = ctl.weights()
+    assert w["frontier"] > 0.8 and w["frontier"] > w["easy"] and w["frontier"] > w["hard"]
+    routed = ctl.route(100)
+    assert routed.count("frontier") > 70
+    assert ctl.prune(2) == ["easy"]
+    assert "easy" in lib.archived and "easy" not in lib.skills
+    assert (tmp_path / "_archive" / "easy" / "SKILL.md").exists()
+    assert "pruned" in (tmp_path / "evolution.log").read_text()
+
+
+def test_refine_with_backend(tmp_path):
+    lib = SkillLibrary(tmp_path)
+    lib.add(_skill("hard", "payroll"), iteration=0, why="test")
+
+    class Backend:
+        prompts: list = []
+
+        def generate(self, prompts, **kw):
+            self.prompts.extend(prompts)
+            return [json.dumps({"rules": ["Make tasks shorter."], "hints": ["One table."]})] * len(prompts)
+
+    backend = Backend()
+    ctl = Controller(lib, ControllerConfig(refine_min_attempts=4), backend=backend)
+    for _ in range(4):
+        ctl.record("hard", valid=True, solve_rate=0.0, iteration=1)
+    assert ctl.refine(1, {"hard": ["env x solved in 0% of rollouts"]}) == ["hard"]
+    assert lib.get("hard").rules == ["Make tasks shorter."]
+    assert "env x solved" in backend.prompts[0][-1]["content"]
+    assert ctl.refine(2) == []  # no new evidence since the rewrite
+
+
+def test_induction_novelty_and_merge(tmp_path):
+    lib = SkillLibrary(tmp_path)
+    lib.add(_skill("ledgers", "ledger"), iteration=0, why="test")
+    ctl = Controller(lib)
+    novel = Candidate(synthetic_spec("greenhouse", 5, 0), reward=0.9)
+    dup = Candidate(synthetic_spec("ledger", 9, 0), reward=1.0)
+    weak = Candidate(synthetic_spec("brewery", 3, 0), reward=0.2)
+    induced, refused = ctl.induce(1, [novel, dup, weak])
+    assert induced == ["induced-sim-greenhouse-0-5"]
+    assert refused == [(dup.spec.id, "ledgers")]
+    # a differently named skill with the same content merges, pooling statistics
+    twin = _skill("money-book", "ledger")
+    twin.stats.observe(0.4)
+    lib.add(twin, iteration=1, why="test")
+    lib.get("ledgers").stats.observe(0.6)
+    merged = ctl.merge(2)
+    assert merged == [("ledgers", "money-book")]
+    assert lib.get("ledgers").stats.attempts == 2 and "money-book" in lib.archived
+
+
+def test_dual_stream_selection():
+    counter = iter(range(1, 100))
+
+    def scored(stream, reward, valid=True):
+        spec = synthetic_spec("ledger", next(counter), 0)
+        return Scored(Proposal("d", spec), stream, "s" if stream == "skill" else None, valid, [], 0.5, reward)
+
+    pool = [scored("skill", r) for r in (0.9, 0.1, 0.5)] + [scored("explore", r) for r in (0.3, 0.8)]
+    pool.append(scored("explore", 5.0, valid=False))
+    kept = select_dual_stream(pool, 4, 0.5)
+    assert [k.reward for k in kept] == [0.9, 0.5, 0.8, 0.3]
+    # a short stream is filled from the other
+    kept = select_dual_stream(pool, 5, 0.8)
+    assert len(kept) == 5 and all(k.valid for k in kept)
+
+
+def test_simulation_reaches_frontier_and_evolves(tmp_path):
+    hist = run_simulation(tmp_path, SimulationConfig(seed=2))
+    s = summarize(hist)
+    assert 0.4 <= hist[4]["mean_solve_rate_routed"] <= 0.6
+    assert s["pruned"] and s["induced"] and s["refused"] and s["refined"]
+    assert any(h["merged"] for h in hist)
+    log = (tmp_path / "evolution.log").read_text()
+    for event in ("added", "pruned", "refined", "merged", "refused"):
+        assert event in log
+    # routing mass moves toward skills near the frontier
+    last = hist[-1]
+    rates = last["skill_solve_rates"]
+    near = [sid for sid, p in rates.items() if 0.25 <= p <= 0.75]
+    routed_near = sum(n for sid, n in last["routing"].items() if sid in near)
+    assert routed_near / max(1, sum(last["routing"].values())) > 0.5
