@@ -345,7 +345,8 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
                                                  **cfg.proposer_options)
                 for start in range(0, len(todo), cfg.batch_size):
                     batch = todo[start:start + cfg.batch_size]
-                    for doc, out in _propose_and_validate(prop, batch, cfg, runner):
+                    skills = _route_skills(cfg, len(batch), start)
+                    for doc, out in _propose_and_validate(prop, batch, cfg, runner, skills):
                         recorder.record(doc.id, out)
                         prog.update(task, advance=1, accepted=summary.accepted)
     finally:
@@ -354,10 +355,27 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     return summary
 
 
+def _route_skills(cfg: GenerateConfig, n: int, start: int) -> list[Any] | None:
+    """Skills for a batch: the first ``round(alpha * n)`` documents get a routed skill, the rest none."""
+    if cfg.skills is None:
+        return None
+    from envgen.skills import Controller, ControllerConfig, SkillLibrary
+
+    lib = SkillLibrary.from_builtin(cfg.skills)
+    controller = Controller(lib, ControllerConfig(seed=cfg.seed + start))
+    k = round(cfg.alpha * n)
+    return [lib.get(s) for s in controller.route(k)] + [None] * (n - k)
+
+
 def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
-                          runner: _Runner) -> Iterator[tuple[Any, Outcome | BaseException]]:
+                          runner: _Runner, skills: list[Any] | None = None
+                          ) -> Iterator[tuple[Any, Outcome | BaseException]]:
     """Generate a batch, validate in workers, repair rejected ones (model proposers)."""
-    proposals = prop.propose_batch(batch, seed=cfg.seed)
+    proposals = prop.propose_batch(batch, seed=cfg.seed, skills=skills)
+    for p, sk in zip(proposals, skills or [None] * len(proposals), strict=True):
+        if p.spec is not None:
+            p.spec.provenance.stream = "skill" if sk is not None else "explore"  # type: ignore[assignment]
+            p.spec.provenance.skill_id = sk.id if sk is not None else None
     pending = list(zip(batch, proposals, strict=True))
     for attempt in range(cfg.max_retries + 1):
         to_validate = [(d, p) for d, p in pending if p.spec is not None]
