@@ -1,0 +1,118 @@
+"""Validator of the aggregate-reports skill.
+
+Aggregate reports: tools return raw rows, tasks ask for computed totals, counts and comparisons.
+
+Runs sandboxed (restricted Python, see gym_envs.executor); `spec` is the environment
+spec as a plain JSON dict. Returns a list of problems, each saying what to fix; an empty
+list means the spec has the structure this skill is about.
+"""
+
+# ruff: noqa: UP031  (the sandbox refuses str.format, so messages use % formatting)
+
+import re
+
+
+def functions(code):
+    """Top-level function name -> its source text."""
+    out = {}
+    name = None
+    lines = []
+    for line in code.split("\n"):
+        m = re.match(r"def\s+([A-Za-z]\w*)\s*\(", line)
+        if m:
+            if name:
+                out[name] = "\n".join(lines)
+            name = m.group(1)
+            lines = [line]
+        elif name and (line.startswith((" ", "\t")) or not line.strip()):
+            lines.append(line)
+        elif name:
+            out[name] = "\n".join(lines)
+            name = None
+            lines = []
+    if name:
+        out[name] = "\n".join(lines)
+    return out
+
+
+def write_tools(spec):
+    """Tools whose function, or a helper it calls, runs db.execute (they change state)."""
+    funcs = functions(spec.get("code") or "")
+    writes = set([n for n, body in funcs.items() if "db.execute(" in body])
+    changed = True
+    while changed:
+        changed = False
+        for n, body in funcs.items():
+            if n not in writes and any(re.search(r"\b" + w + r"\s*\(", body) for w in writes):
+                writes.add(n)
+                changed = True
+    return set([t["name"] for t in spec.get("tools", []) if t.get("name") in writes])
+
+def all_turns(spec):
+    """(task, turn index, turn) for every turn of every task."""
+    out = []
+    for task in spec.get("tasks", []):
+        for i, turn in enumerate(task.get("turns", [])):
+            out.append((task, i, turn))
+    return out
+
+
+def every_turn(spec):
+    """Every turn of every task."""
+    return [turn for task in spec.get("tasks", []) for turn in task.get("turns", [])]
+
+
+def check_text(check):
+    """The SQL or Python text of a check ('' for other kinds)."""
+    return check.get("query") or check.get("code") or ""
+
+
+def checks_of(turn, kinds):
+    return [c for c in turn.get("checks", []) if c.get("kind") in kinds]
+
+
+def called(turn):
+    return [c.get("name") for c in turn.get("reference", [])]
+
+AGGREGATE_NAME = r"total|sum|average|avg|aggregate|stats|summary|count"
+
+
+def numeric_answers(turn):
+    """reply_contains checks whose strings carry a number."""
+    out = []
+    for c in checks_of(turn, ("reply_contains",)):
+        if [s for s in c.get("any_of") or [] if re.search(r"[0-9]", s)]:
+            out.append(c)
+    return out
+
+
+def validate(spec):
+    problems = []
+    writes = write_tools(spec)
+    names = [t["name"] for t in spec.get("tools", [])]
+    canned = [n for n in names if n not in writes and re.search(AGGREGATE_NAME, n)]
+    if canned:
+        problems.append("read tools %s hand out aggregates; return raw rows so the agent has to compute" % canned)
+    seed = (spec.get("state") or {}).get("seed_sql") or ""
+    reads = [t for t in spec.get("tasks", []) if t.get("kind") == "read"]
+    if len(reads) < 3:
+        problems.append("%d read tasks; add at least 3 questions whose answers are computed" % len(reads))
+    computed = 0
+    combined = False
+    for task in reads:
+        for i, turn in enumerate(task.get("turns", [])):
+            if not checks_of(turn, ("unchanged",)):
+                problems.append("task %s turn %d: add an unchanged check (a report changes nothing)" % (
+                    task.get("id"), i))
+            if len(turn.get("reference", [])) >= 2:
+                combined = True
+            for c in numeric_answers(turn):
+                literal = [s for s in c.get("any_of") if re.search(r"[0-9]", s) and s in seed]
+                if not literal:
+                    computed += 1
+    if computed < 2:
+        problems.append("%d numeric answers are computed; at least 2 read answers must be numbers that do not "
+                        "appear literally in seed_sql (sums, counts, differences)" % computed)
+    if not combined:
+        problems.append("no read turn combines 2+ tool calls; ask a question that needs several lookups")
+    return problems

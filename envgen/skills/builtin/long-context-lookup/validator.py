@@ -1,0 +1,161 @@
+"""Validator of the long-context-lookup skill.
+
+Long context: a table with at least 200 seeded rows, paged filtered search, filtered lookups.
+
+Runs sandboxed (restricted Python, see gym_envs.executor); `spec` is the environment
+spec as a plain JSON dict. Returns a list of problems, each saying what to fix; an empty
+list means the spec has the structure this skill is about.
+"""
+
+# ruff: noqa: UP031  (the sandbox refuses str.format, so messages use % formatting)
+
+import re
+
+
+def split_top(text, sep):
+    """Split text at `sep` characters outside quotes and parentheses."""
+    parts = []
+    depth = 0
+    quote = ""
+    cur = ""
+    for ch in text:
+        if quote:
+            cur += ch
+            if ch == quote:
+                quote = ""
+            continue
+        if ch == "'" or ch == '"':
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+def functions(code):
+    """Top-level function name -> its source text."""
+    out = {}
+    name = None
+    lines = []
+    for line in code.split("\n"):
+        m = re.match(r"def\s+([A-Za-z]\w*)\s*\(", line)
+        if m:
+            if name:
+                out[name] = "\n".join(lines)
+            name = m.group(1)
+            lines = [line]
+        elif name and (line.startswith((" ", "\t")) or not line.strip()):
+            lines.append(line)
+        elif name:
+            out[name] = "\n".join(lines)
+            name = None
+            lines = []
+    if name:
+        out[name] = "\n".join(lines)
+    return out
+
+
+def write_tools(spec):
+    """Tools whose function, or a helper it calls, runs db.execute (they change state)."""
+    funcs = functions(spec.get("code") or "")
+    writes = set([n for n, body in funcs.items() if "db.execute(" in body])
+    changed = True
+    while changed:
+        changed = False
+        for n, body in funcs.items():
+            if n not in writes and any(re.search(r"\b" + w + r"\s*\(", body) for w in writes):
+                writes.add(n)
+                changed = True
+    return set([t["name"] for t in spec.get("tools", []) if t.get("name") in writes])
+
+def all_turns(spec):
+    """(task, turn index, turn) for every turn of every task."""
+    out = []
+    for task in spec.get("tasks", []):
+        for i, turn in enumerate(task.get("turns", [])):
+            out.append((task, i, turn))
+    return out
+
+
+def every_turn(spec):
+    """Every turn of every task."""
+    return [turn for task in spec.get("tasks", []) for turn in task.get("turns", [])]
+
+
+def check_text(check):
+    """The SQL or Python text of a check ('' for other kinds)."""
+    return check.get("query") or check.get("code") or ""
+
+
+def checks_of(turn, kinds):
+    return [c for c in turn.get("checks", []) if c.get("kind") in kinds]
+
+
+def called(turn):
+    return [c.get("name") for c in turn.get("reference", [])]
+
+MIN_ROWS = 200
+SEARCH = ("search", "find", "list", "filter", "query", "lookup")
+
+
+def estimate_rows(stmt):
+    """Rows an INSERT adds: the bound of a recursive CTE, else the number of VALUES tuples."""
+    if re.search(r"\bRECURSIVE\b", stmt, re.I):
+        bounds = []
+        for a, b in re.findall(r"<\s*=?\s*([0-9]+)|\bLIMIT\s+([0-9]+)", stmt, re.I):
+            bounds.append(int(a or b))
+        return max(bounds) if bounds else 0
+    m = re.search(r"\bVALUES\b", stmt, re.I)
+    if not m:
+        return 0
+    return len([p for p in split_top(stmt[m.end():].strip().rstrip(";"), ",") if p.startswith("(")])
+
+
+def seeded_rows(spec):
+    counts = {}
+    seed = (spec.get("state") or {}).get("seed_sql") or ""
+    for stmt in split_top(seed, ";"):
+        m = re.match(r"\s*(?:INSERT|REPLACE)\s+(?:OR\s+\w+\s+)?INTO\s+[\"`\[]?(\w+)", stmt, re.I)
+        if m:
+            table = m.group(1).lower()
+            counts[table] = counts.get(table, 0) + estimate_rows(stmt)
+    return counts
+
+
+def validate(spec):
+    problems = []
+    counts = seeded_rows(spec)
+    big = [t for t, n in counts.items() if n >= MIN_ROWS]
+    if not big:
+        most = max(counts.values()) if counts else 0
+        problems.append("no table is seeded with %d+ rows (largest: %d); generate rows with INSERT INTO t (...) "
+                        "WITH RECURSIVE n(x) AS (...) SELECT ..." % (MIN_ROWS, most))
+    code = spec.get("code") or ""
+    if not re.search(r"\bLIMIT\b", code, re.I):
+        problems.append("no query in the code has a LIMIT; page search results so a dump of the table is impossible")
+    writes = write_tools(spec)
+    searchers = {}
+    for t in spec.get("tools", []):
+        params = t.get("parameters") or {}
+        optional = [p for p in (params.get("properties") or {}) if p not in (params.get("required") or [])]
+        if t["name"] not in writes and t["name"].split("_")[0] in SEARCH and len(optional) >= 2:
+            searchers[t["name"]] = optional
+    if not searchers:
+        problems.append("no search tool with at least 2 optional filter parameters")
+    filtered = 0
+    for turn in every_turn(spec):
+        for c in turn.get("reference", []):
+            args = c.get("arguments") or {}
+            if c.get("name") in searchers and len([a for a in args if a in searchers[c.get("name")]]) >= 2:
+                filtered += 1
+    if filtered < 2:
+        problems.append("only %d reference calls filter on 2+ fields; write tasks that need a narrow filtered "
+                        "lookup" % filtered)
+    return problems
