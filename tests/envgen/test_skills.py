@@ -176,3 +176,19 @@ def test_simulation_reaches_frontier_and_evolves(tmp_path):
     near = [sid for sid, p in rates.items() if 0.25 <= p <= 0.75]
     routed_near = sum(n for sid, n in last["routing"].items() if sid in near)
     assert routed_near / max(1, sum(last["routing"].values())) > 0.5
+
+
+def test_builtin_skill_copies_of_examples_do_not_drift():
+    """Skill examples copied from gym_envs/examples must stay identical to the shipped example."""
+    from envgen.skills import builtin_skills_dir
+    from gym_envs.examples import list_examples, load_example
+
+    shipped = {name: load_example(name) for name in list_examples()}
+    copies = 0
+    for path in builtin_skills_dir().glob("*/examples/*.json"):
+        spec = load_skill(path.parent.parent).examples
+        for ex in spec:
+            if ex.id in shipped and path.name.endswith(f"{ex.id}.json"):
+                assert ex == shipped[ex.id], f"{path} drifted from gym_envs/examples/{ex.id}.json"
+                copies += 1
+    assert copies >= 1
