@@ -311,7 +311,11 @@ class Library:
     # -- evaluation statistics -----------------------------------------------------------------
     def record_task_result(self, env_id: str, task_id: str, policy: str, *, n: int, passes: int,
                            reference_passes: bool | None = None) -> None:
-        """Accumulate a policy's results on a task and refresh the env's solve rate."""
+        """Accumulate a policy's results on a task and refresh the env's solve rate.
+
+        The policy ``"reference"`` (the scripted reference trajectory) is stored, and read by
+        :meth:`suspicious_tasks`, but is not counted in the env's solve rate.
+        """
         with self.engine.begin() as c:
             key = (TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.task_id == task_id) & (TASK_STATS.c.policy == policy)
             old = c.execute(sa.select(TASK_STATS).where(key)).mappings().first()
@@ -324,7 +328,7 @@ class Library:
                                                        passes=passes, reference_passes=reference_passes,
                                                        updated_at=_now()))
             tot = c.execute(sa.select(sa.func.sum(TASK_STATS.c.n), sa.func.sum(TASK_STATS.c.passes))
-                            .where(TASK_STATS.c.env_id == env_id)).one()
+                            .where((TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.policy != "reference"))).one()
             if tot[0]:
                 c.execute(sa.update(ENVS).where(ENVS.c.id == env_id).values(
                     solve_rate=float(tot[1]) / float(tot[0]), n_evals=int(tot[0])))

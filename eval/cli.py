@@ -1,0 +1,226 @@
+"""``envwright eval``, ``compare``, ``contamination`` and ``bench``: the evaluation commands.
+
+Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report`,
+:mod:`eval.contamination` and the benchmark modules; the root command
+(:mod:`envgen.command`) loads them lazily from here: ``eval_cmd``, ``compare_cmd`` (also
+exported as ``compare``), ``contamination_cmd`` and ``bench_app`` (a group whose ``runtime`` and
+``generate`` sub-commands import ``eval.bench.runtime:main`` / ``eval.bench.generate:main`` only
+when run and pass every argument through).
+
+Contract: user errors (an unknown policy or suite, a missing library, BFCL not installed) end
+with one line naming the fix and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["bench_app", "compare", "compare_cmd", "contamination_cmd", "eval_cmd"]
+
+_USER_ERRORS = (ValueError, KeyError, FileNotFoundError, ImportError, RuntimeError)
+
+
+def _opt_value(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _error_text(e: BaseException) -> str:
+    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+
+
+@click.command("eval", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--policy", required=True, help="transformers, vllm, openai or scripted (scripted:empty ok).")
+@click.option("--model", default=None, help="Model id/path; for scripted: reference, empty or a JSONL file.")
+@click.option("--suite", "suites", multiple=True, required=True,
+              help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context (repeatable).")
+@click.option("--k", default=1, show_default=True, type=int, help="Trials per task.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run folder.")
+@click.option("--concurrency", default=4, show_default=True, type=int, help="Episodes in flight.")
+@click.option("--limit", default=None, type=int, help="First N tasks of each suite.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--split", default="all", show_default=True, type=click.Choice(["train", "heldout", "all"]),
+              help="Library split (by a hash of each env's source document).")
+@click.option("--max-turn-steps", default=20, show_default=True, type=int, help="Actions per turn.")
+@click.option("--executor", default="worker", show_default=True, type=click.Choice(["worker", "inprocess"]),
+              help="Executor of generated environments (inprocess: trusted specs only).")
+@click.option("--mode", default="auto", show_default=True, type=click.Choice(["auto", "lockstep", "threads"]),
+              help="lockstep batches all active episodes per policy call (auto: for local models).")
+@click.option("--max-new-tokens", default=1024, show_default=True, type=int)
+@click.option("--temperature", default=0.0, show_default=True, type=float,
+              help="Sampling temperature (use > 0 with --k > 1, else trials are identical).")
+@click.option("--pass-tools/--no-pass-tools", default=False, show_default=True,
+              help="Also pass tools= to the backend (the system prompt always lists them).")
+@click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+              help="Extra option for the backend (JSON values), repeatable.")
+@click.option("--calls-per-step", default=0, show_default=True, type=int,
+              help="Scripted reference: calls per step (0: all of a turn's calls in one step).")
+@click.option("--write-back/--no-write-back", default=None,
+              help="Write solve rates to a library's catalog (default: every policy but scripted:empty).")
+@click.option("--agreement", is_flag=True, help="Also check reference = 1 and empty = 0 per suite.")
+@click.option("--bootstrap", default=2000, show_default=True, type=int, help="Bootstrap resamples.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, out: Path, concurrency: int,
+             limit: int | None, seed: int, split: str, max_turn_steps: int, executor: str, mode: str,
+             max_new_tokens: int, temperature: float, pass_tools: bool, backend_opts: tuple[str, ...],
+             calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
+             progress: bool) -> None:
+    """Score a policy on suites; writes results.jsonl, summary.json, report.md and report.html."""
+    from eval.runner import EvalConfig, run_eval
+
+    opts: dict[str, Any] = {"max_new_tokens": max_new_tokens, "temperature": temperature,
+                            "pass_tools": pass_tools}
+    if policy.partition(":")[0] == "scripted":
+        opts = {"calls_per_step": calls_per_step}
+    opts.update(dict(_opt_value(o) for o in backend_opts))
+    try:
+        config = EvalConfig(policy=policy, model=model, suites=list(suites), k=k, out=out,
+                            concurrency=concurrency, limit=limit, seed=seed, split=split,
+                            max_turn_steps=max_turn_steps, executor=executor, mode=mode,
+                            write_back=write_back, agreement=agreement, progress=progress, n_boot=bootstrap,
+                            policy_opts=opts)
+        run = run_eval(config, log=lambda m: click.echo(m, err=True))
+    except _USER_ERRORS as e:
+        raise click.ClickException(_error_text(e)) from None
+    _print_summary(run.summary)
+    for name, path in run.files.items():
+        click.echo(f"{name}: {path}")
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from eval.report import _SUITE_HEAD, _suite_rows
+
+    table = Table(title=f"policy {summary['run']['policy']}")
+    keep = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "checks", "errors"]
+    for h in keep:
+        table.add_column(h, overflow="fold")
+    for row in _suite_rows(summary):
+        cells = dict(zip(_SUITE_HEAD, row, strict=True))
+        table.add_row(*(cells[h] for h in keep))
+    console = Console()
+    console.print(table)
+    for name, info in summary.get("runs", {}).items():
+        console.print(f"throughput {name}: {info.get('episodes_per_s')} episodes/s "
+                      f"({info.get('episodes')} episodes in {info.get('seconds')} s)")
+        if "agreement" in info:
+            a = info["agreement"]
+            console.print(f"checker agreement {name}: reference pass rate {a['reference_pass_rate']}, "
+                          f"empty pass rate on state-changing tasks {a['empty_pass_rate_state_changing']}, "
+                          f"agrees {a['agrees']}")
+        suspicious = (info.get("library") or {}).get("suspicious", [])
+        if suspicious:
+            names = ", ".join(f"{s['env_id']}/{s['task_id']}" for s in suspicious[:10])
+            more = f" and {len(suspicious) - 10} more (see report.md)" if len(suspicious) > 10 else ""
+            console.print(f"{len(suspicious)} suspicious tasks (every evaluated policy fails, the reference "
+                          f"passes): {names}{more}")
+
+
+@click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the comparison (.json or .md by suffix).")
+@click.option("--bootstrap", default=2000, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int)
+def compare_cmd(run_a: Path, run_b: Path, out: Path | None, bootstrap: int, seed: int) -> None:
+    """Compare two evaluation runs per suite and task kind, with bootstrap CIs of B - A."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from eval.report import _ci, _fmt, compare_markdown, compare_runs
+
+    try:
+        result = compare_runs(run_a, run_b, n_boot=bootstrap, seed=seed)
+    except _USER_ERRORS as e:
+        raise click.ClickException(_error_text(e)) from None
+    table = Table(title=f"A = {result['a']['policy']} ({run_a})   B = {result['b']['policy']} ({run_b})")
+    for h in ("suite", "kind", "metric", "tasks A/B (common)", "A", "B", "B - A", "95% CI", ""):
+        table.add_column(h)
+    for r in result["rows"]:
+        table.add_row(r["suite"], r["kind"], r["metric"], f"{r['tasks_a']}/{r['tasks_b']} ({r['common']})",
+                      _fmt(r["a"]), _fmt(r["b"]), _fmt(r["diff"]), _ci(r["ci"]),
+                      "*" if r["significant"] else "")
+    Console().print(table)
+    if out is not None:
+        text = json.dumps(result, indent=2) if out.suffix == ".json" else compare_markdown(result)
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}")
+
+
+compare = compare_cmd  # the name envgen.command's table used first
+
+
+@click.command("contamination", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("library")
+@click.option("--suite", "benchmark", default="bfcl:base", show_default=True, help="The benchmark suite.")
+@click.option("--top", default=10, show_default=True, type=int, help="Closest task pairs to list.")
+@click.option("--shingle", default=3, show_default=True, type=int, help="Words per shingle.")
+@click.option("--threshold", default=0.5, show_default=True, type=float, help="Similarity counted as a hit.")
+@click.option("--out", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for contamination.json and contamination.md.")
+def contamination_cmd(library: str, benchmark: str, top: int, shingle: int, threshold: float,
+                      out: Path | None) -> None:
+    """Overlap between a generated library (a path or any suite spec) and a benchmark suite."""
+    from eval.contamination import contamination_markdown, contamination_report
+
+    spec = library if ":" in library or library == "examples" else f"library:{library}"
+    try:
+        report = contamination_report(spec, benchmark, k=shingle, top=top, threshold=threshold)
+    except _USER_ERRORS as e:
+        raise click.ClickException(_error_text(e)) from None
+    text = contamination_markdown(report)
+    click.echo(text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "contamination.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (out / "contamination.md").write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out / 'contamination.json'} and {out / 'contamination.md'}")
+
+
+# -- bench ---------------------------------------------------------------------------------------------
+def _argv_bench(name: str, module: str, help_text: str) -> click.Command:
+    def callback(args: tuple[str, ...]) -> None:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name and (module == e.name or module.startswith(e.name + ".")):
+                raise click.ClickException(f"'envwright bench {name}' is not available yet: {module} is not "
+                                           "part of this installation (it is still being written). Update "
+                                           "the checkout and reinstall: pip install -e .") from None
+            raise click.ClickException(f"'envwright bench {name}' needs the package '{e.name}', which is not "
+                                       "installed. Install the extra: pip install -e '.[eval]'") from None
+        main = getattr(mod, "main", None)
+        if not callable(main):
+            raise click.ClickException(f"'envwright bench {name}': {module} has no main(argv)")
+        rc = main(list(args))
+        if rc not in (None, 0, True):
+            sys.exit(rc if isinstance(rc, int) else 1)
+
+    return click.Command(name, callback=callback, help=help_text, add_help_option=False,
+                         params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+
+
+@click.group("bench", context_settings={"help_option_names": ["-h", "--help"]})
+def bench_app() -> None:
+    """Throughput benchmarks (runtime, generation)."""
+
+
+bench_app.add_command(_argv_bench("runtime", "eval.bench.runtime",
+                                  "Measure reset/step throughput of the runtime."))
+bench_app.add_command(_argv_bench("generate", "eval.bench.generate",
+                                  "Measure environment generation throughput."))

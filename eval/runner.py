@@ -1,0 +1,364 @@
+"""The evaluation runner: a policy x suites x k trials, concurrently, into records and reports.
+
+Role: what ``envwright eval`` runs. :func:`run_eval` opens each suite, plays every task ``k``
+times (:func:`run_episodes`), summarises with :mod:`eval.metrics`, writes the run folder with
+:mod:`eval.report`, and for ``library:`` suites writes solve rates back to the library's
+catalog (labelled pools, :func:`write_back`).
+
+Contract:
+
+- **Concurrency.** ``threads`` mode plays whole episodes in a thread pool, one action at a time
+  (API policies, scripted policies). ``lockstep`` mode keeps up to ``concurrency`` episodes
+  active and advances them together: one ``policy.act_batch`` over every active history, then
+  every environment step in a thread pool; a finished episode's slot is refilled at once
+  (continuous batching for local model backends). ``auto`` picks ``lockstep`` for policies
+  with ``batched = True``.
+- **Seeds.** Episode ``trial`` of a task gets ``stable_seed(seed, task key, trial)``.
+- **Failures are data.** An exception in the policy or the harness ends that episode with
+  ``error`` set and ``passed = False``; the run carries on.
+- **Run folder** (``out``): ``results.jsonl`` (one record per episode, transcript included),
+  ``summary.json``, ``report.md``, ``report.html``.
+- **Labelled pools.** On a ``library:`` suite (unless ``write_back`` is false; by default every
+  policy but the ``empty`` baseline writes), per-task results are added to the catalog with
+  :meth:`~envgen.library.Library.record_task_result` under the policy's label, the scripted
+  reference is run once per task and recorded as ``reference`` (if the task has no reference
+  row yet), and :meth:`~envgen.library.Library.suspicious_tasks` is reported.
+- **Checker agreement** (:func:`checker_agreement`): the reference trajectory must pass every
+  task and the empty one must fail every task whose reference changes state (for BFCL: acts).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime as dt
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.metrics import group_by_task, summarize
+from eval.policies import Policy, PolicyFailure, ScriptedPolicy, make_policy
+from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite, stable_seed
+
+__all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "run_episodes", "run_eval", "write_back"]
+
+MODES = ("auto", "lockstep", "threads")
+Progress = Callable[[int], None]
+
+
+@dataclass
+class EvalConfig:
+    """One evaluation run (what the ``envwright eval`` options fill in)."""
+
+    policy: str = "scripted"  #: a :data:`eval.policies.POLICIES` name (``scripted:empty`` sugar allowed)
+    model: str | None = None  #: model id/path; for ``scripted``: ``reference``, ``empty`` or a JSONL file
+    suites: list[str] = field(default_factory=lambda: ["examples"])  #: suite specs (see eval.suites)
+    k: int = 1  #: trials per task
+    out: Path | None = None  #: run folder (None: write nothing)
+    concurrency: int = 4  #: episodes in flight
+    limit: int | None = None  #: first N tasks of each suite
+    seed: int = 0
+    split: str = "all"  #: library split: train, heldout or all
+    max_turn_steps: int = 20  #: actions per turn (BFCL's limit; ToolEnv gets this x turns per episode)
+    executor: str = "worker"  #: gym_envs executor for generated envs: worker (isolated) or inprocess
+    mode: str = "auto"  #: auto, lockstep or threads
+    write_back: bool | None = None  #: library write-back; None = all policies but scripted:empty
+    agreement: bool = False  #: also run the reference/empty checker-agreement test per suite
+    progress: bool = True  #: show a progress bar
+    n_boot: int = 2000  #: bootstrap resamples for confidence intervals
+    policy_opts: dict[str, Any] = field(default_factory=dict)  #: options for make_policy
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1 (trials per task), got {self.k}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1 or None, got {self.limit}")
+        if self.max_turn_steps < 1:
+            raise ValueError(f"max_turn_steps must be >= 1, got {self.max_turn_steps}")
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.executor not in ("worker", "inprocess"):
+            raise ValueError(f"executor must be 'worker' or 'inprocess', got {self.executor!r}")
+        if not self.suites:
+            raise ValueError("name at least one suite (--suite examples, --suite library:PATH, "
+                             "--suite bfcl:base)")
+        if self.out is not None:
+            self.out = Path(self.out)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["out"] = str(self.out) if self.out else None
+        return d
+
+
+@dataclass
+class EvalRun:
+    """What :func:`run_eval` returns."""
+
+    config: EvalConfig
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+# -- playing episodes -------------------------------------------------------------------------------
+def _open(suite: Suite, task: TaskRef, trial: int, seed: int, max_turn_steps: int) -> Episode:
+    ep = suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
+                       max_turn_steps=max_turn_steps)
+    ep.started = time.perf_counter()  # type: ignore[attr-defined]
+    try:
+        ep.reset()
+    except Exception as e:
+        ep.fail(f"reset failed: {type(e).__name__}: {e}")
+    return ep
+
+
+def _step(ep: Episode, action: Any) -> None:
+    if isinstance(action, PolicyFailure):
+        ep.fail(f"policy failed: {action.message}")
+        return
+    try:
+        ep.step(action)
+    except Exception as e:
+        ep.fail(f"step failed: {type(e).__name__}: {e}")
+    if not ep.done and ep.steps > ep.max_turn_steps * ep.task.n_turns + 1:
+        ep.fail("step budget exceeded")
+
+
+def _finish(ep: Episode) -> dict[str, Any]:
+    rec = ep.record()
+    rec["seconds"] = round(time.perf_counter() - getattr(ep, "started", time.perf_counter()), 4)
+    try:
+        ep.close()
+    except Exception:
+        pass
+    return rec
+
+
+def _play_one(suite: Suite, task: TaskRef, trial: int, policy: Policy, seed: int,
+              max_turn_steps: int) -> dict[str, Any]:
+    ep = _open(suite, task, trial, seed, max_turn_steps)
+    while not ep.done:
+        try:
+            action = policy.act(ep.history)
+        except Exception as e:
+            ep.fail(f"policy failed: {type(e).__name__}: {e}")
+            break
+        _step(ep, action)
+    return _finish(ep)
+
+
+def run_episodes(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy, *, concurrency: int = 4,
+                 seed: int = 0, max_turn_steps: int = 20, mode: str = "auto",
+                 progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Play ``(task, trial)`` jobs with ``policy``; records sorted by task key and trial."""
+    jobs = list(jobs)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    lockstep = mode == "lockstep" or (mode == "auto" and policy.batched)
+    records: list[dict[str, Any]] = []
+    with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
+        if not lockstep:
+            futures = [pool.submit(_play_one, suite, t, trial, policy, seed, max_turn_steps)
+                       for t, trial in jobs]
+            for fut in concurrent.futures.as_completed(futures):
+                records.append(fut.result())
+                if progress:
+                    progress(1)
+        else:
+            records = _lockstep(suite, jobs, policy, pool, concurrency, seed, max_turn_steps, progress)
+    records.sort(key=lambda r: (r["suite"], r["env_id"], r["task_id"], r["trial"]))
+    return records
+
+
+def _lockstep(suite: Suite, jobs: list[tuple[TaskRef, int]], policy: Policy,
+              pool: concurrent.futures.ThreadPoolExecutor, concurrency: int, seed: int, max_turn_steps: int,
+              progress: Progress | None) -> list[dict[str, Any]]:
+    pending = deque(jobs)
+    active: list[Episode] = []
+    records: list[dict[str, Any]] = []
+    while pending or active:
+        fresh: list[tuple[TaskRef, int]] = []
+        while pending and len(active) + len(fresh) < concurrency:
+            fresh.append(pending.popleft())
+        active += list(pool.map(lambda j: _open(suite, j[0], j[1], seed, max_turn_steps), fresh))
+        live = [ep for ep in active if not ep.done]
+        if live:
+            try:
+                actions = policy.act_batch([ep.history for ep in live])
+            except Exception as e:
+                for ep in live:
+                    ep.fail(f"policy failed: {type(e).__name__}: {e}")
+            else:
+                list(pool.map(_step, live, actions))
+        for ep in [ep for ep in active if ep.done]:
+            records.append(_finish(ep))
+            if progress:
+                progress(1)
+        active = [ep for ep in active if not ep.done]
+    return records
+
+
+# -- labelled pools ------------------------------------------------------------------------------------
+def write_back(library: Any, records: list[dict[str, Any]], label: str,
+               reference: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Record per-task results (and the reference's, once per task) in a library's catalog."""
+    ref_ok: dict[tuple[str, str], list[bool]] = {}
+    for r in reference or []:
+        ref_ok.setdefault((r["env_id"], r["task_id"]), []).append(bool(r["passed"]))
+    have_ref = {(r["env_id"], r["task_id"]) for r in library.task_stats() if r["policy"] == "reference"}
+    written = 0
+    for trials in group_by_task(records).values():
+        key = (trials[0]["env_id"], trials[0]["task_id"])
+        if label == "reference":
+            ref_ok.setdefault(key, []).extend(bool(t["passed"]) for t in trials)
+            continue
+        oks = ref_ok.get(key)
+        passes = sum(bool(t["passed"]) for t in trials)
+        library.record_task_result(key[0], key[1], label, n=len(trials), passes=passes,
+                                   reference_passes=all(oks) if oks else None)
+        written += 1
+    for key, oks in ref_ok.items():
+        if key not in have_ref:
+            library.record_task_result(key[0], key[1], "reference", n=len(oks), passes=sum(oks),
+                                       reference_passes=all(oks))
+            written += 1
+    evaluated = {r["env_id"] for r in records}
+    suspicious = [s for s in library.suspicious_tasks() if s["env_id"] in evaluated]
+    return {"written": written, "suspicious": suspicious}
+
+
+# -- checker agreement -------------------------------------------------------------------------------
+def _acts(rec: dict[str, Any]) -> bool:
+    calls = [c for t in rec["turns"] for c in t["calls"]]
+    if any(c.get("changes") is None for c in calls):  # BFCL: state effects unknown; acting is the test
+        return bool(calls)
+    return any((c.get("changes") or 0) > 0 for c in calls)
+
+
+def checker_agreement(suite: Suite, *, limit: int | None = None, concurrency: int = 4, seed: int = 0,
+                      max_turn_steps: int = 20) -> dict[str, Any]:
+    """Reference = 1.0 on every task and empty = 0 on every state-changing task, with the offenders."""
+    tasks = suite.tasks()[:limit] if limit else suite.tasks()
+    jobs = [(t, 0) for t in tasks]
+    kw: dict[str, Any] = {"concurrency": concurrency, "seed": seed, "max_turn_steps": max_turn_steps}
+    ref = {r["episode_id"]: r for r in run_episodes(suite, jobs, ScriptedPolicy("reference"), **kw)}
+    empty = {r["episode_id"]: r for r in run_episodes(suite, jobs, ScriptedPolicy("empty"), **kw)}
+    rows = []
+    for eid, r in ref.items():
+        e = empty[eid]
+        changing = _acts(r)
+        ok = bool(r["passed"]) and not (changing and e["passed"])
+        rows.append({"task": f"{r['env_id']}/{r['task_id']}", "kind": r["kind"], "state_changing": changing,
+                     "reference_passed": bool(r["passed"]), "empty_passed": bool(e["passed"]),
+                     "empty_score": e["score"], "ok": ok, "error": r.get("error") or e.get("error")})
+    changing_rows = [x for x in rows if x["state_changing"]]
+    return {
+        "suite": suite.name, "tasks": len(rows), "state_changing": len(changing_rows),
+        "reference_pass_rate": sum(x["reference_passed"] for x in rows) / len(rows) if rows else None,
+        "empty_pass_rate_state_changing": (sum(x["empty_passed"] for x in changing_rows) / len(changing_rows)
+                                           if changing_rows else None),
+        "agrees": all(x["ok"] for x in rows),
+        "violations": [x for x in rows if not x["ok"]],
+        "rows": rows,
+    }
+
+
+# -- the run ----------------------------------------------------------------------------------------
+def _progress_bar(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn(), transient=False, console=Console(stderr=True))
+
+
+def _default_write_back(policy: Policy, config: EvalConfig) -> bool:
+    if config.write_back is not None:
+        return config.write_back
+    return policy.label != "scripted:empty"
+
+
+def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None]
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+    suite = make_suite(spec, split=config.split, executor=config.executor, workers=workers,
+                       limit=config.limit)
+    info: dict[str, Any] = {"spec": spec, "name": suite.name}
+    try:
+        tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
+        jobs = [(t, trial) for t in tasks for trial in range(config.k)]
+        handle = bar.add_task(suite.name, total=len(jobs)) if bar is not None else None
+        tick = (lambda n: bar.advance(handle, n)) if bar is not None else None
+        kw: dict[str, Any] = {"concurrency": config.concurrency, "seed": config.seed,
+                              "max_turn_steps": config.max_turn_steps}
+        t0 = time.perf_counter()
+        records = run_episodes(suite, jobs, policy, mode=config.mode, progress=tick, **kw)
+        seconds = time.perf_counter() - t0
+        info |= {"episodes": len(records), "seconds": round(seconds, 4),
+                 "episodes_per_s": round(len(records) / seconds, 3) if seconds > 0 else None}
+        log(f"{suite.name}: {len(records)} episodes in {seconds:.2f} s = {info['episodes_per_s']} episodes/s")
+        if isinstance(suite, LibrarySuite) and _default_write_back(policy, config):
+            reference = None
+            if policy.label != "reference":
+                reference = run_episodes(suite, [(t, 0) for t in tasks], ScriptedPolicy("reference"), **kw)
+            info["library"] = write_back(suite.library, records, policy.label, reference)
+            log(f"{suite.name}: wrote {info['library']['written']} task results to the catalog; "
+                f"{len(info['library']['suspicious'])} suspicious tasks")
+        if config.agreement:
+            info["agreement"] = checker_agreement(suite, limit=config.limit, **kw)
+    finally:
+        suite.close()
+    return records, info
+
+
+def run_eval(config: EvalConfig, *, policy: Policy | None = None,
+             log: Callable[[str], None] | None = None) -> EvalRun:
+    """Run ``config`` (with ``policy`` instead of building ``config.policy`` when given)."""
+    say = log or (lambda _msg: None)
+    own_policy = policy is None
+    if policy is None:
+        policy = make_policy(config.policy, config.model, seed=config.seed, **config.policy_opts)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    records: list[dict[str, Any]] = []
+    suites: dict[str, Any] = {}
+    bar = _progress_bar(config.progress)
+    if bar is not None and log is not None:  # print above the live bar, not through it
+        say = bar.console.print
+    t0 = time.perf_counter()
+    try:
+        if bar is not None:
+            bar.start()
+        for spec in config.suites:
+            recs, info = _run_suite(spec, policy, config, bar, say)
+            records += recs
+            suites[info["name"]] = info
+    finally:
+        if bar is not None:
+            bar.stop()
+        if own_policy:
+            policy.close()
+    seconds = time.perf_counter() - t0
+    summary = {
+        "run": {"policy": policy.label, "config": config.to_dict(), "started": started,
+                "seconds": round(seconds, 3), "episodes": len(records),
+                "episodes_per_s": round(len(records) / seconds, 3) if seconds > 0 else None},
+        "suites": summarize(records, config.k, n_boot=config.n_boot, seed=config.seed),
+        "runs": suites,
+    }
+    run = EvalRun(config, records, summary)
+    if config.out is not None:
+        from eval.report import write_run
+
+        run.files = write_run(config.out, records, summary)
+    return run

@@ -1,0 +1,212 @@
+"""Runner: scripted baselines on the shipped examples, checker agreement, concurrency modes,
+failures as data, labelled-pool write-back, BFCL through the same loop."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.policies import ModelPolicy, Policy, ScriptedPolicy
+from eval.runner import EvalConfig, checker_agreement, run_episodes, run_eval
+from eval.suites import ExamplesSuite, History
+from gym_envs.spec import parse_spec
+from tests.fixtures.library_spec import SPEC
+
+
+def _config(**kw: Any) -> EvalConfig:
+    base = {"suites": ["examples"], "executor": "inprocess", "progress": False, "n_boot": 200, "concurrency": 4}
+    return EvalConfig(**(base | kw))
+
+
+@pytest.fixture(scope="module")
+def reference_run():
+    return run_eval(_config(policy="scripted", model="reference"))
+
+
+@pytest.fixture(scope="module")
+def empty_run():
+    return run_eval(_config(policy="scripted:empty"))
+
+
+def _changes_state(rec: dict[str, Any]) -> bool:
+    return any((c.get("changes") or 0) > 0 for t in rec["turns"] for c in t["calls"])
+
+
+def test_reference_passes_every_example_task(reference_run) -> None:
+    s = reference_run.summary["suites"]["examples"]
+    assert s["pass@1"] == 1.0 and s["errors"] == 0 and s["tasks"] == s["episodes"] >= 6
+    assert all(b["pass@1"] == 1.0 for b in s["by_kind"].values())
+    assert reference_run.summary["run"]["policy"] == "reference"
+    d = s["diagnostics"]
+    assert d["ask_turns"] > 0 and d["fabricated"] == 0 and d["asked_rate"] == 1.0
+    assert d["decline_turns"] > 0 and d["declined_rate"] == 1.0
+
+
+def test_empty_fails_every_state_changing_example_task(reference_run, empty_run) -> None:
+    changing = {r["episode_id"] for r in reference_run.records if _changes_state(r)}
+    assert changing
+    empty = {r["episode_id"]: r for r in empty_run.records}
+    assert not any(empty[e]["passed"] for e in changing)
+    assert empty_run.summary["suites"]["examples"]["pass@1"] == 0.0
+
+
+def test_checker_agreement_on_the_shipped_examples() -> None:
+    suite = ExamplesSuite(executor="inprocess")
+    try:
+        report = checker_agreement(suite, concurrency=4)
+    finally:
+        suite.close()
+    assert report["agrees"] and not report["violations"]
+    assert report["reference_pass_rate"] == 1.0 and report["empty_pass_rate_state_changing"] == 0.0
+    assert 0 < report["state_changing"] <= report["tasks"]
+
+
+def test_runs_are_deterministic_and_lockstep_matches_threads(reference_run) -> None:
+    suite = ExamplesSuite(executor="inprocess")
+    jobs = [(t, 0) for t in suite.tasks()[:8]]
+    try:
+        threads = run_episodes(suite, jobs, ScriptedPolicy("reference"), mode="threads")
+        lockstep = run_episodes(suite, jobs, ScriptedPolicy("reference"), mode="lockstep", concurrency=3)
+    finally:
+        suite.close()
+
+    def strip(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {r["episode_id"]: {k: v for k, v in r.items() if k != "seconds"} for r in recs}
+
+    assert strip(threads) == strip(lockstep)
+    first = strip(reference_run.records)
+    assert strip(threads) == {e: first[e] for e in strip(threads)}
+
+
+class CountingBackend:
+    """A model that always declines; counts the batches it is asked for."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def generate(self, prompts: list[Any], **kwargs: Any) -> list[Any]:
+        from envgen.backends import Completion
+
+        self.batches.append(len(prompts))
+        return [Completion("Sorry, I cannot do that.", prompt_tokens=5, completion_tokens=2) for _ in prompts]
+
+
+def test_lockstep_batches_active_episodes_for_model_policies() -> None:
+    backend = CountingBackend()
+    run = run_eval(_config(policy="openai", k=2, concurrency=8, limit=5),
+                   policy=ModelPolicy("openai", "fake", backend=backend))
+    assert len(run.records) == 10 and max(backend.batches) == 8
+    assert sum(backend.batches) == sum(r["steps"] for r in run.records)
+    assert all(r["usage"]["completion_tokens"] == 2 * r["steps"] for r in run.records)
+
+
+class BrokenPolicy(Policy):
+    label = "broken"
+
+    def act_batch(self, histories: list[History]) -> list[Any]:
+        if histories[0].task.task_id.startswith("p"):
+            raise RuntimeError("model server unreachable")
+        return ["I give up."] * len(histories)
+
+
+def test_policy_failures_are_recorded_not_raised() -> None:
+    run = run_eval(_config(policy="broken", limit=8, mode="threads"), policy=BrokenPolicy())
+    errors = [r for r in run.records if r["error"]]
+    assert errors and all("model server unreachable" in r["error"] and not r["passed"] for r in errors)
+    assert len(errors) < len(run.records) == 8
+    assert run.summary["suites"]["examples"]["errors"] == len(errors)
+
+
+def test_config_is_validated() -> None:
+    for bad, match in [({"k": 0}, "k must be"), ({"split": "test"}, "split"), ({"suites": []}, "at least one"),
+                       ({"mode": "fast"}, "mode"), ({"concurrency": 0}, "concurrency")]:
+        with pytest.raises(ValueError, match=match):
+            EvalConfig(**bad)
+
+
+# -- labelled pools ---------------------------------------------------------------------------------
+class GiveUp(Policy):
+    """Deliberately fails every task."""
+
+    label = "give-up"
+
+    def act_batch(self, histories: list[History]) -> list[Any]:
+        return ["I give up."] * len(histories)
+
+
+class SolvesOneEnv(ScriptedPolicy):
+    """The reference on env lib-0, nothing elsewhere."""
+
+    def __init__(self) -> None:
+        super().__init__("reference")
+        self.label = "solves-lib-0"
+
+    def _act(self, h: History) -> Any:
+        return super()._act(h) if h.task.env_id == "lib-0" else "No."
+
+
+def _library(root: Path):
+    from envgen.library import Library
+
+    lib = Library(root)
+    for i in range(3):
+        spec = copy.deepcopy(SPEC)
+        spec["id"] = f"lib-{i}"
+        spec["source"] = {"corpus": "test", "doc_id": f"doc-{i}"}
+        spec["tasks"][0]["turns"][0]["instruction"] = f"Case {i}: member 7 wants to borrow 'Dune' ({i})."
+        lib.add(parse_spec(spec))
+    return lib
+
+
+def test_library_write_back_and_suspicious_tasks(tmp_path: Path) -> None:
+    lib = _library(tmp_path / "lib")
+    suite = f"library:{tmp_path / 'lib'}"
+    run = run_eval(_config(suites=[suite], k=2), policy=GiveUp())
+    assert run.summary["suites"][suite]["pass@1"] == 0.0
+    stats = {(r["env_id"], r["policy"]): r for r in lib.task_stats()}
+    assert stats[("lib-0", "give-up")]["n"] == 2 and stats[("lib-0", "give-up")]["passes"] == 0
+    assert stats[("lib-0", "give-up")]["reference_passes"] is True
+    assert stats[("lib-0", "reference")]["passes"] == stats[("lib-0", "reference")]["n"] == 1
+    flagged = {(s["env_id"], s["task_id"]) for s in run.summary["runs"][suite]["library"]["suspicious"]}
+    assert flagged == {(f"lib-{i}", "t0") for i in range(3)}
+    assert {(s["env_id"], s["task_id"]) for s in lib.suspicious_tasks()} == flagged
+    assert lib.get_row("lib-0")["solve_rate"] is not None
+
+    run2 = run_eval(_config(suites=[suite]), policy=SolvesOneEnv())
+    assert run2.summary["suites"][suite]["pass@1"] == pytest.approx(1 / 3)
+    assert {s["env_id"] for s in lib.suspicious_tasks()} == {"lib-1", "lib-2"}
+    assert sum(r["policy"] == "reference" for r in lib.task_stats()) == 3  # the reference is recorded once
+
+
+def test_empty_baseline_does_not_write_back_by_default(tmp_path: Path) -> None:
+    lib = _library(tmp_path / "lib")
+    run = run_eval(_config(suites=[f"library:{tmp_path / 'lib'}"], policy="scripted:empty"))
+    assert "library" not in next(iter(run.summary["runs"].values())) and lib.task_stats() == []
+
+
+# -- BFCL ---------------------------------------------------------------------------------------------
+def test_bfcl_suite_through_the_runner() -> None:
+    pytest.importorskip("bfcl_eval")
+    ref = run_eval(_config(policy="scripted", model="reference", suites=["bfcl:base", "bfcl:miss_param"], limit=4,
+                           agreement=True))
+    for name in ("bfcl:base", "bfcl:miss_param"):
+        assert ref.summary["suites"][name]["pass@1"] == 1.0
+        assert ref.summary["runs"][name]["agreement"]["agrees"]
+        assert ref.summary["runs"][name]["episodes_per_s"] > 0
+    assert ref.summary["suites"]["bfcl:miss_param"]["diagnostics"]["asked_rate"] == 1.0
+    empty = run_eval(_config(policy="scripted:empty", suites=["bfcl:base"], limit=4))
+    assert empty.summary["suites"]["bfcl:base"]["pass@1"] == 0.0
+
+
+def test_replaying_a_recorded_run_reproduces_it(reference_run, tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "recorded.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in reference_run.records))
+    replay = run_eval(_config(policy="scripted", model=str(path)))
+    assert replay.summary["run"]["policy"] == "scripted:replay:recorded.jsonl"
+    assert replay.summary["suites"]["examples"]["pass@1"] == 1.0
+    assert [r["steps"] for r in replay.records] == [r["steps"] for r in reference_run.records]
