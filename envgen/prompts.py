@@ -91,7 +91,8 @@ property not listed in "required" needs a default value.
 - db.query(sql, params) returns a list of dict rows; db.execute(sql, params) returns {{"rowcount", \
 "lastrowid"}}. One SQL statement per call; pass values as ? parameters, e.g. \
 db.query("SELECT * FROM items WHERE id = ?", (item_id,)).
-- To report an error the agent should see: raise ToolError("message") (ToolError is built in; do not import it).
+- To report an error the agent should see: raise ToolError("message") (ToolError is built in; do not \
+import it).
 - No name may start with an underscore (functions, variables, arguments). No classes, open, eval, exec, \
 getattr, type, globals or str.format; f-strings are fine.
 - Only these imports: {", ".join(ALLOWED_IMPORTS)}.
@@ -102,8 +103,8 @@ JSON values (dict, list, str, int, float, bool, None).
 "kind" is one of: execute (carry out a change), read (answer a question; the state must not change), \
 read_then_write (look something up, then change it), missing_parameter (a needed value is missing: the agent \
 must ask, and the next turn supplies it), decline (the tools cannot do it: the agent must say so and change \
-nothing). Each turn is one user instruction; "reference" is the correct sequence of tool calls for that turn. \
-Check kinds, evaluated on the database after the turn:
+nothing). Each turn is one user instruction; "reference" is the correct sequence of tool calls for that \
+turn. Check kinds, evaluated on the database after the turn:
 - {{"kind": "sql", "query": "SELECT ...", "expect": [[value, ...], ...]}}: the query's rows equal expect \
 (add "ordered": true to compare in order)
 - {{"kind": "reply_contains", "any_of": ["answer", ...]}}: the agent's final reply contains one of them
@@ -117,13 +118,13 @@ Check kinds, evaluated on the database after the turn:
 3. Replaying each turn's reference calls raises no error and passes every check of that turn: compute each \
 expected value from the seed rows and the reference calls, exactly.
 4. For every turn that changes the database, doing nothing fails at least one check.
-5. Dropping a state-changing reference call, or changing one of its arguments, fails a check: check the exact \
-rows the turn must produce.
+5. Dropping a state-changing reference call, or changing one of its arguments, fails a check: check the \
+exact rows the turn must produce.
 6. Running the same calls again gives the same results.
 """
 
-OUTPUT_INSTRUCTION = ("Output exactly one JSON object, the complete environment, inside a ```json fenced block, "
-                      "and nothing after it.")
+OUTPUT_INSTRUCTION = ("Output exactly one JSON object, the complete environment, inside a ```json fenced "
+                      "block, and nothing after it.")
 
 TASK_INSTRUCTION = (
     "Design a NEW environment grounded in this document: model the records and operations it deals with as "
@@ -156,7 +157,8 @@ def adjust_stock(db, product_id, delta, reason):
     if stock < 0:
         raise ToolError("only " + str(rows[0]["stock"]) + " in stock")
     db.execute("UPDATE products SET stock = ? WHERE id = ?", (stock, product_id))
-    db.execute("INSERT INTO movements (product_id, delta, reason) VALUES (?, ?, ?)", (product_id, delta, reason))
+    db.execute("INSERT INTO movements (product_id, delta, reason) VALUES (?, ?, ?)",
+               (product_id, delta, reason))
     return {"product_id": product_id, "stock": stock}
 '''
 
@@ -178,7 +180,8 @@ BUILTIN_EXAMPLE: dict[str, Any] = {
         {"name": "find_product", "description": "Look a product up by its exact name.",
          "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
         {"name": "adjust_stock",
-         "description": "Add (positive delta) or remove (negative delta) units of a product, with the reason.",
+         "description": "Add (positive delta) or remove (negative delta) units of a product, "
+                        "with the reason.",
          "parameters": {"type": "object", "properties": {
              "product_id": {"type": "integer"}, "delta": {"type": "integer"},
              "reason": {"type": "string", "enum": ["restock", "sale", "damage"]}},
@@ -272,7 +275,8 @@ def _approx(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _pick(pool: Sequence[EnvSpec], k: int, key: str, budget: int | None, counter: TokenCounter | None) -> list[str]:
+def _pick(pool: Sequence[EnvSpec], k: int, key: str, budget: int | None,
+          counter: TokenCounter | None) -> list[str]:
     """``k`` rendered examples from ``pool``, rotated deterministically by ``key``."""
     if k <= 0 or not pool:
         return []
@@ -328,7 +332,7 @@ def document_excerpt(doc: Any, budget_tokens: int, counter: TokenCounter | None 
 
 def build_messages(doc: Any, *, skill: Any = None, examples: Sequence[EnvSpec] | None = None,
                    n_examples: int = 1, excerpt_tokens: int = 1500, example_tokens: int | None = 3500,
-                   counter: TokenCounter | None = None, skill_level: Any = 1,
+                   counter: TokenCounter | None = None, skill_level: Any = "rules",
                    system_prompt: str | None = None) -> list[dict[str, str]]:
     """The proposer's chat for one document (see the module docstring)."""
     pool: Sequence[EnvSpec] | None = None
@@ -370,7 +374,10 @@ def build_repair_messages(messages: Sequence[dict[str, str]], previous_output: s
 
 def messages_sha256(messages: Sequence[dict[str, Any]] | str) -> str:
     """SHA-256 of a prompt (canonical JSON of the messages)."""
-    text = messages if isinstance(messages, str) else json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+    if isinstance(messages, str):
+        text = messages
+    else:
+        text = json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -450,7 +457,7 @@ def extract_json_text(text: str) -> str | None:
 
 
 def _split_strings(text: str) -> list[tuple[bool, str]]:
-    """``(is_string, chunk)`` pieces; a string chunk keeps its quotes (an unterminated one runs to the end)."""
+    """``(is_string, chunk)`` pieces; a string keeps its quotes (an unterminated one runs to the end)."""
     parts: list[tuple[bool, str]] = []
     i, n, start = 0, len(text), 0
     while i < n:
@@ -534,10 +541,9 @@ def _close_brackets(text: str) -> str:
 
 def _python_literal(text: str) -> Any:
     """Parse a Python-literal dict (single quotes, True/None, JSON's true/false/null mapped)."""
-    parts = _split_strings(text)
-    mapped = "".join(c if s else re.sub(r"\b(true|false|null)\b",
-                                        lambda m: {"true": "True", "false": "False", "null": "None"}[m.group(1)], c)
-                     for s, c in parts)
+    names = {"true": "True", "false": "False", "null": "None"}
+    mapped = "".join(c if s else re.sub(r"\b(true|false|null)\b", lambda m: names[m.group(1)], c)
+                     for s, c in _split_strings(text))
     return ast.literal_eval(mapped)
 
 
@@ -631,8 +637,8 @@ def parse_completion(text: str, **fill: Any) -> ParsedCompletion:
     """Parse a model's completion into an :class:`EnvSpec` (``fill`` goes to :func:`finalize_spec_data`)."""
     body = extract_json_text(text or "")
     if body is None:
-        return ParsedCompletion(None, "no JSON object was found in your answer. Write the whole environment as "
-                                      "one JSON object inside a ```json fenced block.", "no_json")
+        return ParsedCompletion(None, "no JSON object was found in your answer. Write the whole environment "
+                                      "as one JSON object inside a ```json fenced block.", "no_json")
     try:
         value, repairs = loads_lenient(body)
     except ValueError as e:
@@ -642,9 +648,9 @@ def parse_completion(text: str, **fill: Any) -> ParsedCompletion:
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         value = value[0]
     if not isinstance(value, dict):
-        return ParsedCompletion(None, f"your answer is a JSON {type(value).__name__}, not an object; write one "
-                                      "JSON object with the fields spec_version, id, title, description, state, "
-                                      "tools, code and tasks.", "not_object", repairs=repairs)
+        return ParsedCompletion(None, f"your answer is a JSON {type(value).__name__}, not an object; write "
+                                      "one JSON object with the fields spec_version, id, title, description, "
+                                      "state, tools, code and tasks.", "not_object", repairs=repairs)
     data = finalize_spec_data(value, **fill)
     try:
         spec = parse_spec(data)

@@ -4,70 +4,105 @@ Threat model
 ============
 The ``code`` of an :class:`~gym_envs.spec.EnvSpec` and its ``python`` checks are
 written by a model and are **untrusted**; so are the agent's tool-call
-arguments. The host (trainer, generator, evaluator) is trusted. We defend:
+arguments. The host (trainer, generator, evaluator) is trusted, and so is what
+it passes in; a worker's replies are treated as untrusted (size-capped, parsed
+as plain JSON, any failure is a crashed worker). We defend:
 
 1. **Confidentiality and integrity of the host.** Code is compiled with
-   RestrictedPython under a policy that rejects ``_``-names, ``except*`` and the
-   frame/code/traceback attributes (``gi_frame``, ``f_back``, ``tb_frame``...);
-   at run time ``_getattr_`` additionally refuses ``str.format``/``format_map``,
-   ``string.Formatter``, every attribute of an exception but ``args`` (so
-   ``AttributeError.obj`` leaks nothing) and ``mro``-style walks. Builtins are a
-   curated set without ``type``, ``globals``, ``eval``, ``exec``, ``open``,
-   ``getattr``, ``vars``, ``id`` or ``hash``; ``sorted``, ``zip``, ``tuple``,
-   ``bytes`` and friends are provided as guarded versions. ``import`` is an
-   allow-list that hands out read-only public views of pure modules (``json``,
-   ``math``, ``re``, ``datetime``, ``collections``, ``itertools``,
-   ``statistics``, ``functools``, ``operator``, ``string``, ``decimal``,
-   ``fractions``, ``bisect``, ``heapq``, ``hashlib``, ``random``); a module cannot
-   be mutated (writes go through ``_write_``, which refuses them).
+   RestrictedPython under a policy that rejects ``_``-names (also as
+   positional-only, keyword-only and ``*`` parameters), ``except*``, class
+   statements (there is no ``__build_class__``) and the frame/code/traceback
+   attributes (``gi_frame``, ``f_back``, ``tb_frame``...). At run time
+   ``_getattr_`` refuses ``_``-names, those attributes, ``format`` and
+   ``format_map`` on anything, every attribute of an exception but ``args`` (so
+   ``AttributeError.obj`` leaks nothing) and ``register`` on ABCs; a missing
+   attribute raises ``AttributeError``. Builtins are a curated set without
+   ``type``, ``globals``, ``vars``, ``eval``, ``exec``, ``compile``, ``open``,
+   ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that
+   hands out read-only **views** of pure modules (``json``, ``math``, ``re``,
+   ``datetime``, ``collections``, ``itertools``, ``statistics``, ``functools``,
+   ``operator``, ``string``, ``decimal``, ``fractions``, ``bisect``, ``heapq``,
+   ``hashlib``, ``random``; ``time`` offers only ``strftime`` and
+   ``struct_time``, which ``datetime`` needs). A view holds only classes,
+   functions and immutable constants: never a module (``statistics.sys``,
+   ``re.enum``, ``fractions.sys`` would reach ``sys.modules``), a mutable
+   module-level container (copied frozen) or shared mutable state
+   (``decimal.getcontext``/``setcontext``/``localcontext`` and the context
+   templates are left out). Functions that would bypass the guards are
+   replaced by guarded versions: ``operator.attrgetter``/``methodcaller``/
+   ``itemgetter``/``getitem``/``setitem``/``delitem`` go through the same
+   guards as ``a.b``/``a[b]``/``a[b] = c``, ``operator.mul``/``pow``/``lshift``
+   through the size guard, and ``functools.wraps``/``update_wrapper`` (which
+   can assign ``__code__`` of a shared function) copy nothing. Views cannot be
+   written (``_write_`` refuses attribute writes on anything but the code's own
+   dicts and lists).
 2. **Isolation between episodes.** Every episode re-executes the compiled
-   module in fresh globals and fresh builtins, gets its own database rebuilt
-   from a cached image, and its own ``random`` (a ``random.Random`` seeded from
-   the episode seed), so ``random.seed(0)``, module-level caches or a mutated
-   argument dict never reach another episode. Arguments enter and results leave
-   as JSON: a ``str`` subclass or an object with a rigged ``__eq__`` becomes
-   plain data (or an error), and a ``python`` check passes only when it
-   returns the real ``True``.
+   module in fresh globals and fresh builtins, gets its database back in the
+   template's exact state (a rollback to the episode savepoint, or a fresh
+   image) with the connection's ``last_insert_rowid()``/``changes()`` reset,
+   and its own ``random`` (a ``random.Random`` seeded from the episode seed,
+   created on first import), so ``random.seed(0)``, module-level caches or a
+   mutated argument never reach another episode. Arguments enter and results
+   leave as plain JSON values (copied, subclasses stripped, nesting depth
+   capped), so a ``str`` subclass or an object with a rigged ``__eq__`` becomes
+   plain data or an error, and a ``python`` check passes only when it returns
+   the real ``True``.
 3. **Availability.** In **worker** mode (the default) code runs in a separate
    process with rlimits (CPU seconds per request, address space, open files,
-   processes, file size 0, no core dumps), a per-call wall-clock timeout
-   enforced by the parent (which kills the worker, starts a fresh one and
-   replays the surviving episodes' logged calls, so they continue), an
-   in-worker interval timer for cheap recovery from plain loops, a low
-   recursion limit, capped ``print`` output, capped result and exception text.
-   SQL runs through :mod:`gym_envs.state` (authorizer, progress deadline,
-   length and row limits). Arithmetic that could allocate without bound
-   (``'a' * 10**10``, ``[0] * 10**9``, ``10**10**8``, huge shifts) is checked
-   before it runs, in both modes.
-4. **Reward integrity.** Checks run on a read-only view after the turn and
-   never see the agent's objects; only JSON crosses back.
+   processes, file size 0, no core dumps, an SQLite heap limit), a per-request
+   wall-clock timeout enforced by the parent (which kills the worker, starts a
+   fresh one and replays the surviving episodes' logged calls, so they
+   continue), an in-worker interval timer for cheap recovery from plain loops
+   (it re-fires, so a ``finally:`` loop is interrupted too), a low recursion
+   limit, capped ``print`` output, capped result and exception text, and its
+   stdout moved off the protocol pipe. SQL runs through :mod:`gym_envs.state`
+   (authorizer, progress deadline, length, row and result-size limits).
+   Arithmetic that could allocate without bound (``'a' * 10**10``, ``[0] *
+   10**9``, ``10**10**8``, products of huge integers, huge shifts, powers of
+   fractions) is checked before it runs, in both modes.
+4. **Reward integrity.** Checks run on a read-only view after the turn
+   (authorizer in ``ro`` mode plus ``PRAGMA query_only``, so even a statement
+   the tool prepared cannot write) and never see the agent's objects; only JSON
+   crosses back. If SQLite aborts an episode's transaction (an interrupted
+   write, out of memory) the episode is rebuilt by replaying its logged calls,
+   so state always equals the replay of the calls that were reported as done.
 
 Not defended: the **in-process** mode has the same guards minus the process
-boundary, so an infinite loop, a catastrophic regular expression or a memory
-bomb that evades the arithmetic guard can stall or exhaust the host. Use it only
-for trusted or already-validated specs. A tool that writes exactly the rows a
-check looks for is judged by state: that is correct (the checks define the
-task), not a hack. Set iteration order of strings depends on the process's hash
-seed; workers run with ``PYTHONHASHSEED=0``.
+boundary, so an infinite loop, a catastrophic regular expression, a C-level
+CPU burner (``math.factorial(10**8)``) or a memory bomb that evades the
+arithmetic guard (``'x'.ljust(10**10)``, a long-running SQL statement
+materialising data until its deadline) can stall or exhaust the host. Use it
+only for trusted or already-validated specs. A tool that writes exactly the
+rows a check looks for is judged by state: that is correct (the checks define
+the task), not a hack. Set iteration order of strings depends on the process's
+hash seed; workers run with ``PYTHONHASHSEED=0``. Timing (a call that times out
+in one run may not in another) is not deterministic.
 
 Protocol
 ========
 Both modes drive the same :class:`Engine` with JSON requests (``load``,
-``open``, ``call``, ``mark``, ``check``, ``digest``, ``close``, ``batch``), so
-they give identical results on the same trajectory. A worker speaks
-length-prefixed JSON frames over its stdin/stdout pipes.
+``open``, ``call``, ``mark``, ``check``, ``digest``, ``dump``, ``close``,
+``batch``, ``ping``), so they give identical results on the same trajectory. A
+worker speaks length-prefixed JSON frames over its pipes; a call's result is
+spliced into the reply as raw JSON (never encoded twice), and
+:meth:`WorkerExecutor.call_many` carries calls of several episodes in one round
+trip.
 """
 
 from __future__ import annotations
 
+import _strptime  # noqa: F401 - imported here so datetime.strptime finds it without importing
+import abc
 import ast
 import atexit
+import bisect
 import collections
 import datetime
 import decimal
 import fractions
 import functools
 import hashlib
+import heapq
 import itertools
 import json
 import math
@@ -84,22 +119,16 @@ import subprocess
 import sys
 import threading
 import time
-import bisect
-import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from types import MappingProxyType, SimpleNamespace
+from types import BuiltinFunctionType, FunctionType, MappingProxyType, ModuleType, SimpleNamespace
 from typing import Any
 
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
-from RestrictedPython.Guards import (
-    full_write_guard,
-    guarded_iter_unpack_sequence,
-    guarded_unpack_sequence,
-    safer_getattr,
-)
+from RestrictedPython.Guards import full_write_guard, guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from gym_envs.state import DbFacade, SqlLimits, StateDB, StateError
+from gym_envs.state import DbFacade, SqlLimits, StateDB, StateError, quote_identifier
 
 __all__ = [
     "CallResult",
@@ -108,11 +137,14 @@ __all__ = [
     "Executor",
     "InProcessExecutor",
     "Limits",
+    "LoadFailure",
     "Session",
     "ToolError",
     "WorkerExecutor",
+    "compile_code",
     "default_executor",
     "make_executor",
+    "plain_json",
 ]
 
 
@@ -141,10 +173,10 @@ class Limits:
     memory_bytes: int = 1 << 30  #: address space of a worker (RLIMIT_AS)
     max_open_files: int = 64  #: RLIMIT_NOFILE of a worker
     max_output_chars: int = 2_000  #: printed output and exception text kept
-    max_result_bytes: int = 65_536  #: size of a tool result as JSON
+    max_result_bytes: int = 65_536  #: size of a tool result as compact JSON
     max_sequence: int = 10_000_000  #: elements a guarded `*`, `range`, `bytes` may create
-    max_int_bits: int = 100_000  #: bits of an integer produced by `**` or `<<`
-    recursion_limit: int = 300  #: Python frames available to untrusted code
+    max_int_bits: int = 100_000  #: bits of an integer produced by `*`, `**` or `<<`
+    recursion_limit: int = 300  #: Python frames available to untrusted code (worker mode)
     sql: SqlLimits = field(default_factory=SqlLimits)
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,22 +190,134 @@ class Limits:
 
 
 # ============================================================================================
+# Plain JSON values (what crosses every boundary)
+# ============================================================================================
+
+_MAX_DEPTH = 64
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def plain_json(value: Any, max_depth: int = _MAX_DEPTH) -> tuple[Any, int]:
+    """A JSON round trip of ``value`` without the text: ``(copy, size_bound)``.
+
+    The copy holds only ``dict`` (str keys), ``list``, ``str``, ``int``, ``float``,
+    ``bool`` and ``None``, exactly as ``json.loads(json.dumps(value))`` would
+    (tuples become lists, int/float/bool/None keys become strings, subclasses
+    become their base type); ``size_bound`` is an upper bound of the length of
+    its compact JSON text. Raises ``TypeError`` / ``ValueError`` (with the
+    ``json`` module's messages) where ``json.dumps(..., allow_nan=False)``
+    would, and ``ValueError`` when nesting exceeds ``max_depth``.
+    """
+    if value.__class__ is dict:  # fast path: a flat object of str keys and str/int/bool/None values
+        size = 2
+        for k, v in value.items():
+            c = v.__class__
+            if k.__class__ is not str or c not in _SCALARS:
+                break
+            size += 12 * len(k) + 4
+            if c is str:
+                size += 12 * len(v) + 2
+            elif c is int:
+                size += v.bit_length() // 3 + 3
+            else:
+                size += 5
+        else:
+            return value.copy(), size
+    return _plain(value, max_depth)
+
+
+def _plain(v: Any, depth: int) -> tuple[Any, int]:
+    cls = v.__class__
+    if cls is str:
+        return v, 12 * len(v) + 2
+    if cls is int:
+        return v, v.bit_length() // 3 + 3
+    if cls is bool or v is None:
+        return v, 5
+    if cls is float:
+        if v != v or v in (math.inf, -math.inf):
+            raise ValueError("Out of range float values are not JSON compliant")
+        return v, 25
+    if depth <= 0:
+        raise ValueError(f"nested deeper than {_MAX_DEPTH} levels")
+    if cls is dict or isinstance(v, dict):
+        out: dict[str, Any] = {}
+        size = 2
+        for k, item in dict.items(v):
+            if k.__class__ is not str:
+                k = _json_key(k)
+            out[k], n = _plain(item, depth - 1)
+            size += n + 12 * len(k) + 4
+        return out, size
+    if cls is list or cls is tuple or isinstance(v, list | tuple):
+        items = []
+        size = 2
+        for item in v:
+            c, n = _plain(item, depth - 1)
+            items.append(c)
+            size += n + 1
+        return items, size
+    return _plain_subclass(v, depth)
+
+
+def _plain_subclass(v: Any, depth: int) -> tuple[Any, int]:
+    if isinstance(v, str):
+        return str.__str__(v), 12 * len(v) + 2
+    if isinstance(v, bool):
+        return bool(v), 5
+    if isinstance(v, int):
+        return int.__int__(v), v.bit_length() // 3 + 3
+    if isinstance(v, float):
+        return _plain(float.__float__(v), depth)
+    raise TypeError(f"Object of type {v.__class__.__name__} is not JSON serializable")
+
+
+def _json_key(k: Any) -> str:
+    if isinstance(k, str):
+        return str.__str__(k)
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        if k != k or k in (math.inf, -math.inf):
+            raise ValueError("Out of range float values are not JSON compliant")
+        return float.__repr__(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
+
+
+def _flat_copy(d: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of a flat object (str keys; str/int/bool/None/finite float values), else None."""
+    for k, v in d.items():
+        c = v.__class__
+        if k.__class__ is not str or (c not in _SCALARS and (c is not float or v != v or v in _INF)):
+            return None
+    return d.copy()
+
+
+_INF = (math.inf, -math.inf)
+
+
+def _dumps(value: Any) -> str:
+    """Compact, ASCII-only JSON (lone surrogates survive the pipe)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+# ============================================================================================
 # Restricted compilation
 # ============================================================================================
 
 _BLOCKED_ATTRS = frozenset({
     "format", "format_map", "mro", "gi_frame", "gi_code", "gi_yieldfrom", "gi_running",
-    "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await", "f_back", "f_globals",
-    "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "func_globals", "func_code",
-    "im_func", "im_self", "with_traceback",
-})
-_IMPORT_ALLOW = {
-    "json": json, "math": math, "re": re, "datetime": datetime, "collections": collections,
-    "itertools": itertools, "statistics": statistics, "functools": functools,
-    "operator": operator, "string": string, "decimal": decimal, "fractions": fractions,
-    "bisect": bisect, "heapq": heapq, "hashlib": hashlib,
-}
-_STRING_HIDDEN = {"Formatter", "Template"}
+    "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code", "ag_await", "f_back",
+    "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "f_generator", "tb_frame", "tb_next",
+    "co_code", "func_globals", "func_code", "im_func", "im_self", "with_traceback",
+}) | INSPECT_ATTRIBUTES
+_MISSING = object()
 
 
 class _Policy(RestrictingNodeTransformer):
@@ -188,7 +332,7 @@ class _Policy(RestrictingNodeTransformer):
             return node
         call = ast.Call(func=ast.Name("_binop_", ast.Load()),
                         args=[ast.Constant(op), node.left, node.right], keywords=[])
-        return ast.copy_location(call, node)
+        return ast.fix_missing_locations(ast.copy_location(call, node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         op = self._GUARDED.get(type(node.op))
@@ -199,7 +343,7 @@ class _Policy(RestrictingNodeTransformer):
                          args=[ast.Constant(op), ast.Name(node.target.id, ast.Load()), node.value],
                          keywords=[])
         assign = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())], value=value)
-        return ast.copy_location(assign, node)
+        return ast.fix_missing_locations(ast.copy_location(assign, node))
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         # A bare `except:` would swallow the sandbox's own timeout; narrow it to Exception.
@@ -213,46 +357,58 @@ def compile_code(source: str, filename: str = "<envspec>") -> Any:
     return compile_restricted_exec(source, filename=filename, policy=_Policy)
 
 
-def _guarded_getattr(obj: Any, name: str, default: Any = None) -> Any:
-    if type(name) is not str:
+def _guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
+    if name.__class__ is not str:
         raise SandboxViolation("attribute names must be str")
-    if name in _BLOCKED_ATTRS:
+    if name[:1] == "_" or name in _BLOCKED_ATTRS:
         raise SandboxViolation(f"attribute {name!r} is not allowed")
     if isinstance(obj, BaseException) and name != "args":
         raise SandboxViolation(f"only '.args' of an exception may be read, not {name!r}")
-    if isinstance(obj, type) and issubclass(obj, BaseException):
-        raise SandboxViolation("attributes of exception classes may not be read")
-    return safer_getattr(obj, name, default)
+    if isinstance(obj, type):
+        if issubclass(obj, BaseException):
+            raise SandboxViolation("attributes of exception classes may not be read")
+        if name == "register" and isinstance(obj, abc.ABCMeta):
+            raise SandboxViolation("registering virtual subclasses of shared ABCs is not allowed")
+    if default is _MISSING:
+        return getattr(obj, name)
+    return getattr(obj, name, default)
 
 
 def _guarded_getitem(obj: Any, index: Any) -> Any:
-    if isinstance(index, str) and index.startswith("__"):
+    if index.__class__ is str and index[:2] == "__":
         raise SandboxViolation(f"item {index!r} is not allowed")
     return obj[index]
 
 
 def _make_binop(limits: Limits) -> Callable[[str, Any, Any], Any]:
     max_seq, max_bits = limits.max_sequence, limits.max_int_bits
-
-    def _size(x: Any) -> int | None:
-        if isinstance(x, str | bytes | bytearray | list | tuple):
-            return len(x)
-        return None
+    seq_types = (str, bytes, bytearray, list, tuple)
 
     def binop(op: str, a: Any, b: Any) -> Any:
         if op == "mul":
-            for seq, n in ((a, b), (b, a)):
-                size = _size(seq)
-                if size is not None and isinstance(n, int) and size * n > max_seq:
-                    raise ResourceLimit(f"sequence repetition would create {size * n:,} elements "
+            if isinstance(a, int) and isinstance(b, int):
+                if a.bit_length() + b.bit_length() > max_bits:
+                    raise ResourceLimit(f"integer product would exceed {max_bits:,} bits")
+            elif isinstance(a, seq_types) and isinstance(b, int):
+                if len(a) * b > max_seq:
+                    raise ResourceLimit(f"sequence repetition would create {len(a) * b:,} elements "
                                         f"(limit {max_seq:,})")
+            elif isinstance(b, seq_types) and isinstance(a, int) and len(b) * a > max_seq:
+                raise ResourceLimit(f"sequence repetition would create {len(b) * a:,} elements "
+                                    f"(limit {max_seq:,})")
             return a * b
         if op == "pow":
-            if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1:
-                if b * abs(a).bit_length() > max_bits:
-                    raise ResourceLimit(f"integer power would exceed {max_bits:,} bits")
+            if isinstance(b, int) and b > 0:
+                if isinstance(a, int) and abs(a) > 1:
+                    bits = abs(a).bit_length()
+                elif isinstance(a, fractions.Fraction):
+                    bits = max(abs(a.numerator).bit_length(), a.denominator.bit_length())
+                else:
+                    bits = 0
+                if bits > 1 and b * bits > max_bits:
+                    raise ResourceLimit(f"power would exceed {max_bits:,} bits")
             return a**b
-        if isinstance(a, int) and isinstance(b, int) and b > max_bits:
+        if isinstance(a, int) and isinstance(b, int) and b > 0 and a and a.bit_length() + b > max_bits:
             raise ResourceLimit(f"shift by {b} exceeds {max_bits:,} bits")
         return a << b
 
@@ -299,39 +455,126 @@ class _PrintCollector:
         self.write(str(sep).join(str(o) for o in objects) + str(end))
 
 
-def _frozen_module(mod: Any) -> SimpleNamespace:
-    names = {k: getattr(mod, k) for k in dir(mod) if not k.startswith("_")}
-    if mod is string:
-        for k in _STRING_HIDDEN:
-            names.pop(k, None)
+# -- module views --------------------------------------------------------------------------------
+
+_IMPORT_ALLOW = {
+    "json": json, "math": math, "re": re, "datetime": datetime, "collections": collections,
+    "itertools": itertools, "statistics": statistics, "functools": functools,
+    "operator": operator, "string": string, "decimal": decimal, "fractions": fractions,
+    "bisect": bisect, "heapq": heapq, "hashlib": hashlib,
+}
+_VIEW_DROP = {
+    "string": {"Formatter", "Template"},
+    "decimal": {"getcontext", "setcontext", "localcontext", "DefaultContext", "BasicContext",
+                "ExtendedContext"},
+}
+_VIEW_TYPES = (type, BuiltinFunctionType, FunctionType, int, float, complex, str, bytes, tuple, frozenset,
+               type(None), datetime.timezone)
+
+
+def _guarded_attrgetter(*names: str) -> Callable[[Any], Any]:
+    paths = [str(n).split(".") for n in names]
+
+    def get(obj: Any) -> Any:
+        values = []
+        for path in paths:
+            v = obj
+            for part in path:
+                v = _guarded_getattr(v, part)
+            values.append(v)
+        return values[0] if len(values) == 1 else tuple(values)
+
+    return get
+
+
+def _guarded_methodcaller(name: str, /, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+    def call(obj: Any) -> Any:
+        return _guarded_getattr(obj, name)(*args, **kwargs)
+
+    return call
+
+
+def _guarded_itemgetter(*items: Any) -> Callable[[Any], Any]:
+    def get(obj: Any) -> Any:
+        if len(items) == 1:
+            return _guarded_getitem(obj, items[0])
+        return tuple(_guarded_getitem(obj, i) for i in items)
+
+    return get
+
+
+def _guarded_setitem(obj: Any, key: Any, value: Any) -> None:
+    full_write_guard(obj)[key] = value
+
+
+def _guarded_delitem(obj: Any, key: Any) -> None:
+    del full_write_guard(obj)[key]
+
+
+def _no_wraps(wrapped: Any, assigned: Any = (), updated: Any = ()) -> Callable[[Any], Any]:
+    """``functools.wraps`` for sandboxed code: returns the wrapper unchanged."""
+    return lambda wrapper: wrapper
+
+
+def _no_update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = (), updated: Any = ()) -> Any:
+    return wrapper
+
+
+def _module_view(name: str, mod: ModuleType, overrides: dict[str, Any] | None = None) -> SimpleNamespace:
+    """A read-only namespace of ``mod``'s public classes, functions and immutable constants."""
+    drop = _VIEW_DROP.get(name, set())
+    names: dict[str, Any] = {}
+    for k in dir(mod):
+        if k.startswith("_") or k in drop:
+            continue
+        v = getattr(mod, k)
+        if isinstance(v, set | frozenset):
+            v = frozenset(v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        elif isinstance(v, dict):
+            v = MappingProxyType(dict(v))
+        elif isinstance(v, ModuleType) or not isinstance(v, _VIEW_TYPES):
+            continue
+        names[k] = v
+    names.update(overrides or {})
     return SimpleNamespace(**names)
 
 
-_FROZEN = {name: _frozen_module(mod) for name, mod in _IMPORT_ALLOW.items()}
+def _views(binop: Callable[[str, Any, Any], Any]) -> dict[str, SimpleNamespace]:
+    def guarded(op: str) -> Callable[[Any, Any], Any]:
+        return lambda a, b: binop(op, a, b)
+
+    overrides: dict[str, dict[str, Any]] = {
+        "operator": {"attrgetter": _guarded_attrgetter, "methodcaller": _guarded_methodcaller,
+                     "itemgetter": _guarded_itemgetter, "getitem": _guarded_getitem,
+                     "setitem": _guarded_setitem, "delitem": _guarded_delitem,
+                     "mul": guarded("mul"), "imul": guarded("mul"), "pow": guarded("pow"),
+                     "ipow": guarded("pow"), "lshift": guarded("lshift"), "ilshift": guarded("lshift")},
+        "functools": {"wraps": _no_wraps, "update_wrapper": _no_update_wrapper},
+    }
+    views = {name: _module_view(name, mod, overrides.get(name)) for name, mod in _IMPORT_ALLOW.items()}
+    views["time"] = SimpleNamespace(strftime=time.strftime, struct_time=time.struct_time)
+    return views
+
+
+_RANDOM_NAMES = ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
+                 "gauss", "normalvariate", "lognormvariate", "triangular", "betavariate", "expovariate",
+                 "gammavariate", "paretovariate", "weibullvariate", "vonmisesvariate", "seed", "getrandbits",
+                 "randbytes")
 
 
 def _random_module(rng: random.Random) -> SimpleNamespace:
-    names = ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
-             "gauss", "normalvariate", "triangular", "betavariate", "expovariate", "seed",
-             "getrandbits")
-    return SimpleNamespace(**{n: getattr(rng, n) for n in names}, Random=None)
+    def make_random(seed: Any = None) -> random.Random:
+        """A new generator; without a seed it is seeded from the episode's generator."""
+        return random.Random(rng.getrandbits(64) if seed is None else seed)
+
+    return SimpleNamespace(**{n: getattr(rng, n) for n in _RANDOM_NAMES}, Random=make_random)
 
 
-def _make_builtins(limits: Limits, rng: random.Random) -> dict[str, Any]:
+def _builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) -> dict[str, Any]:
+    """The builtins every episode starts from (``__import__`` is added per episode)."""
     max_seq = limits.max_sequence
-    random_mod = _random_module(rng)
-
-    def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
-                       level: int = 0) -> Any:
-        if level != 0:
-            raise SandboxViolation("relative imports are not allowed")
-        if name == "random":
-            return random_mod
-        mod = _FROZEN.get(name)
-        if mod is None:
-            raise SandboxViolation(f"import of {name!r} is not allowed; allowed modules: "
-                                   f"{sorted([*_FROZEN, 'random'])}")
-        return mod
 
     def safe_range(*args: int) -> range:
         r = range(*args)
@@ -344,6 +587,9 @@ def _make_builtins(limits: Limits, rng: random.Random) -> dict[str, Any]:
             raise ResourceLimit(f"bytes({args[0]:,}) exceeds {max_seq:,}")
         return bytes(*args)
 
+    def safe_pow(a: Any, b: Any, m: Any = None) -> Any:
+        return pow(a, b, m) if m is not None else binop("pow", a, b)
+
     b: dict[str, Any] = {
         "None": None, "True": True, "False": False,
         "abs": abs, "all": all, "any": any, "bool": bool, "callable": callable, "chr": chr,
@@ -353,15 +599,35 @@ def _make_builtins(limits: Limits, rng: random.Random) -> dict[str, Any]:
         "repr": repr, "reversed": reversed, "round": round, "set": set, "sorted": sorted,
         "str": str, "sum": sum, "tuple": tuple, "zip": zip, "dict": dict, "bytes": safe_bytes,
         "hex": hex, "oct": oct, "bin": bin, "slice": slice, "iter": iter, "complex": complex,
-        "pow": lambda a, b, m=None: pow(a, b, m) if m is not None else _make_binop(limits)("pow", a, b),
-        "__import__": guarded_import,
-        "ToolError": ToolError,
+        "pow": safe_pow, "ToolError": ToolError,
     }
     for exc in (Exception, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError,
                 ArithmeticError, LookupError, RuntimeError, StopIteration, AttributeError,
-                NotImplementedError, OverflowError, AssertionError):
+                NotImplementedError, OverflowError, AssertionError, NameError):
         b[exc.__name__] = exc
     return b
+
+
+def _make_import(views: dict[str, SimpleNamespace], seed: int) -> Callable[..., Any]:
+    allowed = sorted(n for n in [*views, "random"] if n != "time")
+    box: list[SimpleNamespace] = []
+
+    def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+                       level: int = 0) -> Any:
+        if level != 0:
+            raise SandboxViolation("relative imports are not allowed")
+        view = views.get(name)
+        if view is not None:
+            return view
+        if name == "random":
+            if not box:
+                box.append(_random_module(random.Random(seed)))
+            return box[0]
+        if name == "_strptime":  # datetime.strptime imports it from C; code cannot name it
+            return sys.modules["_strptime"]
+        raise SandboxViolation(f"import of {name!r} is not allowed; allowed modules: {allowed}")
+
+    return guarded_import
 
 
 # ============================================================================================
@@ -377,6 +643,11 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "null": lambda v: v is None,
 }
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "array": (list,), "object": (dict,), "null": (type(None),),
+}
+_ANNOTATION_KEYS = frozenset({"type", "description", "title", "default", "examples"})
 
 
 def validate_value(schema: dict[str, Any], value: Any, where: str) -> list[str]:
@@ -420,6 +691,33 @@ def validate_arguments(schema: dict[str, Any], args: dict[str, Any], where: str 
     return errors
 
 
+def _compile_validator(schema: dict[str, Any]) -> Callable[[dict[str, Any]], list[str]]:
+    """``validate_arguments`` for one schema, with a fast path when every argument passes a plain
+    type check (the full validation then runs only to word the errors)."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    required = tuple(schema.get("required", ())) if isinstance(schema, dict) else ()
+    simple: dict[str, tuple[type, ...] | None] = {}
+    for k, sub in props.items():
+        typ = sub.get("type") if isinstance(sub, dict) else None
+        if isinstance(sub, dict) and set(sub) <= _ANNOTATION_KEYS and isinstance(typ, str) \
+                and typ in _EXACT_TYPES and typ not in ("array", "object"):
+            simple[k] = _EXACT_TYPES[typ]
+        else:
+            simple[k] = None  # needs the full validator
+
+    def validate(args: dict[str, Any]) -> list[str]:
+        for r in required:
+            if r not in args:
+                return validate_arguments(schema, args)
+        for k, v in args.items():
+            types = simple.get(k, ())
+            if types is None or v.__class__ not in types:
+                return validate_arguments(schema, args)
+        return []
+
+    return validate
+
+
 # ============================================================================================
 # The engine: the same code in both modes
 # ============================================================================================
@@ -430,17 +728,23 @@ class _Program:
     key: str
     code: Any
     tool_schemas: dict[str, dict[str, Any]]
+    validators: dict[str, Callable[[dict[str, Any]], list[str]]]
     image: bytes
     check_code: dict[str, Any] = field(default_factory=dict)
+    pool: list[StateDB] = field(default_factory=list)
 
 
 @dataclass
 class _Episode:
     program: _Program
     state: StateDB
+    seed: int
     tools: dict[str, Callable[..., Any]]
-    globals: dict[str, Any]
+    db: DbFacade
+    ro_db: DbFacade
     marks: dict[str, str] = field(default_factory=dict)
+    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  #: calls to replay on a rebuild
+    lost: str | None = None
 
 
 def _cap(text: str, n: int) -> str:
@@ -452,25 +756,73 @@ def _error(kind: str, message: str, cap: int) -> dict[str, Any]:
 
 
 def _describe(exc: BaseException, cap: int) -> dict[str, Any]:
+    """A typed error response; ``replay`` marks failures a replay would reproduce."""
     if isinstance(exc, ToolError):
-        return _error("ToolError", str(exc.args[0]) if exc.args else "tool error", cap)
+        try:
+            msg = str(exc.args[0]) if exc.args else "tool error"
+        except Exception:
+            msg = "<unprintable>"
+        return _error("ToolError", msg, cap) | {"replay": True}
     if isinstance(exc, StateError):
-        return _error("SQLError", str(exc), cap)
+        return _error("SQLError", str(exc), cap) | {"replay": not exc.transient}
     if isinstance(exc, _Timeout):
         return _error("Timeout", "the call took too long and was stopped", cap)
     if isinstance(exc, SandboxViolation):
-        return _error("SandboxViolation", str(exc), cap)
-    if isinstance(exc, ResourceLimit | MemoryError | RecursionError):
-        return _error("ResourceLimit", f"{type(exc).__name__}: {exc}", cap)
+        return _error("SandboxViolation", str(exc), cap) | {"replay": True}
+    if isinstance(exc, ResourceLimit):
+        return _error("ResourceLimit", f"ResourceLimit: {exc}", cap) | {"replay": True}
+    if isinstance(exc, MemoryError | RecursionError):
+        return _error("ResourceLimit", f"{type(exc).__name__}: {_cap(str(exc), 200)}", cap)
     try:
         msg = str(exc)
     except Exception:  # a rigged __str__
         msg = "<unprintable>"
-    return _error("RuntimeError", f"{type(exc).__name__}: {_cap(msg, cap)}", cap)
+    return _error("RuntimeError", f"{type(exc).__name__}: {_cap(msg, cap)}", cap) | {"replay": True}
+
+
+class _SoftDeadline:
+    """In a worker: an interval timer that raises :class:`_Timeout` in the running code.
+
+    It re-fires every 50 ms after the deadline, so code that survives the first
+    signal (a loop in a ``finally:``) is interrupted again. Nesting is a no-op.
+    """
+
+    __slots__ = ("depth", "seconds")
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.depth = 0
+
+    def __enter__(self) -> None:
+        self.depth += 1
+        if self.seconds > 0 and self.depth == 1:
+            _ALARM[0] = True
+            signal.setitimer(signal.ITIMER_REAL, self.seconds, 0.05)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.depth -= 1
+        if self.seconds > 0 and self.depth == 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM[0] = False
+
+
+_ALARM = [False]  # armed: a SIGALRM raises _Timeout only inside a deadline
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    if _ALARM[0]:
+        raise _Timeout()
 
 
 class Engine:
-    """Holds compiled programs, template images and live episodes; answers JSON requests."""
+    """Holds compiled programs, template images and live episodes; answers JSON requests.
+
+    ``in_worker`` engines arm the soft deadline and trust that requests were
+    just decoded from JSON (arguments are already private plain values); an
+    in-process engine copies arguments into plain JSON values itself.
+    """
+
+    pool_size = 16  #: idle connections kept (all programs together) for new episodes
 
     def __init__(self, limits: Limits | None = None, *, in_worker: bool = False):
         self.limits = limits or Limits()
@@ -479,6 +831,31 @@ class Engine:
         self.episodes: dict[str, _Episode] = {}
         self._binop = _make_binop(self.limits)
         self._inplace = _inplacevar(self._binop)
+        self._views = _views(self._binop)
+        self._builtins = _builtins_template(self.limits, self._binop)
+        cap = self.limits.max_output_chars
+        self._base_globals = {
+            "__name__": "envspec",
+            "__metaclass__": type,
+            "_getattr_": _guarded_getattr,
+            "_getitem_": _guarded_getitem,
+            "_getiter_": iter,
+            "_write_": full_write_guard,
+            "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+            "_unpack_sequence_": guarded_unpack_sequence,
+            "_inplacevar_": self._inplace,
+            "_binop_": self._binop,
+            "_print_": lambda _getattr_=None: _PrintCollector(cap),
+            "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        }
+        self._deadline = _SoftDeadline(self.limits.call_timeout_s if in_worker else 0.0)
+        self._sql_timeout = self.limits.sql.statement_timeout_s
+        self._pooled = 0
+        self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "load": self._op_load, "open": self._op_open, "close": self._op_close, "call": self._op_call,
+            "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
+            "dump": self._op_dump, "ping": self._op_ping,
+        }
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -487,7 +864,7 @@ class Engine:
         try:
             if op == "batch":
                 return {"ok": True, "results": [self.handle(r) for r in req["reqs"]]}
-            fn = getattr(self, f"_op_{op}", None)
+            fn = self._ops.get(op)  # type: ignore[arg-type]
             if fn is None:
                 return _error("ProtocolError", f"unknown op {op!r}", 500)
             return fn(req)
@@ -511,74 +888,93 @@ class Engine:
             db.script(req.get("schema_sql", ""), mode="setup")
             for stmt_kw in _ddl_keywords(db):
                 if stmt_kw not in ("table", "index"):
+                    db.close()
                     return _error("SchemaError", f"schema_sql may only create tables and indexes, "
                                   f"found a {stmt_kw}", cap)
             db.script(req.get("seed_sql", ""), mode="rw")
         except StateError as e:
             db.close()
             return _error("SchemaError", str(e), cap)
-        prog = _Program(key=key, code=result.code, tool_schemas=req.get("tools", {}), image=db.image())
-        self.programs[key] = prog
-        ep = None
+        tools = req.get("tools", {})
+        prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
+                        validators={n: _compile_validator(s) for n, s in tools.items()})
+        counts = db.row_counts()
+        db.open_episode()
         try:
-            ep = self._new_episode(prog, seed=0)
+            with self._deadline:
+                ep = self._new_episode(prog, db, seed=0)
             missing = [n for n in prog.tool_schemas if not callable(ep.tools.get(n))]
         except BaseException as e:
-            self.programs.pop(key, None)
-            return _describe(e, cap) | {"error_type": "LoadError"}
-        finally:
-            if ep is not None:
-                ep.state.close()
-        counts = db.row_counts()
-        db.close()
+            db.close()
+            return _describe(e, cap) | {"error_type": "LoadError", "replay": False}
         if missing:
-            self.programs.pop(key, None)
+            db.close()
             return _error("LoadError", f"the code defines no function for tools {missing}", cap)
+        self.programs[key] = prog
+        self._pool_put(prog, db)
         return {"ok": True, "cached": False, "tables": counts, "image_bytes": len(prog.image)}
 
     # -- episodes ------------------------------------------------------------------------------
-    def _new_episode(self, prog: _Program, seed: int) -> _Episode:
+    def _globals(self, seed: int) -> dict[str, Any]:
+        glb = self._base_globals.copy()
+        builtins = self._builtins.copy()
+        builtins["__import__"] = _make_import(self._views, seed)
+        glb["__builtins__"] = builtins
+        return glb
+
+    def _new_episode(self, prog: _Program, state: StateDB, seed: int) -> _Episode:
+        glb = self._globals(seed)
+        exec(prog.code, glb)  # a restricted code object with guarded globals
+        tools = {name: glb.get(name) for name in prog.tool_schemas}
+        return _Episode(program=prog, state=state, seed=seed, tools=tools,  # type: ignore[arg-type]
+                        db=DbFacade(state, read_only=False, timeout_s=self._sql_timeout),
+                        ro_db=DbFacade(state, read_only=True, timeout_s=self._sql_timeout))
+
+    def _pool_get(self, prog: _Program) -> StateDB:
+        while prog.pool:
+            state = prog.pool.pop()
+            self._pooled -= 1
+            if not state.lost:
+                state.reset_episode()
+                return state
+            state.close()
         state = StateDB(self.limits.sql)
         state.load_image(prog.image)
-        rng = random.Random(seed)
-        glb = self._globals(rng)
-        exec(prog.code, glb)  # noqa: S102 - restricted code object, guarded globals
-        tools = {name: glb.get(name) for name in prog.tool_schemas}
-        return _Episode(program=prog, state=state, tools=tools, globals=glb)  # type: ignore[arg-type]
+        state.open_episode()
+        return state
 
-    def _globals(self, rng: random.Random) -> dict[str, Any]:
-        cap = self.limits.max_output_chars
-        return {
-            "__builtins__": _make_builtins(self.limits, rng),
-            "__name__": "envspec",
-            "__metaclass__": type,
-            "_getattr_": _guarded_getattr,
-            "_getitem_": _guarded_getitem,
-            "_getiter_": iter,
-            "_write_": full_write_guard,
-            "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
-            "_unpack_sequence_": guarded_unpack_sequence,
-            "_inplacevar_": self._inplace,
-            "_binop_": self._binop,
-            "_print_": lambda _getattr_=None: _PrintCollector(cap),
-            "_apply_": lambda f, *a, **kw: f(*a, **kw),
-        }
+    def _pool_put(self, prog: _Program, state: StateDB) -> None:
+        if self._pooled >= self.pool_size or state.lost:
+            state.close()
+            return
+        prog.pool.append(state)
+        self._pooled += 1
 
     def _op_open(self, req: dict[str, Any]) -> dict[str, Any]:
         prog = self.programs.get(req["key"])
         if prog is None:
             return _error("ProtocolError", "program not loaded", 200)
-        old = self.episodes.pop(req["ep"], None)
-        if old is not None:
-            old.state.close()
-        with self._deadline():
-            self.episodes[req["ep"]] = self._new_episode(prog, int(req.get("seed") or 0))
+        ep_id = req["ep"]
+        old = self.episodes.pop(ep_id, None)
+        if old is not None and old.program is prog and not old.state.lost:
+            state = old.state
+            state.reset_episode()
+        else:
+            if old is not None:
+                self._pool_put(old.program, old.state)
+            state = self._pool_get(prog)
+        try:
+            with self._deadline:
+                self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
+        except BaseException:
+            self._pool_put(prog, state)
+            raise
         return {"ok": True}
 
     def _op_close(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self.episodes.pop(req["ep"], None)
         if ep is not None:
-            ep.state.close()
+            self._pool_put(ep.program, ep.state)
         return {"ok": True}
 
     def _episode(self, req: dict[str, Any]) -> _Episode:
@@ -593,49 +989,107 @@ class Engine:
         ep = self.episodes.get(req["ep"])
         if ep is None:
             return _error("ProtocolError", f"no open episode {req['ep']!r}", cap)
+        if ep.lost:
+            return _error("EpisodeLost", ep.lost, cap)
         name = req["name"]
-        schema = ep.program.tool_schemas.get(name)
-        if schema is None:
+        validator = ep.program.validators.get(name)
+        if validator is None:
             return _error("UnknownTool", f"no tool named {name!r}; available tools: "
                           f"{sorted(ep.program.tool_schemas)}", cap)
-        args = req.get("arguments") or {}
-        if not isinstance(args, dict):
+        args = req.get("arguments")
+        if args is None:
+            args = {}
+        elif args.__class__ is not dict:
             return _error("InvalidArguments", "arguments must be a JSON object", cap)
-        problems = validate_arguments(schema, args)
+        try:  # the tool gets its own plain copy; the replay log keeps another if it could be mutated
+            flat = _flat_copy(args)
+            if flat is not None:
+                args = logged = flat
+            else:
+                if not self.in_worker:
+                    args = plain_json(args)[0]
+                logged = plain_json(args)[0]
+        except (TypeError, ValueError) as e:
+            return _error("InvalidArguments", f"arguments are not JSON: {e}", cap)
+        problems = validator(args)
         if problems:
             return _error("InvalidArguments", "; ".join(problems), cap)
-        args = json.loads(json.dumps(args))  # the tool gets its own copy
-        db = DbFacade(ep.state, read_only=False, timeout_s=self._sql_timeout)
+        state = ep.state
+        before = state.conn.total_changes
+        resp = self._invoke(ep, name, args)
+        if state.lost:  # SQLite aborted the episode's transaction: the call is undone, rebuild the rest
+            if resp.get("ok") or resp.get("replay"):
+                resp = _error("SQLError", "the database aborted the call's transaction; the call had no "
+                              "effect", cap)
+            resp.pop("replay", None)
+            self._rebuild(ep, reload=True)
+        elif resp.get("ok"):
+            ep.log.append((name, logged))
+        else:
+            if resp.get("replay"):
+                ep.log.append((name, logged))
+            if state.conn.total_changes != before:  # it failed after writing: undo by replay
+                self._rebuild(ep, reload=False)
+        return resp
+
+    def _invoke(self, ep: _Episode, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run one tool call (no savepoint: see :meth:`_rebuild`); a typed response."""
+        cap = self.limits.max_output_chars
         before = ep.state.conn.total_changes
-        ep.state.host("SAVEPOINT call")
         try:
-            with self._deadline():
-                value = ep.tools[name](db, **args)
+            if self.in_worker:
+                with self._deadline:
+                    value = ep.tools[name](ep.db, **args)
+            else:
+                value = ep.tools[name](ep.db, **args)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:
-            self._rollback(ep)
             return _describe(e, cap)
         try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+            value, bound = plain_json(value)
+            text = _dumps(value) if self.in_worker or bound > self.limits.max_result_bytes else None
         except (TypeError, ValueError, RecursionError) as e:
-            self._rollback(ep)
             return _error("NotJSON", f"the tool returned a value that is not plain JSON "
-                          f"({type(e).__name__}: {_cap(str(e), 200)})", cap)
-        if len(text) > self.limits.max_result_bytes:
-            self._rollback(ep)
+                          f"({type(e).__name__}: {_cap(str(e), 200)})", cap) | {"replay": True}
+        if text is not None and len(text) > self.limits.max_result_bytes:
             return _error("ResourceLimit", f"the tool result is too large ({len(text):,} characters > "
-                          f"{self.limits.max_result_bytes:,})", cap)
-        ep.state.host("RELEASE call")
-        return {"ok": True, "result_json": text, "changes": ep.state.conn.total_changes - before}
+                          f"{self.limits.max_result_bytes:,})", cap) | {"replay": True}
+        resp: dict[str, Any] = {"ok": True, "changes": ep.state.conn.total_changes - before}
+        if self.in_worker:
+            resp["result_json"] = text
+        else:
+            resp["result"] = value
+        return resp
 
-    @staticmethod
-    def _rollback(ep: _Episode) -> None:
-        ep.state.host("ROLLBACK TO call")
-        ep.state.host("RELEASE call")
+    def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
+        """Bring an episode back to "template + its logged calls".
 
-    def _sql_timeout(self) -> float:
-        return self.limits.sql.statement_timeout_s
+        Used when a call failed after writing (its writes must not stay: roll back to the
+        episode start) and when SQLite aborted the transaction (``reload`` the image). Fresh
+        globals and the episode's seed make the replay deterministic; each replayed call runs
+        in a savepoint, so calls that failed the first time fail again without leaving writes.
+        """
+        state = ep.state
+        try:
+            if reload or state.lost:
+                state.load_image(ep.program.image)
+                state.open_episode()
+            else:
+                state.reset_episode()
+            with self._deadline:
+                fresh = self._new_episode(ep.program, state, ep.seed)
+            ep.tools, ep.db, ep.ro_db = fresh.tools, fresh.db, fresh.ro_db
+            for name, args in ep.log:
+                state.savepoint()
+                resp = self._invoke(ep, name, plain_json(args)[0])
+                state.release(commit=bool(resp.get("ok")))
+                if state.lost:
+                    raise StateError("the replay aborted again", transient=True)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {_cap(str(e), 200)})"
 
     # -- state and checks ----------------------------------------------------------------------
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -651,15 +1105,15 @@ class Engine:
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
-        names = req.get("tables") or ep.state.tables()
+        known = ep.state.tables()
+        names = req.get("tables") or known
         limit = int(req.get("limit", 50))
+        counts = ep.state.row_counts()
         out = {}
         for t in names:
-            if t in ep.state.tables():
-                cols = [r[1] for r in ep.state.host(f'PRAGMA table_info("{t}")')]
-                rows = ep.state.host(f'SELECT * FROM "{t}" LIMIT ?', (limit,))
-                out[t] = {"columns": cols, "rows": [list(r) for r in rows],
-                          "count": ep.state.row_counts()[t]}
+            if t in known:
+                rows = ep.state.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
+                out[t] = {"columns": ep.state.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
         return {"ok": True, "tables": json.loads(json.dumps(out, default=repr))}
 
     def _op_check(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -668,6 +1122,8 @@ class Engine:
         calls = req.get("calls") or []
         attempted = req.get("attempted") or calls
         results = [self._check(ep, c, reply, calls, attempted) for c in req["checks"]]
+        if ep.state.lost:
+            self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}
 
     def _check(self, ep: _Episode, check: dict[str, Any], reply: str, calls: list[str],
@@ -704,7 +1160,7 @@ class Engine:
             return {"passed": False, "detail": _describe(e, 500)["error"]}
 
     def _check_sql(self, ep: _Episode, check: dict[str, Any]) -> dict[str, Any]:
-        with self._deadline():
+        with self._deadline:
             rows = ep.state.run(check["query"], (), mode="ro", fetch=True)
         got = [list(r.values()) for r in rows]
         want = json.loads(json.dumps(check["expect"]))
@@ -725,22 +1181,17 @@ class Engine:
             if res.errors:
                 return {"passed": False, "detail": "; ".join(res.errors)[:300]}
             compiled = ep.program.check_code[code] = res.code
-        glb = self._globals(random.Random(0))
-        db = DbFacade(ep.state, read_only=True, timeout_s=self._sql_timeout)
-        with self._deadline():
-            exec(compiled, glb)  # noqa: S102
+        glb = self._globals(0)
+        with self._deadline:
+            exec(compiled, glb)  # a restricted code object with guarded globals
             fn = glb.get("check")
             if not callable(fn):
                 return {"passed": False, "detail": "the check code defines no check(db)"}
-            value = fn(db)
+            value = fn(ep.ro_db)
         if value is True:
             return {"passed": True, "detail": "check(db) returned True"}
         shown = repr(value) if type(value) in (bool, int, float, str, type(None)) else type(value).__name__
         return {"passed": False, "detail": f"check(db) returned {_cap(shown, 100)}, not True"}
-
-    # -- timing --------------------------------------------------------------------------------
-    def _deadline(self) -> Any:
-        return _SoftDeadline(self.limits.call_timeout_s if self.in_worker else 0.0)
 
     def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "pid": os.getpid()}
@@ -750,33 +1201,12 @@ def _ddl_keywords(db: StateDB) -> list[str]:
     return [r[0] for r in db.host("SELECT type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]
 
 
-class _SoftDeadline:
-    """In a worker: an interval timer that raises :class:`_Timeout` in the running code."""
-
-    __slots__ = ("seconds",)
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-
-    def __enter__(self) -> None:
-        if self.seconds > 0:
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.seconds > 0:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout()
-
-
 # ============================================================================================
 # Host side: results, sessions and executors
 # ============================================================================================
 
 
-@dataclass
+@dataclass(slots=True)
 class CallResult:
     """The outcome of one tool call, as the agent will see it."""
 
@@ -820,13 +1250,31 @@ def program_request(spec: Any) -> dict[str, Any]:
     return {"op": "load", "key": key, **body}
 
 
+def _call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallResult:
+    if resp.get("ok"):
+        result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
+        return CallResult(name, args, True, result, None, None, int(resp.get("changes", 0)))
+    return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"))
+
+
+def _logworthy(resp: dict[str, Any]) -> bool:
+    """Whether a call's response means the call must be replayed to rebuild its episode."""
+    return bool(resp.get("ok") or resp.get("replay"))
+
+
 class Executor:
     """Base class: something that can answer engine requests for sessions."""
 
     mode = "abstract"
 
-    def request(self, session: Session, req: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+        """Answer ``req`` for ``session``; with ``log``, record it for replay if it changed state."""
         raise NotImplementedError
+
+    def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One tool call of ``session`` (the engine's response)."""
+        return self.request(session, {"op": "call", "ep": session.id, "name": name, "arguments": arguments},
+                            log=True)
 
     def load(self, spec: Any) -> dict[str, Any]:
         """Compile a spec and build its template database; returns the load response."""
@@ -864,15 +1312,12 @@ class Session:
         self.key = key
         self.seed = seed
         self.id = f"{os.getpid()}-{next(_EP_COUNTER)}"
-        self.log: list[dict[str, Any]] = []  # state-changing requests, for replay after a crash
+        self.log: list[Any] = []  # state-changing requests (dicts or encoded frames), for replay
         self.lost: str | None = None
 
     def _send(self, req: dict[str, Any], *, logged: bool) -> dict[str, Any]:
         req["ep"] = self.id
-        resp = self.executor.request(self, req)
-        if logged and resp.get("ok") and req["op"] != "open":
-            self.log.append(req)
-        return resp
+        return self.executor.request(self, req, log=logged)
 
     def open(self, seed: int) -> None:
         self.seed = seed
@@ -880,18 +1325,18 @@ class Session:
         resp = self._send({"op": "open", "key": self.key, "seed": seed}, logged=False)
         if not resp.get("ok"):
             raise LoadFailure(resp)
+        self.lost = None
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> CallResult:
-        args = arguments if isinstance(arguments, dict) else {}
-        if arguments is not None and not isinstance(arguments, dict):
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
             return CallResult(name, {}, False, error="arguments must be a JSON object",
                               error_type="InvalidArguments")
-        try:
-            json.dumps(args, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            return CallResult(name, {}, False, error=f"arguments are not JSON: {e}", error_type="InvalidArguments")
-        resp = self._send({"op": "call", "name": name, "arguments": args}, logged=True)
-        return _call_result(name, args, resp)
+        resp = self.executor.call(self, name, arguments)
+        if resp.get("error_type") == "EpisodeLost":
+            self.lost = str(resp.get("error"))
+        return _call_result(name, arguments, resp)
 
     def mark(self) -> None:
         """Record table digests at the start of a turn (for ``unchanged`` checks)."""
@@ -924,13 +1369,6 @@ class Session:
             pass
 
 
-def _call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallResult:
-    if resp.get("ok"):
-        return CallResult(name, args, True, result=json.loads(resp["result_json"]),
-                          changes=int(resp.get("changes", 0)))
-    return CallResult(name, args, False, error=str(resp.get("error")), error_type=resp.get("error_type"))
-
-
 class InProcessExecutor(Executor):
     """Runs the engine in this process: same guards, no process boundary (trusted specs only)."""
 
@@ -945,9 +1383,25 @@ class InProcessExecutor(Executor):
         with self._lock:
             return self.engine.handle(req)
 
-    def request(self, session: Session, req: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:  # the engine copies arguments through JSON, as the worker transport does
-            return self.engine.handle(req)
+    def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+        with self._lock:  # the engine copies arguments into plain JSON values, as the pipe does
+            resp = self.engine.handle(req)
+        if log and _logworthy(resp):
+            session.log.append(req)
+        return resp
+
+    def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        req = {"op": "call", "ep": session.id, "name": name, "arguments": arguments}
+        with self._lock:  # Engine.handle without the dispatch (same error boundary)
+            try:
+                resp = self.engine._op_call(req)
+            except _Timeout:
+                resp = _error("Timeout", "the request took too long and was stopped", 500)
+            except Exception as e:
+                resp = _error("InternalError", f"{type(e).__name__}: {e}", 2000)
+        if resp.get("ok") or resp.get("replay"):
+            session.log.append(req)
+        return resp
 
 
 # -- worker transport -----------------------------------------------------------------------------
@@ -957,22 +1411,59 @@ _MAX_FRAME = 64 << 20
 
 
 def _write_frame(fd: int, payload: bytes) -> None:
-    data = _HEADER.pack(len(payload)) + payload
-    view = memoryview(data)
+    header = _HEADER.pack(len(payload))
+    n = os.writev(fd, [header, payload])
+    if n == len(header) + len(payload):
+        return
+    view = memoryview(header + payload)[n:]
     while view:
-        n = os.write(fd, view)
-        view = view[n:]
+        view = view[os.write(fd, view):]
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
-            raise EOFError("worker closed its pipe")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+class _FrameReader:
+    """Buffered reader of length-prefixed frames (one ``read`` per frame when it fits)."""
+
+    def __init__(self, fd: int, max_frame: int = _MAX_FRAME):
+        self.fd = fd
+        self.max_frame = max_frame
+        self.buf = bytearray()
+        self.poll = select.poll()
+        self.poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+
+    def read(self, deadline: float | None = None) -> bytes:
+        """The next frame; ``TimeoutError`` after ``deadline`` (monotonic), ``EOFError`` on close."""
+        buf = self.buf
+        while True:
+            if len(buf) >= 4:
+                (n,) = _HEADER.unpack_from(buf)
+                if n > self.max_frame:
+                    raise EOFError("oversized frame")
+                if len(buf) >= 4 + n:
+                    frame = bytes(buf[4:4 + n])
+                    del buf[:4 + n]
+                    return frame
+                want = 4 + n - len(buf)
+            else:
+                want = 4 - len(buf)
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self.poll.poll(max(1, int(remaining * 1000) + 1)):
+                    raise TimeoutError
+            chunk = os.read(self.fd, max(want, 1 << 16))
+            if not chunk:
+                raise EOFError("the other side closed its pipe")
+            buf += chunk
+
+
+# The worker imports only this module and gym_envs.state: a stub package stands in for gym_envs, so
+# its __init__ (gymnasium, numpy, pydantic) is not imported; -S skips site (PYTHONPATH carries the
+# parent's sys.path). A cold worker starts in a fraction of the time and address space.
+_WORKER_BOOT = (
+    "import sys, types\n"
+    "pkg = types.ModuleType('gym_envs'); pkg.__path__ = [sys.argv[1]]; sys.modules['gym_envs'] = pkg\n"
+    "from gym_envs.executor import worker_main\n"
+    "worker_main(sys.argv[2])\n"
+)
 
 
 class _Worker:
@@ -982,27 +1473,30 @@ class _Worker:
         env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ.get("PATH", ""),
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gym_envs.executor", json.dumps(limits.to_dict())],
+            [sys.executable, "-S", "-c", _WORKER_BOOT, os.path.dirname(os.path.abspath(__file__)),
+             json.dumps(limits.to_dict())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
             env=env, close_fds=True, start_new_session=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd = self.proc.stdin.fileno()
-        self.rfd = self.proc.stdout.fileno()
-        self.poll = select.poll()
-        self.poll.register(self.rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.reader = _FrameReader(self.proc.stdout.fileno())
         self.loaded: set[str] = set()
         self.sessions: dict[str, Session] = {}
         self.lock = threading.Lock()
 
-    def roundtrip(self, payload: bytes, timeout_s: float) -> bytes:
+    def roundtrip(self, payload: bytes, timeout_s: float) -> dict[str, Any]:
+        """Send one request frame and parse the reply; any malformed reply is ``EOFError``."""
+        deadline = time.monotonic() + timeout_s
         _write_frame(self.wfd, payload)
-        if not self.poll.poll(int(timeout_s * 1000)):
-            raise TimeoutError
-        (n,) = _HEADER.unpack(_read_exact(self.rfd, 4))
-        if n > _MAX_FRAME:
-            raise EOFError("worker sent an oversized frame")
-        return _read_exact(self.rfd, n)
+        frame = self.reader.read(deadline)
+        try:
+            resp = json.loads(frame)
+        except (ValueError, RecursionError) as e:
+            raise EOFError(f"the worker sent a malformed reply ({type(e).__name__})") from None
+        if resp.__class__ is not dict:
+            raise EOFError("the worker sent a malformed reply")
+        return resp
 
     def kill(self) -> None:
         try:
@@ -1023,6 +1517,9 @@ class _Worker:
         return self.proc.poll() is None
 
 
+_TRANSPORT_ERRORS = (EOFError, OSError, ValueError, KeyError, TypeError)
+
+
 class WorkerExecutor(Executor):
     """Runs the engine in warm, rlimited worker processes (the default, for untrusted specs).
 
@@ -1040,7 +1537,7 @@ class WorkerExecutor(Executor):
             raise ValueError("n_workers must be >= 1")
         self.limits = limits or Limits()
         self.workers: list[_Worker | None] = [None] * n_workers
-        self._specs: dict[str, dict[str, Any]] = {}
+        self._specs: dict[str, bytes] = {}
         self._rr = itertools.count()
         self._closed = False
         self.restarts = 0
@@ -1050,6 +1547,8 @@ class WorkerExecutor(Executor):
     def _worker(self, i: int) -> _Worker:
         w = self.workers[i]
         if w is None or not w.alive():
+            if w is not None:
+                w.kill()
             w = self.workers[i] = _Worker(self.limits)
         return w
 
@@ -1059,74 +1558,92 @@ class WorkerExecutor(Executor):
     def _ensure_loaded(self, w: _Worker, key: str) -> dict[str, Any]:
         if key in w.loaded:
             return {"ok": True, "cached": True}
-        resp = self._raw(w, self._specs[key])
+        resp = w.roundtrip(self._specs[key], self.limits.call_timeout_s * 5 + 5)
         if resp.get("ok"):
             w.loaded.add(key)
         return resp
 
-    def _raw(self, w: _Worker, req: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        payload = json.dumps(req, separators=(",", ":")).encode()
-        out = w.roundtrip(payload, timeout_s or self._timeout_for(req))
-        return json.loads(out)
-
     def _timeout_for(self, req: dict[str, Any]) -> float:
         base = self.limits.call_timeout_s
-        if req.get("op") == "load":
-            return base * 5 + 5
-        if req.get("op") == "batch":
-            return base * max(1, len(req["reqs"])) + 1
+        op = req.get("op")
+        if op == "check":
+            return base * max(1, len(req.get("checks") or ())) + 1.0
+        if op == "batch":
+            return base * max(1, len(req["reqs"])) + 1.0
         return base + 1.0
 
     # -- public --------------------------------------------------------------------------------
-    def load(self, spec: Any) -> dict[str, Any]:
+    def _register(self, spec: Any) -> str:
         req = program_request(spec)
-        self._specs[req["key"]] = req
+        self._specs[req["key"]] = _dumps(req).encode()
+        return str(req["key"])
+
+    def load(self, spec: Any) -> dict[str, Any]:
+        key = self._register(spec)
         i = self._pick()
         w = self._worker(i)
         with w.lock:
             try:
-                return self._ensure_loaded(w, req["key"])
-            except (TimeoutError, EOFError, OSError) as e:
+                return self._ensure_loaded(w, key)
+            except (TimeoutError, *_TRANSPORT_ERRORS) as e:
                 self._replace(i, w)
                 return _error("LoadError", f"the worker died while loading the spec: {type(e).__name__}", 500)
 
     def session(self, spec: Any, seed: int = 0) -> Session:
-        req = program_request(spec)
-        self._specs[req["key"]] = req
-        s = Session(self, req["key"], seed)
+        key = self._register(spec)
+        s = Session(self, key, seed)
         s._worker_index = self._pick()  # type: ignore[attr-defined]
         s.open(seed)
         return s
 
-    def request(self, session: Session, req: dict[str, Any]) -> dict[str, Any]:
+    def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+        op = req["op"]
+        try:
+            payload = self._encode(req)
+        except (TypeError, ValueError) as e:
+            if op == "call":
+                return _error("InvalidArguments", f"arguments are not JSON: {e}", self.limits.max_output_chars)
+            return _error("ProtocolError", f"the request is not JSON: {e}", self.limits.max_output_chars)
         i = getattr(session, "_worker_index", 0)
         w = self._worker(i)
         with w.lock:
-            if req["op"] == "open":
-                w.sessions[session.id] = session
-                loaded = self._ensure_loaded(w, session.key)
-                if not loaded.get("ok"):
-                    return loaded
-            elif req["op"] == "close":
-                w.sessions.pop(session.id, None)
-            elif session.id not in w.sessions:
-                # the worker was replaced since: rebuild this episode first
-                w.sessions[session.id] = session
-                self._restore(w, session)
             try:
-                return self._raw(w, req)
+                if op == "open":
+                    w.sessions[session.id] = session
+                    loaded = self._ensure_loaded(w, session.key)
+                    if not loaded.get("ok"):
+                        return loaded
+                elif op == "close":
+                    w.sessions.pop(session.id, None)
+                elif session.id not in w.sessions:
+                    # the worker was replaced since: rebuild this episode first
+                    w.sessions[session.id] = session
+                    self._restore(w, session)
+                resp = w.roundtrip(payload, self._timeout_for(req))
             except TimeoutError:
                 self._replace(i, w)
                 return _error("Timeout", f"the call exceeded {self.limits.call_timeout_s:g} s; "
                               "the worker was stopped and replaced", 500)
-            except (EOFError, OSError, ValueError):
+            except _TRANSPORT_ERRORS:
                 self._replace(i, w)
                 return _error("WorkerCrashed", "the worker process died during the call (a resource "
                               "limit was hit) and was replaced", 500)
+        if log and _logworthy(resp):
+            session.log.append(payload)
+        return resp
+
+    def _encode(self, req: dict[str, Any]) -> bytes:
+        if req["op"] == "call":  # the arguments as plain JSON, exactly as the in-process engine sees them
+            args = req.get("arguments")
+            if args.__class__ is dict:
+                req = {**req, "arguments": plain_json(args)[0]}
+        return _dumps(req).encode()
 
     def _replace(self, i: int, w: _Worker) -> None:
         w.kill()
         self.restarts += 1
+        if self._closed:
+            return
         new = self._worker(i)
         for sid, s in list(w.sessions.items()):
             new.sessions[sid] = s
@@ -1134,35 +1651,55 @@ class WorkerExecutor(Executor):
 
     def _restore(self, w: _Worker, s: Session) -> None:
         try:
-            self._ensure_loaded(w, s.key)
-            reqs = [{"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}, *s.log]
-            self._raw(w, {"op": "batch", "reqs": reqs})
-        except (TimeoutError, EOFError, OSError):
+            loaded = self._ensure_loaded(w, s.key)
+            if not loaded.get("ok"):
+                raise EOFError(str(loaded.get("error")))
+            frames = [_dumps({"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}).encode()]
+            frames += [f if isinstance(f, bytes) else _dumps(f).encode() for f in s.log]
+            payload = b'{"op":"batch","reqs":[' + b",".join(frames) + b"]}"
+            w.roundtrip(payload, self.limits.call_timeout_s * len(frames) + 5)
+        except (TimeoutError, *_TRANSPORT_ERRORS):
             w.kill()
             s.lost = "the episode could not be rebuilt after a worker crash"
 
     def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any]]]) -> list[CallResult]:
         """Several sessions' calls with one round trip per worker (sessions must be live)."""
         items = list(items)
-        by_worker: dict[int, list[int]] = collections.defaultdict(list)
-        for j, (s, _, _) in enumerate(items):
-            by_worker[getattr(s, "_worker_index", 0)].append(j)
+        cap = self.limits.max_output_chars
         out: list[CallResult | None] = [None] * len(items)
-        for i, idxs in by_worker.items():
-            reqs = [{"op": "call", "ep": items[j][0].id, "name": items[j][1], "arguments": items[j][2]}
-                    for j in idxs]
+        by_worker: dict[int, list[tuple[int, bytes]]] = collections.defaultdict(list)
+        for j, (s, name, args) in enumerate(items):
+            req = {"op": "call", "name": name, "arguments": {} if args is None else args, "ep": s.id}
+            try:
+                payload = self._encode(req)
+            except (TypeError, ValueError) as e:
+                out[j] = _call_result(name, args, _error("InvalidArguments", f"arguments are not JSON: {e}", cap))
+                continue
+            by_worker[getattr(s, "_worker_index", 0)].append((j, payload))
+        for i, entries in by_worker.items():
             w = self._worker(i)
             with w.lock:
                 try:
-                    resp = self._raw(w, {"op": "batch", "reqs": reqs})
+                    for j, _ in entries:
+                        s = items[j][0]
+                        if s.id not in w.sessions:
+                            w.sessions[s.id] = s
+                            self._restore(w, s)
+                    payload = b'{"op":"batch","reqs":[' + b",".join(p for _, p in entries) + b"]}"
+                    resp = w.roundtrip(payload, self.limits.call_timeout_s * len(entries) + 1)
                     results = resp["results"]
-                except (TimeoutError, EOFError, OSError, ValueError):
+                    if len(results) != len(entries):
+                        raise EOFError("the worker answered a different number of calls")
+                except TimeoutError:
                     self._replace(i, w)
-                    results = [_error("WorkerCrashed", "the batch failed; the worker was replaced", 200)] * len(idxs)
-            for j, r in zip(idxs, results, strict=True):
+                    results = [_error("Timeout", "the batch timed out; the worker was replaced", 200)] * len(entries)
+                except _TRANSPORT_ERRORS:
+                    self._replace(i, w)
+                    results = [_error("WorkerCrashed", "the batch failed; the worker was replaced", 200)] * len(entries)
+            for (j, payload), r in zip(entries, results, strict=True):
                 s, name, args = items[j]
-                if r.get("ok"):
-                    s.log.append({"op": "call", "ep": s.id, "name": name, "arguments": args})
+                if _logworthy(r):
+                    s.log.append(payload)
                 out[j] = _call_result(name, args, r)
         return out  # type: ignore[return-value]
 
@@ -1218,7 +1755,7 @@ def _apply_rlimits(limits: Limits) -> None:
 
     def setlim(which: int, soft: int, hard: int | None = None) -> None:
         try:
-            cur_soft, cur_hard = resource.getrlimit(which)
+            _, cur_hard = resource.getrlimit(which)
             h = cur_hard if hard is None else hard
             if cur_hard != resource.RLIM_INFINITY:
                 h = min(h, cur_hard) if h != resource.RLIM_INFINITY else cur_hard
@@ -1233,38 +1770,78 @@ def _apply_rlimits(limits: Limits) -> None:
     setlim(resource.RLIMIT_AS, limits.memory_bytes, limits.memory_bytes)
 
 
-def _cpu_budget(limits: Limits) -> None:
-    import resource
+class _CpuBudget:
+    """RLIMIT_CPU so each request has at least ``cpu_seconds`` (refreshed about once a CPU second)."""
 
-    used = int(time.process_time()) + 1
-    try:
-        resource.setrlimit(resource.RLIMIT_CPU, (used + limits.cpu_seconds, resource.RLIM_INFINITY))
-    except (ValueError, OSError):
-        pass
+    def __init__(self, seconds: int):
+        import resource
+
+        self.resource = resource
+        self.seconds = max(1, int(seconds))
+        self.limit = -1
+
+    def refresh(self) -> None:
+        used = time.process_time()
+        if self.limit - used >= self.seconds:
+            return
+        self.limit = int(used) + self.seconds + 1
+        try:
+            self.resource.setrlimit(self.resource.RLIMIT_CPU, (self.limit, self.resource.RLIM_INFINITY))
+        except (ValueError, OSError):
+            pass
+
+
+def _encode_response(resp: dict[str, Any]) -> bytes:
+    """JSON of a response with call results spliced in raw (``result_json`` becomes ``result``)."""
+    return _splice(resp).encode()
+
+
+def _splice(resp: dict[str, Any]) -> str:
+    text = resp.get("result_json")
+    if text is not None:
+        head = _dumps({k: v for k, v in resp.items() if k != "result_json"})
+        return head[:-1] + ("," if len(head) > 2 else "") + '"result":' + text + "}"
+    results = resp.get("results")
+    if results.__class__ is list and any(r.__class__ is dict and "result_json" in r for r in results):
+        head = _dumps({k: v for k, v in resp.items() if k != "results"})
+        body = ",".join(_splice(r) if r.__class__ is dict else _dumps(r) for r in results)
+        return head[:-1] + ("," if len(head) > 2 else "") + '"results":[' + body + "]}"
+    return _dumps(resp)
 
 
 def worker_main(limits_json: str) -> None:
-    """Serve engine requests on stdin/stdout until EOF."""
+    """Serve engine requests on the inherited stdin/stdout pipes until EOF."""
     limits = Limits.from_dict(json.loads(limits_json))
-    rfd, wfd = sys.stdin.fileno(), sys.stdout.fileno()
+    # keep the protocol pipes on private descriptors; fd 0/1 become /dev/null so nothing
+    # (a C library, a stray print) can read from or write into the protocol
+    rfd, wfd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
     signal.signal(signal.SIGALRM, _alarm)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     engine = Engine(limits, in_worker=True)
+    heap = limits.memory_bytes // 2
+    guard = StateDB(limits.sql)
+    guard.host(f"PRAGMA hard_heap_limit = {int(heap)}")  # SQLite fails with NOMEM before RLIMIT_AS
+    guard.close()
     _apply_rlimits(limits)
     sys.setrecursionlimit(limits.recursion_limit + 100)
+    cpu = _CpuBudget(limits.cpu_seconds)
+    reader = _FrameReader(rfd)
     while True:
         try:
-            head = _read_exact(rfd, 4)
+            frame = reader.read()
         except EOFError:
             return
-        (n,) = _HEADER.unpack(head)
-        req = json.loads(_read_exact(rfd, n))
-        _cpu_budget(limits)
+        req = json.loads(frame)
+        cpu.refresh()
         resp = engine.handle(req)
         try:
-            payload = json.dumps(resp, separators=(",", ":"), ensure_ascii=False).encode()
-        except (TypeError, ValueError) as e:
-            payload = json.dumps(_error("InternalError", f"unserialisable response: {e}", 200)).encode()
+            payload = _encode_response(resp)
+        except (TypeError, ValueError, RecursionError) as e:
+            payload = _dumps(_error("InternalError", f"unserialisable response: {e}", 200)).encode()
         _write_frame(wfd, payload)
 
 

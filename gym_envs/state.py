@@ -8,38 +8,70 @@ Contract (ENVSPEC.md, "Tool code"): generated code never holds a
 :class:`StateDB` owns the connection and enforces, for every statement that
 untrusted code prepares:
 
-* an SQLite authorizer with modes ``setup`` (building from ``schema_sql`` /
-  ``seed_sql``: CREATE TABLE / CREATE INDEX / INSERT only), ``rw`` (tools:
-  SELECT / INSERT / UPDATE / DELETE) and ``ro`` (checks: reads only). Every mode
-  refuses ATTACH, DETACH, PRAGMA, transactions and savepoints, schema changes
-  outside ``setup``, writes to ``sqlite_master``, ``load_extension`` and the
-  non-deterministic ``random``/``randomblob``;
+* an SQLite authorizer with modes ``setup`` (``schema_sql``: CREATE TABLE /
+  CREATE INDEX only; ``seed_sql`` runs in ``rw``), ``rw``
+  (tools: SELECT / INSERT / UPDATE / DELETE) and ``ro`` (checks: reads only).
+  Every mode refuses ATTACH, DETACH, PRAGMA, transactions and savepoints,
+  schema changes outside ``setup``, writes to ``sqlite_*`` tables and to any
+  database but ``main``, ``load_extension``, and the functions whose result
+  depends on something other than the episode (``random``, ``randomblob``,
+  ``total_changes``);
 * a leading-keyword filter (VACUUM has no authorizer code, so ``VACUUM INTO``
-  is refused by keyword);
+  is refused by keyword), applied before the statement is prepared;
+* ``PRAGMA query_only`` while a read-only view runs, so a statement that was
+  prepared (and authorized) earlier in ``rw`` mode and is served from the
+  statement cache still cannot write;
 * a progress-handler deadline, so a recursive CTE cannot run forever;
-* length limits (SQL text, string/blob values, bound variables, result rows,
-  database pages).
+* length limits (SQL text, string/blob values, LIKE patterns, columns, bound
+  variables, result rows and result bytes, database pages), and ``printf``/``format``
+  widths (SQLite's ``printf('%.*c', 10**9, 'x')`` loops for seconds inside one function call,
+  where no progress handler runs; the override checks the format, then calls the real one).
 
-The host (never untrusted code) uses ``host`` mode for savepoints around a tool
-call, so a call that fails changes nothing.
+Episodes. A connection holds one program's template database and an open
+``SAVEPOINT episode``; :meth:`StateDB.reset_episode` rolls back to it, which
+restores the template page for page (no new connection, no re-parse of the
+schema) and resets the connection's ``last_insert_rowid()`` and ``changes()``
+to a fresh connection's values, so a reused connection is indistinguishable from
+a new one. Tool calls run inside that transaction without a savepoint of their
+own (each statement is atomic; :attr:`StateDB.total_changes` tells whether a
+call wrote); the executor undoes a failed call that wrote by rolling back to
+the episode start and replaying the episode, using :meth:`StateDB.savepoint`
+there. SQLite itself aborts the whole transaction on some errors (an
+interrupted write, out of memory): :attr:`StateDB.lost` then turns true, every
+further statement of untrusted code is refused, and the owner must rebuild the
+episode (the executor reloads the image and replays it).
+
+The host (never untrusted code) uses :meth:`StateDB.host` for savepoints and
+introspection; its statements carry a per-process tag, so untrusted SQL can
+never be served a statement the host prepared without the authorizer.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
+import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DbFacade", "SqlLimits", "StateDB", "StateError", "split_sql"]
+__all__ = ["DbFacade", "SqlLimits", "StateDB", "StateError", "quote_identifier", "split_sql"]
 
 
 class StateError(Exception):
-    """A statement was refused or failed; the message is safe to show to the agent."""
+    """A statement was refused or failed; the message is safe to show to the agent.
+
+    ``transient`` marks failures that depend on timing or memory (an interrupted
+    statement, an aborted transaction), which a replay cannot be expected to repeat.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -50,13 +82,16 @@ class SqlLimits:
     max_value_length: int = 1_000_000
     max_variables: int = 100
     max_rows: int = 10_000
+    max_result_bytes: int = 16 << 20  #: bytes of text and blob values one query may return
+    max_columns: int = 100
+    max_like_pattern: int = 100
     max_db_pages: int = 16_384  # x 4 KiB pages = 64 MiB
     statement_timeout_s: float = 2.0
     progress_interval: int = 2_000
 
 
 _C = sqlite3
-_ALWAYS_DENY = {
+_ALWAYS_DENY = frozenset({
     _C.SQLITE_ATTACH, _C.SQLITE_DETACH, _C.SQLITE_PRAGMA, _C.SQLITE_ANALYZE, _C.SQLITE_REINDEX,
     _C.SQLITE_CREATE_VTABLE, _C.SQLITE_DROP_VTABLE, _C.SQLITE_TRANSACTION, _C.SQLITE_SAVEPOINT,
     _C.SQLITE_CREATE_TRIGGER, _C.SQLITE_CREATE_TEMP_TRIGGER, _C.SQLITE_CREATE_VIEW,
@@ -64,22 +99,39 @@ _ALWAYS_DENY = {
     _C.SQLITE_DROP_TABLE, _C.SQLITE_DROP_INDEX, _C.SQLITE_DROP_TRIGGER, _C.SQLITE_DROP_VIEW,
     _C.SQLITE_DROP_TEMP_TABLE, _C.SQLITE_DROP_TEMP_INDEX, _C.SQLITE_DROP_TEMP_TRIGGER,
     _C.SQLITE_DROP_TEMP_VIEW, _C.SQLITE_ALTER_TABLE,
-}
-_SETUP_ONLY = {_C.SQLITE_CREATE_TABLE, _C.SQLITE_CREATE_INDEX}
-_WRITES = {_C.SQLITE_INSERT, _C.SQLITE_UPDATE, _C.SQLITE_DELETE}
-_DENIED_FUNCTIONS = {"load_extension", "random", "randomblob", "readfile", "writefile", "edit",
-                     "fts3_tokenizer", "sqlite_offset"}
-_READ_KEYWORDS = {"SELECT", "WITH", "VALUES"}
-_WRITE_KEYWORDS = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
-_SETUP_KEYWORDS = {"CREATE"}
+})
+_SETUP_ONLY = frozenset({_C.SQLITE_CREATE_TABLE, _C.SQLITE_CREATE_INDEX})
+_WRITES = frozenset({_C.SQLITE_INSERT, _C.SQLITE_UPDATE, _C.SQLITE_DELETE})
+_DENIED_FUNCTIONS = frozenset({"load_extension", "random", "randomblob", "readfile", "writefile", "edit",
+                               "fts3_tokenizer", "sqlite_offset", "total_changes"})
+_READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
+_WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
+_ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
 _LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
+_WORD = re.compile(r"[A-Za-z]+")
 _PRIMITIVES = (str, int, float, bytes, type(None))
+_EXACT = frozenset({str, int, float, bytes, bool, type(None)})
+_HOST_TAG = f"/* envwright host {secrets.token_hex(8)} */ "
+_RESET_TABLE = "envwright_reset"
+_KW_CACHE_MAX = 4096
+_PRINTF_SPEC = re.compile(r"%([-+ 0#,!]*)(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.S)
+_MAX_PRINTF_WIDTH = 10_000
+_SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
+_RELEASE_CALL = _HOST_TAG + "RELEASE call"
+_ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
+_NEVER = float("inf")
+_clock = time.perf_counter
 
 
 def _leading_keyword(sql: str) -> str:
     rest = _LEADING_NOISE.sub("", sql, count=1)
-    m = re.match(r"[A-Za-z]+", rest)
+    m = _WORD.match(rest)
     return m.group(0).upper() if m else ""
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as an SQL identifier (double quotes, embedded quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
 
 
 def split_sql(script: str) -> list[str]:
@@ -107,6 +159,12 @@ class StateDB:
         self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self.mode = "host"
         self._deadline = float("inf")
+        self._episode = False  # an episode savepoint is open
+        self._savepoint = False  # a call savepoint is open
+        self._query_only = False
+        self._printf_conn: sqlite3.Connection | None = None
+        self._kw: dict[str, str] = {}  # statement text -> leading keyword
+        self._cols: dict[str, tuple[str, ...]] = {}  # statement text -> result column names
         self._configure()
 
     # -- configuration ------------------------------------------------------------------------
@@ -119,8 +177,14 @@ class StateDB:
         c.setlimit(sqlite3.SQLITE_LIMIT_EXPR_DEPTH, 200)
         c.setlimit(sqlite3.SQLITE_LIMIT_COMPOUND_SELECT, 50)
         c.setlimit(sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH, 10)
+        c.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, lim.max_columns)
+        c.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, lim.max_like_pattern)
         c.execute(f"PRAGMA max_page_count = {int(lim.max_db_pages)}")
         c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA temp_store = MEMORY")  # sorts and temporary b-trees never touch the disk
+        c.execute(f"CREATE TEMP TABLE {_RESET_TABLE} (x)")
+        for name in ("printf", "format"):  # SQLite's own, minus widths that loop for seconds
+            c.create_function(name, -1, self._printf, deterministic=True)
         c.set_authorizer(self._authorize)
         c.set_progress_handler(self._progress, lim.progress_interval)
 
@@ -134,9 +198,11 @@ class StateDB:
         if action == sqlite3.SQLITE_FUNCTION:
             return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
         if action in _SETUP_ONLY:
-            return sqlite3.SQLITE_OK if mode == "setup" else sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK if mode == "setup" and dbname == "main" else sqlite3.SQLITE_DENY
         if action in _WRITES:
-            if mode == "ro" or (mode != "setup" and (arg1 or "").lower().startswith("sqlite_")):
+            if mode == "ro" or dbname != "main":
+                return sqlite3.SQLITE_DENY
+            if mode != "setup" and (arg1 or "").lower().startswith("sqlite_"):
                 return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK
         return sqlite3.SQLITE_OK
@@ -144,54 +210,188 @@ class StateDB:
     def _progress(self) -> int:
         return 1 if time.perf_counter() > self._deadline else 0
 
-    # -- images -------------------------------------------------------------------------------
+    def _printf(self, *args: Any) -> Any:
+        """``printf``/``format`` with widths and precisions capped at ``_MAX_PRINTF_WIDTH``.
+
+        SQLite's ``printf('%.*c', 1000000000, 'x')`` spends tens of seconds inside one function
+        call, where the progress handler never runs; the call is checked here and then handed to
+        SQLite's real ``printf`` on a private connection, so the output is unchanged.
+        """
+        if not args:
+            return None
+        fmt = args[0]
+        if isinstance(fmt, str) and "%" in fmt:
+            _check_printf(fmt, args[1:])
+        if self._printf_conn is None:
+            self._printf_conn = sqlite3.connect(":memory:", check_same_thread=False)
+            self._printf_conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_length)
+        sql = "SELECT printf(" + ",".join("?" * len(args)) + ")"
+        return self._printf_conn.execute(sql, args).fetchone()[0]
+
+    # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
         """A byte image of the whole database (``sqlite3`` serialize)."""
         return self.conn.serialize()
 
     def load_image(self, image: bytes) -> None:
-        """Replace the database content with ``image`` (cheap: one memcpy)."""
+        """Replace the database content with ``image`` (ends any open episode)."""
+        self._set_query_only(False)
+        if self.conn.in_transaction:
+            self.conn.execute(_HOST_TAG + "ROLLBACK")
+        self._episode = self._savepoint = False
+        self._kw.clear()
+        self._cols.clear()
         self.conn.deserialize(image)
-        self.conn.execute(f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
+        self.conn.execute(_HOST_TAG + f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
+
+    def open_episode(self) -> None:
+        """Start an episode on the current content: everything after this can be rolled back."""
+        if self._episode:
+            raise RuntimeError("an episode is already open on this connection")
+        self._set_query_only(False)
+        self.conn.execute(_HOST_TAG + "SAVEPOINT episode")
+        self._episode = True
+        self._reset_counters()
+
+    def reset_episode(self) -> None:
+        """Roll back to the start of the episode (the template), cheaply."""
+        if not self._episode or self.lost:
+            raise RuntimeError("no intact episode to reset")
+        self._set_query_only(False)
+        self._savepoint = False
+        self.conn.execute(_HOST_TAG + "ROLLBACK TO episode")
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        # last_insert_rowid() and changes() belong to the connection, not the database: give every
+        # episode a fresh connection's values (0, 0) so reuse is invisible and replays agree.
+        self.conn.execute(_HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)")
+        self.conn.execute(_HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0")
+
+    @property
+    def lost(self) -> bool:
+        """True when SQLite aborted the episode's transaction (the content is no longer the episode's)."""
+        return self._episode and not self.conn.in_transaction
+
+    @property
+    def total_changes(self) -> int:
+        """Rows inserted, updated or deleted on this connection so far (a call wrote iff it moved)."""
+        return self.conn.total_changes
+
+    def savepoint(self) -> None:
+        """Open a savepoint for one call (see :meth:`release`)."""
+        self.conn.execute(_SAVEPOINT_CALL)
+        self._savepoint = True
+
+    def release(self, commit: bool) -> None:
+        """Keep (``commit``) or undo everything written since :meth:`savepoint`."""
+        if not self._savepoint:
+            return
+        self._savepoint = False
+        if not self.conn.in_transaction:  # SQLite already rolled everything back
+            return
+        if not commit:
+            self.conn.execute(_ROLLBACK_CALL)
+        self.conn.execute(_RELEASE_CALL)
+
+    def _set_query_only(self, on: bool) -> None:
+        if self._query_only != on:
+            self.conn.execute(_HOST_TAG + ("PRAGMA query_only = 1" if on else "PRAGMA query_only = 0"))
+            self._query_only = on
 
     # -- statements ---------------------------------------------------------------------------
-    def run(self, sql: str, params: Any = (), *, mode: str, fetch: bool,
-            timeout_s: float | None = None) -> Any:
-        """Run one statement in ``mode``; returns rows (list of dicts) or a rowcount dict."""
+    def _keyword(self, sql: Any) -> str:
+        """The leading keyword of ``sql`` (validated and cached per statement text)."""
         if not isinstance(sql, str):
             raise StateError(f"sql must be a string, not {type(sql).__name__}")
+        sql = str(sql)
+        kw = self._kw.get(sql)
+        if kw is not None:
+            return kw
         if len(sql) > self.limits.max_sql_length:
             raise StateError(f"sql is too long ({len(sql)} > {self.limits.max_sql_length} characters)")
-        params = _check_params(params, self.limits.max_variables)
         kw = _leading_keyword(sql)
-        allowed = {"setup": _SETUP_KEYWORDS, "rw": _READ_KEYWORDS | _WRITE_KEYWORDS,
-                   "ro": _READ_KEYWORDS, "host": None}[mode]
-        if allowed is not None and kw not in allowed:
+        if len(self._kw) >= _KW_CACHE_MAX:
+            self._kw.clear()
+            self._cols.clear()
+        self._kw[sql] = kw
+        return kw
+
+    def run(self, sql: str, params: Any = (), *, mode: str, fetch: bool,
+            timeout_s: float | None = None) -> Any:
+        """Run one statement of untrusted code in ``mode`` (``setup``, ``rw``, ``ro``).
+
+        Returns the rows as a list of dicts when ``fetch``, else ``{"rowcount", "lastrowid"}``.
+        """
+        if mode not in _ALLOWED:
+            raise ValueError(f"unknown mode {mode!r}")
+        return self._run(sql, params, mode, fetch, timeout_s or self.limits.statement_timeout_s)
+
+    def _run(self, sql: Any, params: Any, mode: str, fetch: bool, timeout_s: float) -> Any:
+        kw = self._kw.get(sql) if sql.__class__ is str else None
+        if kw is None:
+            kw = self._keyword(sql)
+            sql = str(sql)
+        if kw not in _ALLOWED[mode]:
             raise StateError(f"statement {kw or sql[:20]!r} is not allowed here; "
-                             f"use one of {sorted(allowed)}")
+                             f"use one of {sorted(_ALLOWED[mode])}")
+        pc = params.__class__
+        if pc is list or pc is tuple:  # the common case, checked inline
+            if len(params) > self.limits.max_variables:
+                raise StateError(f"too many parameters ({len(params)} > {self.limits.max_variables})")
+            for v in params:
+                if v.__class__ not in _EXACT:
+                    params = _check_params(params, self.limits.max_variables)
+                    break
+        else:
+            params = _check_params(params, self.limits.max_variables)
+        conn = self.conn
+        if mode == "ro":
+            if not self._query_only:
+                self._set_query_only(True)
+        elif self._query_only:
+            self._set_query_only(False)
+        if self._episode and not conn.in_transaction:
+            raise StateError("the episode's transaction was aborted by an earlier error; no further "
+                             "statements run in this call", transient=True)
         self.mode = mode
-        self._deadline = time.perf_counter() + (timeout_s or self.limits.statement_timeout_s)
+        self._deadline = _clock() + timeout_s
         try:
-            cur = self.conn.execute(sql, params)
+            cur = conn.execute(sql, params)
             if not fetch:
                 return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
-            cols = [d[0] for d in cur.description or ()]
-            rows = cur.fetchmany(self.limits.max_rows + 1)
-            if len(rows) > self.limits.max_rows:
-                raise StateError(f"query returned more than {self.limits.max_rows} rows; add a LIMIT")
-            return [dict(zip(cols, r, strict=False)) for r in rows]
+            return self._rows(sql, cur)
         except sqlite3.Warning as e:  # e.g. "You can only execute one statement at a time."
             raise StateError(str(e)) from None
         except sqlite3.Error as e:
-            msg = str(e)
-            if "interrupted" in msg:
-                msg = "statement took too long and was interrupted"
-            elif "not authorized" in msg or "prohibited" in msg:
-                msg = f"not authorized: {msg}"
-            raise StateError(msg) from None
+            raise _state_error(e) from None
+        except MemoryError:
+            raise StateError("out of memory", transient=True) from None
         finally:
             self.mode = "host"
-            self._deadline = float("inf")
+            self._deadline = _NEVER
+
+    def _rows(self, sql: str, cur: sqlite3.Cursor) -> list[dict[str, Any]]:
+        cols = self._cols.get(sql)
+        if cols is None:
+            desc = cur.description
+            if not desc:
+                return []
+            cols = self._cols[sql] = tuple(d[0] for d in desc)
+        max_rows, max_bytes = self.limits.max_rows, self.limits.max_result_bytes
+        out: list[dict[str, Any]] = []
+        size = 0
+        for row in cur:
+            for v in row:
+                if v.__class__ is str or v.__class__ is bytes:
+                    size += len(v)
+            if size > max_bytes:
+                raise StateError(f"query result is larger than {max_bytes:,} bytes; select fewer rows or "
+                                 "columns")
+            if len(out) >= max_rows:
+                raise StateError(f"query returned more than {max_rows} rows; add a LIMIT")
+            out.append(dict(zip(cols, row, strict=False)))
+        return out
 
     def script(self, script: str, *, mode: str = "setup") -> int:
         """Run every statement of a script; returns how many ran."""
@@ -205,7 +405,7 @@ class StateDB:
 
     def host(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """A trusted statement (savepoints, introspection)."""
-        return self.conn.execute(sql, params).fetchall()
+        return self.conn.execute(_HOST_TAG + sql, params).fetchall()
 
     # -- introspection ------------------------------------------------------------------------
     def tables(self) -> list[str]:
@@ -213,18 +413,21 @@ class StateDB:
                          "ORDER BY name")
         return [r[0] for r in rows]
 
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.host("SELECT * FROM pragma_table_info(?)", (table,))]
+
     def row_counts(self) -> dict[str, int]:
-        return {t: self.host(f'SELECT count(*) FROM "{t}"')[0][0] for t in self.tables()}
+        return {t: self.host(f"SELECT count(*) FROM {quote_identifier(t)}")[0][0] for t in self.tables()}
 
     def table_rows(self, table: str) -> list[list[Any]]:
-        rows = [list(r) for r in self.host(f'SELECT * FROM "{table}"')]
+        rows = [list(r) for r in self.host(f"SELECT * FROM {quote_identifier(table)}")]
         rows.sort(key=lambda r: json.dumps(r, default=_b64, sort_keys=True))
         return rows
 
     def table_digests(self, tables: list[str] | None = None) -> dict[str, str]:
         """SHA-256 of each table's rows, order-independent."""
-        names = tables or self.tables()
         known = set(self.tables())
+        names = tables or sorted(known)
         out: dict[str, str] = {}
         for t in names:
             if t not in known:
@@ -240,46 +443,79 @@ class StateDB:
 
     def close(self) -> None:
         self.conn.close()
+        if self._printf_conn is not None:
+            self._printf_conn.close()
+
+
+def _check_printf(fmt: str, args: tuple[Any, ...]) -> None:
+    i = 0  # the argument a '*' or a conversion consumes next
+    for m in _PRINTF_SPEC.finditer(fmt):
+        if m.group(4) == "%":
+            continue
+        for part in (m.group(2), m.group(3)):
+            if part == "*":
+                n = args[i] if i < len(args) else 0
+                i += 1
+                if isinstance(n, int | float) and abs(n) > _MAX_PRINTF_WIDTH:
+                    raise ValueError("printf width or precision too large")
+            elif part and int(part) > _MAX_PRINTF_WIDTH:
+                raise ValueError("printf width or precision too large")
+        i += 1
+
+
+def _state_error(e: sqlite3.Error) -> StateError:
+    msg = str(e)
+    if "user-defined function raised exception" in msg:
+        return StateError(f"printf/format width or precision larger than {_MAX_PRINTF_WIDTH}")
+    if msg == "not authorized":
+        return StateError("not authorized: the statement does something this view does not allow")
+    if "interrupted" in msg:
+        return StateError("statement took too long and was interrupted", transient=True)
+    if "out of memory" in msg:
+        return StateError("out of memory", transient=True)
+    if "not authorized" in msg or "prohibited" in msg:
+        return StateError(f"not authorized: {msg}")
+    if "readonly database" in msg:
+        return StateError("not authorized: this database view is read-only")
+    return StateError(msg)
 
 
 def _b64(v: Any) -> str:
     if isinstance(v, bytes):
-        return "b64:" + __import__("base64").b64encode(v).decode()
+        return "b64:" + base64.b64encode(v).decode()
     raise TypeError(type(v).__name__)
 
 
 def _check_params(params: Any, max_vars: int) -> Any:
+    cls = params.__class__
+    if cls is list or cls is tuple:
+        if len(params) > max_vars:
+            raise StateError(f"too many parameters ({len(params)} > {max_vars})")
+        for v in params:
+            if v.__class__ not in _EXACT:
+                break
+        else:
+            return params if cls is tuple else tuple(params)
+        return tuple(_plain(v) for v in params)
     if params is None:
         return ()
     if isinstance(params, dict):
-        items: Iterator[Any] = iter(params.values())
-        n = len(params)
-    elif isinstance(params, list | tuple):
-        items = iter(params)
-        n = len(params)
-    else:
-        raise StateError("params must be a list, tuple or dict of values")
-    if n > max_vars:
-        raise StateError(f"too many parameters ({n} > {max_vars})")
-    for v in items:
-        if type(v) is bool:
-            continue
-        if not isinstance(v, _PRIMITIVES):
-            raise StateError(f"parameter values must be str, int, float, bool, bytes or None, "
-                             f"not {type(v).__name__}")
-    if isinstance(params, dict):
+        if len(params) > max_vars:
+            raise StateError(f"too many parameters ({len(params)} > {max_vars})")
         return {str(k): _plain(v) for k, v in params.items()}
-    return tuple(_plain(v) for v in params)
+    if isinstance(params, list | tuple):
+        return _check_params(list(params), max_vars)
+    raise StateError("params must be a list, tuple or dict of values")
 
 
 def _plain(v: Any) -> Any:
-    """Strip subclasses (a ``str`` subclass with a rigged ``__eq__`` becomes a plain str)."""
-    if v is None or type(v) in (str, int, float, bytes, bool):
+    """A bindable value, subclasses stripped (a ``str`` subclass becomes a plain str)."""
+    if v.__class__ in _EXACT:
         return v
     for base in (bool, int, float, str, bytes):
         if isinstance(v, base):
             return base(v)
-    return v
+    raise StateError(f"parameter values must be str, int, float, bool, bytes or None, not {type(v).__name__}")
 
 
 class DbFacade:
@@ -291,18 +527,20 @@ class DbFacade:
 
     __slots__ = ("execute", "query")
 
-    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: Callable[[], float]):
+    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float | Callable[[], float]):
         mode = "ro" if read_only else "rw"
+        seconds = timeout_s() if callable(timeout_s) else float(timeout_s)
+        run = state._run
 
         def query(sql: str, params: Any = ()) -> list[dict[str, Any]]:
             """Run one SELECT (or a write with RETURNING) and return its rows as dicts."""
-            return state.run(sql, params, mode=mode, fetch=True, timeout_s=timeout_s())
+            return run(sql, params, mode, True, seconds)
 
         def execute(sql: str, params: Any = ()) -> dict[str, Any]:
             """Run one INSERT / UPDATE / DELETE; returns ``{"rowcount", "lastrowid"}``."""
             if read_only:
                 raise StateError("this database view is read-only")
-            return state.run(sql, params, mode=mode, fetch=False, timeout_s=timeout_s())
+            return run(sql, params, mode, False, seconds)
 
         self.query = query
         self.execute = execute

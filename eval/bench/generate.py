@@ -58,6 +58,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 80, validation: str = "
         "rejected_by_reason": summary.rejected_by_reason, "wall_seconds_2_workers": round(wall, 2),
         "scaling_docs": len(scale_docs), "docs_per_s_1_worker": len(scale_docs) / t1,
         "docs_per_s_2_workers": len(scale_docs) / t2, "speedup_2_vs_1": t1 / t2,
+        "scaling_accepted_1_worker": s1.accepted, "scaling_accepted_2_workers": s2.accepted,
         "validation_executor": validation, "library": str(base / "main"),
     }
     result["targets"] = {
