@@ -84,3 +84,18 @@ def test_config_errors_say_the_fix():
         GenerateConfig(proposer="llm")
     with pytest.raises(ValueError, match="workers"):
         GenerateConfig(workers=0)
+
+
+def test_pipeline_on_local_ray(tmp_path):
+    """--executor ray runs the same validation jobs as Ray tasks on a local Ray instance."""
+    import pytest
+
+    ray = pytest.importorskip("ray")
+    docs = _docs(3)
+    cfg = GenerateConfig(proposer="fixture", out=tmp_path / "lib", n=3, workers=2, executor="ray",
+                         validation="inprocess")
+    try:
+        summary = run_generate(cfg, progress=False, proposer=FixtureProposer(broken=[docs[0].id]), docs=docs)
+    finally:
+        ray.shutdown()
+    assert summary.attempted == 3 and summary.accepted == 3 and summary.retries == 1
