@@ -1,0 +1,373 @@
+"""Render the template proposer's operations as tool schemas, restricted tool code and SQL.
+
+Role: the code-generation step. Each :class:`~envgen.proposers.template_model.Op`
+becomes one OpenAI-format tool and one ``def NAME(db, ...)`` in the spec's
+``code``; each :class:`~envgen.proposers.template_model.Entity` becomes one
+``CREATE TABLE`` and its seed ``INSERT`` statements.
+
+Contract (what the validity gate and the near-miss rule rely on):
+
+* Every write tool raises ``ToolError`` on an unknown id, a duplicate key or
+  a blank string (types and ``minimum: 0`` are in the schema, which the
+  runtime enforces before the call), so a perturbed argument either writes a
+  different row / value or fails.
+* A tool's parameters are exactly its schema's properties; optional ones
+  (booleans of a create, list filters) have defaults.
+* The generated code uses only the ``db`` facade, ``ToolError`` and builtins
+  allowed by :mod:`gym_envs.executor` (no imports, no ``_`` names).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgen.proposers.template_model import Column, Entity, EnvModel, Op, human
+from envgen.proposers.template_values import sql_literal
+
+__all__ = ["list_filter", "render_code", "render_state", "render_tools"]
+
+_HELPERS: dict[str, str] = {
+    "need_text": '''
+def need_text(label, value):
+    if not value.strip():
+        raise ToolError(f"{label} must not be empty")
+    if len(value) > 200:
+        raise ToolError(f"{label} is too long (at most 200 characters)")
+    return value
+''',
+    "as_record": '''
+def as_record(table, found):
+    record = dict(found)
+    for name in BOOLEAN_COLUMNS.get(table, []):
+        if record.get(name) is not None:
+            record[name] = bool(record[name])
+    return record
+''',
+    "load_row": '''
+def load_row(db, table, noun, row_id):
+    found = db.query(f'SELECT * FROM "{table}" WHERE "id" = ?', [row_id])
+    if not found:
+        raise ToolError(f"no {noun} with id {row_id}")
+    return found[0]
+''',
+    "by_key": '''
+def by_key(db, table, column, noun, value):
+    found = db.query(f'SELECT * FROM "{table}" WHERE lower("{column}") = lower(?)', [value])
+    if found:
+        return found[0]
+    close = db.query(f'SELECT "{column}" AS k FROM "{table}" WHERE "{column}" LIKE ? ORDER BY "id" LIMIT 5',
+                     [f"%{value}%"])
+    raise ToolError(f"no {noun} with {column} {value!r}" + (f"; similar: {[c['k'] for c in close]}" if close else ""))
+''',
+}
+"""Helper functions of the generated code; only those a tool calls are emitted."""
+
+
+def _booleans(ent: Entity) -> bool:
+    return any(c.sqltype == "BOOLEAN" for c in ent.columns)
+
+
+def _record(ent: Entity, expr: str) -> str:
+    """``expr`` (one row) as the tool returns it: booleans as JSON booleans."""
+    return f'as_record("{ent.table}", {expr})' if _booleans(ent) else expr
+
+
+def _records(ent: Entity) -> str:
+    return f'[as_record("{ent.table}", r) for r in found]' if _booleans(ent) else "found"
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+# -- schema ----------------------------------------------------------------------------------------
+
+
+def _col_schema(c: Column, ent: Entity) -> dict[str, Any]:
+    s: dict[str, Any] = {"type": c.json_type}
+    if c is ent.key:
+        s["description"] = f"{human(c.name).capitalize()} of the {ent.human} (unique)."
+    else:
+        s["description"] = f"The {ent.human}'s {c.human}" + (f" (from {c.origin})." if c.origin else ".")
+    if c.sqltype in ("INTEGER", "REAL"):
+        s["minimum"] = 0
+    if c.sqltype == "TEXT":
+        s["minLength"] = 1
+    return s
+
+
+def _id_schema(ent: Entity, how: str) -> dict[str, Any]:
+    return {"type": "integer", "description": f"Id of the {ent.human}{how}."}
+
+
+def list_filter(op: Op) -> tuple[str, dict[str, Any]] | None:
+    """The optional filter parameter of a list tool: (name, schema), or None."""
+    ent = op.entity
+    if ent.parent is not None:
+        return ent.parent.id_param, _id_schema(ent.parent, f" whose {ent.humans} to list")
+    if ent.status:
+        return "status", {"type": "string", "enum": list(ent.status),
+                          "description": f"Only {ent.humans} with this status."}
+    texts = [c for c in ent.columns if c.sqltype == "TEXT"]
+    if texts:
+        c = texts[0]
+        return c.name, {"type": "string", "description": f"Only {ent.humans} whose {c.human} equals this."}
+    return None
+
+
+def _grounding(op: Op, model: EnvModel) -> str:
+    origin = op.origin or op.entity.origin
+    return f" Modelled on `{origin}` in {model.path}." if origin else ""
+
+
+def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
+    ent = op.entity
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    finder = model.op("find", ent.parent) if ent.parent is not None else None
+    if op.kind == "create":
+        if ent.parent is not None:
+            how = f" it belongs to (see {finder.tool})" if finder else " it belongs to"
+            props[ent.parent.id_param] = _id_schema(ent.parent, how)
+            required.append(ent.parent.id_param)
+        for c in ent.all_columns():
+            props[c.name] = _col_schema(c, ent)
+            if c.required:
+                required.append(c.name)
+        cols = ", ".join(c.human for c in ent.all_columns())
+        desc = (f"Create {_article(ent.human)} {ent.human} with its {cols}. Fails if {_article(ent.human)} "
+                f"{ent.human} with that {ent.key.human} already exists.")
+    elif op.kind == "find":
+        props[ent.key.name] = {"type": "string", "description": f"The exact {ent.key.human} (case-insensitive)."}
+        required.append(ent.key.name)
+        desc = f"Find {_article(ent.human)} {ent.human} by its {ent.key.human}; returns the whole record with its id."
+    elif op.kind == "list":
+        filt = list_filter(op)
+        if filt is not None:
+            props[filt[0]] = filt[1]
+            if ent.parent is not None:
+                required.append(filt[0])
+        desc = f"List {ent.humans} (ordered by id)" + (f", filtered by {human(filt[0])}." if filt else ".")
+    else:
+        props[ent.id_param] = _id_schema(ent, "")
+        required.append(ent.id_param)
+        desc = _write_description(op)
+        if op.kind == "update" and op.column is not None:
+            props[op.column.name] = _col_schema(op.column, ent)
+            props[op.column.name]["description"] = f"The new {op.column.human}."
+            required.append(op.column.name)
+    params: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        params["required"] = required
+    return {"name": op.tool, "description": desc + _grounding(op, model), "parameters": params}
+
+
+def _write_description(op: Op) -> str:
+    ent = op.entity
+    if op.kind == "get":
+        return f"Get {_article(ent.human)} {ent.human} by id."
+    if op.kind == "update" and op.column is not None:
+        return f"Change the {op.column.human} of {_article(ent.human)} {ent.human}."
+    if op.kind == "delete":
+        return f"Delete {_article(ent.human)} {ent.human} (and everything that belongs to it)."
+    return (f"Mark {_article(ent.human)} {ent.human} as {human(op.target or '')} (its status becomes "
+            f"'{op.target}'). Fails if it already is.")
+
+
+def render_tools(model: EnvModel) -> list[dict[str, Any]]:
+    """The OpenAI-format tool list."""
+    return [_tool(op, model) for op in model.ops]
+
+
+# -- code ------------------------------------------------------------------------------------------
+
+
+def _validation(c: Column) -> str:
+    """Checks beyond the schema (types and ``minimum: 0`` are enforced by the runtime before the call)."""
+    if c.sqltype == "TEXT":
+        return f'    need_text("{c.name}", {c.name})\n'
+    return ""
+
+
+def _stored(c: Column) -> str:
+    return f"(1 if {c.name} else 0)" if c.sqltype == "BOOLEAN" else c.name
+
+
+def _signature(op: Op, tool: dict[str, Any]) -> str:
+    props = tool["parameters"]["properties"]
+    required = set(tool["parameters"].get("required", []))
+    parts = ["db"]
+    parts += [p for p in props if p in required]
+    for p in props:
+        if p not in required:
+            parts.append(f"{p}=False" if props[p].get("type") == "boolean" else f"{p}=None")
+    return f"def {op.tool}({', '.join(parts)}):\n"
+
+
+def _code_create(op: Op) -> str:
+    ent = op.entity
+    t = ent.table
+    body = "".join(_validation(c) for c in ent.all_columns())
+    cols = [c.name for c in ent.all_columns()]
+    vals = [_stored(c) for c in ent.all_columns()]
+    if ent.parent is not None:
+        body += f'    load_row(db, "{ent.parent.table}", "{ent.parent.human}", {ent.parent.id_param})\n'
+        cols.insert(0, ent.parent.id_param)
+        vals.insert(0, ent.parent.id_param)
+    if ent.status:
+        cols.append("status")
+        vals.append(repr(ent.status[0]))
+    k = ent.key.name
+    body += (f'    if db.query(\'SELECT "id" FROM "{t}" WHERE lower("{k}") = lower(?)\', [{k}]):\n'
+             f'        raise ToolError(f"{_article(ent.human)} {ent.human} with {ent.key.human} {{{k}!r}} '
+             f'already exists")\n')
+    col_sql = ", ".join(_q(c) for c in cols)
+    marks = ", ".join("?" for _ in cols)
+    body += (f"    result = db.execute('INSERT INTO \"{t}\" ({col_sql}) VALUES ({marks})', "
+             f"[{', '.join(vals)}])\n")
+    shown = [*cols[:-1], vals[-1]] if ent.status else cols
+    fields = ", ".join(f'"{c}": {v}' for c, v in zip(cols, shown, strict=True))
+    body += f'    return {{"id": result["lastrowid"], {fields}}}\n'
+    return body
+
+
+def _code_update(op: Op) -> str:
+    ent, c = op.entity, op.column or op.entity.key
+    t = ent.table
+    body = _validation(c)
+    if c is ent.key:
+        body += (f'    clash = db.query(\'SELECT "id" FROM "{t}" WHERE lower("{c.name}") = lower(?) AND "id" != ?\', '
+                 f'[{c.name}, {ent.id_param}])\n'
+                 f'    if clash:\n'
+                 f'        raise ToolError(f"another {ent.human} already has {c.human} {{{c.name}!r}}")\n')
+    body += (f"    done = db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', "
+             f"[{_stored(c)}, {ent.id_param}])\n")
+    body += _missing(ent)
+    return body + f'    return {{"id": {ent.id_param}, "{c.name}": {c.name}}}\n'
+
+
+def _missing(ent: Entity) -> str:
+    return (f'    if done["rowcount"] == 0:\n'
+            f'        raise ToolError(f"no {ent.human} with id {{{ent.id_param}}}")\n')
+
+
+def _code_delete(op: Op, model: EnvModel) -> str:
+    ent = op.entity
+    t = ent.table
+    body = ""
+    for child in model.entities:
+        if child.parent is ent:
+            body += f"    db.execute('DELETE FROM \"{child.table}\" WHERE \"{ent.id_param}\" = ?', [{ent.id_param}])\n"
+    body += f"    done = db.execute('DELETE FROM \"{t}\" WHERE \"id\" = ?', [{ent.id_param}])\n"
+    body += _missing(ent)
+    return body + f'    return {{"deleted": {ent.id_param}}}\n'
+
+
+def _code_status(op: Op) -> str:
+    ent = op.entity
+    t = ent.table
+    target = op.target or ""
+    return (f"    done = db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ? AND \"status\" != ?', "
+            f'["{target}", {ent.id_param}, "{target}"])\n'
+            f'    if done["rowcount"] == 0:\n'
+            f'        load_row(db, "{t}", "{ent.human}", {ent.id_param})\n'
+            f'        raise ToolError(f"{ent.human} {{{ent.id_param}}} is already {human(target)}")\n'
+            f'    return {{"id": {ent.id_param}, "status": "{target}"}}\n')
+
+
+def _code_list(op: Op) -> str:
+    ent = op.entity
+    t = ent.table
+    filt = list_filter(op)
+    if filt is None:
+        return (f"    found = db.query('SELECT * FROM \"{t}\" ORDER BY \"id\" LIMIT 200')\n"
+                f"    return {_records(ent)}\n")
+    name = filt[0]
+    body = ""
+    if ent.parent is not None:
+        body += f'    load_row(db, "{ent.parent.table}", "{ent.parent.human}", {name})\n'
+    body += (f"    if {name} is None:\n"
+             f"        found = db.query('SELECT * FROM \"{t}\" ORDER BY \"id\" LIMIT 200')\n"
+             f"    else:\n"
+             f"        found = db.query('SELECT * FROM \"{t}\" WHERE \"{name}\" = ? ORDER BY \"id\" LIMIT 200', "
+             f"[{name}])\n"
+             f"    return {_records(ent)}\n")
+    return body
+
+
+def _code(op: Op, model: EnvModel) -> str:
+    ent = op.entity
+    t = ent.table
+    if op.kind == "create":
+        return _code_create(op)
+    if op.kind == "get":
+        return f'    return {_record(ent, f"load_row(db, {t!r}, {ent.human!r}, {ent.id_param})")}\n'
+    if op.kind == "find":
+        return (f'    need_text("{ent.key.name}", {ent.key.name})\n'
+                f'    return {_record(ent, f"by_key(db, {t!r}, {ent.key.name!r}, {ent.human!r}, {ent.key.name})")}\n')
+    if op.kind == "list":
+        return _code_list(op)
+    if op.kind == "update":
+        return _code_update(op)
+    if op.kind == "delete":
+        return _code_delete(op, model)
+    return _code_status(op)
+
+
+def render_code(model: EnvModel, tools: list[dict[str, Any]]) -> str:
+    """The restricted Python module defining every tool (and only the helpers they use)."""
+    bodies = []
+    for op, tool in zip(model.ops, tools, strict=True):
+        comment = f'    # {tool["description"].split(". Modelled")[0].rstrip(".")}.\n'
+        bodies.append("\n\n" + _signature(op, tool) + comment + _code(op, model))
+    text = "".join(bodies)
+    parts = [f'"""Tools of {model.title}, generated from {model.path} by the template proposer."""\n']
+    booleans = {e.table: [c.name for c in e.columns if c.sqltype == "BOOLEAN"] for e in model.entities}
+    booleans = {k: v for k, v in booleans.items() if v}
+    if "as_record(" in text:
+        parts.append(f"\nBOOLEAN_COLUMNS = {booleans!r}\n")
+    parts += ["\n" + code for name, code in _HELPERS.items() if f"{name}(" in text]
+    return "".join(parts) + text
+
+
+# -- state -----------------------------------------------------------------------------------------
+
+
+def _ddl(ent: Entity) -> str:
+    lines = ['    "id" INTEGER PRIMARY KEY']
+    if ent.parent is not None:
+        lines.append(f'    "{ent.parent.id_param}" INTEGER NOT NULL REFERENCES "{ent.parent.table}"("id")')
+    lines.append(f'    "{ent.key.name}" TEXT NOT NULL UNIQUE')
+    for c in ent.columns:
+        null = " NOT NULL" if c.sqltype != "BOOLEAN" else " NOT NULL DEFAULT 0"
+        lines.append(f'    "{c.name}" {c.storage}{null}')
+    if ent.status:
+        lines.append(f'    "status" TEXT NOT NULL DEFAULT {sql_literal(ent.status[0])}')
+    return f'CREATE TABLE "{ent.table}" (\n' + ",\n".join(lines) + "\n);"
+
+
+def _column_order(ent: Entity) -> list[str]:
+    cols = ["id"]
+    if ent.parent is not None:
+        cols.append(ent.parent.id_param)
+    cols += [c.name for c in ent.all_columns()]
+    if ent.status:
+        cols.append("status")
+    return cols
+
+
+def render_state(model: EnvModel) -> tuple[str, str]:
+    """``(schema_sql, seed_sql)`` for the model's entities and rows."""
+    schema = "\n\n".join(_ddl(e) for e in model.entities)
+    inserts = []
+    for e in model.entities:
+        cols = _column_order(e)
+        col_sql = ", ".join(_q(c) for c in cols)
+        for row in e.rows:
+            vals = ", ".join(sql_literal(row[c]) for c in cols)
+            inserts.append(f'INSERT INTO "{e.table}" ({col_sql}) VALUES ({vals});')
+    return schema, "\n".join(inserts)
