@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, LoadFailure, compile_code, default_executor
+from gym_envs.executor import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, ToolCall, Turn, as_spec
 
 __all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]
@@ -273,16 +273,17 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
     except (FileNotFoundError, OSError) as e:
         return Verdict(None, False, [Reason(1, "parse", str(e))], 0, time.perf_counter() - t0, source)
     reasons = [Reason(1, "signature", p) for p in signature_problems(parsed)]
-    compiled = compile_code(parsed.code)
-    reasons += [Reason(1, "compile", f"code: {e}") for e in compiled.errors]
     if reasons:
         return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
     ex = default_executor(executor) if isinstance(executor, str) else executor
-    loaded = ex.load(parsed)
+    loaded = ex.load(parsed)  # compiles the code under the sandbox policy and builds the state
     if not loaded.get("ok"):
-        rule = 2 if loaded.get("error_type") == "SchemaError" else 1
-        reasons.append(Reason(rule, "state" if rule == 2 else "load",
-                              f"{loaded.get('error_type')}: {loaded.get('error')}"))
+        kind = loaded.get("error_type")
+        if kind == "CompileError":
+            reasons += [Reason(1, "compile", f"code: {e}") for e in loaded.get("reasons") or [loaded.get("error")]]
+        else:
+            rule = 2 if kind == "SchemaError" else 1
+            reasons.append(Reason(rule, "state" if rule == 2 else "load", f"{kind}: {loaded.get('error')}"))
         return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
     env = ToolEnv(parsed, executor=ex, max_steps=10_000)
     played = 0
