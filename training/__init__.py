@@ -1,0 +1,20 @@
+"""envwright's trainer: GRPO self-play (proposer and solver roles, one model), rollouts over ToolEnv,
+rewards, recovery-step self-distillation, configs and benchmarks.
+
+Modules (each opens with its contract):
+
+* :mod:`training.config` -- typed config (our dataclasses + TRL's ``GRPOConfig``), YAML, ``--set`` overrides;
+* :mod:`training.chat` -- episode tokens from the chat template (model tokens vs environment tokens);
+* :mod:`training.generation` -- generators (HF fast path, vLLM, scripted) and the policy as an envgen backend;
+* :mod:`training.model` -- loading the policy (LoRA, GGUF, chat template) and choosing its generator;
+* :mod:`training.rollout` -- batched multi-turn episodes with ``env_mask``; failures as data;
+* :mod:`training.rewards`, :mod:`training.advantages`, :mod:`training.loss` -- small pure pieces of the update;
+* :mod:`training.solver` -- ``envwright train solver``: TRL ``GRPOTrainer`` with our ``rollout_func``;
+* :mod:`training.selfplay` -- ``envwright train selfplay``: dual-stream rounds, per-role advantages, checkpoints;
+* :mod:`training.distill` -- ``envwright train distill``: recovery-step self-distillation;
+* :mod:`training.checkpoint`, :mod:`training.metrics` -- checkpoints and resume; metrics.jsonl, TensorBoard/W&B, plots;
+* :mod:`training.cli` -- the ``train`` and ``plot`` commands; :mod:`training.bench` -- GPU benchmarks.
+
+Layering: imports ``envgen`` and ``gym_envs``, never ``eval``. Importing this package imports nothing
+heavy (torch, transformers and TRL load when a trainer is built).
+"""

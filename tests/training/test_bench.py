@@ -1,0 +1,48 @@
+"""The GPU benchmarks at toy sizes on CPU (slow), and their pieces (fast)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from training.bench import ReplayGenerator, reference_plan
+from training.generation import Generated
+
+
+def test_reference_plan(spec: Any) -> None:
+    plan = reference_plan(spec, "t0")
+    assert len(plan) == 5 and plan[2] == "Done." and plan[-1] == "2"
+
+
+class Fixed:
+    eos_ids = [0]
+
+    def generate(self, contexts: list[list[int]], **kw: Any) -> list[Generated]:
+        return [Generated([7, 7, 7], [0.0] * 3, "length") for _ in contexts]
+
+
+def test_replay_generator_hands_out_the_plan() -> None:
+    gen = ReplayGenerator(Fixed(), {(1, 2): ["a", "b"], (3,): ["c"]}, [0])
+    first = gen.generate([[1, 2], [1, 2], [3], [9]], max_new_tokens=3)
+    assert [g.text for g in first] == ["a", "a", "c", None] and first[0].finish == "stop"
+    second = gen.generate([[1, 2, 7, 7], [3, 7]], max_new_tokens=3)
+    assert [g.text for g in second] == ["b", "Done."]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["throughput", "learning", "speed"])
+def test_bench_tiny(name: str, tmp_path: Path) -> None:
+    from training.bench import main
+
+    assert main([name, "--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
+    result = json.loads((tmp_path / f"{name}.json").read_text())
+    assert result["benchmark"] == name and result["tiny"]
+    if name == "throughput":
+        assert result["rollout_tokens_per_second"] > 0 and 0 <= result["env_share_of_wall_time"] <= 1
+    elif name == "speed":
+        assert result["speedup"] > 0
+    else:
+        assert {"untrained", "sft", "grpo"} <= set(result)

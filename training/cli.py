@@ -1,0 +1,128 @@
+"""``envwright train selfplay|solver|distill`` and ``envwright plot RUN_DIR``.
+
+The root command (:mod:`envgen.command`) loads :data:`train` (this typer app,
+also exported as :data:`train_app`) and :data:`plot` (:func:`plot_cmd`)
+lazily. Each train command reads a YAML config (``--config FILE``, or the name
+of a bundled config such as ``smoke-cpu.yaml``), applies ``--set key=value``
+overrides and validates everything before any model is loaded; a bad config
+prints one line that says what to change and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from training.config import TrainConfig, load_config
+from training.errors import CheckpointError, ConfigError
+
+__all__ = ["plot", "plot_cmd", "train", "train_app"]
+
+train_app = typer.Typer(help="Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation.",
+                        no_args_is_help=True, add_completion=False)
+
+ConfigOpt = typer.Option(..., "--config", "-c", help="YAML config: a path, or a bundled name (see `envwright "
+                         "train configs`).")
+SetOpt = typer.Option(None, "--set", "-s", help="Override a key, e.g. --set solver.num_generations=4 "
+                      "(repeatable; values are YAML).")
+ResumeOpt = typer.Option(None, "--resume", help="Resume from a checkpoint folder, or 'latest'.")
+OutOpt = typer.Option(None, "--output-dir", "-o", help="Run folder (overrides run.output_dir).")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _config(config: Path, overrides: list[str] | None, resume: str | None, output_dir: Path | None) -> TrainConfig:
+    sets = list(overrides or [])
+    if resume:
+        sets.append(f"run.resume={resume}")
+    if output_dir:
+        sets.append(f"run.output_dir={output_dir}")
+    try:
+        cfg = load_config(config, sets)
+        cfg.require_model()
+    except ConfigError as e:
+        raise _fail(str(e)) from None
+    return cfg
+
+
+def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
+    for rec in history:
+        flat = {k: rec.get(k.split("/")[0], {}).get(k.split("/")[1]) if "/" in k else rec.get(k) for k in keys}
+        typer.echo(json.dumps(flat, default=lambda x: round(x, 4) if isinstance(x, float) else str(x)))
+
+
+@train_app.command("selfplay")
+def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
+                 output_dir: Path | None = OutOpt) -> None:
+    """Self-play rounds: the model proposes environments (dual stream with skills) and learns to solve them."""
+    cfg = _config(config, set_, resume, output_dir)
+    from training.selfplay import SelfPlay
+
+    try:
+        history = SelfPlay(cfg).run()
+    except (ConfigError, CheckpointError) as e:
+        raise _fail(str(e)) from None
+    _summary(history, ("round", "solver/reward", "solver/pass_rate", "proposer/reward", "proposer/validity"))
+    typer.echo(f"run folder: {cfg.run.output_dir} (metrics.jsonl, checkpoints/); plot: envwright plot "
+               f"{cfg.run.output_dir}")
+
+
+@train_app.command("solver")
+def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
+               output_dir: Path | None = OutOpt) -> None:
+    """GRPO on environment tasks with TRL's GRPOTrainer and our multi-turn rollout function."""
+    cfg = _config(config, set_, resume, output_dir)
+    from training.solver import train_solver
+
+    try:
+        out = train_solver(cfg)
+    except (ConfigError, CheckpointError) as e:
+        raise _fail(str(e)) from None
+    typer.echo(json.dumps(out, default=str))
+    typer.echo(f"run folder: {cfg.run.output_dir}; plot: envwright plot {cfg.run.output_dir}")
+
+
+@train_app.command("distill")
+def distill_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
+                output_dir: Path | None = OutOpt) -> None:
+    """Recovery-step self-distillation: the teacher shows the student how to recover from its own mistakes."""
+    cfg = _config(config, set_, resume, output_dir)
+    from training.distill import Distiller
+
+    try:
+        history = Distiller(cfg).run()
+    except (ConfigError, CheckpointError) as e:
+        raise _fail(str(e)) from None
+    _summary(history, ("iteration", "student/pass_rate", "distill/divergences", "distill/recovery_samples"))
+
+
+@train_app.command("configs")
+def configs_cmd() -> None:
+    """List the bundled example configs."""
+    root = Path(__file__).parent / "configs"
+    for p in sorted(root.glob("*.yaml")):
+        first = next((ln.lstrip("# ").strip() for ln in p.read_text().splitlines() if ln.startswith("#")), "")
+        typer.echo(f"{p.name:32s} {first}")
+
+
+def plot_cmd(run_dir: Path = typer.Argument(..., help="A run folder holding metrics.jsonl."),
+             out: Path | None = typer.Option(None, "--out", help="Where to write the PNGs (default RUN_DIR/plots).")
+             ) -> None:
+    """Plot a run's curves (rewards, solve rate, validity, throughput, time split, loss) as PNG files."""
+    from training.metrics import plot_run
+
+    try:
+        paths = plot_run(run_dir, out)
+    except (FileNotFoundError, ValueError) as e:
+        raise _fail(str(e)) from None
+    for p in paths:
+        typer.echo(str(p))
+
+
+train = train_app
+plot = plot_cmd

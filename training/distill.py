@@ -1,0 +1,410 @@
+"""Recovery-step self-distillation: teach the student to get back on track from its own mistakes.
+
+One iteration (:meth:`Distiller.iteration`):
+
+1. **student rollouts** -- the student plays ``distill.episodes_per_iteration``
+   tasks (:func:`training.rollout.rollout`);
+2. **divergence** -- every state the student visited is shown to the teacher,
+   replayed from the same state (the same chat, the same calls made so far in
+   the turn); the first step where the teacher would not take the student's
+   step (:func:`same_action`: a different tool call or arguments, a call where
+   the teacher would answer, or the reverse) is where the student left
+   teacher-supported states;
+3. **recovery** -- the environment is rebuilt in the state *after* that step
+   (a fresh episode replaying the student's actions; episodes are
+   deterministic from their seed, ENVSPEC rule 6), and the teacher acts from
+   there until the turn ends (at most ``distill.max_recovery_steps``); with
+   ``distill.require_success`` a recovery counts only if the turn's checks
+   then pass;
+4. **samples** -- the student's own tokens up to and including the off-support
+   step and the environment's answer are context with loss mask 0 (its valid
+   prefix is not re-taught); the teacher's recovery actions have mask 1 and the
+   environment tokens between them mask 0. With ``distill.include_correction``
+   the teacher's action at the divergence state is a second sample;
+5. **update** -- masked negative log-likelihood (:func:`training.loss.update`,
+   ``objective="nll"``), ``distill.epochs`` passes; metrics and a checkpoint.
+
+Teachers (:class:`Teacher`): :class:`ReferenceTeacher` (the spec's reference
+trajectory: at a state, the first reference call of the turn not yet made
+successfully, else the oracle reply) and :class:`BackendTeacher` (any envgen
+backend: ``transformers``, ``vllm``, ``openai``, ``scripted``). The same
+machinery plays a teacher from the start of a task: :func:`teacher_samples`
+(used for the SFT warm start on reference trajectories).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envgen.validate import oracle_reply
+from gym_envs.env import ToolEnv
+from gym_envs.executor import default_executor
+from gym_envs.parsing import format_tool_call, parse_action
+from gym_envs.spec import EnvSpec
+from training.chat import ChatFormat
+from training.config import RolloutConfig, TrainConfig, config_to_dict, to_grpo_config
+from training.generation import Generator
+from training.loss import Sample, UpdateConfig, update
+from training.rollout import Episode, TaskRef, env_messages, rollout
+
+__all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherView", "find_divergence",
+           "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
+
+
+@dataclass
+class TeacherView:
+    """A state as a teacher sees it."""
+
+    spec: EnvSpec
+    task_id: str
+    turn: int
+    turn_calls: list[dict[str, Any]]  #: calls made so far in this turn, with ``ok`` (the env's results)
+    messages: list[dict[str, Any]]  #: the chat up to this state (ends with a user or tool message)
+
+
+class Teacher:
+    """Maps states to the action the teacher would take (text: tool-call blocks or a message)."""
+
+    name = "teacher"
+
+    def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
+        raise NotImplementedError
+
+
+def _canonical(calls: Sequence[dict[str, Any]]) -> list[str]:
+    return [json.dumps({"name": c["name"], "arguments": c.get("arguments", {})}, sort_keys=True) for c in calls]
+
+
+def same_action(a: Any, b: Any) -> bool:
+    """True when two actions do the same thing: the same calls (names and arguments), or both end the turn."""
+    pa, pb = parse_action(a), parse_action(b)
+    if pa.is_message and pb.is_message:
+        return True
+    return not (pa.errors or pb.errors) and _canonical(pa.calls) == _canonical(pb.calls)
+
+
+class ReferenceTeacher(Teacher):
+    """The spec's reference trajectory as a teacher (module docstring)."""
+
+    name = "reference"
+
+    def act(self, view: TeacherView) -> str:
+        turn = view.spec.task(view.task_id).turns[view.turn]
+        ref = turn.reference
+        done = 0
+        for c in view.turn_calls:
+            if done < len(ref) and c.get("ok", True) and _canonical([c]) == _canonical(
+                    [{"name": ref[done].name, "arguments": ref[done].arguments}]):
+                done += 1
+        if done < len(ref):
+            return format_tool_call(ref[done].name, dict(ref[done].arguments))
+        return oracle_reply(turn)
+
+    def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
+        return [self.act(v) for v in views]
+
+
+class BackendTeacher(Teacher):
+    """Any envgen backend as a teacher (greedy by default); a failed request answers ``""``."""
+
+    def __init__(self, backend: Any, *, max_new_tokens: int = 512, temperature: float = 0.0, pass_tools: bool = False):
+        self.backend = backend
+        self.name = f"backend:{getattr(backend, 'model_id', backend.name)}"
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.pass_tools = pass_tools
+
+    def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
+        if not views:
+            return []
+        tools = views[0].spec.openai_tools() if self.pass_tools and len({v.spec.id for v in views}) == 1 else None
+        outs = self.backend.generate([v.messages for v in views], max_new_tokens=self.max_new_tokens,
+                                     temperature=self.temperature, tools=tools)
+        return [c.text if c.ok else "" for c in outs]
+
+
+def make_teacher(cfg: TrainConfig) -> Teacher:
+    """The teacher ``distill.teacher`` names."""
+    d = cfg.distill
+    if d.teacher == "reference":
+        return ReferenceTeacher()
+    from envgen.backends import make_backend
+
+    backend = make_backend(d.teacher, model=d.teacher_model, **d.teacher_options)
+    return BackendTeacher(backend, max_new_tokens=d.teacher_max_new_tokens, pass_tools=cfg.rollout.pass_tools)
+
+
+# -- divergence -----------------------------------------------------------------------------------
+
+
+def _views(ep: Episode) -> list[TeacherView]:
+    """The state before each of the episode's steps."""
+    views: list[TeacherView] = []
+    turn_calls: list[dict[str, Any]] = []
+    turn = 0
+    for st in ep.steps:
+        if st.turn != turn:
+            turn, turn_calls = st.turn, []
+        views.append(TeacherView(ep.task.spec, ep.task.task_id, st.turn, list(turn_calls),
+                                 ep.messages[: st.message_index]))
+        turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]} for r in st.results]
+    return views
+
+
+def find_divergence(episodes: Sequence[Episode], teacher: Teacher) -> list[tuple[int | None, str | None]]:
+    """For each episode, ``(k, teacher_action)`` at its first off-support step, or ``(None, None)``."""
+    views = [_views(ep) for ep in episodes]
+    flat = [v for vs in views for v in vs]
+    actions = teacher.act_batch(flat) if flat else []
+    out: list[tuple[int | None, str | None]] = []
+    i = 0
+    for ep, vs in zip(episodes, views, strict=True):
+        found: tuple[int | None, str | None] = (None, None)
+        for k, st in enumerate(ep.steps):
+            if found[0] is None and not same_action(st.text, actions[i + k]):
+                found = (k, actions[i + k])
+        out.append(found)
+        i += len(vs)
+    return out
+
+
+# -- playing a teacher ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Play:
+    """A teacher playing one episode from some state."""
+
+    env: ToolEnv
+    task: TaskRef
+    turn: int
+    turn_calls: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    ids: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    steps: int = 0
+    done: bool = False
+    turn_passed: bool | None = None
+    error: str | None = None
+
+
+def _teacher_play(plays: list[_Play], teacher: Teacher, chat: ChatFormat, *, max_steps: int,
+                  stop_at_turn_end: bool) -> None:
+    """Advance every play with the teacher's actions (batched) until it ends or runs out of steps."""
+    while True:
+        active = [p for p in plays if not p.done]
+        if not active:
+            return
+        actions = teacher.act_batch([TeacherView(p.task.spec, p.task.task_id, p.turn, list(p.turn_calls),
+                                                 list(p.messages)) for p in active])
+        for p, text in zip(active, actions, strict=True):
+            p.steps += 1
+            p.ids += chat.assistant_ids(text)
+            p.mask += [1] * (len(p.ids) - len(p.mask))
+            p.messages.append({"role": "assistant", "content": text})
+            try:
+                obs, _, terminated, truncated, info = p.env.step(text)
+            except Exception as e:  # a failure is data: this play ends
+                p.done, p.error = True, f"{type(e).__name__}: {e}"
+                continue
+            p.turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}
+                             for r in info.get("tool_results") or []]
+            msgs, ended = env_messages(info, obs)
+            if ended:
+                p.turn_passed = bool(info.get("turn_passed"))
+                p.turn += 1
+                p.turn_calls = []
+            if terminated or truncated or (ended and stop_at_turn_end) or p.steps >= max_steps:
+                p.done = True
+                continue
+            suffix = chat.user_suffix_ids(obs) if ended else chat.tool_suffix_ids(msgs)
+            p.messages += msgs
+            p.ids += suffix
+            p.mask += [0] * len(suffix)
+
+
+def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tuple[ToolEnv, list[dict[str, Any]]]:
+    """A fresh env in the state after the episode's steps ``0..upto``; returns it and the turn's calls so far."""
+    env = ToolEnv(ep.task.spec, ep.task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
+                  executor=executor, max_observation_chars=cfg.max_observation_chars)
+    env.reset(options={"task": ep.task.task_id, "episode_seed": ep.task.episode_seed})
+    turn_calls: list[dict[str, Any]] = []
+    for st in ep.steps[: upto + 1]:
+        _, _, _, _, info = env.step(st.text)
+        if "turn_passed" in info:
+            turn_calls = []
+        else:
+            turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}
+                           for r in info.get("tool_results") or []]
+    return env, turn_calls
+
+
+def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFormat, cfg: TrainConfig, *,
+                     executor: Any = None) -> tuple[list[Sample], dict[str, float]]:
+    """Divergence, recovery and samples for a batch of student episodes (module docstring, steps 2-4)."""
+    d = cfg.distill
+    ex = executor or default_executor(cfg.rollout.executor)
+    found = find_divergence(episodes, teacher)
+    samples: list[Sample] = []
+    plays: list[tuple[Episode, int, _Play]] = []
+    stats = {"divergences": 0.0, "recovery_attempts": 0.0, "recovery_successes": 0.0, "recovery_samples": 0.0,
+             "correction_samples": 0.0, "supported_episodes": 0.0}
+    for ep, (k, teacher_action) in zip(episodes, found, strict=True):
+        if k is None or teacher_action is None:
+            stats["supported_episodes"] += 1
+            continue
+        stats["divergences"] += 1
+        st = ep.steps[k]
+        if d.include_correction:
+            ids = chat.assistant_ids(teacher_action)
+            samples.append(Sample(ep.prompt_ids, ep.completion_ids[: st.start] + ids,
+                                  [0] * st.start + [1] * len(ids), role="correction",
+                                  meta={"task": ep.task.key, "step": k}))
+            stats["correction_samples"] += 1
+        if st.turn_ended or k + 1 >= len(ep.steps) or st.finish != "stop":
+            continue  # the off-support step ended the turn or the episode: nothing to recover within it
+        env, turn_calls = _replay_env(ep, k, cfg.rollout, ex)
+        prefix_end = ep.steps[k + 1].start
+        messages = ep.messages[: ep.steps[k + 1].message_index]
+        plays.append((ep, prefix_end, _Play(env, ep.task, st.turn, turn_calls, list(messages))))
+        stats["recovery_attempts"] += 1
+    try:
+        _teacher_play([p for _, _, p in plays], teacher, chat, max_steps=d.max_recovery_steps, stop_at_turn_end=True)
+        for ep, prefix_end, p in plays:
+            ok = bool(p.turn_passed) and p.error is None
+            stats["recovery_successes"] += float(ok)
+            if (d.require_success and not ok) or not any(p.mask):
+                continue
+            samples.append(Sample(ep.prompt_ids, ep.completion_ids[:prefix_end] + p.ids,
+                                  [0] * prefix_end + p.mask, role="recovery",
+                                  meta={"task": ep.task.key, "steps": p.steps, "turn_passed": p.turn_passed}))
+            stats["recovery_samples"] += 1
+    finally:
+        for _, _, p in plays:
+            p.env.close()
+    return samples, stats
+
+
+def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat, cfg: RolloutConfig, *,
+                    executor: Any = None, require_success: bool = True) -> list[Sample]:
+    """Whole episodes played by the teacher from the start (SFT data; env tokens masked)."""
+    ex = executor or default_executor(cfg.executor)
+    plays, prompts = [], []
+    for t in tasks:
+        env = ToolEnv(t.spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps, executor=ex,
+                      max_observation_chars=cfg.max_observation_chars)
+        obs, info = env.reset(options={"task": t.task_id, "episode_seed": t.episode_seed})
+        messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
+        prompts.append(chat.prompt_ids(messages, t.spec.openai_tools()))
+        plays.append(_Play(env, t, 0, [], messages))
+    try:
+        _teacher_play(plays, teacher, chat, max_steps=cfg.max_steps, stop_at_turn_end=False)
+        out = []
+        for t, prompt, p in zip(tasks, prompts, plays, strict=True):
+            passed = p.env.task is not None and p.env.score()["episode"] == 1.0
+            if require_success and not passed:
+                continue
+            out.append(Sample(prompt, p.ids, p.mask, role="teacher", meta={"task": t.key, "passed": passed}))
+        return out
+    finally:
+        for p in plays:
+            p.env.close()
+
+
+# -- the trainer ----------------------------------------------------------------------------------
+
+
+class Distiller:
+    """The recovery-step self-distillation trainer (see the module docstring).
+
+    Args:
+        cfg: the configuration (``distill:``, ``solver.envs`` for the tasks, ``rollout:``, ``grpo:`` for the
+            optimizer).
+        model, tokenizer, generator: the student and how it samples (default: loaded from ``model:``).
+        teacher: replaces ``distill.teacher``.
+        tasks: replaces the tasks of ``solver.envs``.
+    """
+
+    def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
+                 generator: Generator | None = None, teacher: Teacher | None = None,
+                 tasks: Sequence[TaskRef] | None = None):
+        from training.checkpoint import find_checkpoint, load_training_state
+        from training.metrics import MetricsWriter
+        from training.model import load_policy, make_generator
+        from training.selfplay import make_optimizer, seed_everything, update_config
+        from training.solver import TaskPool
+
+        self.cfg = cfg
+        self.run_dir = Path(cfg.run.output_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        seed_everything(cfg.run.seed)
+        resume = find_checkpoint(cfg.run.resume, self.run_dir)
+        if model is None or tokenizer is None:
+            model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
+        self.model, self.tokenizer = model, tokenizer
+        grpo = to_grpo_config(cfg, self.run_dir / "trainer", for_trl=False)
+        self.update_cfg: UpdateConfig = update_config(grpo, cfg.rollout.temperature)
+        self.optimizer = make_optimizer(model, grpo)
+        self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
+        self.generator = generator or make_generator(cfg, model, tokenizer)
+        self.teacher = teacher or make_teacher(cfg)
+        self.tasks = list(tasks) if tasks is not None else list(TaskPool.from_config(cfg).tasks.values())
+        self.rng = random.Random(cfg.run.seed)
+        self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
+                                     config=config_to_dict(cfg))
+        self.start = 0
+        self.history: list[dict[str, Any]] = []
+        if resume is not None:
+            state = load_training_state(resume, self.optimizer)
+            self.start = int(state["next_round"])
+            if state.get("extra", {}).get("rng") is not None:
+                self.rng.setstate(state["extra"]["rng"])
+            self.generator.sync()
+
+    def _draw(self, it: int) -> list[TaskRef]:
+        n = self.cfg.distill.episodes_per_iteration
+        picks = [self.rng.choice(self.tasks) for _ in range(n)]
+        return [TaskRef(t.spec, t.task_id, self.cfg.run.seed + it) for t in picks]
+
+    def iteration(self, it: int) -> dict[str, Any]:
+        """One iteration (module docstring); returns its metrics."""
+        from training.checkpoint import save_checkpoint
+        from training.rollout import batch_stats
+
+        t0 = time.perf_counter()
+        episodes = rollout(self._draw(it), self.generator, self.chat, self.cfg.rollout, seed=self.cfg.run.seed + it)
+        t1 = time.perf_counter()
+        samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg)
+        t2 = time.perf_counter()
+        upd: dict[str, float] = {}
+        for _ in range(self.cfg.distill.epochs):
+            upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                         objective="nll")
+        self.generator.sync()
+        t3 = time.perf_counter()
+        bs = batch_stats(episodes)
+        metrics = {"iteration": it,
+                   "student": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "statuses": bs["statuses"]},
+                   "distill": stats, "update": upd,
+                   "throughput": {"tokens_per_second": bs["tokens_per_second"]},
+                   "time": {"generation": bs["gen_seconds"], "environment": bs["env_seconds"],
+                            "teacher": t2 - t1, "update": t3 - t2, "round": t3 - t0}}
+        self.metrics.log(metrics, step=it)
+        self.history.append(metrics)
+        save_checkpoint(self.run_dir, it, model=self.model, tokenizer=self.tokenizer, optimizer=self.optimizer,
+                        trainer="distill", extra={"rng": self.rng.getstate()})
+        return metrics
+
+    def run(self) -> list[dict[str, Any]]:
+        try:
+            for it in range(self.start, self.cfg.distill.iterations):
+                self.iteration(it)
+        finally:
+            self.metrics.close()
+        return self.history

@@ -1,0 +1,393 @@
+"""Generators: token contexts in, sampled continuations (ids and log-probabilities) out.
+
+The trainer samples from the policy in two places: solver rollouts (token
+contexts that grow turn by turn) and proposals (chats through envgen's ``llm``
+proposer). Both go through a :class:`Generator`:
+
+* :class:`HFGenerator` -- ``model.generate`` on the training model. The fast
+  path (``generation.*``): rows sorted by length and cut into batches of
+  ``batch_size`` (less padding), a static KV cache and ``torch.compile`` of the
+  decoding step. The log-probability of each sampled token under the sampling
+  distribution (after temperature and top-p) is recorded by a logits processor,
+  so no ``B x T x V`` score tensor is ever kept.
+* :class:`VLLMGenerator` -- TRL's ``VLLMGeneration`` (colocate or server);
+  needs ``vllm`` (optional: imported only when chosen). :meth:`Generator.sync`
+  pushes the trainer's weights after an update.
+* :class:`ScriptedGenerator` -- text from a function of the decoded context,
+  for tests, dry runs and benchmarks that need a deterministic tool call.
+
+:class:`PolicyBackend` adapts a generator to envgen's
+:class:`~envgen.backends.base.Backend` contract so the ``llm`` proposer (and the
+skill controller) can write with the policy; it records the token ids of every
+completion so the proposer role can be trained on exactly what was sampled.
+
+A generation that fails is data: its rows come back with ``finish == "error"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+
+__all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
+           "vllm_available"]
+
+
+def vllm_available() -> bool:
+    """True when vLLM can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+@dataclass
+class Generated:
+    """One sampled continuation."""
+
+    ids: list[int]  #: new tokens; the last is an end-of-sequence token when ``finish == "stop"``
+    logprobs: list[float]  #: log-probability of each new token under the sampling distribution
+    finish: str = "stop"  #: ``stop`` (ended with EOS), ``length`` (ran out of tokens) or ``error``
+    error: str | None = None
+    text: str | None = None  #: the action text when it is not the decoding of ``ids`` (scripted replays)
+
+
+class Generator:
+    """Base class: ``generate(contexts, ...)`` returns one :class:`Generated` per context, in order."""
+
+    name = "base"
+    eos_ids: list[int]
+
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Make generation use the trainer's current weights (a no-op when they are shared)."""
+
+
+# -- Hugging Face generate ------------------------------------------------------------------------
+
+
+class _SampledLogprobs:
+    """A logits processor that records the log-probability of each sampled token.
+
+    At step ``t`` it sees the model's scores (custom processors run before transformers' sampling
+    warpers, so it applies the temperature itself: ``log_softmax(logits / T)``, TRL's convention)
+    and the tokens chosen at step ``t - 1``; it keeps one ``B x V`` tensor, never the whole history.
+    """
+
+    def __init__(self, temperature: float):
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.prev: Any = None
+        self.out: list[Any] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        if self.prev is not None:
+            self.out.append(self.prev.gather(1, input_ids[:, -1:]).squeeze(1))
+        self.prev = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def finish(self, last_tokens: Any) -> Any:
+        import torch
+
+        if self.prev is not None:
+            self.out.append(self.prev.gather(1, last_tokens.view(-1, 1)).squeeze(1))
+            self.prev = None
+        return torch.stack(self.out, dim=1) if self.out else None
+
+
+def _checkpointing(model: Any) -> bool:
+    """Whether activation (gradient) checkpointing is on, across transformers versions."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
+        if hasattr(type(model), name) or hasattr(model, name):
+            return bool(getattr(model, name, False))
+    return False
+
+
+class HFGenerator(Generator):
+    """``model.generate`` on a model in memory (see the module docstring for the fast path).
+
+    Args:
+        model: a causal LM (a PEFT model works too).
+        eos_ids: token ids that end a continuation; pad_id: the padding id.
+        batch_size: rows per ``generate`` call (None: all).
+        sort_by_length: group rows of similar length (fewer pad tokens).
+        static_cache, compile: the static-KV-cache fast path and ``torch.compile`` of the decoding step.
+        unwrap: a context manager factory yielding the model to generate with (TRL's
+            ``unwrap_model_for_generation`` for DeepSpeed/FSDP); default: the model itself.
+        record_logprobs: record sampled-token log-probabilities (cheap; off saves one softmax per step).
+    """
+
+    name = "hf"
+
+    def __init__(self, model: Any, *, eos_ids: Sequence[int], pad_id: int, batch_size: int | None = None,
+                 sort_by_length: bool = True, static_cache: bool = False, compile: bool = False,
+                 unwrap: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+                 record_logprobs: bool = True):
+        self.model = model
+        self.eos_ids = sorted({int(e) for e in eos_ids})
+        self.pad_id = int(pad_id)
+        self.batch_size = batch_size
+        self.sort_by_length = sort_by_length
+        self.static_cache = static_cache
+        self.compile = compile
+        self.unwrap = unwrap
+        self.record_logprobs = record_logprobs
+
+    @contextlib.contextmanager
+    def _model(self) -> Iterator[Any]:
+        """The model to generate with, in eval mode, activation checkpointing off (restored after)."""
+        with contextlib.ExitStack() as stack:
+            m = stack.enter_context(self.unwrap()) if self.unwrap is not None else self.model
+            was_training = m.training
+            checkpointing = self.unwrap is None and _checkpointing(m)  # TRL's unwrap handles it itself
+            if checkpointing:
+                (getattr(m, "activation_checkpointing_disable", None) or m.gradient_checkpointing_disable)()
+            m.eval()
+            try:
+                yield m
+            finally:
+                if checkpointing:
+                    (getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable)()
+                m.train(was_training)
+
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+        order = list(range(len(contexts)))  # no rows: the model is still unwrapped (a collective op under ZeRO-3)
+        if self.sort_by_length:
+            order.sort(key=lambda i: -len(contexts[i]))
+        size = self.batch_size or max(1, len(order))
+        out: list[Generated | None] = [None] * len(contexts)
+        with self._model() as model:
+            for ci, start in enumerate(range(0, len(order), size)):
+                idx = order[start:start + size]
+                try:
+                    rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
+                                       temperature=temperature, top_p=top_p, seed=seed + ci)
+                except Exception as e:  # a failure is data: these rows end with an error
+                    msg = f"{type(e).__name__}: {e}"
+                    rows = [Generated([], [], "error", msg) for _ in idx]
+                for i, g in zip(idx, rows, strict=True):
+                    out[i] = g
+        return [g for g in out if g is not None]
+
+    def _chunk(self, model: Any, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
+               seed: int) -> list[Generated]:
+        import torch
+
+        device = next(model.parameters()).device
+        width = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            attention[i, width - len(r):] = 1
+        recorder = _SampledLogprobs(temperature) if self.record_logprobs else None
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id,
+                                  "eos_token_id": self.eos_ids}
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if recorder is not None:
+            kwargs["logits_processor"] = [recorder]
+        if self.static_cache:
+            kwargs.update(cache_implementation="static", disable_compile=not self.compile)
+        devices = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            torch.manual_seed(seed)
+            generated = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs)
+        new = generated[:, width:]
+        logps = recorder.finish(new[:, -1]) if recorder is not None and new.shape[1] else None
+        ids_rows = new.tolist()
+        lp_rows = logps.tolist() if logps is not None else [[0.0] * len(r) for r in ids_rows]
+        eos = set(self.eos_ids)
+        out = []
+        for ids, lps in zip(ids_rows, lp_rows, strict=True):
+            end = next((i for i, t in enumerate(ids) if t in eos), None)
+            if end is not None:
+                out.append(Generated(ids[: end + 1], lps[: end + 1], "stop"))
+            else:
+                out.append(Generated(ids, lps, "length"))
+        return out
+
+
+# -- vLLM (optional) ------------------------------------------------------------------------------
+
+
+class VLLMGenerator(Generator):
+    """Generation through TRL's ``VLLMGeneration`` (``colocate`` or ``server``); needs ``vllm``.
+
+    Pass ``engine`` (an existing ``VLLMGeneration``, e.g. a TRL trainer's ``vllm_generation``) or the
+    arguments to build one. Sampling parameters are set on the engine for each call.
+    """
+
+    name = "vllm"
+
+    def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
+                 tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
+                 server_base_url: str | None = None, max_model_length: int | None = None):
+        self.eos_ids = sorted({int(e) for e in eos_ids})
+        if engine is None:
+            if not vllm_available():
+                from training.errors import ConfigError
+
+                raise ConfigError("generation.engine is vllm but vLLM is not installed: pip install "
+                                  "'envwright[vllm]', or set --set generation.engine=hf")
+            from trl.generation.vllm_generation import VLLMGeneration
+
+            engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    server_base_url=server_base_url, max_model_length=max_model_length)
+        self.engine = engine
+
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+        eng = self.engine
+        eng.max_completion_length = max_new_tokens
+        eng.temperature = max(temperature, 1e-5)
+        eng.top_p = top_p
+        try:
+            _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
+        except Exception as e:  # a failure is data
+            msg = f"{type(e).__name__}: {e}"
+            return [Generated([], [], "error", msg) for _ in contexts]
+        eos = set(self.eos_ids)
+        out = []
+        for ids, lps in zip(completion_ids, logprobs, strict=True):
+            flat = [float(x[0]) if isinstance(x, list | tuple) else float(x) for x in lps]
+            out.append(Generated(list(ids), flat, "stop" if ids and ids[-1] in eos else "length"))
+        return out
+
+    def sync(self) -> None:
+        self.engine.sync_weights()
+
+
+# -- scripted -------------------------------------------------------------------------------------
+
+
+class ScriptedGenerator(Generator):
+    """Continuations from ``script(context_text) -> str`` (tests, dry runs, benchmarks).
+
+    The text is tokenised and closed with EOS (``finish == "stop"``), or cut at ``max_new_tokens``.
+    With ``compute`` (another generator), that generator runs first on the same contexts (the real
+    cost is paid and its token ids are kept) and only the action text comes from the script:
+    a benchmark's environment then executes meaningful calls while the model's arithmetic is real.
+    """
+
+    name = "scripted"
+
+    def __init__(self, tokenizer: Any, script: Callable[[str], str], *, compute: Generator | None = None):
+        self.tokenizer = tokenizer
+        self.script = script
+        self.compute = compute
+        self.eos_ids = [int(tokenizer.eos_token_id)]
+        self.calls = 0
+
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+        self.calls += 1
+        computed = (self.compute.generate(contexts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                          top_p=top_p, seed=seed) if self.compute is not None else None)
+        out = []
+        for i, ctx in enumerate(contexts):
+            try:
+                text = self.script(self.tokenizer.decode(ctx, skip_special_tokens=False))
+            except Exception as e:  # a failure is data
+                out.append(Generated([], [], "error", f"{type(e).__name__}: {e}"))
+                continue
+            if computed is not None:
+                g = computed[i]
+                out.append(Generated(g.ids, g.logprobs, g.finish if g.finish == "error" else "stop", g.error, text))
+                continue
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + self.eos_ids
+            if len(ids) > max_new_tokens:
+                out.append(Generated(ids[:max_new_tokens], [0.0] * max_new_tokens, "length"))
+            else:
+                out.append(Generated(ids, [0.0] * len(ids), "stop"))
+        return out
+
+
+# -- the policy as an envgen backend ----------------------------------------------------------------
+
+
+@dataclass
+class Sampled:
+    """Token record of one backend completion (what the proposer role is trained on)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finish: str
+
+
+@dataclass
+class _Timer:
+    seconds: float = 0.0
+    tokens: int = 0
+
+
+class PolicyBackend(Backend):
+    """envgen's backend contract over a :class:`Generator` and a :class:`~training.chat.ChatFormat`.
+
+    Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
+    trainer can match proposals to what was sampled; :meth:`take_records` empties the list.
+    """
+
+    name = "policy"
+
+    def __init__(self, generator: Generator, chat: Any, *, model_id: str = "policy"):
+        super().__init__(model_id)
+        self.generator = generator
+        self.chat = chat
+        self.records: list[Sampled] = []
+        self.timer = _Timer()
+        self._by_text: dict[str, Sampled] = {}
+
+    @property
+    def model_id(self) -> str:
+        return str(self.model).rstrip("/").split("/")[-1] or "policy"
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.chat.encode(text))
+
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
+                  seed: int, n: int, stop: list[str] | None,
+                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+        encoded = [self.chat.encode(p) if isinstance(p, str) else self.chat.prompt_ids(p, tools) for p in prompts]
+        rows = [ids for ids in encoded for _ in range(n)]
+        t0 = time.perf_counter()
+        outs = self.generator.generate(rows, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                                       seed=seed)
+        self.timer.seconds += time.perf_counter() - t0
+        completions = []
+        for ids, g in zip(rows, outs, strict=True):
+            self.timer.tokens += len(g.ids)
+            if g.finish == "error":
+                completions.append(Completion(text="", prompt_tokens=len(ids), finish_reason="error", error=g.error))
+                continue
+            text = g.text if g.text is not None else self.chat.decode(g.ids)
+            text, stopped = truncate_at_stop(text, stop)
+            rec = Sampled(list(ids), list(g.ids), list(g.logprobs), text, g.finish)
+            self.records.append(rec)
+            self._by_text[text] = rec
+            completions.append(Completion(text=text, prompt_tokens=len(ids), completion_tokens=len(g.ids),
+                                          finish_reason="stop" if stopped else g.finish,
+                                          meta={"prompt_ids": rec.prompt_ids, "completion_ids": rec.completion_ids}))
+        return completions
+
+    def record_for(self, text: str | None) -> Sampled | None:
+        """The token record of the completion whose text is ``text`` (None if unknown)."""
+        return self._by_text.get(text) if text is not None else None
+
+    def take_records(self) -> list[Sampled]:
+        out, self.records, self._by_text = self.records, [], {}
+        return out

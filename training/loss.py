@@ -1,0 +1,218 @@
+"""Losses and the update step of the trainers that do not go through TRL's GRPOTrainer.
+
+A :class:`Sample` is one sequence to learn from: prompt tokens, completion tokens
+and a per-token ``loss_mask`` (1 = trained: the model's own tokens of a rollout,
+the teacher's recovery tokens of a distillation sample; 0 = environment tokens,
+a student prefix, padding), plus its advantage and its role.
+
+* :func:`token_logprobs` -- per-token log-probabilities of the completions
+  (TRL's ``selective_log_softmax``, logits divided by the sampling temperature);
+* :func:`policy_loss` -- GRPO's clipped surrogate (one update per batch makes the
+  ratio 1 and this the plain policy gradient) with an optional k3 KL penalty;
+  ``loss_type`` ``grpo`` averages tokens per sequence then sequences,
+  ``dapo``/``bnpo`` average over all trained tokens of the batch;
+* :func:`nll_loss` -- masked cross-entropy (distillation, SFT warm start);
+* :func:`update` -- micro-batches, gradient accumulation over the whole batch,
+  gradient clipping, one optimizer step; returns the statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Sample", "UpdateConfig", "nll_loss", "pad_batch", "policy_loss", "reference_logprobs", "token_logprobs",
+           "update"]
+
+
+@dataclass
+class Sample:
+    """One training sequence (see the module docstring)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    loss_mask: list[int]
+    advantage: float = 0.0
+    role: str = "solver"
+    weight: float = 1.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.loss_mask) != len(self.completion_ids):
+            raise ValueError(f"loss_mask has {len(self.loss_mask)} entries for {len(self.completion_ids)} tokens")
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+@dataclass
+class UpdateConfig:
+    """Knobs of :func:`update` (taken from TRL's ``GRPOConfig`` by the trainers)."""
+
+    micro_batch_size: int = 4
+    max_grad_norm: float = 1.0
+    epsilon_low: float = 0.2
+    epsilon_high: float = 0.2
+    beta: float = 0.0
+    loss_type: str = "dapo"
+    temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.loss_type not in ("grpo", "dapo", "bnpo"):
+            raise ValueError(f"loss_type {self.loss_type!r} is not supported by the self-play and distillation "
+                             "updates; use grpo, dapo or bnpo (TRL's GRPOTrainer has the others for `train solver`)")
+
+
+def pad_batch(samples: Sequence[Sample], pad_id: int, device: Any = None) -> dict[str, Any]:
+    """Left-padded prompts and right-padded completions, as TRL lays them out."""
+    import torch
+
+    p_width = max(len(s.prompt_ids) for s in samples)
+    c_width = max(max(len(s.completion_ids) for s in samples), 1)
+    n = len(samples)
+    prompt = torch.full((n, p_width), pad_id, dtype=torch.long)
+    prompt_mask = torch.zeros((n, p_width), dtype=torch.long)
+    comp = torch.full((n, c_width), pad_id, dtype=torch.long)
+    comp_mask = torch.zeros((n, c_width), dtype=torch.long)
+    loss_mask = torch.zeros((n, c_width), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        if s.prompt_ids:
+            prompt[i, p_width - len(s.prompt_ids):] = torch.tensor(s.prompt_ids)
+            prompt_mask[i, p_width - len(s.prompt_ids):] = 1
+        k = len(s.completion_ids)
+        if k:
+            comp[i, :k] = torch.tensor(s.completion_ids)
+            comp_mask[i, :k] = 1
+            loss_mask[i, :k] = torch.tensor(s.loss_mask, dtype=torch.float32)
+    out = {"input_ids": torch.cat([prompt, comp], 1), "attention_mask": torch.cat([prompt_mask, comp_mask], 1),
+           "loss_mask": loss_mask, "logits_to_keep": c_width,
+           "advantages": torch.tensor([s.advantage for s in samples], dtype=torch.float32),
+           "weights": torch.tensor([s.weight for s in samples], dtype=torch.float32)}
+    if device is not None:
+        out = {k: v.to(device) if hasattr(v, "to") else v for k, v in out.items()}
+    return out
+
+
+def token_logprobs(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                   temperature: float = 1.0) -> Any:
+    """``(B, logits_to_keep)`` log-probabilities of the last ``logits_to_keep`` tokens."""
+    from trl.trainer.utils import selective_log_softmax
+
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=logits_to_keep + 1).logits
+    logits = logits[:, :-1, :] / (temperature if temperature > 0 else 1.0)
+    return selective_log_softmax(logits, input_ids[:, -logits_to_keep:])
+
+
+def _reduce(per_token: Any, mask: Any, weights: Any, loss_type: str, total_tokens: float) -> Any:
+    if loss_type == "grpo":
+        per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return (per_seq * weights).sum()
+    return ((per_token * mask).sum(1) * weights).sum() / max(total_tokens, 1.0)
+
+
+def policy_loss(logps: Any, old_logps: Any, advantages: Any, mask: Any, *, weights: Any = None,
+                ref_logps: Any = None, cfg: UpdateConfig | None = None, total_tokens: float | None = None,
+                total_sequences: int | None = None) -> tuple[Any, dict[str, float]]:
+    """GRPO's clipped surrogate (plus ``beta`` * k3 KL when ``ref_logps`` is given).
+
+    ``total_tokens`` / ``total_sequences`` normalise over the whole batch when it is split into
+    micro-batches (so gradient accumulation equals one big batch).
+    """
+    import torch
+
+    cfg = cfg or UpdateConfig()
+    weights = torch.ones_like(advantages) if weights is None else weights
+    ratio = torch.exp(logps - old_logps)
+    clipped = torch.clamp(ratio, 1 - cfg.epsilon_low, 1 + cfg.epsilon_high)
+    adv = advantages.unsqueeze(1)
+    per_token = -torch.min(ratio * adv, clipped * adv)
+    kl = None
+    if ref_logps is not None and cfg.beta:
+        kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+        per_token = per_token + cfg.beta * kl
+    n_tok = float(total_tokens if total_tokens is not None else mask.sum().item())
+    n_seq = float(total_sequences if total_sequences is not None else logps.shape[0])
+    loss = _reduce(per_token, mask, weights, cfg.loss_type, n_tok)
+    if cfg.loss_type == "grpo":
+        loss = loss / max(n_seq, 1.0)
+    with torch.no_grad():
+        m = mask.sum().clamp(min=1.0)
+        stats = {"clip_ratio": float((((ratio - clipped).abs() > 0).float() * mask).sum() / m),
+                 "kl": float(((kl if kl is not None else torch.zeros_like(logps)) * mask).sum() / m)}
+    return loss, stats
+
+
+def nll_loss(logps: Any, mask: Any, *, weights: Any = None, total_tokens: float | None = None) -> Any:
+    """Masked negative log-likelihood averaged over trained tokens (of the whole batch if given)."""
+    import torch
+
+    weights = torch.ones(logps.shape[0], device=logps.device) if weights is None else weights
+    n_tok = float(total_tokens if total_tokens is not None else mask.sum().item())
+    return -((logps * mask).sum(1) * weights).sum() / max(n_tok, 1.0)
+
+
+def reference_logprobs(model: Any, ref_model: Any = None) -> Callable[[dict[str, Any], float], Any]:
+    """Log-probabilities under the reference policy: ``ref_model``, or ``model`` with its LoRA adapter off."""
+    import torch
+
+    def ref(batch: dict[str, Any], temperature: float) -> Any:
+        with torch.no_grad():
+            if ref_model is not None:
+                return token_logprobs(ref_model, batch["input_ids"], batch["attention_mask"],
+                                      batch["logits_to_keep"], temperature)
+            with model.disable_adapter():
+                return token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
+                                      temperature)
+
+    return ref
+
+
+def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int, cfg: UpdateConfig,
+           objective: str = "policy", reference: Callable[[dict[str, Any], float], Any] | None = None,
+           backward: Callable[[Any], None] | None = None) -> dict[str, float]:
+    """One optimizer step over ``samples`` (``objective``: ``policy`` or ``nll``); returns statistics.
+
+    ``reference(batch, temperature)`` gives reference log-probabilities for the KL penalty
+    (:func:`reference_logprobs`; only used when ``cfg.beta`` is not 0).
+    """
+    import torch
+
+    samples = [s for s in samples if s.trained_tokens > 0 and (objective == "nll" or s.advantage != 0.0)]
+    stats: dict[str, float] = {"loss": 0.0, "samples": float(len(samples)), "trained_tokens": 0.0,
+                               "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0}
+    if not samples:
+        return stats
+    device = next(model.parameters()).device
+    total_tokens = float(sum(s.trained_tokens for s in samples))
+    stats["trained_tokens"] = total_tokens
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
+    chunks = [order[i:i + cfg.micro_batch_size] for i in range(0, len(order), cfg.micro_batch_size)]
+    for idx in chunks:
+        batch = pad_batch([samples[i] for i in idx], pad_id, device)
+        logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
+                               cfg.temperature)
+        mask = batch["loss_mask"]
+        if objective == "nll":
+            loss = nll_loss(logps, mask, weights=batch["weights"], total_tokens=total_tokens)
+            part: dict[str, float] = {}
+        else:
+            ref = reference(batch, cfg.temperature) if cfg.beta and reference is not None else None
+            loss, part = policy_loss(logps, logps.detach(), batch["advantages"], mask, weights=batch["weights"],
+                                     ref_logps=ref, cfg=cfg, total_tokens=total_tokens,
+                                     total_sequences=len(samples))
+        (backward or (lambda t: t.backward()))(loss)
+        stats["loss"] += float(loss.detach())
+        share = float(mask.sum()) / total_tokens
+        for k, v in part.items():
+            stats[k] += v * share
+    params = [p for p in model.parameters() if p.requires_grad]
+    norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+    stats["grad_norm"] = float(norm) if math.isfinite(float(norm)) else float("nan")
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return stats

@@ -1,0 +1,185 @@
+"""Observability: per-round (or per-step) metrics to ``metrics.jsonl``, TensorBoard or W&B, and plots.
+
+Every trainer writes one JSON object per line to ``RUN/metrics.jsonl``
+(self-play and distillation: one per round or iteration; the TRL solver: one
+per logging step). :class:`MetricsWriter` also forwards numeric values,
+flattened to ``a/b`` keys, to the ``run.report_to`` sinks: ``tensorboard``
+(``torch.utils.tensorboard``) and ``wandb`` (when installed; a clear error
+otherwise). :func:`plot_run` draws the curves of a run folder as PNG files
+(``envwright plot RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from training.errors import ConfigError
+
+__all__ = ["MetricsWriter", "flatten", "metrics_callback", "plot_run", "read_metrics"]
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of nested dicts as ``a/b/c`` keys (bools as 0/1; others dropped)."""
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        key = f"{prefix}/{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key))
+        elif isinstance(v, bool) or (isinstance(v, int | float) and math.isfinite(float(v))):
+            out[key] = float(v)
+    return out
+
+
+class MetricsWriter:
+    """Appends records to ``metrics.jsonl`` and mirrors them to TensorBoard / W&B."""
+
+    def __init__(self, run_dir: str | Path, report_to: Iterable[str] = (), *, run_name: str | None = None,
+                 config: dict[str, Any] | None = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / "metrics.jsonl"
+        self.tb: Any = None
+        self.wandb: Any = None
+        report = list(report_to)
+        if "tensorboard" in report:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise ConfigError("run.report_to has tensorboard but it is not installed: pip install tensorboard, "
+                                  "or set --set run.report_to=[]") from None
+            self.tb = SummaryWriter(str(self.run_dir / "tensorboard"))
+        if "wandb" in report:
+            try:
+                import wandb
+            except ImportError:
+                raise ConfigError("run.report_to has wandb but it is not installed: pip install wandb, or set "
+                                  "--set run.report_to=[tensorboard]") from None
+            self.wandb = wandb.init(project="envwright", name=run_name, dir=str(self.run_dir), config=config)
+
+    def log(self, record: dict[str, Any], step: int) -> None:
+        rec = {"step": step, "time": time.time(), **record}
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec, default=_jsonable) + "\n")
+        flat = flatten(record)
+        if self.tb is not None:
+            for k, v in flat.items():
+                self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+        if self.wandb is not None:
+            self.wandb.log(flat, step=step)
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, set | tuple):
+        return list(x)
+    if isinstance(x, Path):
+        return str(x)
+    return str(x)
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of ``RUN/metrics.jsonl`` (a truncated last line is skipped)."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no metrics.jsonl in {run_dir}; is it a training run folder?")
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def metrics_callback(path: str | Path) -> Any:
+    """A ``transformers.TrainerCallback`` that appends every ``on_log`` record to ``path`` (metrics.jsonl)."""
+    from transformers import TrainerCallback
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+    class MetricsCallback(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:
+            if not logs or not getattr(state, "is_world_process_zero", True):
+                return
+            rec = {"step": state.global_step, "time": time.time(), **flatten(logs)}
+            with target.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(rec) + "\n")
+
+    return MetricsCallback()
+
+
+#: Curves drawn by :func:`plot_run` when present: (file stem, title, [keys]).
+PLOTS: list[tuple[str, str, list[str]]] = [
+    ("rewards", "Rewards", ["solver/reward", "proposer/reward", "reward", "rewards/env_reward/mean"]),
+    ("solve_rate", "Solve rate / pass rate", ["solver/pass_rate", "env/episode_passed", "student/pass_rate",
+                                              "solve_rate/mean"]),
+    ("validity", "Proposal validity", ["proposer/validity"]),
+    ("throughput", "Generated tokens per second", ["throughput/tokens_per_second"]),
+    ("time", "Seconds per round", ["time/generation", "time/environment", "time/validation", "time/update"]),
+    ("loss", "Loss", ["update/loss", "loss"]),
+    ("recovery", "Distillation samples", ["distill/recovery_samples", "distill/divergences"]),
+]
+
+
+def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """PNG curves of a run's metrics (one file per group of :data:`PLOTS` that has data)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(run_dir)
+    out = Path(out_dir) if out_dir else Path(run_dir) / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    flat = [(r.get("step", i), flatten(r)) for i, r in enumerate(records)]
+    written = []
+    for stem, title, keys in PLOTS:
+        series = {k: [(s, f[k]) for s, f in flat if k in f] for k in keys}
+        series = {k: v for k, v in series.items() if v}
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for k, pts in series.items():
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=k)
+        ax.set_title(title)
+        ax.set_xlabel("round / step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"{stem}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    hist = [(s, r["solver"]["solve_rate_histogram"]) for s, r in ((r.get("step", i), r) for i, r in enumerate(records))
+            if isinstance(r.get("solver"), dict) and r["solver"].get("solve_rate_histogram")]
+    if hist:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for s, h in hist[-4:]:
+            ax.plot(range(len(h["counts"])), h["counts"], marker="o", label=f"round {s}")
+        ax.set_xticks(range(len(h["counts"])))
+        ax.set_xticklabels([f"{a:.1f}-{b:.1f}" for a, b in zip(h["edges"][:-1], h["edges"][1:], strict=True)],
+                           fontsize=7)
+        ax.set_title("Solve-rate histogram of valid proposals")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / "solve_rate_histogram.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    if not written:
+        raise ValueError(f"{run_dir}/metrics.jsonl has no known curves (keys: "
+                         f"{sorted({k for _, f in flat for k in f})[:20]})")
+    return written

@@ -1,0 +1,128 @@
+"""Loading the policy (model, tokenizer, optional LoRA) and choosing its generator.
+
+:func:`load_policy` reads ``model:`` (a hub id, a local folder, or a GGUF file
+that transformers de-quantises), sets the chat template (``trl:qwen3`` loads
+TRL's bundled template), pads on the left with a pad token, and wraps the model
+in a PEFT LoRA adapter when ``model.lora_r > 0``. :func:`make_generator` picks
+the engine of ``generation:`` (vLLM when installed on CUDA for ``auto``, else
+Hugging Face ``generate`` with the configured fast path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from training.config import TrainConfig, resolve_device, resolve_dtype_name
+from training.errors import ConfigError
+from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
+
+__all__ = ["eos_ids_of", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _source(cfg: TrainConfig, path: str | None = None) -> tuple[str, dict[str, Any]]:
+    name = path or cfg.model.name_or_path
+    kwargs: dict[str, Any] = {"trust_remote_code": cfg.model.trust_remote_code}
+    gguf = cfg.model.gguf_file if path is None else None
+    p = Path(name)
+    if gguf is None and p.suffix == ".gguf" and p.is_file():
+        name, gguf = str(p.parent), p.name
+    if gguf:
+        kwargs["gguf_file"] = gguf
+    return name, kwargs
+
+
+def load_tokenizer(cfg: TrainConfig, path: str | None = None) -> Any:
+    """The tokenizer, left-padded, with a pad token and the configured chat template."""
+    from transformers import AutoTokenizer
+
+    from training.chat import load_chat_template
+
+    name, kwargs = _source(cfg, path)
+    tok = AutoTokenizer.from_pretrained(name, **kwargs)
+    if cfg.model.chat_template:
+        tok.chat_template = load_chat_template(cfg.model.chat_template)
+    tok.padding_side = "left"
+    if tok.pad_token_id is None:
+        if tok.eos_token_id is None:
+            raise ConfigError(f"the tokenizer of {name} has neither a pad nor an eos token")
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def peft_config(cfg: TrainConfig) -> Any:
+    """The LoRA config for ``model.lora_*`` (None when ``lora_r == 0``)."""
+    if cfg.model.lora_r <= 0:
+        return None
+    try:
+        from peft import LoraConfig
+    except ImportError:
+        raise ConfigError("model.lora_r > 0 needs peft: pip install 'envwright[train]'") from None
+    return LoraConfig(r=cfg.model.lora_r, lora_alpha=cfg.model.lora_alpha, lora_dropout=cfg.model.lora_dropout,
+                      target_modules=cfg.model.lora_target_modules, task_type="CAUSAL_LM")
+
+
+def load_policy(cfg: TrainConfig, path: str | None = None, *, wrap_lora: bool = True,
+                device: str | None = None) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` on the configured device; LoRA-wrapped when configured.
+
+    ``path`` loads from a checkpoint folder instead of ``model.name_or_path`` (a folder holding a
+    LoRA adapter is loaded on top of the base model).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg.require_model()
+    device = device or resolve_device(cfg)
+    dtype = getattr(torch, _TORCH_DTYPES[resolve_dtype_name(cfg, device)])
+    adapter = path is not None and (Path(path) / "adapter_config.json").is_file()
+    name, kwargs = _source(cfg, None if adapter else path)
+    if cfg.model.attn_implementation:
+        kwargs["attn_implementation"] = cfg.model.attn_implementation
+    model: Any = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, **kwargs)
+    tok = load_tokenizer(cfg, path if path and (Path(path) / "tokenizer_config.json").is_file() else None)
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tok.pad_token_id
+    model.to(device)
+    if cfg.model.gradient_checkpointing:
+        (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
+        model.config.use_cache = False
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(path), is_trainable=True)
+    elif wrap_lora and cfg.model.lora_r > 0:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, peft_config(cfg))
+    return model, tok
+
+
+def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
+    """End-of-sequence ids: the generation config's and the tokenizer's."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return sorted(int(i) for i in ids)
+
+
+def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator: Any = None) -> Generator:
+    """The generator ``generation.engine`` asks for (see the module docstring)."""
+    g = cfg.generation
+    engine = g.engine
+    if engine == "auto":
+        engine = "vllm" if vllm_available() and resolve_device(cfg).startswith("cuda") else "hf"
+    eos = eos_ids_of(model, tokenizer)
+    if engine == "vllm":
+        if accelerator is None:
+            from accelerate import Accelerator
+
+            accelerator = Accelerator()
+        return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer, mode=g.vllm_mode,
+                             gpu_memory_utilization=g.vllm_gpu_memory_utilization,
+                             server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
+    return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
+                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile)

@@ -1,0 +1,305 @@
+"""Solver rollouts: batched multi-turn episodes over :class:`~gym_envs.env.ToolEnv`.
+
+:func:`rollout` plays a list of tasks together. Each step makes **one** batched
+``generate`` call over every unfinished episode, then steps each episode's env
+with its action text:
+
+1. the prompt is the env's system prompt (which lists the tools; ``tools=`` also
+   goes to the template with ``rollout.pass_tools``) and the first instruction;
+2. an action with tool calls gets the results back as ``tool`` messages (one per
+   call, parse errors included); a plain message ends the turn and the next
+   instruction comes as a ``user`` message;
+3. those environment tokens are appended with ``env_mask`` 0 (left out of the
+   loss); the model's own tokens, end-of-turn token included, have ``env_mask`` 1;
+4. an episode ends when the env terminates it (last turn scored) or truncates it
+   (``rollout.max_steps`` actions), when its tokens run out
+   (``rollout.max_completion_tokens``, or one action reaching
+   ``rollout.max_turn_tokens`` without ending), or when generation or the env
+   fails -- a failure is data: the episode keeps its tokens, gets reward 0 and
+   records ``status`` and ``error``.
+
+The reward is :func:`training.rewards.solver_reward` of the env's score; an
+episode cut short by the token budget is scored as it stands (unplayed turns
+fail). Every episode records its transcript, per-step actions and parsed calls,
+tool errors and the time spent generating and in the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gym_envs.env import ToolEnv
+from gym_envs.executor import CallResult, Executor, default_executor
+from gym_envs.parsing import parse_action
+from gym_envs.spec import EnvSpec
+from training.chat import ChatFormat
+from training.config import RolloutConfig
+from training.errors import FAILURE_STATUSES, TRUNCATION_STATUSES
+from training.generation import Generated, Generator
+from training.rewards import episode_passed, solver_reward
+
+__all__ = ["Episode", "Step", "TaskRef", "batch_stats", "env_messages", "rollout", "tasks_of"]
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """One task of one environment, with the seed of its episode."""
+
+    spec: EnvSpec
+    task_id: str
+    episode_seed: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.spec.id}/{self.task_id}"
+
+
+def tasks_of(specs: Sequence[EnvSpec], *, per_env: int | None = None, skip_last: int = 0,
+             seed: int = 0) -> list[TaskRef]:
+    """Tasks of each spec (the first ``per_env``, leaving out the last ``skip_last``)."""
+    out = []
+    for spec in specs:
+        tasks = spec.tasks[: len(spec.tasks) - skip_last] if skip_last else spec.tasks
+        out += [TaskRef(spec, t.id, seed) for t in tasks[:per_env]]
+    return out
+
+
+@dataclass
+class Step:
+    """One model action and what the environment answered."""
+
+    turn: int
+    text: str
+    calls: list[dict[str, Any]]
+    start: int  #: offset of the action's tokens in ``completion_ids``
+    end: int
+    finish: str
+    message_index: int = 0  #: number of chat messages before this action
+    observation: list[dict[str, Any]] = field(default_factory=list)  #: messages appended after the action
+    results: list[dict[str, Any]] = field(default_factory=list)  #: the env's tool results (name, arguments, ok, ...)
+    turn_ended: bool = False
+    turn_passed: bool | None = None  #: the turn's verdict when this action ended it
+
+
+@dataclass
+class Episode:
+    """A played task as tokens, transcript and outcome."""
+
+    task: TaskRef
+    prompt_ids: list[int]
+    messages: list[dict[str, Any]]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)  #: 1 = model token (trained), 0 = environment token
+    logprobs: list[float] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    status: str = "running"
+    error: str | None = None
+    score: dict[str, float] = field(default_factory=dict)
+    reward: float = 0.0
+    turn: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    parse_errors: int = 0
+    gen_seconds: float = 0.0
+    env_seconds: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.status != "running"
+
+    @property
+    def passed(self) -> bool:
+        return episode_passed(self.score)
+
+    @property
+    def truncated(self) -> bool:
+        return self.status in TRUNCATION_STATUSES
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILURE_STATUSES
+
+    @property
+    def model_tokens(self) -> int:
+        return sum(self.env_mask)
+
+    @property
+    def env_tokens(self) -> int:
+        return len(self.env_mask) - sum(self.env_mask)
+
+    def append(self, ids: Sequence[int], *, model: bool, logprobs: Sequence[float] | None = None) -> None:
+        self.completion_ids += list(ids)
+        self.env_mask += [1 if model else 0] * len(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-able summary (no token ids)."""
+        return {"env_id": self.task.spec.id, "task_id": self.task.task_id, "seed": self.task.episode_seed,
+                "status": self.status, "error": self.error, "reward": self.reward, "score": self.score,
+                "passed": self.passed, "steps": len(self.steps), "tool_calls": self.tool_calls,
+                "tool_errors": self.tool_errors, "parse_errors": self.parse_errors,
+                "model_tokens": self.model_tokens, "env_tokens": self.env_tokens,
+                "gen_seconds": self.gen_seconds, "env_seconds": self.env_seconds,
+                "actions": [s.text for s in self.steps]}
+
+
+def env_messages(info: dict[str, Any], obs: str) -> tuple[list[dict[str, Any]], bool]:
+    """The messages an env step adds to the chat, and whether the turn ended.
+
+    Tool calls give one ``tool`` message per result (and one per parse error); an ended turn
+    gives the next instruction as a ``user`` message (nothing when the episode is over).
+    """
+    if "turn_passed" in info:
+        return ([{"role": "user", "content": obs}] if obs else []), True
+    msgs = [{"role": "tool", "name": r["name"], "content": CallResult(**r).observation()}
+            for r in info.get("tool_results") or []]
+    msgs += [{"role": "tool", "name": "parse_error", "content": json.dumps({"error": e, "type": "ParseError"})}
+             for e in info.get("parse_errors") or []]
+    return msgs, False
+
+
+class _Live:
+    """An episode in progress: its env and its record."""
+
+    def __init__(self, task: TaskRef, chat: ChatFormat, cfg: RolloutConfig, executor: Executor):
+        t0 = time.perf_counter()
+        self.env: ToolEnv | None = None
+        try:
+            self.env = ToolEnv(task.spec, task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
+                               executor=executor, max_observation_chars=cfg.max_observation_chars)
+            obs, info = self.env.reset(options={"task": task.task_id, "episode_seed": task.episode_seed})
+        except Exception as e:  # a spec whose env cannot even reset: a failed episode, not a crash
+            self.ep = Episode(task, [chat.eos_id], [], status="env_error", error=f"{type(e).__name__}: {e}")
+            return
+        messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
+        self.ep = Episode(task, chat.prompt_ids(messages, task.spec.openai_tools()), messages)
+        self.ep.env_seconds += time.perf_counter() - t0
+
+    def context(self) -> list[int]:
+        return self.ep.prompt_ids + self.ep.completion_ids
+
+
+def _finish(live: _Live, status: str, cfg: RolloutConfig, error: str | None = None) -> None:
+    ep = live.ep
+    ep.status = status
+    ep.error = error
+    if not ep.score and status not in FAILURE_STATUSES and live.env is not None and live.env.task is not None:
+        ep.score = live.env.score()  # cut short by tokens: scored as it stands
+    ep.reward = (0.0 if status in FAILURE_STATUSES else
+                 solver_reward(ep.score, mode=cfg.reward_mode, parse_errors=ep.parse_errors,
+                               parse_error_penalty=cfg.parse_error_penalty))
+
+
+def _advance(live: _Live, out: Generated, budget: int, chat: ChatFormat, cfg: RolloutConfig) -> None:
+    """Apply one generated action to an episode (see the module docstring)."""
+    ep = live.ep
+    if out.finish == "error":
+        _finish(live, "generation_error", cfg, out.error)
+        return
+    ids, lps, finish = list(out.ids), list(out.logprobs), out.finish
+    if len(ids) > budget:
+        ids, lps, finish = ids[:budget], lps[:budget], "length"
+    start = len(ep.completion_ids)
+    ep.append(ids, model=True, logprobs=lps)
+    text = out.text if out.text is not None else chat.decode(ids)
+    parsed = parse_action(text)
+    step = Step(ep.turn, text, parsed.calls, start, len(ep.completion_ids), finish, len(ep.messages))
+    ep.steps.append(step)
+    if finish != "stop":
+        left = cfg.max_completion_tokens - len(ep.completion_ids)
+        _finish(live, "turn_too_long" if left > 0 else "max_tokens", cfg)
+        return
+    ep.messages.append({"role": "assistant", "content": text})
+    if live.env is None:  # never reset: already finished with env_error
+        return
+    t0 = time.perf_counter()
+    try:
+        obs, _, terminated, truncated, info = live.env.step(text)
+    except Exception as e:  # a failure is data: the env (or its worker) broke on this action
+        ep.env_seconds += time.perf_counter() - t0
+        _finish(live, "env_error", cfg, f"{type(e).__name__}: {e}")
+        return
+    ep.env_seconds += time.perf_counter() - t0
+    results = info.get("tool_results") or []
+    step.results = results
+    if "turn_passed" in info:
+        step.turn_passed = bool(info["turn_passed"])
+    ep.tool_calls += len(results)
+    ep.tool_errors += sum(not r["ok"] for r in results)
+    ep.parse_errors += len(info.get("parse_errors") or [])
+    if "score" in info:
+        ep.score = dict(info["score"])
+    msgs, step.turn_ended = env_messages(info, obs)
+    if step.turn_ended:
+        ep.turn += 1
+    if terminated or truncated:
+        _finish(live, "terminated" if terminated else "max_steps", cfg)
+        return
+    suffix = chat.user_suffix_ids(obs) if step.turn_ended else chat.tool_suffix_ids(msgs)
+    if len(ep.completion_ids) + len(suffix) >= cfg.max_completion_tokens:
+        _finish(live, "max_tokens", cfg)
+        return
+    step.observation = msgs
+    ep.messages += msgs
+    ep.append(suffix, model=False)
+
+
+def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cfg: RolloutConfig, *,
+            seed: int = 0, executor: Executor | str | None = None, temperature: float | None = None,
+            sync: Callable[[bool], bool] | None = None) -> list[Episode]:
+    """Play every task to the end, advancing all unfinished episodes together (module docstring).
+
+    ``sync(any_active_here) -> any_active_anywhere`` keeps several processes in step: each calls
+    ``generate`` (with no rows once its own episodes are done) until every process is done, as the
+    collective operations inside vLLM's server mode and DeepSpeed ZeRO-3 require.
+    """
+    ex = executor if isinstance(executor, Executor) else default_executor(executor or cfg.executor)
+    temp = cfg.temperature if temperature is None else temperature
+    lives: list[_Live] = []
+    try:
+        lives = [_Live(task, chat, cfg, ex) for task in tasks]
+        step = 0
+        while True:
+            active = [lv for lv in lives if not lv.ep.done]
+            for lv in active:
+                if cfg.max_completion_tokens - len(lv.ep.completion_ids) <= 0:
+                    _finish(lv, "max_tokens", cfg)
+            active = [lv for lv in active if not lv.ep.done]
+            if not (sync(bool(active)) if sync is not None else active):
+                break
+            budgets = [min(cfg.max_turn_tokens, cfg.max_completion_tokens - len(lv.ep.completion_ids))
+                       for lv in active]
+            t0 = time.perf_counter()
+            outs = generator.generate([lv.context() for lv in active], max_new_tokens=max(budgets, default=1),
+                                      temperature=temp, top_p=cfg.top_p, seed=seed * 1_000_003 + step)
+            share = (time.perf_counter() - t0) / max(1, len(active))
+            for lv, out, budget in zip(active, outs, budgets, strict=True):
+                lv.ep.gen_seconds += share
+                _advance(lv, out, budget, chat, cfg)
+            step += 1
+    finally:
+        for lv in lives:
+            if lv.env is not None:
+                lv.env.close()
+    return [lv.ep for lv in lives]
+
+
+def batch_stats(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Aggregate numbers of a batch of episodes (for metrics)."""
+    n = len(episodes) or 1
+    gen = sum(e.gen_seconds for e in episodes)
+    env = sum(e.env_seconds for e in episodes)
+    tokens = sum(e.model_tokens for e in episodes)
+    statuses: dict[str, int] = {}
+    for e in episodes:
+        statuses[e.status] = statuses.get(e.status, 0) + 1
+    return {"episodes": len(episodes), "reward": sum(e.reward for e in episodes) / n,
+            "pass_rate": sum(e.passed for e in episodes) / n, "model_tokens": tokens,
+            "env_tokens": sum(e.env_tokens for e in episodes), "gen_seconds": gen, "env_seconds": env,
+            "tokens_per_second": tokens / gen if gen > 0 else 0.0,
+            "tool_calls": sum(e.tool_calls for e in episodes) / n,
+            "tool_errors": sum(e.tool_errors for e in episodes) / n, "statuses": statuses}

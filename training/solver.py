@@ -1,0 +1,252 @@
+"""``envwright train solver``: GRPO on environment tasks through TRL's ``GRPOTrainer`` and a rollout function.
+
+TRL owns the training loop (batching, the GRPO loss, the optimizer, logging,
+checkpoints, accelerate/DeepSpeed, vLLM weight sync); we own the rollout:
+
+* the dataset is one row per task, its ``prompt`` a task key
+  (``envwright-task:ENV_ID/TASK_ID``) that :class:`TaskPool` resolves to the spec
+  and task -- the rollout builds the real chat (system prompt with the tools,
+  first instruction) itself, at the tokenizer boundary, as TRL asks;
+* :func:`make_rollout_func` returns TRL's ``rollout_func(prompts, trainer)``.
+  TRL's ``RepeatSampler`` hands it every prompt already repeated
+  ``num_generations`` times (consecutive copies; checked on TRL 1.16, whose
+  docstring says otherwise), so it plays one episode per prompt; if the
+  prompts ever arrive unrepeated it plays G episodes per prompt. All episodes
+  of the call advance together (:func:`training.rollout.rollout`). It returns
+  ``prompt_ids``, ``completion_ids``, ``logprobs``, ``env_mask`` (environment
+  tokens out of the loss) and per-episode fields for the reward functions;
+* the reward function is :func:`training.rewards.env_reward` (the env's checks);
+  it also logs rollout statistics (``env/*``) through TRL's ``log_metric``.
+
+Generation uses the trainer's vLLM engine when ``generation.engine`` is
+``vllm`` (TRL syncs its weights before the call) and otherwise Hugging Face
+``generate`` on the unwrapped training model (DeepSpeed ZeRO-3 gathers it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gym_envs.spec import EnvSpec, load_spec
+from training.chat import ChatFormat
+from training.config import TrainConfig, config_to_dict, to_grpo_config
+from training.errors import ConfigError
+from training.generation import Generator, HFGenerator, VLLMGenerator
+from training.rollout import Episode, TaskRef, rollout, tasks_of
+
+__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "load_specs", "make_rollout_func", "task_key",
+           "train_solver"]
+
+KEY_PREFIX = "envwright-task:"
+
+
+def task_key(env_id: str, task_id: str) -> str:
+    """The dataset prompt that stands for one task."""
+    return f"{KEY_PREFIX}{env_id}/{task_id}"
+
+
+def load_specs(sources: Sequence[str]) -> list[EnvSpec]:
+    """Specs from ``examples``, ``examples:NAME``, a library folder, a spec file or a folder of specs."""
+    from gym_envs.examples import load_all, load_example
+
+    out: list[EnvSpec] = []
+    for src in sources:
+        if src == "examples":
+            out += load_all()
+        elif src.startswith("examples:"):
+            out.append(load_example(src.split(":", 1)[1]))
+        else:
+            p = Path(src)
+            if p.is_file():
+                out.append(load_spec(p))
+            elif (p / "specs").is_dir():
+                out += [load_spec(f) for f in sorted((p / "specs").glob("*.json"))]
+            elif p.is_dir():
+                out += [load_spec(f) for f in sorted(p.glob("*.json"))]
+            else:
+                raise ConfigError(f"solver.envs: {src!r} is not 'examples', 'examples:NAME', a library folder, "
+                                  "a spec file or a folder of spec files")
+    ids = [s.id for s in out]
+    if len(set(ids)) != len(ids):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        raise ConfigError(f"solver.envs: environment ids {dupes} appear twice; list each source once")
+    if not out:
+        raise ConfigError(f"solver.envs {list(sources)} holds no environment specs")
+    return out
+
+
+class TaskPool:
+    """Task keys and the tasks they stand for."""
+
+    def __init__(self, tasks: Sequence[TaskRef]):
+        self.tasks = {task_key(t.spec.id, t.task_id): t for t in tasks}
+        if not self.tasks:
+            raise ConfigError("no tasks to train on (check solver.envs, solver.tasks_per_env, solver.holdout_tasks)")
+
+    @classmethod
+    def from_config(cls, cfg: TrainConfig, *, holdout: bool = False) -> TaskPool:
+        specs = load_specs(cfg.solver.envs)
+        if holdout:
+            n = cfg.solver.holdout_tasks
+            tasks = [TaskRef(s, t.id) for s in specs for t in s.tasks[len(s.tasks) - n:]] if n else []
+            return cls(tasks)
+        return cls(tasks_of(specs, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks))
+
+    def keys(self) -> list[str]:
+        return list(self.tasks)
+
+    def get(self, key: str) -> TaskRef:
+        try:
+            return self.tasks[key]
+        except KeyError:
+            raise KeyError(f"unknown task key {key!r}: prompts of the solver dataset must be task keys "
+                           f"({KEY_PREFIX}ENV/TASK)") from None
+
+    def dataset(self) -> Any:
+        from datasets import Dataset
+
+        return Dataset.from_dict({"prompt": self.keys()})
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
+def _seed(*parts: Any) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps(parts, default=str).encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id: int) -> Generator:
+    """The trainer's vLLM engine, or HF generate on the unwrapped training model."""
+    if getattr(trainer, "use_vllm", False):
+        return VLLMGenerator(eos_ids=eos_ids, engine=trainer.vllm_generation)
+    from trl.models.utils import unwrap_model_for_generation
+
+    def unwrap() -> Any:
+        return unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                           gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                                           gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs)
+
+    g = cfg.generation
+    return HFGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
+                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile, unwrap=unwrap)
+
+
+def process_sync(accelerator: Any) -> Callable[[bool], bool] | None:
+    """``any_active_here -> any_active_anywhere`` across processes (None for one process)."""
+    if getattr(accelerator, "num_processes", 1) <= 1:
+        return None
+    import torch
+
+    def sync(active: bool) -> bool:
+        flag = torch.tensor([int(active)], device=accelerator.device)
+        return bool(accelerator.gather(flag).sum().item() > 0)
+
+    return sync
+
+
+def _expand(prompts: list[Any], g: int) -> tuple[list[str], bool]:
+    keys = [str(p) for p in prompts]
+    repeated = len(keys) % g == 0 and all(keys[i] == keys[i - i % g] for i in range(len(keys)))
+    return (keys, True) if repeated else ([k for k in keys for _ in range(g)], False)
+
+
+def rollout_fields(episodes: Sequence[Episode], eos_id: int) -> dict[str, list[Any]]:
+    """What the rollout function returns to TRL for a list of episodes."""
+    out: dict[str, list[Any]] = {k: [] for k in (
+        "prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "episode_status", "episode_passed",
+        "env_seconds", "gen_seconds", "tool_calls", "tool_errors", "steps")}
+    for ep in episodes:
+        comp, mask, lps = ep.completion_ids, ep.env_mask, ep.logprobs
+        if not comp:  # TRL needs at least one completion token; an untrained EOS stands in
+            comp, mask, lps = [eos_id], [0], [0.0]
+        out["prompt_ids"].append(list(ep.prompt_ids))
+        out["completion_ids"].append(list(comp))
+        out["env_mask"].append(list(mask))
+        out["logprobs"].append(list(lps))
+        out["env_reward"].append(ep.reward)
+        out["episode_status"].append(ep.status)
+        out["episode_passed"].append(float(ep.passed))
+        out["env_seconds"].append(ep.env_seconds)
+        out["gen_seconds"].append(ep.gen_seconds)
+        out["tool_calls"].append(ep.tool_calls)
+        out["tool_errors"].append(ep.tool_errors)
+        out["steps"].append(len(ep.steps))
+    return out
+
+
+def make_rollout_func(pool: TaskPool, chat: ChatFormat, cfg: TrainConfig, *,
+                      generator: Generator | Callable[[Any], Generator] | None = None,
+                      on_episodes: Callable[[list[Episode]], None] | None = None) -> Callable[[list[Any], Any], dict]:
+    """TRL's ``rollout_func`` over the pool's tasks (see the module docstring).
+
+    ``generator`` replaces the trainer's generation (a :class:`Generator`, or a function of the
+    trainer returning one); ``on_episodes`` sees every call's episodes (tests, logging).
+    The function's ``calls`` attribute records ``{"prompts", "repeated", "episodes"}`` per call.
+    """
+    from training.model import eos_ids_of
+
+    calls: list[dict[str, Any]] = []
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        training = trainer.model.training
+        g = trainer.num_generations if training else trainer.num_generations_eval
+        keys, repeated = _expand(list(prompts), g)
+        step = trainer.state.global_step
+        rank = trainer.accelerator.process_index
+        tasks = [TaskRef(pool.get(k).spec, pool.get(k).task_id, _seed(cfg.run.seed, k, step)) for k in keys]
+        if generator is None:
+            gen = trainer_generator(trainer, cfg, eos_ids_of(trainer.model, chat.tokenizer), chat.pad_id)
+        else:
+            gen = generator(trainer) if callable(generator) and not isinstance(generator, Generator) else generator
+        episodes = rollout(tasks, gen, chat, cfg.rollout, seed=_seed(cfg.run.seed, step, rank, training),
+                           sync=process_sync(trainer.accelerator))
+        calls.append({"prompts": len(prompts), "repeated": repeated, "episodes": len(episodes)})
+        if on_episodes is not None:
+            on_episodes(episodes)
+        return rollout_fields(episodes, chat.eos_id)
+
+    rollout_func.calls = calls  # type: ignore[attr-defined]
+    return rollout_func
+
+
+def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
+                         run_dir: str | Path | None = None, generator: Any = None,
+                         on_episodes: Callable[[list[Episode]], None] | None = None,
+                         callbacks: Sequence[Any] = ()) -> Any:
+    """A ``GRPOTrainer`` over the configured environments with our rollout function."""
+    from trl import GRPOTrainer
+
+    from training.metrics import metrics_callback
+    from training.model import load_policy, peft_config
+    from training.rewards import env_reward
+
+    run = Path(run_dir or cfg.run.output_dir)
+    args = to_grpo_config(cfg, run / "trainer")
+    if model is None or tokenizer is None:
+        model, tokenizer = load_policy(cfg, wrap_lora=False)
+    chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
+    pool = TaskPool.from_config(cfg)
+    rollout_func = make_rollout_func(pool, chat, cfg, generator=generator, on_episodes=on_episodes)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))
+    reward_funcs: list[Any] = [env_reward]
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=pool.dataset(),
+                          processing_class=tokenizer, rollout_func=rollout_func, peft_config=peft_config(cfg),
+                          callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
+    trainer.envwright_rollout_func = rollout_func  # type: ignore[attr-defined]
+    return trainer
+
+
+def train_solver(cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:
+    """Build the trainer and train; returns TRL's training output as a dict."""
+    trainer = build_solver_trainer(cfg, **kwargs)
+    resume: Any = cfg.run.resume
+    if resume == "latest":
+        resume = True
+    out = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(str(Path(cfg.run.output_dir) / "final"))
+    return {"global_step": out.global_step, "training_loss": out.training_loss, **(out.metrics or {})}
