@@ -38,41 +38,53 @@ as plain JSON, any failure is a crashed worker). We defend:
    dicts and lists).
 2. **Isolation between episodes.** Every episode re-executes the compiled
    module in fresh globals and fresh builtins, gets its database back in the
-   template's exact state (a rollback to the episode savepoint, or a fresh
-   image) with the connection's ``last_insert_rowid()``/``changes()`` reset,
-   and its own ``random`` (a ``random.Random`` seeded from the episode seed,
-   created on first import), so ``random.seed(0)``, module-level caches or a
-   mutated argument never reach another episode. Arguments enter and results
+   template's exact state (connections are pooled per program; a reset is a
+   rollback to the episode savepoint, which restores the template page for
+   page) with the connection's ``last_insert_rowid()``/``changes()`` reset and
+   ``total_changes()`` refused, and its own ``random`` (a ``random.Random``
+   seeded from the episode seed, created on first import), so ``random.seed(0)``,
+   module-level caches, connection history or a mutated argument never reach
+   another episode. Arguments enter and results
    leave as plain JSON values (copied, subclasses stripped, nesting depth
    capped), so a ``str`` subclass or an object with a rigged ``__eq__`` becomes
    plain data or an error, and a ``python`` check passes only when it returns
    the real ``True``.
 3. **Availability.** In **worker** mode (the default) code runs in a separate
-   process with rlimits (CPU seconds per request, address space, open files,
-   processes, file size 0, no core dumps, an SQLite heap limit), a per-request
-   wall-clock timeout enforced by the parent (which kills the worker, starts a
-   fresh one and replays the surviving episodes' logged calls, so they
-   continue), an in-worker interval timer for cheap recovery from plain loops
-   (it re-fires, so a ``finally:`` loop is interrupted too), a low recursion
-   limit, capped ``print`` output, capped result and exception text, and its
-   stdout moved off the protocol pipe. SQL runs through :mod:`gym_envs.state`
-   (authorizer, progress deadline, length, row and result-size limits).
+   process (which imports only this module and :mod:`gym_envs.state`) with
+   rlimits (CPU seconds per request, address space, open files, processes,
+   file size 0, no core dumps, an SQLite heap limit), a per-request wall-clock
+   timeout enforced by the parent (which kills the worker, starts a fresh one
+   and replays the surviving episodes' logged calls, so they continue), an
+   in-worker timer for cheap recovery from Python loops (it re-fires, so a
+   ``finally:`` loop is interrupted too; C code that ignores signals, such as
+   ``hashlib.pbkdf2_hmac``, is left to the parent's timeout or RLIMIT_CPU), a
+   low recursion limit, capped ``print`` output, capped result and exception
+   text, and its stdin/stdout moved off the protocol pipes. SQL runs through
+   :mod:`gym_envs.state` (authorizer, progress deadline, length, row and
+   result-size limits, capped ``printf`` widths and LIKE patterns).
    Arithmetic that could allocate without bound (``'a' * 10**10``, ``[0] *
    10**9``, ``10**10**8``, products of huge integers, huge shifts, powers of
    fractions) is checked before it runs, in both modes.
 4. **Reward integrity.** Checks run on a read-only view after the turn
    (authorizer in ``ro`` mode plus ``PRAGMA query_only``, so even a statement
    the tool prepared cannot write) and never see the agent's objects; only JSON
-   crosses back. If SQLite aborts an episode's transaction (an interrupted
-   write, out of memory) the episode is rebuilt by replaying its logged calls,
-   so state always equals the replay of the calls that were reported as done.
+   crosses back. The state always equals the replay of the episode's logged
+   calls (successes, and failures that a replay reproduces): a call that fails
+   after writing is undone by rolling back to the episode start and replaying
+   the log (each replayed call in its own savepoint), and an episode whose
+   transaction SQLite aborted (an interrupted write, out of memory) is rebuilt
+   from the image the same way. Successful calls pay for no savepoint.
 
 Not defended: the **in-process** mode has the same guards minus the process
 boundary, so an infinite loop, a catastrophic regular expression, a C-level
-CPU burner (``math.factorial(10**8)``) or a memory bomb that evades the
-arithmetic guard (``'x'.ljust(10**10)``, a long-running SQL statement
-materialising data until its deadline) can stall or exhaust the host. Use it
-only for trusted or already-validated specs. A tool that writes exactly the
+CPU burner (``math.factorial(10**8)``, ``hashlib.pbkdf2_hmac`` with 10**9
+rounds, one SQLite function call over a megabyte such as a LIKE with a
+100-character pattern) or a memory bomb that evades the arithmetic guard
+(``'x'.ljust(10**10)``, a long-running SQL statement materialising data until
+its deadline) can stall or exhaust the host. Use it only for trusted or
+already-validated specs. The worker mode's limits are per request, so a
+worker's own memory is shared by the episodes it holds (up to
+``Engine.pool_size`` idle connections are kept as well). A tool that writes exactly the
 rows a check looks for is judged by state: that is correct (the checks define
 the task), not a hack. Set iteration order of strings depends on the process's
 hash seed; workers run with ``PYTHONHASHSEED=0``. Timing (a call that times out
@@ -302,9 +314,37 @@ def _flat_copy(d: dict[str, Any]) -> dict[str, Any] | None:
 _INF = (math.inf, -math.inf)
 
 
+def _json_default(o: Any) -> Any:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+# One C encoder for the whole protocol: what json.dumps(v, separators=(",", ":"), allow_nan=False)
+# writes (ASCII only, so lone surrogates survive the pipe), without building an encoder per call.
+# It keeps no cycle markers: protocol values are trees (plain_json output or host-built requests);
+# a cycle fails with RecursionError instead of ValueError.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = _c_make_encoder(None, _json_default, getattr(json.encoder, "c_encode_basestring_ascii", None),
+                            None, ":", ",", False, False, False) if _c_make_encoder is not None else None
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def _dumps(value: Any) -> str:
-    """Compact, ASCII-only JSON (lone surrogates survive the pipe)."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    """Compact, ASCII-only JSON."""
+    if _C_ENCODE is None:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return "".join(_C_ENCODE(value, 0))
+
+
+def _loads(frame: bytes) -> Any:
+    """Parse one ASCII JSON frame (``ValueError`` on anything else, trailing data included)."""
+    text = frame.decode("ascii")
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        raise ValueError("not a JSON document") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON document")
+    return value
 
 
 # ============================================================================================
@@ -320,6 +360,17 @@ _BLOCKED_ATTRS = frozenset({
 _MISSING = object()
 
 
+def _public(t: type) -> frozenset[str]:
+    return frozenset(n for n in dir(t) if not n.startswith("_") and n not in _BLOCKED_ATTRS)
+
+
+# attribute names that need no further checks on objects of exactly these types
+_FAST_ATTRS: dict[type, frozenset[str]] = {
+    t: _public(t) for t in (dict, list, str, tuple, set, frozenset, int, float, bytes, bool)
+}
+_FAST_ATTRS[DbFacade] = frozenset({"query", "execute"})
+
+
 class _Policy(RestrictingNodeTransformer):
     """RestrictedPython's policy plus size guards on ``*``, ``**``, ``<<`` and ``except:``."""
 
@@ -331,25 +382,26 @@ class _Policy(RestrictingNodeTransformer):
         if op is None:
             return node
         call = ast.Call(func=ast.Name("_binop_", ast.Load()),
-                        args=[ast.Constant(op), node.left, node.right], keywords=[])
+                        args=[ast.Constant(op), node.left, node.right], keywords=[])  # type: ignore[attr-defined]
         return ast.fix_missing_locations(ast.copy_location(call, node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         op = self._GUARDED.get(type(node.op))
         if op is None or not isinstance(node.target, ast.Name):
-            return super().visit_AugAssign(node)
+            return super().visit_AugAssign(node)  # type: ignore[return-value]
+        target = node.target.id
         node = self.node_contents_visit(node)
         value = ast.Call(func=ast.Name("_binop_", ast.Load()),
-                         args=[ast.Constant(op), ast.Name(node.target.id, ast.Load()), node.value],
+                         args=[ast.Constant(op), ast.Name(target, ast.Load()), node.value],  # type: ignore[attr-defined]
                          keywords=[])
-        assign = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())], value=value)
+        assign = ast.Assign(targets=[ast.Name(target, ast.Store())], value=value)
         return ast.fix_missing_locations(ast.copy_location(assign, node))
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         # A bare `except:` would swallow the sandbox's own timeout; narrow it to Exception.
         if node.type is None:
             node.type = ast.copy_location(ast.Name("Exception", ast.Load()), node)
-        return super().visit_ExceptHandler(node)
+        return super().visit_ExceptHandler(node)  # type: ignore[return-value]
 
 
 def compile_code(source: str, filename: str = "<envspec>") -> Any:
@@ -358,6 +410,9 @@ def compile_code(source: str, filename: str = "<envspec>") -> Any:
 
 
 def _guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
+    fast = _FAST_ATTRS.get(obj.__class__)
+    if fast is not None and name in fast:  # a public method of a builtin type or the db facade
+        return getattr(obj, name)
     if name.__class__ is not str:
         raise SandboxViolation("attribute names must be str")
     if name[:1] == "_" or name in _BLOCKED_ATTRS:
@@ -375,7 +430,7 @@ def _guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
 
 
 def _guarded_getitem(obj: Any, index: Any) -> Any:
-    if index.__class__ is str and index[:2] == "__":
+    if index.__class__ is str and index[:1] == "_" and index[:2] == "__":
         raise SandboxViolation(f"item {index!r} is not allowed")
     return obj[index]
 
@@ -609,7 +664,6 @@ def _builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) ->
 
 
 def _make_import(views: dict[str, SimpleNamespace], seed: int) -> Callable[..., Any]:
-    allowed = sorted(n for n in [*views, "random"] if n != "time")
     box: list[SimpleNamespace] = []
 
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
@@ -625,6 +679,7 @@ def _make_import(views: dict[str, SimpleNamespace], seed: int) -> Callable[..., 
             return box[0]
         if name == "_strptime":  # datetime.strptime imports it from C; code cannot name it
             return sys.modules["_strptime"]
+        allowed = sorted(n for n in [*views, "random"] if n != "time")
         raise SandboxViolation(f"import of {name!r} is not allowed; allowed modules: {allowed}")
 
     return guarded_import
@@ -734,7 +789,7 @@ class _Program:
     pool: list[StateDB] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Episode:
     program: _Program
     state: StateDB
@@ -742,8 +797,8 @@ class _Episode:
     tools: dict[str, Callable[..., Any]]
     db: DbFacade
     ro_db: DbFacade
-    marks: dict[str, str] = field(default_factory=dict)
-    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  #: calls to replay on a rebuild
+    marks: dict[str, str]
+    log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
     lost: str | None = None
 
 
@@ -781,10 +836,12 @@ def _describe(exc: BaseException, cap: int) -> dict[str, Any]:
 
 
 class _SoftDeadline:
-    """In a worker: an interval timer that raises :class:`_Timeout` in the running code.
+    """In a worker: a timer that raises :class:`_Timeout` in the running code.
 
-    It re-fires every 50 ms after the deadline, so code that survives the first
-    signal (a loop in a ``finally:``) is interrupted again. Nesting is a no-op.
+    After the deadline it re-fires every 50 ms while still armed, so code that
+    survives the first signal (a loop in a ``finally:``) is interrupted again.
+    Leaving the deadline only disarms it (one syscall per call, not two): a
+    timer that fires later finds it disarmed and does nothing. Nesting is a no-op.
     """
 
     __slots__ = ("depth", "seconds")
@@ -797,12 +854,11 @@ class _SoftDeadline:
         self.depth += 1
         if self.seconds > 0 and self.depth == 1:
             _ALARM[0] = True
-            signal.setitimer(signal.ITIMER_REAL, self.seconds, 0.05)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
 
     def __exit__(self, *exc: Any) -> None:
         self.depth -= 1
-        if self.seconds > 0 and self.depth == 0:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.depth == 0:
             _ALARM[0] = False
 
 
@@ -811,6 +867,7 @@ _ALARM = [False]  # armed: a SIGALRM raises _Timeout only inside a deadline
 
 def _alarm(signum: int, frame: Any) -> None:
     if _ALARM[0]:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # again, should the code survive this one
         raise _Timeout()
 
 
@@ -926,9 +983,8 @@ class Engine:
         glb = self._globals(seed)
         exec(prog.code, glb)  # a restricted code object with guarded globals
         tools = {name: glb.get(name) for name in prog.tool_schemas}
-        return _Episode(program=prog, state=state, seed=seed, tools=tools,  # type: ignore[arg-type]
-                        db=DbFacade(state, read_only=False, timeout_s=self._sql_timeout),
-                        ro_db=DbFacade(state, read_only=True, timeout_s=self._sql_timeout))
+        db, ro_db = state.facades(self._sql_timeout)  # stateless and unwritable: reused per connection
+        return _Episode(prog, state, seed, tools, db, ro_db, {}, [])  # type: ignore[arg-type]
 
     def _pool_get(self, prog: _Program) -> StateDB:
         while prog.pool:
@@ -985,18 +1041,20 @@ class Engine:
 
     # -- calls ---------------------------------------------------------------------------------
     def _op_call(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self.call(req["ep"], req["name"], req.get("arguments"))
+
+    def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
+        """The ``call`` request: one tool call of episode ``ep_id``."""
         cap = self.limits.max_output_chars
-        ep = self.episodes.get(req["ep"])
+        ep = self.episodes.get(ep_id)
         if ep is None:
-            return _error("ProtocolError", f"no open episode {req['ep']!r}", cap)
+            return _error("ProtocolError", f"no open episode {ep_id!r}", cap)
         if ep.lost:
             return _error("EpisodeLost", ep.lost, cap)
-        name = req["name"]
         validator = ep.program.validators.get(name)
         if validator is None:
             return _error("UnknownTool", f"no tool named {name!r}; available tools: "
                           f"{sorted(ep.program.tool_schemas)}", cap)
-        args = req.get("arguments")
         if args is None:
             args = {}
         elif args.__class__ is not dict:
@@ -1015,27 +1073,28 @@ class Engine:
         if problems:
             return _error("InvalidArguments", "; ".join(problems), cap)
         state = ep.state
-        before = state.conn.total_changes
+        conn = state.conn
+        before = conn.total_changes
         resp = self._invoke(ep, name, args)
-        if state.lost:  # SQLite aborted the episode's transaction: the call is undone, rebuild the rest
+        if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
             if resp.get("ok") or resp.get("replay"):
                 resp = _error("SQLError", "the database aborted the call's transaction; the call had no "
                               "effect", cap)
             resp.pop("replay", None)
             self._rebuild(ep, reload=True)
-        elif resp.get("ok"):
+        elif resp["ok"]:
             ep.log.append((name, logged))
         else:
             if resp.get("replay"):
                 ep.log.append((name, logged))
-            if state.conn.total_changes != before:  # it failed after writing: undo by replay
+            if conn.total_changes != before:  # it failed after writing: undo by replay
                 self._rebuild(ep, reload=False)
         return resp
 
     def _invoke(self, ep: _Episode, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run one tool call (no savepoint: see :meth:`_rebuild`); a typed response."""
-        cap = self.limits.max_output_chars
-        before = ep.state.conn.total_changes
+        conn = ep.state.conn
+        before = conn.total_changes
         try:
             if self.in_worker:
                 with self._deadline:
@@ -1045,22 +1104,22 @@ class Engine:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:
-            return _describe(e, cap)
+            return _describe(e, self.limits.max_output_chars)
+        limit = self.limits.max_result_bytes
         try:
             value, bound = plain_json(value)
-            text = _dumps(value) if self.in_worker or bound > self.limits.max_result_bytes else None
+            if self.in_worker:
+                text = _dumps(value)
+                if len(text) <= limit:
+                    return {"ok": True, "changes": conn.total_changes - before, "result_json": text}
+            elif bound <= limit or len(_dumps(value)) <= limit:
+                return {"ok": True, "changes": conn.total_changes - before, "result": value}
         except (TypeError, ValueError, RecursionError) as e:
             return _error("NotJSON", f"the tool returned a value that is not plain JSON "
-                          f"({type(e).__name__}: {_cap(str(e), 200)})", cap) | {"replay": True}
-        if text is not None and len(text) > self.limits.max_result_bytes:
-            return _error("ResourceLimit", f"the tool result is too large ({len(text):,} characters > "
-                          f"{self.limits.max_result_bytes:,})", cap) | {"replay": True}
-        resp: dict[str, Any] = {"ok": True, "changes": ep.state.conn.total_changes - before}
-        if self.in_worker:
-            resp["result_json"] = text
-        else:
-            resp["result"] = value
-        return resp
+                          f"({type(e).__name__}: {_cap(str(e), 200)})", self.limits.max_output_chars) \
+                | {"replay": True}
+        return _error("ResourceLimit", f"the tool result is too large (more than {limit:,} characters of "
+                      "JSON)", self.limits.max_output_chars) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its logged calls".
@@ -1079,7 +1138,7 @@ class Engine:
                 state.reset_episode()
             with self._deadline:
                 fresh = self._new_episode(ep.program, state, ep.seed)
-            ep.tools, ep.db, ep.ro_db = fresh.tools, fresh.db, fresh.ro_db
+            ep.tools = fresh.tools
             for name, args in ep.log:
                 state.savepoint()
                 resp = self._invoke(ep, name, plain_json(args)[0])
@@ -1253,7 +1312,7 @@ def program_request(spec: Any) -> dict[str, Any]:
 def _call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallResult:
     if resp.get("ok"):
         result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
-        return CallResult(name, args, True, result, None, None, int(resp.get("changes", 0)))
+        return CallResult(name, args, True, result, None, None, resp.get("changes", 0))
     return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"))
 
 
@@ -1391,16 +1450,15 @@ class InProcessExecutor(Executor):
         return resp
 
     def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        req = {"op": "call", "ep": session.id, "name": name, "arguments": arguments}
         with self._lock:  # Engine.handle without the dispatch (same error boundary)
             try:
-                resp = self.engine._op_call(req)
+                resp = self.engine.call(session.id, name, arguments)
             except _Timeout:
                 resp = _error("Timeout", "the request took too long and was stopped", 500)
             except Exception as e:
                 resp = _error("InternalError", f"{type(e).__name__}: {e}", 2000)
-        if resp.get("ok") or resp.get("replay"):
-            session.log.append(req)
+        if resp["ok"] or resp.get("replay"):
+            session.log.append({"op": "call", "ep": session.id, "name": name, "arguments": arguments})
         return resp
 
 
@@ -1433,6 +1491,17 @@ class _FrameReader:
     def read(self, deadline: float | None = None) -> bytes:
         """The next frame; ``TimeoutError`` after ``deadline`` (monotonic), ``EOFError`` on close."""
         buf = self.buf
+        if not buf:  # the common case: one read brings exactly one whole frame
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self.poll.poll(max(1, int(remaining * 1000) + 1)):
+                    raise TimeoutError
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise EOFError("the other side closed its pipe")
+            if len(chunk) >= 4 and _HEADER.unpack_from(chunk)[0] == len(chunk) - 4:
+                return chunk[4:]
+            buf += chunk
         while True:
             if len(buf) >= 4:
                 (n,) = _HEADER.unpack_from(buf)
@@ -1486,12 +1555,16 @@ class _Worker:
         self.lock = threading.Lock()
 
     def roundtrip(self, payload: bytes, timeout_s: float) -> dict[str, Any]:
-        """Send one request frame and parse the reply; any malformed reply is ``EOFError``."""
+        """Send one request frame and parse the reply; any malformed reply is ``EOFError``, a
+        request that could not be written (the worker was already gone) ``_NotDelivered``."""
         deadline = time.monotonic() + timeout_s
-        _write_frame(self.wfd, payload)
+        try:
+            _write_frame(self.wfd, payload)
+        except OSError as e:
+            raise _NotDelivered(str(e)) from None
         frame = self.reader.read(deadline)
         try:
-            resp = json.loads(frame)
+            resp = _loads(frame)
         except (ValueError, RecursionError) as e:
             raise EOFError(f"the worker sent a malformed reply ({type(e).__name__})") from None
         if resp.__class__ is not dict:
@@ -1517,6 +1590,10 @@ class _Worker:
         return self.proc.poll() is None
 
 
+class _NotDelivered(OSError):
+    """A request could not be written: the worker died before it (replace it and send again)."""
+
+
 _TRANSPORT_ERRORS = (EOFError, OSError, ValueError, KeyError, TypeError)
 
 
@@ -1527,7 +1604,9 @@ class WorkerExecutor(Executor):
     worker, the worker is replaced and the other episodes it held are rebuilt
     by replaying their logged requests; the request itself gets a typed error
     (``Timeout`` / ``WorkerCrashed``) and its own episode is rebuilt too, so the
-    agent can carry on.
+    agent can carry on. A worker that died between requests is found when the
+    next request cannot be written; it is replaced and that request sent again.
+    Liveness is never polled, so a request costs one write, one poll and one read.
     """
 
     mode = "worker"
@@ -1546,9 +1625,7 @@ class WorkerExecutor(Executor):
     # -- worker management ---------------------------------------------------------------------
     def _worker(self, i: int) -> _Worker:
         w = self.workers[i]
-        if w is None or not w.alive():
-            if w is not None:
-                w.kill()
+        if w is None:  # a worker that died in between is found when a request cannot be written
             w = self.workers[i] = _Worker(self.limits)
         return w
 
@@ -1581,13 +1658,21 @@ class WorkerExecutor(Executor):
     def load(self, spec: Any) -> dict[str, Any]:
         key = self._register(spec)
         i = self._pick()
-        w = self._worker(i)
-        with w.lock:
-            try:
-                return self._ensure_loaded(w, key)
-            except (TimeoutError, *_TRANSPORT_ERRORS) as e:
-                self._replace(i, w)
-                return _error("LoadError", f"the worker died while loading the spec: {type(e).__name__}", 500)
+        for attempt in (1, 2):
+            w = self._worker(i)
+            with w.lock:
+                try:
+                    return self._ensure_loaded(w, key)
+                except _NotDelivered:
+                    self._replace(i, w)
+                    if attempt == 1:
+                        continue
+                    return _error("LoadError", "the worker could not be restarted", 500)
+                except (TimeoutError, *_TRANSPORT_ERRORS) as e:
+                    self._replace(i, w)
+                    return _error("LoadError", f"the worker died while loading the spec: {type(e).__name__}",
+                                  500)
+        raise AssertionError("unreachable")
 
     def session(self, spec: Any, seed: int = 0) -> Session:
         key = self._register(spec)
@@ -1596,11 +1681,12 @@ class WorkerExecutor(Executor):
         s.open(seed)
         return s
 
-    def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+    def request(self, session: Session, req: dict[str, Any], *, log: bool = False,
+                _retry: bool = True) -> dict[str, Any]:
         op = req["op"]
         try:
             payload = self._encode(req)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:
             if op == "call":
                 return _error("InvalidArguments", f"arguments are not JSON: {e}", self.limits.max_output_chars)
             return _error("ProtocolError", f"the request is not JSON: {e}", self.limits.max_output_chars)
@@ -1612,6 +1698,7 @@ class WorkerExecutor(Executor):
                     w.sessions[session.id] = session
                     loaded = self._ensure_loaded(w, session.key)
                     if not loaded.get("ok"):
+                        w.sessions.pop(session.id, None)
                         return loaded
                 elif op == "close":
                     w.sessions.pop(session.id, None)
@@ -1620,6 +1707,11 @@ class WorkerExecutor(Executor):
                     w.sessions[session.id] = session
                     self._restore(w, session)
                 resp = w.roundtrip(payload, self._timeout_for(req))
+            except _NotDelivered:
+                self._replace(i, w)
+                if _retry:
+                    return self.request(session, req, log=log, _retry=False)
+                return _error("WorkerCrashed", "the worker could not be restarted", 500)
             except TimeoutError:
                 self._replace(i, w)
                 return _error("Timeout", f"the call exceeded {self.limits.call_timeout_s:g} s; "
@@ -1630,37 +1722,51 @@ class WorkerExecutor(Executor):
                               "limit was hit) and was replaced", 500)
         if log and _logworthy(resp):
             session.log.append(payload)
+        elif op == "open" and not resp.get("ok"):
+            w.sessions.pop(session.id, None)
         return resp
 
     def _encode(self, req: dict[str, Any]) -> bytes:
         if req["op"] == "call":  # the arguments as plain JSON, exactly as the in-process engine sees them
             args = req.get("arguments")
             if args.__class__ is dict:
-                req = {**req, "arguments": plain_json(args)[0]}
+                args = plain_json(args)[0]
+                if req["name"].__class__ is str and len(req) == 4:
+                    return (f'{{"op":"call","ep":{_dumps(req["ep"])},"name":{_dumps(req["name"])},'
+                            f'"arguments":{_dumps(args)}}}').encode()
+                req = {**req, "arguments": args}
         return _dumps(req).encode()
 
     def _replace(self, i: int, w: _Worker) -> None:
         w.kill()
         self.restarts += 1
+        if self.workers[i] is w:
+            self.workers[i] = None
         if self._closed:
             return
         new = self._worker(i)
         for sid, s in list(w.sessions.items()):
+            if not new.alive():
+                s.lost = "the episode could not be rebuilt after a worker crash"
+                continue
             new.sessions[sid] = s
             self._restore(new, s)
 
     def _restore(self, w: _Worker, s: Session) -> None:
+        """Rebuild session ``s`` on worker ``w``: open it again and replay its log in one batch."""
         try:
             loaded = self._ensure_loaded(w, s.key)
-            if not loaded.get("ok"):
-                raise EOFError(str(loaded.get("error")))
-            frames = [_dumps({"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}).encode()]
-            frames += [f if isinstance(f, bytes) else _dumps(f).encode() for f in s.log]
-            payload = b'{"op":"batch","reqs":[' + b",".join(frames) + b"]}"
-            w.roundtrip(payload, self.limits.call_timeout_s * len(frames) + 5)
+            if loaded.get("ok"):
+                frames = [_dumps({"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}).encode()]
+                frames += [f if isinstance(f, bytes) else _dumps(f).encode() for f in s.log]
+                payload = b'{"op":"batch","reqs":[' + b",".join(frames) + b"]}"
+                resp = w.roundtrip(payload, self.limits.call_timeout_s * len(frames) + 5)
+                if resp["results"][0].get("ok"):
+                    return
         except (TimeoutError, *_TRANSPORT_ERRORS):
-            w.kill()
-            s.lost = "the episode could not be rebuilt after a worker crash"
+            w.kill()  # the next request finds it dead and replaces it
+        w.sessions.pop(s.id, None)
+        s.lost = "the episode could not be rebuilt after a worker crash"
 
     def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any]]]) -> list[CallResult]:
         """Several sessions' calls with one round trip per worker (sessions must be live)."""
@@ -1672,36 +1778,47 @@ class WorkerExecutor(Executor):
             req = {"op": "call", "name": name, "arguments": {} if args is None else args, "ep": s.id}
             try:
                 payload = self._encode(req)
-            except (TypeError, ValueError) as e:
+            except (TypeError, ValueError, RecursionError) as e:
                 out[j] = _call_result(name, args, _error("InvalidArguments", f"arguments are not JSON: {e}", cap))
                 continue
             by_worker[getattr(s, "_worker_index", 0)].append((j, payload))
         for i, entries in by_worker.items():
-            w = self._worker(i)
-            with w.lock:
-                try:
-                    for j, _ in entries:
-                        s = items[j][0]
-                        if s.id not in w.sessions:
-                            w.sessions[s.id] = s
-                            self._restore(w, s)
-                    payload = b'{"op":"batch","reqs":[' + b",".join(p for _, p in entries) + b"]}"
-                    resp = w.roundtrip(payload, self.limits.call_timeout_s * len(entries) + 1)
-                    results = resp["results"]
-                    if len(results) != len(entries):
-                        raise EOFError("the worker answered a different number of calls")
-                except TimeoutError:
-                    self._replace(i, w)
-                    results = [_error("Timeout", "the batch timed out; the worker was replaced", 200)] * len(entries)
-                except _TRANSPORT_ERRORS:
-                    self._replace(i, w)
-                    results = [_error("WorkerCrashed", "the batch failed; the worker was replaced", 200)] * len(entries)
+            results = self._batch(i, [items[j][0] for j, _ in entries], [p for _, p in entries])
             for (j, payload), r in zip(entries, results, strict=True):
                 s, name, args = items[j]
                 if _logworthy(r):
                     s.log.append(payload)
                 out[j] = _call_result(name, args, r)
         return out  # type: ignore[return-value]
+
+    def _batch(self, i: int, sessions: list[Session], payloads: list[bytes]) -> list[dict[str, Any]]:
+        """One ``batch`` round trip to worker ``i``; a failure is a typed error for every entry."""
+        for attempt in (1, 2):
+            w = self._worker(i)
+            with w.lock:
+                try:
+                    for s in sessions:
+                        if s.id not in w.sessions:
+                            w.sessions[s.id] = s
+                            self._restore(w, s)
+                    payload = b'{"op":"batch","reqs":[' + b",".join(payloads) + b"]}"
+                    resp = w.roundtrip(payload, self.limits.call_timeout_s * len(payloads) + 1)
+                    results = resp["results"]
+                    if len(results) != len(payloads):
+                        raise EOFError("the worker answered a different number of calls")
+                    return results  # type: ignore[no-any-return]
+                except _NotDelivered:
+                    self._replace(i, w)
+                    if attempt == 1:
+                        continue
+                    return [_error("WorkerCrashed", "the worker could not be restarted", 200)] * len(payloads)
+                except TimeoutError:
+                    self._replace(i, w)
+                    return [_error("Timeout", "the batch timed out; the worker was replaced", 200)] * len(payloads)
+                except _TRANSPORT_ERRORS:
+                    self._replace(i, w)
+                    return [_error("WorkerCrashed", "the batch failed; the worker was replaced", 200)] * len(payloads)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self._closed = True
@@ -1771,22 +1888,32 @@ def _apply_rlimits(limits: Limits) -> None:
 
 
 class _CpuBudget:
-    """RLIMIT_CPU so each request has at least ``cpu_seconds`` (refreshed about once a CPU second)."""
+    """RLIMIT_CPU so each request has at least ``cpu_seconds`` of CPU.
+
+    The soft limit is set one second beyond ``used + cpu_seconds`` and moved on
+    when less than ``cpu_seconds`` remains. CPU time cannot grow faster than wall
+    time, so the CPU clock (a syscall) is read only every half second of wall time.
+    """
 
     def __init__(self, seconds: int):
         import resource
 
         self.resource = resource
         self.seconds = max(1, int(seconds))
-        self.limit = -1
+        self.limit = -1.0
+        self.next_check = 0.0
 
     def refresh(self) -> None:
-        used = time.process_time()
-        if self.limit - used >= self.seconds:
+        now = time.monotonic()
+        if now < self.next_check:
             return
-        self.limit = int(used) + self.seconds + 1
+        self.next_check = now + 0.5
+        used = time.process_time()
+        if self.limit - used >= self.seconds + 0.5:
+            return
+        self.limit = float(int(used) + self.seconds + 2)
         try:
-            self.resource.setrlimit(self.resource.RLIMIT_CPU, (self.limit, self.resource.RLIM_INFINITY))
+            self.resource.setrlimit(self.resource.RLIMIT_CPU, (int(self.limit), self.resource.RLIM_INFINITY))
         except (ValueError, OSError):
             pass
 
@@ -1798,6 +1925,8 @@ def _encode_response(resp: dict[str, Any]) -> bytes:
 
 def _splice(resp: dict[str, Any]) -> str:
     text = resp.get("result_json")
+    if text is not None and len(resp) == 3 and resp.get("ok") is True and resp.get("changes").__class__ is int:
+        return f'{{"ok":true,"changes":{resp["changes"]},"result":{text}}}'
     if text is not None:
         head = _dumps({k: v for k, v in resp.items() if k != "result_json"})
         return head[:-1] + ("," if len(head) > 2 else "") + '"result":' + text + "}"
@@ -1835,7 +1964,7 @@ def worker_main(limits_json: str) -> None:
             frame = reader.read()
         except EOFError:
             return
-        req = json.loads(frame)
+        req = _loads(frame)
         cpu.refresh()
         resp = engine.handle(req)
         try:

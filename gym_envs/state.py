@@ -9,23 +9,25 @@ Contract (ENVSPEC.md, "Tool code"): generated code never holds a
 untrusted code prepares:
 
 * an SQLite authorizer with modes ``setup`` (``schema_sql``: CREATE TABLE /
-  CREATE INDEX only; ``seed_sql`` runs in ``rw``), ``rw``
-  (tools: SELECT / INSERT / UPDATE / DELETE) and ``ro`` (checks: reads only).
-  Every mode refuses ATTACH, DETACH, PRAGMA, transactions and savepoints,
-  schema changes outside ``setup``, writes to ``sqlite_*`` tables and to any
-  database but ``main``, ``load_extension``, and the functions whose result
-  depends on something other than the episode (``random``, ``randomblob``,
-  ``total_changes``);
+  CREATE INDEX only; ``seed_sql`` runs in ``rw``), ``rw`` (tools: SELECT /
+  INSERT / UPDATE / DELETE) and ``ro`` (checks: reads only). Every mode refuses
+  ATTACH, DETACH, PRAGMA, transactions and savepoints, schema changes outside
+  ``setup``, writes to ``sqlite_*`` tables and to any database but ``main``,
+  reads of ``temp`` (it holds only the host's scratch table), ``load_extension``,
+  and the functions whose result depends on something other than the episode
+  (``random``, ``randomblob``, ``total_changes``);
 * a leading-keyword filter (VACUUM has no authorizer code, so ``VACUUM INTO``
   is refused by keyword), applied before the statement is prepared;
-* ``PRAGMA query_only`` while a read-only view runs, so a statement that was
-  prepared (and authorized) earlier in ``rw`` mode and is served from the
-  statement cache still cannot write;
+* ``PRAGMA query_only`` while a read-only view runs: SQLite authorizes a
+  statement when it is prepared, and the statement cache would otherwise hand
+  a check a write statement the tool prepared in ``rw`` mode;
 * a progress-handler deadline, so a recursive CTE cannot run forever;
 * length limits (SQL text, string/blob values, LIKE patterns, columns, bound
-  variables, result rows and result bytes, database pages), and ``printf``/``format``
-  widths (SQLite's ``printf('%.*c', 10**9, 'x')`` loops for seconds inside one function call,
-  where no progress handler runs; the override checks the format, then calls the real one).
+  variables, result rows and result bytes, database pages), and
+  ``printf``/``format`` widths: SQLite's ``printf('%.*c', 10**9, 'x')`` loops
+  for seconds inside one function call, where no progress handler runs, so the
+  two are overridden by a wrapper that checks the format and then calls the
+  real ``printf`` (the output is SQLite's own).
 
 Episodes. A connection holds one program's template database and an open
 ``SAVEPOINT episode``; :meth:`StateDB.reset_episode` rolls back to it, which
@@ -117,6 +119,8 @@ _KW_CACHE_MAX = 4096
 _PRINTF_SPEC = re.compile(r"%([-+ 0#,!]*)(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.S)
 _MAX_PRINTF_WIDTH = 10_000
 _SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
+_RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
+_RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _NEVER = float("inf")
@@ -156,6 +160,7 @@ class StateDB:
 
     def __init__(self, limits: SqlLimits | None = None):
         self.limits = limits or SqlLimits()
+        self._max_rows, self._max_bytes = self.limits.max_rows, self.limits.max_result_bytes
         self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self.mode = "host"
         self._deadline = float("inf")
@@ -163,6 +168,8 @@ class StateDB:
         self._savepoint = False  # a call savepoint is open
         self._query_only = False
         self._printf_conn: sqlite3.Connection | None = None
+        self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
+        self._facades: tuple[float, DbFacade, DbFacade] | None = None
         self._kw: dict[str, str] = {}  # statement text -> leading keyword
         self._cols: dict[str, tuple[str, ...]] = {}  # statement text -> result column names
         self._configure()
@@ -194,11 +201,15 @@ class StateDB:
         if mode == "host":
             return sqlite3.SQLITE_OK
         if action in _ALWAYS_DENY:
+            if action == sqlite3.SQLITE_REINDEX and mode == "setup":  # CREATE INDEX builds the index
+                return sqlite3.SQLITE_OK
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_FUNCTION:
             return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
         if action in _SETUP_ONLY:
             return sqlite3.SQLITE_OK if mode == "setup" and dbname == "main" else sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_READ and dbname == "temp":  # the host's scratch table
+            return sqlite3.SQLITE_DENY
         if action in _WRITES:
             if mode == "ro" or dbname != "main":
                 return sqlite3.SQLITE_DENY
@@ -249,9 +260,10 @@ class StateDB:
         if self._episode:
             raise RuntimeError("an episode is already open on this connection")
         self._set_query_only(False)
+        self._counters_at = -1
+        self._reset_counters()  # before the savepoint, so the scratch row is part of the baseline
         self.conn.execute(_HOST_TAG + "SAVEPOINT episode")
         self._episode = True
-        self._reset_counters()
 
     def reset_episode(self) -> None:
         """Roll back to the start of the episode (the template), cheaply."""
@@ -264,9 +276,21 @@ class StateDB:
 
     def _reset_counters(self) -> None:
         # last_insert_rowid() and changes() belong to the connection, not the database: give every
-        # episode a fresh connection's values (0, 0) so reuse is invisible and replays agree.
-        self.conn.execute(_HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)")
-        self.conn.execute(_HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0")
+        # episode a fresh connection's values (0, 0) so reuse is invisible and replays agree. Both
+        # only move when a row changes, so a connection whose change count has not moved is still at 0.
+        if self.conn.total_changes == self._counters_at:
+            return
+        self.conn.execute(_RESET_ROWID)
+        self.conn.execute(_RESET_CHANGES)
+        self._counters_at = self.conn.total_changes
+
+    def facades(self, timeout_s: float) -> tuple[DbFacade, DbFacade]:
+        """The read-write and read-only :class:`DbFacade` of this connection (cached: they hold no
+        state and cannot be written, so episodes on this connection can share them)."""
+        if self._facades is None or self._facades[0] != timeout_s:
+            self._facades = (timeout_s, DbFacade(self, read_only=False, timeout_s=timeout_s),
+                             DbFacade(self, read_only=True, timeout_s=timeout_s))
+        return self._facades[1], self._facades[2]
 
     @property
     def lost(self) -> bool:
@@ -335,28 +359,21 @@ class StateDB:
         if kw not in _ALLOWED[mode]:
             raise StateError(f"statement {kw or sql[:20]!r} is not allowed here; "
                              f"use one of {sorted(_ALLOWED[mode])}")
-        pc = params.__class__
-        if pc is list or pc is tuple:  # the common case, checked inline
-            if len(params) > self.limits.max_variables:
-                raise StateError(f"too many parameters ({len(params)} > {self.limits.max_variables})")
-            for v in params:
-                if v.__class__ not in _EXACT:
-                    params = _check_params(params, self.limits.max_variables)
-                    break
-        else:
+        if (params.__class__ is not list and params.__class__ is not tuple) or not _bindable(params):
             params = _check_params(params, self.limits.max_variables)
+        elif len(params) > self.limits.max_variables:
+            raise StateError(f"too many parameters ({len(params)} > {self.limits.max_variables})")
+        if (mode == "ro") is not self._query_only:
+            self._set_query_only(mode == "ro")
         conn = self.conn
-        if mode == "ro":
-            if not self._query_only:
-                self._set_query_only(True)
-        elif self._query_only:
-            self._set_query_only(False)
         if self._episode and not conn.in_transaction:
             raise StateError("the episode's transaction was aborted by an earlier error; no further "
                              "statements run in this call", transient=True)
         self.mode = mode
         self._deadline = _clock() + timeout_s
         try:
+            if kw == "WITH" and not fetch:
+                return self._execute_with(sql, params)
             cur = conn.execute(sql, params)
             if not fetch:
                 return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
@@ -371,26 +388,36 @@ class StateDB:
             self.mode = "host"
             self._deadline = _NEVER
 
+    def _execute_with(self, sql: str, params: Any) -> dict[str, Any]:
+        # Python reports no rowcount for WITH ... UPDATE/DELETE; the change counter does
+        before = self.conn.total_changes
+        cur = self.conn.execute(sql, params)
+        rowcount = cur.rowcount if cur.rowcount >= 0 else self.conn.total_changes - before
+        return {"rowcount": rowcount, "lastrowid": cur.lastrowid}
+
     def _rows(self, sql: str, cur: sqlite3.Cursor) -> list[dict[str, Any]]:
         cols = self._cols.get(sql)
         if cols is None:
-            desc = cur.description
-            if not desc:
-                return []
-            cols = self._cols[sql] = tuple(d[0] for d in desc)
-        max_rows, max_bytes = self.limits.max_rows, self.limits.max_result_bytes
+            cols = self._cols[sql] = tuple(d[0] for d in cur.description or ())
+        if not cols:
+            return []
         out: list[dict[str, Any]] = []
         size = 0
-        for row in cur:
-            for v in row:
-                if v.__class__ is str or v.__class__ is bytes:
-                    size += len(v)
-            if size > max_bytes:
-                raise StateError(f"query result is larger than {max_bytes:,} bytes; select fewer rows or "
-                                 "columns")
-            if len(out) >= max_rows:
-                raise StateError(f"query returned more than {max_rows} rows; add a LIMIT")
-            out.append(dict(zip(cols, row, strict=False)))
+        chunk = cur.fetchmany(16)  # small chunks: the byte limit is checked before much more is held
+        while chunk:
+            for row in chunk:
+                for v in row:
+                    if v.__class__ is str or v.__class__ is bytes:
+                        size += len(v)
+                out.append(dict(zip(cols, row)))  # noqa: B905 - a row has one value per column
+            if size > self._max_bytes:
+                raise StateError(f"query result is larger than {self._max_bytes:,} bytes; select fewer rows "
+                                 "or columns")
+            if len(out) > self._max_rows:
+                raise StateError(f"query returned more than {self._max_rows} rows; add a LIMIT")
+            if len(chunk) < 16:
+                break
+            chunk = cur.fetchmany(16)
         return out
 
     def script(self, script: str, *, mode: str = "setup") -> int:
@@ -486,6 +513,14 @@ def _b64(v: Any) -> str:
     raise TypeError(type(v).__name__)
 
 
+def _bindable(params: list[Any] | tuple[Any, ...]) -> bool:
+    """Every value is exactly str, int, float, bytes, bool or None (no subclass to strip)."""
+    for v in params:  # noqa: SIM110 - a plain loop beats all() on the two or three values a call binds
+        if v.__class__ not in _EXACT:
+            return False
+    return True
+
+
 def _check_params(params: Any, max_vars: int) -> Any:
     cls = params.__class__
     if cls is list or cls is tuple:
@@ -514,7 +549,7 @@ def _plain(v: Any) -> Any:
         return v
     for base in (bool, int, float, str, bytes):
         if isinstance(v, base):
-            return base(v)
+            return base(v)  # type: ignore[arg-type]
     raise StateError(f"parameter values must be str, int, float, bool, bytes or None, not {type(v).__name__}")
 
 

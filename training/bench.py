@@ -332,6 +332,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
                      "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                      "seconds": time.perf_counter() - t}
+    _write(out, "learning", result)  # keep the measurements so far if a later stage fails
     # GRPO through TRL with our rollout function
     t = time.perf_counter()
     trainer = build_solver_trainer(cfg, model=model, tokenizer=tok)

@@ -82,6 +82,13 @@ def load_policy(cfg: TrainConfig, path: str | None = None, *, wrap_lora: bool = 
     if cfg.model.attn_implementation:
         kwargs["attn_implementation"] = cfg.model.attn_implementation
     model: Any = AutoModelForCausalLM.from_pretrained(name, dtype=dtype, **kwargs)
+    if "gguf_file" in kwargs:
+        # transformers de-quantises GGUF weights to ``dtype`` on load but keeps the quantizer attached,
+        # which makes Trainer refuse to fine-tune and save_pretrained refuse to save: detach it.
+        model.hf_quantizer = None
+        model.config.quantization_config = None
+        if hasattr(model, "is_quantized"):
+            model.is_quantized = False
     tok = load_tokenizer(cfg, path if path and (Path(path) / "tokenizer_config.json").is_file() else None)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tok.pad_token_id

@@ -1,0 +1,165 @@
+"""The backend contract: a batch of prompts in, one :class:`Completion` per sample out.
+
+Every model backend (``transformers``, ``vllm``, ``openai``, ``scripted``)
+implements :meth:`Backend.generate` with the same signature and the same
+ordering rule, so the proposer, the evaluator's policies and the trainer can
+swap them by name:
+
+* a prompt is either a chat (a list of ``{"role", "content"}`` messages, to
+  which the backend applies the model's chat template, with ``tools=`` when
+  given) or a plain string used as-is;
+* the result has ``len(prompts) * n`` completions, prompt-major: the ``n``
+  samples of prompt ``i`` are ``result[i * n:(i + 1) * n]``;
+* ``temperature == 0`` means greedy decoding; otherwise sampling is seeded
+  from ``seed`` (per prompt where the engine allows it, see
+  :func:`derive_seed`), so the same call gives the same completions;
+* ``stop`` strings end a completion and are not included in its text
+  (``finish_reason == "stop"``); running out of ``max_new_tokens`` gives
+  ``finish_reason == "length"``;
+* a request that fails at generation time comes back as a completion with
+  ``finish_reason == "error"`` and ``error`` set (a failure is data).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Backend",
+    "Completion",
+    "Message",
+    "Prompt",
+    "approx_tokens",
+    "derive_seed",
+    "prompt_text",
+    "truncate_at_stop",
+]
+
+Message = dict[str, Any]
+Prompt = list[Message] | str
+
+
+def approx_tokens(text: str) -> int:
+    """Approximate token count of ``text``: ``ceil(len / 4)`` (a fair estimate for BPE tokenizers)."""
+    return (len(text) + 3) // 4
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """A per-prompt seed in ``[0, 2**31)`` from a call's ``seed`` and the prompt's index."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """A chat rendered as plain text (``role: content`` lines), for token estimates and logs."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"{m.get('role', 'user')}: {m.get('content') or ''}" for m in prompt)
+
+
+def truncate_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` before the first stop string; returns ``(text, stopped)``."""
+    if not stop:
+        return text, False
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+@dataclass
+class Completion:
+    """One generated sample.
+
+    ``prompt_tokens`` counts the prompt as the model saw it (chat template
+    applied); ``completion_tokens`` the generated tokens (the end-of-sequence
+    token included when one was produced). Backends without a tokenizer
+    estimate both (:func:`approx_tokens`).
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"  #: ``stop``, ``length``, ``tool_calls`` or ``error``
+    tool_calls: list[dict[str, Any]] | None = None  #: structured ``{name, arguments}`` calls (``openai``)
+    error: str | None = None  #: why the request failed (``finish_reason == "error"``)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.finish_reason != "error"
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Backend:
+    """Base class of model backends. Subclasses set ``name`` and implement :meth:`_generate`."""
+
+    name = "base"
+
+    def __init__(self, model: str | None = None):
+        self.model = model
+
+    @property
+    def model_id(self) -> str:
+        """A short name of the model for provenance (``llm:<model_id>``)."""
+        return str(self.model) if self.model else self.name
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 0.7,
+        top_p: float = 1.0,
+        seed: int = 0,
+        n: int = 1,
+        stop: Sequence[str] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[Completion]:
+        """Generate ``n`` completions for every prompt, in one batch (see the module docstring)."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        prompts = list(prompts)
+        for i, p in enumerate(prompts):
+            if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(m, dict) for m in p)):
+                raise TypeError(f"prompt {i} must be a string or a list of message dicts, "
+                                f"got {type(p).__name__}")
+        if not prompts:
+            return []
+        out = self._generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                             seed=seed, n=n, stop=list(stop) if stop else None, tools=tools)
+        if len(out) != len(prompts) * n:
+            raise RuntimeError(f"backend {self.name!r} returned {len(out)} completions for "
+                               f"{len(prompts)} prompts x n={n}")
+        return out
+
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
+                  seed: int, n: int, stop: list[str] | None,
+                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+        raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this model (exact where the backend has a tokenizer)."""
+        return approx_tokens(text)
+
+    def close(self) -> None:
+        """Release what the backend holds (models, engines, thread pools)."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"

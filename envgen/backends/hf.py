@@ -1,0 +1,211 @@
+"""The ``transformers`` backend: a local Hugging Face causal LM, batched ``generate``.
+
+Loads a model by hub name or local path (``from_pretrained``), or a GGUF file
+(``gguf_file=``, or a model path ending in ``.gguf``; transformers de-quantises
+it), or wraps a model and tokenizer already in memory
+(:meth:`TransformersBackend.from_objects`, as the trainer does).
+
+Contract (beyond :mod:`envgen.backends.base`):
+
+* chats go through ``tokenizer.apply_chat_template(..., add_generation_prompt=True)``
+  (with ``tools=`` when given, and ``chat_template_kwargs`` such as
+  ``{"enable_thinking": False}``); strings are tokenised as they are;
+* the batch is left-padded and generated in one ``generate`` call (or in
+  chunks of ``batch_size``); each chunk is seeded with ``torch.manual_seed``
+  inside ``torch.random.fork_rng``, so the global RNG is untouched and the same
+  call gives the same completions;
+* the text is decoded without the end-of-sequence and padding tokens (other
+  special tokens, e.g. ``<tool_call>``, are kept unless
+  ``skip_special_tokens=True``); token counts are exact.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from envgen.backends.errors import BackendError, BackendNotInstalledError
+
+__all__ = ["TransformersBackend", "resolve_device", "resolve_dtype"]
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` is ``cuda`` when a GPU is visible, else ``cpu``; other values pass through."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise BackendError(f"device {device!r} was asked for but no CUDA device is visible; use device='cpu'")
+    return device
+
+
+_DTYPES = {"float32": "float32", "fp32": "float32", "float": "float32", "bfloat16": "bfloat16",
+           "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "half": "float16"}
+
+
+def resolve_dtype(dtype: Any, device: str) -> Any:
+    """``auto`` is bfloat16 on CUDA and float32 elsewhere; names like ``bf16`` map to torch dtypes."""
+    import torch
+
+    if dtype is None or dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    name = _DTYPES.get(str(dtype).lower())
+    if name is None:
+        raise BackendError(f"unknown dtype {dtype!r}; use one of auto, {', '.join(sorted(set(_DTYPES)))}")
+    return getattr(torch, name)
+
+
+class TransformersBackend(Backend):
+    """A local causal LM through ``transformers``."""
+
+    name = "transformers"
+
+    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, device: str = "auto",
+                 dtype: Any = "auto", tokenizer: str | None = None, batch_size: int | None = None,
+                 chat_template: str | None = None, chat_template_kwargs: dict[str, Any] | None = None,
+                 skip_special_tokens: bool = False, trust_remote_code: bool = False,
+                 model_kwargs: dict[str, Any] | None = None, **_: Any):
+        if not model:
+            raise BackendError("the transformers backend needs a model name or path (--model)")
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as e:
+            raise BackendNotInstalledError("transformers", e.name or "transformers", "train") from None
+        super().__init__(str(model))
+        path = Path(str(model))
+        if gguf_file is None and path.suffix == ".gguf" and path.is_file():
+            model, gguf_file = str(path.parent), path.name
+        self.gguf_file = gguf_file
+        self.device = resolve_device(device)
+        self.batch_size = batch_size
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.skip_special_tokens = skip_special_tokens
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        load: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if gguf_file:
+            load["gguf_file"] = gguf_file
+        tok = AutoTokenizer.from_pretrained(tokenizer or str(model), **load)
+        lm: Any = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_dtype(dtype, self.device),
+                                                       **load, **(model_kwargs or {}))
+        self._setup(lm.to(self.device), tok, chat_template)
+
+    @classmethod
+    def from_objects(cls, model: Any, tokenizer: Any, *, name: str | None = None,
+                     batch_size: int | None = None, chat_template_kwargs: dict[str, Any] | None = None,
+                     skip_special_tokens: bool = False) -> TransformersBackend:
+        """Wrap a model and tokenizer already loaded (they stay where they are; nothing is copied)."""
+        self = cls.__new__(cls)
+        Backend.__init__(self, name or getattr(model, "name_or_path", None) or "in-memory")
+        self.gguf_file = None
+        self.device = str(next(model.parameters()).device)
+        self.batch_size = batch_size
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.skip_special_tokens = skip_special_tokens
+        self._setup(model, tokenizer, None)
+        return self
+
+    def _setup(self, model: Any, tokenizer: Any, chat_template: str | None) -> None:
+        self.lm = model.eval()
+        self.tokenizer = tokenizer
+        tokenizer.padding_side = "left"
+        if chat_template:
+            tokenizer.chat_template = chat_template
+        if tokenizer.pad_token_id is None:
+            if tokenizer.eos_token_id is None:
+                raise BackendError(f"tokenizer of {self.model!r} has neither a pad nor an eos token")
+            tokenizer.pad_token = tokenizer.eos_token
+        eos = getattr(model.generation_config, "eos_token_id", None)
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if tokenizer.eos_token_id is not None:
+            eos_ids.add(tokenizer.eos_token_id)
+        self.eos_ids = sorted(eos_ids)
+        self.pad_id = tokenizer.pad_token_id
+
+    @property
+    def model_id(self) -> str:
+        if self.gguf_file:
+            return Path(self.gguf_file).name.removesuffix(".gguf")
+        p = Path(str(self.model))
+        return p.name if p.exists() else str(self.model)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def encode(self, prompt: Prompt, tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """Token ids of a prompt as the model sees it (chat template applied to chats)."""
+        if isinstance(prompt, str):
+            return list(self.tokenizer(prompt)["input_ids"])
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise BackendError(f"the tokenizer of {self.model!r} has no chat template; pass "
+                               "chat_template=... or give plain string prompts")
+        text = self.tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True,
+                                                  tokenize=False, **self.chat_template_kwargs)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
+                  seed: int, n: int, stop: list[str] | None,
+                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+        encoded = [self.encode(p, tools) for p in prompts]
+        rows = [ids for ids in encoded for _ in range(n)]
+        size = self.batch_size or len(rows)
+        out: list[Completion] = []
+        for ci, start in enumerate(range(0, len(rows), size)):
+            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, top_p=top_p, seed=seed + ci, stop=stop)
+        return out
+
+    def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
+                        seed: int, stop: list[str] | None) -> list[Completion]:
+        import torch
+
+        width = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            if r:
+                input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+                attention[i, width - len(r):] = 1
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id,
+                                  "eos_token_id": self.eos_ids or None}
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if stop:
+            kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
+        devices = [torch.device(self.device).index or 0] if self.device.startswith("cuda") else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(seed)
+            generated = self.lm.generate(input_ids=input_ids.to(self.device),
+                                         attention_mask=attention.to(self.device), **kwargs)
+        new = generated[:, width:].tolist()
+        return [self._completion(row, toks, max_new_tokens, stop)
+                for row, toks in zip(rows, new, strict=True)]
+
+    def _completion(self, prompt_ids: list[int], toks: list[int], max_new_tokens: int,
+                    stop: list[str] | None) -> Completion:
+        eos = set(self.eos_ids)
+        end = next((i for i, t in enumerate(toks) if t in eos), None)
+        if end is not None:
+            kept, used, finish = toks[:end], end + 1, "stop"
+        else:
+            kept = list(toks)
+            while kept and kept[-1] == self.pad_id:
+                kept.pop()
+            used = len(kept)
+            finish = "length" if used >= max_new_tokens else "stop"
+        text = self.tokenizer.decode(kept, skip_special_tokens=self.skip_special_tokens)
+        text, stopped = truncate_at_stop(text, stop)
+        if stopped:
+            finish = "stop"
+        return Completion(text=text, prompt_tokens=len(prompt_ids), completion_tokens=used,
+                          finish_reason=finish)
+
+    def close(self) -> None:
+        self.lm = None

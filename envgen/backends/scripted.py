@@ -1,0 +1,114 @@
+"""The ``scripted`` backend: replays recorded completions, for tests and dry runs.
+
+The script is a list of strings, a JSONL file (each line a JSON string or an
+object with a ``text`` or ``completion`` field; ``model=PATH`` works too, so
+``--backend scripted --model replies.jsonl`` runs from the command line), or a
+callable ``fn(prompt) -> str`` (``prompt`` is the chat or the string).
+
+Completions are handed out in call order, prompt-major, one per sample; when
+the script runs out the backend raises
+:class:`~envgen.backends.errors.BackendError` (or starts over with
+``cycle=True``). Every prompt seen is recorded in :attr:`ScriptedBackend.prompts`
+so a test can assert what the model was asked. ``stop`` and
+``max_new_tokens`` are honoured on the text (a token is taken as 4
+characters); token counts are estimates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text, truncate_at_stop
+from envgen.backends.errors import BackendError
+
+__all__ = ["ScriptedBackend", "load_script"]
+
+
+def load_script(path: str | Path) -> list[str]:
+    """Completions from a JSONL file (JSON strings, or objects with ``text`` / ``completion``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise BackendError(f"no script file at {p} (a JSONL file of completions)")
+    out: list[str] = []
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BackendError(f"{p}:{lineno}: not JSON ({e.msg}); each line must be a JSON string "
+                               "or object") from None
+        if isinstance(item, dict):
+            item = item.get("text", item.get("completion"))
+        if not isinstance(item, str):
+            raise BackendError(f"{p}:{lineno}: expected a string or an object with a 'text' field")
+        out.append(item)
+    return out
+
+
+class ScriptedBackend(Backend):
+    """Hands out prepared completions in order."""
+
+    name = "scripted"
+
+    def __init__(self, model: str | None = None, *,
+                 completions: Sequence[str] | str | Path | Callable[[Prompt], str] | None = None,
+                 cycle: bool = False, **_: Any):
+        super().__init__(model)
+        source = completions if completions is not None else model
+        self._fn: Callable[[Prompt], str] | None = None
+        self._script: list[str] = []
+        if callable(source):
+            self._fn = source
+        elif isinstance(source, str | Path):
+            self._script = load_script(source)
+        elif source is not None:
+            if any(not isinstance(s, str) for s in source):
+                raise BackendError("scripted completions must be strings")
+            self._script = list(source)
+        else:
+            raise BackendError("the scripted backend needs completions=[...], a JSONL path or a callable")
+        self.cycle = cycle
+        self.position = 0
+        self.prompts: list[Prompt] = []  #: every prompt seen, in order (one entry per sample)
+
+    @property
+    def model_id(self) -> str:
+        if self.model and not Path(str(self.model)).exists():
+            return str(self.model)
+        return "scripted"
+
+    @property
+    def remaining(self) -> int | None:
+        """Completions left in the script (``None`` for a callable or a cycling script)."""
+        return None if self._fn is not None or self.cycle else len(self._script) - self.position
+
+    def _next(self, prompt: Prompt) -> str:
+        if self._fn is not None:
+            return str(self._fn(prompt))
+        if self.position >= len(self._script):
+            if not self.cycle or not self._script:
+                raise BackendError(f"the scripted backend ran out of completions after {self.position} "
+                                   "(give more, or cycle=True)")
+            self.position = 0
+        text = self._script[self.position]
+        self.position += 1
+        return text
+
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
+                  seed: int, n: int, stop: list[str] | None,
+                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+        out: list[Completion] = []
+        for prompt in prompts:
+            for _ in range(n):
+                self.prompts.append(prompt)
+                text, stopped = truncate_at_stop(self._next(prompt), stop)
+                finish = "stop"
+                if not stopped and approx_tokens(text) > max_new_tokens:
+                    text, finish = text[:4 * max_new_tokens], "length"
+                out.append(Completion(text=text, prompt_tokens=approx_tokens(prompt_text(prompt)),
+                                      completion_tokens=max(1, approx_tokens(text)), finish_reason=finish))
+        return out

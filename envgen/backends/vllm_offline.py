@@ -1,0 +1,91 @@
+"""The ``vllm`` backend: offline batched generation with ``vllm.LLM``.
+
+vLLM is an optional dependency (``pip install 'envwright[vllm]'``, GPU
+machines); importing this module never imports it, building the backend does
+and raises :class:`~envgen.backends.errors.BackendNotInstalledError` with the
+install command when it is missing.
+
+Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
+given), strings through ``LLM.generate``; each prompt gets its own
+``SamplingParams`` seeded with :func:`~envgen.backends.base.derive_seed`, so a
+prompt's completions do not depend on what else is in the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgen.backends.base import Backend, Completion, Prompt, derive_seed
+from envgen.backends.errors import BackendError, BackendNotInstalledError
+
+__all__ = ["VLLMBackend"]
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError:
+        raise BackendNotInstalledError("vllm", "vllm", "vllm") from None
+    return vllm
+
+
+class VLLMBackend(Backend):
+    """An in-process vLLM engine."""
+
+    name = "vllm"
+
+    def __init__(self, model: str | None = None, *, tensor_parallel_size: int = 1, dtype: str = "auto",
+                 gpu_memory_utilization: float = 0.9, max_model_len: int | None = None, seed: int = 0,
+                 enable_prefix_caching: bool = True, chat_template_kwargs: dict[str, Any] | None = None,
+                 engine_kwargs: dict[str, Any] | None = None, llm: Any = None, **_: Any):
+        if not model and llm is None:
+            raise BackendError("the vllm backend needs a model name or path (--model)")
+        super().__init__(model)
+        self._vllm = _import_vllm()
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        if llm is None:
+            kwargs: dict[str, Any] = {"model": model, "tensor_parallel_size": tensor_parallel_size,
+                                      "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization,
+                                      "seed": seed, "enable_prefix_caching": enable_prefix_caching}
+            if max_model_len:
+                kwargs["max_model_len"] = max_model_len
+            llm = self._vllm.LLM(**kwargs, **(engine_kwargs or {}))
+        self.llm = llm
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.llm.get_tokenizer().encode(text, add_special_tokens=False))
+
+    def _params(self, index: int, *, max_new_tokens: int, temperature: float, top_p: float, seed: int, n: int,
+                stop: list[str] | None) -> Any:
+        return self._vllm.SamplingParams(n=n, max_tokens=max_new_tokens, temperature=temperature,
+                                         top_p=top_p if temperature > 0 else 1.0,
+                                         seed=derive_seed(seed, index), stop=stop or None)
+
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
+                  seed: int, n: int, stop: list[str] | None,
+                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                               seed=seed, n=n, stop=stop) for i in range(len(prompts))]
+        chats = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
+        texts = [i for i, p in enumerate(prompts) if isinstance(p, str)]
+        results: dict[int, Any] = {}
+        if chats:
+            outs = self.llm.chat([prompts[i] for i in chats], [params[i] for i in chats], use_tqdm=False,
+                                 tools=tools, chat_template_kwargs=self.chat_template_kwargs or None)
+            results.update(zip(chats, outs, strict=True))
+        if texts:
+            outs = self.llm.generate([prompts[i] for i in texts], [params[i] for i in texts], use_tqdm=False)
+            results.update(zip(texts, outs, strict=True))
+        completions: list[Completion] = []
+        for i in range(len(prompts)):
+            req = results[i]
+            n_prompt = len(req.prompt_token_ids or [])
+            for o in req.outputs:
+                finish = o.finish_reason or "stop"
+                completions.append(Completion(text=o.text, prompt_tokens=n_prompt,
+                                              completion_tokens=len(o.token_ids),
+                                              finish_reason="length" if finish == "length" else "stop"))
+        return completions
+
+    def close(self) -> None:
+        self.llm = None

@@ -1,0 +1,189 @@
+"""The ``llm`` proposer: a model backend writes environment specs from documents.
+
+:meth:`LLMProposer.propose_batch` builds one chat per document
+(:func:`envgen.prompts.build_messages`: contract, example, skill guidance,
+document excerpt) and generates them all in **one** batched backend call;
+:meth:`LLMProposer.repair_batch` does the same for the repair conversations
+(:func:`envgen.prompts.build_repair_messages`: the previous answer plus the
+gate's feedback). Completions are parsed by
+:func:`envgen.prompts.parse_completion`, which also fills the fields the model
+does not control (provenance ``llm:<model>``, stream ``explore`` or ``skill``,
+the source document, a unique id when the model's is missing, invalid or
+copied from an example).
+
+A proposal that could not be parsed has ``spec is None`` and an ``error``
+saying what to fix (fed back verbatim on repair); a backend that fails
+outright turns every proposal of the batch into such a failure. Token counts
+on a proposal are cumulative over its repairs (``meta["rounds"]`` has each
+round's counts), so a run's total is the sum over its final proposals.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from typing import Any
+
+from envgen.backends import Backend, Completion, make_backend
+from envgen.backends.base import prompt_text
+from envgen.prompts import (
+    BUILTIN_EXAMPLE,
+    ParsedCompletion,
+    build_messages,
+    build_repair_messages,
+    messages_sha256,
+    parse_completion,
+    shipped_examples,
+    skill_id_of,
+)
+from envgen.proposers.base import Proposal, Proposer
+from gym_envs.spec import EnvSpec, as_spec
+
+__all__ = ["LLMProposer"]
+
+
+class LLMProposer(Proposer):
+    """Proposes specs with a model backend (``transformers``, ``vllm``, ``openai``, ``scripted``).
+
+    Args:
+        backend: a registered backend name or a :class:`~envgen.backends.Backend`.
+        model: model name or path for the backend (ignored when ``backend`` is an instance).
+        max_new_tokens, temperature, top_p: sampling of every generation.
+        excerpt_tokens: token budget of the document excerpt.
+        n_examples: example specs shown in the prompt (0 for none).
+        example_tokens: token budget for all examples together (tasks are trimmed to fit).
+        examples: example specs to use instead of the shipped ones (specs, dicts or paths).
+        skill_level: disclosure level passed to ``skill.render(level)`` for skill-conditioned documents
+            (``name``, ``summary``, ``rules``, ``full``; examples are shown separately, within budget).
+        backend_options: keyword options for :func:`~envgen.backends.make_backend`.
+        stop: stop strings for generation.
+    """
+
+    name = "llm"
+    can_repair = True
+
+    def __init__(self, backend: str | Backend, model: str | None = None, max_new_tokens: int = 4096,
+                 temperature: float = 0.7, excerpt_tokens: int = 1500, n_examples: int = 1,
+                 backend_options: dict[str, Any] | None = None, *, top_p: float = 0.95,
+                 example_tokens: int | None = 3500, examples: Sequence[Any] | None = None,
+                 skill_level: Any = "rules", stop: Sequence[str] | None = None,
+                 system_prompt: str | None = None, **_: Any):
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
+        if excerpt_tokens < 0:
+            raise ValueError(f"excerpt_tokens must be >= 0, got {excerpt_tokens}")
+        if n_examples < 0:
+            raise ValueError(f"n_examples must be >= 0, got {n_examples}")
+        if not backend:
+            raise ValueError("the llm proposer needs a backend (transformers, vllm, openai or scripted)")
+        self.backend = make_backend(backend, model=model, **(backend_options or {}))
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.excerpt_tokens = excerpt_tokens
+        self.n_examples = n_examples
+        self.example_tokens = example_tokens
+        self.skill_level = skill_level
+        self.stop = list(stop) if stop else None
+        self.system_prompt = system_prompt
+        self.examples: list[EnvSpec] = ([as_spec(e) for e in examples] if examples is not None
+                                        else shipped_examples())
+
+    @property
+    def reserved_ids(self) -> list[str]:
+        """Ids a proposal may not keep (the examples': a copied id is replaced by a fresh one)."""
+        return sorted({e.id for e in self.examples} | {BUILTIN_EXAMPLE["id"]})
+
+    @property
+    def generator(self) -> str:
+        return f"llm:{self.backend.model_id}"
+
+    # -- prompts --------------------------------------------------------------------------------
+    def messages_for(self, doc: Any, skill: Any = None) -> list[dict[str, str]]:
+        """The chat this proposer sends for ``doc`` (and an optional routed skill)."""
+        return build_messages(doc, skill=skill, examples=self.examples, n_examples=self.n_examples,
+                              excerpt_tokens=self.excerpt_tokens, example_tokens=self.example_tokens,
+                              counter=self.backend.count_tokens, skill_level=self.skill_level,
+                              system_prompt=self.system_prompt)
+
+    def _generate(self, chats: list[list[dict[str, str]]], seed: int) -> list[Completion] | str:
+        try:
+            return self.backend.generate(chats, max_new_tokens=self.max_new_tokens,
+                                         temperature=self.temperature, top_p=self.top_p, seed=seed, n=1,
+                                         stop=self.stop)
+        except Exception as e:  # a failure is data: the batch's proposals record it
+            return f"generation failed ({self.backend.name}): {type(e).__name__}: {e}"
+
+    # -- proposer API ---------------------------------------------------------------------------
+    def propose_batch(self, docs: list[Any], *, seed: int = 0,
+                      skills: list[Any] | None = None) -> list[Proposal]:
+        if skills is not None and len(skills) != len(docs):
+            raise ValueError(f"skills has {len(skills)} entries for {len(docs)} documents")
+        skills = list(skills) if skills is not None else [None] * len(docs)
+        chats = [self.messages_for(d, s) for d, s in zip(docs, skills, strict=True)]
+        completions = self._generate(chats, seed) if docs else []
+        out = []
+        for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
+            meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": []}
+            comp = completions if isinstance(completions, str) else completions[i]
+            out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
+        return out
+
+    def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
+        chats = []
+        for p, feedback in items:
+            base = p.meta.get("messages")
+            if not base and p.meta.get("doc") is not None:
+                base = self.messages_for(p.meta["doc"], p.meta.get("skill"))
+            chats.append(build_repair_messages(base or [], p.raw or "", feedback))
+        completions = self._generate(chats, seed) if items else []
+        out = []
+        for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
+            meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
+            comp = completions if isinstance(completions, str) else completions[i]
+            out.append(self._proposal(p.meta.get("doc"), meta.get("messages") or chat, chat, comp, meta,
+                                      seed=seed, retries=p.retries + 1, prev=p))
+        return out
+
+    # -- completions to proposals ---------------------------------------------------------------
+    def _proposal(self, doc: Any, base_chat: list[dict[str, str]], chat: list[dict[str, str]],
+                  comp: Completion | str, meta: dict[str, Any], *, seed: int, retries: int,
+                  prev: Proposal | None) -> Proposal:
+        skill = meta.get("skill")
+        prompt_sha = messages_sha256(chat)
+        meta.update(messages=base_chat, prompt_sha256=prompt_sha, skill_id=skill_id_of(skill),
+                    model=self.backend.model_id, stream="skill" if skill is not None else "explore")
+        doc_id = str(getattr(doc, "id", None) or (prev.doc_id if prev else "unknown"))
+        p_tok = prev.prompt_tokens if prev else 0
+        c_tok = prev.completion_tokens if prev else 0
+        if isinstance(comp, str) or not comp.ok:
+            err = comp if isinstance(comp, str) else f"generation failed ({self.backend.name}): {comp.error}"
+            meta["rounds"].append({"seed": seed, "error": err, "error_code": "generation"})
+            meta["error_code"] = "generation"
+            return Proposal(doc_id, None, error=err, raw=prev.raw if prev else None, prompt=prompt_text(chat),
+                            prompt_tokens=p_tok, completion_tokens=c_tok, retries=retries, meta=meta)
+        parsed = parse_completion(
+            comp.text, doc=doc, generator=self.generator, stream=meta["stream"], skill_id=meta["skill_id"],
+            prompt_sha256=prompt_sha, seed=seed,
+            created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            reserved_ids=self.reserved_ids)
+        error = self._error(parsed, comp)
+        meta["rounds"].append({"seed": seed, "prompt_tokens": comp.prompt_tokens,
+                               "completion_tokens": comp.completion_tokens,
+                               "finish_reason": comp.finish_reason, "error_code": parsed.code,
+                               "json_repairs": parsed.repairs})
+        meta.update(finish_reason=comp.finish_reason, error_code=parsed.code, json_repairs=parsed.repairs)
+        return Proposal(doc_id, parsed.spec, error=error, raw=comp.text, prompt=prompt_text(chat),
+                        prompt_tokens=p_tok + comp.prompt_tokens,
+                        completion_tokens=c_tok + comp.completion_tokens, retries=retries, meta=meta)
+
+    def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:
+        if parsed.ok:
+            return None
+        if comp.finish_reason == "length" and parsed.code in ("no_json", "json_syntax"):
+            return (f"your answer was cut off at the {self.max_new_tokens}-token limit before the JSON "
+                    f"was complete ({parsed.error}). Write a smaller environment: fewer tools, seed rows and "
+                    "tasks, shorter descriptions, no text outside the JSON.")
+        return parsed.error

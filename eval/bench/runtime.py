@@ -1,0 +1,439 @@
+"""``envwright bench runtime``: what it costs to run tool code through the executor.
+
+Role: measure, in one run and on one machine, the per-call cost of the
+restricted executor against a plain-Python floor, and the cost of a reset.
+
+* **Tools.** A representative write tool, ``transfer`` (read a balance, check
+  it, two UPDATEs, one INSERT, return a dict), and a trivial read tool,
+  ``get_balance``, over a database of ``rows`` accounts.
+* **Modes.** ``floor``: the same tool as a plain Python function on a
+  ``sqlite3`` connection (no sandbox, no validation, no savepoint);
+  ``inprocess``: :class:`~gym_envs.executor.InProcessExecutor`;
+  ``worker``: :class:`~gym_envs.executor.WorkerExecutor` with one worker
+  process, one call per round trip; ``worker-batched``: the same worker, one
+  call from each of ``episodes`` episodes per round trip
+  (:meth:`~gym_envs.executor.WorkerExecutor.call_many`).
+* **Reset.** ``Session.open`` (a fresh episode from the cached image) and
+  ``ToolEnv.reset`` in both executor modes, each after a write call so there is
+  state to discard.
+
+Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``,
+``targets``, ``config``); every target is reported as measured, ``passed``
+true or false, never adjusted. :func:`main` prints the tables (``rich``) and
+optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
+not installed). Latencies are medians of per-call wall times; steps/s is calls
+divided by the wall time spent in that mode. Modes run interleaved, in
+``rounds`` alternating chunks, so a change in machine load affects them alike;
+the load average before and after is recorded with the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gym_envs.env import ToolEnv
+from gym_envs.executor import InProcessExecutor, Limits, Session, WorkerExecutor
+from gym_envs.spec import EnvSpec, parse_spec
+
+__all__ = ["TARGETS", "bench_spec", "main", "run"]
+
+#: (name, description, limit); see :func:`_targets` for how each is measured.
+TARGETS = {
+    "inprocess_ratio": ("in-process restricted / floor, median per call (transfer)", 1.5),
+    "worker_overhead_us": ("worker overhead over the floor, median us per call (transfer)", 60.0),
+    "worker_steps_per_s": ("worker steps/s on one worker (transfer, best of plain and batched)", 10_000.0),
+    "reset_inprocess_us": ("Session.open median us, in-process", 100.0),
+    "reset_worker_us": ("Session.open median us, worker", 100.0),
+}
+
+_SCHEMA = """
+CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL);
+CREATE TABLE transfers (id INTEGER PRIMARY KEY, src INTEGER NOT NULL, dst INTEGER NOT NULL,
+                        amount INTEGER NOT NULL);
+"""
+
+_CODE = '''
+def transfer(db, src, dst, amount):
+    rows = db.query("SELECT balance FROM accounts WHERE id = ?", [src])
+    if not rows:
+        raise ToolError("no such account")
+    balance = rows[0]["balance"]
+    if balance < amount:
+        raise ToolError("insufficient funds")
+    db.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, src])
+    db.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", [amount, dst])
+    r = db.execute("INSERT INTO transfers (src, dst, amount) VALUES (?, ?, ?)", [src, dst, amount])
+    return {"transfer_id": r["lastrowid"], "src": src, "dst": dst, "amount": amount,
+            "balance": balance - amount}
+
+
+def get_balance(db, account_id):
+    rows = db.query("SELECT balance FROM accounts WHERE id = ?", [account_id])
+    if not rows:
+        raise ToolError("no such account")
+    return rows[0]["balance"]
+'''
+
+_INT = {"type": "integer"}
+
+
+def bench_spec(rows: int = 1000) -> EnvSpec:
+    """The benchmark environment: ``rows`` accounts with a balance of 1,000,000 each."""
+    chunks = []
+    for start in range(1, rows + 1, 200):
+        values = ",".join(f"({i}, 'owner{i}', 1000000)" for i in range(start, min(rows, start + 199) + 1))
+        chunks.append(f"INSERT INTO accounts (id, owner, balance) VALUES {values};")
+    return parse_spec({
+        "id": "bench-runtime",
+        "title": "Bank (runtime benchmark)",
+        "description": "Accounts and transfers.",
+        "state": {"schema_sql": _SCHEMA, "seed_sql": "\n".join(chunks)},
+        "tools": [
+            {"name": "transfer", "description": "Move money between two accounts.",
+             "parameters": {"type": "object", "properties": {"src": _INT, "dst": _INT, "amount": _INT},
+                            "required": ["src", "dst", "amount"]}},
+            {"name": "get_balance", "description": "Balance of an account.",
+             "parameters": {"type": "object", "properties": {"account_id": _INT},
+                            "required": ["account_id"]}},
+        ],
+        "code": _CODE,
+        "tasks": [{"id": "t0", "kind": "execute", "turns": [{
+            "instruction": "Move 1 from account 1 to account 2.",
+            "checks": [{"kind": "sql", "query": "SELECT count(*) FROM transfers", "expect": [[1]]}],
+            "reference": [{"name": "transfer", "arguments": {"src": 1, "dst": 2, "amount": 1}}]}]}],
+    })
+
+
+# -- the floor: the same tools as plain Python on sqlite3 ------------------------------------------
+
+def _floor_transfer(conn: sqlite3.Connection, src: int, dst: int, amount: int) -> dict[str, Any]:
+    row = conn.execute("SELECT balance FROM accounts WHERE id = ?", (src,)).fetchone()
+    if row is None:
+        raise LookupError("no such account")
+    balance = row[0]
+    if balance < amount:
+        raise ValueError("insufficient funds")
+    conn.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", (amount, src))
+    conn.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", (amount, dst))
+    cur = conn.execute("INSERT INTO transfers (src, dst, amount) VALUES (?, ?, ?)", (src, dst, amount))
+    return {"transfer_id": cur.lastrowid, "src": src, "dst": dst, "amount": amount,
+            "balance": balance - amount}
+
+
+def _floor_get_balance(conn: sqlite3.Connection, account_id: int) -> int:
+    row = conn.execute("SELECT balance FROM accounts WHERE id = ?", (account_id,)).fetchone()
+    if row is None:
+        raise LookupError("no such account")
+    return int(row[0])
+
+
+def _floor_conn(spec: EnvSpec) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.executescript(spec.state.schema_sql + "\n" + spec.state.seed_sql)
+    return conn
+
+
+# -- measurement -----------------------------------------------------------------------------------
+
+def _args(tool: str, i: int, rows: int) -> dict[str, Any]:
+    if tool == "transfer":
+        return {"src": i % rows + 1, "dst": (i + 1) % rows + 1, "amount": 1}
+    return {"account_id": i % rows + 1}
+
+
+def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], invocations: int, rounds: int,
+                 warmup: int) -> dict[str, dict[str, Any]]:
+    """Time ``fns`` in alternating chunks, so a change of machine load hits every mode alike.
+
+    ``fns`` maps a mode to ``(fn, calls_per_invocation)``; ``fn(i)`` performs that many calls. Latency
+    is per call (an invocation's time divided by its calls); steps/s is calls over the time spent in
+    that mode.
+    """
+    clock = time.perf_counter_ns
+    for fn, _ in fns.values():
+        for i in range(warmup):
+            fn(i)
+    lat: dict[str, list[float]] = {k: [] for k in fns}
+    spent = dict.fromkeys(fns, 0)
+    done = dict.fromkeys(fns, 0)
+    chunk = max(1, invocations // rounds)
+    for _ in range(rounds):
+        for mode, (fn, per) in fns.items():
+            start = clock()
+            for _ in range(chunk):
+                i = done[mode]
+                done[mode] += 1
+                t0 = clock()
+                fn(warmup + i)
+                lat[mode].append((clock() - t0) / per)
+            spent[mode] += clock() - start
+    out = {}
+    for mode, (_, per) in fns.items():
+        calls = done[mode] * per
+        seconds = spent[mode] / 1e9
+        out[mode] = {"calls": calls, "seconds": seconds, "steps_per_s": calls / seconds if seconds else 0.0,
+                     "median_us": statistics.median(lat[mode]) / 1e3, "p90_us": _quantile(lat[mode], 0.9) / 1e3}
+        if per > 1:
+            out[mode]["batch"] = per
+    return out
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return float(s[min(len(s) - 1, int(q * len(s)))])
+
+
+def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, rounds: int,
+                inproc: InProcessExecutor, worker: WorkerExecutor) -> dict[str, Any]:
+    errors: list[str] = []
+
+    def check(r: Any) -> None:
+        if not r.ok:
+            errors.append(f"{r.error_type}: {r.error}")
+
+    conn = _floor_conn(spec)
+    floor_fn = _floor_transfer if tool == "transfer" else _floor_get_balance
+    s_in = inproc.session(spec, seed=0)
+    s_wk = worker.session(spec, seed=0)
+    batch = [worker.session(spec, seed=k + 1) for k in range(episodes)]
+
+    def batched(i: int) -> None:
+        for r in worker.call_many([(s, tool, _args(tool, i * episodes + k, rows)) for k, s in enumerate(batch)]):
+            check(r)
+
+    fns: dict[str, tuple[Callable[[int], Any], int]] = {
+        "floor": (lambda i: floor_fn(conn, **_args(tool, i, rows)), 1),
+        "inprocess": (lambda i: check(s_in.call(tool, _args(tool, i, rows))), 1),
+        "worker": (lambda i: check(s_wk.call(tool, _args(tool, i, rows))), 1),
+        "worker-batched": (batched, episodes),
+    }
+    out: dict[str, Any] = _interleaved({"floor": fns["floor"], "inprocess": fns["inprocess"],
+                                        "worker": fns["worker"]},
+                       calls, rounds, warmup=min(300, max(20, calls // 10)))
+    out.update(_interleaved({"worker-batched": fns["worker-batched"]}, max(1, calls // episodes), rounds,
+                            warmup=5))
+    conn.close()
+    for s in (s_in, s_wk, *batch):
+        s.close()
+    floor = out["floor"]["median_us"]
+    for mode in ("inprocess", "worker", "worker-batched"):
+        out[mode]["ratio"] = out[mode]["median_us"] / floor if floor else float("inf")
+        out[mode]["overhead_us"] = out[mode]["median_us"] - floor
+    out["errors"] = errors[:5]
+    out["n_errors"] = len(errors)
+    return out
+
+
+def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, inproc: InProcessExecutor,
+                 worker: WorkerExecutor) -> dict[str, Any]:
+    """Median latency of ``Session.open`` and ``ToolEnv.reset``, each right after a write call."""
+    sessions = {"inprocess": inproc.session(spec, seed=0), "worker": worker.session(spec, seed=0)}
+    envs = {"inprocess": ToolEnv(spec, task="t0", executor=inproc),
+            "worker": ToolEnv(spec, task="t0", executor=worker)}
+    for env in envs.values():
+        env.reset(seed=0)
+
+    def opener(s: Session) -> Callable[[int], None]:
+        def run(i: int) -> None:
+            s.call("transfer", _args("transfer", i, rows))  # state to discard
+            t0 = time.perf_counter_ns()
+            s.open(i)
+            lat[s.executor.mode].append(time.perf_counter_ns() - t0)
+        return run
+
+    def resetter(env: ToolEnv) -> Callable[[int], None]:
+        def run(i: int) -> None:
+            if not env.done:
+                env.step({"tool_calls": [{"name": "transfer", "arguments": _args("transfer", i, rows)}]})
+            t0 = time.perf_counter_ns()
+            env.reset(seed=i)
+            env_lat[env.executor.mode].append(time.perf_counter_ns() - t0)
+        return run
+
+    lat: dict[str, list[int]] = {"inprocess": [], "worker": []}
+    env_lat: dict[str, list[int]] = {"inprocess": [], "worker": []}
+    fns = {f"open-{m}": (opener(s), 1) for m, s in sessions.items()}
+    fns.update({f"reset-{m}": (resetter(e), 1) for m, e in envs.items()})
+    _interleaved(fns, n, rounds, warmup=20)
+    for s in sessions.values():
+        s.close()
+    for env in envs.values():
+        env.close()
+    out: dict[str, Any] = {"rows": rows}
+    for m in ("inprocess", "worker"):
+        out[f"session_open_{m}_us"] = statistics.median(lat[m][20:]) / 1e3
+        out[f"toolenv_reset_{m}_us"] = statistics.median(env_lat[m][20:]) / 1e3
+    return out
+
+
+def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any]]:
+    t = tools["transfer"]
+    values = {
+        "inprocess_ratio": t["inprocess"]["ratio"],
+        "worker_overhead_us": t["worker"]["overhead_us"],
+        "worker_steps_per_s": max(t["worker"]["steps_per_s"], t["worker-batched"]["steps_per_s"]),
+        "reset_inprocess_us": reset["session_open_inprocess_us"],
+        "reset_worker_us": reset["session_open_worker_us"],
+    }
+    out = []
+    for key, (desc, limit) in TARGETS.items():
+        v = values[key]
+        ok = v >= limit if key == "worker_steps_per_s" else v <= limit
+        out.append({"name": key, "description": desc, "value": v, "limit": limit, "passed": bool(ok)})
+    return out
+
+
+def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int = 1000, rounds: int = 10,
+        limits: Limits | None = None, cpu: int | None = None) -> dict[str, Any]:
+    """Measure every mode for both tools, then resets; returns the results dict (see module doc).
+
+    Args:
+        rows: accounts in the database.
+        calls: timed calls per tool and mode (after a warm-up).
+        episodes: episodes per round trip in the batched worker mode.
+        resets: timed resets per mode.
+        rounds: modes alternate this many times (so load changes affect all modes alike).
+        limits: executor limits (defaults to :class:`~gym_envs.executor.Limits`).
+        cpu: pin this process and its worker to one CPU (Linux), or ``None`` to leave affinity alone.
+    """
+    if rows < 2 or calls < 1 or episodes < 1 or resets < 1 or rounds < 1:
+        raise ValueError("rows must be >= 2 and calls, episodes, resets, rounds >= 1")
+    affinity = os.sched_getaffinity(0) if cpu is not None else None
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})  # the worker, started below, inherits it
+    spec = bench_spec(rows)
+    inproc = InProcessExecutor(limits)
+    worker = WorkerExecutor(1, limits)
+    load_before = os.getloadavg()
+    try:
+        for ex in (inproc, worker):
+            load = ex.load(spec)
+            if not load.get("ok"):
+                raise RuntimeError(f"the benchmark spec did not load: {load}")
+        tools = {tool: _bench_tool(tool, spec, rows, calls, episodes, rounds, inproc, worker)
+                 for tool in ("transfer", "get_balance")}
+        reset = _bench_reset(spec, rows, resets, rounds, inproc, worker)
+    finally:
+        worker.close()
+        if affinity is not None:
+            os.sched_setaffinity(0, affinity)
+    return {"config": {"rows": rows, "calls": calls, "episodes": episodes, "resets": resets, "rounds": rounds,
+                       "cpu": cpu, "cpus": os.cpu_count(), "load_avg_before": load_before[0],
+                       "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
+                       "sqlite": sqlite3.sqlite_version},
+            "tools": tools, "reset": reset, "targets": _targets(tools, reset)}
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+_MODES = ("floor", "inprocess", "worker", "worker-batched")
+
+
+def print_report(result: dict[str, Any], console: Any = None) -> None:
+    """Print the result tables with ``rich``."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    cfg = result["config"]
+    console.print(f"Python {cfg['python']}, SQLite {cfg['sqlite']}, {cfg['cpus']} CPUs, load average "
+                  f"{cfg['load_avg_before']:.1f} -> {cfg['load_avg_after']:.1f}; modes interleaved in "
+                  f"{cfg['rounds']} rounds")
+    for tool, res in result["tools"].items():
+        table = Table(title=f"{tool}: {cfg['calls']:,} calls, {cfg['rows']:,}-row database")
+        for col in ("mode", "steps/s", "median us", "p90 us", "x floor", "overhead us"):
+            table.add_column(col, justify="left" if col == "mode" else "right")
+        for mode in _MODES:
+            m = res[mode]
+            label = mode + (f" ({m['batch']}/trip)" if "batch" in m else "")
+            table.add_row(label, f"{m['steps_per_s']:,.0f}", f"{m['median_us']:.1f}", f"{m['p90_us']:.1f}",
+                          f"{m.get('ratio', 1.0):.2f}", f"{m.get('overhead_us', 0.0):.1f}")
+        console.print(table)
+        if res["n_errors"]:
+            console.print(f"[red]{res['n_errors']} calls failed, e.g. {res['errors'][0]}[/red]")
+    reset = result["reset"]
+    table = Table(title=f"reset of a {reset['rows']:,}-row database (median us)")
+    for col in ("what", "in-process", "worker"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    table.add_row("Session.open", f"{reset['session_open_inprocess_us']:.1f}",
+                  f"{reset['session_open_worker_us']:.1f}")
+    table.add_row("ToolEnv.reset", f"{reset['toolenv_reset_inprocess_us']:.1f}",
+                  f"{reset['toolenv_reset_worker_us']:.1f}")
+    console.print(table)
+    table = Table(title="targets")
+    for col in ("target", "measured", "limit", "verdict"):
+        table.add_column(col, justify="left" if col == "target" else "right")
+    for t in result["targets"]:
+        verdict = "[green]PASS[/green]" if t["passed"] else "[red]MISS[/red]"
+        op = ">=" if t["name"] == "worker_steps_per_s" else "<="
+        table.add_row(t["description"], f"{t['value']:,.2f}", f"{op} {t['limit']:,g}", verdict)
+    console.print(table)
+
+
+def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> Path | None:
+    """Bar charts of median per-call latency and reset latency; ``None`` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (tool, res) in zip(axes, result["tools"].items(), strict=False):
+        vals = [res[m]["median_us"] for m in _MODES]
+        ax.bar(_MODES, vals, color=["#888", "#4c72b0", "#dd8452", "#55a868"])
+        ax.set_title(f"{tool}: median us per call")
+        ax.tick_params(axis="x", rotation=20)
+        for i, v in enumerate(vals):
+            ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+    reset = result["reset"]
+    labels = ["open in-proc", "open worker", "env.reset in-proc", "env.reset worker"]
+    vals = [reset["session_open_inprocess_us"], reset["session_open_worker_us"],
+            reset["toolenv_reset_inprocess_us"], reset["toolenv_reset_worker_us"]]
+    axes[2].bar(labels, vals, color="#8172b2")
+    axes[2].axhline(TARGETS["reset_worker_us"][1], color="red", linestyle="--", linewidth=1)
+    axes[2].set_title(f"reset, {reset['rows']:,} rows: median us")
+    axes[2].tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns 0 when every target passed, 1 otherwise."""
+    p = argparse.ArgumentParser(prog="envwright bench runtime", description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=1000, help="accounts in the database (default 1000)")
+    p.add_argument("--calls", type=int, default=5000, help="timed calls per tool and mode (default 5000)")
+    p.add_argument("--episodes", type=int, default=8, help="episodes per round trip when batched (default 8)")
+    p.add_argument("--resets", type=int, default=1000, help="timed resets per mode (default 1000)")
+    p.add_argument("--rounds", type=int, default=10, help="times the modes alternate (default 10)")
+    p.add_argument("--cpu", type=int, default=None, help="pin the benchmark and its worker to this CPU")
+    p.add_argument("--json", dest="json_path", default=None, help="also write the results as JSON here")
+    p.add_argument("--plot", default=None, help="save a plot here (needs matplotlib)")
+    args = p.parse_args(argv)
+    result = run(args.rows, args.calls, episodes=args.episodes, resets=args.resets, rounds=args.rounds,
+                 cpu=args.cpu)
+    print_report(result)
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.plot:
+        saved = plot(result, args.plot)
+        print(f"plot saved to {saved}" if saved else "matplotlib is not installed; no plot written")
+    return 0 if all(t["passed"] for t in result["targets"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

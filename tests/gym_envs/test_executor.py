@@ -1,0 +1,438 @@
+"""``gym_envs.executor``: loading, calls, checks, sessions and the worker protocol, in both modes.
+
+The adversarial properties (escapes, bombs, isolation, killed workers) live in
+``test_adversarial.py``; this file covers the executor's ordinary contract.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gym_envs.env import ToolEnv
+from gym_envs.executor import (
+    CallResult,
+    Engine,
+    Executor,
+    InProcessExecutor,
+    Limits,
+    LoadFailure,
+    WorkerExecutor,
+    _FrameReader,
+    _splice,
+    _write_frame,
+    compile_code,
+    make_executor,
+    plain_json,
+    program_request,
+    validate_arguments,
+)
+from gym_envs.spec import EnvSpec, parse_spec
+from gym_envs.state import SqlLimits
+
+LIMITS = Limits(call_timeout_s=0.5, cpu_seconds=3, memory_bytes=512 << 20,
+                sql=SqlLimits(statement_timeout_s=0.2))
+
+SCHEMA = """
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT NULL);
+CREATE INDEX items_name ON items (name);
+"""
+SEED = "INSERT INTO items VALUES (1, 'apple', 3), (2, 'pear', 0);"
+CODE = '''
+import datetime, random
+
+def get(db, item_id):
+    rows = db.query("SELECT id, name, qty FROM items WHERE id = ?", [item_id])
+    if not rows:
+        raise ToolError(f"no item {item_id}")
+    return rows[0]
+
+def add(db, name, qty=1):
+    r = db.execute("INSERT INTO items (name, qty) VALUES (?, ?)", [name, qty])
+    return {"id": r["lastrowid"]}
+
+def take(db, item_id, qty):
+    item = get(db, item_id)
+    if item["qty"] < qty:
+        raise ToolError("not enough " + item["name"])
+    db.execute("UPDATE items SET qty = qty - ? WHERE id = ?", [qty, item_id])
+    return get(db, item_id)
+
+def misc(db, **kw):
+    try:
+        db.nothing
+    except AttributeError:
+        missing = "AttributeError"
+    try:
+        undefined
+    except NameError:
+        name_error = "NameError"
+    rng = random.Random()
+    return {"date": datetime.date(2024, 3, 1).strftime("%Y-%m-%d"),
+            "parsed": datetime.datetime.strptime("01/02/2024", "%d/%m/%Y").isoformat(),
+            "missing": missing, "name_error": name_error, "draw": random.randint(1, 10**9),
+            "child": rng.randint(1, 10**9), "product": 6 * 7, "power": 2 ** 10}
+'''
+TOOLS = [
+    {"name": "get", "parameters": {"type": "object", "properties": {"item_id": {"type": "integer"}},
+                                   "required": ["item_id"]}},
+    {"name": "add", "parameters": {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1}, "qty": {"type": "integer", "minimum": 1}},
+        "required": ["name"]}},
+    {"name": "take", "parameters": {"type": "object", "properties": {
+        "item_id": {"type": "integer"}, "qty": {"type": "integer"}}, "required": ["item_id", "qty"]}},
+    {"name": "misc", "parameters": {"type": "object", "properties": {}, "additionalProperties": True}},
+]
+
+
+def make_spec(code: str = CODE, tools: list[dict[str, Any]] | None = None, schema: str = SCHEMA,
+              seed: str = SEED) -> EnvSpec:
+    tools = tools or TOOLS
+    reference = [{"name": "take", "arguments": {"item_id": 1, "qty": 1}}] if tools is TOOLS else []
+    return parse_spec({
+        "id": "executor-test", "title": "Store", "state": {"schema_sql": schema, "seed_sql": seed},
+        "tools": tools, "code": code,
+        "tasks": [{"id": "t0", "kind": "execute", "turns": [
+            {"instruction": "Take one apple.",
+             "checks": [{"kind": "sql", "query": "SELECT qty FROM items WHERE id = 1", "expect": [[2]]}],
+             "reference": reference},
+            {"instruction": "How many apples?", "checks": [{"kind": "reply_contains", "any_of": ["2"]}]}]}],
+    })
+
+
+@pytest.fixture(scope="module")
+def executors() -> Iterator[dict[str, Executor]]:
+    exs: dict[str, Executor] = {"inprocess": InProcessExecutor(LIMITS), "worker": WorkerExecutor(2, LIMITS)}
+    yield exs
+    for ex in exs.values():
+        ex.close()
+
+
+@pytest.fixture(params=["inprocess", "worker"])
+def ex(request: pytest.FixtureRequest, executors: dict[str, Executor]) -> Executor:
+    return executors[request.param]
+
+
+# -- plain JSON --------------------------------------------------------------------------------------
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _RiggedDict(dict):  # type: ignore[type-arg]
+    def items(self):  # type: ignore[no-untyped-def]
+        return [("rigged", 1)]
+
+
+PLAIN_CASES = [
+    None, True, False, 0, -5, 2**70, 1.5, -0.0, 1e300, "x", "caf\u00e9 \ud800 \U0001f600", [], {}, (1, 2),
+    {"a": [1, {"b": (2, 3)}]}, {1: "int", 2.5: "float", False: "bool", None: "null", "s": "str"},
+    _Str("sub"), _Int(7), _Float(2.5), _Dict(a=1), collections.OrderedDict(b=2), collections.Counter("aa"),
+    [_Str("x"), {_Str("k"): _Int(1)}],
+]
+
+
+@pytest.mark.parametrize("value", PLAIN_CASES, ids=range(len(PLAIN_CASES)))
+def test_plain_json_is_a_json_round_trip(value: Any) -> None:
+    copy, bound = plain_json(value)
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    assert copy == json.loads(text)
+    assert json.dumps(copy, sort_keys=True) == json.dumps(json.loads(text), sort_keys=True)
+    assert bound >= len(text)
+
+
+@pytest.mark.parametrize("value", [float("nan"), math.inf, {1, 2}, {(1, 2): 3}, object(), b"bytes",
+                                   {"k": float("-inf")}, [collections.deque()]])
+def test_plain_json_refuses_what_json_refuses(value: Any) -> None:
+    with pytest.raises((TypeError, ValueError)) as mine:
+        plain_json(value)
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        json.dumps(value, allow_nan=False)
+    assert type(mine.value) is type(theirs.value)
+
+
+def test_plain_json_reads_the_real_content_of_subclasses() -> None:
+    """``json.dumps`` asks a dict subclass for its ``items()``; ``plain_json`` reads the dict itself."""
+    assert plain_json(_RiggedDict(a=1))[0] == {"a": 1}
+
+
+def test_plain_json_caps_nesting() -> None:
+    deep: list[Any] = []
+    for _ in range(70):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested deeper"):
+        plain_json(deep)
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    with pytest.raises(ValueError):
+        plain_json(cyclic)
+
+
+# -- compilation and validation ----------------------------------------------------------------------
+
+def test_policy_rewrites_arithmetic_with_locations() -> None:
+    src = "def f(x):\n    y = 2\n    y *= 3\n    print(x * 2, 2 ** 3, 1 << 2)\n    return [y, max(x * 2, 10 ** 2)]\n"
+    res = compile_code(src)
+    assert not res.errors and res.code is not None
+    res = compile_code("def f():\n    try:\n        pass\n    except:\n        pass\n")
+    assert not res.errors
+
+
+def test_validate_arguments() -> None:
+    schema = TOOLS[1]["parameters"]
+    assert validate_arguments(schema, {"name": "x", "qty": 2}) == []
+    errors = validate_arguments(schema, {"qty": 0, "extra": 1})
+    assert any("missing required argument 'name'" in e for e in errors)
+    assert any("unexpected argument 'extra'" in e for e in errors)
+    assert any("must be >= 1" in e for e in errors)
+    assert validate_arguments(schema, {"name": True}) == ["argument 'name' must be of type string, got bool"]
+
+
+def test_limits_round_trip() -> None:
+    assert Limits.from_dict(LIMITS.to_dict()) == LIMITS
+    assert Limits.from_dict(json.loads(json.dumps(Limits().to_dict()))) == Limits()
+
+
+# -- loading -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code,schema,kind", [
+    ("def get(db, item_id):\n    return __import__('os')", SCHEMA, "CompileError"),
+    ("def nothing(db):\n    return 1", SCHEMA, "LoadError"),
+    ("x = 1 / 0\ndef get(db, item_id):\n    return 1", SCHEMA, "LoadError"),
+    ("def get(db, item_id):\n    return 1", "CREATE TABLE items (", "SchemaError"),
+    ("def get(db, item_id):\n    return 1", SCHEMA + "CREATE VIEW v AS SELECT 1;", "SchemaError"),
+    ("def get(db, item_id):\n    return 1", SCHEMA + "PRAGMA foreign_keys = OFF;", "SchemaError"),
+])
+def test_load_failures_are_typed(code: str, schema: str, kind: str, ex: Executor) -> None:
+    spec = make_spec(code, [TOOLS[0]], schema=schema)
+    resp = ex.load(spec)
+    assert not resp["ok"] and resp["error_type"] == kind, resp
+    with pytest.raises(LoadFailure) as info:
+        ex.session(spec)
+    assert info.value.response["error_type"] == kind
+
+
+def test_load_reports_tables_and_caches(ex: Executor) -> None:
+    spec = make_spec()
+    first = ex.load(spec)
+    assert first["ok"]
+    if not first.get("cached"):
+        assert first["tables"] == {"items": 2}
+    for _ in range(len(getattr(ex, "workers", [None]))):  # a worker executor loads round-robin
+        last = ex.load(spec)
+    assert last["ok"] and last["cached"] is True
+    assert program_request(spec)["key"] == program_request(make_spec())["key"]
+
+
+# -- calls -------------------------------------------------------------------------------------------
+
+def test_calls_and_typed_errors(ex: Executor) -> None:
+    s = ex.session(make_spec())
+    r = s.call("take", {"item_id": 1, "qty": 2})
+    assert r.ok and r.result == {"id": 1, "name": "apple", "qty": 1} and r.changes == 1
+    assert s.call("add", {"name": "fig"}).result == {"id": 3}
+    assert json.loads(s.call("get", {"item_id": 3}).observation()) == {"id": 3, "name": "fig", "qty": 1}
+    errors = {
+        "take-too-many": s.call("take", {"item_id": 2, "qty": 1}),
+        "unknown": s.call("fly", {}),
+        "missing": s.call("take", {"item_id": 1}),
+        "wrong-type": s.call("get", {"item_id": "1"}),
+        "not-object": s.call("get", ["not", "an", "object"]),  # type: ignore[arg-type]
+        "not-json": s.call("misc", {"x": {1, 2}}),
+        "no-item": s.call("get", {"item_id": 99}),
+    }
+    kinds = {k: (r.ok, r.error_type) for k, r in errors.items()}
+    assert kinds == {"take-too-many": (False, "ToolError"), "unknown": (False, "UnknownTool"),
+                     "missing": (False, "InvalidArguments"), "wrong-type": (False, "InvalidArguments"),
+                     "not-object": (False, "InvalidArguments"), "not-json": (False, "InvalidArguments"),
+                     "no-item": (False, "ToolError")}
+    assert errors["no-item"].error == "no item 99"
+    assert json.loads(errors["unknown"].observation())["type"] == "UnknownTool"
+    assert isinstance(errors["unknown"], CallResult) and errors["unknown"].to_dict()["ok"] is False
+    s.close()
+
+
+def test_sandbox_conveniences_work(ex: Executor) -> None:
+    """``strftime``/``strptime`` (which import from C), catchable AttributeError and NameError, a
+    seeded ``random`` and ``random.Random()``, guarded arithmetic that stays small."""
+    spec = make_spec()
+    a, b = ex.session(spec, seed=9), ex.session(spec, seed=9)
+    ra, rb = a.call("misc", {}), b.call("misc", {})
+    assert ra.ok, ra
+    assert ra.result == rb.result
+    assert ra.result["date"] == "2024-03-01" and ra.result["parsed"] == "2024-02-01T00:00:00"
+    assert ra.result["missing"] == "AttributeError" and ra.result["name_error"] == "NameError"
+    assert ra.result["product"] == 42 and ra.result["power"] == 1024
+    c = ex.session(spec, seed=10)
+    assert c.call("misc", {}).result["draw"] != ra.result["draw"]
+    for s in (a, b, c):
+        s.close()
+
+
+def test_open_resets_the_episode(ex: Executor) -> None:
+    s = ex.session(make_spec())
+    before = s.digest()
+    s.call("take", {"item_id": 1, "qty": 3})
+    assert s.digest()["digest"] != before["digest"]
+    s.open(0)
+    assert s.digest() == before
+    assert s.log == []
+    s.close()
+
+
+def test_dump_and_digest(ex: Executor) -> None:
+    s = ex.session(make_spec())
+    dump = s.dump()
+    assert dump["items"]["columns"] == ["id", "name", "qty"] and dump["items"]["count"] == 2
+    assert dump["items"]["rows"] == [[1, "apple", 3], [2, "pear", 0]]
+    assert s.dump(["items"], limit=0)["items"]["rows"] == []
+    assert set(s.digest()["tables"]) == {"items"}
+    s.close()
+
+
+# -- checks ------------------------------------------------------------------------------------------
+
+def test_every_check_kind(ex: Executor) -> None:
+    s = ex.session(make_spec())
+    s.mark()
+    s.call("take", {"item_id": 1, "qty": 1})
+    s.call("fly", {})
+    checks = [
+        {"kind": "sql", "query": "SELECT name, qty FROM items", "expect": [["pear", 0], ["apple", 2]]},
+        {"kind": "sql", "query": "SELECT name FROM items ORDER BY id", "expect": [["pear"], ["apple"]],
+         "ordered": True},
+        {"kind": "python", "code": "def check(db):\n    return db.query('SELECT qty FROM items WHERE id = 1')"
+                                   "[0]['qty'] == 2"},
+        {"kind": "python", "code": "def nope(db):\n    return True"},
+        {"kind": "python", "code": "def check(db):\n    return undefined"},
+        {"kind": "reply_contains", "any_of": ["TWO", "2"]},
+        {"kind": "reply_contains", "any_of": ["three"]},
+        {"kind": "unchanged", "tables": ["items"]},
+        {"kind": "calls", "require": ["take"], "forbid": ["fly"]},
+        {"kind": "calls", "require": ["take"]},
+        {"kind": "nonsense"},
+    ]
+    results = s.check(checks, "There are two left.", ["take"], attempted=["take", "fly"])
+    assert [r.passed for r in results] == [True, False, True, False, False, True, False, False, False, True,
+                                           False]
+    assert "forbidden calls ['fly']" in results[8].detail
+    assert "defines no check" in results[3].detail
+    s.close()
+
+
+# -- worker protocol ---------------------------------------------------------------------------------
+
+def test_frames_and_splicing() -> None:
+    r, w = os.pipe()
+    try:
+        _write_frame(w, b"hello")
+        _write_frame(w, b"")
+        _write_frame(w, b'{"a":1}')
+        reader = _FrameReader(r)
+        assert reader.read() == b"hello"
+        assert reader.read() == b""
+        assert reader.read(deadline=1e18) == b'{"a":1}'
+        with pytest.raises(TimeoutError):
+            reader.read(deadline=0.0)
+    finally:
+        os.close(r)
+        os.close(w)
+    resp = {"ok": True, "changes": 1, "result_json": '{"x":[1,"\\ud800"]}'}
+    assert json.loads(_splice(resp)) == {"ok": True, "changes": 1, "result": {"x": [1, "\ud800"]}}
+    batch = {"ok": True, "results": [resp, {"ok": False, "error": "e"}]}
+    assert json.loads(_splice(batch))["results"][0]["result"] == {"x": [1, "\ud800"]}
+    assert json.loads(_splice({"ok": True, "results": [{"passed": True}]})) == {"ok": True,
+                                                                                "results": [{"passed": True}]}
+
+
+def test_call_many_equals_sequential_calls(executors: dict[str, Executor]) -> None:
+    worker = executors["worker"]
+    assert isinstance(worker, WorkerExecutor)
+    spec = make_spec()
+    seq = [worker.session(spec, seed=k) for k in range(4)]
+    bat = [worker.session(spec, seed=k) for k in range(4)]
+    assert len({getattr(s, "_worker_index", 0) for s in bat}) == 2  # spread over both workers
+    plan = [("take", {"item_id": 1, "qty": 1}), ("misc", {}), ("take", {"item_id": 2, "qty": 1}),
+            ("add", {"name": "kiwi", "qty": 2}), ("get", {"item_id": float("nan")})]
+    for name, args in plan:
+        expected = [s.call(name, args) for s in seq]
+        got = worker.call_many([(s, name, args) for s in bat])
+        assert [r.to_dict() for r in got] == [r.to_dict() for r in expected]
+    assert [s.digest() for s in bat] == [s.digest() for s in seq]
+    for s in seq + bat:
+        s.close()
+
+
+def test_worker_replacement_and_close() -> None:
+    ex = WorkerExecutor(1, LIMITS)
+    try:
+        s = ex.session(make_spec(), seed=1)
+        s.call("take", {"item_id": 1, "qty": 1})
+        w = ex.workers[0]
+        assert w is not None
+        w.kill()  # dies between requests: the next request rebuilds the episode
+        r = s.call("get", {"item_id": 1})
+        assert r.ok and r.result["qty"] == 2
+        assert ex.workers[0] is not w
+    finally:
+        ex.close()
+    assert ex.workers == [None]
+
+
+def test_engine_reuses_connections_between_episodes() -> None:
+    engine = Engine(LIMITS)
+    req = program_request(make_spec())
+    assert engine.handle(req)["ok"]
+    for i in range(5):
+        assert engine.handle({"op": "open", "key": req["key"], "ep": f"e{i}", "seed": i})["ok"]
+        resp = engine.handle({"op": "call", "ep": f"e{i}", "name": "take", "arguments": {"item_id": 1, "qty": 1}})
+        assert resp["ok"] and resp["result"]["qty"] == 2, resp
+        assert engine.handle({"op": "close", "ep": f"e{i}"})["ok"]
+    assert engine._pooled == 1
+    assert engine.handle({"op": "nope"})["error_type"] == "ProtocolError"
+    assert engine.handle({"op": "call", "ep": "missing", "name": "get"})["error_type"] == "ProtocolError"
+    batch = engine.handle({"op": "batch", "reqs": [{"op": "ping"}, {"op": "nope"}]})
+    assert [r["ok"] for r in batch["results"]] == [True, False]
+
+
+# -- integration -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["inprocess", "worker"])
+def test_toolenv_plays_through_either_executor(mode: str, executors: dict[str, Executor]) -> None:
+    env = ToolEnv(make_spec(), task="t0", executor=executors[mode])
+    obs, info = env.reset(seed=0)
+    assert obs == "Take one apple." and info["n_turns"] == 2
+    obs, reward, terminated, _, info = env.step({"content": "", "tool_calls": [
+        {"name": "take", "arguments": {"item_id": 1, "qty": 1}}]})
+    assert json.loads(obs)["qty"] == 2 and not terminated
+    obs, reward, terminated, _, info = env.step("Done.")
+    assert info["turn_passed"] and obs == "How many apples?"
+    _, reward, terminated, _, info = env.step("There are 2 apples.")
+    assert terminated and reward == 1.0
+    env.close()
+
+
+def test_make_executor() -> None:
+    assert make_executor("in-process").mode == "inprocess"
+    with pytest.raises(ValueError):
+        make_executor("gpu")
+    with pytest.raises(ValueError):
+        WorkerExecutor(0)

@@ -1,0 +1,285 @@
+"""``gym_envs.state``: the guarded SQLite connection, its episodes and the ``db`` facade."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from gym_envs.state import DbFacade, SqlLimits, StateDB, StateError, quote_identifier, split_sql
+
+SCHEMA = """
+CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL);
+CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT);
+CREATE INDEX acct_owner ON acct (owner);
+"""
+SEED = "INSERT INTO acct VALUES (1, 'ann', 100), (2, 'bob', 50);"
+LIMITS = SqlLimits(statement_timeout_s=0.2)
+
+
+def template() -> bytes:
+    db = StateDB(LIMITS)
+    db.script(SCHEMA, mode="setup")
+    db.script(SEED, mode="rw")
+    image = db.image()
+    db.close()
+    return image
+
+
+@pytest.fixture
+def db() -> StateDB:
+    state = StateDB(LIMITS)
+    state.load_image(template())
+    state.open_episode()
+    return state
+
+
+def rw(state: StateDB, sql: str, params: object = ()) -> object:
+    return state.run(sql, params, mode="rw", fetch=sql.lstrip().upper().startswith(("SELECT", "WITH")))
+
+
+# -- modes and the authorizer ----------------------------------------------------------------------
+
+def test_setup_mode_creates_tables_only() -> None:
+    state = StateDB(LIMITS)
+    assert state.script(SCHEMA, mode="setup") == 3
+    for bad in ("CREATE VIEW v AS SELECT 1", "CREATE TRIGGER t AFTER INSERT ON acct BEGIN SELECT 1; END",
+                "CREATE TEMP TABLE x (a)", "INSERT INTO acct VALUES (9, 'x', 1)", "DROP TABLE acct"):
+        with pytest.raises(StateError):
+            state.run(bad, mode="setup", fetch=False)
+
+
+@pytest.mark.parametrize("sql", [
+    "CREATE TABLE x (a)", "DROP TABLE acct", "ALTER TABLE acct ADD COLUMN y", "PRAGMA writable_schema = 1",
+    "ATTACH DATABASE ':memory:' AS other", "DETACH DATABASE other", "VACUUM", "VACUUM INTO '/tmp/x.db'",
+    "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT s", "RELEASE episode", "ANALYZE", "REINDEX",
+    "SELECT load_extension('x')", "SELECT random()", "SELECT randomblob(8)", "SELECT total_changes()",
+    "UPDATE sqlite_master SET sql = ''", "DELETE FROM sqlite_sequence",
+    "INSERT INTO temp.envwright_reset (rowid) VALUES (1)", "SELECT * FROM temp.envwright_reset",
+    "SELECT name FROM sqlite_temp_master", "SELECT 1; SELECT 2",
+])
+def test_tool_mode_refuses(db: StateDB, sql: str) -> None:
+    with pytest.raises(StateError):
+        db.run(sql, mode="rw", fetch=False)
+
+
+def test_tool_mode_allows_dml_and_returning(db: StateDB) -> None:
+    assert db.run("INSERT INTO acct VALUES (3, 'cy', 1)", mode="rw", fetch=False) == {"rowcount": 1,
+                                                                                     "lastrowid": 3}
+    rows = db.run("UPDATE acct SET balance = balance + 1 WHERE id = ? RETURNING balance", [3], mode="rw",
+                  fetch=True)
+    assert rows == [{"balance": 2}]
+    assert db.run("WITH c AS (SELECT 3 AS i) DELETE FROM acct WHERE id IN (SELECT i FROM c)", mode="rw",
+                  fetch=False)["rowcount"] == 1
+    assert db.run("INSERT INTO log (note) VALUES ('x')", mode="rw", fetch=False)["lastrowid"] == 1
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE acct SET balance = 0", "DELETE FROM acct", "INSERT INTO acct VALUES (9, 'x', 1)",
+    "WITH c AS (SELECT 1) DELETE FROM acct RETURNING id", "REPLACE INTO acct VALUES (1, 'x', 1)",
+])
+def test_read_only_mode_refuses_writes(db: StateDB, sql: str) -> None:
+    with pytest.raises(StateError):
+        db.run(sql, mode="ro", fetch=True)
+    assert db.run("SELECT count(*) AS n FROM acct", mode="ro", fetch=True) == [{"n": 2}]
+
+
+def test_read_only_view_refuses_a_write_prepared_earlier_in_tool_mode(db: StateDB) -> None:
+    """SQLite authorizes a statement when it is prepared; the statement cache would hand a check the
+    statement a tool prepared. ``PRAGMA query_only`` (whose change also forces a re-prepare) stops it."""
+    sql = "WITH c AS (SELECT 1) DELETE FROM acct WHERE id = 2 RETURNING id"
+    db.run("WITH c AS (SELECT 1) DELETE FROM acct WHERE id = 99 RETURNING id", mode="rw", fetch=True)
+    with pytest.raises(StateError):
+        db.run(sql, mode="ro", fetch=True)
+    assert db.run(sql.replace("id = 2", "id = 2"), mode="rw", fetch=True) == [{"id": 2}]
+    assert db.run(sql.replace("id = 2", "id = 1"), mode="rw", fetch=True) == [{"id": 1}]
+    with pytest.raises(StateError):  # the very text that just ran in rw mode
+        db.run(sql.replace("id = 2", "id = 1"), mode="ro", fetch=True)
+    assert db.run("SELECT 1 AS one", mode="rw", fetch=True) == [{"one": 1}]  # back to writable
+
+
+def test_host_statements_are_never_served_to_untrusted_sql(db: StateDB) -> None:
+    """Host statements carry a per-process tag, so the same text from a tool is prepared (and
+    authorized) afresh: the counters' scratch table stays unwritable."""
+    db.reset_episode()
+    with pytest.raises(StateError):
+        db.run("INSERT OR REPLACE INTO temp.envwright_reset (rowid) VALUES (0)", mode="rw", fetch=False)
+
+
+def test_keyword_filter_sees_through_comments(db: StateDB) -> None:
+    for sql in ("/* c */ VACUUM INTO '/tmp/y.db'", "-- c\n  PRAGMA query_only = 0", "  \n\tATTACH ':memory:' AS x"):
+        with pytest.raises(StateError, match="not allowed"):
+            db.run(sql, mode="rw", fetch=False)
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sql", [
+    "SELECT zeroblob(1000000000)",
+    "SELECT length(replace(hex(zeroblob(400000)), '0', 'aaaaaaaaaa'))",
+    "SELECT printf('%.*c', 1000000000, 'x')",
+    "SELECT format('%2000000000d', 1)",
+    "SELECT 'a' LIKE '" + "%a" * 100 + "'",
+])
+def test_value_and_function_blowups_fail_fast(db: StateDB, sql: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(StateError):
+        db.run(sql, mode="ro", fetch=True)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_printf_still_works(db: StateDB) -> None:
+    rows = db.run("SELECT printf('%.2f|%5d|%s|%%|%.*c', 1.5, 3, 'x', 3, 'y') AS p, format('%x', 255) AS f",
+                  mode="ro", fetch=True)
+    assert rows == [{"p": "1.50|    3|x|%|yyy", "f": "ff"}]
+
+
+def test_recursive_cte_hits_the_statement_deadline(db: StateDB) -> None:
+    start = time.perf_counter()
+    with pytest.raises(StateError, match="too long"):
+        db.run("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+               mode="ro", fetch=True)
+    assert time.perf_counter() - start < 1.0
+    assert not db.lost  # a read that is interrupted leaves the transaction alone
+
+
+def test_row_and_byte_limits(db: StateDB) -> None:
+    state = StateDB(SqlLimits(max_rows=5, max_result_bytes=1000))
+    with pytest.raises(StateError, match="more than 5 rows"):
+        state.run("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 6) SELECT x FROM c",
+                  mode="ro", fetch=True)
+    with pytest.raises(StateError, match="larger than"):
+        state.run("SELECT zeroblob(600) UNION ALL SELECT zeroblob(601)", mode="ro", fetch=True)
+    with pytest.raises(StateError, match="too many parameters"):
+        db.run("SELECT ?", list(range(101)), mode="ro", fetch=True)
+    with pytest.raises(StateError, match="too long"):
+        db.run("SELECT 1" + " " * 20_000, mode="ro", fetch=True)
+
+
+def test_database_size_is_capped() -> None:
+    state = StateDB(SqlLimits(max_db_pages=64))
+    state.script("CREATE TABLE t (x)", mode="setup")
+    state.load_image(state.image())
+    state.open_episode()
+    with pytest.raises(StateError, match="full"):
+        state.run("INSERT INTO t WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 1000) "
+                  "SELECT zeroblob(1000) FROM c", mode="rw", fetch=False)
+
+
+def test_parameters_are_plain_values(db: StateDB) -> None:
+    class Sneaky(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    rows = db.run("SELECT ? AS v, typeof(?) AS t", [Sneaky("ann"), True], mode="ro", fetch=True)
+    assert rows == [{"v": "ann", "t": "integer"}] and type(rows[0]["v"]) is str
+    assert db.run("SELECT :a AS a", {"a": 1}, mode="ro", fetch=True) == [{"a": 1}]
+    for bad in ([object()], [[1]], "not a sequence", 5):
+        with pytest.raises(StateError):
+            db.run("SELECT ?", bad, mode="ro", fetch=True)
+    with pytest.raises(StateError, match="must be a string"):
+        db.run(b"SELECT 1", mode="ro", fetch=True)  # type: ignore[arg-type]
+
+
+# -- episodes --------------------------------------------------------------------------------------
+
+def test_reset_restores_the_template_exactly(db: StateDB) -> None:
+    before = db.digest()
+    rw(db, "UPDATE acct SET balance = 0")
+    rw(db, "INSERT INTO log (note) VALUES ('x')")
+    assert db.digest() != before
+    db.reset_episode()
+    assert db.digest() == before
+    assert db.run("INSERT INTO log (note) VALUES ('y')", mode="rw", fetch=False)["lastrowid"] == 1
+
+
+def test_connection_counters_look_fresh_after_reset(db: StateDB) -> None:
+    fresh = StateDB(LIMITS)
+    fresh.load_image(template())
+    fresh.open_episode()
+    probe = "SELECT last_insert_rowid() AS r, changes() AS c"
+    expected = fresh.run(probe, mode="ro", fetch=True)
+    assert expected == [{"r": 0, "c": 0}]
+    rw(db, "INSERT INTO acct VALUES (7, 'x', 1)")
+    rw(db, "UPDATE acct SET balance = 1")
+    assert db.run(probe, mode="ro", fetch=True) == [{"r": 7, "c": 3}]
+    db.reset_episode()
+    assert db.run(probe, mode="ro", fetch=True) == expected
+
+
+def test_savepoint_release_and_rollback(db: StateDB) -> None:
+    db.savepoint()
+    rw(db, "UPDATE acct SET balance = 1 WHERE id = 1")
+    db.release(commit=False)
+    assert db.run("SELECT balance FROM acct WHERE id = 1", mode="ro", fetch=True) == [{"balance": 100}]
+    db.savepoint()
+    rw(db, "UPDATE acct SET balance = 2 WHERE id = 1")
+    db.release(commit=True)
+    assert db.run("SELECT balance FROM acct WHERE id = 1", mode="ro", fetch=True) == [{"balance": 2}]
+
+
+def test_interrupted_write_loses_the_transaction_and_blocks_further_sql(db: StateDB) -> None:
+    rw(db, "UPDATE acct SET balance = 1 WHERE id = 1")
+    with pytest.raises(StateError) as info:
+        db.run("INSERT INTO log (note) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+               "SELECT x FROM c", mode="rw", fetch=False)
+    assert info.value.transient
+    assert db.lost
+    with pytest.raises(StateError, match="aborted"):
+        rw(db, "DELETE FROM acct")
+    with pytest.raises(RuntimeError):
+        db.reset_episode()
+    db.load_image(template())
+    db.open_episode()
+    assert not db.lost
+    assert db.run("SELECT count(*) AS n FROM acct", mode="ro", fetch=True) == [{"n": 2}]
+
+
+# -- introspection and helpers ---------------------------------------------------------------------
+
+def test_introspection_quotes_identifiers() -> None:
+    state = StateDB(LIMITS)
+    state.script('CREATE TABLE "we""ird" (a); CREATE TABLE plain (b)', mode="setup")
+    state.run("INSERT INTO \"we\"\"ird\" VALUES (1), (2)", mode="rw", fetch=False)
+    assert state.tables() == ["plain", 'we"ird']
+    assert state.row_counts() == {"plain": 0, 'we"ird': 2}
+    assert state.columns('we"ird') == ["a"]
+    assert set(state.table_digests()) == {"plain", 'we"ird'}
+    assert state.table_digests(["nope"]) == {"nope": "<missing>"}
+    assert quote_identifier('a"b') == '"a""b"'
+
+
+def test_table_digests_are_order_independent() -> None:
+    a, b = StateDB(LIMITS), StateDB(LIMITS)
+    for s in (a, b):
+        s.script("CREATE TABLE t (x, y)", mode="setup")
+    a.run("INSERT INTO t VALUES (1, X'00'), (2, 'b')", mode="rw", fetch=False)
+    b.run("INSERT INTO t VALUES (2, 'b'), (1, X'00')", mode="rw", fetch=False)
+    assert a.table_digests() == b.table_digests() and a.digest() == b.digest()
+
+
+def test_split_sql() -> None:
+    assert split_sql("INSERT INTO t VALUES ('a;b'); -- c\nINSERT INTO t VALUES (2)") == [
+        "INSERT INTO t VALUES ('a;b');", "-- c\nINSERT INTO t VALUES (2);"]
+    assert split_sql("  ;; -- only a comment\n") == []
+
+
+def test_facade_exposes_only_query_and_execute(db: StateDB) -> None:
+    facade = DbFacade(db, read_only=True, timeout_s=0.5)
+    assert not hasattr(facade, "__dict__") and repr(facade) == "<db>"
+    assert facade.query("SELECT 1 AS one") == [{"one": 1}]
+    with pytest.raises(StateError, match="read-only"):
+        facade.execute("DELETE FROM acct")
+    writable = DbFacade(db, read_only=False, timeout_s=lambda: 0.5)
+    assert writable.execute("UPDATE acct SET balance = 3 WHERE id = 1")["rowcount"] == 1
+
+
+def test_sqlite_errors_are_state_errors(db: StateDB) -> None:
+    with pytest.raises(StateError, match="UNIQUE"):
+        rw(db, "INSERT INTO acct VALUES (1, 'dup', 1)")
+    with pytest.raises(StateError, match="no such table"):
+        db.run("SELECT * FROM nope", mode="ro", fetch=True)
+    assert isinstance(db.conn, sqlite3.Connection)
