@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -156,6 +157,8 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
 @click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
 @click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
+@click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE",
+              help="Backend option, repeatable: e.g. gguf_file=x.gguf, device=cuda, base_url=http://host:8000/v1.")
 @click.option("--n", "n", type=int, default=20, show_default=True, help="Documents to attempt.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("library"), show_default=True,
               help="Library folder (specs + catalog).")
@@ -172,17 +175,25 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
               help="Skill library folder: condition a share --alpha of documents on routed skills.")
 @click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def generate(corpus: str, proposer: str, backend: str | None, model: str | None, n: int, out: Path,
+def generate(corpus: str, proposer: str, backend: str | None, model: str | None, backend_options: tuple[str, ...],
+             n: int, out: Path,
              catalog_url: str | None, workers: int, run_executor: str, seed: int, max_retries: int, batch_size: int,
              validation: str, skills: Path | None, alpha: float, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run)."""
     from envgen.generate import GenerateConfig, run_generate
 
+    opts: dict[str, object] = {}
+    for item in backend_options:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--backend-option must look like KEY=VALUE, got {item!r}")
+        opts[key] = yaml.safe_load(value) if value else ""
     try:
         cfg = GenerateConfig(corpus=corpus, proposer=proposer, backend=backend, model=model, n=n, out=out,
                              catalog_url=catalog_url, workers=workers, executor=run_executor, seed=seed,
                              max_retries=max_retries, batch_size=batch_size, validation=validation,
-                             skills=skills, alpha=alpha)
+                             skills=skills, alpha=alpha,
+                             proposer_options={"backend_options": opts} if opts else {})
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:

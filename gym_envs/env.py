@@ -144,6 +144,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.done = True
         self.transcript: list[tuple[str, str]] = []
         self._system_prompt = system_prompt(self.env_spec)
+        self._tool_dicts = [t.model_dump() for t in self.env_spec.tools]
 
     # -- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -165,7 +166,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript = [("system", self._system_prompt)]
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": 0,
-                "n_turns": len(self.task.turns), "tools": [t.model_dump() for t in self.env_spec.tools],
+                "n_turns": len(self.task.turns), "tools": copy.deepcopy(self._tool_dicts),
                 "system_prompt": self._system_prompt, "env_id": self.env_spec.id}
         return obs, info
 
