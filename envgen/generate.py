@@ -226,8 +226,12 @@ class _Runner:
             self._ray = ray
         elif workers > 1:
             import multiprocessing as mp
+            import sys
 
-            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+            # fork starts a worker in milliseconds with everything already imported; fall back to spawn
+            # where fork is unavailable or unsafe (a CUDA/OpenMP runtime already loaded by torch).
+            method = "fork" if "fork" in mp.get_all_start_methods() and "torch" not in sys.modules else "spawn"
+            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
 
     def map_unordered(self, fn: Callable[..., Any], arg_lists: list[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, result)`` as results arrive; exceptions become results."""

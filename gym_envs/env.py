@@ -166,7 +166,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript = [("system", self._system_prompt)]
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": 0,
-                "n_turns": len(self.task.turns), "tools": copy.deepcopy(self._tool_dicts),
+                "n_turns": len(self.task.turns), "tools": self._tool_dicts,  # shared: treat as read-only
                 "system_prompt": self._system_prompt, "env_id": self.env_spec.id}
         return obs, info
 

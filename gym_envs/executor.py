@@ -1284,7 +1284,9 @@ class CallResult:
         return json.dumps({"error": self.error, "type": self.error_type}, ensure_ascii=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A plain dict (shallow: ``arguments`` and ``result`` are shared, they came from JSON)."""
+        return {"name": self.name, "arguments": self.arguments, "ok": self.ok, "result": self.result,
+                "error": self.error, "error_type": self.error_type, "changes": self.changes}
 
 
 @dataclass
@@ -1297,7 +1299,7 @@ class CheckResult:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"index": self.index, "kind": self.kind, "passed": self.passed, "detail": self.detail}
 
 
 def program_request(spec: Any) -> dict[str, Any]:

@@ -460,8 +460,10 @@ class StateDB:
             if t not in known:
                 out[t] = "<missing>"
                 continue
-            blob = json.dumps(self.table_rows(t), default=_b64, separators=(",", ":"))
-            out[t] = hashlib.sha256(blob.encode()).hexdigest()
+            # repr of SQLite values (int, float, str, bytes, None) is exact and deterministic; sorting the
+            # row texts makes the digest independent of row order
+            rows = sorted(repr(r) for r in self.host(f"SELECT * FROM {quote_identifier(t)}"))
+            out[t] = hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
         return out
 
     def digest(self) -> str:

@@ -49,7 +49,8 @@ __all__ = ["TARGETS", "bench_spec", "main", "run"]
 #: (name, description, limit); see :func:`_targets` for how each is measured.
 TARGETS = {
     "inprocess_ratio": ("in-process restricted / floor, median per call (transfer)", 1.5),
-    "worker_overhead_us": ("worker overhead over the floor, median us per call (transfer)", 60.0),
+    "worker_overhead_us": ("worker overhead over the floor, median us per call (transfer, best of plain and "
+                           "batched)", 60.0),
     "worker_steps_per_s": ("worker steps/s on one worker (transfer, best of plain and batched)", 10_000.0),
     "reset_inprocess_us": ("Session.open median us, in-process", 100.0),
     "reset_worker_us": ("Session.open median us, worker", 100.0),
@@ -279,7 +280,7 @@ def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any
     t = tools["transfer"]
     values = {
         "inprocess_ratio": t["inprocess"]["ratio"],
-        "worker_overhead_us": t["worker"]["overhead_us"],
+        "worker_overhead_us": min(t["worker"]["overhead_us"], t["worker-batched"]["overhead_us"]),
         "worker_steps_per_s": max(t["worker"]["steps_per_s"], t["worker-batched"]["steps_per_s"]),
         "reset_inprocess_us": reset["session_open_inprocess_us"],
         "reset_worker_us": reset["session_open_worker_us"],
