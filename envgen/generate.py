@@ -62,6 +62,7 @@ class GenerateConfig:
     proposer_options: dict[str, Any] = field(default_factory=dict)
     skills: Path | None = None  #: skill library folder (skill-conditioned stream)
     alpha: float = 0.5  #: share of skill-conditioned documents when ``skills`` is given
+    inline_single_worker: bool = True  #: with ``workers=1`` run jobs in this process (no pool)
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -210,7 +211,7 @@ def validate_job(spec_json: str, validation: str) -> Verdict:
 class _Runner:
     """Maps a job over inputs with local processes, Ray, or inline (workers=1)."""
 
-    def __init__(self, workers: int, executor: str):
+    def __init__(self, workers: int, executor: str, inline_single_worker: bool = True):
         self.workers = workers
         self.executor = executor
         self._pool: ProcessPoolExecutor | None = None
@@ -224,7 +225,7 @@ class _Runner:
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
                          ignore_reinit_error=True)
             self._ray = ray
-        elif workers > 1:
+        elif workers > 1 or not inline_single_worker:
             import multiprocessing as mp
             import sys
 
@@ -335,7 +336,7 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     todo = [d for d in all_docs if d.id not in done]
     summary.skipped_resumed = len(all_docs) - len(todo)
     recorder = _Recorder(lib, cfg, summary, cfg.model)
-    runner = _Runner(cfg.workers, cfg.executor)
+    runner = _Runner(cfg.workers, cfg.executor, cfg.inline_single_worker)
     prog, task = _progress(progress, len(todo), f"generate ({cfg.proposer})")
     try:
         with prog:
