@@ -30,7 +30,8 @@ def _rate(x: float | None) -> str:
 
 
 @app.command("list")
-def list_cmd(folder: Path | None = DirOpt, archived: bool = typer.Option(False, help="Include archived skills.")) -> None:
+def list_cmd(folder: Path | None = DirOpt,
+             archived: bool = typer.Option(False, help="Include archived skills.")) -> None:
     """One line per skill: id, name, tags, examples, attempts, solve rate, validity."""
     lib = _open(folder)
     table = Table("id", "name", "tags", "examples", "attempts", "solve rate", "validity", "state")

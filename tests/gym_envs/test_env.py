@@ -65,7 +65,7 @@ def test_max_steps_truncates_and_scores_current_turn():
     env = ToolEnv(SPEC, task="t0", executor="inprocess", max_steps=2, reward_mode="turns")
     env.reset(seed=0)
     env.step(FIND)
-    obs, r, term, trunc, info = env.step(BORROW)
+    _, r, term, trunc, info = env.step(BORROW)
     assert trunc and not term
     assert info["checks"][0]["passed"] and r == 0.5  # the state already satisfied turn 0's check
     assert info["score"]["turns"] == 0.5 and info["truncated_at_turn"] == 0

@@ -7,7 +7,7 @@ spec as a plain JSON dict. Returns a list of problems, each saying what to fix; 
 list means the spec has the structure this skill is about.
 """
 
-# ruff: noqa: UP031  (the sandbox refuses str.format, so messages use % formatting)
+
 
 import re
 
