@@ -134,6 +134,15 @@ def text_similarity(a: str, b: str) -> float:
     return len(sa_ & sb) / max(1, len(sa_ | sb))
 
 
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    """WAL journal with NORMAL sync: commits stay atomic and durable across a process kill (the
+    case that matters for a resumable run) at a fraction of the default's fsync cost."""
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -170,6 +179,8 @@ class Library:
         (self.root / "rejected").mkdir(parents=True, exist_ok=True)
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = sa.create_engine(self.url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         _META.create_all(self.engine)
         self.near_duplicate = near_duplicate
         self.reindex()
