@@ -192,3 +192,50 @@ def test_builtin_skill_copies_of_examples_do_not_drift():
                 assert ex == shipped[ex.id], f"{path} drifted from gym_envs/examples/{ex.id}.json"
                 copies += 1
     assert copies >= 1
+
+
+def test_whole_round_with_the_scripted_backend(tmp_path):
+    """A real dual-stream round: the llm proposer over the scripted backend, the gate, skill validators,
+    a solver, proposer rewards, library writes and the controller's end-of-round step."""
+    from corpora import Document
+    from envgen.library import Library
+    from envgen.proposers.llm import LLMProposer
+    from envgen.skills import RoundConfig, builtin_skills_dir, run_round
+    from envgen.skills.library import SkillLibrary
+    from gym_envs.examples import load_example
+
+    skills = SkillLibrary.from_builtin(tmp_path / "skills")
+    assert len(skills) >= 10 and (tmp_path / "skills" / "ledger-invariants").exists()
+    assert builtin_skills_dir().exists()
+
+    def completion(prompt) -> str:
+        # answer with a valid example: the skill's own when the prompt names a skill, else a shipped one
+        text = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+        for s in skills:
+            if f"Skill: {s.name}" in text:
+                spec = s.examples[0]
+                break
+        else:
+            spec = load_example("travel-booking")
+        data = spec.model_dump(mode="json")
+        data["id"] = f"round-{abs(hash(text)) % 10**8}"
+        return "```json\n" + json.dumps(data) + "\n```"
+
+    proposer = LLMProposer("scripted", backend_options={"completions": completion}, max_new_tokens=200_000)
+    docs = [Document.create(f"class Box{i}:\n    def add(self, x):\n        self.x = x\n", corpus="mem",
+                            path=f"box{i}.py") for i in range(4)]
+    rates = iter([0.5, 1.0, 0.25, 0.0, 0.75, 0.5] * 4)
+    controller = Controller(skills, ControllerConfig(seed=0))
+    lib = Library(tmp_path / "lib")
+    result = run_round(controller, proposer, docs, lambda spec: next(rates), iteration=1,
+                       config=RoundConfig(n=2, alpha=0.5, oversample=2.0, validation="inprocess"), library=lib)
+    m = result.metrics()
+    assert m["candidates"] == 4 and m["validity"] == 1.0 and m["kept"] == 2
+    streams = sorted(s.stream for s in result.kept)
+    assert streams == ["explore", "skill"]
+    routed = [s for s in result.candidates if s.stream == "skill"]
+    assert all(s.skill_id in skills.skills for s in routed)
+    assert sum(skills.get(s.skill_id).stats.proposals for s in routed) >= len(routed)
+    assert len(lib) >= 1 and all(r["stream"] in ("skill", "explore") for r in lib.rows())
+    saved = json.loads((tmp_path / "skills" / routed[0].skill_id / "stats.json").read_text())
+    assert saved["proposals"] >= 1  # statistics persisted by the controller's end-of-round step
