@@ -239,3 +239,37 @@ def test_whole_round_with_the_scripted_backend(tmp_path):
     assert len(lib) >= 1 and all(r["stream"] in ("skill", "explore") for r in lib.rows())
     saved = json.loads((tmp_path / "skills" / routed[0].skill_id / "stats.json").read_text())
     assert saved["proposals"] >= 1  # statistics persisted by the controller's end-of-round step
+
+
+def test_generate_with_skills_and_alpha(tmp_path):
+    """`envwright generate --skills DIR --alpha A`: a share alpha of each batch is skill-conditioned."""
+    from corpora import Document
+    from envgen.generate import GenerateConfig, run_generate
+    from envgen.library import Library
+    from envgen.proposers.llm import LLMProposer
+    from gym_envs.examples import load_all
+
+    examples = load_all()
+    seen: list[str] = []
+
+    def completion(prompt) -> str:
+        text = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+        seen.append(text)
+        data = examples[len(seen) % len(examples)].model_dump(mode="json")
+        data["id"] = f"gen-skill-{len(seen)}"
+        for t in data["tasks"]:  # distinct task texts, so no duplicate refusals
+            for turn in t["turns"]:
+                turn["instruction"] += f" (request {len(seen)})"
+        return json.dumps(data)
+
+    proposer = LLMProposer("scripted", backend_options={"completions": completion}, max_new_tokens=200_000)
+    docs = [Document.create(f"class Bin{i}:\n    def put(self, x):\n        self.x = x\n", corpus="mem",
+                            path=f"bin{i}.py") for i in range(4)]
+    cfg = GenerateConfig(proposer="llm", backend="scripted", n=4, out=tmp_path / "lib", skills=tmp_path / "skills",
+                         alpha=0.5, batch_size=4, validation="inprocess", max_retries=0)
+    summary = run_generate(cfg, progress=False, proposer=proposer, docs=docs)
+    assert summary.attempted == 4 and summary.accepted == 4
+    assert sum("Skill: " in t for t in seen) == 2  # alpha * batch documents were conditioned on a skill
+    streams = sorted(r["stream"] for r in Library(tmp_path / "lib").rows())
+    assert streams == ["explore", "explore", "skill", "skill"]
+    assert all(r["skill_id"] for r in Library(tmp_path / "lib").rows() if r["stream"] == "skill")
