@@ -6,7 +6,8 @@ Layout of one skill folder::
       SKILL.md        front matter (id, name, description, tags, added_iteration, parent)
                       then "## Rules" and "## Hints" bullet lists
       examples/*.json example environment specs (valid EnvSpec JSON)
-      validator.py    optional restricted code: ``def validate(spec) -> list[str]``
+      validator.py    optional restricted code: ``def validate(spec) -> list[str]``; the helpers
+                      of ``validator_helpers.py`` (``tables``, ``functions``, ...) are prepended
       stats.json      attempts, solve-rate sum, validity, last use
 
 A skill renders itself at four levels of progressive disclosure (``name``,
@@ -222,6 +223,12 @@ def run_skill_validator(db, spec):
 '''
 
 
+def validator_helpers() -> str:
+    """Source of the helpers prepended to every validator (``envgen/skills/validator_helpers.py``)."""
+    text = (Path(__file__).parent / "validator_helpers.py").read_text(encoding="utf-8")
+    return re.sub(r'^""".*?"""\n', "", text, count=1, flags=re.S)  # the module docstring stays behind
+
+
 def _validator_spec(code: str) -> EnvSpec:
     return parse_spec({
         "id": "skill-validator", "title": "skill validator",
@@ -229,7 +236,7 @@ def _validator_spec(code: str) -> EnvSpec:
         "tools": [{"name": "run_skill_validator", "description": "run validate(spec)",
                    "parameters": {"type": "object", "properties": {"spec": {"type": "object"}},
                                   "required": ["spec"]}}],
-        "code": code + _WRAPPER,
+        "code": validator_helpers() + "\n\n" + code + _WRAPPER,
         "tasks": [{"id": "t", "kind": "read", "turns": [{"instruction": "-", "checks": [
             {"kind": "reply_contains", "any_of": ["-"]}]}]}],
     })
