@@ -13,7 +13,7 @@ from rich.table import Table
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
 
 app = typer.Typer(help="Skill libraries: list, show, stats, export, simulate.", no_args_is_help=True)
-console = Console()
+
 
 DirOpt = typer.Option(None, "--dir", "-d", help="Skill library folder (default: the built-in skills).")
 
@@ -40,7 +40,7 @@ def list_cmd(folder: Path | None = DirOpt,
         table.add_row(s.id, s.name, ", ".join(s.tags), str(len(s.examples)), str(s.stats.attempts),
                       _rate(s.stats.mean_solve_rate), _rate(s.stats.validity_rate),
                       "archived" if s.archived else "active")
-    console.print(table)
+    Console().print(table)
 
 
 @app.command("show")
@@ -52,10 +52,10 @@ def show_cmd(skill_id: str, folder: Path | None = DirOpt,
         s = lib.get(skill_id)
     except KeyError as e:
         raise typer.BadParameter(str(e.args[0])) from None
-    console.print(s.render(level))
-    console.print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
+    Console().print(s.render(level))
+    Console().print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
                   f"[bold]parent[/bold]: {s.parent}  [bold]added[/bold]: iteration {s.added_iteration}")
-    console.print_json(json.dumps(s.stats.to_dict()))
+    Console().print_json(json.dumps(s.stats.to_dict()))
 
 
 @app.command("stats")
@@ -66,8 +66,8 @@ def stats_cmd(folder: Path | None = DirOpt) -> None:
     for e in lib.events():
         events[e["event"]] = events.get(e["event"], 0) + 1
     total_attempts = sum(s.stats.attempts for s in lib)
-    console.print(f"active skills: {len(lib)}   archived: {len(lib.archived)}   attempts: {total_attempts}")
-    console.print(f"events: {json.dumps(events)}")
+    Console().print(f"active skills: {len(lib)}   archived: {len(lib.archived)}   attempts: {total_attempts}")
+    Console().print(f"events: {json.dumps(events)}")
     from envgen.skills.controller import Controller
 
     w = Controller(lib).weights()
@@ -75,7 +75,7 @@ def stats_cmd(folder: Path | None = DirOpt) -> None:
     for sid, weight in sorted(w.items(), key=lambda kv: -kv[1]):
         s = lib.get(sid)
         table.add_row(sid, f"{weight:.3f}", _rate(s.stats.recent_solve_rate), str(s.stats.attempts))
-    console.print(table)
+    Console().print(table)
 
 
 @app.command("export")
@@ -87,7 +87,7 @@ def export_cmd(out: Path, folder: Path | None = DirOpt,
         raise typer.BadParameter(f"{out} exists and is not empty; choose a new folder")
     ignore = ["__pycache__", "*.py[co]", "__init__.py"] + ([] if archived else ["_archive"])
     shutil.copytree(src, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*ignore))
-    console.print(f"exported {len(SkillLibrary(out))} skills to {out}")
+    Console().print(f"exported {len(SkillLibrary(out))} skills to {out}")
 
 
 @app.command("simulate")
@@ -110,10 +110,10 @@ def simulate_cmd(out: Path = typer.Option(Path("runs/skill-simulation"), help="F
 
     hist = run_simulation(out, SimulationConfig(rounds=rounds, envs_per_round=envs_per_round, alpha=alpha,
                                                 seed=seed), printer=row)
-    console.print(table)
+    Console().print(table)
     s = summarize(hist)
     r5 = hist[min(4, len(hist) - 1)]["mean_solve_rate_routed"]
     ok = r5 is not None and 0.4 <= r5 <= 0.6
-    console.print(f"mean solve rate of routed environments after round {min(5, len(hist))}: {_rate(r5)} "
+    Console().print(f"mean solve rate of routed environments after round {min(5, len(hist))}: {_rate(r5)} "
                   f"(target 0.4-0.6: {'PASS' if ok else 'MISS'})")
-    console.print(f"evolution log: {out / 'evolution.log'}  ({len(s['refused'])} duplicates refused)")
+    Console().print(f"evolution log: {out / 'evolution.log'}  ({len(s['refused'])} duplicates refused)")
