@@ -348,9 +348,10 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
             else:
                 prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,
                                                  **cfg.proposer_options)
+                router = _skill_router(cfg)
                 for start in range(0, len(todo), cfg.batch_size):
                     batch = todo[start:start + cfg.batch_size]
-                    skills = _route_skills(cfg, len(batch), start)
+                    skills = router(len(batch)) if router is not None else None
                     for doc, out in _propose_and_validate(prop, batch, cfg, runner, skills):
                         recorder.record(doc.id, out)
                         prog.update(task, advance=1, accepted=summary.accepted)
@@ -360,16 +361,24 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     return summary
 
 
-def _route_skills(cfg: GenerateConfig, n: int, start: int) -> list[Any] | None:
-    """Skills for a batch: the first ``round(alpha * n)`` documents get a routed skill, the rest none."""
+def _skill_router(cfg: GenerateConfig) -> Callable[[int], list[Any]] | None:
+    """Skills per batch of ``n`` documents: the first ``round(alpha * n)`` get a routed skill, the rest none.
+
+    The skill library and its controller are loaded once per run; the controller's seeded RNG carries
+    over from batch to batch.
+    """
     if cfg.skills is None:
         return None
     from envgen.skills import Controller, ControllerConfig, SkillLibrary
 
     lib = SkillLibrary.from_builtin(cfg.skills)
-    controller = Controller(lib, ControllerConfig(seed=cfg.seed + start))
-    k = round(cfg.alpha * n)
-    return [lib.get(s) for s in controller.route(k)] + [None] * (n - k)
+    controller = Controller(lib, ControllerConfig(seed=cfg.seed))
+
+    def route(n: int) -> list[Any]:
+        k = round(cfg.alpha * n)
+        return [lib.get(s) for s in controller.route(k)] + [None] * (n - k)
+
+    return route
 
 
 def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
