@@ -33,6 +33,7 @@ __all__ = [
     "Message",
     "Prompt",
     "approx_tokens",
+    "check_sampling",
     "derive_seed",
     "prompt_text",
     "truncate_at_stop",
@@ -45,6 +46,16 @@ Prompt = list[Message] | str
 def approx_tokens(text: str) -> int:
     """Approximate token count of ``text``: ``ceil(len / 4)`` (a fair estimate for BPE tokenizers)."""
     return (len(text) + 3) // 4
+
+
+def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float) -> None:
+    """Refuse sampling settings no backend can honour, with a message that says the allowed range."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -123,12 +134,7 @@ class Backend:
         """Generate ``n`` completions for every prompt, in one batch (see the module docstring)."""
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
         prompts = list(prompts)
         for i, p in enumerate(prompts):
             if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(m, dict) for m in p)):

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from envgen.backends import Backend, Completion, make_backend
-from envgen.backends.base import prompt_text
+from envgen.backends.base import check_sampling, prompt_text
 from envgen.prompts import (
     BUILTIN_EXAMPLE,
     ParsedCompletion,
@@ -68,10 +68,7 @@ class LLMProposer(Proposer):
                  example_tokens: int | None = 3500, examples: Sequence[Any] | None = None,
                  skill_level: Any = "rules", stop: Sequence[str] | None = None,
                  system_prompt: str | None = None, **_: Any):
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
         if excerpt_tokens < 0:
             raise ValueError(f"excerpt_tokens must be >= 0, got {excerpt_tokens}")
         if n_examples < 0:
