@@ -1342,13 +1342,8 @@ class Executor:
         raise NotImplementedError
 
     def session(self, spec: Any, seed: int = 0) -> Session:
-        """Open a fresh episode of ``spec``."""
-        load = self.load(spec)
-        if not load.get("ok"):
-            raise LoadFailure(load)
-        s = Session(self, program_request(spec)["key"], seed)
-        s.open(seed)
-        return s
+        """Open a fresh episode of ``spec`` (loading it first if needed)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Release resources."""
@@ -1440,9 +1435,20 @@ class InProcessExecutor(Executor):
         self._lock = threading.Lock()
 
     def load(self, spec: Any) -> dict[str, Any]:
-        req = program_request(spec)
+        return self._load(program_request(spec))
+
+    def _load(self, req: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             return self.engine.handle(req)
+
+    def session(self, spec: Any, seed: int = 0) -> Session:
+        req = program_request(spec)  # hashes the whole spec: once per session, not per use
+        load = self._load(req)
+        if not load.get("ok"):
+            raise LoadFailure(load)
+        s = Session(self, req["key"], seed)
+        s.open(seed)
+        return s
 
     def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
         with self._lock:  # the engine copies arguments into plain JSON values, as the pipe does
