@@ -10,8 +10,6 @@ prepended before it runs.
 """
 
 
-
-
 def validate(spec):
     problems = []
     tasks = [t for t in spec.get("tasks", []) if t.get("kind") == "missing_parameter"]

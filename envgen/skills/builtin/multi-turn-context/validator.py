@@ -10,8 +10,6 @@ prepended before it runs.
 """
 
 
-
-
 def from_context(turn):
     """The first reference call's argument values that the turn's own instruction does not give."""
     ref = turn.get("reference", [])

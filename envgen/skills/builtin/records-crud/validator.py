@@ -10,8 +10,6 @@ prepended before it runs.
 """
 
 
-
-
 VERBS = {
     "create": ("create", "add", "register", "new", "insert", "open"),
     "update": ("update", "edit", "set", "change", "rename", "modify"),
