@@ -15,7 +15,12 @@ Pipeline for one run (:func:`run_generate`):
    template proposer (our own code generator is trusted), in isolated sandbox
    workers for model output;
 5. write accepted specs to the library (refusing duplicates) and record every
-   attempt in the catalog.
+   attempt in the catalog, in batches (:meth:`Library.record_batch`: spec files,
+   then one transaction per batch). The workers hand back each accepted spec
+   ready to store (its file text, signature and catalog columns: a
+   :class:`~envgen.library.PreparedEnv`), so this process, which shares the CPU
+   with the workers, only writes. Results count (summary, progress bar) once
+   their batch is committed; a killed run re-attempts the uncommitted ones.
 
 Workers are local processes (``executor="local"``) or Ray tasks
 (``executor="ray"``), running the same job function.
@@ -33,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.library import DuplicateEnv, Library
+from envgen.library import AttemptRecord, Library, PreparedEnv
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 
@@ -63,6 +68,7 @@ class GenerateConfig:
     skills: Path | None = None  #: skill library folder (skill-conditioned stream)
     alpha: float = 0.5  #: share of skill-conditioned documents when ``skills`` is given
     inline_single_worker: bool = True  #: with ``workers=1`` run jobs in this process (no pool)
+    commit_every: int = 32  #: results per catalog transaction (a killed run re-attempts at most this many)
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -70,6 +76,8 @@ class GenerateConfig:
             raise ValueError("n must be >= 1 (documents to attempt)")
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
+        if self.commit_every < 1:
+            raise ValueError("commit_every must be >= 1")
         if self.executor not in ("local", "ray"):
             raise ValueError(f"executor must be 'local' or 'ray', got {self.executor!r}")
         if self.validation not in ("auto", "worker", "inprocess"):
@@ -170,7 +178,7 @@ class Outcome:
 
     doc_id: str
     accepted: bool
-    spec_json: str | None
+    spec_json: str | None  #: a rejected candidate (compact JSON), kept for inspection
     reasons: list[str]
     codes: list[str]
     validation_seconds: float
@@ -179,6 +187,7 @@ class Outcome:
     retries: int = 0
     tokens: int = 0
     raw: str | None = None
+    env: PreparedEnv | None = None  #: an accepted spec, ready to store
 
 
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None) -> Outcome:
@@ -187,9 +196,11 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
                        error=proposal.error, retries=proposal.retries, tokens=proposal.tokens, raw=proposal.raw)
     assert verdict is not None
     g = grounding(proposal.spec, doc) if doc is not None else 0.0
-    return Outcome(doc_id, verdict.accepted, proposal.spec.to_json(indent=None), [str(r) for r in verdict.reasons],
-                   verdict.codes, verdict.seconds, grounding=g, retries=proposal.retries,
-                   tokens=proposal.tokens, raw=proposal.raw)
+    accepted = verdict.accepted
+    return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
+                   [str(r) for r in verdict.reasons], verdict.codes, verdict.seconds, grounding=g,
+                   retries=proposal.retries, tokens=proposal.tokens, raw=None if accepted else proposal.raw,
+                   env=PreparedEnv.of(proposal.spec) if accepted else None)
 
 
 def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
@@ -282,47 +293,61 @@ def _progress(enabled: bool, total: int, description: str) -> Any:
 
 
 class _Recorder:
-    """Writes outcomes to the library and accumulates the summary."""
+    """Writes outcomes to the library in batches and accumulates the summary.
 
-    def __init__(self, lib: Library, cfg: GenerateConfig, summary: GenerateSummary, model: str | None):
+    A batch is committed when it holds ``batch_size`` results or its oldest result has waited
+    ``max_wait`` seconds (checked as results arrive), and at the end of the run; ``on_commit(n)``
+    is told how many results each commit made count.
+    """
+
+    def __init__(self, lib: Library, cfg: GenerateConfig, summary: GenerateSummary, model: str | None, *,
+                 batch_size: int = 32, max_wait: float = 1.0, on_commit: Callable[[int], None] | None = None):
         self.lib, self.cfg, self.summary, self.model = lib, cfg, summary, model
+        self.batch_size, self.max_wait, self.on_commit = max(1, batch_size), max_wait, on_commit
+        self._pending: list[tuple[AttemptRecord, Outcome]] = []
+        self._since = 0.0
 
     def record(self, doc_id: str, out: Outcome | BaseException) -> None:
-        s = self.summary
-        s.attempted += 1
         if isinstance(out, BaseException):
             out = Outcome(doc_id, False, None, [f"internal error: {type(out).__name__}: {out}"], ["internal"], 0.0)
-        s.retries += out.retries
-        s.tokens += out.tokens
-        if out.validation_seconds:
-            s.validation_seconds.append(out.validation_seconds)
-        attempt_id = hashlib.sha256(f"{s.run_id}:{doc_id}".encode()).hexdigest()[:24]
-        env_id = None
-        reasons, codes = list(out.reasons), list(out.codes)
-        accepted = out.accepted
-        if accepted and out.spec_json:
-            from gym_envs.spec import parse_spec
+        run_id = self.summary.run_id
+        attempt_id = hashlib.sha256(f"{run_id}:{doc_id}".encode()).hexdigest()[:24]
+        rec = AttemptRecord(attempt_id=attempt_id, run_id=run_id, doc_id=doc_id, proposer=self.cfg.proposer,
+                            accepted=out.accepted and out.env is not None, env=out.env,
+                            reasons=list(out.reasons), codes=list(out.codes), retries=out.retries,
+                            tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
+                            grounding=out.grounding,
+                            rejected_spec=None if out.accepted else (out.spec_json or out.raw))
+        if not self._pending:
+            self._since = time.perf_counter()
+        self._pending.append((rec, out))
+        if len(self._pending) >= self.batch_size or time.perf_counter() - self._since >= self.max_wait:
+            self.flush()
 
-            spec = parse_spec(out.spec_json)
-            try:
-                self.lib.add(spec, model=self.model, run_id=s.run_id, grounding=out.grounding)
-                env_id = spec.id
-                s.env_ids.append(spec.id)
-            except (DuplicateEnv, FileExistsError) as e:
-                accepted = False
-                reasons, codes = [str(e)], ["duplicate"]
+    def flush(self) -> None:
+        """Commit the pending results and count them."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.lib.record_batch([rec for rec, _ in pending])
+        s = self.summary
+        for rec, out in pending:
+            s.attempted += 1
+            s.retries += out.retries
+            s.tokens += out.tokens
+            if out.validation_seconds:
+                s.validation_seconds.append(out.validation_seconds)
+            if rec.duplicate:
                 s.duplicates += 1
-        if accepted:
-            s.accepted += 1
-        else:
-            for c in codes or ["unknown"]:
-                s.rejected_by_reason[c] = s.rejected_by_reason.get(c, 0) + 1
-        rejected = None if accepted else (out.spec_json or out.raw)
-        self.lib.record_attempt(attempt_id=attempt_id, run_id=s.run_id, doc_id=doc_id,
-                                proposer=self.cfg.proposer, accepted=accepted, env_id=env_id, reasons=reasons,
-                                codes=codes, retries=out.retries, tokens=out.tokens,
-                                seconds=out.validation_seconds, model=self.model, stream=None,
-                                rejected_spec=rejected)
+            if rec.accepted:
+                s.accepted += 1
+                if rec.env_id:
+                    s.env_ids.append(rec.env_id)
+            else:
+                for c in rec.codes or ["unknown"]:
+                    s.rejected_by_reason[c] = s.rejected_by_reason.get(c, 0) + 1
+        if self.on_commit is not None:
+            self.on_commit(len(pending))
 
 
 def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Proposer | None = None,
@@ -335,16 +360,16 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     done = lib.attempted_docs(cfg.run_id)
     todo = [d for d in all_docs if d.id not in done]
     summary.skipped_resumed = len(all_docs) - len(todo)
-    recorder = _Recorder(lib, cfg, summary, cfg.model)
-    runner = _Runner(cfg.workers, cfg.executor, cfg.inline_single_worker)
     prog, task = _progress(progress, len(todo), f"generate ({cfg.proposer})")
+    recorder = _Recorder(lib, cfg, summary, cfg.model, batch_size=cfg.commit_every,
+                         on_commit=lambda n: prog.update(task, advance=n, accepted=summary.accepted))
+    runner = _Runner(cfg.workers, cfg.executor, cfg.inline_single_worker)
     try:
         with prog:
             if cfg.proposer == "template" and proposer is None:
                 args = [(d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
                 for i, out in runner.map_unordered(template_job, args):
                     recorder.record(todo[i].id, out)
-                    prog.update(task, advance=1, accepted=summary.accepted)
             else:
                 prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,
                                                  **cfg.proposer_options)
@@ -354,7 +379,11 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
                     skills = router(len(batch)) if router is not None else None
                     for doc, out in _propose_and_validate(prop, batch, cfg, runner, skills):
                         recorder.record(doc.id, out)
-                        prog.update(task, advance=1, accepted=summary.accepted)
+                    recorder.flush()
+            recorder.flush()
+    except KeyboardInterrupt:
+        recorder.flush()  # the results already computed count; the rest is re-attempted on resume
+        raise
     finally:
         runner.close()
     summary.wall_seconds = time.perf_counter() - t0

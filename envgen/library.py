@@ -14,40 +14,51 @@ document, proposer, verdict and reasons, retries, tokens, seconds; what makes a
 run resumable and what the yield measures read) and ``task_stats``
 (per-task solve rates written by evaluation).
 
-Guarantees: a spec file is written atomically before its catalog row is
-committed, and on open any spec file without a row is re-indexed, so a killed
-run loses nothing. An environment whose tool signatures equal an existing one's
-and whose task texts are near-identical is refused with the original's id
-(:class:`DuplicateEnv`).
+Guarantees: a spec file is written atomically (temp file, fsync, rename; the
+folder is fsynced once per batch) before its catalog row is committed, and on
+open any spec file without a row is re-indexed, so a killed run loses nothing.
+:meth:`Library.record_batch` stores a batch of attempts (their accepted
+environments' files, then the ``envs`` and ``attempts`` rows in one
+transaction), so an attempt is never recorded without its environment. An
+environment whose tool signatures equal an existing one's and whose task texts
+are near-identical is refused with the original's id (:class:`DuplicateEnv`).
+
+Rows are written with dialect-aware upserts (``INSERT ... ON CONFLICT`` on
+SQLite and PostgreSQL, delete + insert elsewhere); the WAL pragmas apply to
+SQLite only. Any SQLAlchemy URL works, for example
+``postgresql+psycopg://user@host/envwright`` (``pip install 'envwright[postgres]'``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
-from gym_envs.spec import EnvSpec, atomic_write_text, load_spec, save_spec
+from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["DuplicateEnv", "Library", "signature_key", "task_texts", "text_similarity"]
+__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "signature_key", "task_texts",
+           "text_similarity"]
 
 _META = sa.MetaData()
 ENVS = sa.Table(
     "envs", _META,
     sa.Column("id", sa.String(96), primary_key=True),
     sa.Column("title", sa.Text, nullable=False),
-    sa.Column("corpus", sa.String(200)),
-    sa.Column("doc_id", sa.String(500), index=True),
-    sa.Column("doc_path", sa.String(500)),
-    sa.Column("proposer", sa.String(100), index=True),
-    sa.Column("model", sa.String(200)),
+    sa.Column("corpus", sa.Text),
+    sa.Column("doc_id", sa.Text, index=True),
+    sa.Column("doc_path", sa.Text),
+    sa.Column("proposer", sa.Text, index=True),
+    sa.Column("model", sa.Text),
     sa.Column("skill_id", sa.String(120), index=True),
     sa.Column("stream", sa.String(20)),
     sa.Column("valid", sa.Boolean, nullable=False, default=True),
@@ -68,9 +79,9 @@ ATTEMPTS = sa.Table(
     "attempts", _META,
     sa.Column("attempt_id", sa.String(64), primary_key=True),
     sa.Column("run_id", sa.String(64), index=True),
-    sa.Column("doc_id", sa.String(500), index=True),
-    sa.Column("proposer", sa.String(100)),
-    sa.Column("model", sa.String(200)),
+    sa.Column("doc_id", sa.Text, index=True),
+    sa.Column("proposer", sa.Text),
+    sa.Column("model", sa.Text),
     sa.Column("skill_id", sa.String(120)),
     sa.Column("stream", sa.String(20)),
     sa.Column("accepted", sa.Boolean, nullable=False),
@@ -143,8 +154,147 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _same_spec(a: str | None, b: str | None) -> bool:
+    """Whether two spec texts describe the same environment (creation times aside)."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    try:
+        da, db = json.loads(a), json.loads(b)
+    except ValueError:
+        return False
+    for d in (da, db):
+        if isinstance(d, dict) and isinstance(d.get("provenance"), dict):
+            d["provenance"].pop("created_at", None)
+    return bool(da == db)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def env_entry(spec: EnvSpec) -> dict[str, Any]:
+    """The catalog columns of an environment that follow from its spec alone."""
+    prov = spec.provenance
+    src = spec.source
+    return {
+        "id": spec.id, "title": spec.title, "corpus": src.corpus if src else None,
+        "doc_id": src.doc_id if src else None, "doc_path": src.path if src else None,
+        "proposer": prov.generator, "skill_id": prov.skill_id, "stream": prov.stream,
+        "n_tools": len(spec.tools), "n_tasks": len(spec.tasks), "signature": signature_key(spec),
+        "task_text": task_texts(spec), "created_at": prov.created_at or _now(),
+    }
+
+
+@dataclass(frozen=True)
+class PreparedEnv:
+    """An environment ready to be stored: its spec file's text and its catalog columns.
+
+    Built once with :meth:`of`, where the spec is at hand (a generation worker), so the process
+    that writes the library neither re-parses nor re-serialises the spec.
+    """
+
+    id: str
+    text: str  #: the spec file's content (what :func:`gym_envs.spec.save_spec` writes)
+    entry: dict[str, Any]  #: :func:`env_entry` of the spec
+
+    @classmethod
+    def of(cls, spec: EnvSpec) -> PreparedEnv:
+        return cls(spec.id, spec.to_json() + "\n", env_entry(spec))
+
+    @property
+    def signature(self) -> str:
+        return str(self.entry["signature"])
+
+    @property
+    def task_text(self) -> str:
+        return str(self.entry["task_text"] or "")
+
+
+@dataclass
+class AttemptRecord:
+    """One attempt of a run, for :meth:`Library.record_batch` (which may turn an acceptance into a
+    ``duplicate`` rejection and fills in ``env_id``)."""
+
+    attempt_id: str
+    run_id: str
+    doc_id: str
+    proposer: str
+    accepted: bool
+    env: PreparedEnv | None = None  #: the accepted environment
+    reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+    retries: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    model: str | None = None
+    skill_id: str | None = None
+    stream: str | None = None
+    rejected_spec: dict[str, Any] | str | None = None  #: kept under ``rejected/`` for inspection
+    grounding: float | None = None
+    env_id: str | None = None
+    duplicate: bool = False  #: set when the library refused the environment
+
+    def attempt_row(self) -> dict[str, Any]:
+        return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
+                "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
+                "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
+                "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
+                "seconds": self.seconds, "created_at": _now()}
+
+
+@functools.lru_cache(maxsize=32)
+def _upsert_statement(dialect: str, table: sa.Table, columns: tuple[str, ...]) -> Any:
+    """``INSERT ... ON CONFLICT (primary key) DO UPDATE SET columns`` for SQLite or PostgreSQL."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert
+    stmt = insert(table)
+    keys = [c.name for c in table.primary_key.columns]
+    if not columns:
+        return stmt.on_conflict_do_nothing(index_elements=keys)
+    return stmt.on_conflict_do_update(index_elements=keys, set_={k: stmt.excluded[k] for k in columns})
+
+
+def _upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert ``rows`` (all with the same keys), replacing the columns they carry in existing rows with
+    the same primary key. Other columns of an existing row (solve rates, splits) are kept."""
+    if not rows:
+        return
+    keys = [c.name for c in table.primary_key.columns]
+    # one row per key (the last wins): a multi-row upsert may not touch the same row twice (PostgreSQL)
+    rows = list({tuple(r[k] for k in keys): r for r in rows}.values())
+    dialect = conn.dialect.name
+    if dialect in ("sqlite", "postgresql"):
+        conn.execute(_upsert_statement(dialect, table, tuple(k for k in rows[0] if k not in keys)), list(rows))
+        return
+    # portable fallback (the caller's transaction makes it atomic): delete the keys, insert the rows
+    where = sa.and_(*(table.c[k] == sa.bindparam(f"_key_{k}") for k in keys))
+    conn.execute(table.delete().where(where), [{f"_key_{k}": r[k] for k in keys} for r in rows])
+    conn.execute(table.insert(), list(rows))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames in a folder durable (a no-op where folders cannot be opened, e.g. Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -191,44 +341,119 @@ class Library:
 
     def find_duplicate(self, spec: EnvSpec) -> str | None:
         """The id of an existing env with the same signatures and near-identical tasks, if any."""
-        sig = signature_key(spec)
-        text = task_texts(spec)
+        p = PreparedEnv.of(spec)
+        return self._duplicate_of(p, self._known_rows([p]))
+
+    def _known_rows(self, envs: Sequence[PreparedEnv]) -> list[dict[str, Any]]:
+        """Catalog rows that could conflict with ``envs``: same signature or same id (one query)."""
+        if not envs:
+            return []
+        sigs = sorted({p.signature for p in envs})
+        ids = sorted({p.id for p in envs})
+        q = sa.select(ENVS.c.id, ENVS.c.signature, ENVS.c.task_text, ENVS.c.run_id).where(
+            sa.or_(ENVS.c.signature.in_(sigs), ENVS.c.id.in_(ids)))
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(ENVS.c.id, ENVS.c.task_text).where(ENVS.c.signature == sig)).all()
-        for env_id, other in rows:
-            if env_id != spec.id and text_similarity(text, other or "") >= self.near_duplicate:
-                return env_id
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def _duplicate_of(self, p: PreparedEnv, known: Iterable[dict[str, Any]]) -> str | None:
+        text = p.task_text
+        for row in known:
+            if row["signature"] == p.signature and row["id"] != p.id \
+                    and text_similarity(text, row["task_text"] or "") >= self.near_duplicate:
+                return str(row["id"])
+        return None
+
+    def _conflict(self, p: PreparedEnv, known: Iterable[dict[str, Any]], *, run_id: str | None = None,
+                  idempotent: bool = False) -> Exception | None:
+        """Why ``p`` cannot be added (:class:`DuplicateEnv` or ``FileExistsError``), or None.
+
+        With ``idempotent``, re-adding the same spec (equal but for its creation time) under the same
+        run, or over a row re-indexed after a crash (no run), is allowed: a resumed run re-attempts
+        documents whose spec files were written but whose catalog rows were not committed.
+        """
+        known = list(known)
+        original = self._duplicate_of(p, known)
+        if original is not None:
+            return DuplicateEnv(p.id, original)
+        path = self.spec_path(p.id)
+        same_id = [r for r in known if r["id"] == p.id]
+        if same_id and path.exists():
+            if idempotent and same_id[0]["run_id"] in (None, run_id) and _same_spec(_read(path), p.text):
+                return None
+            return FileExistsError(f"an environment with id {p.id!r} is already in {self.root}")
         return None
 
     def add(self, spec: EnvSpec, *, model: str | None = None, run_id: str | None = None,
             reasons: list[str] | None = None, grounding: float | None = None) -> Path:
         """Add an accepted spec; raises :class:`DuplicateEnv` or ``FileExistsError`` (same id)."""
-        original = self.find_duplicate(spec)
-        if original is not None:
-            raise DuplicateEnv(spec.id, original)
-        path = self.spec_path(spec.id)
-        if path.exists() and self.get_row(spec.id) is not None:
-            raise FileExistsError(f"an environment with id {spec.id!r} is already in {self.root}")
-        save_spec(spec, path)
-        self._index(spec, path, model=model, run_id=run_id, reasons=reasons or [], grounding=grounding)
+        p = PreparedEnv.of(spec)
+        err = self._conflict(p, self._known_rows([p]))
+        if err is not None:
+            raise err
+        path = self.spec_path(p.id)
+        atomic_write_text(path, p.text)
+        _fsync_dir(path.parent)
+        with self.engine.begin() as c:
+            _upsert(c, ENVS, [self._env_row(p, model=model, run_id=run_id, reasons=reasons or [],
+                                            grounding=grounding)])
         return path
 
-    def _index(self, spec: EnvSpec, path: Path, *, model: str | None, run_id: str | None,
-               reasons: list[str], grounding: float | None = None) -> None:
-        prov = spec.provenance
-        src = spec.source
-        row = {
-            "id": spec.id, "title": spec.title, "corpus": src.corpus if src else None,
-            "doc_id": src.doc_id if src else None, "doc_path": src.path if src else None,
-            "proposer": prov.generator, "model": model, "skill_id": prov.skill_id, "stream": prov.stream,
-            "valid": True, "reasons": json.dumps(reasons), "n_tools": len(spec.tools),
-            "n_tasks": len(spec.tasks), "signature": signature_key(spec), "task_text": task_texts(spec),
-            "created_at": prov.created_at or _now(), "run_id": run_id, "path": str(path.relative_to(self.root)),
-            "grounding": grounding,
-        }
+    def _env_row(self, p: PreparedEnv, *, model: str | None, run_id: str | None, reasons: list[str],
+                 grounding: float | None) -> dict[str, Any]:
+        return {**p.entry, "model": model, "valid": True, "reasons": json.dumps(reasons), "run_id": run_id,
+                "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding}
+
+    def record_batch(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
+        """Store a batch of attempts; returns them, with duplicates turned into rejections.
+
+        Order of the writes (what makes a killed run lose nothing and resume where it stopped): the
+        accepted environments' spec files (atomic), one fsync of the folder, then their ``envs`` rows
+        and every attempt's row in one transaction. Until that commit nothing of the batch counts as
+        attempted, so a resumed run re-attempts it; spec files written before a kill are re-indexed on
+        open and re-added idempotently. Duplicates are checked against the catalog (one query for the
+        batch) and against earlier environments of the same batch.
+        """
+        records = list(records)
+        envs = [r.env for r in records if r.accepted and r.env is not None]
+        known = self._known_rows(envs)
+        to_write: list[AttemptRecord] = []
+        batch_ids: set[str] = set()
+        for r in records:
+            if not (r.accepted and r.env is not None):
+                continue
+            err = self._conflict(r.env, known, run_id=r.run_id, idempotent=True)
+            if err is None and r.env.id in batch_ids:
+                err = FileExistsError(f"an environment with id {r.env.id!r} is already in this batch")
+            if err is not None:
+                r.accepted, r.duplicate, r.env_id = False, True, None
+                r.reasons, r.codes = [str(err)], ["duplicate"]
+                if r.rejected_spec is None:
+                    r.rejected_spec = r.env.text
+                continue
+            r.env_id = r.env.id
+            batch_ids.add(r.env.id)
+            known.append({"id": r.env.id, "signature": r.env.signature, "task_text": r.env.task_text,
+                          "run_id": r.run_id})
+            to_write.append(r)
+        for r in to_write:
+            assert r.env is not None
+            atomic_write_text(self.spec_path(r.env.id), r.env.text)
+        if to_write:
+            _fsync_dir(self.root / "specs")
+        for r in records:
+            if not r.accepted and r.rejected_spec is not None:
+                self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec)
+        env_rows = [self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding)
+                    for r in to_write if r.env is not None]
         with self.engine.begin() as c:
-            c.execute(sa.delete(ENVS).where(ENVS.c.id == spec.id))
-            c.execute(sa.insert(ENVS).values(**row))
+            _upsert(c, ENVS, env_rows)
+            _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
+        return records
+
+    def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
+                        rejected_spec: dict[str, Any] | str) -> None:
+        payload = {"attempt_id": attempt_id, "doc_id": doc_id, "reasons": list(reasons), "candidate": rejected_spec}
+        atomic_write_text(self.root / "rejected" / f"{attempt_id}.json", json.dumps(payload, indent=1))
 
     def record_attempt(self, *, attempt_id: str, run_id: str, doc_id: str, proposer: str, accepted: bool,
                        env_id: str | None = None, reasons: Iterable[str] = (), codes: Iterable[str] = (),
@@ -236,17 +461,14 @@ class Library:
                        skill_id: str | None = None, stream: str | None = None,
                        rejected_spec: dict[str, Any] | str | None = None) -> None:
         """Record one attempt (accepted or not); rejected candidates are kept under ``rejected/``."""
+        rec = AttemptRecord(attempt_id=attempt_id, run_id=run_id, doc_id=doc_id, proposer=proposer,
+                            accepted=accepted, env_id=env_id, reasons=list(reasons), codes=list(codes),
+                            retries=retries, tokens=tokens, seconds=seconds, model=model, skill_id=skill_id,
+                            stream=stream)
         if rejected_spec is not None:
-            payload = {"attempt_id": attempt_id, "doc_id": doc_id, "reasons": list(reasons),
-                       "candidate": rejected_spec}
-            atomic_write_text(self.root / "rejected" / f"{attempt_id}.json", json.dumps(payload, indent=1))
-        row = {"attempt_id": attempt_id, "run_id": run_id, "doc_id": doc_id, "proposer": proposer,
-               "model": model, "skill_id": skill_id, "stream": stream, "accepted": accepted, "env_id": env_id,
-               "reasons": json.dumps(list(reasons)), "codes": json.dumps(sorted(set(codes))),
-               "retries": retries, "tokens": tokens, "seconds": seconds, "created_at": _now()}
+            self._write_rejected(attempt_id, doc_id, rec.reasons, rejected_spec)
         with self.engine.begin() as c:
-            c.execute(sa.delete(ATTEMPTS).where(ATTEMPTS.c.attempt_id == attempt_id))
-            c.execute(sa.insert(ATTEMPTS).values(**row))
+            _upsert(c, ATTEMPTS, [rec.attempt_row()])
 
     def attempted_docs(self, run_id: str) -> set[str]:
         """Documents already attempted in a run (to resume it)."""
@@ -257,7 +479,7 @@ class Library:
         """Index spec files that have no catalog row (after a crash); returns how many."""
         with self.engine.connect() as c:
             known = {r[0] for r in c.execute(sa.select(ENVS.c.id))}
-        added = 0
+        rows = []
         for path in sorted((self.root / "specs").glob("*.json")):
             if path.stem in known:
                 continue
@@ -265,9 +487,12 @@ class Library:
                 spec = load_spec(path)
             except (ValueError, OSError):
                 continue
-            self._index(spec, path, model=None, run_id=None, reasons=[])
-            added += 1
-        return added
+            rows.append({**env_entry(spec), "model": None, "valid": True, "reasons": "[]", "run_id": None,
+                         "path": str(path.relative_to(self.root)), "grounding": None})
+        if rows:
+            with self.engine.begin() as c:
+                _upsert(c, ENVS, rows)
+        return len(rows)
 
     # -- reading -------------------------------------------------------------------------------
     def get_row(self, env_id: str) -> dict[str, Any] | None:

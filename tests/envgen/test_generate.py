@@ -99,3 +99,116 @@ def test_pipeline_on_local_ray(tmp_path):
     finally:
         ray.shutdown()
     assert summary.attempted == 3 and summary.accepted == 3 and summary.retries == 1
+
+
+def test_a_failed_commit_loses_nothing_and_the_run_resumes(tmp_path, monkeypatch):
+    """Results are committed in batches: spec files first, then the batch's rows in one transaction. A run
+    that dies between the two leaves spec files without rows; they are re-indexed on open, and the resumed
+    run re-attempts their documents and re-adds them (not refused as duplicates of themselves)."""
+    import pytest
+
+    import envgen.library as library
+
+    docs = _docs(5)
+    cfg = GenerateConfig(proposer="fixture", out=tmp_path / "lib", n=5, validation="inprocess", commit_every=2)
+    real_upsert, calls = library._upsert, []
+
+    def dying_upsert(conn, table, rows):
+        if table is library.ATTEMPTS:
+            calls.append(len(rows))
+            if len(calls) == 2:
+                raise RuntimeError("killed before the second batch's commit")
+        return real_upsert(conn, table, rows)
+
+    monkeypatch.setattr(library, "_upsert", dying_upsert)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_generate(cfg, progress=False, proposer=FixtureProposer(), docs=docs)
+    monkeypatch.setattr(library, "_upsert", real_upsert)
+
+    lib = Library(tmp_path / "lib")  # re-indexes the second batch's spec files
+    assert len(lib) == 4 and len(lib.attempted_docs(cfg.run_id)) == 2
+    summary = run_generate(cfg, progress=False, proposer=FixtureProposer(), docs=docs)
+    assert summary.skipped_resumed == 2 and summary.attempted == 3 and summary.accepted == 3
+    assert summary.duplicates == 0 and summary.rejected_by_reason == {}
+    attempts = lib.attempts(cfg.run_id)
+    assert len(attempts) == 5 and all(a["accepted"] for a in attempts)
+    assert {a["env_id"] for a in attempts} == {r["id"] for r in lib.rows()}
+    assert {r["run_id"] for r in lib.rows()} == {cfg.run_id}
+
+
+def _stdlib_docs(n: int = 16) -> list[Document]:
+    """The first ``n`` standard-library modules that define classes (read directly: fast)."""
+    import sysconfig
+    from pathlib import Path
+
+    docs = []
+    for p in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if "\nclass " in text and 2_000 < len(text) < 40_000:
+            docs.append(Document.create(text, corpus="stdlib", path=p.name, language="python"))
+        if len(docs) == n:
+            break
+    return docs
+
+
+_KILLED_RUN = """
+import sys, time
+from pathlib import Path
+import envgen.generate as g
+from tests.envgen.test_generate import _stdlib_docs
+
+job = g.template_job
+def slow_job(*args):  # slow enough for the test to kill the run half-way
+    time.sleep(0.15)
+    return job(*args)
+g.template_job = slow_job
+cfg = g.GenerateConfig(out=Path(sys.argv[1]), n=16, commit_every=3, validation="inprocess")
+g.run_generate(cfg, progress=False, docs=_stdlib_docs())
+"""
+
+
+def test_a_killed_run_loses_nothing_and_resumes_where_it_stopped(tmp_path):
+    """SIGKILL a real generation run half-way; the resumed run skips exactly the committed documents, and
+    afterwards every document has one attempt, every accepted attempt its env row and spec file, and
+    every spec file its row."""
+    import json
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "lib"
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(out)], cwd=repo,
+                            env={**os.environ, "PYTHONPATH": str(repo)})
+    committed = 0
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(out / "catalog.sqlite") as db:
+                committed = db.execute("SELECT count(*) FROM attempts").fetchone()[0]
+        except sqlite3.Error:
+            committed = 0
+        if committed >= 4:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
+    docs = _stdlib_docs()
+    cfg = GenerateConfig(out=out, n=16, commit_every=3, validation="inprocess")
+    lib = Library(out)
+    before = lib.attempted_docs(cfg.run_id)
+    assert 4 <= len(before) < len(docs)
+    summary = run_generate(cfg, progress=False, docs=docs)
+    assert summary.skipped_resumed == len(before) and summary.attempted == len(docs) - len(before)
+    attempts = lib.attempts(cfg.run_id)
+    assert sorted(a["doc_id"] for a in attempts) == sorted(d.id for d in docs)
+    accepted = {a["env_id"] for a in attempts if a["accepted"]}
+    assert accepted and accepted == {r["id"] for r in lib.rows()}
+    assert accepted == {p.stem for p in (out / "specs").glob("*.json")}
+    assert not any("already in" in r for a in attempts for r in json.loads(a["reasons"]))
