@@ -162,7 +162,9 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
 @click.option("--n", "n", type=int, default=20, show_default=True, help="Documents to attempt.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("library"), show_default=True,
               help="Library folder (specs + catalog).")
-@click.option("--catalog-url", default=None, help="SQLAlchemy URL of the catalog (default: sqlite in --out).")
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the catalog, e.g. postgresql+psycopg://user@host/db "
+                   "(default: sqlite in --out; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--workers", type=int, default=1, show_default=True, help="Parallel worker processes.")
 @click.option("--executor", "run_executor", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="Run the work on local processes or a Ray cluster.")
@@ -232,7 +234,8 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
 @click.option("--sort", default="created_at", show_default=True, help="Catalog column to sort by.")
 @click.option("--desc", is_flag=True, help="Sort descending.")
 @click.option("--limit", type=int, default=None)
-@click.option("--catalog-url", default=None)
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
 def list_library(library: Path, proposer: str | None, stream: str | None, skill: str | None, doc: str | None,
                  min_solve: float | None, max_solve: float | None, sort: str, desc: bool, limit: int | None,
@@ -240,8 +243,8 @@ def list_library(library: Path, proposer: str | None, stream: str | None, skill:
     """List the environments of a library, with filters and sorting."""
     from envgen.library import Library
 
-    lib = Library(library, catalog_url)
     try:
+        lib = Library(library, catalog_url)
         rows = lib.rows(proposer=proposer, stream=stream, skill=skill, doc=doc, min_solve=min_solve,
                         max_solve=max_solve, sort=sort, descending=desc, limit=limit)
     except ValueError as e:
@@ -261,14 +264,18 @@ def list_library(library: Path, proposer: str | None, stream: str | None, skill:
 
 @click.command()
 @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--catalog-url", default=None)
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
 def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
     """Yield per proposer and rejection reason, diversity and grounding of a library."""
     from envgen.library import Library
     from envgen.stats import library_stats
 
-    st = library_stats(Library(library, catalog_url))
+    try:
+        st = library_stats(Library(library, catalog_url))
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     if as_json:
         click.echo(json.dumps(st.to_dict(), indent=1))
         return

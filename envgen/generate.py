@@ -386,6 +386,7 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
         raise
     finally:
         runner.close()
+        lib.close()
     summary.wall_seconds = time.perf_counter() - t0
     return summary
 

@@ -39,6 +39,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,26 @@ def text_similarity(a: str, b: str) -> float:
     if not sa_ and not sb:
         return 1.0
     return len(sa_ & sb) / max(1, len(sa_ | sb))
+
+
+def _engine(url: str) -> sa.Engine:
+    """An engine for a catalog URL: WAL pragmas on SQLite; on servers, connections checked before use.
+
+    ``postgresql://`` (no driver) uses psycopg 3 when psycopg2, SQLAlchemy's default, is missing.
+    """
+    u = sa.engine.make_url(url)
+    if u.drivername == "postgresql" and find_spec("psycopg2") is None and find_spec("psycopg") is not None:
+        u = u.set(drivername="postgresql+psycopg")
+    sqlite = u.get_backend_name() == "sqlite"
+    try:
+        engine = sa.create_engine(u, pool_pre_ping=not sqlite)
+    except ImportError as e:
+        extra = " (pip install 'envwright[postgres]')" if u.get_backend_name() == "postgresql" else ""
+        raise ValueError(f"the catalog {u.render_as_string(hide_password=True)!r} needs a database driver that is "
+                         f"not installed: {e}{extra}") from None
+    if sqlite:
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -319,7 +340,8 @@ class Library:
 
     Args:
         root: the library folder (created if missing).
-        catalog_url: a SQLAlchemy URL; default ``sqlite:///ROOT/catalog.sqlite``.
+        catalog_url: a SQLAlchemy URL; default ``sqlite:///ROOT/catalog.sqlite``. A shared catalog on a
+            server works too, e.g. ``postgresql+psycopg://user@host/envwright`` (spec files stay in ``root``).
         near_duplicate: task-text similarity at or above which same-signature envs are duplicates.
     """
 
@@ -328,12 +350,20 @@ class Library:
         (self.root / "specs").mkdir(parents=True, exist_ok=True)
         (self.root / "rejected").mkdir(parents=True, exist_ok=True)
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
-        self.engine = sa.create_engine(self.url, future=True)
-        if self.engine.dialect.name == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.engine = _engine(self.url)
         _META.create_all(self.engine)
         self.near_duplicate = near_duplicate
         self.reindex()
+
+    def close(self) -> None:
+        """Close the catalog's connections (a server catalog holds some open until then)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Library:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     # -- writing -------------------------------------------------------------------------------
     def spec_path(self, env_id: str) -> Path:
@@ -531,7 +561,8 @@ class Library:
         if sort not in ENVS.c:
             raise ValueError(f"cannot sort by {sort!r}; columns: {[c.name for c in ENVS.c]}")
         col = ENVS.c[sort]
-        q = q.order_by(col.desc() if descending else col.asc(), ENVS.c.id)
+        # missing values (an env not evaluated yet) last either way, on every database
+        q = q.order_by((col.desc() if descending else col.asc()).nulls_last(), ENVS.c.id)
         if limit:
             q = q.limit(limit)
         with self.engine.connect() as c:
@@ -542,7 +573,7 @@ class Library:
         if run_id:
             q = q.where(ATTEMPTS.c.run_id == run_id)
         with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q.order_by(ATTEMPTS.c.created_at)).mappings()]
+            return [dict(r) for r in c.execute(q.order_by(ATTEMPTS.c.created_at, ATTEMPTS.c.attempt_id)).mappings()]
 
     # -- evaluation statistics -----------------------------------------------------------------
     def record_task_result(self, env_id: str, task_id: str, policy: str, *, n: int, passes: int,
