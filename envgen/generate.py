@@ -354,6 +354,10 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
                  docs: Iterable[Any] | None = None) -> GenerateSummary:
     """Run (or resume) a generation run; returns its summary."""
     t0 = time.perf_counter()
+    if cfg.proposer == "template" and proposer is None:
+        # once here, before the workers start: bad options fail now, not once per document, and the
+        # proposer's modules are imported once, by the process that fork-started workers inherit
+        make_proposer("template", **cfg.proposer_options)
     lib = Library(cfg.out, cfg.catalog_url)
     summary = GenerateSummary(run_id=cfg.run_id)
     all_docs = list(docs) if docs is not None else select_corpus(cfg)

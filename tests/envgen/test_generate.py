@@ -212,3 +212,12 @@ def test_a_killed_run_loses_nothing_and_resumes_where_it_stopped(tmp_path):
     assert accepted and accepted == {r["id"] for r in lib.rows()}
     assert accepted == {p.stem for p in (out / "specs").glob("*.json")}
     assert not any("already in" in r for a in attempts for r in json.loads(a["reasons"]))
+
+
+def test_bad_template_options_fail_once_before_any_work(tmp_path):
+    import pytest
+
+    cfg = GenerateConfig(out=tmp_path / "lib", n=2, workers=2, proposer_options={"max_tables": 9})
+    with pytest.raises(ValueError, match="max_tables"):
+        run_generate(cfg, progress=False, docs=_docs(2))
+    assert not (tmp_path / "lib").exists()
