@@ -1,0 +1,38 @@
+"""Data-parallel solver training: two processes under ``accelerate launch`` on CPU (gloo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.tiny_model import build_tiny_qwen3
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
+                    reason="needs the accelerate launcher (pip install 'envwright[train]')")
+def test_solver_two_processes(tmp_path: Path) -> None:
+    build_tiny_qwen3(tmp_path / "runs" / "tiny-qwen3")
+    shutil.copy(ROOT / "training" / "configs" / "smoke-cpu.yaml", tmp_path)
+    launcher = Path(sys.executable).parent / "accelerate"
+    cmd = [str(launcher) if launcher.exists() else "accelerate", "launch", "--num_processes", "2", "--cpu",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "-m", "envgen.command", "train", "solver", "--config", "smoke-cpu.yaml",
+           "--set", "grpo.max_steps=2", "--set", "run.report_to=[]"]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "TRL_EXPERIMENTAL_SILENCE": "1"}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "runs" / "smoke" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "step_time" in r]
+    assert len(steps) == 2  # one record per optimizer step, written by the main process only
+    assert all(r["num_tokens"] > 0 for r in steps) and steps[1]["num_tokens"] > steps[0]["num_tokens"]
+    assert (tmp_path / "runs" / "smoke" / "final" / "config.json").is_file()
