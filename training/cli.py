@@ -11,6 +11,7 @@ prints one line that says what to change and exits with status 2.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -83,6 +84,8 @@ def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str |
         out = train_solver(cfg)
     except (ConfigError, CheckpointError) as e:
         raise _fail(str(e)) from None
+    if int(os.environ.get("RANK", "0")) != 0:  # under accelerate/torchrun only the main process reports
+        return
     typer.echo(json.dumps(out, default=str))
     typer.echo(f"run folder: {cfg.run.output_dir}; plot: envwright plot {cfg.run.output_dir}")
 

@@ -249,4 +249,14 @@ def train_solver(cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:
         resume = True
     out = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(Path(cfg.run.output_dir) / "final"))
+    _close_process_group()
     return {"global_step": out.global_step, "training_loss": out.training_loss, **(out.metrics or {})}
+
+
+def _close_process_group() -> None:
+    """End the ``torch.distributed`` group of a multi-process launch (all ranks wait for each other)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

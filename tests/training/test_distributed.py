@@ -31,6 +31,8 @@ def test_solver_two_processes(tmp_path: Path) -> None:
            "TRL_EXPERIMENTAL_SILENCE": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count('"global_step": 2') == 1  # the main process reports, once
+    assert "destroy_process_group() was not called" not in proc.stderr
     records = [json.loads(line) for line in (tmp_path / "runs" / "smoke" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "step_time" in r]
     assert len(steps) == 2  # one record per optimizer step, written by the main process only
