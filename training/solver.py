@@ -89,12 +89,19 @@ class TaskPool:
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, *, holdout: bool = False) -> TaskPool:
+        """Training tasks, or with ``holdout`` the held-out ones: the last ``holdout_tasks`` of every
+        training environment plus every task of the last ``holdout_envs`` environments."""
         specs = load_specs(cfg.solver.envs)
+        k = cfg.solver.holdout_envs
+        if k >= len(specs):
+            raise ConfigError(f"solver.holdout_envs is {k} but solver.envs holds {len(specs)} environments: "
+                              "hold out fewer, so that some remain to train on")
+        train, held_envs = (specs[:-k], specs[-k:]) if k else (specs, [])
         if holdout:
             n = cfg.solver.holdout_tasks
-            tasks = [TaskRef(s, t.id) for s in specs for t in s.tasks[len(s.tasks) - n:]] if n else []
-            return cls(tasks)
-        return cls(tasks_of(specs, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks))
+            tasks = [TaskRef(s, t.id) for s in train for t in s.tasks[len(s.tasks) - n:]] if n else []
+            return cls(tasks + [TaskRef(s, t.id) for s in held_envs for t in s.tasks])
+        return cls(tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks))
 
     def keys(self) -> list[str]:
         return list(self.tasks)
