@@ -63,3 +63,19 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
     second = json.loads((tmp_path / "learning.json").read_text())
     assert second["resumed_from"].endswith("sft-model") and second["sft"] == first["sft"]
     assert second["grpo"]["reward_mode"] == "checks" and len(second["grpo"]["per_step"]) == 1
+
+
+@pytest.mark.slow
+def test_learning_on_generated_environments(tmp_path: Path) -> None:
+    """The learning benchmark trains on a generated library and evaluates on held-out environments."""
+    from envgen.generate import GenerateConfig, run_generate
+    from training.bench import main
+
+    summary = run_generate(GenerateConfig(corpus="stdlib", n=6, out=tmp_path / "lib", workers=1), progress=False)
+    assert summary.accepted >= 4
+    out = tmp_path / "out"
+    assert main(["learning", "--out", str(out), "--tiny", "--device", "cpu", "--envs", str(tmp_path / "lib"),
+                 "--holdout-envs", "2"]) == 0
+    result = json.loads((out / "learning.json").read_text())
+    assert result["holdout_envs"] == 2 and result["envs"] == [str(tmp_path / "lib")]
+    assert result["heldout_tasks"] >= 1 and {"untrained", "sft", "grpo"} <= set(result)
