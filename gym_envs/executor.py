@@ -206,7 +206,10 @@ class Limits:
 # ============================================================================================
 
 _MAX_DEPTH = 64
-_SCALARS = frozenset({str, int, bool, type(None)})
+# Integers longer than this are converted once to learn whether json.dumps could write them: Python refuses
+# to convert more than sys.get_int_max_str_digits() digits (4300 by default, never fewer than 640 when set).
+_INT_CHECK_BITS = 2_000
+_INT64 = 1 << 64
 
 
 def plain_json(value: Any, max_depth: int = _MAX_DEPTH) -> tuple[Any, int]:
@@ -221,21 +224,34 @@ def plain_json(value: Any, max_depth: int = _MAX_DEPTH) -> tuple[Any, int]:
     would, and ``ValueError`` when nesting exceeds ``max_depth``.
     """
     if value.__class__ is dict:  # fast path: a flat object of str keys and str/int/bool/None values
-        size = 2
+        chars = 0  # characters of the keys and the string values
         for k, v in value.items():
-            c = v.__class__
-            if k.__class__ is not str or c not in _SCALARS:
+            if k.__class__ is not str:
                 break
-            size += 12 * len(k) + 4
-            if c is str:
-                size += 12 * len(v) + 2
-            elif c is int:
-                size += v.bit_length() // 3 + 3
+            c = v.__class__
+            if c is int:
+                if not -_INT64 < v < _INT64:
+                    break
+                chars += len(k)
+            elif c is str:
+                chars += len(k) + len(v)
+            elif c is bool or v is None:
+                chars += len(k)
             else:
-                size += 5
+                break
         else:
-            return value.copy(), size
+            # an item is at most 12 characters per character (escapes), 2 quotes, ':' and ',', and its
+            # value's quotes or up to 21 characters of a number, true, false or null
+            return value.copy(), 12 * chars + 27 * len(value) + 2
     return _plain(value, max_depth)
+
+
+def _int_bound(v: int) -> int:
+    """An upper bound of the length of ``v`` in JSON; ``ValueError`` where ``json.dumps`` would refuse it."""
+    bits = v.bit_length()
+    if bits > _INT_CHECK_BITS:
+        int.__repr__(v)  # raises the json module's ValueError past the interpreter's digit limit
+    return bits // 3 + 3
 
 
 def _plain(v: Any, depth: int) -> tuple[Any, int]:
@@ -243,7 +259,7 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
     if cls is str:
         return v, 12 * len(v) + 2
     if cls is int:
-        return v, v.bit_length() // 3 + 3
+        return v, _int_bound(v)
     if cls is bool or v is None:
         return v, 5
     if cls is float:
@@ -278,7 +294,7 @@ def _plain_subclass(v: Any, depth: int) -> tuple[Any, int]:
     if isinstance(v, bool):
         return bool(v), 5
     if isinstance(v, int):
-        return int.__int__(v), v.bit_length() // 3 + 3
+        return int.__int__(v), _int_bound(v)
     if isinstance(v, float):
         return _plain(float.__float__(v), depth)
     raise TypeError(f"Object of type {v.__class__.__name__} is not JSON serializable")
@@ -302,16 +318,8 @@ def _json_key(k: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {k.__class__.__name__}")
 
 
-def _flat_copy(d: dict[str, Any]) -> dict[str, Any] | None:
-    """A copy of a flat object (str keys; str/int/bool/None/finite float values), else None."""
-    for k, v in d.items():
-        c = v.__class__
-        if k.__class__ is not str or (c not in _SCALARS and (c is not float or v != v or v in _INF)):
-            return None
-    return d.copy()
-
-
 _INF = (math.inf, -math.inf)
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})  #: JSON values a tool cannot change
 
 
 def _json_default(o: Any) -> Any:
@@ -397,6 +405,19 @@ class _Policy(RestrictingNodeTransformer):
         assign = ast.Assign(targets=[ast.Name(target, ast.Store())], value=value)
         return ast.fix_missing_locations(ast.copy_location(assign, node))
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        # `x[0]`, `row["name"]`: a constant index that _guarded_getitem lets through (it refuses
+        # '__' strings and looks at nothing else) needs no call at run time.
+        index = node.slice
+        if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub) \
+                and isinstance(index.operand, ast.Constant) and index.operand.value.__class__ in (int, float):
+            plain = True  # x[-1]
+        else:
+            plain = isinstance(index, ast.Constant) and _constant_index_ok(index.value)
+        if plain and isinstance(node.ctx, ast.Load):
+            return self.node_contents_visit(node)  # type: ignore[no-any-return]
+        return super().visit_Subscript(node)  # type: ignore[return-value]
+
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         # A bare `except:` would swallow the sandbox's own timeout; narrow it to Exception.
         if node.type is None:
@@ -430,9 +451,17 @@ def _guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
 
 
 def _guarded_getitem(obj: Any, index: Any) -> Any:
+    """``obj[index]`` unless ``index`` is a string starting with ``__``. The check reads only the index:
+    a subscript by a constant it would let through is compiled to a plain one (``_constant_index_ok``),
+    so a check on ``obj`` added here must end that shortcut too."""
     if index.__class__ is str and index[:1] == "_" and index[:2] == "__":
         raise SandboxViolation(f"item {index!r} is not allowed")
     return obj[index]
+
+
+def _constant_index_ok(value: Any) -> bool:
+    """Whether :func:`_guarded_getitem` lets the constant index ``value`` through, whatever the object."""
+    return not (value.__class__ is str and value[:2] == "__")
 
 
 def _make_binop(limits: Limits) -> Callable[[str, Any, Any], Any]:
@@ -746,31 +775,38 @@ def validate_arguments(schema: dict[str, Any], args: dict[str, Any], where: str 
     return errors
 
 
-def _compile_validator(schema: dict[str, Any]) -> Callable[[dict[str, Any]], list[str]]:
-    """``validate_arguments`` for one schema, with a fast path when every argument passes a plain
-    type check (the full validation then runs only to word the errors)."""
+def _compile_arguments(schema: Any) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The fast path of argument checking for one tool's ``parameters`` schema.
+
+    The function returns a private copy of ``args`` when every argument is declared with a plain scalar
+    type (and nothing but annotations), has exactly that type (a finite float for ``number``) and every
+    required argument is present: such arguments are valid and already plain JSON. Otherwise it
+    returns ``None`` and the caller copies them with :func:`plain_json` and words the errors with
+    :func:`validate_arguments`.
+    """
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    required = tuple(schema.get("required", ())) if isinstance(schema, dict) else ()
-    simple: dict[str, tuple[type, ...] | None] = {}
+    required = schema.get("required", ()) if isinstance(schema, dict) else ()
+    if not isinstance(props, dict) or not isinstance(required, list | tuple) \
+            or not all(r.__class__ is str for r in required):
+        return lambda args: None
+    need = frozenset(required)
+    simple: dict[str, tuple[type, ...]] = {}
     for k, sub in props.items():
         typ = sub.get("type") if isinstance(sub, dict) else None
         if isinstance(sub, dict) and set(sub) <= _ANNOTATION_KEYS and isinstance(typ, str) \
                 and typ in _EXACT_TYPES and typ not in ("array", "object"):
             simple[k] = _EXACT_TYPES[typ]
-        else:
-            simple[k] = None  # needs the full validator
 
-    def validate(args: dict[str, Any]) -> list[str]:
-        for r in required:
-            if r not in args:
-                return validate_arguments(schema, args)
+    def admit(args: dict[str, Any]) -> dict[str, Any] | None:
         for k, v in args.items():
-            types = simple.get(k, ())
-            if types is None or v.__class__ not in types:
-                return validate_arguments(schema, args)
-        return []
+            c = v.__class__
+            if k.__class__ is not str or c not in simple.get(k, ()) or (c is float and (v != v or v in _INF)):
+                return None
+        if not args.keys() >= need:
+            return None
+        return args.copy()
 
-    return validate
+    return admit
 
 
 # ============================================================================================
@@ -783,7 +819,7 @@ class _Program:
     key: str
     code: Any
     tool_schemas: dict[str, dict[str, Any]]
-    validators: dict[str, Callable[[dict[str, Any]], list[str]]]
+    arguments: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]  #: see _compile_arguments
     image: bytes
     check_code: dict[str, Any] = field(default_factory=dict)
     pool: list[StateDB] = field(default_factory=list)
@@ -906,6 +942,8 @@ class Engine:
             "_apply_": lambda f, *a, **kw: f(*a, **kw),
         }
         self._deadline = _SoftDeadline(self.limits.call_timeout_s if in_worker else 0.0)
+        self._cap = self.limits.max_output_chars
+        self._max_result = self.limits.max_result_bytes
         self._sql_timeout = self.limits.sql.statement_timeout_s
         self._pooled = 0
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -954,7 +992,7 @@ class Engine:
             return _error("SchemaError", str(e), cap)
         tools = req.get("tools", {})
         prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
-                        validators={n: _compile_validator(s) for n, s in tools.items()})
+                        arguments={n: _compile_arguments(s) for n, s in tools.items()})
         counts = db.row_counts()
         db.open_episode()
         try:
@@ -1045,41 +1083,52 @@ class Engine:
 
     def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
         """The ``call`` request: one tool call of episode ``ep_id``."""
-        cap = self.limits.max_output_chars
         ep = self.episodes.get(ep_id)
+        if ep is not None and ep.lost is None and args.__class__ is dict:
+            admit = ep.program.arguments.get(name)
+            logged = admit(args) if admit is not None else None  # a private copy of valid flat arguments
+            if logged is not None:
+                return self._call(ep, name, logged, logged)  # the tool may share it: it holds scalars only
+        return self._call_slow(ep_id, ep, name, args)
+
+    def _call_slow(self, ep_id: str, ep: _Episode | None, name: str, args: Any) -> dict[str, Any]:
+        """:meth:`call` for everything but valid flat arguments: refusals, and arguments to copy."""
+        cap = self._cap
         if ep is None:
             return _error("ProtocolError", f"no open episode {ep_id!r}", cap)
         if ep.lost:
             return _error("EpisodeLost", ep.lost, cap)
-        validator = ep.program.validators.get(name)
-        if validator is None:
+        admit = ep.program.arguments.get(name)
+        if admit is None:
             return _error("UnknownTool", f"no tool named {name!r}; available tools: "
                           f"{sorted(ep.program.tool_schemas)}", cap)
         if args is None:
             args = {}
         elif args.__class__ is not dict:
             return _error("InvalidArguments", "arguments must be a JSON object", cap)
-        try:  # the tool gets its own plain copy; the replay log keeps another if it could be mutated
-            flat = _flat_copy(args)
-            if flat is not None:
-                args = logged = flat
-            else:
-                if not self.in_worker:
-                    args = plain_json(args)[0]
-                logged = plain_json(args)[0]
+        logged = admit(args)
+        if logged is not None:
+            return self._call(ep, name, logged, logged)
+        try:  # the tool gets a private plain copy; the log shares it unless the tool could change it
+            if not self.in_worker:  # a worker's arguments were just decoded: they are private already
+                args = plain_json(args)[0]
+            logged = args if _IMMUTABLE.issuperset(map(type, args.values())) else plain_json(args)[0]
         except (TypeError, ValueError) as e:
             return _error("InvalidArguments", f"arguments are not JSON: {e}", cap)
-        problems = validator(args)
+        problems = validate_arguments(ep.program.tool_schemas[name], args)
         if problems:
             return _error("InvalidArguments", "; ".join(problems), cap)
-        state = ep.state
-        conn = state.conn
+        return self._call(ep, name, args, logged)
+
+    def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
+        """Run a call with valid arguments and keep the episode equal to the replay of its log."""
+        conn = ep.state.conn
         before = conn.total_changes
-        resp = self._invoke(ep, name, args)
+        resp = self._invoke(ep, name, args, before)
         if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
-            if resp.get("ok") or resp.get("replay"):
+            if resp["ok"] or resp.get("replay"):
                 resp = _error("SQLError", "the database aborted the call's transaction; the call had no "
-                              "effect", cap)
+                              "effect", self._cap)
             resp.pop("replay", None)
             self._rebuild(ep, reload=True)
         elif resp["ok"]:
@@ -1091,10 +1140,9 @@ class Engine:
                 self._rebuild(ep, reload=False)
         return resp
 
-    def _invoke(self, ep: _Episode, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run one tool call (no savepoint: see :meth:`_rebuild`); a typed response."""
-        conn = ep.state.conn
-        before = conn.total_changes
+    def _invoke(self, ep: _Episode, name: str, args: dict[str, Any], before: int) -> dict[str, Any]:
+        """Run one tool call (no savepoint: see :meth:`_rebuild`); a typed response. ``before``: the
+        connection's ``total_changes`` before the call."""
         try:
             if self.in_worker:
                 with self._deadline:
@@ -1104,22 +1152,21 @@ class Engine:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:
-            return _describe(e, self.limits.max_output_chars)
-        limit = self.limits.max_result_bytes
+            return _describe(e, self._cap)
+        limit = self._max_result
         try:
             value, bound = plain_json(value)
             if self.in_worker:
                 text = _dumps(value)
                 if len(text) <= limit:
-                    return {"ok": True, "changes": conn.total_changes - before, "result_json": text}
+                    return {"ok": True, "changes": ep.state.conn.total_changes - before, "result_json": text}
             elif bound <= limit or len(_dumps(value)) <= limit:
-                return {"ok": True, "changes": conn.total_changes - before, "result": value}
+                return {"ok": True, "changes": ep.state.conn.total_changes - before, "result": value}
         except (TypeError, ValueError, RecursionError) as e:
             return _error("NotJSON", f"the tool returned a value that is not plain JSON "
-                          f"({type(e).__name__}: {_cap(str(e), 200)})", self.limits.max_output_chars) \
-                | {"replay": True}
+                          f"({type(e).__name__}: {_cap(str(e), 200)})", self._cap) | {"replay": True}
         return _error("ResourceLimit", f"the tool result is too large (more than {limit:,} characters of "
-                      "JSON)", self.limits.max_output_chars) | {"replay": True}
+                      "JSON)", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its logged calls".
@@ -1141,7 +1188,7 @@ class Engine:
             ep.tools = fresh.tools
             for name, args in ep.log:
                 state.savepoint()
-                resp = self._invoke(ep, name, plain_json(args)[0])
+                resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)
                 state.release(commit=bool(resp.get("ok")))
                 if state.lost:
                     raise StateError("the replay aborted again", transient=True)
@@ -1368,7 +1415,9 @@ class Session:
         self.key = key
         self.seed = seed
         self.id = f"{os.getpid()}-{next(_EP_COUNTER)}"
-        self.log: list[Any] = []  # state-changing requests (dicts or encoded frames), for replay
+        # state-changing requests (dicts or encoded frames), for a worker that must replay the episode after
+        # a crash; an in-process engine keeps its own log and leaves this empty
+        self.log: list[Any] = []
         self.lost: str | None = None
 
     def _send(self, req: dict[str, Any], *, logged: bool) -> dict[str, Any]:
@@ -1390,6 +1439,9 @@ class Session:
             return CallResult(name, {}, False, error="arguments must be a JSON object",
                               error_type="InvalidArguments")
         resp = self.executor.call(self, name, arguments)
+        if resp.get("ok"):  # _call_result's first case, without the call
+            result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
+            return CallResult(name, arguments, True, result, None, None, resp.get("changes", 0))
         if resp.get("error_type") == "EpisodeLost":
             self.lost = str(resp.get("error"))
         return _call_result(name, arguments, resp)
@@ -1451,23 +1503,18 @@ class InProcessExecutor(Executor):
         return s
 
     def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+        # No session log: the engine lives as long as this executor and replays its own episode log.
         with self._lock:  # the engine copies arguments into plain JSON values, as the pipe does
-            resp = self.engine.handle(req)
-        if log and _logworthy(resp):
-            session.log.append(req)
-        return resp
+            return self.engine.handle(req)
 
     def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         with self._lock:  # Engine.handle without the dispatch (same error boundary)
             try:
-                resp = self.engine.call(session.id, name, arguments)
+                return self.engine.call(session.id, name, arguments)
             except _Timeout:
-                resp = _error("Timeout", "the request took too long and was stopped", 500)
+                return _error("Timeout", "the request took too long and was stopped", 500)
             except Exception as e:
-                resp = _error("InternalError", f"{type(e).__name__}: {e}", 2000)
-        if resp["ok"] or resp.get("replay"):
-            session.log.append({"op": "call", "ep": session.id, "name": name, "arguments": arguments})
-        return resp
+                return _error("InternalError", f"{type(e).__name__}: {e}", 2000)
 
 
 # -- worker transport -----------------------------------------------------------------------------

@@ -51,6 +51,8 @@ never be served a statement the host prepared without the authorizer.
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -124,6 +126,7 @@ _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _NEVER = float("inf")
+_CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
 _clock = time.perf_counter
 
 
@@ -170,9 +173,12 @@ class StateDB:
         self._printf_conn: sqlite3.Connection | None = None
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
         self._facades: tuple[float, DbFacade, DbFacade] | None = None
-        self._kw: dict[str, str] = {}  # statement text -> leading keyword
-        self._cols: dict[str, tuple[str, ...]] = {}  # statement text -> result column names
+        self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
+        self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]]]] = {}
+        # statement text -> (result columns, row builder)
+        self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._configure()
+        self._cursor = self.conn.cursor()  # runs untrusted statements; never left holding an unfinished one
 
     # -- configuration ------------------------------------------------------------------------
     def _configure(self) -> None:
@@ -250,8 +256,8 @@ class StateDB:
         if self.conn.in_transaction:
             self.conn.execute(_HOST_TAG + "ROLLBACK")
         self._episode = self._savepoint = False
-        self._kw.clear()
-        self._cols.clear()
+        self._forget_statements()
+        self._drop_cursor()
         self.conn.deserialize(image)
         self.conn.execute(_HOST_TAG + f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
 
@@ -324,22 +330,28 @@ class StateDB:
             self._query_only = on
 
     # -- statements ---------------------------------------------------------------------------
-    def _keyword(self, sql: Any) -> str:
-        """The leading keyword of ``sql`` (validated and cached per statement text)."""
+    def _admit(self, sql: Any, mode: str) -> tuple[str, str]:
+        """``(sql, keyword)`` for a statement ``mode`` allows (``sql`` as an exact ``str``), else
+        :class:`StateError`; the verdict is cached per mode and statement text."""
         if not isinstance(sql, str):
             raise StateError(f"sql must be a string, not {type(sql).__name__}")
-        sql = str(sql)
-        kw = self._kw.get(sql)
-        if kw is not None:
-            return kw
+        sql = str.__str__(sql)  # a subclass is copied once, so its methods cannot change the text later
         if len(sql) > self.limits.max_sql_length:
             raise StateError(f"sql is too long ({len(sql)} > {self.limits.max_sql_length} characters)")
         kw = _leading_keyword(sql)
-        if len(self._kw) >= _KW_CACHE_MAX:
-            self._kw.clear()
-            self._cols.clear()
-        self._kw[sql] = kw
-        return kw
+        if kw not in _ALLOWED[mode]:
+            raise StateError(f"statement {kw or sql[:20]!r} is not allowed here; "
+                             f"use one of {sorted(_ALLOWED[mode])}")
+        admitted = self._admitted[mode]
+        if len(admitted) >= _KW_CACHE_MAX:
+            self._forget_statements()
+        admitted[sql] = kw
+        return sql, kw
+
+    def _forget_statements(self) -> None:
+        for admitted in self._admitted.values():
+            admitted.clear()
+        self._shapes.clear()
 
     def run(self, sql: str, params: Any = (), *, mode: str, fetch: bool,
             timeout_s: float | None = None) -> Any:
@@ -347,77 +359,117 @@ class StateDB:
 
         Returns the rows as a list of dicts when ``fetch``, else ``{"rowcount", "lastrowid"}``.
         """
+        key = (mode, fetch, timeout_s or self.limits.statement_timeout_s)
+        fn = self._statements.get(key)
+        if fn is None:
+            fn = self._statements[key] = self.statement(mode, fetch=fetch, timeout_s=key[2])
+        return fn(sql, params)
+
+    def statement(self, mode: str, *, fetch: bool, timeout_s: float) -> Callable[..., Any]:
+        """A function ``(sql, params=()) -> result`` that runs one statement of untrusted code in ``mode``.
+
+        It does what :meth:`run` describes, with everything that does not change between statements
+        (the mode's cache of admitted statements, the limits) bound once: the facades keep one per
+        method. Every guard of the module docstring applies to every statement.
+        """
         if mode not in _ALLOWED:
             raise ValueError(f"unknown mode {mode!r}")
-        return self._run(sql, params, mode, fetch, timeout_s or self.limits.statement_timeout_s)
-
-    def _run(self, sql: Any, params: Any, mode: str, fetch: bool, timeout_s: float) -> Any:
-        kw = self._kw.get(sql) if sql.__class__ is str else None
-        if kw is None:
-            kw = self._keyword(sql)
-            sql = str(sql)
-        if kw not in _ALLOWED[mode]:
-            raise StateError(f"statement {kw or sql[:20]!r} is not allowed here; "
-                             f"use one of {sorted(_ALLOWED[mode])}")
-        if (params.__class__ is not list and params.__class__ is not tuple) or not _bindable(params):
-            params = _check_params(params, self.limits.max_variables)
-        elif len(params) > self.limits.max_variables:
-            raise StateError(f"too many parameters ({len(params)} > {self.limits.max_variables})")
-        if (mode == "ro") is not self._query_only:
-            self._set_query_only(mode == "ro")
+        state = self
         conn = self.conn
-        if self._episode and not conn.in_transaction:
-            raise StateError("the episode's transaction was aborted by an earlier error; no further "
-                             "statements run in this call", transient=True)
-        self.mode = mode
-        self._deadline = _clock() + timeout_s
-        try:
-            if kw == "WITH" and not fetch:
-                return self._execute_with(sql, params)
-            cur = conn.execute(sql, params)
-            if not fetch:
-                return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
-            return self._rows(sql, cur)
-        except sqlite3.Warning as e:  # e.g. "You can only execute one statement at a time."
-            raise StateError(str(e)) from None
-        except sqlite3.Error as e:
-            raise _state_error(e) from None
-        except MemoryError:
-            raise StateError("out of memory", transient=True) from None
-        finally:
-            self.mode = "host"
-            self._deadline = _NEVER
+        admitted = self._admitted[mode].get
+        shape_of = self._shapes.get
+        max_vars = self.limits.max_variables
+        read_only = mode == "ro"
+        seconds = float(timeout_s)
 
-    def _execute_with(self, sql: str, params: Any) -> dict[str, Any]:
+        def run(sql: Any, params: Any = ()) -> Any:
+            kw = admitted(sql) if sql.__class__ is str else None
+            if kw is None:
+                sql, kw = state._admit(sql, mode)
+            if (params.__class__ is not list and params.__class__ is not tuple) or len(params) > max_vars:
+                params = _check_params(params, max_vars)
+            else:
+                for v in params:
+                    if v.__class__ not in _EXACT:  # subclasses are stripped
+                        params = _check_params(params, max_vars)
+                        break
+            if read_only is not state._query_only:
+                state._set_query_only(read_only)
+            if not conn.in_transaction and state._episode:
+                raise StateError("the episode's transaction was aborted by an earlier error; no further "
+                                 "statements run in this call", transient=True)
+            cur = state._cursor
+            state.mode = mode
+            state._deadline = _clock() + seconds
+            try:
+                if fetch:
+                    rows = cur.execute(sql, params).fetchmany(_CHUNK)
+                    small, build = shape_of(sql) or state._shape(sql, cur)
+                    if len(rows) <= small:  # the whole result, and too small for the limits: no counting
+                        return [build(rows[0])] if len(rows) == 1 else list(map(build, rows))
+                    return state._rows(cur, build, rows)
+                if kw == "WITH":
+                    return state._execute_with(cur, sql, params)
+                cur.execute(sql, params)
+                if cur.description is not None:  # rows are pending (RETURNING): finish the statement now
+                    state._drop_cursor()
+                return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
+            except BaseException as e:
+                state._drop_cursor()  # it may hold an unfinished statement
+                if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
+                    raise _state_error(e) from None
+                raise
+            finally:
+                state.mode = "host"
+                state._deadline = _NEVER
+
+        return _named(run, "query" if fetch else "execute")
+
+    def _drop_cursor(self) -> None:
+        """Replace the cursor of untrusted statements, so its statement (if unfinished) is reset now."""
+        with contextlib.suppress(sqlite3.Error):
+            self._cursor.close()
+        with contextlib.suppress(sqlite3.Error):  # a closed connection: the closed cursor stays
+            self._cursor = self.conn.cursor()
+
+    def _shape(self, sql: str, cur: sqlite3.Cursor) -> tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]]]:
+        """``(small, build)`` for ``sql``, just executed on ``cur``: ``build`` turns a row into its dict;
+        a whole result of at most ``small`` rows is under the row and byte limits without counting
+        (SQLite refuses any value longer than ``max_value_length``, SQLITE_LIMIT_LENGTH)."""
+        cols = tuple(d[0] for d in cur.description or ())
+        small = min(_CHUNK - 1, self._max_rows,
+                    self._max_bytes // max(1, self.limits.max_value_length * len(cols)))
+        shape = self._shapes[sql] = (small, _row_builder(cols))
+        return shape
+
+    def _execute_with(self, cur: sqlite3.Cursor, sql: str, params: Any) -> dict[str, Any]:
         # Python reports no rowcount for WITH ... UPDATE/DELETE; the change counter does
         before = self.conn.total_changes
-        cur = self.conn.execute(sql, params)
+        cur.execute(sql, params)
         rowcount = cur.rowcount if cur.rowcount >= 0 else self.conn.total_changes - before
+        if cur.description is not None:
+            self._drop_cursor()
         return {"rowcount": rowcount, "lastrowid": cur.lastrowid}
 
-    def _rows(self, sql: str, cur: sqlite3.Cursor) -> list[dict[str, Any]]:
-        cols = self._cols.get(sql)
-        if cols is None:
-            cols = self._cols[sql] = tuple(d[0] for d in cur.description or ())
-        if not cols:
-            return []
+    def _rows(self, cur: sqlite3.Cursor, build: Callable[[tuple[Any, ...]], dict[str, Any]],
+              chunk: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """The rows of a result larger than one small chunk, counting rows and bytes as they come."""
         out: list[dict[str, Any]] = []
         size = 0
-        chunk = cur.fetchmany(16)  # small chunks: the byte limit is checked before much more is held
-        while chunk:
+        while chunk:  # small chunks: the byte limit is checked before much more is held
             for row in chunk:
                 for v in row:
                     if v.__class__ is str or v.__class__ is bytes:
                         size += len(v)
-                out.append(dict(zip(cols, row)))  # noqa: B905 - a row has one value per column
+                out.append(build(row))
             if size > self._max_bytes:
                 raise StateError(f"query result is larger than {self._max_bytes:,} bytes; select fewer rows "
                                  "or columns")
             if len(out) > self._max_rows:
                 raise StateError(f"query returned more than {self._max_rows} rows; add a LIMIT")
-            if len(chunk) < 16:
+            if len(chunk) < _CHUNK:
                 break
-            chunk = cur.fetchmany(16)
+            chunk = cur.fetchmany(_CHUNK)
         return out
 
     def script(self, script: str, *, mode: str = "setup") -> int:
@@ -471,6 +523,7 @@ class StateDB:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def close(self) -> None:
+        self._cursor.close()
         self.conn.close()
         if self._printf_conn is not None:
             self._printf_conn.close()
@@ -492,8 +545,12 @@ def _check_printf(fmt: str, args: tuple[Any, ...]) -> None:
         i += 1
 
 
-def _state_error(e: sqlite3.Error) -> StateError:
+def _state_error(e: sqlite3.Error | sqlite3.Warning | MemoryError) -> StateError:
+    if isinstance(e, MemoryError):
+        return StateError("out of memory", transient=True)
     msg = str(e)
+    if isinstance(e, sqlite3.Warning):  # e.g. "You can only execute one statement at a time."
+        return StateError(msg)
     if "user-defined function raised exception" in msg:
         return StateError(f"printf/format width or precision larger than {_MAX_PRINTF_WIDTH}")
     if msg == "not authorized":
@@ -515,12 +572,24 @@ def _b64(v: Any) -> str:
     raise TypeError(type(v).__name__)
 
 
-def _bindable(params: list[Any] | tuple[Any, ...]) -> bool:
-    """Every value is exactly str, int, float, bytes, bool or None (no subclass to strip)."""
-    for v in params:  # noqa: SIM110 - a plain loop beats all() on the two or three values a call binds
-        if v.__class__ not in _EXACT:
-            return False
-    return True
+@functools.lru_cache(maxsize=1024)
+def _row_builder(cols: tuple[str, ...]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+    """A function from a result row to its dict keyed by ``cols``: a dict display, several times faster
+    than ``dict(zip(cols, row))`` and equal to it (a repeated name keeps its last value). Only indices are
+    in the generated text; the column names are values in its globals. Cached per column list, so SQL
+    texts that differ only in their constants share one."""
+    names: dict[str, Any] = {f"c{i}": c for i, c in enumerate(cols)}
+    items = ", ".join(f"c{i}: row[{i}]" for i in range(len(cols)))
+    exec(f"def build(row):\n    return {{{items}}}\n", names)  # the text holds indices only
+    return names["build"]  # type: ignore[no-any-return]
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` named ``db.<name>`` for the messages tool code sees (``db.query() takes from 1 to 2
+    positional arguments ...``); Python words those from the code object."""
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
+    fn.__name__, fn.__qualname__ = name, f"db.{name}"
+    return fn
 
 
 def _check_params(params: Any, max_vars: int) -> Any:
@@ -565,22 +634,16 @@ class DbFacade:
     __slots__ = ("execute", "query")
 
     def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float | Callable[[], float]):
-        mode = "ro" if read_only else "rw"
         seconds = timeout_s() if callable(timeout_s) else float(timeout_s)
-        run = state._run
-
-        def query(sql: str, params: Any = ()) -> list[dict[str, Any]]:
-            """Run one SELECT (or a write with RETURNING) and return its rows as dicts."""
-            return run(sql, params, mode, True, seconds)
-
-        def execute(sql: str, params: Any = ()) -> dict[str, Any]:
-            """Run one INSERT / UPDATE / DELETE; returns ``{"rowcount", "lastrowid"}``."""
-            if read_only:
+        self.query = state.statement("ro" if read_only else "rw", fetch=True, timeout_s=seconds)
+        if read_only:
+            def execute(sql: str, params: Any = ()) -> dict[str, Any]:
+                """Refused: checks read the state, they never write it."""
                 raise StateError("this database view is read-only")
-            return run(sql, params, mode, False, seconds)
 
-        self.query = query
-        self.execute = execute
+            self.execute = _named(execute, "execute")
+        else:
+            self.execute = state.statement("rw", fetch=False, timeout_s=seconds)
 
     def __repr__(self) -> str:
         return "<db>"

@@ -7,7 +7,10 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   it, two UPDATEs, one INSERT, return a dict), and a trivial read tool,
   ``get_balance``, over a database of ``rows`` accounts.
 * **Modes.** ``floor``: the same tool as a plain Python function on a
-  ``sqlite3`` connection (no sandbox, no validation, no savepoint);
+  ``sqlite3`` connection (no sandbox, no validation, no savepoint), its calls
+  inside one open transaction as an episode's are (the executor never commits:
+  a reset rolls back), so both do the same SQLite work; an autocommit floor
+  would add a commit per write statement to the floor alone;
   ``inprocess``: :class:`~gym_envs.executor.InProcessExecutor`;
   ``worker``: :class:`~gym_envs.executor.WorkerExecutor` with one worker
   process, one call per round trip; ``worker-batched``: the same worker, one
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import InProcessExecutor, Limits, Session, WorkerExecutor
+from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
 
 __all__ = ["TARGETS", "bench_spec", "main", "run"]
@@ -138,8 +141,10 @@ def _floor_get_balance(conn: sqlite3.Connection, account_id: int) -> int:
 
 
 def _floor_conn(spec: EnvSpec) -> sqlite3.Connection:
+    """The floor's database: the spec's content, with a transaction open (as in an episode)."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     conn.executescript(spec.state.schema_sql + "\n" + spec.state.seed_sql)
+    conn.execute("BEGIN")
     return conn
 
 
@@ -152,12 +157,12 @@ def _args(tool: str, i: int, rows: int) -> dict[str, Any]:
 
 
 def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], invocations: int, rounds: int,
-                 warmup: int) -> dict[str, dict[str, Any]]:
+                 warmup: int, check: Callable[[Any], None] | None = None) -> dict[str, dict[str, Any]]:
     """Time ``fns`` in alternating chunks, so a change of machine load hits every mode alike.
 
     ``fns`` maps a mode to ``(fn, calls_per_invocation)``; ``fn(i)`` performs that many calls. Latency
     is per call (an invocation's time divided by its calls); steps/s is calls over the time spent in
-    that mode.
+    that mode. ``check``, if given, sees what each invocation returned, outside the timed span.
     """
     clock = time.perf_counter_ns
     for fn, _ in fns.values():
@@ -174,8 +179,12 @@ def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], invocations: 
                 i = done[mode]
                 done[mode] += 1
                 t0 = clock()
-                fn(warmup + i)
-                lat[mode].append((clock() - t0) / per)
+                r = fn(warmup + i)
+                t1 = clock()
+                lat[mode].append((t1 - t0) / per)
+                if check is not None:
+                    check(r)
+                    start += clock() - t1  # the check is not part of the mode's time
             spent[mode] += clock() - start
     out = {}
     for mode, (_, per) in fns.items():
@@ -197,9 +206,10 @@ def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, 
                 inproc: InProcessExecutor, worker: WorkerExecutor) -> dict[str, Any]:
     errors: list[str] = []
 
-    def check(r: Any) -> None:
-        if not r.ok:
-            errors.append(f"{r.error_type}: {r.error}")
+    def check(results: Any) -> None:  # a CallResult, a list of them, or the floor's plain value
+        for r in results if isinstance(results, list) else [results]:
+            if isinstance(r, CallResult) and not r.ok:
+                errors.append(f"{r.error_type}: {r.error}")
 
     conn = _floor_conn(spec)
     floor_fn = _floor_transfer if tool == "transfer" else _floor_get_balance
@@ -207,21 +217,20 @@ def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, 
     s_wk = worker.session(spec, seed=0)
     batch = [worker.session(spec, seed=k + 1) for k in range(episodes)]
 
-    def batched(i: int) -> None:
-        for r in worker.call_many([(s, tool, _args(tool, i * episodes + k, rows)) for k, s in enumerate(batch)]):
-            check(r)
+    def batched(i: int) -> list[CallResult]:
+        return worker.call_many([(s, tool, _args(tool, i * episodes + k, rows)) for k, s in enumerate(batch)])
 
     fns: dict[str, tuple[Callable[[int], Any], int]] = {
         "floor": (lambda i: floor_fn(conn, **_args(tool, i, rows)), 1),
-        "inprocess": (lambda i: check(s_in.call(tool, _args(tool, i, rows))), 1),
-        "worker": (lambda i: check(s_wk.call(tool, _args(tool, i, rows))), 1),
+        "inprocess": (lambda i: s_in.call(tool, _args(tool, i, rows)), 1),
+        "worker": (lambda i: s_wk.call(tool, _args(tool, i, rows)), 1),
         "worker-batched": (batched, episodes),
     }
     out: dict[str, Any] = _interleaved({"floor": fns["floor"], "inprocess": fns["inprocess"],
                                         "worker": fns["worker"]},
-                       calls, rounds, warmup=min(300, max(20, calls // 10)))
+                                       calls, rounds, warmup=min(300, max(20, calls // 10)), check=check)
     out.update(_interleaved({"worker-batched": fns["worker-batched"]}, max(1, calls // episodes), rounds,
-                            warmup=5))
+                            warmup=5, check=check))
     conn.close()
     for s in (s_in, s_wk, *batch):
         s.close()

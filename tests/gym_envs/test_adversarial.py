@@ -339,6 +339,12 @@ import operator
 def t(db, **kw):
     return str(operator.getitem({'__builtins__': 1}, '__builtins__'))
 """, None, {"SandboxViolation"}),
+    "constant dunder subscript (plain subscripts are compiled only for other constants)": ("""
+def t(db, **kw):
+    d = {'__builtins__': 1, 'x': [1, 2]}
+    assert d['x'][-1] == 2 and d['x'][0] == 1
+    return str(d['__builtins__'])
+""", None, {"SandboxViolation"}),
     "closure of the db facade": ("""
 def t(db, **kw):
     return str(db.query.__closure__)
@@ -979,3 +985,15 @@ def test_both_modes_give_identical_results(executors: dict[str, Executor]) -> No
     assert kinds == [None, "ToolError", "ToolError", "InvalidArguments", "NotJSON", "UnknownTool", None,
                      "InvalidArguments", None]
     assert [c["passed"] for c in inproc[1]] == [True, True, True, True, False, True, False]
+
+
+def test_both_modes_refuse_an_integer_json_cannot_write(executors: dict[str, Executor]) -> None:
+    """``json.dumps`` refuses integers past the interpreter's digit limit; so do both modes, alike."""
+    code = "def big(db, **kw):\n    return {'n': 7 ** 6000}\n"
+    results = []
+    for ex in executors.values():
+        s = ex.session(make_spec(code, "big"))
+        results.append(s.call("big", {}).to_dict())
+        s.close()
+    assert results[0] == results[1]
+    assert results[0]["error_type"] == "NotJSON" and "digits" in results[0]["error"]

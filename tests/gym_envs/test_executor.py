@@ -143,7 +143,8 @@ class _RiggedDict(dict):  # type: ignore[type-arg]
 
 
 PLAIN_CASES = [
-    None, True, False, 0, -5, 2**70, 1.5, -0.0, 1e300, "x", "caf\u00e9 \ud800 \U0001f600", [], {}, (1, 2),
+    None, True, False, 0, -5, 2**70, 2**63, -(2**64), 7**2000, {"n": 2**64, "m": -(2**63)},
+    1.5, -0.0, 1e300, "x", "caf\u00e9 \ud800 \U0001f600", [], {}, (1, 2),
     {"a": [1, {"b": (2, 3)}]}, {1: "int", 2.5: "float", False: "bool", None: "null", "s": "str"},
     _Str("sub"), _Int(7), _Float(2.5), _Dict(a=1), collections.OrderedDict(b=2), collections.Counter("aa"),
     [_Str("x"), {_Str("k"): _Int(1)}],
@@ -160,7 +161,8 @@ def test_plain_json_is_a_json_round_trip(value: Any) -> None:
 
 
 @pytest.mark.parametrize("value", [float("nan"), math.inf, {1, 2}, {(1, 2): 3}, object(), b"bytes",
-                                   {"k": float("-inf")}, [collections.deque()]])
+                                   {"k": float("-inf")}, [collections.deque()], 7**6000, {"n": -(7**6000)},
+                                   {7**6000: 1}], ids=range(11))
 def test_plain_json_refuses_what_json_refuses(value: Any) -> None:
     with pytest.raises((TypeError, ValueError)) as mine:
         plain_json(value)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ CREATE INDEX acct_owner ON acct (owner);
 """
 SEED = "INSERT INTO acct VALUES (1, 'ann', 100), (2, 'bob', 50);"
 LIMITS = SqlLimits(statement_timeout_s=0.2)
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 def template() -> bytes:
@@ -283,3 +287,36 @@ def test_sqlite_errors_are_state_errors(db: StateDB) -> None:
     with pytest.raises(StateError, match="no such table"):
         db.run("SELECT * FROM nope", mode="ro", fetch=True)
     assert isinstance(db.conn, sqlite3.Connection)
+
+
+def test_no_statement_is_left_unfinished(tmp_path: object) -> None:
+    """A statement that stops early (a limit error, rows a write did not read) is finished at once:
+    one still open when the database is replaced by ``load_image`` crashes the process when it is
+    finally released (here, with the exception that kept it alive)."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(_ROOT)!r})
+from gym_envs.state import SqlLimits, StateDB, StateError
+db = StateDB(SqlLimits(max_rows=20))
+db.script("CREATE TABLE t (x)", mode="setup")
+db.script("INSERT INTO t WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100) "
+          "SELECT i FROM c", mode="rw")
+image = db.image()
+for _ in range(20):  # a use after free need not crash the first time
+    db.load_image(image)
+    db.open_episode()
+    kept = []
+    try:
+        db.run("SELECT x FROM t", mode="rw", fetch=True)
+    except StateError as e:
+        kept.append(e)
+    assert db.run("UPDATE t SET x = x + 1 RETURNING x", mode="rw", fetch=False)["rowcount"] == 0
+    db.load_image(image)
+    db.open_episode()
+    assert db.run("SELECT count(*) AS n FROM t", mode="ro", fetch=True) == [{{"n": 100}}]
+    kept.clear()
+db.close()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
