@@ -378,11 +378,18 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
         ucfg = UpdateConfig(micro_batch_size=4)
         losses: list[float] = []
-        for _ in range(sft_epochs):
-            order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
-            for i in range(0, len(order), sft_batch):
-                batch = [samples[j] for j in order[i:i + sft_batch]]
-                losses.append(update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg, objective="nll")["loss"])
+        from tqdm.auto import tqdm
+
+        per_epoch = -(-len(samples) // sft_batch)
+        with tqdm(total=sft_epochs * per_epoch, desc="SFT on reference trajectories", unit="batch") as bar:
+            for _ in range(sft_epochs):
+                order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
+                for i in range(0, len(order), sft_batch):
+                    batch = [samples[j] for j in order[i:i + sft_batch]]
+                    losses.append(update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg,
+                                         objective="nll")["loss"])
+                    bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                    bar.update()
         del opt
         result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
                          "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
