@@ -179,11 +179,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript.append(("assistant", raw))
         info: dict[str, Any] = {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
         if parsed.is_message:
-            obs, reward, terminated = self._end_turn(parsed.content, info)
-            truncated = not terminated and self.steps >= self.max_steps
-            if truncated:
-                reward += self._truncate(info)
-            return obs, reward, terminated, truncated, info
+            return self._message(parsed.content, info)
         results = [self.session.call(c["name"], c["arguments"]) for c in parsed.calls]
         self.turns[-1].calls.extend(results)
         entries = [json.loads(r.observation()) for r in results]
@@ -198,6 +194,25 @@ class ToolEnv(gym.Env[str, Any]):
         if truncated:
             reward += self._truncate(info)
         return obs, reward, False, truncated, info
+
+    def reply(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Take ``text`` as the agent's message that ends the current turn, as :meth:`step` does
+        with a message, but without looking for tool calls in it: for loops that parse the model's
+        tool calls themselves (TRL's ``environment_factory``, :mod:`training.trl_env`)."""
+        if self.done or self.task is None or self.session is None:
+            raise RuntimeError("the episode is over; call reset() first")
+        if not isinstance(text, str):
+            raise TypeError(f"a reply must be text, not {type(text).__name__}")
+        self.steps += 1
+        self.transcript.append(("assistant", text))
+        return self._message(text, {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps})
+
+    def _message(self, text: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated = self._end_turn(text, info)
+        truncated = not terminated and self.steps >= self.max_steps
+        if truncated:
+            reward += self._truncate(info)
+        return obs, reward, terminated, truncated, info
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -1,0 +1,134 @@
+"""The TRL ``environment_factory`` adapter: typed tool methods, episodes, rewards, and a GRPO step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envgen.validate import oracle_reply
+from gym_envs.examples import load_all
+from training.trl_env import (
+    SpecEnvironment,
+    environment_class,
+    environment_dataset,
+    environment_factories,
+    envwright_reward,
+)
+
+
+def _single_turn(spec: Any) -> Any:
+    return next(t for t in spec.tasks if len(t.turns) == 1)
+
+
+def test_tool_schemas_survive_transformers_schema_reader() -> None:
+    from transformers.utils import get_json_schema
+
+    for spec in load_all():
+        env = environment_class(spec)()
+        for tool in spec.tools:
+            fn = get_json_schema(getattr(env, tool.name))["function"]
+            want = tool.parameters
+            assert fn["name"] == tool.name
+            assert set(fn["parameters"].get("properties", {})) == set(want.get("properties", {}))
+            assert set(fn["parameters"].get("required", [])) == set(want.get("required", []))
+            for name, prop in want.get("properties", {}).items():
+                if "enum" in prop:
+                    assert fn["parameters"]["properties"][name]["enum"] == prop["enum"]
+        env._close()
+
+
+@pytest.mark.parametrize("spec", load_all(), ids=lambda s: s.id)
+def test_reference_calls_through_methods_earn_full_reward(spec: Any) -> None:
+    task = next((t for t in spec.tasks if len(t.turns) == 1), None)
+    if task is None:
+        pytest.skip("no single-turn task")
+    env = environment_class(spec)()
+    env.reset(task_id=task.id, prompt=[])
+    for call in task.turns[0].reference:
+        obs = getattr(env, call.name)(**dict(call.arguments))
+        assert "error" not in json.loads(obs) if obs.startswith("{") else True
+    reply = oracle_reply(task.turns[0])
+    assert envwright_reward([[{"role": "assistant", "content": reply}]], environments=[env]) == [1.0]
+    assert env._finish("ignored")["passed"]  # scored once: later calls return the same result
+    # the same task, untouched: the checks fail (unless the task's state checks hold without calls)
+    env.reset(task_id=task.id)
+    wrong = envwright_reward([[{"role": "assistant", "content": "I cannot help."}]], environments=[env])[0]
+    assert wrong is not None and 0.0 <= wrong <= 1.0
+    env._close()
+
+
+def test_bad_arguments_are_an_observation_not_an_exception() -> None:
+    spec = load_all()[0]
+    env = environment_class(spec)()
+    env.reset(task_id=_single_turn(spec).id)
+    tool = next(t for t in spec.tools if t.parameters.get("required"))
+    obs = json.loads(getattr(env, tool.name)())  # a required argument is missing
+    assert obs["type"] == "InvalidArguments" and "missing" in obs["error"]
+    first = tool.parameters["required"][0]
+    obs = json.loads(getattr(env, tool.name)(**{first: {"not": "valid"}}))
+    assert "error" in obs
+    env._close()
+
+
+def test_dataset_and_factories() -> None:
+    specs = load_all()
+    ds = environment_dataset(specs)
+    assert set(ds.column_names) == {"prompt", "env_id", "task_id", "environment"}
+    singles = sum(len(t.turns) == 1 for s in specs for t in s.tasks)
+    assert len(ds) == singles and len(environment_dataset(specs, multi_turn=True)) == sum(len(s.tasks) for s in specs)
+    row = ds[0]
+    assert row["prompt"][0]["role"] == "system" and row["prompt"][1]["role"] == "user"
+    factories = environment_factories(specs)
+    assert isinstance(factories, dict) and set(factories) == {s.id for s in specs}
+    one = environment_factories(specs[:1])
+    assert isinstance(one, type) and issubclass(one, SpecEnvironment)
+    assert "environment" not in environment_dataset(specs[:1]).column_names
+
+
+def test_names_python_cannot_take_are_refused() -> None:
+    spec = load_all()[0].model_copy(deep=True)
+    spec.tools[0].name = "reset"  # a valid spec name, but the adapter's own method
+    with pytest.raises(ValueError, match="clash"):
+        environment_class(spec)
+    spec = load_all()[0].model_copy(deep=True)
+    tool = next(t for t in spec.tools if t.parameters.get("properties"))
+    tool.parameters["properties"]["class"] = {"type": "string"}
+    with pytest.raises(ValueError, match="not a Python identifier"):
+        environment_class(spec)
+
+
+def test_reward_needs_environments() -> None:
+    with pytest.raises(ValueError, match="environment_factory"):
+        envwright_reward(["x"])
+
+
+def test_grpo_trainer_with_environment_factory(tiny_dir: Path, tmp_path: Path) -> None:
+    """One GRPO step of TRL's own tool loop over an example environment, with the tiny model."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training.chat import load_chat_template
+
+    spec = next(s for s in load_all() if s.id == "library-loans")
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    tok.chat_template = load_chat_template("trl:qwen3")
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+                      max_completion_length=16, logging_steps=1, save_strategy="no", report_to=[],
+                      use_cpu=True, bf16=False, learning_rate=1e-4)
+    trainer = GRPOTrainer(model=model, reward_funcs=[envwright_reward], args=args, processing_class=tok,
+                          train_dataset=environment_dataset([spec], tasks_per_env=2),
+                          environment_factory=environment_factories([spec]))
+    # TRL found one tool per spec tool, and the chat template renders their schemas into the prompt
+    assert sorted(m.__name__ for m in trainer.tools) == sorted(t.name for t in spec.tools)
+    rendered = tok.apply_chat_template(environment_dataset([spec])[0]["prompt"], tools=trainer.tools,
+                                       tokenize=False, add_generation_prompt=True)
+    assert all(f'"name": "{t.name}"' in rendered for t in spec.tools)
+    out = trainer.train()
+    assert out.global_step == 1
+    logged = [r for r in trainer.state.log_history if "reward" in r]
+    assert logged and 0.0 <= logged[0]["reward"] <= 1.0
+    assert "rewards/envwright_reward/mean" in logged[0]

@@ -1,0 +1,250 @@
+"""TRL ``environment_factory`` adapter: an :class:`~gym_envs.spec.EnvSpec` as a class with typed tool methods.
+
+TRL 1.16's ``GRPOTrainer(environment_factory=...)`` runs its own tool loop: it renders the public
+methods of the environment class as tools (from their signatures and docstrings, through
+``transformers.utils.get_json_schema``), parses the model's tool calls, calls the methods and appends
+what they return as tool messages, until the model answers without a tool call. This module builds
+such a class from a spec, so generated environments plug into that loop unchanged::
+
+    from training.solver import load_specs
+    from training.trl_env import environment_dataset, environment_factories, envwright_reward
+
+    specs = load_specs(["examples"])  # or a generated library folder
+    trainer = GRPOTrainer(model=..., reward_funcs=[envwright_reward], train_dataset=environment_dataset(specs),
+                          environment_factory=environment_factories(specs), args=GRPOConfig(...))
+
+* :func:`environment_class` -- one method per tool, with a typed signature and a docstring made from
+  the tool's JSON Schema (integer -> ``int``, number -> ``float``, string -> ``str``, boolean ->
+  ``bool``, array -> ``list``, object -> ``dict``; optional parameters default to ``None``; an
+  ``enum`` becomes ``(choices: [...])``). Each call is a structured action of a
+  :class:`~gym_envs.env.ToolEnv` (same executor, guards and state as everywhere else); the method
+  returns the observation text the agent would see.
+* :func:`environment_dataset` -- one row per task: the first instruction as a chat prompt with a
+  short system message (TRL's chat template lists the tools itself), and the ids ``reset`` reads.
+* :func:`envwright_reward` -- a reward function (``reward_funcs=[envwright_reward]``): the final reply
+  of each rollout ends the environment's turn, and the episode is scored on its checks (``checks``
+  fraction by default; ``episode`` and ``turns`` as in :class:`~gym_envs.env.ToolEnv`).
+
+Limits of TRL's loop, where envwright's own rollout function (``envwright train solver``) is the
+better choice: the environment never gets to show instructions after the first, so
+:func:`environment_dataset` keeps single-turn tasks unless ``multi_turn=True`` (later turns then
+count as failed); and TRL caps tool rounds with ``max_tool_calling_iterations``, not the env's
+``max_steps``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import keyword
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
+
+from gym_envs.env import ToolEnv
+from gym_envs.executor import Executor, default_executor
+from gym_envs.spec import EnvSpec
+
+__all__ = ["SpecEnvironment", "environment_class", "environment_dataset", "environment_factories",
+           "envwright_reward", "python_type", "trl_system_prompt"]
+
+_JSON_TYPES: dict[str, type] = {"integer": int, "number": float, "string": str, "boolean": bool, "array": list,
+                                "object": dict}
+
+
+def python_type(schema: dict[str, Any]) -> Any:
+    """The Python annotation for a JSON Schema (``list[X]`` for typed arrays; ``str`` when untyped)."""
+    t = schema.get("type")
+    if isinstance(t, list):  # ["string", "null"]: the first non-null type
+        t = next((x for x in t if x != "null"), "string")
+    py = _JSON_TYPES.get(t or "string", str)
+    if py is list and isinstance(schema.get("items"), dict) and schema["items"].get("type") in _JSON_TYPES:
+        item = _JSON_TYPES[schema["items"]["type"]]
+        return list[item]  # type: ignore[valid-type]
+    return py
+
+
+def trl_system_prompt(spec: EnvSpec) -> str:
+    """The system message of :func:`environment_dataset` (the chat template adds the tool list)."""
+    return (f"You are an assistant operating {spec.title}. {spec.description}\n\n"
+            "Use the tools to do what the user asks. When the request is done, or if you need information "
+            "from the user, or if it cannot be done with these tools, reply with a plain message (no tool call).")
+
+
+class SpecEnvironment:
+    """Base class of the generated environment classes (one per spec; see :func:`environment_class`).
+
+    ``reset(**row)`` starts the row's task (``task_id``; the spec's first task by default) on a fresh
+    episode; tool methods act on it; :meth:`_finish` ends the turn with the final reply and returns the
+    score. Instances are pooled and reused by TRL (``reset`` between rollouts). TRL offers every public
+    method but ``reset`` and ``get_reward`` to the model as a tool, so the adapter's own methods are
+    private.
+    """
+
+    spec: EnvSpec
+    reward_mode: str = "checks"
+    executor: str | Executor = "inprocess"
+
+    def __init__(self) -> None:
+        self.env = ToolEnv(self.spec, reward_mode=self.reward_mode, executor=self.executor,
+                           max_steps=1_000_000)  # TRL bounds the tool rounds itself
+        self._episodes = 0
+        self.result: dict[str, Any] | None = None
+
+    def reset(self, **row: Any) -> None:
+        task = row.get("task_id") or self.spec.tasks[0].id
+        seed = row.get("episode_seed")
+        self._episodes += 1
+        self.env.reset(seed=None, options={"task": task,
+                                           "episode_seed": int(seed) if seed is not None else self._episodes})
+        self.result = None
+        return None  # the prompt already holds the instruction
+
+    def _tool(self, name: str, arguments: dict[str, Any]) -> str:
+        if self.env.done:
+            return json.dumps({"error": "the episode is over", "type": "EpisodeOver"})
+        obs, _, _, _, _ = self.env.step({"name": name, "arguments": arguments})
+        return obs
+
+    def _finish(self, reply: str) -> dict[str, Any]:
+        """End the turn with ``reply`` (once; later calls return the same result) and score the episode."""
+        if self.result is None:
+            if not self.env.done:
+                self.env.reply(reply)
+            score = self.env.score()
+            self.result = {"score": score, "reward": score[self.reward_mode], "passed": score["episode"] == 1.0,
+                           "turns": [t.to_dict() for t in self.env.turns]}
+        return self.result
+
+    def _close(self) -> None:
+        """Close the episode's session (the executor stays: it may be shared)."""
+        self.env.close()
+
+
+def _tool_method(name: str, description: str, parameters: dict[str, Any]) -> Callable[..., str]:
+    props: dict[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    for p in props:
+        if not p.isidentifier() or keyword.iskeyword(p) or p == "self":
+            raise ValueError(f"tool {name!r}: parameter {p!r} is not a Python identifier, so TRL's "
+                             "environment_factory cannot expose it as a method argument; rename it in the spec")
+    ordered = sorted(props, key=lambda p: p not in required)  # required first: defaults must come last
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    doc_args = []
+    for p in ordered:
+        ann = python_type(props[p])
+        if p in required:
+            params.append(inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ann))
+        else:
+            ann = Optional[ann]  # noqa: UP045 -- transformers' schema reader understands Optional
+            params.append(inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                            annotation=ann))
+        annotations[p] = ann
+        text = " ".join(str(props[p].get("description") or f"the {p.replace('_', ' ')}").split())
+        if isinstance(props[p].get("enum"), list):
+            text += f" (choices: {json.dumps(props[p]['enum'])})"
+        doc_args.append(f"    {p}: {text}")
+    annotations["return"] = str
+    signature = inspect.Signature(params, return_annotation=str)
+
+    def method(self: SpecEnvironment, *args: Any, **kwargs: Any) -> str:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as e:
+            return json.dumps({"error": f"{name}: {e}", "type": "InvalidArguments"})
+        arguments = {k: v for k, v in bound.arguments.items() if k != "self" and (v is not None or k in required)}
+        return self._tool(name, arguments)
+
+    summary = " ".join(description.split()) or f"The {name} tool."
+    method.__name__ = method.__qualname__ = name
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__annotations__ = annotations
+    method.__doc__ = summary + ("\n\nArgs:\n" + "\n".join(doc_args) if doc_args else "")
+    return method
+
+
+def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
+                      executor: str | Executor = "inprocess") -> type[SpecEnvironment]:
+    """A :class:`SpecEnvironment` subclass with one typed method per tool of ``spec``.
+
+    ``executor``: ``inprocess`` (default: validated specs, the fastest), ``worker`` (isolated) or an
+    :class:`~gym_envs.executor.Executor` to share. A shared executor is resolved once here.
+    """
+    if reward_mode not in ("episode", "turns", "checks"):
+        raise ValueError(f"reward_mode must be episode, turns or checks, not {reward_mode!r}")
+    reserved = {"reset", "get_reward", "env", "result", "spec", "reward_mode", "executor"}
+    clash = sorted(t.name for t in spec.tools if t.name in reserved or t.name.startswith("_"))
+    if clash:
+        raise ValueError(f"environment {spec.id}: tools {clash} clash with the adapter's own members "
+                         "(reset, get_reward, env, ...) or start with '_', which TRL hides; rename them in the spec")
+    ex = executor if isinstance(executor, Executor) else default_executor(executor)
+    members: dict[str, Any] = {"spec": spec, "reward_mode": reward_mode, "executor": ex,
+                               "__doc__": f"{spec.title}: {spec.description}"}
+    for tool in spec.tools:
+        members[tool.name] = _tool_method(tool.name, tool.description, tool.parameters)
+    cls_name = "".join(part.capitalize() for part in spec.id.replace("-", "_").split("_") if part) or "Spec"
+    return type(f"{cls_name}Environment", (SpecEnvironment,), members)
+
+
+def environment_factories(specs: Sequence[EnvSpec], **kwargs: Any) -> Callable[[], SpecEnvironment] | \
+        dict[str, Callable[[], SpecEnvironment]]:
+    """TRL's ``environment_factory``: the class itself for one spec, ``{env id: class}`` for several
+    (rows of :func:`environment_dataset` then carry ``environment``)."""
+    classes = {s.id: environment_class(s, **kwargs) for s in specs}
+    if len(classes) != len(specs):
+        raise ValueError("environment ids must be distinct")
+    return next(iter(classes.values())) if len(classes) == 1 else classes
+
+
+def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, tasks_per_env: int | None = None,
+                        repeat: int = 1) -> Any:
+    """A ``datasets.Dataset`` with one row per task (``repeat`` times): ``prompt`` (system + first
+    instruction), ``env_id``, ``task_id`` and, for several specs, ``environment``."""
+    from datasets import Dataset
+
+    rows: dict[str, list[Any]] = {"prompt": [], "env_id": [], "task_id": []}
+    several = len({s.id for s in specs}) > 1
+    if several:
+        rows["environment"] = []
+    for spec in specs:
+        tasks = [t for t in spec.tasks if multi_turn or len(t.turns) == 1][:tasks_per_env]
+        for task in tasks:
+            for _ in range(repeat):
+                rows["prompt"].append([{"role": "system", "content": trl_system_prompt(spec)},
+                                       {"role": "user", "content": task.turns[0].instruction}])
+                rows["env_id"].append(spec.id)
+                rows["task_id"].append(task.id)
+                if several:
+                    rows["environment"].append(spec.id)
+    if not rows["prompt"]:
+        raise ValueError("no tasks for the dataset: every task has several turns (pass multi_turn=True to "
+                         "include them; their later turns then count as failed)")
+    return Dataset.from_dict(rows)
+
+
+def _final_reply(completion: Any) -> str:
+    """The text of the last assistant message of a rollout (conversational or plain)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(completion or []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, list):  # content blocks
+                return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            return str(content or "")
+    return ""
+
+
+def envwright_reward(completions: list[Any], environments: list[Any] | None = None,
+                     **kwargs: Any) -> list[float | None]:
+    """Reward of each rollout: its environment's score after the final reply (``None`` for rows
+    that have no :class:`SpecEnvironment`, which TRL ignores)."""
+    if environments is None:
+        raise ValueError("envwright_reward needs the environments: pass environment_factory=... to GRPOTrainer")
+    out: list[float | None] = []
+    for completion, env in zip(completions, environments, strict=True):
+        if not isinstance(env, SpecEnvironment):
+            out.append(None)
+            continue
+        out.append(float(env._finish(_final_reply(completion))["reward"]))
+    return out
