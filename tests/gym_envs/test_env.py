@@ -42,6 +42,21 @@ def test_full_episode_reward_and_info(env):
         env.step("again")
 
 
+def test_reply_ends_the_turn_without_parsing(env):
+    env.reset(seed=0)
+    env.step(BORROW)
+    # text that step() would parse as a tool call is, through reply(), the agent's message
+    obs, _, _, _, info = env.reply(LIST)
+    assert obs.startswith("How many books") and info["turn_passed"] and env.turn_index == 1
+    assert env.transcript[-2] == ("assistant", LIST)
+    with pytest.raises(TypeError, match="text"):
+        env.reply({"content": "x"})
+    env.step(LIST)
+    assert env.reply("Member 7 has two books out.")[2]
+    with pytest.raises(RuntimeError, match="reset"):
+        env.reply("again")
+
+
 def test_reset_is_fresh_state(env):
     env.reset(seed=0)
     env.step(BORROW)
