@@ -132,3 +132,52 @@ def test_grpo_trainer_with_environment_factory(tiny_dir: Path, tmp_path: Path) -
     logged = [r for r in trainer.state.log_history if "reward" in r]
     assert logged and 0.0 <= logged[0]["reward"] <= 1.0
     assert "rewards/envwright_reward/mean" in logged[0]
+
+
+def _scripted_trainer(tiny_dir: Path, tmp_path: Path, spec: Any, task: Any, *, call_tools: bool) -> Any:
+    """A GRPOTrainer over one task whose generation is scripted: the task's reference calls (when
+    ``call_tools``), one per round of TRL's tool loop, then the reference reply."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training.chat import load_chat_template
+
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    tok.chat_template = load_chat_template("trl:qwen3")
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+                      max_completion_length=512, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
+                      bf16=False)
+    ds = environment_dataset([spec]).filter(lambda r: r["task_id"] == task.id)
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(tiny_dir), reward_funcs=[envwright_reward],
+                          args=args, processing_class=tok, train_dataset=ds,
+                          environment_factory=environment_factories([spec]))
+    refs = task.turns[0].reference if call_tools else []
+
+    def scripted(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], None]:
+        out = []
+        for ids in prompt_ids:
+            done = tok.decode(ids).count("<tool_response>")  # tool results so far in this rollout
+            if done < len(refs):
+                call = {"name": refs[done].name, "arguments": dict(refs[done].arguments)}
+                text = f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+            else:
+                text = oracle_reply(task.turns[0])
+            out.append(tok.encode(text + "<|im_end|>", add_special_tokens=False))
+        return out, None
+
+    trainer._generate_single_turn = scripted
+    return trainer
+
+
+@pytest.mark.parametrize("call_tools", [True, False])
+def test_trl_tool_loop_calls_the_methods_and_state_decides(tiny_dir: Path, tmp_path: Path, call_tools: bool) -> None:
+    spec = next(s for s in load_all() if s.id == "library-loans")
+    task = next(t for t in spec.tasks if t.kind == "execute" and len(t.turns) == 1)
+    trainer = _scripted_trainer(tiny_dir, tmp_path, spec, task, call_tools=call_tools)
+    trainer.train()
+    log = next(r for r in trainer.state.log_history if "reward" in r)
+    if call_tools:  # TRL parsed the calls, ran our methods, and the state checks passed
+        assert log["tools/call_frequency"] > 0 and log["tools/failure_frequency"] == 0
+        assert log["rewards/envwright_reward/mean"] == 1.0
+    else:  # the same reply without the calls: the state says the work was not done
+        assert log["rewards/envwright_reward/mean"] < 1.0
