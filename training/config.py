@@ -150,6 +150,10 @@ class SolverConfig:
     tasks_per_env: int | None = None  #: first N tasks of each environment (None: all)
     holdout_tasks: int = 0  #: last N tasks of each environment are held out of training
     holdout_envs: int = 0  #: the last N environments (in ``envs`` order) are held out entirely
+    loop: Literal["envwright", "trl"] = "envwright"
+    """``envwright``: our multi-turn rollout function (every turn and check; environment tokens masked);
+    ``trl``: TRL's own ``environment_factory`` tool loop over the same environments
+    (:mod:`training.trl_env`; single-turn tasks only, tool rounds capped by ``rollout.max_steps``)."""
 
     def __post_init__(self) -> None:
         if self.num_generations < 1:

@@ -232,6 +232,8 @@ def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any 
     from training.rewards import env_reward
 
     run = Path(run_dir or cfg.run.output_dir)
+    if cfg.solver.loop == "trl":
+        return _build_trl_loop_trainer(cfg, run, model=model, tokenizer=tokenizer, callbacks=callbacks)
     args = to_grpo_config(cfg, run / "trainer")
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, wrap_lora=False)
@@ -246,6 +248,34 @@ def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any 
                           callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
     trainer.envwright_rollout_func = rollout_func  # type: ignore[attr-defined]
     return trainer
+
+
+def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenizer: Any,
+                            callbacks: Sequence[Any]) -> Any:
+    """``solver.loop: trl``: GRPOTrainer with TRL's ``environment_factory`` tool loop over the pool's
+    single-turn tasks (see :mod:`training.trl_env`)."""
+    from trl import GRPOTrainer
+
+    from training.metrics import metrics_callback
+    from training.model import load_policy, peft_config
+    from training.trl_env import environment_dataset, environment_factories, envwright_reward
+
+    pool = TaskPool.from_config(cfg)
+    refs = list(pool.tasks.values())
+    specs = list({t.spec.id: t.spec for t in refs}.values())
+    dataset = environment_dataset(specs, tasks=[(t.spec.id, t.task_id) for t in refs])
+    specs = [s for s in specs if s.id in set(dataset["env_id"])]
+    args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
+    if model is None or tokenizer is None:
+        model, tokenizer = load_policy(cfg, wrap_lora=False)
+    executor = cfg.rollout.executor if cfg.rollout.executor in ("inprocess", "worker") else "worker"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))
+    return GRPOTrainer(model=model, reward_funcs=[envwright_reward], args=args, train_dataset=dataset,
+                       processing_class=tokenizer, peft_config=peft_config(cfg),
+                       environment_factory=environment_factories(specs, reward_mode=cfg.rollout.reward_mode,
+                                                                  executor=executor),
+                       callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
 
 
 def train_solver(cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:

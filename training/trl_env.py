@@ -197,18 +197,22 @@ def environment_factories(specs: Sequence[EnvSpec], **kwargs: Any) -> Callable[[
 
 
 def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, tasks_per_env: int | None = None,
-                        repeat: int = 1) -> Any:
+                        repeat: int = 1, tasks: Sequence[tuple[str, str]] | None = None) -> Any:
     """A ``datasets.Dataset`` with one row per task (``repeat`` times): ``prompt`` (system + first
-    instruction), ``env_id``, ``task_id`` and, for several specs, ``environment``."""
+    instruction), ``env_id``, ``task_id`` and, for several environments, ``environment``.
+
+    ``tasks``: only these ``(env id, task id)`` pairs (e.g. a solver pool's training tasks)."""
     from datasets import Dataset
 
+    wanted = set(tasks) if tasks is not None else None
+    chosen = {s.id: [t for t in s.tasks if (multi_turn or len(t.turns) == 1)
+                     and (wanted is None or (s.id, t.id) in wanted)][:tasks_per_env] for s in specs}
     rows: dict[str, list[Any]] = {"prompt": [], "env_id": [], "task_id": []}
-    several = len({s.id for s in specs}) > 1
+    several = sum(1 for v in chosen.values() if v) > 1
     if several:
         rows["environment"] = []
     for spec in specs:
-        tasks = [t for t in spec.tasks if multi_turn or len(t.turns) == 1][:tasks_per_env]
-        for task in tasks:
+        for task in chosen[spec.id]:
             for _ in range(repeat):
                 rows["prompt"].append([{"role": "system", "content": trl_system_prompt(spec)},
                                        {"role": "user", "content": task.turns[0].instruction}])

@@ -181,3 +181,30 @@ def test_trl_tool_loop_calls_the_methods_and_state_decides(tiny_dir: Path, tmp_p
         assert log["rewards/envwright_reward/mean"] == 1.0
     else:  # the same reply without the calls: the state says the work was not done
         assert log["rewards/envwright_reward/mean"] < 1.0
+
+
+def test_solver_config_selects_trls_tool_loop(tiny_dir: Path, tmp_path: Path) -> None:
+    """``solver.loop: trl`` builds a GRPOTrainer over TRL's environment_factory loop from the typed config."""
+    from training.config import config_from_dict
+    from training.metrics import read_metrics
+    from training.model import load_policy
+    from training.solver import TaskPool, build_solver_trainer
+
+    cfg = config_from_dict({
+        "model": {"name_or_path": str(tiny_dir), "device": "cpu", "chat_template": "trl:qwen3"},
+        "rollout": {"max_steps": 3, "max_turn_tokens": 16, "max_completion_tokens": 16, "executor": "inprocess",
+                    "reward_mode": "checks"},
+        "solver": {"num_generations": 2, "envs": ["examples:library-loans", "examples:bank-ledger"],
+                   "holdout_tasks": 1, "loop": "trl"},
+        "run": {"output_dir": str(tmp_path / "run"), "report_to": []},
+        "grpo": {"per_device_train_batch_size": 2, "max_steps": 1, "save_strategy": "no", "logging_steps": 1}})
+    model, tok = load_policy(cfg, wrap_lora=False)
+    trainer = build_solver_trainer(cfg, model=model, tokenizer=tok)
+    assert set(trainer.environment_factories) == {"library-loans", "bank-ledger"}
+    assert trainer.args.max_tool_calling_iterations == 3
+    rows = trainer.train_dataset
+    held = {(t.spec.id, t.task_id) for t in TaskPool.from_config(cfg, holdout=True).tasks.values()}
+    assert not held & set(zip(rows["env_id"], rows["task_id"], strict=True))  # held-out tasks stay out
+    assert trainer.train().global_step == 1
+    records = [r for r in read_metrics(cfg.run.output_dir) if "reward" in r]
+    assert records and "rewards/envwright_reward/mean" in records[0]
