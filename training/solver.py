@@ -263,7 +263,12 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
     pool = TaskPool.from_config(cfg)
     refs = list(pool.tasks.values())
     specs = list({t.spec.id: t.spec for t in refs}.values())
-    dataset = environment_dataset(specs, tasks=[(t.spec.id, t.task_id) for t in refs])
+    try:
+        dataset = environment_dataset(specs, tasks=[(t.spec.id, t.task_id) for t in refs])
+    except ValueError:
+        raise ConfigError(f"solver.loop is trl, but none of the {len(refs)} training tasks has a single turn "
+                          "(TRL's loop shows only the first instruction): add environments with single-turn "
+                          "tasks to solver.envs, raise solver.tasks_per_env, or set solver.loop=envwright") from None
     specs = [s for s in specs if s.id in set(dataset["env_id"])]
     args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
     if model is None or tokenizer is None:

@@ -208,3 +208,16 @@ def test_solver_config_selects_trls_tool_loop(tiny_dir: Path, tmp_path: Path) ->
     assert trainer.train().global_step == 1
     records = [r for r in read_metrics(cfg.run.output_dir) if "reward" in r]
     assert records and "rewards/envwright_reward/mean" in records[0]
+
+
+def test_trl_loop_without_single_turn_tasks_says_what_to_change() -> None:
+    from training.config import config_from_dict
+    from training.errors import ConfigError
+    from training.solver import build_solver_trainer
+
+    spec = next(s for s in load_all() if s.id == "library-loans")
+    assert len(spec.tasks[0].turns) > 1  # the first task has several turns: nothing for TRL's loop
+    cfg = config_from_dict({"model": {"name_or_path": "unused", "device": "cpu"},
+                            "solver": {"envs": ["examples:library-loans"], "tasks_per_env": 1, "loop": "trl"}})
+    with pytest.raises(ConfigError, match=r"set solver\.loop=envwright"):
+        build_solver_trainer(cfg, model=object(), tokenizer=object())
