@@ -269,7 +269,6 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
         raise ConfigError(f"solver.loop is trl, but none of the {len(refs)} training tasks has a single turn "
                           "(TRL's loop shows only the first instruction): add environments with single-turn "
                           "tasks to solver.envs, raise solver.tasks_per_env, or set solver.loop=envwright") from None
-    specs = [s for s in specs if s.id in set(dataset["env_id"])]
     args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, wrap_lora=False)

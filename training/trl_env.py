@@ -201,14 +201,15 @@ def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, t
     """A ``datasets.Dataset`` with one row per task (``repeat`` times): ``prompt`` (system + first
     instruction), ``env_id``, ``task_id`` and, for several environments, ``environment``.
 
-    ``tasks``: only these ``(env id, task id)`` pairs (e.g. a solver pool's training tasks)."""
+    ``tasks``: only these ``(env id, task id)`` pairs (e.g. a solver pool's training tasks). Pass the
+    same ``specs`` to :func:`environment_factories`: with several, rows name their ``environment``."""
     from datasets import Dataset
 
     wanted = set(tasks) if tasks is not None else None
     chosen = {s.id: [t for t in s.tasks if (multi_turn or len(t.turns) == 1)
                      and (wanted is None or (s.id, t.id) in wanted)][:tasks_per_env] for s in specs}
     rows: dict[str, list[Any]] = {"prompt": [], "env_id": [], "task_id": []}
-    several = sum(1 for v in chosen.values() if v) > 1
+    several = len(chosen) > 1  # as environment_factories: a dict of classes for several specs
     if several:
         rows["environment"] = []
     for spec in specs:
