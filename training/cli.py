@@ -78,12 +78,13 @@ def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str |
                output_dir: Path | None = OutOpt) -> None:
     """GRPO on environment tasks with TRL's GRPOTrainer and our multi-turn rollout function."""
     cfg = _config(config, set_, resume, output_dir)
-    from training.solver import train_solver
+    from training.solver import close_process_group, train_solver
 
     try:
         out = train_solver(cfg)
     except (ConfigError, CheckpointError) as e:
         raise _fail(str(e)) from None
+    close_process_group()
     if int(os.environ.get("RANK", "0")) != 0:  # under accelerate/torchrun only the main process reports
         return
     typer.echo(json.dumps(out, default=str))

@@ -38,8 +38,8 @@ from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, rollout, tasks_of
 
-__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "load_specs", "make_rollout_func", "task_key",
-           "train_solver"]
+__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_specs", "make_rollout_func",
+           "task_key", "train_solver"]
 
 KEY_PREFIX = "envwright-task:"
 
@@ -290,12 +290,13 @@ def train_solver(cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:
         resume = True
     out = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(Path(cfg.run.output_dir) / "final"))
-    _close_process_group()
     return {"global_step": out.global_step, "training_loss": out.training_loss, **(out.metrics or {})}
 
 
-def _close_process_group() -> None:
-    """End the ``torch.distributed`` group of a multi-process launch (all ranks wait for each other)."""
+def close_process_group() -> None:
+    """End the ``torch.distributed`` group of a multi-process launch (all ranks wait for each other);
+    for the end of a program (``envwright train solver`` calls it), not for a library caller that
+    goes on using the group."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
