@@ -3,7 +3,7 @@
 Restricted Python (it runs in the sandbox with the validator; see gym_envs.executor). ``spec`` is an
 environment spec as a plain JSON dict. Defined here: ``split_top``, ``tables`` (table -> columns and
 constraints from ``state.schema_sql``), ``is_numeric``, ``functions`` (top-level function sources of
-``code``), ``write_tools``, ``all_turns``, ``every_turn``, ``check_text``, ``checks_of``, ``called``.
+``code``), ``write_tools``, ``tasks_of_kind``, ``all_turns``, ``every_turn``, ``check_text``, ``checks_of``, ``called``.
 """
 
 import re
@@ -101,6 +101,11 @@ def write_tools(spec):
                 writes.add(n)
                 changed = True
     return set([t["name"] for t in spec.get("tools", []) if t.get("name") in writes])
+
+
+def tasks_of_kind(spec, kind):
+    """The tasks of one kind ('execute', 'read', 'read_then_write', 'missing_parameter', 'decline')."""
+    return [t for t in spec.get("tasks", []) if t.get("kind") == kind]
 
 
 def all_turns(spec):

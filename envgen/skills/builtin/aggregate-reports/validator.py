@@ -32,7 +32,7 @@ def validate(spec):
     if canned:
         problems.append("read tools %s hand out aggregates; return raw rows so the agent has to compute" % canned)
     seed = (spec.get("state") or {}).get("seed_sql") or ""
-    reads = [t for t in spec.get("tasks", []) if t.get("kind") == "read"]
+    reads = tasks_of_kind(spec, "read")
     if len(reads) < 3:
         problems.append("%d read tasks; add at least 3 questions whose answers are computed" % len(reads))
     computed = 0

@@ -12,7 +12,7 @@ prepended before it runs.
 
 def validate(spec):
     problems = []
-    tasks = [t for t in spec.get("tasks", []) if t.get("kind") == "decline"]
+    tasks = tasks_of_kind(spec, "decline")
     if len(tasks) < 2:
         problems.append("%d decline tasks; add at least 2 requests the tools cannot serve" % len(tasks))
     writes = write_tools(spec)

@@ -12,7 +12,7 @@ prepended before it runs.
 
 def validate(spec):
     problems = []
-    tasks = [t for t in spec.get("tasks", []) if t.get("kind") == "missing_parameter"]
+    tasks = tasks_of_kind(spec, "missing_parameter")
     if not tasks:
         return ["no missing_parameter task: add one whose first instruction leaves out a value the write tool needs"]
     writes = write_tools(spec)

@@ -58,6 +58,6 @@ def validate(spec):
         if verb in by_verb and verb not in used:
             problems.append("no task's reference calls a %s tool (%s); add a task that exercises it" % (
                 verb, ", ".join(by_verb[verb])))
-    if not [t for t in spec.get("tasks", []) if t.get("kind") == "read"]:
+    if not tasks_of_kind(spec, "read"):
         problems.append("add a read task whose answer comes from looking records up")
     return problems

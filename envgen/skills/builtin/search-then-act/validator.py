@@ -48,6 +48,6 @@ def validate(spec):
     if not found:
         problems.append("no turn searches first and then acts on an id the instruction does not give: write a "
                         "read_then_write task that names things, not ids")
-    if not [t for t in spec.get("tasks", []) if t.get("kind") == "read_then_write"]:
+    if not tasks_of_kind(spec, "read_then_write"):
         problems.append("no read_then_write task")
     return problems
