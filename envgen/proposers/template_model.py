@@ -159,6 +159,14 @@ class Entity:
         """Key and value columns (the ones a create call states)."""
         return [self.key, *self.columns]
 
+    def stored_columns(self) -> list[str]:
+        """Names of the table's columns but ``id``, in table order: the parent's id, key, values, status."""
+        cols = [self.parent.id_param] if self.parent is not None else []
+        cols += [c.name for c in self.all_columns()]
+        if self.status:
+            cols.append("status")
+        return cols
+
     def column(self, name: str) -> Column | None:
         for c in self.all_columns():
             if c.name == name:

@@ -65,18 +65,8 @@ def _join(parts: list[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _columns(ent: Entity) -> list[str]:
-    cols = []
-    if ent.parent is not None:
-        cols.append(ent.parent.id_param)
-    cols += [c.name for c in ent.all_columns()]
-    if ent.status:
-        cols.append("status")
-    return cols
-
-
 def _row_check(ent: Entity, row: dict[str, Any], by_key: bool = False) -> dict[str, Any]:
-    cols = _columns(ent)
+    cols = ent.stored_columns()
     where = (f'"{ent.key.name}" = {sql_literal(row[ent.key.name])}' if by_key else f'"id" = {row["id"]}')
     query = f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{ent.table}" WHERE {where}'
     return {"kind": "sql", "query": query, "expect": [[row[c] for c in cols]]}

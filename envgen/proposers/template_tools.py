@@ -350,22 +350,12 @@ def _ddl(ent: Entity) -> str:
     return f'CREATE TABLE "{ent.table}" (\n' + ",\n".join(lines) + "\n);"
 
 
-def _column_order(ent: Entity) -> list[str]:
-    cols = ["id"]
-    if ent.parent is not None:
-        cols.append(ent.parent.id_param)
-    cols += [c.name for c in ent.all_columns()]
-    if ent.status:
-        cols.append("status")
-    return cols
-
-
 def render_state(model: EnvModel) -> tuple[str, str]:
     """``(schema_sql, seed_sql)`` for the model's entities and rows."""
     schema = "\n\n".join(_ddl(e) for e in model.entities)
     inserts = []
     for e in model.entities:
-        cols = _column_order(e)
+        cols = ["id", *e.stored_columns()]
         col_sql = ", ".join(_q(c) for c in cols)
         for row in e.rows:
             vals = ", ".join(sql_literal(row[c]) for c in cols)
