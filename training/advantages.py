@@ -57,16 +57,7 @@ def normalize_per_role(values: Sequence[float], roles: Sequence[str], *, eps: fl
     """Standardise ``values`` separately over each role's samples: ``(x - mean_role) / std_role``."""
     if len(values) != len(roles):
         raise ValueError(f"{len(values)} values for {len(roles)} role labels")
-    by_role: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(roles):
-        by_role[r].append(i)
-    out = [0.0] * len(values)
-    for idx in by_role.values():
-        vals = [values[i] for i in idx]
-        mean, std = statistics.fmean(vals), _std(vals)
-        for i in idx:
-            out[i] = (values[i] - mean) / (std + eps) if std > 0 else 0.0
-    return out
+    return group_advantages(values, roles, scale="group", eps=eps)
 
 
 def selfplay_advantages(rewards: Sequence[float], roles: Sequence[str], groups: Sequence[Hashable]) -> list[float]:
