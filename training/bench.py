@@ -284,13 +284,10 @@ def smollm2_gguf() -> Path:
 
 
 def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> dict[str, float]:
-    from training.generation import HFGenerator
-    from training.model import eos_ids_of
+    from training.model import make_generator
     from training.rollout import rollout
 
-    g = cfg.generation
-    gen = HFGenerator(model, eos_ids=eos_ids_of(model, tok), pad_id=tok.pad_token_id, batch_size=g.batch_size,
-                      static_cache=g.static_cache, compile=g.compile)
+    gen = make_generator(cfg, model, tok)  # generation.engine is hf: the configured fast path
     eps = rollout(tasks, gen, chat, cfg.rollout, temperature=0.0)
     checks = [e.score.get("checks", 0.0) if e.score else 0.0 for e in eps]
     return {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
