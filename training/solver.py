@@ -272,13 +272,12 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
     args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, wrap_lora=False)
-    executor = cfg.rollout.executor if cfg.rollout.executor in ("inprocess", "worker") else "worker"
     run.mkdir(parents=True, exist_ok=True)
     (run / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))
     return GRPOTrainer(model=model, reward_funcs=[envwright_reward], args=args, train_dataset=dataset,
                        processing_class=tokenizer, peft_config=peft_config(cfg),
                        environment_factory=environment_factories(specs, reward_mode=cfg.rollout.reward_mode,
-                                                                  executor=executor),
+                                                                  executor=cfg.rollout.executor),
                        callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
 
 
