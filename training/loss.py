@@ -106,11 +106,19 @@ def token_logprobs(model: Any, input_ids: Any, attention_mask: Any, logits_to_ke
     return selective_log_softmax(logits, input_ids[:, -logits_to_keep:])
 
 
+def _masked(values: Any, mask: Any) -> Any:
+    """``values * mask`` that stays finite where the mask is 0 (a padded ``-inf`` log-prob times 0 is NaN)."""
+    import torch
+
+    return torch.where(mask > 0, values, torch.zeros_like(values)) * mask
+
+
 def _reduce(per_token: Any, mask: Any, weights: Any, loss_type: str, total_tokens: float) -> Any:
+    per_token = _masked(per_token, mask)
     if loss_type == "grpo":
-        per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        per_seq = per_token.sum(1) / mask.sum(1).clamp(min=1.0)
         return (per_seq * weights).sum()
-    return ((per_token * mask).sum(1) * weights).sum() / max(total_tokens, 1.0)
+    return (per_token.sum(1) * weights).sum() / max(total_tokens, 1.0)
 
 
 def policy_loss(logps: Any, old_logps: Any, advantages: Any, mask: Any, *, weights: Any = None,
@@ -151,7 +159,7 @@ def nll_loss(logps: Any, mask: Any, *, weights: Any = None, total_tokens: float 
 
     weights = torch.ones(logps.shape[0], device=logps.device) if weights is None else weights
     n_tok = float(total_tokens if total_tokens is not None else mask.sum().item())
-    return -((logps * mask).sum(1) * weights).sum() / max(n_tok, 1.0)
+    return -(_masked(logps, mask).sum(1) * weights).sum() / max(n_tok, 1.0)
 
 
 def reference_logprobs(model: Any, ref_model: Any = None) -> Callable[[dict[str, Any], float], Any]:
@@ -175,6 +183,9 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
            backward: Callable[[Any], None] | None = None) -> dict[str, float]:
     """One optimizer step over ``samples`` (``objective``: ``policy`` or ``nll``); returns statistics.
 
+    A step whose gradient norm is not finite is skipped (``stats["skipped"]`` is 1), as mixed-precision
+    trainers skip an overflowed step: one inf gradient would otherwise turn every weight into NaN.
+
     ``reference(batch, temperature)`` gives reference log-probabilities for the KL penalty
     (:func:`reference_logprobs`; only used when ``cfg.beta`` is not 0).
     """
@@ -182,7 +193,7 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
 
     samples = [s for s in samples if s.trained_tokens > 0 and (objective == "nll" or s.advantage != 0.0)]
     stats: dict[str, float] = {"loss": 0.0, "samples": float(len(samples)), "trained_tokens": 0.0,
-                               "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0}
+                               "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0, "skipped": 0.0}
     if not samples:
         return stats
     device = next(model.parameters()).device
@@ -212,7 +223,11 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
             stats[k] += v * share
     params = [p for p in model.parameters() if p.requires_grad]
     norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-    stats["grad_norm"] = float(norm) if math.isfinite(float(norm)) else float("nan")
-    optimizer.step()
+    finite = math.isfinite(float(norm))
+    stats["grad_norm"] = float(norm) if finite else float("nan")
+    if finite:
+        optimizer.step()
+    else:
+        stats["skipped"] = 1.0
     optimizer.zero_grad(set_to_none=True)
     return stats

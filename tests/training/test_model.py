@@ -56,6 +56,41 @@ def test_zero_advantage_and_env_only_samples_are_skipped(tiny_dir: Path, tokeniz
         UpdateConfig(loss_type="dr_grpo")
 
 
+def test_masked_minus_inf_logprobs_stay_finite() -> None:
+    import torch
+
+    from training.loss import nll_loss, policy_loss
+
+    logps = torch.tensor([[-0.5, float("-inf")], [-1.0, -2.0]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    assert torch.isclose(nll_loss(logps, mask), torch.tensor(3.5 / 3))
+    for loss_type in ("grpo", "dapo"):
+        loss, _ = policy_loss(logps, logps, torch.tensor([1.0, -1.0]), mask, cfg=UpdateConfig(loss_type=loss_type))
+        assert torch.isfinite(loss)
+
+
+def test_a_step_with_a_non_finite_gradient_is_skipped(tiny_dir: Path, tokenizer: Any) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+    samples = [Sample([5, 6], [7, 8], [1, 1])]
+
+    def overflow(loss: Any) -> None:  # an overflowed backward: one gradient entry is inf
+        loss.backward()
+        next(p for p in model.parameters() if p.grad is not None).grad.view(-1)[0] = float("inf")
+
+    stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=UpdateConfig(), objective="nll",
+                   backward=overflow)
+    assert stats["skipped"] == 1.0
+    assert all(torch.equal(p.detach(), before[n]) for n, p in model.named_parameters())
+    stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=UpdateConfig(), objective="nll")
+    assert stats["skipped"] == 0.0 and any(not torch.equal(p.detach(), before[n])
+                                           for n, p in model.named_parameters())
+
+
 def test_policy_backend_records_tokens(tokenizer: Any, chat: Any) -> None:
     from envgen.proposers.llm import LLMProposer
     from training.generation import PolicyBackend, ScriptedGenerator
