@@ -295,6 +295,42 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
             "tool_calls_per_episode": statistics.fmean(e.tool_calls for e in eps) if eps else 0.0}
 
 
+_STAGES = (("untrained", "untrained"), ("sft", "after SFT"), ("grpo", "after GRPO"))
+
+
+def plot_learning(result: dict[str, Any], path: str | Path) -> Path | None:
+    """Bar chart of the held-out pass rate and check fraction after each stage (``None`` without matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    stages = [(label, result[key]) for key, label in _STAGES if isinstance(result.get(key), dict)]
+    if not stages:
+        raise ValueError("the learning result has no stage figures yet (untrained, sft, grpo)")
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.38
+    for j, (metric, name) in enumerate((("pass_rate", "pass rate"), ("mean_check_fraction", "check fraction"))):
+        xs = [i + (j - 0.5) * width for i in range(len(stages))]
+        vals = [st.get(metric, 0.0) for _, st in stages]
+        bars = ax.bar(xs, vals, width, label=name)
+        ax.bar_label(bars, labels=[f"{v:.2f}" for v in vals], fontsize=7)
+    ax.set_xticks(range(len(stages)), [label for label, _ in stages])
+    ax.set_ylim(0, 1.05)
+    where = (f"{result['holdout_envs']} unseen environments" if result.get("holdout_envs")
+             else "held-out tasks of the training environments")
+    ax.set_title(f"{result.get('heldout_tasks', '?')} held-out tasks, {where}", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
 def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str | None = None, holdout: int = 2,
              sft_epochs: int = 5, sft_lr: float = 1e-4, sft_batch: int = 8, grpo_steps: int = 10,
              grpo_lr: float = 1e-5, num_generations: int = 8, tasks_per_step: int = 2, reward_mode: str = "checks",
@@ -403,6 +439,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         tok.save_pretrained(str(sft_dir))
         result.update(_env_info(device))
         _write(out, "learning", result)  # keep the measurements so far if a later stage fails
+        plot_learning(result, out / "learning.png")
         if stop_after == "sft":
             tmp.cleanup()
             return result
@@ -418,7 +455,9 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
                       "tasks_per_step": tasks_per_step, "per_step": steps, "seconds": time.perf_counter() - t}
     result.update(_env_info(device))
     tmp.cleanup()
-    return _write(out, "learning", result)
+    _write(out, "learning", result)
+    plot_learning(result, out / "learning.png")
+    return result
 
 
 # -- (c) speed ------------------------------------------------------------------------------------

@@ -66,7 +66,10 @@ class ModelConfig:
 
     name_or_path: str = ""  #: hub id, local folder, or a ``.gguf`` file
     gguf_file: str | None = None  #: GGUF file inside ``name_or_path`` (de-quantised by transformers)
-    dtype: str = "auto"  #: ``auto`` (bf16 on CUDA, fp32 on CPU), ``bf16``, ``fp16``, ``fp32``
+    #: ``auto`` (bf16 on CUDA, fp32 on CPU), ``bf16``, ``fp16``, ``fp32``. This is the dtype of the
+    #: trained weights: bf16 halves memory but drops optimizer steps smaller than its resolution (about
+    #: 1/256 of a weight), which stalled small-model runs at lr 1e-5; with LoRA, peft keeps the adapters fp32.
+    dtype: str = "auto"
     device: str = "auto"  #: ``auto``, ``cpu`` or ``cuda`` (single-process trainers; TRL uses accelerate)
     chat_template: str | None = None  #: None keeps the tokenizer's; ``trl:NAME`` (TRL's bundled NAME.jinja) or a path
     lora_r: int = 0  #: LoRA rank; 0 trains every weight
