@@ -49,6 +49,17 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
         assert {"untrained", "sft", "grpo"} <= set(result)
 
 
+def test_plot_learning_draws_the_stages_present(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from training.bench import plot_learning
+
+    stage = {"pass_rate": 0.25, "mean_check_fraction": 0.5}
+    path = plot_learning({"heldout_tasks": 4, "untrained": stage, "sft": stage}, tmp_path / "l.png")
+    assert path is not None and path.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no stage figures"):
+        plot_learning({"heldout_tasks": 4}, tmp_path / "none.png")
+
+
 @pytest.mark.slow
 def test_learning_stages_resume(tmp_path: Path) -> None:
     """``--stop-after sft`` saves the warm-started model; a second run starts at GRPO from it."""
@@ -59,6 +70,7 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
     first = json.loads((tmp_path / "learning.json").read_text())
     assert {"untrained", "sft"} <= set(first) and "grpo" not in first
     assert (tmp_path / "work" / "sft-model" / "config.json").is_file()
+    assert (tmp_path / "learning.png").stat().st_size > 0  # a bar per stage so far
     assert main(args) == 0
     second = json.loads((tmp_path / "learning.json").read_text())
     assert second["resumed_from"].endswith("sft-model") and second["sft"] == first["sft"]
