@@ -243,6 +243,71 @@ def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, 
     return out
 
 
+def _facade_transfer(db: Any, src: int, dst: int, amount: int) -> dict[str, Any]:
+    """``transfer`` as plain (unrestricted) Python on the ``db`` facade: the breakdown's second layer."""
+    rows = db.query("SELECT balance FROM accounts WHERE id = ?", [src])
+    if not rows:
+        raise LookupError("no such account")
+    balance = rows[0]["balance"]
+    if balance < amount:
+        raise ValueError("insufficient funds")
+    db.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, src])
+    db.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", [amount, dst])
+    r = db.execute("INSERT INTO transfers (src, dst, amount) VALUES (?, ?, ?)", [src, dst, amount])
+    return {"transfer_id": r["lastrowid"], "src": src, "dst": dst, "amount": amount,
+            "balance": balance - amount}
+
+
+#: The layers of an in-process call, each including the ones above it: (key, what it adds).
+LAYERS = (
+    ("floor", "plain Python on sqlite3"),
+    ("facade", "the db facade (admitted-statement cache, parameter checks, deadline, authorizer mode, "
+               "dict rows)"),
+    ("restricted", "the tool's RestrictedPython code (attribute, item and call guards)"),
+    ("engine", "Engine.call: argument check and copy, result copy into plain JSON, the replay log"),
+    ("session", "Session.call: executor lock, error boundary, CallResult"),
+)
+
+
+def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProcessExecutor) -> dict[str, Any]:
+    """Median per-call time of ``transfer`` with each layer of the in-process path added in turn.
+
+    Each layer runs on its own database with the same content (the facade and restricted layers on
+    one episode of the engine, driven directly), interleaved as the main table is.
+    """
+    conn = _floor_conn(spec)
+    s_layers = inproc.session(spec, seed=0)
+    s_facade = inproc.session(spec, seed=1)
+    engine = inproc.engine
+    ep_id = s_layers.id
+    episode = engine.episodes[ep_id]
+    facade_db = engine.episodes[s_facade.id].db
+    tool = episode.tools["transfer"]
+
+    def args(i: int) -> dict[str, Any]:
+        return _args("transfer", i, rows)
+
+    fns: dict[str, tuple[Callable[[int], Any], int]] = {
+        "floor": (lambda i: _floor_transfer(conn, **args(i)), 1),
+        "facade": (lambda i: _facade_transfer(facade_db, **args(i)), 1),
+        "restricted": (lambda i: tool(episode.db, **args(i)), 1),
+        "engine": (lambda i: engine.call(ep_id, "transfer", args(i)), 1),
+        "session": (lambda i: s_layers.call("transfer", args(i)), 1),
+    }
+    timed = _interleaved(fns, calls, rounds, warmup=min(300, max(20, calls // 10)))
+    conn.close()
+    s_layers.close()
+    s_facade.close()
+    out: dict[str, Any] = {}
+    previous = None
+    for key, what in LAYERS:
+        median = timed[key]["median_us"]
+        out[key] = {"median_us": median, "adds_us": median - previous if previous is not None else median,
+                    "what": what}
+        previous = median
+    return out
+
+
 def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, inproc: InProcessExecutor,
                  worker: WorkerExecutor) -> dict[str, Any]:
     """Median latency of ``Session.open`` and ``ToolEnv.reset``, each right after a write call."""
@@ -332,6 +397,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
         tools = {tool: _bench_tool(tool, spec, rows, calls, episodes, rounds, inproc, worker)
                  for tool in ("transfer", "get_balance")}
         reset = _bench_reset(spec, rows, resets, rounds, inproc, worker)
+        breakdown = _breakdown(spec, rows, calls, rounds, inproc)
     finally:
         worker.close()
         if affinity is not None:
@@ -340,7 +406,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
                        "cpu": cpu, "cpus": os.cpu_count(), "load_avg_before": load_before[0],
                        "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
                        "sqlite": sqlite3.sqlite_version},
-            "tools": tools, "reset": reset, "targets": _targets(tools, reset)}
+            "tools": tools, "reset": reset, "inprocess_breakdown": breakdown, "targets": _targets(tools, reset)}
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -370,6 +436,16 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         console.print(table)
         if res["n_errors"]:
             console.print(f"[red]{res['n_errors']} calls failed, e.g. {res['errors'][0]}[/red]")
+    if "inprocess_breakdown" in result:
+        table = Table(title="in-process transfer, layer by layer (each includes the ones above)")
+        for col in ("layer", "median us", "adds us", "x floor"):
+            table.add_column(col, justify="left" if col == "layer" else "right")
+        layers = result["inprocess_breakdown"]
+        floor = layers["floor"]["median_us"]
+        for key, m in layers.items():
+            table.add_row(f"{key}: {m['what']}", f"{m['median_us']:.1f}", f"{m['adds_us']:.1f}",
+                          f"{m['median_us'] / floor:.2f}" if floor else "-")
+        console.print(table)
     reset = result["reset"]
     table = Table(title=f"reset of a {reset['rows']:,}-row database (median us)")
     for col in ("what", "in-process", "worker"):

@@ -1,0 +1,69 @@
+"""``envwright bench runtime`` at toy sizes: every mode runs the real tools without errors and the
+report, JSON and plot carry every figure. No timing is asserted (the machines are noisy)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.bench import runtime
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    return runtime.run(rows=20, calls=40, episodes=2, resets=10, rounds=2)
+
+
+def test_every_mode_runs_the_tools_without_errors(result: dict) -> None:
+    for tool in ("transfer", "get_balance"):
+        res = result["tools"][tool]
+        assert res["n_errors"] == 0, res["errors"]
+        for mode in runtime._MODES:
+            assert res[mode]["calls"] > 0 and res[mode]["median_us"] > 0 and res[mode]["steps_per_s"] > 0
+        assert res["worker-batched"]["batch"] == 2
+        assert res["inprocess"]["ratio"] == pytest.approx(res["inprocess"]["median_us"] / res["floor"]["median_us"])
+    reset = result["reset"]
+    assert reset["rows"] == 20 and all(reset[k] > 0 for k in ("session_open_inprocess_us", "session_open_worker_us",
+                                                            "toolenv_reset_inprocess_us", "toolenv_reset_worker_us"))
+
+
+def test_the_breakdown_adds_layers_in_order(result: dict) -> None:
+    layers = result["inprocess_breakdown"]
+    assert list(layers) == [k for k, _ in runtime.LAYERS]
+    total = 0.0
+    for m in layers.values():
+        total += m["adds_us"]
+        assert m["median_us"] == pytest.approx(total)
+
+
+def test_targets_and_report(result: dict, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    names = [t["name"] for t in result["targets"]]
+    assert names == list(runtime.TARGETS)
+    assert all(isinstance(t["passed"], bool) for t in result["targets"])
+    out = io.StringIO()
+    runtime.print_report(result, Console(file=out, width=200))
+    text = out.getvalue()
+    for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "targets"):
+        assert needle in text
+    pytest.importorskip("matplotlib")
+    png = runtime.plot(result, tmp_path / "runtime.png")
+    assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_main_writes_json_and_exits_by_the_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r.json"
+    code = runtime.main(["--rows", "10", "--calls", "20", "--episodes", "2", "--resets", "5", "--rounds", "1",
+                         "--json", str(path)])
+    saved = json.loads(path.read_text())
+    assert code == (0 if all(t["passed"] for t in saved["targets"]) else 1)
+    assert "targets" in capsys.readouterr().out
+
+
+def test_bad_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="rows must be >= 2"):
+        runtime.run(rows=1)
