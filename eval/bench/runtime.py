@@ -16,12 +16,15 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   process, one call per round trip; ``worker-batched``: the same worker, one
   call from each of ``episodes`` episodes per round trip
   (:meth:`~gym_envs.executor.WorkerExecutor.call_many`).
+* **Breakdown.** ``transfer`` in-process again, one layer at a time: the floor,
+  the same source compiled as plain Python on the ``db`` facade, the restricted
+  tool called directly, ``Engine.call``, ``Session.call`` (:data:`LAYERS`).
 * **Reset.** ``Session.open`` (a fresh episode from the cached image) and
   ``ToolEnv.reset`` in both executor modes, each after a write call so there is
   state to discard.
 
 Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``,
-``targets``, ``config``); every target is reported as measured, ``passed``
+``inprocess_breakdown``, ``targets``, ``config``); every target is reported as measured, ``passed``
 true or false, never adjusted. :func:`main` prints the tables (``rich``) and
 optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
 not installed). Latencies are medians of per-call wall times; steps/s is calls
@@ -44,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, WorkerExecutor
+from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, ToolError, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
 
 __all__ = ["TARGETS", "bench_spec", "main", "run"]
@@ -243,19 +246,12 @@ def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, 
     return out
 
 
-def _facade_transfer(db: Any, src: int, dst: int, amount: int) -> dict[str, Any]:
-    """``transfer`` as plain (unrestricted) Python on the ``db`` facade: the breakdown's second layer."""
-    rows = db.query("SELECT balance FROM accounts WHERE id = ?", [src])
-    if not rows:
-        raise LookupError("no such account")
-    balance = rows[0]["balance"]
-    if balance < amount:
-        raise ValueError("insufficient funds")
-    db.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, src])
-    db.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", [amount, dst])
-    r = db.execute("INSERT INTO transfers (src, dst, amount) VALUES (?, ?, ?)", [src, dst, amount])
-    return {"transfer_id": r["lastrowid"], "src": src, "dst": dst, "amount": amount,
-            "balance": balance - amount}
+def _unrestricted_tools() -> dict[str, Callable[..., Any]]:
+    """The benchmark's tool code compiled as plain Python (no RestrictedPython): the breakdown's facade
+    layer runs the very same source on the ``db`` facade."""
+    namespace: dict[str, Any] = {"ToolError": ToolError}
+    exec(compile(_CODE, "<bench tools, unrestricted>", "exec"), namespace)  # our own constant source
+    return namespace
 
 
 #: The layers of an in-process call, each including the ones above it: (key, what it adds).
@@ -282,6 +278,7 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
     ep_id = s_layers.id
     episode = engine.episodes[ep_id]
     facade_db = engine.episodes[s_facade.id].db
+    plain_transfer = _unrestricted_tools()["transfer"]
     tool = episode.tools["transfer"]
 
     def args(i: int) -> dict[str, Any]:
@@ -289,7 +286,7 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
 
     fns: dict[str, tuple[Callable[[int], Any], int]] = {
         "floor": (lambda i: _floor_transfer(conn, **args(i)), 1),
-        "facade": (lambda i: _facade_transfer(facade_db, **args(i)), 1),
+        "facade": (lambda i: plain_transfer(facade_db, **args(i)), 1),
         "restricted": (lambda i: tool(episode.db, **args(i)), 1),
         "engine": (lambda i: engine.call(ep_id, "transfer", args(i)), 1),
         "session": (lambda i: s_layers.call("transfer", args(i)), 1),
