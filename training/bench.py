@@ -413,7 +413,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
 
         samples = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
-        ucfg = UpdateConfig(micro_batch_size=4)
+        ucfg = UpdateConfig(micro_batch_size=4, autocast_bf16=cfg.model.dtype == "bf16-mixed")
         losses: list[float] = []
         skipped = 0
         from tqdm.auto import tqdm
@@ -587,8 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=256, help="speed: tokens per row")
     p.add_argument("--no-compile", action="store_true", help="speed: static cache without torch.compile")
     p.add_argument("--executor", default="worker", choices=["worker", "inprocess"])
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
-                   help="learning: weight dtype on a GPU (fp32: SFT steps AdamW on the weights themselves)")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "bf16-mixed"],
+                   help="learning: model.dtype on a GPU (fp32: SFT steps AdamW on the weights themselves; "
+                        "bf16-mixed: fp32 weights, bf16 autocast)")
     a = p.parse_args(argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if a.benchmark == "throughput":

@@ -66,9 +66,12 @@ class ModelConfig:
 
     name_or_path: str = ""  #: hub id, local folder, or a ``.gguf`` file
     gguf_file: str | None = None  #: GGUF file inside ``name_or_path`` (de-quantised by transformers)
-    #: ``auto`` (bf16 on CUDA, fp32 on CPU), ``bf16``, ``fp16``, ``fp32``. This is the dtype of the
-    #: trained weights: bf16 halves memory but drops optimizer steps smaller than its resolution (about
-    #: 1/256 of a weight), which stalled small-model runs at lr 1e-5; with LoRA, peft keeps the adapters fp32.
+    #: ``auto`` (bf16 on CUDA, fp32 on CPU), ``bf16``, ``bf16-mixed``, ``fp16``, ``fp32``: the dtype of
+    #: the trained weights. ``bf16`` halves their memory but drops optimizer steps smaller than its
+    #: resolution (about 1/256 of a weight), which stalled small-model runs at lr 1e-5; with LoRA, peft
+    #: keeps the adapters fp32, so a bf16 base is fine. ``bf16-mixed`` keeps fp32 weights and runs the
+    #: training forward passes under bf16 autocast (TRL's ``bf16=True`` does so on an fp32 model); HF
+    #: generation then runs in fp32 (vLLM keeps its own bf16 copy). On CPU it is plain fp32.
     dtype: str = "auto"
     device: str = "auto"  #: ``auto``, ``cpu`` or ``cuda`` (single-process trainers; TRL uses accelerate)
     chat_template: str | None = None  #: None keeps the tokenizer's; ``trl:NAME`` (TRL's bundled NAME.jinja) or a path
@@ -81,8 +84,8 @@ class ModelConfig:
     trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
-        if self.dtype not in ("auto", "bf16", "bfloat16", "fp16", "float16", "fp32", "float32"):
-            raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
+        if self.dtype not in ("auto", "bf16", "bfloat16", "bf16-mixed", "fp16", "float16", "fp32", "float32"):
+            raise ValueError(f"dtype must be auto, bf16, bf16-mixed, fp16 or fp32, got {self.dtype!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.lora_r < 0:
@@ -317,7 +320,7 @@ DERIVED_GRPO_FIELDS: dict[str, str] = {
     "vllm_gpu_memory_utilization": "generation.vllm_gpu_memory_utilization",
     "vllm_server_base_url": "generation.vllm_server_base_url",
     "use_cpu": "model.device (cpu)",
-    "bf16": "model.dtype (bf16)",
+    "bf16": "model.dtype (bf16 or bf16-mixed)",
     "fp16": "model.dtype (fp16)",
     "gradient_checkpointing": "model.gradient_checkpointing",
 }
@@ -509,10 +512,12 @@ def resolve_device(cfg: TrainConfig) -> str:
 
 
 def resolve_dtype_name(cfg: TrainConfig, device: str) -> str:
-    """``bf16``, ``fp16`` or ``fp32``."""
+    """``bf16``, ``bf16-mixed`` (fp32 weights, bf16 autocast; CUDA only), ``fp16`` or ``fp32``."""
     d = cfg.model.dtype
     if d == "auto":
         return "bf16" if device.startswith("cuda") else "fp32"
+    if d == "bf16-mixed":
+        return d if device.startswith("cuda") else "fp32"
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
 
 
@@ -533,7 +538,8 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
         report_to=list(cfg.run.report_to) or "none", run_name=cfg.run.run_name,
         num_generations=cfg.solver.num_generations, max_completion_length=cfg.rollout.max_completion_tokens,
         temperature=max(cfg.rollout.temperature, 1e-5), top_p=cfg.rollout.top_p,
-        use_cpu=device == "cpu", bf16=dtype == "bf16" and device != "cpu", fp16=dtype == "fp16" and device != "cpu",
+        use_cpu=device == "cpu", bf16=dtype in ("bf16", "bf16-mixed") and device != "cpu",
+        fp16=dtype == "fp16" and device != "cpu",
     )
     if cfg.model.gradient_checkpointing:
         kwargs["gradient_checkpointing"] = True

@@ -59,6 +59,7 @@ class UpdateConfig:
     beta: float = 0.0
     loss_type: str = "dapo"
     temperature: float = 1.0
+    autocast_bf16: bool = False  #: forward passes under bf16 autocast (mixed precision over fp32 weights)
 
     def __post_init__(self) -> None:
         if self.loss_type not in ("grpo", "dapo", "bnpo"):
@@ -203,19 +204,23 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
     optimizer.zero_grad(set_to_none=True)
     order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
     chunks = [order[i:i + cfg.micro_batch_size] for i in range(0, len(order), cfg.micro_batch_size)]
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.autocast_bf16)
     for idx in chunks:
         batch = pad_batch([samples[i] for i in idx], pad_id, device)
-        logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
-                               cfg.temperature)
+        with autocast:  # the forward passes only; the loss and the backward run outside it, as torch advises
+            logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
+                                   cfg.temperature)
+            ref = reference(batch, cfg.temperature) if objective != "nll" and cfg.beta and reference is not None \
+                else None
+        logps = logps.float()
         mask = batch["loss_mask"]
         if objective == "nll":
             loss = nll_loss(logps, mask, weights=batch["weights"], total_tokens=total_tokens)
             part: dict[str, float] = {}
         else:
-            ref = reference(batch, cfg.temperature) if cfg.beta and reference is not None else None
             loss, part = policy_loss(logps, logps.detach(), batch["advantages"], mask, weights=batch["weights"],
-                                     ref_logps=ref, cfg=cfg, total_tokens=total_tokens,
-                                     total_sequences=len(samples))
+                                     ref_logps=None if ref is None else ref.float(), cfg=cfg,
+                                     total_tokens=total_tokens, total_sequences=len(samples))
         (backward or (lambda t: t.backward()))(loss)
         stats["loss"] += float(loss.detach())
         share = float(mask.sum()) / total_tokens

@@ -19,7 +19,7 @@ from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_avai
 
 __all__ = ["eos_ids_of", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
 
-_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+_TORCH_DTYPES = {"bf16": "bfloat16", "bf16-mixed": "float32", "fp16": "float16", "fp32": "float32"}  # weights
 
 
 def _source(cfg: TrainConfig, path: str | None = None) -> tuple[str, dict[str, Any]]:

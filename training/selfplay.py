@@ -70,7 +70,8 @@ def update_config(grpo: Any, temperature: float) -> UpdateConfig:
     """The update's knobs from TRL's ``GRPOConfig``."""
     return UpdateConfig(micro_batch_size=grpo.per_device_train_batch_size, max_grad_norm=grpo.max_grad_norm,
                         epsilon_low=grpo.epsilon, epsilon_high=grpo.epsilon_high or grpo.epsilon,
-                        beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0)
+                        beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
+                        autocast_bf16=bool(getattr(grpo, "bf16", False)))
 
 
 def make_optimizer(model: Any, grpo: Any) -> Any:

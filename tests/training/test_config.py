@@ -72,3 +72,19 @@ def test_grpo_config_derived_and_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="divisible by num_generations"):
         to_grpo_config(odd)
     assert to_grpo_config(odd, for_trl=False).learning_rate == odd.grpo["learning_rate"]
+
+
+def test_bf16_mixed_keeps_fp32_weights_and_asks_for_autocast() -> None:
+    from training.config import resolve_dtype_name
+    from training.model import _TORCH_DTYPES
+    from training.selfplay import update_config
+
+    cfg = load_config("smoke-cpu.yaml", ["model.dtype=bf16-mixed"])
+    assert resolve_dtype_name(cfg, "cuda") == "bf16-mixed" and _TORCH_DTYPES["bf16-mixed"] == "float32"
+    assert resolve_dtype_name(cfg, "cpu") == "fp32"  # no autocast on CPU: plain fp32
+    args = to_grpo_config(cfg, for_trl=False)
+    assert not args.bf16 and not update_config(args, 1.0).autocast_bf16
+    args.bf16 = True  # what to_grpo_config sets on CUDA; the self-play and distillation updates follow it
+    assert update_config(args, 1.0).autocast_bf16
+    with pytest.raises(ConfigError, match="bf16-mixed"):
+        load_config("smoke-cpu.yaml", ["model.dtype=bf16mixed"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,23 @@ def test_a_step_with_a_non_finite_gradient_is_skipped(tiny_dir: Path, tokenizer:
     stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=UpdateConfig(), objective="nll")
     assert stats["skipped"] == 0.0 and any(not torch.equal(p.detach(), before[n])
                                            for n, p in model.named_parameters())
+
+
+def test_update_under_bf16_autocast_keeps_fp32_weights(tiny_dir: Path, tokenizer: Any) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, dtype=torch.float32)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    seen: list[Any] = []
+    model.register_forward_hook(lambda mod, inp, out: seen.append(out.logits.dtype))
+    samples = [Sample([5, 6], [7, 8, 9], [1, 1, 1], advantage=1.0), Sample([5], [10, 11], [1, 1], advantage=-1.0)]
+    stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=UpdateConfig(autocast_bf16=True))
+    assert seen and all(d == torch.bfloat16 for d in seen)  # the forward ran in bf16 ...
+    assert stats["skipped"] == 0.0 and math.isfinite(stats["loss"])
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # ... the weights stay fp32 and move
+    assert any(not torch.equal(p.detach(), before[n]) for n, p in model.named_parameters())
 
 
 def test_policy_backend_records_tokens(tokenizer: Any, chat: Any) -> None:
