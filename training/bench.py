@@ -319,9 +319,10 @@ def plot_learning(result: dict[str, Any], path: str | Path) -> Path | None:
         ax.bar_label(bars, labels=[f"{v:.2f}" for v in vals], fontsize=7)
     ax.set_xticks(range(len(stages)), [label for label, _ in stages])
     ax.set_ylim(0, 1.05)
-    where = (f"{result['holdout_envs']} unseen environments" if result.get("holdout_envs")
-             else "held-out tasks of the training environments")
-    ax.set_title(f"{result.get('heldout_tasks', '?')} held-out tasks, {where}", fontsize=9)
+    where = (f"in {result['holdout_envs']} unseen environments" if result.get("holdout_envs")
+             else "of the training environments")
+    dtype = f", {result['dtype']} weights" if result.get("dtype") else ""
+    ax.set_title(f"{result.get('heldout_tasks', '?')} held-out tasks {where}{dtype}", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
