@@ -123,6 +123,8 @@ class HFGenerator(Generator):
         unwrap: a context manager factory yielding the model to generate with (TRL's
             ``unwrap_model_for_generation`` for DeepSpeed/FSDP); default: the model itself.
         record_logprobs: record sampled-token log-probabilities (cheap; off saves one softmax per step).
+        autocast_bf16: generate under bf16 autocast (``model.dtype: bf16-mixed``: fp32 weights, bf16
+            matmuls; the static KV cache takes the dtype of the first keys it stores).
     """
 
     name = "hf"
@@ -130,8 +132,9 @@ class HFGenerator(Generator):
     def __init__(self, model: Any, *, eos_ids: Sequence[int], pad_id: int, batch_size: int | None = None,
                  sort_by_length: bool = True, static_cache: bool = False, compile: bool = False,
                  unwrap: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
-                 record_logprobs: bool = True):
+                 record_logprobs: bool = True, autocast_bf16: bool = False):
         self.model = model
+        self.autocast_bf16 = autocast_bf16
         self.eos_ids = sorted({int(e) for e in eos_ids})
         self.pad_id = int(pad_id)
         self.batch_size = batch_size
@@ -201,7 +204,8 @@ class HFGenerator(Generator):
         if self.static_cache:
             kwargs.update(cache_implementation="static", disable_compile=not self.compile)
         devices = [device.index or 0] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), torch.no_grad():
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.autocast_bf16)
+        with torch.random.fork_rng(devices=devices), torch.no_grad(), autocast:
             torch.manual_seed(seed)
             generated = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs)
         new = generated[:, width:]

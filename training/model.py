@@ -132,4 +132,5 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
                              gpu_memory_utilization=g.vllm_gpu_memory_utilization,
                              server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
     return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
-                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile)
+                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
+                       autocast_bf16=resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed")

@@ -114,6 +114,30 @@ def test_hf_generator_batches_and_records_sampling_logprobs(tiny_dir: Any, token
     assert all(e.done and e.gen_seconds > 0 and sum(e.env_mask) > 0 for e in eps)
 
 
+@pytest.mark.parametrize("static_cache", [False, True])
+def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_cache: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``model.dtype: bf16-mixed``: fp32 weights, generation's matmuls in bf16 (the static cache follows)."""
+    import torch
+
+    import training.model as tm
+    from training.config import config_from_dict
+
+    cfg = config_from_dict({"model": {"name_or_path": str(tiny_dir), "device": "cpu", "dtype": "bf16-mixed"},
+                            "generation": {"engine": "hf", "static_cache": static_cache}})
+    model, tok = tm.load_policy(cfg)
+    assert model.dtype == torch.float32
+    assert not tm.make_generator(cfg, model, tok).autocast_bf16  # on CPU, bf16-mixed is plain fp32
+    monkeypatch.setattr(tm, "resolve_device", lambda cfg: "cuda")  # as on a GPU (the model stays on CPU)
+    gen = tm.make_generator(cfg, model, tok)
+    assert gen.autocast_bf16
+    seen: list[Any] = []
+    model.register_forward_hook(lambda mod, inp, out: seen.append(out.logits.dtype))
+    out, = gen.generate([tokenizer("hello")["input_ids"]], max_new_tokens=5, temperature=0.0)
+    assert out.finish != "error" and out.ids and seen and set(seen) == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
 def test_sync_keeps_processes_in_step(spec: Any, chat: Any, tokenizer: Any) -> None:
     """A process whose episodes are done keeps calling generate (with no rows) while others still play."""
     gen = ScriptedGenerator(tokenizer, solver_plan())
