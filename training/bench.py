@@ -1,6 +1,6 @@
 """GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``).
 
-``python -m training.bench throughput|learning|speed --out DIR [--tiny] [options]`` writes
+``python -m training.bench throughput|learning|speed|precision --out DIR [--tiny] [options]`` writes
 ``DIR/<name>.json`` (and prints it). Run from a checkout: the byte-level tokenizer of the
 random-weight models and the ``--tiny`` model come from ``tests/fixtures/tiny_model.py``.
 
@@ -26,6 +26,9 @@ random-weight models and the ``--tiny`` model come from ``tests/fixtures/tiny_mo
   ``per_device_train_batch_size`` rows, dynamic cache) against our fast path
   (:class:`training.generation.HFGenerator`: all rows in one call sorted by
   length, static KV cache, ``torch.compile``); reports both and the ratio.
+* **precision** -- HF generation tokens/s of the Qwen3-0.6B shape by ``model.dtype``: fp32
+  weights, ``bf16-mixed`` (fp32 weights under bf16 autocast), the same with the static cache
+  (where it falls back to fp32) and bf16 weights with the static cache (:data:`PRECISIONS`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "speed", "throughput"]
+__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "precision", "speed", "throughput"]
 
 QWEN3_0_6B_SHAPE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
                                     "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
@@ -555,13 +558,71 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
         "speedup": f_tps / b_tps if b_tps else None, **_env_info(device)})
 
 
+# -- (d) precision --------------------------------------------------------------------------------
+
+#: The weight and compute setups :func:`precision` compares: (label, weight dtype name, autocast, static cache).
+PRECISIONS = (("fp32", "fp32", False, False), ("bf16-mixed", "fp32", True, False),
+              ("bf16-mixed, static cache (fp32 fallback)", "fp32", True, True),
+              ("bf16, static cache", "bf16", False, True))
+
+
+def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 32,
+              max_new_tokens: int = 128, repeats: int = 2) -> dict[str, Any]:
+    """HF generation tokens/s by ``model.dtype``: fp32 weights, ``bf16-mixed`` (fp32 weights under bf16
+    autocast, dynamic cache; with the static cache it falls back to fp32) and bf16 weights."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from gym_envs.examples import load_all
+    from training.chat import ChatFormat
+    from training.generation import HFGenerator
+    from training.rollout import TaskRef
+
+    device = _device(device)
+    if tiny:
+        rows, max_new_tokens, repeats = min(rows, 4), min(max_new_tokens, 8), 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
+    chat = ChatFormat(tok)
+    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
+    prompts = [_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    result: dict[str, Any] = {"benchmark": "precision", "tiny": tiny, "rows": rows, "max_new_tokens": max_new_tokens,
+                              "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, "setups": {}}
+    for label, weights, autocast, static in PRECISIONS:
+        dtype = torch.float32 if weights == "fp32" or device == "cpu" else torch.bfloat16
+        model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
+        gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                          static_cache=static, autocast_bf16=autocast)
+        best, tokens = float("inf"), 0
+        for r in range(repeats + 1):  # the first pass warms up (cache allocation, kernels) untimed
+            sync()
+            t0 = time.perf_counter()
+            outs = gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0, seed=r)
+            sync()
+            errors = [g.error for g in outs if g.finish == "error"]
+            if errors:
+                raise RuntimeError(f"{label}: generation failed: {errors[0]}")
+            if r:
+                best, tokens = min(best, time.perf_counter() - t0), sum(len(g.ids) for g in outs)
+        result["setups"][label] = {"weights": str(dtype).removeprefix("torch."), "autocast_bf16": autocast,
+                                   "static_cache": static, "seconds": best, "tokens": tokens,
+                                   "tokens_per_second": tokens / best}
+        del model, gen
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    tps = {k: v["tokens_per_second"] for k, v in result["setups"].items()}
+    result["bf16_mixed_vs_fp32"] = tps["bf16-mixed"] / tps["fp32"]
+    return _write(out, "precision", {**result, **_env_info(device)})
+
+
 # -- command line ---------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m training.bench throughput|learning|speed --out DIR [--tiny] ...``."""
     p = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("benchmark", choices=["throughput", "learning", "speed"])
+    p.add_argument("benchmark", choices=["throughput", "learning", "speed", "precision"])
     p.add_argument("--out", type=Path, required=True, help="folder for <benchmark>.json")
     p.add_argument("--tiny", action="store_true", help="toy sizes (CPU smoke run)")
     p.add_argument("--device", default="auto")
@@ -583,9 +644,9 @@ def main(argv: list[str] | None = None) -> int:
                    "examples; a library folder holds generated ones)")
     p.add_argument("--holdout-tasks", type=int, default=2, help="learning: last N tasks of each env held out")
     p.add_argument("--holdout-envs", type=int, default=0, help="learning: last N environments held out entirely")
-    p.add_argument("--rows", type=int, default=64, help="speed: prompts generated together")
+    p.add_argument("--rows", type=int, default=64, help="speed, precision: prompts generated together")
     p.add_argument("--baseline-batch", type=int, default=8, help="speed: rows per generate call of TRL's path")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="speed: tokens per row")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="speed, precision: tokens per row")
     p.add_argument("--no-compile", action="store_true", help="speed: static cache without torch.compile")
     p.add_argument("--executor", default="worker", choices=["worker", "inprocess"])
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "bf16-mixed"],
@@ -603,6 +664,8 @@ def main(argv: list[str] | None = None) -> int:
                  tasks_per_step=a.tasks_per_step or 2, reward_mode=a.reward_mode, max_turn_tokens=a.max_turn_tokens,
                  executor=a.executor, work=a.work, stop_after=a.stop_after, static_cache=a.static_cache,
                  compile=a.compile, envs=a.envs, holdout=a.holdout_tasks, holdout_envs=a.holdout_envs, dtype=a.dtype)
+    elif a.benchmark == "precision":
+        precision(a.out, tiny=a.tiny, device=a.device, rows=a.rows, max_new_tokens=a.max_new_tokens)
     else:
         speed(a.out, tiny=a.tiny, device=a.device, rows=a.rows, baseline_batch=a.baseline_batch,
               max_new_tokens=a.max_new_tokens, compile=not a.no_compile)

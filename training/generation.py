@@ -124,7 +124,8 @@ class HFGenerator(Generator):
             ``unwrap_model_for_generation`` for DeepSpeed/FSDP); default: the model itself.
         record_logprobs: record sampled-token log-probabilities (cheap; off saves one softmax per step).
         autocast_bf16: generate under bf16 autocast (``model.dtype: bf16-mixed``: fp32 weights, bf16
-            matmuls; the static KV cache takes the dtype of the first keys it stores).
+            matmuls). Not with ``static_cache``: transformers may allocate the static cache in the weights'
+            dtype and then refuse bf16 keys (5.17 does), so the static path generates in fp32.
     """
 
     name = "hf"
@@ -204,7 +205,8 @@ class HFGenerator(Generator):
         if self.static_cache:
             kwargs.update(cache_implementation="static", disable_compile=not self.compile)
         devices = [device.index or 0] if device.type == "cuda" else []
-        autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.autocast_bf16)
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16,
+                                  enabled=self.autocast_bf16 and not self.static_cache)
         with torch.random.fork_rng(devices=devices), torch.no_grad(), autocast:
             torch.manual_seed(seed)
             generated = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs)

@@ -33,7 +33,7 @@ def test_replay_generator_hands_out_the_plan() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["throughput", "learning", "speed"])
+@pytest.mark.parametrize("name", ["throughput", "learning", "speed", "precision"])
 def test_bench_tiny(name: str, tmp_path: Path) -> None:
     from training.bench import main
 
@@ -45,6 +45,11 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
         assert result["rollout_tokens_per_second"] > 0 and 0 <= result["env_share_of_wall_time"] <= 1
     elif name == "speed":
         assert result["speedup"] > 0
+    elif name == "precision":
+        from training.bench import PRECISIONS
+
+        assert list(result["setups"]) == [p[0] for p in PRECISIONS] and result["bf16_mixed_vs_fp32"] > 0
+        assert all(s["tokens"] > 0 for s in result["setups"].values())
     else:
         assert {"untrained", "sft", "grpo"} <= set(result)
 

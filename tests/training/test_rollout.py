@@ -117,7 +117,8 @@ def test_hf_generator_batches_and_records_sampling_logprobs(tiny_dir: Any, token
 @pytest.mark.parametrize("static_cache", [False, True])
 def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_cache: bool,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """``model.dtype: bf16-mixed``: fp32 weights, generation's matmuls in bf16 (the static cache follows)."""
+    """``model.dtype: bf16-mixed``: fp32 weights, generation's matmuls in bf16; with the static cache it
+    generates in fp32 (transformers 5.17 allocates that cache in the weights' dtype and refuses bf16 keys)."""
     import torch
 
     import training.model as tm
@@ -134,7 +135,8 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     seen: list[Any] = []
     model.register_forward_hook(lambda mod, inp, out: seen.append(out.logits.dtype))
     out, = gen.generate([tokenizer("hello")["input_ids"]], max_new_tokens=5, temperature=0.0)
-    assert out.finish != "error" and out.ids and seen and set(seen) == {torch.bfloat16}
+    assert out.finish != "error" and out.ids
+    assert seen and set(seen) == {torch.float32 if static_cache else torch.bfloat16}
     assert all(p.dtype == torch.float32 for p in model.parameters())
 
 
