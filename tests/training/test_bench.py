@@ -52,6 +52,29 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
         assert all(s["tokens"] > 0 for s in result["setups"].values())
     else:
         assert {"untrained", "sft", "grpo"} <= set(result)
+        assert all(result[stage]["generation_errors"] == 0 for stage in ("untrained", "sft", "grpo"))
+
+
+def test_pass_rate_counts_generation_errors(chat: Any, spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A generation that fails ends its episode as data; the benchmark's figures say so rather than
+    reporting a silent 0% pass rate."""
+    import training.model as tm
+    from training.bench import _pass_rate
+    from training.config import config_from_dict
+    from training.generation import Generated, Generator
+    from training.rollout import TaskRef
+
+    class Broken(Generator):
+        name = "broken"
+
+        def generate(self, contexts: list[list[int]], **kw: Any) -> list[Generated]:
+            return [Generated([], [], "error", "RuntimeError: index_copy_(): dtype") for _ in contexts]
+
+    monkeypatch.setattr(tm, "make_generator", lambda cfg, model, tok: Broken())
+    cfg = config_from_dict({"rollout": {"executor": "inprocess"}})
+    res = _pass_rate(None, None, chat, [TaskRef(spec, "t0")] * 2, cfg)
+    assert res["pass_rate"] == 0.0 and res["generation_errors"] == 2
+    assert res["first_generation_error"].startswith("RuntimeError: index_copy_")
 
 
 def test_plot_learning_draws_the_stages_present(tmp_path: Path) -> None:
