@@ -124,8 +124,10 @@ class HFGenerator(Generator):
             ``unwrap_model_for_generation`` for DeepSpeed/FSDP); default: the model itself.
         record_logprobs: record sampled-token log-probabilities (cheap; off saves one softmax per step).
         autocast_bf16: generate under bf16 autocast (``model.dtype: bf16-mixed``: fp32 weights, bf16
-            matmuls). Not with ``static_cache``: transformers may allocate the static cache in the weights'
-            dtype and then refuse bf16 keys (5.17 does), so the static path generates in fp32.
+            matmuls), with the dynamic cache even when ``static_cache`` is set: transformers may allocate
+            the static cache in the weights' dtype and then refuse bf16 keys (5.17 does), and accelerate
+            wraps a prepared model's forward in the same autocast. On an H200 the dynamic cache under
+            autocast was also faster than the fp32 static cache (462 vs 341 tokens/s, Qwen3-0.6B shape).
     """
 
     name = "hf"
@@ -202,11 +204,10 @@ class HFGenerator(Generator):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if recorder is not None:
             kwargs["logits_processor"] = [recorder]
-        if self.static_cache:
+        if self.static_cache and not self.autocast_bf16:
             kwargs.update(cache_implementation="static", disable_compile=not self.compile)
         devices = [device.index or 0] if device.type == "cuda" else []
-        autocast = torch.autocast(device.type, dtype=torch.bfloat16,
-                                  enabled=self.autocast_bf16 and not self.static_cache)
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=self.autocast_bf16)
         with torch.random.fork_rng(devices=devices), torch.no_grad(), autocast:
             torch.manual_seed(seed)
             generated = model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs)

@@ -117,8 +117,8 @@ def test_hf_generator_batches_and_records_sampling_logprobs(tiny_dir: Any, token
 @pytest.mark.parametrize("static_cache", [False, True])
 def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_cache: bool,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """``model.dtype: bf16-mixed``: fp32 weights, generation's matmuls in bf16; with the static cache it
-    generates in fp32 (transformers 5.17 allocates that cache in the weights' dtype and refuses bf16 keys)."""
+    """``model.dtype: bf16-mixed``: fp32 weights, generation's matmuls in bf16, always on the dynamic cache
+    (transformers 5.17 allocates a static cache in the weights' dtype and refuses bf16 keys)."""
     import torch
 
     import training.model as tm
@@ -135,8 +135,12 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     seen: list[Any] = []
     model.register_forward_hook(lambda mod, inp, out: seen.append(out.logits.dtype))
     out, = gen.generate([tokenizer("hello")["input_ids"]], max_new_tokens=5, temperature=0.0)
-    assert out.finish != "error" and out.ids
-    assert seen and set(seen) == {torch.float32 if static_cache else torch.bfloat16}
+    assert out.finish != "error" and out.ids and seen and set(seen) == {torch.bfloat16}
+    calls: list[dict[str, Any]] = []
+    real = model.generate
+    monkeypatch.setattr(model, "generate", lambda **kw: calls.append(kw) or real(**kw))
+    gen.generate([tokenizer("hi")["input_ids"]], max_new_tokens=2, temperature=0.0)
+    assert "cache_implementation" not in calls[0]  # the dynamic cache, even with static_cache set
     assert all(p.dtype == torch.float32 for p in model.parameters())
 
 
