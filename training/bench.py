@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -499,38 +500,57 @@ def _length(ids: list[int], eos: int, pad: int) -> int:
     return ids.index(eos) + 1 if eos in ids else sum(t != pad for t in ids)
 
 
-def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
-          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
-    """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
-    import torch
+def _episode_prompts(rows: int) -> tuple[Any, list[list[int]]]:
+    """The random-weight models' tokenizer and ``rows`` real first-turn prompts of the example tasks."""
     from transformers import AutoTokenizer
 
     from gym_envs.examples import load_all
     from training.chat import ChatFormat
-    from training.generation import HFGenerator
     from training.rollout import TaskRef
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
+    chat = ChatFormat(tok)
+    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
+    return tok, [_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
+
+
+def _best_of(fn: Callable[[], int], repeats: int, device: str) -> tuple[float, int]:
+    """The fastest of ``repeats`` runs of ``fn`` (GPU work synchronised) and the tokens ``fn`` returned."""
+    import torch
+
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    best, toks = float("inf"), 0
+    for _ in range(repeats):
+        sync()
+        t0 = time.perf_counter()
+        toks = fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best, toks
+
+
+def _generated_tokens(outs: list[Any], failure: str) -> int:
+    """Tokens generated; a row that came back as an error fails the benchmark (``failure: <error>``)."""
+    errors = [g.error for g in outs if g.finish == "error"]
+    if errors:
+        raise RuntimeError(f"{failure}: {errors[0]}")
+    return sum(len(g.ids) for g in outs)
+
+
+def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
+          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
+    """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
+    import torch
+
+    from training.generation import HFGenerator
 
     device = _device(device)
     if tiny:
         rows, baseline_batch, max_new_tokens, compile, repeats = min(rows, 8), 2, min(max_new_tokens, 16), False, 1
-    with tempfile.TemporaryDirectory() as tmp:
-        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
+    tok, prompts = _episode_prompts(rows)
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
-    chat = ChatFormat(tok)
-    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
-    prompts = [_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-
-    def timed(fn: Any) -> tuple[float, int]:
-        best, toks = float("inf"), 0
-        for _ in range(repeats):
-            sync()
-            t0 = time.perf_counter()
-            toks = fn()
-            sync()
-            best = min(best, time.perf_counter() - t0)
-        return best, toks
 
     base = lambda: _trl_default_generate(model, prompts, batch=baseline_batch, max_new_tokens=max_new_tokens,  # noqa: E731
                                          pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, temperature=1.0)
@@ -540,16 +560,13 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
 
     def fast() -> int:
         outs = fast_gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0)
-        errors = [g.error for g in outs if g.finish == "error"]
-        if errors:
-            raise RuntimeError(f"the fast path failed (try --no-compile): {errors[0]}")
-        return sum(len(g.ids) for g in outs)
+        return _generated_tokens(outs, "the fast path failed (try --no-compile)")
     t0 = time.perf_counter()
     fast()  # warm-up: compilation and cache allocation are not timed
     warmup = time.perf_counter() - t0
     base()
-    b_s, b_tok = timed(base)
-    f_s, f_tok = timed(fast)
+    b_s, b_tok = _best_of(base, repeats, device)
+    f_s, f_tok = _best_of(fast, repeats, device)
     b_tps, f_tps = b_tok / b_s, f_tok / f_s
     return _write(out, "speed", {
         "benchmark": "speed", "tiny": tiny, "rows": rows, "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
@@ -572,22 +589,13 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
     """HF generation tokens/s by ``model.dtype``: fp32 weights (dynamic and static cache), ``bf16-mixed``
     (fp32 weights under bf16 autocast; always the dynamic cache) and bf16 weights (static cache)."""
     import torch
-    from transformers import AutoTokenizer
 
-    from gym_envs.examples import load_all
-    from training.chat import ChatFormat
     from training.generation import HFGenerator
-    from training.rollout import TaskRef
 
     device = _device(device)
     if tiny:
         rows, max_new_tokens, repeats = min(rows, 4), min(max_new_tokens, 8), 1
-    with tempfile.TemporaryDirectory() as tmp:
-        tok = AutoTokenizer.from_pretrained(_tiny_dir(Path(tmp)))
-    chat = ChatFormat(tok)
-    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
-    prompts = [_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    tok, prompts = _episode_prompts(rows)
     result: dict[str, Any] = {"benchmark": "precision", "tiny": tiny, "rows": rows, "max_new_tokens": max_new_tokens,
                               "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, "setups": {}}
     for label, weights, autocast, static in PRECISIONS:
@@ -595,17 +603,13 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
         model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
         gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
                           static_cache=static, autocast_bf16=autocast)
-        best, tokens = float("inf"), 0
-        for r in range(repeats + 1):  # the first pass warms up (cache allocation, kernels) untimed
-            sync()
-            t0 = time.perf_counter()
-            outs = gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0, seed=r)
-            sync()
-            errors = [g.error for g in outs if g.finish == "error"]
-            if errors:
-                raise RuntimeError(f"{label}: generation failed: {errors[0]}")
-            if r:
-                best, tokens = min(best, time.perf_counter() - t0), sum(len(g.ids) for g in outs)
+        runs = iter(range(repeats + 1))
+
+        def run(gen: Any = gen, label: str = label, runs: Any = runs) -> int:
+            outs = gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0, seed=next(runs))
+            return _generated_tokens(outs, f"{label}: generation failed")
+        run()  # warm-up (cache allocation, kernels), untimed
+        best, tokens = _best_of(run, repeats, device)
         result["setups"][label] = {"weights": str(dtype).removeprefix("torch."), "autocast_bf16": autocast,
                                    "static_cache": static, "seconds": best, "tokens": tokens,
                                    "tokens_per_second": tokens / best}
