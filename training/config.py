@@ -521,6 +521,11 @@ def resolve_dtype_name(cfg: TrainConfig, device: str) -> str:
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
 
 
+def generation_autocast(cfg: TrainConfig) -> bool:
+    """Whether HF generation runs under bf16 autocast: ``model.dtype: bf16-mixed`` on CUDA."""
+    return resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed"
+
+
 def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, for_trl: bool = True,
                    **extra: Any) -> Any:
     """``trl.GRPOConfig`` from ``cfg.grpo`` plus the fields our sections own.

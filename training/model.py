@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from training.config import TrainConfig, resolve_device, resolve_dtype_name
+from training.config import TrainConfig, generation_autocast, resolve_device, resolve_dtype_name
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
 
@@ -133,4 +133,4 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
                              server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
     return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                        sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
-                       autocast_bf16=resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed")
+                       autocast_bf16=generation_autocast(cfg))

@@ -33,7 +33,7 @@ from typing import Any
 
 from gym_envs.spec import EnvSpec, load_spec
 from training.chat import ChatFormat
-from training.config import TrainConfig, config_to_dict, resolve_device, resolve_dtype_name, to_grpo_config
+from training.config import TrainConfig, config_to_dict, generation_autocast, to_grpo_config
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, rollout, tasks_of
@@ -140,7 +140,7 @@ def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id
     g = cfg.generation
     return HFGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
                        sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile, unwrap=unwrap,
-                       autocast_bf16=resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed")
+                       autocast_bf16=generation_autocast(cfg))
 
 
 def process_sync(accelerator: Any) -> Callable[[bool], bool] | None:

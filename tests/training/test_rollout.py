@@ -121,6 +121,7 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     (transformers 5.17 allocates a static cache in the weights' dtype and refuses bf16 keys)."""
     import torch
 
+    import training.config as tc
     import training.model as tm
     from training.config import config_from_dict
 
@@ -129,7 +130,7 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     model, tok = tm.load_policy(cfg)
     assert model.dtype == torch.float32
     assert not tm.make_generator(cfg, model, tok).autocast_bf16  # on CPU, bf16-mixed is plain fp32
-    monkeypatch.setattr(tm, "resolve_device", lambda cfg: "cuda")  # as on a GPU (the model stays on CPU)
+    monkeypatch.setattr(tc, "resolve_device", lambda cfg: "cuda")  # as on a GPU (the model stays on CPU)
     gen = tm.make_generator(cfg, model, tok)
     assert gen.autocast_bf16
     seen: list[Any] = []
