@@ -140,6 +140,7 @@ from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import full_write_guard, guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from gym_envs import state as _state
 from gym_envs.state import DbFacade, SqlLimits, StateDB, StateError, quote_identifier
 
 __all__ = [
@@ -246,6 +247,11 @@ def plain_json(value: Any, max_depth: int = _MAX_DEPTH) -> tuple[Any, int]:
     return _plain(value, max_depth)
 
 
+_plain_json_py = plain_json  #: the reference implementation, which the C twin is tested against
+if _state.speedups is not None:
+    plain_json = _state.speedups.plain_json  # the same contract, in C (gym_envs/_speedups.c)
+
+
 def _int_bound(v: int) -> int:
     """An upper bound of the length of ``v`` in JSON; ``ValueError`` where ``json.dumps`` would refuse it."""
     bits = v.bit_length()
@@ -280,6 +286,8 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
     if cls is list or cls is tuple or isinstance(v, list | tuple):
         items = []
         size = 2
+        if cls is not list and cls is not tuple:  # a subclass: its real items, whatever its __iter__ says
+            v = list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v)
         for item in v:
             c, n = _plain(item, depth - 1)
             items.append(c)
@@ -294,7 +302,8 @@ def _plain_subclass(v: Any, depth: int) -> tuple[Any, int]:
     if isinstance(v, bool):
         return bool(v), 5
     if isinstance(v, int):
-        return int.__int__(v), _int_bound(v)
+        c = int.__int__(v)
+        return c, _int_bound(c)
     if isinstance(v, float):
         return _plain(float.__float__(v), depth)
     raise TypeError(f"Object of type {v.__class__.__name__} is not JSON serializable")
@@ -448,6 +457,11 @@ def _guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
     if default is _MISSING:
         return getattr(obj, name)
     return getattr(obj, name, default)
+
+
+#: the ``_getattr_`` of tool code: :func:`_guarded_getattr`, its fast path in C when available
+_GETATTR: Callable[..., Any] = _guarded_getattr if _state.speedups is None \
+    else _state.speedups.GetAttr(_FAST_ATTRS, _guarded_getattr)
 
 
 def _guarded_getitem(obj: Any, index: Any) -> Any:
@@ -806,6 +820,8 @@ def _compile_arguments(schema: Any) -> Callable[[dict[str, Any]], dict[str, Any]
             return None
         return args.copy()
 
+    if _state.speedups is not None:  # the same function, in C
+        return _state.speedups.Admit(simple, tuple(need))  # type: ignore[no-any-return]
     return admit
 
 
@@ -930,7 +946,7 @@ class Engine:
         self._base_globals = {
             "__name__": "envspec",
             "__metaclass__": type,
-            "_getattr_": _guarded_getattr,
+            "_getattr_": _GETATTR,
             "_getitem_": _guarded_getitem,
             "_getiter_": iter,
             "_write_": full_write_guard,
@@ -1508,13 +1524,15 @@ class InProcessExecutor(Executor):
             return self.engine.handle(req)
 
     def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:  # Engine.handle without the dispatch (same error boundary)
-            try:
-                return self.engine.call(session.id, name, arguments)
-            except _Timeout:
-                return _error("Timeout", "the request took too long and was stopped", 500)
-            except Exception as e:
-                return _error("InternalError", f"{type(e).__name__}: {e}", 2000)
+        self._lock.acquire()  # `with`, without building a bound __enter__ and __exit__ per call
+        try:  # Engine.handle without the dispatch (same error boundary)
+            return self.engine.call(session.id, name, arguments)
+        except _Timeout:
+            return _error("Timeout", "the request took too long and was stopped", 500)
+        except Exception as e:
+            return _error("InternalError", f"{type(e).__name__}: {e}", 2000)
+        finally:
+            self._lock.release()
 
 
 # -- worker transport -----------------------------------------------------------------------------
@@ -1595,7 +1613,8 @@ class _Worker:
 
     def __init__(self, limits: Limits):
         env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PATH": os.environ.get("PATH", ""),
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+               "ENVWRIGHT_PURE_PYTHON": "0" if _state.speedups is not None else "1"}  # as this process
         self.proc = subprocess.Popen(
             [sys.executable, "-S", "-c", _WORKER_BOOT, os.path.dirname(os.path.abspath(__file__)),
              json.dumps(limits.to_dict())],

@@ -55,6 +55,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import re
 import secrets
 import sqlite3
@@ -130,6 +131,26 @@ _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked betw
 _clock = time.perf_counter
 
 
+def _load_speedups() -> Any:
+    """The C versions of the hot paths (``gym_envs/_speedups.c``), or ``None``.
+
+    They are built at install time when a C compiler is at hand (an optional extension) and used
+    unless ``ENVWRIGHT_PURE_PYTHON`` is set to something other than ``0``. Each has a pure-Python twin
+    in this package that stays the reference; the tests compare the two.
+    """
+    if os.environ.get("ENVWRIGHT_PURE_PYTHON", "0") not in ("", "0"):
+        return None
+    try:
+        from gym_envs import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
+#: ``gym_envs._speedups`` or ``None``; read when a statement function or argument check is built
+speedups = _load_speedups()
+
+
 def _leading_keyword(sql: str) -> str:
     rest = _LEADING_NOISE.sub("", sql, count=1)
     m = _WORD.match(rest)
@@ -158,6 +179,29 @@ def split_sql(script: str) -> list[str]:
     return out
 
 
+class _Guard:
+    """What one connection's authorizer and progress handler read, and the cursor of untrusted statements.
+
+    The pure-Python twin of ``_speedups.Guard`` (same attributes and methods): the statement functions
+    set ``mode`` and ``deadline`` around each statement and read the rest.
+    """
+
+    __slots__ = ("cursor", "deadline", "episode", "mode", "query_only")
+
+    def __init__(self) -> None:
+        self.mode = "host"  #: the authorizer mode: host, setup, rw or ro
+        self.cursor: Any = None  #: runs untrusted statements; never left holding an unfinished one
+        self.deadline = _NEVER  #: on the clock of now(); a running statement is interrupted after it
+        self.query_only = False  #: PRAGMA query_only is on
+        self.episode = False  #: an episode savepoint is open
+
+    now = staticmethod(_clock)
+
+    def progress(self) -> int:
+        """The progress handler: 1 (interrupt) once :meth:`now` is past ``deadline``, else 0."""
+        return 1 if _clock() > self.deadline else 0
+
+
 class StateDB:
     """One in-memory SQLite database with the guards described in the module docstring."""
 
@@ -165,20 +209,18 @@ class StateDB:
         self.limits = limits or SqlLimits()
         self._max_rows, self._max_bytes = self.limits.max_rows, self.limits.max_result_bytes
         self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self.mode = "host"
-        self._deadline = float("inf")
-        self._episode = False  # an episode savepoint is open
+        self._speedups = speedups  # the C twins, or None: chosen once per connection
+        self.guard = speedups.Guard() if speedups is not None else _Guard()
         self._savepoint = False  # a call savepoint is open
-        self._query_only = False
         self._printf_conn: sqlite3.Connection | None = None
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
         self._facades: tuple[float, DbFacade, DbFacade] | None = None
         self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
-        self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]]]] = {}
-        # statement text -> (result columns, row builder)
+        self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]], tuple[str, ...]]] = {}
+        # statement text -> (rows that need no counting, row builder, column names)
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._configure()
-        self._cursor = self.conn.cursor()  # runs untrusted statements; never left holding an unfinished one
+        self.guard.cursor = self.conn.cursor()
 
     # -- configuration ------------------------------------------------------------------------
     def _configure(self) -> None:
@@ -199,11 +241,11 @@ class StateDB:
         for name in ("printf", "format"):  # SQLite's own, minus widths that loop for seconds
             c.create_function(name, -1, self._printf, deterministic=True)
         c.set_authorizer(self._authorize)
-        c.set_progress_handler(self._progress, lim.progress_interval)
+        c.set_progress_handler(self.guard.progress, lim.progress_interval)
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None, dbname: str | None,
                    trigger: str | None) -> int:
-        mode = self.mode
+        mode = self.guard.mode
         if mode == "host":
             return sqlite3.SQLITE_OK
         if action in _ALWAYS_DENY:
@@ -223,9 +265,6 @@ class StateDB:
                 return sqlite3.SQLITE_DENY
             return sqlite3.SQLITE_OK
         return sqlite3.SQLITE_OK
-
-    def _progress(self) -> int:
-        return 1 if time.perf_counter() > self._deadline else 0
 
     def _printf(self, *args: Any) -> Any:
         """``printf``/``format`` with widths and precisions capped at ``_MAX_PRINTF_WIDTH``.
@@ -255,7 +294,7 @@ class StateDB:
         self._set_query_only(False)
         if self.conn.in_transaction:
             self.conn.execute(_HOST_TAG + "ROLLBACK")
-        self._episode = self._savepoint = False
+        self.guard.episode = self._savepoint = False
         self._forget_statements()
         self._drop_cursor()
         self.conn.deserialize(image)
@@ -263,17 +302,17 @@ class StateDB:
 
     def open_episode(self) -> None:
         """Start an episode on the current content: everything after this can be rolled back."""
-        if self._episode:
+        if self.guard.episode:
             raise RuntimeError("an episode is already open on this connection")
         self._set_query_only(False)
         self._counters_at = -1
         self._reset_counters()  # before the savepoint, so the scratch row is part of the baseline
         self.conn.execute(_HOST_TAG + "SAVEPOINT episode")
-        self._episode = True
+        self.guard.episode = True
 
     def reset_episode(self) -> None:
         """Roll back to the start of the episode (the template), cheaply."""
-        if not self._episode or self.lost:
+        if not self.guard.episode or self.lost:
             raise RuntimeError("no intact episode to reset")
         self._set_query_only(False)
         self._savepoint = False
@@ -301,7 +340,7 @@ class StateDB:
     @property
     def lost(self) -> bool:
         """True when SQLite aborted the episode's transaction (the content is no longer the episode's)."""
-        return self._episode and not self.conn.in_transaction
+        return self.guard.episode and not self.conn.in_transaction
 
     @property
     def total_changes(self) -> int:
@@ -325,9 +364,9 @@ class StateDB:
         self.conn.execute(_RELEASE_CALL)
 
     def _set_query_only(self, on: bool) -> None:
-        if self._query_only != on:
+        if self.guard.query_only != on:
             self.conn.execute(_HOST_TAG + ("PRAGMA query_only = 1" if on else "PRAGMA query_only = 0"))
-            self._query_only = on
+            self.guard.query_only = on
 
     # -- statements ---------------------------------------------------------------------------
     def _admit(self, sql: Any, mode: str) -> tuple[str, str]:
@@ -370,17 +409,25 @@ class StateDB:
 
         It does what :meth:`run` describes, with everything that does not change between statements
         (the mode's cache of admitted statements, the limits) bound once: the facades keep one per
-        method. Every guard of the module docstring applies to every statement.
+        method. Every guard of the module docstring applies to every statement. With
+        :data:`speedups`, the function is its C twin (``_speedups.Statement``), which runs the same steps
+        and calls back into this object for everything but the common case.
         """
         if mode not in _ALLOWED:
             raise ValueError(f"unknown mode {mode!r}")
+        if self._speedups is not None:
+            return self._statement_c(mode, fetch, float(timeout_s))
+        return self._statement_py(mode, fetch, float(timeout_s))
+
+    def _statement_py(self, mode: str, fetch: bool, seconds: float) -> Callable[..., Any]:
+        """:meth:`statement`'s function in Python (the reference for the C twin)."""
         state = self
+        guard = self.guard
         conn = self.conn
         admitted = self._admitted[mode].get
         shape_of = self._shapes.get
         max_vars = self.limits.max_variables
         read_only = mode == "ro"
-        seconds = float(timeout_s)
 
         def run(sql: Any, params: Any = ()) -> Any:
             kw = admitted(sql) if sql.__class__ is str else None
@@ -393,18 +440,18 @@ class StateDB:
                     if v.__class__ not in _EXACT:  # subclasses are stripped
                         params = _check_params(params, max_vars)
                         break
-            if read_only is not state._query_only:
+            if read_only is not guard.query_only:
                 state._set_query_only(read_only)
-            if not conn.in_transaction and state._episode:
+            if not conn.in_transaction and guard.episode:
                 raise StateError("the episode's transaction was aborted by an earlier error; no further "
                                  "statements run in this call", transient=True)
-            cur = state._cursor
-            state.mode = mode
-            state._deadline = _clock() + seconds
+            cur = guard.cursor
+            guard.mode = mode
+            guard.deadline = _clock() + seconds
             try:
                 if fetch:
                     rows = cur.execute(sql, params).fetchmany(_CHUNK)
-                    small, build = shape_of(sql) or state._shape(sql, cur)
+                    small, build, _ = shape_of(sql) or state._shape(sql, cur)
                     if len(rows) <= small:  # the whole result, and too small for the limits: no counting
                         return [build(rows[0])] if len(rows) == 1 else list(map(build, rows))
                     return state._rows(cur, build, rows)
@@ -420,26 +467,37 @@ class StateDB:
                     raise _state_error(e) from None
                 raise
             finally:
-                state.mode = "host"
-                state._deadline = _NEVER
+                guard.mode = "host"
+                guard.deadline = _NEVER
 
         return _named(run, "query" if fetch else "execute")
+
+    def _statement_c(self, mode: str, fetch: bool, seconds: float) -> Callable[..., Any]:
+        """:meth:`statement`'s function as ``_speedups.Statement``: the common case in C, the rest through
+        these hooks (the same methods the Python function calls)."""
+        hooks = (self._admit, _check_params, self._set_query_only, self._shape, self._rows, self._execute_with,
+                 self._drop_cursor, _state_error, StateError, (sqlite3.Error, sqlite3.Warning, MemoryError))
+        return self._speedups.Statement("query" if fetch else "execute", self.guard, self.conn,  # type: ignore[no-any-return]
+                                  self._admitted[mode], self._shapes, mode, fetch, mode == "ro", seconds,
+                                  self.limits.max_variables, _CHUNK, hooks)
 
     def _drop_cursor(self) -> None:
         """Replace the cursor of untrusted statements, so its statement (if unfinished) is reset now."""
         with contextlib.suppress(sqlite3.Error):
-            self._cursor.close()
+            self.guard.cursor.close()
         with contextlib.suppress(sqlite3.Error):  # a closed connection: the closed cursor stays
-            self._cursor = self.conn.cursor()
+            self.guard.cursor = self.conn.cursor()
 
-    def _shape(self, sql: str, cur: sqlite3.Cursor) -> tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]]]:
-        """``(small, build)`` for ``sql``, just executed on ``cur``: ``build`` turns a row into its dict;
+    def _shape(self, sql: str, cur: sqlite3.Cursor) -> tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]],
+                                                             tuple[str, ...]]:
+        """``(small, build, cols)`` for ``sql``, just executed on ``cur``: ``build`` turns a row into its dict
+        keyed by the column names ``cols``;
         a whole result of at most ``small`` rows is under the row and byte limits without counting
         (SQLite refuses any value longer than ``max_value_length``, SQLITE_LIMIT_LENGTH)."""
         cols = tuple(d[0] for d in cur.description or ())
         small = min(_CHUNK - 1, self._max_rows,
                     self._max_bytes // max(1, self.limits.max_value_length * len(cols)))
-        shape = self._shapes[sql] = (small, _row_builder(cols))
+        shape = self._shapes[sql] = (small, _row_builder(cols), cols)
         return shape
 
     def _execute_with(self, cur: sqlite3.Cursor, sql: str, params: Any) -> dict[str, Any]:
@@ -523,7 +581,7 @@ class StateDB:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def close(self) -> None:
-        self._cursor.close()
+        self.guard.cursor.close()
         self.conn.close()
         if self._printf_conn is not None:
             self._printf_conn.close()
