@@ -658,6 +658,8 @@ typedef struct {
     PyObject *admitted;  /* dict: statement text -> keyword (this mode's cache) */
     PyObject *shapes;    /* dict: statement text -> (small, build, cols) */
     PyObject *mode;
+    PyObject *cursor_type;     /* the type of the guard's cursor when this was made */
+    PyObject *cursor_execute;  /* its execute method descriptor, called without a lookup per statement */
     PyObject *hooks[N_HOOKS];
     double seconds;
     Py_ssize_t max_vars;
@@ -678,6 +680,8 @@ statement_traverse(StatementObject *self, visitproc visit, void *arg)
     Py_VISIT(self->admitted);
     Py_VISIT(self->shapes);
     Py_VISIT(self->mode);
+    Py_VISIT(self->cursor_type);
+    Py_VISIT(self->cursor_execute);
     for (int i = 0; i < N_HOOKS; i++)
         Py_VISIT(self->hooks[i]);
     return 0;
@@ -692,6 +696,8 @@ statement_clear(StatementObject *self)
     Py_CLEAR(self->admitted);
     Py_CLEAR(self->shapes);
     Py_CLEAR(self->mode);
+    Py_CLEAR(self->cursor_type);
+    Py_CLEAR(self->cursor_execute);
     for (int i = 0; i < N_HOOKS; i++)
         Py_CLEAR(self->hooks[i]);
     return 0;
@@ -790,6 +796,19 @@ build_rows(PyObject *rows, PyObject *cols)
     return out;
 }
 
+/* cur.execute(sql, params) with args = {cur, sql, params}: 0, or -1 with an exception */
+static int
+cursor_execute(StatementObject *self, PyObject **args)
+{
+    PyObject *r = Py_TYPE(args[0]) == (PyTypeObject *)self->cursor_type
+        ? PyObject_Vectorcall(self->cursor_execute, args, 3, NULL)
+        : PyObject_VectorcallMethod(s_execute, args, 3, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* The statement itself, with the cursor prepared; NULL with an exception on failure. */
 static PyObject *
 statement_body(StatementObject *self, PyObject *cur, PyObject *sql, PyObject *kw, PyObject *params)
@@ -799,10 +818,8 @@ statement_body(StatementObject *self, PyObject *cur, PyObject *sql, PyObject *kw
         callargs[0] = cur;
         callargs[1] = sql;
         callargs[2] = params;
-        PyObject *r = PyObject_VectorcallMethod(s_execute, callargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-        if (r == NULL)
+        if (cursor_execute(self, callargs) < 0)
             return NULL;
-        Py_DECREF(r);
         PyObject *rows = PyList_New(0);
         if (rows == NULL)
             return NULL;
@@ -872,10 +889,8 @@ statement_body(StatementObject *self, PyObject *cur, PyObject *sql, PyObject *kw
     callargs[0] = cur;
     callargs[1] = sql;
     callargs[2] = params;
-    PyObject *r = PyObject_VectorcallMethod(s_execute, callargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    if (r == NULL)
+    if (cursor_execute(self, callargs) < 0)
         return NULL;
-    Py_DECREF(r);
     PyObject *desc = PyObject_GetAttr(cur, s_description);
     if (desc == NULL)
         return NULL;
@@ -1102,6 +1117,8 @@ statement_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->mode = Py_NewRef(mode);
     for (int i = 0; i < N_HOOKS; i++)
         self->hooks[i] = Py_NewRef(PyTuple_GET_ITEM(hooks, i));
+    self->cursor_type = Py_NewRef((PyObject *)Py_TYPE(((GuardObject *)guard)->cursor));
+    self->cursor_execute = PyObject_GetAttr(self->cursor_type, s_execute);
     self->seconds = seconds;
     self->max_vars = max_vars;
     self->fetch = fetch;
@@ -1109,6 +1126,10 @@ statement_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->chunk = chunk;
     self->vectorcall = statement_vectorcall;
     PyObject_GC_Track(self);
+    if (self->cursor_execute == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 

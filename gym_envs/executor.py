@@ -37,7 +37,7 @@ as plain JSON, any failure is a crashed worker). We defend:
    written (``_write_`` refuses attribute writes on anything but the code's own
    dicts and lists).
 2. **Isolation between episodes.** Every episode re-executes the compiled
-   module in fresh globals and fresh builtins, gets its database back in the
+   module in fresh globals (over builtins it cannot reach), gets its database back in the
    template's exact state (connections are pooled per program; a reset is a
    rollback to the episode savepoint, which restores the template page for
    page) with the connection's ``last_insert_rowid()``/``changes()`` reset and
@@ -671,7 +671,8 @@ def _random_module(rng: random.Random) -> SimpleNamespace:
 
 
 def _builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) -> dict[str, Any]:
-    """The builtins every episode starts from (``__import__`` is added per episode)."""
+    """The builtins of episode code (:class:`Engine` adds ``__import__``); shared by every episode, which
+    cannot reach the dict: ``__builtins__`` is a name tool code may not use."""
     max_seq = limits.max_sequence
 
     def safe_range(*args: int) -> range:
@@ -706,8 +707,14 @@ def _builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) ->
     return b
 
 
-def _make_import(views: dict[str, SimpleNamespace], seed: int) -> Callable[..., Any]:
-    box: list[SimpleNamespace] = []
+_SEED_KEY = "__envwright_seed__"  #: in an episode's globals: its seed (tool code cannot name it)
+_RANDOM_KEY = "__envwright_random__"  #: in an episode's globals: its ``random``, made on first import
+
+
+def _make_import(views: dict[str, SimpleNamespace]) -> Callable[..., Any]:
+    """The ``__import__`` of the shared builtins: module views, and each episode's own ``random``, kept in
+    the globals of the importing code (the interpreter passes them; tool code cannot call ``__import__``
+    itself, nor name either key)."""
 
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
                        level: int = 0) -> Any:
@@ -717,9 +724,12 @@ def _make_import(views: dict[str, SimpleNamespace], seed: int) -> Callable[..., 
         if view is not None:
             return view
         if name == "random":
-            if not box:
-                box.append(_random_module(random.Random(seed)))
-            return box[0]
+            if globals.__class__ is not dict or _SEED_KEY not in globals:
+                raise SandboxViolation("random can only be imported by episode code")
+            rng = globals.get(_RANDOM_KEY)
+            if rng is None:
+                rng = globals[_RANDOM_KEY] = _random_module(random.Random(globals[_SEED_KEY]))
+            return rng
         if name == "_strptime":  # datetime.strptime imports it from C; code cannot name it
             return sys.modules["_strptime"]
         allowed = sorted(n for n in [*views, "random"] if n != "time")
@@ -942,8 +952,10 @@ class Engine:
         self._inplace = _inplacevar(self._binop)
         self._views = _views(self._binop)
         self._builtins = _builtins_template(self.limits, self._binop)
+        self._builtins["__import__"] = _make_import(self._views)
         cap = self.limits.max_output_chars
         self._base_globals = {
+            "__builtins__": self._builtins,  # shared: episode code cannot reach the dict (see _builtins_template)
             "__name__": "envspec",
             "__metaclass__": type,
             "_getattr_": _GETATTR,
@@ -1028,9 +1040,7 @@ class Engine:
     # -- episodes ------------------------------------------------------------------------------
     def _globals(self, seed: int) -> dict[str, Any]:
         glb = self._base_globals.copy()
-        builtins = self._builtins.copy()
-        builtins["__import__"] = _make_import(self._views, seed)
-        glb["__builtins__"] = builtins
+        glb[_SEED_KEY] = seed
         return glb
 
     def _new_episode(self, prog: _Program, state: StateDB, seed: int) -> _Episode:

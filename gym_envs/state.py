@@ -126,6 +126,7 @@ _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) 
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
+_ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
 _clock = time.perf_counter
@@ -221,6 +222,7 @@ class StateDB:
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._configure()
         self.guard.cursor = self.conn.cursor()
+        self._host = self.conn.cursor()  # the host's fixed statements (no cursor to build per statement)
 
     # -- configuration ------------------------------------------------------------------------
     def _configure(self) -> None:
@@ -316,7 +318,7 @@ class StateDB:
             raise RuntimeError("no intact episode to reset")
         self._set_query_only(False)
         self._savepoint = False
-        self.conn.execute(_HOST_TAG + "ROLLBACK TO episode")
+        self._host.execute(_ROLLBACK_EPISODE)
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -325,8 +327,8 @@ class StateDB:
         # only move when a row changes, so a connection whose change count has not moved is still at 0.
         if self.conn.total_changes == self._counters_at:
             return
-        self.conn.execute(_RESET_ROWID)
-        self.conn.execute(_RESET_CHANGES)
+        self._host.execute(_RESET_ROWID)
+        self._host.execute(_RESET_CHANGES)
         self._counters_at = self.conn.total_changes
 
     def facades(self, timeout_s: float) -> tuple[DbFacade, DbFacade]:
@@ -349,7 +351,7 @@ class StateDB:
 
     def savepoint(self) -> None:
         """Open a savepoint for one call (see :meth:`release`)."""
-        self.conn.execute(_SAVEPOINT_CALL)
+        self._host.execute(_SAVEPOINT_CALL)
         self._savepoint = True
 
     def release(self, commit: bool) -> None:
@@ -360,8 +362,8 @@ class StateDB:
         if not self.conn.in_transaction:  # SQLite already rolled everything back
             return
         if not commit:
-            self.conn.execute(_ROLLBACK_CALL)
-        self.conn.execute(_RELEASE_CALL)
+            self._host.execute(_ROLLBACK_CALL)
+        self._host.execute(_RELEASE_CALL)
 
     def _set_query_only(self, on: bool) -> None:
         if self.guard.query_only != on:
@@ -582,6 +584,7 @@ class StateDB:
 
     def close(self) -> None:
         self.guard.cursor.close()
+        self._host.close()
         self.conn.close()
         if self._printf_conn is not None:
             self._printf_conn.close()

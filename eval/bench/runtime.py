@@ -46,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gym_envs import state as gym_state
 from gym_envs.env import ToolEnv
 from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, ToolError, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
@@ -402,7 +403,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
     return {"config": {"rows": rows, "calls": calls, "episodes": episodes, "resets": resets, "rounds": rounds,
                        "cpu": cpu, "cpus": os.cpu_count(), "load_avg_before": load_before[0],
                        "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
-                       "sqlite": sqlite3.sqlite_version},
+                       "sqlite": sqlite3.sqlite_version, "speedups": gym_state.speedups is not None},
             "tools": tools, "reset": reset, "inprocess_breakdown": breakdown, "targets": _targets(tools, reset)}
 
 
@@ -418,7 +419,8 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
 
     console = console or Console()
     cfg = result["config"]
-    console.print(f"Python {cfg['python']}, SQLite {cfg['sqlite']}, {cfg['cpus']} CPUs, load average "
+    speedups = {True: "C speedups on", False: "pure Python (no C speedups)"}.get(cfg.get("speedups"), "")
+    console.print(f"Python {cfg['python']}, SQLite {cfg['sqlite']}, {speedups}, {cfg['cpus']} CPUs, load average "
                   f"{cfg['load_avg_before']:.1f} -> {cfg['load_avg_after']:.1f}; modes interleaved in "
                   f"{cfg['rounds']} rounds")
     for tool, res in result["tools"].items():
