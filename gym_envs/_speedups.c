@@ -717,7 +717,8 @@ statement_repr(StatementObject *self)
     return PyUnicode_FromFormat("<db.%U>", self->name);
 }
 
-/* (sql, params=()) parsed as a Python function of that signature would, with its messages. */
+/* (sql, params=()) parsed as a Python function of that signature would, with its messages and in its
+ * order: keyword errors first, then too many positional arguments, then a missing sql. */
 static int
 statement_args(StatementObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
                PyObject **sql, PyObject **params)
@@ -725,11 +726,6 @@ statement_args(StatementObject *self, PyObject *const *args, size_t nargsf, PyOb
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     *sql = nargs > 0 ? args[0] : NULL;
     *params = nargs > 1 ? args[1] : NULL;
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "db.%U() takes from 1 to 2 positional arguments but %zd were given",
-                     self->name, nargs);
-        return -1;
-    }
     if (kwnames != NULL) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
             PyObject *kw = PyTuple_GET_ITEM(kwnames, i);
@@ -739,6 +735,8 @@ statement_args(StatementObject *self, PyObject *const *args, size_t nargsf, PyOb
             else if (PyUnicode_Compare(kw, s_params) == 0)
                 slot = params;
             else {
+                if (PyErr_Occurred())
+                    return -1;
                 PyErr_Format(PyExc_TypeError, "db.%U() got an unexpected keyword argument '%U'", self->name, kw);
                 return -1;
             }
@@ -748,6 +746,11 @@ statement_args(StatementObject *self, PyObject *const *args, size_t nargsf, PyOb
             }
             *slot = args[nargs + i];
         }
+    }
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "db.%U() takes from 1 to 2 positional arguments but %zd were given",
+                     self->name, nargs);
+        return -1;
     }
     if (*sql == NULL) {
         PyErr_Format(PyExc_TypeError, "db.%U() missing 1 required positional argument: 'sql'", self->name);

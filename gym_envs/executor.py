@@ -248,8 +248,8 @@ def plain_json(value: Any, max_depth: int = _MAX_DEPTH) -> tuple[Any, int]:
 
 
 _plain_json_py = plain_json  #: the reference implementation, which the C twin is tested against
-if _state.speedups is not None:
-    plain_json = _state.speedups.plain_json  # the same contract, in C (gym_envs/_speedups.c)
+#: ``plain_json(value)`` at the default depth, as the engine calls it: the C twin when it is built
+_copy_json: Callable[[Any], tuple[Any, int]] = plain_json if _state.speedups is None else _state.speedups.plain_json
 
 
 def _int_bound(v: int) -> int:
@@ -298,7 +298,8 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
 
 def _plain_subclass(v: Any, depth: int) -> tuple[Any, int]:
     if isinstance(v, str):
-        return str.__str__(v), 12 * len(v) + 2
+        c = str.__str__(v)  # the real text; sized by it, not by an overridden __len__
+        return c, 12 * len(c) + 2
     if isinstance(v, bool):
         return bool(v), 5
     if isinstance(v, int):
@@ -321,6 +322,7 @@ def _json_key(k: Any) -> str:
     if isinstance(k, int):
         return int.__repr__(k)
     if isinstance(k, float):
+        k = float.__float__(k)  # the real value: a subclass's __eq__ must not decide
         if k != k or k in (math.inf, -math.inf):
             raise ValueError("Out of range float values are not JSON compliant")
         return float.__repr__(k)
@@ -1137,8 +1139,8 @@ class Engine:
             return self._call(ep, name, logged, logged)
         try:  # the tool gets a private plain copy; the log shares it unless the tool could change it
             if not self.in_worker:  # a worker's arguments were just decoded: they are private already
-                args = plain_json(args)[0]
-            logged = args if _IMMUTABLE.issuperset(map(type, args.values())) else plain_json(args)[0]
+                args = _copy_json(args)[0]
+            logged = args if _IMMUTABLE.issuperset(map(type, args.values())) else _copy_json(args)[0]
         except (TypeError, ValueError) as e:
             return _error("InvalidArguments", f"arguments are not JSON: {e}", cap)
         problems = validate_arguments(ep.program.tool_schemas[name], args)
@@ -1181,7 +1183,7 @@ class Engine:
             return _describe(e, self._cap)
         limit = self._max_result
         try:
-            value, bound = plain_json(value)
+            value, bound = _copy_json(value)
             if self.in_worker:
                 text = _dumps(value)
                 if len(text) <= limit:
@@ -1214,7 +1216,7 @@ class Engine:
             ep.tools = fresh.tools
             for name, args in ep.log:
                 state.savepoint()
-                resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)
+                resp = self._invoke(ep, name, _copy_json(args)[0], state.conn.total_changes)
                 state.release(commit=bool(resp.get("ok")))
                 if state.lost:
                     raise StateError("the replay aborted again", transient=True)
@@ -1814,7 +1816,7 @@ class WorkerExecutor(Executor):
         if req["op"] == "call":  # the arguments as plain JSON, exactly as the in-process engine sees them
             args = req.get("arguments")
             if args.__class__ is dict:
-                args = plain_json(args)[0]
+                args = _copy_json(args)[0]
                 if req["name"].__class__ is str and len(req) == 4:
                     return (f'{{"op":"call","ep":{_dumps(req["ep"])},"name":{_dumps(req["name"])},'
                             f'"arguments":{_dumps(args)}}}').encode()

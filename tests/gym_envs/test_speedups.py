@@ -452,15 +452,13 @@ def test_plain_json_random_values_agree() -> None:
 
 
 def test_plain_json_is_the_c_function_when_speedups_are_on() -> None:
-    """executor.plain_json is the C twin exactly when state.speedups is loaded."""
+    """executor._copy_json (the engine's copy) is the C twin exactly when state.speedups is loaded."""
     if state.speedups is None:
-        assert executor.plain_json is _plain_json_py
+        assert executor._copy_json is _plain_json_py
     else:
-        assert executor.plain_json is speedups.plain_json
+        assert executor._copy_json is speedups.plain_json
 
 
-@pytest.mark.xfail(strict=True, reason="Python twin: executor._plain_subclass sizes a str subclass with len(v), "
-                                       "which calls an overridden __len__; the C twin reads the real length")
 def test_plain_json_never_asks_a_str_subclass_its_len() -> None:
     """A str subclass's own __len__ is never called, and the bound covers its real text."""
     for value in (LongStr("hello"), [LongStr("hello")], {"a": LongStr("hello")}):
@@ -479,9 +477,6 @@ class NanFriendly(float):
     __hash__ = float.__hash__
 
 
-@pytest.mark.xfail(strict=True, reason="Python twin: executor._json_key tests a float-subclass key with k != k and "
-                                       "k in (inf, -inf), which call its overridden __ne__ / __eq__; the C twin "
-                                       "reads the real value")
 @pytest.mark.parametrize("key", [LyingFloat(0.25), NanFriendly("nan"), NanFriendly("inf")],
                          ids=["finite-says-equal", "nan-says-unequal", "inf-says-unequal"])
 def test_plain_json_never_compares_a_float_subclass_key(key: float) -> None:
@@ -501,31 +496,23 @@ def test_plain_json_never_compares_a_float_subclass_key(key: float) -> None:
     assert CALLED == []
 
 
-@pytest.mark.xfail(strict=True, reason="C twin: _speedups.plain_json is METH_FASTCALL without keywords: "
-                                       "plain_json(v, max_depth=1) raises TypeError")
-def test_plain_json_takes_max_depth_by_keyword() -> None:
-    """plain_json(value, max_depth=n) works as the Python signature says."""
-    assert _outcome(speedups.plain_json, [[1]], max_depth=1) == _outcome(_plain_json_py, [[1]], max_depth=1)
-    assert _outcome(speedups.plain_json, [[1]], max_depth=2) == _outcome(_plain_json_py, [[1]], max_depth=2)
+def test_plain_json_public_signature_is_the_reference() -> None:
+    """executor.plain_json is the Python reference (keywords, any max_depth, Python's argument errors); the
+    engine's default-depth copies go through executor._copy_json, the C twin when it is built."""
+    assert executor.plain_json is _plain_json_py
+    assert executor._copy_json is (speedups.plain_json if state.speedups is not None else _plain_json_py)
+    assert executor.plain_json([[1]], max_depth=2) == ([[1]], 9)
+    with pytest.raises(ValueError, match="nested deeper"):
+        executor.plain_json([[1]], max_depth=1)
+    assert executor.plain_json(_nest("list", 100, 1), 300) == _plain_json_py(_nest("list", 100, 1), 300)
 
 
-@pytest.mark.xfail(strict=True, reason="C twin: a wrong number of arguments raises TypeError('plain_json(value, "
-                                       "max_depth=64)'), not Python's 'missing 1 required positional argument' / "
-                                       "'takes from 1 to 2 positional arguments'")
-@pytest.mark.parametrize("args", [(), ([], 1, 2)], ids=["none", "three"])
-def test_plain_json_arity_errors(args: tuple[Any, ...]) -> None:
-    """A wrong number of arguments raises the TypeError the Python signature raises (the name aside)."""
-    c, py = _outcome(speedups.plain_json, *args), _outcome(_plain_json_py, *args)
-    assert c[:2] == py[:2] == ("raised", TypeError)
-    assert c[2].split("(", 1)[1] == py[2].split("(", 1)[1]
-
-
-@pytest.mark.xfail(strict=True, reason="C twin: max_depth above 256 raises ValueError ('left to the Python "
-                                       "version'), but executor.plain_json is the C function with no fallback")
-def test_plain_json_max_depth_above_256() -> None:
-    """A max_depth above 256 copies what the Python twin copies."""
-    value = _nest("list", 100, 1)
-    assert _outcome(speedups.plain_json, value, 300) == _outcome(_plain_json_py, value, 300)
+def test_c_plain_json_refuses_what_it_leaves_to_python() -> None:
+    """The C function takes (value[, max_depth <= 256]) only, and says so."""
+    with pytest.raises(TypeError, match="plain_json"):
+        speedups.plain_json()
+    with pytest.raises(ValueError, match="max_depth above 256"):
+        speedups.plain_json([], 300)
 
 
 # -- Admit -------------------------------------------------------------------------------------------
@@ -1029,9 +1016,6 @@ def test_statement_hook_failures_agree(dbs: tuple[StateDB, StateDB], monkeypatch
         assert outcomes[0][1:3] == ("out of memory", True)
 
 
-@pytest.mark.xfail(strict=True, reason="C twin: _speedups.Statement checks the number of positional arguments "
-                                       "before the keywords; a Python function reports an unexpected or repeated "
-                                       "keyword first")
 @pytest.mark.parametrize("call", [
     lambda q: q("SELECT 1", (), 3, foo=1),
     lambda q: q("SELECT 1", (), 3, params=()),
@@ -1191,7 +1175,7 @@ def odd_calls(tool):
     ]
 
 out = {"pure": state.speedups is None, "runs": [],
-       "twins": [executor.plain_json is executor._plain_json_py, executor._GETATTR is executor._guarded_getattr]}
+       "twins": [executor._copy_json is executor._plain_json_py, executor._GETATTR is executor._guarded_getattr]}
 specs = load_all()
 for ex in (InProcessExecutor(), WorkerExecutor(1)):
     try:
