@@ -23,6 +23,8 @@
 #include <Python.h>
 #include <math.h>
 #include <stddef.h>
+#include <time.h>
+#include "structmember.h"
 
 #define MAX_DEPTH 64          /* executor._MAX_DEPTH (the message names it, whatever max_depth is) */
 #define INT_CHECK_BITS 2000   /* executor._INT_CHECK_BITS */
@@ -525,8 +527,6 @@ static PyTypeObject GetAttrType = {
 /* Guard: the per-connection settings the authorizer and progress handler read             */
 /* ======================================================================================= */
 
-#include <time.h>
-#include "structmember.h"
 
 static PyObject *s_in_transaction,
     *s_execute, *s_description, *s_rowcount, *s_lastrowid, *s_host, *s_with, *s_transient,

@@ -479,9 +479,10 @@ class StateDB:
         these hooks (the same methods the Python function calls)."""
         hooks = (self._admit, _check_params, self._set_query_only, self._shape, self._rows, self._execute_with,
                  self._drop_cursor, _state_error, StateError, (sqlite3.Error, sqlite3.Warning, MemoryError))
-        return self._speedups.Statement("query" if fetch else "execute", self.guard, self.conn,  # type: ignore[no-any-return]
-                                  self._admitted[mode], self._shapes, mode, fetch, mode == "ro", seconds,
-                                  self.limits.max_variables, _CHUNK, hooks)
+        name = "query" if fetch else "execute"
+        return self._speedups.Statement(name, self.guard, self.conn,  # type: ignore[no-any-return]
+                                        self._admitted[mode], self._shapes, mode, fetch, mode == "ro", seconds,
+                                        self.limits.max_variables, _CHUNK, hooks)
 
     def _drop_cursor(self) -> None:
         """Replace the cursor of untrusted statements, so its statement (if unfinished) is reset now."""
