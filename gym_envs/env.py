@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,10 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from gym_envs.executor import CallResult, CheckResult, Executor, Session, default_executor, make_executor
-from gym_envs.parsing import parse_action
+from gym_envs.parsing import ParsedAction, parse_action
 from gym_envs.spec import EnvSpec, Task, as_spec
 
-__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "system_prompt", "text_space"]
+__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
 
 REWARD_MODES = ("episode", "turns", "checks")
 _CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
@@ -148,17 +149,34 @@ class ToolEnv(gym.Env[str, Any]):
 
     # -- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        episode_seed = self._choose_episode(seed, options)
+        if self.session is None or self.session.lost:
+            self.session = self.executor.session(self.env_spec, seed=episode_seed)
+        else:
+            self.session.open(episode_seed)
+        return self._start_episode()
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        parsed, info = self._begin_step(action)
+        if parsed.is_message:
+            return self._message(parsed.content, info)
+        assert self.session is not None
+        return self._after_calls(parsed, info, [self.session.call(c["name"], c["arguments"]) for c in parsed.calls])
+
+    # reset and step in phases, so that reset_many and step_many can batch the executor's work
+    def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int:
+        """Seed ``np_random``, pick the task; returns the episode's seed."""
         super().reset(seed=seed)
         options = options or {}
         task_id = options.get("task", self.default_task)
         if task_id is None:
             task_id = int(self.np_random.integers(len(self.env_spec.tasks)))
         self.task = self.env_spec.task(task_id)
-        episode_seed = int(options.get("episode_seed", self.np_random.integers(2**31 - 1)))
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
+        return int(options.get("episode_seed", self.np_random.integers(2**31 - 1)))
+
+    def _start_episode(self) -> tuple[str, dict[str, Any]]:
+        """After the session's episode is open: the first turn's observation and info."""
+        assert self.task is not None
         self.turns = []
         self.turn_index = 0
         self.steps = 0
@@ -170,17 +188,22 @@ class ToolEnv(gym.Env[str, Any]):
                 "system_prompt": self._system_prompt, "env_id": self.env_spec.id}
         return obs, info
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _check_live(self) -> None:
         if self.done or self.task is None or self.session is None:
             raise RuntimeError("the episode is over; call reset() first")
+
+    def _begin_step(self, action: Any) -> tuple[ParsedAction, dict[str, Any]]:
+        """Count the step, parse the action, record it; the tool calls are made by the caller."""
+        self._check_live()
+        assert self.task is not None
         self.steps += 1
         parsed = parse_action(action)
         raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
         self.transcript.append(("assistant", raw))
-        info: dict[str, Any] = {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
-        if parsed.is_message:
-            return self._message(parsed.content, info)
-        results = [self.session.call(c["name"], c["arguments"]) for c in parsed.calls]
+        return parsed, {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
+
+    def _after_calls(self, parsed: ParsedAction, info: dict[str, Any],
+                     results: list[CallResult]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self.turns[-1].calls.extend(results)
         entries = [json.loads(r.observation()) for r in results]
         entries += [{"error": e, "type": "ParseError"} for e in parsed.errors]
@@ -199,8 +222,8 @@ class ToolEnv(gym.Env[str, Any]):
         """Take ``text`` as the agent's message that ends the current turn, as :meth:`step` does
         with a message, but without looking for tool calls in it: for loops that parse the model's
         tool calls themselves (TRL's ``environment_factory``, :mod:`training.trl_env`)."""
-        if self.done or self.task is None or self.session is None:
-            raise RuntimeError("the episode is over; call reset() first")
+        self._check_live()
+        assert self.task is not None
         if not isinstance(text, str):
             raise TypeError(f"a reply must be text, not {type(text).__name__}")
         self.steps += 1
@@ -338,3 +361,115 @@ class ToolEnv(gym.Env[str, Any]):
                                          else "worker")
         self.done = True
 
+
+
+# -- several envs at once ------------------------------------------------------------------------
+def _distinct(envs: list[ToolEnv]) -> None:
+    if len({id(e) for e in envs}) != len(envs):
+        raise ValueError("an env appears more than once; each env takes one reset or action per batch")
+
+
+def _per_env(values: Sequence[Any] | None, n: int, what: str) -> list[Any]:
+    if values is None:
+        return [None] * n
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"{what}: got {len(values)} for {n} envs; give one per env (or None)")
+    return values
+
+
+def _gather(envs: list[ToolEnv], work: Callable[[int], Any], return_exceptions: bool) -> list[Any]:
+    """``work(j)`` for each env; an exception becomes that env's entry, or is raised after every env
+    has had its turn."""
+    out: list[Any] = []
+    first: BaseException | None = None
+    for j in range(len(envs)):
+        try:
+            out.append(work(j))
+        except Exception as e:
+            out.append(e)
+            first = first or e
+    if first is not None and not return_exceptions:
+        raise first
+    return out
+
+
+def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = None,
+               options: Sequence[dict[str, Any] | None] | None = None,
+               return_exceptions: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """``env.reset(seed=, options=)`` for several envs, with the episodes of envs that share an
+    executor opened together (:meth:`~gym_envs.executor.Executor.open_many`: one round trip per
+    worker process). Each env ends up exactly as its own ``reset`` would leave it.
+
+    ``seeds`` and ``options`` give one entry per env (or ``None``). An env whose reset fails (its
+    spec does not load, say) raises after every other env has been reset; with
+    ``return_exceptions=True`` the exception is that env's entry instead.
+    """
+    envs = list(envs)
+    _distinct(envs)
+    seeds = _per_env(seeds, len(envs), "seeds")
+    options = _per_env(options, len(envs), "options")
+    failed: dict[int, BaseException] = {}
+    groups: dict[int, tuple[Executor, list[tuple[int, Session, int]]]] = {}
+    for j, env in enumerate(envs):
+        try:
+            episode_seed = env._choose_episode(seeds[j], options[j])
+            if env.session is None or env.session.lost:
+                env.session = env.executor.session(env.env_spec, seed=episode_seed, start=False)
+        except Exception as e:
+            failed[j] = e
+            continue
+        groups.setdefault(id(env.executor), (env.executor, []))[1].append((j, env.session, episode_seed))
+    for executor, entries in groups.values():
+        for (j, _, _), failure in zip(entries, executor.open_many([(s, seed) for _, s, seed in entries]),
+                                      strict=True):
+            if failure is not None:
+                failed[j] = failure
+
+    def finish(j: int) -> tuple[str, dict[str, Any]]:
+        if j in failed:
+            raise failed[j]
+        return envs[j]._start_episode()
+
+    return _gather(envs, finish, return_exceptions)
+
+
+def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
+              return_exceptions: bool = False) -> list[tuple[str, float, bool, bool, dict[str, Any]]]:
+    """``env.step(action)`` for several envs, with the tool calls of envs that share an executor made
+    together (:meth:`~gym_envs.executor.Executor.call_many`: one round trip per worker process for
+    all of them). Each env's calls run in its own order; every env ends up exactly as its own
+    ``step`` would leave it, and gets the same ``(obs, reward, terminated, truncated, info)``.
+
+    An env whose step fails (its episode is over, say) raises after every other env has stepped;
+    with ``return_exceptions=True`` the exception is that env's entry instead.
+    """
+    envs = list(envs)
+    _distinct(envs)
+    actions = _per_env(actions, len(envs), "actions")
+    begun: dict[int, tuple[ParsedAction, dict[str, Any]]] = {}
+    failed: dict[int, BaseException] = {}
+    groups: dict[int, tuple[Executor, list[tuple[int, Session, str, Any]]]] = {}
+    for j, env in enumerate(envs):
+        try:
+            parsed, _ = begun[j] = env._begin_step(actions[j])
+        except Exception as e:
+            failed[j] = e
+            continue
+        if not parsed.is_message:
+            entries = groups.setdefault(id(env.executor), (env.executor, []))[1]
+            entries += [(j, env.session, c["name"], c["arguments"]) for c in parsed.calls]  # type: ignore[misc]
+    results: dict[int, list[CallResult]] = {j: [] for j in begun}
+    for executor, entries in groups.values():
+        for (j, *_), r in zip(entries, executor.call_many([(s, n, a) for _, s, n, a in entries]), strict=True):
+            results[j].append(r)
+
+    def finish(j: int) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if j in failed:
+            raise failed[j]
+        parsed, info = begun[j]
+        if parsed.is_message:
+            return envs[j]._message(parsed.content, info)
+        return envs[j]._after_calls(parsed, info, results[j])
+
+    return _gather(envs, finish, return_exceptions)

@@ -1393,6 +1393,10 @@ def _call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallR
     return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"))
 
 
+def _not_an_object(name: str) -> CallResult:
+    return CallResult(name, {}, False, error="arguments must be a JSON object", error_type="InvalidArguments")
+
+
 def _logworthy(resp: dict[str, Any]) -> bool:
     """Whether a call's response means the call must be replayed to rebuild its episode."""
     return bool(resp.get("ok") or resp.get("replay"))
@@ -1416,9 +1420,30 @@ class Executor:
         """Compile a spec and build its template database; returns the load response."""
         raise NotImplementedError
 
-    def session(self, spec: Any, seed: int = 0) -> Session:
-        """Open a fresh episode of ``spec`` (loading it first if needed)."""
+    def session(self, spec: Any, seed: int = 0, *, start: bool = True) -> Session:
+        """A session of ``spec`` (loading it first if needed), with a fresh episode open; with
+        ``start=False`` no episode is open yet: open it with :meth:`Session.open` or :meth:`open_many`."""
         raise NotImplementedError
+
+    def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any] | None]]) -> list[CallResult]:
+        """Several sessions' tool calls, in order: the same results as ``session.call(name, arguments)``
+        for each in turn. Here they are made one by one; :class:`WorkerExecutor` carries each worker's
+        share in one round trip."""
+        return [s.call(name, args) for s, name, args in items]
+
+    def open_many(self, items: Iterable[tuple[Session, int]]) -> list[LoadFailure | None]:
+        """Open a fresh episode for each ``(session, seed)``, as ``session.open(seed)`` does, in order;
+        each entry of the answer is ``None`` (opened) or the :class:`LoadFailure` that ``open`` would
+        raise. :class:`WorkerExecutor` carries each worker's share in one round trip."""
+        out: list[LoadFailure | None] = []
+        for s, seed in items:
+            try:
+                s.open(seed)
+            except LoadFailure as e:
+                out.append(e)
+            else:
+                out.append(None)
+        return out
 
     def close(self) -> None:
         """Release resources."""
@@ -1453,9 +1478,15 @@ class Session:
         return self.executor.request(self, req, log=logged)
 
     def open(self, seed: int) -> None:
+        """Start a fresh episode (the template state) with ``seed``; :class:`LoadFailure` if it fails."""
+        self._opened(self._send(self._open_request(seed), logged=False))
+
+    def _open_request(self, seed: int) -> dict[str, Any]:
         self.seed = seed
         self.log = []
-        resp = self._send({"op": "open", "key": self.key, "seed": seed}, logged=False)
+        return {"op": "open", "key": self.key, "seed": seed, "ep": self.id}
+
+    def _opened(self, resp: dict[str, Any]) -> None:
         if not resp.get("ok"):
             raise LoadFailure(resp)
         self.lost = None
@@ -1464,12 +1495,14 @@ class Session:
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
-            return CallResult(name, {}, False, error="arguments must be a JSON object",
-                              error_type="InvalidArguments")
+            return _not_an_object(name)
         resp = self.executor.call(self, name, arguments)
         if resp.get("ok"):  # _call_result's first case, without the call
             result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
             return CallResult(name, arguments, True, result, None, None, resp.get("changes", 0))
+        return self._failed(name, arguments, resp)
+
+    def _failed(self, name: str, arguments: dict[str, Any], resp: dict[str, Any]) -> CallResult:
         if resp.get("error_type") == "EpisodeLost":
             self.lost = str(resp.get("error"))
         return _call_result(name, arguments, resp)
@@ -1521,13 +1554,14 @@ class InProcessExecutor(Executor):
         with self._lock:
             return self.engine.handle(req)
 
-    def session(self, spec: Any, seed: int = 0) -> Session:
+    def session(self, spec: Any, seed: int = 0, *, start: bool = True) -> Session:
         req = program_request(spec)  # hashes the whole spec: once per session, not per use
         load = self._load(req)
         if not load.get("ok"):
             raise LoadFailure(load)
         s = Session(self, req["key"], seed)
-        s.open(seed)
+        if start:
+            s.open(seed)
         return s
 
     def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
@@ -1760,11 +1794,12 @@ class WorkerExecutor(Executor):
                                   500)
         raise AssertionError("unreachable")
 
-    def session(self, spec: Any, seed: int = 0) -> Session:
+    def session(self, spec: Any, seed: int = 0, *, start: bool = True) -> Session:
         key = self._register(spec)
         s = Session(self, key, seed)
         s._worker_index = self._pick()  # type: ignore[attr-defined]
-        s.open(seed)
+        if start:
+            s.open(seed)
         return s
 
     def request(self, session: Session, req: dict[str, Any], *, log: bool = False,
@@ -1854,16 +1889,20 @@ class WorkerExecutor(Executor):
         w.sessions.pop(s.id, None)
         s.lost = "the episode could not be rebuilt after a worker crash"
 
-    def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any]]]) -> list[CallResult]:
-        """Several sessions' calls with one round trip per worker (sessions must be live)."""
+    def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any] | None]]) -> list[CallResult]:
+        """Several sessions' calls with one round trip per worker, in order (see :meth:`Executor.call_many`)."""
         items = list(items)
         cap = self.limits.max_output_chars
         out: list[CallResult | None] = [None] * len(items)
         by_worker: dict[int, list[tuple[int, bytes]]] = collections.defaultdict(list)
         for j, (s, name, args) in enumerate(items):
-            req = {"op": "call", "name": name, "arguments": {} if args is None else args, "ep": s.id}
+            if args is None:
+                args = {}
+            elif not isinstance(args, dict):
+                out[j] = _not_an_object(name)
+                continue
             try:
-                payload = self._encode(req)
+                payload = self._encode({"op": "call", "ep": s.id, "name": name, "arguments": args})
             except (TypeError, ValueError, RecursionError) as e:
                 out[j] = _call_result(name, args, _error("InvalidArguments", f"arguments are not JSON: {e}", cap))
                 continue
@@ -1872,27 +1911,65 @@ class WorkerExecutor(Executor):
             results = self._batch(i, [items[j][0] for j, _ in entries], [p for _, p in entries])
             for (j, payload), r in zip(entries, results, strict=True):
                 s, name, args = items[j]
+                args = {} if args is None else args
                 if _logworthy(r):
                     s.log.append(payload)
-                out[j] = _call_result(name, args, r)
+                out[j] = _call_result(name, args, r) if r.get("ok") else s._failed(name, args, r)
         return out  # type: ignore[return-value]
 
-    def _batch(self, i: int, sessions: list[Session], payloads: list[bytes]) -> list[dict[str, Any]]:
-        """One ``batch`` round trip to worker ``i``; a failure is a typed error for every entry."""
+    def open_many(self, items: Iterable[tuple[Session, int]]) -> list[LoadFailure | None]:
+        """Fresh episodes for several sessions with one round trip per worker (see
+        :meth:`Executor.open_many`)."""
+        items = list(items)
+        out: list[LoadFailure | None] = [None] * len(items)
+        by_worker: dict[int, list[tuple[int, bytes]]] = collections.defaultdict(list)
+        for j, (s, seed) in enumerate(items):
+            by_worker[getattr(s, "_worker_index", 0)].append((j, _dumps(s._open_request(seed)).encode()))
+        for i, entries in by_worker.items():
+            sessions = [items[j][0] for j, _ in entries]
+            results = self._batch(i, sessions, [p for _, p in entries], opening=True)
+            for (j, _), r in zip(entries, results, strict=True):
+                try:
+                    items[j][0]._opened(r)
+                except LoadFailure as e:
+                    out[j] = e
+        return out
+
+    def _batch(self, i: int, sessions: list[Session], payloads: list[bytes], *,
+               opening: bool = False) -> list[dict[str, Any]]:
+        """One ``batch`` round trip to worker ``i``; a failure is a typed error for every entry.
+
+        ``opening``: the requests open fresh episodes, so their sessions need their programs
+        loaded on the worker, not their old episodes rebuilt; one that fails stays unregistered."""
         for attempt in (1, 2):
             w = self._worker(i)
             with w.lock:
                 try:
-                    for s in sessions:
-                        if s.id not in w.sessions:
+                    refused: dict[int, dict[str, Any]] = {}
+                    for k, s in enumerate(sessions):
+                        if opening:
+                            loaded = self._ensure_loaded(w, s.key)
+                            if loaded.get("ok"):
+                                w.sessions[s.id] = s
+                            else:
+                                refused[k] = loaded
+                        elif s.id not in w.sessions:
                             w.sessions[s.id] = s
                             self._restore(w, s)
-                    payload = b'{"op":"batch","reqs":[' + b",".join(payloads) + b"]}"
-                    resp = w.roundtrip(payload, self.limits.call_timeout_s * len(payloads) + 1)
-                    results = resp["results"]
-                    if len(results) != len(payloads):
-                        raise EOFError("the worker answered a different number of calls")
-                    return results  # type: ignore[no-any-return]
+                    send = [p for k, p in enumerate(payloads) if k not in refused]
+                    results: list[dict[str, Any]] = []
+                    if send:
+                        payload = b'{"op":"batch","reqs":[' + b",".join(send) + b"]}"
+                        results = w.roundtrip(payload, self.limits.call_timeout_s * len(send) + 1)["results"]
+                        if results.__class__ is not list or len(results) != len(send):
+                            raise EOFError("the worker answered a different number of requests")
+                    answers = iter(results)
+                    out = [refused[k] if k in refused else next(answers) for k in range(len(sessions))]
+                    if opening:
+                        for s, r in zip(sessions, out, strict=True):
+                            if not r.get("ok"):
+                                w.sessions.pop(s.id, None)
+                    return out
                 except _NotDelivered:
                     self._replace(i, w)
                     if attempt == 1:

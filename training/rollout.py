@@ -1,8 +1,10 @@
 """Solver rollouts: batched multi-turn episodes over :class:`~gym_envs.env.ToolEnv`.
 
 :func:`rollout` plays a list of tasks together. Each step makes **one** batched
-``generate`` call over every unfinished episode, then steps each episode's env
-with its action text:
+``generate`` call over every unfinished episode, then steps every episode's env
+with its action text at once (:func:`~gym_envs.env.step_many`: the tool calls of
+all episodes travel to a worker process in one round trip; resets likewise go
+through :func:`~gym_envs.env.reset_many`):
 
 1. the prompt is the env's system prompt (which lists the tools; ``tools=`` also
    goes to the template with ``rollout.pass_tools``) and the first instruction;
@@ -32,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_envs.env import ToolEnv
+from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.executor import CallResult, Executor, default_executor
 from gym_envs.parsing import parse_action
 from gym_envs.spec import EnvSpec
@@ -163,28 +165,68 @@ def env_messages(info: dict[str, Any], obs: str) -> tuple[list[dict[str, Any]], 
 
 
 class _Live:
-    """An episode in progress: its env and its record."""
+    """An episode in progress: its env and its record (``start`` once its env has been reset)."""
 
     def __init__(self, task: TaskRef, chat: ChatFormat, cfg: RolloutConfig, executor: Executor):
-        t0 = time.perf_counter()
+        self.task = task
         self.env: ToolEnv | None = None
+        self.env_seconds = 0.0
+        self.ep: Episode | None = None
+        t0 = time.perf_counter()
         try:
             self.env = ToolEnv(task.spec, task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
                                executor=executor, max_observation_chars=cfg.max_observation_chars)
-            obs, info = self.env.reset(options={"task": task.task_id, "episode_seed": task.episode_seed})
-        except Exception as e:  # a spec whose env cannot even reset: a failed episode, not a crash
-            self.ep = Episode(task, [chat.eos_id], [], status="env_error", error=f"{type(e).__name__}: {e}")
-            return
-        messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
-        self.ep = Episode(task, chat.prompt_ids(messages, task.spec.openai_tools()), messages)
-        self.ep.env_seconds += time.perf_counter() - t0
+        except Exception as e:  # a spec whose env cannot even be made: a failed episode, not a crash
+            self.fail(chat, e)
+        self.env_seconds += time.perf_counter() - t0
+
+    def fail(self, chat: ChatFormat, e: BaseException) -> None:
+        self.ep = Episode(self.task, [chat.eos_id], [], status="env_error", error=f"{type(e).__name__}: {e}")
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+    def start(self, chat: ChatFormat, reset: tuple[str, dict[str, Any]] | BaseException, seconds: float) -> None:
+        """Begin the record from the env's reset (or its failure: a failed episode, not a crash)."""
+        self.env_seconds += seconds
+        if isinstance(reset, BaseException):
+            self.fail(chat, reset)
+        else:
+            obs, info = reset
+            messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
+            self.ep = Episode(self.task, chat.prompt_ids(messages, self.task.spec.openai_tools()), messages)
+        assert self.ep is not None
+        self.ep.env_seconds += self.env_seconds
+
+    @property
+    def record(self) -> Episode:
+        assert self.ep is not None, "the episode has not started"
+        return self.ep
 
     def context(self) -> list[int]:
-        return self.ep.prompt_ids + self.ep.completion_ids
+        return self.record.prompt_ids + self.record.completion_ids
+
+
+def _start(lives: list[_Live], chat: ChatFormat) -> None:
+    """Reset every live env at once; the time is shared equally among them."""
+    ready = [lv for lv in lives if lv.env is not None]
+    t0 = time.perf_counter()
+    try:
+        resets: list[Any] = reset_many([lv.env for lv in ready],  # type: ignore[misc]
+                                       options=[{"task": lv.task.task_id, "episode_seed": lv.task.episode_seed}
+                                                for lv in ready], return_exceptions=True)
+    except Exception as e:  # reset_many itself broke: every env fails alike
+        resets = [e] * len(ready)
+    share = (time.perf_counter() - t0) / max(1, len(ready))
+    for lv, r in zip(ready, resets, strict=True):
+        lv.start(chat, r, share)
+    for lv in lives:
+        if lv.ep is None:
+            raise AssertionError("an episode neither started nor failed")
 
 
 def _finish(live: _Live, status: str, cfg: RolloutConfig, error: str | None = None) -> None:
-    ep = live.ep
+    ep = live.record
     ep.status = status
     ep.error = error
     if not ep.score and status not in FAILURE_STATUSES and live.env is not None and live.env.task is not None:
@@ -194,12 +236,13 @@ def _finish(live: _Live, status: str, cfg: RolloutConfig, error: str | None = No
                                parse_error_penalty=cfg.parse_error_penalty))
 
 
-def _advance(live: _Live, out: Generated, budget: int, chat: ChatFormat, cfg: RolloutConfig) -> None:
-    """Apply one generated action to an episode (see the module docstring)."""
-    ep = live.ep
+def _advance(live: _Live, out: Generated, budget: int, chat: ChatFormat, cfg: RolloutConfig) -> str | None:
+    """Apply one generated action to an episode's record (see the module docstring); returns the
+    text the env must step with, or ``None`` when the episode ended here."""
+    ep = live.record
     if out.finish == "error":
         _finish(live, "generation_error", cfg, out.error)
-        return
+        return None
     ids, lps, finish = list(out.ids), list(out.logprobs), out.finish
     if len(ids) > budget:
         ids, lps, finish = ids[:budget], lps[:budget], "length"
@@ -212,18 +255,23 @@ def _advance(live: _Live, out: Generated, budget: int, chat: ChatFormat, cfg: Ro
     if finish != "stop":
         left = cfg.max_completion_tokens - len(ep.completion_ids)
         _finish(live, "turn_too_long" if left > 0 else "max_tokens", cfg)
-        return
+        return None
     ep.messages.append({"role": "assistant", "content": text})
     if live.env is None:  # never reset: already finished with env_error
+        return None
+    return text
+
+
+def _observe(live: _Live, stepped: tuple[str, float, bool, bool, dict[str, Any]] | BaseException, seconds: float,
+             chat: ChatFormat, cfg: RolloutConfig) -> None:
+    """Record what the env answered to the episode's last action."""
+    ep = live.record
+    ep.env_seconds += seconds
+    if isinstance(stepped, BaseException):  # a failure is data: the env (or its worker) broke on this action
+        _finish(live, "env_error", cfg, f"{type(stepped).__name__}: {stepped}")
         return
-    t0 = time.perf_counter()
-    try:
-        obs, _, terminated, truncated, info = live.env.step(text)
-    except Exception as e:  # a failure is data: the env (or its worker) broke on this action
-        ep.env_seconds += time.perf_counter() - t0
-        _finish(live, "env_error", cfg, f"{type(e).__name__}: {e}")
-        return
-    ep.env_seconds += time.perf_counter() - t0
+    obs, _, terminated, truncated, info = stepped
+    step = ep.steps[-1]
     results = info.get("tool_results") or []
     step.results = results
     if "turn_passed" in info:
@@ -248,6 +296,21 @@ def _advance(live: _Live, out: Generated, budget: int, chat: ChatFormat, cfg: Ro
     ep.append(suffix, model=False)
 
 
+def _step(todo: list[tuple[_Live, str]], chat: ChatFormat, cfg: RolloutConfig) -> None:
+    """Step every env with its action at once; the time is shared equally among them."""
+    if not todo:
+        return
+    t0 = time.perf_counter()
+    try:
+        stepped: list[Any] = step_many([lv.env for lv, _ in todo],  # type: ignore[misc]
+                                       [text for _, text in todo], return_exceptions=True)
+    except Exception as e:  # step_many itself broke: every env fails alike
+        stepped = [e] * len(todo)
+    share = (time.perf_counter() - t0) / len(todo)
+    for (lv, _), r in zip(todo, stepped, strict=True):
+        _observe(lv, r, share, chat, cfg)
+
+
 def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cfg: RolloutConfig, *,
             seed: int = 0, executor: Executor | str | None = None, temperature: float | None = None,
             sync: Callable[[bool], bool] | None = None) -> list[Episode]:
@@ -262,30 +325,35 @@ def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cf
     lives: list[_Live] = []
     try:
         lives = [_Live(task, chat, cfg, ex) for task in tasks]
+        _start(lives, chat)
         step = 0
         while True:
-            active = [lv for lv in lives if not lv.ep.done]
+            active = [lv for lv in lives if not lv.record.done]
             for lv in active:
-                if cfg.max_completion_tokens - len(lv.ep.completion_ids) <= 0:
+                if cfg.max_completion_tokens - len(lv.record.completion_ids) <= 0:
                     _finish(lv, "max_tokens", cfg)
-            active = [lv for lv in active if not lv.ep.done]
+            active = [lv for lv in active if not lv.record.done]
             if not (sync(bool(active)) if sync is not None else active):
                 break
-            budgets = [min(cfg.max_turn_tokens, cfg.max_completion_tokens - len(lv.ep.completion_ids))
+            budgets = [min(cfg.max_turn_tokens, cfg.max_completion_tokens - len(lv.record.completion_ids))
                        for lv in active]
             t0 = time.perf_counter()
             outs = generator.generate([lv.context() for lv in active], max_new_tokens=max(budgets, default=1),
                                       temperature=temp, top_p=cfg.top_p, seed=seed * 1_000_003 + step)
             share = (time.perf_counter() - t0) / max(1, len(active))
+            todo: list[tuple[_Live, str]] = []
             for lv, out, budget in zip(active, outs, budgets, strict=True):
-                lv.ep.gen_seconds += share
-                _advance(lv, out, budget, chat, cfg)
+                lv.record.gen_seconds += share
+                text = _advance(lv, out, budget, chat, cfg)
+                if text is not None:
+                    todo.append((lv, text))
+            _step(todo, chat, cfg)
             step += 1
     finally:
         for lv in lives:
             if lv.env is not None:
                 lv.env.close()
-    return [lv.ep for lv in lives]
+    return [lv.record for lv in lives]
 
 
 def batch_stats(episodes: Sequence[Episode]) -> dict[str, Any]:

@@ -143,3 +143,91 @@ def test_async_vector_env_returns_real_observations():
                                     shared_memory=False)
     _vector_run(vec)
     vec.close()
+
+
+# -- several envs at once: reset_many / step_many -------------------------------------------------
+BOTH = '<tool_call>{"name": "find_book", "arguments": {"title": "Emma"}}</tool_call>' + FIND
+SCRIPTS = [  # one script per env: tool calls (one, two, a failing one, a parse error), messages, truncation
+    [FIND, BORROW, "Borrowed.", LIST, "Member 7 has two books out."],
+    [BOTH, '{"name": "borrow_book", "arguments": {"member_id": 9, "book_id": 3}}', "Done.", "No idea."],
+    ["<tool_call>{not json}</tool_call>", BORROW, BORROW, LIST, LIST, LIST],
+]
+
+
+def _run_sequential(envs, seeds):
+    out = [env.reset(seed=s) for env, s in zip(envs, seeds, strict=True)]
+    for step in range(max(map(len, SCRIPTS))):
+        for env, script in zip(envs, SCRIPTS, strict=True):
+            if step < len(script) and not env.done:
+                out.append(env.step(script[step]))
+    return out
+
+
+def _run_batched(envs, seeds):
+    from gym_envs.env import reset_many, step_many
+
+    out = list(reset_many(envs, seeds=seeds))
+    for step in range(max(map(len, SCRIPTS))):
+        live = [(env, script[step]) for env, script in zip(envs, SCRIPTS, strict=True)
+                if step < len(script) and not env.done]
+        out += step_many([e for e, _ in live], [a for _, a in live])
+    return out
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "worker"])
+def test_step_many_and_reset_many_equal_one_env_at_a_time(mode):
+    from gym_envs.executor import make_executor
+
+    ex = make_executor(mode, workers=2)  # worker mode: the envs' sessions spread over two workers
+    try:
+        seq = [ToolEnv(SPEC, task="t0", executor=ex, render_mode="ansi", max_steps=5) for _ in SCRIPTS]
+        bat = [ToolEnv(SPEC, task="t0", executor=ex, render_mode="ansi", max_steps=5) for _ in SCRIPTS]
+        for episode in range(2):  # the second round re-opens live sessions (open_many), the first makes them
+            seeds = [10 * episode + k for k in range(len(SCRIPTS))]
+            expected, got = _run_sequential(seq, seeds), _run_batched(bat, seeds)
+            assert got == expected
+            assert [e.render() for e in bat] == [e.render() for e in seq]
+            assert [e.state_digest() for e in bat] == [e.state_digest() for e in seq]
+            assert [e.score() for e in bat] == [e.score() for e in seq]
+        # the scripts cover what they should: a passed episode, a truncation, parse errors, tool errors
+        finals = [info for *_, info in expected if "score" in info]
+        assert any(i["episode_passed"] for i in finals) and any("truncated_at_turn" in i for i in finals)
+        assert any(i.get("parse_errors") for *_, i in expected[3:])
+        assert any(not r["ok"] for *_, i in expected[3:] for r in i.get("tool_results", []))
+    finally:
+        for e in seq + bat:
+            e.close()
+        ex.close()
+
+
+def test_many_keeps_going_past_a_failing_env():
+    from gym_envs.env import reset_many, step_many
+    from gym_envs.executor import LoadFailure, make_executor
+
+    broken = {**SPEC, "code": SPEC["code"] + "\nraise ValueError('broken at import')\n"}
+    ex = make_executor("worker")
+    envs = [ToolEnv(SPEC, task="t0", executor=ex), ToolEnv(broken, task="t0", executor=ex),
+            ToolEnv(SPEC, task="t0", executor=ex)]
+    try:
+        out = reset_many(envs, seeds=[0, 1, 2], return_exceptions=True)
+        assert isinstance(out[1], LoadFailure) and "broken at import" in str(out[1])
+        assert out[0] == envs[2].reset(seed=2) and out[0][0].startswith("Member 7")
+        with pytest.raises(LoadFailure, match="broken at import"):
+            reset_many(envs, seeds=[0, 1, 2])
+        assert not envs[0].done and not envs[2].done  # the others were reset all the same
+        # the broken env never started: its step fails, the others' steps happen
+        out = step_many(envs, [FIND, FIND, BORROW], return_exceptions=True)
+        assert isinstance(out[1], RuntimeError) and "reset" in str(out[1])
+        assert '"Dune"' in out[0][0] and out[2][4]["tool_results"][0]["ok"]
+        with pytest.raises(RuntimeError, match="reset"):
+            step_many(envs, [LIST, LIST, LIST])
+        assert envs[0].steps == 2 and envs[2].steps == 2
+        with pytest.raises(ValueError, match="more than once"):
+            step_many([envs[0], envs[0]], [LIST, LIST])
+        with pytest.raises(ValueError, match="one per env"):
+            reset_many(envs[:2], seeds=[1])
+        assert reset_many([]) == [] and step_many([], []) == []
+    finally:
+        for e in envs:
+            e.close()
+        ex.close()

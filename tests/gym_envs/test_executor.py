@@ -438,3 +438,71 @@ def test_make_executor() -> None:
         make_executor("gpu")
     with pytest.raises(ValueError):
         WorkerExecutor(0)
+
+
+def test_open_many_equals_sequential_opens(ex: Executor) -> None:
+    spec = make_spec()
+    seq = [ex.session(spec, seed=k) for k in range(4)]
+    bat = [ex.session(spec, seed=k) for k in range(3)] + [ex.session(spec, seed=99, start=False)]
+    for round_ in range(2):
+        for s in seq + bat[:3]:
+            s.call("take", {"item_id": 1, "qty": 1})  # state that the next open must discard
+        seeds = [100 * round_ + k for k in range(4)]
+        for s, seed in zip(seq, seeds, strict=True):
+            s.open(seed)
+        assert ex.open_many(list(zip(bat, seeds, strict=True))) == [None] * 4
+        assert [s.seed for s in bat] == seeds and all(s.log == [] and s.lost is None for s in bat)
+        for name, args in [("misc", {}), ("take", {"item_id": 1, "qty": 2}), ("get", {"item_id": 1})]:
+            assert [r.to_dict() for r in ex.call_many([(s, name, args) for s in bat])] == \
+                   [s.call(name, args).to_dict() for s in seq]
+        assert [s.digest() for s in bat] == [s.digest() for s in seq]
+    assert ex.open_many([]) == [] and ex.call_many([]) == []
+    for s in seq + bat:
+        s.close()
+
+
+def test_call_many_refuses_what_call_refuses(ex: Executor) -> None:
+    s = ex.session(make_spec(), seed=0)
+    items: list[Any] = [(s, "get", None), (s, "get", [1]), (s, "nope", {}), (s, "get", {"item_id": 1})]
+    assert [r.to_dict() for r in ex.call_many(items)] == [s.call(n, a).to_dict() for _, n, a in items]
+    assert ex.call_many([(s, "get", [1])])[0].error_type == "InvalidArguments"
+    s.close()
+
+
+def test_open_many_reports_each_failure_as_open_would(ex: Executor) -> None:
+    # the module code fails for some episode seeds (the per-episode random is seeded)
+    spec = make_spec(code=CODE + "\nif random.random() < 0.5:\n    raise ValueError('unlucky seed')\n")
+    probe = ex.session(spec, seed=0)  # seed 0 must load
+    outcomes: dict[int, bool] = {}
+    for seed in range(1, 40):
+        try:
+            probe.open(seed)
+            outcomes[seed] = True
+        except LoadFailure:
+            outcomes[seed] = False
+    seeds = [k for k, ok in outcomes.items() if ok][:3] + [k for k, ok in outcomes.items() if not ok][:3]
+    assert len(seeds) == 6
+    sessions = [ex.session(spec, seed=0) for _ in seeds]
+    got = ex.open_many(list(zip(sessions, seeds, strict=True)))
+    assert [g is None for g in got] == [outcomes[k] for k in seeds]
+    assert all("unlucky seed" in str(g) for g in got if g is not None)
+    for s, ok in zip(sessions, [outcomes[k] for k in seeds], strict=True):
+        assert s.call("get", {"item_id": 1}).ok == ok  # a failed open leaves no episode behind
+    for s in [probe, *sessions]:
+        s.close()
+
+
+def test_open_many_survives_a_dead_worker() -> None:
+    ex = WorkerExecutor(1, LIMITS)
+    try:
+        sessions = [ex.session(make_spec(), seed=k) for k in range(3)]
+        for s in sessions:
+            s.call("take", {"item_id": 1, "qty": 1})
+        w = ex.workers[0]
+        assert w is not None
+        w.kill()  # dies between requests: the batch is sent again to a fresh worker
+        assert ex.open_many([(s, 7) for s in sessions]) == [None] * 3
+        assert ex.restarts == 1
+        assert [s.call("get", {"item_id": 1}).result["qty"] for s in sessions] == [3, 3, 3]
+    finally:
+        ex.close()

@@ -160,3 +160,39 @@ def test_sync_keeps_processes_in_step(spec: Any, chat: Any, tokenizer: Any) -> N
     ep, = rollout([TaskRef(spec, "t0")], gen, chat, RolloutConfig(executor="inprocess"),
                   sync=lambda here: here or next(others, False))
     assert ep.passed and sizes == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
+
+
+def test_worker_rollout_batches_env_work_and_isolates_a_broken_env(spec: Any, chat: Any, tokenizer: Any) -> None:
+    """On worker processes every step's tool calls of all episodes go in one round trip per worker
+    (step_many), resets likewise (reset_many); a spec that cannot load fails alone, as data."""
+    from gym_envs.executor import WorkerExecutor
+
+    bad = spec.model_copy(deep=True)
+    bad.code = spec.code + "\nraise ValueError('broken at import')\n"
+    ex = WorkerExecutor(2)
+    trips: list[int] = []
+    orig = ex._batch
+
+    def counting(i: int, sessions: list[Any], payloads: list[bytes], **kw: Any) -> list[dict[str, Any]]:
+        trips.append(len(payloads))
+        return orig(i, sessions, payloads, **kw)
+
+    ex._batch = counting  # type: ignore[method-assign]
+    try:
+        tasks = [TaskRef(spec, "t0", 1), TaskRef(bad, "t0", 2), TaskRef(spec, "t0", 3), TaskRef(spec, "t0", 4)]
+        episodes = rollout(tasks, ScriptedGenerator(tokenizer, solver_plan()), chat,
+                           RolloutConfig(max_turn_tokens=96, max_completion_tokens=1200, executor="worker"),
+                           executor=ex)
+        alone = [rollout([t], ScriptedGenerator(tokenizer, solver_plan()), chat,
+                         RolloutConfig(max_turn_tokens=96, max_completion_tokens=1200), executor="inprocess")[0]
+                 for t in tasks]
+    finally:
+        ex.close()
+    assert episodes[1].status == "env_error" and "broken at import" in str(episodes[1].error)
+    assert [e.status for e in episodes] == ["terminated", "env_error", "terminated", "terminated"]
+    assert [e.reward for e in episodes] == [e.reward for e in alone]
+    assert [e.completion_ids for e in episodes] == [e.completion_ids for e in alone]
+    assert [e.record()["tool_calls"] for e in episodes] == [3, 0, 3, 3]
+    # the sessions alternate between the two workers: one open batch per worker (the broken spec's
+    # open is refused before its trip), then one call batch per worker for each of the three tool steps
+    assert trips == [2, 2] + [2, 1] * 3
