@@ -21,7 +21,9 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   tool called directly, ``Engine.call``, ``Session.call`` (:data:`LAYERS`).
 * **Reset.** ``Session.open`` (a fresh episode from the cached image) and
   ``ToolEnv.reset`` in both executor modes, each after a write call so there is
-  state to discard.
+  state to discard; on the worker also ``episodes`` episodes per round trip
+  (:meth:`~gym_envs.executor.Executor.open_many`, :func:`~gym_envs.env.reset_many`,
+  as :func:`training.rollout.rollout` resets its episodes), latency per episode.
 
 Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``,
 ``inprocess_breakdown``, ``targets``, ``config``); every target is reported as measured, ``passed``
@@ -30,7 +32,11 @@ optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
 not installed). Latencies are medians of per-call wall times; steps/s is calls
 divided by the wall time spent in that mode. Modes run interleaved, in
 ``rounds`` alternating chunks, so a change in machine load affects them alike;
-the load average before and after is recorded with the results.
+the load average before and after is recorded with the results. A mode's
+``ratio`` and ``overhead_us`` over the floor are paired by round (the median over
+rounds of the ratio and the difference of the two chunks' medians), because the
+machine's speed drifts over seconds and only a round's chunks are measured
+close together; ``ratio_of_medians`` (the whole run's medians) is kept beside it.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_envs import state as gym_state
-from gym_envs.env import ToolEnv
+from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, ToolError, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
 
@@ -60,7 +66,7 @@ TARGETS = {
                            "batched)", 60.0),
     "worker_steps_per_s": ("worker steps/s on one worker (transfer, best of plain and batched)", 10_000.0),
     "reset_inprocess_us": ("Session.open median us, in-process", 100.0),
-    "reset_worker_us": ("Session.open median us, worker", 100.0),
+    "reset_worker_us": ("Session.open median us per episode, worker (best of plain and batched)", 100.0),
 }
 
 _SCHEMA = """
@@ -160,25 +166,29 @@ def _args(tool: str, i: int, rows: int) -> dict[str, Any]:
     return {"account_id": i % rows + 1}
 
 
-def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], invocations: int, rounds: int,
+def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], calls: int, rounds: int,
                  warmup: int, check: Callable[[Any], None] | None = None) -> dict[str, dict[str, Any]]:
     """Time ``fns`` in alternating chunks, so a change of machine load hits every mode alike.
 
-    ``fns`` maps a mode to ``(fn, calls_per_invocation)``; ``fn(i)`` performs that many calls. Latency
-    is per call (an invocation's time divided by its calls); steps/s is calls over the time spent in
-    that mode. ``check``, if given, sees what each invocation returned, outside the timed span.
+    ``fns`` maps a mode to ``(fn, calls_per_invocation)``; ``fn(i)`` performs that many calls, and each
+    mode makes about ``calls`` calls in all, in ``rounds`` chunks. Latency is per call (an invocation's
+    time divided by its calls); steps/s is calls over the time spent in that mode; ``round_medians_us``
+    are the median latencies of each round's chunk (for :func:`_paired`). ``check``, if given, sees
+    what each invocation returned, outside the timed span.
     """
     clock = time.perf_counter_ns
     for fn, _ in fns.values():
         for i in range(warmup):
             fn(i)
     lat: dict[str, list[float]] = {k: [] for k in fns}
+    per_round: dict[str, list[float]] = {k: [] for k in fns}
     spent = dict.fromkeys(fns, 0)
     done = dict.fromkeys(fns, 0)
-    chunk = max(1, invocations // rounds)
     for _ in range(rounds):
         for mode, (fn, per) in fns.items():
+            chunk = max(1, calls // per // rounds)
             start = clock()
+            first = len(lat[mode])
             for _ in range(chunk):
                 i = done[mode]
                 done[mode] += 1
@@ -190,15 +200,27 @@ def _interleaved(fns: dict[str, tuple[Callable[[int], Any], int]], invocations: 
                     check(r)
                     start += clock() - t1  # the check is not part of the mode's time
             spent[mode] += clock() - start
+            per_round[mode].append(statistics.median(lat[mode][first:]) / 1e3)
     out = {}
     for mode, (_, per) in fns.items():
-        calls = done[mode] * per
+        n = done[mode] * per
         seconds = spent[mode] / 1e9
-        out[mode] = {"calls": calls, "seconds": seconds, "steps_per_s": calls / seconds if seconds else 0.0,
-                     "median_us": statistics.median(lat[mode]) / 1e3, "p90_us": _quantile(lat[mode], 0.9) / 1e3}
+        out[mode] = {"calls": n, "seconds": seconds, "steps_per_s": n / seconds if seconds else 0.0,
+                     "median_us": statistics.median(lat[mode]) / 1e3, "p90_us": _quantile(lat[mode], 0.9) / 1e3,
+                     "round_medians_us": per_round[mode]}
         if per > 1:
             out[mode]["batch"] = per
     return out
+
+
+def _paired(mode: dict[str, Any], floor: dict[str, Any]) -> tuple[float, float]:
+    """``(ratio, overhead_us)`` of a mode over the floor, compared round by round: the median over
+    rounds of the ratio (and the difference) of the two chunks' medians. The machine's speed drifts
+    over seconds (here by up to 2x); a round's chunks run within a fraction of a second of each
+    other, so each round compares the two at one speed."""
+    pairs = list(zip(mode["round_medians_us"], floor["round_medians_us"], strict=True))
+    ratio = statistics.median(m / f if f else float("inf") for m, f in pairs)
+    return ratio, statistics.median(m - f for m, f in pairs)
 
 
 def _quantile(xs: list[float], q: float) -> float:
@@ -230,18 +252,14 @@ def _bench_tool(tool: str, spec: EnvSpec, rows: int, calls: int, episodes: int, 
         "worker": (lambda i: s_wk.call(tool, _args(tool, i, rows)), 1),
         "worker-batched": (batched, episodes),
     }
-    out: dict[str, Any] = _interleaved({"floor": fns["floor"], "inprocess": fns["inprocess"],
-                                        "worker": fns["worker"]},
-                                       calls, rounds, warmup=min(300, max(20, calls // 10)), check=check)
-    out.update(_interleaved({"worker-batched": fns["worker-batched"]}, max(1, calls // episodes), rounds,
-                            warmup=5, check=check))
+    out: dict[str, Any] = _interleaved(fns, calls, rounds, warmup=min(300, max(20, calls // 10)), check=check)
     conn.close()
     for s in (s_in, s_wk, *batch):
         s.close()
-    floor = out["floor"]["median_us"]
+    floor = out["floor"]
     for mode in ("inprocess", "worker", "worker-batched"):
-        out[mode]["ratio"] = out[mode]["median_us"] / floor if floor else float("inf")
-        out[mode]["overhead_us"] = out[mode]["median_us"] - floor
+        out[mode]["ratio"], out[mode]["overhead_us"] = _paired(out[mode], floor)
+        out[mode]["ratio_of_medians"] = out[mode]["median_us"] / floor["median_us"] if floor["median_us"] else 0.0
     out["errors"] = errors[:5]
     out["n_errors"] = len(errors)
     return out
@@ -301,19 +319,26 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
     for key, what in LAYERS:
         median = timed[key]["median_us"]
         out[key] = {"median_us": median, "adds_us": median - previous if previous is not None else median,
-                    "what": what}
+                    "ratio": _paired(timed[key], timed["floor"])[0], "what": what}
         previous = median
     return out
 
 
-def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, inproc: InProcessExecutor,
+def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, episodes: int, inproc: InProcessExecutor,
                  worker: WorkerExecutor) -> dict[str, Any]:
-    """Median latency of ``Session.open`` and ``ToolEnv.reset``, each right after a write call."""
+    """Median latency of ``Session.open`` and ``ToolEnv.reset``, each right after a write call: in
+    process, on the worker one episode per round trip, and on the worker ``episodes`` episodes per
+    round trip (:meth:`~gym_envs.executor.Executor.open_many`, :func:`~gym_envs.env.reset_many`;
+    latency per episode)."""
     sessions = {"inprocess": inproc.session(spec, seed=0), "worker": worker.session(spec, seed=0)}
     envs = {"inprocess": ToolEnv(spec, task="t0", executor=inproc),
             "worker": ToolEnv(spec, task="t0", executor=worker)}
-    for env in envs.values():
+    group = [worker.session(spec, seed=k) for k in range(episodes)]
+    env_group = [ToolEnv(spec, task="t0", executor=worker) for _ in range(episodes)]
+    for env in [*envs.values(), *env_group]:
         env.reset(seed=0)
+    lat: dict[str, list[float]] = {"inprocess": [], "worker": [], "worker-batched": []}
+    env_lat: dict[str, list[float]] = {"inprocess": [], "worker": [], "worker-batched": []}
 
     def opener(s: Session) -> Callable[[int], None]:
         def run(i: int) -> None:
@@ -323,28 +348,48 @@ def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, inproc: InProces
             lat[s.executor.mode].append(time.perf_counter_ns() - t0)
         return run
 
+    def group_opener(i: int) -> None:
+        worker.call_many([(s, "transfer", _args("transfer", i * episodes + k, rows)) for k, s in enumerate(group)])
+        t0 = time.perf_counter_ns()
+        failed = worker.open_many([(s, i) for s in group])
+        lat["worker-batched"].append((time.perf_counter_ns() - t0) / episodes)
+        if any(failed):
+            raise RuntimeError(f"open_many failed: {failed}")
+
+    def step_action(i: int) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "transfer", "arguments": _args("transfer", i, rows)}]}
+
     def resetter(env: ToolEnv) -> Callable[[int], None]:
         def run(i: int) -> None:
             if not env.done:
-                env.step({"tool_calls": [{"name": "transfer", "arguments": _args("transfer", i, rows)}]})
+                env.step(step_action(i))
             t0 = time.perf_counter_ns()
             env.reset(seed=i)
             env_lat[env.executor.mode].append(time.perf_counter_ns() - t0)
         return run
 
-    lat: dict[str, list[int]] = {"inprocess": [], "worker": []}
-    env_lat: dict[str, list[int]] = {"inprocess": [], "worker": []}
+    def group_resetter(i: int) -> None:
+        live = [e for e in env_group if not e.done]
+        step_many(live, [step_action(i * episodes + k) for k in range(len(live))])
+        t0 = time.perf_counter_ns()
+        reset_many(env_group, seeds=[i] * episodes)
+        env_lat["worker-batched"].append((time.perf_counter_ns() - t0) / episodes)
+
     fns = {f"open-{m}": (opener(s), 1) for m, s in sessions.items()}
+    fns["open-worker-batched"] = (group_opener, 1)
     fns.update({f"reset-{m}": (resetter(e), 1) for m, e in envs.items()})
-    _interleaved(fns, n, rounds, warmup=20)
-    for s in sessions.values():
+    fns["reset-worker-batched"] = (group_resetter, 1)
+    warmup = 20
+    _interleaved(fns, n, rounds, warmup=warmup)
+    for s in [*sessions.values(), *group]:
         s.close()
-    for env in envs.values():
+    for env in [*envs.values(), *env_group]:
         env.close()
-    out: dict[str, Any] = {"rows": rows}
-    for m in ("inprocess", "worker"):
-        out[f"session_open_{m}_us"] = statistics.median(lat[m][20:]) / 1e3
-        out[f"toolenv_reset_{m}_us"] = statistics.median(env_lat[m][20:]) / 1e3
+    out: dict[str, Any] = {"rows": rows, "episodes": episodes}
+    for m in ("inprocess", "worker", "worker-batched"):
+        key = m.replace("-", "_")
+        out[f"session_open_{key}_us"] = statistics.median(lat[m][warmup:]) / 1e3
+        out[f"toolenv_reset_{key}_us"] = statistics.median(env_lat[m][warmup:]) / 1e3
     return out
 
 
@@ -355,7 +400,7 @@ def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any
         "worker_overhead_us": min(t["worker"]["overhead_us"], t["worker-batched"]["overhead_us"]),
         "worker_steps_per_s": max(t["worker"]["steps_per_s"], t["worker-batched"]["steps_per_s"]),
         "reset_inprocess_us": reset["session_open_inprocess_us"],
-        "reset_worker_us": reset["session_open_worker_us"],
+        "reset_worker_us": min(reset["session_open_worker_us"], reset["session_open_worker_batched_us"]),
     }
     out = []
     for key, (desc, limit) in TARGETS.items():
@@ -365,7 +410,7 @@ def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any
     return out
 
 
-def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int = 1000, rounds: int = 10,
+def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int = 1000, rounds: int = 25,
         limits: Limits | None = None, cpu: int | None = None) -> dict[str, Any]:
     """Measure every mode for both tools, then resets; returns the results dict (see module doc).
 
@@ -394,7 +439,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
                 raise RuntimeError(f"the benchmark spec did not load: {load}")
         tools = {tool: _bench_tool(tool, spec, rows, calls, episodes, rounds, inproc, worker)
                  for tool in ("transfer", "get_balance")}
-        reset = _bench_reset(spec, rows, resets, rounds, inproc, worker)
+        reset = _bench_reset(spec, rows, resets, rounds, episodes, inproc, worker)
         breakdown = _breakdown(spec, rows, calls, rounds, inproc)
     finally:
         worker.close()
@@ -440,19 +485,19 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         for col in ("layer", "median us", "adds us", "x floor"):
             table.add_column(col, justify="left" if col == "layer" else "right")
         layers = result["inprocess_breakdown"]
-        floor = layers["floor"]["median_us"]
         for key, m in layers.items():
             table.add_row(f"{key}: {m['what']}", f"{m['median_us']:.1f}", f"{m['adds_us']:.1f}",
-                          f"{m['median_us'] / floor:.2f}" if floor else "-")
+                          f"{m['ratio']:.2f}")
         console.print(table)
     reset = result["reset"]
-    table = Table(title=f"reset of a {reset['rows']:,}-row database (median us)")
-    for col in ("what", "in-process", "worker"):
+    table = Table(title=f"reset of a {reset['rows']:,}-row database (median us per episode)")
+    batch = reset.get("episodes")
+    cols = ("what", "in-process", "worker") + ((f"worker ({batch}/trip)",) if batch else ())
+    for col in cols:
         table.add_column(col, justify="left" if col == "what" else "right")
-    table.add_row("Session.open", f"{reset['session_open_inprocess_us']:.1f}",
-                  f"{reset['session_open_worker_us']:.1f}")
-    table.add_row("ToolEnv.reset", f"{reset['toolenv_reset_inprocess_us']:.1f}",
-                  f"{reset['toolenv_reset_worker_us']:.1f}")
+    for label, key in (("Session.open", "session_open"), ("ToolEnv.reset", "toolenv_reset")):
+        cells = [f"{reset[f'{key}_{m}_us']:.1f}" for m in ("inprocess", "worker", "worker_batched")[:len(cols) - 1]]
+        table.add_row(label, *cells)
     console.print(table)
     table = Table(title="targets")
     for col in ("target", "measured", "limit", "verdict"):
@@ -482,9 +527,12 @@ def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> Path | None:
         for i, v in enumerate(vals):
             ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
     reset = result["reset"]
-    labels = ["open in-proc", "open worker", "env.reset in-proc", "env.reset worker"]
-    vals = [reset["session_open_inprocess_us"], reset["session_open_worker_us"],
-            reset["toolenv_reset_inprocess_us"], reset["toolenv_reset_worker_us"]]
+    labels, vals = [], []
+    for what, key in (("open", "session_open"), ("env.reset", "toolenv_reset")):
+        for mode, short in (("inprocess", "in-proc"), ("worker", "worker"), ("worker_batched", "worker batched")):
+            if f"{key}_{mode}_us" in reset:
+                labels.append(f"{what} {short}")
+                vals.append(reset[f"{key}_{mode}_us"])
     axes[2].bar(labels, vals, color="#8172b2")
     axes[2].axhline(TARGETS["reset_worker_us"][1], color="red", linestyle="--", linewidth=1)
     axes[2].set_title(f"reset, {reset['rows']:,} rows: median us")
@@ -504,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=5000, help="timed calls per tool and mode (default 5000)")
     p.add_argument("--episodes", type=int, default=8, help="episodes per round trip when batched (default 8)")
     p.add_argument("--resets", type=int, default=1000, help="timed resets per mode (default 1000)")
-    p.add_argument("--rounds", type=int, default=10, help="times the modes alternate (default 10)")
+    p.add_argument("--rounds", type=int, default=25, help="times the modes alternate (default 25)")
     p.add_argument("--cpu", type=int, default=None, help="pin the benchmark and its worker to this CPU")
     p.add_argument("--json", dest="json_path", default=None, help="also write the results as JSON here")
     p.add_argument("--plot", default=None, help="save a plot here (needs matplotlib)")

@@ -24,10 +24,19 @@ def test_every_mode_runs_the_tools_without_errors(result: dict) -> None:
         for mode in runtime._MODES:
             assert res[mode]["calls"] > 0 and res[mode]["median_us"] > 0 and res[mode]["steps_per_s"] > 0
         assert res["worker-batched"]["batch"] == 2
-        assert res["inprocess"]["ratio"] == pytest.approx(res["inprocess"]["median_us"] / res["floor"]["median_us"])
+        floor = res["floor"]["round_medians_us"]
+        assert len(floor) == 2 and all(len(res[m]["round_medians_us"]) == 2 for m in runtime._MODES)
+        for mode in ("inprocess", "worker", "worker-batched"):  # paired by round: the median of two rounds
+            rounds = res[mode]["round_medians_us"]
+            assert res[mode]["ratio"] == pytest.approx((rounds[0] / floor[0] + rounds[1] / floor[1]) / 2)
+            assert res[mode]["overhead_us"] == pytest.approx((rounds[0] - floor[0] + rounds[1] - floor[1]) / 2)
+            assert res[mode]["ratio_of_medians"] == pytest.approx(res[mode]["median_us"] / res["floor"]["median_us"])
     reset = result["reset"]
-    assert reset["rows"] == 20 and all(reset[k] > 0 for k in ("session_open_inprocess_us", "session_open_worker_us",
-                                                            "toolenv_reset_inprocess_us", "toolenv_reset_worker_us"))
+    assert reset["rows"] == 20 and reset["episodes"] == 2
+    assert all(reset[f"{what}_{mode}_us"] > 0 for what in ("session_open", "toolenv_reset")
+               for mode in ("inprocess", "worker", "worker_batched"))
+    worker = next(t for t in result["targets"] if t["name"] == "reset_worker_us")
+    assert worker["value"] == min(reset["session_open_worker_us"], reset["session_open_worker_batched_us"])
 
 
 def test_the_breakdown_adds_layers_in_order(result: dict) -> None:
