@@ -1148,11 +1148,43 @@ class Engine:
             return _error("InvalidArguments", "; ".join(problems), cap)
         return self._call(ep, name, args, logged)
 
+    def call_plain(self, ep_id: str, name: str, args: dict[str, Any]) -> tuple[Any, int] | dict[str, Any]:
+        """:meth:`call` for an in-process engine and an exact ``dict`` of arguments, without building a
+        response for the common case: ``(result, changes)`` when the call succeeded, else the same
+        error response :meth:`call` gives. The executor's hot path (:meth:`InProcessExecutor.call_result`)."""
+        ep = self.episodes.get(ep_id)
+        if ep is not None and ep.lost is None and not self.in_worker:
+            admit = ep.program.arguments.get(name)
+            logged = admit(args) if admit is not None else None
+            if logged is not None:
+                conn = ep.state.conn
+                before = conn.total_changes
+                try:
+                    value = ep.tools[name](ep.db, **logged)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as e:
+                    return self._settle(ep, name, logged, before, _describe(e, self._cap))
+                try:
+                    value, bound = _copy_json(value)
+                    fits = bound <= self._max_result or len(_dumps(value)) <= self._max_result
+                except (TypeError, ValueError, RecursionError) as e:
+                    return self._settle(ep, name, logged, before, self._not_json(e))
+                if fits and conn.in_transaction:
+                    ep.log.append((name, logged))
+                    return value, conn.total_changes - before
+                return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))
+        return self.call(ep_id, name, args)
+
     def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
         """Run a call with valid arguments and keep the episode equal to the replay of its log."""
+        before = ep.state.conn.total_changes
+        return self._settle(ep, name, logged, before, self._invoke(ep, name, args, before))
+
+    def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
+                resp: dict[str, Any]) -> dict[str, Any]:
+        """After a call: log it for replay, or undo it (a failure after writes, an aborted transaction)."""
         conn = ep.state.conn
-        before = conn.total_changes
-        resp = self._invoke(ep, name, args, before)
         if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
             if resp["ok"] or resp.get("replay"):
                 resp = _error("SQLError", "the database aborted the call's transaction; the call had no "
@@ -1181,20 +1213,28 @@ class Engine:
             raise
         except BaseException as e:
             return _describe(e, self._cap)
-        limit = self._max_result
         try:
             value, bound = _copy_json(value)
-            if self.in_worker:
-                text = _dumps(value)
-                if len(text) <= limit:
-                    return {"ok": True, "changes": ep.state.conn.total_changes - before, "result_json": text}
-            elif bound <= limit or len(_dumps(value)) <= limit:
-                return {"ok": True, "changes": ep.state.conn.total_changes - before, "result": value}
+            return self._result(ep, value, bound, before)
         except (TypeError, ValueError, RecursionError) as e:
-            return _error("NotJSON", f"the tool returned a value that is not plain JSON "
-                          f"({type(e).__name__}: {_cap(str(e), 200)})", self._cap) | {"replay": True}
+            return self._not_json(e)
+
+    def _result(self, ep: _Episode, value: Any, bound: int, before: int) -> dict[str, Any]:
+        """The response for a tool's result, already copied into plain JSON (``bound``: an upper
+        bound of its JSON length); ``ValueError`` if it cannot be written as JSON."""
+        limit = self._max_result
+        if self.in_worker:
+            text = _dumps(value)
+            if len(text) <= limit:
+                return {"ok": True, "changes": ep.state.conn.total_changes - before, "result_json": text}
+        elif bound <= limit or len(_dumps(value)) <= limit:
+            return {"ok": True, "changes": ep.state.conn.total_changes - before, "result": value}
         return _error("ResourceLimit", f"the tool result is too large (more than {limit:,} characters of "
                       "JSON)", self._cap) | {"replay": True}
+
+    def _not_json(self, e: BaseException) -> dict[str, Any]:
+        return _error("NotJSON", f"the tool returned a value that is not plain JSON "
+                      f"({type(e).__name__}: {_cap(str(e), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its logged calls".
@@ -1416,6 +1456,10 @@ class Executor:
         return self.request(session, {"op": "call", "ep": session.id, "name": name, "arguments": arguments},
                             log=True)
 
+    def call_result(self, session: Session, name: str, arguments: dict[str, Any]) -> CallResult:
+        """One tool call of ``session`` as a :class:`CallResult` (what :meth:`Session.call` returns)."""
+        return session._result(name, arguments, self.call(session, name, arguments))
+
     def load(self, spec: Any) -> dict[str, Any]:
         """Compile a spec and build its template database; returns the load response."""
         raise NotImplementedError
@@ -1496,7 +1540,9 @@ class Session:
             arguments = {}
         elif not isinstance(arguments, dict):
             return _not_an_object(name)
-        resp = self.executor.call(self, name, arguments)
+        return self.executor.call_result(self, name, arguments)
+
+    def _result(self, name: str, arguments: dict[str, Any], resp: dict[str, Any]) -> CallResult:
         if resp.get("ok"):  # _call_result's first case, without the call
             result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
             return CallResult(name, arguments, True, result, None, None, resp.get("changes", 0))
@@ -1579,6 +1625,22 @@ class InProcessExecutor(Executor):
             return _error("InternalError", f"{type(e).__name__}: {e}", 2000)
         finally:
             self._lock.release()
+
+    def call_result(self, session: Session, name: str, arguments: dict[str, Any]) -> CallResult:
+        # call() without a response dict when the call succeeds (Engine.call_plain)
+        self._lock.acquire()
+        try:
+            out = self.engine.call_plain(session.id, name, arguments) if arguments.__class__ is dict else \
+                self.engine.call(session.id, name, arguments)
+        except _Timeout:
+            out = _error("Timeout", "the request took too long and was stopped", 500)
+        except Exception as e:
+            out = _error("InternalError", f"{type(e).__name__}: {e}", 2000)
+        finally:
+            self._lock.release()
+        if out.__class__ is tuple:
+            return CallResult(name, arguments, True, out[0], None, None, out[1])
+        return session._result(name, arguments, out)  # type: ignore[arg-type]
 
 
 # -- worker transport -----------------------------------------------------------------------------

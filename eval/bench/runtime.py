@@ -18,7 +18,7 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   (:meth:`~gym_envs.executor.WorkerExecutor.call_many`).
 * **Breakdown.** ``transfer`` in-process again, one layer at a time: the floor,
   the same source compiled as plain Python on the ``db`` facade, the restricted
-  tool called directly, ``Engine.call``, ``Session.call`` (:data:`LAYERS`).
+  tool called directly, ``Engine.call_plain``, ``Session.call`` (:data:`LAYERS`).
 * **Reset.** ``Session.open`` (a fresh episode from the cached image) and
   ``ToolEnv.reset`` in both executor modes, each after a write call so there is
   state to discard; on the worker also ``episodes`` episodes per round trip
@@ -279,7 +279,7 @@ LAYERS = (
     ("facade", "the db facade (admitted-statement cache, parameter checks, deadline, authorizer mode, "
                "dict rows)"),
     ("restricted", "the tool's RestrictedPython code (attribute, item and call guards)"),
-    ("engine", "Engine.call: argument check and copy, result copy into plain JSON, the replay log"),
+    ("engine", "Engine.call_plain: argument check and copy, result copy into plain JSON, the replay log"),
     ("session", "Session.call: executor lock, error boundary, CallResult"),
 )
 
@@ -307,7 +307,7 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
         "floor": (lambda i: _floor_transfer(conn, **args(i)), 1),
         "facade": (lambda i: plain_transfer(facade_db, **args(i)), 1),
         "restricted": (lambda i: tool(episode.db, **args(i)), 1),
-        "engine": (lambda i: engine.call(ep_id, "transfer", args(i)), 1),
+        "engine": (lambda i: engine.call_plain(ep_id, "transfer", args(i)), 1),
         "session": (lambda i: s_layers.call("transfer", args(i)), 1),
     }
     timed = _interleaved(fns, calls, rounds, warmup=min(300, max(20, calls // 10)))
