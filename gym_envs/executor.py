@@ -1151,7 +1151,10 @@ class Engine:
     def call_plain(self, ep_id: str, name: str, args: dict[str, Any]) -> tuple[Any, int] | dict[str, Any]:
         """:meth:`call` for an in-process engine and an exact ``dict`` of arguments, without building a
         response for the common case: ``(result, changes)`` when the call succeeded, else the same
-        error response :meth:`call` gives. The executor's hot path (:meth:`InProcessExecutor.call_result`)."""
+        error response :meth:`call` gives. The executor's hot path (:meth:`InProcessExecutor.call_result`).
+
+        (A C twin of this method saved about 0.2 us of the 1 us it adds over the tool itself, most of
+        which is the argument and result copies; it was not kept.)"""
         ep = self.episodes.get(ep_id)
         if ep is not None and ep.lost is None and not self.in_worker:
             admit = ep.program.arguments.get(name)
