@@ -6,7 +6,7 @@
     env = gym.make("envwright/ToolEnv-v0", spec="path/to/spec.json", task="t0")
 """
 
-from gym_envs.env import ToolEnv, system_prompt
+from gym_envs.env import ToolEnv, reset_many, step_many, system_prompt
 from gym_envs.executor import CallResult, CheckResult, Limits, ToolError, make_executor
 from gym_envs.parsing import parse_action
 from gym_envs.registration import TOOL_ENV_ID, register_envs
@@ -28,6 +28,8 @@ __all__ = [
     "make_executor",
     "parse_action",
     "parse_spec",
+    "reset_many",
     "save_spec",
+    "step_many",
     "system_prompt",
 ]
