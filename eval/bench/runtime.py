@@ -315,12 +315,12 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
     s_layers.close()
     s_facade.close()
     out: dict[str, Any] = {}
-    previous = None
-    for key, what in LAYERS:
-        median = timed[key]["median_us"]
-        out[key] = {"median_us": median, "adds_us": median - previous if previous is not None else median,
-                    "ratio": _paired(timed[key], timed["floor"])[0], "what": what}
-        previous = median
+    previous = 0.0
+    for key, what in LAYERS:  # what each layer adds is paired by round too (see _paired)
+        ratio, over = _paired(timed[key], timed["floor"])
+        out[key] = {"median_us": timed[key]["median_us"], "over_floor_us": over, "adds_us": over - previous,
+                    "ratio": ratio, "what": what}
+        previous = over
     return out
 
 
@@ -481,7 +481,8 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         if res["n_errors"]:
             console.print(f"[red]{res['n_errors']} calls failed, e.g. {res['errors'][0]}[/red]")
     if "inprocess_breakdown" in result:
-        table = Table(title="in-process transfer, layer by layer (each includes the ones above)")
+        table = Table(title="in-process transfer, layer by layer (each includes the ones above; adds and "
+                            "x floor paired by round)")
         for col in ("layer", "median us", "adds us", "x floor"):
             table.add_column(col, justify="left" if col == "layer" else "right")
         layers = result["inprocess_breakdown"]

@@ -43,9 +43,10 @@ def test_the_breakdown_adds_layers_in_order(result: dict) -> None:
     layers = result["inprocess_breakdown"]
     assert list(layers) == [k for k, _ in runtime.LAYERS]
     total = 0.0
-    for m in layers.values():
+    for m in layers.values():  # each layer's cost over the floor is the sum of what the layers add
         total += m["adds_us"]
-        assert m["median_us"] == pytest.approx(total)
+        assert m["over_floor_us"] == pytest.approx(total)
+    assert layers["floor"]["over_floor_us"] == 0.0 and layers["floor"]["ratio"] == 1.0
 
 
 def test_targets_and_report(result: dict, tmp_path: Path) -> None:
