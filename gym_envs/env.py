@@ -172,7 +172,9 @@ class ToolEnv(gym.Env[str, Any]):
         if task_id is None:
             task_id = int(self.np_random.integers(len(self.env_spec.tasks)))
         self.task = self.env_spec.task(task_id)
-        return int(options.get("episode_seed", self.np_random.integers(2**31 - 1)))
+        if "episode_seed" in options:  # drawn only when not given (the draw advances np_random)
+            return int(options["episode_seed"])
+        return int(self.np_random.integers(2**31 - 1))
 
     def _start_episode(self) -> tuple[str, dict[str, Any]]:
         """After the session's episode is open: the first turn's observation and info."""

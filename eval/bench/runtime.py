@@ -21,7 +21,9 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   tool called directly, ``Engine.call_plain``, ``Session.call`` (:data:`LAYERS`).
 * **Reset.** ``Session.open`` (a fresh episode from the cached image) and
   ``ToolEnv.reset`` in both executor modes, each after a write call so there is
-  state to discard; on the worker also ``episodes`` episodes per round trip
+  state to discard (``ToolEnv.reset`` with an ``episode_seed`` option and no ``seed``,
+  as the trainer resets: a ``seed`` re-seeds Gymnasium's ``np_random``, about
+  40-60 us of numpy per reset); on the worker also ``episodes`` episodes per round trip
   (:meth:`~gym_envs.executor.Executor.open_many`, :func:`~gym_envs.env.reset_many`,
   as :func:`training.rollout.rollout` resets its episodes), latency per episode.
 
@@ -364,7 +366,7 @@ def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, episodes: int, i
             if not env.done:
                 env.step(step_action(i))
             t0 = time.perf_counter_ns()
-            env.reset(seed=i)
+            env.reset(options={"episode_seed": i})  # as training.rollout resets (no reseeding of np_random)
             env_lat[env.executor.mode].append(time.perf_counter_ns() - t0)
         return run
 
@@ -372,7 +374,7 @@ def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, episodes: int, i
         live = [e for e in env_group if not e.done]
         step_many(live, [step_action(i * episodes + k) for k in range(len(live))])
         t0 = time.perf_counter_ns()
-        reset_many(env_group, seeds=[i] * episodes)
+        reset_many(env_group, options=[{"episode_seed": i}] * episodes)
         env_lat["worker-batched"].append((time.perf_counter_ns() - t0) / episodes)
 
     fns = {f"open-{m}": (opener(s), 1) for m, s in sessions.items()}
