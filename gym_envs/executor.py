@@ -354,6 +354,19 @@ def _dumps(value: Any) -> str:
     return "".join(_C_ENCODE(value, 0))
 
 
+_JSON_STRS: dict[str, str] = {}  #: episode ids and tool names as JSON (a call frame names both)
+
+
+def _json_str(text: str) -> str:
+    """``_dumps(text)`` for an exact ``str``, remembered for the first 4,096 distinct strings."""
+    out = _JSON_STRS.get(text)
+    if out is None:
+        out = _dumps(text)
+        if len(_JSON_STRS) < 4096:
+            _JSON_STRS[text] = out
+    return out
+
+
 def _loads(frame: bytes) -> Any:
     """Parse one ASCII JSON frame (``ValueError`` on anything else, trailing data included)."""
     text = frame.decode("ascii")
@@ -1917,8 +1930,9 @@ class WorkerExecutor(Executor):
             args = req.get("arguments")
             if args.__class__ is dict:
                 args = _copy_json(args)[0]
-                if req["name"].__class__ is str and len(req) == 4:
-                    return (f'{{"op":"call","ep":{_dumps(req["ep"])},"name":{_dumps(req["name"])},'
+                ep, name = req["ep"], req["name"]
+                if name.__class__ is str and ep.__class__ is str and len(req) == 4:
+                    return (f'{{"op":"call","ep":{_json_str(ep)},"name":{_json_str(name)},'
                             f'"arguments":{_dumps(args)}}}').encode()
                 req = {**req, "arguments": args}
         return _dumps(req).encode()

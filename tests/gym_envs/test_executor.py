@@ -574,3 +574,15 @@ def test_call_plain_answers_as_call_does() -> None:
     assert fast.call_plain("gone", "get", {"k": "a"}) == ref.call("gone", "get", {"k": "a"})
     fast.episodes["e"].lost = ref.episodes["e"].lost = "lost"
     assert fast.call_plain("e", "get", {"k": "a"}) == ref.call("e", "get", {"k": "a"})
+
+
+@pytest.mark.parametrize("name", ["get", 'qu"ote', "üñï\u2028", "\ud800lone", "x" * 300])
+def test_call_frames_are_the_requests_json(name: str) -> None:
+    """The worker's call frames (built from remembered JSON of ids and names) are the request's JSON."""
+    ex = WorkerExecutor.__new__(WorkerExecutor)  # _encode needs no worker
+    for ep in ("123-4", name):
+        req = {"op": "call", "ep": ep, "name": name, "arguments": {"a": (1, 2), "b": name}}
+        for _ in range(2):  # the second time from the remembered strings
+            frame = ex._encode(req)
+            assert frame == json.dumps({**req, "arguments": {"a": [1, 2], "b": name}},
+                                       separators=(",", ":")).encode()
