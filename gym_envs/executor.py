@@ -97,8 +97,9 @@ Both modes drive the same :class:`Engine` with JSON requests (``load``,
 ``batch``, ``ping``), so they give identical results on the same trajectory. A
 worker speaks length-prefixed JSON frames over its pipes; a call's result is
 spliced into the reply as raw JSON (never encoded twice), and
-:meth:`WorkerExecutor.call_many` carries calls of several episodes in one round
-trip.
+:meth:`Executor.call_many` and :meth:`Executor.open_many` carry the calls and
+resets of several episodes in one round trip per worker
+(:func:`gym_envs.env.step_many` and :func:`gym_envs.env.reset_many` use them).
 """
 
 from __future__ import annotations
