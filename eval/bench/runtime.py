@@ -537,8 +537,10 @@ def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> Path | None:
                 labels.append(f"{what} {short}")
                 vals.append(reset[f"{key}_{mode}_us"])
     axes[2].bar(labels, vals, color="#8172b2")
+    for i, v in enumerate(vals):
+        axes[2].text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
     axes[2].axhline(TARGETS["reset_worker_us"][1], color="red", linestyle="--", linewidth=1)
-    axes[2].set_title(f"reset, {reset['rows']:,} rows: median us")
+    axes[2].set_title(f"reset, {reset['rows']:,} rows: median us per episode")
     axes[2].tick_params(axis="x", rotation=20)
     fig.tight_layout()
     out = Path(path)
