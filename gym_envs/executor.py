@@ -2004,7 +2004,13 @@ class WorkerExecutor(Executor):
         out: list[LoadFailure | None] = [None] * len(items)
         by_worker: dict[int, list[tuple[int, bytes]]] = collections.defaultdict(list)
         for j, (s, seed) in enumerate(items):
-            by_worker[getattr(s, "_worker_index", 0)].append((j, _dumps(s._open_request(seed)).encode()))
+            try:
+                payload = _dumps(s._open_request(seed)).encode()
+            except (TypeError, ValueError, RecursionError) as e:  # as request() answers it
+                out[j] = LoadFailure(_error("ProtocolError", f"the request is not JSON: {e}",
+                                            self.limits.max_output_chars))
+                continue
+            by_worker[getattr(s, "_worker_index", 0)].append((j, payload))
         for i, entries in by_worker.items():
             sessions = [items[j][0] for j, _ in entries]
             results = self._batch(i, sessions, [p for _, p in entries], opening=True)

@@ -457,6 +457,11 @@ def test_open_many_equals_sequential_opens(ex: Executor) -> None:
                    [s.call(name, args).to_dict() for s in seq]
         assert [s.digest() for s in bat] == [s.digest() for s in seq]
     assert ex.open_many([]) == [] and ex.call_many([]) == []
+    if isinstance(ex, WorkerExecutor):  # a seed that is not JSON fails that open alone, as open() does
+        with pytest.raises(LoadFailure) as alone:
+            bat[0].open(object())  # type: ignore[arg-type]
+        got = ex.open_many([(bat[0], object()), (bat[1], 5)])  # type: ignore[list-item]
+        assert str(got[0]) == str(alone.value) and "not JSON" in str(got[0]) and got[1] is None
     for s in seq + bat:
         s.close()
 
