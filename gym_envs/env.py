@@ -364,7 +364,6 @@ class ToolEnv(gym.Env[str, Any]):
         self.done = True
 
 
-
 # -- several envs at once ------------------------------------------------------------------------
 def _distinct(envs: list[ToolEnv]) -> None:
     if len({id(e) for e in envs}) != len(envs):

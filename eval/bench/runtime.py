@@ -63,9 +63,9 @@ __all__ = ["TARGETS", "bench_spec", "main", "run"]
 
 #: (name, description, limit); see :func:`_targets` for how each is measured.
 TARGETS = {
-    "inprocess_ratio": ("in-process restricted / floor, median per call (transfer)", 1.5),
-    "worker_overhead_us": ("worker overhead over the floor, median us per call (transfer, best of plain and "
-                           "batched)", 60.0),
+    "inprocess_ratio": ("in-process restricted / floor, median per call (transfer, paired by round)", 1.5),
+    "worker_overhead_us": ("worker overhead over the floor, median us per call (transfer, paired by round, best "
+                           "of plain and batched)", 60.0),
     "worker_steps_per_s": ("worker steps/s on one worker (transfer, best of plain and batched)", 10_000.0),
     "reset_inprocess_us": ("Session.open median us, in-process", 100.0),
     "reset_worker_us": ("Session.open median us per episode, worker (best of plain and batched)", 100.0),
