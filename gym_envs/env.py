@@ -5,7 +5,10 @@ Episode semantics (ENVSPEC.md):
 * ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
   rebuilt from a cached image) and returns the first instruction. Without a
   task option the env's ``task`` argument is used, else a task is drawn with
-  the env's seeded ``np_random``.
+  the env's seeded ``np_random``. The episode's own seed (the tool code's
+  ``random``) is ``options["episode_seed"]`` when given, else drawn from
+  ``np_random``. :func:`reset_many` and :func:`step_many` do the same for
+  several envs at once, batching their executors' round trips.
 * An action is the model's raw text or a structured dict (see
   :mod:`gym_envs.parsing`). If it contains tool calls, each is executed and the
   observation is its JSON result (a JSON list, one entry per call, when there
