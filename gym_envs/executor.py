@@ -1914,17 +1914,24 @@ class WorkerExecutor(Executor):
                 return _error("WorkerCrashed", "the worker could not be restarted", 500)
             except TimeoutError:
                 self._replace(i, w)
-                return _error("Timeout", f"the call exceeded {self.limits.call_timeout_s:g} s; "
-                              "the worker was stopped and replaced", 500)
+                return self._timed_out()
             except _TRANSPORT_ERRORS:
                 self._replace(i, w)
-                return _error("WorkerCrashed", "the worker process died during the call (a resource "
-                              "limit was hit) and was replaced", 500)
+                return self._crashed()
         if log and _logworthy(resp):
             session.log.append(payload)
         elif op == "open" and not resp.get("ok"):
             w.sessions.pop(session.id, None)
         return resp
+
+    def _timed_out(self) -> dict[str, Any]:
+        return _error("Timeout", f"the call exceeded {self.limits.call_timeout_s:g} s; the worker was stopped "
+                      "and replaced", 500)
+
+    @staticmethod
+    def _crashed() -> dict[str, Any]:
+        return _error("WorkerCrashed", "the worker process died during the call (a resource limit was hit) and "
+                      "was replaced", 500)
 
     def _encode(self, req: dict[str, Any]) -> bytes:
         if req["op"] == "call":  # the arguments as plain JSON, exactly as the in-process engine sees them
@@ -1989,11 +1996,9 @@ class WorkerExecutor(Executor):
             by_worker[getattr(s, "_worker_index", 0)].append((j, payload))
         for i, entries in by_worker.items():
             results = self._batch(i, [items[j][0] for j, _ in entries], [p for _, p in entries])
-            for (j, payload), r in zip(entries, results, strict=True):
+            for (j, _), r in zip(entries, results, strict=True):  # _batch logged them
                 s, name, args = items[j]
                 args = {} if args is None else args
-                if _logworthy(r):
-                    s.log.append(payload)
                 out[j] = _call_result(name, args, r) if r.get("ok") else s._failed(name, args, r)
         return out  # type: ignore[return-value]
 
@@ -2023,51 +2028,66 @@ class WorkerExecutor(Executor):
 
     def _batch(self, i: int, sessions: list[Session], payloads: list[bytes], *,
                opening: bool = False) -> list[dict[str, Any]]:
-        """One ``batch`` round trip to worker ``i``; a failure is a typed error for every entry.
+        """One ``batch`` round trip to worker ``i``, answering each request as :meth:`request` would.
 
-        ``opening``: the requests open fresh episodes, so their sessions need their programs
-        loaded on the worker, not their old episodes rebuilt; one that fails stays unregistered."""
+        When the worker dies or hangs during a batch of several requests, the worker is replaced (its
+        episodes rebuilt without the batch) and the requests are sent again one by one, so only the
+        request that caused it gets the ``Timeout`` or ``WorkerCrashed`` error; the others' episodes
+        are not charged for a neighbour. ``opening``: the requests open fresh episodes (see
+        :meth:`_batch_trip`)."""
         for attempt in (1, 2):
             w = self._worker(i)
             with w.lock:
                 try:
-                    refused: dict[int, dict[str, Any]] = {}
-                    for k, s in enumerate(sessions):
-                        if opening:
-                            loaded = self._ensure_loaded(w, s.key)
-                            if loaded.get("ok"):
-                                w.sessions[s.id] = s
-                            else:
-                                refused[k] = loaded
-                        elif s.id not in w.sessions:
-                            w.sessions[s.id] = s
-                            self._restore(w, s)
-                    send = [p for k, p in enumerate(payloads) if k not in refused]
-                    results: list[dict[str, Any]] = []
-                    if send:
-                        payload = b'{"op":"batch","reqs":[' + b",".join(send) + b"]}"
-                        results = w.roundtrip(payload, self.limits.call_timeout_s * len(send) + 1)["results"]
-                        if results.__class__ is not list or len(results) != len(send):
-                            raise EOFError("the worker answered a different number of requests")
-                    answers = iter(results)
-                    out = [refused[k] if k in refused else next(answers) for k in range(len(sessions))]
-                    if opening:
-                        for s, r in zip(sessions, out, strict=True):
-                            if not r.get("ok"):
-                                w.sessions.pop(s.id, None)
-                    return out
+                    return self._batch_trip(w, sessions, payloads, opening)
                 except _NotDelivered:
                     self._replace(i, w)
                     if attempt == 1:
                         continue
-                    return [_error("WorkerCrashed", "the worker could not be restarted", 200)] * len(payloads)
+                    return [_error("WorkerCrashed", "the worker could not be restarted", 500)] * len(payloads)
                 except TimeoutError:
                     self._replace(i, w)
-                    return [_error("Timeout", "the batch timed out; the worker was replaced", 200)] * len(payloads)
+                    failure = self._timed_out()
                 except _TRANSPORT_ERRORS:
                     self._replace(i, w)
-                    return [_error("WorkerCrashed", "the batch failed; the worker was replaced", 200)] * len(payloads)
+                    failure = self._crashed()
+            if len(payloads) == 1:
+                return [failure]
+            return [self._batch(i, [s], [p], opening=opening)[0] for s, p in zip(sessions, payloads, strict=True)]
         raise AssertionError("unreachable")
+
+    def _batch_trip(self, w: _Worker, sessions: list[Session], payloads: list[bytes],
+                    opening: bool) -> list[dict[str, Any]]:
+        """:meth:`_batch`'s round trip, under the worker's lock; logs each call that must be replayed.
+        With ``opening``, each session's program is loaded on the worker first (not its old episode
+        rebuilt), and a session whose program or open fails is left unregistered."""
+        refused: dict[int, dict[str, Any]] = {}
+        for k, s in enumerate(sessions):
+            if opening:
+                loaded = self._ensure_loaded(w, s.key)
+                if loaded.get("ok"):
+                    w.sessions[s.id] = s
+                else:
+                    refused[k] = loaded
+            elif s.id not in w.sessions:
+                w.sessions[s.id] = s
+                self._restore(w, s)
+        send = [p for k, p in enumerate(payloads) if k not in refused]
+        results: list[dict[str, Any]] = []
+        if send:
+            payload = b'{"op":"batch","reqs":[' + b",".join(send) + b"]}"
+            results = w.roundtrip(payload, self.limits.call_timeout_s * len(send) + 1)["results"]
+            if results.__class__ is not list or len(results) != len(send):
+                raise EOFError("the worker answered a different number of requests")
+        answers = iter(results)
+        out = [refused[k] if k in refused else next(answers) for k in range(len(sessions))]
+        for s, p, r in zip(sessions, payloads, out, strict=True):
+            if opening:
+                if not r.get("ok"):
+                    w.sessions.pop(s.id, None)
+            elif _logworthy(r):  # logged at once: a later replacement rebuilds the episode with it
+                s.log.append(p)
+        return out
 
     def close(self) -> None:
         self._closed = True

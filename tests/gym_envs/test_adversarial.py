@@ -851,6 +851,30 @@ def test_episode_survives_a_killed_or_stopped_call(attack: str, kinds: set[str],
     assert_next_episode_runs(worker)
 
 
+@pytest.mark.parametrize("attack,kind", [("spin", "Timeout"), ("bomb", None)])
+def test_a_killed_worker_charges_only_the_call_that_killed_it_in_a_batch(
+        attack: str, kind: str | None, worker: WorkerExecutor, host: dict[str, Any]) -> None:
+    """Calls of several episodes in one round trip (call_many, as step_many and the trainer's rollouts
+    send them): when one of them hangs in C (the parent kills the worker) or exhausts memory, its
+    neighbours in the batch get the results they would get alone, and only it gets the error."""
+    spec = make_spec(STATEFUL, "deposit", "draw", "spin", "bomb", "loop")
+    alone = [worker.session(spec, seed=k) for k in range(3)]
+    together = [worker.session(spec, seed=k) for k in range(3)]
+    plan = [(0, "deposit", {"account_id": 1, "amount": 5}), (1, attack, {}), (2, "draw", {}),
+            (0, "draw", {}), (2, "deposit", {"account_id": 2, "amount": 1})]
+    for s in alone + together:
+        assert s.call("deposit", {"account_id": 1, "amount": 1}).ok  # history to rebuild after a kill
+    expected = [alone[k].call(name, args) for k, name, args in plan]
+    got = worker.call_many([(together[k], name, args) for k, name, args in plan])
+    assert [r.to_dict() for k, r in enumerate(got) if k != 1] == [r.to_dict() for k, r in enumerate(expected)
+                                                                  if k != 1]
+    assert not got[1].ok and got[1].error_type == (kind or expected[1].error_type), got[1]
+    assert [s.digest() for s in together] == [s.digest() for s in alone]
+    for s in alone + together:
+        s.close()
+    assert_next_episode_runs(worker)
+
+
 def test_worker_cpu_rlimit_kill_is_a_crash_result(host: dict[str, Any]) -> None:
     """RLIMIT_CPU kills a worker stuck in C code before the parent's timeout: ``WorkerCrashed``."""
     ex = WorkerExecutor(1, Limits(call_timeout_s=5.0, cpu_seconds=1, memory_bytes=512 << 20))
