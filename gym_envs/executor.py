@@ -1806,6 +1806,9 @@ class WorkerExecutor(Executor):
     agent can carry on. A worker that died between requests is found when the
     next request cannot be written; it is replaced and that request sent again.
     Liveness is never polled, so a request costs one write, one poll and one read.
+    :meth:`call_many` and :meth:`open_many` send several episodes' requests in one
+    round trip per worker; when a worker dies or hangs during such a batch, the
+    batch is sent again one request at a time, so only the culprit gets the error.
     """
 
     mode = "worker"
