@@ -11,6 +11,7 @@ from gym_envs.executor import CallResult, CheckResult, Limits, ToolError, make_e
 from gym_envs.parsing import parse_action
 from gym_envs.registration import TOOL_ENV_ID, register_envs
 from gym_envs.spec import EnvSpec, SpecError, as_spec, load_spec, parse_spec, save_spec
+from gym_envs.vector import ToolVectorEnv
 
 register_envs()
 
@@ -23,6 +24,7 @@ __all__ = [
     "SpecError",
     "ToolEnv",
     "ToolError",
+    "ToolVectorEnv",
     "as_spec",
     "load_spec",
     "make_executor",

@@ -231,3 +231,18 @@ def test_many_keeps_going_past_a_failing_env():
         for e in envs:
             e.close()
         ex.close()
+
+
+def test_text_space_deep_copies_share_the_charset_but_not_the_rng():
+    import copy
+
+    from gym_envs.env import text_space
+
+    space = text_space(64)
+    space.seed(3)
+    twin = copy.deepcopy(space)
+    assert twin == space and twin._char_index is space._char_index  # shared, never written
+    assert twin.np_random is not space.np_random
+    assert twin.sample() == space.sample()  # the same RNG state, copied
+    twin.seed(4)
+    assert space.contains(twin.sample()) and twin.np_random is not space.np_random
