@@ -46,6 +46,9 @@ from gym_envs.spec import EnvSpec, Task, as_spec
 __all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
 
 REWARD_MODES = ("episode", "turns", "checks")
+# json.dumps(..., ensure_ascii=False[, default=str]) without building an encoder per call
+_OBSERVATION_JSON = json.JSONEncoder(ensure_ascii=False).encode
+_ACTION_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
@@ -215,16 +218,17 @@ class ToolEnv(gym.Env[str, Any]):
         assert self.task is not None
         self.steps += 1
         parsed = parse_action(action)
-        raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
+        raw = action if isinstance(action, str) else _ACTION_JSON(action)
         self.transcript.append(("assistant", raw))
         return parsed, {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
 
     def _after_calls(self, parsed: ParsedAction, info: dict[str, Any],
                      results: list[CallResult]) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self.turns[-1].calls.extend(results)
-        entries = [json.loads(r.observation()) for r in results]
+        # each entry is what the call's observation() shows (its result is plain JSON already)
+        entries = [r.result if r.ok else {"error": r.error, "type": r.error_type} for r in results]
         entries += [{"error": e, "type": "ParseError"} for e in parsed.errors]
-        obs = json.dumps(entries[0] if len(entries) == 1 else entries, ensure_ascii=False)
+        obs = _OBSERVATION_JSON(entries[0] if len(entries) == 1 else entries)
         obs = self._cut(obs)
         self.transcript.append(("tool", obs))
         info["tool_results"] = [r.to_dict() for r in results]

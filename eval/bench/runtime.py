@@ -27,7 +27,11 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   (:meth:`~gym_envs.executor.Executor.open_many`, :func:`~gym_envs.env.reset_many`,
   as :func:`training.rollout.rollout` resets its episodes), latency per episode.
 
-Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``,
+* **Vector env.** ``episodes`` sub-envs on the worker stepped together, each step one
+  ``transfer`` call per sub-env: Gymnasium's ``SyncVectorEnv`` against
+  :class:`~gym_envs.vector.ToolVectorEnv`, median latency per sub-env step.
+
+Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``, ``vector``,
 ``inprocess_breakdown``, ``targets``, ``config``); every target is reported as measured, ``passed``
 true or false, never adjusted. :func:`main` prints the tables (``rich``) and
 optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
@@ -54,10 +58,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gymnasium.vector import SyncVectorEnv
+
 from gym_envs import state as gym_state
 from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.executor import CallResult, InProcessExecutor, Limits, Session, ToolError, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
+from gym_envs.vector import ToolVectorEnv
 
 __all__ = ["TARGETS", "bench_spec", "main", "run"]
 
@@ -395,6 +402,34 @@ def _bench_reset(spec: EnvSpec, rows: int, n: int, rounds: int, episodes: int, i
     return out
 
 
+def _bench_vector(spec: EnvSpec, rows: int, steps: int, rounds: int, episodes: int,
+                  worker: WorkerExecutor) -> dict[str, Any]:
+    """A Gymnasium loop: ``episodes`` sub-envs on the worker, each step one ``transfer`` call per sub-env,
+    through Gymnasium's ``SyncVectorEnv`` and through :class:`~gym_envs.vector.ToolVectorEnv` (the
+    default of ``gymnasium.make_vec``); median latency per sub-env step."""
+    def make() -> ToolEnv:
+        return ToolEnv(spec, task="t0", executor=worker, max_steps=10**9)
+
+    vecs = {"SyncVectorEnv": SyncVectorEnv([make] * episodes), "ToolVectorEnv": ToolVectorEnv([make] * episodes)}
+    for vec in vecs.values():
+        vec.reset(seed=0)
+
+    def stepper(vec: Any) -> Callable[[int], Any]:
+        def run(i: int) -> Any:
+            return vec.step([{"tool_calls": [{"name": "transfer", "arguments": _args("transfer", i * episodes + k,
+                                                                                   rows)}]}
+                             for k in range(episodes)])
+        return run
+
+    timed = _interleaved({name: (stepper(vec), episodes) for name, vec in vecs.items()}, steps, rounds, warmup=5)
+    for vec in vecs.values():
+        vec.close()
+    out: dict[str, Any] = {"envs": episodes}
+    for name, m in timed.items():
+        out[name] = {"median_us": m["median_us"], "steps_per_s": m["steps_per_s"]}
+    return out
+
+
 def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any]]:
     t = tools["transfer"]
     values = {
@@ -442,6 +477,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
         tools = {tool: _bench_tool(tool, spec, rows, calls, episodes, rounds, inproc, worker)
                  for tool in ("transfer", "get_balance")}
         reset = _bench_reset(spec, rows, resets, rounds, episodes, inproc, worker)
+        vector = _bench_vector(spec, rows, resets, rounds, episodes, worker)
         breakdown = _breakdown(spec, rows, calls, rounds, inproc)
     finally:
         worker.close()
@@ -451,7 +487,8 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
                        "cpu": cpu, "cpus": os.cpu_count(), "load_avg_before": load_before[0],
                        "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
                        "sqlite": sqlite3.sqlite_version, "speedups": gym_state.speedups is not None},
-            "tools": tools, "reset": reset, "inprocess_breakdown": breakdown, "targets": _targets(tools, reset)}
+            "tools": tools, "reset": reset, "vector": vector, "inprocess_breakdown": breakdown,
+            "targets": _targets(tools, reset)}
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -502,6 +539,15 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         cells = [f"{reset[f'{key}_{m}_us']:.1f}" for m in ("inprocess", "worker", "worker_batched")[:len(cols) - 1]]
         table.add_row(label, *cells)
     console.print(table)
+    if "vector" in result:
+        vector = result["vector"]
+        table = Table(title=f"a Gymnasium loop: {vector['envs']} sub-envs on one worker, one transfer call each "
+                            "per step")
+        for col in ("vector env", "median us per sub-env step", "sub-env steps/s"):
+            table.add_column(col, justify="left" if col == "vector env" else "right")
+        for name in ("SyncVectorEnv", "ToolVectorEnv"):
+            table.add_row(name, f"{vector[name]['median_us']:.1f}", f"{vector[name]['steps_per_s']:,.0f}")
+        console.print(table)
     table = Table(title="targets")
     for col in ("target", "measured", "limit", "verdict"):
         table.add_column(col, justify="left" if col == "target" else "right")

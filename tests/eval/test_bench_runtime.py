@@ -35,6 +35,8 @@ def test_every_mode_runs_the_tools_without_errors(result: dict) -> None:
     assert reset["rows"] == 20 and reset["episodes"] == 2
     assert all(reset[f"{what}_{mode}_us"] > 0 for what in ("session_open", "toolenv_reset")
                for mode in ("inprocess", "worker", "worker_batched"))
+    vector = result["vector"]
+    assert vector["envs"] == 2 and all(vector[n]["median_us"] > 0 for n in ("SyncVectorEnv", "ToolVectorEnv"))
     worker = next(t for t in result["targets"] if t["name"] == "reset_worker_us")
     assert worker["value"] == min(reset["session_open_worker_us"], reset["session_open_worker_batched_us"])
 
@@ -58,7 +60,7 @@ def test_targets_and_report(result: dict, tmp_path: Path) -> None:
     out = io.StringIO()
     runtime.print_report(result, Console(file=out, width=200))
     text = out.getvalue()
-    for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "targets"):
+    for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "ToolVectorEnv", "targets"):
         assert needle in text
     pytest.importorskip("matplotlib")
     png = runtime.plot(result, tmp_path / "runtime.png")

@@ -246,3 +246,21 @@ def test_text_space_deep_copies_share_the_charset_but_not_the_rng():
     assert twin.sample() == space.sample()  # the same RNG state, copied
     twin.seed(4)
     assert space.contains(twin.sample()) and twin.np_random is not space.np_random
+
+
+@pytest.mark.parametrize("action", [FIND, FIND + FIND, BORROW, '<tool_call>{"name": "find_book", "arguments": '
+                                    '{"title": "Ünïcødé ✓"}}</tool_call><tool_call>{oops}</tool_call>',
+                                    {"tool_calls": [{"name": "nope", "arguments": {}}, {"name": "find_book"}]}])
+def test_observation_is_the_calls_observations(env, action):
+    """The observation is each call's observation() (one, or a JSON list with the parse errors), as text."""
+    import json
+
+    from gym_envs.executor import CallResult
+
+    env.reset(seed=0)
+    obs, _, _, _, info = env.step(action)
+    entries = [json.loads(CallResult(**r).observation()) for r in info["tool_results"]]
+    entries += [{"error": e, "type": "ParseError"} for e in info["parse_errors"]]
+    assert obs == json.dumps(entries[0] if len(entries) == 1 else entries, ensure_ascii=False)
+    raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
+    assert env.transcript[-2] == ("assistant", raw)
