@@ -14,6 +14,7 @@ from gym_envs.env import ToolEnv
 from gym_envs.executor import Executor, WorkerExecutor, make_executor
 from gym_envs.vector import ToolVectorEnv
 from tests.fixtures.library_spec import SPEC
+from tests.fixtures.trips import counted_trips
 
 FIND = '<tool_call>{"name": "find_book", "arguments": {"title": "Dune"}}</tool_call>'
 BORROW = '<tool_call>{"name": "borrow_book", "arguments": {"member_id": 7, "book_id": 3}}</tool_call>'
@@ -98,14 +99,7 @@ def test_disabled_autoreset_needs_resets_as_sync_does() -> None:
 
 def test_make_vec_builds_it_and_batches_round_trips() -> None:
     ex = WorkerExecutor(2)
-    trips: list[int] = []
-    orig = ex._batch
-
-    def counting(i: int, sessions: list[Any], payloads: list[bytes], **kw: Any) -> list[dict[str, Any]]:
-        trips.append(len(payloads))
-        return orig(i, sessions, payloads, **kw)
-
-    ex._batch = counting  # type: ignore[method-assign]
+    trips = counted_trips(ex)
     vec = gym.make_vec("envwright/ToolEnv-v0", num_envs=4, spec=SPEC, task="t0", executor=ex)
     try:
         assert isinstance(vec, ToolVectorEnv) and vec.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gym_envs.parsing import format_tool_call
+from tests.fixtures.trips import counted_trips
 from tests.training.conftest import solver_plan
 from training.config import RolloutConfig
 from training.generation import Generated, Generator, HFGenerator, ScriptedGenerator
@@ -170,14 +171,7 @@ def test_worker_rollout_batches_env_work_and_isolates_a_broken_env(spec: Any, ch
     bad = spec.model_copy(deep=True)
     bad.code = spec.code + "\nraise ValueError('broken at import')\n"
     ex = WorkerExecutor(2)
-    trips: list[int] = []
-    orig = ex._batch
-
-    def counting(i: int, sessions: list[Any], payloads: list[bytes], **kw: Any) -> list[dict[str, Any]]:
-        trips.append(len(payloads))
-        return orig(i, sessions, payloads, **kw)
-
-    ex._batch = counting  # type: ignore[method-assign]
+    trips = counted_trips(ex)
     try:
         tasks = [TaskRef(spec, "t0", 1), TaskRef(bad, "t0", 2), TaskRef(spec, "t0", 3), TaskRef(spec, "t0", 4)]
         episodes = rollout(tasks, ScriptedGenerator(tokenizer, solver_plan()), chat,
