@@ -45,7 +45,10 @@ class ToolVectorEnv(SyncVectorEnv):
         if env_fns is None:
             if num_envs is None or num_envs < 1:
                 raise ValueError("give env_fns, or num_envs >= 1 and the ToolEnv arguments (spec=, task=, ...)")
-            env_kwargs.pop("max_episode_steps", None)  # a registration default; ToolEnv has max_steps
+            limit = env_kwargs.pop("max_episode_steps", None)  # Gymnasium's name for ToolEnv's max_steps
+            if limit is not None and env_kwargs.setdefault("max_steps", limit) != limit:
+                raise ValueError(f"max_episode_steps={limit} and max_steps={env_kwargs['max_steps']} disagree; "
+                                 "give one of them")
             env_fns = [lambda: ToolEnv(**env_kwargs)] * num_envs
         elif env_kwargs or num_envs is not None:
             raise ValueError("give either env_fns or num_envs with ToolEnv arguments, not both")

@@ -124,6 +124,11 @@ def test_bad_arguments_are_refused_clearly() -> None:
         ToolVectorEnv([lambda: ToolEnv(SPEC, executor="inprocess")], num_envs=1)
     with pytest.raises(TypeError, match="ToolEnv sub-envs directly"):
         ToolVectorEnv([lambda: gym.make("envwright/ToolEnv-v0", spec=SPEC, task="t0", executor="inprocess")])
+    with pytest.raises(ValueError, match="disagree"):
+        ToolVectorEnv(num_envs=1, spec=SPEC, max_episode_steps=3, max_steps=4)
+    limited = gym.make_vec("envwright/ToolEnv-v0", num_envs=1, spec=SPEC, executor="inprocess", max_episode_steps=3)
+    assert limited.get_attr("max_steps") == (3,)  # Gymnasium's name for it is taken, not dropped
+    limited.close()
     vec = ToolVectorEnv(num_envs=2, spec=SPEC, task="t0", executor="inprocess")
     theirs = SyncVectorEnv([lambda: ToolEnv(SPEC, task="t0", executor="inprocess")] * 2)
     for bad, error in [([0], ValueError), ({"reset_mask": [True, False]}, TypeError),
