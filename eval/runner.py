@@ -10,8 +10,9 @@ Contract:
 - **Concurrency.** ``threads`` mode plays whole episodes in a thread pool, one action at a time
   (API policies, scripted policies). ``lockstep`` mode keeps up to ``concurrency`` episodes
   active and advances them together: one ``policy.act_batch`` over every active history, then
-  every environment step in a thread pool; a finished episode's slot is refilled at once
-  (continuous batching for local model backends). ``auto`` picks ``lockstep`` for policies
+  every environment step, generated environments' all at once (:meth:`Episode.step_many`: one
+  round trip per worker process), the others in a thread pool; a finished episode's slot is
+  refilled at once (continuous batching for local model backends). ``auto`` picks ``lockstep`` for policies
   with ``batched = True``.
 - **Seeds.** Episode ``trial`` of a task gets ``stable_seed(seed, task key, trial)``.
 - **Failures are data.** An exception in the policy or the harness ends that episode with
@@ -129,8 +130,32 @@ def _step(ep: Episode, action: Any) -> None:
         ep.step(action)
     except Exception as e:
         ep.fail(f"step failed: {type(e).__name__}: {e}")
+    _check_budget(ep)
+
+
+def _check_budget(ep: Episode) -> None:
     if not ep.done and ep.steps > ep.max_turn_steps * ep.task.n_turns + 1:
         ep.fail("step budget exceeded")
+
+
+def _step_all(live: list[Episode], actions: list[Any], pool: concurrent.futures.ThreadPoolExecutor) -> None:
+    """:func:`_step` for every live episode: the episodes of a class that batches its steps
+    (:meth:`Episode.step_many`, generated environments) step together, the others on the pool."""
+    groups: dict[type[Episode], list[int]] = {}
+    for j, (ep, action) in enumerate(zip(live, actions, strict=True)):
+        if isinstance(action, PolicyFailure):
+            _step(ep, action)
+        else:
+            groups.setdefault(type(ep), []).append(j)
+    for cls, js in groups.items():
+        eps, acts = [live[j] for j in js], [actions[j] for j in js]
+        if cls.step_many.__func__ is Episode.step_many.__func__:  # type: ignore[attr-defined]
+            list(pool.map(_step, eps, acts))
+            continue
+        for ep, outcome in zip(eps, cls.step_many(eps, acts), strict=True):
+            if isinstance(outcome, Exception):
+                ep.fail(f"step failed: {type(outcome).__name__}: {outcome}")
+            _check_budget(ep)
 
 
 def _finish(ep: Episode) -> dict[str, Any]:
@@ -198,7 +223,7 @@ def _lockstep(suite: Suite, jobs: list[tuple[TaskRef, int]], policy: Policy,
                 for ep in live:
                     ep.fail(f"policy failed: {type(e).__name__}: {e}")
             else:
-                list(pool.map(_step, live, actions))
+                _step_all(live, actions, pool)
         for ep in [ep for ep in active if ep.done]:
             records.append(_finish(ep))
             if progress:

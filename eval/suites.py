@@ -46,7 +46,7 @@ from typing import Any
 
 from envgen.registry import Registry
 from envgen.validate import oracle_reply
-from gym_envs.env import ToolEnv
+from gym_envs.env import ToolEnv, step_many
 from gym_envs.executor import CallResult, Executor, make_executor
 from gym_envs.parsing import parse_action
 from gym_envs.spec import EnvSpec, Task, as_spec
@@ -222,6 +222,19 @@ class Episode(ABC):
     def step(self, action: Any) -> StepOutcome:
         """Apply one action (see the module docstring)."""
 
+    @classmethod
+    def step_many(cls, episodes: list[Episode], actions: list[Any]) -> list[StepOutcome | Exception]:
+        """``episode.step(action)`` for several episodes of this class: the outcome, or the exception
+        that step raised. Here they step one by one; a class whose episodes can share the work
+        overrides it (:class:`ToolEnvEpisode` sends all their tool calls to a worker in one round trip)."""
+        out: list[StepOutcome | Exception] = []
+        for ep, action in zip(episodes, actions, strict=True):
+            try:
+                out.append(ep.step(action))
+            except Exception as e:
+                out.append(e)
+        return out
+
     @abstractmethod
     def reference_turn(self, turn: int) -> tuple[list[dict[str, Any]], str]:
         """The oracle's calls and final message for ``turn``."""
@@ -296,12 +309,40 @@ class ToolEnvEpisode(Episode):
         return obs
 
     def step(self, action: Any) -> StepOutcome:
+        parsed = self._begin(action)
+        return self._end(action, parsed, self.env.step(action))
+
+    @classmethod
+    def step_many(cls, episodes: list[Episode], actions: list[Any]) -> list[StepOutcome | Exception]:
+        """Step the episodes' envs together (:func:`gym_envs.env.step_many`): the tool calls of all of
+        them travel to each worker process in one round trip."""
+        eps: list[ToolEnvEpisode] = episodes  # type: ignore[assignment]
+        out: list[StepOutcome | Exception | None] = [None] * len(eps)
+        live: list[tuple[int, Any]] = []
+        for j, (ep, action) in enumerate(zip(eps, actions, strict=True)):
+            try:
+                live.append((j, ep._begin(action)))
+            except Exception as e:
+                out[j] = e
+        stepped = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live], return_exceptions=True)
+        for (j, parsed), result in zip(live, stepped, strict=True):
+            try:
+                if isinstance(result, Exception):
+                    raise result
+                out[j] = eps[j]._end(actions[j], parsed, result)
+            except Exception as e:
+                out[j] = e
+        return out  # type: ignore[return-value]
+
+    def _begin(self, action: Any) -> Any:
         if self.done:
             raise RuntimeError("the episode is over")
         self.steps += 1
         self.history.steps_in_turn += 1
-        parsed = parse_action(action)
-        obs, _, terminated, truncated, info = self.env.step(action)
+        return parse_action(action)
+
+    def _end(self, action: Any, parsed: Any, stepped: tuple[str, float, bool, bool, dict[str, Any]]) -> StepOutcome:
+        obs, _, terminated, truncated, info = stepped
         self.history.messages.append(_assistant_message(action, parsed, self.steps))
         results = info.get("tool_results") or []
         if results or info.get("parse_errors"):

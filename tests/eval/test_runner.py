@@ -81,6 +81,63 @@ def test_runs_are_deterministic_and_lockstep_matches_threads(reference_run) -> N
     assert strip(threads) == {e: first[e] for e in strip(threads)}
 
 
+def test_lockstep_on_worker_processes_batches_env_steps_and_matches_threads() -> None:
+    """Lockstep steps generated environments together (ToolEnvEpisode.step_many: one round trip per
+    worker for all their tool calls); the records are those of one-at-a-time threads."""
+    from gym_envs.executor import WorkerExecutor
+    from tests.fixtures.trips import counted_trips
+
+    ex = WorkerExecutor(2)
+    trips = counted_trips(ex)
+    suite = ExamplesSuite(executor=ex)
+    jobs = [(t, 0) for t in suite.tasks()[:6]]
+    try:
+        threads = run_episodes(suite, jobs, ScriptedPolicy("reference"), mode="threads")
+        trips.clear()
+        lockstep = run_episodes(suite, jobs, ScriptedPolicy("reference"), mode="lockstep", concurrency=6)
+    finally:
+        suite.close()
+        ex.close()
+
+    def strip(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {r["episode_id"]: {k: v for k, v in r.items() if k != "seconds"} for r in recs}
+
+    assert strip(lockstep) == strip(threads) and all(r["passed"] for r in lockstep)
+    calls = sum(len(t["calls"]) for r in lockstep for t in r["turns"])
+    assert max(trips) > 1 and sum(trips) == calls  # every call travelled, several per round trip
+
+
+class StepFailures(Policy):
+    """Valid actions for some episodes, a policy failure for one, and for another an action whose
+    step raises inside the batch."""
+
+    label = "step-failures"
+    batched = True
+
+    def act_batch(self, histories: list[History]) -> list[Any]:
+        from eval.policies import PolicyFailure
+
+        return [PolicyFailure("no answer") if k == 1 else _Unprintable() if k == 2 else "I give up."
+                for k in range(len(histories))]
+
+
+class _Unprintable:
+    """An action that is neither text nor a dict: its step raises."""
+
+
+def test_lockstep_failures_in_a_batch_are_data() -> None:
+    suite = ExamplesSuite(executor="inprocess")
+    jobs = [(t, 0) for t in suite.tasks()[:4]]
+    try:
+        recs = run_episodes(suite, jobs, StepFailures(), mode="lockstep", concurrency=4)
+    finally:
+        suite.close()
+    errors = sorted(str(r["error"]) for r in recs if r["error"])
+    assert any("policy failed: no answer" in e for e in errors)
+    assert any("step failed: TypeError: an action must be text or a dict" in e for e in errors)
+    assert sum(r["error"] is None for r in recs) >= 2 and not any(r["passed"] for r in recs)
+
+
 class CountingBackend:
     """A model that always declines; counts the batches it is asked for."""
 
