@@ -12,8 +12,8 @@ Contract:
   active and advances them together: one ``policy.act_batch`` over every active history, then
   every environment step, generated environments' all at once (:meth:`Episode.step_many`: one
   round trip per worker process), the others in a thread pool; a finished episode's slot is
-  refilled at once (continuous batching for local model backends). ``auto`` picks ``lockstep`` for policies
-  with ``batched = True``.
+  refilled at once (continuous batching for local model backends). ``auto`` picks ``lockstep``
+  for policies with ``batched = True``.
 - **Seeds.** Episode ``trial`` of a task gets ``stable_seed(seed, task key, trial)``.
 - **Failures are data.** An exception in the policy or the harness ends that episode with
   ``error`` set and ``passed = False``; the run carries on.

@@ -324,11 +324,16 @@ class ToolEnvEpisode(Episode):
                 live.append((j, ep._begin(action)))
             except Exception as e:
                 out[j] = e
-        stepped = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live], return_exceptions=True)
+        try:
+            stepped: list[Any] = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live],
+                                           return_exceptions=True)
+        except Exception as e:  # step_many itself refused (an env twice, say): every episode fails alike
+            stepped = [e] * len(live)
         for (j, parsed), result in zip(live, stepped, strict=True):
+            if isinstance(result, Exception):
+                out[j] = result
+                continue
             try:
-                if isinstance(result, Exception):
-                    raise result
                 out[j] = eps[j]._end(actions[j], parsed, result)
             except Exception as e:
                 out[j] = e
