@@ -1632,20 +1632,10 @@ class InProcessExecutor(Executor):
         with self._lock:  # the engine copies arguments into plain JSON values, as the pipe does
             return self.engine.handle(req)
 
-    def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        self._lock.acquire()  # `with`, without building a bound __enter__ and __exit__ per call
-        try:  # Engine.handle without the dispatch (same error boundary)
-            return self.engine.call(session.id, name, arguments)
-        except _Timeout:
-            return _error("Timeout", "the request took too long and was stopped", 500)
-        except Exception as e:
-            return _error("InternalError", f"{type(e).__name__}: {e}", 2000)
-        finally:
-            self._lock.release()
-
     def call_result(self, session: Session, name: str, arguments: dict[str, Any]) -> CallResult:
-        # call() without a response dict when the call succeeds (Engine.call_plain)
-        self._lock.acquire()
+        # Executor.call without a response dict when the call succeeds (Engine.call_plain), and without
+        # Engine.handle's dispatch (the same error boundary)
+        self._lock.acquire()  # `with`, without building a bound __enter__ and __exit__ per call
         try:
             out = self.engine.call_plain(session.id, name, arguments) if arguments.__class__ is dict else \
                 self.engine.call(session.id, name, arguments)
@@ -2001,8 +1991,7 @@ class WorkerExecutor(Executor):
             results = self._batch(i, [items[j][0] for j, _ in entries], [p for _, p in entries])
             for (j, _), r in zip(entries, results, strict=True):  # _batch logged them
                 s, name, args = items[j]
-                args = {} if args is None else args
-                out[j] = _call_result(name, args, r) if r.get("ok") else s._failed(name, args, r)
+                out[j] = s._result(name, {} if args is None else args, r)
         return out  # type: ignore[return-value]
 
     def open_many(self, items: Iterable[tuple[Session, int]]) -> list[LoadFailure | None]:
