@@ -701,6 +701,11 @@ class Rows(list):
 
 
 WITH_UPDATE = "WITH t(v) AS (SELECT 5) UPDATE acct SET balance = balance + (SELECT v FROM t) WHERE id < 3"
+
+
+def _series(n: int, select: str) -> str:
+    """``select`` over ``c(x)``, the numbers 1 to ``n``."""
+    return f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {n}) {select}"
 STATEMENTS: list[tuple[str, Step]] = [
     # reads
     ("select", lambda db, rw, ro: rw.query("SELECT * FROM acct ORDER BY id")),
@@ -713,24 +718,15 @@ STATEMENTS: list[tuple[str, Step]] = [
     ("select-values", lambda db, rw, ro: ro.query("VALUES (1, 2), (3, 4)")),
     ("select-with", lambda db, rw, ro: ro.query("WITH t AS (SELECT 2 AS x) SELECT x * 2 AS y FROM t")),
     ("select-comment", lambda db, rw, ro: ro.query("  -- hi\n/* there */ SELECT 3 AS x")),
-    ("rows-10-of-1-col", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10) SELECT x FROM c")),
-    ("rows-11-of-1-col", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 11) SELECT x FROM c")),
-    ("rows-16", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 16) SELECT x, 'r' AS r FROM c")),
-    ("rows-17", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 17) SELECT x, x * x AS y FROM c")),
-    ("rows-32", lambda db, rw, ro: rw.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 32) SELECT x FROM c")),
-    ("rows-max", lambda db, rw, ro: rw.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 50) SELECT x FROM c")),
-    ("rows-over-max", lambda db, rw, ro: rw.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 51) SELECT x FROM c")),
-    ("rows-far-over-max", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) SELECT x FROM c")),
-    ("bytes-over-max", lambda db, rw, ro: ro.query(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20) SELECT zeroblob(9000) FROM c")),
+    ("rows-10-of-1-col", lambda db, rw, ro: ro.query(_series(10, "SELECT x FROM c"))),
+    ("rows-11-of-1-col", lambda db, rw, ro: ro.query(_series(11, "SELECT x FROM c"))),
+    ("rows-16", lambda db, rw, ro: ro.query(_series(16, "SELECT x, 'r' AS r FROM c"))),
+    ("rows-17", lambda db, rw, ro: ro.query(_series(17, "SELECT x, x * x AS y FROM c"))),
+    ("rows-32", lambda db, rw, ro: rw.query(_series(32, "SELECT x FROM c"))),
+    ("rows-max", lambda db, rw, ro: rw.query(_series(50, "SELECT x FROM c"))),
+    ("rows-over-max", lambda db, rw, ro: rw.query(_series(51, "SELECT x FROM c"))),
+    ("rows-far-over-max", lambda db, rw, ro: ro.query(_series(5000, "SELECT x FROM c"))),
+    ("bytes-over-max", lambda db, rw, ro: ro.query(_series(20, "SELECT zeroblob(9000) FROM c"))),
     ("bytes-small-result", lambda db, rw, ro: ro.query("SELECT zeroblob(9000) AS z UNION ALL SELECT 'x'")),
     ("value-too-long", lambda db, rw, ro: ro.query("SELECT zeroblob(20000)")),
     # writes
