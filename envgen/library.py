@@ -50,6 +50,8 @@ from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 __all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "signature_key", "task_texts",
            "text_similarity"]
 
+BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
+
 _META = sa.MetaData()
 ENVS = sa.Table(
     "envs", _META,
@@ -75,6 +77,8 @@ ENVS = sa.Table(
     sa.Column("n_evals", sa.Integer, default=0),
     sa.Column("split", sa.String(20), nullable=True),
     sa.Column("grounding", sa.Float, nullable=True),
+    sa.Column("structure", sa.String(20), nullable=True),
+    sa.Column("repairs", sa.Text, nullable=True),
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,
@@ -93,6 +97,8 @@ ATTEMPTS = sa.Table(
     sa.Column("tokens", sa.Integer, default=0),
     sa.Column("seconds", sa.Float, default=0.0),
     sa.Column("created_at", sa.String(40)),
+    sa.Column("structure", sa.String(20), nullable=True),
+    sa.Column("grounding", sa.Float, nullable=True),
 )
 TASK_STATS = sa.Table(
     "task_stats", _META,
@@ -263,13 +269,16 @@ class AttemptRecord:
     grounding: float | None = None
     env_id: str | None = None
     duplicate: bool = False  #: set when the library refused the environment
+    structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
+    repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
 
     def attempt_row(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
                 "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
-                "seconds": self.seconds, "created_at": _now()}
+                "seconds": self.seconds, "created_at": _now(), "structure": self.structure,
+                "grounding": self.grounding}
 
 
 @functools.lru_cache(maxsize=32)
@@ -302,6 +311,20 @@ def _upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]
     where = sa.and_(*(table.c[k] == sa.bindparam(f"_key_{k}") for k in keys))
     conn.execute(table.delete().where(where), [{f"_key_{k}": r[k] for k in keys} for r in rows])
     conn.execute(table.insert(), list(rows))
+
+
+def _add_missing_columns(engine: sa.Engine) -> None:
+    """Bring an existing catalog up to this version: add the columns it lacks (all are nullable)."""
+    inspector = sa.inspect(engine)
+    with engine.begin() as c:
+        for table in _META.sorted_tables:
+            if not inspector.has_table(table.name):
+                continue
+            have = {col["name"] for col in inspector.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have:
+                    kind = col.type.compile(dialect=engine.dialect)
+                    c.execute(sa.text(f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {kind}'))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -352,6 +375,7 @@ class Library:
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = _engine(self.url)
         _META.create_all(self.engine)
+        _add_missing_columns(self.engine)
         self.near_duplicate = near_duplicate
         self.reindex()
 
@@ -473,7 +497,8 @@ class Library:
         for r in records:
             if not r.accepted and r.rejected_spec is not None:
                 self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec)
-        env_rows = [self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding)
+        env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding),
+                     "structure": r.structure, "repairs": json.dumps(r.repairs)}
                     for r in to_write if r.env is not None]
         with self.engine.begin() as c:
             _upsert(c, ENVS, env_rows)
@@ -501,9 +526,14 @@ class Library:
             _upsert(c, ATTEMPTS, [rec.attempt_row()])
 
     def attempted_docs(self, run_id: str) -> set[str]:
-        """Documents already attempted in a run (to resume it)."""
+        """Documents already attempted in a run (to resume it).
+
+        An attempt that failed only because the model backend failed (its codes are ``["generation"]``:
+        a server down, an engine error) does not count: a re-run retries that document.
+        """
         with self.engine.connect() as c:
-            return {r[0] for r in c.execute(sa.select(ATTEMPTS.c.doc_id).where(ATTEMPTS.c.run_id == run_id))}
+            rows = c.execute(sa.select(ATTEMPTS.c.doc_id, ATTEMPTS.c.codes).where(ATTEMPTS.c.run_id == run_id))
+            return {doc for doc, codes in rows if json.loads(codes or "[]") != [BACKEND_FAILURE]}
 
     def reindex(self) -> int:
         """Index spec files that have no catalog row (after a crash); returns how many."""

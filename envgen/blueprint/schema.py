@@ -184,11 +184,12 @@ def _strict(node: Any, defs: dict[str, Any]) -> Any:
 def blueprint_json_schema(constraints: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema a blueprint is decoded under, optionally narrowed by a skill's ``constraints``.
 
-    ``constraints`` (a skill's ``blueprint`` section, see :mod:`envgen.blueprint.skills`) may hold
-    ``rules`` (rule kinds, at least one rule of these kinds is required), ``operations`` (op kinds the
-    tool set must include), ``states`` (``true``: the main entity has a lifecycle) and ``tasks`` (minimum
-    count per task kind). Only features every grammar engine has are used (enums, ``minItems``,
-    ``minimum``, ``prefixItems``-free arrays), so the same schema works for xgrammar, vLLM and OpenAI.
+    ``constraints`` (a skill's ``blueprint`` section, :attr:`envgen.skills.Skill.blueprint`) may hold
+    ``rules`` (rule kinds the blueprint's first rules must have), ``operations`` (operation kinds its
+    first operations must have), ``states`` (``true``: the main entity has at least two lifecycle
+    states) and ``tasks`` (the least count per task kind). They are written with ``prefixItems``,
+    ``minItems`` and ``minimum``, which xgrammar, vLLM's structured outputs and OpenAI's strict
+    ``json_schema`` all enforce. The compiler also adds what a skill requires and a blueprint lacks.
     """
     raw = Blueprint.model_json_schema()
     schema = _strict(raw, raw.get("$defs", {}))
@@ -199,19 +200,33 @@ def blueprint_json_schema(constraints: dict[str, Any] | None = None) -> dict[str
     return schema
 
 
+def _require_first(array: dict[str, Any], firsts: list[dict[str, Any]]) -> None:
+    """Make ``array``'s first items these schemas (``prefixItems`` plus ``minItems``)."""
+    firsts = firsts[: int(array.get("maxItems", len(firsts)))]
+    if firsts:
+        array["prefixItems"] = firsts
+        array["minItems"] = max(int(array.get("minItems", 0)), len(firsts))
+
+
+def _with_const(item: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(item)
+    out["properties"][key] = {"const": value, "type": "string"}
+    return out
+
+
 def _narrow(schema: dict[str, Any], c: dict[str, Any]) -> None:
     props = schema["properties"]
-    rule_kinds = [k for k in c.get("rules", []) if k in RULE_KINDS]
-    if rule_kinds:
-        rules = props["rules"]
-        rules["minItems"] = 1
-        rules["items"]["properties"]["kind"]["enum"] = list(dict.fromkeys([*rule_kinds, "unique", "required"]))
-    op_kinds = [k for k in c.get("operations", []) if k in OP_KINDS]
-    if op_kinds:
-        props["operations"]["minItems"] = max(props["operations"].get("minItems", 0), len(op_kinds))
+    rule_kinds = list(dict.fromkeys(k for k in c.get("rules", []) if k in RULE_KINDS))
+    rules = props["rules"]
+    _require_first(rules, [_with_const(rules["items"], "kind", k) for k in rule_kinds])
+    op_kinds = list(dict.fromkeys(k for k in c.get("operations", []) if k in OP_KINDS))
+    ops = props["operations"]
+    _require_first(ops, [_with_const(ops["items"], "kind", k) for k in op_kinds])
     if c.get("states"):
-        ent = props["entities"]["items"]["properties"]["states"]
-        ent["minItems"] = 2
+        ents = props["entities"]
+        main = copy.deepcopy(ents["items"])
+        main["properties"]["states"]["minItems"] = 2
+        _require_first(ents, [main])
     for kind, low in (c.get("tasks") or {}).items():
         if kind in TASK_KINDS:
             props["tasks"]["properties"][kind]["minimum"] = min(int(low), MAX_TASKS_PER_KIND)
@@ -226,6 +241,14 @@ def max_completion_chars(schema: dict[str, Any]) -> int:
     return _max_chars(schema)
 
 
+def _pattern_chars(pattern: str) -> int:
+    """Longest string a ``^...{m,n}$``-style pattern admits (one leading class plus its repeat bound)."""
+    bound = pattern.rsplit("{", 1)[-1].split("}")[0].split(",")[-1] if "{" in pattern else ""
+    if not bound.isdigit():
+        raise ValueError(f"unbounded string pattern in a decoding schema: {pattern!r}")
+    return 1 + int(bound)
+
+
 def _max_chars(node: dict[str, Any]) -> int:
     if "anyOf" in node:
         return max(_max_chars(x) for x in node["anyOf"])
@@ -236,24 +259,34 @@ def _max_chars(node: dict[str, Any]) -> int:
     t = node.get("type")
     if t == "object":
         props = node.get("properties", {})
-        inner = sum(len(json.dumps(k)) + 2 + _max_chars(v) for k, v in props.items())
-        return 2 + inner + 2 * max(0, len(props) - 1)
+        sizes = [len(json.dumps(k)) + 2 + _max_chars(v) for k, v in props.items()]
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            if "maxProperties" not in node:
+                raise ValueError(f"unbounded object in a decoding schema: {node}")
+            name = 2 + _pattern_chars(node.get("propertyNames", {}).get("pattern", ""))
+            sizes += [name + 2 + _max_chars(extra)] * int(node["maxProperties"])
+        return 2 + sum(sizes) + 2 * max(0, len(sizes) - 1)
     if t == "array":
-        n = int(node.get("maxItems", 0))
-        return 2 + n * _max_chars(node["items"]) + 2 * max(0, n - 1)
+        n = int(node.get("maxItems", -1))
+        if n < 0:
+            raise ValueError(f"unbounded array in a decoding schema: {node}")
+        first = [_max_chars(x) for x in node.get("prefixItems", [])][:n]
+        sizes = first + [_max_chars(node["items"])] * (n - len(first))
+        return 2 + sum(sizes) + 2 * max(0, n - 1)
     if t == "string":
-        pattern = node.get("pattern", "")
-        digits = pattern.rsplit("{", 1)[-1].split("}")[0].split(",")[-1] if "{" in pattern else ""
-        if not digits.isdigit():
-            raise ValueError(f"unbounded string in the decoding schema: {node}")
-        return 2 + 1 + int(digits)  # quotes; a leading class before the {m,n} counts once more
+        if "maxLength" in node:
+            return 2 + int(node["maxLength"])
+        return 2 + _pattern_chars(node.get("pattern", ""))
     if t == "integer":
-        return max(len(str(int(node.get("minimum", -BOUND)))), len(str(int(node.get("maximum", BOUND)))))
+        if "minimum" not in node or "maximum" not in node:
+            raise ValueError(f"unbounded integer in a decoding schema: {node}")
+        return max(len(str(int(node["minimum"]))), len(str(int(node["maximum"]))))
     if t == "boolean":
         return 5
     if t == "null":
         return 4
-    raise ValueError(f"unbounded node in the decoding schema: {node}")
+    raise ValueError(f"unbounded node in a decoding schema: {node}")
 
 
 # -- parsing ------------------------------------------------------------------------------------------

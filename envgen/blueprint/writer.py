@@ -97,6 +97,26 @@ def _operations(model: EnvModel) -> list[dict[str, Any]]:
     return [_operation(o) for o in ranked[:MAX_OPERATIONS]]
 
 
+_COUNTS = ("count", "copies", "quantity", "qty", "stock", "balance", "amount", "capacity", "size", "limit",
+           "total", "seats", "units")
+_SCALES = ("priority", "level", "rank")
+
+
+def _rules(main: Entity) -> list[dict[str, Any]]:
+    """Rules the analysis can read off field names: counts never go negative, priorities are 1-9."""
+    rules: list[dict[str, Any]] = []
+    for c in main.columns:
+        last = c.name.rsplit("_", 1)[-1]
+        if c.sqltype not in ("INTEGER", "REAL"):
+            continue
+        if last in _COUNTS:
+            rules.append({"kind": "non_negative", "entity": main.name, "field": c.name, "min": None, "max": None,
+                          "values": []})
+        elif last in _SCALES and c.sqltype == "INTEGER":
+            rules.append({"kind": "range", "entity": main.name, "field": c.name, "min": 1, "max": 9, "values": []})
+    return rules[:2]
+
+
 def _mix(rng: random.Random) -> dict[str, int]:
     mix = {"execute": 1, "read": 1, "read_then_write": 1, "missing_parameter": 1, "decline": 1}
     mix["read"] += 1
@@ -115,7 +135,7 @@ def _blueprint(info: DocInfo, model: EnvModel, rng: random.Random) -> Blueprint:
         "summary": ascii_text(summary, 120),
         "entities": [_entity(e) for e in [main, *others]],
         "operations": _operations(model),
-        "rules": [],
+        "rules": _rules(main),
         "tasks": _mix(rng),
     }
     return Blueprint.model_validate(data)
