@@ -480,6 +480,47 @@ class Library:
             _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
         return records
 
+    def restore(self, envs: Sequence[tuple[PreparedEnv, dict[str, Any]]],
+                task_stats: Sequence[dict[str, Any]] = ()) -> tuple[list[str], list[str]]:
+        """Add environments taken from another library (``envwright import``): each spec file is
+        written with exactly ``PreparedEnv.text``, its ``envs`` row gets the given catalog columns
+        (solve rate, grounding, model...) over :func:`env_entry`'s, and ``task_stats`` rows are
+        stored. Returns ``(added ids, ids already here with identical spec files)``.
+
+        All or nothing: a same-id environment with a different spec file, or a near-duplicate of
+        one here, refuses the whole batch (``ValueError`` listing each) before anything is written.
+        """
+        known = self._known_rows([p for p, _ in envs])
+        added: list[tuple[PreparedEnv, dict[str, Any]]] = []
+        present: list[str] = []
+        problems: list[str] = []
+        for p, columns in envs:
+            if any(r["id"] == p.id for r in known) and _read(self.spec_path(p.id)) == p.text:
+                present.append(p.id)
+                continue
+            err = self._conflict(p, known)
+            if err is not None:
+                problems.append(str(err).strip("'\""))
+                continue
+            known.append({"id": p.id, "signature": p.signature, "task_text": p.task_text, "run_id": None})
+            added.append((p, columns))
+        if problems:
+            raise ValueError(f"{len(problems)} environment(s) conflict with {self.root}, nothing was imported:\n  "
+                             + "\n  ".join(problems))
+        for p, _ in added:
+            atomic_write_text(self.spec_path(p.id), p.text)
+        if added:
+            _fsync_dir(self.root / "specs")
+        rows = [self._env_row(p, model=None, run_id=None, reasons=[], grounding=None)
+                | {"solve_rate": None, "n_evals": 0, "split": None}  # every row carries every column
+                | {k: v for k, v in columns.items() if k in ENVS.c and k not in ("id", "path")} for p, columns in added]
+        ids = {p.id for p, _ in added}
+        stats = [dict(s) for s in task_stats if s["env_id"] in ids]
+        with self.engine.begin() as c:
+            _upsert(c, ENVS, rows)
+            _upsert(c, TASK_STATS, stats)
+        return [p.id for p, _ in added], present
+
     def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
                         rejected_spec: dict[str, Any] | str) -> None:
         payload = {"attempt_id": attempt_id, "doc_id": doc_id, "reasons": list(reasons), "candidate": rejected_spec}
