@@ -500,7 +500,8 @@ class Library:
                 continue
             err = self._conflict(p, known)
             if err is not None:
-                problems.append(str(err).strip("'\""))
+                problems.append(f"{p.id}: {err}" + (" with a different spec file"
+                                                    if isinstance(err, FileExistsError) else ""))
                 continue
             known.append({"id": p.id, "signature": p.signature, "task_text": p.task_text, "run_id": None})
             added.append((p, columns))
