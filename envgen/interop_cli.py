@@ -173,6 +173,9 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
                               reward_mode=reward_mode)
     except (SpecError, KeyError, ValueError, OSError) as e:
         raise click.ClickException(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
+    except Exception as e:  # the spec's state or code does not load (LoadFailure): say why, no traceback
+        raise click.ClickException(f"cannot start an episode of {spec_file}: {e} (envwright validate "
+                                   f"{spec_file} lists every problem)") from None
     spec = episode.spec
     about = f"{spec.id} ({len(spec.tools)} tools, {len(spec.tasks)} tasks, episode: {episode.default_task})"
     try:

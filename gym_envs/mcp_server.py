@@ -81,7 +81,8 @@ def control_tool_schemas(spec: EnvSpec) -> list[dict[str, Any]]:
                          "seed; returns its first instruction. Without a task, the server's default task."),
          "inputSchema": {"type": "object", "properties": {
              "task": {"type": "string", "enum": tasks, "description": "Task id (envwright_tasks lists them)."},
-             "seed": {"type": "integer", "description": "Episode seed (the tool code's random), default 0."}}}},
+             "seed": {"type": "integer", "minimum": 0,
+                      "description": "Episode seed (the tool code's random), default 0."}}}},
         {"name": "envwright_instruction", "title": "Current instruction",
          "description": ("Episode control: the current user instruction, the task and turn; once the episode "
                          "is over, its score."),
@@ -140,8 +141,8 @@ class EpisodeHost:
         """A fresh episode of ``task`` (default task when None) with ``seed`` (0 when None)."""
         if task is not None and task not in {t.id for t in self.spec.tasks}:
             raise ControlError(f"no task {task!r} in {self.spec.id}; tasks are {[t.id for t in self.spec.tasks]}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ControlError(f"seed must be an integer, got {seed!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ControlError(f"seed must be a non-negative integer, got {seed!r}")
         with self._lock:
             self.env.reset(seed=0 if seed is None else seed,
                            options={"task": task or self.default_task, "episode_seed": 0 if seed is None else seed})
@@ -244,6 +245,7 @@ def build_server(host: EpisodeHost) -> Any:
     tools += [types.Tool(name=c["name"], title=c["title"], description=c["description"],
                          input_schema=c["inputSchema"]) for c in control_tool_schemas(spec)]
     env_tools = {t.name for t in spec.tools}
+    control_args = {c["name"]: set(c["inputSchema"]["properties"]) for c in control_tool_schemas(spec)}
 
     def text_result(texts: list[str], *, error: bool, structured: dict[str, Any] | None = None) -> Any:
         return types.CallToolResult(content=[types.TextContent(type="text", text=t) for t in texts],
@@ -268,8 +270,7 @@ def build_server(host: EpisodeHost) -> Any:
         name, args = params.name, dict(params.arguments or {})
         try:
             if name in CONTROL_TOOLS:
-                unknown = sorted(set(args) - set(next(c for c in control_tool_schemas(spec)
-                                                      if c["name"] == name)["inputSchema"]["properties"]))
+                unknown = sorted(set(args) - control_args[name])
                 if unknown:
                     raise ControlError(f"{name} takes no argument(s) {unknown}")
                 out = await off_loop(functools.partial(control, name, args))

@@ -124,3 +124,9 @@ def test_serve_errors_say_what_to_fix(library: Path, tmp_path: Path) -> None:
     assert r.exit_code == 1 and "reserves for episode control" in r.output and "envwright_end_turn" in r.output
     r = CliRunner().invoke(cli, ["serve", "library-loans", "--mcp", "--task", "nope"])
     assert r.exit_code == 1 and "no task 'nope'" in r.output
+    broken = json.loads(json.dumps(SPEC))
+    broken["state"]["seed_sql"] = "INSERT INTO shelves VALUES (1);"
+    path.write_text(json.dumps(broken))
+    r = CliRunner().invoke(cli, ["serve", str(path), "--mcp"])
+    assert r.exit_code == 1 and "cannot start an episode" in r.output and "no such table: shelves" in r.output
+    assert "Traceback" not in r.output

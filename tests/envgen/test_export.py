@@ -245,3 +245,15 @@ def test_cli_export_push_and_import(library: Library, tmp_path: Path, monkeypatc
     assert _spec_files(tmp_path / "mine") == _spec_files(library.root)
     missing = CliRunner().invoke(cli, ["import", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")])
     assert missing.exit_code == 1 and "not a Hub dataset id" in missing.output
+
+
+@pytest.mark.slow
+def test_exporting_200_generated_environments_takes_under_10_seconds(tmp_path: Path) -> None:
+    """The issue's figure: ``envwright generate --corpus stdlib --n 200 --workers 2``, then export it."""
+    from envgen.generate import GenerateConfig, run_generate
+
+    run_generate(GenerateConfig(corpus="stdlib", n=200, out=tmp_path / "lib", workers=2), progress=False)
+    lib = Library(tmp_path / "lib")
+    assert len(lib) >= 190
+    summary = export_hf(lib, tmp_path / "export")
+    assert summary.envs == len(lib) and summary.seconds < 10, summary

@@ -164,6 +164,8 @@ def test_episode_control_in_process(host: EpisodeHost) -> None:
             assert here.structured_content["turn"] == 0 and "Dune" in here.structured_content["instruction"]
             bad = await client.call_tool("envwright_reset", {"task": "nope"})
             assert bad.is_error and "no task 'nope'" in _json(bad)["error"]
+            bad = await client.call_tool("envwright_reset", {"seed": -1})
+            assert bad.is_error and "non-negative integer" in _json(bad)["error"]
             bad = await client.call_tool("envwright_end_turn", {})
             assert bad.is_error and "reply must be a string" in _json(bad)["error"]
             bad = await client.call_tool("envwright_instruction", {"x": 1})
