@@ -314,8 +314,12 @@ def _resolve_source(src: str, token: str | None = None) -> Path:
         raise FileNotFoundError(f"no export folder {src}, and it is not a Hub dataset id (owner/name)")
     from huggingface_hub import snapshot_download
 
-    return Path(snapshot_download(src, repo_type="dataset", token=token,
-                                  allow_patterns=["README.md", "data/*.parquet"]))
+    try:
+        folder = Path(snapshot_download(src, repo_type="dataset", token=token,
+                                        allow_patterns=["README.md", "data/*.parquet"]))
+    except Exception as e:  # no network, no such repository, no access: one line saying which
+        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {type(e).__name__}: {e}") from None
+    return _resolve_source(str(folder))
 
 
 def read_export(src: str | os.PathLike[str]) -> list[dict[str, Any]]:

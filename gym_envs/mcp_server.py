@@ -122,11 +122,11 @@ class EpisodeHost:
         self.spec.task(self.default_task)  # KeyError naming the task ids
         self._own_executor = executor is None
         self.executor = executor if executor is not None else make_executor("worker", limits=limits)
-        self.env = ToolEnv(self.spec, task=self.default_task, executor=self.executor, max_steps=max_steps,
-                           reward_mode=reward_mode)
         self._lock = threading.Lock()
         self._final: dict[str, Any] | None = None
         try:
+            self.env = ToolEnv(self.spec, task=self.default_task, executor=self.executor, max_steps=max_steps,
+                               reward_mode=reward_mode)
             self.reset(None, seed)
         except BaseException:
             self.close()
@@ -190,7 +190,8 @@ class EpisodeHost:
             return bool(results[0]["ok"]), texts
 
     def close(self) -> None:
-        self.env.close()
+        if hasattr(self, "env"):
+            self.env.close()
         if self._own_executor:
             self.executor.close()
 

@@ -257,3 +257,15 @@ def test_exporting_200_generated_environments_takes_under_10_seconds(tmp_path: P
     assert len(lib) >= 190
     summary = export_hf(lib, tmp_path / "export")
     assert summary.envs == len(lib) and summary.seconds < 10, summary
+
+
+def test_import_from_the_hub_without_network_is_one_clear_error(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    def offline(repo_id: str, **kwargs: Any) -> str:
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    r = CliRunner().invoke(cli, ["import", "me/envs", "--out", str(tmp_path / "lib")])
+    assert r.exit_code == 1 and "cannot download the Hub dataset me/envs: OSError: network is unreachable" in r.output

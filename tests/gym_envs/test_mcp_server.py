@@ -10,6 +10,7 @@ episode control and its errors.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,10 @@ HOSTILE = {
 
 
 def _stdio(spec_file: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, str(spec_file)],
-                                 env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+    env = {"PYTHONPATH": str(ROOT)}  # and the pure-Python switch of CI's second runtime pass, when set
+    env.update({k: v for k, v in os.environ.items() if k == "ENVWRIGHT_PURE_PYTHON"})
+    return StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, str(spec_file)], env=env,
+                                 cwd=str(ROOT))
 
 
 def _reply(turn: Turn) -> str:
