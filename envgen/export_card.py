@@ -21,7 +21,7 @@ from envgen.stats import library_stats
 __all__ = ["dataset_card"]
 
 #: environments sampled for the mean pairwise task-text distance (quadratic in this number)
-DIVERSITY_SAMPLE = 100
+DIVERSITY_SAMPLE = 200
 
 
 def _counts(counter: Counter[str], none: str = "none") -> str:

@@ -47,8 +47,8 @@ import sqlalchemy as sa
 
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "signature_key", "task_texts",
-           "text_similarity"]
+__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "shingle_similarity", "shingles",
+           "signature_key", "task_texts", "text_similarity"]
 
 _META = sa.MetaData()
 ENVS = sa.Table(
@@ -131,19 +131,24 @@ def task_texts(spec: EnvSpec) -> str:
     return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
 
 
-def _shingles(text: str, k: int = 3) -> set[str]:
+def shingles(text: str, k: int = 3) -> set[str]:
+    """The word ``k``-shingles of a text (lower-cased words of letters and digits)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     if len(words) < k:
         return {" ".join(words)} if words else set()
     return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
 
 
+def shingle_similarity(a: set[str], b: set[str]) -> float:
+    """Jaccard similarity of two shingle sets: :func:`text_similarity` for texts shingled once."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / max(1, len(a | b))
+
+
 def text_similarity(a: str, b: str) -> float:
     """Jaccard similarity of word 3-shingles (1.0 = identical text)."""
-    sa_, sb = _shingles(a), _shingles(b)
-    if not sa_ and not sb:
-        return 1.0
-    return len(sa_ & sb) / max(1, len(sa_ | sb))
+    return shingle_similarity(shingles(a), shingles(b))
 
 
 def _engine(url: str) -> sa.Engine:
