@@ -47,8 +47,8 @@ import sqlalchemy as sa
 
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "signature_key", "task_texts",
-           "text_similarity"]
+__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "shingle_similarity", "shingles",
+           "signature_key", "task_texts", "text_similarity"]
 
 BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
 
@@ -137,19 +137,24 @@ def task_texts(spec: EnvSpec) -> str:
     return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
 
 
-def _shingles(text: str, k: int = 3) -> set[str]:
+def shingles(text: str, k: int = 3) -> set[str]:
+    """The word ``k``-shingles of a text (lower-cased words of letters and digits)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     if len(words) < k:
         return {" ".join(words)} if words else set()
     return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
 
 
+def shingle_similarity(a: set[str], b: set[str]) -> float:
+    """Jaccard similarity of two shingle sets: :func:`text_similarity` for texts shingled once."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / max(1, len(a | b))
+
+
 def text_similarity(a: str, b: str) -> float:
     """Jaccard similarity of word 3-shingles (1.0 = identical text)."""
-    sa_, sb = _shingles(a), _shingles(b)
-    if not sa_ and not sb:
-        return 1.0
-    return len(sa_ & sb) / max(1, len(sa_ | sb))
+    return shingle_similarity(shingles(a), shingles(b))
 
 
 def _engine(url: str) -> sa.Engine:
@@ -504,6 +509,48 @@ class Library:
             _upsert(c, ENVS, env_rows)
             _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
         return records
+
+    def restore(self, envs: Sequence[tuple[PreparedEnv, dict[str, Any]]],
+                task_stats: Sequence[dict[str, Any]] = ()) -> tuple[list[str], list[str]]:
+        """Add environments taken from another library (``envwright import``): each spec file is
+        written with exactly ``PreparedEnv.text``, its ``envs`` row gets the given catalog columns
+        (solve rate, grounding, model...) over :func:`env_entry`'s, and ``task_stats`` rows are
+        stored. Returns ``(added ids, ids already here with identical spec files)``.
+
+        All or nothing: a same-id environment with a different spec file, or a near-duplicate of
+        one here, refuses the whole batch (``ValueError`` listing each) before anything is written.
+        """
+        known = self._known_rows([p for p, _ in envs])
+        added: list[tuple[PreparedEnv, dict[str, Any]]] = []
+        present: list[str] = []
+        problems: list[str] = []
+        for p, columns in envs:
+            if any(r["id"] == p.id for r in known) and _read(self.spec_path(p.id)) == p.text:
+                present.append(p.id)
+                continue
+            err = self._conflict(p, known)
+            if err is not None:
+                problems.append(f"{p.id}: {err}" + (" with a different spec file"
+                                                    if isinstance(err, FileExistsError) else ""))
+                continue
+            known.append({"id": p.id, "signature": p.signature, "task_text": p.task_text, "run_id": None})
+            added.append((p, columns))
+        if problems:
+            raise ValueError(f"{len(problems)} environment(s) conflict with {self.root}, nothing was imported:\n  "
+                             + "\n  ".join(problems))
+        for p, _ in added:
+            atomic_write_text(self.spec_path(p.id), p.text)
+        if added:
+            _fsync_dir(self.root / "specs")
+        rows = [self._env_row(p, model=None, run_id=None, reasons=[], grounding=None)
+                | {"solve_rate": None, "n_evals": 0, "split": None}  # every row carries every column
+                | {k: v for k, v in columns.items() if k in ENVS.c and k not in ("id", "path")} for p, columns in added]
+        ids = {p.id for p, _ in added}
+        stats = [dict(s) for s in task_stats if s["env_id"] in ids]
+        with self.engine.begin() as c:
+            _upsert(c, ENVS, rows)
+            _upsert(c, TASK_STATS, stats)
+        return [p.id for p, _ in added], present
 
     def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
                         rejected_spec: dict[str, Any] | str) -> None:
