@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envgen.validate import Reason, Verdict, validate_spec
+from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.executor import make_executor
 
@@ -55,9 +56,12 @@ def expand_inputs(refs: list[str], all_examples: bool) -> list[_Input]:
     for ref in refs:
         path = Path(ref).expanduser()
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.json") if p.is_file())
+            folder = path / "specs" if (path / "specs").is_dir() else path  # a library: its specs/ folder
+            files = sorted(p for p in folder.glob("*.json") if p.is_file())
             if not files:
-                items.append(_Input(ref, None, f"no *.json spec files in directory {ref}"))
+                what = "the library" if folder != path else "directory"
+                items.append(_Input(ref, None, f"no *.json spec files in {what} {folder} (a library keeps "
+                                               "its specs in LIBRARY/specs/)"))
             items.extend(_Input(str(f), f) for f in files)
             continue
         try:
@@ -70,7 +74,7 @@ def expand_inputs(refs: list[str], all_examples: bool) -> list[_Input]:
 def _reasons_text(verdict: Verdict) -> Text:
     if verdict.accepted:
         return Text("")
-    return Text("\n".join(f"• {r}" for r in verdict.reasons), style="red")
+    return display.text("\n".join(f"• {r}" for r in verdict.reasons), "red")
 
 
 def _peek_id(path: Path | None) -> str | None:
@@ -94,9 +98,9 @@ def _table(rows: list[tuple[_Input, Verdict]]) -> Table:
         table.add_column("reasons", ratio=1, min_width=30)
     for item, v in rows:
         spec_id = v.spec_id or _peek_id(item.path)
-        label = Text(spec_id or item.label, style="bold")
+        label = display.text(spec_id or item.label, "bold")
         if spec_id and item.label != spec_id:
-            label.append(f"\n{item.label}", style="dim")
+            label.append(f"\n{display.clean(item.label)}", style="dim")
         verdict = Text("accepted", style="bold green") if v.accepted else Text("rejected", style="bold red")
         cells: list[Text | str] = [label, verdict, str(v.trajectories), f"{v.seconds:.2f}s"]
         table.add_row(*cells, *([_reasons_text(v)] if any_rejected else []))

@@ -41,6 +41,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from gym_envs import display
 from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.executor import LoadFailure, make_executor
 from gym_envs.parsing import parse_action
@@ -199,13 +200,13 @@ def _tools_table(spec: EnvSpec) -> Table:
         for i, p in enumerate(tool_parameters(tool)):
             if i:
                 params.append("\n")
-            params.append(p["name"], style="bold")
+            params.append(display.clean(p["name"]), style="bold")
             params.append(("*" if p["required"] else "") + ": ", style="red" if p["required"] else "")
-            params.append(p["type"], style="green")
+            params.append(display.clean(p["type"]), style="green")
             if p["description"]:
-                params.append(f"  {p['description']}", style="dim")
-        table.add_row(tool.name, params if tool_parameters(tool) else Text("(none)", style="dim"),
-                      Text(tool.description))
+                params.append(f"  {display.clean(p['description'])}", style="dim")
+        table.add_row(display.text(tool.name), params if tool_parameters(tool) else Text("(none)", style="dim"),
+                      display.text(tool.description))
     return table
 
 
@@ -215,7 +216,7 @@ def _tables_table(dump: dict[str, Any], title: str = "Tables") -> Table:
     table.add_column("rows", justify="right")
     table.add_column("columns")
     for name, t in dump.items():
-        table.add_row(name, str(t["count"]), Text(", ".join(t["columns"]), style="dim"))
+        table.add_row(display.text(name), str(t["count"]), display.text(", ".join(t["columns"]), "dim"))
     return table
 
 
@@ -228,22 +229,22 @@ def _rows_table(name: str, t: dict[str, Any]) -> Group:
     note = _plural(t["count"], "row") + (f", first {shown} shown" if shown < t["count"] else "")
     table = Table()
     for col in t["columns"]:
-        table.add_column(col)
+        table.add_column(display.text(col))
     for row in t["rows"]:
-        table.add_row(*[Text("NULL", style="dim") if v is None else Text(str(v)) for v in row])
-    return Group(Text.assemble((name, "bold cyan"), f"  ({note})"), table)
+        table.add_row(*[Text("NULL", style="dim") if v is None else display.text(v) for v in row])
+    return Group(Text.assemble((display.clean(name), "bold cyan"), f"  ({note})"), table)
 
 
 def _turn_tree(tree: Tree, index: int, n_turns: int, turn: Turn) -> None:
-    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}: ", "bold"), turn.instruction))
+    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}: ", "bold"), display.clean(turn.instruction)))
     checks = node.add(Text("checks", style="yellow"))
     for ci, check in enumerate(turn.checks):
-        checks.add(Text.assemble((f"[{ci}] {check.kind}: ", "yellow"), check_summary(check)))
+        checks.add(Text.assemble((f"[{ci + 1}] {check.kind}: ", "yellow"), display.clean(check_summary(check))))
     ref = node.add(Text("reference", style="green"))
     if not turn.reference:
         ref.add(Text("(no calls)", style="dim"))
     for call in turn.reference:
-        ref.add(Text(format_call(call.name, call.arguments)))
+        ref.add(display.text(format_call(call.name, call.arguments)))
 
 
 # ============================================================================================
@@ -293,7 +294,7 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
     meta.add_column(style="dim")
     meta.add_column()
     where = str(located.path) + (f"  (shipped example '{located.example}')" if located.example else "")
-    meta.add_row("file", where)
+    meta.add_row("file", display.text(where))
     p = spec.provenance
     prov = f"{p.generator} · stream {p.stream}"
     for label, value in (("skill", p.skill_id), ("seed", p.seed), ("created", p.created_at)):
@@ -301,16 +302,20 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
             prov += f" · {label} {value}"
     if p.parents:
         prov += f" · parents {', '.join(p.parents)}"
-    meta.add_row("provenance", prov)
-    if spec.source:
-        s = spec.source
-        src = f"{s.corpus}:{s.doc_id}" + (f"  {s.path}" if s.path else "")
-        src += f"  sha256 {s.sha256[:12]}…" if s.sha256 else ""
-        meta.add_row("source", src)
-    else:
-        meta.add_row("source", "none (hand-written)")
-    body = Group(Text(spec.description or "(no description)"), Text(), meta)
-    return Panel(body, title=Text.assemble((spec.title, "bold"), "  ", (spec.id, "dim")), title_align="left")
+    meta.add_row("provenance", display.text(prov))
+    meta.add_row("source", display.text(source_label(spec)))
+    body = Group(display.text(spec.description or "(no description)"), Text(), meta)
+    return Panel(body, title=Text.assemble((display.clean(spec.title), "bold"), "  ", (spec.id, "dim")),
+                 title_align="left")
+
+
+def source_label(spec: EnvSpec) -> str:
+    """``corpus:doc_id  path  sha256 …`` of a spec's source document (the corpus said once)."""
+    s = spec.source
+    if s is None:
+        return "none (hand-written)"
+    doc = s.doc_id if s.doc_id.startswith(f"{s.corpus}:") else f"{s.corpus}:{s.doc_id}"
+    return doc + (f"  {s.path}" if s.path else "") + (f"  sha256 {s.sha256[:12]}…" if s.sha256 else "")
 
 
 @click.command()
@@ -338,7 +343,7 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
     console.print(_header(spec, located))
     console.print(_tools_table(spec))
     if tables is None:
-        console.print(Text(f"Tables: the state could not be built: {error}", style="bold red"))
+        console.print(display.text(f"Tables: the state could not be built: {error}", "bold red"))
     else:
         console.print(_tables_table(tables))
         for name, t in tables.items():
@@ -346,7 +351,8 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
                 console.print(_rows_table(name, t))
     tree = Tree(Text(f"Tasks ({len(spec.tasks)})", style="bold"))
     for task in spec.tasks:
-        head = Text.assemble((task.id, "bold magenta"), f"  {task.kind} · {_plural(len(task.turns), 'turn')}")
+        head = Text.assemble((display.clean(task.id), "bold magenta"),
+                             f"  {task.kind} · {_plural(len(task.turns), 'turn')}")
         node = tree.add(head)
         for i, turn in enumerate(task.turns):
             _turn_tree(node, i, len(task.turns), turn)
@@ -479,11 +485,11 @@ class Player:
         setup = (f"{task.id} ({task.kind}), {_plural(len(task.turns), 'turn')} · "
                  f"reward {self.env.reward_mode} · executor {executor} · max {self.env.max_steps} actions")
         body = Group(
-            Text(f"You are an assistant operating {spec.title}. {spec.description}".strip()),
-            Text.assemble(("tools: ", "dim"), tools, ("  (:tools for details)", "dim")),
-            Text.assemble(("task: ", "dim"), setup),
+            display.text(f"You are an assistant operating {spec.title}. {spec.description}".strip()),
+            Text.assemble(("tools: ", "dim"), display.clean(tools), ("  (:tools for details)", "dim")),
+            Text.assemble(("task: ", "dim"), display.clean(setup)),
         )
-        self.say(Panel(body, title=Text.assemble((spec.title, "bold"), "  ", (spec.id, "dim")),
+        self.say(Panel(body, title=Text.assemble((display.clean(spec.title), "bold"), "  ", (spec.id, "dim")),
                        title_align="left"))
         if self.interactive:
             self.say(Text("Type a tool call, a message to end the turn, or :help.", style="dim"))
@@ -491,7 +497,7 @@ class Player:
     def instruction(self, text: str) -> None:
         assert self.env.task is not None
         n = len(self.env.task.turns)
-        self.say(Text.assemble((f"[user] turn {self.env.turn_index + 1}/{n}: ", "bold blue"), text))
+        self.say(Text.assemble((f"[user] turn {self.env.turn_index + 1}/{n}: ", "bold blue"), display.clean(text)))
 
     # -- one line ------------------------------------------------------------------------------
     def handle(self, line: str) -> None:
@@ -505,7 +511,7 @@ class Player:
         try:
             action = parse_line(text, [t.name for t in self.env.env_spec.tools])
         except ValueError as e:
-            self.say(Text(f"not sent: {e}", style="red"))
+            self.say(display.text(f"not sent: {e}", "red"))
             return
         self.act(action)
 
@@ -525,29 +531,37 @@ class Player:
 
     def _show_calls(self, info: dict[str, Any], obs: str) -> None:
         for r in info.get("tool_results", []):
-            call = format_call(r["name"], r["arguments"])
+            call = display.clean(format_call(r["name"], r["arguments"]))
             if r["ok"]:
                 self.say(Text.assemble(("[call] ", "bold cyan"), call))
             else:
-                self.say(Text.assemble(("[call] ", "bold cyan"), call, (f"  → {r['error_type']}", "red")))
+                self.say(Text.assemble(("[call] ", "bold cyan"), call,
+                                       (f"  → {display.clean(r['error_type'])}", "red")))
         for err in info.get("parse_errors", []):
-            self.say(Text.assemble(("[parse error] ", "bold red"), err))
-        self.say(Text.assemble(("[observation] ", "bold"), obs))
+            self.say(Text.assemble(("[parse error] ", "bold red"), display.clean(err)))
+        self.say(Text.assemble(("[observation] ", "bold"), display.clean(obs)))
 
     def _show_checks(self, turn_index: int, info: dict[str, Any], reward: float) -> None:
         assert self.env.task is not None
         turn = self.env.task.turns[turn_index]
         passed = bool(info.get("turn_passed"))
-        self.say(Text.assemble((f"[turn {turn_index + 1}/{len(self.env.task.turns)}] ", "bold"),
+        n_turns = len(self.env.task.turns)
+        self.say(Text.assemble((f"[turn {turn_index + 1}/{n_turns}] ", "bold"),
                                ("PASSED" if passed else "FAILED", "bold green" if passed else "bold red"),
-                               (f"  reward {reward:g}", "dim")))
+                               (f"  {self._reward_note(turn_index, n_turns, reward)}", "dim")))
         for c in info["checks"]:
             mark, style = ("pass", "green") if c["passed"] else ("FAIL", "red")
-            summary = check_summary(turn.checks[c["index"]])
-            line = Text.assemble(("  " + mark, style), f"  {c['kind']}: {summary}")
+            summary = display.clean(check_summary(turn.checks[c["index"]]))
+            line = Text.assemble(("  " + mark, style), f"  {display.clean(c['kind'])}: {summary}")
             if not c["passed"] and c.get("detail"):
-                line.append(f"\n        {c['detail']}", style="dim")
+                line.append(f"\n        {display.clean(c['detail'])}", style="dim")
             self.say(line)
+
+    def _reward_note(self, turn_index: int, n_turns: int, reward: float) -> str:
+        """What this turn's reward means: in ``episode`` mode it is paid only when the last turn ends."""
+        if self.env.reward_mode == "episode" and turn_index + 1 < n_turns:
+            return "(reward comes at the end of the episode)"
+        return f"reward {reward:g}"
 
     def _finish(self, info: dict[str, Any], truncated: bool) -> None:
         self.finished = True
@@ -578,7 +592,7 @@ class Player:
         if handler is None:
             close = difflib.get_close_matches(name, list(handlers), n=1)
             hint = f" Did you mean :{close[0]}?" if close else ""
-            self.say(Text(f"unknown command :{name}.{hint} Type :help.", style="red"))
+            self.say(display.text(f"unknown command :{name}.{hint} Type :help.", "red"))
             return
         handler(arg)
 
@@ -590,7 +604,7 @@ class Player:
         dump = self.env.session.dump([arg] if arg else None, limit=100 if arg else 10)
         if arg and arg not in dump:
             everything = self.env.session.dump(limit=0)
-            self.say(Text(f"no table {arg!r}; tables: {', '.join(everything)}", style="red"))
+            self.say(display.text(f"no table {arg!r}; tables: {', '.join(everything)}", "red"))
             return
         for name, t in dump.items():
             self.say(_rows_table(name, t))
@@ -608,23 +622,23 @@ class Player:
         if not turn.reference:
             self.say(Text("(the reference makes no calls this turn)", style="dim"))
         for call in turn.reference:
-            self.say(Text(format_call(call.name, call.arguments)))
+            self.say(display.text(format_call(call.name, call.arguments)))
         replies = [c.any_of for c in turn.checks if c.kind == "reply_contains"]
         for any_of in replies:
-            self.say(Text(f"then reply with a message containing one of {json.dumps(any_of)}", style="dim"))
+            self.say(display.text(f"then reply with a message containing one of {json.dumps(any_of)}", "dim"))
         if not replies:
             self.say(Text("then reply with a message (e.g. Done.) to end the turn", style="dim"))
 
     def _cmd_checks(self, arg: str) -> None:
         turn = self._current_turn()
         for ci, check in enumerate(turn.checks if turn else []):
-            self.say(Text(f"[{ci}] {check.kind}: {check_summary(check)}"))
+            self.say(display.text(f"[{ci + 1}] {check.kind}: {check_summary(check)}"))
 
     def _cmd_system(self, arg: str) -> None:
-        self.say(Text(self.env.system_prompt))
+        self.say(display.text(self.env.system_prompt))
 
     def _cmd_transcript(self, arg: str) -> None:
-        self.say(Text(self.env.render() or ""))
+        self.say(display.text(self.env.render() or ""))
 
     def _cmd_end(self, arg: str) -> None:
         if self._current_turn() is not None:
@@ -701,7 +715,7 @@ def play(spec_ref: str, task_id: str | None, executor: str | None, reward_mode: 
         lines = _interactive_lines(console) if interactive else _script_lines(sys.stdin)
         for line in lines:
             if not interactive:
-                console.print(Text(f"> {line}", style="dim"))
+                console.print(display.text(f"> {line}", "dim"))
             player.handle(line)
             if player.quit or (player.finished and not interactive):
                 break
