@@ -16,8 +16,9 @@ Loaded lazily by :mod:`envgen.command`; importing this module costs the runtime
   exits 0 if the episode's reward is 1.0, else 1.
 * ``schema`` prints the JSON Schema of the spec (``--out FILE`` writes it).
 
-``PATH`` is a spec file or the name of a shipped example
-(:mod:`gym_envs.examples`). Shipped examples run on the ``inprocess`` executor
+``PATH`` is a spec file, the name of a shipped example
+(:mod:`gym_envs.examples`), ``LIBRARY/ENV_ID`` (an environment of a generated
+library), or an environment id with ``--library LIBRARY``. Shipped examples run on the ``inprocess`` executor
 by default (they are trusted); anything else on ``worker`` (isolated).
 """
 
@@ -88,9 +89,36 @@ def example_names() -> list[str] | None:
     return None if mod is None else list(mod.list_examples())
 
 
-def locate_spec(ref: str) -> LocatedSpec:
-    """Resolve ``ref`` (a spec file, or a shipped example's name); LookupError says what exists."""
+def _library_specs(folder: Path) -> dict[str, Path]:
+    """The spec files of a library folder (``LIBRARY/specs/<env_id>.json``) by environment id."""
+    return {p.stem: p for p in sorted((folder / "specs").glob("*.json"))} if (folder / "specs").is_dir() else {}
+
+
+def _in_library(library: Path, env_id: str) -> LocatedSpec:
+    specs = _library_specs(library)
+    stem = env_id.removesuffix(".json")
+    if stem in specs:
+        return LocatedSpec(specs[stem])
+    if not specs and not library.is_dir():
+        raise LookupError(f"no library folder {library}")
+    close = difflib.get_close_matches(stem, list(specs), n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else (
+        f" ({len(specs)} environments; envwright list {library} shows them)" if specs else
+        f" ({library} has no specs/ folder: is it a library?)")
+    raise LookupError(f"no environment {env_id!r} in library {library}{hint}")
+
+
+def locate_spec(ref: str, library: str | Path | None = None) -> LocatedSpec:
+    """Resolve ``ref``; LookupError says what exists.
+
+    ``ref`` is a spec file, a shipped example's name, ``LIBRARY/ENV_ID`` (an environment of a library
+    folder, whose specs live in ``LIBRARY/specs/``), or with ``library`` an environment id of that library.
+    """
     path = Path(ref).expanduser()
+    if library is not None:
+        return _in_library(Path(library).expanduser(), ref)
+    if not path.exists() and path.parent != path and _library_specs(path.parent):
+        return _in_library(path.parent, path.name)
     mod = _examples()
     shipped = {n: Path(mod.example_path(n)) for n in mod.list_examples()} if mod is not None else {}
     names = list(shipped)
@@ -103,6 +131,11 @@ def locate_spec(ref: str) -> LocatedSpec:
     if ref in shipped:
         return LocatedSpec(shipped[ref], ref)
     if path.is_dir():
+        inside = _library_specs(path)
+        if inside:
+            first = next(iter(inside))
+            raise LookupError(f"{ref} is a library; name one of its {len(inside)} environments, e.g. "
+                              f"{Path(ref) / first} (envwright list {ref} shows them)")
         raise LookupError(f"{ref} is a directory; give one spec file (or a shipped example's name)")
     msg = f"no spec file or shipped example named {ref!r}"
     close = difflib.get_close_matches(ref, names, n=3)
@@ -115,10 +148,10 @@ def locate_spec(ref: str) -> LocatedSpec:
     raise LookupError(msg)
 
 
-def _load(ref: str) -> tuple[LocatedSpec, EnvSpec]:
+def _load(ref: str, library: str | None = None) -> tuple[LocatedSpec, EnvSpec]:
     """Locate and parse a spec for a command, turning failures into click errors."""
     try:
-        located = locate_spec(ref)
+        located = locate_spec(ref, library)
     except LookupError as e:
         raise click.ClickException(str(e)) from None
     try:
@@ -326,9 +359,12 @@ def source_label(spec: EnvSpec) -> str:
               help="Also print up to this many rows of each table.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=None,
               help="Executor that builds the tables [default: inprocess for shipped examples, else worker].")
-def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, executor: str | None) -> None:
-    """Describe an environment: PATH is a spec file or a shipped example's name."""
-    located, spec = _load(spec_ref)
+@click.option("--library", type=click.Path(file_okay=False), default=None, metavar="LIBRARY",
+              help="Read PATH as an environment id of this library folder.")
+def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, executor: str | None,
+         library: str | None) -> None:
+    """Describe an environment: PATH is a spec file, a shipped example's name, or LIBRARY/ENV_ID."""
+    located, spec = _load(spec_ref, library)
     if task_ids:
         try:
             keep = {spec.task(t).id for t in task_ids}
@@ -684,15 +720,17 @@ def _script_lines(stream: Iterable[str]) -> Iterator[str]:
 @click.option("--max-steps", type=click.IntRange(1), default=32, show_default=True,
               help="Actions before the episode is truncated.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Episode seed.")
+@click.option("--library", type=click.Path(file_okay=False), default=None, metavar="LIBRARY",
+              help="Read PATH as an environment id of this library folder.")
 def play(spec_ref: str, task_id: str | None, executor: str | None, reward_mode: str, max_steps: int,
-         seed: int) -> None:
-    """Play a task of PATH (a spec file or a shipped example's name) by hand.
+         seed: int, library: str | None) -> None:
+    """Play a task of PATH (a spec file, a shipped example's name, or LIBRARY/ENV_ID) by hand.
 
     Reads lines from standard input; when it is not a terminal, runs them as a
     script (no prompts; blank lines and # comments skipped) and exits 0 if the
     episode's reward is 1.0, else 1. Type :help in the REPL for the syntax.
     """
-    located, spec = _load(spec_ref)
+    located, spec = _load(spec_ref, library)
     try:
         task = spec.task(task_id)
     except (KeyError, IndexError):

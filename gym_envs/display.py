@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["clean", "markup", "one_line", "text"]
+__all__ = ["clean", "markup", "one_line", "readable_headers", "text"]
 
 # C0 but \t and \n, DEL, C1; the bidi embeddings/overrides/isolates; lone surrogates.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -64,3 +64,16 @@ def text(value: Any, style: str = "", *, single_line: bool = False) -> Any:
     from rich.text import Text
 
     return Text(one_line(value) if single_line else clean(value), style=style)
+
+
+def readable_headers(table: Any) -> Any:
+    """Give every column of a rich ``Table`` at least the width of its header's longest word.
+
+    Rich squeezes columns to fit the terminal and then cuts header words (``exampl…``); with this a
+    header wraps between words instead. Returns the table.
+    """
+    for column in table.columns:
+        words = str(column.header).split()
+        longest = max((len(w) for w in words), default=0)
+        column.min_width = max(column.min_width or 0, longest)
+    return table

@@ -134,12 +134,18 @@ PLOTS: list[tuple[str, str, list[str]]] = [
 ]
 
 
+def _legend_outside(ax: Any) -> None:
+    """The legend to the right of the axes, where it cannot cover a curve or a bar."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
 def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
     """PNG curves of a run's metrics (one file per group of :data:`PLOTS` that has data)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     records = read_metrics(run_dir)
     out = Path(out_dir) if out_dir else Path(run_dir) / "plots"
@@ -151,32 +157,38 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
         series = {k: v for k, v in series.items() if v}
         if not series:
             continue
-        fig, ax = plt.subplots(figsize=(6, 3.5))
+        fig, ax = plt.subplots(figsize=(7, 3.5))
         for k, pts in series.items():
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=k)
         ax.set_title(title)
         ax.set_xlabel("round / step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds and steps are whole numbers
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
+        _legend_outside(ax)
         path = out / f"{stem}.png"
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     hist = [(s, r["solver"]["solve_rate_histogram"]) for s, r in ((r.get("step", i), r) for i, r in enumerate(records))
             if isinstance(r.get("solver"), dict) and r["solver"].get("solve_rate_histogram")]
     if hist:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for s, h in hist[-4:]:
-            ax.plot(range(len(h["counts"])), h["counts"], marker="o", label=f"round {s}")
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        shown = hist[-4:]
+        width = 0.8 / len(shown)
+        for j, (s, h) in enumerate(shown):  # a histogram is bars: one group per bin, one bar per round
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(h["counts"]))]
+            ax.bar(xs, h["counts"], width, label=f"round {s}")
+        h = shown[-1][1]
         ax.set_xticks(range(len(h["counts"])))
         ax.set_xticklabels([f"{a:.1f}-{b:.1f}" for a, b in zip(h["edges"][:-1], h["edges"][1:], strict=True)],
                            fontsize=7)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts
+        ax.set_xlabel("solve rate")
+        ax.set_ylabel("environments")
         ax.set_title("Solve-rate histogram of valid proposals")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
+        _legend_outside(ax)
         path = out / "solve_rate_histogram.png"
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     if not written:
