@@ -88,23 +88,31 @@ def _peek_id(path: Path | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _table(rows: list[tuple[_Input, Verdict]]) -> Table:
+def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
+    """One row per spec. With rejections, two columns (the spec with its verdict, and the reasons, which
+    get the room); the spec column is capped so long paths fold instead of squeezing the reasons out."""
     any_rejected = any(not v.accepted for _, v in rows)
     table = Table(show_lines=any_rejected, title="Validity gate", title_justify="left", expand=any_rejected)
-    table.add_column("spec", overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("traj.", justify="right", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("spec", overflow="fold", max_width=max(24, min(48, width // 3)) if any_rejected else None)
     if any_rejected:
-        table.add_column("reasons", ratio=1, min_width=30)
+        table.add_column("reasons", ratio=1, overflow="fold")
+    else:
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("traj.", justify="right", no_wrap=True)
+        table.add_column("time", justify="right", no_wrap=True)
     for item, v in rows:
         spec_id = v.spec_id or _peek_id(item.path)
         label = display.text(spec_id or item.label, "bold")
         if spec_id and item.label != spec_id:
             label.append(f"\n{display.clean(item.label)}", style="dim")
         verdict = Text("accepted", style="bold green") if v.accepted else Text("rejected", style="bold red")
-        cells: list[Text | str] = [label, verdict, str(v.trajectories), f"{v.seconds:.2f}s"]
-        table.add_row(*cells, *([_reasons_text(v)] if any_rejected else []))
+        if any_rejected:
+            label.append("\n")
+            label.append_text(verdict)
+            label.append(f" · {v.trajectories} traj. · {v.seconds:.2f}s", style="dim")
+            table.add_row(label, _reasons_text(v))
+        else:
+            table.add_row(label, verdict, str(v.trajectories), f"{v.seconds:.2f}s")
     return table
 
 
@@ -146,7 +154,7 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         console = Console(highlight=False)
-        console.print(_table(rows))
+        console.print(_table(rows, console.width))
         style = "bold red" if n_bad else "bold green"
         console.print(Text(f"{len(rows) - n_bad} accepted, {n_bad} rejected in {seconds:.1f}s", style=style))
     if n_bad:

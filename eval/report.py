@@ -502,11 +502,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000,
 def compare_markdown(result: Mapping[str, Any]) -> str:
     """A Markdown table of :func:`compare_runs`."""
     a, b = result["a"], result["b"]
-    head = ["suite", "kind", "metric", "tasks (common)", f"A: {a['policy']}", f"B: {b['policy']}", "B - A",
-            "95% CI", ""]
+    head = ["suite", "kind", "metric", "tasks (common)", f"A: {md_code(a['policy'])}",
+            f"B: {md_code(b['policy'])}", "B - A", "95% CI", ""]
     rows = [[r["suite"], r["kind"], r["metric"], f"{r['tasks_a']}/{r['tasks_b']} ({r['common']})",
              _fmt(r["a"]), _fmt(r["b"]), _fmt(r["diff"]), _ci(r["ci"]), "*" if r["significant"] else ""]
             for r in result["rows"]]
-    return (f"# Compare\n\nA = `{a['path']}`, B = `{b['path']}`. Differences are B - A over the tasks "
-            "both runs share (paired bootstrap); * marks an interval that excludes 0.\n\n"
-            + _md_table(head, rows) + "\n")
+    return (f"# Compare\n\nA = {md_code(a['path'])}, B = {md_code(b['path'])}. Differences are B - A over the "
+            "tasks both runs share (paired bootstrap); * marks an interval that excludes 0.\n\n"
+            + _md_table(head, rows, untrusted=(0, 1)) + "\n")

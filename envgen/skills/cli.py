@@ -116,19 +116,24 @@ def simulate_cmd(out: Path = typer.Option(Path("runs/skill-simulation"), help="F
     table = Table("round", "solve", "valid", "comp.", "skills", "pruned", "refined", "induced", "merged",
                   "refused", box=None, header_style="bold underline",
                   caption="solve: mean solve rate of routed environments; valid: validity; comp.: solver "
-                          "competence")
-    for column in table.columns[5:9]:
-        column.overflow = "fold"  # skill ids wrap, never cut
+                          "competence; which skills changed is listed below")
+    changes: list[str] = []
 
     def row(m: dict) -> None:
         table.add_row(str(m["iteration"]), _rate(m["mean_solve_rate_routed"]), f"{m['validity']:.2f}",
-                      f"{m['competence']:.2f}", str(m["active_skills"]), display.text(", ".join(m["pruned"])),
-                      display.text(", ".join(m["refined"])), display.text(", ".join(m["induced"])),
-                      display.text(", ".join(f"{a}<-{b}" for a, b in m["merged"])), str(len(m["refused"])))
+                      f"{m['competence']:.2f}", str(m["active_skills"]), str(len(m["pruned"])),
+                      str(len(m["refined"])), str(len(m["induced"])), str(len(m["merged"])), str(len(m["refused"])))
+        named = [(what, ids) for what, ids in (("pruned", m["pruned"]), ("refined", m["refined"]),
+                                               ("induced", m["induced"]),
+                                               ("merged", [f"{a}<-{b}" for a, b in m["merged"]])) if ids]
+        if named:
+            changes.append(f"round {m['iteration']}: " + "; ".join(f"{what} {', '.join(ids)}" for what, ids in named))
 
     hist = run_simulation(out, SimulationConfig(rounds=rounds, envs_per_round=envs_per_round, alpha=alpha,
                                                 seed=seed), printer=row)
     Console().print(display.readable_headers(table))
+    for line in changes:
+        Console().print(display.text(line))
     s = summarize(hist)
     r5 = hist[min(4, len(hist) - 1)]["mean_solve_rate_routed"]
     ok = r5 is not None and 0.4 <= r5 <= 0.6
