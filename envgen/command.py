@@ -96,6 +96,8 @@ COMMANDS: dict[str, LazyEntry] = {
                        section=LIB),
     "skills": LazyEntry("envgen.skills.cli:app", "Skill libraries: list, show, stats, export, simulate.",
                         section=LIB),
+    "inspect": LazyEntry("envgen.inspect.cli:inspect", "Write a static HTML site to browse a library or a spec.",
+                         section=LIB),
     "eval": LazyEntry("eval.cli:eval_cmd", "Score a policy on suites (generated, BFCL, ...).",
                       extra="eval", section=EVAL),
     "compare": LazyEntry("eval.cli:compare_cmd", "Compare two evaluation runs side by side.", extra="eval",

@@ -198,7 +198,7 @@ def _near_misses(spec: EnvSpec, turn: Turn, effectful: list[int]) -> Iterable[tu
     ref = turn.reference
     for ci in effectful:
         call = ref[ci]
-        yield f"without call {ci} ({call.name})", ref[:ci] + ref[ci + 1:]
+        yield f"without call {ci + 1} ({call.name})", ref[:ci] + ref[ci + 1:]
         props = spec.tool(call.name).parameters.get("properties", {})
         for arg, value in call.arguments.items():
             new = _perturb(value, props.get(arg, {}))
