@@ -81,8 +81,12 @@ class SelectionReport:
     languages: dict[str, int] = field(default_factory=dict)  #: language -> documents read
 
     def _count(self, stage: str, docs: Iterable[Document], *, languages: bool = False) -> Iterator[Document]:
+        """Count what ``docs`` yields under ``stage`` (registered now, in pipeline order)."""
         index = len(self.stages)
         self.stages.append((stage, 0))
+        return self._counting(index, stage, docs, languages)
+
+    def _counting(self, index: int, stage: str, docs: Iterable[Document], languages: bool) -> Iterator[Document]:
         for doc in docs:
             self.stages[index] = (stage, self.stages[index][1] + 1)
             if languages:

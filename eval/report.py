@@ -39,8 +39,8 @@ from typing import Any
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
 
-__all__ = ["compare_markdown", "compare_runs", "load_run", "md_code", "render_html", "render_markdown",
-           "write_run"]
+__all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "kinds_figure", "load_run",
+           "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
 
 _HTML_MESSAGE_CHARS = 6_000
 _DIAG_KEYS = ("fabricated_rate", "asked_rate", "declined_rate", "acted_rate", "withheld_call_rate")
@@ -271,7 +271,7 @@ def _labels(ax: Any, bars: Any) -> None:
     ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=2)
 
 
-def plot_suites(summary: Mapping[str, Any]) -> str:
+def suites_figure(summary: Mapping[str, Any]) -> Any:
     """Per-suite pass@1, pass^k (bootstrap intervals) and mean check fraction bars (base64 PNG)."""
     suites = summary.get("suites") or {}
     k = str((summary.get("run") or {}).get("config", {}).get("k", 1))
@@ -295,10 +295,15 @@ def plot_suites(summary: Mapping[str, Any]) -> str:
     ax.set_ylabel("rate")
     ax.set_title("Per suite (95% bootstrap CI)")
     _legend(ax)
-    return _png(fig)
+    return fig
 
 
-def plot_kinds(summary: Mapping[str, Any]) -> str:
+def plot_suites(summary: Mapping[str, Any]) -> str:
+    """:func:`suites_figure` as a base64 PNG."""
+    return _png(suites_figure(summary))
+
+
+def kinds_figure(summary: Mapping[str, Any]) -> Any:
     """pass@1 (solid) and mean check fraction (hatched) per task kind, for each suite (base64 PNG)."""
     suites = summary.get("suites") or {}
     kinds = sorted({kind for s in suites.values() for kind in s["by_kind"]})
@@ -321,10 +326,15 @@ def plot_kinds(summary: Mapping[str, Any]) -> str:
     ax.set_ylabel("rate")
     ax.set_title("Per task kind")
     _legend(ax)
-    return _png(fig)
+    return fig
 
 
-def plot_diagnostics(summary: Mapping[str, Any]) -> str:
+def plot_kinds(summary: Mapping[str, Any]) -> str:
+    """:func:`kinds_figure` as a base64 PNG."""
+    return _png(kinds_figure(summary))
+
+
+def diagnostics_figure(summary: Mapping[str, Any]) -> Any:
     """Action-class rates per suite (base64 PNG); missing rates are drawn as 0 and marked n/a."""
     suites = summary.get("suites") or {}
     fig = _figure(8.0, 3.4)
@@ -341,7 +351,12 @@ def plot_diagnostics(summary: Mapping[str, Any]) -> str:
     ax.set_ylim(0, 1.1)
     ax.set_title("Action classes (share of tagged turns)")
     _legend(ax)
-    return _png(fig)
+    return fig
+
+
+def plot_diagnostics(summary: Mapping[str, Any]) -> str:
+    """:func:`diagnostics_figure` as a base64 PNG."""
+    return _png(diagnostics_figure(summary))
 
 
 # -- html -----------------------------------------------------------------------------------------
