@@ -85,7 +85,7 @@ ENV, LIB, EVAL, TRAIN = "Environments", "Library", "Evaluation", "Training"
 COMMANDS: dict[str, LazyEntry] = {
     "show": LazyEntry("gym_envs.cli:show", "Describe an environment: tools, tables, tasks, checks.",
                       section=ENV),
-    "play": LazyEntry("gym_envs.cli:play", "Play a task by hand (or from a script on stdin).", section=ENV),
+    "play": LazyEntry("gym_envs.play:play", "Play a task by hand (or from a script on stdin).", section=ENV),
     "schema": LazyEntry("gym_envs.cli:schema", "Print the JSON Schema of the environment spec.", section=ENV),
     "validate": LazyEntry("envgen.cli:validate", "Run the validity gate on spec files, folders or examples.",
                           section=ENV),

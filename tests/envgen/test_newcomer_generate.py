@@ -49,7 +49,7 @@ def test_documents_removed_by_the_filters_are_counted(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "pure.py").write_text("def add(a, b):\n    return a + b\n")
-    with pytest.raises(NoUsableDocuments, match="read 1 document .1 python.; the stateful filter .* removed 1"):
+    with pytest.raises(NoUsableDocuments, match=r"read 1 document .1 python.; the stateful filter .* removed 1"):
         select_corpus(GenerateConfig(corpus=str(corpus), n=2))
 
 
