@@ -116,7 +116,7 @@ def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
     return table
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("--all-examples", is_flag=True, help="Validate every shipped example.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default="worker", show_default=True,
@@ -194,7 +194,7 @@ def _interrupted(e: Any, out: Path) -> None:
     raise SystemExit(130)
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus", default="stdlib", show_default=True,
               help="'stdlib', a PATH (source tree, .jsonl, .parquet) or 'hf:NAME'.")
 @click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
@@ -287,7 +287,7 @@ def _open_library(library: Path, catalog_url: str | None) -> Any:
         raise click.ClickException(str(e)) from None
 
 
-@click.command("list")
+@click.command("list", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--proposer", default=None, help="Only envs whose generator starts with this (template, llm).")
 @click.option("--stream", default=None, help="Only this stream: skill, explore, template, manual.")
@@ -353,7 +353,7 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
     return t
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
               help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")

@@ -339,7 +339,7 @@ def source_label(spec: EnvSpec) -> str:
     return doc + (f"  {s.path}" if s.path else "") + (f"  sha256 {s.sha256[:12]}…" if s.sha256 else "")
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("spec_ref", metavar="PATH")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--task", "task_ids", multiple=True, metavar="ID", help="Show only these tasks (repeatable).")
@@ -388,7 +388,7 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
 # ============================================================================================
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the schema to this file instead of standard output.")
 def schema(out: str | None) -> None:

@@ -328,7 +328,7 @@ def _script_lines(stream: Iterable[str]) -> Iterator[str]:
             yield line
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("spec_ref", metavar="PATH")
 @click.option("--task", "task_id", metavar="ID", default=None, help="Task to play [default: the first].")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=None,
