@@ -27,10 +27,13 @@ __all__ = ["inspect"]
               help="Where spec code runs to build seed rows (and re-run gates): isolated workers, or in this "
                    "process (trusted specs only).")
 @click.option("--rows", type=click.IntRange(0, 1000), default=5, show_default=True, help="Seed rows per table.")
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the library's catalog (default: sqlite in the library; env: "
+                   "ENVWRIGHT_CATALOG_URL).")
 @click.option("--serve", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Then serve the site on http://127.0.0.1:PORT until Ctrl-C (0 picks a free port).")
 def inspect(source: str, out: Path, runs: tuple[Path, ...], corpus: str | None, gate: str, executor: str,
-            rows: int, serve: int | None) -> None:
+            rows: int, catalog_url: str | None, serve: int | None) -> None:
     """Write a static HTML site to browse LIBRARY_OR_SPEC (a library folder, a spec file, a folder of specs, or
     an example's name): an index, one page per environment, rejected proposals, and linked eval episodes."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -42,6 +45,7 @@ def inspect(source: str, out: Path, runs: tuple[Path, ...], corpus: str | None, 
     try:
         with bar:
             summary = build_site(source, out, runs=runs, corpus=corpus, gate=gate, executor=executor, rows=rows,
+                                 catalog_url=catalog_url,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     except (FileNotFoundError, FileExistsError, ValueError) as e:
         raise click.ClickException(str(e)) from None

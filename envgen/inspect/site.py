@@ -44,6 +44,7 @@ __all__ = ["MARKER", "SiteSummary", "build_site", "template_env"]
 MARKER = ".envwright-inspect"
 TEMPLATES = Path(__file__).parent / "templates"
 GATE_MODES = ("auto", "stored", "run", "off")
+INDEX_PAGE = 500  #: index rows shown before "show all" (the filters always search every row)
 
 
 @dataclass
@@ -165,12 +166,12 @@ class _Source:
     files: list[Path] | None = None
 
 
-def _open_source(ref: str) -> _Source:
+def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
     from envgen.library import Library, is_library
 
     path = Path(ref).expanduser()
     if path.is_dir() and is_library(path):
-        return _Source(str(path), library=Library(path, create=False))
+        return _Source(str(path), library=Library(path, catalog_url, create=False))
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
         if not files:
@@ -186,7 +187,7 @@ def _open_source(ref: str) -> _Source:
 
 
 def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), corpus: str | None = None,
-               gate: str = "auto", executor: str = "worker", rows: int = 5,
+               gate: str = "auto", executor: str = "worker", rows: int = 5, catalog_url: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> SiteSummary:
     """Write the site for ``ref`` (a library folder, a spec file, a folder of specs or an example's name).
 
@@ -197,13 +198,14 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
         gate: ``auto`` (the stored gate report, else run the gate), ``stored``, ``run`` or ``off``.
         executor: where spec code runs to build seed rows (and the gate): ``worker`` or ``inprocess``.
         rows: seed rows shown per table.
+        catalog_url: the library's catalog when it is not ``LIBRARY/catalog.sqlite`` (e.g. PostgreSQL).
         progress: called with ``(done, total)`` after each environment.
     """
     if gate not in GATE_MODES:
         raise ValueError(f"gate must be one of {GATE_MODES}, got {gate!r}")
     t0 = time.perf_counter()
     out = Path(out)
-    source = _open_source(ref)
+    source = _open_source(ref, catalog_url)
     run_pages = collect_runs(Path(r) for r in runs)
     tmp = _prepare(out)
     try:
@@ -298,7 +300,7 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
                 site=site, root="../../", run=run, e=rec, known=known))
     _write(tmp / "index.html", env.get_template("index.html.jinja").render(
         site=site, root="", envs=index_rows, n_rejected=len(rejected), problems=problems,
-        options=_options(index_rows)))
+        options=_options(index_rows), page=INDEX_PAGE))
     for name in ("site.css", "site.js"):
         _write(tmp / "assets" / name, (TEMPLATES / name).read_text(encoding="utf-8"))
     return SiteSummary(tmp, len(index_rows), len(rejected), len(run_pages), n_episodes, 0.0, problems)

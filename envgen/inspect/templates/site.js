@@ -5,7 +5,9 @@
  *   data-filter="ATTR"              the row's data-ATTR equals the chosen value
  *                                   (data-match="word": contains it as a word; "min": is at least it).
  * Headers with data-sort sort the rows ("num" by a cell's data-value or number, "text" by its text).
- * "N of M shown" goes into the element whose data-count-for names the table.
+ * "N of M shown" goes into the element whose data-count-for names the table. A table with data-page="P"
+ * shows at most P matching rows (rows past P are also hidden in the HTML, so thousands of rows paint
+ * fast); the button whose data-more-for names the table shows them all.
  */
 (function () {
   "use strict";
@@ -37,16 +39,25 @@
 
   function apply(table) {
     var controls = document.querySelectorAll('[data-filter][data-for="' + table.id + '"]');
-    var rows = rowsOf(table), shown = 0;
+    var page = table.getAttribute("data-page");
+    var limit = page && table.getAttribute("data-all") !== "yes" ? parseInt(page, 10) : Infinity;
+    var rows = rowsOf(table), matched = 0, shown = 0;
     for (var i = 0; i < rows.length; i++) {
       var ok = matches(rows[i], controls);
-      rows[i].hidden = !ok;
-      if (ok) shown++;
+      if (ok) matched++;
+      var show = ok && shown < limit;
+      rows[i].hidden = !show;
+      if (show) shown++;
     }
     var count = document.querySelector('[data-count-for="' + table.id + '"]');
-    if (count) count.textContent = shown + " of " + rows.length + " shown";
+    if (count) {
+      count.textContent = (matched === rows.length ? rows.length + " of " + rows.length : matched + " of " + rows.length + " match") +
+        (shown < matched ? ", first " + shown + " shown" : matched === rows.length ? " shown" : ", all shown");
+    }
+    var more = document.querySelector('[data-more-for="' + table.id + '"]');
+    if (more) { more.hidden = shown >= matched; more.textContent = "show all " + matched; }
     var empty = document.querySelector('[data-empty-for="' + table.id + '"]');
-    if (empty) empty.hidden = shown !== 0;
+    if (empty) empty.hidden = matched !== 0;
   }
 
   function cellKey(row, index, numeric) {
@@ -90,8 +101,10 @@
         c.addEventListener("change", function () { apply(table); });
       });
       Array.prototype.forEach.call(table.querySelectorAll("th[data-sort]"), function (th) {
-        th.addEventListener("click", function () { sortBy(table, th); });
+        th.addEventListener("click", function () { sortBy(table, th); apply(table); });
       });
+      var more = document.querySelector('[data-more-for="' + table.id + '"]');
+      if (more) more.addEventListener("click", function () { table.setAttribute("data-all", "yes"); apply(table); });
       apply(table);
     });
   }
