@@ -145,3 +145,24 @@ def test_hostile_text_never_runs_and_runs_pages_load(browser: Any, site: Path, t
     p.open(site / "rejected" / str(first))
     assert p.errors == [] and p.dialogs == []
     p.close()
+
+
+def test_a_large_index_shows_a_page_but_filters_every_row(browser: Any, library: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from envgen.inspect import site as site_module
+
+    monkeypatch.setattr(site_module, "INDEX_PAGE", 2)  # as a library of thousands would be paged
+    out = tmp_path / "paged"
+    site_module.build_site(str(library), out, executor="inprocess", gate="off", rows=0)
+    p = Page(browser)
+    page = p.open(out / "index.html")
+    assert _visible_rows(page, "envs") == 2 and page.inner_text("[data-count-for=envs]") == "5 of 5, first 2 shown"
+    last = sorted(env_ids(library))[-1]  # rows are sorted by id: the last one is past the page
+    page.fill("input[data-filter=search][data-for=envs]", last)
+    page.wait_for_function("document.querySelector('[data-count-for=envs]').textContent.startsWith('1 of')")
+    assert _visible_rows(page, "envs") == 1 and last in page.inner_text("#envs tbody tr:not([hidden])")
+    page.fill("input[data-filter=search][data-for=envs]", "")
+    page.click("button[data-more-for=envs]")
+    assert _visible_rows(page, "envs") == 5
+    assert p.errors == []
+    p.close()
