@@ -104,7 +104,8 @@ def test_index_loads_filters_and_sorts(browser: Any, site: Path, tmp_path: Path)
     page.select_option("select[data-filter=kinds]", "")
     page.click("th:has-text('tools')")
     page.click("th:has-text('tools')")  # descending
-    tools = [int(x) for x in page.eval_on_selector_all("#envs tbody tr td:nth-child(8)",
+    column = page.evaluate("[...document.querySelectorAll('#envs th')].findIndex(h => h.textContent === 'tools') + 1")
+    tools = [int(x) for x in page.eval_on_selector_all(f"#envs tbody tr td:nth-child({column})",
                                                        "cells => cells.map(c => c.textContent)")]
     assert tools == sorted(tools, reverse=True) and len(tools) == 5
     p.shot(tmp_path, "inspect-index.png")
