@@ -79,13 +79,13 @@ def _claim_run_folder(run: Path, *, resume: bool, overwrite: bool) -> None:
                     f"with --resume latest, replace it with --overwrite, or choose another --output-dir")
     if os.environ.get("RANK", "0") != "0":  # under accelerate/torchrun the main process clears the folder
         return
-    for name in RUN_ARTEFACTS:
-        target = run / name
+    for target in [run / name for name in RUN_ARTEFACTS] + sorted(run.glob("checkpoint-*")):  # TRL's own too
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    typer.echo(f"--overwrite: removed the previous run's {', '.join(RUN_ARTEFACTS)} from {run}", err=True)
+    typer.echo(f"--overwrite: removed the previous run's {', '.join(RUN_ARTEFACTS)} and checkpoint-* from {run}",
+               err=True)
 
 
 def _tiny_model_on_demand(cfg: TrainConfig) -> None:
