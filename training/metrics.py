@@ -173,7 +173,12 @@ def histogram_figure(hist: list[tuple[Any, dict[str, Any]]]) -> Any:
     ax.set_xticks(range(len(h["counts"])))
     ax.set_xticklabels([f"{a:.1f}-{b:.1f}" for a, b in zip(h["edges"][:-1], h["edges"][1:], strict=True)],
                        fontsize=7)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts
+    top = max((c for _, hh in shown for c in hh["counts"]), default=0)
+    ax.set_ylim(0, max(1, top) * 1.1)  # counts: from 0, whole numbers, never a degenerate axis
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if top == 0:
+        ax.text(0.5, 0.5, "no valid proposal was evaluated yet", transform=ax.transAxes, ha="center",
+                color="0.4")
     ax.set_xlabel("solve rate")
     ax.set_ylabel("environments")
     ax.set_title("Solve-rate histogram of valid proposals")

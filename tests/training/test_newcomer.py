@@ -73,6 +73,8 @@ def test_the_solve_rate_histogram_is_drawn_as_bars() -> None:
     ax = histogram_figure(hist).axes[0]
     assert not ax.lines and len(ax.patches) == 4 * 4  # the last four rounds, four bins each
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [f"round {r}" for r in range(1, 5)]
+    empty = histogram_figure([(0, {"edges": [0, 0.5, 1.0], "counts": [0, 0]})]).axes[0]
+    assert empty.get_ylim()[0] == 0 and all(float(t).is_integer() for t in empty.get_yticks())
 
 
 def test_plot_command_still_writes_every_png(tmp_path: Path) -> None:
