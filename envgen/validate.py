@@ -25,7 +25,9 @@ rule. The six rules and how each is decided:
    same results, state digests and reward.
 
 Rejection reasons carry the rule number, a short code and a message that says
-what to fix; they are fed back to LLM proposers verbatim.
+what to fix (turns and checks counted from 1); they are fed back to LLM proposers
+verbatim. Every wrong trajectory played for rules 4 and 5 is also recorded, with
+what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
 """
 
 from __future__ import annotations
