@@ -25,7 +25,9 @@ rule. The six rules and how each is decided:
    same results, state digests and reward.
 
 Rejection reasons carry the rule number, a short code and a message that says
-what to fix; they are fed back to LLM proposers verbatim.
+what to fix (turns and checks counted from 1); they are fed back to LLM proposers
+verbatim. Every wrong trajectory played for rules 4 and 5 is also recorded, with
+what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class Verdict:
     trajectories: int = 0
     seconds: float = 0.0
     source: str | None = None
+    #: every wrong trajectory the gate tried (no-op, near-miss) and what became of it: dicts with
+    #: ``task``, ``turn`` (from 1), ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a
+    #: check failed; ``tolerated``: same state as the reference; ``survived``: passed, so rejected;
+    #: ``not reached``) and ``detail`` (the first failing check). Read by the inspector.
+    mutations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def codes(self) -> list[str]:
@@ -193,7 +200,7 @@ def _near_misses(spec: EnvSpec, turn: Turn, effectful: list[int]) -> Iterable[tu
     ref = turn.reference
     for ci in effectful:
         call = ref[ci]
-        yield f"without call {ci} ({call.name})", ref[:ci] + ref[ci + 1:]
+        yield f"without call {ci + 1} ({call.name})", ref[:ci] + ref[ci + 1:]
         props = spec.tool(call.name).parameters.get("properties", {})
         for arg, value in call.arguments.items():
             new = _perturb(value, props.get(arg, {}))
@@ -203,8 +210,28 @@ def _near_misses(spec: EnvSpec, turn: Turn, effectful: list[int]) -> Iterable[tu
             yield f"with {call.name}.{arg}={new!r} instead of {value!r}", [*ref[:ci], changed, *ref[ci + 1:]]
 
 
-def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: list[Reason]) -> int:
-    """Rules 3-6 for one task; returns the number of trajectories played."""
+def _outcome(task: Task, ti: int, rule: int, label: str, runs: list[_TurnRun], ref_digest: str,
+             passed_is: str = "survived") -> dict[str, Any]:
+    """What became of one wrong trajectory at turn ``ti`` (an entry of :attr:`Verdict.mutations`)."""
+    entry: dict[str, Any] = {"task": task.id, "turn": ti + 1, "rule": rule, "mutation": label, "detail": ""}
+    if len(runs) != ti + 1:
+        return entry | {"outcome": "not reached", "detail": "the episode ended before this turn"}
+    last = runs[-1]
+    if not last.passed:
+        bad = [c for c in last.checks if not c["passed"]]
+        first = bad[0] if bad else None
+        detail = f"check {first['index'] + 1} ({first['kind']}) failed: {first.get('detail', '')}" if first else ""
+        return entry | {"outcome": "killed", "detail": detail[:300]}
+    if last.digest == ref_digest and rule == 5:
+        return entry | {"outcome": "tolerated", "detail": "leaves the same state as the reference"}
+    return entry | {"outcome": passed_is, "detail": "passes every check of the turn"}
+
+
+def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: list[Reason],
+                mutations: list[dict[str, Any]] | None = None) -> int:
+    """Rules 3-6 for one task; returns the number of trajectories played (each wrong one noted in
+    ``mutations``)."""
+    tried = mutations if mutations is not None else []
     where = f"task {task.id!r}"
     reference = [(list(t.reference), oracle_reply(t)) for t in task.turns]
     ref_runs = _play(env, task, reference, seed)
@@ -213,12 +240,12 @@ def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: lis
     for ti, run in enumerate(ref_runs):
         for r in run.calls:
             if not r["ok"]:
-                reasons.append(Reason(3, "reference_error", f"{where} turn {ti}: reference call {r['name']}"
+                reasons.append(Reason(3, "reference_error", f"{where} turn {ti + 1}: reference call {r['name']}"
                                       f"({r['arguments']}) failed: {r['error_type']}: {r['error']}"))
         for c in run.checks:
             if not c["passed"]:
                 check = task.turns[ti].checks[c["index"]]
-                reasons.append(Reason(3, "reference_check_failed", f"{where} turn {ti}: check {c['index']} "
+                reasons.append(Reason(3, "reference_check_failed", f"{where} turn {ti + 1}: check {c['index'] + 1} "
                                       f"({check.kind}) fails on the reference trajectory: {c['detail']}"))
     if any(r.rule == 3 for r in reasons) or len(ref_runs) != len(task.turns):
         return played
@@ -230,8 +257,10 @@ def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: lis
     empty_runs = _play(env, task, empty, seed)
     played += 1
     for ti, run in enumerate(empty_runs):
+        if state_changing[ti]:
+            tried.append(_outcome(task, ti, 4, "no calls, an empty reply", empty_runs[:ti + 1], ""))
         if state_changing[ti] and run.passed:
-            reasons.append(Reason(4, "noop_passes", f"{where} turn {ti}: doing nothing passes every check; "
+            reasons.append(Reason(4, "noop_passes", f"{where} turn {ti + 1}: doing nothing passes every check; "
                                   "add a check on the state this turn must change"))
     # rule 5
     for ti, turn in enumerate(task.turns):
@@ -242,8 +271,9 @@ def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: lis
             runs = _play(env, task, plan, seed, stop_after=ti)
             played += 1
             last = runs[-1]
+            tried.append(_outcome(task, ti, 5, label, runs, ref_runs[ti].digest))
             if len(runs) == ti + 1 and last.passed and last.digest != ref_runs[ti].digest:
-                reasons.append(Reason(5, "near_miss_passes", f"{where} turn {ti}: the trajectory {label} "
+                reasons.append(Reason(5, "near_miss_passes", f"{where} turn {ti + 1}: the trajectory {label} "
                                       "leaves a different state but passes every check; make the checks "
                                       "pin down the state this turn must produce"))
                 break
@@ -287,14 +317,15 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
         return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
     env = ToolEnv(parsed, executor=ex, max_steps=10_000)
     played = 0
+    mutations: list[dict[str, Any]] = []
     try:
         for task in parsed.tasks:
-            played += _check_task(env, parsed, task, seed, reasons)
+            played += _check_task(env, parsed, task, seed, reasons, mutations)
     except LoadFailure as e:
         reasons.append(Reason(2, "state", str(e)))
     finally:
         env.close()
-    return Verdict(parsed.id, not reasons, reasons, played, time.perf_counter() - t0, source)
+    return Verdict(parsed.id, not reasons, reasons, played, time.perf_counter() - t0, source, mutations)
 
 
 def _guess_id(spec: Any) -> str | None:
