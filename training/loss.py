@@ -100,11 +100,23 @@ def pad_batch(samples: Sequence[Sample], pad_id: int, device: Any = None) -> dic
 def token_logprobs(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
                    temperature: float = 1.0) -> Any:
     """``(B, logits_to_keep)`` log-probabilities of the last ``logits_to_keep`` tokens."""
-    from trl.trainer.utils import selective_log_softmax
+    try:
+        from trl.trainer.utils import selective_log_softmax
+    except ImportError:  # trainers that need no TRL (the proposer warm start) run without it
+        selective_log_softmax = _selective_log_softmax
 
     logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=logits_to_keep + 1).logits
     logits = logits[:, :-1, :] / (temperature if temperature > 0 else 1.0)
     return selective_log_softmax(logits, input_ids[:, -logits_to_keep:])
+
+
+def _selective_log_softmax(logits: Any, index: Any) -> Any:
+    """``log_softmax(logits)`` at ``index`` along the last axis, one row at a time (TRL's, when it is absent)."""
+    import torch
+
+    rows = [torch.gather(r.float().log_softmax(-1), -1, i.unsqueeze(-1)).squeeze(-1) for r, i in zip(logits, index,
+                                                                                                     strict=True)]
+    return torch.stack(rows)
 
 
 def _masked(values: Any, mask: Any) -> Any:
