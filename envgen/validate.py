@@ -36,13 +36,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
+from envgen.gate.mutants import RefTurn
 from gym_envs.env import ToolEnv
 from gym_envs.executor import Executor, LoadFailure, default_executor
-from gym_envs.spec import EnvSpec, SpecError, Task, ToolCall, Turn, as_spec
+from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
 __all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]
 
-RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism"}
+RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
+         8: "names"}
 
 
 @dataclass
@@ -67,6 +70,13 @@ class Verdict:
     trajectories: int = 0
     seconds: float = 0.0
     source: str | None = None
+    mutants: int = 0  #: wrong trajectories tried (rules 4, 5, 7): killed + survived
+    killed: int = 0  #: of which a check caught
+    mutation_score: float | None = None  #: killed / mutants (None: none tried); 1.0 for an accepted spec
+    #: every wrong trajectory the gate tried and what became of it: dicts with ``task``, ``turn`` (from 1),
+    #: ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a check other than ``calls``
+    #: failed; ``tolerated``: same state and answer as the reference; ``survived``: rejected) and ``detail``
+    mutations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def codes(self) -> list[str]:
@@ -126,139 +136,64 @@ def signature_problems(spec: EnvSpec) -> list[str]:
     return problems
 
 
-# -- trajectories ---------------------------------------------------------------------------------
+# -- rules 3-7 ----------------------------------------------------------------------------------------
 
 
-def oracle_reply(turn: Turn) -> str:
-    """The reference trajectory's final message for a turn."""
-    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
-    return " ".join(parts) if parts else "Done."
-
-
-@dataclass
-class _TurnRun:
-    calls: list[Any]
-    checks: list[Any]
-    passed: bool
-    digest: str
-
-
-def _play(env: ToolEnv, task: Task, plan: list[tuple[list[ToolCall], str]], seed: int,
-          stop_after: int | None = None) -> list[_TurnRun]:
-    """Play ``plan`` (calls and reply per turn); returns each played turn's outcome."""
-    env.reset(options={"task": task.id, "episode_seed": seed})
-    runs: list[_TurnRun] = []
-    for ti, (calls, reply) in enumerate(plan):
-        results = []
-        for call in calls:
-            _, _, _, truncated, info = env.step({"tool_calls": [{"name": call.name, "arguments": call.arguments}]})
-            results.extend(info.get("tool_results", []))
-            if truncated:
-                break
-        if env.done:
-            runs.append(_TurnRun(results, [], False, env.state_digest()))
-            break
-        _, _, _, _, info = env.step({"content": reply, "tool_calls": []})
-        digest = env.state_digest()
-        runs.append(_TurnRun(results, info.get("checks", []), bool(info.get("turn_passed")), digest))
-        if stop_after is not None and ti >= stop_after:
-            break
-    return runs
-
-
-def _perturb(value: Any, schema: dict[str, Any]) -> Any:
-    enum = schema.get("enum")
-    if enum:
-        others = [e for e in enum if e != value]
-        return others[0] if others else _NOPE
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + 1
-    if isinstance(value, float):
-        return value * 1.5 + 1.0
-    if isinstance(value, str):
-        return value + "_x" if value else "x"
-    if isinstance(value, list):
-        return value[:-1] if value else _NOPE
-    if isinstance(value, dict):
-        return {} if value else _NOPE
-    return _NOPE
-
-
-_NOPE = object()
-
-
-def _near_misses(spec: EnvSpec, turn: Turn, effectful: list[int]) -> Iterable[tuple[str, list[ToolCall]]]:
-    ref = turn.reference
-    for ci in effectful:
-        call = ref[ci]
-        yield f"without call {ci} ({call.name})", ref[:ci] + ref[ci + 1:]
-        props = spec.tool(call.name).parameters.get("properties", {})
-        for arg, value in call.arguments.items():
-            new = _perturb(value, props.get(arg, {}))
-            if new is _NOPE:
-                continue
-            changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
-            yield f"with {call.name}.{arg}={new!r} instead of {value!r}", [*ref[:ci], changed, *ref[ci + 1:]]
-
-
-def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: list[Reason]) -> int:
-    """Rules 3-6 for one task; returns the number of trajectories played."""
+def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
+    """Rule 3: the reference's calls run without error and every check passes."""
     where = f"task {task.id!r}"
-    reference = [(list(t.reference), oracle_reply(t)) for t in task.turns]
-    ref_runs = _play(env, task, reference, seed)
-    played = 1
-    # rule 3
-    for ti, run in enumerate(ref_runs):
-        for r in run.calls:
-            if not r["ok"]:
-                reasons.append(Reason(3, "reference_error", f"{where} turn {ti}: reference call {r['name']}"
-                                      f"({r['arguments']}) failed: {r['error_type']}: {r['error']}"))
-        for c in run.checks:
+    out: list[Reason] = []
+    for ref in refs:
+        for r in ref.results:
+            if not r.ok:
+                out.append(Reason(3, "reference_error", f"{where} turn {ref.index + 1}: reference call {r.name}"
+                                  f"({r.arguments}) failed: {r.error_type}: {r.error}"))
+        for c in ref.checks:
             if not c["passed"]:
-                check = task.turns[ti].checks[c["index"]]
-                reasons.append(Reason(3, "reference_check_failed", f"{where} turn {ti}: check {c['index']} "
-                                      f"({check.kind}) fails on the reference trajectory: {c['detail']}"))
-    if any(r.rule == 3 for r in reasons) or len(ref_runs) != len(task.turns):
-        return played
-    # which turns change state, which calls are effectful
-    effectful = [[i for i, r in enumerate(run.calls) if r.get("changes", 0) > 0] for run in ref_runs]
-    state_changing = [bool(e) for e in effectful]
-    # rule 4
-    empty = [([], "") for _ in task.turns]
-    empty_runs = _play(env, task, empty, seed)
-    played += 1
-    for ti, run in enumerate(empty_runs):
-        if state_changing[ti] and run.passed:
-            reasons.append(Reason(4, "noop_passes", f"{where} turn {ti}: doing nothing passes every check; "
-                                  "add a check on the state this turn must change"))
-    # rule 5
-    for ti, turn in enumerate(task.turns):
-        if not effectful[ti]:
-            continue
-        for label, calls in _near_misses(spec, turn, effectful[ti]):
-            plan = [*reference[:ti], (calls, reference[ti][1])]
-            runs = _play(env, task, plan, seed, stop_after=ti)
-            played += 1
-            last = runs[-1]
-            if len(runs) == ti + 1 and last.passed and last.digest != ref_runs[ti].digest:
-                reasons.append(Reason(5, "near_miss_passes", f"{where} turn {ti}: the trajectory {label} "
-                                      "leaves a different state but passes every check; make the checks "
-                                      "pin down the state this turn must produce"))
-                break
-    # rule 6
-    again = _play(env, task, reference, seed)
-    played += 1
-    same = len(again) == len(ref_runs) and all(
+                check = ref.turn.checks[c["index"]]
+                out.append(Reason(3, "reference_check_failed", f"{where} turn {ref.index + 1}: check "
+                                  f"{c['index'] + 1} ({check.kind}) fails on the reference trajectory: {c['detail']}"))
+    if not out and len(refs) != len(task.turns):
+        out.append(Reason(3, "reference_incomplete", f"{where}: the reference trajectory ended after turn "
+                          f"{len(refs)} of {len(task.turns)}"))
+    return out
+
+
+def _deterministic(run: MutationRun, task: Task, refs: list[RefTurn]) -> bool:
+    """Rule 6: the reference played again from the same seed gives the same results, states and verdicts."""
+    again = run.reference(task, replies=False)
+    return len(again) == len(refs) and all(
         a.digest == b.digest and a.passed == b.passed
-        and [(x["ok"], x["result"]) for x in a.calls] == [(x["ok"], x["result"]) for x in b.calls]
-        for a, b in zip(again, ref_runs, strict=True))
-    if not same:
-        reasons.append(Reason(6, "nondeterministic", f"{where}: the same trajectory from the same seed gave "
-                              "different results or state; avoid time, randomness without the episode "
-                              "seed, and unordered iteration"))
-    return played
+        and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]
+        for a, b in zip(again, refs, strict=True))
+
+
+def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) -> MutationRun:
+    """Rules 3-7 for every task of ``spec``."""
+    run = MutationRun(env, spec, seed)
+    refs: dict[str, list[RefTurn]] = {}
+    for task in spec.tasks:
+        played = run.reference(task)
+        problems = _reference_problems(task, played)
+        reasons += problems
+        if not problems:
+            refs[task.id] = played
+    # the writes the references make: the extra-write mutants of other turns draw from them
+    pool = [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
+    for task in spec.tasks:
+        for ti, turn in enumerate(task.turns):
+            reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")
+                        for p in reply_problems(spec, task, turn)]
+        if task.id not in refs:
+            continue
+        run.noop(task, refs[task.id])
+        run.mutate(task, refs[task.id], pool)
+        if not _deterministic(run, task, refs[task.id]):
+            reasons.append(Reason(6, "nondeterministic", f"task {task.id!r}: the same trajectory from the same "
+                                  "seed gave different results or state; avoid time, randomness without the "
+                                  "episode seed, and unordered iteration"))
+    reasons += [Reason(f.rule, f.code, f.message) for f in run.findings]
+    return run
 
 
 def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int = 0,
@@ -286,15 +221,21 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
             reasons.append(Reason(rule, "state" if rule == 2 else "load", f"{kind}: {loaded.get('error')}"))
         return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
     env = ToolEnv(parsed, executor=ex, max_steps=10_000)
-    played = 0
+    run: MutationRun | None = None
     try:
-        for task in parsed.tasks:
-            played += _check_task(env, parsed, task, seed, reasons)
+        run = _check_tasks(env, parsed, seed, reasons)
     except LoadFailure as e:
         reasons.append(Reason(2, "state", str(e)))
     finally:
         env.close()
-    return Verdict(parsed.id, not reasons, reasons, played, time.perf_counter() - t0, source)
+    verdict = Verdict(parsed.id, not reasons, reasons, 0, time.perf_counter() - t0, source)
+    if run is not None:
+        verdict.trajectories = run.played
+        verdict.mutations = run.tried
+        verdict.killed = run.count("killed")
+        verdict.mutants = verdict.killed + run.count("survived")
+        verdict.mutation_score = run.score
+    return verdict
 
 
 def _guess_id(spec: Any) -> str | None:

@@ -289,14 +289,25 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
 
-    def _score_turn(self, reply: str) -> TurnOutcome:
+    def score_reply(self, reply: str) -> list[CheckResult]:
+        """The current turn's checks as they would score if ``reply`` ended the turn now, without ending
+        it: the state, the turn's calls and the episode stay as they are (the validity gate scores
+        several candidate replies on one state this way)."""
+        self._check_live()
+        return self._check_turn(reply)
+
+    def _check_turn(self, reply: str) -> list[CheckResult]:
         assert self.task is not None and self.session is not None
         outcome = self.turns[-1]
         turn = self.task.turns[self.turn_index]
         ok_calls = [c.name for c in outcome.calls if c.ok]
         all_calls = [c.name for c in outcome.calls]
         checks = [c.model_dump() for c in turn.checks]
-        results = self.session.check(checks, reply, ok_calls, attempted=all_calls)
+        return self.session.check(checks, reply, ok_calls, attempted=all_calls)
+
+    def _score_turn(self, reply: str) -> TurnOutcome:
+        outcome = self.turns[-1]
+        results = self._check_turn(reply)
         outcome.reply = reply
         outcome.checks = results
         outcome.scored = True

@@ -1,0 +1,305 @@
+"""Mutation testing of a spec's checks: validity rules 4, 5 and 7 played on a :class:`~gym_envs.env.ToolEnv`.
+
+Role: :class:`MutationRun` plays, for every task of one spec, the reference trajectory (recording what
+each turn saw: :class:`~envgen.gate.mutants.RefTurn`), the do-nothing trajectory, and the wrong
+trajectories of :mod:`envgen.gate.mutants`, and judges each wrong one against the turn's checks.
+
+How a wrong trajectory (a *mutant*) is judged, turn by turn:
+
+* **killed** when a check other than ``calls`` fails. A ``calls`` check alone never makes a turn
+  adequate: it sees which tools were called, not what they did or what the agent said.
+* otherwise it is compared with the reference: if it leaves the same state, gives the same answers
+  and (in a turn whose output is an answer that no check reads) read the same data, it is
+  **tolerated** (the turn provably does not care; no wrong trajectory at all);
+* else it **survived**: a wrong trajectory earns the turn's reward. The spec is rejected and the
+  reason names the mutant, so a model repairing the spec knows what its checks let through.
+
+Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
+:meth:`~gym_envs.env.ToolEnv.score_reply`. Other mutants replay the reference up to the turn. A
+turn stops at its first survivor. The state is digested only for a mutant that no check killed.
+
+``reply_contains`` strings must also be distinctive (:func:`reply_problems`): at least 3 characters
+unless numeric, and not contained in the turn's instruction, in a tool's description or in a generic
+reply (for a number: not as a number of its own).
+
+The mutation score of a spec is killed / (killed + survived) over every mutant tried; accepted
+specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envgen.gate.mutants import (
+    GENERIC_REPLY,
+    Locator,
+    Mutant,
+    RefTurn,
+    call_mutants,
+    derive_reply,
+    extra_mutants,
+    locate_answers,
+    reply_mutants,
+)
+from envgen.gate.values import Snapshot, is_numeric
+from gym_envs.env import ToolEnv
+from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
+
+__all__ = ["GENERIC_REPLIES", "REFUSAL_REPLIES", "Finding", "MutationRun", "oracle_reply", "reply_problems"]
+
+GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of it.", "Here is what I found.",
+                   "I have no idea.")
+"""Replies that carry no answer: a ``reply_contains`` string they contain pays a reply that says nothing."""
+REFUSAL_REPLIES = ("Sorry, I cannot help with that.", "I'm unable to do that.")
+"""Refusals: generic replies too, except in a ``decline`` task (there a refusal is the answer)."""
+SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
+MAX_EXTRA = 2  #: extra-write mutants per turn
+MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
+_CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
+                "pass": "it passes every check"}
+
+
+def oracle_reply(turn: Turn) -> str:
+    """The reference trajectory's final message for a turn: the first string of each ``reply_contains``
+    check (the oracle knows the answer), else ``"Done."``."""
+    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
+    return " ".join(parts) if parts else GENERIC_REPLY
+
+
+@dataclass
+class Finding:
+    """A failed rule (validate.py turns it into a ``Reason``)."""
+
+    rule: int
+    code: str
+    message: str
+
+
+def _contains(text: str, s: str) -> bool:
+    s = s.strip()
+    if is_numeric(s):
+        return re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|[.,]\d)", text) is not None
+    return s.lower() in text.lower()
+
+
+def reply_problems(spec: EnvSpec, task: Task, turn: Turn) -> list[str]:
+    """Why the turn's ``reply_contains`` strings are not distinctive (empty when they are)."""
+    tools = [(f"the description of tool {t.name!r}", " ".join(
+        [t.description, *(str(p.get("description", "")) for p in (t.parameters.get("properties") or {}).values()
+                          if isinstance(p, dict))])) for t in spec.tools]
+    generic = GENERIC_REPLIES + (() if task.kind == "decline" else REFUSAL_REPLIES)
+    places = [("the instruction", turn.instruction), *tools, *((f"the generic reply {g!r}", g) for g in generic)]
+    out: list[str] = []
+    for check in turn.checks:
+        if check.kind != "reply_contains":
+            continue
+        for s in check.any_of:
+            if len(s.strip()) < 3 and not is_numeric(s):
+                out.append(f"reply_contains string {s!r} is shorter than 3 characters: almost any reply contains "
+                           "it; check for the distinctive answer (a name, a value)")
+                continue
+            where = next((name for name, text in places if _contains(text, s)), None)
+            if where is not None:
+                out.append(f"reply_contains string {s!r} is contained in {where}, so a reply that repeats it "
+                           "passes without answering; check for a value only the right answer contains")
+    return out
+
+
+def _calls_action(calls: Iterable[ToolCall]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]}
+
+
+@dataclass
+class MutationRun:
+    """Rules 4, 5 and 7 for the tasks of one spec, on one env (see the module docstring)."""
+
+    env: ToolEnv
+    spec: EnvSpec
+    seed: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    tried: list[dict[str, Any]] = field(default_factory=list)  #: every mutant: task, turn, rule, ..., outcome
+    played: int = 0  #: trajectories replayed
+    _initial: Snapshot | None = None
+
+    # -- counts ------------------------------------------------------------------------------------
+    def count(self, outcome: str) -> int:
+        return sum(1 for t in self.tried if t["outcome"] == outcome)
+
+    @property
+    def score(self) -> float | None:
+        """Killed / (killed + survived) over the mutants tried; None when there were none."""
+        killed, survived = self.count("killed"), self.count("survived")
+        return killed / (killed + survived) if killed + survived else None
+
+    # -- the reference -----------------------------------------------------------------------------
+    def _reset(self, task: Task) -> None:
+        self.env.reset(options={"task": task.id, "episode_seed": self.seed})
+        self.played += 1
+
+    def _snapshot(self, ti: int) -> Snapshot:
+        if ti == 0 and self._initial is not None:
+            return self._initial
+        assert self.env.session is not None
+        snap = Snapshot(self.env.session.dump(limit=SNAPSHOT_ROWS))
+        if ti == 0:
+            self._initial = snap
+        return snap
+
+    def reference(self, task: Task, *, replies: bool = True) -> list[RefTurn]:
+        """Play the reference (one step for each turn's calls, then the oracle reply) and, with
+        ``replies``, score the turn's reply mutants on each turn's final state. A turn that ends the
+        episode early (step budget) ends the list."""
+        env = self.env
+        self._reset(task)
+        refs: list[RefTurn] = []
+        for ti, turn in enumerate(task.turns):
+            ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
+            if turn.reference:
+                env.step(_calls_action(turn.reference))
+            if env.done:
+                break
+            ref.results = list(env.turns[-1].calls)
+            replies = self._score_replies(ref) if replies else []
+            _, _, _, _, info = env.step({"content": ref.reply, "tool_calls": []})
+            ref.passed = bool(info.get("turn_passed"))
+            ref.digest = env.state_digest()
+            ref.checks = info.get("checks", [])
+            refs.append(ref)
+            if ref.passed:
+                self._record_replies(ref, replies)
+            if env.done and ti + 1 < len(task.turns):
+                break
+        return refs
+
+    def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[Any]]]:
+        ref.locators = locate_answers(ref)
+        return [(m, self.env.score_reply(m.reply or "")) for m in reply_mutants(ref, ref.locators)]
+
+    def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[Any]]]) -> None:
+        for m, checks in scored:
+            if self._judge_fixed(ref, m, [c.to_dict() for c in checks]):
+                return
+
+    def _judge_fixed(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]]) -> bool:
+        """Record a reply mutant (wrong by construction); True if it survived."""
+        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        if hard:
+            self._note(ref, m, "killed", _detail(hard[0]))
+            return False
+        self._survivor(ref, m, "pass", "it gives a wrong answer")
+        return True
+
+    # -- do nothing ----------------------------------------------------------------------------------
+    def noop(self, task: Task, refs: list[RefTurn]) -> None:
+        """Rule 4: no calls and empty replies fail every turn that changes the state or answers."""
+        env = self.env
+        self._reset(task)
+        for ti, ref in enumerate(refs):
+            _, _, _, _, info = env.step({"content": "", "tool_calls": []})
+            if not (ref.effectful or ref.answers):
+                if env.done:
+                    break
+                continue
+            hard = [c for c in info.get("checks", []) if not c["passed"] and c["kind"] != "calls"]
+            entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
+            if hard:
+                self.tried.append(entry | {"outcome": "killed", "detail": _detail(hard[0])})
+            else:
+                only_calls = any(not c["passed"] for c in info.get("checks", []))
+                note = _CHECK_NOTES["calls" if only_calls else "pass"]
+                self.tried.append(entry | {"outcome": "survived", "detail": note})
+                self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no "
+                                             f"calls, an empty reply) is not caught: {note}; add a check on the "
+                                             "state this turn must change or on the answer it must give"))
+            if env.done:
+                break
+
+    # -- mutants ---------------------------------------------------------------------------------------
+    def mutate(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> None:
+        """Rules 5 and 7: every turn's call mutants, then its extra-write mutants."""
+        for ti, ref in enumerate(refs):
+            locators = ref.locators or locate_answers(ref)
+            if any(self._judge(refs, ti, m, locators) for m in call_mutants(self.spec, ref)):
+                continue
+            made = tries = 0
+            for m in extra_mutants(self.spec, ref, pool):
+                if made >= MAX_EXTRA or tries >= MAX_EXTRA_TRIES:
+                    break
+                tries += 1
+                verdict = self._judge(refs, ti, m, locators, extra=True)
+                if verdict is None:
+                    continue
+                made += 1
+                if verdict:
+                    break
+
+    def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
+              locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
+        env = self.env
+        ref = refs[ti]
+        self._reset(ref.task)
+        for prior in refs[:ti]:
+            if prior.calls:
+                env.step(_calls_action(prior.calls))
+            env.step({"content": prior.reply, "tool_calls": []})
+        if m.calls:
+            env.step(_calls_action(m.calls))
+        results = list(env.turns[-1].calls) if env.turns else []
+        reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
+        _, _, _, _, info = env.step({"content": reply, "tool_calls": []})
+        return info.get("checks", []), results, reply
+
+    def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
+               extra: bool = False) -> bool | None:
+        """Play and record a mutant; True if it survived, False if not, None if it was no mutant at all
+        (an extra call that changed nothing)."""
+        ref = refs[ti]
+        checks, results, reply = self._play(refs, ti, m, locators)
+        if extra and not (len(results) == len(m.calls) and results[-1].ok and results[-1].changes > 0):
+            return None
+        failed = [c for c in checks if not c["passed"]]
+        hard = [c for c in failed if c["kind"] != "calls"]
+        if hard:
+            self._note(ref, m, "killed", _detail(hard[0]))
+            return False
+        why = self._wrong(ref, m, results, reply)
+        if why is None:
+            self._note(ref, m, "tolerated", "same state and answer as the reference")
+            return False
+        self._survivor(ref, m, "calls" if failed else "pass", why)
+        return True
+
+    def _wrong(self, ref: RefTurn, m: Mutant, results: list[Any], reply: str) -> str | None:
+        """Why a mutant that no check caught is a wrong trajectory, or None if it is none."""
+        if self.env.state_digest() != ref.digest:
+            return "it leaves a different state than the reference"
+        if reply.strip().lower() != ref.reply.strip().lower():
+            return f"it answers {reply!r} instead of {ref.reply!r}"
+        if ref.answering and not ref.answers:
+            mine = [(r.ok, r.result) for r in results]
+            theirs = [(r.ok, r.result) for r in ref.results]
+            if mine != theirs:
+                return "it reads other data than the reference, and no reply_contains check reads the answer"
+        return None
+
+    # -- records ---------------------------------------------------------------------------------------
+    def _note(self, ref: RefTurn, m: Mutant, outcome: str, detail: str) -> None:
+        self.tried.append({"task": ref.task.id, "turn": ref.index + 1, "rule": m.rule, "mutation": m.label,
+                           "outcome": outcome, "detail": detail[:300]})
+
+    def _survivor(self, ref: RefTurn, m: Mutant, note: str, why: str) -> None:
+        self._note(ref, m, "survived", f"{why}; {_CHECK_NOTES[note]}")
+        code = "near_miss_passes" if m.rule == 5 else "mutant_survives"
+        advice = ("make the checks pin the state this turn must produce: the written rows' exact values and "
+                  "that nothing else changed (an unchanged check on the other tables)" if "state" in why else
+                  "check the answer: a reply_contains string that only the right answer contains")
+        self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
+                                     f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
+                                     f"{advice}"))
+
+
+def _detail(check: dict[str, Any]) -> str:
+    return f"check {check['index'] + 1} ({check['kind']}) failed: {check.get('detail', '')}"
