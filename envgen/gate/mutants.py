@@ -300,7 +300,8 @@ def _get(node: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
     for p in path:
         if p == "#len":
             return (True, len(node)) if isinstance(node, list) else (False, None)
-        if (isinstance(p, int) and isinstance(node, list) and 0 <= p < len(node)) or (isinstance(p, str) and isinstance(node, dict) and p in node):
+        in_list = isinstance(p, int) and isinstance(node, list) and 0 <= p < len(node)
+        if in_list or (isinstance(p, str) and isinstance(node, dict) and p in node):
             node = node[p]
         else:
             return False, None
