@@ -48,7 +48,8 @@ from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLIES", "REFUSAL_REPLIES", "Finding", "MutationRun", "oracle_reply", "reply_problems"]
+__all__ = ["GENERIC_REPLIES", "REFUSAL_REPLIES", "Finding", "MutationRun", "answer_problem", "generic_replies",
+           "oracle_reply", "reply_problems", "tool_texts"]
 
 GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of it.", "Here is what I found.",
                    "I have no idea.")
@@ -85,26 +86,46 @@ def _contains(text: str, s: str) -> bool:
     return s.lower() in text.lower()
 
 
+def generic_replies(task_kind: str) -> tuple[str, ...]:
+    """The replies that answer nothing in a task of this kind (refusals answer a ``decline`` task)."""
+    return GENERIC_REPLIES + (() if task_kind == "decline" else REFUSAL_REPLIES)
+
+
+def tool_texts(spec_tools: Iterable[Any]) -> list[tuple[str, str]]:
+    """``(where, text)`` of each tool's description with its parameters' descriptions (tool objects or
+    OpenAI-format dicts)."""
+    out = []
+    for t in spec_tools:
+        d = t if isinstance(t, dict) else t.model_dump()
+        props = (d.get("parameters") or {}).get("properties") or {}
+        params = [str(p.get("description", "")) for p in props.values() if isinstance(p, dict)]
+        out.append((f"the description of tool {d.get('name')!r}", " ".join([str(d.get("description", "")), *params])))
+    return out
+
+
+def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], generic: Iterable[str]) -> str | None:
+    """Why a ``reply_contains`` string is not distinctive, or None: shorter than 3 characters (unless a
+    number), or contained in the instruction, a tool's description or a generic reply (a number: as a
+    number of its own)."""
+    if len(answer.strip()) < 3 and not is_numeric(answer):
+        return (f"reply_contains string {answer!r} is shorter than 3 characters: almost any reply contains it; "
+                "check for the distinctive answer (a name, a value)")
+    places = [("the instruction", instruction), *tools, *((f"the generic reply {g!r}", g) for g in generic)]
+    where = next((name for name, text in places if _contains(text, answer)), None)
+    if where is None:
+        return None
+    return (f"reply_contains string {answer!r} is contained in {where}, so a reply that repeats it passes "
+            "without answering; check for a value only the right answer contains")
+
+
 def reply_problems(spec: EnvSpec, task: Task, turn: Turn) -> list[str]:
     """Why the turn's ``reply_contains`` strings are not distinctive (empty when they are)."""
-    tools = [(f"the description of tool {t.name!r}", " ".join(
-        [t.description, *(str(p.get("description", "")) for p in (t.parameters.get("properties") or {}).values()
-                          if isinstance(p, dict))])) for t in spec.tools]
-    generic = GENERIC_REPLIES + (() if task.kind == "decline" else REFUSAL_REPLIES)
-    places = [("the instruction", turn.instruction), *tools, *((f"the generic reply {g!r}", g) for g in generic)]
-    out: list[str] = []
+    tools = tool_texts(spec.tools)
+    generic = generic_replies(task.kind)
+    out = []
     for check in turn.checks:
-        if check.kind != "reply_contains":
-            continue
-        for s in check.any_of:
-            if len(s.strip()) < 3 and not is_numeric(s):
-                out.append(f"reply_contains string {s!r} is shorter than 3 characters: almost any reply contains "
-                           "it; check for the distinctive answer (a name, a value)")
-                continue
-            where = next((name for name, text in places if _contains(text, s)), None)
-            if where is not None:
-                out.append(f"reply_contains string {s!r} is contained in {where}, so a reply that repeats it "
-                           "passes without answering; check for a value only the right answer contains")
+        if check.kind == "reply_contains":
+            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, generic))]
     return out
 
 
