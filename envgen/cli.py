@@ -268,7 +268,7 @@ def list_library(library: Path, proposer: str | None, stream: str | None, skill:
               help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
 def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
-    """Yield per proposer and rejection reason, diversity and grounding of a library."""
+    """Yield per proposer and rejection reason, diversity, grounding and mutation score of a library."""
     from envgen.library import Library
     from envgen.stats import library_stats
 
@@ -293,6 +293,13 @@ def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
     t.add_row("grounded share (>= 0.5 of names)", f"{st.grounded_share:.1%}" if st.grounded_share == st.grounded_share
               else "-")
     t.add_row("mean grounding", f"{st.mean_grounding:.3f}")
+    if st.mutation_scored:
+        t.add_row("mutation score (checks catch wrong trajectories)",
+                  f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")
+    else:
+        t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
+    if st.rejected_mean_mutation_score == st.rejected_mean_mutation_score:
+        t.add_row("mutation score of rejected candidates", f"{st.rejected_mean_mutation_score:.3f}")
     t.add_row("by stream", json.dumps(st.by_stream))
     t.add_row("solve-rate histogram", json.dumps(st.solve_rate_histogram))
     console.print(t)

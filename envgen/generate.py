@@ -188,6 +188,8 @@ class Outcome:
     tokens: int = 0
     raw: str | None = None
     env: PreparedEnv | None = None  #: an accepted spec, ready to store
+    mutation_score: float | None = None  #: the gate's killed / mutants
+    mutants: int | None = None  #: wrong trajectories the gate tried
 
 
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None) -> Outcome:
@@ -200,7 +202,8 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
     return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
                    [str(r) for r in verdict.reasons], verdict.codes, verdict.seconds, grounding=g,
                    retries=proposal.retries, tokens=proposal.tokens, raw=None if accepted else proposal.raw,
-                   env=PreparedEnv.of(proposal.spec) if accepted else None)
+                   env=PreparedEnv.of(proposal.spec) if accepted else None,
+                   mutation_score=verdict.mutation_score, mutants=verdict.mutants)
 
 
 def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
@@ -316,7 +319,7 @@ class _Recorder:
                             accepted=out.accepted and out.env is not None, env=out.env,
                             reasons=list(out.reasons), codes=list(out.codes), retries=out.retries,
                             tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
-                            grounding=out.grounding,
+                            grounding=out.grounding, mutation_score=out.mutation_score, mutants=out.mutants,
                             rejected_spec=None if out.accepted else (out.spec_json or out.raw))
         if not self._pending:
             self._since = time.perf_counter()

@@ -8,8 +8,9 @@ Layout of a library folder::
       catalog.sqlite            the default catalog (or ``catalog_url=`` any SQLAlchemy URL)
 
 Catalog tables: ``envs`` (one row per accepted environment: title, source
-document, proposer, model, skill, stream, counts, signature, solve-rate
-statistics filled in by evaluation), ``attempts`` (every attempt of every run:
+document, proposer, model, skill, stream, counts, signature, the gate's
+mutation score and number of mutants, solve-rate statistics filled in by
+evaluation), ``attempts`` (every attempt of every run:
 document, proposer, verdict and reasons, retries, tokens, seconds; what makes a
 run resumable and what the yield measures read) and ``task_stats``
 (per-task solve rates written by evaluation).
@@ -75,6 +76,8 @@ ENVS = sa.Table(
     sa.Column("n_evals", sa.Integer, default=0),
     sa.Column("split", sa.String(20), nullable=True),
     sa.Column("grounding", sa.Float, nullable=True),
+    sa.Column("mutation_score", sa.Float, nullable=True),
+    sa.Column("mutants", sa.Integer, nullable=True),
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,
@@ -93,6 +96,7 @@ ATTEMPTS = sa.Table(
     sa.Column("tokens", sa.Integer, default=0),
     sa.Column("seconds", sa.Float, default=0.0),
     sa.Column("created_at", sa.String(40)),
+    sa.Column("mutation_score", sa.Float, nullable=True),
 )
 TASK_STATS = sa.Table(
     "task_stats", _META,
@@ -164,6 +168,24 @@ def _engine(url: str) -> sa.Engine:
     if sqlite:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _add_missing_columns(engine: sa.Engine) -> None:
+    """Add the nullable columns a catalog made by an older version lacks (``create_all`` only makes
+    missing tables). Another process adding the same column first is not an error."""
+    inspector = sa.inspect(engine)
+    for table in (ENVS, ATTEMPTS):
+        have = {c["name"] for c in inspector.get_columns(table.name)}
+        for col in table.columns:
+            if col.name in have or not col.nullable or col.primary_key:
+                continue
+            kind = col.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as c:
+                    c.execute(sa.text(f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {kind}'))
+            except sa.exc.DBAPIError:
+                if col.name not in {c["name"] for c in sa.inspect(engine).get_columns(table.name)}:
+                    raise
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -263,13 +285,15 @@ class AttemptRecord:
     grounding: float | None = None
     env_id: str | None = None
     duplicate: bool = False  #: set when the library refused the environment
+    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
+    mutants: int | None = None  #: wrong trajectories the gate tried
 
     def attempt_row(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
                 "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
-                "seconds": self.seconds, "created_at": _now()}
+                "seconds": self.seconds, "created_at": _now(), "mutation_score": self.mutation_score}
 
 
 @functools.lru_cache(maxsize=32)
@@ -352,6 +376,7 @@ class Library:
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = _engine(self.url)
         _META.create_all(self.engine)
+        _add_missing_columns(self.engine)
         self.near_duplicate = near_duplicate
         self.reindex()
 
@@ -414,7 +439,8 @@ class Library:
         return None
 
     def add(self, spec: EnvSpec, *, model: str | None = None, run_id: str | None = None,
-            reasons: list[str] | None = None, grounding: float | None = None) -> Path:
+            reasons: list[str] | None = None, grounding: float | None = None,
+            mutation_score: float | None = None, mutants: int | None = None) -> Path:
         """Add an accepted spec; raises :class:`DuplicateEnv` or ``FileExistsError`` (same id)."""
         p = PreparedEnv.of(spec)
         err = self._conflict(p, self._known_rows([p]))
@@ -425,13 +451,15 @@ class Library:
         _fsync_dir(path.parent)
         with self.engine.begin() as c:
             _upsert(c, ENVS, [self._env_row(p, model=model, run_id=run_id, reasons=reasons or [],
-                                            grounding=grounding)])
+                                            grounding=grounding, mutation_score=mutation_score, mutants=mutants)])
         return path
 
     def _env_row(self, p: PreparedEnv, *, model: str | None, run_id: str | None, reasons: list[str],
-                 grounding: float | None) -> dict[str, Any]:
+                 grounding: float | None, mutation_score: float | None = None,
+                 mutants: int | None = None) -> dict[str, Any]:
         return {**p.entry, "model": model, "valid": True, "reasons": json.dumps(reasons), "run_id": run_id,
-                "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding}
+                "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding,
+                "mutation_score": mutation_score, "mutants": mutants}
 
     def record_batch(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
         """Store a batch of attempts; returns them, with duplicates turned into rejections.
@@ -473,7 +501,8 @@ class Library:
         for r in records:
             if not r.accepted and r.rejected_spec is not None:
                 self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec)
-        env_rows = [self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding)
+        env_rows = [self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
+                                  mutation_score=r.mutation_score, mutants=r.mutants)
                     for r in to_write if r.env is not None]
         with self.engine.begin() as c:
             _upsert(c, ENVS, env_rows)
@@ -518,7 +547,8 @@ class Library:
             except (ValueError, OSError):
                 continue
             rows.append({**env_entry(spec), "model": None, "valid": True, "reasons": "[]", "run_id": None,
-                         "path": str(path.relative_to(self.root)), "grounding": None})
+                         "path": str(path.relative_to(self.root)), "grounding": None, "mutation_score": None,
+                         "mutants": None})
         if rows:
             with self.engine.begin() as c:
                 _upsert(c, ENVS, rows)

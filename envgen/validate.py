@@ -181,9 +181,9 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
     # the writes the references make: the extra-write mutants of other turns draw from them
     pool = [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
     for task in spec.tasks:
-        for ti, turn in enumerate(task.turns):
+        for ti in range(len(task.turns)):
             reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")
-                        for p in reply_problems(spec, task, turn)]
+                        for p in reply_problems(spec, task, ti)]
         if task.id not in refs:
             continue
         run.noop(task, refs[task.id])

@@ -15,6 +15,6 @@ turn's reference and requires the turn's checks to catch every one of them:
 :func:`envgen.validate.validate_spec` runs it as part of the gate.
 """
 
-from envgen.gate.adequacy import GENERIC_REPLIES, REFUSAL_REPLIES, Finding, MutationRun, oracle_reply, reply_problems
+from envgen.gate.adequacy import GENERIC_REPLIES, Finding, MutationRun, answer_problem, oracle_reply, reply_problems
 
-__all__ = ["GENERIC_REPLIES", "REFUSAL_REPLIES", "Finding", "MutationRun", "oracle_reply", "reply_problems"]
+__all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems"]

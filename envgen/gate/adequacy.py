@@ -48,14 +48,13 @@ from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLIES", "REFUSAL_REPLIES", "Finding", "MutationRun", "answer_problem", "generic_replies",
-           "oracle_reply", "reply_problems", "tool_texts"]
+__all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
+           "tool_texts"]
 
 GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of it.", "Here is what I found.",
                    "I have no idea.")
-"""Replies that carry no answer: a ``reply_contains`` string they contain pays a reply that says nothing."""
-REFUSAL_REPLIES = ("Sorry, I cannot help with that.", "I'm unable to do that.")
-"""Refusals: generic replies too, except in a ``decline`` task (there a refusal is the answer)."""
+"""Replies that carry no answer: a ``reply_contains`` string they contain pays a reply that says nothing.
+(A refusal is no generic reply: it is the answer of a decline turn and of the refused part of a mixed one.)"""
 SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
@@ -86,11 +85,6 @@ def _contains(text: str, s: str) -> bool:
     return s.lower() in text.lower()
 
 
-def generic_replies(task_kind: str) -> tuple[str, ...]:
-    """The replies that answer nothing in a task of this kind (refusals answer a ``decline`` task)."""
-    return GENERIC_REPLIES + (() if task_kind == "decline" else REFUSAL_REPLIES)
-
-
 def tool_texts(spec_tools: Iterable[Any]) -> list[tuple[str, str]]:
     """``(where, text)`` of each tool's description with its parameters' descriptions (tool objects or
     OpenAI-format dicts)."""
@@ -118,14 +112,19 @@ def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], 
             "without answering; check for a value only the right answer contains")
 
 
-def reply_problems(spec: EnvSpec, task: Task, turn: Turn) -> list[str]:
-    """Why the turn's ``reply_contains`` strings are not distinctive (empty when they are)."""
-    tools = tool_texts(spec.tools)
-    generic = generic_replies(task.kind)
+def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
+    """Why the ``reply_contains`` strings of turn ``ti`` are not distinctive (empty when they are).
+
+    The tool descriptions do not count for a reply that is about the tools rather than an answer read
+    through them: a ``decline`` turn (it says what the tools cannot do, and why) and a
+    ``missing_parameter`` turn before the last (it asks for a parameter, which every tool schema names)."""
+    turn = task.turns[ti]
+    about_tools = task.kind == "decline" or (task.kind == "missing_parameter" and ti + 1 < len(task.turns))
+    tools = [] if about_tools else tool_texts(spec.tools)
     out = []
     for check in turn.checks:
         if check.kind == "reply_contains":
-            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, generic))]
+            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
     return out
 
 

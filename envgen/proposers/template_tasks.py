@@ -35,7 +35,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from envgen.gate.adequacy import answer_problem, generic_replies, tool_texts
+from envgen.gate.adequacy import GENERIC_REPLIES, answer_problem, tool_texts
 from envgen.gate.values import answer_text, same_answer
 from envgen.proposers.template_model import Column, Entity, EnvModel, Op, human
 from envgen.proposers.template_tools import render_tools
@@ -295,7 +295,7 @@ class TaskMaker:
     def distinct_answer(self, answer: str, instruction: str, rivals: list[Any]) -> bool:
         """Whether ``answer`` makes a good ``reply_contains`` string for ``instruction``: distinctive
         (the gate's rule), and contained in no other entity's value (``rivals``)."""
-        if answer_problem(answer, instruction, self.tool_texts, generic_replies("read")) is not None:
+        if answer_problem(answer, instruction, self.tool_texts, GENERIC_REPLIES) is not None:
             return False
         low = answer.strip().lower()
         return not any(low in answer_text(v).lower() for v in rivals if not same_answer(answer_text(v), answer))
