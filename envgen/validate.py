@@ -31,6 +31,7 @@ what to fix; they are fed back to LLM proposers verbatim.
 from __future__ import annotations
 
 import ast
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -203,7 +204,7 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
     try:
         parsed = as_spec(spec)
     except SpecError as e:
-        reasons = [Reason(1, "parse", r) for r in e.reasons]
+        reasons = [_parse_reason(r) for r in e.reasons]
         return Verdict(_guess_id(spec), False, reasons, 0, time.perf_counter() - t0, source)
     except (FileNotFoundError, OSError) as e:
         return Verdict(None, False, [Reason(1, "parse", str(e))], 0, time.perf_counter() - t0, source)
@@ -236,6 +237,15 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
         verdict.mutants = verdict.killed + run.count("survived")
         verdict.mutation_score = run.score
     return verdict
+
+
+def _parse_reason(problem: str) -> Reason:
+    """A parse problem as a reason: rule 8 for names and parameter schemas (the spec module's rules), else 1."""
+    if "not a valid JSON Schema" in problem:
+        return Reason(8, "parameter_schema", problem)
+    if re.search(r"\b(tool|parameter) name '", problem):
+        return Reason(8, "name", problem)
+    return Reason(1, "parse", problem)
 
 
 def _guess_id(spec: Any) -> str | None:
