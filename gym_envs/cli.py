@@ -81,6 +81,19 @@ def _examples() -> Any | None:
     return examples
 
 
+def lossless_output() -> None:
+    """Let standard output and error show any text: a lone surrogate (no valid Unicode, e.g. from a tool
+    result or a spec's JSON ``\\ud800`` escape) is written as a ``\\udXXX`` escape instead of stopping
+    the command with ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream that cannot change its error handler keeps its own
+                pass
+
+
 def example_names() -> list[str] | None:
     """Names of the shipped examples, or None when this installation has none."""
     mod = _examples()
@@ -678,6 +691,7 @@ def play(spec_ref: str, task_id: str | None, executor: str | None, reward_mode: 
     script (no prompts; blank lines and # comments skipped) and exits 0 if the
     episode's reward is 1.0, else 1. Type :help in the REPL for the syntax.
     """
+    lossless_output()
     located, spec = _load(spec_ref)
     try:
         task = spec.task(task_id)
