@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
-from envgen.gate.mutants import RefTurn
+from envgen.gate.mutants import RefTurn, extra_writes
 from gym_envs.env import ToolEnv
 from gym_envs.executor import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
@@ -160,21 +160,12 @@ def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
     return out
 
 
-def _deterministic(run: MutationRun, task: Task, refs: list[RefTurn]) -> bool:
-    """Rule 6: the reference played again from the same seed gives the same results, states and verdicts."""
-    again = run.reference(task, replies=False)
-    return len(again) == len(refs) and all(
-        a.digest == b.digest and a.passed == b.passed
-        and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]
-        for a, b in zip(again, refs, strict=True))
-
-
 def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) -> MutationRun:
     """Rules 3-7 for every task of ``spec``."""
     run = MutationRun(env, spec, seed)
     refs: dict[str, list[RefTurn]] = {}
-    for task in spec.tasks:
-        played = run.reference(task)
+    for task in spec.tasks:  # each last turn's own writes aimed elsewhere follow its reference as extra writes
+        played = run.reference(task, extras=lambda ref: extra_writes(spec, ref, []))
         problems = _reference_problems(task, played)
         reasons += problems
         if not problems:
@@ -187,9 +178,9 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
                         for p in reply_problems(spec, task, ti)]
         if task.id not in refs:
             continue
-        run.noop(task, refs[task.id])
+        deterministic = run.replay(task, refs[task.id], pool)
         run.mutate(task, refs[task.id], pool)
-        if not _deterministic(run, task, refs[task.id]):
+        if not deterministic:
             reasons.append(Reason(6, "nondeterministic", f"task {task.id!r}: the same trajectory from the same "
                                   "seed gave different results or state; avoid time, randomness without the "
                                   "episode seed, and unordered iteration"))

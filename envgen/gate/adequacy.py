@@ -15,8 +15,10 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
   reason names the mutant, so a model repairing the spec knows what its checks let through.
 
 Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
-:meth:`~gym_envs.env.ToolEnv.score_reply`. Other mutants replay the reference up to the turn. A
-turn stops at its first survivor. The state is digested only for a mutant that no check killed.
+:meth:`~gym_envs.env.ToolEnv.score_reply`, and doing nothing (rule 4: no calls, an empty reply) is
+scored on its start-of-turn state. Other mutants replay the reference up to the turn and score the
+cheap checks first (a killed mutant needs one failure). A turn stops at its first survivor. The state
+is digested only for a mutant that no check killed.
 
 ``reply_contains`` strings must also be distinctive (:func:`reply_problems`): at least 3 characters
 unless numeric, and not contained in the turn's instruction, in a tool's description or in a generic
@@ -28,8 +30,9 @@ specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outco
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,8 +44,10 @@ from envgen.gate.mutants import (
     call_mutants,
     derive_reply,
     extra_mutants,
+    extra_writes,
     locate_answers,
     reply_mutants,
+    short_call,
 )
 from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
@@ -58,6 +63,7 @@ GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of i
 SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
+_COSTLY = ("python", "unchanged")  #: check kinds scored only when the cheap ones catch nothing
 _CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
                 "pass": "it passes every check"}
 
@@ -128,6 +134,10 @@ def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
     return out
 
 
+def _key(call: ToolCall) -> str:
+    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+
+
 def _calls_action(calls: Iterable[ToolCall]) -> dict[str, Any]:
     return {"tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]}
 
@@ -168,31 +178,68 @@ class MutationRun:
             self._initial = snap
         return snap
 
-    def reference(self, task: Task, *, replies: bool = True) -> list[RefTurn]:
-        """Play the reference (one step for each turn's calls, then the oracle reply) and, with
-        ``replies``, score the turn's reply mutants on each turn's final state. A turn that ends the
-        episode early (step budget) ends the list."""
+    def reference(self, task: Task, *, replies: bool = True,
+                  extras: Callable[[RefTurn], list[ToolCall]] | None = None) -> list[RefTurn]:
+        """Play the reference: each turn's calls in one step, then the oracle reply. With ``replies``,
+        also score doing nothing on each turn's start state and the reply mutants on its end state.
+
+        The last turn is scored in place (its reply is not sent), so that extra-write mutants
+        (``extras(ref)``: candidate calls) can follow the reference in the same episode: a candidate
+        that changes nothing leaves the state as it was, and the first that changes it is judged
+        (see :meth:`_chain_extra`). A turn that ends the episode early (step budget) ends the list."""
         env = self.env
         self._reset(task)
         refs: list[RefTurn] = []
         for ti, turn in enumerate(task.turns):
             ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
+            noop = [c.to_dict() for c in env.score_reply("")] if replies else []  # doing nothing, scored in place
             if turn.reference:
                 env.step(_calls_action(turn.reference))
             if env.done:
                 break
             ref.results = list(env.turns[-1].calls)
-            replies = self._score_replies(ref) if replies else []
-            _, _, _, _, info = env.step({"content": ref.reply, "tool_calls": []})
-            ref.passed = bool(info.get("turn_passed"))
+            scored = self._score_replies(ref) if replies else []
+            last = ti + 1 == len(task.turns)
+            if last:
+                ref.checks = [c.to_dict() for c in env.score_reply(ref.reply)]
+                ref.passed = all(c["passed"] for c in ref.checks)
+            else:
+                _, _, _, _, info = env.step({"content": ref.reply, "tool_calls": []})
+                ref.checks, ref.passed = info.get("checks", []), bool(info.get("turn_passed"))
             ref.digest = env.state_digest()
-            ref.checks = info.get("checks", [])
             refs.append(ref)
-            if ref.passed:
-                self._record_replies(ref, replies)
-            if env.done and ti + 1 < len(task.turns):
+            if ref.passed and replies:
+                self._judge_noop(ref, noop)
+                self._record_replies(ref, scored)
+            if last and ref.passed and extras is not None:
+                self._chain_extra(ref, extras(ref))
+            if env.done:
                 break
         return refs
+
+    def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
+        """After the reference's last turn, in its own episode: make candidate extra calls until one
+        changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
+        env = self.env
+        for call in candidates:
+            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
+                return
+            ref.extra_tried.add(_key(call))
+            ref.extra_tries += 1
+            env.step(_calls_action([call]))
+            result = env.turns[-1].calls[-1]
+            if not (result.ok and result.changes > 0):
+                continue  # no mutant: a failed call is undone, so the state is still the reference's
+            ref.extra_made += 1
+            m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
+                       [*ref.calls, call], [*range(len(ref.calls)), None])
+            checks: list[dict[str, Any]] = []
+            for stage in _stages(ref.turn):
+                checks += [c.to_dict() for c in env.score_reply(ref.reply, stage)]
+                if any(not c["passed"] and c["kind"] != "calls" for c in checks):
+                    break
+            ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+            return
 
     def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[Any]]]:
         ref.locators = locate_answers(ref)
@@ -201,6 +248,7 @@ class MutationRun:
     def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[Any]]]) -> None:
         for m, checks in scored:
             if self._judge_fixed(ref, m, [c.to_dict() for c in checks]):
+                ref.stopped = True
                 return
 
     def _judge_fixed(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]]) -> bool:
@@ -213,51 +261,70 @@ class MutationRun:
         return True
 
     # -- do nothing ----------------------------------------------------------------------------------
-    def noop(self, task: Task, refs: list[RefTurn]) -> None:
-        """Rule 4: no calls and empty replies fail every turn that changes the state or answers."""
-        env = self.env
-        self._reset(task)
-        for ti, ref in enumerate(refs):
-            _, _, _, _, info = env.step({"content": "", "tool_calls": []})
-            if not (ref.effectful or ref.answers):
-                if env.done:
-                    break
-                continue
-            hard = [c for c in info.get("checks", []) if not c["passed"] and c["kind"] != "calls"]
-            entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
-            if hard:
-                self.tried.append(entry | {"outcome": "killed", "detail": _detail(hard[0])})
-            else:
-                only_calls = any(not c["passed"] for c in info.get("checks", []))
-                note = _CHECK_NOTES["calls" if only_calls else "pass"]
-                self.tried.append(entry | {"outcome": "survived", "detail": note})
-                self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no "
-                                             f"calls, an empty reply) is not caught: {note}; add a check on the "
-                                             "state this turn must change or on the answer it must give"))
-            if env.done:
-                break
+    def _judge_noop(self, ref: RefTurn, checks: list[dict[str, Any]]) -> None:
+        """Rule 4: doing nothing in a turn that changes the state or answers (no calls, an empty reply, on
+        the state the reference leaves before the turn) fails a check other than ``calls``."""
+        if not (ref.effectful or ref.answers):
+            return
+        task, ti = ref.task, ref.index
+        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
+        if hard:
+            self.tried.append(entry | {"outcome": "killed", "detail": _detail(hard[0])})
+            return
+        note = _CHECK_NOTES["calls" if any(not c["passed"] for c in checks) else "pass"]
+        self.tried.append(entry | {"outcome": "survived", "detail": note})
+        self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no calls, "
+                                     f"an empty reply) is not caught: {note}; add a check on the state this turn "
+                                     "must change or on the answer it must give"))
 
     # -- mutants ---------------------------------------------------------------------------------------
     def mutate(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> None:
-        """Rules 5 and 7: every turn's call mutants, then its extra-write mutants."""
+        """Rules 5 and 7: every turn's call mutants, then its extra-write mutants (those the reference
+        runs did not already make, :meth:`_chain_extra`)."""
         for ti, ref in enumerate(refs):
+            if ref.stopped:
+                continue
             locators = ref.locators or locate_answers(ref)
             if any(self._judge(refs, ti, m, locators) for m in call_mutants(self.spec, ref)):
                 continue
-            made = tries = 0
             for m in extra_mutants(self.spec, ref, pool):
-                if made >= MAX_EXTRA or tries >= MAX_EXTRA_TRIES:
+                if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:
                     break
-                tries += 1
+                if _key(m.calls[-1]) in ref.extra_tried:
+                    continue
+                ref.extra_tried.add(_key(m.calls[-1]))
+                ref.extra_tries += 1
                 verdict = self._judge(refs, ti, m, locators, extra=True)
                 if verdict is None:
                     continue
-                made += 1
+                ref.extra_made += 1
                 if verdict:
                     break
 
+    def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
+        """Rule 6: the reference played again from the same seed gives the same results, states and
+        verdicts (and its last turn hosts one more extra-write mutant, from ``pool``)."""
+        def extras(ref: RefTurn) -> list[ToolCall]:
+            return [c for c in extra_writes(self.spec, refs[ref.index], pool)
+                    if _key(c) not in refs[ref.index].extra_tried]
+
+        again = self.reference(task, replies=False, extras=lambda r: [] if refs[r.index].stopped else extras(r))
+        for a, b in zip(again, refs, strict=False):  # the extra made on the replay counts for the reference turn
+            b.extra_made, b.extra_tries, b.stopped = a.extra_made + b.extra_made, a.extra_tries + b.extra_tries, \
+                b.stopped or a.stopped
+            b.extra_tried |= a.extra_tried
+        return len(again) == len(refs) and all(
+            a.digest == b.digest and a.passed == b.passed
+            and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]
+            for a, b in zip(again, refs, strict=True))
+
     def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
               locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
+        """Replay the reference up to turn ``ti``, make the mutant's calls and score its reply: the cheap
+        checks first, and the costly ones (``python``, ``unchanged``) only when no cheap check other than
+        ``calls`` failed (a killed mutant needs one failure). The episode is left mid-turn: the next
+        trajectory resets it."""
         env = self.env
         ref = refs[ti]
         self._reset(ref.task)
@@ -269,8 +336,14 @@ class MutationRun:
             env.step(_calls_action(m.calls))
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
-        _, _, _, _, info = env.step({"content": reply, "tool_calls": []})
-        return info.get("checks", []), results, reply
+        if env.done:  # the step budget ended the episode: its last scores are final
+            return [], results, reply
+        checks: list[dict[str, Any]] = []
+        for stage in _stages(ref.turn):
+            checks += [c.to_dict() for c in env.score_reply(reply, stage)]
+            if any(not c["passed"] and c["kind"] != "calls" for c in checks):
+                break
+        return checks, results, reply
 
     def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                extra: bool = False) -> bool | None:
@@ -280,6 +353,12 @@ class MutationRun:
         checks, results, reply = self._play(refs, ti, m, locators)
         if extra and not (len(results) == len(m.calls) and results[-1].ok and results[-1].changes > 0):
             return None
+        ref.stopped = self._verdict(ref, m, checks, results, reply)
+        return ref.stopped
+
+    def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
+                 reply: str) -> bool:
+        """Record what became of a played mutant; True if it survived."""
         failed = [c for c in checks if not c["passed"]]
         hard = [c for c in failed if c["kind"] != "calls"]
         if hard:
@@ -319,6 +398,14 @@ class MutationRun:
         self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
                                      f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
                                      f"{advice}"))
+
+
+def _stages(turn: Turn) -> list[list[int]]:
+    """The turn's check indexes in the order a mutant is scored: the cheap checks, then (only if none of
+    those but ``calls`` failed) the costly ones (python, unchanged)."""
+    kinds = [c.kind for c in turn.checks]
+    stages = [[i for i, k in enumerate(kinds) if k not in _COSTLY], [i for i, k in enumerate(kinds) if k in _COSTLY]]
+    return [s for s in stages if s]
 
 
 def _detail(check: dict[str, Any]) -> str:

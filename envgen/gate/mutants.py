@@ -6,8 +6,9 @@ trajectories whose checks must fail (ENVSPEC.md, validity rules 5 and 7):
 
 * **argument** (rule 5): each argument of each reference call, read calls included, replaced by
   other valid values taken from the state (:func:`envgen.gate.values.argument_values`): another
-  existing id (the same action aimed at another entity of the table), another existing value of
-  the argument's column, a value of the right type that exists nowhere;
+  existing id (the same action aimed at another entity of the table; two of them for a write, in
+  case one cannot take it), another existing value of the argument's column, a value of the right
+  type that exists nowhere;
 * **drop** (rule 5): the reference without one of its calls;
 * **retarget** (rule 7): every argument that names an entity (its id, its key, any of its column
   values) moved together to another row of the same table;
@@ -55,6 +56,10 @@ class RefTurn:
     passed: bool = False
     checks: list[dict[str, Any]] = field(default_factory=list)  #: the reference's check results
     locators: list[Locator | None] = field(default_factory=list)  #: where each answer was read
+    stopped: bool = False  #: a mutant of this turn survived: the turn is rejected, try no more
+    extra_made: int = 0  #: extra-write mutants made for this turn
+    extra_tries: int = 0  #: extra calls tried for this turn (one that changes nothing is no mutant)
+    extra_tried: set[str] = field(default_factory=set)  #: the extra calls tried (JSON keys)
 
     @property
     def turn(self) -> Turn:
@@ -125,9 +130,10 @@ def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
             props = spec.tool(call.name).parameters.get("properties", {})
         except KeyError:
             props = {}
+        writes = ci in ref.effectful
         for arg, value in call.arguments.items():
             col = ref.start.column_of(arg, value)
-            n = 2 if col is not None and _unique(col) else 1
+            n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
             for new, why in argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n):
                 changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
                 what = (f"aimed at {col.table} row {new!r} instead of {value!r} ({arg})"

@@ -169,7 +169,8 @@ def test_read_turn_checking_a_common_letter_is_rejected() -> None:
 
 def test_calls_check_plus_trivial_python_check_is_rejected() -> None:
     trivial = read_task([{"kind": "calls", "require": ["get_ticket"]},
-                         {"kind": "python", "code": "def check(db):\n    return True\n"}])
+                         {"kind": "python", "code": "def check(db):\n    return True\n"},
+                         {"kind": "unchanged", "tables": []}])  # writes are caught: only the wrong lookup passes
     verdict = _verdict([GOOD_CLOSE, trivial])
     assert not verdict.accepted
     text = _text(verdict)
