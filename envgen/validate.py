@@ -2,7 +2,7 @@
 
 :func:`validate_spec` runs a spec through :mod:`gym_envs` (isolated workers by
 default) and returns a :class:`Verdict` whose ``reasons`` record every failed
-rule. The six rules and how each is decided:
+rule. The rules and how each is decided:
 
 1. **Parse.** The spec parses into ``EnvSpec`` (names unique, references to
    known tools); the code compiles under the sandbox policy; every tool has a
@@ -14,15 +14,28 @@ rule. The six rules and how each is decided:
    passes every check. The reference's final message of a turn is the first
    string of each ``reply_contains`` check (the oracle knows the answer), else
    ``"Done."``.
-4. **No-op.** The empty trajectory (no calls, empty replies) fails at least one
-   check of every turn whose reference changes the database.
-5. **Near-miss.** For each reference call that changes the database, the
-   trajectory with that call dropped, and each trajectory with one of its
-   arguments perturbed, fails a check of that turn, unless it leaves the
-   database exactly as the reference does (then the turn is provably tolerant
-   of it and it is no near-miss).
+4. **No-op.** Doing nothing in a turn (no calls, an empty reply, after the
+   reference's earlier turns) fails a check other than ``calls`` in every turn
+   that changes the database or must answer (has ``reply_contains`` checks).
+5. **Near-miss.** For every turn that makes calls, read turns included: the
+   trajectory with one call dropped, and each trajectory with one argument
+   replaced by another valid value taken from the state (another existing id,
+   another existing value of the argument's column, a value that does not
+   exist), fails a check of that turn, unless it leaves the same state and
+   gives the same answer as the reference (then it is no wrong trajectory).
 6. **Determinism.** A second run of the reference from the same seed gives the
    same results, state digests and reward.
+7. **Check adequacy.** More wrong trajectories fail (mutation testing of the
+   checks, :mod:`envgen.gate`): the calls aimed at another entity of the same
+   table, an extra state-changing call on another row, a reply that omits an
+   answer and one that gives another entity's value. A failing ``calls`` check
+   alone never catches a wrong trajectory. ``reply_contains`` strings are
+   distinctive (at least 3 characters unless numeric; not in the instruction, a
+   tool description or a generic reply). The surviving wrong trajectory is named
+   in the reason; :attr:`Verdict.mutation_score` is the share caught.
+8. **Names.** Tool and parameter names follow the spec's naming rules and
+   parameter schemas are valid JSON Schema (:mod:`gym_envs.spec` refuses them
+   at parse time; the gate reports them under this rule).
 
 Rejection reasons carry the rule number, a short code and a message that says
 what to fix; they are fed back to LLM proposers verbatim.
@@ -190,7 +203,7 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
 
 def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int = 0,
                   source: str | None = None) -> Verdict:
-    """Run the six rules on a spec (an ``EnvSpec``, dict, JSON text or path)."""
+    """Run the rules on a spec (an ``EnvSpec``, dict, JSON text or path)."""
     t0 = time.perf_counter()
     try:
         parsed = as_spec(spec)

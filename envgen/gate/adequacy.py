@@ -15,10 +15,11 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
   reason names the mutant, so a model repairing the spec knows what its checks let through.
 
 Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
-:meth:`~gym_envs.env.ToolEnv.score_reply`, and doing nothing (rule 4: no calls, an empty reply) is
-scored on its start-of-turn state. Other mutants replay the reference up to the turn and score the
-cheap checks first (a killed mutant needs one failure). A turn stops at its first survivor. The state
-is digested only for a mutant that no check killed.
+:meth:`~gym_envs.env.ToolEnv.score_reply`; doing nothing (rule 4: no calls, an empty reply) and
+dropping a turn's only call are scored on its start-of-turn state; extra writes follow the last turn
+of the reference and of its determinism replay in their own episodes. Other mutants replay the
+reference up to the turn and score the cheap checks first (a killed mutant needs one failure). A turn
+stops at its first survivor. The state is digested only for a mutant that no check killed.
 
 ``reply_contains`` strings must also be distinctive (:func:`reply_problems`): at least 3 characters
 unless numeric, and not contained in the turn's instruction, in a tool's description or in a generic
@@ -193,6 +194,8 @@ class MutationRun:
         for ti, turn in enumerate(task.turns):
             ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
             noop = [c.to_dict() for c in env.score_reply("")] if replies else []  # doing nothing, scored in place
+            # the reference without its only call, scored in place too (its answers stay the oracle's)
+            drop = self._start_drop(ref) if replies and len(turn.reference) == 1 else None
             if turn.reference:
                 env.step(_calls_action(turn.reference))
             if env.done:
@@ -210,12 +213,26 @@ class MutationRun:
             refs.append(ref)
             if ref.passed and replies:
                 self._judge_noop(ref, noop)
-                self._record_replies(ref, scored)
+                if drop is not None:
+                    ref.stopped = self._verdict(ref, drop[0], drop[1], [], ref.reply, digest=drop[2])
+                if not ref.stopped:
+                    self._record_replies(ref, scored)
             if last and ref.passed and extras is not None:
                 self._chain_extra(ref, extras(ref))
             if env.done:
                 break
         return refs
+
+    def _start_drop(self, ref: RefTurn) -> tuple[Mutant, list[dict[str, Any]], str | None]:
+        """The drop mutant of a one-call turn, scored on the turn's start state (cheap checks first); the
+        start state's digest when no check other than ``calls`` caught it."""
+        m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
+        checks: list[dict[str, Any]] = []
+        for stage in _stages(ref.turn):
+            checks += [c.to_dict() for c in self.env.score_reply(ref.reply, stage)]
+            if _caught(checks):
+                return m, checks, None
+        return m, checks, self.env.state_digest()
 
     def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
@@ -236,7 +253,7 @@ class MutationRun:
             checks: list[dict[str, Any]] = []
             for stage in _stages(ref.turn):
                 checks += [c.to_dict() for c in env.score_reply(ref.reply, stage)]
-                if any(not c["passed"] and c["kind"] != "calls" for c in checks):
+                if _caught(checks):
                     break
             ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
             return
@@ -286,7 +303,8 @@ class MutationRun:
             if ref.stopped:
                 continue
             locators = ref.locators or locate_answers(ref)
-            if any(self._judge(refs, ti, m, locators) for m in call_mutants(self.spec, ref)):
+            mutants = [m for m in call_mutants(self.spec, ref) if not (m.kind == "drop" and not m.calls)]
+            if any(self._judge(refs, ti, m, locators) for m in mutants):  # (a one-call drop: scored in place)
                 continue
             for m in extra_mutants(self.spec, ref, pool):
                 if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:
@@ -341,7 +359,7 @@ class MutationRun:
         checks: list[dict[str, Any]] = []
         for stage in _stages(ref.turn):
             checks += [c.to_dict() for c in env.score_reply(reply, stage)]
-            if any(not c["passed"] and c["kind"] != "calls" for c in checks):
+            if _caught(checks):
                 break
         return checks, results, reply
 
@@ -357,23 +375,24 @@ class MutationRun:
         return ref.stopped
 
     def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
-                 reply: str) -> bool:
-        """Record what became of a played mutant; True if it survived."""
+                 reply: str, digest: str | None = None) -> bool:
+        """Record what became of a played mutant (``digest``: its state's, when it is not the env's
+        current one); True if it survived."""
         failed = [c for c in checks if not c["passed"]]
         hard = [c for c in failed if c["kind"] != "calls"]
         if hard:
             self._note(ref, m, "killed", _detail(hard[0]))
             return False
-        why = self._wrong(ref, m, results, reply)
+        why = self._wrong(ref, m, results, reply, digest)
         if why is None:
             self._note(ref, m, "tolerated", "same state and answer as the reference")
             return False
         self._survivor(ref, m, "calls" if failed else "pass", why)
         return True
 
-    def _wrong(self, ref: RefTurn, m: Mutant, results: list[Any], reply: str) -> str | None:
+    def _wrong(self, ref: RefTurn, m: Mutant, results: list[Any], reply: str, digest: str | None = None) -> str | None:
         """Why a mutant that no check caught is a wrong trajectory, or None if it is none."""
-        if self.env.state_digest() != ref.digest:
+        if (digest or self.env.state_digest()) != ref.digest:
             return "it leaves a different state than the reference"
         if reply.strip().lower() != ref.reply.strip().lower():
             return f"it answers {reply!r} instead of {ref.reply!r}"
@@ -398,6 +417,11 @@ class MutationRun:
         self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
                                      f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
                                      f"{advice}"))
+
+
+def _caught(checks: list[dict[str, Any]]) -> bool:
+    """Whether a check other than ``calls`` failed (what catches a wrong trajectory)."""
+    return any(not c["passed"] and c["kind"] != "calls" for c in checks)
 
 
 def _stages(turn: Turn) -> list[list[int]]:
