@@ -273,9 +273,6 @@ def cli() -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point (``envwright = "envgen.command:main"``)."""
-    from gym_envs.cli import lossless_output
-
-    lossless_output()  # odd text (a lone surrogate) is shown escaped by every command, never fatal
     cli.main(args=list(argv) if argv is not None else None, prog_name="envwright")
 
 

@@ -336,6 +336,7 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
               help="Executor that builds the tables [default: inprocess for shipped examples, else worker].")
 def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, executor: str | None) -> None:
     """Describe an environment: PATH is a spec file or a shipped example's name."""
+    lossless_output()
     located, spec = _load(spec_ref)
     if task_ids:
         try:
