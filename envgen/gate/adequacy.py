@@ -323,15 +323,16 @@ class MutationRun:
     def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
         """Rule 6: the reference played again from the same seed gives the same results, states and
         verdicts (and its last turn hosts one more extra-write mutant, from ``pool``)."""
-        def extras(ref: RefTurn) -> list[ToolCall]:
-            return [c for c in extra_writes(self.spec, refs[ref.index], pool)
-                    if _key(c) not in refs[ref.index].extra_tried]
+        def extras(again: RefTurn) -> list[ToolCall]:
+            ref = refs[again.index]  # the replayed turn carries on from the reference turn's extra writes
+            again.extra_made, again.extra_tries, again.extra_tried = ref.extra_made, ref.extra_tries, ref.extra_tried
+            again.stopped = ref.stopped
+            return [c for c in extra_writes(self.spec, ref, pool) if _key(c) not in ref.extra_tried]
 
-        again = self.reference(task, replies=False, extras=lambda r: [] if refs[r.index].stopped else extras(r))
-        for a, b in zip(again, refs, strict=False):  # the extra made on the replay counts for the reference turn
-            b.extra_made, b.extra_tries, b.stopped = a.extra_made + b.extra_made, a.extra_tries + b.extra_tries, \
-                b.stopped or a.stopped
-            b.extra_tried |= a.extra_tried
+        again = self.reference(task, replies=False, extras=extras)
+        for a, b in zip(again, refs, strict=False):
+            if a.extra_tried is b.extra_tried:  # the last turn, which hosted extra writes: its counts are the new ones
+                b.extra_made, b.extra_tries, b.stopped = a.extra_made, a.extra_tries, a.stopped
         return len(again) == len(refs) and all(
             a.digest == b.digest and a.passed == b.passed
             and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]

@@ -35,6 +35,7 @@ class Column:
     table: str
     name: str
     values: tuple[Any, ...]
+    partial: bool = False  #: only the first rows of the table are known
 
     @property
     def label(self) -> str:
@@ -52,8 +53,9 @@ class Snapshot:
         for t, data in self.tables.items():
             cols = list(data.get("columns") or [])
             rows = data.get("rows") or []
+            partial = int(data.get("count") or 0) > len(rows)  # a dump shows the first rows of a big table
             for i, c in enumerate(cols):
-                self._columns[(t, c)] = Column(t, c, tuple(r[i] for r in rows if i < len(r)))
+                self._columns[(t, c)] = Column(t, c, tuple(r[i] for r in rows if i < len(r)), partial)
 
     def columns(self) -> Iterable[Column]:
         return self._columns.values()
@@ -201,7 +203,8 @@ def _missing_value(value: Any, column: Column | None, schema: dict[str, Any]) ->
     known = set(column.values) if column is not None else set()
     if isinstance(value, int):
         ints = [v for v in known if isinstance(v, int) and not isinstance(v, bool)]
-        new = max([value, *ints]) + 1
+        # past the largest known value (far past it when the rest of the table is unknown)
+        new = max([value, *ints]) + (1_000_000 if column is not None and column.partial else 1)
         maximum = schema.get("maximum")
         if isinstance(maximum, int | float) and new > maximum:
             new = value - 1 if value - 1 not in known else value
