@@ -193,7 +193,7 @@ class MutationRun:
         refs: list[RefTurn] = []
         for ti, turn in enumerate(task.turns):
             ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
-            noop = [c.to_dict() for c in env.score_reply("")] if replies else []  # doing nothing, scored in place
+            noop = self._score(turn, "") if replies else []  # doing nothing, scored in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
             drop = self._start_drop(ref) if replies and len(turn.reference) == 1 else None
             if turn.reference:
@@ -223,16 +223,22 @@ class MutationRun:
                 break
         return refs
 
+    def _score(self, turn: Turn, reply: str) -> list[dict[str, Any]]:
+        """The turn's checks on the current state with ``reply``, in stages (:func:`_stages`): stops at the
+        first stage where a check other than ``calls`` failed, which is all a wrong trajectory's verdict needs."""
+        checks: list[dict[str, Any]] = []
+        for stage in _stages(turn):
+            checks += [c.to_dict() for c in self.env.score_reply(reply, stage)]
+            if _caught(checks):
+                break
+        return checks
+
     def _start_drop(self, ref: RefTurn) -> tuple[Mutant, list[dict[str, Any]], str | None]:
         """The drop mutant of a one-call turn, scored on the turn's start state (cheap checks first); the
         start state's digest when no check other than ``calls`` caught it."""
         m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
-        checks: list[dict[str, Any]] = []
-        for stage in _stages(ref.turn):
-            checks += [c.to_dict() for c in self.env.score_reply(ref.reply, stage)]
-            if _caught(checks):
-                return m, checks, None
-        return m, checks, self.env.state_digest()
+        checks = self._score(ref.turn, ref.reply)
+        return m, checks, None if _caught(checks) else self.env.state_digest()
 
     def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
@@ -250,21 +256,17 @@ class MutationRun:
             ref.extra_made += 1
             m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
                        [*ref.calls, call], [*range(len(ref.calls)), None])
-            checks: list[dict[str, Any]] = []
-            for stage in _stages(ref.turn):
-                checks += [c.to_dict() for c in env.score_reply(ref.reply, stage)]
-                if _caught(checks):
-                    break
+            checks = self._score(ref.turn, ref.reply)
             ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
             return
 
-    def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[Any]]]:
+    def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:
         ref.locators = locate_answers(ref)
-        return [(m, self.env.score_reply(m.reply or "")) for m in reply_mutants(ref, ref.locators)]
+        return [(m, self._score(ref.turn, m.reply or "")) for m in reply_mutants(ref, ref.locators)]
 
-    def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[Any]]]) -> None:
+    def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[dict[str, Any]]]]) -> None:
         for m, checks in scored:
-            if self._judge_fixed(ref, m, [c.to_dict() for c in checks]):
+            if self._judge_fixed(ref, m, checks):
                 ref.stopped = True
                 return
 
@@ -357,12 +359,7 @@ class MutationRun:
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
             return [], results, reply
-        checks: list[dict[str, Any]] = []
-        for stage in _stages(ref.turn):
-            checks += [c.to_dict() for c in env.score_reply(reply, stage)]
-            if _caught(checks):
-                break
-        return checks, results, reply
+        return self._score(ref.turn, reply), results, reply
 
     def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                extra: bool = False) -> bool | None:
@@ -426,10 +423,13 @@ def _caught(checks: list[dict[str, Any]]) -> bool:
 
 
 def _stages(turn: Turn) -> list[list[int]]:
-    """The turn's check indexes in the order a mutant is scored: the cheap checks, then (only if none of
-    those but ``calls`` failed) the costly ones (python, unchanged)."""
+    """The turn's check indexes in the order a mutant is scored, stopping once a check other than
+    ``calls`` fails: the first cheap state or reply check alone (it catches most mutants), the other
+    cheap ones, then the costly ones (``python``, ``unchanged``)."""
     kinds = [c.kind for c in turn.checks]
-    stages = [[i for i, k in enumerate(kinds) if k not in _COSTLY], [i for i, k in enumerate(kinds) if k in _COSTLY]]
+    cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY]
+    first = [i for i in cheap if kinds[i] != "calls"][:1]
+    stages = [first, [i for i in cheap if i not in first], [i for i, k in enumerate(kinds) if k in _COSTLY]]
     return [s for s in stages if s]
 
 
