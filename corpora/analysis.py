@@ -169,10 +169,13 @@ class ModuleProfile:
     parsed: bool
     classes: tuple[ClassProfile, ...]
     identifiers: frozenset[str]
+    text_score: float = 0.0  #: the score read off a document that is not Python (see :func:`_text_score`)
 
     @property
     def score(self) -> float:
-        """The document's stateful score (sum of the three best class scores)."""
+        """The document's stateful score (sum of the three best class scores; the text score otherwise)."""
+        if not self.parsed:
+            return self.text_score
         best = sorted((c.score for c in self.classes if c.score > 0), reverse=True)[:3]
         return float(sum(best))
 
@@ -363,6 +366,39 @@ def _regex_identifiers(text: str) -> set[str]:
     return names
 
 
+_REGEX_METHODS = re.compile(
+    r"(?:\bfunction\s+([A-Za-z_$][\w$]*)\s*\("  # function name(
+    r"|\.prototype\.([A-Za-z_$][\w$]*)\s*=\s*(?:async\s+)?function"  # X.prototype.name = function
+    r"|^\s*(?:(?:public|private|protected|static|async|override)\s+)*([A-Za-z_$][\w$]*)\s*\([^()]*\)\s*"
+    r"(?::\s*[^{=;]+)?\{"  # name(args) {  (class methods, JS and TS)
+    r"|\b(?:def|fn|func)\s+([A-Za-z_]\w*)\s*\()",  # Ruby, Rust, Go
+    re.M,
+)
+_KEYWORDS = frozenset(["if", "for", "while", "switch", "catch", "function", "return", "constructor", "super"])
+
+
+def _text_score(text: str) -> float:
+    """A stateful score for a document that is not Python, by regular expression.
+
+    Like a Python class's score it rewards CRUD coverage: one point per CRUD category among the
+    document's function and method names (``addJob``, ``remove``, ``Queue.prototype.getJob``), plus a
+    quarter point per state attribute written through ``this.``/``self.`` (at most one point), and 0
+    unless at least two categories are covered and some state is written.
+    """
+    categories: set[str] = set()
+    for match in _REGEX_METHODS.finditer(text[:400_000]):
+        name = next((g for g in match.groups() if g), "")
+        if name and name not in _KEYWORDS:
+            cat = method_category(name)
+            if cat:
+                categories.add(cat)
+    writes = set(re.findall(r"\b(?:this|self)\s*\.\s*([A-Za-z_$][\w$]*)\s*(?:=[^=]|\+\+|--|\+=|-=)",
+                            text[:400_000]))
+    if len(categories) < 2 or not writes:
+        return 0.0
+    return float(len(categories)) + min(1.0, 0.25 * len(writes))
+
+
 def _analyze_text(text: str, is_python: bool) -> ModuleProfile:
     if is_python:
         try:
@@ -374,7 +410,7 @@ def _analyze_text(text: str, is_python: bool) -> ModuleProfile:
             scanner.scan(tree)
             classes = sorted((acc.profile() for acc in scanner.classes), key=lambda c: (c.lineno, c.name))
             return ModuleProfile(True, tuple(classes), frozenset(scanner.names))
-    return ModuleProfile(False, (), frozenset(_regex_identifiers(text)))
+    return ModuleProfile(False, (), frozenset(_regex_identifiers(text)), _text_score(text))
 
 
 _CACHE_SIZE = 4096

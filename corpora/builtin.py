@@ -5,13 +5,14 @@ registry imports this module on first use, so importing :mod:`corpora` has
 no side effects.
 
 Contract: :func:`register_builtins` registers ``tree``, ``jsonl``,
-``parquet``, ``hf`` and ``stdlib``; the registry calls it exactly once.
+``parquet``, ``hf``, ``stdlib`` and ``npm``; the registry calls it exactly once.
 """
 
 from __future__ import annotations
 
 from corpora.loaders.hf import HFConfig, load_hf
 from corpora.loaders.jsonl import JsonlConfig, load_jsonl
+from corpora.loaders.npm import NpmConfig, load_npm
 from corpora.loaders.parquet import ParquetConfig, load_parquet
 from corpora.loaders.stdlib import StdlibConfig, load_stdlib
 from corpora.loaders.tree import TreeConfig, load_tree
@@ -19,7 +20,7 @@ from corpora.registry import register_loader
 
 __all__ = ["BUILTIN_LOADERS", "register_builtins"]
 
-BUILTIN_LOADERS = ("tree", "jsonl", "parquet", "hf", "stdlib")
+BUILTIN_LOADERS = ("tree", "jsonl", "parquet", "hf", "stdlib", "npm")
 """Names of the built-in loaders."""
 
 
@@ -30,3 +31,4 @@ def register_builtins() -> None:
     register_loader("parquet", config=ParquetConfig)(load_parquet)
     register_loader("hf", config=HFConfig)(load_hf)
     register_loader("stdlib", config=StdlibConfig)(load_stdlib)
+    register_loader("npm", config=NpmConfig)(load_npm)

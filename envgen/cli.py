@@ -176,12 +176,24 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
 @click.option("--skills", type=click.Path(path_type=Path), default=None,
               help="Skill library folder: condition a share --alpha of documents on routed skills.")
 @click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
+@click.option("--structure", type=click.Choice(["spec", "blueprint"]), default="spec", show_default=True,
+              help="What the llm proposer writes: a whole spec (the free stream) or a blueprint the compiler "
+                   "turns into one.")
+@click.option("--constrained/--no-constrained", default=None,
+              help="Decode under the structure's JSON Schema (default: on for blueprint, off for spec).")
+@click.option("--max-new-tokens", type=int, default=None,
+              help="Token limit per generation (constrained decoding raises it to the schema's worst case).")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature of the llm proposer (0: greedy).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def generate(corpus: str, proposer: str, backend: str | None, model: str | None, backend_options: tuple[str, ...],
              n: int, out: Path,
              catalog_url: str | None, workers: int, run_executor: str, seed: int, max_retries: int, batch_size: int,
-             validation: str, skills: Path | None, alpha: float, as_json: bool) -> None:
-    """Generate validated environments from a corpus into a library (resumes a killed run)."""
+             validation: str, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
+             max_new_tokens: int | None, temperature: float | None, as_json: bool) -> None:
+    """Generate validated environments from a corpus into a library (resumes a killed run).
+
+    Exits 1 when every attempt failed in the model backend (nothing was generated; a re-run retries them).
+    """
     from envgen.generate import GenerateConfig, run_generate
 
     opts: dict[str, object] = {}
@@ -190,12 +202,23 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
         if not sep or not key:
             raise click.UsageError(f"--backend-option must look like KEY=VALUE, got {item!r}")
         opts[key] = yaml.safe_load(value) if value else ""
+    popts: dict[str, object] = {"backend_options": opts} if opts else {}
+    if proposer == "llm":
+        popts["structure"] = structure
+        if constrained is not None:
+            popts["constrained"] = constrained
+        if max_new_tokens is not None:
+            popts["max_new_tokens"] = max_new_tokens
+        if temperature is not None:
+            popts["temperature"] = temperature
+    elif structure != "spec" or constrained is not None:
+        raise click.UsageError("--structure and --constrained apply to --proposer llm (the template proposer "
+                               "always writes a blueprint from the document's AST)")
     try:
         cfg = GenerateConfig(corpus=corpus, proposer=proposer, backend=backend, model=model, n=n, out=out,
                              catalog_url=catalog_url, workers=workers, executor=run_executor, seed=seed,
                              max_retries=max_retries, batch_size=batch_size, validation=validation,
-                             skills=skills, alpha=alpha,
-                             proposer_options={"backend_options": opts} if opts else {})
+                             skills=skills, alpha=alpha, proposer_options=popts)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:
@@ -204,6 +227,8 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
         raise click.ClickException(str(e.args[0] if e.args else e)) from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=1))
+        if summary.only_backend_failures:
+            raise SystemExit(1)
         return
     console = Console()
     t = Table(title=f"envwright generate: {cfg.corpus} / {cfg.proposer} -> {cfg.out}")
@@ -221,6 +246,14 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
     t.add_row("time per accepted env", f"{summary.seconds_per_env:.3f} s")
     t.add_row("wall time", f"{summary.wall_seconds:.1f} s")
     console.print(t)
+    if summary.backend_failures:
+        err = Console(stderr=True)
+        err.print(Text(f"{summary.backend_failures} of {summary.attempted} documents failed in the model backend "
+                       f"and are not marked done; re-run the same command to retry them. First error: "
+                       f"{summary.first_backend_error}", style="bold red" if summary.only_backend_failures
+                       else "yellow"))
+    if summary.only_backend_failures:
+        raise SystemExit(1)
 
 
 @click.command("list")

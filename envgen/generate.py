@@ -38,7 +38,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.library import AttemptRecord, Library, PreparedEnv
+from envgen.blueprint.grounding import grounding
+from envgen.library import BACKEND_FAILURE, AttemptRecord, Library, PreparedEnv
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 
@@ -89,9 +90,13 @@ class GenerateConfig:
 
     @property
     def run_id(self) -> str:
-        key = json.dumps([self.corpus, self.proposer, self.backend, self.model, self.seed,
-                          str(self.skills) if self.skills else None, self.alpha])
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+        parts: list[Any] = [self.corpus, self.proposer, self.backend, self.model, self.seed,
+                            str(self.skills) if self.skills else None, self.alpha]
+        structure = self.proposer_options.get("structure", "spec")
+        constrained = self.proposer_options.get("constrained")
+        if structure != "spec" or constrained is not None:  # older runs' ids stay as they were
+            parts += [structure, constrained]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
     @property
     def validation_mode(self) -> str:
@@ -115,6 +120,13 @@ class GenerateSummary:
     validation_seconds: list[float] = field(default_factory=list)
     duplicates: int = 0
     env_ids: list[str] = field(default_factory=list)
+    backend_failures: int = 0  #: attempts the model backend failed (not marked done: a re-run retries them)
+    first_backend_error: str | None = None
+
+    @property
+    def only_backend_failures(self) -> bool:
+        """Every attempt failed in the model backend (a server down, an engine error): the run did nothing."""
+        return self.attempted > 0 and self.backend_failures == self.attempted
 
     @property
     def yield_rate(self) -> float:
@@ -149,26 +161,6 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
     return select_documents(load_corpus(cfg.corpus), sel)
 
 
-def grounding(spec: Any, doc: Any) -> float:
-    """Share of tool and table names whose words appear among the document's identifiers."""
-    from corpora import identifiers
-
-    idents = identifiers(doc)
-    words = {w for i in idents for w in i.split("_") if len(w) > 2} | set(idents)
-    names = [t.name for t in spec.tools]
-    import re
-
-    names += re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?[\"`]?(\w+)", spec.state.schema_sql, flags=re.I)
-    if not names:
-        return 0.0
-    hits = 0
-    for n in names:
-        parts = [p for p in n.lower().split("_") if len(p) > 2]
-        if n.lower() in idents or any(p in words or p.rstrip("s") in words for p in parts):
-            hits += 1
-    return hits / len(names)
-
-
 # -- the work units ---------------------------------------------------------------------------
 
 
@@ -188,22 +180,33 @@ class Outcome:
     tokens: int = 0
     raw: str | None = None
     env: PreparedEnv | None = None  #: an accepted spec, ready to store
+    structure: str | None = None  #: ``blueprint`` or ``spec``
+    repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
+    skill_id: str | None = None
+    stream: str | None = None
     mutation_score: float | None = None  #: the gate's killed / mutants
     mutants: int | None = None  #: wrong trajectories the gate tried
 
 
-def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None) -> Outcome:
+def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None,
+                     extra_reasons: list[str] | None = None) -> Outcome:
+    meta = proposal.meta or {}
+    common = {"retries": proposal.retries, "tokens": proposal.tokens, "structure": meta.get("structure"),
+              "repairs": list(meta.get("repairs") or []), "skill_id": meta.get("skill_id"),
+              "stream": meta.get("stream")}
     if proposal.spec is None:
-        return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], ["no_spec"], 0.0,
-                       error=proposal.error, retries=proposal.retries, tokens=proposal.tokens, raw=proposal.raw)
+        code = meta.get("error_code") or "no_spec"
+        return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], [code], 0.0,
+                       error=proposal.error, raw=proposal.raw, **common)
     assert verdict is not None
     g = grounding(proposal.spec, doc) if doc is not None else 0.0
-    accepted = verdict.accepted
+    reasons = [str(r) for r in verdict.reasons] + list(extra_reasons or [])
+    codes = list(verdict.codes) + (["skill_validator"] if extra_reasons else [])
+    accepted = verdict.accepted and not extra_reasons
     return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
-                   [str(r) for r in verdict.reasons], verdict.codes, verdict.seconds, grounding=g,
-                   retries=proposal.retries, tokens=proposal.tokens, raw=None if accepted else proposal.raw,
+                   reasons, codes, verdict.seconds, grounding=g, raw=None if accepted else proposal.raw,
                    env=PreparedEnv.of(proposal.spec) if accepted else None,
-                   mutation_score=verdict.mutation_score, mutants=verdict.mutants)
+                   mutation_score=verdict.mutation_score, mutants=verdict.mutants, **common)
 
 
 def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
@@ -319,7 +322,9 @@ class _Recorder:
                             accepted=out.accepted and out.env is not None, env=out.env,
                             reasons=list(out.reasons), codes=list(out.codes), retries=out.retries,
                             tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
-                            grounding=out.grounding, mutation_score=out.mutation_score, mutants=out.mutants,
+                            grounding=out.grounding, structure=out.structure, repairs=list(out.repairs),
+                            skill_id=out.skill_id, stream=out.stream, mutation_score=out.mutation_score,
+                            mutants=out.mutants,
                             rejected_spec=None if out.accepted else (out.spec_json or out.raw))
         if not self._pending:
             self._since = time.perf_counter()
@@ -349,6 +354,10 @@ class _Recorder:
             else:
                 for c in rec.codes or ["unknown"]:
                     s.rejected_by_reason[c] = s.rejected_by_reason.get(c, 0) + 1
+                if list(rec.codes) == [BACKEND_FAILURE]:
+                    s.backend_failures += 1
+                    if s.first_backend_error is None:
+                        s.first_backend_error = rec.reasons[0] if rec.reasons else "generation failed"
         if self.on_commit is not None:
             self.on_commit(len(pending))
 
@@ -380,13 +389,19 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
             else:
                 prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,
                                                  **cfg.proposer_options)
-                router = _skill_router(cfg)
-                for start in range(0, len(todo), cfg.batch_size):
-                    batch = todo[start:start + cfg.batch_size]
-                    skills = router(len(batch)) if router is not None else None
-                    for doc, out in _propose_and_validate(prop, batch, cfg, runner, skills):
-                        recorder.record(doc.id, out)
-                    recorder.flush()
+                routing = _SkillRouting(cfg) if cfg.skills is not None else None
+                try:
+                    for start in range(0, len(todo), cfg.batch_size):
+                        batch = todo[start:start + cfg.batch_size]
+                        skills = routing.route(len(batch)) if routing is not None else None
+                        for doc, out in _propose_and_validate(prop, batch, cfg, runner, skills):
+                            if routing is not None and not isinstance(out, BaseException):
+                                routing.observe(out.skill_id, out)
+                            recorder.record(doc.id, out)
+                        recorder.flush()
+                finally:
+                    if routing is not None:
+                        routing.save()
             recorder.flush()
     except KeyboardInterrupt:
         recorder.flush()  # the results already computed count; the rest is re-attempted on resume
@@ -398,24 +413,51 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     return summary
 
 
-def _skill_router(cfg: GenerateConfig) -> Callable[[int], list[Any]] | None:
-    """Skills per batch of ``n`` documents: the first ``round(alpha * n)`` get a routed skill, the rest none.
+class _SkillRouting:
+    """Skills per batch: the first ``round(alpha * n)`` documents get a routed skill, the rest none.
 
-    The skill library and its controller are loaded once per run; the controller's seeded RNG carries
-    over from batch to batch.
+    The skill library and its controller are loaded once per run (the controller's seeded RNG carries
+    over from batch to batch). :meth:`observe` counts every proposal made under a skill and whether the
+    gate and the skill's validator accepted it; :meth:`save` writes those usage stats back to the
+    library (each skill folder atomically) at the end of the run.
     """
-    if cfg.skills is None:
-        return None
-    from envgen.skills import Controller, ControllerConfig, SkillLibrary
 
-    lib = SkillLibrary.from_builtin(cfg.skills)
-    controller = Controller(lib, ControllerConfig(seed=cfg.seed))
+    def __init__(self, cfg: GenerateConfig):
+        from envgen.skills import Controller, ControllerConfig, SkillLibrary
 
-    def route(n: int) -> list[Any]:
-        k = round(cfg.alpha * n)
-        return [lib.get(s) for s in controller.route(k)] + [None] * (n - k)
+        assert cfg.skills is not None
+        self.alpha = cfg.alpha
+        self.lib = SkillLibrary.from_builtin(cfg.skills)
+        self.controller = Controller(self.lib, ControllerConfig(seed=cfg.seed))
+        self.touched: set[str] = set()
 
-    return route
+    def route(self, n: int) -> list[Any]:
+        k = round(self.alpha * n)
+        return [self.lib.get(s) for s in self.controller.route(k)] + [None] * (n - k)
+
+    def observe(self, skill_id: str | None, out: Outcome) -> None:
+        if not skill_id or list(out.codes) == [BACKEND_FAILURE]:
+            return
+        try:
+            skill = self.lib.get(skill_id)
+        except KeyError:
+            return
+        skill.stats.proposals += 1
+        skill.stats.valid += int(out.accepted)
+        self.touched.add(skill_id)
+
+    def save(self) -> None:
+        for skill_id in sorted(self.touched):
+            self.lib.save(self.lib.get(skill_id))
+
+
+def _skill_problems(skill: Any, spec: Any) -> list[str]:
+    """A routed skill's validator on an accepted spec (sandboxed; a crash is a reason, never an exception)."""
+    if skill is None or not getattr(skill, "validator", None):
+        return []
+    from envgen.skills.skill import run_validator
+
+    return [f"skill {skill.id}: {p}" for p in run_validator(skill, spec, executor="worker")]
 
 
 def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
@@ -449,7 +491,16 @@ def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
                     yield d, RuntimeError("validation crashed")
                     continue
                 if verdict.accepted:
-                    yield d, _verdict_outcome(d.id, p, verdict, d)
+                    problems = _skill_problems(p.meta.get("skill"), p.spec)
+                    if not problems:
+                        yield d, _verdict_outcome(d.id, p, verdict, d)
+                        continue
+                    verdict = None
+                    feedback = "\n".join(f"- {x}" for x in problems)
+                    if not (prop.can_repair and attempt < cfg.max_retries):
+                        yield d, _verdict_outcome(d.id, p, results[d.id][1], d, extra_reasons=problems)
+                        continue
+                    retry.append((d, p, feedback))
                     continue
                 feedback = verdict.feedback()
             if prop.can_repair and attempt < cfg.max_retries:

@@ -48,8 +48,10 @@ import sqlalchemy as sa
 
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "signature_key", "task_texts",
-           "text_similarity"]
+__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "shingle_similarity", "shingles",
+           "signature_key", "task_texts", "text_similarity"]
+
+BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
 
 _META = sa.MetaData()
 ENVS = sa.Table(
@@ -76,6 +78,8 @@ ENVS = sa.Table(
     sa.Column("n_evals", sa.Integer, default=0),
     sa.Column("split", sa.String(20), nullable=True),
     sa.Column("grounding", sa.Float, nullable=True),
+    sa.Column("structure", sa.String(20), nullable=True),
+    sa.Column("repairs", sa.Text, nullable=True),
     sa.Column("mutation_score", sa.Float, nullable=True),
     sa.Column("mutants", sa.Integer, nullable=True),
 )
@@ -96,6 +100,8 @@ ATTEMPTS = sa.Table(
     sa.Column("tokens", sa.Integer, default=0),
     sa.Column("seconds", sa.Float, default=0.0),
     sa.Column("created_at", sa.String(40)),
+    sa.Column("structure", sa.String(20), nullable=True),
+    sa.Column("grounding", sa.Float, nullable=True),
     sa.Column("mutation_score", sa.Float, nullable=True),
 )
 TASK_STATS = sa.Table(
@@ -135,19 +141,24 @@ def task_texts(spec: EnvSpec) -> str:
     return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
 
 
-def _shingles(text: str, k: int = 3) -> set[str]:
+def shingles(text: str, k: int = 3) -> set[str]:
+    """The word ``k``-shingles of a text (lower-cased words of letters and digits)."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     if len(words) < k:
         return {" ".join(words)} if words else set()
     return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
 
 
+def shingle_similarity(a: set[str], b: set[str]) -> float:
+    """Jaccard similarity of two shingle sets: :func:`text_similarity` for texts shingled once."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / max(1, len(a | b))
+
+
 def text_similarity(a: str, b: str) -> float:
     """Jaccard similarity of word 3-shingles (1.0 = identical text)."""
-    sa_, sb = _shingles(a), _shingles(b)
-    if not sa_ and not sb:
-        return 1.0
-    return len(sa_ & sb) / max(1, len(sa_ | sb))
+    return shingle_similarity(shingles(a), shingles(b))
 
 
 def _engine(url: str) -> sa.Engine:
@@ -168,24 +179,6 @@ def _engine(url: str) -> sa.Engine:
     if sqlite:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
-
-
-def _add_missing_columns(engine: sa.Engine) -> None:
-    """Add the nullable columns a catalog made by an older version lacks (``create_all`` only makes
-    missing tables). Another process adding the same column first is not an error."""
-    inspector = sa.inspect(engine)
-    for table in (ENVS, ATTEMPTS):
-        have = {c["name"] for c in inspector.get_columns(table.name)}
-        for col in table.columns:
-            if col.name in have or not col.nullable or col.primary_key:
-                continue
-            kind = col.type.compile(dialect=engine.dialect)
-            try:
-                with engine.begin() as c:
-                    c.execute(sa.text(f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {kind}'))
-            except sa.exc.DBAPIError:
-                if col.name not in {c["name"] for c in sa.inspect(engine).get_columns(table.name)}:
-                    raise
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -285,6 +278,8 @@ class AttemptRecord:
     grounding: float | None = None
     env_id: str | None = None
     duplicate: bool = False  #: set when the library refused the environment
+    structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
+    repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
     mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
     mutants: int | None = None  #: wrong trajectories the gate tried
 
@@ -293,7 +288,8 @@ class AttemptRecord:
                 "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
-                "seconds": self.seconds, "created_at": _now(), "mutation_score": self.mutation_score}
+                "seconds": self.seconds, "created_at": _now(), "structure": self.structure,
+                "grounding": self.grounding, "mutation_score": self.mutation_score}
 
 
 @functools.lru_cache(maxsize=32)
@@ -326,6 +322,20 @@ def _upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]
     where = sa.and_(*(table.c[k] == sa.bindparam(f"_key_{k}") for k in keys))
     conn.execute(table.delete().where(where), [{f"_key_{k}": r[k] for k in keys} for r in rows])
     conn.execute(table.insert(), list(rows))
+
+
+def _add_missing_columns(engine: sa.Engine) -> None:
+    """Bring an existing catalog up to this version: add the columns it lacks (all are nullable)."""
+    inspector = sa.inspect(engine)
+    with engine.begin() as c:
+        for table in _META.sorted_tables:
+            if not inspector.has_table(table.name):
+                continue
+            have = {col["name"] for col in inspector.get_columns(table.name)}
+            for col in table.columns:
+                if col.name not in have:
+                    kind = col.type.compile(dialect=engine.dialect)
+                    c.execute(sa.text(f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {kind}'))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -501,13 +511,56 @@ class Library:
         for r in records:
             if not r.accepted and r.rejected_spec is not None:
                 self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec)
-        env_rows = [self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
-                                  mutation_score=r.mutation_score, mutants=r.mutants)
+        env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
+                                     mutation_score=r.mutation_score, mutants=r.mutants),
+                     "structure": r.structure, "repairs": json.dumps(r.repairs)}
                     for r in to_write if r.env is not None]
         with self.engine.begin() as c:
             _upsert(c, ENVS, env_rows)
             _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
         return records
+
+    def restore(self, envs: Sequence[tuple[PreparedEnv, dict[str, Any]]],
+                task_stats: Sequence[dict[str, Any]] = ()) -> tuple[list[str], list[str]]:
+        """Add environments taken from another library (``envwright import``): each spec file is
+        written with exactly ``PreparedEnv.text``, its ``envs`` row gets the given catalog columns
+        (solve rate, grounding, model...) over :func:`env_entry`'s, and ``task_stats`` rows are
+        stored. Returns ``(added ids, ids already here with identical spec files)``.
+
+        All or nothing: a same-id environment with a different spec file, or a near-duplicate of
+        one here, refuses the whole batch (``ValueError`` listing each) before anything is written.
+        """
+        known = self._known_rows([p for p, _ in envs])
+        added: list[tuple[PreparedEnv, dict[str, Any]]] = []
+        present: list[str] = []
+        problems: list[str] = []
+        for p, columns in envs:
+            if any(r["id"] == p.id for r in known) and _read(self.spec_path(p.id)) == p.text:
+                present.append(p.id)
+                continue
+            err = self._conflict(p, known)
+            if err is not None:
+                problems.append(f"{p.id}: {err}" + (" with a different spec file"
+                                                    if isinstance(err, FileExistsError) else ""))
+                continue
+            known.append({"id": p.id, "signature": p.signature, "task_text": p.task_text, "run_id": None})
+            added.append((p, columns))
+        if problems:
+            raise ValueError(f"{len(problems)} environment(s) conflict with {self.root}, nothing was imported:\n  "
+                             + "\n  ".join(problems))
+        for p, _ in added:
+            atomic_write_text(self.spec_path(p.id), p.text)
+        if added:
+            _fsync_dir(self.root / "specs")
+        rows = [self._env_row(p, model=None, run_id=None, reasons=[], grounding=None)
+                | {"solve_rate": None, "n_evals": 0, "split": None}  # every row carries every column
+                | {k: v for k, v in columns.items() if k in ENVS.c and k not in ("id", "path")} for p, columns in added]
+        ids = {p.id for p, _ in added}
+        stats = [dict(s) for s in task_stats if s["env_id"] in ids]
+        with self.engine.begin() as c:
+            _upsert(c, ENVS, rows)
+            _upsert(c, TASK_STATS, stats)
+        return [p.id for p, _ in added], present
 
     def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
                         rejected_spec: dict[str, Any] | str) -> None:
@@ -530,9 +583,14 @@ class Library:
             _upsert(c, ATTEMPTS, [rec.attempt_row()])
 
     def attempted_docs(self, run_id: str) -> set[str]:
-        """Documents already attempted in a run (to resume it)."""
+        """Documents already attempted in a run (to resume it).
+
+        An attempt that failed only because the model backend failed (its codes are ``["generation"]``:
+        a server down, an engine error) does not count: a re-run retries that document.
+        """
         with self.engine.connect() as c:
-            return {r[0] for r in c.execute(sa.select(ATTEMPTS.c.doc_id).where(ATTEMPTS.c.run_id == run_id))}
+            rows = c.execute(sa.select(ATTEMPTS.c.doc_id, ATTEMPTS.c.codes).where(ATTEMPTS.c.run_id == run_id))
+            return {doc for doc, codes in rows if json.loads(codes or "[]") != [BACKEND_FAILURE]}
 
     def reindex(self) -> int:
         """Index spec files that have no catalog row (after a crash); returns how many."""

@@ -9,6 +9,7 @@ One config file drives every trainer (``envwright train selfplay|solver|distill`
     selfplay:   SelfPlayConfig    rounds, corpus, the dual stream (envgen's RoundConfig and
                                   ControllerConfig, nested as they are), the proposer's sampling
     distill:    DistillConfig     recovery-step self-distillation: teacher, iterations
+    proposer_sft: ProposerSFTConfig  the proposer warm start: SFT on the AST writer's blueprints
     run:        RunConfig         output folder, seed, report_to, resume
     grpo:       {...}             keyword arguments of ``trl.GRPOConfig`` (learning rate, beta,
                                   epsilon, loss_type, batch sizes, ...), validated by TRL itself
@@ -47,6 +48,7 @@ __all__ = [
     "GenerationConfig",
     "ModelConfig",
     "ProposerConfig",
+    "ProposerSFTConfig",
     "RolloutConfig",
     "RunConfig",
     "SelfPlayConfig",
@@ -261,6 +263,31 @@ class DistillConfig:
 
 
 @dataclass
+class ProposerSFTConfig:
+    """The proposer warm start (``envwright train proposer``): SFT on the AST writer's blueprints."""
+
+    corpus: str = "stdlib"  #: documents to learn from: ``stdlib``, a PATH or ``hf:NAME``
+    docs: int = 400  #: documents drawn from the corpus (seeded), before the split
+    holdout: float = 0.2  #: share of documents held out (never trained on; ``holdout.json`` lists them)
+    epochs: int = 2
+    learning_rate: float = 5.0e-5
+    batch_size: int = 8  #: pairs per optimizer step
+    micro_batch_size: int = 4
+    max_length: int = 3072  #: pairs longer than this (prompt + blueprint, in tokens) are skipped
+    excerpt_tokens: int = 900  #: the document excerpt's budget in the prompt (as the proposer sends it)
+
+    def __post_init__(self) -> None:
+        if self.docs < 1 or self.epochs < 1 or self.batch_size < 1 or self.micro_batch_size < 1:
+            raise ValueError("docs, epochs, batch_size and micro_batch_size must be >= 1")
+        if not 0.0 <= self.holdout < 1.0:
+            raise ValueError(f"holdout is a share of documents in [0, 1), got {self.holdout}")
+        if self.learning_rate <= 0:
+            raise ValueError("learning_rate must be > 0")
+        if self.max_length < 256:
+            raise ValueError("max_length must be >= 256 tokens (a blueprint alone is a few hundred)")
+
+
+@dataclass
 class RunConfig:
     """Where a run writes, how it is seeded and reported."""
 
@@ -289,6 +316,7 @@ class TrainConfig:
     solver: SolverConfig = field(default_factory=SolverConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
+    proposer_sft: ProposerSFTConfig = field(default_factory=ProposerSFTConfig)
     run: RunConfig = field(default_factory=RunConfig)
     grpo: dict[str, Any] = field(default_factory=dict)  #: keyword arguments of ``trl.GRPOConfig``
 

@@ -17,7 +17,15 @@ swap them by name:
   (``finish_reason == "stop"``); running out of ``max_new_tokens`` gives
   ``finish_reason == "length"``;
 * a request that fails at generation time comes back as a completion with
-  ``finish_reason == "error"`` and ``error`` set (a failure is data).
+  ``finish_reason == "error"`` and ``error`` set (a failure is data);
+* ``json_schema`` (one JSON Schema for every prompt, or one per prompt, ``None``
+  for unconstrained ones) constrains decoding so the completion is a JSON text
+  the schema admits: xgrammar's logits processor for ``transformers``, structured
+  outputs for ``vllm``, ``response_format`` for ``openai``; the ``scripted``
+  backend checks its canned answers against the schema. A constrained
+  completion that is cut by ``max_new_tokens`` cannot be complete, so callers
+  size the limit to the schema's worst case
+  (:func:`envgen.blueprint.schema.max_completion_chars`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ __all__ = [
     "check_sampling",
     "derive_seed",
     "prompt_text",
+    "schema_list",
     "truncate_at_stop",
 ]
 
@@ -62,6 +71,23 @@ def derive_seed(seed: int, index: int) -> int:
     """A per-prompt seed in ``[0, 2**31)`` from a call's ``seed`` and the prompt's index."""
     digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def schema_list(json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
+                n_prompts: int) -> list[dict[str, Any] | None]:
+    """``json_schema`` as one entry (a schema or ``None``) per prompt; refuses a list of the wrong length."""
+    if json_schema is None:
+        return [None] * n_prompts
+    if isinstance(json_schema, dict):
+        return [json_schema] * n_prompts
+    out = list(json_schema)
+    if len(out) != n_prompts:
+        raise ValueError(f"json_schema has {len(out)} entries for {n_prompts} prompts (give one schema, or one "
+                         "per prompt)")
+    for i, x in enumerate(out):
+        if x is not None and not isinstance(x, dict):
+            raise TypeError(f"json_schema[{i}] must be a JSON Schema dict or None, got {type(x).__name__}")
+    return out
 
 
 def prompt_text(prompt: Prompt) -> str:
@@ -130,6 +156,7 @@ class Backend:
         n: int = 1,
         stop: Sequence[str] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
     ) -> list[Completion]:
         """Generate ``n`` completions for every prompt, in one batch (see the module docstring)."""
         if n < 1:
@@ -142,16 +169,19 @@ class Backend:
                                 f"got {type(p).__name__}")
         if not prompts:
             return []
+        schemas = schema_list(json_schema, len(prompts))
+        kwargs: dict[str, Any] = {"schemas": schemas} if any(x is not None for x in schemas) else {}
         out = self._generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                             seed=seed, n=n, stop=list(stop) if stop else None, tools=tools)
+                             seed=seed, n=n, stop=list(stop) if stop else None, tools=tools, **kwargs)
         if len(out) != len(prompts) * n:
             raise RuntimeError(f"backend {self.name!r} returned {len(out)} completions for "
                                f"{len(prompts)} prompts x n={n}")
         return out
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        """The backend's batch generation; ``schemas`` (one per prompt) is passed only when one is set."""
         raise NotImplementedError
 
     def count_tokens(self, text: str) -> int:

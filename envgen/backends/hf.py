@@ -16,11 +16,17 @@ Contract (beyond :mod:`envgen.backends.base`):
   call gives the same completions;
 * the text is decoded without the end-of-sequence and padding tokens (other
   special tokens, e.g. ``<tool_call>``, are kept unless
-  ``skip_special_tokens=True``); token counts are exact.
+  ``skip_special_tokens=True``); token counts are exact;
+* under a ``json_schema`` each row decodes through xgrammar's logits
+  processor (``xgrammar.contrib.hf.LogitsProcessor``) with the grammar compiled
+  from that row's schema (compact JSON: ``", "`` and ``": "`` separators, no
+  free whitespace); compiled grammars are cached per schema. Rows with and
+  without a schema are generated as separate batches.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -149,19 +155,55 @@ class TransformersBackend(Backend):
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         encoded = [self.encode(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
+        row_schemas = [s for s in (schemas or [None] * len(prompts)) for _ in range(n)]
+        # rows with and without a grammar go in separate batches (an unconstrained row has no matcher)
+        groups: dict[bool, list[int]] = {}
+        for i, sch in enumerate(row_schemas):
+            groups.setdefault(sch is not None, []).append(i)
         size = self.batch_size or len(rows)
-        out: list[Completion] = []
-        for ci, start in enumerate(range(0, len(rows), size)):
-            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
-                                        temperature=temperature, top_p=top_p, seed=seed + ci, stop=stop)
-        return out
+        out: list[Completion | None] = [None] * len(rows)
+        chunk = 0
+        for constrained in (False, True):
+            idx = groups.get(constrained, [])
+            for start in range(0, len(idx), size):
+                part = idx[start:start + size]
+                grammars = [self.grammar(row_schemas[i]) for i in part] if constrained else None  # type: ignore[arg-type]
+                done = self._generate_chunk([rows[i] for i in part], max_new_tokens=max_new_tokens,
+                                            temperature=temperature, top_p=top_p, seed=seed + chunk, stop=stop,
+                                            grammars=grammars)
+                chunk += 1
+                for i, c in zip(part, done, strict=True):
+                    out[i] = c
+        return [c for c in out if c is not None]
+
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
+        key = json.dumps(schema, sort_keys=True)
+        cache: dict[str, Any] = self.__dict__.setdefault("_grammars", {})
+        if key not in cache:
+            try:
+                import xgrammar as xgr
+            except ImportError as e:
+                raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar",
+                                               "train") from None
+            compiler = self.__dict__.get("_grammar_compiler")
+            if compiler is None:
+                vocab = self.lm.get_output_embeddings().weight.shape[0]
+                info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=vocab,
+                                                          stop_token_ids=list(self.eos_ids) or None)
+                compiler = self.__dict__["_grammar_compiler"] = xgr.GrammarCompiler(info)
+            try:
+                cache[key] = compiler.compile_json_schema(key, any_whitespace=False)
+            except Exception as e:  # xgrammar raises RuntimeError/ValueError for schema features it lacks
+                raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
+        return cache[key]
 
     def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-                        seed: int, stop: list[str] | None) -> list[Completion]:
+                        seed: int, stop: list[str] | None, grammars: list[Any] | None = None) -> list[Completion]:
         import torch
 
         width = max(len(r) for r in rows)
@@ -179,6 +221,10 @@ class TransformersBackend(Backend):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if stop:
             kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
+        if grammars is not None:
+            from xgrammar.contrib.hf import LogitsProcessor
+
+            kwargs["logits_processor"] = [LogitsProcessor(list(grammars))]  # one per generate() call
         devices = [torch.device(self.device).index or 0] if self.device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed)

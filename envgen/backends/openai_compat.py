@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -82,7 +83,8 @@ class OpenAIBackend(Backend):
         return self._client is not None
 
     def _body(self, prompt: Prompt, *, max_new_tokens: int, temperature: float, top_p: float, seed: int,
-              n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+              n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+              schema: dict[str, Any] | None = None) -> dict[str, Any]:
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens,
                                 "temperature": temperature, "top_p": top_p, "n": n, "seed": seed}
@@ -90,6 +92,10 @@ class OpenAIBackend(Backend):
             body["stop"] = stop
         if tools:
             body["tools"] = tools
+        if schema is not None:
+            name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "answer"))[:64] or "answer"
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": name, "schema": schema, "strict": True}}
         return body
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -159,13 +165,14 @@ class OpenAIBackend(Backend):
         return out[:n]
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
               "stop": stop, "tools": tools}
         workers = min(self.max_workers, len(prompts))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self._one, p, i, n, **kw) for i, p in enumerate(prompts)]
+            futures = [pool.submit(self._one, p, i, n, **kw, schema=schemas[i] if schemas else None)
+                       for i, p in enumerate(prompts)]
             return [c for f in futures for c in f.result()]
 
     def close(self) -> None:

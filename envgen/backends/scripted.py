@@ -11,7 +11,9 @@ the script runs out the backend raises
 ``cycle=True``). Every prompt seen is recorded in :attr:`ScriptedBackend.prompts`
 so a test can assert what the model was asked. ``stop`` and
 ``max_new_tokens`` are honoured on the text (a token is taken as 4
-characters); token counts are estimates.
+characters); token counts are estimates. Under a ``json_schema`` a canned
+completion that the schema does not admit comes back as an error (constrained
+decoding could not have produced it).
 """
 
 from __future__ import annotations
@@ -99,16 +101,32 @@ class ScriptedBackend(Backend):
         return text
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         out: list[Completion] = []
-        for prompt in prompts:
+        for i, prompt in enumerate(prompts):
+            schema = schemas[i] if schemas else None
             for _ in range(n):
                 self.prompts.append(prompt)
                 text, stopped = truncate_at_stop(self._next(prompt), stop)
                 finish = "stop"
                 if not stopped and approx_tokens(text) > max_new_tokens:
                     text, finish = text[:4 * max_new_tokens], "length"
-                out.append(Completion(text=text, prompt_tokens=approx_tokens(prompt_text(prompt)),
-                                      completion_tokens=max(1, approx_tokens(text)), finish_reason=finish))
+                comp = Completion(text=text, prompt_tokens=approx_tokens(prompt_text(prompt)),
+                                  completion_tokens=max(1, approx_tokens(text)), finish_reason=finish)
+                out.append(_check_schema(comp, schema) if schema is not None else comp)
         return out
+
+
+def _check_schema(comp: Completion, schema: dict[str, Any]) -> Completion:
+    """A canned answer under a schema must be what constrained decoding could produce: else an error."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(json.loads(comp.text), schema)
+    except (json.JSONDecodeError, jsonschema.ValidationError) as e:
+        msg = getattr(e, "message", None) or getattr(e, "msg", str(e))
+        return Completion(text=comp.text, prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens,
+                          finish_reason="error", error=f"the scripted completion does not match the JSON schema "
+                          f"decoding was constrained to: {msg}")
+    return comp

@@ -8,7 +8,11 @@ install command when it is missing.
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
 given), strings through ``LLM.generate``; each prompt gets its own
 ``SamplingParams`` seeded with :func:`~envgen.backends.base.derive_seed`, so a
-prompt's completions do not depend on what else is in the batch.
+prompt's completions do not depend on what else is in the batch. Under a
+``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
+(``structured_outputs=StructuredOutputsParams(json=schema)``, vLLM >= 0.11; the
+older ``guided_decoding=GuidedDecodingParams(json=schema)`` on earlier releases),
+with whitespace disabled as for the other backends.
 """
 
 from __future__ import annotations
@@ -55,17 +59,29 @@ class VLLMBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return len(self.llm.get_tokenizer().encode(text, add_special_tokens=False))
 
+    def _structured(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The ``SamplingParams`` keyword that constrains decoding to ``schema`` on this vLLM release."""
+        sp = self._vllm.sampling_params
+        if hasattr(sp, "StructuredOutputsParams"):
+            return {"structured_outputs": sp.StructuredOutputsParams(json=schema, disable_any_whitespace=True)}
+        if hasattr(sp, "GuidedDecodingParams"):
+            return {"guided_decoding": sp.GuidedDecodingParams(json=schema, whitespace_pattern="")}
+        raise BackendError("this vLLM release has neither StructuredOutputsParams nor GuidedDecodingParams; "
+                           "constrained decoding needs vLLM >= 0.6")
+
     def _params(self, index: int, *, max_new_tokens: int, temperature: float, top_p: float, seed: int, n: int,
-                stop: list[str] | None) -> Any:
+                stop: list[str] | None, schema: dict[str, Any] | None = None) -> Any:
+        extra = self._structured(schema) if schema is not None else {}
         return self._vllm.SamplingParams(n=n, max_tokens=max_new_tokens, temperature=temperature,
                                          top_p=top_p if temperature > 0 else 1.0,
-                                         seed=derive_seed(seed, index), stop=stop or None)
+                                         seed=derive_seed(seed, index), stop=stop or None, **extra)
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                               seed=seed, n=n, stop=stop) for i in range(len(prompts))]
+                               seed=seed, n=n, stop=stop, schema=schemas[i] if schemas else None)
+                  for i in range(len(prompts))]
         chats = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
         texts = [i for i, p in enumerate(prompts) if isinstance(p, str)]
         results: dict[int, Any] = {}

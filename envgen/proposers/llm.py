@@ -16,6 +16,21 @@ saying what to fix (fed back verbatim on repair); a backend that fails
 outright turns every proposal of the batch into such a failure. Token counts
 on a proposal are cumulative over its repairs (``meta["rounds"]`` has each
 round's counts), so a run's total is the sum over its final proposals.
+
+Two structures (``structure=``, :mod:`envgen.structure`):
+
+* ``spec`` (the free stream, the default): the model writes a whole spec;
+* ``blueprint``: the model writes a blueprint
+  (:func:`envgen.blueprint.prompt.build_blueprint_messages`), which the one
+  compiler (:func:`envgen.blueprint.compiler.compile_blueprint`) turns into a
+  spec; a routed skill's requirements narrow the blueprint schema and are
+  compiler options. ``meta["repairs"]`` lists what the compiler changed.
+
+With ``constrained=True`` (the default for ``blueprint``) every backend decodes
+under the structure's JSON Schema (``json_schema=`` of
+:meth:`~envgen.backends.Backend.generate`), and ``max_new_tokens`` is raised to
+the schema's worst case, so every completion parses; a constrained completion
+that does not is reported with the code ``constrained_parse`` (a bug).
 """
 
 from __future__ import annotations
@@ -26,6 +41,9 @@ from typing import Any
 
 from envgen.backends import Backend, Completion, make_backend
 from envgen.backends.base import check_sampling, prompt_text
+from envgen.blueprint.compiler import CompileError, CompileOptions, compile_blueprint
+from envgen.blueprint.prompt import build_blueprint_messages
+from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
 from envgen.prompts import (
     BUILTIN_EXAMPLE,
     ParsedCompletion,
@@ -37,6 +55,7 @@ from envgen.prompts import (
     skill_id_of,
 )
 from envgen.proposers.base import Proposal, Proposer
+from envgen.structure import STRUCTURES, spec_decoding_schema, spec_from_decoded
 from gym_envs.spec import EnvSpec, as_spec
 
 __all__ = ["LLMProposer"]
@@ -57,6 +76,10 @@ class LLMProposer(Proposer):
             (``name``, ``summary``, ``rules``, ``full``; examples are shown separately, within budget).
         backend_options: keyword options for :func:`~envgen.backends.make_backend`.
         stop: stop strings for generation.
+        structure: ``spec`` (a whole spec, the free stream) or ``blueprint`` (compiled; see the module docstring).
+        constrained: decode under the structure's JSON Schema (default: ``True`` for ``blueprint``, ``False``
+            for ``spec``, today's unconstrained free stream).
+        compile_options: sizes for the compiler (``max_tasks``, ``rows``), blueprint structure only.
     """
 
     name = "llm"
@@ -67,7 +90,8 @@ class LLMProposer(Proposer):
                  backend_options: dict[str, Any] | None = None, *, top_p: float = 0.95,
                  example_tokens: int | None = 3500, examples: Sequence[Any] | None = None,
                  skill_level: Any = "rules", stop: Sequence[str] | None = None,
-                 system_prompt: str | None = None, **_: Any):
+                 system_prompt: str | None = None, structure: str = "spec", constrained: bool | None = None,
+                 compile_options: dict[str, Any] | None = None, **_: Any):
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
         if excerpt_tokens < 0:
             raise ValueError(f"excerpt_tokens must be >= 0, got {excerpt_tokens}")
@@ -87,6 +111,12 @@ class LLMProposer(Proposer):
         self.system_prompt = system_prompt
         self.examples: list[EnvSpec] = ([as_spec(e) for e in examples] if examples is not None
                                         else shipped_examples())
+        if structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
+        self.structure = structure
+        self.constrained = (structure == "blueprint") if constrained is None else bool(constrained)
+        self.compile_options = dict(compile_options or {})
+        CompileOptions(**self.compile_options)  # bad options fail now, with the option's own message
 
     @property
     def reserved_ids(self) -> list[str]:
@@ -100,16 +130,33 @@ class LLMProposer(Proposer):
     # -- prompts --------------------------------------------------------------------------------
     def messages_for(self, doc: Any, skill: Any = None) -> list[dict[str, str]]:
         """The chat this proposer sends for ``doc`` (and an optional routed skill)."""
-        return build_messages(doc, skill=skill, examples=self.examples, n_examples=self.n_examples,
+        if self.structure == "blueprint":
+            return build_blueprint_messages(doc, skill=skill, excerpt_tokens=self.excerpt_tokens,
+                                            counter=self.backend.count_tokens, n_examples=min(1, self.n_examples))
+        chat = build_messages(doc, skill=skill, examples=self.examples, n_examples=self.n_examples,
                               excerpt_tokens=self.excerpt_tokens, example_tokens=self.example_tokens,
                               counter=self.backend.count_tokens, skill_level=self.skill_level,
                               system_prompt=self.system_prompt)
+        if self.constrained:
+            chat[-1]["content"] += CONSTRAINED_SPEC_NOTE
+        return chat
 
-    def _generate(self, chats: list[list[dict[str, str]]], seed: int) -> list[Completion] | str:
+    def schema_for(self, skill: Any = None) -> dict[str, Any] | None:
+        """The JSON Schema a proposal for this skill decodes under (``None`` when unconstrained)."""
+        if not self.constrained:
+            return None
+        if self.structure == "blueprint":
+            return blueprint_json_schema(getattr(skill, "blueprint", None) or None)
+        return spec_decoding_schema()
+
+    def _generate(self, chats: list[list[dict[str, str]]], seed: int,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion] | str:
+        limit = self.max_new_tokens
+        if schemas and any(x is not None for x in schemas):
+            limit = max(limit, *(max_completion_chars(x) for x in schemas if x is not None))
         try:
-            return self.backend.generate(chats, max_new_tokens=self.max_new_tokens,
-                                         temperature=self.temperature, top_p=self.top_p, seed=seed, n=1,
-                                         stop=self.stop)
+            return self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature,
+                                         top_p=self.top_p, seed=seed, n=1, stop=self.stop, json_schema=schemas)
         except Exception as e:  # a failure is data: the batch's proposals record it
             return f"generation failed ({self.backend.name}): {type(e).__name__}: {e}"
 
@@ -120,10 +167,12 @@ class LLMProposer(Proposer):
             raise ValueError(f"skills has {len(skills)} entries for {len(docs)} documents")
         skills = list(skills) if skills is not None else [None] * len(docs)
         chats = [self.messages_for(d, s) for d, s in zip(docs, skills, strict=True)]
-        completions = self._generate(chats, seed) if docs else []
+        schemas = [self.schema_for(s) for s in skills]
+        completions = self._generate(chats, seed, schemas) if docs else []
         out = []
         for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
-            meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": []}
+            meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": [], "structure": self.structure,
+                    "constrained": self.constrained}
             comp = completions if isinstance(completions, str) else completions[i]
             out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
         return out
@@ -135,7 +184,8 @@ class LLMProposer(Proposer):
             if not base and p.meta.get("doc") is not None:
                 base = self.messages_for(p.meta["doc"], p.meta.get("skill"))
             chats.append(build_repair_messages(base or [], p.raw or "", feedback))
-        completions = self._generate(chats, seed) if items else []
+        schemas = [self.schema_for(p.meta.get("skill")) for p, _ in items]
+        completions = self._generate(chats, seed, schemas) if items else []
         out = []
         for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
             meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
@@ -161,11 +211,18 @@ class LLMProposer(Proposer):
             meta["error_code"] = "generation"
             return Proposal(doc_id, None, error=err, raw=prev.raw if prev else None, prompt=prompt_text(chat),
                             prompt_tokens=p_tok, completion_tokens=c_tok, retries=retries, meta=meta)
-        parsed = parse_completion(
-            comp.text, doc=doc, generator=self.generator, stream=meta["stream"], skill_id=meta["skill_id"],
-            prompt_sha256=prompt_sha, seed=seed,
-            created_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            reserved_ids=self.reserved_ids)
+        fill = {"doc": doc, "generator": self.generator, "stream": meta["stream"], "skill_id": meta["skill_id"],
+                "prompt_sha256": prompt_sha, "seed": seed,
+                "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+        if self.structure == "blueprint":
+            parsed = self._parse_blueprint(comp.text, doc, skill, meta, fill)
+        else:
+            text = comp.text
+            if self.constrained:
+                text = _joined_spec_text(text)
+            parsed = parse_completion(text, reserved_ids=self.reserved_ids, **fill)
+        if self.constrained and parsed.code in ("no_json", "json_syntax", "not_object", "blueprint_schema"):
+            parsed.code = "constrained_parse"  # decoding under the schema should make this impossible
         error = self._error(parsed, comp)
         meta["rounds"].append({"seed": seed, "prompt_tokens": comp.prompt_tokens,
                                "completion_tokens": comp.completion_tokens,
@@ -176,6 +233,26 @@ class LLMProposer(Proposer):
                         prompt_tokens=p_tok + comp.prompt_tokens,
                         completion_tokens=c_tok + comp.completion_tokens, retries=retries, meta=meta)
 
+    def _parse_blueprint(self, text: str, doc: Any, skill: Any, meta: dict[str, Any],
+                         fill: dict[str, Any]) -> ParsedCompletion:
+        """A completion of the blueprint stream, compiled (failures typed as ``blueprint_schema``/``compile``)."""
+        pb = parse_blueprint(text)
+        if pb.blueprint is None:
+            return ParsedCompletion(None, f"{pb.error}. Answer with one blueprint JSON object.", "blueprint_schema")
+        meta["blueprint"] = pb.blueprint.to_json()
+        require = dict(getattr(skill, "blueprint", None) or {})
+        try:
+            compiled = compile_blueprint(
+                pb.blueprint, doc, seed=int(fill["seed"]), options=CompileOptions(**self.compile_options,
+                                                                                  require=require),
+                generator=fill["generator"], stream=fill["stream"], skill_id=fill["skill_id"],
+                prompt_sha256=fill["prompt_sha256"], created_at=fill["created_at"])
+        except CompileError as e:
+            meta["repairs"] = e.repairs
+            return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", "compile")
+        meta["repairs"] = compiled.repairs
+        return ParsedCompletion(compiled.spec, None, None)
+
     def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:
         if parsed.ok:
             return None
@@ -184,3 +261,21 @@ class LLMProposer(Proposer):
                     f"was complete ({parsed.error}). Write a smaller environment: fewer tools, seed rows and "
                     "tasks, shorter descriptions, no text outside the JSON.")
         return parsed.error
+
+
+CONSTRAINED_SPEC_NOTE = (
+    "\n\nYour answer is decoded under a JSON Schema: write \"code\", \"state.schema_sql\" and "
+    "\"state.seed_sql\" (and a python check's \"code\") as arrays of lines, one string per line. No string may "
+    "contain a double quote or a backslash: quote Python and SQL strings with single quotes. Leave out "
+    "\"source\" and \"provenance\".")
+
+
+def _joined_spec_text(text: str) -> str:
+    """A constrained free-stream completion with its line arrays joined (the text parse_completion expects)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return text
+    return json.dumps(spec_from_decoded(value))

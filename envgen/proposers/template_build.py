@@ -40,7 +40,7 @@ from envgen.proposers.template_model import (
 from envgen.proposers.template_values import ValueMaker
 from envgen.proposers.template_words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
 
-__all__ = ["TemplateError", "build_model"]
+__all__ = ["TemplateError", "build_model", "fill_entity_rows"]
 
 _KEY_WORDS = ("name", "title", "label", "key", "filename", "path", "host", "hostname", "tag", "url", "ident",
               "identifier", "username", "user", "email", "address", "word", "command", "alias", "code")
@@ -399,7 +399,7 @@ def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random) -> list[Op]:
         cols = [c for c in ent.columns if c.sqltype != "BOOLEAN"] or ent.columns
         col = rng.choice(cols)
         add("update", _tool_name(rng.choice(["update", "set", "change"]), ent.name, col.name), column=col)
-    order = {"create": 0, "get": 1, "find": 2, "list": 3, "update": 4, "status": 5, "delete": 6}
+    order = {"create": 0, "get": 1, "find": 2, "list": 3, "update": 4, "adjust": 5, "status": 6, "delete": 7}
     return sorted(ops + extra, key=lambda o: order[o.kind])
 
 
@@ -414,7 +414,7 @@ def _fill_rows(ent: Entity, n: int, maker: ValueMaker, parent_ids: list[int]) ->
             row[ent.parent.id_param] = maker.rng.choice(parent_ids)
         row[ent.key.name] = maker.key(ent.key, ent, used)
         for c in ent.columns:
-            row[c.name] = maker.value(c)
+            row[c.name] = maker.key(c, ent, used) if c.unique else maker.value(c)
         if ent.status:
             weights = [3] + [1] * (len(ent.status) - 1)
             row["status"] = maker.rng.choices(ent.status, weights)[0]
@@ -470,9 +470,23 @@ def _relations(cand: Candidate, info: DocInfo, main: Entity, rng: random.Random,
     return parent, child
 
 
+def fill_entity_rows(entities: list[Entity], rng: random.Random, maker: ValueMaker, rows: tuple[int, int]) -> None:
+    """Seed rows for every entity (parents first: a child row points at an existing parent row)."""
+    lo, hi = rows
+    for ent in entities:
+        # Mostly small tables (validation time grows with rows), sometimes up to the configured maximum.
+        is_parent = any(e.parent is ent for e in entities)
+        top = min(hi, lo + 5) if is_parent or rng.random() < 0.8 else hi
+        n = rng.randint(lo, top)
+        _fill_rows(ent, n, maker, [r["id"] for r in ent.parent.rows] if ent.parent else [])  # type: ignore[misc]
+
+
 def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: str, max_tables: int = 3,
-                rows: tuple[int, int] = (5, 20)) -> EnvModel:
-    """Design the environment of a document (raises :class:`TemplateError` when there is nothing to model)."""
+                rows: tuple[int, int] = (5, 20), fill_rows: bool = True) -> EnvModel:
+    """Design the environment of a document (raises :class:`TemplateError` when there is nothing to model).
+
+    With ``fill_rows=False`` the entities come back without seed rows (the AST blueprint writer's use).
+    """
     cands = candidates(info)
     if not cands:
         raise TemplateError("nothing to model: the document defines no class with fields or methods and no "
@@ -488,12 +502,8 @@ def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: s
     if child is not None:
         ops += [Op("create", child, _tool_name("add", child.name), child.origin),
                 Op("list", child, _tool_name("list", child.table), child.origin)]
-    lo, hi = rows
-    for ent in entities:
-        # Mostly small tables (validation time grows with rows), sometimes up to the configured maximum.
-        top = min(hi, lo + 5) if ent is parent or rng.random() < 0.8 else hi
-        n = rng.randint(lo, top)
-        _fill_rows(ent, n, maker, [r["id"] for r in ent.parent.rows] if ent.parent else [])  # type: ignore[misc]
+    if fill_rows:
+        fill_entity_rows(entities, rng, maker, rows)
     title = f"{human(main.table).capitalize()} ({info.module})"
     summary = cand.doc or info.doc
     return EnvModel(entities, ops, info.module, path, title, summary)

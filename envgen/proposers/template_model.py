@@ -14,7 +14,10 @@ Contract:
   (stored as ``INTEGER`` 0/1, exposed to tools as JSON booleans).
 * Operation kinds: ``create``, ``get`` (by id), ``find`` (by key), ``list``
   (optional filter), ``update`` (one column), ``delete``, ``status`` (move the
-  ``status`` column to a target value).
+  ``status`` column to a target value), ``adjust`` (add a signed amount to a
+  number column; refused when a ``minimum`` would be crossed).
+* Column rules (from a blueprint's rules): ``unique`` text columns, a
+  ``minimum``/``maximum`` range on numbers, an ``enum`` of allowed values.
 """
 
 from __future__ import annotations
@@ -108,6 +111,10 @@ class Column:
     origin: str = ""  #: the attribute / parameter of the document it came from
     enum: list[str] | None = None
     required: bool = True
+    description: str = ""  #: what the column holds (a blueprint field's description)
+    unique: bool = False  #: no two rows share a value (the key is always unique)
+    minimum: float | None = None  #: lowest allowed value of a number column (None: 0, the default floor)
+    maximum: float | None = None  #: highest allowed value of a number column
 
     @property
     def human(self) -> str:
@@ -178,16 +185,17 @@ class Entity:
 class Op:
     """One tool: an operation on an entity."""
 
-    kind: str  #: create / get / find / list / update / delete / status
+    kind: str  #: create / get / find / list / update / delete / status / adjust
     entity: Entity
     tool: str  #: the tool's name
     origin: str = ""  #: the document method it is modelled on ("Inventory.add_item")
-    column: Column | None = None  #: the column an update writes; the filter of a list
+    column: Column | None = None  #: the column an update writes or an adjust changes; the filter of a list
     target: str | None = None  #: the status value a status op sets
+    note: str = ""  #: what the tool does in the document's words (a blueprint operation's description)
 
     @property
     def writes(self) -> bool:
-        return self.kind in ("create", "update", "delete", "status")
+        return self.kind in ("create", "update", "delete", "status", "adjust")
 
 
 @dataclass

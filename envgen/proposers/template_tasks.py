@@ -277,6 +277,41 @@ class TaskMaker:
         subject = f"{self.main.human} #{row['id']}"
         return {"kind": "execute", "turns": [self.status_turn(op, row, subject)]}
 
+    def adjust_turn(self, op: Op, row: dict[str, Any], subject: str) -> Turn:
+        """Add (or take away) an amount that keeps the column inside its range."""
+        ent, c = op.entity, op.column
+        if c is None:
+            raise ValueError(f"adjust tool {op.tool!r} has no column")
+        lo = c.minimum if c.minimum is not None else 0
+        hi = c.maximum
+        cur = row[c.name]
+        for _ in range(20):
+            amount = self.maker.different(c, 0) if self.rng.random() < 0.6 else -self.maker.different(c, 0)
+            if c.sqltype == "INTEGER":
+                amount = int(amount)
+            new = cur + amount
+            if amount and new >= lo and (hi is None or new <= hi):
+                break
+        else:
+            amount = 1 if c.sqltype == "INTEGER" else 0.25
+            new = cur + amount
+        row[c.name] = new
+        how = (f"Add {_say(c, amount)} to" if amount > 0 else f"Take {_say(c, -amount)} off")
+        text = self.choose(f"{how} the {c.human} of {subject}.",
+                           f"Please {'increase' if amount > 0 else 'decrease'} the {c.human} of {subject} by "
+                           f"{_say(c, abs(amount))}.")
+        return {"instruction": text, "checks": [_row_check(ent, row)],
+                "reference": [_call(op, **{ent.id_param: row["id"], "amount": amount})]}
+
+    def exec_adjust(self) -> Task | None:
+        ops = self.model.ops_of("adjust", self.main)
+        row = self.pick(self.main)
+        if not ops or row is None:
+            return None
+        op = self.rng.choice(ops)
+        subject = self.choose(f"{self.main.human} #{row['id']}", f"the {self.main.human} with id {row['id']}")
+        return {"kind": "execute", "turns": [self.adjust_turn(op, row, subject)]}
+
     def exec_child(self) -> Task | None:
         side = next((e for e in self.model.entities if e.parent is self.main), None)
         op = self.model.op("create", side) if side else None
@@ -530,7 +565,8 @@ class TaskMaker:
     # -- plan ------------------------------------------------------------------------------------
     def builders(self) -> dict[str, list[Callable[[], Task | None]]]:
         return {
-            "execute": [self.exec_create, self.exec_update, self.exec_delete, self.exec_status, self.exec_child],
+            "execute": [self.exec_create, self.exec_update, self.exec_delete, self.exec_status, self.exec_child,
+                        self.exec_adjust],
             "read": [self.read_by_id, self.read_by_key, self.read_max, self.read_children],
             "read_then_write": [self.rtw_write, self.rtw_related],
             "missing_parameter": [self.missing_create, self.missing_update],
@@ -547,12 +583,42 @@ def _first_feasible(tm: TaskMaker, options: list[Callable[[], Task | None]]) -> 
     return None
 
 
-def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8) -> list[Task]:
-    """4-8 tasks (at most ``max_tasks``), one of every kind first, then extra ones of varied kinds."""
+def _mixed(tm: TaskMaker, plan: dict[str, list[Callable[[], Task | None]]], mix: dict[str, int],
+           max_tasks: int) -> list[Task]:
+    """Tasks by a blueprint's task mix: one of each wanted kind first, then the rest in rotation."""
+    # missing_parameter (two turns, the costliest to validate) goes last, so a small max_tasks drops it first
+    order = sorted((k for k, n in mix.items() if n > 0 and k in plan), key=lambda k: k == "missing_parameter")
+    left = {k: mix[k] for k in order}
+    tasks: list[Task] = []
+    while left and len(tasks) < max_tasks:
+        for kind in list(left):
+            if len(tasks) >= max_tasks:
+                break
+            task = _first_feasible(tm, plan[kind])
+            plan[kind] = plan[kind][1:] + plan[kind][:1]
+            left[kind] -= 1
+            if left[kind] <= 0:
+                del left[kind]
+            if task is not None:
+                tasks.append(task)
+    return tasks
+
+
+def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8,
+                mix: dict[str, int] | None = None) -> list[Task]:
+    """4-8 tasks (at most ``max_tasks``), one of every kind first, then extra ones of varied kinds.
+
+    With ``mix`` (task kind → how many, a blueprint's task mix) the tasks follow it instead.
+    """
     tm = TaskMaker(model, rng, maker)
     plan = tm.builders()
     for options in plan.values():
         rng.shuffle(options)
+    if mix is not None:
+        tasks = _mixed(tm, plan, mix, max_tasks)
+        for i, task in enumerate(tasks):
+            task["id"] = f"t{i}_{task['kind']}"
+        return tasks
     tasks: list[Task] = []
     for options in plan.values():
         task = _first_feasible(tm, options)

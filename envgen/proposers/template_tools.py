@@ -91,12 +91,19 @@ def _col_schema(c: Column, ent: Entity) -> dict[str, Any]:
     s: dict[str, Any] = {"type": c.json_type}
     if c is ent.key:
         s["description"] = f"{human(c.name).capitalize()} of the {ent.human} (unique)."
+    elif c.description:
+        s["description"] = f"The {ent.human}'s {c.human}: {c.description.rstrip('.')}" + (
+            " (unique)." if c.unique else ".")
     else:
         s["description"] = f"The {ent.human}'s {c.human}" + (f" (from {c.origin})." if c.origin else ".")
     if c.sqltype in ("INTEGER", "REAL"):
-        s["minimum"] = 0
+        s["minimum"] = c.minimum if c.minimum is not None else 0
+        if c.maximum is not None:
+            s["maximum"] = c.maximum
     if c.sqltype == "TEXT":
         s["minLength"] = 1
+        if c.enum:
+            s["enum"] = list(c.enum)
     return s
 
 
@@ -121,7 +128,8 @@ def list_filter(op: Op) -> tuple[str, dict[str, Any]] | None:
 
 def _grounding(op: Op, model: EnvModel) -> str:
     origin = op.origin or op.entity.origin
-    return f" Modelled on `{origin}` in {model.path}." if origin else ""
+    note = f" {op.note.rstrip('.')}." if op.note else ""
+    return note + (f" Modelled on `{origin}` in {model.path}." if origin else "")
 
 
 def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
@@ -152,6 +160,15 @@ def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
             if ent.parent is not None:
                 required.append(filt[0])
         desc = f"List {ent.humans} (ordered by id)" + (f", filtered by {human(filt[0])}." if filt else ".")
+    elif op.kind == "adjust" and op.column is not None:
+        c = op.column
+        props[ent.id_param] = _id_schema(ent, "")
+        props["amount"] = {"type": c.json_type, "description": f"How much to add to the {c.human} (negative to "
+                                                                f"take away)."}
+        required += [ent.id_param, "amount"]
+        limits = _limits(c)
+        desc = (f"Add an amount to the {c.human} of {_article(ent.human)} {ent.human} (negative to take away); "
+                f"returns the new {c.human}." + (f" Fails if the result would be {limits}." if limits else ""))
     else:
         props[ent.id_param] = _id_schema(ent, "")
         required.append(ent.id_param)
@@ -164,6 +181,16 @@ def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
     if required:
         params["required"] = required
     return {"name": op.tool, "description": desc + _grounding(op, model), "parameters": params}
+
+
+def _limits(c: Column) -> str:
+    """How an adjust can fail: ``below 0``, ``above 100`` or ``below 0 or above 100``; "" when unbounded."""
+    parts = []
+    if c.minimum is not None:
+        parts.append(f"below {c.minimum:g}")
+    if c.maximum is not None:
+        parts.append(f"above {c.maximum:g}")
+    return " or ".join(parts)
 
 
 def _write_description(op: Op) -> str:
@@ -225,6 +252,7 @@ def _code_create(op: Op) -> str:
     body += (f'    if db.query(\'SELECT "id" FROM "{t}" WHERE lower("{k}") = lower(?)\', [{k}]):\n'
              f'        raise ToolError(f"{_article(ent.human)} {ent.human} with {ent.key.human} {{{k}!r}} '
              f'already exists")\n')
+    body += "".join(_unique_check(ent, c, "") for c in ent.columns if c.unique)
     col_sql = ", ".join(_q(c) for c in cols)
     marks = ", ".join("?" for _ in cols)
     body += (f"    result = db.execute('INSERT INTO \"{t}\" ({col_sql}) VALUES ({marks})', "
@@ -244,10 +272,39 @@ def _code_update(op: Op) -> str:
                  f'[{c.name}, {ent.id_param}])\n'
                  f'    if clash:\n'
                  f'        raise ToolError(f"another {ent.human} already has {c.human} {{{c.name}!r}}")\n')
+    if c.unique and c is not ent.key:
+        body += _unique_check(ent, c, ent.id_param)
     body += (f"    done = db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', "
              f"[{_stored(c)}, {ent.id_param}])\n")
     body += _missing(ent)
     return body + f'    return {{"id": {ent.id_param}, "{c.name}": {c.name}}}\n'
+
+
+def _unique_check(ent: Entity, c: Column, exclude: str) -> str:
+    """Refuse a value another row of a ``unique`` column already has (``exclude``: the row being updated)."""
+    other = f' AND "id" != ?\', [{c.name}, {exclude}])' if exclude else f"', [{c.name}])"
+    return (f'    if db.query(\'SELECT "id" FROM "{ent.table}" WHERE "{c.name}" = ?{other}:\n'
+            f'        raise ToolError(f"another {ent.human} already has {c.human} {{{c.name}!r}}")\n')
+
+
+def _code_adjust(op: Op) -> str:
+    ent, c = op.entity, op.column
+    if c is None:
+        raise ValueError(f"adjust tool {op.tool!r} has no column")
+    t = ent.table
+    body = (f'    row = load_row(db, "{t}", "{ent.human}", {ent.id_param})\n'
+            f'    new = row["{c.name}"] + amount\n')
+    if c.minimum is not None:
+        body += (f"    if new < {c.minimum!r}:\n"
+                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{ent.id_param}}} would go below '
+                 f'{c.minimum:g} (it is {{row[\'{c.name}\']}}); nothing was changed")\n')
+    if c.maximum is not None:
+        body += (f"    if new > {c.maximum!r}:\n"
+                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{ent.id_param}}} would go above '
+                 f'{c.maximum:g} (it is {{row[\'{c.name}\']}}); nothing was changed")\n')
+    body += (f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [new, {ent.id_param}])\n"
+             f'    return {{"id": {ent.id_param}, "{c.name}": new}}\n')
+    return body
 
 
 def _missing(ent: Entity) -> str:
@@ -315,6 +372,8 @@ def _code(op: Op, model: EnvModel) -> str:
         return _code_update(op)
     if op.kind == "delete":
         return _code_delete(op, model)
+    if op.kind == "adjust":
+        return _code_adjust(op)
     return _code_status(op)
 
 
@@ -344,7 +403,10 @@ def _ddl(ent: Entity) -> str:
     lines.append(f'    "{ent.key.name}" TEXT NOT NULL UNIQUE')
     for c in ent.columns:
         null = " NOT NULL" if c.sqltype != "BOOLEAN" else " NOT NULL DEFAULT 0"
-        lines.append(f'    "{c.name}" {c.storage}{null}')
+        checks = [f'"{c.name}" >= {c.minimum!r}'] if c.minimum is not None else []
+        checks += [f'"{c.name}" <= {c.maximum!r}'] if c.maximum is not None else []
+        rule = (" UNIQUE" if c.unique else "") + (f" CHECK ({' AND '.join(checks)})" if checks else "")
+        lines.append(f'    "{c.name}" {c.storage}{null}{rule}')
     if ent.status:
         lines.append(f'    "status" TEXT NOT NULL DEFAULT {sql_literal(ent.status[0])}')
     return f'CREATE TABLE "{ent.table}" (\n' + ",\n".join(lines) + "\n);"

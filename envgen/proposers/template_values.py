@@ -109,10 +109,23 @@ class ValueMaker:
         if kind == "BOOLEAN":
             return self.rng.randint(0, 1)
         if kind == "INTEGER":
-            return self._integer(column.name)
+            return self._bounded(column, self._integer(column.name))
         if kind == "REAL":
-            return self._real(column.name)
+            return self._bounded(column, self._real(column.name))
         return self._text(column.name)
+
+    def _bounded(self, column: Column, value: Any) -> Any:
+        """``value`` if it lies in the column's range (a blueprint's range rule), else a draw inside it."""
+        lo = column.minimum if column.minimum is not None else 0
+        hi = column.maximum
+        if value >= lo and (hi is None or value <= hi):
+            return value
+        top = hi if hi is not None else lo + 500
+        if column.sqltype == "INTEGER":
+            return self.rng.randint(int(-(-lo // 1)), int(top))
+        steps = max(1, int((top - lo) * 4))
+        drawn = lo + self.rng.randint(0, steps) / 4
+        return drawn + 0.25 if drawn.is_integer() and drawn + 0.25 <= top else drawn
 
     def different(self, column: Column, current: Any, avoid: Any = None) -> Any:
         """A value for ``column`` that differs from ``current`` (and from ``avoid``, when possible)."""
@@ -123,9 +136,9 @@ class ValueMaker:
             if value != current and value != avoid:
                 return value
         if column.sqltype == "INTEGER":
-            return int(current or 0) + 7
+            return self._bounded(column, int(current or 0) + 7)
         if column.sqltype == "REAL":
-            return float(current or 0) + 2.5
+            return self._bounded(column, float(current or 0) + 2.5)
         return f"{current}-{self.generic()}"
 
     def _integer(self, name: str) -> int:

@@ -1,0 +1,359 @@
+"""A library as a Hugging Face ``datasets`` dataset (Parquet), and back.
+
+``envwright export LIBRARY --format hf --out DIR`` writes::
+
+    DIR/
+      README.md                   the dataset card: counts, proposers, skills, grounding, solve rates,
+                                  how to load, play and import it; YAML front matter names the configs
+      data/tasks.parquet          config "tasks" (the default): one row per task
+      data/environments.parquet   config "environments": one row per environment (its catalog row)
+
+so ``datasets.load_dataset(DIR_OR_REPO, "tasks")`` and ``load_dataset("parquet", data_files=...)``
+both read it. Every column is listed once, with its type and meaning, in :data:`TASK_COLUMNS` and
+:data:`ENV_COLUMNS` (the card's column tables come from them). ``spec_json`` is the spec file's
+exact text, so :func:`import_hf` (``envwright import``) writes byte-identical spec files and
+restores the catalog rows (solve rates, grounding, per-task statistics) into a library.
+
+Writes are atomic: the dataset is built in a temporary folder next to ``DIR`` and renamed into
+place; an existing ``DIR`` is refused unless ``overwrite`` (and even then only when it is an export
+or empty). :func:`push_to_hub` uploads an export folder as a dataset repository through
+``huggingface_hub.HfApi`` (``create_repo`` then ``upload_folder``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envgen.library import Library, PreparedEnv
+from gym_envs import system_prompt
+from gym_envs.spec import EnvSpec, parse_spec
+
+__all__ = ["ENV_COLUMNS", "TASK_COLUMNS", "ExportSummary", "ImportSummary", "export_hf", "import_hf",
+           "push_to_hub", "read_export"]
+
+DATA_FILES = {"tasks": "data/tasks.parquet", "environments": "data/environments.parquet"}
+
+# (name, pyarrow type spelled as a string, meaning); the type strings are turned into pyarrow types by _arrow
+_PROVENANCE = "struct<generator: string, skill_id: string, stream: string, prompt_sha256: string, seed: int64, " \
+              "created_at: string, parents: list<string>>"
+_SOURCE = "struct<corpus: string, doc_id: string, path: string, sha256: string>"
+TASK_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("env_id", "string", "the environment's id"),
+    ("task_id", "string", "the task's id inside its environment"),
+    ("kind", "string", "execute, read, read_then_write, missing_parameter or decline"),
+    ("n_turns", "int32", "user turns in the task"),
+    ("instructions", "list<string>", "each turn's user instruction, in order"),
+    ("title", "string", "the environment's title"),
+    ("description", "string", "what the simulated system is"),
+    ("tool_names", "list<string>", "the environment's tool names"),
+    ("tools", "string", "the tools as JSON, OpenAI function format ([{\"type\": \"function\", \"function\": ...}])"),
+    ("system_prompt", "string", "the solver's system prompt envwright uses (title, description, tools, call format)"),
+    ("proposer", "string", "what generated the environment (template:NAME, llm:MODEL, manual)"),
+    ("skill_id", "string", "the skill that conditioned generation (null: none)"),
+    ("stream", "string", "skill, explore, template or manual"),
+    ("provenance", _PROVENANCE, "the spec's provenance"),
+    ("source", _SOURCE, "the corpus document the environment is grounded in (null: hand-written)"),
+    ("solve_rate", "float64", "passes / attempts of evaluated policies on this task (null: not evaluated)"),
+    ("n_evals", "int64", "evaluated attempts behind solve_rate"),
+    ("spec_json", "string", "the whole environment spec (the library's spec file, byte for byte)"),
+)
+ENV_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("env_id", "string", "the environment's id"),
+    ("title", "string", "title"),
+    ("description", "string", "description"),
+    ("n_tools", "int32", "number of tools"),
+    ("n_tasks", "int32", "number of tasks"),
+    ("tool_names", "list<string>", "tool names"),
+    ("task_ids", "list<string>", "task ids, in spec order"),
+    ("task_kinds", "list<string>", "each task's kind, in spec order"),
+    ("proposer", "string", "what generated it (template:NAME, llm:MODEL, manual)"),
+    ("model", "string", "the model behind an llm proposer"),
+    ("skill_id", "string", "the conditioning skill (null: none)"),
+    ("stream", "string", "skill, explore, template or manual"),
+    ("corpus", "string", "source corpus"),
+    ("doc_id", "string", "source document id"),
+    ("doc_path", "string", "source document path"),
+    ("grounding", "float64", "share of tool and table names traced to the source document (null: not measured)"),
+    ("solve_rate", "float64", "passes / attempts of evaluated policies (null: not evaluated)"),
+    ("n_evals", "int64", "evaluated attempts behind solve_rate"),
+    ("split", "string", "train/held-out split set by evaluation (null: none)"),
+    ("valid", "bool", "accepted by the validity gate"),
+    ("reasons", "string", "JSON list of notes recorded with the acceptance"),
+    ("signature", "string", "SHA-256 of the sorted tool signatures (deduplication key)"),
+    ("run_id", "string", "the generation run that made it"),
+    ("created_at", "string", "when it entered the library (ISO 8601)"),
+    ("task_stats", "string", "JSON list of per-task, per-policy results (env_id, task_id, policy, n, passes, "
+                             "reference_passes, updated_at)"),
+    ("spec_sha256", "string", "SHA-256 of spec_json"),
+    ("spec_json", "string", "the spec file, byte for byte"),
+)
+_CATALOG = ("model", "grounding", "solve_rate", "n_evals", "split", "valid", "reasons", "run_id", "created_at")
+
+
+@dataclass
+class ExportSummary:
+    out: Path
+    envs: int
+    tasks: int
+    seconds: float
+    bytes: int
+    repo_url: str | None = None
+
+
+@dataclass
+class ImportSummary:
+    library: Path
+    added: list[str]
+    present: list[str]
+    seconds: float
+
+
+def _arrow(type_text: str) -> Any:
+    """A pyarrow type from the short spelling used in the column tables."""
+    import pyarrow as pa
+
+    simple = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(),
+              "bool": pa.bool_()}
+    t = type_text.strip()
+    if t in simple:
+        return simple[t]
+    if t.startswith("list<") and t.endswith(">"):
+        return pa.list_(_arrow(t[5:-1]))
+    if t.startswith("struct<") and t.endswith(">"):
+        fields, depth, cur = [], 0, ""
+        for ch in t[7:-1] + ",":
+            if ch == "," and depth == 0:
+                name, _, sub = cur.partition(":")
+                fields.append(pa.field(name.strip(), _arrow(sub)))
+                cur = ""
+                continue
+            depth += (ch == "<") - (ch == ">")
+            cur += ch
+        return pa.struct(fields)
+    raise ValueError(f"unknown column type {type_text!r}")
+
+
+def _schema(columns: tuple[tuple[str, str, str], ...]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, _arrow(t), metadata={"description": text}) for name, t, text in columns])
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+
+def _task_solve(stats: list[dict[str, Any]]) -> dict[str, tuple[float | None, int]]:
+    """Per task: (solve rate, attempts) over evaluated policies (the reference policy excluded)."""
+    tot: dict[str, list[int]] = {}
+    for s in stats:
+        if s["policy"] != "reference":
+            t = tot.setdefault(s["task_id"], [0, 0])
+            t[0] += int(s["n"] or 0)
+            t[1] += int(s["passes"] or 0)
+    return {k: ((p / n) if n else None, n) for k, (n, p) in tot.items()}
+
+
+def _rows(spec: EnvSpec, text: str, row: dict[str, Any], stats: list[dict[str, Any]]) -> tuple[dict[str, Any],
+                                                                                                 list[dict[str, Any]]]:
+    """The environment's row and its task rows."""
+    prov = spec.provenance.model_dump()
+    source = spec.source.model_dump() if spec.source else None
+    tool_names = [t.name for t in spec.tools]
+    tools_json = json.dumps(spec.openai_tools(), ensure_ascii=False)
+    prompt = system_prompt(spec)
+    solve = _task_solve(stats)
+    tasks = []
+    for task in spec.tasks:
+        rate, n = solve.get(task.id, (None, 0))
+        tasks.append({"env_id": spec.id, "task_id": task.id, "kind": task.kind, "n_turns": len(task.turns),
+                      "instructions": [t.instruction for t in task.turns], "title": spec.title,
+                      "description": spec.description, "tool_names": tool_names, "tools": tools_json,
+                      "system_prompt": prompt, "proposer": prov["generator"], "skill_id": prov["skill_id"],
+                      "stream": prov["stream"], "provenance": prov, "source": source, "solve_rate": rate,
+                      "n_evals": n, "spec_json": text})
+    env = {"env_id": spec.id, "title": spec.title, "description": spec.description, "n_tools": len(spec.tools),
+           "n_tasks": len(spec.tasks), "tool_names": tool_names, "task_ids": [t.id for t in spec.tasks],
+           "task_kinds": [t.kind for t in spec.tasks], "proposer": row.get("proposer") or prov["generator"],
+           "skill_id": row.get("skill_id"), "stream": row.get("stream"), "corpus": row.get("corpus"),
+           "doc_id": row.get("doc_id"), "doc_path": row.get("doc_path"),
+           **{k: row.get(k) for k in _CATALOG},
+           "signature": row.get("signature"), "task_stats": json.dumps(stats, ensure_ascii=False, default=str),
+           "spec_sha256": _sha(text), "spec_json": text}
+    env["valid"] = bool(env["valid"]) if env["valid"] is not None else True
+    env["n_evals"] = int(env["n_evals"] or 0)
+    return env, tasks
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    if not out.exists():
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out} already exists; pass --overwrite to replace it, or choose another --out")
+    if not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder; refusing to replace it")
+    if any(out.iterdir()) and not (out / DATA_FILES["environments"]).is_file():
+        raise FileExistsError(f"{out} is not an envwright export (no {DATA_FILES['environments']}); refusing to "
+                              "replace it even with --overwrite")
+
+
+def _replace_dir(tmp: Path, out: Path) -> None:
+    """Move the finished ``tmp`` to ``out``; an old ``out`` is renamed aside first and removed after."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}-{time.time_ns()}")
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export_hf(library: Library, out: str | os.PathLike[str], *, overwrite: bool = False, repo_id: str | None = None,
+              progress: Callable[[int, int], None] | None = None) -> ExportSummary:
+    """Write ``library`` as a dataset folder at ``out`` (see the module docstring).
+
+    ``repo_id`` (when the export is meant for the Hub) is named in the card's snippets;
+    ``progress(done, total)`` is called per environment.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from envgen.export_card import dataset_card
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    _check_out(out, overwrite)
+    rows = sorted(library.rows(), key=lambda r: r["id"])
+    stats_by_env: dict[str, list[dict[str, Any]]] = {}
+    for s in library.task_stats():
+        stats_by_env.setdefault(s["env_id"], []).append({k: s[k] for k in ("env_id", "task_id", "policy", "n",
+                                                                             "passes", "reference_passes",
+                                                                             "updated_at")})
+    env_rows: list[dict[str, Any]] = []
+    task_rows: list[dict[str, Any]] = []
+    for i, row in enumerate(rows):
+        path = library.spec_path(row["id"])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise FileNotFoundError(f"the catalog lists {row['id']!r} but its spec file {path} cannot be read "
+                                    f"({e}); restore the file or remove the row") from None
+        env, tasks = _rows(parse_spec(text, source=str(path)), text, row,
+                           sorted(stats_by_env.get(row["id"], []), key=lambda s: (s["task_id"], s["policy"])))
+        env_rows.append(env)
+        task_rows.extend(tasks)
+        if progress is not None:
+            progress(i + 1, len(rows))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}-{time.time_ns()}")
+    try:
+        (tmp / "data").mkdir(parents=True)
+        for name, data, cols in (("tasks", task_rows, TASK_COLUMNS), ("environments", env_rows, ENV_COLUMNS)):
+            table = pa.Table.from_pylist(data, schema=_schema(cols))
+            pq.write_table(table, tmp / DATA_FILES[name], compression="zstd")
+        (tmp / "README.md").write_text(dataset_card(library, env_rows, task_rows, repo_id=repo_id),
+                                       encoding="utf-8")
+        for f in (tmp / "data").iterdir():  # durable before the rename makes them visible
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    return ExportSummary(out, len(env_rows), len(task_rows), time.perf_counter() - t0, size)
+
+
+# -- the Hub -----------------------------------------------------------------------------------------
+
+
+def push_to_hub(folder: str | os.PathLike[str], repo_id: str, *, private: bool = False, token: str | None = None,
+                api: Any = None) -> str:
+    """Upload an export folder as the dataset repository ``repo_id`` (created when missing); returns
+    the commit's URL. ``api`` is a ``huggingface_hub.HfApi`` (default: a new one with ``token``,
+    which falls back to ``HF_TOKEN`` or the saved login)."""
+    folder = Path(folder)
+    if not (folder / DATA_FILES["environments"]).is_file():
+        raise FileNotFoundError(f"{folder} is not an envwright export (no {DATA_FILES['environments']})")
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+                             allow_patterns=["README.md", "data/*.parquet"],
+                             commit_message=f"envwright export: {folder.name}")
+    return str(getattr(info, "commit_url", info))
+
+
+# -- import ------------------------------------------------------------------------------------------
+
+
+def _resolve_source(src: str, token: str | None = None) -> Path:
+    """A local export folder, or a Hub dataset id (``owner/name``) downloaded with ``snapshot_download``."""
+    path = Path(src).expanduser()
+    if path.is_dir():
+        if not (path / DATA_FILES["environments"]).is_file():
+            raise FileNotFoundError(f"{src} is not an envwright export: {DATA_FILES['environments']} is missing")
+        return path
+    if path.exists():
+        raise FileNotFoundError(f"{src} is a file; give an export folder (envwright export --out DIR) or a Hub "
+                                "dataset id owner/name")
+    if src.count("/") != 1 or src.startswith((".", "/", "~")):
+        raise FileNotFoundError(f"no export folder {src}, and it is not a Hub dataset id (owner/name)")
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(src, repo_type="dataset", token=token,
+                                        allow_patterns=["README.md", "data/*.parquet"]))
+    except Exception as e:  # no network, no such repository, no access: one line saying which
+        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {type(e).__name__}: {e}") from None
+    return _resolve_source(str(folder))
+
+
+def read_export(src: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The environments table of an export folder as dicts, each ``spec_json`` checked against its
+    ``spec_sha256`` and parsed (a ``ValueError`` names the first bad row)."""
+    import pyarrow.parquet as pq
+
+    path = _resolve_source(str(src))
+    rows = pq.read_table(path / DATA_FILES["environments"]).to_pylist()
+    for r in rows:
+        if _sha(r["spec_json"]) != r["spec_sha256"]:
+            raise ValueError(f"{path}: the spec of {r['env_id']!r} does not match its spec_sha256 (damaged export)")
+        spec = parse_spec(r["spec_json"], source=f"{path}:{r['env_id']}")
+        if spec.id != r["env_id"]:
+            raise ValueError(f"{path}: row {r['env_id']!r} holds the spec of {spec.id!r}")
+        r["spec"] = spec
+    return rows
+
+
+def import_hf(src: str | os.PathLike[str], library: Library, *, token: str | None = None) -> ImportSummary:
+    """Add the environments of an export (a folder or a Hub dataset id) to ``library``: spec files byte
+    for byte, catalog rows and per-task statistics as exported. All or nothing (see
+    :meth:`Library.restore`); environments already there with identical spec files are skipped."""
+    t0 = time.perf_counter()
+    rows = read_export(_resolve_source(str(src), token))
+    envs = []
+    stats: list[dict[str, Any]] = []
+    for r in rows:
+        prepared = PreparedEnv(r["env_id"], r["spec_json"], PreparedEnv.of(r["spec"]).entry)
+        catalog = {k: r[k] for k in _CATALOG}
+        catalog.update({k: r[k] for k in ("proposer", "skill_id", "stream", "corpus", "doc_id", "doc_path")
+                        if r.get(k) is not None})
+        envs.append((prepared, catalog))
+        stats.extend(json.loads(r["task_stats"] or "[]"))
+    added, present = library.restore(envs, stats)
+    return ImportSummary(library.root, added, present, time.perf_counter() - t0)
+

@@ -1,0 +1,133 @@
+"""What a model proposer writes, and the JSON Schema it decodes under: a blueprint or a full spec.
+
+Two structures (``STRUCTURES``):
+
+* ``blueprint``: the compact proposal of :mod:`envgen.blueprint`, decoded under
+  :func:`envgen.blueprint.schema.blueprint_json_schema` (narrowed by a routed
+  skill's requirements), then compiled;
+* ``spec``: a whole environment (the free stream, for strong models), decoded
+  under :func:`spec_decoding_schema`, the EnvSpec JSON Schema
+  (:func:`gym_envs.spec.json_schema`) made finite.
+
+Making the EnvSpec schema finite, so a constrained completion always closes
+before the token limit (grammar engines bound a string's length only when it
+has no escape sequences):
+
+* every string gets a ``maxLength`` (by field name, :data:`TEXT_CAPS`) and every
+  array a ``maxItems`` (:data:`ARRAY_CAPS`); integers get a range; a tool's
+  ``parameters`` and a call's ``arguments`` become objects of at most
+  :data:`MAX_PROPERTIES` bounded properties; ``expect`` rows hold bounded scalars;
+* multi-line text (``code``, ``state.schema_sql``, ``state.seed_sql`` and a
+  python check's ``code``) is decoded as an array of lines, joined back with
+  ``\\n`` by :func:`spec_from_decoded`. Inside a line there are no escape
+  sequences, so generated code quotes strings with ``'`` (the prompt says so);
+* ``source`` and ``provenance`` are left out: the host fills them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from gym_envs.spec import json_schema
+
+__all__ = [
+    "ARRAY_CAPS",
+    "MAX_PROPERTIES",
+    "MULTILINE",
+    "STRUCTURES",
+    "TEXT_CAPS",
+    "spec_decoding_schema",
+    "spec_from_decoded",
+]
+
+STRUCTURES = ("blueprint", "spec")
+MULTILINE = {"code": 28, "schema_sql": 8, "seed_sql": 12}  #: field → most lines (a python check's code: 3)
+CHECK_CODE_LINES = 3
+LINE_CHARS = 80
+TEXT_CAPS = {"description": 100, "instruction": 100, "query": 100, "title": 48, "name": 40, "id": 48}
+ARRAY_CAPS = {"tools": 4, "tasks": 3, "turns": 2, "checks": 2, "reference": 2, "expect": 2, "any_of": 2,
+              "require": 2, "forbid": 2, "tables": 2, "required": 3, "enum": 4}
+MAX_PROPERTIES = 3
+INT_BOUND = 100_000
+_SCALAR = {"anyOf": [{"type": "string", "maxLength": 24}, {"type": "integer", "minimum": -INT_BOUND,
+                                                           "maximum": INT_BOUND},
+                     {"type": "boolean"}, {"type": "null"}]}
+_PARAM = {"type": "object", "properties": {
+    "type": {"enum": ["string", "integer", "number", "boolean"]},
+    "description": {"type": "string", "maxLength": 60}}, "required": ["type", "description"],
+    "additionalProperties": False}
+_PARAMETERS = {"type": "object", "properties": {
+    "type": {"const": "object"},
+    "properties": {"type": "object", "additionalProperties": _PARAM, "maxProperties": MAX_PROPERTIES,
+                   "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,23}$"}},
+    "required": {"type": "array", "items": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,23}$"},
+                 "maxItems": MAX_PROPERTIES}},
+    "required": ["type", "properties", "required"], "additionalProperties": False}
+_ARGUMENTS = {"type": "object", "additionalProperties": _SCALAR, "maxProperties": MAX_PROPERTIES,
+              "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,23}$"}}
+
+
+def _lines(n: int) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string", "maxLength": LINE_CHARS}, "maxItems": n}
+
+
+def _bound(node: Any, defs: dict[str, Any], name: str | None) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _bound(defs[node["$ref"].rsplit("/", 1)[-1]], defs, name)
+    if "oneOf" in node or "anyOf" in node:
+        return {"anyOf": [_bound(x, defs, name) for x in node.get("oneOf") or node["anyOf"]]}
+    t = node.get("type")
+    if name == "parameters":
+        return copy.deepcopy(_PARAMETERS)
+    if name == "arguments":
+        return copy.deepcopy(_ARGUMENTS)
+    if name == "expect":
+        return {"type": "array", "maxItems": ARRAY_CAPS["expect"],
+                "items": {"type": "array", "items": copy.deepcopy(_SCALAR), "maxItems": 3}}
+    if t == "string" and name == "check_code":
+        return _lines(CHECK_CODE_LINES)
+    if t == "string" and name in MULTILINE:
+        return _lines(MULTILINE[name])
+    out: dict[str, Any] = {k: v for k, v in node.items()
+                           if k in ("type", "enum", "const", "pattern", "minLength", "minItems", "description")}
+    if t == "object":
+        raw = node.get("properties", {})
+        python_check = raw.get("kind", {}).get("const") == "python"
+        props = {k: _bound(v, defs, "check_code" if python_check and k == "code" else k) for k, v in raw.items()
+                 if k not in ("source", "provenance")}
+        out.update(properties=props, required=list(props), additionalProperties=False)
+    elif t == "array":
+        out["items"] = _bound(node.get("items", {}), defs, name)
+        out["maxItems"] = ARRAY_CAPS.get(name or "", 4)
+    elif t == "string" and "pattern" not in out and "enum" not in out and "const" not in out:
+        out["maxLength"] = TEXT_CAPS.get(name or "", 100)
+    elif t == "integer":
+        out.setdefault("minimum", 0)
+        out["maximum"] = INT_BOUND
+    return out
+
+
+def spec_decoding_schema() -> dict[str, Any]:
+    """The finite EnvSpec decoding schema of the free stream (see the module docstring)."""
+    raw = json_schema()
+    out = _bound(raw, raw.get("$defs", {}), None)
+    out["title"] = "envwright spec v1 (decoding form)"
+    return out
+
+
+def spec_from_decoded(obj: Any) -> Any:
+    """A decoded free-stream object with its line arrays joined back into text (``code``, SQL)."""
+    if isinstance(obj, list):
+        return [spec_from_decoded(x) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for k, v in obj.items():
+        if k in MULTILINE and isinstance(v, list) and all(isinstance(x, str) for x in v):
+            out[k] = "\n".join(v)
+        else:
+            out[k] = spec_from_decoded(v)
+    return out
