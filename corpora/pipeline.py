@@ -13,8 +13,8 @@ validated at construction with errors that name the field to fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from corpora.dedup import dedup_exact, dedup_near
 from corpora.document import Document
@@ -23,7 +23,7 @@ from corpora.filters import filter_language, filter_size, filter_stateful
 from corpora.registry import suggest
 from corpora.sampling import sample
 
-__all__ = ["DEDUP_MODES", "SelectConfig", "select_documents"]
+__all__ = ["DEDUP_MODES", "SelectConfig", "SelectionReport", "select_documents"]
 
 DEDUP_MODES = ("none", "exact", "near")
 """Accepted values of :attr:`SelectConfig.dedup`."""
@@ -73,18 +73,67 @@ class SelectConfig:
             raise CorpusError(f"min_stateful_score must be >= 0 or None, got {self.min_stateful_score}")
 
 
-def select_documents(docs: Iterable[Document], config: SelectConfig | None = None) -> list[Document]:
-    """Filter, deduplicate and sample ``docs`` as ``config`` (default :class:`SelectConfig`) says."""
+@dataclass
+class SelectionReport:
+    """How many documents were left after each stage of :func:`select_documents` (in order)."""
+
+    stages: list[tuple[str, int]] = field(default_factory=list)  #: (stage, documents left after it)
+    languages: dict[str, int] = field(default_factory=dict)  #: language -> documents read
+
+    def _count(self, stage: str, docs: Iterable[Document], *, languages: bool = False) -> Iterator[Document]:
+        """Count what ``docs`` yields under ``stage`` (registered now, in pipeline order)."""
+        index = len(self.stages)
+        self.stages.append((stage, 0))
+        return self._counting(index, stage, docs, languages)
+
+    def _counting(self, index: int, stage: str, docs: Iterable[Document], languages: bool) -> Iterator[Document]:
+        for doc in docs:
+            self.stages[index] = (stage, self.stages[index][1] + 1)
+            if languages:
+                self.languages[doc.language] = self.languages.get(doc.language, 0) + 1
+            yield doc
+
+    def explain(self) -> str:
+        """One sentence per stage that removed documents, e.g. ``read 3 documents; ...``."""
+        if not self.stages:
+            return "nothing was read"
+        parts = []
+        before = None
+        for stage, left in self.stages:
+            if before is None:
+                langs = ", ".join(f"{n} {lang}" for lang, n in sorted(self.languages.items(), key=lambda kv: -kv[1]))
+                parts.append(f"read {left} document{'' if left == 1 else 's'}" + (f" ({langs})" if langs else ""))
+            elif left < before:
+                parts.append(f"{stage} removed {before - left}")
+            before = left
+        return "; ".join(parts)
+
+
+def select_documents(docs: Iterable[Document], config: SelectConfig | None = None,
+                     report: SelectionReport | None = None) -> list[Document]:
+    """Filter, deduplicate and sample ``docs`` as ``config`` (default :class:`SelectConfig`) says.
+
+    With ``report``, the documents left after each stage are counted into it.
+    """
     cfg = config or SelectConfig()
-    stream = filter_size(docs, min_chars=cfg.min_chars, max_chars=cfg.max_chars)
+
+    def counted(stage: str, stream: Iterable[Document], **kw: bool) -> Iterable[Document]:
+        return stream if report is None else report._count(stage, stream, **kw)
+
+    stream = counted("read", docs, languages=True)
+    bounds = f"{cfg.min_chars}..{cfg.max_chars}" if cfg.max_chars is not None else f">= {cfg.min_chars}"
+    stream = counted(f"the size filter ({bounds} characters)",
+                     filter_size(stream, min_chars=cfg.min_chars, max_chars=cfg.max_chars))
     if cfg.languages is not None:
-        stream = filter_language(stream, cfg.languages)
+        stream = counted(f"the language filter (only {', '.join(cfg.languages)})",
+                         filter_language(stream, cfg.languages))
     if cfg.min_stateful_score is not None:
-        stream = filter_stateful(stream, cfg.min_stateful_score)
+        stream = counted("the stateful filter (documents with no class that keeps state)",
+                         filter_stateful(stream, cfg.min_stateful_score))
     if cfg.dedup != "none":
-        stream = dedup_exact(stream)
+        stream = counted("deduplication (exact copies)", dedup_exact(stream))
     if cfg.dedup == "near":
-        stream = dedup_near(stream, threshold=cfg.near_threshold)
+        stream = counted("deduplication (near copies)", dedup_near(stream, threshold=cfg.near_threshold))
     if cfg.sample is not None:
         return sample(stream, cfg.sample, seed=cfg.seed)
     return list(stream)

@@ -5,8 +5,8 @@ attribute of this module; a command that is not defined here yet is reported
 as "not available yet" there.
 
 ``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
-the six rules of ENVSPEC.md) on spec files, on every ``*.json`` directly inside
-a directory, on shipped examples named by their name, or on all of them with
+the rules of ENVSPEC.md) on spec files, on every ``*.json`` directly inside
+a directory (a library's ``specs/``), on shipped examples named by their name, or on all of them with
 ``--all-examples``. It prints one row per spec with every rejection reason (or
 one JSON object with ``--json``) and exits 1 when any spec is rejected or
 cannot be found.
@@ -19,6 +19,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -27,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envgen.validate import Reason, Verdict, validate_spec
+from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.executor import make_executor
 
@@ -55,9 +57,12 @@ def expand_inputs(refs: list[str], all_examples: bool) -> list[_Input]:
     for ref in refs:
         path = Path(ref).expanduser()
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.json") if p.is_file())
+            folder = path / "specs" if (path / "specs").is_dir() else path  # a library: its specs/ folder
+            files = sorted(p for p in folder.glob("*.json") if p.is_file())
             if not files:
-                items.append(_Input(ref, None, f"no *.json spec files in directory {ref}"))
+                what = "the library" if folder != path else "directory"
+                items.append(_Input(ref, None, f"no *.json spec files in {what} {folder} (a library keeps "
+                                               "its specs in LIBRARY/specs/)"))
             items.extend(_Input(str(f), f) for f in files)
             continue
         try:
@@ -70,7 +75,7 @@ def expand_inputs(refs: list[str], all_examples: bool) -> list[_Input]:
 def _reasons_text(verdict: Verdict) -> Text:
     if verdict.accepted:
         return Text("")
-    return Text("\n".join(f"• {r}" for r in verdict.reasons), style="red")
+    return display.text("\n".join(f"• {r}" for r in verdict.reasons), "red")
 
 
 def _peek_id(path: Path | None) -> str | None:
@@ -83,27 +88,35 @@ def _peek_id(path: Path | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _table(rows: list[tuple[_Input, Verdict]]) -> Table:
+def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
+    """One row per spec. With rejections, two columns (the spec with its verdict, and the reasons, which
+    get the room); the spec column is capped so long paths fold instead of squeezing the reasons out."""
     any_rejected = any(not v.accepted for _, v in rows)
     table = Table(show_lines=any_rejected, title="Validity gate", title_justify="left", expand=any_rejected)
-    table.add_column("spec", overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("traj.", justify="right", no_wrap=True)
-    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column("spec", overflow="fold", max_width=max(24, min(48, width // 3)) if any_rejected else None)
     if any_rejected:
-        table.add_column("reasons", ratio=1, min_width=30)
+        table.add_column("reasons", ratio=1, overflow="fold")
+    else:
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("traj.", justify="right", no_wrap=True)
+        table.add_column("time", justify="right", no_wrap=True)
     for item, v in rows:
         spec_id = v.spec_id or _peek_id(item.path)
-        label = Text(spec_id or item.label, style="bold")
+        label = display.text(spec_id or item.label, "bold")
         if spec_id and item.label != spec_id:
-            label.append(f"\n{item.label}", style="dim")
+            label.append(f"\n{display.clean(item.label)}", style="dim")
         verdict = Text("accepted", style="bold green") if v.accepted else Text("rejected", style="bold red")
-        cells: list[Text | str] = [label, verdict, str(v.trajectories), f"{v.seconds:.2f}s"]
-        table.add_row(*cells, *([_reasons_text(v)] if any_rejected else []))
+        if any_rejected:
+            label.append("\n")
+            label.append_text(verdict)
+            label.append(f" · {v.trajectories} traj. · {v.seconds:.2f}s", style="dim")
+            table.add_row(label, _reasons_text(v))
+        else:
+            table.add_row(label, verdict, str(v.trajectories), f"{v.seconds:.2f}s")
     return table
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("--all-examples", is_flag=True, help="Validate every shipped example.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default="worker", show_default=True,
@@ -141,7 +154,7 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         console = Console(highlight=False)
-        console.print(_table(rows))
+        console.print(_table(rows, console.width))
         style = "bold red" if n_bad else "bold green"
         console.print(Text(f"{len(rows) - n_bad} accepted, {n_bad} rejected in {seconds:.1f}s", style=style))
     if n_bad:
@@ -151,28 +164,61 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
 # -- generate / list / stats ----------------------------------------------------------------------
 
 
-@click.command()
+class _SandboxChoice(click.Choice):
+    """``--executor`` of ``generate``: where spec code runs, as on every command; 'local'/'ray' get a hint."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
+        if value in ("local", "ray"):
+            self.fail(f"{value!r}: --executor names where spec code runs (auto, worker, inprocess), as on every "
+                      f"other command; the parallel engine is --runner {value}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def parse_backend_options(items: tuple[str, ...], option: str = "--backend-option") -> dict[str, object]:
+    """``KEY=VALUE`` pairs (values read as YAML, so JSON works too) into a dict; UsageError on a bad one."""
+    opts: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"{option} must look like KEY=VALUE, got {item!r}")
+        opts[key] = yaml.safe_load(value) if value else ""
+    return opts
+
+
+def _interrupted(e: Any, out: Path) -> None:
+    """Say what an interrupted run saved and how to resume it (e: a GenerateInterrupted); exit 130."""
+    s = e.summary
+    click.echo(f"\nInterrupted. Saved in {out}: {s.attempted} of {e.todo} documents attempted and committed "
+               f"({s.accepted} environments accepted). Documents not committed yet (at most one batch) were "
+               "not saved. Re-run the same command to resume where it stopped.", err=True)
+    raise SystemExit(130)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus", default="stdlib", show_default=True,
               help="'stdlib', a PATH (source tree, .jsonl, .parquet) or 'hf:NAME'.")
 @click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
 @click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
-@click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE",
+@click.option("--backend-option", "--backend-opt", "backend_options", multiple=True, metavar="KEY=VALUE",
               help="Backend option, repeatable: e.g. gguf_file=x.gguf, device=cuda, base_url=http://host:8000/v1.")
-@click.option("--n", "n", type=int, default=20, show_default=True, help="Documents to attempt.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=20, show_default=True, help="Documents to attempt.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("library"), show_default=True,
               help="Library folder (specs + catalog).")
 @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
               help="SQLAlchemy URL of the catalog, e.g. postgresql+psycopg://user@host/db "
                    "(default: sqlite in --out; env: ENVWRIGHT_CATALOG_URL).")
-@click.option("--workers", type=int, default=1, show_default=True, help="Parallel worker processes.")
-@click.option("--executor", "run_executor", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True, help="Run the work on local processes or a Ray cluster.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Parallel worker processes.")
+@click.option("--executor", "--validation", "validation", type=_SandboxChoice(["auto", "worker", "inprocess"]),
+              default="auto", show_default=True,
+              help="Where the gate runs spec code: worker (isolated processes), inprocess (trusted specs), or "
+                   "auto (inprocess for the template proposer, worker for models).")
+@click.option("--runner", "run_executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Run the work on local processes or a Ray cluster.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--max-retries", type=int, default=2, show_default=True, help="Repair rounds for the llm proposer.")
 @click.option("--batch-size", type=int, default=8, show_default=True, help="Documents per generation batch.")
-@click.option("--validation", type=click.Choice(["auto", "worker", "inprocess"]), default="auto", show_default=True,
-              help="Where the gate runs spec code (auto: in-process for template, isolated workers for models).")
 @click.option("--skills", type=click.Path(path_type=Path), default=None,
               help="Skill library folder: condition a share --alpha of documents on routed skills.")
 @click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
@@ -187,21 +233,18 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def generate(corpus: str, proposer: str, backend: str | None, model: str | None, backend_options: tuple[str, ...],
              n: int, out: Path,
-             catalog_url: str | None, workers: int, run_executor: str, seed: int, max_retries: int, batch_size: int,
-             validation: str, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
+             catalog_url: str | None, workers: int, validation: str, run_executor: str, seed: int, max_retries: int,
+             batch_size: int, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
              max_new_tokens: int | None, temperature: float | None, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
-    Exits 1 when every attempt failed in the model backend (nothing was generated; a re-run retries them).
+    Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
+    failed in the model backend, those documents are not marked done: a re-run retries them). Ctrl-C
+    keeps what was committed; re-running the same command resumes.
     """
-    from envgen.generate import GenerateConfig, run_generate
+    from envgen.generate import GenerateConfig, GenerateInterrupted, run_generate
 
-    opts: dict[str, object] = {}
-    for item in backend_options:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.UsageError(f"--backend-option must look like KEY=VALUE, got {item!r}")
-        opts[key] = yaml.safe_load(value) if value else ""
+    opts = parse_backend_options(backend_options)
     popts: dict[str, object] = {"backend_options": opts} if opts else {}
     if proposer == "llm":
         popts["structure"] = structure
@@ -223,40 +266,55 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
         raise click.UsageError(str(e)) from None
     try:
         summary = run_generate(cfg, progress=not as_json)
-    except (KeyError, ValueError, FileNotFoundError) as e:
+    except GenerateInterrupted as e:
+        _interrupted(e, cfg.out)
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as e:
         raise click.ClickException(str(e.args[0] if e.args else e)) from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=1))
-        if summary.only_backend_failures:
-            raise SystemExit(1)
-        return
-    console = Console()
-    t = Table(title=f"envwright generate: {cfg.corpus} / {cfg.proposer} -> {cfg.out}")
-    t.add_column("measure")
-    t.add_column("value", justify="right")
-    t.add_row("attempted", str(summary.attempted))
-    t.add_row("accepted", f"{summary.accepted} ({summary.yield_rate:.0%})")
-    t.add_row("resumed (already done)", str(summary.skipped_resumed))
-    for code, k in sorted(summary.rejected_by_reason.items(), key=lambda kv: -kv[1]):
-        t.add_row(f"rejected: {code}", str(k))
-    t.add_row("duplicates refused", str(summary.duplicates))
-    t.add_row("retries", str(summary.retries))
-    t.add_row("tokens", str(summary.tokens))
-    t.add_row("median validation", f"{summary.median_validation_ms:.1f} ms")
-    t.add_row("time per accepted env", f"{summary.seconds_per_env:.3f} s")
-    t.add_row("wall time", f"{summary.wall_seconds:.1f} s")
-    console.print(t)
+    else:
+        _print_generate_summary(cfg, summary)
     if summary.backend_failures:
         err = Console(stderr=True)
         err.print(Text(f"{summary.backend_failures} of {summary.attempted} documents failed in the model backend "
                        f"and are not marked done; re-run the same command to retry them. First error: "
-                       f"{summary.first_backend_error}", style="bold red" if summary.only_backend_failures
-                       else "yellow"))
-    if summary.only_backend_failures:
-        raise SystemExit(1)
+                       f"{display.text(str(summary.first_backend_error))}",
+                       style="bold red" if summary.only_backend_failures else "yellow"))
+    if summary.attempted and not summary.accepted:
+        raise click.ClickException(f"no environment was accepted from {summary.attempted} documents (see the "
+                                   f"rejection reasons above, and the candidates in {cfg.out / 'rejected'})")
 
 
-@click.command("list")
+def _print_generate_summary(cfg: Any, summary: Any) -> None:
+    console = Console()
+    t = Table(title=display.text(f"envwright generate: {cfg.corpus} / {cfg.proposer} -> {cfg.out}"))
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("attempted", str(summary.attempted))
+    t.add_row("accepted", f"{summary.accepted} ({summary.yield_rate:.0%})" if summary.attempted else "0")
+    t.add_row("resumed (already done)", str(summary.skipped_resumed))
+    for code, k in sorted(summary.rejected_by_reason.items(), key=lambda kv: -kv[1]):
+        t.add_row(display.text(f"rejected: {code}"), str(k))
+    t.add_row("duplicates refused", str(summary.duplicates))
+    t.add_row("retries", str(summary.retries))
+    t.add_row("tokens", str(summary.tokens))
+    t.add_row("median validation", f"{summary.median_validation_ms:.1f} ms" if summary.validation_seconds else "-")
+    t.add_row("time per accepted env", f"{summary.seconds_per_env:.3f} s" if summary.accepted else "-")
+    t.add_row("wall time", f"{summary.wall_seconds:.1f} s")
+    console.print(t)
+
+
+def _open_library(library: Path, catalog_url: str | None) -> Any:
+    """An existing library (never creating catalog files in a folder that is not one)."""
+    from envgen.library import Library
+
+    try:
+        return Library(library, catalog_url, create=False)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command("list", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--proposer", default=None, help="Only envs whose generator starts with this (template, llm).")
 @click.option("--stream", default=None, help="Only this stream: skill, explore, template, manual.")
@@ -266,7 +324,7 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
 @click.option("--max-solve", type=float, default=None, help="Maximum solve rate.")
 @click.option("--sort", default="created_at", show_default=True, help="Catalog column to sort by.")
 @click.option("--desc", is_flag=True, help="Sort descending.")
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many (>= 1).")
 @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
               help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
@@ -274,65 +332,96 @@ def list_library(library: Path, proposer: str | None, stream: str | None, skill:
                  min_solve: float | None, max_solve: float | None, sort: str, desc: bool, limit: int | None,
                  catalog_url: str | None, as_json: bool) -> None:
     """List the environments of a library, with filters and sorting."""
-    from envgen.library import Library
-
+    lib = _open_library(library, catalog_url)
     try:
-        lib = Library(library, catalog_url)
         rows = lib.rows(proposer=proposer, stream=stream, skill=skill, doc=doc, min_solve=min_solve,
                         max_solve=max_solve, sort=sort, descending=desc, limit=limit)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+    finally:
+        lib.close()
     if as_json:
         keep = ("id", "title", "doc_id", "proposer", "stream", "skill_id", "n_tools", "n_tasks", "solve_rate",
                 "grounding", "created_at", "path")
         click.echo(json.dumps([{k: r[k] for k in keep} for r in rows], indent=1))
         return
-    t = Table("id", "title", "source", "proposer", "stream", "tools", "tasks", "solve", title=f"{len(rows)} envs")
-    for r in rows:
-        solve = "-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}"
-        t.add_row(r["id"], r["title"][:40], (r["doc_id"] or "-")[:40], r["proposer"] or "-", r["stream"] or "-",
-                  str(r["n_tools"]), str(r["n_tasks"]), solve)
-    Console().print(t)
+    console = Console()
+    console.print(library_table(rows, console.width))
 
 
-@click.command()
+def library_table(rows: list[dict[str, Any]], width: int) -> Table:
+    """The ``list`` table: ids are never cut. Wide terminals get one column per field; narrower ones
+    stack the id (on a line of its own) over title, source and proposer, and wrap those."""
+    longest = max((len(r["id"]) for r in rows), default=2)
+    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}"
+    solve = ["-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}" for r in rows]
+    if width >= longest + 110:
+        t = Table(title=title)
+        t.add_column("id", no_wrap=True, min_width=longest)
+        for name in ("title", "source", "proposer", "stream"):
+            t.add_column(name, overflow="fold")
+        for name in ("tools", "tasks", "solve"):
+            t.add_column(name, justify="right", no_wrap=True)
+        for r, sr in zip(rows, solve, strict=True):
+            t.add_row(display.text(r["id"]), display.text(r["title"]), display.text(r["doc_id"] or "-"),
+                      display.text(r["proposer"] or "-"), display.text(r["stream"] or "-"),
+                      str(r["n_tools"]), str(r["n_tasks"]), sr)
+        return t
+    t = Table(title=title, show_lines=True)
+    t.add_column("id / title / source · proposer · stream", overflow="fold", min_width=min(longest, width - 30))
+    for name in ("tools", "tasks", "solve"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for r, sr in zip(rows, solve, strict=True):
+        cell = display.text(r["id"], "bold")
+        cell.append("\n" + display.clean(r["title"]))
+        cell.append("\n" + display.clean(f"{r['doc_id'] or '-'} · {r['proposer'] or '-'} · {r['stream'] or '-'}"),
+                    style="dim")
+        t.add_row(cell, str(r["n_tools"]), str(r["n_tasks"]), sr)
+    return t
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
               help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
 def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
     """Yield per proposer and rejection reason, diversity, grounding and mutation score of a library."""
-    from envgen.library import Library
     from envgen.stats import library_stats
 
+    lib = _open_library(library, catalog_url)
     try:
-        st = library_stats(Library(library, catalog_url))
+        st = library_stats(lib)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+    finally:
+        lib.close()
     if as_json:
         click.echo(json.dumps(st.to_dict(), indent=1))
         return
     console = Console()
-    t = Table("measure", "value", title=f"library {library}")
+    t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
     t.add_row("environments", str(st.envs))
     t.add_row("attempts (accepted)", f"{st.attempts} ({st.accepted_attempts})")
     t.add_row("overall yield", f"{st.overall_yield:.1%}" if st.attempts else "-")
     for p, y in st.yield_by_proposer.items():
-        t.add_row(f"yield: {p}", f"{y['accepted']}/{y['attempted']} = {y['yield']:.1%}")
+        t.add_row(display.text(f"yield: {p}"), f"{y['accepted']}/{y['attempted']} = {y['yield']:.1%}")
     for code, k in st.rejections_by_reason.items():
-        t.add_row(f"rejected: {code}", str(k))
+        t.add_row(display.text(f"rejected: {code}"), str(k))
     t.add_row("distinct tool-signature sets", str(st.distinct_signatures))
-    t.add_row("mean pairwise task-text distance", f"{st.mean_task_distance:.3f}")
-    t.add_row("grounded share (>= 0.5 of names)", f"{st.grounded_share:.1%}" if st.grounded_share == st.grounded_share
-              else "-")
-    t.add_row("mean grounding", f"{st.mean_grounding:.3f}")
+    t.add_row("mean pairwise task-text distance", _num(st.mean_task_distance, "{:.3f}"))
+    t.add_row("grounded share (>= 0.5 of names)", _num(st.grounded_share, "{:.1%}"))
+    t.add_row("mean grounding", _num(st.mean_grounding, "{:.3f}"))
     if st.mutation_scored:
         t.add_row("mutation score (checks catch wrong trajectories)",
                   f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")
     else:
         t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
-    if st.rejected_mean_mutation_score == st.rejected_mean_mutation_score:
-        t.add_row("mutation score of rejected candidates", f"{st.rejected_mean_mutation_score:.3f}")
-    t.add_row("by stream", json.dumps(st.by_stream))
-    t.add_row("solve-rate histogram", json.dumps(st.solve_rate_histogram))
+    t.add_row("mutation score of rejected candidates", _num(st.rejected_mean_mutation_score, "{:.3f}"))
+    t.add_row("by stream", display.text(json.dumps(st.by_stream, ensure_ascii=False)))
+    t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
     console.print(t)
+
+
+def _num(x: float, fmt: str) -> str:
+    return "-" if x != x else fmt.format(x)  # NaN: nothing to measure yet

@@ -20,7 +20,11 @@ When the module or attribute of an entry does not exist yet (the command is
 still being built), or a third-party package it needs is not installed,
 running the command prints one clear line that says so and how to fix it
 (``pip install -e '.[train]'``) and exits with status 1; never a traceback.
-An unknown name is answered with the closest names in the table.
+That holds too when the missing package is imported only while the command
+runs (matplotlib for ``eval``'s plots): the extra named is the one that
+brings that package (:data:`EXTRA_OF`), else the entry's own.
+An unknown name is answered with the closest names in the table. ``-h`` is
+``--help`` everywhere.
 
 Contract for sub-command authors: put the command at the ``module:attribute``
 named below (or change the string here); keep the module's top-level imports
@@ -42,6 +46,15 @@ __all__ = ["COMMANDS", "CommandUnavailable", "LazyEntry", "LazyGroup", "cli", "m
 
 #: Our own top-level packages: a missing module among them means "not built yet", not "install X".
 OWN_PACKAGES = ("envgen", "gym_envs", "corpora", "eval", "training")
+
+#: The pip extra (pyproject's optional-dependencies) that brings a third-party package, by import name.
+EXTRA_OF = {"torch": "train", "transformers": "train", "trl": "train", "peft": "train", "accelerate": "train",
+            "tensorboard": "train", "gguf": "train", "tokenizers": "train", "datasets": "hf", "pyarrow": "hf",
+            "openai": "openai", "vllm": "vllm", "ray": "ray", "psycopg": "postgres", "mpmath": "eval",
+            "bfcl_eval": "eval"}
+
+#: Options that ask for help on every command (click's default knows only --help).
+HELP_OPTIONS = ["-h", "--help"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +85,7 @@ ENV, LIB, EVAL, TRAIN = "Environments", "Library", "Evaluation", "Training"
 COMMANDS: dict[str, LazyEntry] = {
     "show": LazyEntry("gym_envs.cli:show", "Describe an environment: tools, tables, tasks, checks.",
                       section=ENV),
-    "play": LazyEntry("gym_envs.cli:play", "Play a task by hand (or from a script on stdin).", section=ENV),
+    "play": LazyEntry("gym_envs.play:play", "Play a task by hand (or from a script on stdin).", section=ENV),
     "schema": LazyEntry("gym_envs.cli:schema", "Print the JSON Schema of the environment spec.", section=ENV),
     "serve": LazyEntry("envgen.interop_cli:serve", "Serve one environment as an MCP server (stdio or HTTP).",
                        extra="mcp", section=ENV),
@@ -89,6 +102,8 @@ COMMANDS: dict[str, LazyEntry] = {
                         extra="hf", section=LIB),
     "skills": LazyEntry("envgen.skills.cli:app", "Skill libraries: list, show, stats, export, simulate.",
                         section=LIB),
+    "inspect": LazyEntry("envgen.inspect.cli:inspect", "Write a static HTML site to browse a library or a spec.",
+                         section=LIB),
     "eval": LazyEntry("eval.cli:eval_cmd", "Score a policy on suites (generated, BFCL, ...).",
                       extra="eval", section=EVAL),
     "compare": LazyEntry("eval.cli:compare_cmd", "Compare two evaluation runs side by side.", extra="eval",
@@ -108,6 +123,16 @@ COMMANDS: dict[str, LazyEntry] = {
 # -- resolving an entry ---------------------------------------------------------------------------
 
 
+def install_hint(package: str, extra: str | None) -> str:
+    """How to install ``package``: the extra that brings it, else the package itself."""
+    extra = EXTRA_OF.get(package, extra)
+    if package == "bfcl_eval":
+        return "pip install --no-deps bfcl-eval mpmath (its declared dependencies pull CUDA)"
+    if extra is None:
+        return f"pip install {package}"
+    return f"pip install 'envwright[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+
+
 def _missing_message(display: str, entry: LazyEntry, err: ModuleNotFoundError) -> str:
     module = entry.target.split(":", 1)[0]
     missing = err.name or ""
@@ -115,9 +140,9 @@ def _missing_message(display: str, entry: LazyEntry, err: ModuleNotFoundError) -
     if missing and (module == missing or module.startswith(missing + ".") or ours):
         return (f"'{display}' is not available yet: {module} is not part of this installation "
                 f"(the command is still being built). Update the checkout and reinstall: pip install -e .")
-    extra = f"pip install -e '.[{entry.extra}]'" if entry.extra else f"pip install {missing.split('.')[0]}"
-    return (f"'{display}' needs the package '{missing.split('.')[0]}', which is not installed. "
-            f"Install the extra: {extra}")
+    package = missing.split(".")[0]
+    return (f"'{display}' needs the package '{package}', which is not installed. "
+            f"Install it: {install_hint(package, entry.extra)}")
 
 
 def load_target(display: str, entry: LazyEntry) -> Any:
@@ -174,7 +199,7 @@ def _as_click(name: str, display: str, obj: Any, entry: LazyEntry) -> click.Comm
         import typer
         import typer.main
 
-        app = typer.Typer(add_completion=False)
+        app = typer.Typer(add_completion=False, context_settings={"help_option_names": HELP_OPTIONS})
         app.command(name=name, help=entry.help)(obj)
         obj = typer.main.get_command(app)
     if hasattr(obj, "make_context") and callable(getattr(obj, "main", None)):
@@ -235,6 +260,18 @@ class LazyGroup(click.Group):
             raise click.UsageError(f"No such command '{name}'.{hint}", ctx)
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the sub-command; a third-party package missing at run time becomes one line naming the extra."""
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as e:
+            name = ctx.invoked_subcommand or ""
+            entry = self.lazy.get(name)
+            missing = (e.name or "").split(".")[0]
+            if entry is None or not missing or missing in OWN_PACKAGES:
+                raise
+            raise CommandUnavailable(_missing_message(f"{self.prefix} {name}", entry, e)) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List commands by section, in table order, from the table's help strings: nothing is imported."""
         sections: dict[str, list[tuple[str, str]]] = {}
@@ -264,7 +301,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         ctx.exit()
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"],
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": HELP_OPTIONS,
                                                               "max_content_width": 100})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")

@@ -43,7 +43,8 @@ from envgen.library import BACKEND_FAILURE, AttemptRecord, Library, PreparedEnv
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 
-__all__ = ["GenerateConfig", "GenerateSummary", "grounding", "run_generate", "select_corpus"]
+__all__ = ["GenerateConfig", "GenerateInterrupted", "GenerateSummary", "NoUsableDocuments", "grounding",
+           "run_generate", "select_corpus"]
 
 
 @dataclass
@@ -151,14 +152,41 @@ class GenerateSummary:
 # -- documents --------------------------------------------------------------------------------
 
 
+class NoUsableDocuments(ValueError):
+    """The corpus yielded no document the run can use; the message says what was found and why."""
+
+
 def select_corpus(cfg: GenerateConfig) -> list[Any]:
-    """The documents a run attempts, in a deterministic order."""
+    """The documents a run attempts, in a deterministic order; :class:`NoUsableDocuments` when none."""
     from corpora import SelectConfig, load_corpus, select_documents
+    from corpora.pipeline import SelectionReport
 
     sel = SelectConfig(max_chars=cfg.max_doc_chars, min_stateful_score=cfg.min_stateful,
                        dedup="exact", sample=cfg.n, seed=cfg.seed,
                        languages=("python",) if cfg.proposer == "template" else None)
-    return select_documents(load_corpus(cfg.corpus), sel)
+    report = SelectionReport()
+    docs = select_documents(load_corpus(cfg.corpus), sel, report)
+    if not docs:
+        why = report.explain()
+        skipped = _loader_skips(cfg.corpus)
+        if skipped:
+            why += f". The loader: {skipped}"
+        hint = (" (the template proposer reads Python source: give it a folder of .py files, or use "
+                "--proposer llm)" if cfg.proposer == "template" else "")
+        raise NoUsableDocuments(f"no usable documents in corpus {cfg.corpus!r}: {why}{hint}")
+    return docs
+
+
+def _loader_skips(corpus: str) -> str | None:
+    """What a source-tree corpus's loader found and skipped (None for other corpora)."""
+    from corpora import resolve_spec
+    from corpora.loaders.tree import TreeConfig, explain_tree
+
+    try:
+        name, source = resolve_spec(corpus)
+        return explain_tree(TreeConfig(root=source)) if name == "tree" and source else None
+    except Exception:  # a diagnosis must never hide the error it explains
+        return None
 
 
 # -- the work units ---------------------------------------------------------------------------
@@ -184,6 +212,7 @@ class Outcome:
     repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
     skill_id: str | None = None
     stream: str | None = None
+    gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept in the library
     mutation_score: float | None = None  #: the gate's killed / mutants
     mutants: int | None = None  #: wrong trajectories the gate tried
 
@@ -205,7 +234,7 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
     accepted = verdict.accepted and not extra_reasons
     return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
                    reasons, codes, verdict.seconds, grounding=g, raw=None if accepted else proposal.raw,
-                   env=PreparedEnv.of(proposal.spec) if accepted else None,
+                   env=PreparedEnv.of(proposal.spec) if accepted else None, gate=verdict.to_dict(),
                    mutation_score=verdict.mutation_score, mutants=verdict.mutants, **common)
 
 
@@ -223,6 +252,13 @@ def validate_job(spec_json: str, validation: str) -> Verdict:
 
 
 # -- execution backends -------------------------------------------------------------------------
+
+
+def _ignore_sigint() -> None:
+    """Worker processes leave Ctrl-C to the parent, which commits what is done and shuts them down."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Runner:
@@ -249,7 +285,8 @@ class _Runner:
             # fork starts a worker in milliseconds with everything already imported; fall back to spawn
             # where fork is unavailable or unsafe (a CUDA/OpenMP runtime already loaded by torch).
             method = "fork" if "fork" in mp.get_all_start_methods() and "torch" not in sys.modules else "spawn"
-            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                                             initializer=_ignore_sigint)
 
     def map_unordered(self, fn: Callable[..., Any], arg_lists: list[tuple[Any, ...]]) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, result)`` as results arrive; exceptions become results."""
@@ -323,8 +360,8 @@ class _Recorder:
                             reasons=list(out.reasons), codes=list(out.codes), retries=out.retries,
                             tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
                             grounding=out.grounding, structure=out.structure, repairs=list(out.repairs),
-                            skill_id=out.skill_id, stream=out.stream, mutation_score=out.mutation_score,
-                            mutants=out.mutants,
+                            skill_id=out.skill_id, stream=out.stream, gate=out.gate,
+                            mutation_score=out.mutation_score, mutants=out.mutants,
                             rejected_spec=None if out.accepted else (out.spec_json or out.raw))
         if not self._pending:
             self._since = time.perf_counter()
@@ -405,12 +442,22 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
             recorder.flush()
     except KeyboardInterrupt:
         recorder.flush()  # the results already computed count; the rest is re-attempted on resume
-        raise
+        summary.wall_seconds = time.perf_counter() - t0
+        raise GenerateInterrupted(summary, len(todo)) from None
     finally:
         runner.close()
         lib.close()
     summary.wall_seconds = time.perf_counter() - t0
     return summary
+
+
+class GenerateInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C after committing what it had; re-running the same command resumes it."""
+
+    def __init__(self, summary: GenerateSummary, todo: int):
+        super().__init__("interrupted")
+        self.summary = summary  #: what was committed before the interrupt
+        self.todo = todo  #: documents this run set out to attempt
 
 
 class _SkillRouting:

@@ -4,7 +4,8 @@ Layout of a library folder::
 
     LIBRARY/
       specs/<env_id>.json       accepted specs (written atomically)
-      rejected/<attempt>.json   rejected candidates with their reasons, for inspection
+      gate/<env_id>.json        the validity gate's report on each (rules, near-miss mutations tried)
+      rejected/<attempt>.json   rejected candidates with their reasons (and gate report), for inspection
       catalog.sqlite            the default catalog (or ``catalog_url=`` any SQLAlchemy URL)
 
 Catalog tables: ``envs`` (one row per accepted environment: title, source
@@ -12,8 +13,14 @@ document, proposer, model, skill, stream, counts, signature, the gate's
 mutation score and number of mutants, solve-rate statistics filled in by
 evaluation), ``attempts`` (every attempt of every run:
 document, proposer, verdict and reasons, retries, tokens, seconds; what makes a
-run resumable and what the yield measures read) and ``task_stats``
-(per-task solve rates written by evaluation).
+run resumable and what the yield measures read), ``task_stats``
+(per-task solve rates written by evaluation) and ``solve_history`` (one row per
+evaluation result, so the inspector can draw how a solve rate moved).
+
+``Library(root)`` creates a library; ``Library(root, create=False)`` (what
+``list``, ``stats`` and ``inspect`` use) refuses a folder that is not one
+(:class:`NotALibrary`) instead of writing a catalog into it. Two processes
+creating the same new library at once both succeed.
 
 Guarantees: a spec file is written atomically (temp file, fsync, rename; the
 folder is fsynced once per batch) before its catalog row is committed, and on
@@ -24,96 +31,42 @@ transaction), so an attempt is never recorded without its environment. An
 environment whose tool signatures equal an existing one's and whose task texts
 are near-identical is refused with the original's id (:class:`DuplicateEnv`).
 
-Rows are written with dialect-aware upserts (``INSERT ... ON CONFLICT`` on
-SQLite and PostgreSQL, delete + insert elsewhere); the WAL pragmas apply to
-SQLite only. Any SQLAlchemy URL works, for example
+The tables and the dialect-aware upserts live in :mod:`envgen.catalog`; the WAL
+pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
 ``postgresql+psycopg://user@host/envwright`` (``pip install 'envwright[postgres]'``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import hashlib
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from envgen.catalog import ATTEMPTS, ENVS, SOLVE_HISTORY, TASK_STATS, create_tables, make_engine, now
+from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["AttemptRecord", "DuplicateEnv", "Library", "PreparedEnv", "shingle_similarity", "shingles",
-           "signature_key", "task_texts", "text_similarity"]
+__all__ = ["BACKEND_FAILURE", "AttemptRecord", "DuplicateEnv", "Library", "NotALibrary", "PreparedEnv", "is_library",
+           "shingle_similarity", "shingles", "signature_key", "task_texts", "text_similarity"]
 
 BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
 
-_META = sa.MetaData()
-ENVS = sa.Table(
-    "envs", _META,
-    sa.Column("id", sa.String(96), primary_key=True),
-    sa.Column("title", sa.Text, nullable=False),
-    sa.Column("corpus", sa.Text),
-    sa.Column("doc_id", sa.Text, index=True),
-    sa.Column("doc_path", sa.Text),
-    sa.Column("proposer", sa.Text, index=True),
-    sa.Column("model", sa.Text),
-    sa.Column("skill_id", sa.String(120), index=True),
-    sa.Column("stream", sa.String(20)),
-    sa.Column("valid", sa.Boolean, nullable=False, default=True),
-    sa.Column("reasons", sa.Text, default="[]"),
-    sa.Column("n_tools", sa.Integer),
-    sa.Column("n_tasks", sa.Integer),
-    sa.Column("signature", sa.String(64), index=True),
-    sa.Column("task_text", sa.Text),
-    sa.Column("created_at", sa.String(40)),
-    sa.Column("run_id", sa.String(64)),
-    sa.Column("path", sa.Text),
-    sa.Column("solve_rate", sa.Float, nullable=True),
-    sa.Column("n_evals", sa.Integer, default=0),
-    sa.Column("split", sa.String(20), nullable=True),
-    sa.Column("grounding", sa.Float, nullable=True),
-    sa.Column("structure", sa.String(20), nullable=True),
-    sa.Column("repairs", sa.Text, nullable=True),
-    sa.Column("mutation_score", sa.Float, nullable=True),
-    sa.Column("mutants", sa.Integer, nullable=True),
-)
-ATTEMPTS = sa.Table(
-    "attempts", _META,
-    sa.Column("attempt_id", sa.String(64), primary_key=True),
-    sa.Column("run_id", sa.String(64), index=True),
-    sa.Column("doc_id", sa.Text, index=True),
-    sa.Column("proposer", sa.Text),
-    sa.Column("model", sa.Text),
-    sa.Column("skill_id", sa.String(120)),
-    sa.Column("stream", sa.String(20)),
-    sa.Column("accepted", sa.Boolean, nullable=False),
-    sa.Column("env_id", sa.String(96), nullable=True),
-    sa.Column("reasons", sa.Text, default="[]"),
-    sa.Column("codes", sa.Text, default="[]"),
-    sa.Column("retries", sa.Integer, default=0),
-    sa.Column("tokens", sa.Integer, default=0),
-    sa.Column("seconds", sa.Float, default=0.0),
-    sa.Column("created_at", sa.String(40)),
-    sa.Column("structure", sa.String(20), nullable=True),
-    sa.Column("grounding", sa.Float, nullable=True),
-    sa.Column("mutation_score", sa.Float, nullable=True),
-)
-TASK_STATS = sa.Table(
-    "task_stats", _META,
-    sa.Column("env_id", sa.String(96), primary_key=True),
-    sa.Column("task_id", sa.String(64), primary_key=True),
-    sa.Column("policy", sa.String(200), primary_key=True),
-    sa.Column("n", sa.Integer, default=0),
-    sa.Column("passes", sa.Integer, default=0),
-    sa.Column("reference_passes", sa.Boolean, nullable=True),
-    sa.Column("updated_at", sa.String(40)),
-)
+
+class NotALibrary(ValueError):
+    """A folder that holds no library (no ``specs/`` folder, no ``catalog.sqlite``)."""
+
+
+def is_library(root: str | Path) -> bool:
+    """Whether ``root`` looks like a library folder."""
+    root = Path(root)
+    return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
 
 
 class DuplicateEnv(ValueError):
@@ -161,35 +114,6 @@ def text_similarity(a: str, b: str) -> float:
     return shingle_similarity(shingles(a), shingles(b))
 
 
-def _engine(url: str) -> sa.Engine:
-    """An engine for a catalog URL: WAL pragmas on SQLite; on servers, connections checked before use.
-
-    ``postgresql://`` (no driver) uses psycopg 3 when psycopg2, SQLAlchemy's default, is missing.
-    """
-    u = sa.engine.make_url(url)
-    if u.drivername == "postgresql" and find_spec("psycopg2") is None and find_spec("psycopg") is not None:
-        u = u.set(drivername="postgresql+psycopg")
-    sqlite = u.get_backend_name() == "sqlite"
-    try:
-        engine = sa.create_engine(u, pool_pre_ping=not sqlite)
-    except ImportError as e:
-        extra = " (pip install 'envwright[postgres]')" if u.get_backend_name() == "postgresql" else ""
-        raise ValueError(f"the catalog {u.render_as_string(hide_password=True)!r} needs a database driver that is "
-                         f"not installed: {e}{extra}") from None
-    if sqlite:
-        sa.event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    """WAL journal with NORMAL sync: commits stay atomic and durable across a process kill (the
-    case that matters for a resumable run) at a fraction of the default's fsync cost."""
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
-
-
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
@@ -213,10 +137,6 @@ def _same_spec(a: str | None, b: str | None) -> bool:
     return bool(da == db)
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 def env_entry(spec: EnvSpec) -> dict[str, Any]:
     """The catalog columns of an environment that follow from its spec alone."""
     prov = spec.provenance
@@ -226,7 +146,7 @@ def env_entry(spec: EnvSpec) -> dict[str, Any]:
         "doc_id": src.doc_id if src else None, "doc_path": src.path if src else None,
         "proposer": prov.generator, "skill_id": prov.skill_id, "stream": prov.stream,
         "n_tools": len(spec.tools), "n_tasks": len(spec.tasks), "signature": signature_key(spec),
-        "task_text": task_texts(spec), "created_at": prov.created_at or _now(),
+        "task_text": task_texts(spec), "created_at": prov.created_at or now(),
     }
 
 
@@ -280,6 +200,7 @@ class AttemptRecord:
     duplicate: bool = False  #: set when the library refused the environment
     structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
     repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
+    gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
     mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
     mutants: int | None = None  #: wrong trajectories the gate tried
 
@@ -288,54 +209,8 @@ class AttemptRecord:
                 "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
-                "seconds": self.seconds, "created_at": _now(), "structure": self.structure,
+                "seconds": self.seconds, "created_at": now(), "structure": self.structure,
                 "grounding": self.grounding, "mutation_score": self.mutation_score}
-
-
-@functools.lru_cache(maxsize=32)
-def _upsert_statement(dialect: str, table: sa.Table, columns: tuple[str, ...]) -> Any:
-    """``INSERT ... ON CONFLICT (primary key) DO UPDATE SET columns`` for SQLite or PostgreSQL."""
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert
-    stmt = insert(table)
-    keys = [c.name for c in table.primary_key.columns]
-    if not columns:
-        return stmt.on_conflict_do_nothing(index_elements=keys)
-    return stmt.on_conflict_do_update(index_elements=keys, set_={k: stmt.excluded[k] for k in columns})
-
-
-def _upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert ``rows`` (all with the same keys), replacing the columns they carry in existing rows with
-    the same primary key. Other columns of an existing row (solve rates, splits) are kept."""
-    if not rows:
-        return
-    keys = [c.name for c in table.primary_key.columns]
-    # one row per key (the last wins): a multi-row upsert may not touch the same row twice (PostgreSQL)
-    rows = list({tuple(r[k] for k in keys): r for r in rows}.values())
-    dialect = conn.dialect.name
-    if dialect in ("sqlite", "postgresql"):
-        conn.execute(_upsert_statement(dialect, table, tuple(k for k in rows[0] if k not in keys)), list(rows))
-        return
-    # portable fallback (the caller's transaction makes it atomic): delete the keys, insert the rows
-    where = sa.and_(*(table.c[k] == sa.bindparam(f"_key_{k}") for k in keys))
-    conn.execute(table.delete().where(where), [{f"_key_{k}": r[k] for k in keys} for r in rows])
-    conn.execute(table.insert(), list(rows))
-
-
-def _add_missing_columns(engine: sa.Engine) -> None:
-    """Bring an existing catalog up to this version: add the columns it lacks (all are nullable)."""
-    inspector = sa.inspect(engine)
-    with engine.begin() as c:
-        for table in _META.sorted_tables:
-            if not inspector.has_table(table.name):
-                continue
-            have = {col["name"] for col in inspector.get_columns(table.name)}
-            for col in table.columns:
-                if col.name not in have:
-                    kind = col.type.compile(dialect=engine.dialect)
-                    c.execute(sa.text(f'ALTER TABLE "{table.name}" ADD COLUMN "{col.name}" {kind}'))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -379,14 +254,18 @@ class Library:
         near_duplicate: task-text similarity at or above which same-signature envs are duplicates.
     """
 
-    def __init__(self, root: str | Path, catalog_url: str | None = None, *, near_duplicate: float = 0.8):
+    def __init__(self, root: str | Path, catalog_url: str | None = None, *, near_duplicate: float = 0.8,
+                 create: bool = True):
         self.root = Path(root)
+        if not create and not is_library(self.root):
+            raise NotALibrary(f"{self.root} is not an envwright library (it has no specs/ folder and no "
+                              f"catalog.sqlite); make one with: envwright generate --out {self.root}")
         (self.root / "specs").mkdir(parents=True, exist_ok=True)
-        (self.root / "rejected").mkdir(parents=True, exist_ok=True)
+        if create:
+            (self.root / "rejected").mkdir(parents=True, exist_ok=True)
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
-        self.engine = _engine(self.url)
-        _META.create_all(self.engine)
-        _add_missing_columns(self.engine)
+        self.engine = make_engine(self.url)
+        create_tables(self.engine)
         self.near_duplicate = near_duplicate
         self.reindex()
 
@@ -505,12 +384,14 @@ class Library:
             to_write.append(r)
         for r in to_write:
             assert r.env is not None
+            if r.gate is not None:
+                self.write_gate_report(r.env.id, r.gate)
             atomic_write_text(self.spec_path(r.env.id), r.env.text)
         if to_write:
             _fsync_dir(self.root / "specs")
         for r in records:
             if not r.accepted and r.rejected_spec is not None:
-                self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec)
+                self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
         env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
                                      mutation_score=r.mutation_score, mutants=r.mutants),
                      "structure": r.structure, "repairs": json.dumps(r.repairs)}
@@ -563,9 +444,25 @@ class Library:
         return [p.id for p, _ in added], present
 
     def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
-                        rejected_spec: dict[str, Any] | str) -> None:
+                        rejected_spec: dict[str, Any] | str, gate: dict[str, Any] | None = None) -> None:
         payload = {"attempt_id": attempt_id, "doc_id": doc_id, "reasons": list(reasons), "candidate": rejected_spec}
+        if gate is not None:
+            payload["gate"] = gate
+        (self.root / "rejected").mkdir(exist_ok=True)
         atomic_write_text(self.root / "rejected" / f"{attempt_id}.json", json.dumps(payload, indent=1))
+
+    def write_gate_report(self, env_id: str, report: dict[str, Any]) -> None:
+        """Keep the gate's report on an environment (``gate/<env_id>.json``, atomic)."""
+        (self.root / "gate").mkdir(exist_ok=True)
+        atomic_write_text(self.root / "gate" / f"{env_id}.json", json.dumps(report, indent=1, default=str))
+
+    def gate_report(self, env_id: str) -> dict[str, Any] | None:
+        """The stored gate report of an environment (None when the library has none for it)."""
+        text = _read(self.root / "gate" / f"{env_id}.json")
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return None
 
     def record_attempt(self, *, attempt_id: str, run_id: str, doc_id: str, proposer: str, accepted: bool,
                        env_id: str | None = None, reasons: Iterable[str] = (), codes: Iterable[str] = (),
@@ -676,12 +573,14 @@ class Library:
             old = c.execute(sa.select(TASK_STATS).where(key)).mappings().first()
             if old:
                 c.execute(sa.update(TASK_STATS).where(key).values(
-                    n=old["n"] + n, passes=old["passes"] + passes, updated_at=_now(),
+                    n=old["n"] + n, passes=old["passes"] + passes, updated_at=now(),
                     reference_passes=reference_passes if reference_passes is not None else old["reference_passes"]))
             else:
                 c.execute(sa.insert(TASK_STATS).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
                                                        passes=passes, reference_passes=reference_passes,
-                                                       updated_at=_now()))
+                                                       updated_at=now()))
+            c.execute(sa.insert(SOLVE_HISTORY).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
+                                                      passes=passes, at=now()))
             tot = c.execute(sa.select(sa.func.sum(TASK_STATS.c.n), sa.func.sum(TASK_STATS.c.passes))
                             .where((TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.policy != "reference"))).one()
             if tot[0]:
@@ -692,6 +591,14 @@ class Library:
         q = sa.select(TASK_STATS)
         if env_id:
             q = q.where(TASK_STATS.c.env_id == env_id)
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q).mappings()]
+
+    def solve_history(self, env_id: str | None = None) -> list[dict[str, Any]]:
+        """Every evaluation result recorded (oldest first), of one env or all."""
+        q = sa.select(SOLVE_HISTORY).order_by(SOLVE_HISTORY.c.row_id)
+        if env_id:
+            q = q.where(SOLVE_HISTORY.c.env_id == env_id)
         with self.engine.connect() as c:
             return [dict(r) for r in c.execute(q).mappings()]
 

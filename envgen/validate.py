@@ -38,7 +38,9 @@ rule. The rules and how each is decided:
    at parse time; the gate reports them under this rule).
 
 Rejection reasons carry the rule number, a short code and a message that says
-what to fix; they are fed back to LLM proposers verbatim.
+what to fix (turns and checks counted from 1); they are fed back to LLM proposers
+verbatim. Every wrong trajectory played for rules 4, 5 and 7 is also recorded, with
+what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import click
 
 __all__ = ["bench_app", "compare", "compare_cmd", "contamination_cmd", "eval_cmd"]
 
-_USER_ERRORS = (ValueError, KeyError, FileNotFoundError, ImportError, RuntimeError)
+_USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
 
 
 def _opt_value(text: str) -> tuple[str, Any]:
@@ -36,6 +36,14 @@ def _opt_value(text: str) -> tuple[str, Any]:
         return key, value
 
 
+def _missing(e: ModuleNotFoundError, extra: str) -> str:
+    """A missing third-party package, with the extra that brings it."""
+    from envgen.command import install_hint
+
+    package = (e.name or "").split(".")[0]
+    return f"the package '{package}' is not installed. Install it: {install_hint(package, extra)}"
+
+
 def _error_text(e: BaseException) -> str:
     return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
 
@@ -46,9 +54,11 @@ def _error_text(e: BaseException) -> str:
 @click.option("--suite", "suites", multiple=True, required=True,
               help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context (repeatable).")
 @click.option("--k", default=1, show_default=True, type=int, help="Trials per task.")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Run folder.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Run folder (refused if it already holds a run, unless --overwrite).")
+@click.option("--overwrite", is_flag=True, help="Replace the run already in --out.")
 @click.option("--concurrency", default=4, show_default=True, type=int, help="Episodes in flight.")
-@click.option("--limit", default=None, type=int, help="First N tasks of each suite.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="First N tasks of each suite (>= 1).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--split", default="all", show_default=True, type=click.Choice(["train", "heldout", "all"]),
               help="Library split (by a hash of each env's source document).")
@@ -62,7 +72,7 @@ def _error_text(e: BaseException) -> str:
               help="Sampling temperature (use > 0 with --k > 1, else trials are identical).")
 @click.option("--pass-tools/--no-pass-tools", default=False, show_default=True,
               help="Also pass tools= to the backend (the system prompt always lists them).")
-@click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+@click.option("--backend-option", "--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
               help="Extra option for the backend (JSON values), repeatable.")
 @click.option("--calls-per-step", default=0, show_default=True, type=int,
               help="Scripted reference: calls per step (0: all of a turn's calls in one step).")
@@ -71,7 +81,8 @@ def _error_text(e: BaseException) -> str:
 @click.option("--agreement", is_flag=True, help="Also check reference = 1 and empty = 0 per suite.")
 @click.option("--bootstrap", default=2000, show_default=True, type=int, help="Bootstrap resamples.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, out: Path, concurrency: int,
+def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, out: Path, overwrite: bool,
+             concurrency: int,
              limit: int | None, seed: int, split: str, max_turn_steps: int, executor: str, mode: str,
              max_new_tokens: int, temperature: float, pass_tools: bool, backend_opts: tuple[str, ...],
              calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
@@ -89,8 +100,11 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
                             concurrency=concurrency, limit=limit, seed=seed, split=split,
                             max_turn_steps=max_turn_steps, executor=executor, mode=mode,
                             write_back=write_back, agreement=agreement, progress=progress, n_boot=bootstrap,
-                            policy_opts=opts)
+                            policy_opts=opts, overwrite=overwrite)
+        _require_plots()
         run = run_eval(config, log=lambda m: click.echo(m, err=True))
+    except ModuleNotFoundError as e:
+        raise click.ClickException(_missing(e, "eval")) from None
     except _USER_ERRORS as e:
         raise click.ClickException(_error_text(e)) from None
     _print_summary(run.summary)
@@ -98,35 +112,46 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
         click.echo(f"{name}: {path}")
 
 
+def _require_plots() -> None:
+    """The report's plots need matplotlib: fail before any episode runs, naming the extra."""
+    from importlib.util import find_spec
+
+    if find_spec("matplotlib") is None:
+        raise ImportError("'envwright eval' draws its report's plots with matplotlib, which is not installed. "
+                          "Install the extra: pip install 'envwright[eval]' (from a checkout: pip install -e "
+                          "'.[eval]')")
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from eval.report import _SUITE_HEAD, _suite_rows
+    from gym_envs import display
 
-    table = Table(title=f"policy {summary['run']['policy']}")
+    table = Table(title=display.text(f"policy {summary['run']['policy']}"))
     keep = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "checks", "errors"]
     for h in keep:
-        table.add_column(h, overflow="fold")
+        table.add_column(h, overflow="fold", no_wrap=h == "95% CI", min_width=len(h))
     for row in _suite_rows(summary):
         cells = dict(zip(_SUITE_HEAD, row, strict=True))
-        table.add_row(*(cells[h] for h in keep))
+        table.add_row(*(display.text(cells[h]) for h in keep))
     console = Console()
     console.print(table)
     for name, info in summary.get("runs", {}).items():
-        console.print(f"throughput {name}: {info.get('episodes_per_s')} episodes/s "
-                      f"({info.get('episodes')} episodes in {info.get('seconds')} s)")
+        console.print(display.text(f"throughput {name}: {info.get('episodes_per_s')} episodes/s "
+                                   f"({info.get('episodes')} episodes in {info.get('seconds')} s)"))
         if "agreement" in info:
             a = info["agreement"]
-            console.print(f"checker agreement {name}: reference pass rate {a['reference_pass_rate']}, "
-                          f"empty pass rate on state-changing tasks {a['empty_pass_rate_state_changing']}, "
-                          f"agrees {a['agrees']}")
+            console.print(display.text(f"checker agreement {name}: reference pass rate "
+                                       f"{a['reference_pass_rate']}, empty pass rate on state-changing tasks "
+                                       f"{a['empty_pass_rate_state_changing']}, agrees {a['agrees']}"))
         suspicious = (info.get("library") or {}).get("suspicious", [])
         if suspicious:
             names = ", ".join(f"{s['env_id']}/{s['task_id']}" for s in suspicious[:10])
             more = f" and {len(suspicious) - 10} more (see report.md)" if len(suspicious) > 10 else ""
-            console.print(f"{len(suspicious)} suspicious tasks (every evaluated policy fails, the reference "
-                          f"passes): {names}{more}")
+            console.print(display.text(f"{len(suspicious)} suspicious tasks (every evaluated policy fails, the "
+                                       f"reference passes): {names}{more}"))
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
@@ -141,19 +166,38 @@ def compare_cmd(run_a: Path, run_b: Path, out: Path | None, bootstrap: int, seed
     from rich.console import Console
     from rich.table import Table
 
-    from eval.report import _ci, _fmt, compare_markdown, compare_runs
+    from eval.report import _fmt, compare_markdown, compare_runs
+    from gym_envs import display
 
     try:
         result = compare_runs(run_a, run_b, n_boot=bootstrap, seed=seed)
     except _USER_ERRORS as e:
         raise click.ClickException(_error_text(e)) from None
-    table = Table(title=f"A = {result['a']['policy']} ({run_a})   B = {result['b']['policy']} ({run_b})")
-    for h in ("suite", "kind", "metric", "tasks A/B (common)", "A", "B", "B - A", "95% CI", ""):
-        table.add_column(h)
-    for r in result["rows"]:
-        table.add_row(r["suite"], r["kind"], r["metric"], f"{r['tasks_a']}/{r['tasks_b']} ({r['common']})",
-                      _fmt(r["a"]), _fmt(r["b"]), _fmt(r["diff"]), _ci(r["ci"]),
-                      "*" if r["significant"] else "")
+    table = Table(title=display.text(f"A = {result['a']['policy']} ({run_a})\nB = {result['b']['policy']} "
+                                     f"({run_b})"), box=None, header_style="bold underline",
+                  caption="tasks: in A / in B (in both) when they differ; * the 95% CI of B - A excludes 0")
+    table.add_column("suite / kind", overflow="fold", min_width=min(19, max(len(r["kind"]) + 2 for r in
+                                                                          result["rows"]) if result["rows"] else 12))
+    table.add_column("metric", no_wrap=True)
+    table.add_column("tasks", no_wrap=True)
+    for h in ("A", "B", "B - A"):
+        table.add_column(h, justify="right", no_wrap=True)
+    table.add_column("95% CI", no_wrap=True)
+    last = None
+    for r in result["rows"]:  # one label per (suite, kind): the suite on its "(all)" rows, then its kinds
+        key = (r["suite"], r["kind"])
+        if key == last:
+            where = display.text("")
+        elif r["kind"] == "(all)":
+            where = display.text(r["suite"], "bold")
+        else:
+            where = display.text(f"  {r['kind']}")
+        last = key
+        ci = f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]" if r["ci"] else "–"
+        same = r["tasks_a"] == r["tasks_b"] == r["common"]
+        tasks = str(r["common"]) if same else f"{r['tasks_a']}/{r['tasks_b']} ({r['common']})"
+        table.add_row(where, r["metric"], tasks, _fmt(r["a"]),
+                      _fmt(r["b"]), _fmt(r["diff"]) + ("*" if r["significant"] else " "), ci)
     Console().print(table)
     if out is not None:
         text = json.dumps(result, indent=2) if out.suffix == ".json" else compare_markdown(result)

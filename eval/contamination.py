@@ -24,6 +24,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from eval.report import md_code
+
 __all__ = ["contamination_markdown", "contamination_report", "jaccard", "shingles", "text_overlap"]
 
 
@@ -121,7 +123,7 @@ def contamination_markdown(report: Mapping[str, Any]) -> str:
     """A Markdown rendering of :func:`contamination_report`."""
     tn, sc, tx = report["tool_names"], report["schemas"], report["task_text"]
     lines = [
-        f"# Contamination: `{report['a']}` vs `{report['b']}`", "",
+        f"# Contamination: {md_code(report['a'])} vs {md_code(report['b'])}", "",
         "| level | A | B | shared | Jaccard | share of A |", "|---|---|---|---|---|---|",
         f"| tool names | {tn['a']} | {tn['b']} | {tn['n_shared']} | {tn['jaccard']:.3f} | "
         f"{tn['share_of_a']:.3f} |",
@@ -132,15 +134,15 @@ def contamination_markdown(report: Mapping[str, Any]) -> str:
         f"{tx['at_or_above_threshold']} A tasks at or above {tx['threshold']}.", "",
     ]
     if tn["shared"]:
-        lines += ["Shared tool names: " + ", ".join(f"`{n}`" for n in tn["shared"][:100]), ""]
+        lines += ["Shared tool names: " + ", ".join(md_code(n) for n in tn["shared"][:100]), ""]
     if sc["shared"]:
-        lines += ["Shared schemas: " + ", ".join(f"`{s['name']}({', '.join(s['parameters'])})`"
+        lines += ["Shared schemas: " + ", ".join(md_code(f"{s['name']}({', '.join(s['parameters'])})")
                                                  for s in sc["shared"][:100]), ""]
     if tx["closest_pairs"]:
         lines += ["## Closest task pairs", "", "| similarity | A | B | A text | B text |",
                   "|---|---|---|---|---|"]
         for p in tx["closest_pairs"]:
-            at = p["a_text"].replace("\n", " ").replace("|", "\\|")[:160]
-            bt = p["b_text"].replace("\n", " ").replace("|", "\\|")[:160]
-            lines.append(f"| {p['similarity']:.3f} | `{p['a']}` | `{p['b']}` | {at} | {bt} |")
+            at, bt = md_code(p["a_text"], table=True, limit=160), md_code(p["b_text"], table=True, limit=160)
+            lines.append(f"| {p['similarity']:.3f} | {md_code(p['a'], table=True)} | {md_code(p['b'], table=True)} | "
+                         f"{at} | {bt} |")
     return "\n".join(lines) + "\n"

@@ -95,7 +95,7 @@ class ScriptedPolicy(Policy):
 
     def __init__(self, script: str = "reference", *, calls_per_step: int | None = None):
         if calls_per_step is not None and calls_per_step < 1:
-            raise ValueError("calls_per_step must be >= 1 or None (all of a turn's calls in one step)")
+            raise ValueError("calls_per_step must be >= 1 (or 0 / unset: all of a turn's calls in one step)")
         self.calls_per_step = calls_per_step
         self.recorded: dict[tuple[str, str, int | None], list[Action]] = {}
         if script in SCRIPTS:

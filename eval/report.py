@@ -19,7 +19,14 @@ Contract:
 - :func:`compare_runs` puts two run folders side by side per suite and task kind (pass@1 and
   partial credit per check), with a paired bootstrap interval of the difference B - A over the
   tasks both runs share (unpaired when they share none); :func:`compare_markdown` renders it.
-- Plots use matplotlib's object API (no pyplot state), so reports can be written from threads.
+- Plots use matplotlib's object API (no pyplot state), so reports can be written from threads. Each
+  plot shows the mean check fraction beside pass@1, so a run that passes nothing still draws bars;
+  legends sit outside the axes.
+- **Untrusted text is data.** Suite, task and environment names, policy labels, error and check
+  messages come from specs, models and tools. ``report.md`` shows them only inside code spans
+  (:func:`md_code`: control characters and newlines as visible escapes, a backtick fence longer than
+  any backtick run inside, table pipes escaped), so they cannot add tables, HTML or links;
+  ``report.html`` escapes every field (:func:`html.escape`).
 """
 
 from __future__ import annotations
@@ -32,14 +39,16 @@ import os
 import re
 import shutil
 import tempfile
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
+from gym_envs import display
 
-__all__ = ["compare_markdown", "compare_runs", "json_text", "load_run", "render_html", "render_markdown",
-           "write_run"]
+__all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text", "kinds_figure",
+           "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
 
 _HTML_MESSAGE_CHARS = 6_000
 _DIAG_KEYS = ("fabricated_rate", "asked_rate", "declined_rate", "acted_rate", "withheld_call_rate")
@@ -62,9 +71,30 @@ def anchor(episode_id: str) -> str:
     return f"ep-{episode_id}"
 
 
+def md_code(value: Any, *, table: bool = False, limit: int = 300) -> str:
+    """Untrusted text as one inline Markdown code span that cannot break out of it.
+
+    Control characters, newlines and tabs become visible escapes (one line, so no new table row or
+    heading), the text is cut to ``limit`` characters, the fence is one backtick longer than the
+    longest run of backticks inside (CommonMark), and in a table cell ``|`` is escaped (GFM splits
+    cells on it even inside code spans).
+    """
+    text = display.one_line(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if not text:
+        return "(empty)"
+    if table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 # -- files ----------------------------------------------------------------------------------------
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_RUN_FILES = {"results": "results.jsonl", "summary": "summary.json", "markdown": "report.md", "html": "report.html"}
+RUN_FILES = ("results.jsonl", "summary.json", "report.md", "report.html")
+_RUN_FILES = dict(zip(("results", "summary", "markdown", "html"), RUN_FILES, strict=True))
 
 
 def json_text(obj: Any, **kwargs: Any) -> str:
@@ -117,6 +147,24 @@ def write_run(out: str | Path, records: list[dict[str, Any]], summary: dict[str,
     return {key: out / name for key, name in _RUN_FILES.items()}
 
 
+def claim_run_folder(out: str | Path, *, overwrite: bool = False) -> None:
+    """Refuse a folder that already holds an evaluation run, unless ``overwrite`` (then its run files go).
+
+    Called before any episode runs, so a refused run costs nothing.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file; give a folder for the run")
+    present = [name for name in RUN_FILES if (out / name).exists()]
+    if not present:
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out} already holds an evaluation run ({', '.join(present)}); choose another "
+                              "--out, or pass --overwrite to replace it")
+    for name in present:
+        (out / name).unlink()
+
+
 def load_run(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(records, summary)`` of a run folder."""
     root = Path(path)
@@ -148,9 +196,14 @@ _SUITE_HEAD = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "pass
                "checks", "errors", "episodes/s"]
 
 
-def _md_table(head: list[str], rows: Iterable[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+def _md_table(head: list[str], rows: Iterable[list[str]], untrusted: tuple[int, ...] = ()) -> str:
+    """A GFM table; cells of the ``untrusted`` columns become code spans (:func:`md_code`)."""
+    def cell(i: int, c: str) -> str:
+        return md_code(c, table=True) if i in untrusted else c.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(cell(i, h) if i not in untrusted else h for i, h in enumerate(head)) + " |",
+             "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(i, c) for i, c in enumerate(r)) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -182,20 +235,20 @@ def _extras_md(summary: Mapping[str, Any]) -> list[str]:
     for name, run in (summary.get("runs") or {}).items():
         if "agreement" in run:
             a = run["agreement"]
-            out += [f"\n### Checker agreement: {name}\n",
+            out += [f"\n### Checker agreement: {md_code(name)}\n",
                     f"reference pass rate {_fmt(a['reference_pass_rate'])} over {a['tasks']} tasks; "
                     f"empty pass rate {_fmt(a['empty_pass_rate_state_changing'])} over "
                     f"{a['state_changing']} state-changing tasks; agrees: **{a['agrees']}**"]
-            out += [f"- violation: `{v['task']}` ({v['kind']}): reference passed {v['reference_passed']}, "
-                    f"empty passed {v['empty_passed']}" for v in a["violations"]]
+            out += [f"- violation: {md_code(v['task'])} ({md_code(v['kind'])}): reference passed "
+                    f"{v['reference_passed']}, empty passed {v['empty_passed']}" for v in a["violations"]]
         if "library" in run:
             lib = run["library"]
-            out += [f"\n### Labelled pool: {name}\n",
+            out += [f"\n### Labelled pool: {md_code(name)}\n",
                     f"{lib['written']} task results written to the catalog."]
             if lib["suspicious"]:
                 out.append("Tasks every evaluated policy fails although the reference passes:")
-                out += [f"- `{s['env_id']}/{s['task_id']}` (policies: {', '.join(s['policies'])})"
-                        for s in lib["suspicious"][:500]]
+                out += [f"- {md_code(s['env_id'] + '/' + s['task_id'])} (policies: "
+                        f"{', '.join(md_code(p) for p in s['policies'])})" for s in lib["suspicious"][:500]]
                 if len(lib["suspicious"]) > 500:
                     out.append(f"- ... {len(lib['suspicious']) - 500} more")
     return out
@@ -205,20 +258,21 @@ def render_markdown(records: list[dict[str, Any]], summary: Mapping[str, Any]) -
     """The Markdown report (tables; failed episodes link into ``report.html``)."""
     run = summary.get("run") or {}
     cfg = run.get("config") or {}
-    lines = [f"# Evaluation: {run.get('policy', '?')}", "",
-             f"- started {run.get('started', '?')}, {run.get('episodes', len(records))} episodes in "
+    lines = [f"# Evaluation: {md_code(run.get('policy', '?'))}", "",
+             f"- started {md_code(run.get('started', '?'))}, {_fmt(run.get('episodes', len(records)))} episodes in "
              f"{_fmt(run.get('seconds'), 1)} s ({_fmt(run.get('episodes_per_s'), 1)} episodes/s)",
-             f"- suites: {', '.join(cfg.get('suites', []))}; k = {cfg.get('k', 1)}; "
-             f"seed = {cfg.get('seed', 0)}",
-             "", "## Suites", "", _md_table(_SUITE_HEAD, _suite_rows(summary)),
-             "", "## By task kind", "", _md_table(_KIND_HEAD, _kind_rows(summary)),
-             "", "## Action classes", "", _md_table(_DIAG_HEAD, _diag_rows(summary))]
+             f"- suites: {', '.join(md_code(x) for x in cfg.get('suites', []))}; k = {_fmt(cfg.get('k', 1))}; "
+             f"seed = {_fmt(cfg.get('seed', 0))}",
+             "", "## Suites", "", _md_table(_SUITE_HEAD, _suite_rows(summary), untrusted=(0,)),
+             "", "## By task kind", "", _md_table(_KIND_HEAD, _kind_rows(summary), untrusted=(0, 1)),
+             "", "## Action classes", "", _md_table(_DIAG_HEAD, _diag_rows(summary), untrusted=(0,))]
     lines += _extras_md(summary)
     failed = [r for r in records if not r["passed"]]
     lines += ["", f"## Failed episodes ({len(failed)} of {len(records)})", ""]
     for r in failed[:500]:
         why = r.get("error") or _first_failure(r)
-        lines.append(f"- [{r['episode_id']}](report.html#{anchor(r['episode_id'])}): {why}")
+        target = urllib.parse.quote(anchor(str(r["episode_id"])), safe="")
+        lines.append(f"- [{md_code(r['episode_id'])}](report.html#{target}): {md_code(why)}")
     if len(failed) > 500:
         lines.append(f"- ... {len(failed) - 500} more in results.jsonl")
     return "\n".join(lines) + "\n"
@@ -229,7 +283,7 @@ def _first_failure(rec: Mapping[str, Any]) -> str:
         if not t.get("passed"):
             bad = [c for c in t.get("checks") or [] if not c.get("passed")]
             detail = f"{bad[0]['kind']}: {bad[0]['detail']}" if bad else "not reached"
-            return f"turn {t['index']}: {detail}"[:300]
+            return f"turn {t['index'] + 1}: {detail}"[:300]
     return "failed"
 
 
@@ -252,12 +306,22 @@ def _err(value: float | None, ci: Any) -> list[float]:
     return [max(0.0, value - ci[0]), max(0.0, ci[1] - value)]
 
 
-def plot_suites(summary: Mapping[str, Any]) -> str:
-    """Per-suite pass@1 and pass^k bars with bootstrap intervals (base64 PNG)."""
+def _legend(ax: Any) -> None:
+    """The legend right of the axes, where it covers no bar."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+
+
+def _labels(ax: Any, bars: Any) -> None:
+    """Each bar's value on top of it, so a bar of height 0 still says 0.00."""
+    ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=2)
+
+
+def suites_figure(summary: Mapping[str, Any]) -> Any:
+    """Per-suite pass@1, pass^k (bootstrap intervals) and mean check fraction bars (base64 PNG)."""
     suites = summary.get("suites") or {}
     k = str((summary.get("run") or {}).get("config", {}).get("k", 1))
     names = list(suites)
-    fig = _figure(max(5.0, 1.6 * len(names) + 2), 3.4)
+    fig = _figure(max(6.0, 1.9 * len(names) + 3), 3.4)
     ax = fig.add_subplot(1, 1, 1)
     xs = list(range(len(names)))
     p1 = [suites[n]["pass@1"] or 0.0 for n in names]
@@ -265,57 +329,79 @@ def plot_suites(summary: Mapping[str, Any]) -> str:
     hk = [suites[n]["pass^k"].get(k, {}).get("value") or 0.0 for n in names]
     ek = [_err(suites[n]["pass^k"].get(k, {}).get("value"), suites[n]["pass^k"].get(k, {}).get("ci"))
           for n in names]
-    ax.bar([x - 0.2 for x in xs], p1, 0.4, yerr=list(zip(*e1, strict=True)) if e1 else None, capsize=4,
-           label="pass@1", color="#3b7dd8")
-    ax.bar([x + 0.2 for x in xs], hk, 0.4, yerr=list(zip(*ek, strict=True)) if ek else None, capsize=4,
-           label=f"pass^{k}", color="#e08a2c")
+    ck = [suites[n].get("checks@k") or 0.0 for n in names]
+    _labels(ax, ax.bar([x - 0.27 for x in xs], p1, 0.27, yerr=list(zip(*e1, strict=True)) if e1 else None,
+                       capsize=4, label="pass@1", color="#3b7dd8"))
+    _labels(ax, ax.bar(xs, hk, 0.27, yerr=list(zip(*ek, strict=True)) if ek else None, capsize=4,
+                       label=f"pass^{k}", color="#e08a2c"))
+    _labels(ax, ax.bar([x + 0.27 for x in xs], ck, 0.27, label="check fraction", color="#6a9f38"))
     ax.set_xticks(xs, [n if len(n) < 28 else "…" + n[-26:] for n in names], rotation=15, ha="right")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.1)
     ax.set_ylabel("rate")
     ax.set_title("Per suite (95% bootstrap CI)")
-    ax.legend(loc="upper right", fontsize=8)
-    return _png(fig)
+    _legend(ax)
+    return fig
+
+
+def plot_suites(summary: Mapping[str, Any]) -> str:
+    """:func:`suites_figure` as a base64 PNG."""
+    return _png(suites_figure(summary))
+
+
+def kinds_figure(summary: Mapping[str, Any]) -> Any:
+    """pass@1 (solid) and mean check fraction (hatched) per task kind, for each suite (base64 PNG)."""
+    suites = summary.get("suites") or {}
+    kinds = sorted({kind for s in suites.values() for kind in s["by_kind"]})
+    fig = _figure(min(14.0, max(6.0, 1.4 * len(kinds) * max(1, len(suites)) + 3)), 3.4)
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(1, 2 * len(suites))
+    for i, (name, s) in enumerate(suites.items()):
+        blocks = [s["by_kind"].get(kd) or {} for kd in kinds]
+        vals = [b.get("pass@1") or 0.0 for b in blocks]
+        errs = [_err(b.get("pass@1"), b.get("pass@1_ci")) for b in blocks]
+        checks = [b.get("checks@k") or 0.0 for b in blocks]
+        xs = [x + 2 * i * width - 0.4 + width / 2 for x in range(len(kinds))]
+        bars = ax.bar(xs, vals, width, yerr=list(zip(*errs, strict=True)) if errs else None, capsize=3,
+                      label=f"{name}: pass@1")
+        _labels(ax, bars)
+        _labels(ax, ax.bar([x + width for x in xs], checks, width, color=bars.patches[0].get_facecolor()
+                           if bars.patches else None, alpha=0.45, hatch="//", label=f"{name}: check fraction"))
+    ax.set_xticks(list(range(len(kinds))), kinds, rotation=15, ha="right")
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("rate")
+    ax.set_title("Per task kind")
+    _legend(ax)
+    return fig
 
 
 def plot_kinds(summary: Mapping[str, Any]) -> str:
-    """pass@1 per task kind, one group of bars per suite (base64 PNG)."""
-    suites = summary.get("suites") or {}
-    kinds = sorted({kind for s in suites.values() for kind in s["by_kind"]})
-    fig = _figure(min(12.0, max(5.0, 1.1 * len(kinds) * max(1, len(suites)) + 2)), 3.4)
-    ax = fig.add_subplot(1, 1, 1)
-    width = 0.8 / max(1, len(suites))
-    for i, (name, s) in enumerate(suites.items()):
-        vals = [(s["by_kind"].get(kd) or {}).get("pass@1") or 0.0 for kd in kinds]
-        blocks = [s["by_kind"].get(kd) or {} for kd in kinds]
-        errs = [_err(b.get("pass@1"), b.get("pass@1_ci")) for b in blocks]
-        ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(kinds))], vals, width,
-               yerr=list(zip(*errs, strict=True)) if errs else None, capsize=3, label=name)
-    ax.set_xticks(list(range(len(kinds))), kinds, rotation=15, ha="right")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("pass@1")
-    ax.set_title("Per task kind")
-    ax.legend(loc="upper right", fontsize=7)
-    return _png(fig)
+    """:func:`kinds_figure` as a base64 PNG."""
+    return _png(kinds_figure(summary))
 
 
-def plot_diagnostics(summary: Mapping[str, Any]) -> str:
+def diagnostics_figure(summary: Mapping[str, Any]) -> Any:
     """Action-class rates per suite (base64 PNG); missing rates are drawn as 0 and marked n/a."""
     suites = summary.get("suites") or {}
-    fig = _figure(7.0, 3.4)
+    fig = _figure(8.0, 3.4)
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / max(1, len(suites))
     for i, (name, s) in enumerate(suites.items()):
         d = s["diagnostics"]
         xs = [x + i * width - 0.4 + width / 2 for x in range(len(_DIAG_KEYS))]
-        ax.bar(xs, [d.get(key) or 0.0 for key in _DIAG_KEYS], width, label=name)
+        _labels(ax, ax.bar(xs, [d.get(key) or 0.0 for key in _DIAG_KEYS], width, label=name))
         for x, key in zip(xs, _DIAG_KEYS, strict=True):
             if d.get(key) is None:
-                ax.text(x, 0.02, "n/a", ha="center", fontsize=6, rotation=90)
+                ax.text(x, 0.15, "n/a", ha="center", fontsize=6, rotation=90)
     ax.set_xticks(list(range(len(_DIAG_KEYS))), [k.removesuffix("_rate") for k in _DIAG_KEYS], rotation=15)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.1)
     ax.set_title("Action classes (share of tagged turns)")
-    ax.legend(loc="upper right", fontsize=7)
-    return _png(fig)
+    _legend(ax)
+    return fig
+
+
+def plot_diagnostics(summary: Mapping[str, Any]) -> str:
+    """:func:`diagnostics_figure` as a base64 PNG."""
+    return _png(diagnostics_figure(summary))
 
 
 # -- html -----------------------------------------------------------------------------------------
@@ -329,6 +415,11 @@ white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.8rem}.system{
 section.episode{border-top:1px solid #ddd;padding-top:.5rem;margin-top:1rem}img{max-width:100%}
 .turn{font-size:.8rem;margin:.2rem 0 .2rem 1rem}code{background:#f4f4f4;padding:0 .2rem}
 """
+
+
+def _e(value: Any) -> str:
+    """Any value as escaped HTML text."""
+    return html.escape(value if isinstance(value, str) else str(value))
 
 
 def _html_table(head: list[str], rows: Iterable[list[str]]) -> str:
@@ -361,23 +452,23 @@ def _message_html(m: Mapping[str, Any]) -> str:
 def _episode_html(rec: Mapping[str, Any]) -> str:
     status = '<span class="pass">PASS</span>' if rec["passed"] else '<span class="fail">FAIL</span>'
     score = rec.get("score") or {}
-    head = (f'<section class="episode" id="{html.escape(anchor(rec["episode_id"]))}">'
-            f"<h3>{html.escape(rec['episode_id'])} {status}</h3>"
-            f"<p>suite <code>{html.escape(rec['suite'])}</code>, kind "
-            f"<code>{html.escape(str(rec['kind']))}</code>, trial {rec['trial']}, seed {rec['seed']}, "
-            f"{rec['steps']} steps; score episode {_fmt(score.get('episode'))}, turns "
-            f"{_fmt(score.get('turns'))}, checks {_fmt(score.get('checks'))}"
+    head = (f'<section class="episode" id="{_e(anchor(rec["episode_id"]))}">'
+            f"<h3>{_e(rec['episode_id'])} {status}</h3>"
+            f"<p>suite <code>{_e(rec['suite'])}</code>, kind "
+            f"<code>{_e(rec['kind'])}</code>, trial {_e(rec['trial'])}, seed {_e(rec['seed'])}, "
+            f"{_e(rec['steps'])} steps; score episode {_e(_fmt(score.get('episode')))}, turns "
+            f"{_e(_fmt(score.get('turns')))}, checks {_e(_fmt(score.get('checks')))}"
             f"{'; truncated' if rec.get('truncated') else ''}</p>")
     if rec.get("error"):
-        head += f"<p class=\"fail\">error: {html.escape(str(rec['error']))}</p>"
+        head += f"<p class=\"fail\">error: {_e(rec['error'])}</p>"
     turns = []
     for t in rec.get("turns") or []:
         checks = ", ".join(f"{c['kind']}:{'pass' if c['passed'] else 'FAIL'}" for c in t.get("checks") or [])
         fails = "; ".join(str(c.get("detail", ""))[:200] for c in t.get("checks") or [] if not c["passed"])
         tag = (t.get("tags") or {}).get("role")
-        turns.append(f'<div class="turn">turn {t["index"]}: {"PASS" if t.get("passed") else "FAIL"} '
-                     f"({html.escape(checks)}){' [' + html.escape(tag) + ' turn]' if tag else ''}"
-                     f"{' – ' + html.escape(fails) if fails else ''}</div>")
+        turns.append(f'<div class="turn">turn {_e(t["index"] + 1)}: {"PASS" if t.get("passed") else "FAIL"} '
+                     f"({_e(checks)}){' [' + _e(tag) + ' turn]' if tag else ''}"
+                     f"{' – ' + _e(fails) if fails else ''}</div>")
     msgs = "".join(_message_html(m) for m in rec.get("transcript") or [])
     return head + "".join(turns) + msgs + '<p><a href="#episodes">back to the index</a></p></section>'
 
@@ -406,19 +497,19 @@ def render_html(records: list[dict[str, Any]], summary: Mapping[str, Any]) -> st
         plots = "".join(f'<h3>{title}</h3><img alt="{title}" src="data:image/png;base64,{png}">'
                         for title, png in figures)
     index_rows = "".join(
-        f'<tr><td><a href="#{html.escape(anchor(r["episode_id"]))}">{html.escape(r["episode_id"])}</a></td>'
-        f"<td>{html.escape(r['suite'])}</td><td>{html.escape(str(r['kind']))}</td><td>{r['trial']}</td>"
+        f'<tr><td><a href="#{_e(anchor(r["episode_id"]))}">{_e(r["episode_id"])}</a></td>'
+        f"<td>{_e(r['suite'])}</td><td>{_e(r['kind'])}</td><td>{_e(r['trial'])}</td>"
         f"<td class=\"{'pass' if r['passed'] else 'fail'}\">{'pass' if r['passed'] else 'fail'}</td>"
-        f"<td>{_fmt((r.get('score') or {}).get('checks'))}</td><td>{r['steps']}</td>"
-        f"<td>{html.escape(str(r.get('error') or ''))[:120]}</td></tr>" for r in records)
+        f"<td>{_e(_fmt((r.get('score') or {}).get('checks')))}</td><td>{_e(r['steps'])}</td>"
+        f"<td>{_e(str(r.get('error') or '')[:120])}</td></tr>" for r in records)
     title = f"Evaluation: {run.get('policy', '?')}"
     return (
         f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>started {html.escape(str(run.get('started', '?')))}; {run.get('episodes', len(records))} "
-        f"episodes in {_fmt(run.get('seconds'), 1)} s ({_fmt(run.get('episodes_per_s'), 1)} episodes/s); "
-        f"suites {html.escape(', '.join(cfg.get('suites', [])))}; k = {cfg.get('k', 1)}; "
-        f"seed = {cfg.get('seed', 0)}</p>"
+        f"<p>started {_e(run.get('started', '?'))}; {_e(run.get('episodes', len(records)))} "
+        f"episodes in {_e(_fmt(run.get('seconds'), 1))} s ({_e(_fmt(run.get('episodes_per_s'), 1))} episodes/s); "
+        f"suites {_e(', '.join(str(x) for x in cfg.get('suites', [])))}; k = {_e(cfg.get('k', 1))}; "
+        f"seed = {_e(cfg.get('seed', 0))}</p>"
         f"<h2>Suites</h2>{_html_table(_SUITE_HEAD, _suite_rows(summary))}"
         f"<h2>Plots</h2>{plots}"
         f"<h2>By task kind</h2>{_html_table(_KIND_HEAD, _kind_rows(summary))}"
@@ -471,11 +562,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000,
 def compare_markdown(result: Mapping[str, Any]) -> str:
     """A Markdown table of :func:`compare_runs`."""
     a, b = result["a"], result["b"]
-    head = ["suite", "kind", "metric", "tasks (common)", f"A: {a['policy']}", f"B: {b['policy']}", "B - A",
-            "95% CI", ""]
+    head = ["suite", "kind", "metric", "tasks (common)", f"A: {md_code(a['policy'])}",
+            f"B: {md_code(b['policy'])}", "B - A", "95% CI", ""]
     rows = [[r["suite"], r["kind"], r["metric"], f"{r['tasks_a']}/{r['tasks_b']} ({r['common']})",
              _fmt(r["a"]), _fmt(r["b"]), _fmt(r["diff"]), _ci(r["ci"]), "*" if r["significant"] else ""]
             for r in result["rows"]]
-    return (f"# Compare\n\nA = `{a['path']}`, B = `{b['path']}`. Differences are B - A over the tasks "
-            "both runs share (paired bootstrap); * marks an interval that excludes 0.\n\n"
-            + _md_table(head, rows) + "\n")
+    return (f"# Compare\n\nA = {md_code(a['path'])}, B = {md_code(b['path'])}. Differences are B - A over the "
+            "tasks both runs share (paired bootstrap); * marks an interval that excludes 0.\n\n"
+            + _md_table(head, rows, untrusted=(0, 1)) + "\n")

@@ -72,6 +72,7 @@ class EvalConfig:
     progress: bool = True  #: show a progress bar
     n_boot: int = 2000  #: bootstrap resamples for confidence intervals
     policy_opts: dict[str, Any] = field(default_factory=dict)  #: options for make_policy
+    overwrite: bool = False  #: replace a run already in ``out`` (else refused before anything runs)
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -79,7 +80,7 @@ class EvalConfig:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1 or None, got {self.limit}")
+            raise ValueError(f"limit must be >= 1 (leave it unset for every task), got {self.limit}")
         if self.max_turn_steps < 1:
             raise ValueError(f"max_turn_steps must be >= 1, got {self.max_turn_steps}")
         if self.split not in SPLITS:
@@ -351,6 +352,10 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
              log: Callable[[str], None] | None = None) -> EvalRun:
     """Run ``config`` (with ``policy`` instead of building ``config.policy`` when given)."""
     say = log or (lambda _msg: None)
+    if config.out is not None:
+        from eval.report import claim_run_folder
+
+        claim_run_folder(config.out, overwrite=config.overwrite)  # before anything runs
     own_policy = policy is None
     if policy is None:
         policy = make_policy(config.policy, config.model, seed=config.seed, **config.policy_opts)

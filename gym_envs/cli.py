@@ -7,29 +7,20 @@ Loaded lazily by :mod:`envgen.command`; importing this module costs the runtime
   tools with typed parameters; the backend's tables with row counts (built
   through an executor session); every task with its turns, checks and
   reference calls. ``--json`` prints the same as one JSON object.
-* ``play PATH --task ID`` is a REPL over :class:`~gym_envs.env.ToolEnv`. A line
-  is a tool call (``name {"arg": 1}``, ``name(arg=1)``, JSON
-  ``{"name": .., "arguments": ..}`` or ``<tool_call>..</tool_call>``), a
-  ``:command`` (``:help`` lists them) or a plain message, which ends the turn
-  and shows each check's verdict. With stdin not a terminal it reads the
-  lines as a script (blank lines and ``#`` comments skipped, no prompts) and
-  exits 0 if the episode's reward is 1.0, else 1.
+* ``play PATH --task ID`` is a REPL over :class:`~gym_envs.env.ToolEnv`; it
+  lives in :mod:`gym_envs.play` and shares the helpers here.
 * ``schema`` prints the JSON Schema of the spec (``--out FILE`` writes it).
 
-``PATH`` is a spec file or the name of a shipped example
-(:mod:`gym_envs.examples`). Shipped examples run on the ``inprocess`` executor
+``PATH`` is a spec file, the name of a shipped example
+(:mod:`gym_envs.examples`), ``LIBRARY/ENV_ID`` (an environment of a generated
+library), or an environment id with ``--library LIBRARY``. Shipped examples run on the ``inprocess`` executor
 by default (they are trusted); anything else on ``worker`` (isolated).
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import json
-import math
-import re
-import sys
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,13 +32,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from gym_envs.env import REWARD_MODES, ToolEnv
+from gym_envs import display
 from gym_envs.executor import LoadFailure, make_executor
-from gym_envs.parsing import parse_action
 from gym_envs.spec import EnvSpec, SpecError, Tool, Turn, atomic_write_text, json_schema, load_spec
 
-__all__ = ["LocatedSpec", "Player", "check_summary", "describe", "example_names", "format_call", "locate_spec",
-           "parse_line", "play", "schema", "show", "tool_parameters"]
+__all__ = ["EXECUTORS", "LocatedSpec", "check_summary", "describe", "example_names", "format_call", "locate_spec",
+           "schema", "show", "source_label", "tool_parameters"]
 
 EXECUTORS = ("worker", "inprocess")
 
@@ -81,28 +71,42 @@ def _examples() -> Any | None:
     return examples
 
 
-def lossless_output() -> None:
-    """Let standard output and error show any text: a lone surrogate (no valid Unicode, e.g. from a tool
-    result or a spec's JSON ``\\ud800`` escape) is written as a ``\\udXXX`` escape instead of stopping
-    the command with ``UnicodeEncodeError``."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            try:
-                reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):  # a stream that cannot change its error handler keeps its own
-                pass
-
-
 def example_names() -> list[str] | None:
     """Names of the shipped examples, or None when this installation has none."""
     mod = _examples()
     return None if mod is None else list(mod.list_examples())
 
 
-def locate_spec(ref: str) -> LocatedSpec:
-    """Resolve ``ref`` (a spec file, or a shipped example's name); LookupError says what exists."""
+def _library_specs(folder: Path) -> dict[str, Path]:
+    """The spec files of a library folder (``LIBRARY/specs/<env_id>.json``) by environment id."""
+    return {p.stem: p for p in sorted((folder / "specs").glob("*.json"))} if (folder / "specs").is_dir() else {}
+
+
+def _in_library(library: Path, env_id: str) -> LocatedSpec:
+    specs = _library_specs(library)
+    stem = env_id.removesuffix(".json")
+    if stem in specs:
+        return LocatedSpec(specs[stem])
+    if not specs and not library.is_dir():
+        raise LookupError(f"no library folder {library}")
+    close = difflib.get_close_matches(stem, list(specs), n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else (
+        f" ({len(specs)} environments; envwright list {library} shows them)" if specs else
+        f" ({library} has no specs/ folder: is it a library?)")
+    raise LookupError(f"no environment {env_id!r} in library {library}{hint}")
+
+
+def locate_spec(ref: str, library: str | Path | None = None) -> LocatedSpec:
+    """Resolve ``ref``; LookupError says what exists.
+
+    ``ref`` is a spec file, a shipped example's name, ``LIBRARY/ENV_ID`` (an environment of a library
+    folder, whose specs live in ``LIBRARY/specs/``), or with ``library`` an environment id of that library.
+    """
     path = Path(ref).expanduser()
+    if library is not None:
+        return _in_library(Path(library).expanduser(), ref)
+    if not path.exists() and path.parent != path and _library_specs(path.parent):
+        return _in_library(path.parent, path.name)
     mod = _examples()
     shipped = {n: Path(mod.example_path(n)) for n in mod.list_examples()} if mod is not None else {}
     names = list(shipped)
@@ -115,6 +119,11 @@ def locate_spec(ref: str) -> LocatedSpec:
     if ref in shipped:
         return LocatedSpec(shipped[ref], ref)
     if path.is_dir():
+        inside = _library_specs(path)
+        if inside:
+            first = next(iter(inside))
+            raise LookupError(f"{ref} is a library; name one of its {len(inside)} environments, e.g. "
+                              f"{Path(ref) / first} (envwright list {ref} shows them)")
         raise LookupError(f"{ref} is a directory; give one spec file (or a shipped example's name)")
     msg = f"no spec file or shipped example named {ref!r}"
     close = difflib.get_close_matches(ref, names, n=3)
@@ -127,10 +136,10 @@ def locate_spec(ref: str) -> LocatedSpec:
     raise LookupError(msg)
 
 
-def _load(ref: str) -> tuple[LocatedSpec, EnvSpec]:
+def _load(ref: str, library: str | None = None) -> tuple[LocatedSpec, EnvSpec]:
     """Locate and parse a spec for a command, turning failures into click errors."""
     try:
-        located = locate_spec(ref)
+        located = locate_spec(ref, library)
     except LookupError as e:
         raise click.ClickException(str(e)) from None
     try:
@@ -212,13 +221,13 @@ def _tools_table(spec: EnvSpec) -> Table:
         for i, p in enumerate(tool_parameters(tool)):
             if i:
                 params.append("\n")
-            params.append(p["name"], style="bold")
+            params.append(display.clean(p["name"]), style="bold")
             params.append(("*" if p["required"] else "") + ": ", style="red" if p["required"] else "")
-            params.append(p["type"], style="green")
+            params.append(display.clean(p["type"]), style="green")
             if p["description"]:
-                params.append(f"  {p['description']}", style="dim")
-        table.add_row(tool.name, params if tool_parameters(tool) else Text("(none)", style="dim"),
-                      Text(tool.description))
+                params.append(f"  {display.clean(p['description'])}", style="dim")
+        table.add_row(display.text(tool.name), params if tool_parameters(tool) else Text("(none)", style="dim"),
+                      display.text(tool.description))
     return table
 
 
@@ -228,7 +237,7 @@ def _tables_table(dump: dict[str, Any], title: str = "Tables") -> Table:
     table.add_column("rows", justify="right")
     table.add_column("columns")
     for name, t in dump.items():
-        table.add_row(name, str(t["count"]), Text(", ".join(t["columns"]), style="dim"))
+        table.add_row(display.text(name), str(t["count"]), display.text(", ".join(t["columns"]), "dim"))
     return table
 
 
@@ -241,22 +250,22 @@ def _rows_table(name: str, t: dict[str, Any]) -> Group:
     note = _plural(t["count"], "row") + (f", first {shown} shown" if shown < t["count"] else "")
     table = Table()
     for col in t["columns"]:
-        table.add_column(col)
+        table.add_column(display.text(col))
     for row in t["rows"]:
-        table.add_row(*[Text("NULL", style="dim") if v is None else Text(str(v)) for v in row])
-    return Group(Text.assemble((name, "bold cyan"), f"  ({note})"), table)
+        table.add_row(*[Text("NULL", style="dim") if v is None else display.text(v) for v in row])
+    return Group(Text.assemble((display.clean(name), "bold cyan"), f"  ({note})"), table)
 
 
 def _turn_tree(tree: Tree, index: int, n_turns: int, turn: Turn) -> None:
-    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}: ", "bold"), turn.instruction))
+    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}: ", "bold"), display.clean(turn.instruction)))
     checks = node.add(Text("checks", style="yellow"))
     for ci, check in enumerate(turn.checks):
-        checks.add(Text.assemble((f"[{ci}] {check.kind}: ", "yellow"), check_summary(check)))
+        checks.add(Text.assemble((f"[{ci + 1}] {check.kind}: ", "yellow"), display.clean(check_summary(check))))
     ref = node.add(Text("reference", style="green"))
     if not turn.reference:
         ref.add(Text("(no calls)", style="dim"))
     for call in turn.reference:
-        ref.add(Text(format_call(call.name, call.arguments)))
+        ref.add(display.text(format_call(call.name, call.arguments)))
 
 
 # ============================================================================================
@@ -306,7 +315,7 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
     meta.add_column(style="dim")
     meta.add_column()
     where = str(located.path) + (f"  (shipped example '{located.example}')" if located.example else "")
-    meta.add_row("file", where)
+    meta.add_row("file", display.text(where))
     p = spec.provenance
     prov = f"{p.generator} · stream {p.stream}"
     for label, value in (("skill", p.skill_id), ("seed", p.seed), ("created", p.created_at)):
@@ -314,19 +323,23 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
             prov += f" · {label} {value}"
     if p.parents:
         prov += f" · parents {', '.join(p.parents)}"
-    meta.add_row("provenance", prov)
-    if spec.source:
-        s = spec.source
-        src = f"{s.corpus}:{s.doc_id}" + (f"  {s.path}" if s.path else "")
-        src += f"  sha256 {s.sha256[:12]}…" if s.sha256 else ""
-        meta.add_row("source", src)
-    else:
-        meta.add_row("source", "none (hand-written)")
-    body = Group(Text(spec.description or "(no description)"), Text(), meta)
-    return Panel(body, title=Text.assemble((spec.title, "bold"), "  ", (spec.id, "dim")), title_align="left")
+    meta.add_row("provenance", display.text(prov))
+    meta.add_row("source", display.text(source_label(spec)))
+    body = Group(display.text(spec.description or "(no description)"), Text(), meta)
+    return Panel(body, title=Text.assemble((display.clean(spec.title), "bold"), "  ", (spec.id, "dim")),
+                 title_align="left")
 
 
-@click.command()
+def source_label(spec: EnvSpec) -> str:
+    """``corpus:doc_id  path  sha256 …`` of a spec's source document (the corpus said once)."""
+    s = spec.source
+    if s is None:
+        return "none (hand-written)"
+    doc = s.doc_id if s.doc_id.startswith(f"{s.corpus}:") else f"{s.corpus}:{s.doc_id}"
+    return doc + (f"  {s.path}" if s.path else "") + (f"  sha256 {s.sha256[:12]}…" if s.sha256 else "")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("spec_ref", metavar="PATH")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--task", "task_ids", multiple=True, metavar="ID", help="Show only these tasks (repeatable).")
@@ -334,10 +347,12 @@ def _header(spec: EnvSpec, located: LocatedSpec) -> Panel:
               help="Also print up to this many rows of each table.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default=None,
               help="Executor that builds the tables [default: inprocess for shipped examples, else worker].")
-def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, executor: str | None) -> None:
-    """Describe an environment: PATH is a spec file or a shipped example's name."""
-    lossless_output()
-    located, spec = _load(spec_ref)
+@click.option("--library", type=click.Path(file_okay=False), default=None, metavar="LIBRARY",
+              help="Read PATH as an environment id of this library folder.")
+def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, executor: str | None,
+         library: str | None) -> None:
+    """Describe an environment: PATH is a spec file, a shipped example's name, or LIBRARY/ENV_ID."""
+    located, spec = _load(spec_ref, library)
     if task_ids:
         try:
             keep = {spec.task(t).id for t in task_ids}
@@ -352,7 +367,7 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
     console.print(_header(spec, located))
     console.print(_tools_table(spec))
     if tables is None:
-        console.print(Text(f"Tables: the state could not be built: {error}", style="bold red"))
+        console.print(display.text(f"Tables: the state could not be built: {error}", "bold red"))
     else:
         console.print(_tables_table(tables))
         for name, t in tables.items():
@@ -360,7 +375,8 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
                 console.print(_rows_table(name, t))
     tree = Tree(Text(f"Tasks ({len(spec.tasks)})", style="bold"))
     for task in spec.tasks:
-        head = Text.assemble((task.id, "bold magenta"), f"  {task.kind} · {_plural(len(task.turns), 'turn')}")
+        head = Text.assemble((display.clean(task.id), "bold magenta"),
+                             f"  {task.kind} · {_plural(len(task.turns), 'turn')}")
         node = tree.add(head)
         for i, turn in enumerate(task.turns):
             _turn_tree(node, i, len(task.turns), turn)
@@ -372,7 +388,7 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
 # ============================================================================================
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the schema to this file instead of standard output.")
 def schema(out: str | None) -> None:
@@ -383,348 +399,3 @@ def schema(out: str | None) -> None:
         return
     atomic_write_text(out, text)
     click.echo(f"wrote {out}", err=True)
-
-
-# ============================================================================================
-# play
-# ============================================================================================
-
-_SHORTHAND = re.compile(r"^([A-Za-z_]\w*)\s*(\{.*\})?\s*$", re.S)
-_PYCALL = re.compile(r"^[A-Za-z_]\w*\s*\(.*\)\s*$", re.S)
-
-HELP = """\
-Type a tool call to see its result, or a plain message to end the turn.
-  name {"arg": 1}                      call a tool (JSON arguments; a bare tool name calls it with none)
-  name(arg=1, other="x")               the same, Python style
-  {"name": .., "arguments": {..}}      JSON call (also a list of them, or <tool_call>..</tool_call>)
-  anything else                        a message to the user: ends the turn and scores its checks
-Commands:
-  :tools              the tools and their parameters
-  :state [TABLE]      the database now (every table, or one)
-  :reference          the reference calls for this turn (shorthand you can paste)
-  :checks             what this turn's checks require
-  :system             the full system prompt the agent sees
-  :transcript         the episode so far
-  :end [TEXT]         end the turn with TEXT (or an empty reply)
-  :help               this text
-  :quit               stop (the episode counts as failed)"""
-
-
-def parse_line(line: str, tool_names: Iterable[str]) -> Any:
-    """Turn one REPL line into a ToolEnv action; ValueError for a line that looks like a call but is broken.
-
-    ``name {json}`` and ``name(k=v)`` become structured calls, a bare tool name a call with no
-    arguments; JSON calls and ``<tool_call>`` blocks pass through as text (the env parses them), and
-    so does everything else, which is a message that ends the turn. A line that starts like a call
-    (``name {``, ``tool(``, ``{``, ``[``) but does not parse is refused rather than sent as a message.
-    """
-    text = line.strip()
-    names = set(tool_names)
-    m = _SHORTHAND.match(text)
-    if m and (m.group(2) is not None or m.group(1) in names):
-        try:
-            args = json.loads(m.group(2)) if m.group(2) else {}
-        except json.JSONDecodeError as e:
-            raise ValueError(f"arguments of {m.group(1)} are not valid JSON: {e.msg} "
-                             f"(column {e.colno})") from None
-        if not isinstance(args, dict):
-            raise ValueError("arguments must be a JSON object")
-        return {"content": "", "tool_calls": [{"name": m.group(1), "arguments": args}]}
-    if _PYCALL.match(text):
-        call = _python_call(text)
-        if call is not None:
-            return {"content": "", "tool_calls": [call]}
-    head = re.match(r"^([A-Za-z_]\w*)\s*([({])", text)
-    if head and (head.group(2) == "{" or head.group(1) in names):
-        why = "write name {\"arg\": value} or name(arg=value)"
-        if head.group(2) == "{":
-            try:
-                json.loads(text[head.end() - 1:])
-            except json.JSONDecodeError as e:
-                why = f"its arguments are not valid JSON: {e.msg} (column {head.end() - 1 + e.colno})"
-        raise ValueError(f"this looks like a call of {head.group(1)} but does not parse: {why} "
-                         "(:end TEXT sends a line as a message)")
-    if text[:1] in "{[":
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"this looks like a JSON call but is not valid JSON: {e.msg} "
-                             "(:end TEXT sends a line as a message)") from None
-    return text
-
-
-def _python_call(text: str) -> dict[str, Any] | None:
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
-        return None
-    args: dict[str, Any] = {}
-    for kw in node.keywords:
-        if kw.arg is None:
-            return None
-        try:
-            args[kw.arg] = ast.literal_eval(kw.value)
-        except ValueError:
-            return None
-    return {"name": node.func.id, "arguments": args}
-
-
-class Player:
-    """The play REPL's state: one ToolEnv episode, its running reward, and how to print things."""
-
-    def __init__(self, env: ToolEnv, console: Console, *, interactive: bool):
-        self.env = env
-        self.console = console
-        self.interactive = interactive
-        self.total = 0.0
-        self.finished = False
-        self.quit = False
-
-    # -- output --------------------------------------------------------------------------------
-    def say(self, *parts: Any) -> None:
-        self.console.print(*parts)
-
-    def intro(self, executor: str) -> None:
-        spec, task = self.env.env_spec, self.env.task
-        assert task is not None
-        tools = ", ".join(t.name for t in spec.tools)
-        setup = (f"{task.id} ({task.kind}), {_plural(len(task.turns), 'turn')} · "
-                 f"reward {self.env.reward_mode} · executor {executor} · max {self.env.max_steps} actions")
-        body = Group(
-            Text(f"You are an assistant operating {spec.title}. {spec.description}".strip()),
-            Text.assemble(("tools: ", "dim"), tools, ("  (:tools for details)", "dim")),
-            Text.assemble(("task: ", "dim"), setup),
-        )
-        self.say(Panel(body, title=Text.assemble((spec.title, "bold"), "  ", (spec.id, "dim")),
-                       title_align="left"))
-        if self.interactive:
-            self.say(Text("Type a tool call, a message to end the turn, or :help.", style="dim"))
-
-    def instruction(self, text: str) -> None:
-        assert self.env.task is not None
-        n = len(self.env.task.turns)
-        self.say(Text.assemble((f"[user] turn {self.env.turn_index + 1}/{n}: ", "bold blue"), text))
-
-    # -- one line ------------------------------------------------------------------------------
-    def handle(self, line: str) -> None:
-        text = line.strip()
-        if text.startswith(":"):
-            self.command(text)
-            return
-        if self.finished:
-            self.say(Text("the episode is over: :state and :transcript inspect it, :quit leaves", style="dim"))
-            return
-        try:
-            action = parse_line(text, [t.name for t in self.env.env_spec.tools])
-        except ValueError as e:
-            self.say(Text(f"not sent: {e}", style="red"))
-            return
-        self.act(action)
-
-    def act(self, action: Any) -> None:
-        turn_index = self.env.turn_index
-        is_message = parse_action(action).is_message
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.total += reward
-        if not is_message:
-            self._show_calls(info, obs)
-        if "checks" in info:
-            self._show_checks(turn_index, info, reward)
-        if terminated or truncated:
-            self._finish(info, truncated)
-        elif is_message:
-            self.instruction(obs)
-
-    def _show_calls(self, info: dict[str, Any], obs: str) -> None:
-        for r in info.get("tool_results", []):
-            call = format_call(r["name"], r["arguments"])
-            if r["ok"]:
-                self.say(Text.assemble(("[call] ", "bold cyan"), call))
-            else:
-                self.say(Text.assemble(("[call] ", "bold cyan"), call, (f"  → {r['error_type']}", "red")))
-        for err in info.get("parse_errors", []):
-            self.say(Text.assemble(("[parse error] ", "bold red"), err))
-        self.say(Text.assemble(("[observation] ", "bold"), obs))
-
-    def _show_checks(self, turn_index: int, info: dict[str, Any], reward: float) -> None:
-        assert self.env.task is not None
-        turn = self.env.task.turns[turn_index]
-        passed = bool(info.get("turn_passed"))
-        self.say(Text.assemble((f"[turn {turn_index + 1}/{len(self.env.task.turns)}] ", "bold"),
-                               ("PASSED" if passed else "FAILED", "bold green" if passed else "bold red"),
-                               (f"  reward {reward:g}", "dim")))
-        for c in info["checks"]:
-            mark, style = ("pass", "green") if c["passed"] else ("FAIL", "red")
-            summary = check_summary(turn.checks[c["index"]])
-            line = Text.assemble(("  " + mark, style), f"  {c['kind']}: {summary}")
-            if not c["passed"] and c.get("detail"):
-                line.append(f"\n        {c['detail']}", style="dim")
-            self.say(line)
-
-    def _finish(self, info: dict[str, Any], truncated: bool) -> None:
-        self.finished = True
-        score = info.get("score") or self.env.score()
-        if truncated:
-            self.say(Text(f"[episode] truncated after {self.env.max_steps} actions", style="yellow"))
-        ok = self.succeeded
-        self.say(Text.assemble(("[episode] ", "bold"), ("reward " + f"{self.total:g}",
-                                                         "bold green" if ok else "bold red"),
-                               f"  (episode {score['episode']:g} · turns {score['turns']:.2f} · checks "
-                               f"{score['checks']:.2f})"))
-        if self.interactive:
-            self.say(Text("episode over: :state and :transcript inspect it, :quit leaves", style="dim"))
-
-    @property
-    def succeeded(self) -> bool:
-        return self.finished and math.isclose(self.total, 1.0, abs_tol=1e-9)
-
-    # -- :commands -----------------------------------------------------------------------------
-    def command(self, text: str) -> None:
-        name, _, arg = text[1:].partition(" ")
-        arg = arg.strip()
-        handlers = {"tools": self._cmd_tools, "state": self._cmd_state, "reference": self._cmd_reference,
-                    "ref": self._cmd_reference, "checks": self._cmd_checks, "system": self._cmd_system,
-                    "transcript": self._cmd_transcript, "end": self._cmd_end, "help": self._cmd_help,
-                    "h": self._cmd_help, "quit": self._cmd_quit, "q": self._cmd_quit, "exit": self._cmd_quit}
-        handler = handlers.get(name)
-        if handler is None:
-            close = difflib.get_close_matches(name, list(handlers), n=1)
-            hint = f" Did you mean :{close[0]}?" if close else ""
-            self.say(Text(f"unknown command :{name}.{hint} Type :help.", style="red"))
-            return
-        handler(arg)
-
-    def _cmd_tools(self, arg: str) -> None:
-        self.say(_tools_table(self.env.env_spec))
-
-    def _cmd_state(self, arg: str) -> None:
-        assert self.env.session is not None
-        dump = self.env.session.dump([arg] if arg else None, limit=100 if arg else 10)
-        if arg and arg not in dump:
-            everything = self.env.session.dump(limit=0)
-            self.say(Text(f"no table {arg!r}; tables: {', '.join(everything)}", style="red"))
-            return
-        for name, t in dump.items():
-            self.say(_rows_table(name, t))
-
-    def _current_turn(self) -> Turn | None:
-        if self.finished or self.env.task is None:
-            self.say(Text("the episode is over", style="dim"))
-            return None
-        return self.env.task.turns[self.env.turn_index]
-
-    def _cmd_reference(self, arg: str) -> None:
-        turn = self._current_turn()
-        if turn is None:
-            return
-        if not turn.reference:
-            self.say(Text("(the reference makes no calls this turn)", style="dim"))
-        for call in turn.reference:
-            self.say(Text(format_call(call.name, call.arguments)))
-        replies = [c.any_of for c in turn.checks if c.kind == "reply_contains"]
-        for any_of in replies:
-            self.say(Text(f"then reply with a message containing one of {json.dumps(any_of)}", style="dim"))
-        if not replies:
-            self.say(Text("then reply with a message (e.g. Done.) to end the turn", style="dim"))
-
-    def _cmd_checks(self, arg: str) -> None:
-        turn = self._current_turn()
-        for ci, check in enumerate(turn.checks if turn else []):
-            self.say(Text(f"[{ci}] {check.kind}: {check_summary(check)}"))
-
-    def _cmd_system(self, arg: str) -> None:
-        self.say(Text(self.env.system_prompt))
-
-    def _cmd_transcript(self, arg: str) -> None:
-        self.say(Text(self.env.render() or ""))
-
-    def _cmd_end(self, arg: str) -> None:
-        if self._current_turn() is not None:
-            self.act({"content": arg, "tool_calls": []})
-
-    def _cmd_help(self, arg: str) -> None:
-        self.say(Text(HELP))
-
-    def _cmd_quit(self, arg: str) -> None:
-        self.quit = True
-
-
-def _interactive_lines(console: Console) -> Iterator[str]:
-    try:
-        import readline  # noqa: F401  (line editing and history for input())
-    except ImportError:
-        pass
-    while True:
-        try:
-            yield console.input("[bold cyan]›[/] ")
-        except EOFError:
-            console.print()
-            return
-        except KeyboardInterrupt:
-            console.print()
-            return
-
-
-def _script_lines(stream: Iterable[str]) -> Iterator[str]:
-    for raw in stream:
-        line = raw.rstrip("\n")
-        if line.strip() and not line.lstrip().startswith("#"):
-            yield line
-
-
-@click.command()
-@click.argument("spec_ref", metavar="PATH")
-@click.option("--task", "task_id", metavar="ID", default=None, help="Task to play [default: the first].")
-@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
-              help="Where tool code runs [default: inprocess for shipped examples, else worker].")
-@click.option("--reward-mode", type=click.Choice(REWARD_MODES), default="episode", show_default=True,
-              help="episode: 1.0 iff every check passes; turns / checks: the fraction passed.")
-@click.option("--max-steps", type=click.IntRange(1), default=32, show_default=True,
-              help="Actions before the episode is truncated.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Episode seed.")
-def play(spec_ref: str, task_id: str | None, executor: str | None, reward_mode: str, max_steps: int,
-         seed: int) -> None:
-    """Play a task of PATH (a spec file or a shipped example's name) by hand.
-
-    Reads lines from standard input; when it is not a terminal, runs them as a
-    script (no prompts; blank lines and # comments skipped) and exits 0 if the
-    episode's reward is 1.0, else 1. Type :help in the REPL for the syntax.
-    """
-    lossless_output()
-    located, spec = _load(spec_ref)
-    try:
-        task = spec.task(task_id)
-    except (KeyError, IndexError):
-        raise click.BadParameter(f"no task {task_id!r}; tasks are {[t.id for t in spec.tasks]}",
-                                 param_hint="--task") from None
-    mode = executor or located.default_executor
-    interactive = sys.stdin.isatty()
-    console = Console(highlight=False, soft_wrap=not interactive)  # a script's log keeps one line per event
-    env = ToolEnv(spec, task=task.id, reward_mode=reward_mode, max_steps=max_steps, render_mode="ansi",
-                  executor=make_executor(mode))
-    try:
-        obs, _ = env.reset(seed=seed, options={"task": task.id, "episode_seed": seed})
-    except LoadFailure as e:
-        env.executor.close()
-        raise click.ClickException(f"the environment could not be loaded: {e}") from None
-    player = Player(env, console, interactive=interactive)
-    try:
-        player.intro(mode)
-        player.instruction(obs)
-        lines = _interactive_lines(console) if interactive else _script_lines(sys.stdin)
-        for line in lines:
-            if not interactive:
-                console.print(Text(f"> {line}", style="dim"))
-            player.handle(line)
-            if player.quit or (player.finished and not interactive):
-                break
-        if not player.finished:
-            console.print(Text("[episode] not finished: no more input" if not player.quit else
-                               "[episode] quit before the end", style="yellow"))
-    finally:
-        executor_obj = env.executor
-        env.close()
-        executor_obj.close()
-    sys.exit(0 if player.succeeded else 1)

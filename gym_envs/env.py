@@ -34,11 +34,13 @@ import copy
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
+from gym_envs import display
 from gym_envs.executor import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.parsing import ParsedAction, parse_action
 from gym_envs.spec import EnvSpec, Task, as_spec
@@ -116,11 +118,29 @@ class TurnOutcome:
                 "passed": self.passed}
 
 
+def resolve_spec_ref(spec: Any) -> Any:
+    """A shipped example's name (``"library-loans"``) becomes its file; anything else is returned as is.
+
+    A string that is neither JSON text, an existing file nor an example's name raises
+    ``FileNotFoundError`` saying what ``spec=`` accepts (and the closest example names).
+    """
+    if not isinstance(spec, str) or spec.lstrip().startswith("{") or Path(spec).expanduser().exists():
+        return spec
+    from gym_envs.examples import UnknownExample, example_path
+
+    try:
+        return example_path(spec)
+    except UnknownExample as e:
+        raise FileNotFoundError(f"spec={spec!r}: no such spec file, and {e}. spec= takes a spec file, JSON "
+                                "text, a dict, an EnvSpec or a shipped example's name") from None
+
+
 class ToolEnv(gym.Env[str, Any]):
     """A generated tool-use environment (see the module docstring for the semantics).
 
     Args:
-        spec: an :class:`EnvSpec`, a dict, JSON text, or a path to a spec file.
+        spec: an :class:`EnvSpec`, a dict, JSON text, a path to a spec file, or a shipped example's
+            name (``"library-loans"``).
         task: default task id (or index) for ``reset``; ``None`` draws one per reset.
         reward_mode: ``episode`` (default), ``turns`` or ``checks``.
         max_steps: actions per episode before truncation.
@@ -141,7 +161,7 @@ class ToolEnv(gym.Env[str, Any]):
             raise ValueError("max_steps must be >= 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        self.env_spec: EnvSpec = as_spec(spec)
+        self.env_spec: EnvSpec = as_spec(resolve_spec_ref(spec))
         if task is not None:
             self.env_spec.task(task)  # fail early on an unknown task id
         self.default_task = task
@@ -271,8 +291,8 @@ class ToolEnv(gym.Env[str, Any]):
         for t in self.turns:
             if t.scored:
                 marks = ", ".join(f"{c.kind}:{'pass' if c.passed else 'FAIL'}" for c in t.checks)
-                lines.append(f"[turn {t.index}] {'PASSED' if t.passed else 'FAILED'} ({marks})")
-        return "\n".join(lines) + "\n"
+                lines.append(f"[turn {t.index + 1}] {'PASSED' if t.passed else 'FAILED'} ({marks})")
+        return display.clean("\n".join(lines)) + "\n"  # spec and tool text shown, never acting on a terminal
 
     def close(self) -> None:
         if self.session is not None:

@@ -1,8 +1,8 @@
 """GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``).
 
 ``python -m training.bench throughput|learning|speed|precision --out DIR [--tiny] [options]`` writes
-``DIR/<name>.json`` (and prints it). Run from a checkout: the byte-level tokenizer of the
-random-weight models and the ``--tiny`` model come from ``tests/fixtures/tiny_model.py``.
+``DIR/<name>.json`` (and prints it). The byte-level tokenizer of the random-weight models and the
+``--tiny`` model come from :mod:`training.tiny_model`.
 
 * **throughput** -- a Qwen3-0.6B-shaped model with random weights
   (``Qwen3Config(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
@@ -66,11 +66,8 @@ def _device(device: str) -> str:
 
 
 def _tiny_dir(root: Path) -> Path:
-    try:
-        from tests.fixtures.tiny_model import build_tiny_qwen3
-    except ImportError:
-        raise SystemExit("training.bench needs tests/fixtures/tiny_model.py: run it from a checkout "
-                         "(cd REPO && python -m training.bench ...)") from None
+    from training.tiny_model import build_tiny_qwen3
+
     return build_tiny_qwen3(root / "tiny-qwen3")
 
 

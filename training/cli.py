@@ -3,15 +3,22 @@
 The root command (:mod:`envgen.command`) loads :data:`train` (this typer app,
 also exported as :data:`train_app`) and :data:`plot` (:func:`plot_cmd`)
 lazily. Each train command reads a YAML config (``--config FILE``, or the name
-of a bundled config such as ``smoke-cpu.yaml``), applies ``--set key=value``
+of a bundled config such as ``smoke-cpu``), applies ``--set key=value``
 overrides and validates everything before any model is loaded; a bad config
 prints one line that says what to change and exits with status 2.
+
+A run folder that already holds a run (``metrics.jsonl``) is refused unless
+``--resume`` continues it or ``--overwrite`` replaces it, so two runs never mix
+in one metrics file. A config that names the tiny test model
+(``runs/tiny-qwen3``, the ``smoke-cpu`` config's) builds it on first use
+(:mod:`training.tiny_model`; ``envwright train tiny-model`` builds it alone).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import typer
@@ -21,8 +28,10 @@ from training.errors import CheckpointError, ConfigError
 
 __all__ = ["plot", "plot_cmd", "train", "train_app"]
 
+HELP = {"help_option_names": ["-h", "--help"]}
+
 train_app = typer.Typer(help="Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation.",
-                        no_args_is_help=True, add_completion=False)
+                        no_args_is_help=True, add_completion=False, context_settings=HELP)
 
 ConfigOpt = typer.Option(..., "--config", "-c", help="YAML config: a path, or a bundled name (see `envwright "
                          "train configs`).")
@@ -30,6 +39,11 @@ SetOpt = typer.Option(None, "--set", "-s", help="Override a key, e.g. --set solv
                       "(repeatable; values are YAML).")
 ResumeOpt = typer.Option(None, "--resume", help="Resume from a checkpoint folder, or 'latest'.")
 OutOpt = typer.Option(None, "--output-dir", "-o", help="Run folder (overrides run.output_dir).")
+OverwriteOpt = typer.Option(False, "--overwrite", help="Replace the run already in the run folder (its metrics, "
+                            "checkpoints, plots) instead of refusing to start.")
+
+#: What a training run writes into its folder (removed by --overwrite; nothing else there is touched).
+RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -37,7 +51,8 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _config(config: Path, overrides: list[str] | None, resume: str | None, output_dir: Path | None) -> TrainConfig:
+def _config(config: Path, overrides: list[str] | None, resume: str | None, output_dir: Path | None,
+            overwrite: bool = False) -> TrainConfig:
     sets = list(overrides or [])
     if resume:
         sets.append(f"run.resume={resume}")
@@ -48,7 +63,38 @@ def _config(config: Path, overrides: list[str] | None, resume: str | None, outpu
         cfg.require_model()
     except ConfigError as e:
         raise _fail(str(e)) from None
+    _claim_run_folder(Path(cfg.run.output_dir), resume=bool(cfg.run.resume), overwrite=overwrite)
+    _tiny_model_on_demand(cfg)
     return cfg
+
+
+def _claim_run_folder(run: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse a folder that holds a run unless resuming it or replacing it (--overwrite removes its artefacts)."""
+    if resume and overwrite:
+        raise _fail("--resume continues the run in the folder and --overwrite replaces it: give one of them")
+    if resume or not (run / "metrics.jsonl").exists():
+        return
+    if not overwrite:
+        raise _fail(f"{run} already holds a run (metrics.jsonl); a new run would mix into its metrics. Continue it "
+                    f"with --resume latest, replace it with --overwrite, or choose another --output-dir")
+    if os.environ.get("RANK", "0") != "0":  # under accelerate/torchrun the main process clears the folder
+        return
+    for target in [run / name for name in RUN_ARTEFACTS] + sorted(run.glob("checkpoint-*")):  # TRL's own too
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    typer.echo(f"--overwrite: removed the previous run's {', '.join(RUN_ARTEFACTS)} and checkpoint-* from {run}",
+               err=True)
+
+
+def _tiny_model_on_demand(cfg: TrainConfig) -> None:
+    """Build the tiny test model (``.../tiny-qwen3``) when the config names it and it is not there yet."""
+    from training.tiny_model import build_tiny_qwen3, is_tiny_model_path
+
+    if is_tiny_model_path(cfg.model.name_or_path):
+        typer.echo(f"building the tiny test model at {cfg.model.name_or_path} (random weights, once)", err=True)
+        build_tiny_qwen3(cfg.model.name_or_path)
 
 
 def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
@@ -59,9 +105,9 @@ def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
 
 @train_app.command("selfplay")
 def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-                 output_dir: Path | None = OutOpt) -> None:
+                 output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
     """Self-play rounds: the model proposes environments (dual stream with skills) and learns to solve them."""
-    cfg = _config(config, set_, resume, output_dir)
+    cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.selfplay import SelfPlay
 
     try:
@@ -75,9 +121,9 @@ def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str
 
 @train_app.command("solver")
 def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-               output_dir: Path | None = OutOpt) -> None:
+               output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
     """GRPO on environment tasks with TRL's GRPOTrainer and our multi-turn rollout function."""
-    cfg = _config(config, set_, resume, output_dir)
+    cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.solver import close_process_group, train_solver
 
     try:
@@ -93,9 +139,9 @@ def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str |
 
 @train_app.command("distill")
 def distill_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-                output_dir: Path | None = OutOpt) -> None:
+                output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
     """Recovery-step self-distillation: the teacher shows the student how to recover from its own mistakes."""
-    cfg = _config(config, set_, resume, output_dir)
+    cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.distill import Distiller
 
     try:
@@ -103,6 +149,14 @@ def distill_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str 
     except (ConfigError, CheckpointError) as e:
         raise _fail(str(e)) from None
     _summary(history, ("iteration", "student/pass_rate", "distill/divergences", "distill/recovery_samples"))
+
+
+@train_app.command("tiny-model")
+def tiny_model_cmd(out: Path = typer.Option(Path("runs/tiny-qwen3"), "--out", help="Model folder to write.")) -> None:
+    """Build the tiny random-weight Qwen3 (2 layers) that the smoke-cpu config trains (about a second)."""
+    from training.tiny_model import build_tiny_qwen3
+
+    typer.echo(str(build_tiny_qwen3(out)))
 
 
 @train_app.command("configs")

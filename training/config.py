@@ -508,12 +508,14 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            bundled = Path(__file__).parent / "configs" / p.name
-            if p.parent == Path(".") and bundled.is_file():
-                p = bundled
+            root = Path(__file__).parent / "configs"
+            bundled = [root / p.name, root / f"{p.name}.yaml"]  # a bundled config by name, with or without .yaml
+            found = [b for b in bundled if b.is_file()]
+            if p.parent == Path(".") and found:
+                p = found[0]
             else:
-                names = sorted(x.name for x in (Path(__file__).parent / "configs").glob("*.yaml"))
-                raise ConfigError(f"no config file at {p}; bundled configs: {', '.join(names)}")
+                names = sorted(x.stem for x in root.glob("*.yaml"))
+                raise ConfigError(f"no config file at {p}; bundled configs (by name): {', '.join(names)}")
         try:
             loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as e:

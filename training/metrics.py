@@ -20,7 +20,8 @@ from typing import Any
 
 from training.errors import ConfigError
 
-__all__ = ["MetricsWriter", "flatten", "metrics_callback", "plot_run", "read_metrics"]
+__all__ = ["MetricsWriter", "curves_figure", "flatten", "histogram_figure", "metrics_callback", "plot_run",
+           "read_metrics"]
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -134,13 +135,59 @@ PLOTS: list[tuple[str, str, list[str]]] = [
 ]
 
 
+def _legend_outside(ax: Any) -> None:
+    """The legend to the right of the axes, where it cannot cover a curve or a bar."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
+def curves_figure(title: str, series: Mapping[str, list[tuple[float, float]]]) -> Any:
+    """One line per key over rounds/steps (whole-number ticks), the legend outside the axes."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.add_subplot(1, 1, 1)
+    for k, pts in series.items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=k)
+    ax.set_title(title)
+    ax.set_xlabel("round / step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds and steps are whole numbers
+    ax.grid(alpha=0.3)
+    _legend_outside(ax)
+    return fig
+
+
+def histogram_figure(hist: list[tuple[Any, dict[str, Any]]]) -> Any:
+    """The solve-rate histogram of the last (up to) four rounds as grouped bars, one group per bin."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.add_subplot(1, 1, 1)
+    shown = hist[-4:]
+    width = 0.8 / len(shown)
+    for j, (s, h) in enumerate(shown):
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(h["counts"]))]
+        ax.bar(xs, h["counts"], width, label=f"round {s}")
+    h = shown[-1][1]
+    ax.set_xticks(range(len(h["counts"])))
+    ax.set_xticklabels([f"{a:.1f}-{b:.1f}" for a, b in zip(h["edges"][:-1], h["edges"][1:], strict=True)],
+                       fontsize=7)
+    top = max((c for _, hh in shown for c in hh["counts"]), default=0)
+    ax.set_ylim(0, max(1, top) * 1.1)  # counts: from 0, whole numbers, never a degenerate axis
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if top == 0:
+        ax.text(0.5, 0.5, "no valid proposal was evaluated yet", transform=ax.transAxes, ha="center",
+                color="0.4")
+    ax.set_xlabel("solve rate")
+    ax.set_ylabel("environments")
+    ax.set_title("Solve-rate histogram of valid proposals")
+    _legend_outside(ax)
+    return fig
+
+
 def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
     """PNG curves of a run's metrics (one file per group of :data:`PLOTS` that has data)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     records = read_metrics(run_dir)
     out = Path(out_dir) if out_dir else Path(run_dir) / "plots"
     out.mkdir(parents=True, exist_ok=True)
@@ -151,33 +198,14 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
         series = {k: v for k, v in series.items() if v}
         if not series:
             continue
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for k, pts in series.items():
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=k)
-        ax.set_title(title)
-        ax.set_xlabel("round / step")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
         path = out / f"{stem}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        curves_figure(title, series).savefig(path, dpi=100, bbox_inches="tight")
         written.append(path)
     hist = [(s, r["solver"]["solve_rate_histogram"]) for s, r in ((r.get("step", i), r) for i, r in enumerate(records))
             if isinstance(r.get("solver"), dict) and r["solver"].get("solve_rate_histogram")]
     if hist:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for s, h in hist[-4:]:
-            ax.plot(range(len(h["counts"])), h["counts"], marker="o", label=f"round {s}")
-        ax.set_xticks(range(len(h["counts"])))
-        ax.set_xticklabels([f"{a:.1f}-{b:.1f}" for a, b in zip(h["edges"][:-1], h["edges"][1:], strict=True)],
-                           fontsize=7)
-        ax.set_title("Solve-rate histogram of valid proposals")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
         path = out / "solve_rate_histogram.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        histogram_figure(hist).savefig(path, dpi=100, bbox_inches="tight")
         written.append(path)
     if not written:
         raise ValueError(f"{run_dir}/metrics.jsonl has no known curves (keys: "

@@ -39,9 +39,11 @@ __all__ = [
     "DEFAULT_EXCLUDE",
     "TreeConfig",
     "compile_glob",
+    "explain_tree",
     "iter_tree_files",
     "load_tree",
     "read_source",
+    "skip_reason",
 ]
 
 log = logging.getLogger("corpora")
@@ -175,24 +177,65 @@ def _decode(data: bytes, is_python: bool) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read_source(path: Path, *, max_bytes: int) -> str | None:
-    """Read a text file, or return ``None`` when it is too large, binary or undecodable."""
+def _read(path: Path, max_bytes: int) -> tuple[str | None, str | None]:
+    """``(text, None)``, or ``(None, why it was skipped)``."""
     try:
-        if path.stat().st_size > max_bytes:
-            log.debug("skip %s: larger than %d bytes", path, max_bytes)
-            return None
+        size = path.stat().st_size
+        if size > max_bytes:
+            return None, f"larger than max_bytes={max_bytes:,} ({size:,} bytes)"
         data = path.read_bytes()
     except OSError as exc:
-        log.debug("skip %s: %s", path, exc)
-        return None
+        return None, f"unreadable ({exc})"
     if b"\0" in data[:_BINARY_PROBE]:
-        log.debug("skip %s: binary", path)
-        return None
+        return None, "binary"
     try:
-        return _decode(data, path.suffix.lower() in (".py", ".pyw", ".pyi"))
+        return _decode(data, path.suffix.lower() in (".py", ".pyw", ".pyi")), None
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        log.debug("skip %s: cannot decode (%s)", path, exc)
-        return None
+        return None, f"cannot be decoded ({exc})"
+
+
+def read_source(path: Path, *, max_bytes: int) -> str | None:
+    """Read a text file, or return ``None`` when it is too large, binary or undecodable."""
+    text, why = _read(path, max_bytes)
+    if why is not None:
+        log.debug("skip %s: %s", path, why)
+    return text
+
+
+def skip_reason(path: Path, *, max_bytes: int) -> str | None:
+    """Why :func:`read_source` would skip ``path`` (None: it would read it)."""
+    return _read(path, max_bytes)[1]
+
+
+def explain_tree(config: TreeConfig, *, examples: int = 3) -> str:
+    """What a walk of ``config.root`` found and skipped, in one sentence (for "no usable documents" errors).
+
+    Counts the files the walk saw, those whose extension no language claims (or outside
+    ``languages``), and those :func:`read_source` skips (too large, binary, undecodable), naming up to
+    ``examples`` of each.
+    """
+    root = Path(config.root)
+    files = list(iter_tree_files(root, include=config.include, exclude=tuple(config.exclude),
+                                 follow_symlinks=config.follow_symlinks))
+    if not files:
+        return f"{root} holds no files (after excluding {', '.join(config.exclude) or 'nothing'})"
+    suffixes = known_source_suffixes(config.languages) if config.include is None else None
+    groups: dict[str, list[str]] = {}
+    for full, rel in files:
+        language = language_from_path(rel)
+        if (suffixes is not None and full.suffix.lower() not in suffixes) or (
+                config.languages is not None and language not in config.languages):
+            groups.setdefault("not a source file of a known language", []).append(rel)
+            continue
+        why = skip_reason(full, max_bytes=config.max_bytes)
+        if why is not None:
+            key, _, detail = why.partition(" (")
+            groups.setdefault(key, []).append(f"{rel} ({detail}" if key.startswith("larger") else rel)
+    parts = [f"{root} holds {len(files)} file{'' if len(files) == 1 else 's'}"]
+    for why, rels in groups.items():
+        named = ", ".join(rels[:examples]) + (f" and {len(rels) - examples} more" if len(rels) > examples else "")
+        parts.append(f"{len(rels)} skipped as {why}: {named}")
+    return "; ".join(parts)
 
 
 @dataclass(kw_only=True)

@@ -11,8 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
+from gym_envs import display
 
-app = typer.Typer(help="Skill libraries: list, show, stats, export, simulate.", no_args_is_help=True)
+app = typer.Typer(help="Skill libraries: list, show, stats, export, simulate.", no_args_is_help=True,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
 DirOpt = typer.Option(None, "--dir", "-d", help="Skill library folder (default: the built-in skills).")
@@ -32,15 +34,21 @@ def _rate(x: float | None) -> str:
 @app.command("list")
 def list_cmd(folder: Path | None = DirOpt,
              archived: bool = typer.Option(False, help="Include archived skills.")) -> None:
-    """One line per skill: id, name, tags, examples, attempts, solve rate, validity."""
+    """One row per skill: id, name and tags, examples, attempts, solve rate, validity, state."""
     lib = _open(folder)
-    table = Table("id", "name", "tags", "examples", "attempts", "solve rate", "validity", "state")
+    table = Table(show_lines=True, caption="solve: mean solve rate; valid: share of valid proposals")
+    table.add_column("skill / name / tags", overflow="fold")
+    for h in ("examples", "attempts", "solve", "valid", "state"):
+        table.add_column(h, no_wrap=True, justify="right" if h != "state" else "left")
     skills = [*lib.skills.values(), *(lib.archived.values() if archived else [])]
     for s in skills:
-        table.add_row(s.id, s.name, ", ".join(s.tags), str(len(s.examples)), str(s.stats.attempts),
-                      _rate(s.stats.mean_solve_rate), _rate(s.stats.validity_rate),
-                      "archived" if s.archived else "active")
-    Console().print(table)
+        cell = display.text(s.id, "bold")
+        cell.append("\n" + display.clean(s.name))
+        if s.tags:
+            cell.append("\n" + display.clean(", ".join(s.tags)), style="dim")
+        table.add_row(cell, str(len(s.examples)), str(s.stats.attempts), _rate(s.stats.mean_solve_rate),
+                      _rate(s.stats.validity_rate), "archived" if s.archived else "active")
+    Console().print(display.readable_headers(table))
 
 
 @app.command("show")
@@ -52,9 +60,10 @@ def show_cmd(skill_id: str, folder: Path | None = DirOpt,
         s = lib.get(skill_id)
     except KeyError as e:
         raise typer.BadParameter(str(e.args[0])) from None
-    Console().print(s.render(level))
+    Console().print(display.text(s.render(level)))
     Console().print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
-                  f"[bold]parent[/bold]: {s.parent}  [bold]added[/bold]: iteration {s.added_iteration}")
+                  f"[bold]parent[/bold]: {display.markup(s.parent)}  [bold]added[/bold]: iteration "
+                  f"{s.added_iteration}")
     Console().print_json(json.dumps(s.stats.to_dict()))
 
 
@@ -67,15 +76,15 @@ def stats_cmd(folder: Path | None = DirOpt) -> None:
         events[e["event"]] = events.get(e["event"], 0) + 1
     total_attempts = sum(s.stats.attempts for s in lib)
     Console().print(f"active skills: {len(lib)}   archived: {len(lib.archived)}   attempts: {total_attempts}")
-    Console().print(f"events: {json.dumps(events)}")
+    Console().print(display.text(f"events: {json.dumps(events, ensure_ascii=False)}"))
     from envgen.skills.controller import Controller
 
     w = Controller(lib).weights()
     table = Table("skill", "routing weight", "recent solve rate", "attempts")
     for sid, weight in sorted(w.items(), key=lambda kv: -kv[1]):
         s = lib.get(sid)
-        table.add_row(sid, f"{weight:.3f}", _rate(s.stats.recent_solve_rate), str(s.stats.attempts))
-    Console().print(table)
+        table.add_row(display.text(sid), f"{weight:.3f}", _rate(s.stats.recent_solve_rate), str(s.stats.attempts))
+    Console().print(display.readable_headers(table))
 
 
 @app.command("export")
@@ -87,30 +96,44 @@ def export_cmd(out: Path, folder: Path | None = DirOpt,
         raise typer.BadParameter(f"{out} exists and is not empty; choose a new folder")
     ignore = ["__pycache__", "*.py[co]", "__init__.py"] + ([] if archived else ["_archive"])
     shutil.copytree(src, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*ignore))
-    Console().print(f"exported {len(SkillLibrary(out))} skills to {out}")
+    Console().print(display.text(f"exported {len(SkillLibrary(out))} skills to {out}"))
 
 
 @app.command("simulate")
 def simulate_cmd(out: Path = typer.Option(Path("runs/skill-simulation"), help="Folder for the library and log."),
                  rounds: int = typer.Option(6, min=1), envs_per_round: int = typer.Option(40, min=2),
-                 alpha: float = typer.Option(0.5, min=0.0, max=1.0), seed: int = 0) -> None:
+                 alpha: float = typer.Option(0.5, min=0.0, max=1.0), seed: int = 0,
+                 overwrite: bool = typer.Option(False, "--overwrite", help="Replace a simulation already in OUT.")
+                 ) -> None:
     """Run the controller against synthetic solver competences and print per-round numbers."""
     from envgen.skills.simulate import SimulationConfig, run_simulation, summarize
 
-    if out.exists():
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise typer.BadParameter(f"{out} is not empty (a previous simulation?); pass --overwrite to replace "
+                                     "it, or choose another --out", param_hint="--out")
         shutil.rmtree(out)
-    table = Table("round", "routed solve rate", "validity", "competence", "skills", "pruned", "refined",
-                  "induced", "merged", "refused")
+    table = Table("round", "solve", "valid", "comp.", "skills", "pruned", "refined", "induced", "merged",
+                  "refused", box=None, header_style="bold underline",
+                  caption="solve: mean solve rate of routed environments; valid: validity; comp.: solver "
+                          "competence; which skills changed is listed below")
+    changes: list[str] = []
 
     def row(m: dict) -> None:
         table.add_row(str(m["iteration"]), _rate(m["mean_solve_rate_routed"]), f"{m['validity']:.2f}",
-                      f"{m['competence']:.2f}", str(m["active_skills"]), ", ".join(m["pruned"]),
-                      ", ".join(m["refined"]), ", ".join(m["induced"]), ", ".join(f"{a}<-{b}" for a, b in m["merged"]),
-                      str(len(m["refused"])))
+                      f"{m['competence']:.2f}", str(m["active_skills"]), str(len(m["pruned"])),
+                      str(len(m["refined"])), str(len(m["induced"])), str(len(m["merged"])), str(len(m["refused"])))
+        named = [(what, ids) for what, ids in (("pruned", m["pruned"]), ("refined", m["refined"]),
+                                               ("induced", m["induced"]),
+                                               ("merged", [f"{a}<-{b}" for a, b in m["merged"]])) if ids]
+        if named:
+            changes.append(f"round {m['iteration']}: " + "; ".join(f"{what} {', '.join(ids)}" for what, ids in named))
 
     hist = run_simulation(out, SimulationConfig(rounds=rounds, envs_per_round=envs_per_round, alpha=alpha,
                                                 seed=seed), printer=row)
-    Console().print(table)
+    Console().print(display.readable_headers(table))
+    for line in changes:
+        Console().print(display.text(line))
     s = summarize(hist)
     r5 = hist[min(4, len(hist) - 1)]["mean_solve_rate_routed"]
     ok = r5 is not None and 0.4 <= r5 <= 0.6

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from envgen.command import cli
-from gym_envs.cli import parse_line
+from gym_envs.play import parse_line
 
 SOLVE_BORROW = """\
 # turn 1: find the book, lend it

@@ -268,8 +268,27 @@ def test_generate_with_skills_and_alpha(tmp_path):
     cfg = GenerateConfig(proposer="llm", backend="scripted", n=4, out=tmp_path / "lib", skills=tmp_path / "skills",
                          alpha=0.5, batch_size=4, validation="inprocess", max_retries=0)
     summary = run_generate(cfg, progress=False, proposer=proposer, docs=docs)
-    assert summary.attempted == 4 and summary.accepted == 4
+    assert summary.attempted == 4
     assert sum("Skill: " in t for t in seen) == 2  # alpha * batch documents were conditioned on a skill
-    streams = sorted(r["stream"] for r in Library(tmp_path / "lib").rows())
-    assert streams == ["explore", "explore", "skill", "skill"]
-    assert all(r["skill_id"] for r in Library(tmp_path / "lib").rows() if r["stream"] == "skill")
+    lib = Library(tmp_path / "lib")
+    attempts = {a["doc_id"]: a for a in lib.attempts()}
+    skilled = [a for a in attempts.values() if a["stream"] == "skill"]
+    assert len(skilled) == 2 and all(a["skill_id"] for a in skilled)
+    # the routed skill's validator runs on every environment the gate accepts: an example spec that does
+    # not follow the skill is rejected with the skill named, and everything else is accepted
+    from envgen.skills import SkillLibrary
+    from envgen.skills.skill import run_validator
+
+    skills = SkillLibrary(tmp_path / "skills")
+    for a in skilled:
+        if a["accepted"]:
+            assert run_validator(skills.get(a["skill_id"]), lib.load(a["env_id"]), executor="inprocess") == []
+        else:
+            assert json.loads(a["codes"]) == ["skill_validator"]
+            assert all(r.startswith(f"skill {a['skill_id']}:") for r in json.loads(a["reasons"]))
+    assert summary.accepted == 4 - sum(1 for a in skilled if not a["accepted"])
+    assert sorted(r["stream"] for r in lib.rows()) == sorted(a["stream"] for a in attempts.values() if a["accepted"])
+    # generation counted every skill-conditioned proposal in the skill's usage stats, saved in the library
+    used = {a["skill_id"] for a in skilled}
+    assert sum(skills.get(s).stats.proposals for s in used) == 2
+    assert sum(skills.get(s).stats.valid for s in used) == sum(1 for a in skilled if a["accepted"])

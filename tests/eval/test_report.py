@@ -65,7 +65,7 @@ def test_compare_runs_reports_the_difference_with_a_ci(runs: tuple[Path, Path]) 
     assert 0 < checks["diff"] < 1 and checks["ci"][0] <= checks["diff"] <= checks["ci"][1]
     assert {r["kind"] for r in result["rows"]} > {"(all)"}
     md = compare_markdown(result)
-    assert "| examples | (all) | pass@1 |" in md and "1.000" in md and md.count("*") >= 1
+    assert "| `examples` | `(all)` | pass@1 |" in md and "1.000" in md and md.count("*") >= 1
 
 
 def test_compare_cli_prints_and_writes(runs: tuple[Path, Path], tmp_path: Path) -> None:

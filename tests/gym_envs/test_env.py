@@ -37,7 +37,7 @@ def test_full_episode_reward_and_info(env):
     assert term and not trunc and r == 1.0 and info["episode_passed"]
     assert info["score"] == {"episode": 1.0, "turns": 1.0, "checks": 1.0}
     text = env.render()
-    assert "[turn 0] PASSED" in text and "[turn 1] PASSED" in text
+    assert "[turn 1] PASSED" in text and "[turn 2] PASSED" in text  # counted from 1, as everywhere
     with pytest.raises(RuntimeError, match="reset"):
         env.step("again")
 

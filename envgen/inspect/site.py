@@ -1,0 +1,319 @@
+"""Build the inspector's static site: Jinja2 templates over what :mod:`envgen.inspect.collect` gathers.
+
+Layout of ``OUT``::
+
+    index.html                 every environment: sortable, filterable (site.js, no server needed)
+    envs/<env_id>.html         one page per environment
+    rejected/index.html        rejected proposals with their reasons; rejected/<attempt>.html each
+    runs/<run>/index.html      an evaluation run's episodes, linked to env pages and transcripts
+    runs/<run>/<episode>.html  one transcript per episode
+    assets/site.css, site.js   the only assets (local files: the site works offline)
+    .envwright-inspect         marks the folder as a site this command may replace
+
+Contract: every text from a spec, a model or a tool is escaped (Jinja2 autoescape;
+nothing is marked safe but our own markup). The site is built in a temporary
+folder beside ``OUT`` and swapped in at the end, so ``OUT`` is always a whole
+site; a non-empty ``OUT`` that is not a site is refused. Environment pages are
+written as they are collected, so memory stays flat on large libraries.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envgen.inspect.collect import (
+    EnvPage,
+    RunPage,
+    collect_env,
+    collect_rejected,
+    collect_runs,
+    find_documents,
+    page_name,
+)
+from gym_envs.spec import EnvSpec, SpecError, load_spec
+
+__all__ = ["MARKER", "SiteSummary", "build_site", "template_env"]
+
+MARKER = ".envwright-inspect"
+TEMPLATES = Path(__file__).parent / "templates"
+GATE_MODES = ("auto", "stored", "run", "off")
+INDEX_PAGE = 500  #: index rows shown before "show all" (the filters always search every row)
+
+
+@dataclass
+class SiteSummary:
+    """What :func:`build_site` wrote."""
+
+    out: Path
+    envs: int
+    rejected: int
+    runs: int
+    episodes: int
+    seconds: float
+    problems: list[str]
+
+    @property
+    def index(self) -> Path:
+        return self.out / "index.html"
+
+
+# -- templates ------------------------------------------------------------------------------------
+
+
+def _fmt(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and x != x):
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _highlight(text: str, words: Iterable[str]) -> Any:
+    """``text`` escaped, with each whole identifier in ``words`` wrapped in ``<mark>``."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    wanted = {w.lower() for w in words}
+    if not wanted:
+        return escape(text)
+    out, last, focused = [], 0, False
+    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        if m.group().lower() in wanted or any(p in wanted for p in m.group().lower().split("_") if len(p) > 2):
+            # the first class or def the environment's names trace to: site.js scrolls the excerpt there
+            before = text[max(0, m.start() - 40):m.start()]
+            focus = not focused and re.search(r"(?:^|\n)[ \t]*(?:class|def)[ \t]+$", before)
+            focused = focused or bool(focus)
+            out.append(escape(text[last:m.start()]))
+            out.append(Markup('<mark class="focus">' if focus else "<mark>") + escape(m.group()) + Markup("</mark>"))
+            last = m.end()
+    out.append(escape(text[last:]))
+    return Markup("").join(out)
+
+
+def template_env() -> Any:
+    """The Jinja2 environment: autoescape on, undefined names are errors."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    env.filters["highlight"] = _highlight
+    env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
+    env.filters["page"] = page_name
+    return env
+
+
+def _chart(history: list[dict[str, Any]], width: int = 560, height: int = 160) -> dict[str, Any] | None:
+    """Polylines of each policy's running solve rate over its evaluations (an inline SVG, no script)."""
+    by_policy: dict[str, list[float]] = {}
+    for h in history:
+        if h["cumulative"] is not None:
+            by_policy.setdefault(str(h["policy"]), []).append(h["cumulative"])
+    if not by_policy:
+        return None
+    n = max(len(v) for v in by_policy.values())
+    colours = ["#3b7dd8", "#e08a2c", "#6a9f38", "#b3261e", "#7b4fb0", "#2b8c8c"]
+    lines = []
+    for i, (policy, vals) in enumerate(sorted(by_policy.items())):
+        step = (width - 60) / max(1, n - 1)
+        pts = " ".join(f"{40 + j * step:.1f},{10 + (1 - v) * (height - 30):.1f}" for j, v in enumerate(vals))
+        lines.append({"policy": policy, "points": pts, "colour": colours[i % len(colours)], "last": vals[-1]})
+    return {"width": width, "height": height, "lines": lines, "n": n}
+
+
+# -- the build ------------------------------------------------------------------------------------
+
+
+def _prepare(out: Path) -> Path:
+    """A fresh temporary folder beside ``out``; refuses an ``out`` that holds something else."""
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
+        raise FileExistsError(f"{out} exists and is not an inspector site (no {MARKER}); give an empty or new "
+                              "folder to --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Replace ``out`` by ``tmp`` (the old site goes only once the new one is complete)."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{time.time_ns()}")
+        out.rename(old)
+    tmp.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", errors="backslashreplace")
+
+
+@dataclass
+class _Source:
+    """What to inspect: a library, or loose spec files (a spec, a folder of specs, an example)."""
+
+    label: str
+    library: Any = None  #: an open :class:`~envgen.library.Library`
+    files: list[Path] | None = None
+
+
+def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
+    from envgen.library import Library, is_library
+
+    path = Path(ref).expanduser()
+    if path.is_dir() and is_library(path):
+        return _Source(str(path), library=Library(path, catalog_url, create=False))
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not files:
+            raise FileNotFoundError(f"{ref} is neither a library (no specs/ folder, no catalog.sqlite) nor a folder "
+                                    "of *.json spec files")
+        return _Source(str(path), files=files)
+    from gym_envs.cli import locate_spec
+
+    try:
+        return _Source(ref, files=[locate_spec(ref).path])
+    except LookupError as e:
+        raise FileNotFoundError(str(e)) from None
+
+
+def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), corpus: str | None = None,
+               gate: str = "auto", executor: str = "worker", rows: int = 5, catalog_url: str | None = None,
+               progress: Callable[[int, int], None] | None = None) -> SiteSummary:
+    """Write the site for ``ref`` (a library folder, a spec file, a folder of specs or an example's name).
+
+    Args:
+        runs: evaluation run folders whose episodes are linked from env pages.
+        corpus: the corpus the library was generated from, to show source documents that are not in
+            this interpreter's standard library.
+        gate: ``auto`` (the stored gate report, else run the gate), ``stored``, ``run`` or ``off``.
+        executor: where spec code runs to build seed rows (and the gate): ``worker`` or ``inprocess``.
+        rows: seed rows shown per table.
+        catalog_url: the library's catalog when it is not ``LIBRARY/catalog.sqlite`` (e.g. PostgreSQL).
+        progress: called with ``(done, total)`` after each environment.
+    """
+    if gate not in GATE_MODES:
+        raise ValueError(f"gate must be one of {GATE_MODES}, got {gate!r}")
+    t0 = time.perf_counter()
+    out = Path(out)
+    source = _open_source(ref, catalog_url)
+    run_pages = collect_runs(Path(r) for r in runs)
+    tmp = _prepare(out)
+    try:
+        summary = _build(source, tmp, run_pages, corpus=corpus, gate=gate, executor=executor, rows=rows,
+                         progress=progress)
+        (tmp / MARKER).write_text("built by envwright inspect\n", encoding="utf-8")
+        _swap(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if source.library is not None:
+            source.library.close()
+    summary.out, summary.seconds = out, time.perf_counter() - t0
+    return summary
+
+
+def _episodes_by_env(run_pages: list[RunPage]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run in run_pages:
+        for r in run.episodes:
+            out.setdefault(str(r.get("env_id")), []).append({"run": run.name, **r})
+    return out
+
+
+def _specs(source: _Source, problems: list[str]) -> list[tuple[EnvSpec, dict[str, Any], str]]:
+    """(spec, catalog row, file) of every environment to show."""
+    items = []
+    if source.library is not None:
+        for row in source.library.rows(sort="id"):
+            try:
+                items.append((source.library.load(row["id"]), row, str(source.library.spec_path(row["id"]))))
+            except (SpecError, OSError, ValueError) as e:
+                problems.append(f"{row['id']}: the spec file does not load: {e}")
+        return items
+    for path in source.files or []:
+        try:
+            items.append((load_spec(path), {}, str(path)))
+        except (SpecError, OSError, ValueError) as e:
+            problems.append(f"{path}: {e}")
+    return items
+
+
+def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str | None, gate: str,
+           executor: str, rows: int, progress: Callable[[int, int], None] | None) -> SiteSummary:
+    from gym_envs.executor import make_executor
+
+    env = template_env()
+    problems: list[str] = []
+    items = _specs(source, problems)
+    lib = source.library
+    wanted = {s.source.doc_id: (s.source.corpus, s.source.path) for s, _, _ in items if s.source is not None}
+    docs = find_documents(wanted, corpus, on_problem=problems.append)
+    history: dict[str, list[dict[str, Any]]] = {}
+    for h in lib.solve_history() if lib is not None else []:
+        history.setdefault(h["env_id"], []).append(h)
+    episodes = _episodes_by_env(run_pages)
+    site = {"title": f"envwright inspect: {source.label}", "source": source.label, "is_library": lib is not None,
+            "runs": [{"name": r.name, "path": r.path, "episodes": len(r.episodes)} for r in run_pages]}
+    ex = make_executor(executor)
+    index_rows = []
+    try:
+        for i, (spec, row, file) in enumerate(items):
+            page = collect_env(spec, row=row, file=file, stored_gate=lib.gate_report(spec.id) if lib else None,
+                               gate_mode=gate, executor=ex, rows=rows,
+                               doc=docs.get(spec.source.doc_id) if spec.source else None,
+                               history=history.get(spec.id, ()))
+            page.episodes = episodes.get(spec.id, [])
+            _write(tmp / "envs" / f"{page_name(spec.id)}.html", _env_html(env, page, site))
+            index_rows.append(page.index_row())
+            if progress:
+                progress(i + 1, len(items))
+    finally:
+        ex.close()
+    rejected = collect_rejected(Path(source.label), lib.attempts()) if lib is not None else []
+    known = {r["id"] for r in index_rows}
+    for rej in rejected:
+        _write(tmp / "rejected" / f"{page_name(rej.attempt_id)}.html",
+               env.get_template("rejected.html.jinja").render(site=site, root="../", r=rej))
+    if lib is not None:
+        _write(tmp / "rejected" / "index.html",
+               env.get_template("rejected_index.html.jinja").render(
+                   site=site, root="../", rejected=rejected, codes=sorted({c for r in rejected for c in r.codes})))
+    n_episodes = 0
+    for run in run_pages:
+        base = tmp / "runs" / run.name
+        _write(base / "index.html", env.get_template("run.html.jinja").render(site=site, root="../../", run=run,
+                                                                               known=known))
+        for rec in run.episodes:
+            n_episodes += 1
+            _write(base / f"{rec['page']}.html", env.get_template("episode.html.jinja").render(
+                site=site, root="../../", run=run, e=rec, known=known))
+    _write(tmp / "index.html", env.get_template("index.html.jinja").render(
+        site=site, root="", envs=index_rows, n_rejected=len(rejected), problems=problems,
+        options=_options(index_rows), page=INDEX_PAGE))
+    for name in ("site.css", "site.js"):
+        _write(tmp / "assets" / name, (TEMPLATES / name).read_text(encoding="utf-8"))
+    return SiteSummary(tmp, len(index_rows), len(rejected), len(run_pages), n_episodes, 0.0, problems)
+
+
+def _options(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The values each index filter offers."""
+    return {"proposer": sorted({r["proposer"] for r in rows}), "stream": sorted({r["stream"] for r in rows}),
+            "skill": sorted({r["skill"] for r in rows if r["skill"]}),
+            "kind": sorted({k for r in rows for k in r["kinds"]})}
+
+
+def _env_html(env: Any, page: EnvPage, site: dict[str, Any]) -> str:
+    hits = {h for n in page.names for h in n["hits"]}
+    return env.get_template("env.html.jinja").render(site=site, root="../", p=page, chart=_chart(page.history),
+                                                     hits=sorted(hits))
