@@ -16,8 +16,9 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
 
 Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
 :meth:`~gym_envs.env.ToolEnv.score_reply`; doing nothing (rule 4: no calls, an empty reply) and
-dropping a turn's only call are scored on its start-of-turn state; extra writes follow the last turn
-of the reference and of its determinism replay in their own episodes. Other mutants replay the
+dropping a turn's only call are scored on its start-of-turn state; the argument mutants of a last turn
+that only reads are made after its reference calls, and extra writes after the last turn of the
+reference and of its determinism replay, in their own episodes. Other mutants replay the
 reference up to the turn and score the cheap checks first (a killed mutant needs one failure). A turn
 stops at its first survivor. The state is digested only for a mutant that no check killed.
 
@@ -217,7 +218,9 @@ class MutationRun:
                     ref.stopped = self._verdict(ref, drop[0], drop[1], [], ref.reply, digest=drop[2])
                 if not ref.stopped:
                     self._record_replies(ref, scored)
-            if last and ref.passed and extras is not None:
+            if last and ref.passed and replies and not ref.effectful:
+                self._reads_in_place(ref)
+            if last and ref.passed and extras is not None and not ref.dirty:
                 self._chain_extra(ref, extras(ref))
             if env.done:
                 break
@@ -239,6 +242,26 @@ class MutationRun:
         m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
         checks = self._score(ref.turn, ref.reply)
         return m, checks, None if _caught(checks) else self.env.state_digest()
+
+    def _reads_in_place(self, ref: RefTurn) -> None:
+        """The argument mutants of a last turn that only reads, judged in the reference's own episode:
+        each mutated call is made after the reference's calls and its result stands in for the original
+        call's (a read-only turn leaves the state as it found it, so the call sees what it would have seen
+        in its place). A mutated call that writes leaves the episode changed: it and the rest are replayed."""
+        env = self.env
+        for m in call_mutants(self.spec, ref):
+            if m.kind != "argument" or ref.stopped:
+                continue
+            ci = next(i for i, (a, b) in enumerate(zip(m.calls, ref.calls, strict=True)) if a != b)
+            env.step(_calls_action([m.calls[ci]]))
+            made = env.turns[-1].calls[-1]
+            if made.changes > 0:
+                ref.dirty = True  # this one changed the state: replayed with the others left
+                return
+            results = [*ref.results[:ci], made, *ref.results[ci + 1:]]
+            reply = derive_reply(ref, ref.locators, m, results)
+            ref.done_in_place.add(m.key())
+            ref.stopped = self._verdict(ref, m, self._score(ref.turn, reply), results, reply, digest=ref.digest)
 
     def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
@@ -305,8 +328,9 @@ class MutationRun:
             if ref.stopped:
                 continue
             locators = ref.locators or locate_answers(ref)
-            mutants = [m for m in call_mutants(self.spec, ref) if not (m.kind == "drop" and not m.calls)]
-            if any(self._judge(refs, ti, m, locators) for m in mutants):  # (a one-call drop: scored in place)
+            mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
+                       if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
+            if any(self._judge(refs, ti, m, locators) for m in mutants):
                 continue
             for m in extra_mutants(self.spec, ref, pool):
                 if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:

@@ -60,6 +60,8 @@ class RefTurn:
     extra_made: int = 0  #: extra-write mutants made for this turn
     extra_tries: int = 0  #: extra calls tried for this turn (one that changes nothing is no mutant)
     extra_tried: set[str] = field(default_factory=set)  #: the extra calls tried (JSON keys)
+    done_in_place: set[str] = field(default_factory=set)  #: mutants judged in the reference's episode
+    dirty: bool = False  #: a mutant made in the reference's episode changed its state
 
     @property
     def turn(self) -> Turn:
