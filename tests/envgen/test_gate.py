@@ -257,3 +257,27 @@ def test_executors_agree_on_the_verdict(executor: str) -> None:
                        "expect": [[1]]}])
     verdict = validate_spec(helpdesk([bad, GOOD_READ]), executor=executor)
     assert not verdict.accepted and "near_miss_passes" in verdict.codes
+
+
+def test_a_lookup_that_writes_is_judged_on_a_replay_not_in_place() -> None:
+    """Read turns' argument mutants are judged in the reference's own episode, unless one writes."""
+    spec = helpdesk([GOOD_CLOSE])
+    spec["code"] += ('\ndef find_or_open(db, title):\n'
+                     '    rows = db.query("SELECT id, title, status FROM tickets WHERE title = ?", [title])\n'
+                     '    if rows:\n        return rows[0]\n'
+                     '    db.execute("INSERT INTO tickets (title, status) VALUES (?, \'open\')", [title])\n'
+                     '    return {"id": -1, "title": title}\n')
+    spec["tools"].append({"name": "find_or_open", "description": "Find a ticket by title (made when new).",
+                          "parameters": {"type": "object", "properties": {"title": {"type": "string"}},
+                                         "required": ["title"]}})
+    spec["tasks"].append({"id": "status", "kind": "read", "turns": [
+        {"instruction": "What number does the ticket titled 'Printer jammed' have?",
+         "checks": [{"kind": "reply_contains", "any_of": ["1"]}, {"kind": "unchanged", "tables": []}],
+         "reference": [{"name": "find_or_open", "arguments": {"title": "Printer jammed"}}]}]})
+    verdict = validate_spec(spec, executor="inprocess")
+    assert verdict.accepted, _text(verdict)
+    opened = [m for m in verdict.mutations if m["task"] == "status" and "does not exist" in m["mutation"]]
+    assert opened and opened[0]["outcome"] == "killed" and "unchanged" in opened[0]["detail"]
+    spec["tasks"][1]["turns"][0]["checks"] = spec["tasks"][1]["turns"][0]["checks"][:1]  # no unchanged check
+    verdict = validate_spec(spec, executor="inprocess")
+    assert not verdict.accepted and "task 'status' turn 1" in _text(verdict)
