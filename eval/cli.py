@@ -261,10 +261,13 @@ def _argv_bench(name: str, module: str, help_text: str) -> click.Command:
 
 @click.group("bench", context_settings={"help_option_names": ["-h", "--help"]})
 def bench_app() -> None:
-    """Throughput benchmarks (runtime, generation)."""
+    """Benchmarks: runtime throughput, generation, and what a model proposer yields."""
 
 
 bench_app.add_command(_argv_bench("runtime", "eval.bench.runtime",
                                   "Measure reset/step throughput of the runtime."))
 bench_app.add_command(_argv_bench("generate", "eval.bench.generate",
                                   "Measure environment generation throughput."))
+bench_app.add_command(_argv_bench("proposer", "eval.bench.proposer",
+                                  "Does a model write environments? Free vs constrained, spec vs blueprint, "
+                                  "untrained vs warm-started."))

@@ -1,4 +1,4 @@
-"""``envwright train selfplay|solver|distill`` and ``envwright plot RUN_DIR``.
+"""``envwright train selfplay|solver|distill|proposer`` and ``envwright plot RUN_DIR``.
 
 The root command (:mod:`envgen.command`) loads :data:`train` (this typer app,
 also exported as :data:`train_app`) and :data:`plot` (:func:`plot_cmd`)
@@ -30,7 +30,8 @@ __all__ = ["plot", "plot_cmd", "train", "train_app"]
 
 HELP = {"help_option_names": ["-h", "--help"]}
 
-train_app = typer.Typer(help="Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation.",
+train_app = typer.Typer(help="Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation, "
+                             "the proposer warm start.",
                         no_args_is_help=True, add_completion=False, context_settings=HELP)
 
 ConfigOpt = typer.Option(..., "--config", "-c", help="YAML config: a path, or a bundled name (see `envwright "
@@ -43,7 +44,8 @@ OverwriteOpt = typer.Option(False, "--overwrite", help="Replace the run already 
                             "checkpoints, plots) instead of refusing to start.")
 
 #: What a training run writes into its folder (removed by --overwrite; nothing else there is touched).
-RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb")
+RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb", "model", "holdout.json",
+                 "summary.json")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -135,6 +137,22 @@ def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str |
         return
     typer.echo(json.dumps(out, default=str))
     typer.echo(f"run folder: {cfg.run.output_dir}; plot: envwright plot {cfg.run.output_dir}")
+
+
+@train_app.command("proposer")
+def proposer_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, output_dir: Path | None = OutOpt,
+                 overwrite: bool = OverwriteOpt) -> None:
+    """The proposer warm start: SFT on (document excerpt -> blueprint) pairs the AST writer makes from a corpus."""
+    cfg = _config(config, set_, None, output_dir, overwrite)
+    from training.proposer import train_proposer
+
+    try:
+        out = train_proposer(cfg, overwrite=overwrite)
+    except ConfigError as e:
+        raise _fail(str(e)) from None
+    typer.echo(json.dumps(out, default=str))
+    typer.echo(f"model: {out['model']} (load it with --backend transformers --model {out['model']}); held-out "
+               f"documents: {Path(cfg.run.output_dir) / 'holdout.json'}")
 
 
 @train_app.command("distill")

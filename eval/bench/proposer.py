@@ -1,0 +1,252 @@
+"""``envwright bench proposer``: does a model write environments? Four setups on two sets of documents.
+
+Setups (``SETUPS``), one model (``--model``: a hub id, a folder or a ``.gguf``):
+
+* ``free``: a whole spec, unconstrained (the free stream as it was);
+* ``free-constrained``: a whole spec decoded under the finite EnvSpec schema;
+* ``blueprint``: a blueprint decoded under the blueprint schema, compiled;
+* ``blueprint-warm``: the same with the warm-started model (``--warm``, the ``model/`` folder that
+  ``envwright train proposer`` writes).
+
+Documents: ``--stdlib-docs`` held-out stdlib modules (``--holdout``: the warm start's
+``holdout.json``, so none of them was trained on) and ``--other-docs`` documents of a corpus that
+is not Python (``--other-corpus``, default the npm packages of :data:`NPM_PACKAGES`, JavaScript and
+TypeScript; ``npm pack`` fetches them once into ``$ENVWRIGHT_CACHE/npm``), where the AST writer
+yields nothing.
+
+Per setup and document set it reports: parsed (the completion is a JSON object of the structure),
+compiled (a spec came out: it parsed as a spec, or the blueprint compiled), accepted by the gate
+(isolated workers), mean grounding of the accepted ones, distinct tool sets, tokens per accepted
+environment (prompt and completion, all proposals) and generation tokens/s; constrained setups also
+count ``constrained_parse`` failures, which must be 0. Every setup's documents go through the backend
+in one batch. Results are written to ``--out/proposer.json`` after each setup (``--resume`` skips the
+setups already there), with a bar chart ``proposer.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from envgen.blueprint.grounding import grounding
+from envgen.library import signature_key
+
+__all__ = ["NPM_PACKAGES", "SETUPS", "main", "run"]
+
+SETUPS = ("free", "free-constrained", "blueprint", "blueprint-warm")
+NPM_PACKAGES = ("bull@4.16.5", "nedb@1.8.0", "express-session@1.19.0", "passport@0.7.0", "node-schedule@2.1.1",
+                "bottleneck@2.19.5", "bee-queue@2.0.0", "node-cache@5.1.2", "sequelize@6.37.8", "knex@3.3.0",
+                "express@4.21.2", "lru-cache@7.18.3", "keyv@4.5.4", "ioredis@5.4.2")
+_PARSE_FAILURES = {"no_json", "json_syntax", "not_object", "blueprint_schema", "constrained_parse"}
+
+
+def _documents(args: argparse.Namespace) -> dict[str, list[Any]]:
+    from corpora import SelectConfig, load_corpus, select_documents
+    from envgen.blueprint.pairs import split_documents
+
+    sets: dict[str, list[Any]] = {}
+    if args.stdlib_docs:
+        if args.holdout:
+            meta = json.loads(Path(args.holdout).read_text())
+            held = set(meta["held_out"])
+            docs = [d for d in load_corpus(meta.get("corpus", "stdlib")) if d.id in held]
+        else:
+            pool = select_documents(load_corpus("stdlib"), SelectConfig(min_stateful_score=0.0, sample=400,
+                                                                        seed=args.seed, dedup="exact"))
+            docs = split_documents(pool, 0.2, args.seed)[1]
+        sets["stdlib (held out)"] = docs[:args.stdlib_docs]
+    if args.other_docs:
+        corpus = args.other_corpus or "npm:" + ",".join(NPM_PACKAGES)
+        sel = SelectConfig(min_stateful_score=0.0, sample=args.other_docs, seed=args.seed, max_chars=60_000)
+        sets[corpus.split(":", 1)[0] + " (not Python)"] = select_documents(load_corpus(corpus), sel)
+    return sets
+
+
+def _proposer(setup: str, args: argparse.Namespace, backends: dict[str, Any]) -> Any:
+    from envgen.backends import make_backend
+    from envgen.proposers.llm import LLMProposer
+
+    model = args.warm if setup == "blueprint-warm" else args.model
+    if model is None:
+        raise SystemExit("blueprint-warm needs --warm (the model/ folder of `envwright train proposer`)")
+    if model not in backends:
+        backends[model] = make_backend("transformers", model, device=args.device, dtype=args.dtype,
+                                       batch_size=args.batch_size)
+    structure = "blueprint" if setup.startswith("blueprint") else "spec"
+    return LLMProposer(backends[model], structure=structure, constrained=setup != "free",
+                       max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                       excerpt_tokens=args.excerpt_tokens, n_examples=1)
+
+
+def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: float) -> dict[str, Any]:
+    codes = Counter(p.meta.get("error_code") or "ok" for p in props)
+    accepted = [(p, d) for p, d, v in zip(props, docs, verdicts, strict=True) if v is not None and v.accepted]
+    tokens = sum(p.prompt_tokens + p.completion_tokens for p in props)
+    completion = sum(p.completion_tokens for p in props)
+    ground = [grounding(p.spec, d) for p, d in accepted]
+    return {
+        "documents": len(docs),
+        "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in _PARSE_FAILURES),
+        "compiled": sum(1 for p in props if p.spec is not None),
+        "accepted": len(accepted),
+        "accepted_share": len(accepted) / len(docs) if docs else 0.0,
+        "constrained_parse_failures": codes.get("constrained_parse", 0),
+        "mean_grounding": sum(ground) / len(ground) if ground else None,
+        "distinct_tool_sets": len({signature_key(p.spec) for p, _ in accepted}),
+        "tokens_per_accepted": tokens / len(accepted) if accepted else None,
+        "completion_tokens": completion,
+        "generation_tokens_per_s": completion / gen_seconds if gen_seconds > 0 else None,
+        "generation_seconds": round(gen_seconds, 2),
+        "cut_at_limit": sum(1 for p in props if p.meta.get("finish_reason") == "length"),
+        "outcomes": dict(codes),
+        "gate_rejections": dict(Counter(c for v in verdicts if v is not None and not v.accepted for c in v.codes)),
+    }
+
+
+def _run_setup(setup: str, sets: dict[str, list[Any]], args: argparse.Namespace,
+               backends: dict[str, Any]) -> dict[str, Any]:
+    from envgen.validate import validate_spec
+    from gym_envs.executor import make_executor
+
+    prop = _proposer(setup, args, backends)
+    names = list(sets)
+    docs = [d for n in names for d in sets[n]]
+    t0 = time.perf_counter()
+    props = prop.propose_batch(docs, seed=args.seed)
+    gen = time.perf_counter() - t0
+    ex = make_executor("worker")
+    try:
+        verdicts = [validate_spec(p.spec, executor=ex) if p.spec is not None else None for p in props]
+    finally:
+        ex.close()
+    out: dict[str, Any] = {"structure": prop.structure, "constrained": prop.constrained}
+    start = 0
+    for n in names:
+        k = len(sets[n])
+        share = gen * k / max(1, len(docs))  # one batch: the generation time is split by document count
+        out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], share)
+        out[n]["generation_tokens_per_s"] = (sum(p.completion_tokens for p in props) / gen) if gen else None
+        start += k
+    out["examples"] = [{"doc": p.doc_id, "error": (p.error or "")[:300], "raw": (p.raw or "")[:600]}
+                       for p in props[:2] + props[-2:]]
+    return out
+
+
+def plot(result: dict[str, Any], path: str | Path) -> Path | None:
+    """Accepted share and mean grounding per setup and document set, as grouped bars."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    setups = [s for s in SETUPS if s in result.get("setups", {})]
+    sets = result.get("document_sets", [])
+    if not setups or not sets:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    width = 0.8 / len(sets)
+    for ax, key, label in ((axes[0], "accepted_share", "accepted by the gate"),
+                           (axes[1], "mean_grounding", "mean grounding (accepted)")):
+        for j, name in enumerate(sets):
+            vals = [result["setups"][s][name].get(key) or 0.0 for s in setups]
+            bars = ax.bar([i + j * width for i in range(len(setups))], vals, width, label=name)
+            ax.bar_label(bars, labels=[f"{v:.2f}" for v in vals], fontsize=7)
+        ax.set_xticks([i + width * (len(sets) - 1) / 2 for i in range(len(setups))], setups, fontsize=8)
+        ax.set_ylim(0, 1.1)
+        ax.set_title(label)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.12), ncol=len(sets))
+    fig.suptitle(f"envwright bench proposer: {result.get('model', '')}", fontsize=9)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the setups (see the module docstring); returns the result dict (also written to ``--out``)."""
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "proposer.json"
+    result: dict[str, Any] = json.loads(path.read_text()) if args.resume and path.exists() else {}
+    if path.exists() and not args.resume and not args.overwrite:
+        raise SystemExit(f"{path} holds an earlier run: --resume to continue it or --overwrite to replace it")
+    sets = _documents(args)
+    result.update(model=args.model, warm=args.warm, seed=args.seed, temperature=args.temperature,
+                  document_sets=list(sets), documents={k: [d.id for d in v] for k, v in sets.items()})
+    result.setdefault("setups", {})
+    backends: dict[str, Any] = {}
+    from rich.progress import Progress
+
+    todo = [s for s in args.setups if s not in result["setups"]]
+    with Progress(transient=False) as progress:
+        task = progress.add_task("bench proposer", total=len(todo))
+        for setup in todo:
+            progress.update(task, description=f"bench proposer: {setup}")
+            result["setups"][setup] = _run_setup(setup, sets, args, backends)
+            path.write_text(json.dumps(result, indent=1))
+            progress.advance(task)
+    plot(result, out_dir / "proposer.png")
+    return result
+
+
+def _table(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"envwright bench proposer ({result.get('model')})")
+    for col in ("setup", "documents", "parsed", "accepted", "grounding", "distinct tool sets",
+                "tokens / accepted env", "generation tok/s", "constrained parse failures"):
+        t.add_column(col, overflow="fold")
+    for setup, by_set in result["setups"].items():
+        for name in result["document_sets"]:
+            r = by_set.get(name)
+            if r is None:
+                continue
+            t.add_row(setup, name, f"{r['parsed']}/{r['documents']}", f"{r['accepted']}/{r['documents']}",
+                      "-" if r["mean_grounding"] is None else f"{r['mean_grounding']:.2f}",
+                      str(r["distinct_tool_sets"]),
+                      "-" if r["tokens_per_accepted"] is None else f"{r['tokens_per_accepted']:,.0f}",
+                      "-" if r["generation_tokens_per_s"] is None else f"{r['generation_tokens_per_s']:,.0f}",
+                      str(r["constrained_parse_failures"]) if by_set["constrained"] else "n/a")
+    Console().print(t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="envwright bench proposer", description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
+    ap.add_argument("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")
+    ap.add_argument("--holdout", default=None, help="holdout.json of the warm start (its held-out documents)")
+    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated, of {', '.join(SETUPS)}")
+    ap.add_argument("--stdlib-docs", type=int, default=64)
+    ap.add_argument("--other-docs", type=int, default=64)
+    ap.add_argument("--other-corpus", default=None, help="a corpus that is not Python (default: npm packages)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--batch-size", type=int, default=None, help="rows per generate call (default: all)")
+    ap.add_argument("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained "
+                    "setups raise it to the schema's worst case)")
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--excerpt-tokens", type=int, default=900)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="runs/bench-proposer")
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--overwrite", action="store_true")
+    args = ap.parse_args(argv)
+    args.setups = [s.strip() for s in args.setups.split(",") if s.strip()]
+    bad = [s for s in args.setups if s not in SETUPS]
+    if bad:
+        ap.error(f"unknown setup(s) {bad}; choose from {', '.join(SETUPS)}")
+    result = run(args)
+    _table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
