@@ -49,6 +49,8 @@ ENVS = sa.Table(
     sa.Column("grounding", sa.Float, nullable=True),
     sa.Column("structure", sa.String(20), nullable=True),
     sa.Column("repairs", sa.Text, nullable=True),
+    sa.Column("mutation_score", sa.Float, nullable=True),  #: the gate's killed / mutants (check adequacy)
+    sa.Column("mutants", sa.Integer, nullable=True),  #: wrong trajectories the gate tried
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,
@@ -69,6 +71,7 @@ ATTEMPTS = sa.Table(
     sa.Column("created_at", sa.String(40)),
     sa.Column("structure", sa.String(20), nullable=True),
     sa.Column("grounding", sa.Float, nullable=True),
+    sa.Column("mutation_score", sa.Float, nullable=True),
 )
 TASK_STATS = sa.Table(
     "task_stats", _META,

@@ -386,7 +386,7 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
               help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
 @click.option("--json", "as_json", is_flag=True)
 def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
-    """Yield per proposer and rejection reason, diversity and grounding of a library."""
+    """Yield per proposer and rejection reason, diversity, grounding and mutation score of a library."""
     from envgen.stats import library_stats
 
     lib = _open_library(library, catalog_url)
@@ -412,6 +412,12 @@ def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
     t.add_row("mean pairwise task-text distance", _num(st.mean_task_distance, "{:.3f}"))
     t.add_row("grounded share (>= 0.5 of names)", _num(st.grounded_share, "{:.1%}"))
     t.add_row("mean grounding", _num(st.mean_grounding, "{:.3f}"))
+    if st.mutation_scored:
+        t.add_row("mutation score (checks catch wrong trajectories)",
+                  f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")
+    else:
+        t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
+    t.add_row("mutation score of rejected candidates", _num(st.rejected_mean_mutation_score, "{:.3f}"))
     t.add_row("by stream", display.text(json.dumps(st.by_stream, ensure_ascii=False)))
     t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
     console.print(t)

@@ -213,6 +213,8 @@ class Outcome:
     skill_id: str | None = None
     stream: str | None = None
     gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept in the library
+    mutation_score: float | None = None  #: the gate's killed / mutants
+    mutants: int | None = None  #: wrong trajectories the gate tried
 
 
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None,
@@ -232,7 +234,8 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
     accepted = verdict.accepted and not extra_reasons
     return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
                    reasons, codes, verdict.seconds, grounding=g, raw=None if accepted else proposal.raw,
-                   env=PreparedEnv.of(proposal.spec) if accepted else None, gate=verdict.to_dict(), **common)
+                   env=PreparedEnv.of(proposal.spec) if accepted else None, gate=verdict.to_dict(),
+                   mutation_score=verdict.mutation_score, mutants=verdict.mutants, **common)
 
 
 def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
@@ -358,6 +361,7 @@ class _Recorder:
                             tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
                             grounding=out.grounding, structure=out.structure, repairs=list(out.repairs),
                             skill_id=out.skill_id, stream=out.stream, gate=out.gate,
+                            mutation_score=out.mutation_score, mutants=out.mutants,
                             rejected_spec=None if out.accepted else (out.spec_json or out.raw))
         if not self._pending:
             self._since = time.perf_counter()

@@ -9,8 +9,9 @@ Layout of a library folder::
       catalog.sqlite            the default catalog (or ``catalog_url=`` any SQLAlchemy URL)
 
 Catalog tables: ``envs`` (one row per accepted environment: title, source
-document, proposer, model, skill, stream, counts, signature, solve-rate
-statistics filled in by evaluation), ``attempts`` (every attempt of every run:
+document, proposer, model, skill, stream, counts, signature, the gate's
+mutation score and number of mutants, solve-rate statistics filled in by
+evaluation), ``attempts`` (every attempt of every run:
 document, proposer, verdict and reasons, retries, tokens, seconds; what makes a
 run resumable and what the yield measures read), ``task_stats``
 (per-task solve rates written by evaluation) and ``solve_history`` (one row per
@@ -200,6 +201,8 @@ class AttemptRecord:
     structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
     repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
     gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
+    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
+    mutants: int | None = None  #: wrong trajectories the gate tried
 
     def attempt_row(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
@@ -207,7 +210,7 @@ class AttemptRecord:
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
                 "seconds": self.seconds, "created_at": now(), "structure": self.structure,
-                "grounding": self.grounding}
+                "grounding": self.grounding, "mutation_score": self.mutation_score}
 
 
 def _fsync_dir(path: Path) -> None:
@@ -325,7 +328,8 @@ class Library:
         return None
 
     def add(self, spec: EnvSpec, *, model: str | None = None, run_id: str | None = None,
-            reasons: list[str] | None = None, grounding: float | None = None) -> Path:
+            reasons: list[str] | None = None, grounding: float | None = None,
+            mutation_score: float | None = None, mutants: int | None = None) -> Path:
         """Add an accepted spec; raises :class:`DuplicateEnv` or ``FileExistsError`` (same id)."""
         p = PreparedEnv.of(spec)
         err = self._conflict(p, self._known_rows([p]))
@@ -336,13 +340,15 @@ class Library:
         _fsync_dir(path.parent)
         with self.engine.begin() as c:
             _upsert(c, ENVS, [self._env_row(p, model=model, run_id=run_id, reasons=reasons or [],
-                                            grounding=grounding)])
+                                            grounding=grounding, mutation_score=mutation_score, mutants=mutants)])
         return path
 
     def _env_row(self, p: PreparedEnv, *, model: str | None, run_id: str | None, reasons: list[str],
-                 grounding: float | None) -> dict[str, Any]:
+                 grounding: float | None, mutation_score: float | None = None,
+                 mutants: int | None = None) -> dict[str, Any]:
         return {**p.entry, "model": model, "valid": True, "reasons": json.dumps(reasons), "run_id": run_id,
-                "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding}
+                "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding,
+                "mutation_score": mutation_score, "mutants": mutants}
 
     def record_batch(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
         """Store a batch of attempts; returns them, with duplicates turned into rejections.
@@ -386,7 +392,8 @@ class Library:
         for r in records:
             if not r.accepted and r.rejected_spec is not None:
                 self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
-        env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding),
+        env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
+                                     mutation_score=r.mutation_score, mutants=r.mutants),
                      "structure": r.structure, "repairs": json.dumps(r.repairs)}
                     for r in to_write if r.env is not None]
         with self.engine.begin() as c:
@@ -495,7 +502,8 @@ class Library:
             except (ValueError, OSError):
                 continue
             rows.append({**env_entry(spec), "model": None, "valid": True, "reasons": "[]", "run_id": None,
-                         "path": str(path.relative_to(self.root)), "grounding": None})
+                         "path": str(path.relative_to(self.root)), "grounding": None, "mutation_score": None,
+                         "mutants": None})
         if rows:
             with self.engine.begin() as c:
                 _upsert(c, ENVS, rows)

@@ -4,7 +4,7 @@ Building (:func:`build_messages`, :func:`build_repair_messages`):
 
 * the **system message** is a compact version of the contract in ENVSPEC.md:
   the fields, the restricted-Python rules of the tool code, the check kinds and
-  the six validity rules the gate enforces;
+  the validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
 * the **user message** holds one or two example specs (a routed skill's
   examples when a skill is given, else the shipped examples of
   :mod:`gym_envs.examples`, else a small built-in one), each as compact JSON
@@ -39,7 +39,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_envs.spec import ID_PATTERN, EnvSpec, SpecError, parse_spec
+from gym_envs.spec import (
+    ID_PATTERN,
+    MCP_CONTROL_TOOLS,
+    RESERVED_PARAMETER_NAMES,
+    RESERVED_PREFIXES,
+    RESERVED_TOOL_NAMES,
+    EnvSpec,
+    SpecError,
+    parse_spec,
+)
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -117,10 +126,20 @@ turn. Check kinds, evaluated on the database after the turn:
 2. schema_sql and seed_sql run on SQLite.
 3. Replaying each turn's reference calls raises no error and passes every check of that turn: compute each \
 expected value from the seed rows and the reference calls, exactly.
-4. For every turn that changes the database, doing nothing fails at least one check.
-5. Dropping a state-changing reference call, or changing one of its arguments, fails a check: check the \
-exact rows the turn must produce.
-6. Running the same calls again gives the same results.
+4. For every turn that changes the database or answers a question, doing nothing fails at least one check \
+(a "calls" check alone never counts).
+5. Wrong trajectories fail a check other than "calls", in every turn: a reference call dropped or one of its \
+arguments set to another value (another existing id or value, one that does not exist); the calls aimed at \
+another row; an extra write on another row; a reply that omits the answer or gives another row's value. \
+So check the exact rows the turn must produce, that nothing else changed (an unchanged check on the other \
+tables, the rest of the written table pinned), and every answer with reply_contains.
+6. reply_contains strings are distinctive: at least 3 characters unless a number, and not contained in the \
+instruction, a tool description or a reply like "Done.".
+7. Running the same calls again gives the same results.
+8. Tool and parameter names are Python identifiers, not keywords, not starting with \
+{" or ".join(RESERVED_PREFIXES)}; no tool \
+is named {", ".join(sorted(RESERVED_TOOL_NAMES - set(MCP_CONTROL_TOOLS)))}; no parameter is named \
+{" or ".join(sorted(RESERVED_PARAMETER_NAMES))}. Parameter schemas are valid JSON Schema.
 """
 
 OUTPUT_INSTRUCTION = ("Output exactly one JSON object, the complete environment, inside a ```json fenced "

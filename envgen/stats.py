@@ -8,6 +8,12 @@
 * **Grounding**: share of environments whose tools and tables trace to
   identifiers of their source document (``grounding >= 0.5``, computed at
   generation time by :func:`envgen.generate.grounding`).
+* **Mutation score** (check adequacy, validity rule 7): the mean over the
+  library's environments of the share of wrong trajectories their checks
+  catch (1.0 for every environment the gate accepted), the mean number of
+  wrong trajectories tried per environment, and the mean score of rejected
+  candidates (how close they came). Environments indexed without a verdict
+  (re-indexed files, older catalogs) have no score and are not counted.
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ class LibraryStats:
     mean_grounding: float = float("nan")
     by_stream: dict[str, int] = field(default_factory=dict)
     solve_rate_histogram: dict[str, int] = field(default_factory=dict)
+    mutation_scored: int = 0  #: environments with a mutation score
+    mean_mutation_score: float = float("nan")
+    mean_mutants: float = float("nan")  #: wrong trajectories tried per scored environment
+    rejected_mean_mutation_score: float = float("nan")  #: over rejected attempts with a score
 
     @property
     def overall_yield(self) -> float:
@@ -76,6 +86,14 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
     if g:
         st.grounded_share = sum(1 for x in g if x >= 0.5) / len(g)
         st.mean_grounding = sum(g) / len(g)
+    scored = [r for r in rows if r.get("mutation_score") is not None]
+    st.mutation_scored = len(scored)
+    if scored:
+        st.mean_mutation_score = sum(r["mutation_score"] for r in scored) / len(scored)
+        st.mean_mutants = sum(r.get("mutants") or 0 for r in scored) / len(scored)
+    rejected = [a["mutation_score"] for a in attempts if not a["accepted"] and a.get("mutation_score") is not None]
+    if rejected:
+        st.rejected_mean_mutation_score = sum(rejected) / len(rejected)
     st.by_stream = dict(Counter(r["stream"] or "?" for r in rows))
     bins: Counter[str] = Counter()
     for r in rows:

@@ -2,7 +2,7 @@
 
 :func:`validate_spec` runs a spec through :mod:`gym_envs` (isolated workers by
 default) and returns a :class:`Verdict` whose ``reasons`` record every failed
-rule. The six rules and how each is decided:
+rule. The rules and how each is decided:
 
 1. **Parse.** The spec parses into ``EnvSpec`` (names unique, references to
    known tools); the code compiles under the sandbox policy; every tool has a
@@ -14,37 +14,54 @@ rule. The six rules and how each is decided:
    passes every check. The reference's final message of a turn is the first
    string of each ``reply_contains`` check (the oracle knows the answer), else
    ``"Done."``.
-4. **No-op.** The empty trajectory (no calls, empty replies) fails at least one
-   check of every turn whose reference changes the database.
-5. **Near-miss.** For each reference call that changes the database, the
-   trajectory with that call dropped, and each trajectory with one of its
-   arguments perturbed, fails a check of that turn, unless it leaves the
-   database exactly as the reference does (then the turn is provably tolerant
-   of it and it is no near-miss).
+4. **No-op.** Doing nothing in a turn (no calls, an empty reply, after the
+   reference's earlier turns) fails a check other than ``calls`` in every turn
+   that changes the database or must answer (has ``reply_contains`` checks).
+5. **Near-miss.** For every turn that makes calls, read turns included: the
+   trajectory with one call dropped, and each trajectory with one argument
+   replaced by another valid value taken from the state (another existing id,
+   another existing value of the argument's column, a value that does not
+   exist), fails a check of that turn, unless it leaves the same state and
+   gives the same answer as the reference (then it is no wrong trajectory).
 6. **Determinism.** A second run of the reference from the same seed gives the
    same results, state digests and reward.
+7. **Check adequacy.** More wrong trajectories fail (mutation testing of the
+   checks, :mod:`envgen.gate`): the calls aimed at another entity of the same
+   table, an extra state-changing call on another row, a reply that omits an
+   answer and one that gives another entity's value. A failing ``calls`` check
+   alone never catches a wrong trajectory. ``reply_contains`` strings are
+   distinctive (at least 3 characters unless numeric; not in the instruction, a
+   tool description or a generic reply). The surviving wrong trajectory is named
+   in the reason; :attr:`Verdict.mutation_score` is the share caught.
+8. **Names.** Tool and parameter names follow the spec's naming rules and
+   parameter schemas are valid JSON Schema (:mod:`gym_envs.spec` refuses them
+   at parse time; the gate reports them under this rule).
 
 Rejection reasons carry the rule number, a short code and a message that says
 what to fix (turns and checks counted from 1); they are fed back to LLM proposers
-verbatim. Every wrong trajectory played for rules 4 and 5 is also recorded, with
+verbatim. Every wrong trajectory played for rules 4, 5 and 7 is also recorded, with
 what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
+from envgen.gate.mutants import RefTurn, extra_writes
 from gym_envs.env import ToolEnv
 from gym_envs.executor import Executor, LoadFailure, default_executor
-from gym_envs.spec import EnvSpec, SpecError, Task, ToolCall, Turn, as_spec
+from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
 __all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]
 
-RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism"}
+RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
+         8: "names"}
 
 
 @dataclass
@@ -69,10 +86,12 @@ class Verdict:
     trajectories: int = 0
     seconds: float = 0.0
     source: str | None = None
-    #: every wrong trajectory the gate tried (no-op, near-miss) and what became of it: dicts with
-    #: ``task``, ``turn`` (from 1), ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a
-    #: check failed; ``tolerated``: same state as the reference; ``survived``: passed, so rejected;
-    #: ``not reached``) and ``detail`` (the first failing check). Read by the inspector.
+    mutants: int = 0  #: wrong trajectories tried (rules 4, 5, 7): killed + survived
+    killed: int = 0  #: of which a check caught
+    mutation_score: float | None = None  #: killed / mutants (None: none tried); 1.0 for an accepted spec
+    #: every wrong trajectory the gate tried and what became of it: dicts with ``task``, ``turn`` (from 1),
+    #: ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a check other than ``calls``
+    #: failed; ``tolerated``: same state and answer as the reference; ``survived``: rejected) and ``detail``
     mutations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -133,172 +152,65 @@ def signature_problems(spec: EnvSpec) -> list[str]:
     return problems
 
 
-# -- trajectories ---------------------------------------------------------------------------------
+# -- rules 3-7 ----------------------------------------------------------------------------------------
 
 
-def oracle_reply(turn: Turn) -> str:
-    """The reference trajectory's final message for a turn."""
-    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
-    return " ".join(parts) if parts else "Done."
-
-
-@dataclass
-class _TurnRun:
-    calls: list[Any]
-    checks: list[Any]
-    passed: bool
-    digest: str
-
-
-def _play(env: ToolEnv, task: Task, plan: list[tuple[list[ToolCall], str]], seed: int,
-          stop_after: int | None = None) -> list[_TurnRun]:
-    """Play ``plan`` (calls and reply per turn); returns each played turn's outcome."""
-    env.reset(options={"task": task.id, "episode_seed": seed})
-    runs: list[_TurnRun] = []
-    for ti, (calls, reply) in enumerate(plan):
-        results = []
-        for call in calls:
-            _, _, _, truncated, info = env.step({"tool_calls": [{"name": call.name, "arguments": call.arguments}]})
-            results.extend(info.get("tool_results", []))
-            if truncated:
-                break
-        if env.done:
-            runs.append(_TurnRun(results, [], False, env.state_digest()))
-            break
-        _, _, _, _, info = env.step({"content": reply, "tool_calls": []})
-        digest = env.state_digest()
-        runs.append(_TurnRun(results, info.get("checks", []), bool(info.get("turn_passed")), digest))
-        if stop_after is not None and ti >= stop_after:
-            break
-    return runs
-
-
-def _perturb(value: Any, schema: dict[str, Any]) -> Any:
-    enum = schema.get("enum")
-    if enum:
-        others = [e for e in enum if e != value]
-        return others[0] if others else _NOPE
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return value + 1
-    if isinstance(value, float):
-        return value * 1.5 + 1.0
-    if isinstance(value, str):
-        return value + "_x" if value else "x"
-    if isinstance(value, list):
-        return value[:-1] if value else _NOPE
-    if isinstance(value, dict):
-        return {} if value else _NOPE
-    return _NOPE
-
-
-_NOPE = object()
-
-
-def _near_misses(spec: EnvSpec, turn: Turn, effectful: list[int]) -> Iterable[tuple[str, list[ToolCall]]]:
-    ref = turn.reference
-    for ci in effectful:
-        call = ref[ci]
-        yield f"without call {ci + 1} ({call.name})", ref[:ci] + ref[ci + 1:]
-        props = spec.tool(call.name).parameters.get("properties", {})
-        for arg, value in call.arguments.items():
-            new = _perturb(value, props.get(arg, {}))
-            if new is _NOPE:
-                continue
-            changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
-            yield f"with {call.name}.{arg}={new!r} instead of {value!r}", [*ref[:ci], changed, *ref[ci + 1:]]
-
-
-def _outcome(task: Task, ti: int, rule: int, label: str, runs: list[_TurnRun], ref_digest: str,
-             passed_is: str = "survived") -> dict[str, Any]:
-    """What became of one wrong trajectory at turn ``ti`` (an entry of :attr:`Verdict.mutations`)."""
-    entry: dict[str, Any] = {"task": task.id, "turn": ti + 1, "rule": rule, "mutation": label, "detail": ""}
-    if len(runs) != ti + 1:
-        return entry | {"outcome": "not reached", "detail": "the episode ended before this turn"}
-    last = runs[-1]
-    if not last.passed:
-        bad = [c for c in last.checks if not c["passed"]]
-        first = bad[0] if bad else None
-        detail = f"check {first['index'] + 1} ({first['kind']}) failed: {first.get('detail', '')}" if first else ""
-        return entry | {"outcome": "killed", "detail": detail[:300]}
-    if last.digest == ref_digest and rule == 5:
-        return entry | {"outcome": "tolerated", "detail": "leaves the same state as the reference"}
-    return entry | {"outcome": passed_is, "detail": "passes every check of the turn"}
-
-
-def _check_task(env: ToolEnv, spec: EnvSpec, task: Task, seed: int, reasons: list[Reason],
-                mutations: list[dict[str, Any]] | None = None) -> int:
-    """Rules 3-6 for one task; returns the number of trajectories played (each wrong one noted in
-    ``mutations``)."""
-    tried = mutations if mutations is not None else []
+def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
+    """Rule 3: the reference's calls run without error and every check passes."""
     where = f"task {task.id!r}"
-    reference = [(list(t.reference), oracle_reply(t)) for t in task.turns]
-    ref_runs = _play(env, task, reference, seed)
-    played = 1
-    # rule 3
-    for ti, run in enumerate(ref_runs):
-        for r in run.calls:
-            if not r["ok"]:
-                reasons.append(Reason(3, "reference_error", f"{where} turn {ti + 1}: reference call {r['name']}"
-                                      f"({r['arguments']}) failed: {r['error_type']}: {r['error']}"))
-        for c in run.checks:
+    out: list[Reason] = []
+    for ref in refs:
+        for r in ref.results:
+            if not r.ok:
+                out.append(Reason(3, "reference_error", f"{where} turn {ref.index + 1}: reference call {r.name}"
+                                  f"({r.arguments}) failed: {r.error_type}: {r.error}"))
+        for c in ref.checks:
             if not c["passed"]:
-                check = task.turns[ti].checks[c["index"]]
-                reasons.append(Reason(3, "reference_check_failed", f"{where} turn {ti + 1}: check {c['index'] + 1} "
-                                      f"({check.kind}) fails on the reference trajectory: {c['detail']}"))
-    if any(r.rule == 3 for r in reasons) or len(ref_runs) != len(task.turns):
-        return played
-    # which turns change state, which calls are effectful
-    effectful = [[i for i, r in enumerate(run.calls) if r.get("changes", 0) > 0] for run in ref_runs]
-    state_changing = [bool(e) for e in effectful]
-    # rule 4
-    empty = [([], "") for _ in task.turns]
-    empty_runs = _play(env, task, empty, seed)
-    played += 1
-    for ti, run in enumerate(empty_runs):
-        if state_changing[ti]:
-            tried.append(_outcome(task, ti, 4, "no calls, an empty reply", empty_runs[:ti + 1], ""))
-        if state_changing[ti] and run.passed:
-            reasons.append(Reason(4, "noop_passes", f"{where} turn {ti + 1}: doing nothing passes every check; "
-                                  "add a check on the state this turn must change"))
-    # rule 5
-    for ti, turn in enumerate(task.turns):
-        if not effectful[ti]:
+                check = ref.turn.checks[c["index"]]
+                out.append(Reason(3, "reference_check_failed", f"{where} turn {ref.index + 1}: check "
+                                  f"{c['index'] + 1} ({check.kind}) fails on the reference trajectory: {c['detail']}"))
+    if not out and len(refs) != len(task.turns):
+        out.append(Reason(3, "reference_incomplete", f"{where}: the reference trajectory ended after turn "
+                          f"{len(refs)} of {len(task.turns)}"))
+    return out
+
+
+def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) -> MutationRun:
+    """Rules 3-7 for every task of ``spec``."""
+    run = MutationRun(env, spec, seed)
+    refs: dict[str, list[RefTurn]] = {}
+    for task in spec.tasks:  # each last turn's own writes aimed elsewhere follow its reference as extra writes
+        played = run.reference(task, extras=lambda ref: extra_writes(spec, ref, []))
+        problems = _reference_problems(task, played)
+        reasons += problems
+        if not problems:
+            refs[task.id] = played
+    # the writes the references make: the extra-write mutants of other turns draw from them
+    pool = [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
+    for task in spec.tasks:
+        for ti in range(len(task.turns)):
+            reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")
+                        for p in reply_problems(spec, task, ti)]
+        if task.id not in refs:
             continue
-        for label, calls in _near_misses(spec, turn, effectful[ti]):
-            plan = [*reference[:ti], (calls, reference[ti][1])]
-            runs = _play(env, task, plan, seed, stop_after=ti)
-            played += 1
-            last = runs[-1]
-            tried.append(_outcome(task, ti, 5, label, runs, ref_runs[ti].digest))
-            if len(runs) == ti + 1 and last.passed and last.digest != ref_runs[ti].digest:
-                reasons.append(Reason(5, "near_miss_passes", f"{where} turn {ti + 1}: the trajectory {label} "
-                                      "leaves a different state but passes every check; make the checks "
-                                      "pin down the state this turn must produce"))
-                break
-    # rule 6
-    again = _play(env, task, reference, seed)
-    played += 1
-    same = len(again) == len(ref_runs) and all(
-        a.digest == b.digest and a.passed == b.passed
-        and [(x["ok"], x["result"]) for x in a.calls] == [(x["ok"], x["result"]) for x in b.calls]
-        for a, b in zip(again, ref_runs, strict=True))
-    if not same:
-        reasons.append(Reason(6, "nondeterministic", f"{where}: the same trajectory from the same seed gave "
-                              "different results or state; avoid time, randomness without the episode "
-                              "seed, and unordered iteration"))
-    return played
+        deterministic = run.replay(task, refs[task.id], pool)
+        run.mutate(task, refs[task.id], pool)
+        if not deterministic:
+            reasons.append(Reason(6, "nondeterministic", f"task {task.id!r}: the same trajectory from the same "
+                                  "seed gave different results or state; avoid time, randomness without the "
+                                  "episode seed, and unordered iteration"))
+    reasons += [Reason(f.rule, f.code, f.message) for f in run.findings]
+    return run
 
 
 def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int = 0,
                   source: str | None = None) -> Verdict:
-    """Run the six rules on a spec (an ``EnvSpec``, dict, JSON text or path)."""
+    """Run the rules on a spec (an ``EnvSpec``, dict, JSON text or path)."""
     t0 = time.perf_counter()
     try:
         parsed = as_spec(spec)
     except SpecError as e:
-        reasons = [Reason(1, "parse", r) for r in e.reasons]
+        reasons = [_parse_reason(r) for r in e.reasons]
         return Verdict(_guess_id(spec), False, reasons, 0, time.perf_counter() - t0, source)
     except (FileNotFoundError, OSError) as e:
         return Verdict(None, False, [Reason(1, "parse", str(e))], 0, time.perf_counter() - t0, source)
@@ -316,16 +228,30 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
             reasons.append(Reason(rule, "state" if rule == 2 else "load", f"{kind}: {loaded.get('error')}"))
         return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
     env = ToolEnv(parsed, executor=ex, max_steps=10_000)
-    played = 0
-    mutations: list[dict[str, Any]] = []
+    run: MutationRun | None = None
     try:
-        for task in parsed.tasks:
-            played += _check_task(env, parsed, task, seed, reasons, mutations)
+        run = _check_tasks(env, parsed, seed, reasons)
     except LoadFailure as e:
         reasons.append(Reason(2, "state", str(e)))
     finally:
         env.close()
-    return Verdict(parsed.id, not reasons, reasons, played, time.perf_counter() - t0, source, mutations)
+    verdict = Verdict(parsed.id, not reasons, reasons, 0, time.perf_counter() - t0, source)
+    if run is not None:
+        verdict.trajectories = run.played
+        verdict.mutations = run.tried
+        verdict.killed = run.count("killed")
+        verdict.mutants = verdict.killed + run.count("survived")
+        verdict.mutation_score = run.score
+    return verdict
+
+
+def _parse_reason(problem: str) -> Reason:
+    """A parse problem as a reason: rule 8 for names and parameter schemas (the spec module's rules), else 1."""
+    if "not a valid JSON Schema" in problem:
+        return Reason(8, "parameter_schema", problem)
+    if re.search(r"\b(tool|parameter) name '", problem):
+        return Reason(8, "name", problem)
+    return Reason(1, "parse", problem)
 
 
 def _guess_id(spec: Any) -> str | None:

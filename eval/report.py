@@ -6,7 +6,12 @@ Contract:
 
 - :func:`write_run` writes ``results.jsonl`` (one episode record per line, transcript
   included), ``summary.json``, ``report.md`` and ``report.html`` into a folder and returns their
-  paths; :func:`load_run` reads a folder back.
+  paths; :func:`load_run` reads a folder back. Nothing is lost to odd text: JSON is written with
+  lone surrogates (text that is no valid Unicode, say from a tool result) as ``\\udXXX`` escapes,
+  which read back to the same strings, and the reports show them as such escapes. The four
+  files are staged in the folder and renamed into place together, so a failure leaves the
+  folder as it was (a new folder is removed); a report that cannot be rendered is written as a
+  page that says why, so the records and the summary are always kept.
 - ``report.html`` is self-contained: inline CSS, matplotlib plots embedded as base64 PNG
   (per-suite pass@1 / pass^k bars with bootstrap intervals, per-kind breakdown, action-class
   diagnostics), an index of every episode linking to its transcript, anchored
@@ -30,17 +35,20 @@ import base64
 import html
 import io
 import json
+import os
 import re
+import shutil
+import tempfile
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
 
-__all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "kinds_figure", "load_run",
-           "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
+__all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text", "kinds_figure",
+           "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
 
 _HTML_MESSAGE_CHARS = 6_000
 _DIAG_KEYS = ("fabricated_rate", "asked_rate", "declined_rate", "acted_rate", "withheld_call_rate")
@@ -84,22 +92,59 @@ def md_code(value: Any, *, table: bool = False, limit: int = 300) -> str:
 
 
 # -- files ----------------------------------------------------------------------------------------
-def write_run(out: str | Path, records: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Path]:
-    """Write the run folder; returns ``{"results", "summary", "markdown", "html"}`` paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"results": out / "results.jsonl", "summary": out / "summary.json",
-             "markdown": out / "report.md", "html": out / "report.html"}
-    with files["results"].open("w", encoding="utf-8") as f:
-        for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-    files["summary"].write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    files["markdown"].write_text(render_markdown(records, summary), encoding="utf-8")
-    files["html"].write_text(render_html(records, summary), encoding="utf-8")
-    return files
-
-
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 RUN_FILES = ("results.jsonl", "summary.json", "report.md", "report.html")
+_RUN_FILES = dict(zip(("results", "summary", "markdown", "html"), RUN_FILES, strict=True))
+
+
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """JSON text that a UTF-8 file can always hold: non-ASCII text stays readable, and lone surrogates
+    (which no encoding can write) become ``\\udXXX`` escapes, which ``json.loads`` reads back to the
+    same string. (Inside JSON text such a code point can only occur in a string, where the escape is valid.)"""
+    text = json.dumps(obj, ensure_ascii=False, default=str, **kwargs)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _rendered(kind: str, render: Callable[[], str]) -> str:
+    """A report, or a page saying why it could not be rendered (the records are in results.jsonl)."""
+    try:
+        return render()
+    except Exception as e:  # a failure is data: the run's records and summary must still be written
+        why = f"{type(e).__name__}: {e}"
+        if kind == "html":
+            return (f"<!doctype html><meta charset=\"utf-8\"><title>report</title><p>The report could not be "
+                    f"rendered ({html.escape(why)}); results.jsonl holds every episode record.</p>\n")
+        return f"# Report\n\nThe report could not be rendered ({why}); results.jsonl holds every episode record.\n"
+
+
+def write_run(out: str | Path, records: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Path]:
+    """Write the run folder; returns ``{"results", "summary", "markdown", "html"}`` paths (see the module
+    docstring: lossless JSON, all four files or none)."""
+    out = Path(out)
+    texts = {
+        "results": "".join(json_text(rec) + "\n" for rec in records),
+        "summary": json_text(summary, indent=2) + "\n",
+        "markdown": _rendered("markdown", lambda: render_markdown(records, summary)),
+        "html": _rendered("html", lambda: render_html(records, summary)),
+    }
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
+    try:
+        for key, text in texts.items():
+            with open(staging / _RUN_FILES[key], "wb") as f:
+                f.write(text.encode("utf-8", "backslashreplace"))
+                f.flush()
+                os.fsync(f.fileno())
+        for name in _RUN_FILES.values():
+            os.replace(staging / name, out / name)
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {key: out / name for key, name in _RUN_FILES.items()}
 
 
 def claim_run_folder(out: str | Path, *, overwrite: bool = False) -> None:

@@ -63,6 +63,7 @@ __all__ = [
     "StepOutcome",
     "Suite",
     "TaskRef",
+    "episode_id",
     "make_suite",
     "split_of",
     "stable_seed",
@@ -174,6 +175,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
+def episode_id(task: TaskRef, trial: int) -> str:
+    """A unique id for trial ``trial`` of ``task``: a readable slug of ``suite/env/task/trial`` and a hash
+    of those exact parts. The slug alone is lossy (env ``a-b`` with task ``c`` and env ``a`` with task
+    ``b-c`` share it); the hash makes ids differ whenever the parts do. Letters, digits, ``_.-`` only, so
+    it is safe as an HTML anchor and a file name."""
+    parts = json.dumps([task.suite, task.env_id, task.task_id, trial], ensure_ascii=True)
+    return f"{_slug(f'{task.key}/{trial}')}-{hashlib.sha256(parts.encode()).hexdigest()[:12]}"
+
+
 def _assistant_message(action: Any, parsed: Any, step: int) -> dict[str, Any]:
     """The canonical (OpenAI-form) assistant message for an action, the action itself under ``raw``."""
     msg: dict[str, Any] = {"role": "assistant", "content": parsed.content, "step": step}
@@ -206,7 +216,7 @@ class Episode(ABC):
         self.trial = trial
         self.seed = seed
         self.max_turn_steps = max_turn_steps
-        self.episode_id = _slug(f"{task.key}/{trial}")
+        self.episode_id = episode_id(task, trial)
         self.history = History(self.episode_id, task, trial, seed, [], [], _oracle=self.reference_turn)
         self.done = False
         self.truncated = False

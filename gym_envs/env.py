@@ -184,6 +184,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript: list[tuple[str, str]] = []
         self._system_prompt = system_prompt(self.env_spec)
         self._tool_dicts = [t.model_dump() for t in self.env_spec.tools]
+        self._check_dicts: dict[int, list[dict[str, Any]]] = {}  # id(turn) -> its checks as plain dicts
 
     # -- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -309,14 +310,34 @@ class ToolEnv(gym.Env[str, Any]):
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
 
-    def _score_turn(self, reply: str) -> TurnOutcome:
+    def score_reply(self, reply: str, only: Sequence[int] | None = None) -> list[CheckResult]:
+        """The current turn's checks (those at the indexes ``only``, default all) as they would score if
+        ``reply`` ended the turn now, without ending it: the state, the turn's calls and the episode stay
+        as they are (the validity gate scores several candidate replies on one state this way, and the
+        cheap checks before the costly ones). Each result's ``index`` is the check's index in the turn."""
+        self._check_live()
+        return self._check_turn(reply, only)
+
+    def _check_turn(self, reply: str, only: Sequence[int] | None = None) -> list[CheckResult]:
         assert self.task is not None and self.session is not None
         outcome = self.turns[-1]
         turn = self.task.turns[self.turn_index]
         ok_calls = [c.name for c in outcome.calls if c.ok]
         all_calls = [c.name for c in outcome.calls]
-        checks = [c.model_dump() for c in turn.checks]
-        results = self.session.check(checks, reply, ok_calls, attempted=all_calls)
+        checks = self._check_dicts.get(id(turn))
+        if checks is None:  # the spec is not changed while the env uses it: dump each turn's checks once
+            checks = self._check_dicts[id(turn)] = [c.model_dump() for c in turn.checks]
+        if only is None:
+            return self.session.check(checks, reply, ok_calls, attempted=all_calls)
+        picked = list(only)
+        results = self.session.check([checks[i] for i in picked], reply, ok_calls, attempted=all_calls)
+        for r, i in zip(results, picked, strict=True):
+            r.index = i
+        return results
+
+    def _score_turn(self, reply: str) -> TurnOutcome:
+        outcome = self.turns[-1]
+        results = self._check_turn(reply)
         outcome.reply = reply
         outcome.checks = results
         outcome.scored = True

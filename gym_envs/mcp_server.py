@@ -27,7 +27,8 @@ server shares the episode. Run one server per concurrent episode. The server sta
 ``task`` (default: the first task) with ``seed`` before it accepts a request, so a client that never
 touches episode control can use the tools at once.
 
-A spec with a tool named like a control tool is refused (:class:`ReservedToolName`). Imports: the
+A spec with a tool named like a control tool does not parse (the spec's naming rules reserve those
+names); one built without parsing is refused (:class:`ReservedToolName`). Imports: the
 SDK, uvicorn (HTTP only) and :mod:`gym_envs`; nothing else of ours (layering).
 """
 
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gym_envs import Limits, make_executor
 from gym_envs.env import ToolEnv
-from gym_envs.spec import EnvSpec, as_spec
+from gym_envs.spec import MCP_CONTROL_TOOLS, EnvSpec, as_spec, naming_problems
 
 if TYPE_CHECKING:
     from gym_envs.executor import Executor
@@ -50,23 +51,22 @@ if TYPE_CHECKING:
 __all__ = ["CONTROL_TOOLS", "EpisodeHost", "ReservedToolName", "build_server", "check_tool_names",
            "control_tool_schemas", "serve_http", "serve_stdio"]
 
-#: Episode-control tool names the MCP server adds next to an environment's own tools. A spec may not
-#: use them as tool names (the spec's list of reserved names includes them).
-CONTROL_TOOLS: tuple[str, ...] = ("envwright_tasks", "envwright_reset", "envwright_instruction",
-                                  "envwright_end_turn")
+#: Episode-control tool names the MCP server adds next to an environment's own tools: the spec module's
+#: :data:`gym_envs.spec.MCP_CONTROL_TOOLS`, which its naming rules reserve (a spec that uses one does not parse).
+CONTROL_TOOLS: tuple[str, ...] = MCP_CONTROL_TOOLS
 
 
 class ReservedToolName(ValueError):
-    """A spec's tool is named like one of the server's episode-control tools."""
+    """A spec's tool or parameter name breaks the spec's naming rules (one named like an episode-control
+    tool, say): possible only for a spec built or changed without parsing."""
 
 
 def check_tool_names(spec: EnvSpec) -> None:
-    """Raise :class:`ReservedToolName` when a tool of ``spec`` collides with :data:`CONTROL_TOOLS`."""
-    clash = sorted({t.name for t in spec.tools} & set(CONTROL_TOOLS))
-    if clash:
-        raise ReservedToolName(
-            f"cannot serve {spec.id!r} over MCP: its tool(s) {clash} use names the server reserves for "
-            f"episode control ({', '.join(CONTROL_TOOLS)}); rename the tool(s) in the spec")
+    """Raise :class:`ReservedToolName` when ``spec``'s names break :func:`gym_envs.spec.naming_problems`."""
+    problems = naming_problems(spec)
+    if problems:
+        raise ReservedToolName(f"cannot serve {spec.id!r} over MCP: " + "; ".join(problems)
+                               + "; rename them in the spec")
 
 
 def control_tool_schemas(spec: EnvSpec) -> list[dict[str, Any]]:

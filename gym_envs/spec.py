@@ -6,12 +6,24 @@ owns the pydantic models, loading and saving (atomic), the JSON Schema export,
 and :class:`SpecError`, whose message names every offending field
 (``tasks[0].turns[1].checks[0].expect``) and says what is wrong with it.
 
+It also owns the naming rules every adapter relies on (ENVSPEC validity rule 8):
+tool and parameter names are Python identifiers, not keywords, and not names the
+shipped adapters keep for themselves (:data:`RESERVED_TOOL_NAMES`,
+:data:`RESERVED_PARAMETER_NAMES`, the prefixes in :data:`RESERVED_PREFIXES`; the
+MCP server's episode-control tools are :data:`MCP_CONTROL_TOOLS`). Adapters
+import these and :func:`naming_problems` from here rather than keeping lists of
+their own. A tool's ``parameters`` must be a valid JSON Schema (checked with
+``jsonschema`` against the schema's own draft, 2020-12 by default), so a typo
+such as ``"type": "strng"`` is refused with the tool and the path.
+
 Nothing here executes the spec; see :mod:`gym_envs.executor` for that.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import keyword
 import os
 import re
 import tempfile
@@ -19,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 SPEC_VERSION = 1
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
@@ -29,6 +41,71 @@ CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls")
 STREAMS = ("skill", "explore", "template", "manual")
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
+
+#: Members of the class TRL's ``environment_factory`` adapter (``training.trl_env``) makes of a spec; a tool
+#: method of the same name would replace them (TRL calls ``reset`` itself and never offers it as a tool).
+TRL_RESERVED = frozenset({"reset", "get_reward", "env", "result", "spec", "reward_mode", "executor"})
+#: The episode-control tools the MCP server (``envwright serve --mcp``) lists next to an environment's tools.
+MCP_CONTROL_TOOLS = ("envwright_tasks", "envwright_reset", "envwright_instruction", "envwright_end_turn")
+#: Tool names no spec may use: every adapter's own names.
+RESERVED_TOOL_NAMES = TRL_RESERVED | frozenset(MCP_CONTROL_TOOLS)
+#: Parameter names no tool may use: ``db`` is the injected database handle, ``self`` the TRL method's instance.
+RESERVED_PARAMETER_NAMES = frozenset({"db", "self"})
+#: Name prefixes kept for the system: ``_`` (private to the sandbox, and hidden from the model by TRL) and
+#: ``envwright_`` (the controls an adapter adds next to the tools; any new adapter names its own this way).
+RESERVED_PREFIXES = ("_", "envwright_")
+_WHO = {**dict.fromkeys(TRL_RESERVED, "TRL's environment_factory adapter (a method of its environment class)"),
+        **dict.fromkeys(MCP_CONTROL_TOOLS, "the MCP server (an episode-control tool)")}
+
+
+def name_problem(name: Any, *, parameter: bool = False) -> str | None:
+    """Why ``name`` cannot be a tool name (or, with ``parameter``, a parameter name), or None."""
+    what = "parameter" if parameter else "tool"
+    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+        return (f"{what} name {name!r} is not a Python identifier (ASCII letters, digits and '_', not starting "
+                "with a digit, at most 64 characters)")
+    if keyword.iskeyword(name):
+        return f"{what} name {name!r} is a Python keyword; adapters expose names as Python identifiers"
+    if parameter and name in RESERVED_PARAMETER_NAMES:
+        return f"parameter name {name!r} is reserved ({'the injected database' if name == 'db' else 'the instance'})"
+    if not parameter and name in RESERVED_TOOL_NAMES:
+        return f"tool name {name!r} is reserved by {_WHO[name]}"
+    prefix = next((p for p in RESERVED_PREFIXES if name.startswith(p)), None)
+    if prefix is not None:
+        return f"{what} name {name!r} starts with {prefix!r}, which is reserved for the system"
+    return None
+
+
+def naming_problems(spec: Any) -> list[str]:
+    """Every naming-rule violation of a spec's tools (for adapters that meet a spec built without parsing)."""
+    out: list[str] = []
+    for tool in getattr(spec, "tools", []):
+        problem = name_problem(tool.name)
+        if problem:
+            out.append(problem)
+        props = (tool.parameters or {}).get("properties") or {}
+        out += [f"tool {tool.name!r}: {p}" for n in props if (p := name_problem(n, parameter=True))]
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _meta_validator(cls: Any) -> Any:
+    return cls(cls.META_SCHEMA)
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_errors(schema_json: str) -> tuple[str, ...]:
+    """Errors of a JSON Schema (given as JSON text) against its draft's meta-schema."""
+    from jsonschema import Draft202012Validator, validators
+
+    schema = json.loads(schema_json)
+    meta = _meta_validator(validators.validator_for(schema, default=Draft202012Validator))
+    found = sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+    out = []
+    for e in found[:5]:
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+        out.append(f"parameters{path}: {e.message}")
+    return tuple(out)
 
 
 class SpecError(ValueError):
@@ -96,23 +173,40 @@ class Tool(_Model):
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, v: str) -> str:
+        problem = name_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; rename the tool (and its function in the code)")
+        return v
+
     @field_validator("parameters")
     @classmethod
-    def _object_schema(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _object_schema(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        tool = f"tool {info.data['name']!r}: " if isinstance(info.data.get("name"), str) else ""
         if v.get("type") != "object":
-            raise ValueError("must be a JSON Schema with \"type\": \"object\"")
+            raise ValueError(f"{tool}must be a JSON Schema with \"type\": \"object\"")
         props = v.get("properties", {})
         if not isinstance(props, dict):
-            raise ValueError("'properties' must be an object mapping argument names to schemas")
+            raise ValueError(f"{tool}'properties' must be an object mapping argument names to schemas")
         for name, schema in props.items():
-            if not re.match(NAME_PATTERN, name):
-                raise ValueError(f"argument name {name!r} is not a Python identifier")
+            problem = name_problem(name, parameter=True)
+            if problem:
+                raise ValueError(f"{tool}{problem}; rename it in the schema and in the tool's function")
             if not isinstance(schema, dict):
-                raise ValueError(f"schema of argument {name!r} must be an object")
+                raise ValueError(f"{tool}schema of argument {name!r} must be an object")
         required = v.get("required", [])
         if not isinstance(required, list) or any(r not in props for r in required):
             missing = [r for r in required if r not in props] if isinstance(required, list) else required
-            raise ValueError(f"'required' names arguments that are not in 'properties': {missing}")
+            raise ValueError(f"{tool}'required' names arguments that are not in 'properties': {missing}")
+        try:
+            text = json.dumps(v, sort_keys=True)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{tool}parameters are not plain JSON: {e}") from None
+        errors = _schema_errors(text)
+        if errors:
+            raise ValueError(f"{tool}not a valid JSON Schema: " + "; ".join(errors))
         return v
 
 

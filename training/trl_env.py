@@ -25,6 +25,13 @@ such a class from a spec, so generated environments plug into that loop unchange
   of each rollout ends the environment's turn, and the episode is scored on its checks (``checks``
   fraction by default; ``episode`` and ``turns`` as in :class:`~gym_envs.env.ToolEnv`).
 
+Names: the class's methods are the spec's tool names and their arguments the parameter names, so a
+tool named ``reset`` or a parameter named ``from`` cannot be carried. The spec module owns those rules
+(:func:`gym_envs.spec.naming_problems`; parsing refuses such specs). A spec that breaks them anyway (one
+built or changed without parsing) is skipped by :func:`environment_factories` and
+:func:`environment_dataset` with a warning that gives the reason, so one bad spec never stops training on
+the others; :func:`environment_class` raises ``ValueError`` with the same reason.
+
 Limits of TRL's loop, where envwright's own rollout function (``envwright train solver``) is the
 better choice: the environment never gets to show instructions after the first, so
 :func:`environment_dataset` keeps single-turn tasks unless ``multi_turn=True`` (later turns then
@@ -36,16 +43,16 @@ from __future__ import annotations
 
 import inspect
 import json
-import keyword
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from gym_envs.env import ToolEnv
 from gym_envs.executor import Executor, default_executor
-from gym_envs.spec import EnvSpec
+from gym_envs.spec import EnvSpec, naming_problems
 
 __all__ = ["SpecEnvironment", "environment_class", "environment_dataset", "environment_factories",
-           "envwright_reward", "python_type", "trl_system_prompt"]
+           "envwright_reward", "python_type", "trl_system_prompt", "usable_specs"]
 
 _JSON_TYPES: dict[str, type] = {"integer": int, "number": float, "string": str, "boolean": bool, "array": list,
                                 "object": dict}
@@ -123,10 +130,6 @@ class SpecEnvironment:
 def _tool_method(name: str, description: str, parameters: dict[str, Any]) -> Callable[..., str]:
     props: dict[str, Any] = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
-    for p in props:
-        if not p.isidentifier() or keyword.iskeyword(p) or p == "self":
-            raise ValueError(f"tool {name!r}: parameter {p!r} is not a Python identifier, so TRL's "
-                             "environment_factory cannot expose it as a method argument; rename it in the spec")
     ordered = sorted(props, key=lambda p: p not in required)  # required first: defaults must come last
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
@@ -172,11 +175,10 @@ def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
     """
     if reward_mode not in ("episode", "turns", "checks"):
         raise ValueError(f"reward_mode must be episode, turns or checks, not {reward_mode!r}")
-    reserved = {"reset", "get_reward", "env", "result", "spec", "reward_mode", "executor"}
-    clash = sorted(t.name for t in spec.tools if t.name in reserved or t.name.startswith("_"))
-    if clash:
-        raise ValueError(f"environment {spec.id}: tools {clash} clash with the adapter's own members "
-                         "(reset, get_reward, env, ...) or start with '_', which TRL hides; rename them in the spec")
+    problems = naming_problems(spec)
+    if problems:
+        raise ValueError(f"environment {spec.id}: TRL's environment_factory cannot carry it: "
+                         + "; ".join(problems))
     ex = executor if isinstance(executor, Executor) else default_executor(executor)
     members: dict[str, Any] = {"spec": spec, "reward_mode": reward_mode, "executor": ex,
                                "__doc__": f"{spec.title}: {spec.description}"}
@@ -186,10 +188,32 @@ def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
     return type(f"{cls_name}Environment", (SpecEnvironment,), members)
 
 
+def usable_specs(specs: Sequence[EnvSpec], *, warn: bool = True) -> tuple[list[EnvSpec], list[tuple[str, str]]]:
+    """The specs TRL's loop can carry, and ``(env id, reason)`` for each one it cannot (its names break the
+    spec's naming rules); with ``warn``, each skipped spec is reported with ``warnings.warn``."""
+    ok: list[EnvSpec] = []
+    skipped: list[tuple[str, str]] = []
+    for s in specs:
+        problems = naming_problems(s)
+        if problems:
+            skipped.append((s.id, "; ".join(problems)))
+            if warn:
+                warnings.warn(f"skipping environment {s.id!r}: TRL's environment_factory cannot carry it: "
+                              f"{skipped[-1][1]}", stacklevel=3)
+        else:
+            ok.append(s)
+    return ok, skipped
+
+
 def environment_factories(specs: Sequence[EnvSpec], **kwargs: Any) -> Callable[[], SpecEnvironment] | \
         dict[str, Callable[[], SpecEnvironment]]:
     """TRL's ``environment_factory``: the class itself for one spec, ``{env id: class}`` for several
-    (rows of :func:`environment_dataset` then carry ``environment``)."""
+    (rows of :func:`environment_dataset` then carry ``environment``). Specs whose names TRL cannot carry
+    are skipped with a warning (:func:`usable_specs`); ``ValueError`` if none is left."""
+    specs, skipped = usable_specs(specs)
+    if not specs:
+        raise ValueError("no environment TRL's environment_factory can carry: "
+                         + "; ".join(f"{i}: {why}" for i, why in skipped))
     classes = {s.id: environment_class(s, **kwargs) for s in specs}
     if len(classes) != len(specs):
         raise ValueError("environment ids must be distinct")
@@ -205,6 +229,7 @@ def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, t
     same ``specs`` to :func:`environment_factories`: with several, rows name their ``environment``."""
     from datasets import Dataset
 
+    specs, _ = usable_specs(specs, warn=False)  # environment_factories warns about the ones it skips
     wanted = set(tasks) if tasks is not None else None
     chosen = {s.id: [t for t in s.tasks if (multi_turn or len(t.turns) == 1)
                      and (wanted is None or (s.id, t.id) in wanted)][:tasks_per_env] for s in specs}

@@ -11,11 +11,19 @@ Contract (what the validity gate checks):
   values); values are drawn from the seeded :class:`ValueMaker`, and a new
   value always differs from the current one.
 * Every turn that writes has ``sql`` checks that pin each written column of
-  the written row with exact values (and row counts for creates and deletes),
-  so doing nothing, dropping the write or perturbing any argument fails.
-* Reads check the exact value with ``reply_contains`` and require the read
-  tool; ``missing_parameter`` turn 1 and ``decline`` forbid the write tools and
-  check that nothing changed; ``decline`` also wants a refusal in the reply.
+  the written row with exact values, and that every other row of the written
+  table is as it was (``_others_check``; a delete's cascaded child rows too),
+  plus an ``unchanged`` check on every other table: doing nothing, dropping the
+  write, aiming it at another row, perturbing any argument or writing anywhere
+  else fails (validity rules 4, 5 and 7).
+* Reads check the exact value with ``reply_contains``, require the read tool and
+  check that nothing changed. The value asked for is distinctive
+  (:func:`envgen.gate.adequacy.answer_problem`: not in the instruction, a tool
+  description or a generic reply) and no other entity's value (another row of
+  its column, another parent's count) contains it, so a reply with the wrong
+  entity's value fails. ``missing_parameter`` turn 1 and ``decline`` forbid the
+  write tools and check that nothing changed; ``decline`` also wants a refusal
+  in the reply.
 * Each task starts from the seed rows; multi-turn tasks track their own
   changes between turns.
 """
@@ -27,7 +35,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from envgen.gate.adequacy import GENERIC_REPLIES, answer_problem, tool_texts
+from envgen.gate.values import answer_text, same_answer
 from envgen.proposers.template_model import Column, Entity, EnvModel, Op, human
+from envgen.proposers.template_tools import render_tools
 from envgen.proposers.template_values import ValueMaker, sql_literal
 
 __all__ = ["DECLINE_WORDS", "build_tasks"]
@@ -36,6 +47,7 @@ DECLINE_WORDS = ["cannot", "can't", "unable", "not able", "not possible", "sorry
 
 Task = dict[str, Any]
 Turn = dict[str, Any]
+Picked = tuple[dict[str, Any], Column, str, str]  #: a row, a column, the question, its answer
 
 
 def _a(word: str) -> str:
@@ -72,6 +84,15 @@ def _row_check(ent: Entity, row: dict[str, Any], by_key: bool = False) -> dict[s
     return {"kind": "sql", "query": query, "expect": [[row[c] for c in cols]]}
 
 
+def _others_check(ent: Entity, rows: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """The rows of ``ent``'s table matching ``where`` (all but the written one) are exactly ``rows``."""
+    cols = ["id", *ent.stored_columns()]
+    query = (f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{ent.table}"'
+             + (f" WHERE {where}" if where else "") + ' ORDER BY "id"')
+    expect = [[r[c] for c in cols] for r in sorted(rows, key=lambda r: r["id"])]
+    return {"kind": "sql", "query": query, "expect": expect, "ordered": True}
+
+
 def _count_check(ent: Entity, n: int, where: str = "") -> dict[str, Any]:
     query = f'SELECT count(*) FROM "{ent.table}"' + (f" WHERE {where}" if where else "")
     return {"kind": "sql", "query": query, "expect": [[n]]}
@@ -90,6 +111,7 @@ class TaskMaker:
         self.maker = maker
         self.main = next(o.entity for o in model.ops if o.kind == "update")
         self.world: dict[str, list[dict[str, Any]]] = {}
+        self.tool_texts = tool_texts(render_tools(model))
         self.reset()
 
     # -- world -----------------------------------------------------------------------------------
@@ -117,6 +139,29 @@ class TaskMaker:
 
     def choose(self, *options: str) -> str:
         return self.rng.choice(options)
+
+    # -- state checks ----------------------------------------------------------------------------
+    def rest_unchanged(self, *written: Entity) -> list[dict[str, Any]]:
+        """An ``unchanged`` check on every table the turn does not write (none when it writes them all)."""
+        names = {e.table for e in written}
+        rest = [e.table for e in self.model.entities if e.table not in names]
+        return [{"kind": "unchanged", "tables": rest}] if rest else []
+
+    def write_checks(self, ent: Entity, row: dict[str, Any], *, by_key: bool = False) -> list[dict[str, Any]]:
+        """After a create or update of ``row`` (already in the world): the row, every other row of its
+        table, and every other table unchanged."""
+        if by_key:
+            where = f'"{ent.key.name}" != {sql_literal(row[ent.key.name])}'
+            others = [r for r in self.rows(ent) if r[ent.key.name] != row[ent.key.name]]
+        else:
+            where = f'"id" != {row["id"]}'
+            others = [r for r in self.rows(ent) if r["id"] != row["id"]]
+        return [_row_check(ent, row, by_key=by_key), _others_check(ent, others, where), *self.rest_unchanged(ent)]
+
+    def created(self, ent: Entity, row: dict[str, Any]) -> list[dict[str, Any]]:
+        """Add a created row to the world; the checks of its turn."""
+        self.rows(ent).append(row)
+        return self.write_checks(ent, row, by_key=True)
 
     # -- phrasing --------------------------------------------------------------------------------
     def describe_values(self, ent: Entity, row: dict[str, Any], skip: str | None = None) -> str:
@@ -152,9 +197,7 @@ class TaskMaker:
         if op is None:
             return None
         row = self.new_row(ent)
-        n = len(self.rows(ent))
-        turn = {"instruction": self.create_sentence(ent, row),
-                "checks": [_row_check(ent, row, by_key=True), _count_check(ent, n + 1)],
+        turn = {"instruction": self.create_sentence(ent, row), "checks": self.created(ent, row),
                 "reference": [_call(op, **self.create_args(ent, row))]}
         return {"kind": "execute", "turns": [turn]}
 
@@ -177,7 +220,7 @@ class TaskMaker:
                                f"Change the {c.human} of {subject} to {_say(c, new)}, please.",
                                f"Please update {subject}: its {c.human} should now be {_say(c, new)}.",
                                f"The {c.human} of {subject} is now {_say(c, new)}; record that.")
-        return {"instruction": text, "checks": [_row_check(ent, row)],
+        return {"instruction": text, "checks": self.write_checks(ent, row),
                 "reference": [_call(op, **{ent.id_param: row["id"], c.name: _arg(c, new)})]}
 
     def exec_update(self) -> Task | None:
@@ -191,12 +234,15 @@ class TaskMaker:
 
     def delete_turn(self, op: Op, row: dict[str, Any], subject: str) -> Turn:
         ent = op.entity
-        n = len(self.rows(ent))
         self.rows(ent).remove(row)
+        checks = [_count_check(ent, 0, f'"id" = {row["id"]}'), _others_check(ent, self.rows(ent), "")]
+        children = [e for e in self.model.entities if e.parent is ent]
+        for child in children:  # the tool deletes what belongs to the row
+            self.world[child.table] = [r for r in self.rows(child) if r[ent.id_param] != row["id"]]
+            checks.append(_others_check(child, self.rows(child), ""))
         text = self.choose(f"Delete {subject}.", f"Please remove {subject}.",
                            f"{subject[0].upper()}{subject[1:]} is no longer needed; delete it.")
-        return {"instruction": text,
-                "checks": [_count_check(ent, 0, f'"id" = {row["id"]}'), _count_check(ent, n - 1)],
+        return {"instruction": text, "checks": checks + self.rest_unchanged(ent, *children),
                 "reference": [_call(op, **{ent.id_param: row["id"]})]}
 
     def exec_delete(self) -> Task | None:
@@ -212,7 +258,7 @@ class TaskMaker:
         verb = op.tool.split("_", 1)[0]
         text = self.choose(f"{verb.capitalize()} {subject}.", f"Please {verb} {subject}.",
                            f"Mark {subject} as {human(op.target or '')}.")
-        return {"instruction": text, "checks": [_row_check(ent, row)],
+        return {"instruction": text, "checks": self.write_checks(ent, row),
                 "reference": [_call(op, **{ent.id_param: row["id"]})]}
 
     def status_pick(self) -> tuple[Op, dict[str, Any]] | None:
@@ -272,9 +318,7 @@ class TaskMaker:
         if side is None or op is None:
             return None
         row = self.new_row(side)
-        n = len(self.rows(side))
-        turn = {"instruction": self.create_sentence(side, row),
-                "checks": [_row_check(side, row, by_key=True), _count_check(side, n + 1)],
+        turn = {"instruction": self.create_sentence(side, row), "checks": self.created(side, row),
                 "reference": [_call(op, **self.create_args(side, row))]}
         return {"kind": "execute", "turns": [turn]}
 
@@ -283,35 +327,73 @@ class TaskMaker:
         cols = [c for c in ent.columns if c.sqltype != "BOOLEAN"]
         return cols or [ent.key]
 
+    def distinct_answer(self, answer: str, instruction: str, rivals: list[Any]) -> bool:
+        """Whether ``answer`` makes a good ``reply_contains`` string for ``instruction``: distinctive
+        (the gate's rule), and contained in no other entity's value (``rivals``)."""
+        if answer_problem(answer, instruction, self.tool_texts, GENERIC_REPLIES) is not None:
+            return False
+        low = answer.strip().lower()
+        return not any(low in answer_text(v).lower() for v in rivals if not same_answer(answer_text(v), answer))
+
+    def answer_turn(self, text: str, answer: str, tool: str, reference: list[dict[str, Any]]) -> Turn:
+        return {"instruction": text,
+                "checks": [{"kind": "reply_contains", "any_of": [answer]}, {"kind": "calls", "require": [tool]},
+                           {"kind": "unchanged", "tables": []}],
+                "reference": reference}
+
+    def pick_read(self, ent: Entity, cols: list[Column], ask: Callable[[dict[str, Any], Column], str],
+                  fallback: list[Column] | None = None, tries: int = 12) -> Picked | None:
+        """A row, a column of it and the question ``ask(row, column)`` whose answer is a distinct value
+        (from ``cols``, else from ``fallback``)."""
+        rows = list(self.rows(ent))
+        pairs: list[tuple[dict[str, Any], Column]] = []
+        for group in (cols, [c for c in fallback or [] if c not in cols]):
+            some = [(r, c) for r in rows for c in group]
+            self.rng.shuffle(some)
+            pairs += some[:tries]
+        for row, c in pairs:
+            text = ask(row, c)
+            answer = _reply(row[c.name])
+            if self.distinct_answer(answer, text, [r[c.name] for r in rows if r is not row]):
+                return row, c, text, answer
+        return None
+
     def read_by_id(self) -> Task | None:
-        op, row = self.model.op("get", self.main), self.pick(self.main)
-        if op is None or row is None:
+        op = self.model.op("get", self.main)
+        if op is None or not self.rows(self.main):
             return None
-        c = self.rng.choice(self.readable(self.main))
         e = self.main.human
-        text = self.choose(f"What is the {c.human} of {e} #{row['id']}?",
-                           f"Look up {e} {row['id']} and tell me its {c.human}.",
-                           f"I need the {c.human} recorded for the {e} with id {row['id']}.")
-        turn = {"instruction": text,
-                "checks": [{"kind": "reply_contains", "any_of": [_reply(row[c.name])]},
-                           {"kind": "calls", "require": [op.tool]}],
-                "reference": [_call(op, **{self.main.id_param: row["id"]})]}
+
+        def ask(row: dict[str, Any], c: Column) -> str:
+            return self.choose(f"What is the {c.human} of {e} #{row['id']}?",
+                               f"Look up {e} {row['id']} and tell me its {c.human}.",
+                               f"I need the {c.human} recorded for the {e} with id {row['id']}.")
+
+        picked = self.pick_read(self.main, self.readable(self.main), ask, fallback=[self.main.key])
+        if picked is None:
+            return None
+        row, _, text, answer = picked
+        turn = self.answer_turn(text, answer, op.tool, [_call(op, **{self.main.id_param: row["id"]})])
         return {"kind": "read", "turns": [turn]}
 
     def read_by_key(self) -> Task | None:
-        op, row = self.model.op("find", self.main), self.pick(self.main)
-        if op is None or row is None:
+        op = self.model.op("find", self.main)
+        if op is None or not self.rows(self.main):
             return None
         cols = self.readable(self.main)
-        c = self.rng.choice([x for x in cols if x is not self.main.key] or cols)
-        e, k = self.main.human, row[self.main.key.name]
-        text = self.choose(f"What's the {c.human} of the {e} with {self.main.key.human} '{k}'?",
-                           f"Find the {e} '{k}' and tell me its {c.human}.",
-                           f"Could you check which {c.human} the {e} '{k}' has?")
-        turn = {"instruction": text,
-                "checks": [{"kind": "reply_contains", "any_of": [_reply(row[c.name])]},
-                           {"kind": "calls", "require": [op.tool]}],
-                "reference": [_call(op, **{self.main.key.name: k})]}
+        e = self.main.human
+
+        def ask(row: dict[str, Any], c: Column) -> str:
+            k = row[self.main.key.name]
+            return self.choose(f"What's the {c.human} of the {e} with {self.main.key.human} '{k}'?",
+                               f"Find the {e} '{k}' and tell me its {c.human}.",
+                               f"Could you check which {c.human} the {e} '{k}' has?")
+
+        picked = self.pick_read(self.main, [x for x in cols if x is not self.main.key] or cols, ask)
+        if picked is None:
+            return None
+        row, _, text, answer = picked
+        turn = self.answer_turn(text, answer, op.tool, [_call(op, **{self.main.key.name: row[self.main.key.name]})])
         return {"kind": "read", "turns": [turn]}
 
     def read_max(self) -> Task | None:
@@ -325,14 +407,13 @@ class TaskMaker:
         best = [r for r in rows if r[c.name] == top]
         if len(best) != 1:
             return None
-        e = self.main.human
+        e, key = self.main.human, self.main.key.name
         text = self.choose(f"Which {e} has the highest {c.human}? Tell me its {self.main.key.human}.",
                            f"Among all {self.main.humans}, which one has the largest {c.human}?")
-        turn = {"instruction": text,
-                "checks": [{"kind": "reply_contains", "any_of": [best[0][self.main.key.name]]},
-                           {"kind": "calls", "require": [op.tool]}],
-                "reference": [_call(op)]}
-        return {"kind": "read", "turns": [turn]}
+        answer = best[0][key]
+        if not self.distinct_answer(answer, text, [r[key] for r in rows if r is not best[0]]):
+            return None
+        return {"kind": "read", "turns": [self.answer_turn(text, answer, op.tool, [_call(op)])]}
 
     def read_children(self) -> Task | None:
         """How many rows of the child table belong to a main row named by its key."""
@@ -342,16 +423,17 @@ class TaskMaker:
         row = self.pick(self.main)
         if child is None or find is None or listing is None or row is None:
             return None
-        n = sum(1 for r in self.rows(child) if r[self.main.id_param] == row["id"])
+        counts = {r["id"]: sum(1 for x in self.rows(child) if x[self.main.id_param] == r["id"])
+                  for r in self.rows(self.main)}
+        n = counts[row["id"]]
         name = self.by_name(row, self.main)
         text = self.choose(f"How many {child.humans} does {name} have?",
                            f"Count the {child.humans} that belong to {name}.")
-        turn = {"instruction": text,
-                "checks": [{"kind": "reply_contains", "any_of": [str(n)]},
-                           {"kind": "calls", "require": [listing.tool]}],
-                "reference": [_call(find, **{self.main.key.name: row[self.main.key.name]}),
-                              _call(listing, **{self.main.id_param: row["id"]})]}
-        return {"kind": "read", "turns": [turn]}
+        if not self.distinct_answer(str(n), text, [m for rid, m in counts.items() if rid != row["id"]]):
+            return None
+        return {"kind": "read", "turns": [self.answer_turn(text, str(n), listing.tool, [
+            _call(find, **{self.main.key.name: row[self.main.key.name]}),
+            _call(listing, **{self.main.id_param: row["id"]})])]}
 
     # -- read then write -------------------------------------------------------------------------
     def by_name(self, row: dict[str, Any], ent: Entity) -> str:
@@ -380,20 +462,25 @@ class TaskMaker:
         turn["reference"].insert(0, lookup)
         turns = [turn]
         if op.kind != "delete" and self.rng.random() < 0.4:
-            turns.append(self.follow_up(row, op))
+            follow = self.follow_up(row, op)
+            if follow is not None:
+                turns.append(follow)
         return {"kind": "read_then_write", "turns": turns}
 
-    def follow_up(self, row: dict[str, Any], first: Op) -> Turn:
+    def follow_up(self, row: dict[str, Any], first: Op) -> Turn | None:
         ops = [o for o in self.model.ops_of("update", self.main)
                if o.column is not self.main.key and o.column is not first.column]
         if ops and self.rng.random() < 0.5:
             return self.update_turn(self.rng.choice(ops), row, "", follow=True)
         get = self.model.op("get", self.main)
+        if get is None:
+            return None
         c = self.rng.choice(self.readable(self.main))
         text = self.choose(f"Thanks. What is its {c.human}?", f"And what {c.human} does it have?")
-        ref = [_call(get, **{self.main.id_param: row["id"]})] if get else []
-        return {"instruction": text, "checks": [{"kind": "reply_contains", "any_of": [_reply(row[c.name])]}],
-                "reference": ref}
+        answer = _reply(row[c.name])
+        if not self.distinct_answer(answer, text, [r[c.name] for r in self.rows(self.main) if r is not row]):
+            return None
+        return self.answer_turn(text, answer, get.tool, [_call(get, **{self.main.id_param: row["id"]})])
 
     def rtw_related(self) -> Task | None:
         """Create a row of the table that points at a row named by its key (parent or child relation)."""
@@ -408,10 +495,9 @@ class TaskMaker:
             return None
         row = self.new_row(child)
         row[parent.id_param] = prow["id"]
-        n = len(self.rows(child))
         phrase = f" for {self.by_name(prow, parent)}"
         turn = {"instruction": self.create_sentence(child, row, parent_phrase=phrase),
-                "checks": [_row_check(child, row, by_key=True), _count_check(child, n + 1)],
+                "checks": self.created(child, row),
                 "reference": [_call(find, **{parent.key.name: prow[parent.key.name]}),
                               _call(create, **self.create_args(child, row))]}
         return {"kind": "read_then_write", "turns": [turn]}
@@ -424,15 +510,13 @@ class TaskMaker:
             return None
         gone = self.rng.choice(options)
         row = self.new_row(ent)
-        n = len(self.rows(ent))
         first = {"instruction": self.create_sentence(ent, row, skip=gone.name),
                  "checks": [{"kind": "calls", "forbid": [op.tool]}, {"kind": "unchanged", "tables": []}],
                  "reference": []}
         text = self.choose(f"Sorry, I forgot: its {gone.human} should be {_say(gone, row[gone.name])}.",
                            f"The {gone.human} is {_say(gone, row[gone.name])}.",
                            f"Use {_say(gone, row[gone.name])} as the {gone.human}.")
-        second = {"instruction": text,
-                  "checks": [_row_check(ent, row, by_key=True), _count_check(ent, n + 1)],
+        second = {"instruction": text, "checks": self.created(ent, row),
                   "reference": [_call(op, **self.create_args(ent, row))]}
         return {"kind": "missing_parameter", "turns": [first, second]}
 

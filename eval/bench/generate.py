@@ -4,7 +4,8 @@ Measured in one run on the built-in stdlib corpus with the template proposer:
 
 1. ``n`` documents (default 200) generated with ``workers`` processes: yield
    (accepted / attempted), distinct tool-signature sets, median validation time
-   per environment, rejection reasons;
+   per environment, the gate's mean mutation score and wrong trajectories tried
+   per environment (check adequacy), rejection reasons;
 2. the first ``scaling_docs`` documents generated again into fresh libraries
    with 1 and with 2 worker processes, ``repeats`` times each in alternating
    order (1, 2, 2, 1, 1, 2, ...): documents per second and the speed-up ratio.
@@ -76,7 +77,9 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
     select_s = time.perf_counter() - t0
     summary, wall, _ = _run(docs, base / "main", 2, validation, seed)
     lib = Library(base / "main")
-    sigs = {r["signature"] for r in lib.rows()}
+    rows = lib.rows()
+    sigs = {r["signature"] for r in rows}
+    scored = [r for r in rows if r.get("mutation_score") is not None]
     scale_docs = docs[:scaling_docs]
     runs: dict[int, list[tuple[Any, float, float | None]]] = {1: [], 2: []}
     for k in range(repeats):  # 1, 2, 2, 1, 1, 2, ...: neither configuration always runs first
@@ -95,6 +98,8 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
         "median_validation_ms": summary.median_validation_ms,
         "p90_validation_ms": 1000 * statistics.quantiles(summary.validation_seconds, n=10)[-1]
         if len(summary.validation_seconds) >= 10 else None,
+        "mean_mutation_score": statistics.mean(r["mutation_score"] for r in scored) if scored else None,
+        "mean_mutants_per_env": statistics.mean(r["mutants"] or 0 for r in scored) if scored else None,
         "rejected_by_reason": summary.rejected_by_reason, "wall_seconds_2_workers": round(wall, 2),
         "scaling_docs": len(scale_docs), "docs_per_s_1_worker": len(scale_docs) / t1,
         "docs_per_s_2_workers": len(scale_docs) / t2, "speedup_2_vs_1": t1 / t2,
@@ -130,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t = Table("measure", "value", title=f"envwright bench generate (stdlib, template, n={args.n})")
     for k in ("documents", "attempted", "accepted", "yield", "distinct_signature_sets", "median_validation_ms",
-              "p90_validation_ms", "wall_seconds_2_workers", "docs_per_s_1_worker", "docs_per_s_2_workers",
+              "p90_validation_ms", "mean_mutation_score", "mean_mutants_per_env", "wall_seconds_2_workers",
+              "docs_per_s_1_worker", "docs_per_s_2_workers",
               "speedup_2_vs_1", "speedup_2_vs_1_median", "wall_seconds_1_worker_runs", "wall_seconds_2_workers_runs",
               "other_cpu_seconds_1_worker_runs", "other_cpu_seconds_2_workers_runs"):
         v = res[k]

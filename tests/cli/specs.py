@@ -92,7 +92,7 @@ LENDING_SPEC: dict[str, Any] = {
         ]},
         {"id": "author", "kind": "read", "turns": [
             {"instruction": "Who wrote 'Ulysses'?",
-             "checks": [{"kind": "reply_contains", "any_of": ["Joyce"]}],
+             "checks": [{"kind": "reply_contains", "any_of": ["Joyce"]}, {"kind": "unchanged", "tables": []}],
              "reference": [{"name": "find_book", "arguments": {"title": "Ulysses"}}]},
         ]},
     ],

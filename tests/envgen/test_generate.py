@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from corpora import Document
 from envgen.generate import GenerateConfig, run_generate
@@ -33,7 +34,7 @@ class FixtureProposer(Proposer):
         data["id"] = f"fixture-{i}"
         data["title"] = f"Library {i}"
         data["tasks"][0]["turns"][0]["instruction"] += f" (branch {i} of the city library network {i * 7})"
-        data["tasks"][0]["turns"][1]["instruction"] += f" Branch code {i}-{i * 13}."
+        data["tasks"][0]["turns"][1]["instruction"] += f" Branch code B{i}-{i * 13}."
         if bad:
             data["tasks"][0]["turns"][0]["checks"][0]["expect"] = [[5]]
         return Proposal(doc.id, parse_spec(data), completion_tokens=10, meta={"doc": doc})
@@ -221,3 +222,25 @@ def test_bad_template_options_fail_once_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="max_tables"):
         run_generate(cfg, progress=False, docs=_docs(2))
     assert not (tmp_path / "lib").exists()
+
+
+def test_the_catalog_keeps_each_envs_mutation_score_and_stats_shows_it(tmp_path):
+    from click.testing import CliRunner
+
+    from envgen.cli import stats
+    from envgen.stats import library_stats
+
+    docs = _docs(3)
+    cfg = GenerateConfig(proposer="fixture", out=tmp_path / "lib", n=3, max_retries=0, validation="inprocess")
+    run_generate(cfg, progress=False, proposer=FixtureProposer(), docs=docs)
+    lib = Library(tmp_path / "lib")
+    rows = lib.rows()
+    assert len(rows) == 3 and all(r["mutation_score"] == 1.0 and r["mutants"] >= 5 for r in rows)
+    assert all(a["mutation_score"] == 1.0 for a in lib.attempts())
+    st = library_stats(lib)
+    assert st.mutation_scored == 3 and st.mean_mutation_score == 1.0 and st.mean_mutants >= 5
+    out = CliRunner().invoke(stats, [str(tmp_path / "lib")])
+    assert out.exit_code == 0, out.output
+    assert "mutation score" in out.output and "1.000 over 3 envs" in out.output
+    as_json = json.loads(CliRunner().invoke(stats, [str(tmp_path / "lib"), "--json"]).output)
+    assert as_json["mean_mutation_score"] == 1.0

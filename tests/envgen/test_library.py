@@ -104,3 +104,29 @@ def test_signature_and_similarity():
     assert signature_key(a) == signature_key(_spec("other-id"))
     assert text_similarity("the cat sat on the mat", "the cat sat on the mat") == 1.0
     assert text_similarity("the cat sat on the mat", "a completely different sentence here") == 0.0
+
+
+def test_a_catalog_from_before_mutation_scores_gains_the_columns(tmp_path):
+    import sqlite3
+
+    root = tmp_path / "old"
+    (root / "specs").mkdir(parents=True)
+    con = sqlite3.connect(root / "catalog.sqlite")  # the envs and attempts tables as an older version made them
+    con.execute("CREATE TABLE envs (id VARCHAR(96) PRIMARY KEY, title TEXT NOT NULL, corpus TEXT, doc_id TEXT, "
+                "doc_path TEXT, proposer TEXT, model TEXT, skill_id VARCHAR(120), stream VARCHAR(20), "
+                "valid BOOLEAN NOT NULL, reasons TEXT, n_tools INTEGER, n_tasks INTEGER, signature VARCHAR(64), "
+                "task_text TEXT, created_at VARCHAR(40), run_id VARCHAR(64), path TEXT, solve_rate FLOAT, "
+                "n_evals INTEGER, split VARCHAR(20), grounding FLOAT)")
+    con.execute("CREATE TABLE attempts (attempt_id VARCHAR(64) PRIMARY KEY, run_id VARCHAR(64), doc_id TEXT, "
+                "proposer TEXT, model TEXT, skill_id VARCHAR(120), stream VARCHAR(20), accepted BOOLEAN NOT NULL, "
+                "env_id VARCHAR(96), reasons TEXT, codes TEXT, retries INTEGER, tokens INTEGER, seconds FLOAT, "
+                "created_at VARCHAR(40))")
+    con.execute("INSERT INTO envs (id, title, valid) VALUES ('old-env', 'Old', 1)")
+    con.commit()
+    con.close()
+    lib = Library(root)
+    lib.add(_spec("new-env", title="New"), mutation_score=1.0, mutants=12)
+    assert lib.get_row("old-env")["mutation_score"] is None
+    assert (lib.get_row("new-env")["mutation_score"], lib.get_row("new-env")["mutants"]) == (1.0, 12)
+    assert library_stats(lib).mutation_scored == 1
+    Library(root)  # opening it again finds the columns in place

@@ -57,6 +57,18 @@ def test_reply_ends_the_turn_without_parsing(env):
         env.reply("again")
 
 
+def test_score_reply_scores_without_ending_the_turn(env):
+    env.reset(seed=0)
+    env.step(FIND)
+    before = [c.passed for c in env.score_reply("Done.")]
+    assert before[0] is False and env.turn_index == 0 and not env.done  # nothing borrowed yet; the turn goes on
+    env.step(BORROW)
+    picked = env.score_reply("Done.", [2, 0])  # a subset, in the order asked; indexes are the turn's
+    assert [(c.index, c.kind, c.passed) for c in picked] == [(2, "unchanged", True), (0, "sql", True)]
+    _, _, _, _, info = env.step("Borrowed.")
+    assert info["turn_passed"] and env.turn_index == 1
+
+
 def test_reset_is_fresh_state(env):
     env.reset(seed=0)
     env.step(BORROW)
@@ -65,7 +77,7 @@ def test_reset_is_fresh_state(env):
     assert info["tool_results"][0]["ok"], "the loan of the previous episode leaked into this one"
 
 
-@pytest.mark.parametrize("mode,expected", [("episode", [0.0, 0.0]), ("turns", [0.5, 0.0]), ("checks", [0.5, 0.0])])
+@pytest.mark.parametrize("mode,expected", [("episode", [0.0, 0.0]), ("turns", [0.5, 0.0]), ("checks", [0.6, 0.2])])
 def test_reward_modes_sum_to_fraction(mode, expected):
     env = ToolEnv(SPEC, task="t0", executor="inprocess", reward_mode=mode)
     env.reset(seed=0)

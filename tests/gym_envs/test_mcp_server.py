@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 
 from gym_envs.examples import example_path
 from gym_envs.mcp_server import CONTROL_TOOLS, EpisodeHost, ReservedToolName, build_server
-from gym_envs.spec import EnvSpec, Turn, load_spec
+from gym_envs.spec import EnvSpec, SpecError, Turn, as_spec, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH = ("import sys\nfrom gym_envs.mcp_server import EpisodeHost, serve_stdio\n"
@@ -193,5 +193,9 @@ def test_a_tool_named_like_a_control_tool_is_refused() -> None:
     spec["tools"][3]["name"] = "envwright_reset"
     spec["code"] = spec["code"].replace("def ping(", "def envwright_reset(")
     spec["tasks"][0]["turns"][0]["reference"] = [{"name": "envwright_reset", "arguments": {}}]
-    with pytest.raises(ReservedToolName, match=r"\['envwright_reset'\].*rename"):
-        EpisodeHost(spec)
+    with pytest.raises(SpecError, match=r"tools\[3\].name: tool name 'envwright_reset' is reserved by the MCP server"):
+        EpisodeHost(spec)  # the spec's naming rules reserve the control tools' names
+    built = as_spec(json.loads(json.dumps(HOSTILE)))
+    built.tools[3].name = "envwright_reset"  # a spec changed after parsing reaches the server's own check
+    with pytest.raises(ReservedToolName, match=r"'envwright_reset' is reserved by the MCP server.*rename"):
+        EpisodeHost(built)

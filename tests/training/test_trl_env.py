@@ -90,14 +90,27 @@ def test_dataset_and_factories() -> None:
 
 def test_names_python_cannot_take_are_refused() -> None:
     spec = load_all()[0].model_copy(deep=True)
-    spec.tools[0].name = "reset"  # a valid spec name, but the adapter's own method
-    with pytest.raises(ValueError, match="clash"):
+    spec.tools[0].name = "reset"  # assignment is not validated: the spec module's rule is met only here
+    with pytest.raises(ValueError, match="'reset' is reserved by TRL's environment_factory"):
         environment_class(spec)
     spec = load_all()[0].model_copy(deep=True)
     tool = next(t for t in spec.tools if t.parameters.get("properties"))
     tool.parameters["properties"]["class"] = {"type": "string"}
-    with pytest.raises(ValueError, match="not a Python identifier"):
+    with pytest.raises(ValueError, match="'class' is a Python keyword"):
         environment_class(spec)
+
+
+def test_a_bad_spec_is_skipped_with_its_reason_not_fatal_for_the_others() -> None:
+    good = load_all()[:2]
+    bad = load_all()[2].model_copy(deep=True)
+    bad.tools[0].name = "reset"
+    with pytest.warns(UserWarning, match=rf"skipping environment '{bad.id}'.*'reset' is reserved"):
+        factories = environment_factories([good[0], bad, good[1]])
+    assert isinstance(factories, dict) and set(factories) == {s.id for s in good}
+    rows = environment_dataset([good[0], bad, good[1]])
+    assert set(rows["env_id"]) == {s.id for s in good} and set(rows["environment"]) == {s.id for s in good}
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="no environment"):
+        environment_factories([bad])
 
 
 def test_reward_needs_environments() -> None:

@@ -41,7 +41,7 @@ def test_env_page_shows_source_tools_tables_tasks_gate_history_and_episodes(site
     assert "rows, first" in page or " rows</span>" in page  # tables with seed rows
     assert "turn 1/" in page and "reference" in page and "checks" in page
     assert "Wrong trajectories tried" in page and "killed" in page and "report stored at generation time" in page
-    assert "without call 1 (" in page  # calls counted from 1 too
+    assert "without call 1 " in page  # calls counted from 1 too
     assert "Solve-rate history" in page and "<svg" in page and "reference (1.00)" in page
     assert "scripted:empty" in page
     assert page.count('href="../runs/') >= 2  # its episodes, in both runs

@@ -1,0 +1,461 @@
+"""Mutation testing of a spec's checks: validity rules 4, 5 and 7 played on a :class:`~gym_envs.env.ToolEnv`.
+
+Role: :class:`MutationRun` plays, for every task of one spec, the reference trajectory (recording what
+each turn saw: :class:`~envgen.gate.mutants.RefTurn`), the do-nothing trajectory, and the wrong
+trajectories of :mod:`envgen.gate.mutants`, and judges each wrong one against the turn's checks.
+
+How a wrong trajectory (a *mutant*) is judged, turn by turn:
+
+* **killed** when a check other than ``calls`` fails. A ``calls`` check alone never makes a turn
+  adequate: it sees which tools were called, not what they did or what the agent said.
+* otherwise it is compared with the reference: if it leaves the same state, gives the same answers
+  and (in a turn whose output is an answer that no check reads) read the same data, it is
+  **tolerated** (the turn provably does not care; no wrong trajectory at all);
+* else it **survived**: a wrong trajectory earns the turn's reward. The spec is rejected and the
+  reason names the mutant, so a model repairing the spec knows what its checks let through.
+
+Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
+:meth:`~gym_envs.env.ToolEnv.score_reply`; doing nothing (rule 4: no calls, an empty reply) and
+dropping a turn's only call are scored on its start-of-turn state; the argument mutants of a last turn
+that only reads are made after its reference calls, and extra writes after the last turn of the
+reference and of its determinism replay, in their own episodes. Other mutants replay the
+reference up to the turn and score the cheap checks first (a killed mutant needs one failure). A turn
+stops at its first survivor. The state is digested only for a mutant that no check killed.
+
+``reply_contains`` strings must also be distinctive (:func:`reply_problems`): at least 3 characters
+unless numeric, and not contained in the turn's instruction, in a tool's description or in a generic
+reply (for a number: not as a number of its own).
+
+The mutation score of a spec is killed / (killed + survived) over every mutant tried; accepted
+specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envgen.gate.mutants import (
+    GENERIC_REPLY,
+    Locator,
+    Mutant,
+    RefTurn,
+    call_mutants,
+    derive_reply,
+    extra_mutants,
+    extra_writes,
+    locate_answers,
+    reply_mutants,
+    short_call,
+)
+from envgen.gate.values import Snapshot, is_numeric
+from gym_envs.env import ToolEnv
+from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
+
+__all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
+           "tool_texts"]
+
+GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of it.", "Here is what I found.",
+                   "I have no idea.")
+"""Replies that carry no answer: a ``reply_contains`` string they contain pays a reply that says nothing.
+(A refusal is no generic reply: it is the answer of a decline turn and of the refused part of a mixed one.)"""
+SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
+MAX_EXTRA = 2  #: extra-write mutants per turn
+MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
+_COSTLY = ("python", "unchanged")  #: check kinds scored only when the cheap ones catch nothing
+_CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
+                "pass": "it passes every check"}
+
+
+def oracle_reply(turn: Turn) -> str:
+    """The reference trajectory's final message for a turn: the first string of each ``reply_contains``
+    check (the oracle knows the answer), else ``"Done."``."""
+    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
+    return " ".join(parts) if parts else GENERIC_REPLY
+
+
+@dataclass
+class Finding:
+    """A failed rule (validate.py turns it into a ``Reason``)."""
+
+    rule: int
+    code: str
+    message: str
+
+
+def _contains(text: str, s: str) -> bool:
+    s = s.strip()
+    if is_numeric(s):
+        return re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|[.,]\d)", text) is not None
+    return s.lower() in text.lower()
+
+
+def tool_texts(spec_tools: Iterable[Any]) -> list[tuple[str, str]]:
+    """``(where, text)`` of each tool's description with its parameters' descriptions (tool objects or
+    OpenAI-format dicts)."""
+    out = []
+    for t in spec_tools:
+        d = t if isinstance(t, dict) else t.model_dump()
+        props = (d.get("parameters") or {}).get("properties") or {}
+        params = [str(p.get("description", "")) for p in props.values() if isinstance(p, dict)]
+        out.append((f"the description of tool {d.get('name')!r}", " ".join([str(d.get("description", "")), *params])))
+    return out
+
+
+def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], generic: Iterable[str]) -> str | None:
+    """Why a ``reply_contains`` string is not distinctive, or None: shorter than 3 characters (unless a
+    number), or contained in the instruction, a tool's description or a generic reply (a number: as a
+    number of its own)."""
+    if len(answer.strip()) < 3 and not is_numeric(answer):
+        return (f"reply_contains string {answer!r} is shorter than 3 characters: almost any reply contains it; "
+                "check for the distinctive answer (a name, a value)")
+    places = [("the instruction", instruction), *tools, *((f"the generic reply {g!r}", g) for g in generic)]
+    where = next((name for name, text in places if _contains(text, answer)), None)
+    if where is None:
+        return None
+    return (f"reply_contains string {answer!r} is contained in {where}, so a reply that repeats it passes "
+            "without answering; check for a value only the right answer contains")
+
+
+def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
+    """Why the ``reply_contains`` strings of turn ``ti`` are not distinctive (empty when they are).
+
+    The tool descriptions do not count for a reply that is about the tools rather than an answer read
+    through them: a ``decline`` turn (it says what the tools cannot do, and why) and a
+    ``missing_parameter`` turn before the last (it asks for a parameter, which every tool schema names)."""
+    turn = task.turns[ti]
+    about_tools = task.kind == "decline" or (task.kind == "missing_parameter" and ti + 1 < len(task.turns))
+    tools = [] if about_tools else tool_texts(spec.tools)
+    out = []
+    for check in turn.checks:
+        if check.kind == "reply_contains":
+            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
+    return out
+
+
+def _key(call: ToolCall) -> str:
+    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+
+
+def _calls_action(calls: Iterable[ToolCall]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]}
+
+
+@dataclass
+class MutationRun:
+    """Rules 4, 5 and 7 for the tasks of one spec, on one env (see the module docstring)."""
+
+    env: ToolEnv
+    spec: EnvSpec
+    seed: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    tried: list[dict[str, Any]] = field(default_factory=list)  #: every mutant: task, turn, rule, ..., outcome
+    played: int = 0  #: trajectories replayed
+    _initial: Snapshot | None = None
+
+    # -- counts ------------------------------------------------------------------------------------
+    def count(self, outcome: str) -> int:
+        return sum(1 for t in self.tried if t["outcome"] == outcome)
+
+    @property
+    def score(self) -> float | None:
+        """Killed / (killed + survived) over the mutants tried; None when there were none."""
+        killed, survived = self.count("killed"), self.count("survived")
+        return killed / (killed + survived) if killed + survived else None
+
+    # -- the reference -----------------------------------------------------------------------------
+    def _reset(self, task: Task) -> None:
+        self.env.reset(options={"task": task.id, "episode_seed": self.seed})
+        self.played += 1
+
+    def _snapshot(self, ti: int) -> Snapshot:
+        if ti == 0 and self._initial is not None:
+            return self._initial
+        assert self.env.session is not None
+        snap = Snapshot(self.env.session.dump(limit=SNAPSHOT_ROWS))
+        if ti == 0:
+            self._initial = snap
+        return snap
+
+    def reference(self, task: Task, *, replies: bool = True,
+                  extras: Callable[[RefTurn], list[ToolCall]] | None = None) -> list[RefTurn]:
+        """Play the reference: each turn's calls in one step, then the oracle reply. With ``replies``,
+        also score doing nothing on each turn's start state and the reply mutants on its end state.
+
+        The last turn is scored in place (its reply is not sent), so that extra-write mutants
+        (``extras(ref)``: candidate calls) can follow the reference in the same episode: a candidate
+        that changes nothing leaves the state as it was, and the first that changes it is judged
+        (see :meth:`_chain_extra`). A turn that ends the episode early (step budget) ends the list."""
+        env = self.env
+        self._reset(task)
+        refs: list[RefTurn] = []
+        for ti, turn in enumerate(task.turns):
+            ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
+            noop = self._score(turn, "") if replies else []  # doing nothing, scored in place
+            # the reference without its only call, scored in place too (its answers stay the oracle's)
+            drop = self._start_drop(ref) if replies and len(turn.reference) == 1 else None
+            if turn.reference:
+                env.step(_calls_action(turn.reference))
+            if env.done:
+                break
+            ref.results = list(env.turns[-1].calls)
+            scored = self._score_replies(ref) if replies else []
+            last = ti + 1 == len(task.turns)
+            if last:
+                ref.checks = [c.to_dict() for c in env.score_reply(ref.reply)]
+                ref.passed = all(c["passed"] for c in ref.checks)
+            else:
+                _, _, _, _, info = env.step({"content": ref.reply, "tool_calls": []})
+                ref.checks, ref.passed = info.get("checks", []), bool(info.get("turn_passed"))
+            ref.digest = env.state_digest()
+            refs.append(ref)
+            if ref.passed and replies:
+                self._judge_noop(ref, noop)
+                if drop is not None:
+                    ref.stopped = self._verdict(ref, drop[0], drop[1], [], ref.reply, digest=drop[2])
+                if not ref.stopped:
+                    self._record_replies(ref, scored)
+            if last and ref.passed and replies and not ref.effectful:
+                self._reads_in_place(ref)
+            if last and ref.passed and extras is not None and not ref.dirty:
+                self._chain_extra(ref, extras(ref))
+            if env.done:
+                break
+        return refs
+
+    def _score(self, turn: Turn, reply: str) -> list[dict[str, Any]]:
+        """The turn's checks on the current state with ``reply``, in stages (:func:`_stages`): stops at the
+        first stage where a check other than ``calls`` failed, which is all a wrong trajectory's verdict needs."""
+        checks: list[dict[str, Any]] = []
+        for stage in _stages(turn):
+            checks += [c.to_dict() for c in self.env.score_reply(reply, stage)]
+            if _caught(checks):
+                break
+        return checks
+
+    def _start_drop(self, ref: RefTurn) -> tuple[Mutant, list[dict[str, Any]], str | None]:
+        """The drop mutant of a one-call turn, scored on the turn's start state (cheap checks first); the
+        start state's digest when no check other than ``calls`` caught it."""
+        m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
+        checks = self._score(ref.turn, ref.reply)
+        return m, checks, None if _caught(checks) else self.env.state_digest()
+
+    def _reads_in_place(self, ref: RefTurn) -> None:
+        """The argument mutants of a last turn that only reads, judged in the reference's own episode:
+        each mutated call is made after the reference's calls and its result stands in for the original
+        call's (a read-only turn leaves the state as it found it, so the call sees what it would have seen
+        in its place). A mutated call that writes leaves the episode changed: it and the rest are replayed."""
+        env = self.env
+        for m in call_mutants(self.spec, ref):
+            if m.kind != "argument" or ref.stopped:
+                continue
+            ci = next(i for i, (a, b) in enumerate(zip(m.calls, ref.calls, strict=True)) if a != b)
+            env.step(_calls_action([m.calls[ci]]))
+            made = env.turns[-1].calls[-1]
+            if made.changes > 0:
+                ref.dirty = True  # this one changed the state: replayed with the others left
+                return
+            results = [*ref.results[:ci], made, *ref.results[ci + 1:]]
+            reply = derive_reply(ref, ref.locators, m, results)
+            ref.done_in_place.add(m.key())
+            ref.stopped = self._verdict(ref, m, self._score(ref.turn, reply), results, reply, digest=ref.digest)
+
+    def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
+        """After the reference's last turn, in its own episode: make candidate extra calls until one
+        changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
+        env = self.env
+        for call in candidates:
+            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
+                return
+            ref.extra_tried.add(_key(call))
+            ref.extra_tries += 1
+            env.step(_calls_action([call]))
+            result = env.turns[-1].calls[-1]
+            if not (result.ok and result.changes > 0):
+                continue  # no mutant: a failed call is undone, so the state is still the reference's
+            ref.extra_made += 1
+            m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
+                       [*ref.calls, call], [*range(len(ref.calls)), None])
+            checks = self._score(ref.turn, ref.reply)
+            ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+            return
+
+    def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:
+        ref.locators = locate_answers(ref)
+        return [(m, self._score(ref.turn, m.reply or "")) for m in reply_mutants(ref, ref.locators)]
+
+    def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[dict[str, Any]]]]) -> None:
+        for m, checks in scored:
+            if self._judge_fixed(ref, m, checks):
+                ref.stopped = True
+                return
+
+    def _judge_fixed(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]]) -> bool:
+        """Record a reply mutant (wrong by construction); True if it survived."""
+        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        if hard:
+            self._note(ref, m, "killed", _detail(hard[0]))
+            return False
+        self._survivor(ref, m, "pass", "it gives a wrong answer")
+        return True
+
+    # -- do nothing ----------------------------------------------------------------------------------
+    def _judge_noop(self, ref: RefTurn, checks: list[dict[str, Any]]) -> None:
+        """Rule 4: doing nothing in a turn that changes the state or answers (no calls, an empty reply, on
+        the state the reference leaves before the turn) fails a check other than ``calls``."""
+        if not (ref.effectful or ref.answers):
+            return
+        task, ti = ref.task, ref.index
+        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
+        if hard:
+            self.tried.append(entry | {"outcome": "killed", "detail": _detail(hard[0])})
+            return
+        note = _CHECK_NOTES["calls" if any(not c["passed"] for c in checks) else "pass"]
+        self.tried.append(entry | {"outcome": "survived", "detail": note})
+        self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no calls, "
+                                     f"an empty reply) is not caught: {note}; add a check on the state this turn "
+                                     "must change or on the answer it must give"))
+
+    # -- mutants ---------------------------------------------------------------------------------------
+    def mutate(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> None:
+        """Rules 5 and 7: every turn's call mutants, then its extra-write mutants (those the reference
+        runs did not already make, :meth:`_chain_extra`)."""
+        for ti, ref in enumerate(refs):
+            if ref.stopped:
+                continue
+            locators = ref.locators or locate_answers(ref)
+            mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
+                       if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
+            if any(self._judge(refs, ti, m, locators) for m in mutants):
+                continue
+            for m in extra_mutants(self.spec, ref, pool):
+                if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:
+                    break
+                if _key(m.calls[-1]) in ref.extra_tried:
+                    continue
+                ref.extra_tried.add(_key(m.calls[-1]))
+                ref.extra_tries += 1
+                verdict = self._judge(refs, ti, m, locators, extra=True)
+                if verdict is None:
+                    continue
+                ref.extra_made += 1
+                if verdict:
+                    break
+
+    def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
+        """Rule 6: the reference played again from the same seed gives the same results, states and
+        verdicts (and its last turn hosts one more extra-write mutant, from ``pool``)."""
+        def extras(again: RefTurn) -> list[ToolCall]:
+            ref = refs[again.index]  # the replayed turn carries on from the reference turn's extra writes
+            again.extra_made, again.extra_tries, again.extra_tried = ref.extra_made, ref.extra_tries, ref.extra_tried
+            again.stopped = ref.stopped
+            return [c for c in extra_writes(self.spec, ref, pool) if _key(c) not in ref.extra_tried]
+
+        again = self.reference(task, replies=False, extras=extras)
+        for a, b in zip(again, refs, strict=False):
+            if a.extra_tried is b.extra_tried:  # the last turn, which hosted extra writes: its counts are the new ones
+                b.extra_made, b.extra_tries, b.stopped = a.extra_made, a.extra_tries, a.stopped
+        return len(again) == len(refs) and all(
+            a.digest == b.digest and a.passed == b.passed
+            and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]
+            for a, b in zip(again, refs, strict=True))
+
+    def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
+              locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
+        """Replay the reference up to turn ``ti``, make the mutant's calls and score its reply: the cheap
+        checks first, and the costly ones (``python``, ``unchanged``) only when no cheap check other than
+        ``calls`` failed (a killed mutant needs one failure). The episode is left mid-turn: the next
+        trajectory resets it."""
+        env = self.env
+        ref = refs[ti]
+        self._reset(ref.task)
+        for prior in refs[:ti]:
+            if prior.calls:
+                env.step(_calls_action(prior.calls))
+            env.step({"content": prior.reply, "tool_calls": []})
+        if m.calls:
+            env.step(_calls_action(m.calls))
+        results = list(env.turns[-1].calls) if env.turns else []
+        reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
+        if env.done:  # the step budget ended the episode: its last scores are final
+            return [], results, reply
+        return self._score(ref.turn, reply), results, reply
+
+    def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
+               extra: bool = False) -> bool | None:
+        """Play and record a mutant; True if it survived, False if not, None if it was no mutant at all
+        (an extra call that changed nothing)."""
+        ref = refs[ti]
+        checks, results, reply = self._play(refs, ti, m, locators)
+        if extra and not (len(results) == len(m.calls) and results[-1].ok and results[-1].changes > 0):
+            return None
+        ref.stopped = self._verdict(ref, m, checks, results, reply)
+        return ref.stopped
+
+    def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
+                 reply: str, digest: str | None = None) -> bool:
+        """Record what became of a played mutant (``digest``: its state's, when it is not the env's
+        current one); True if it survived."""
+        failed = [c for c in checks if not c["passed"]]
+        hard = [c for c in failed if c["kind"] != "calls"]
+        if hard:
+            self._note(ref, m, "killed", _detail(hard[0]))
+            return False
+        why = self._wrong(ref, m, results, reply, digest)
+        if why is None:
+            self._note(ref, m, "tolerated", "same state and answer as the reference")
+            return False
+        self._survivor(ref, m, "calls" if failed else "pass", why)
+        return True
+
+    def _wrong(self, ref: RefTurn, m: Mutant, results: list[Any], reply: str, digest: str | None = None) -> str | None:
+        """Why a mutant that no check caught is a wrong trajectory, or None if it is none."""
+        if (digest or self.env.state_digest()) != ref.digest:
+            return "it leaves a different state than the reference"
+        if reply.strip().lower() != ref.reply.strip().lower():
+            return f"it answers {reply!r} instead of {ref.reply!r}"
+        if ref.answering and not ref.answers:
+            mine = [(r.ok, r.result) for r in results]
+            theirs = [(r.ok, r.result) for r in ref.results]
+            if mine != theirs:
+                return "it reads other data than the reference, and no reply_contains check reads the answer"
+        return None
+
+    # -- records ---------------------------------------------------------------------------------------
+    def _note(self, ref: RefTurn, m: Mutant, outcome: str, detail: str) -> None:
+        self.tried.append({"task": ref.task.id, "turn": ref.index + 1, "rule": m.rule, "mutation": m.label,
+                           "outcome": outcome, "detail": detail[:300]})
+
+    def _survivor(self, ref: RefTurn, m: Mutant, note: str, why: str) -> None:
+        self._note(ref, m, "survived", f"{why}; {_CHECK_NOTES[note]}")
+        code = "near_miss_passes" if m.rule == 5 else "mutant_survives"
+        advice = ("make the checks pin the state this turn must produce: the written rows' exact values and "
+                  "that nothing else changed (an unchanged check on the other tables)" if "state" in why else
+                  "check the answer: a reply_contains string that only the right answer contains")
+        self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
+                                     f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
+                                     f"{advice}"))
+
+
+def _caught(checks: list[dict[str, Any]]) -> bool:
+    """Whether a check other than ``calls`` failed (what catches a wrong trajectory)."""
+    return any(not c["passed"] and c["kind"] != "calls" for c in checks)
+
+
+def _stages(turn: Turn) -> list[list[int]]:
+    """The turn's check indexes in the order a mutant is scored, stopping once a check other than
+    ``calls`` fails: the first cheap state or reply check alone (it catches most mutants), the other
+    cheap ones, then the costly ones (``python``, ``unchanged``)."""
+    kinds = [c.kind for c in turn.checks]
+    cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY]
+    first = [i for i in cheap if kinds[i] != "calls"][:1]
+    stages = [first, [i for i in cheap if i not in first], [i for i, k in enumerate(kinds) if k in _COSTLY]]
+    return [s for s in stages if s]
+
+
+def _detail(check: dict[str, Any]) -> str:
+    return f"check {check['index'] + 1} ({check['kind']}) failed: {check.get('detail', '')}"

@@ -1,0 +1,388 @@
+"""Wrong trajectories derived from a turn's reference: the mutants of the check-adequacy rule.
+
+Role: for one turn of one task, with what its reference run saw (:class:`RefTurn`: the state at the
+start of the turn, the reference calls' results, the oracle reply), list the :class:`Mutant`
+trajectories whose checks must fail (ENVSPEC.md, validity rules 5 and 7):
+
+* **argument** (rule 5): each argument of each reference call, read calls included, replaced by
+  other valid values taken from the state (:func:`envgen.gate.values.argument_values`): another
+  existing id (the same action aimed at another entity of the table; two of them for a write, in
+  case one cannot take it), another existing value of the argument's column, a value of the right
+  type that exists nowhere;
+* **drop** (rule 5): the reference without one of its calls;
+* **retarget** (rule 7): every argument that names an entity (its id, its key, any of its column
+  values) moved together to another row of the same table;
+* **extra** (rule 7): the reference plus one more state-changing call on another row (the turn's own
+  write aimed elsewhere, or a write another reference makes);
+* **reply** (rule 7, scored without replaying: the reference calls with another final message): a
+  reply that omits one answer, and replies that give another entity's value instead of it (another
+  value of the answer's column, another element of the list the answer was read from).
+
+A mutant's reply is either fixed (reply mutants) or *derived* (:func:`derive_reply`): the oracle
+reply with each answer that was read from a reference call's result replaced by what the mutant's
+corresponding call returned at the same place (a lookup of the wrong record answers with the wrong
+record's value). Answers that cannot be traced stay as the oracle states them, so that only the
+state can tell such a mutant apart (the strongest test of the state checks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
+from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
+
+__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "call_mutants", "derive_reply", "extra_mutants",
+           "locate_answers", "reply_mutants", "short_call"]
+
+GENERIC_REPLY = "Done."
+_MAX_NODES = 4_000  # nodes of one result walked when locating an answer
+_REPLY_ALTERNATIVES = 3  # other entities' values tried per answer
+
+
+@dataclass
+class RefTurn:
+    """What the reference run saw at one turn."""
+
+    task: Task
+    index: int
+    start: Snapshot  #: the state at the start of the turn
+    results: list[Any] = field(default_factory=list)  #: the reference calls' CallResults
+    reply: str = GENERIC_REPLY  #: the oracle reply
+    digest: str = ""  #: the state digest after the turn
+    passed: bool = False
+    checks: list[dict[str, Any]] = field(default_factory=list)  #: the reference's check results
+    locators: list[Locator | None] = field(default_factory=list)  #: where each answer was read
+    stopped: bool = False  #: a mutant of this turn survived: the turn is rejected, try no more
+    extra_made: int = 0  #: extra-write mutants made for this turn
+    extra_tries: int = 0  #: extra calls tried for this turn (one that changes nothing is no mutant)
+    extra_tried: set[str] = field(default_factory=set)  #: the extra calls tried (JSON keys)
+    done_in_place: set[str] = field(default_factory=set)  #: mutants judged in the reference's episode
+    dirty: bool = False  #: a mutant made in the reference's episode changed its state
+
+    @property
+    def turn(self) -> Turn:
+        return self.task.turns[self.index]
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return list(self.turn.reference)
+
+    @property
+    def effectful(self) -> list[int]:
+        return [i for i, r in enumerate(self.results) if r.ok and r.changes > 0]
+
+    @property
+    def answers(self) -> list[str]:
+        """The answer each ``reply_contains`` check wants (its first string, what the oracle says)."""
+        return [c.any_of[0] for c in self.turn.checks if c.kind == "reply_contains"]
+
+    @property
+    def answering(self) -> bool:
+        """Whether the turn's output is an answer: it has reply checks, or it only reads (it makes
+        calls, changes nothing) in a task that is not about asking back or declining."""
+        if self.answers:
+            return True
+        return bool(self.results) and not self.effectful and self.task.kind not in ("missing_parameter", "decline")
+
+
+@dataclass
+class Mutant:
+    """One wrong trajectory of a turn."""
+
+    rule: int  #: 5 (near-miss: argument, drop) or 7 (adequacy: retarget, extra, reply)
+    kind: str  #: argument, drop, retarget, extra, reply
+    label: str  #: what was changed, for people and for self-repair
+    calls: list[ToolCall]
+    origin: list[int | None]  #: per call, the index of the reference call it stands for
+    reply: str | None = None  #: a fixed reply (reply mutants); None: derived from the calls' results
+
+    def key(self) -> str:
+        return json.dumps([[c.name, c.arguments] for c in self.calls], sort_keys=True, default=str) + \
+            f"|{self.reply}"
+
+
+def short_call(call: ToolCall, limit: int = 160) -> str:
+    """``name({"arg": value})`` in one line."""
+    text = f"{call.name}({json.dumps(call.arguments, ensure_ascii=False, default=str)})"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unique(col: Column) -> bool:
+    vals = [v.lower() if isinstance(v, str) else v for v in col.values if v is not None]
+    return col.name == "id" or (len(vals) > 1 and len(set(vals)) == len(vals))
+
+
+# -- calls -----------------------------------------------------------------------------------------
+
+
+def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
+    """Argument, drop and retarget mutants of a turn (deduplicated, the reference itself excluded)."""
+    calls = ref.calls
+    same = list(range(len(calls)))
+    out: list[Mutant] = []
+    for ci, call in enumerate(calls):
+        rest = calls[:ci] + calls[ci + 1:]
+        out.append(Mutant(5, "drop", f"without call {ci + 1} {short_call(call)}", rest,
+                          same[:ci] + same[ci + 1:]))
+        try:
+            props = spec.tool(call.name).parameters.get("properties", {})
+        except KeyError:
+            props = {}
+        writes = ci in ref.effectful
+        for arg, value in call.arguments.items():
+            col = ref.start.column_of(arg, value)
+            n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
+            for new, why in argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n):
+                changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
+                what = (f"aimed at {col.table} row {new!r} instead of {value!r} ({arg})"
+                        if col is not None and col.name == "id" and why == "another existing id"
+                        else f"with {arg}={new!r} ({why}) instead of {value!r}")
+                out.append(Mutant(5, "argument", f"{call.name} {what}", [*calls[:ci], changed, *calls[ci + 1:]],
+                                  same))
+    out += _retargets(ref)
+    return _dedupe(out, ref)
+
+
+def _entity_targets(ref: RefTurn) -> list[tuple[str, Any]]:
+    """``(table, id)`` of the rows the turn's calls name by id."""
+    found: list[tuple[str, Any]] = []
+    for call in ref.calls:
+        for arg, value in call.arguments.items():
+            col = ref.start.column_of(arg, value)
+            if col is not None and col.name == "id" and value in col.values and (col.table, value) not in found:
+                found.append((col.table, value))
+    return found
+
+
+def _retargets(ref: RefTurn) -> list[Mutant]:
+    out: list[Mutant] = []
+    for table, rid in _entity_targets(ref):
+        rows = ref.start.rows(table)
+        row = next((r for r in rows if r.get("id") == rid), None)
+        others = [r for r in rows if r.get("id") != rid]
+        if row is None or not others:
+            continue
+        other = others[-1]
+        calls, changed = [], 0
+        for call in ref.calls:
+            args = dict(call.arguments)
+            for arg, value in call.arguments.items():
+                col = ref.start.column_of(arg, value)
+                if col is not None and col.table == table and col.name in row and _equal(row[col.name], value) \
+                        and other.get(col.name) is not None:
+                    args[arg] = other[col.name]
+                    changed += 1
+            calls.append(ToolCall(name=call.name, arguments=args))
+        if changed >= 2:  # one changed argument is an argument mutant already
+            out.append(Mutant(7, "retarget", f"the same calls aimed at {table} row {other['id']!r} instead of "
+                              f"{rid!r}: {'; '.join(short_call(c, 100) for c in calls)}", calls,
+                              list(range(len(calls)))))
+    return out
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.lower() == b.lower()
+    return bool(a == b) and type(a) is not bool and type(b) is not bool
+
+
+def _dedupe(mutants: Iterable[Mutant], ref: RefTurn) -> list[Mutant]:
+    seen = {Mutant(0, "", "", ref.calls, []).key()}
+    out = []
+    for m in mutants:
+        k = m.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(m)
+    return out
+
+
+def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[ToolCall]:
+    """Candidate extra state-changing calls for a turn, best first: its own writes aimed at another
+    row, then writes other references make (each tool's first)."""
+    out: list[ToolCall] = []
+    for ci in ref.effectful:
+        call = ref.calls[ci]
+        for arg, value in call.arguments.items():
+            col = ref.start.column_of(arg, value)
+            if col is None or col.name != "id":
+                continue
+            for new, why in argument_values(col, value, {}, 2):
+                if why == "another existing id":
+                    out.append(ToolCall(name=call.name, arguments={**call.arguments, arg: new}))
+                    break
+    own = {json.dumps([c.name, c.arguments], sort_keys=True, default=str) for c in ref.calls}
+    by_tool: dict[str, list[ToolCall]] = {}
+    for c in pool:
+        if json.dumps([c.name, c.arguments], sort_keys=True, default=str) not in own:
+            by_tool.setdefault(c.name, []).append(c)
+    own_tools = {ref.calls[i].name for i in ref.effectful}
+    rounds = max((len(v) for v in by_tool.values()), default=0)
+    for k in range(rounds):  # one call of each tool, other tools first, then the next of each
+        for name in sorted(by_tool, key=lambda n: n in own_tools):
+            if k < len(by_tool[name]):
+                out.append(by_tool[name][k])
+    seen: set[str] = set()
+    unique = []
+    for c in out:
+        key = json.dumps([c.name, c.arguments], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def extra_mutants(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> Iterator[Mutant]:
+    """The reference plus one extra write (see :func:`extra_writes`), in order of preference."""
+    same = list(range(len(ref.calls)))
+    for call in extra_writes(spec, ref, pool):
+        yield Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
+                     [*ref.calls, call], [*same, None])
+
+
+# -- replies ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Locator:
+    """Where an answer was read: result of reference call ``call`` at ``path`` (``"#len"``: a list's length)."""
+
+    call: int
+    path: tuple[Any, ...]
+
+    @property
+    def key(self) -> str | None:
+        return next((p for p in reversed(self.path) if isinstance(p, str) and p != "#len"), None)
+
+
+def _walk(node: Any, path: tuple[Any, ...], budget: list[int]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    budget[0] -= 1
+    if budget[0] < 0:
+        return
+    yield path, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _walk(v, (*path, k), budget)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, (*path, i), budget)
+
+
+def _id_like(key: Any) -> bool:
+    return isinstance(key, str) and (key == "id" or key.endswith("_id"))
+
+
+def locate_answers(ref: RefTurn) -> list[Locator | None]:
+    """Per answer (see :attr:`RefTurn.answers`), where the reference read it (the last call that
+    holds it), or None. A number is only traced to a list's length or a field that is no id."""
+    out: list[Locator | None] = []
+    for answer in ref.answers:
+        numeric = is_numeric(answer)
+        found: Locator | None = None
+        for ci in reversed(range(len(ref.results))):
+            r = ref.results[ci]
+            if not r.ok:
+                continue
+            for path, node in _walk(r.result, (), [_MAX_NODES]):
+                if isinstance(node, list) and numeric and answer.strip() == str(len(node)):
+                    found = Locator(ci, (*path, "#len"))
+                    break
+                if isinstance(node, dict | list):
+                    continue
+                if numeric and (not path or _id_like(path[-1])):
+                    continue
+                if same_answer(answer_text(node), answer):
+                    found = Locator(ci, path)
+                    break
+            if found is not None:
+                break
+        out.append(found)
+    return out
+
+
+def _get(node: Any, path: tuple[Any, ...]) -> tuple[bool, Any]:
+    for p in path:
+        if p == "#len":
+            return (True, len(node)) if isinstance(node, list) else (False, None)
+        in_list = isinstance(p, int) and isinstance(node, list) and 0 <= p < len(node)
+        if in_list or (isinstance(p, str) and isinstance(node, dict) and p in node):
+            node = node[p]
+        else:
+            return False, None
+    return True, node
+
+
+def compose(parts: list[str]) -> str:
+    text = " ".join(p for p in parts if p)
+    return text or GENERIC_REPLY
+
+
+def derive_reply(ref: RefTurn, locators: list[Locator | None], mutant: Mutant, results: list[Any]) -> str:
+    """The reply of a mutant: the oracle's answers, each one that was read from a reference call replaced
+    by what the mutant's call standing for it returned at the same place (when it returned it)."""
+    parts = list(ref.answers)
+    for k, loc in enumerate(locators):
+        if loc is None:
+            continue
+        j = next((j for j, o in enumerate(mutant.origin) if o == loc.call), None)
+        if j is None or j >= len(results) or not results[j].ok:
+            continue
+        ok, value = _get(results[j].result, loc.path)
+        if ok and not isinstance(value, dict | list):
+            parts[k] = answer_text(value)
+    return compose(parts) if ref.answers else ref.reply
+
+
+def _alternatives(ref: RefTurn, loc: Locator | None, answer: str) -> list[tuple[str, str]]:
+    """Other entities' values for ``answer``: ``(text, where it comes from)``, closest first."""
+    found: list[tuple[str, str]] = []
+    if loc is not None and loc.path and loc.path[-1] != "#len":
+        r = ref.results[loc.call]
+        for i, p in enumerate(loc.path):
+            if not isinstance(p, int):
+                continue
+            ok, parent = _get(r.result, loc.path[:i])
+            if ok and isinstance(parent, list):
+                for j in range(len(parent)):
+                    if j != p:
+                        got, v = _get(r.result, (*loc.path[:i], j, *loc.path[i + 1:]))
+                        if got and not isinstance(v, dict | list):
+                            found.append((answer_text(v), f"element {j} of {ref.calls[loc.call].name}'s result"))
+    key = loc.key if loc is not None else None
+    if key is not None or not is_numeric(answer):
+        cols = ref.start.columns_holding(answer, name=key)
+        if key is not None:
+            cols = [c for c in cols if c.name == key] or ([] if is_numeric(answer) else cols)
+        for col in cols[:2]:
+            found += [(answer_text(v), f"another row's {col.label}") for v in col.values if v is not None]
+    low = answer.strip().lower()
+    uniq: dict[str, tuple[str, str]] = {}
+    for text, where in found:
+        k = text.strip().lower()
+        if k and not same_answer(text, answer) and k not in uniq:
+            uniq[k] = (text, where)
+    # values a reply check could confuse with the answer (one contains the other) first; stable otherwise
+    ranked = sorted(uniq.values(), key=lambda tw: low not in tw[0].lower() and tw[0].lower() not in low)
+    return ranked[:_REPLY_ALTERNATIVES]
+
+
+def reply_mutants(ref: RefTurn, locators: list[Locator | None]) -> list[Mutant]:
+    """Replies that omit one answer, and replies that give another entity's value instead of it."""
+    answers = ref.answers
+    out: list[Mutant] = []
+    same = list(range(len(ref.calls)))
+    for k, answer in enumerate(answers):
+        omitted = compose(answers[:k] + answers[k + 1:])
+        out.append(Mutant(7, "reply", f"the reference calls and the reply {omitted!r}, which omits {answer!r}",
+                          ref.calls, same, omitted))
+        if ref.task.kind == "decline":
+            continue
+        for text, where in _alternatives(ref, locators[k], answer):
+            reply = compose([*answers[:k], text, *answers[k + 1:]])
+            out.append(Mutant(7, "reply", f"the reference calls and the reply {reply!r}, which gives {where} "
+                              f"instead of {answer!r}", ref.calls, same, reply))
+    return out

@@ -1,0 +1,224 @@
+"""Values taken from the state: what the mutation rule substitutes for a reference argument or answer.
+
+Role: given a :class:`Snapshot` of the database (every table's columns and rows, as the episode's
+``dump`` gives them) answer two questions of the adequacy rule (:mod:`envgen.gate.mutants`):
+
+* which column an argument's value belongs to (:meth:`Snapshot.column_of`): an ``X_id`` argument
+  belongs to the ``id`` column of the table of ``X``; otherwise a column of the same name, else one
+  that holds the value;
+* which *other* values a wrong trajectory may use instead (:func:`argument_values`): other existing
+  values of that column (another existing id, another existing name), and a value of the right type
+  that does not exist (the largest id plus one, a suffixed string). Integers are never perturbed by
+  ``+1`` alone: next to the largest id that names no row, the call fails and is rolled back, so it
+  would test nothing about the argument.
+
+Everything here is pure and deterministic: the same snapshot gives the same candidates in the same
+order (values close to the reference value first, since a check is likeliest to miss those).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Column", "Snapshot", "answer_text", "argument_values", "same_answer"]
+
+_NUMERIC = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the snapshot: ``table.name`` and its values (row order)."""
+
+    table: str
+    name: str
+    values: tuple[Any, ...]
+    partial: bool = False  #: only the first rows of the table are known
+
+    @property
+    def label(self) -> str:
+        return f"{self.table}.{self.name}"
+
+
+@dataclass
+class Snapshot:
+    """The database as a dict ``table -> {"columns": [...], "rows": [[...], ...]}`` (a ``dump``)."""
+
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _columns: dict[tuple[str, str], Column] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for t, data in self.tables.items():
+            cols = list(data.get("columns") or [])
+            rows = data.get("rows") or []
+            partial = int(data.get("count") or 0) > len(rows)  # a dump shows the first rows of a big table
+            for i, c in enumerate(cols):
+                self._columns[(t, c)] = Column(t, c, tuple(r[i] for r in rows if i < len(r)), partial)
+
+    def columns(self) -> Iterable[Column]:
+        return self._columns.values()
+
+    def column(self, table: str, name: str) -> Column | None:
+        return self._columns.get((table, name))
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        data = self.tables.get(table) or {}
+        cols = list(data.get("columns") or [])
+        return [dict(zip(cols, r, strict=False)) for r in data.get("rows") or []]
+
+    def column_of(self, arg: str, value: Any) -> Column | None:
+        """The column ``value`` of argument ``arg`` most likely refers to, or None."""
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return None
+        if arg == "id" or arg.endswith("_id"):
+            stem = arg[:-3] if arg.endswith("_id") else ""
+            ids = [c for c in self.columns() if c.name == "id" and _holds(c, value)]
+            ids.sort(key=lambda c: (not (stem and _table_matches(c.table, stem)), c.table))
+            if ids:
+                return ids[0]
+        named = [c for c in self.columns() if c.name == arg and _same_type(c, value)]
+        named.sort(key=lambda c: (not _holds(c, value), c.table))
+        if named:
+            return named[0]
+        holding = [c for c in self.columns() if c.name != "id" and _holds(c, value)]
+        return holding[0] if holding else None
+
+    def columns_holding(self, text: str, *, name: str | None = None) -> list[Column]:
+        """Columns with a value whose answer text equals ``text`` (case-insensitive); ``name`` first."""
+        found = [c for c in self.columns() if any(same_answer(answer_text(v), text) for v in c.values)]
+        found.sort(key=lambda c: (c.name != name, c.table, c.name))
+        return found
+
+
+def _table_matches(table: str, stem: str) -> bool:
+    t, s = table.lower(), stem.lower()
+    return t == s or t.rstrip("s") == s or t == s + "es" or t == s[:-1] + "ies" or t.startswith(s)
+
+
+def _same_type(c: Column, value: Any) -> bool:
+    kind = _kind(value)
+    return any(_kind(v) == kind for v in c.values if v is not None) or not any(v is not None for v in c.values)
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int | float):
+        return "number"
+    return type(v).__name__
+
+
+def _holds(c: Column, value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.lower()
+        return any(isinstance(v, str) and v.lower() == low for v in c.values)
+    return any(_kind(v) == "number" and v == value for v in c.values)
+
+
+def answer_text(v: Any) -> str:
+    """A value as a reply would state it (``true``/``false``, ``repr`` of floats, ``str`` else)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return "" if v is None else str(v)
+
+
+def same_answer(a: str, b: str) -> bool:
+    return a.strip().lower() == b.strip().lower()
+
+
+def is_numeric(text: str) -> bool:
+    return bool(_NUMERIC.match(text.strip()))
+
+
+def _closeness(ref: Any, v: Any) -> tuple[int, Any]:
+    """Sort key: values a check could confuse with ``ref`` first (substrings either way), then by value."""
+    if isinstance(ref, str) and isinstance(v, str):
+        a, b = ref.lower(), v.lower()
+        return (0 if a in b or b in a else 1, v)
+    return (1, v)
+
+
+def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
+                    n_existing: int = 2) -> list[tuple[Any, str]]:
+    """Wrong values for an argument whose reference value is ``value``: ``(new value, why)`` pairs.
+
+    Up to ``n_existing`` other existing values of ``column`` (other enum members, the negation of a
+    boolean), then one value of the right type that exists nowhere in the column.
+    """
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return [(e, "another allowed value") for e in enum if e != value][:n_existing]
+    if isinstance(value, bool):
+        return [(not value, "the opposite boolean")]
+    if isinstance(value, list):
+        return [(value[:-1], "one element fewer")] if value else []
+    if isinstance(value, dict):
+        return [({}, "an empty object")] if value else []
+    if not isinstance(value, int | float | str):
+        return []
+    out: list[tuple[Any, str]] = []
+    existing: list[Any] = []
+    if column is not None:
+        seen: set[Any] = set()
+        for v in column.values:
+            if v is None or _kind(v) != _kind(value) or _equal(v, value):
+                continue
+            if isinstance(value, int) and not isinstance(v, int):
+                continue
+            key = v.lower() if isinstance(v, str) else v
+            if key not in seen:
+                seen.add(key)
+                existing.append(v)
+        existing.sort(key=lambda v: _closeness(value, v))
+        what = "another existing id" if column.name == "id" else f"another existing {column.label}"
+        picks = _spread(existing, n_existing, by_extremes=column.name == "id")
+        out += [(v, f"{what}") for v in picks]
+    out.append((_missing_value(value, column, schema), "a value that does not exist"))
+    return out
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.lower() == b.lower()
+    return bool(a == b)
+
+
+def _spread(values: list[Any], n: int, *, by_extremes: bool) -> list[Any]:
+    """``n`` of ``values``: for ids the largest and the smallest (the largest first: the id a ``+1``
+    perturbation falls off), otherwise the first ones in closeness order."""
+    if n <= 0 or not values:
+        return []
+    if by_extremes:
+        ordered = sorted(values)
+        picks = [ordered[-1], ordered[0], *ordered[1:-1]]
+        return list(dict.fromkeys(picks))[:n]
+    return values[:n]
+
+
+def _missing_value(value: Any, column: Column | None, schema: dict[str, Any]) -> Any:
+    known = set(column.values) if column is not None else set()
+    if isinstance(value, int):
+        ints = [v for v in known if isinstance(v, int) and not isinstance(v, bool)]
+        # past the largest known value (far past it when the rest of the table is unknown)
+        new = max([value, *ints]) + (1_000_000 if column is not None and column.partial else 1)
+        maximum = schema.get("maximum")
+        if isinstance(maximum, int | float) and new > maximum:
+            new = value - 1 if value - 1 not in known else value
+        return new
+    if isinstance(value, float):
+        new = value * 1.5 + 1.0
+        while new in known:
+            new += 1.0
+        return new
+    lows = {v.lower() for v in known if isinstance(v, str)}
+    base = value or "x"
+    new = base + "_x"
+    i = 2
+    while new.lower() in lows:
+        new = f"{base}_x{i}"
+        i += 1
+    return new
