@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, LoadFailure, default_executor
+from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, ToolCall, Turn, as_spec
 
 __all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]

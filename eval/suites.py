@@ -47,8 +47,8 @@ from typing import Any
 from envgen.registry import Registry
 from envgen.validate import oracle_reply
 from gym_envs.env import ToolEnv, step_many
-from gym_envs.executor import CallResult, Executor, make_executor
 from gym_envs.parsing import parse_action
+from gym_envs.sandbox import CallResult, Executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
 __all__ = [

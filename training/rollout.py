@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_envs.env import ToolEnv, reset_many, step_many
-from gym_envs.executor import CallResult, Executor, default_executor
 from gym_envs.parsing import parse_action
+from gym_envs.sandbox import CallResult, Executor, default_executor
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, default_executor
+from gym_envs.sandbox import Executor, default_executor
 from gym_envs.spec import EnvSpec
 
 __all__ = ["SpecEnvironment", "environment_class", "environment_dataset", "environment_factories",
@@ -168,7 +168,7 @@ def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
     """A :class:`SpecEnvironment` subclass with one typed method per tool of ``spec``.
 
     ``executor``: ``inprocess`` (default: validated specs, the fastest), ``worker`` (isolated) or an
-    :class:`~gym_envs.executor.Executor` to share. A shared executor is resolved once here.
+    :class:`~gym_envs.sandbox.Executor` to share. A shared executor is resolved once here.
     """
     if reward_mode not in ("episode", "turns", "checks"):
         raise ValueError(f"reward_mode must be episode, turns or checks, not {reward_mode!r}")

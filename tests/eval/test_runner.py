@@ -84,7 +84,7 @@ def test_runs_are_deterministic_and_lockstep_matches_threads(reference_run) -> N
 def test_lockstep_on_worker_processes_batches_env_steps_and_matches_threads() -> None:
     """Lockstep steps generated environments together (ToolEnvEpisode.step_many: one round trip per
     worker for all their tool calls); the records are those of one-at-a-time threads."""
-    from gym_envs.executor import WorkerExecutor
+    from gym_envs.sandbox import WorkerExecutor
     from tests.fixtures.trips import counted_trips
 
     ex = WorkerExecutor(2)
