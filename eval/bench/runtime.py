@@ -308,6 +308,8 @@ def _breakdown(spec: EnvSpec, rows: int, calls: int, rounds: int, inproc: InProc
     facade_db = engine.episodes[s_facade.id].db
     plain_transfer = _unrestricted_tools()["transfer"]
     tool = episode.tools["transfer"]
+    for ep in (episode, engine.episodes[s_facade.id]):  # these layers call the tool without the engine, so they
+        ep.state.guard.owner = ep.token  # install the facade's owner token as the engine does around a call
 
     def args(i: int) -> dict[str, Any]:
         return _args("transfer", i, rows)

@@ -4,11 +4,12 @@ A view (:func:`module_view`) holds only a module's public classes, functions and
 never a module (``statistics.sys``, ``re.enum`` would reach ``sys.modules``), a mutable module-level
 container (copied frozen) or shared mutable state. Functions that would bypass the guards, or reach
 process-wide state, are replaced or left out (:data:`VIEW_DROP`, :func:`views`): ``operator``'s getters
-and setters go through the guards, its ``mul``/``pow``/``lshift`` through the size guard, ``functools.wraps``
-and ``update_wrapper`` copy nothing, ``time.strftime`` needs its time tuple and refuses the directives
-that read the host's time zone. ``random`` is each episode's own generator
-(:func:`random_module`), created on first import from the episode's seed. :func:`make_import` is the
-``__import__`` of the shared builtins (:func:`builtins_template`).
+and setters go through the guards, its ``mul``/``pow``/``lshift`` through the size guard,
+``functools.wraps`` and ``update_wrapper`` copy nothing, ``re``'s functions refuse ``re.DEBUG`` (it prints
+to the process's stdout), ``time.strftime`` needs its time tuple and refuses the directives that read the
+host's time zone. ``random`` is each episode's own generator (:func:`random_module`), created on first
+import from the episode's seed. :func:`make_import` is the ``__import__`` of the shared builtins
+(:func:`builtins_template`).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ VIEW_DROP: dict[str, frozenset[str]] = {
     # the thread's shared decimal context and the templates new contexts copy
     "decimal": frozenset({"getcontext", "setcontext", "localcontext", "DefaultContext", "BasicContext",
                           "ExtendedContext"}),
-    "re": frozenset({"purge"}),  # clears the process-wide pattern cache
+    "re": frozenset({"purge", "Scanner", "template"}),  # clears the process-wide cache; flags unchecked
     "functools": frozenset({"total_ordering"}),  # adds methods to the class it is given (a shared one)
 }
 _VIEW_TYPES = (type, BuiltinFunctionType, FunctionType, int, float, complex, str, bytes, tuple, frozenset,
@@ -137,6 +138,24 @@ def _strftime(format: str, t: Any = None, /) -> str:
     return time.strftime(format, t)
 
 
+#: where each ``re`` function takes its ``flags``: re.DEBUG makes the compiler print to the process's stdout
+_RE_FLAGS_AT = {"compile": 1, "search": 2, "match": 2, "fullmatch": 2, "findall": 2, "finditer": 2, "split": 3,
+                "sub": 4, "subn": 4}
+
+
+def _without_debug(fn: Callable[..., Any], index: int) -> Callable[..., Any]:
+    """``re.<fn>`` refusing the ``re.DEBUG`` flag (the compiler would print the pattern's parse to stdout)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        flags = kwargs.get("flags", args[index] if len(args) > index else 0)
+        if isinstance(flags, int) and flags & re.DEBUG:
+            raise SandboxViolation(f"{fn.__name__}(): re.DEBUG prints to the process's standard output; leave it out")
+        return fn(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
 def module_view(name: str, mod: ModuleType, overrides: dict[str, Any] | None = None) -> SimpleNamespace:
     """A read-only namespace of ``mod``'s public classes, functions and immutable constants."""
     drop = VIEW_DROP.get(name, frozenset())
@@ -170,6 +189,7 @@ def views(binop: Callable[[str, Any, Any], Any]) -> dict[str, SimpleNamespace]:
                      "mul": guarded("mul"), "imul": guarded("mul"), "pow": guarded("pow"),
                      "ipow": guarded("pow"), "lshift": guarded("lshift"), "ilshift": guarded("lshift")},
         "functools": {"wraps": _no_wraps, "update_wrapper": _no_update_wrapper},
+        "re": {name: _without_debug(getattr(re, name), i) for name, i in _RE_FLAGS_AT.items()},
     }
     out = {name: module_view(name, mod, overrides.get(name)) for name, mod in _IMPORT_ALLOW.items()}
     out["time"] = SimpleNamespace(strftime=_strftime, struct_time=time.struct_time)

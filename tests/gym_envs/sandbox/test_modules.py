@@ -150,3 +150,18 @@ def test_imports_outside_the_allow_list_are_refused(ex: Executor) -> None:
         text = assert_contained(attempt(ex, code), call={"SandboxViolation"})
         assert "not allowed" in text
     assert "random" in ALLOWED_MODULES and "time" not in ALLOWED_MODULES
+
+
+@pytest.mark.parametrize("code", [
+    "import re\ndef t(db, **kw):\n    return str(re.compile('a(b|c)*', re.DEBUG))",
+    "import re\ndef t(db, **kw):\n    return bool(re.match('a', 'a', 128))",
+    "import re\ndef t(db, **kw):\n    return re.sub('a', 'b', 'a', flags=re.I | re.DEBUG)",
+])
+def test_regular_expressions_cannot_print_to_the_hosts_stdout(code: str, ex: Executor,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """``re.DEBUG`` makes the compiler print the pattern's parse to the process's stdout (a protocol pipe, for
+    an MCP server running in-process); found by the audit."""
+    assert_contained(attempt(ex, code), call={"SandboxViolation"}, detail="re.DEBUG")
+    assert capfd.readouterr().out == ""
+    where, r = attempt(ex, "import re\ndef t(db, **kw):\n    return re.sub('A', 'b', 'a', flags=re.I)")
+    assert where == "call" and r.ok and r.result == "b", r
