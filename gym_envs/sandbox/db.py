@@ -14,8 +14,9 @@ columns, bound variables, result rows and bytes, database pages).
 The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per
 connection. A statement function refuses to run unless its facade's owner token is the one the engine
 installed for the running call (so a ``db`` works only inside a call of its own episode) and no other
-statement is running on the connection (a nested call, from whatever callback, is refused before it
-touches anything); it saves the authorizer mode and deadline, sets its own, and restores the saved ones.
+statement is running on the connection (its mode would be installed: a nested call, from whatever
+callback, is refused before it touches anything); it saves the authorizer mode and deadline, sets its own,
+and restores the saved ones.
 
 Episodes. A connection holds one program's template database and an open ``SAVEPOINT episode``;
 :meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the
@@ -60,6 +61,7 @@ _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 _ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
 _EXACT = frozenset({str, int, float, bytes, bool, type(None)})
+_SEQUENCES = frozenset({list, tuple})
 _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in untrusted SQL
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
@@ -82,16 +84,20 @@ _BUSY = "db is already running a statement; one statement at a time"
 class Guard:
     """What one connection's authorizer and progress handler read, and the cursor of untrusted statements."""
 
-    __slots__ = ("busy", "cursor", "deadline", "episode", "mode", "owner", "query_only")
+    __slots__ = ("cursor", "deadline", "episode", "mode", "owner", "query_only")
 
     def __init__(self) -> None:
-        self.mode = "host"  #: the authorizer mode: host, setup, rw or ro
+        self.mode = "host"  #: the authorizer mode: setup, rw or ro while an untrusted statement runs, else host
         self.cursor: Any = None  #: runs untrusted statements; never left holding an unfinished one
         self.deadline = _NEVER  #: on the clock of :func:`time.perf_counter`: a running statement stops after it
         self.query_only = False  #: PRAGMA query_only is on
         self.episode = False  #: an episode savepoint is open
         self.owner: object | None = None  #: the token of the facade whose call is running
-        self.busy = False  #: an untrusted statement is running on the connection
+
+    @property
+    def busy(self) -> bool:
+        """An untrusted statement is running on the connection (its mode is installed)."""
+        return self.mode != "host"
 
     def progress(self) -> int:
         """The progress handler: 1 (interrupt) once the clock is past ``deadline``, else 0."""
@@ -290,18 +296,13 @@ class StateDB:
         errors = self._function_errors
 
         def run(sql: Any, params: Any = ()) -> Any:
-            if guard.owner is not owner or guard.busy:  # refused before anything of the guard is touched
+            if guard.owner is not owner or guard.mode != "host":  # refused before the guard is touched
                 raise StateError(_NOT_IN_CALL if guard.owner is not owner else _BUSY)
             kw = admitted(sql) if sql.__class__ is str else None
             if kw is None:
                 sql, kw = state._admit(sql, mode)
-            if (params.__class__ is not list and params.__class__ is not tuple) or len(params) > max_vars:
-                params = _check_params(params, max_vars)
-            else:
-                for v in params:
-                    if v.__class__ not in _EXACT:  # subclasses are stripped
-                        params = _check_params(params, max_vars)
-                        break
+            if params.__class__ not in _SEQUENCES or len(params) > max_vars or not _EXACT.issuperset(map(type, params)):
+                params = _check_params(params, max_vars)  # subclasses are stripped, anything else refused
             if read_only is not guard.query_only:
                 state._set_query_only(read_only)
             if not conn.in_transaction and guard.episode:
@@ -309,7 +310,6 @@ class StateDB:
                                  "statements run in this call", transient=True)
             cur = guard.cursor
             saved_mode, saved_deadline = guard.mode, guard.deadline
-            guard.busy = True
             guard.mode = mode
             guard.deadline = _clock() + seconds
             try:
@@ -319,16 +319,21 @@ class StateDB:
                     if len(rows) <= small:  # the whole result, and too small for the limits: no counting
                         return [build(rows[0])] if len(rows) == 1 else list(map(build, rows))
                     return state._rows(cur, build, rows)
-                return state._execute(cur, sql, params, kw)
-            except BaseException as e:
+                if kw == "WITH":
+                    return state._execute_with(cur, sql, params)
+                cur.execute(sql, params)
+                if cur.description is not None:  # rows are pending (RETURNING): finish the statement now
+                    state._drop_cursor()
+                return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
+            except (sqlite3.Error, sqlite3.Warning, MemoryError) as e:
                 state._drop_cursor()  # it may hold an unfinished statement
-                if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
-                    raise state_error(e, errors) from None
+                raise state_error(e, errors) from None
+            except BaseException:
+                state._drop_cursor()
                 raise
             finally:
                 guard.mode = saved_mode
                 guard.deadline = saved_deadline
-                guard.busy = False
 
         return _named(run, "query" if fetch else "execute")
 
@@ -350,14 +355,13 @@ class StateDB:
         shape = self._shapes[sql] = (small, _row_builder(cols), cols)
         return shape
 
-    def _execute(self, cur: sqlite3.Cursor, sql: str, params: Any, kw: str) -> dict[str, Any]:
-        """``db.execute``'s statement, run to its end: ``{"rowcount", "lastrowid"}``."""
+    def _execute_with(self, cur: sqlite3.Cursor, sql: str, params: Any) -> dict[str, Any]:
+        """``db.execute`` of a ``WITH`` statement: Python reports no rowcount for WITH ... UPDATE/DELETE, the
+        change counter does."""
         before = self.conn.total_changes
         cur.execute(sql, params)
-        rowcount = cur.rowcount
-        if rowcount < 0 and kw == "WITH":  # Python reports no rowcount for WITH ... UPDATE/DELETE
-            rowcount = self.conn.total_changes - before
-        if cur.description is not None:  # rows are pending (RETURNING): finish the statement now
+        rowcount = cur.rowcount if cur.rowcount >= 0 else self.conn.total_changes - before
+        if cur.description is not None:
             self._drop_cursor()
         return {"rowcount": rowcount, "lastrowid": cur.lastrowid}
 
@@ -467,10 +471,18 @@ def _row_builder(cols: tuple[str, ...]) -> Callable[[tuple[Any, ...]], dict[str,
     return names["build"]  # type: ignore[no-any-return]
 
 
+_RENAMED: dict[tuple[Any, str], Any] = {}  #: (code object, name) -> the code object renamed (made once)
+
+
 def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fn`` named ``db.<name>`` for the messages tool code sees (``db.query() takes from 1 to 2
-    positional arguments ...``); Python words those from the code object."""
-    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
+    positional arguments ...``); Python words those from the code object (renamed once per name, as every
+    episode's facade makes its functions afresh)."""
+    key = (fn.__code__, name)
+    code = _RENAMED.get(key)
+    if code is None:
+        code = _RENAMED[key] = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
+    fn.__code__ = code
     fn.__name__, fn.__qualname__ = name, f"db.{name}"
     return fn
 

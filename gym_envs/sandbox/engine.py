@@ -14,11 +14,9 @@ template, their own ``random``; the state always equals the replay of the episod
 
 from __future__ import annotations
 
-import decimal
 import hashlib
 import json
 import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,13 +46,11 @@ from gym_envs.sandbox.guards import (
 )
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
+from gym_envs.sandbox.scope import DECIMAL_KEY, arm, disarm, restore_decimal, use_decimal
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
-__all__ = ["Engine", "alarm_handler"]
-
-_getcontext, _setcontext = decimal.getcontext, decimal.setcontext
-
+__all__ = ["Engine"]
 
 @dataclass
 class _Program:
@@ -77,32 +73,10 @@ class _Episode:
     ro_db: DbFacade
     token: object  #: the owner token of ``db``
     ro_token: object  #: the owner token of ``ro_db``
+    glb: dict[str, Any]  #: the episode's globals
     marks: dict[str, str]
     log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
     lost: str | None = None
-
-
-# -- the soft deadline (worker mode) -------------------------------------------------------------------
-
-_ALARM = [False]  # armed: a SIGALRM raises CallTimeout only while spec code runs under a deadline
-
-
-def alarm_handler(signum: int, frame: Any) -> None:
-    """The worker's SIGALRM handler: stop the running spec code if the deadline is armed, and fire again in
-    50 ms should it survive (a loop in a ``finally:``)."""
-    if _ALARM[0]:
-        signal.setitimer(signal.ITIMER_REAL, 0.05)
-        raise CallTimeout()
-
-
-def _arm(seconds: float) -> None:
-    _ALARM[0] = True
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def _disarm() -> None:
-    # one store: a timer that fires later finds the deadline disarmed and does nothing (one syscall per call)
-    _ALARM[0] = False
 
 
 class Engine:
@@ -122,7 +96,8 @@ class Engine:
         self.episodes: dict[str, _Episode] = {}
         binop = make_binop(self.limits)
         builtins = builtins_template(self.limits, binop)
-        builtins["__import__"] = make_import(views(binop))
+        self._decimal = sandbox_decimal_context()
+        builtins["__import__"] = make_import(views(binop), self._decimal)
         cap = self.limits.max_output_chars
         self._base_globals = {
             "__builtins__": builtins,  # shared: episode code cannot reach the dict (see builtins_template)
@@ -141,56 +116,76 @@ class Engine:
             "_apply_": lambda f, *a, **kw: f(*a, **kw),
         }
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
-        self._decimal = sandbox_decimal_context()
         self._cap = cap
         self._max_result = self.limits.max_result_bytes
         self._sql_timeout = self.limits.sql.statement_timeout_s
         self._pooled = 0
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            "load": self._op_load, "open": self._op_open, "close": self._op_close, "call": self._op_call,
+            "load": self._op_load, "open": self._op_open, "close": self._op_close,
+            "call": self._op_call_text if in_worker and self._deadline_s else self._op_call,
             "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
             "dump": self._op_dump, "ping": self._op_ping,
         }
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Answer one request; never raises (a failure is a typed error response)."""
+        """Answer one request; never raises (a failure is a typed error response). An in-worker engine may
+        answer a call (or a batch's) with the response already encoded as JSON text (:meth:`call_text`)."""
         if req.__class__ is not dict:
             return error_response(ErrorKind.PROTOCOL_ERROR, "a request must be a JSON object", 200)
         op = req.get("op")
         try:
             if op == "batch":
-                return {"ok": True, "results": [self.handle(r) for r in req["reqs"]]}
+                return {"ok": True, "results": self._batch(req["reqs"])}
             fn = self._ops.get(op)  # type: ignore[arg-type]
             if fn is None:
                 return error_response(ErrorKind.PROTOCOL_ERROR, f"unknown op {op!r}", 500)
             return fn(req)
         except CallTimeout:
-            _disarm()
+            disarm()
             return error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500)
         except Exception as e:  # an engine bug must not kill the worker
             return error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000)
 
+    def _batch(self, reqs: list[Any]) -> list[Any]:
+        """A batch's answers, in order; its calls go straight to the call path (the same error boundary)."""
+        out: list[Any] = []
+        call = self._ops["call"]
+        for r in reqs:
+            if r.__class__ is dict and r.get("op") == "call":
+                try:
+                    out.append(call(r))
+                except CallTimeout:
+                    disarm()
+                    out.append(error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500))
+                except Exception as e:
+                    out.append(error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000))
+            else:
+                out.append(self.handle(r))
+        return out
+
     # -- the call scope ------------------------------------------------------------------------
-    def _run_spec(self, state: StateDB, owner: object | None, fn: Callable[..., Any], args: tuple[Any, ...] = (),
-                  kwargs: dict[str, Any] | None = None, /) -> Any:
-        """``fn(*args, **kwargs)``, spec code, inside the call scope (see the module docstring)."""
+    def _run_spec(self, state: StateDB, owner: object | None, glb: dict[str, Any], fn: Callable[..., Any],
+                  args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, /) -> Any:
+        """``fn(*args, **kwargs)``, spec code of the episode whose globals are ``glb``, inside the call scope
+        (:mod:`gym_envs.sandbox.scope`)."""
         kwargs = kwargs or {}
         guard = state.guard
-        saved_owner, saved_ctx = guard.owner, _getcontext()
+        saved_owner = guard.owner
         guard.owner = owner
-        _setcontext(self._decimal)
         try:
+            if DECIMAL_KEY in glb:
+                use_decimal(self._decimal)
             if self._deadline_s:
-                _arm(self._deadline_s)
+                arm(self._deadline_s)
                 try:
                     return fn(*args, **kwargs)
                 finally:
-                    _disarm()
+                    disarm()
             return fn(*args, **kwargs)
         finally:
             guard.owner = saved_owner
-            _setcontext(saved_ctx)
+            restore_decimal()
 
     # -- load ----------------------------------------------------------------------------------
     def _op_load(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +218,7 @@ class Engine:
             ep = self._new_episode(prog, db, seed=0)
             missing = [n for n in prog.tool_schemas if not callable(ep.tools.get(n))]
         except BaseException as e:
-            _disarm()
+            disarm()
             db.close()
             return describe(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
         if missing:
@@ -242,12 +237,12 @@ class Engine:
     def _new_episode(self, prog: _Program, state: StateDB, seed: int) -> _Episode:
         """Fresh globals for ``prog`` on ``state``: its module level runs (in the call scope, with no ``db``)."""
         glb = self._globals(seed)
-        self._run_spec(state, None, exec, (prog.code, glb))  # a restricted code object with guarded globals
+        self._run_spec(state, None, glb, exec, (prog.code, glb))  # a restricted code object with guarded globals
         tools = {name: glb.get(name) for name in prog.tool_schemas}
         token, ro_token = object(), object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         ro_db = DbFacade(state, read_only=True, timeout_s=self._sql_timeout, owner=ro_token)
-        return _Episode(prog, state, seed, tools, db, ro_db, token, ro_token, {}, [])  # type: ignore[arg-type]
+        return _Episode(prog, state, seed, tools, db, ro_db, token, ro_token, glb, {}, [])  # type: ignore[arg-type]
 
     def _pool_get(self, prog: _Program) -> StateDB:
         while prog.pool:
@@ -285,7 +280,7 @@ class Engine:
         try:
             self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
         except BaseException:
-            _disarm()
+            disarm()
             self._pool_put(prog, state)
             raise
         return {"ok": True}
@@ -305,6 +300,52 @@ class Engine:
     # -- calls ---------------------------------------------------------------------------------
     def _op_call(self, req: dict[str, Any]) -> dict[str, Any]:
         return self.call(req["ep"], req["name"], req.get("arguments"))
+
+    def _op_call_text(self, req: dict[str, Any]) -> Any:
+        return self.call_text(req["ep"], req["name"], req.get("arguments"))
+
+    def call_text(self, ep_id: str, name: str, args: Any) -> str | dict[str, Any]:
+        """:meth:`call` for an in-worker engine: a successful call with valid flat arguments is answered with
+        its response already encoded (``{"ok":true,"changes":N,"result":...}``), anything else as :meth:`call`
+        answers. The worker's hot path: the call scope of :meth:`_run_spec`, written out."""
+        ep = self.episodes.get(ep_id)
+        admit = ep.program.arguments.get(name) if ep is not None and ep.lost is None else None
+        logged = admit(args) if admit is not None and args.__class__ is dict else None
+        if logged is None:
+            return self.call(ep_id, name, args)
+        state = ep.state  # type: ignore[union-attr]
+        conn, guard = state.conn, state.guard
+        before = conn.total_changes
+        saved_owner = guard.owner
+        guard.owner = ep.token  # type: ignore[union-attr]
+        failure: BaseException | None = None
+        try:
+            if DECIMAL_KEY in ep.glb:  # type: ignore[union-attr]
+                use_decimal(self._decimal)
+            arm(self._deadline_s)
+            try:
+                value = ep.tools[name](ep.db, **logged)  # type: ignore[union-attr]
+            finally:
+                disarm()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            disarm()
+            failure = e
+        finally:
+            guard.owner = saved_owner
+            restore_decimal()
+        if failure is not None:
+            return self._settle(ep, name, logged, before, describe(failure, self._cap))  # type: ignore[arg-type]
+        try:
+            value, bound = plain_json(value)
+            text = dumps(value)
+        except (TypeError, ValueError, RecursionError) as e:
+            return self._settle(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
+        if len(text) <= self._max_result and conn.in_transaction:
+            ep.log.append((name, logged))  # type: ignore[union-attr]
+            return f'{{"ok":true,"changes":{conn.total_changes - before},"result":{text}}}'
+        return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
 
     def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
         """The ``call`` request: one tool call of episode ``ep_id``."""
@@ -358,11 +399,12 @@ class Engine:
                 state = ep.state
                 conn, guard = state.conn, state.guard
                 before = conn.total_changes
-                saved_owner, saved_ctx = guard.owner, _getcontext()
+                saved_owner = guard.owner
                 guard.owner = ep.token
-                _setcontext(self._decimal)
                 failure: BaseException | None = None
                 try:
+                    if DECIMAL_KEY in ep.glb:
+                        use_decimal(self._decimal)
                     value = ep.tools[name](ep.db, **logged)
                 except (KeyboardInterrupt, SystemExit):
                     raise
@@ -370,7 +412,7 @@ class Engine:
                     failure = e
                 finally:
                     guard.owner = saved_owner
-                    _setcontext(saved_ctx)
+                    restore_decimal()
                 if failure is not None:
                     return self._settle(ep, name, logged, before, describe(failure, self._cap))
                 try:
@@ -412,11 +454,11 @@ class Engine:
         """Run one tool call in the call scope (no savepoint: see :meth:`_rebuild`); a typed response.
         ``before``: the connection's ``total_changes`` before the call."""
         try:
-            value = self._run_spec(ep.state, ep.token, ep.tools[name], (ep.db,), args)
+            value = self._run_spec(ep.state, ep.token, ep.glb, ep.tools[name], (ep.db,), args)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:
-            _disarm()
+            disarm()
             return describe(e, self._cap)
         try:
             value, bound = plain_json(value)
@@ -468,7 +510,7 @@ class Engine:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:
-            _disarm()
+            disarm()
             ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
 
     # -- state and checks ----------------------------------------------------------------------
@@ -504,7 +546,8 @@ class Engine:
         state = ep.state
 
         def sql(query: str) -> list[dict[str, Any]]:
-            return self._run_spec(state, None, state.run, (query, ()), {"mode": "ro", "fetch": True})  # type: ignore[no-any-return]
+            return self._run_spec(state, None, {}, state.run, (query, ()),  # type: ignore[no-any-return]
+                                  {"mode": "ro", "fetch": True})
 
         def python(code: str) -> dict[str, Any]:
             return self._check_python(ep, code)
@@ -532,9 +575,9 @@ class Engine:
             return python_verdict(fn(ep.ro_db))
 
         try:
-            return self._run_spec(ep.state, ep.ro_token, run)  # type: ignore[no-any-return]
+            return self._run_spec(ep.state, ep.ro_token, glb, run)  # type: ignore[no-any-return]
         except BaseException:
-            _disarm()
+            disarm()
             raise
 
     def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:

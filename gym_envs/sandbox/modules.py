@@ -46,6 +46,7 @@ from gym_envs.sandbox.guards import (
     host_time_directive,
 )
 from gym_envs.sandbox.limits import Limits
+from gym_envs.sandbox.scope import DECIMAL_KEY, use_decimal
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -222,17 +223,19 @@ def random_module(rng: random.Random) -> SimpleNamespace:
 
 def sandbox_decimal_context() -> decimal.Context:
     """The decimal context spec code computes in: Python's defaults, spelled out (not copied from the
-    process's ``DefaultContext``, which the host may change). The engine installs one around every piece
-    of spec code, so decimal arithmetic neither reads nor writes the host thread's context."""
+    process's ``DefaultContext``, which the host may change). Installed for every piece of code of an
+    episode that imported ``decimal`` (:mod:`gym_envs.sandbox.scope`), so decimal arithmetic neither reads
+    nor writes the host thread's context."""
     return decimal.Context(prec=28, rounding=decimal.ROUND_HALF_EVEN, Emin=-999999, Emax=999999, capitals=1,
                            clamp=0, flags=[], traps=[decimal.InvalidOperation, decimal.DivisionByZero,
                                                      decimal.Overflow])
 
 
-def make_import(module_views: dict[str, SimpleNamespace]) -> Callable[..., Any]:
+def make_import(module_views: dict[str, SimpleNamespace], decimal_context: decimal.Context) -> Callable[..., Any]:
     """The ``__import__`` of the shared builtins: module views, and each episode's own ``random``, kept in
     the globals of the importing code (the interpreter passes them; tool code cannot call ``__import__``
-    itself, nor name either key)."""
+    itself, nor name either key). Importing ``decimal`` installs ``decimal_context`` and marks the
+    globals, so the engine installs it for every later piece of the episode's code too."""
 
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
                        level: int = 0) -> Any:
@@ -240,6 +243,9 @@ def make_import(module_views: dict[str, SimpleNamespace]) -> Callable[..., Any]:
             raise SandboxViolation("relative imports are not allowed")
         view = module_views.get(name)
         if view is not None:
+            if name == "decimal" and globals.__class__ is dict:
+                globals[DECIMAL_KEY] = True
+                use_decimal(decimal_context)
             return view
         if name == "random":
             if globals.__class__ is not dict or SEED_KEY not in globals:

@@ -21,8 +21,9 @@ from typing import Any
 
 from gym_envs.errors import ErrorKind, error_response
 from gym_envs.sandbox.db import StateDB
-from gym_envs.sandbox.engine import Engine, alarm_handler
+from gym_envs.sandbox.engine import Engine
 from gym_envs.sandbox.limits import Limits
+from gym_envs.sandbox.scope import alarm_handler
 from gym_envs.sandbox.values import dumps, loads
 
 __all__ = ["MAX_FRAME", "WORKER_BOOT", "FrameReader", "encode_response", "worker_main", "write_frame"]
@@ -98,13 +99,16 @@ class FrameReader:
             buf += chunk
 
 
-def encode_response(resp: dict[str, Any]) -> bytes:
-    """JSON of a response with call results spliced in raw (``result_json`` becomes ``result``)."""
-    return splice(resp).encode()
+def encode_response(resp: dict[str, Any] | str) -> bytes:
+    """JSON of a response with call results spliced in raw (``result_json`` becomes ``result``; a response
+    that is already text, from :meth:`~gym_envs.sandbox.engine.Engine.call_text`, goes as it is)."""
+    return (resp if resp.__class__ is str else splice(resp)).encode()  # type: ignore[union-attr, arg-type]
 
 
 def splice(resp: dict[str, Any]) -> str:
     """:func:`encode_response` as text."""
+    if resp.__class__ is str:
+        return resp  # type: ignore[return-value]
     text = resp.get("result_json")
     if text is not None and len(resp) == 3 and resp.get("ok") is True and resp.get("changes").__class__ is int:
         return f'{{"ok":true,"changes":{resp["changes"]},"result":{text}}}'
@@ -112,10 +116,9 @@ def splice(resp: dict[str, Any]) -> str:
         head = dumps({k: v for k, v in resp.items() if k != "result_json"})
         return head[:-1] + ("," if len(head) > 2 else "") + '"result":' + text + "}"
     results = resp.get("results")
-    if results.__class__ is list and any(r.__class__ is dict and "result_json" in r for r in results):
-        head = dumps({k: v for k, v in resp.items() if k != "results"})
-        body = ",".join(splice(r) if r.__class__ is dict else dumps(r) for r in results)
-        return head[:-1] + ("," if len(head) > 2 else "") + '"results":[' + body + "]}"
+    if results.__class__ is list and len(resp) == 2 and resp.get("ok") is True:  # a batch's answers
+        return '{"ok":true,"results":[' + ",".join(
+            r if r.__class__ is str else splice(r) if r.__class__ is dict else dumps(r) for r in results) + "]}"
     return dumps(resp)
 
 
