@@ -106,15 +106,22 @@ def _normalise_call(obj: Any) -> dict[str, Any]:
     return {"name": name, "arguments": args}
 
 
+def _too_many(calls: Any) -> None:
+    if len(calls) > MAX_CALLS:
+        raise ValueError(f"an action may make at most {MAX_CALLS} tool calls, not {len(calls)}")
+
+
 def _calls_from_json(obj: Any) -> list[dict[str, Any]] | None:
     """Calls if ``obj`` looks like a call, a list of calls or a tool_calls wrapper; else None."""
     if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
+        _too_many(obj["tool_calls"])
         return [_normalise_call(c) for c in obj["tool_calls"]]
     if isinstance(obj, dict) and (("name" in obj and ("arguments" in obj or "parameters" in obj))
                                   or "function" in obj):
         return [_normalise_call(obj)]
     if isinstance(obj, list) and obj and all(isinstance(c, dict) and ("name" in c or "function" in c)
                                              for c in obj):
+        _too_many(obj)
         return [_normalise_call(c) for c in obj]
     return None
 
@@ -197,6 +204,8 @@ def _parse_structured(action: dict[str, Any]) -> ParsedAction:
         content = ""
     if raw_calls is not None and not isinstance(raw_calls, list | tuple):
         return ParsedAction("", [], ["tool_calls must be a list of calls"])
+    if raw_calls is not None and len(raw_calls) > MAX_CALLS:
+        return ParsedAction("", [], [f"an action may make at most {MAX_CALLS} tool calls, not {len(raw_calls)}"])
     calls, errors = [], []
     for c in raw_calls or []:
         try:
@@ -240,6 +249,9 @@ def action_text(action: Any, limit: int = MAX_ACTION_CHARS) -> str:
     that cannot be written (nested too deeply, a cycle) becomes a short note. Never raises."""
     if isinstance(action, str):
         return action
+    calls = action.get("tool_calls") if isinstance(action, dict) else action
+    if isinstance(calls, list | tuple) and len(calls) > MAX_CALLS:
+        return f"<an action of {len(calls):,} tool calls>"
     try:
         text = json.dumps(action, ensure_ascii=False, default=str)
     except (RecursionError, ValueError, TypeError, MemoryError) as e:

@@ -46,7 +46,7 @@ from gym_envs.sandbox.guards import (
 )
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
-from gym_envs.sandbox.scope import DECIMAL_KEY, arm, disarm, restore_decimal, use_decimal
+from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
@@ -334,7 +334,8 @@ class Engine:
             failure = e
         finally:
             guard.owner = saved_owner
-            restore_decimal()
+            if HOST_CONTEXT:
+                restore_decimal()
         if failure is not None:
             return self._settle(ep, name, logged, before, describe(failure, self._cap))  # type: ignore[arg-type]
         try:
@@ -412,7 +413,8 @@ class Engine:
                     failure = e
                 finally:
                     guard.owner = saved_owner
-                    restore_decimal()
+                    if HOST_CONTEXT:
+                        restore_decimal()
                 if failure is not None:
                     return self._settle(ep, name, logged, before, describe(failure, self._cap))
                 try:

@@ -47,6 +47,13 @@ def _batch_frame(frames: list[bytes]) -> bytes:
     return b'{"op":"batch","reqs":[' + b",".join(frames) + b"]}"
 
 
+def _call_frame(ep: str, name: str, args: dict[str, Any]) -> bytes:
+    """The ``call`` request of episode ``ep`` as JSON: the arguments as plain JSON (``ValueError`` /
+    ``TypeError`` where they are not), exactly as the in-process engine copies them."""
+    return (f'{{"op":"call","ep":{json_str(ep)},"name":{json_str(name)},'
+            f'"arguments":{dumps(plain_json(args)[0])}}}').encode()
+
+
 class _Worker:
     """One worker process and its pipes."""
 
@@ -241,12 +248,10 @@ class WorkerExecutor(Executor):
         if req["op"] == "call":  # the arguments as plain JSON, exactly as the in-process engine sees them
             args = req.get("arguments")
             if args.__class__ is dict:
-                args = plain_json(args)[0]
                 ep, name = req["ep"], req["name"]
                 if name.__class__ is str and ep.__class__ is str and len(req) == 4:
-                    return (f'{{"op":"call","ep":{json_str(ep)},"name":{json_str(name)},'
-                            f'"arguments":{dumps(args)}}}').encode()
-                req = {**req, "arguments": args}
+                    return _call_frame(ep, name, args)
+                req = {**req, "arguments": plain_json(args)[0]}
         return dumps(req).encode()
 
     def _replace(self, i: int, w: _Worker) -> None:
@@ -292,7 +297,8 @@ class WorkerExecutor(Executor):
                 out[j] = not_an_object(name)
                 continue
             try:
-                payload = self._encode({"op": "call", "ep": s.id, "name": name, "arguments": args})
+                payload = _call_frame(s.id, name, args) if name.__class__ is str else \
+                    self._encode({"op": "call", "ep": s.id, "name": name, "arguments": args})
             except (TypeError, ValueError, RecursionError) as e:
                 out[j] = call_result(name, args, error_response(ErrorKind.INVALID_ARGUMENTS,
                                                                 f"arguments are not JSON: {e}", cap))

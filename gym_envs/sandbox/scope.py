@@ -23,12 +23,12 @@ from typing import Any
 
 from gym_envs.errors import CallTimeout
 
-__all__ = ["DECIMAL_KEY", "alarm_handler", "arm", "disarm", "restore_decimal", "use_decimal"]
+__all__ = ["DECIMAL_KEY", "HOST_CONTEXT", "alarm_handler", "arm", "disarm", "restore_decimal", "use_decimal"]
 
 DECIMAL_KEY = "__envwright_decimal__"  #: in an episode's globals once it imported decimal (code cannot name it)
 
 _getcontext, _setcontext = decimal.getcontext, decimal.setcontext
-_HOST_CONTEXT: list[decimal.Context] = []  #: the host thread's context while the sandbox's is installed
+HOST_CONTEXT: list[decimal.Context] = []  #: the host thread's context while the sandbox's is installed
 _monotonic = time.monotonic
 _ARMED = [False]  #: spec code runs under a deadline
 _DEADLINE = [0.0]  #: when it ends (monotonic)
@@ -39,14 +39,14 @@ def use_decimal(ctx: decimal.Context) -> None:
     """Install ``ctx`` as the thread's decimal context, keeping the host's for :func:`restore_decimal`."""
     current = _getcontext()
     if current is not ctx:
-        _HOST_CONTEXT.append(current)
+        HOST_CONTEXT.append(current)
         _setcontext(ctx)
 
 
 def restore_decimal() -> None:
     """Put the host's decimal context back, if the sandbox's is installed."""
-    if _HOST_CONTEXT:
-        _setcontext(_HOST_CONTEXT.pop())
+    if HOST_CONTEXT:
+        _setcontext(HOST_CONTEXT.pop())
 
 
 def arm(seconds: float) -> None:

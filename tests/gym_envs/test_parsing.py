@@ -43,6 +43,8 @@ HOSTILE: dict[str, Any] = {
     "None": None,
     "a set of calls": {"tool_calls": {"name": "count"}},
     "100 calls": {"tool_calls": [{"name": "count", "arguments": {}}] * 100},
+    "1,000,000 calls": {"tool_calls": [{"name": "count", "arguments": {}}] * 1_000_000},
+    "20,000 calls as text": "[" + ",".join(['{"name": "count", "arguments": {}}'] * 20_000) + "]",
     "content that cannot be written": {"content": _deep_dict(5000), "tool_calls": []},
 }
 
