@@ -40,15 +40,21 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    (connections are pooled per program; a reset is a rollback to the episode savepoint) with
    ``last_insert_rowid()``/``changes()`` reset, and its own ``random`` (seeded from the episode seed; it
    cannot be re-seeded from entropy). Nothing reachable reads the clock, entropy, the host's time zone or a
-   process-wide random generator or cache: ``datetime``'s ``now``/``today``/``utcnow`` are refused,
-   ``fromtimestamp``/``astimezone``/``timestamp`` need an explicit tzinfo, ``statistics.NormalDist.samples``
-   and ``Random.seed`` need a seed, ``time.strftime`` needs its time tuple and refuses ``%s``/``%z``/``%Z``,
-   SQL's date functions refuse ``'now'``, ``'localtime'`` and ``'utc'`` and ``random()`` and ``current_*``
-   are refused; decimal arithmetic runs in the sandbox's own context, never the host thread's. An audit test
+   process-wide random generator, or writes process state: ``datetime``'s ``now``/``today``/``utcnow`` are
+   refused, ``fromtimestamp``/``astimezone``/``timestamp`` need an explicit tzinfo, ``strftime`` (and an
+   f-string's format spec, compiled through ``_format_``) refuses ``%s``, ``time.strftime`` needs its time
+   tuple and refuses ``%z``/``%Z`` too, ``statistics.NormalDist.samples`` and ``Random.seed`` need a seed,
+   ``re`` refuses ``re.DEBUG`` (it printed to the host's stdout) and leaves out ``purge``,
+   ``functools.total_ordering`` (it writes the class it is given) is left out, SQL's date functions refuse
+   ``'now'``, ``'localtime'`` and ``'utc'``, and ``random()`` and ``current_*`` are refused. An episode that
+   imports ``decimal`` computes in the sandbox's own context, never the host thread's (whose precision the
+   host may set, and whose flags would collect the spec's). An audit test
    (``tests/gym_envs/sandbox/test_audit.py``) walks every attribute reachable from the builtins and the
-   module views and fails on anything that reaches such state. Arguments enter and results leave as plain
-   JSON values (copied, subclasses stripped, nesting capped), so a ``python`` check passes only when it
-   returns the real ``True``.
+   module views, judges the code behind each (transitively, Python by the globals it loads, C by a table)
+   and fails on anything that reaches such state and is not listed there as harmless with its reason (the
+   memo of compiled regular expressions, constant tables). Arguments enter and results leave as plain JSON
+   values (copied, subclasses stripped, nesting capped), so a ``python`` check passes only when it returns
+   the real ``True``.
 4. **Availability.** In **worker** mode (the default) code runs in a separate process (which imports only
    this package and :mod:`gym_envs.errors`) with rlimits (CPU seconds per request, address space, open
    files, processes, file size 0, no core dumps, an SQLite heap limit), a per-request wall-clock timeout

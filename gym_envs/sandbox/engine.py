@@ -4,12 +4,14 @@ Both executors drive one :class:`Engine` with the same requests (``load``, ``ope
 ``check``, ``digest``, ``dump``, ``close``, ``batch``, ``ping``), so they give identical results on the same
 trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
 
-The call scope. Spec code (a program's module level, a tool call, a ``python`` check) runs only inside
-the engine's scope, entered and left around it: the connection's owner token is the running facade's (no
-``db`` works outside its own call), the decimal context is the sandbox's own
-(:func:`~gym_envs.sandbox.modules.sandbox_decimal_context`, never the host thread's), and in a worker the
-soft deadline is armed. Episodes get fresh globals over shared builtins, a connection reset to the
-template, their own ``random``; the state always equals the replay of the episode's logged calls.
+The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
+``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
+token is the running facade's (no ``db`` works outside its own call), an episode that imported ``decimal``
+computes in the sandbox's context (never the host thread's), and in a worker the soft deadline is armed.
+The generic path is :meth:`Engine._run_spec`; the hot paths (:meth:`Engine.call_plain` in process,
+:meth:`Engine.call_text` in a worker) write the same steps out. Episodes get fresh globals over shared
+builtins, a connection reset to the template, their own ``random`` and their own facades; the state always
+equals the replay of the episode's logged calls.
 """
 
 from __future__ import annotations
