@@ -72,13 +72,13 @@ class _Episode:
     seed: int
     tools: dict[str, Callable[..., Any]]
     db: DbFacade
-    ro_db: DbFacade
     token: object  #: the owner token of ``db``
-    ro_token: object  #: the owner token of ``ro_db``
     glb: dict[str, Any]  #: the episode's globals
     marks: dict[str, str]
     log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
     lost: str | None = None
+    ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
+    ro_token: object | None = None  #: its owner token
 
 
 class Engine:
@@ -241,10 +241,9 @@ class Engine:
         glb = self._globals(seed)
         self._run_spec(state, None, glb, exec, (prog.code, glb))  # a restricted code object with guarded globals
         tools = {name: glb.get(name) for name in prog.tool_schemas}
-        token, ro_token = object(), object()
+        token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
-        ro_db = DbFacade(state, read_only=True, timeout_s=self._sql_timeout, owner=ro_token)
-        return _Episode(prog, state, seed, tools, db, ro_db, token, ro_token, glb, {}, [])  # type: ignore[arg-type]
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [])  # type: ignore[arg-type]
 
     def _pool_get(self, prog: _Program) -> StateDB:
         while prog.pool:
@@ -503,8 +502,8 @@ class Engine:
             else:
                 state.reset_episode()
             fresh = self._new_episode(ep.program, state, ep.seed)
-            ep.tools, ep.db, ep.ro_db, ep.token, ep.ro_token = fresh.tools, fresh.db, fresh.ro_db, fresh.token, \
-                fresh.ro_token
+            ep.tools, ep.db, ep.token, ep.glb, ep.ro_db, ep.ro_token = fresh.tools, fresh.db, fresh.token, fresh.glb, \
+                None, None
             for name, args in ep.log:
                 state.savepoint()
                 resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)
@@ -570,6 +569,9 @@ class Engine:
                 return {"passed": False, "detail": "; ".join(res.errors)[:300]}
             compiled = ep.program.check_code[code] = res.code
         glb = self._globals(0)
+        if ep.ro_db is None:
+            ep.ro_token = object()
+            ep.ro_db = DbFacade(ep.state, read_only=True, timeout_s=self._sql_timeout, owner=ep.ro_token)
 
         def run() -> dict[str, Any]:
             exec(compiled, glb)  # a restricted code object with guarded globals
