@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from gym_envs.env import ToolEnv
+from gym_envs.errors import ErrorKind
 from gym_envs.sandbox import Executor, default_executor
 from gym_envs.spec import EnvSpec
 
@@ -151,7 +152,7 @@ def _tool_method(name: str, description: str, parameters: dict[str, Any]) -> Cal
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as e:
-            return json.dumps({"error": f"{name}: {e}", "type": "InvalidArguments"})
+            return json.dumps({"error": f"{name}: {e}", "type": ErrorKind.INVALID_ARGUMENTS.value})
         arguments = {k: v for k, v in bound.arguments.items() if k != "self" and (v is not None or k in required)}
         return self._tool(name, arguments)
 
