@@ -61,7 +61,6 @@ _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 _ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
 _EXACT = frozenset({str, int, float, bytes, bool, type(None)})
-_SEQUENCES = frozenset({list, tuple})
 _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in untrusted SQL
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
@@ -284,16 +283,15 @@ class StateDB:
     def statement(self, mode: str, *, fetch: bool, timeout_s: float, owner: object) -> Callable[..., Any]:
         """A function ``(sql, params=()) -> result`` that runs one statement of untrusted code in ``mode``
         while ``owner`` is the connection's owner token (:attr:`Guard.owner`). Everything that does not
-        change between statements (the mode's cache of admitted statements, the limits) is bound once."""
-        if mode not in _ALLOWED:
-            raise ValueError(f"unknown mode {mode!r}")
+        change between statements (the mode's cache of admitted statements, the limits) is bound once; it is
+        the hot path of every ``db`` call, so the constants it reads are closure variables too."""
         state, guard, conn = self, self.guard, self.conn
-        admitted = self._admitted[mode].get
+        admitted = self._admitted_cache(mode).get
         shape_of = self._shapes.get
         max_vars = self.limits.max_variables
         read_only = mode == "ro"
         seconds = float(timeout_s)
-        errors = self._function_errors
+        clock, exact, chunk = _clock, _EXACT, _CHUNK
 
         def run(sql: Any, params: Any = ()) -> Any:
             if guard.owner is not owner or guard.mode != "host":  # refused before the guard is touched
@@ -301,8 +299,13 @@ class StateDB:
             kw = admitted(sql) if sql.__class__ is str else None
             if kw is None:
                 sql, kw = state._admit(sql, mode)
-            if params.__class__ not in _SEQUENCES or len(params) > max_vars or not _EXACT.issuperset(map(type, params)):
-                params = _check_params(params, max_vars)  # subclasses are stripped, anything else refused
+            if (params.__class__ is not list and params.__class__ is not tuple) or len(params) > max_vars:
+                params = _check_params(params, max_vars)
+            else:
+                for v in params:
+                    if v.__class__ not in exact:  # subclasses are stripped, anything else refused
+                        params = _check_params(params, max_vars)
+                        break
             if read_only is not guard.query_only:
                 state._set_query_only(read_only)
             if not conn.in_transaction and guard.episode:
@@ -311,31 +314,40 @@ class StateDB:
             cur = guard.cursor
             saved_mode, saved_deadline = guard.mode, guard.deadline
             guard.mode = mode
-            guard.deadline = _clock() + seconds
+            guard.deadline = clock() + seconds
             try:
                 if fetch:
-                    rows = cur.execute(sql, params).fetchmany(_CHUNK)
+                    rows = cur.execute(sql, params).fetchmany(chunk)
                     small, build, _ = shape_of(sql) or state._shape(sql, cur)
-                    if len(rows) <= small:  # the whole result, and too small for the limits: no counting
-                        return [build(rows[0])] if len(rows) == 1 else list(map(build, rows))
-                    return state._rows(cur, build, rows)
+                    # the whole result, and too small for the limits: no counting
+                    return ([build(rows[0])] if len(rows) == 1 else list(map(build, rows))) if len(rows) <= small \
+                        else state._rows(cur, build, rows)
                 if kw == "WITH":
                     return state._execute_with(cur, sql, params)
                 cur.execute(sql, params)
                 if cur.description is not None:  # rows are pending (RETURNING): finish the statement now
                     state._drop_cursor()
                 return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
-            except (sqlite3.Error, sqlite3.Warning, MemoryError) as e:
-                state._drop_cursor()  # it may hold an unfinished statement
-                raise state_error(e, errors) from None
-            except BaseException:
-                state._drop_cursor()
-                raise
+            except BaseException as e:
+                raise state._failed(e) from None
             finally:
                 guard.mode = saved_mode
                 guard.deadline = saved_deadline
 
         return _named(run, "query" if fetch else "execute")
+
+    def _admitted_cache(self, mode: str) -> dict[str, str]:
+        if mode not in _ALLOWED:
+            raise ValueError(f"unknown mode {mode!r}")
+        return self._admitted[mode]
+
+    def _failed(self, e: BaseException) -> BaseException:
+        """After a statement raised ``e``: the cursor is replaced (it may hold an unfinished statement); the
+        exception to raise is a :class:`StateError` for SQLite's own errors, else ``e`` itself."""
+        self._drop_cursor()
+        if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
+            return state_error(e, self._function_errors)
+        return e
 
     def _drop_cursor(self) -> None:
         """Replace the cursor of untrusted statements, so its statement (if unfinished) is reset now."""
