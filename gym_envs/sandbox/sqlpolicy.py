@@ -351,6 +351,13 @@ def install_functions(conn: sqlite3.Connection, native: Callable[[], sqlite3.Con
         if name.lower() not in ALLOWED_FUNCTIONS:
             conn.create_function(name, narg, refuse(name), deterministic=True)
 
+    def run_native(name: str, args: tuple[Any, ...]) -> Any:
+        try:
+            return native().execute(f"SELECT {name}(" + ",".join("?" * len(args)) + ")", args).fetchone()[0]
+        except sqlite3.Error as e:  # e.g. "string or blob too big"
+            errors.message = f"{name}(): {e}"
+            raise
+
     def printf(*args: Any) -> Any:
         if not args:
             return None
@@ -359,7 +366,7 @@ def install_functions(conn: sqlite3.Connection, native: Callable[[], sqlite3.Con
         except FormatRefused as e:
             errors.message = str(e)
             raise
-        return native().execute("SELECT printf(" + ",".join("?" * (len(rest) + 1)) + ")", (fmt, *rest)).fetchone()[0]
+        return run_native("printf", (fmt, *rest))
 
     for name in ("printf", "format"):
         conn.create_function(name, -1, printf, deterministic=True)
@@ -371,10 +378,11 @@ def install_functions(conn: sqlite3.Connection, native: Callable[[], sqlite3.Con
             except ValueError as e:
                 errors.message = f"{e}: date and time functions work on fixed values only"
                 raise
-            return native().execute(f"SELECT {name}(" + ",".join("?" * len(args)) + ")", args).fetchone()[0]
+            return run_native(name, args)
         return call
 
-    for name in DATE_FUNCTIONS:
+    built = {n.lower() for n, _ in _builtin_functions()}
+    for name in DATE_FUNCTIONS & built:  # the build's own: one it lacks stays unknown ("no such function")
         conn.create_function(name, -1, date_function(name), deterministic=True)
 
 
