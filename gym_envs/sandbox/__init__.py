@@ -82,8 +82,9 @@ an f-string width) can stall or exhaust the host. Use it only for trusted or alr
 worker mode's limits are per request, so a worker's own memory is shared by the episodes it holds. A tool
 that writes exactly the rows a check looks for is judged by state: that is correct (the checks define the
 task), not a hack. Set iteration order of strings depends on the hash seed (workers run with
-``PYTHONHASHSEED=0``); the locale is the process's (the C locale unless host code changes it). Timing (a
-call that times out in one run may not in another) is not deterministic.
+``PYTHONHASHSEED=0``); the locale is the process's (the C locale unless host code changes it), and
+``datetime.strptime``'s ``%Z`` matches the names of the process's time zone (workers inherit the host's
+``TZ``). Timing (a call that times out in one run may not in another) is not deterministic.
 
 Layout
 ======
