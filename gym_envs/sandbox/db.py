@@ -55,7 +55,7 @@ from gym_envs.sandbox.sqlpolicy import (
     state_error,
 )
 
-__all__ = ["DbFacade", "Guard", "StateDB"]
+__all__ = ["DbFacade", "Guard", "StateDB", "digest_of"]
 
 _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
@@ -453,8 +453,18 @@ class StateDB:
 
     def digest(self) -> str:
         """SHA-256 of every table's digest."""
-        blob = json.dumps(sorted(self.table_digests().items()))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return digest_of(self.table_digests())
+
+    def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
+        """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON."""
+        known = self.tables()
+        counts = self.row_counts()
+        out = {}
+        for t in tables or known:
+            if t in known:
+                rows = self.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
+                out[t] = {"columns": self.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
+        return json.loads(json.dumps(out, default=repr))  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the connections."""
@@ -463,6 +473,11 @@ class StateDB:
         self.conn.close()
         if self._native_conn is not None:
             self._native_conn.close()
+
+
+def digest_of(tables: dict[str, str]) -> str:
+    """The state's digest: SHA-256 of its tables' digests, in name order."""
+    return hashlib.sha256(json.dumps(sorted(tables.items())).encode()).hexdigest()
 
 
 def _b64(v: Any) -> str:

@@ -16,8 +16,6 @@ equals the replay of the episode's logged calls.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ from gym_envs.errors import (
 )
 from gym_envs.sandbox.arguments import compile_arguments, validate_arguments
 from gym_envs.sandbox.checks import evaluate, python_verdict
-from gym_envs.sandbox.db import DbFacade, StateDB
+from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
 from gym_envs.sandbox.guards import (
     PrintCollector,
     compile_code,
@@ -49,7 +47,6 @@ from gym_envs.sandbox.guards import (
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
 from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
-from gym_envs.sandbox.sqlpolicy import quote_identifier
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
 __all__ = ["Engine"]
@@ -523,23 +520,11 @@ class Engine:
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        ep = self._episode(req)
-        tables = ep.state.table_digests()
-        blob = json.dumps(sorted(tables.items()))
-        return {"ok": True, "digest": hashlib.sha256(blob.encode()).hexdigest(), "tables": tables}
+        tables = self._episode(req).state.table_digests()
+        return {"ok": True, "digest": digest_of(tables), "tables": tables}
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
-        ep = self._episode(req)
-        known = ep.state.tables()
-        names = req.get("tables") or known
-        limit = int(req.get("limit", 50))
-        counts = ep.state.row_counts()
-        out = {}
-        for t in names:
-            if t in known:
-                rows = ep.state.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
-                out[t] = {"columns": ep.state.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
-        return {"ok": True, "tables": json.loads(json.dumps(out, default=repr))}
+        return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
 
     def _op_check(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
