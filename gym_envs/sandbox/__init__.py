@@ -32,9 +32,10 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    restores the authorizer mode and deadline it replaces, so nothing can leave a connection in host mode
    or without a deadline. No spec code runs at an arbitrary moment: there are no class statements (so no
    ``__del__``) and no ``yield``. We forbid generator functions rather than collecting garbage at each call
-   boundary, because a collection there would still run another episode's abandoned generator inside the
-   current call (with the wrong ``db`` in reach) and would cost a full collection per call; generator
-   expressions stay, because their frames hold no handlers, so freeing one runs no spec code.
+   boundary, because a collection there would still run one episode's abandoned generator inside another
+   episode's call (charged to that call's deadline, its outcome depending on when the collector ran) and
+   would cost a full collection per call; generator expressions stay, because their frames hold no
+   handlers, so freeing one runs no spec code.
 3. **What spec code computes depends only on its episode.** Every episode re-executes the compiled module
    in fresh globals over builtins it cannot reach, gets its database back in the template's exact state
    (connections are pooled per program; a reset is a rollback to the episode savepoint) with
