@@ -30,7 +30,7 @@ from rich.text import Text
 from envgen.validate import Reason, Verdict, validate_spec
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
-from gym_envs.executor import make_executor
+from gym_envs.sandbox import make_executor
 
 __all__ = ["generate", "list_library", "stats", "validate"]
 

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
     ID_PATTERN,
     MCP_CONTROL_TOOLS,
@@ -73,8 +74,7 @@ __all__ = [
 
 TokenCounter = Callable[[str], int]
 
-ALLOWED_IMPORTS = ("json", "math", "re", "datetime", "collections", "itertools", "statistics", "functools",
-                   "operator", "string", "decimal", "fractions", "bisect", "heapq", "hashlib", "random")
+ALLOWED_IMPORTS = ALLOWED_MODULES  # the sandbox's own allow-list, never a copy
 
 SYSTEM_PROMPT = f"""\
 You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
@@ -102,8 +102,8 @@ property not listed in "required" needs a default value.
 db.query("SELECT * FROM items WHERE id = ?", (item_id,)).
 - To report an error the agent should see: raise ToolError("message") (ToolError is built in; do not \
 import it).
-- No name may start with an underscore (functions, variables, arguments). No classes, open, eval, exec, \
-getattr, type, globals or str.format; f-strings are fine.
+- No name may start with an underscore (functions, variables, arguments). No classes, generator functions \
+(yield), open, eval, exec, getattr, type, globals or str.format; f-strings are fine.
 - Only these imports: {", ".join(ALLOWED_IMPORTS)}.
 - Deterministic: no current date or time (write dates as fixed strings), no unseeded randomness. Return \
 JSON values (dict, list, str, int, float, bool, None).

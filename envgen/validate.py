@@ -55,7 +55,7 @@ from typing import Any
 from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
 from envgen.gate.mutants import RefTurn, extra_writes
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, LoadFailure, default_executor
+from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
 __all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]

@@ -47,8 +47,9 @@ from typing import Any
 from envgen.registry import Registry
 from envgen.validate import oracle_reply
 from gym_envs.env import ToolEnv, step_many
-from gym_envs.executor import CallResult, Executor, make_executor
+from gym_envs.errors import ErrorKind
 from gym_envs.parsing import parse_action
+from gym_envs.sandbox import CallResult, Executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
 __all__ = [
@@ -202,7 +203,7 @@ def _tool_messages(calls: list[dict[str, Any]], contents: list[str], errors: lis
     out = [{"role": "tool", "tool_call_id": f"call_{step}_{i}", "name": c["name"], "content": text}
            for i, (c, text) in enumerate(zip(calls, contents, strict=True))]
     out += [{"role": "tool", "tool_call_id": None, "name": "parse_error",
-             "content": json.dumps({"error": e, "type": "ParseError"})} for e in errors]
+             "content": json.dumps({"error": e, "type": ErrorKind.PARSE_ERROR.value})} for e in errors]
     return out
 
 

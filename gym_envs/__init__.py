@@ -7,9 +7,9 @@
 """
 
 from gym_envs.env import ToolEnv, reset_many, step_many, system_prompt
-from gym_envs.executor import CallResult, CheckResult, Limits, ToolError, make_executor
 from gym_envs.parsing import parse_action
 from gym_envs.registration import TOOL_ENV_ID, register_envs
+from gym_envs.sandbox import CallResult, CheckResult, Limits, ToolError, make_executor
 from gym_envs.spec import EnvSpec, SpecError, as_spec, load_spec, parse_spec, save_spec
 from gym_envs.vector import ToolVectorEnv
 

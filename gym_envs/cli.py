@@ -33,7 +33,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from gym_envs import display
-from gym_envs.executor import LoadFailure, make_executor
+from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import EnvSpec, SpecError, Tool, Turn, atomic_write_text, json_schema, load_spec
 
 __all__ = ["EXECUTORS", "LocatedSpec", "check_summary", "describe", "example_names", "format_call", "locate_spec",

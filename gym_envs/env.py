@@ -41,16 +41,16 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from gym_envs import display
-from gym_envs.executor import CallResult, CheckResult, Executor, Session, default_executor, make_executor
-from gym_envs.parsing import ParsedAction, parse_action
+from gym_envs.errors import ErrorKind
+from gym_envs.parsing import ParsedAction, action_text, parse_action
+from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
 __all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
 
 REWARD_MODES = ("episode", "turns", "checks")
-# json.dumps(..., ensure_ascii=False[, default=str]) without building an encoder per call
+# json.dumps(..., ensure_ascii=False) without building an encoder per call
 _OBSERVATION_JSON = json.JSONEncoder(ensure_ascii=False).encode
-_ACTION_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
@@ -146,7 +146,7 @@ class ToolEnv(gym.Env[str, Any]):
         max_steps: actions per episode before truncation.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
         executor: ``"worker"`` (isolated, default), ``"inprocess"`` (trusted specs), or an
-            :class:`~gym_envs.executor.Executor` instance to share.
+            :class:`~gym_envs.sandbox.Executor` instance to share.
         max_observation_chars: observation text is cut to this length.
     """
 
@@ -239,7 +239,7 @@ class ToolEnv(gym.Env[str, Any]):
         assert self.task is not None
         self.steps += 1
         parsed = parse_action(action)
-        raw = action if isinstance(action, str) else _ACTION_JSON(action)
+        raw = action_text(action)
         self.transcript.append(("assistant", raw))
         return parsed, {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps}
 
@@ -248,7 +248,7 @@ class ToolEnv(gym.Env[str, Any]):
         self.turns[-1].calls.extend(results)
         # each entry is what the call's observation() shows (its result is plain JSON already)
         entries = [r.result if r.ok else {"error": r.error, "type": r.error_type} for r in results]
-        entries += [{"error": e, "type": "ParseError"} for e in parsed.errors]
+        entries += [{"error": e, "type": ErrorKind.PARSE_ERROR.value} for e in parsed.errors]
         obs = _OBSERVATION_JSON(entries[0] if len(entries) == 1 else entries)
         obs = self._cut(obs)
         self.transcript.append(("tool", obs))
@@ -459,7 +459,7 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
                options: Sequence[dict[str, Any] | None] | None = None,
                return_exceptions: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """``env.reset(seed=, options=)`` for several envs, with the episodes of envs that share an
-    executor opened together (:meth:`~gym_envs.executor.Executor.open_many`: one round trip per
+    executor opened together (:meth:`~gym_envs.sandbox.Executor.open_many`: one round trip per
     worker process). Each env ends up exactly as its own ``reset`` would leave it.
 
     ``seeds`` and ``options`` give one entry per env (or ``None``). An env whose reset fails (its
@@ -498,7 +498,7 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
 def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
               return_exceptions: bool = False) -> list[tuple[str, float, bool, bool, dict[str, Any]]]:
     """``env.step(action)`` for several envs, with the tool calls of envs that share an executor made
-    together (:meth:`~gym_envs.executor.Executor.call_many`: one round trip per worker process for
+    together (:meth:`~gym_envs.sandbox.Executor.call_many`: one round trip per worker process for
     all of them). Each env's calls run in its own order; every env ends up exactly as its own
     ``step`` would leave it, and gets the same ``(obs, reward, terminated, truncated, info)``.
 

@@ -6,7 +6,7 @@ SDK's own ``mcp.Client``) then sees:
 * **the environment's tools**, one MCP tool each, with the spec's name, description and JSON Schema
   (``inputSchema`` is the spec's ``parameters`` object, unchanged). A call is one step of a
   :class:`~gym_envs.env.ToolEnv` episode on the **worker** executor (isolated, rlimited processes:
-  the sandbox of :mod:`gym_envs.executor`), so a spec's code never runs in the server process. The
+  the sandbox of :mod:`gym_envs.sandbox`), so a spec's code never runs in the server process. The
   result is the JSON the gym's observation shows; a failed call (bad arguments, ``ToolError``, a
   sandbox refusal, a timeout) is an ``isError`` result with ``{"error": ..., "type": ...}``, and the
   server carries on.
@@ -46,7 +46,7 @@ from gym_envs.env import ToolEnv
 from gym_envs.spec import MCP_CONTROL_TOOLS, EnvSpec, as_spec, naming_problems
 
 if TYPE_CHECKING:
-    from gym_envs.executor import Executor
+    from gym_envs.sandbox import Executor
 
 __all__ = ["CONTROL_TOOLS", "EpisodeHost", "ReservedToolName", "build_server", "check_tool_names",
            "control_tool_schemas", "serve_http", "serve_stdio"]

@@ -29,8 +29,8 @@ from rich.text import Text
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, check_summary, format_call
 from gym_envs.env import REWARD_MODES, ToolEnv
-from gym_envs.executor import LoadFailure, make_executor
-from gym_envs.parsing import parse_action
+from gym_envs.parsing import load_json, parse_action
+from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import Turn
 
 __all__ = ["HELP", "Player", "parse_line", "play"]
@@ -69,7 +69,7 @@ def parse_line(line: str, tool_names: Iterable[str]) -> Any:
     m = _SHORTHAND.match(text)
     if m and (m.group(2) is not None or m.group(1) in names):
         try:
-            args = json.loads(m.group(2)) if m.group(2) else {}
+            args = load_json(m.group(2)) if m.group(2) else {}
         except json.JSONDecodeError as e:
             raise ValueError(f"arguments of {m.group(1)} are not valid JSON: {e.msg} "
                              f"(column {e.colno})") from None
@@ -85,14 +85,14 @@ def parse_line(line: str, tool_names: Iterable[str]) -> Any:
         why = "write name {\"arg\": value} or name(arg=value)"
         if head.group(2) == "{":
             try:
-                json.loads(text[head.end() - 1:])
+                load_json(text[head.end() - 1:])
             except json.JSONDecodeError as e:
                 why = f"its arguments are not valid JSON: {e.msg} (column {head.end() - 1 + e.colno})"
         raise ValueError(f"this looks like a call of {head.group(1)} but does not parse: {why} "
                          "(:end TEXT sends a line as a message)")
     if text[:1] in "{[":
         try:
-            json.loads(text)
+            load_json(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"this looks like a JSON call but is not valid JSON: {e.msg} "
                              "(:end TEXT sends a line as a message)") from None
@@ -102,7 +102,7 @@ def parse_line(line: str, tool_names: Iterable[str]) -> Any:
 def _python_call(text: str) -> dict[str, Any] | None:
     try:
         node = ast.parse(text, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError, ValueError):  # deep or huge input is not a call
         return None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
         return None
@@ -112,7 +112,7 @@ def _python_call(text: str) -> dict[str, Any] | None:
             return None
         try:
             args[kw.arg] = ast.literal_eval(kw.value)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return None
     return {"name": node.func.id, "arguments": args}
 

@@ -16,7 +16,7 @@ their own. A tool's ``parameters`` must be a valid JSON Schema (checked with
 ``jsonschema`` against the schema's own draft, 2020-12 by default), so a typo
 such as ``"type": "strng"`` is refused with the tool and the path.
 
-Nothing here executes the spec; see :mod:`gym_envs.executor` for that.
+Nothing here executes the spec; see :mod:`gym_envs.sandbox` for that.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ from typing import Any
 
 from envgen.validate import oracle_reply
 from gym_envs.env import ToolEnv
-from gym_envs.executor import default_executor
 from gym_envs.parsing import format_tool_call, parse_action
+from gym_envs.sandbox import default_executor
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig, TrainConfig, config_to_dict, to_grpo_config

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_envs.env import ToolEnv, reset_many, step_many
-from gym_envs.executor import CallResult, Executor, default_executor
+from gym_envs.errors import ErrorKind
 from gym_envs.parsing import parse_action
+from gym_envs.sandbox import CallResult, Executor, default_executor
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig
@@ -159,7 +160,8 @@ def env_messages(info: dict[str, Any], obs: str) -> tuple[list[dict[str, Any]], 
         return ([{"role": "user", "content": obs}] if obs else []), True
     msgs = [{"role": "tool", "name": r["name"], "content": CallResult(**r).observation()}
             for r in info.get("tool_results") or []]
-    msgs += [{"role": "tool", "name": "parse_error", "content": json.dumps({"error": e, "type": "ParseError"})}
+    msgs += [{"role": "tool", "name": "parse_error",
+              "content": json.dumps({"error": e, "type": ErrorKind.PARSE_ERROR.value})}
              for e in info.get("parse_errors") or []]
     return msgs, False
 

@@ -48,7 +48,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, default_executor
+from gym_envs.errors import ErrorKind
+from gym_envs.sandbox import Executor, default_executor
 from gym_envs.spec import EnvSpec, naming_problems
 
 __all__ = ["SpecEnvironment", "environment_class", "environment_dataset", "environment_factories",
@@ -154,7 +155,7 @@ def _tool_method(name: str, description: str, parameters: dict[str, Any]) -> Cal
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as e:
-            return json.dumps({"error": f"{name}: {e}", "type": "InvalidArguments"})
+            return json.dumps({"error": f"{name}: {e}", "type": ErrorKind.INVALID_ARGUMENTS.value})
         arguments = {k: v for k, v in bound.arguments.items() if k != "self" and (v is not None or k in required)}
         return self._tool(name, arguments)
 
@@ -171,7 +172,7 @@ def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
     """A :class:`SpecEnvironment` subclass with one typed method per tool of ``spec``.
 
     ``executor``: ``inprocess`` (default: validated specs, the fastest), ``worker`` (isolated) or an
-    :class:`~gym_envs.executor.Executor` to share. A shared executor is resolved once here.
+    :class:`~gym_envs.sandbox.Executor` to share. A shared executor is resolved once here.
     """
     if reward_mode not in ("episode", "turns", "checks"):
         raise ValueError(f"reward_mode must be episode, turns or checks, not {reward_mode!r}")

@@ -123,7 +123,7 @@ def _check_detail(check: Any) -> str:
 
 
 def _dump_tables(spec: EnvSpec, executor: Any, rows: int) -> tuple[dict[str, Any] | None, str | None]:
-    from gym_envs.executor import LoadFailure
+    from gym_envs.sandbox import LoadFailure
 
     try:
         session = executor.session(spec, seed=0)

@@ -251,7 +251,7 @@ def _specs(source: _Source, problems: list[str]) -> list[tuple[EnvSpec, dict[str
 
 def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str | None, gate: str,
            executor: str, rows: int, progress: Callable[[int, int], None] | None) -> SiteSummary:
-    from gym_envs.executor import make_executor
+    from gym_envs.sandbox import make_executor
 
     env = template_env()
     problems: list[str] = []

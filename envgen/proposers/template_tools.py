@@ -14,7 +14,7 @@ Contract (what the validity gate and the near-miss rule rely on):
 * A tool's parameters are exactly its schema's properties; optional ones
   (booleans of a create, list filters) have defaults.
 * The generated code uses only the ``db`` facade, ``ToolError`` and builtins
-  allowed by :mod:`gym_envs.executor` (no imports, no ``_`` names).
+  allowed by :mod:`gym_envs.sandbox` (no imports, no ``_`` names).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Layout of one skill folder::
 
 A skill renders itself at four levels of progressive disclosure (``name``,
 ``summary``, ``rules``, ``full``) for proposer prompts. Its validator runs in
-the sandbox (:mod:`gym_envs.executor`, as a one-tool spec) with the executor's
+the sandbox (:mod:`gym_envs.sandbox`, as a one-tool spec) with the executor's
 limits; a validator that crashes or times out yields a reason, never an
 exception.
 """
@@ -246,7 +246,7 @@ def run_validator(skill: Skill, spec: EnvSpec | dict[str, Any], executor: Any = 
     """Run the skill's validator on a spec in the sandbox; returns problems (empty = fine)."""
     if not skill.validator:
         return []
-    from gym_envs.executor import LoadFailure, default_executor
+    from gym_envs.sandbox import LoadFailure, default_executor
 
     ex = default_executor(executor) if isinstance(executor, str) else executor
     data = spec.model_dump(mode="json") if isinstance(spec, EnvSpec) else spec

@@ -1,6 +1,6 @@
 """Helpers every skill validator can use: prepended to a validator's code before it runs.
 
-Restricted Python (it runs in the sandbox with the validator; see gym_envs.executor). ``spec`` is an
+Restricted Python (it runs in the sandbox with the validator; see gym_envs.sandbox). ``spec`` is an
 environment spec as a plain JSON dict. Defined here: ``split_top``, ``tables`` (table -> columns and
 constraints from ``state.schema_sql``), ``is_numeric``, ``functions`` (top-level function sources of
 ``code``), ``write_tools``, ``tasks_of_kind``, ``all_turns``, ``every_turn``, ``check_text``, ``checks_of``, ``called``.

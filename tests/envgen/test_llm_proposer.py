@@ -82,9 +82,9 @@ def test_builtin_example_passes_the_gate():
 
 
 def test_system_prompt_states_the_sandbox_allow_list():
-    from gym_envs import executor
+    from gym_envs.sandbox import ALLOWED_MODULES
 
-    assert set(ALLOWED_IMPORTS) == {*executor._IMPORT_ALLOW, "random"}
+    assert set(ALLOWED_IMPORTS) == set(ALLOWED_MODULES)
     for phrase in ("underscore", "ToolError", "db.query", "db.execute", "required", "doing nothing fails"):
         assert phrase in SYSTEM_PROMPT
 

@@ -73,7 +73,7 @@ def test_validator_runs_sandboxed():
     problems = run_validator(evil, parse_spec(SPEC))
     assert problems and "import" in problems[0]
     looping = _skill("v-loop", validator="def validate(spec):\n    while True:\n        pass\n")
-    from gym_envs.executor import Limits, make_executor
+    from gym_envs.sandbox import Limits, make_executor
 
     ex = make_executor("worker", limits=Limits(call_timeout_s=0.5))
     try:

@@ -16,9 +16,8 @@ import pytest
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
 from envgen.skills.skill import DISCLOSURE_LEVELS, Skill, load_skill, run_validator
 from envgen.validate import validate_spec
-from gym_envs.executor import WorkerExecutor
+from gym_envs.sandbox import StateDB, WorkerExecutor
 from gym_envs.spec import load_spec
-from gym_envs.state import StateDB
 
 BUILTIN = builtin_skills_dir()
 SKILL_DIRS = sorted(p for p in BUILTIN.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))

@@ -188,7 +188,7 @@ def _run_batched(envs, seeds):
 
 @pytest.mark.parametrize("mode", ["inprocess", "worker"])
 def test_step_many_and_reset_many_equal_one_env_at_a_time(mode):
-    from gym_envs.executor import make_executor
+    from gym_envs.sandbox import make_executor
 
     ex = make_executor(mode, workers=2)  # worker mode: the envs' sessions spread over two workers
     try:
@@ -214,7 +214,7 @@ def test_step_many_and_reset_many_equal_one_env_at_a_time(mode):
 
 def test_many_keeps_going_past_a_failing_env():
     from gym_envs.env import reset_many, step_many
-    from gym_envs.executor import LoadFailure, make_executor
+    from gym_envs.sandbox import LoadFailure, make_executor
 
     broken = {**SPEC, "code": SPEC["code"] + "\nraise ValueError('broken at import')\n"}
     ex = make_executor("worker")
@@ -267,7 +267,7 @@ def test_observation_is_the_calls_observations(env, action):
     """The observation is each call's observation() (one, or a JSON list with the parse errors), as text."""
     import json
 
-    from gym_envs.executor import CallResult
+    from gym_envs.sandbox import CallResult
 
     env.reset(seed=0)
     obs, _, _, _, info = env.step(action)

@@ -23,7 +23,7 @@ from gym_envs.examples import (
     load_all,
     load_example,
 )
-from gym_envs.executor import make_executor
+from gym_envs.sandbox import make_executor
 from gym_envs.spec import CHECK_KINDS, TASK_KINDS, EnvSpec, Task
 
 NAMES = list_examples()

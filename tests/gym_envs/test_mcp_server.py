@@ -10,7 +10,6 @@ episode control and its errors.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,7 +51,6 @@ HOSTILE = {
 
 def _stdio(spec_file: Path) -> StdioServerParameters:
     env = {"PYTHONPATH": str(ROOT)}  # and the pure-Python switch of CI's second runtime pass, when set
-    env.update({k: v for k, v in os.environ.items() if k == "ENVWRIGHT_PURE_PYTHON"})
     return StdioServerParameters(command=sys.executable, args=["-c", LAUNCH, str(spec_file)], env=env,
                                  cwd=str(ROOT))
 

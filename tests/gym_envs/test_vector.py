@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import gym_envs  # noqa: F401  (registers envwright/ToolEnv-v0)
 from gym_envs.env import ToolEnv
-from gym_envs.executor import Executor, WorkerExecutor, make_executor
+from gym_envs.sandbox import Executor, WorkerExecutor, make_executor
 from gym_envs.vector import ToolVectorEnv
 from tests.fixtures.library_spec import SPEC
 from tests.fixtures.trips import counted_trips

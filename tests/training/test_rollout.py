@@ -167,7 +167,7 @@ def test_sync_keeps_processes_in_step(spec: Any, chat: Any, tokenizer: Any) -> N
 def test_worker_rollout_batches_env_work_and_isolates_a_broken_env(spec: Any, chat: Any, tokenizer: Any) -> None:
     """On worker processes every step's tool calls of all episodes go in one round trip per worker
     (step_many), resets likewise (reset_many); a spec that cannot load fails alone, as data."""
-    from gym_envs.executor import WorkerExecutor
+    from gym_envs.sandbox import WorkerExecutor
 
     bad = spec.model_copy(deep=True)
     bad.code = spec.code + "\nraise ValueError('broken at import')\n"

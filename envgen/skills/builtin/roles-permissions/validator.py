@@ -2,7 +2,7 @@
 
 Permissions: grant tables, an acting-user argument, refusals that name the missing right.
 
-Runs sandboxed (restricted Python, see gym_envs.executor); `spec` is the environment
+Runs sandboxed (restricted Python, see gym_envs.sandbox); `spec` is the environment
 spec as a plain JSON dict. Returns a list of problems, each saying what to fix; an empty
 list means the spec has the structure this skill is about. The helpers of
 envgen/skills/validator_helpers.py (tables, functions, write_tools, checks_of, called, ...) are

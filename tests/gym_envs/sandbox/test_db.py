@@ -1,4 +1,4 @@
-"""``gym_envs.state``: the guarded SQLite connection, its episodes and the ``db`` facade."""
+"""``gym_envs.sandbox.db``: the guarded connection, its episodes, its statements and the ``db`` facade."""
 
 from __future__ import annotations
 
@@ -7,19 +7,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gym_envs.state import DbFacade, SqlLimits, StateDB, StateError, quote_identifier, split_sql
+from gym_envs.errors import StateError
+from gym_envs.sandbox import DbFacade, SqlLimits, StateDB
+from gym_envs.sandbox.sqlpolicy import quote_identifier
 
 SCHEMA = """
 CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL);
 CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT);
 CREATE INDEX acct_owner ON acct (owner);
 """
+
+
 SEED = "INSERT INTO acct VALUES (1, 'ann', 100), (2, 'bob', 50);"
+
+
 LIMITS = SqlLimits(statement_timeout_s=0.2)
-_ROOT = Path(__file__).resolve().parents[2]
+
+
+_ROOT = Path(__file__).resolve().parents[3]
 
 
 def template() -> bytes:
@@ -43,31 +52,6 @@ def rw(state: StateDB, sql: str, params: object = ()) -> object:
     return state.run(sql, params, mode="rw", fetch=sql.lstrip().upper().startswith(("SELECT", "WITH")))
 
 
-# -- modes and the authorizer ----------------------------------------------------------------------
-
-def test_setup_mode_creates_tables_only() -> None:
-    state = StateDB(LIMITS)
-    assert state.script(SCHEMA, mode="setup") == 3
-    for bad in ("CREATE VIEW v AS SELECT 1", "CREATE TRIGGER t AFTER INSERT ON acct BEGIN SELECT 1; END",
-                "CREATE TEMP TABLE x (a)", "INSERT INTO acct VALUES (9, 'x', 1)", "DROP TABLE acct"):
-        with pytest.raises(StateError):
-            state.run(bad, mode="setup", fetch=False)
-
-
-@pytest.mark.parametrize("sql", [
-    "CREATE TABLE x (a)", "DROP TABLE acct", "ALTER TABLE acct ADD COLUMN y", "PRAGMA writable_schema = 1",
-    "ATTACH DATABASE ':memory:' AS other", "DETACH DATABASE other", "VACUUM", "VACUUM INTO '/tmp/x.db'",
-    "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT s", "RELEASE episode", "ANALYZE", "REINDEX",
-    "SELECT load_extension('x')", "SELECT random()", "SELECT randomblob(8)", "SELECT total_changes()",
-    "UPDATE sqlite_master SET sql = ''", "DELETE FROM sqlite_sequence",
-    "INSERT INTO temp.envwright_reset (rowid) VALUES (1)", "SELECT * FROM temp.envwright_reset",
-    "SELECT name FROM sqlite_temp_master", "SELECT 1; SELECT 2",
-])
-def test_tool_mode_refuses(db: StateDB, sql: str) -> None:
-    with pytest.raises(StateError):
-        db.run(sql, mode="rw", fetch=False)
-
-
 def test_tool_mode_allows_dml_and_returning(db: StateDB) -> None:
     assert db.run("INSERT INTO acct VALUES (3, 'cy', 1)", mode="rw", fetch=False) == {"rowcount": 1,
                                                                                      "lastrowid": 3}
@@ -77,16 +61,6 @@ def test_tool_mode_allows_dml_and_returning(db: StateDB) -> None:
     assert db.run("WITH c AS (SELECT 3 AS i) DELETE FROM acct WHERE id IN (SELECT i FROM c)", mode="rw",
                   fetch=False)["rowcount"] == 1
     assert db.run("INSERT INTO log (note) VALUES ('x')", mode="rw", fetch=False)["lastrowid"] == 1
-
-
-@pytest.mark.parametrize("sql", [
-    "UPDATE acct SET balance = 0", "DELETE FROM acct", "INSERT INTO acct VALUES (9, 'x', 1)",
-    "WITH c AS (SELECT 1) DELETE FROM acct RETURNING id", "REPLACE INTO acct VALUES (1, 'x', 1)",
-])
-def test_read_only_mode_refuses_writes(db: StateDB, sql: str) -> None:
-    with pytest.raises(StateError):
-        db.run(sql, mode="ro", fetch=True)
-    assert db.run("SELECT count(*) AS n FROM acct", mode="ro", fetch=True) == [{"n": 2}]
 
 
 def test_read_only_view_refuses_a_write_prepared_earlier_in_tool_mode(db: StateDB) -> None:
@@ -109,34 +83,6 @@ def test_host_statements_are_never_served_to_untrusted_sql(db: StateDB) -> None:
     db.reset_episode()
     with pytest.raises(StateError):
         db.run("INSERT OR REPLACE INTO temp.envwright_reset (rowid) VALUES (0)", mode="rw", fetch=False)
-
-
-def test_keyword_filter_sees_through_comments(db: StateDB) -> None:
-    for sql in ("/* c */ VACUUM INTO '/tmp/y.db'", "-- c\n  PRAGMA query_only = 0", "  \n\tATTACH ':memory:' AS x"):
-        with pytest.raises(StateError, match="not allowed"):
-            db.run(sql, mode="rw", fetch=False)
-
-
-# -- limits ----------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("sql", [
-    "SELECT zeroblob(1000000000)",
-    "SELECT length(replace(hex(zeroblob(400000)), '0', 'aaaaaaaaaa'))",
-    "SELECT printf('%.*c', 1000000000, 'x')",
-    "SELECT format('%2000000000d', 1)",
-    "SELECT 'a' LIKE '" + "%a" * 100 + "'",
-])
-def test_value_and_function_blowups_fail_fast(db: StateDB, sql: str) -> None:
-    start = time.perf_counter()
-    with pytest.raises(StateError):
-        db.run(sql, mode="ro", fetch=True)
-    assert time.perf_counter() - start < 1.0
-
-
-def test_printf_still_works(db: StateDB) -> None:
-    rows = db.run("SELECT printf('%.2f|%5d|%s|%%|%.*c', 1.5, 3, 'x', 3, 'y') AS p, format('%x', 255) AS f",
-                  mode="ro", fetch=True)
-    assert rows == [{"p": "1.50|    3|x|%|yyy", "f": "ff"}]
 
 
 def test_recursive_cte_hits_the_statement_deadline(db: StateDB) -> None:
@@ -187,8 +133,6 @@ def test_parameters_are_plain_values(db: StateDB) -> None:
     with pytest.raises(StateError, match="must be a string"):
         db.run(b"SELECT 1", mode="ro", fetch=True)  # type: ignore[arg-type]
 
-
-# -- episodes --------------------------------------------------------------------------------------
 
 def test_reset_restores_the_template_exactly(db: StateDB) -> None:
     before = db.digest()
@@ -242,8 +186,6 @@ def test_interrupted_write_loses_the_transaction_and_blocks_further_sql(db: Stat
     assert db.run("SELECT count(*) AS n FROM acct", mode="ro", fetch=True) == [{"n": 2}]
 
 
-# -- introspection and helpers ---------------------------------------------------------------------
-
 def test_introspection_quotes_identifiers() -> None:
     state = StateDB(LIMITS)
     state.script('CREATE TABLE "we""ird" (a); CREATE TABLE plain (b)', mode="setup")
@@ -265,19 +207,15 @@ def test_table_digests_are_order_independent() -> None:
     assert a.table_digests() == b.table_digests() and a.digest() == b.digest()
 
 
-def test_split_sql() -> None:
-    assert split_sql("INSERT INTO t VALUES ('a;b'); -- c\nINSERT INTO t VALUES (2)") == [
-        "INSERT INTO t VALUES ('a;b');", "-- c\nINSERT INTO t VALUES (2);"]
-    assert split_sql("  ;; -- only a comment\n") == []
-
-
 def test_facade_exposes_only_query_and_execute(db: StateDB) -> None:
-    facade = DbFacade(db, read_only=True, timeout_s=0.5)
+    owner = object()
+    facade = DbFacade(db, read_only=True, timeout_s=0.5, owner=owner)
     assert not hasattr(facade, "__dict__") and repr(facade) == "<db>"
+    db.guard.owner = owner  # what the engine does around a call
     assert facade.query("SELECT 1 AS one") == [{"one": 1}]
     with pytest.raises(StateError, match="read-only"):
         facade.execute("DELETE FROM acct")
-    writable = DbFacade(db, read_only=False, timeout_s=lambda: 0.5)
+    writable = DbFacade(db, read_only=False, timeout_s=0.5, owner=owner)
     assert writable.execute("UPDATE acct SET balance = 3 WHERE id = 1")["rowcount"] == 1
 
 
@@ -296,7 +234,8 @@ def test_no_statement_is_left_unfinished(tmp_path: object) -> None:
     script = f"""
 import sys
 sys.path.insert(0, {str(_ROOT)!r})
-from gym_envs.state import SqlLimits, StateDB, StateError
+from gym_envs.errors import StateError
+from gym_envs.sandbox import SqlLimits, StateDB
 db = StateDB(SqlLimits(max_rows=20))
 db.script("CREATE TABLE t (x)", mode="setup")
 db.script("INSERT INTO t WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100) "
@@ -320,3 +259,50 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
+# -- the guard: owner token, one statement at a time, save and restore ------------------------------------
+
+def test_a_facade_works_only_while_its_owner_token_is_installed(db: StateDB) -> None:
+    mine, other = object(), object()
+    facade = DbFacade(db, read_only=False, timeout_s=0.5, owner=mine)
+    with pytest.raises(StateError, match="only be used during the tool call"):
+        facade.query("SELECT 1 AS one")  # no call running
+    db.guard.owner = other  # another facade's call (another episode on a pooled connection)
+    with pytest.raises(StateError, match="only be used during the tool call"):
+        facade.execute("DELETE FROM acct")
+    db.guard.owner = mine
+    assert facade.query("SELECT count(*) AS n FROM acct") == [{"n": 2}]
+    assert (db.guard.mode, db.guard.deadline, db.guard.busy) == ("host", float("inf"), False)
+
+
+def test_a_nested_statement_cannot_reset_the_guard(db: StateDB) -> None:
+    """The red team's bypass: a statement started while another was being prepared failed, and its
+    cleanup set the guard to host mode with no deadline, so the outer statement skipped the authorizer
+    (``random()`` ran) and its deadline (a CTE ran for 14.7 s). Now the nested statement is refused before
+    it touches the guard, and each statement restores what it replaced."""
+    owner = object()
+    facade = DbFacade(db, read_only=False, timeout_s=0.2, owner=owner)
+    db.guard.owner = owner
+    outer_authorize = db._authorize
+    nested: list[Any] = []
+
+    def authorize(*args: Any) -> int:  # a nested statement from inside the outer one's preparation
+        if not nested:
+            try:
+                nested.append(facade.query("SELECT 1 AS x"))
+            except StateError as e:
+                nested.append(e)
+        return outer_authorize(*args)
+
+    db.conn.set_authorizer(authorize)
+    with pytest.raises(StateError, match="not authorized"):
+        facade.query("SELECT random() AS r")
+    assert isinstance(nested[0], StateError) and "one statement at a time" in str(nested[0])
+    nested.clear()
+    start = time.perf_counter()
+    with pytest.raises(StateError, match="too long"):
+        facade.query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 30000000) "
+                     "SELECT count(*) AS n FROM c")
+    assert time.perf_counter() - start < 2.0
+    assert (db.guard.mode, db.guard.deadline, db.guard.busy) == ("host", float("inf"), False)

@@ -1,51 +1,33 @@
 """The SQLite state of an episode and the ``db`` facade that tool code sees.
 
-Contract (ENVSPEC.md, "Tool code"): generated code never holds a
-``sqlite3.Connection``. It gets a :class:`DbFacade` with two methods,
-``query(sql, params=()) -> list[dict]`` and ``execute(sql, params=()) ->
-{"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
+Contract (ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.Connection``. It gets a
+:class:`DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and ``execute(sql, params=())
+-> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
 
-:class:`StateDB` owns the connection and enforces, for every statement that
-untrusted code prepares:
+:class:`StateDB` owns the connection and applies to every statement of untrusted code the policy of
+:mod:`gym_envs.sandbox.sqlpolicy` (authorizer in modes ``setup``, ``rw`` and ``ro``, function allow-list,
+keyword filter) plus: ``PRAGMA query_only`` while a read-only view runs (SQLite authorizes a statement
+when it is prepared, and the statement cache would otherwise hand a check a write statement the tool
+prepared in ``rw`` mode); a progress-handler deadline; length limits (SQL text, values, LIKE patterns,
+columns, bound variables, result rows and bytes, database pages).
 
-* an SQLite authorizer with modes ``setup`` (``schema_sql``: CREATE TABLE /
-  CREATE INDEX only; ``seed_sql`` runs in ``rw``), ``rw`` (tools: SELECT /
-  INSERT / UPDATE / DELETE) and ``ro`` (checks: reads only). Every mode refuses
-  ATTACH, DETACH, PRAGMA, transactions and savepoints, schema changes outside
-  ``setup``, writes to ``sqlite_*`` tables and to any database but ``main``,
-  reads of ``temp`` (it holds only the host's scratch table), ``load_extension``,
-  and the functions whose result depends on something other than the episode
-  (``random``, ``randomblob``, ``total_changes``);
-* a leading-keyword filter (VACUUM has no authorizer code, so ``VACUUM INTO``
-  is refused by keyword), applied before the statement is prepared;
-* ``PRAGMA query_only`` while a read-only view runs: SQLite authorizes a
-  statement when it is prepared, and the statement cache would otherwise hand
-  a check a write statement the tool prepared in ``rw`` mode;
-* a progress-handler deadline, so a recursive CTE cannot run forever;
-* length limits (SQL text, string/blob values, LIKE patterns, columns, bound
-  variables, result rows and result bytes, database pages), and
-  ``printf``/``format`` widths: SQLite's ``printf('%.*c', 10**9, 'x')`` loops
-  for seconds inside one function call, where no progress handler runs, so the
-  two are overridden by a wrapper that checks the format and then calls the
-  real ``printf`` (the output is SQLite's own).
+The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per
+connection. A statement function refuses to run unless its facade's owner token is the one the engine
+installed for the running call (so a ``db`` works only inside a call of its own episode) and no other
+statement is running on the connection (its mode would be installed: a nested call, from whatever
+callback, is refused before it touches anything); it saves the authorizer mode and deadline, sets its own,
+and restores the saved ones.
 
-Episodes. A connection holds one program's template database and an open
-``SAVEPOINT episode``; :meth:`StateDB.reset_episode` rolls back to it, which
-restores the template page for page (no new connection, no re-parse of the
-schema) and resets the connection's ``last_insert_rowid()`` and ``changes()``
-to a fresh connection's values, so a reused connection is indistinguishable from
-a new one. Tool calls run inside that transaction without a savepoint of their
-own (each statement is atomic; :attr:`StateDB.total_changes` tells whether a
-call wrote); the executor undoes a failed call that wrote by rolling back to
-the episode start and replaying the episode, using :meth:`StateDB.savepoint`
-there. SQLite itself aborts the whole transaction on some errors (an
-interrupted write, out of memory): :attr:`StateDB.lost` then turns true, every
-further statement of untrusted code is refused, and the owner must rebuild the
-episode (the executor reloads the image and replays it).
-
-The host (never untrusted code) uses :meth:`StateDB.host` for savepoints and
-introspection; its statements carry a per-process tag, so untrusted SQL can
-never be served a statement the host prepared without the authorizer.
+Episodes. A connection holds one program's template database and an open ``SAVEPOINT episode``;
+:meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the
+connection's ``last_insert_rowid()`` and ``changes()`` to a fresh connection's values, so a reused
+connection is indistinguishable from a new one. Tool calls run inside that transaction without a
+savepoint of their own (:attr:`StateDB.total_changes` tells whether a call wrote); the engine undoes a
+failed call that wrote by rolling back to the episode start and replaying, using :meth:`StateDB.savepoint`
+there. When SQLite aborts the whole transaction (an interrupted write, out of memory) :attr:`StateDB.lost`
+turns true, every further statement of untrusted code is refused, and the owner rebuilds the episode.
+The host uses :meth:`StateDB.host` for savepoints and introspection; its statements carry a per-process
+tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
 """
 
 from __future__ import annotations
@@ -55,151 +37,69 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
-import re
 import secrets
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DbFacade", "SqlLimits", "StateDB", "StateError", "quote_identifier", "split_sql"]
+from gym_envs.errors import StateError
+from gym_envs.sandbox.limits import SqlLimits
+from gym_envs.sandbox.sqlpolicy import (
+    _FunctionErrors,
+    authorize,
+    install_functions,
+    leading_keyword,
+    quote_identifier,
+    split_sql,
+    state_error,
+)
 
+__all__ = ["DbFacade", "Guard", "StateDB", "digest_of"]
 
-class StateError(Exception):
-    """A statement was refused or failed; the message is safe to show to the agent.
-
-    ``transient`` marks failures that depend on timing or memory (an interrupted
-    statement, an aborted transaction), which a replay cannot be expected to repeat.
-    """
-
-    def __init__(self, message: str, *, transient: bool = False):
-        super().__init__(message)
-        self.transient = transient
-
-
-@dataclass(frozen=True)
-class SqlLimits:
-    """Limits applied to every connection (see module docstring)."""
-
-    max_sql_length: int = 20_000
-    max_value_length: int = 1_000_000
-    max_variables: int = 100
-    max_rows: int = 10_000
-    max_result_bytes: int = 16 << 20  #: bytes of text and blob values one query may return
-    max_columns: int = 100
-    max_like_pattern: int = 100
-    max_db_pages: int = 16_384  # x 4 KiB pages = 64 MiB
-    statement_timeout_s: float = 2.0
-    progress_interval: int = 2_000
-
-
-_C = sqlite3
-_ALWAYS_DENY = frozenset({
-    _C.SQLITE_ATTACH, _C.SQLITE_DETACH, _C.SQLITE_PRAGMA, _C.SQLITE_ANALYZE, _C.SQLITE_REINDEX,
-    _C.SQLITE_CREATE_VTABLE, _C.SQLITE_DROP_VTABLE, _C.SQLITE_TRANSACTION, _C.SQLITE_SAVEPOINT,
-    _C.SQLITE_CREATE_TRIGGER, _C.SQLITE_CREATE_TEMP_TRIGGER, _C.SQLITE_CREATE_VIEW,
-    _C.SQLITE_CREATE_TEMP_VIEW, _C.SQLITE_CREATE_TEMP_TABLE, _C.SQLITE_CREATE_TEMP_INDEX,
-    _C.SQLITE_DROP_TABLE, _C.SQLITE_DROP_INDEX, _C.SQLITE_DROP_TRIGGER, _C.SQLITE_DROP_VIEW,
-    _C.SQLITE_DROP_TEMP_TABLE, _C.SQLITE_DROP_TEMP_INDEX, _C.SQLITE_DROP_TEMP_TRIGGER,
-    _C.SQLITE_DROP_TEMP_VIEW, _C.SQLITE_ALTER_TABLE,
-})
-_SETUP_ONLY = frozenset({_C.SQLITE_CREATE_TABLE, _C.SQLITE_CREATE_INDEX})
-_WRITES = frozenset({_C.SQLITE_INSERT, _C.SQLITE_UPDATE, _C.SQLITE_DELETE})
-_DENIED_FUNCTIONS = frozenset({"load_extension", "random", "randomblob", "readfile", "writefile", "edit",
-                               "fts3_tokenizer", "sqlite_offset", "total_changes"})
 _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 _ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
-_LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.S)
-_WORD = re.compile(r"[A-Za-z]+")
-_PRIMITIVES = (str, int, float, bytes, type(None))
 _EXACT = frozenset({str, int, float, bytes, bool, type(None)})
-_HOST_TAG = f"/* envwright host {secrets.token_hex(8)} */ "
+_HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in untrusted SQL
+_HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
 _KW_CACHE_MAX = 4096
-_PRINTF_SPEC = re.compile(r"%([-+ 0#,!]*)(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.S)
-_MAX_PRINTF_WIDTH = 10_000
 _SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
 _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
+_TABLE_NAMES = _HOST_TAG + "SELECT lower(name) FROM sqlite_master WHERE type = 'table'"
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
 _clock = time.perf_counter
+_NOT_IN_CALL = ("db can only be used during the tool call (or check) it was passed to, not after it, nor "
+                "from another episode")
+_BUSY = "db is already running a statement; one statement at a time"
 
 
-def _load_speedups() -> Any:
-    """The C versions of the hot paths (``gym_envs/_speedups.c``), or ``None``.
+class Guard:
+    """What one connection's authorizer and progress handler read, and the cursor of untrusted statements."""
 
-    They are built at install time when a C compiler is at hand (an optional extension) and used
-    unless ``ENVWRIGHT_PURE_PYTHON`` is set to something other than ``0``. Each has a pure-Python twin
-    in this package that stays the reference; the tests compare the two.
-    """
-    if os.environ.get("ENVWRIGHT_PURE_PYTHON", "0") not in ("", "0"):
-        return None
-    try:
-        from gym_envs import _speedups
-    except ImportError:
-        return None
-    return _speedups
-
-
-#: ``gym_envs._speedups`` or ``None``; read when a statement function or argument check is built
-speedups = _load_speedups()
-
-
-def _leading_keyword(sql: str) -> str:
-    rest = _LEADING_NOISE.sub("", sql, count=1)
-    m = _WORD.match(rest)
-    return m.group(0).upper() if m else ""
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as an SQL identifier (double quotes, embedded quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
-
-
-def split_sql(script: str) -> list[str]:
-    """Split a script into complete statements (string literals with ';' are respected)."""
-    out: list[str] = []
-    buf = ""
-    for piece in script.split(";"):
-        buf += piece + ";"
-        if sqlite3.complete_statement(buf):
-            stmt = buf.strip()
-            if stmt.strip(";").strip() and _LEADING_NOISE.sub("", stmt).strip(";").strip():
-                out.append(stmt)
-            buf = ""
-    tail = buf[:-1].strip()  # the last piece got a ';' it did not have
-    if tail and _LEADING_NOISE.sub("", tail).strip():
-        out.append(tail)
-    return out
-
-
-class _Guard:
-    """What one connection's authorizer and progress handler read, and the cursor of untrusted statements.
-
-    The pure-Python twin of ``_speedups.Guard`` (same attributes and methods): the statement functions
-    set ``mode`` and ``deadline`` around each statement and read the rest.
-    """
-
-    __slots__ = ("cursor", "deadline", "episode", "mode", "query_only")
+    __slots__ = ("cursor", "deadline", "episode", "mode", "owner", "query_only")
 
     def __init__(self) -> None:
-        self.mode = "host"  #: the authorizer mode: host, setup, rw or ro
+        self.mode = "host"  #: the authorizer mode: setup, rw or ro while an untrusted statement runs, else host
         self.cursor: Any = None  #: runs untrusted statements; never left holding an unfinished one
-        self.deadline = _NEVER  #: on the clock of now(); a running statement is interrupted after it
+        self.deadline = _NEVER  #: on the clock of :func:`time.perf_counter`: a running statement stops after it
         self.query_only = False  #: PRAGMA query_only is on
         self.episode = False  #: an episode savepoint is open
+        self.owner: object | None = None  #: the token of the facade whose call is running
 
-    now = staticmethod(_clock)
+    @property
+    def busy(self) -> bool:
+        """An untrusted statement is running on the connection (its mode is installed)."""
+        return self.mode != "host"
 
     def progress(self) -> int:
-        """The progress handler: 1 (interrupt) once :meth:`now` is past ``deadline``, else 0."""
+        """The progress handler: 1 (interrupt) once the clock is past ``deadline``, else 0."""
         return 1 if _clock() > self.deadline else 0
 
 
@@ -210,15 +110,16 @@ class StateDB:
         self.limits = limits or SqlLimits()
         self._max_rows, self._max_bytes = self.limits.max_rows, self.limits.max_result_bytes
         self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._speedups = speedups  # the C twins, or None: chosen once per connection
-        self.guard = speedups.Guard() if speedups is not None else _Guard()
+        self.guard = Guard()
+        self._function_errors = _FunctionErrors()
         self._savepoint = False  # a call savepoint is open
-        self._printf_conn: sqlite3.Connection | None = None
+        self._native_conn: sqlite3.Connection | None = None
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
-        self._facades: tuple[float, DbFacade, DbFacade] | None = None
+        self._readable: set[str] = set()  # lower-cased names of the schema's tables
         self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
         self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]], tuple[str, ...]]] = {}
         # statement text -> (rows that need no counting, row builder, column names)
+        self._run_owner = object()  # the owner token of run()'s statements
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._configure()
         self.guard.cursor = self.conn.cursor()
@@ -240,51 +141,26 @@ class StateDB:
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA temp_store = MEMORY")  # sorts and temporary b-trees never touch the disk
         c.execute(f"CREATE TEMP TABLE {_RESET_TABLE} (x)")
-        for name in ("printf", "format"):  # SQLite's own, minus widths that loop for seconds
-            c.create_function(name, -1, self._printf, deterministic=True)
+        install_functions(c, self._native, lim.max_format_width, self._function_errors)
         c.set_authorizer(self._authorize)
         c.set_progress_handler(self.guard.progress, lim.progress_interval)
+
+    def _native(self) -> sqlite3.Connection:
+        """A private connection with SQLite's own functions (for checked printf and date calls)."""
+        if self._native_conn is None:
+            self._native_conn = sqlite3.connect(":memory:", check_same_thread=False)
+            self._native_conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_length)
+        return self._native_conn
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None, dbname: str | None,
                    trigger: str | None) -> int:
         mode = self.guard.mode
         if mode == "host":
             return sqlite3.SQLITE_OK
-        if action in _ALWAYS_DENY:
-            if action == sqlite3.SQLITE_REINDEX and mode == "setup":  # CREATE INDEX builds the index
-                return sqlite3.SQLITE_OK
-            return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION:
-            return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
-        if action in _SETUP_ONLY:
-            return sqlite3.SQLITE_OK if mode == "setup" and dbname == "main" else sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_READ and dbname == "temp":  # the host's scratch table
-            return sqlite3.SQLITE_DENY
-        if action in _WRITES:
-            if mode == "ro" or dbname != "main":
-                return sqlite3.SQLITE_DENY
-            if mode != "setup" and (arg1 or "").lower().startswith("sqlite_"):
-                return sqlite3.SQLITE_DENY
-            return sqlite3.SQLITE_OK
-        return sqlite3.SQLITE_OK
+        return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
-    def _printf(self, *args: Any) -> Any:
-        """``printf``/``format`` with widths and precisions capped at ``_MAX_PRINTF_WIDTH``.
-
-        SQLite's ``printf('%.*c', 1000000000, 'x')`` spends tens of seconds inside one function
-        call, where the progress handler never runs; the call is checked here and then handed to
-        SQLite's real ``printf`` on a private connection, so the output is unchanged.
-        """
-        if not args:
-            return None
-        fmt = args[0]
-        if isinstance(fmt, str) and "%" in fmt:
-            _check_printf(fmt, args[1:])
-        if self._printf_conn is None:
-            self._printf_conn = sqlite3.connect(":memory:", check_same_thread=False)
-            self._printf_conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_length)
-        sql = "SELECT printf(" + ",".join("?" * len(args)) + ")"
-        return self._printf_conn.execute(sql, args).fetchone()[0]
+    def _refresh_tables(self) -> None:
+        self._readable = {r[0] for r in self._host.execute(_TABLE_NAMES).fetchall()}
 
     # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
@@ -301,6 +177,7 @@ class StateDB:
         self._drop_cursor()
         self.conn.deserialize(image)
         self.conn.execute(_HOST_TAG + f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
+        self._refresh_tables()
 
     def open_episode(self) -> None:
         """Start an episode on the current content: everything after this can be rolled back."""
@@ -330,14 +207,6 @@ class StateDB:
         self._host.execute(_RESET_ROWID)
         self._host.execute(_RESET_CHANGES)
         self._counters_at = self.conn.total_changes
-
-    def facades(self, timeout_s: float) -> tuple[DbFacade, DbFacade]:
-        """The read-write and read-only :class:`DbFacade` of this connection (cached: they hold no
-        state and cannot be written, so episodes on this connection can share them)."""
-        if self._facades is None or self._facades[0] != timeout_s:
-            self._facades = (timeout_s, DbFacade(self, read_only=False, timeout_s=timeout_s),
-                             DbFacade(self, read_only=True, timeout_s=timeout_s))
-        return self._facades[1], self._facades[2]
 
     @property
     def lost(self) -> bool:
@@ -379,7 +248,9 @@ class StateDB:
         sql = str.__str__(sql)  # a subclass is copied once, so its methods cannot change the text later
         if len(sql) > self.limits.max_sql_length:
             raise StateError(f"sql is too long ({len(sql)} > {self.limits.max_sql_length} characters)")
-        kw = _leading_keyword(sql)
+        if _HOST_MARK in sql:
+            raise StateError(f"sql may not contain {_HOST_MARK!r} (it marks the host's own statements)")
+        kw = leading_keyword(sql)
         if kw not in _ALLOWED[mode]:
             raise StateError(f"statement {kw or sql[:20]!r} is not allowed here; "
                              f"use one of {sorted(_ALLOWED[mode])}")
@@ -394,44 +265,37 @@ class StateDB:
             admitted.clear()
         self._shapes.clear()
 
-    def run(self, sql: str, params: Any = (), *, mode: str, fetch: bool,
-            timeout_s: float | None = None) -> Any:
-        """Run one statement of untrusted code in ``mode`` (``setup``, ``rw``, ``ro``).
-
-        Returns the rows as a list of dicts when ``fetch``, else ``{"rowcount", "lastrowid"}``.
-        """
+    def run(self, sql: str, params: Any = (), *, mode: str, fetch: bool, timeout_s: float | None = None) -> Any:
+        """Run one statement of untrusted code in ``mode`` (``setup``, ``rw``, ``ro``), for the host (schema
+        and seed scripts, ``sql`` checks). Returns the rows as a list of dicts when ``fetch``, else
+        ``{"rowcount", "lastrowid"}``."""
         key = (mode, fetch, timeout_s or self.limits.statement_timeout_s)
         fn = self._statements.get(key)
         if fn is None:
-            fn = self._statements[key] = self.statement(mode, fetch=fetch, timeout_s=key[2])
-        return fn(sql, params)
-
-    def statement(self, mode: str, *, fetch: bool, timeout_s: float) -> Callable[..., Any]:
-        """A function ``(sql, params=()) -> result`` that runs one statement of untrusted code in ``mode``.
-
-        It does what :meth:`run` describes, with everything that does not change between statements
-        (the mode's cache of admitted statements, the limits) bound once: the facades keep one per
-        method. Every guard of the module docstring applies to every statement. With
-        :data:`speedups`, the function is its C twin (``_speedups.Statement``), which runs the same steps
-        and calls back into this object for everything but the common case.
-        """
-        if mode not in _ALLOWED:
-            raise ValueError(f"unknown mode {mode!r}")
-        if self._speedups is not None:
-            return self._statement_c(mode, fetch, float(timeout_s))
-        return self._statement_py(mode, fetch, float(timeout_s))
-
-    def _statement_py(self, mode: str, fetch: bool, seconds: float) -> Callable[..., Any]:
-        """:meth:`statement`'s function in Python (the reference for the C twin)."""
-        state = self
+            fn = self._statements[key] = self.statement(mode, fetch=fetch, timeout_s=key[2], owner=self._run_owner)
         guard = self.guard
-        conn = self.conn
-        admitted = self._admitted[mode].get
+        saved, guard.owner = guard.owner, self._run_owner
+        try:
+            return fn(sql, params)
+        finally:
+            guard.owner = saved
+
+    def statement(self, mode: str, *, fetch: bool, timeout_s: float, owner: object) -> Callable[..., Any]:
+        """A function ``(sql, params=()) -> result`` that runs one statement of untrusted code in ``mode``
+        while ``owner`` is the connection's owner token (:attr:`Guard.owner`). Everything that does not
+        change between statements (the mode's cache of admitted statements, the limits) is bound once; it is
+        the hot path of every ``db`` call, so the constants it reads are closure variables too."""
+        state, guard, conn = self, self.guard, self.conn
+        admitted = self._admitted_cache(mode).get
         shape_of = self._shapes.get
         max_vars = self.limits.max_variables
         read_only = mode == "ro"
+        seconds = float(timeout_s)
+        clock, exact, chunk = _clock, _EXACT, _CHUNK
 
         def run(sql: Any, params: Any = ()) -> Any:
+            if guard.owner is not owner or guard.mode != "host":  # refused before the guard is touched
+                raise StateError(_NOT_IN_CALL if guard.owner is not owner else _BUSY)
             kw = admitted(sql) if sql.__class__ is str else None
             if kw is None:
                 sql, kw = state._admit(sql, mode)
@@ -439,7 +303,7 @@ class StateDB:
                 params = _check_params(params, max_vars)
             else:
                 for v in params:
-                    if v.__class__ not in _EXACT:  # subclasses are stripped
+                    if v.__class__ not in exact:  # subclasses are stripped, anything else refused
                         params = _check_params(params, max_vars)
                         break
             if read_only is not guard.query_only:
@@ -448,15 +312,16 @@ class StateDB:
                 raise StateError("the episode's transaction was aborted by an earlier error; no further "
                                  "statements run in this call", transient=True)
             cur = guard.cursor
+            saved_mode, saved_deadline = guard.mode, guard.deadline
             guard.mode = mode
-            guard.deadline = _clock() + seconds
+            guard.deadline = clock() + seconds
             try:
                 if fetch:
-                    rows = cur.execute(sql, params).fetchmany(_CHUNK)
+                    rows = cur.execute(sql, params).fetchmany(chunk)
                     small, build, _ = shape_of(sql) or state._shape(sql, cur)
-                    if len(rows) <= small:  # the whole result, and too small for the limits: no counting
-                        return [build(rows[0])] if len(rows) == 1 else list(map(build, rows))
-                    return state._rows(cur, build, rows)
+                    # the whole result, and too small for the limits: no counting
+                    return ([build(rows[0])] if len(rows) == 1 else list(map(build, rows))) if len(rows) <= small \
+                        else state._rows(cur, build, rows)
                 if kw == "WITH":
                     return state._execute_with(cur, sql, params)
                 cur.execute(sql, params)
@@ -464,25 +329,25 @@ class StateDB:
                     state._drop_cursor()
                 return {"rowcount": cur.rowcount, "lastrowid": cur.lastrowid}
             except BaseException as e:
-                state._drop_cursor()  # it may hold an unfinished statement
-                if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
-                    raise _state_error(e) from None
-                raise
+                raise state._failed(e) from None
             finally:
-                guard.mode = "host"
-                guard.deadline = _NEVER
+                guard.mode = saved_mode
+                guard.deadline = saved_deadline
 
         return _named(run, "query" if fetch else "execute")
 
-    def _statement_c(self, mode: str, fetch: bool, seconds: float) -> Callable[..., Any]:
-        """:meth:`statement`'s function as ``_speedups.Statement``: the common case in C, the rest through
-        these hooks (the same methods the Python function calls)."""
-        hooks = (self._admit, _check_params, self._set_query_only, self._shape, self._rows, self._execute_with,
-                 self._drop_cursor, _state_error, StateError, (sqlite3.Error, sqlite3.Warning, MemoryError))
-        name = "query" if fetch else "execute"
-        return self._speedups.Statement(name, self.guard, self.conn,  # type: ignore[no-any-return]
-                                        self._admitted[mode], self._shapes, mode, fetch, mode == "ro", seconds,
-                                        self.limits.max_variables, _CHUNK, hooks)
+    def _admitted_cache(self, mode: str) -> dict[str, str]:
+        if mode not in _ALLOWED:
+            raise ValueError(f"unknown mode {mode!r}")
+        return self._admitted[mode]
+
+    def _failed(self, e: BaseException) -> BaseException:
+        """After a statement raised ``e``: the cursor is replaced (it may hold an unfinished statement); the
+        exception to raise is a :class:`StateError` for SQLite's own errors, else ``e`` itself."""
+        self._drop_cursor()
+        if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
+            return state_error(e, self._function_errors)
+        return e
 
     def _drop_cursor(self) -> None:
         """Replace the cursor of untrusted statements, so its statement (if unfinished) is reset now."""
@@ -494,9 +359,8 @@ class StateDB:
     def _shape(self, sql: str, cur: sqlite3.Cursor) -> tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]],
                                                              tuple[str, ...]]:
         """``(small, build, cols)`` for ``sql``, just executed on ``cur``: ``build`` turns a row into its dict
-        keyed by the column names ``cols``;
-        a whole result of at most ``small`` rows is under the row and byte limits without counting
-        (SQLite refuses any value longer than ``max_value_length``, SQLITE_LIMIT_LENGTH)."""
+        keyed by the column names ``cols``; a whole result of at most ``small`` rows is under the row and
+        byte limits without counting (SQLite refuses any value longer than ``max_value_length``)."""
         cols = tuple(d[0] for d in cur.description or ())
         small = min(_CHUNK - 1, self._max_rows,
                     self._max_bytes // max(1, self.limits.max_value_length * len(cols)))
@@ -504,7 +368,8 @@ class StateDB:
         return shape
 
     def _execute_with(self, cur: sqlite3.Cursor, sql: str, params: Any) -> dict[str, Any]:
-        # Python reports no rowcount for WITH ... UPDATE/DELETE; the change counter does
+        """``db.execute`` of a ``WITH`` statement: Python reports no rowcount for WITH ... UPDATE/DELETE, the
+        change counter does."""
         before = self.conn.total_changes
         cur.execute(sql, params)
         rowcount = cur.rowcount if cur.rowcount >= 0 else self.conn.total_changes - before
@@ -541,6 +406,9 @@ class StateDB:
                 self.run(stmt, (), mode=mode, fetch=False, timeout_s=max(2.0, self.limits.statement_timeout_s))
             except StateError as e:
                 raise StateError(f"statement {i + 1} ({stmt[:60]!r}...): {e}") from None
+            finally:
+                if mode == "setup":
+                    self._refresh_tables()
         return len(stmts)
 
     def host(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -549,17 +417,21 @@ class StateDB:
 
     # -- introspection ------------------------------------------------------------------------
     def tables(self) -> list[str]:
+        """The schema's tables, by name."""
         rows = self.host("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
                          "ORDER BY name")
         return [r[0] for r in rows]
 
     def columns(self, table: str) -> list[str]:
+        """The column names of ``table``."""
         return [r[1] for r in self.host("SELECT * FROM pragma_table_info(?)", (table,))]
 
     def row_counts(self) -> dict[str, int]:
+        """Rows per table."""
         return {t: self.host(f"SELECT count(*) FROM {quote_identifier(t)}")[0][0] for t in self.tables()}
 
     def table_rows(self, table: str) -> list[list[Any]]:
+        """Every row of ``table``, in a canonical order."""
         rows = [list(r) for r in self.host(f"SELECT * FROM {quote_identifier(table)}")]
         rows.sort(key=lambda r: json.dumps(r, default=_b64, sort_keys=True))
         return rows
@@ -580,52 +452,32 @@ class StateDB:
         return out
 
     def digest(self) -> str:
-        blob = json.dumps(sorted(self.table_digests().items()))
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """SHA-256 of every table's digest."""
+        return digest_of(self.table_digests())
+
+    def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
+        """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON."""
+        known = self.tables()
+        counts = self.row_counts()
+        out = {}
+        for t in tables or known:
+            if t in known:
+                rows = self.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
+                out[t] = {"columns": self.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
+        return json.loads(json.dumps(out, default=repr))  # type: ignore[no-any-return]
 
     def close(self) -> None:
+        """Close the connections."""
         self.guard.cursor.close()
         self._host.close()
         self.conn.close()
-        if self._printf_conn is not None:
-            self._printf_conn.close()
+        if self._native_conn is not None:
+            self._native_conn.close()
 
 
-def _check_printf(fmt: str, args: tuple[Any, ...]) -> None:
-    i = 0  # the argument a '*' or a conversion consumes next
-    for m in _PRINTF_SPEC.finditer(fmt):
-        if m.group(4) == "%":
-            continue
-        for part in (m.group(2), m.group(3)):
-            if part == "*":
-                n = args[i] if i < len(args) else 0
-                i += 1
-                if isinstance(n, int | float) and abs(n) > _MAX_PRINTF_WIDTH:
-                    raise ValueError("printf width or precision too large")
-            elif part and int(part) > _MAX_PRINTF_WIDTH:
-                raise ValueError("printf width or precision too large")
-        i += 1
-
-
-def _state_error(e: sqlite3.Error | sqlite3.Warning | MemoryError) -> StateError:
-    if isinstance(e, MemoryError):
-        return StateError("out of memory", transient=True)
-    msg = str(e)
-    if isinstance(e, sqlite3.Warning):  # e.g. "You can only execute one statement at a time."
-        return StateError(msg)
-    if "user-defined function raised exception" in msg:
-        return StateError(f"printf/format width or precision larger than {_MAX_PRINTF_WIDTH}")
-    if msg == "not authorized":
-        return StateError("not authorized: the statement does something this view does not allow")
-    if "interrupted" in msg:
-        return StateError("statement took too long and was interrupted", transient=True)
-    if "out of memory" in msg:
-        return StateError("out of memory", transient=True)
-    if "not authorized" in msg or "prohibited" in msg:
-        return StateError(f"not authorized: {msg}")
-    if "readonly database" in msg:
-        return StateError("not authorized: this database view is read-only")
-    return StateError(msg)
+def digest_of(tables: dict[str, str]) -> str:
+    """The state's digest: SHA-256 of its tables' digests, in name order."""
+    return hashlib.sha256(json.dumps(sorted(tables.items())).encode()).hexdigest()
 
 
 def _b64(v: Any) -> str:
@@ -646,10 +498,18 @@ def _row_builder(cols: tuple[str, ...]) -> Callable[[tuple[Any, ...]], dict[str,
     return names["build"]  # type: ignore[no-any-return]
 
 
+_RENAMED: dict[tuple[Any, str], Any] = {}  #: (code object, name) -> the code object renamed (made once)
+
+
 def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fn`` named ``db.<name>`` for the messages tool code sees (``db.query() takes from 1 to 2
-    positional arguments ...``); Python words those from the code object."""
-    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
+    positional arguments ...``); Python words those from the code object (renamed once per name, as every
+    episode's facade makes its functions afresh)."""
+    key = (fn.__code__, name)
+    code = _RENAMED.get(key)
+    if code is None:
+        code = _RENAMED[key] = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
+    fn.__code__ = code
     fn.__name__, fn.__qualname__ = name, f"db.{name}"
     return fn
 
@@ -689,15 +549,15 @@ def _plain(v: Any) -> Any:
 class DbFacade:
     """The ``db`` object that tool and check code receive.
 
-    It holds its :class:`StateDB` in a closure, not an attribute, so restricted
-    code (which cannot touch ``_``-names anyway) has nothing to reach through.
+    It holds its :class:`StateDB` in closures, not attributes, so restricted code (which cannot touch
+    ``_``-names anyway) has nothing to reach through. Its statements run only while ``owner`` is the
+    connection's owner token: the engine installs it for the duration of each call of the facade's episode.
     """
 
     __slots__ = ("execute", "query")
 
-    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float | Callable[[], float]):
-        seconds = timeout_s() if callable(timeout_s) else float(timeout_s)
-        self.query = state.statement("ro" if read_only else "rw", fetch=True, timeout_s=seconds)
+    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float, owner: object):
+        self.query = state.statement("ro" if read_only else "rw", fetch=True, timeout_s=timeout_s, owner=owner)
         if read_only:
             def execute(sql: str, params: Any = ()) -> dict[str, Any]:
                 """Refused: checks read the state, they never write it."""
@@ -705,7 +565,7 @@ class DbFacade:
 
             self.execute = _named(execute, "execute")
         else:
-            self.execute = state.statement("rw", fetch=False, timeout_s=seconds)
+            self.execute = state.statement("rw", fetch=False, timeout_s=timeout_s, owner=owner)
 
     def __repr__(self) -> str:
         return "<db>"

@@ -1,0 +1,162 @@
+"""The sandbox: runs a spec's tool code and checks, in-process or in isolated worker processes.
+
+Threat model
+============
+The ``code`` of an :class:`~gym_envs.spec.EnvSpec` and its ``python`` checks are written by a model and
+are **untrusted**; so are the agent's tool-call arguments. The host (trainer, generator, evaluator) is
+trusted, and so is what it passes in; a worker's replies are treated as untrusted (size-capped, parsed as
+plain JSON, any failure is a crashed worker). One pure-Python implementation enforces all of it; each
+property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per module below). We defend:
+
+1. **Confidentiality and integrity of the host.** Code is compiled with RestrictedPython under a policy
+   (:mod:`~gym_envs.sandbox.guards`) that rejects ``_``-names (also as positional-only, keyword-only and
+   ``*`` parameters), ``except*``, ``yield`` and the frame/code/traceback attributes; class statements
+   fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses ``_``-names, those attributes,
+   ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and ``register``
+   on ABCs. Builtins are a curated set without ``type``, ``globals``, ``vars``, ``eval``, ``exec``,
+   ``compile``, ``open``, ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that
+   hands out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and
+   immutable constants, never a module, a mutable module-level container or shared mutable state;
+   functions that would bypass the guards or reach process-wide state are replaced or left out. Views
+   cannot be written (``_write_`` refuses attribute writes on anything but the code's own dicts and lists).
+   SQL (:mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db`) is allowed, not filtered: the
+   authorizer allows reads and writes of the schema's own tables, ``CREATE TABLE``/``INDEX`` at setup, and
+   calls of an allow-list of SQL functions, and denies every other action, table and function whatever the
+   SQLite build compiles in (``sqlite_stmt``, ``dbstat``, ``fts3_tokenizer``...); every function off the list
+   is also replaced on the connection by one that refuses, so a column's ``DEFAULT`` (which the authorizer
+   never sees) cannot call it either. Untrusted SQL may not contain the host statements' tag.
+2. **Spec code runs only inside its own call.** A ``db`` facade works only while the engine runs a call
+   (or check) of its own episode: every statement checks the connection's owner token, which the engine
+   installs around each piece of spec code and removes after it. A statement started while another runs
+   on the connection is refused before it touches the guard state, and each statement saves and
+   restores the authorizer mode and deadline it replaces, so nothing can leave a connection in host mode
+   or without a deadline. No spec code runs at an arbitrary moment: there are no class statements (so no
+   ``__del__``) and no ``yield``. We forbid generator functions rather than collecting garbage at each call
+   boundary, because a collection there would still run one episode's abandoned generator inside another
+   episode's call (charged to that call's deadline, its outcome depending on when the collector ran) and
+   would cost a full collection per call; generator expressions stay, because their frames hold no
+   handlers, so freeing one runs no spec code.
+3. **What spec code computes depends only on its episode.** Every episode re-executes the compiled module
+   in fresh globals over builtins it cannot reach, gets its database back in the template's exact state
+   (connections are pooled per program; a reset is a rollback to the episode savepoint) with
+   ``last_insert_rowid()``/``changes()`` reset, and its own ``random`` (seeded from the episode seed; it
+   cannot be re-seeded from entropy). Nothing reachable reads the clock, entropy, the host's time zone or a
+   process-wide random generator, or writes process state: ``datetime``'s ``now``/``today``/``utcnow`` are
+   refused, ``fromtimestamp``/``astimezone``/``timestamp`` need an explicit tzinfo, ``strftime`` (and an
+   f-string's format spec, compiled through ``_format_``) refuses ``%s``, ``time.strftime`` needs its time
+   tuple and refuses ``%z``/``%Z`` too, ``statistics.NormalDist.samples`` and ``Random.seed`` need a seed,
+   ``re`` refuses ``re.DEBUG`` (it printed to the host's stdout) and leaves out ``purge``,
+   ``functools.total_ordering`` (it writes the class it is given) is left out, SQL's date functions refuse
+   ``'now'``, ``'localtime'`` and ``'utc'``, and ``random()`` and ``current_*`` are refused. An episode that
+   imports ``decimal`` computes in the sandbox's own context, never the host thread's (whose precision the
+   host may set, and whose flags would collect the spec's). An audit test
+   (``tests/gym_envs/sandbox/test_audit.py``) walks every attribute reachable from the builtins and the
+   module views, judges the code behind each (transitively, Python by the globals it loads, C by a table)
+   and fails on anything that reaches such state and is not listed there as harmless with its reason (the
+   memo of compiled regular expressions, constant tables). Arguments enter and results leave as plain JSON
+   values (copied, subclasses stripped, nesting capped), so a ``python`` check passes only when it returns
+   the real ``True``.
+4. **Availability.** In **worker** mode (the default) code runs in a separate process (which imports only
+   this package and :mod:`gym_envs.errors`) with rlimits (CPU seconds per request, address space, open
+   files, processes, file size 0, no core dumps, an SQLite heap limit), a per-request wall-clock timeout
+   enforced by the parent (which kills the worker, starts a fresh one and replays the surviving episodes'
+   logged calls, so they continue), an in-worker timer for cheap recovery from Python loops (it re-fires,
+   so a ``finally:`` loop is interrupted too; C code that ignores signals is left to the parent's timeout
+   or RLIMIT_CPU), a low recursion limit, capped ``print`` output, capped result and exception text, and its
+   stdin/stdout moved off the protocol pipes. SQL runs under a progress-handler deadline, length, row and
+   result-size limits, and ``printf``/``format`` widths and precisions capped for any argument type (the
+   call runs SQLite's own code on a canonical format whose widths are checked literals). Arithmetic that
+   could allocate without bound (``'a' * 10**10``, ``10**10**8``, huge shifts) is checked before it runs,
+   in both modes. Action parsing (:mod:`gym_envs.parsing`) never raises: deep or huge actions become
+   parse errors.
+5. **Reward integrity.** Checks run on a read-only view after the turn (authorizer in ``ro`` mode plus
+   ``PRAGMA query_only``) and only JSON crosses back. The state always equals the replay of the episode's
+   logged calls (successes, and failures that a replay reproduces): a call that fails after writing is
+   undone by rolling back to the episode start and replaying the log, and an episode whose transaction
+   SQLite aborted is rebuilt from the image the same way.
+
+Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite
+loop, a catastrophic regular expression, a C-level CPU burner (``math.factorial(10**8)``,
+``hashlib.pbkdf2_hmac`` with 10**9 rounds, one SQLite function call over a megabyte such as an ``instr`` or
+a LIKE with a 100-character pattern) or a memory bomb that evades the arithmetic guard (``'x'.ljust(10**10)``,
+an f-string width) can stall or exhaust the host. Use it only for trusted or already-validated specs. The
+worker mode's limits are per request, so a worker's own memory is shared by the episodes it holds. A tool
+that writes exactly the rows a check looks for is judged by state: that is correct (the checks define the
+task), not a hack. Set iteration order of strings depends on the hash seed (workers run with
+``PYTHONHASHSEED=0``); the locale is the process's (the C locale unless host code changes it), and
+``datetime.strptime``'s ``%Z`` matches the names of the process's time zone (workers inherit the host's
+``TZ``). Timing (a call that times out in one run may not in another) is not deterministic.
+
+Layout
+======
+:mod:`~gym_envs.sandbox.guards` (compilation and run-time guards), :mod:`~gym_envs.sandbox.modules`
+(builtins and module views), :mod:`~gym_envs.sandbox.sqlpolicy` and :mod:`~gym_envs.sandbox.db` (the SQL
+policy, the connection and the ``db`` facade), :mod:`~gym_envs.sandbox.values` and
+:mod:`~gym_envs.sandbox.arguments` (plain JSON, argument checks), :mod:`~gym_envs.sandbox.engine` and
+:mod:`~gym_envs.sandbox.checks` (the engine), :mod:`~gym_envs.sandbox.host` and
+:mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol`
+and :mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
+"""
+
+from __future__ import annotations
+
+import os
+
+from gym_envs.errors import ErrorKind, LoadFailure, ToolError
+from gym_envs.sandbox.arguments import validate_arguments
+from gym_envs.sandbox.db import DbFacade, StateDB
+from gym_envs.sandbox.engine import Engine
+from gym_envs.sandbox.guards import compile_code
+from gym_envs.sandbox.host import CallResult, CheckResult, Executor, Session, program_request
+from gym_envs.sandbox.inprocess import InProcessExecutor
+from gym_envs.sandbox.limits import Limits, SqlLimits
+from gym_envs.sandbox.modules import ALLOWED_MODULES
+from gym_envs.sandbox.pool import WorkerExecutor
+from gym_envs.sandbox.values import plain_json
+
+__all__ = [
+    "ALLOWED_MODULES",
+    "CallResult",
+    "CheckResult",
+    "DbFacade",
+    "Engine",
+    "ErrorKind",
+    "Executor",
+    "InProcessExecutor",
+    "Limits",
+    "LoadFailure",
+    "Session",
+    "SqlLimits",
+    "StateDB",
+    "ToolError",
+    "WorkerExecutor",
+    "compile_code",
+    "default_executor",
+    "make_executor",
+    "plain_json",
+    "program_request",
+    "validate_arguments",
+]
+
+
+def make_executor(mode: str = "worker", *, workers: int = 1, limits: Limits | None = None) -> Executor:
+    """A new executor: ``worker`` (isolated, default) or ``inprocess`` (trusted specs)."""
+    if mode == "worker":
+        return WorkerExecutor(workers, limits)
+    if mode in ("inprocess", "in-process", "in_process"):
+        return InProcessExecutor(limits)
+    raise ValueError(f"unknown executor mode {mode!r}; use 'worker' or 'inprocess'")
+
+
+_DEFAULTS: dict[str, Executor] = {}
+_DEFAULTS_PID = [os.getpid()]
+
+
+def default_executor(mode: str = "worker") -> Executor:
+    """A process-wide shared executor per mode (re-created after ``fork``)."""
+    if os.getpid() != _DEFAULTS_PID[0]:
+        _DEFAULTS.clear()
+        _DEFAULTS_PID[0] = os.getpid()
+    if mode not in _DEFAULTS:
+        _DEFAULTS[mode] = make_executor(mode)
+    return _DEFAULTS[mode]

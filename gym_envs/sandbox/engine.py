@@ -1,0 +1,579 @@
+"""The engine: compiled programs, template images and live episodes, answering JSON requests.
+
+Both executors drive one :class:`Engine` with the same requests (``load``, ``open``, ``call``, ``mark``,
+``check``, ``digest``, ``dump``, ``close``, ``batch``, ``ping``), so they give identical results on the same
+trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+
+The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
+``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
+token is the running facade's (no ``db`` works outside its own call), an episode that imported ``decimal``
+computes in the sandbox's context (never the host thread's), and in a worker the soft deadline is armed.
+The generic path is :meth:`Engine._run_spec`; the hot paths (:meth:`Engine.call_plain` in process,
+:meth:`Engine.call_text` in a worker) write the same steps out. Episodes get fresh globals over shared
+builtins, a connection reset to the template, their own ``random`` and their own facades; the state always
+equals the replay of the episode's logged calls.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+
+from gym_envs.errors import (
+    CallTimeout,
+    ErrorKind,
+    StateError,
+    cap_text,
+    describe,
+    error_response,
+)
+from gym_envs.sandbox.arguments import compile_arguments, validate_arguments
+from gym_envs.sandbox.checks import evaluate, python_verdict
+from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
+from gym_envs.sandbox.guards import (
+    PrintCollector,
+    compile_code,
+    guarded_format,
+    guarded_getattr,
+    guarded_getitem,
+    make_binop,
+    make_inplacevar,
+    write_guard,
+)
+from gym_envs.sandbox.limits import Limits
+from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
+from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
+from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
+
+__all__ = ["Engine"]
+
+@dataclass
+class _Program:
+    key: str
+    code: Any
+    tool_schemas: dict[str, dict[str, Any]]
+    arguments: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]  #: see compile_arguments
+    image: bytes
+    check_code: dict[str, Any] = field(default_factory=dict)
+    pool: list[StateDB] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Episode:
+    program: _Program
+    state: StateDB
+    seed: int
+    tools: dict[str, Callable[..., Any]]
+    db: DbFacade
+    token: object  #: the owner token of ``db``
+    glb: dict[str, Any]  #: the episode's globals
+    marks: dict[str, str]
+    log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
+    lost: str | None = None
+    ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
+    ro_token: object | None = None  #: its owner token
+
+
+class Engine:
+    """Holds compiled programs, template images and live episodes; answers JSON requests.
+
+    ``in_worker`` engines arm the soft deadline and trust that requests were just decoded from JSON
+    (arguments are already private plain values); an in-process engine copies arguments into plain JSON
+    values itself.
+    """
+
+    pool_size = 16  #: idle connections kept (all programs together) for new episodes
+
+    def __init__(self, limits: Limits | None = None, *, in_worker: bool = False):
+        self.limits = limits or Limits()
+        self.in_worker = in_worker
+        self.programs: dict[str, _Program] = {}
+        self.episodes: dict[str, _Episode] = {}
+        binop = make_binop(self.limits)
+        builtins = builtins_template(self.limits, binop)
+        self._decimal = sandbox_decimal_context()
+        builtins["__import__"] = make_import(views(binop), self._decimal)
+        cap = self.limits.max_output_chars
+        self._base_globals = {
+            "__builtins__": builtins,  # shared: episode code cannot reach the dict (see builtins_template)
+            "__name__": "envspec",
+            "__metaclass__": type,
+            "_getattr_": guarded_getattr,
+            "_getitem_": guarded_getitem,
+            "_getiter_": iter,
+            "_write_": write_guard,
+            "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+            "_unpack_sequence_": guarded_unpack_sequence,
+            "_inplacevar_": make_inplacevar(binop),
+            "_binop_": binop,
+            "_format_": guarded_format,
+            "_print_": lambda _getattr_=None: PrintCollector(cap),
+            "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        }
+        self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
+        self._cap = cap
+        self._max_result = self.limits.max_result_bytes
+        self._sql_timeout = self.limits.sql.statement_timeout_s
+        self._pooled = 0
+        self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "load": self._op_load, "open": self._op_open, "close": self._op_close,
+            "call": self._op_call_text if in_worker and self._deadline_s else self._op_call,
+            "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
+            "dump": self._op_dump, "ping": self._op_ping,
+        }
+
+    # -- dispatch ------------------------------------------------------------------------------
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Answer one request; never raises (a failure is a typed error response). An in-worker engine may
+        answer a call (or a batch's) with the response already encoded as JSON text (:meth:`call_text`)."""
+        if req.__class__ is not dict:
+            return error_response(ErrorKind.PROTOCOL_ERROR, "a request must be a JSON object", 200)
+        op = req.get("op")
+        try:
+            if op == "batch":
+                return {"ok": True, "results": self._batch(req["reqs"])}
+            fn = self._ops.get(op)  # type: ignore[arg-type]
+            if fn is None:
+                return error_response(ErrorKind.PROTOCOL_ERROR, f"unknown op {op!r}", 500)
+            return fn(req)
+        except CallTimeout:
+            disarm()
+            return error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500)
+        except Exception as e:  # an engine bug must not kill the worker
+            return error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000)
+
+    def _batch(self, reqs: list[Any]) -> list[Any]:
+        """A batch's answers, in order; its calls go straight to the call path (the same error boundary)."""
+        out: list[Any] = []
+        call = self._ops["call"]
+        for r in reqs:
+            if r.__class__ is dict and r.get("op") == "call":
+                try:
+                    out.append(call(r))
+                except CallTimeout:
+                    disarm()
+                    out.append(error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500))
+                except Exception as e:
+                    out.append(error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000))
+            else:
+                out.append(self.handle(r))
+        return out
+
+    # -- the call scope ------------------------------------------------------------------------
+    def _run_spec(self, state: StateDB, owner: object | None, glb: dict[str, Any], fn: Callable[..., Any],
+                  args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, /) -> Any:
+        """``fn(*args, **kwargs)``, spec code of the episode whose globals are ``glb``, inside the call scope
+        (:mod:`gym_envs.sandbox.scope`)."""
+        kwargs = kwargs or {}
+        guard = state.guard
+        saved_owner = guard.owner
+        guard.owner = owner
+        try:
+            if DECIMAL_KEY in glb:
+                use_decimal(self._decimal)
+            if self._deadline_s:
+                arm(self._deadline_s)
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    disarm()
+            return fn(*args, **kwargs)
+        finally:
+            guard.owner = saved_owner
+            restore_decimal()
+
+    # -- load ----------------------------------------------------------------------------------
+    def _op_load(self, req: dict[str, Any]) -> dict[str, Any]:
+        key = req["key"]
+        if key in self.programs:
+            return {"ok": True, "cached": True}
+        cap = self._cap
+        result = compile_code(req["code"], filename=f"<envspec {key[:12]}>")
+        if result.errors:
+            return {"ok": False, "error_type": ErrorKind.COMPILE_ERROR.value, "error": "; ".join(result.errors)[:cap],
+                    "reasons": list(result.errors)}
+        db = StateDB(self.limits.sql)
+        try:
+            db.script(req.get("schema_sql", ""), mode="setup")
+            for kind in _ddl_kinds(db):
+                if kind not in ("table", "index"):
+                    db.close()
+                    return error_response(ErrorKind.SCHEMA_ERROR, f"schema_sql may only create tables and "
+                                          f"indexes, found a {kind}", cap)
+            db.script(req.get("seed_sql", ""), mode="rw")
+        except StateError as e:
+            db.close()
+            return error_response(ErrorKind.SCHEMA_ERROR, str(e), cap)
+        tools = req.get("tools", {})
+        prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
+                        arguments={n: compile_arguments(s) for n, s in tools.items()})
+        counts = db.row_counts()
+        db.open_episode()
+        try:
+            ep = self._new_episode(prog, db, seed=0)
+            missing = [n for n in prog.tool_schemas if not callable(ep.tools.get(n))]
+        except BaseException as e:
+            disarm()
+            db.close()
+            return describe(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
+        if missing:
+            db.close()
+            return error_response(ErrorKind.LOAD_ERROR, f"the code defines no function for tools {missing}", cap)
+        self.programs[key] = prog
+        self._pool_put(prog, db)
+        return {"ok": True, "cached": False, "tables": counts, "image_bytes": len(prog.image)}
+
+    # -- episodes ------------------------------------------------------------------------------
+    def _globals(self, seed: int) -> dict[str, Any]:
+        glb = self._base_globals.copy()
+        glb[SEED_KEY] = seed
+        return glb
+
+    def _new_episode(self, prog: _Program, state: StateDB, seed: int) -> _Episode:
+        """Fresh globals for ``prog`` on ``state``: its module level runs (in the call scope, with no ``db``)."""
+        glb = self._globals(seed)
+        self._run_spec(state, None, glb, exec, (prog.code, glb))  # a restricted code object with guarded globals
+        tools = {name: glb.get(name) for name in prog.tool_schemas}
+        token = object()
+        db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [])  # type: ignore[arg-type]
+
+    def _pool_get(self, prog: _Program) -> StateDB:
+        while prog.pool:
+            state = prog.pool.pop()
+            self._pooled -= 1
+            if not state.lost:
+                state.reset_episode()
+                return state
+            state.close()
+        state = StateDB(self.limits.sql)
+        state.load_image(prog.image)
+        state.open_episode()
+        return state
+
+    def _pool_put(self, prog: _Program, state: StateDB) -> None:
+        if self._pooled >= self.pool_size or state.lost:
+            state.close()
+            return
+        prog.pool.append(state)
+        self._pooled += 1
+
+    def _op_open(self, req: dict[str, Any]) -> dict[str, Any]:
+        prog = self.programs.get(req["key"])
+        if prog is None:
+            return error_response(ErrorKind.PROTOCOL_ERROR, "program not loaded", 200)
+        ep_id = req["ep"]
+        old = self.episodes.pop(ep_id, None)
+        if old is not None and old.program is prog and not old.state.lost:
+            state = old.state
+            state.reset_episode()
+        else:
+            if old is not None:
+                self._pool_put(old.program, old.state)
+            state = self._pool_get(prog)
+        try:
+            self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
+        except BaseException:
+            disarm()
+            self._pool_put(prog, state)
+            raise
+        return {"ok": True}
+
+    def _op_close(self, req: dict[str, Any]) -> dict[str, Any]:
+        ep = self.episodes.pop(req["ep"], None)
+        if ep is not None:
+            self._pool_put(ep.program, ep.state)
+        return {"ok": True}
+
+    def _episode(self, req: dict[str, Any]) -> _Episode:
+        ep = self.episodes.get(req["ep"])
+        if ep is None:
+            raise KeyError(f"no open episode {req['ep']!r}")
+        return ep
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _op_call(self, req: dict[str, Any]) -> dict[str, Any]:
+        return self.call(req["ep"], req["name"], req.get("arguments"))
+
+    def _op_call_text(self, req: dict[str, Any]) -> Any:
+        return self.call_text(req["ep"], req["name"], req.get("arguments"))
+
+    def call_text(self, ep_id: str, name: str, args: Any) -> str | dict[str, Any]:
+        """:meth:`call` for an in-worker engine: a successful call with valid flat arguments is answered with
+        its response already encoded (``{"ok":true,"changes":N,"result":...}``), anything else as :meth:`call`
+        answers. The worker's hot path: the call scope of :meth:`_run_spec`, written out."""
+        ep = self.episodes.get(ep_id)
+        admit = ep.program.arguments.get(name) if ep is not None and ep.lost is None else None
+        logged = admit(args) if admit is not None and args.__class__ is dict else None
+        if logged is None:
+            return self.call(ep_id, name, args)
+        state = ep.state  # type: ignore[union-attr]
+        conn, guard = state.conn, state.guard
+        before = conn.total_changes
+        saved_owner = guard.owner
+        guard.owner = ep.token  # type: ignore[union-attr]
+        failure: BaseException | None = None
+        try:
+            if DECIMAL_KEY in ep.glb:  # type: ignore[union-attr]
+                use_decimal(self._decimal)
+            arm(self._deadline_s)
+            try:
+                value = ep.tools[name](ep.db, **logged)  # type: ignore[union-attr]
+            finally:
+                disarm()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            disarm()
+            failure = e
+        finally:
+            guard.owner = saved_owner
+            if HOST_CONTEXT:
+                restore_decimal()
+        if failure is not None:
+            return self._settle(ep, name, logged, before, describe(failure, self._cap))  # type: ignore[arg-type]
+        try:
+            value, bound = plain_json(value)
+            text = dumps(value)
+        except (TypeError, ValueError, RecursionError) as e:
+            return self._settle(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
+        if len(text) <= self._max_result and conn.in_transaction:
+            ep.log.append((name, logged))  # type: ignore[union-attr]
+            return f'{{"ok":true,"changes":{conn.total_changes - before},"result":{text}}}'
+        return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
+
+    def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
+        """The ``call`` request: one tool call of episode ``ep_id``."""
+        ep = self.episodes.get(ep_id)
+        if ep is not None and ep.lost is None and args.__class__ is dict:
+            admit = ep.program.arguments.get(name)
+            logged = admit(args) if admit is not None else None  # a private copy of valid flat arguments
+            if logged is not None:
+                return self._call(ep, name, logged, logged)  # the tool may share it: it holds scalars only
+        return self._call_slow(ep_id, ep, name, args)
+
+    def _call_slow(self, ep_id: str, ep: _Episode | None, name: str, args: Any) -> dict[str, Any]:
+        """:meth:`call` for everything but valid flat arguments: refusals, and arguments to copy."""
+        cap = self._cap
+        if ep is None:
+            return error_response(ErrorKind.PROTOCOL_ERROR, f"no open episode {ep_id!r}", cap)
+        if ep.lost:
+            return error_response(ErrorKind.EPISODE_LOST, ep.lost, cap)
+        admit = ep.program.arguments.get(name)
+        if admit is None:
+            return error_response(ErrorKind.UNKNOWN_TOOL, f"no tool named {name!r}; available tools: "
+                                  f"{sorted(ep.program.tool_schemas)}", cap)
+        if args is None:
+            args = {}
+        elif args.__class__ is not dict:
+            return error_response(ErrorKind.INVALID_ARGUMENTS, "arguments must be a JSON object", cap)
+        logged = admit(args)
+        if logged is not None:
+            return self._call(ep, name, logged, logged)
+        try:  # the tool gets a private plain copy; the log shares it unless the tool could change it
+            if not self.in_worker:  # a worker's arguments were just decoded: they are private already
+                args = plain_json(args)[0]
+            logged = args if IMMUTABLE.issuperset(map(type, args.values())) else plain_json(args)[0]
+        except (TypeError, ValueError, RecursionError) as e:
+            return error_response(ErrorKind.INVALID_ARGUMENTS, f"arguments are not JSON: {e}", cap)
+        problems = validate_arguments(ep.program.tool_schemas[name], args)
+        if problems:
+            return error_response(ErrorKind.INVALID_ARGUMENTS, "; ".join(problems), cap)
+        return self._call(ep, name, args, logged)
+
+    def call_plain(self, ep_id: str, name: str, args: dict[str, Any]) -> tuple[Any, int] | dict[str, Any]:
+        """:meth:`call` for an in-process engine and an exact ``dict`` of arguments, without building a
+        response for the common case: ``(result, changes)`` when the call succeeded, else the same
+        error response :meth:`call` gives. The in-process executor's hot path: the call scope of
+        :meth:`_run_spec`, written out."""
+        ep = self.episodes.get(ep_id)
+        if ep is not None and ep.lost is None and not self.in_worker:
+            admit = ep.program.arguments.get(name)
+            logged = admit(args) if admit is not None else None
+            if logged is not None:
+                state = ep.state
+                conn, guard = state.conn, state.guard
+                before = conn.total_changes
+                saved_owner = guard.owner
+                guard.owner = ep.token
+                failure: BaseException | None = None
+                try:
+                    if DECIMAL_KEY in ep.glb:
+                        use_decimal(self._decimal)
+                    value = ep.tools[name](ep.db, **logged)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as e:
+                    failure = e
+                finally:
+                    guard.owner = saved_owner
+                    if HOST_CONTEXT:
+                        restore_decimal()
+                if failure is not None:
+                    return self._settle(ep, name, logged, before, describe(failure, self._cap))
+                try:
+                    value, bound = plain_json(value)
+                    fits = bound <= self._max_result or len(dumps(value)) <= self._max_result
+                except (TypeError, ValueError, RecursionError) as e:
+                    return self._settle(ep, name, logged, before, self._not_json(e))
+                if fits and conn.in_transaction:
+                    ep.log.append((name, logged))
+                    return value, conn.total_changes - before
+                return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))
+        return self.call(ep_id, name, args)
+
+    def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
+        """Run a call with valid arguments and keep the episode equal to the replay of its log."""
+        before = ep.state.conn.total_changes
+        return self._settle(ep, name, logged, before, self._invoke(ep, name, args, before))
+
+    def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
+                resp: dict[str, Any]) -> dict[str, Any]:
+        """After a call: log it for replay, or undo it (a failure after writes, an aborted transaction)."""
+        conn = ep.state.conn
+        if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
+            if resp["ok"] or resp.get("replay"):
+                resp = error_response(ErrorKind.SQL_ERROR, "the database aborted the call's transaction; the "
+                                      "call had no effect", self._cap)
+            resp.pop("replay", None)
+            self._rebuild(ep, reload=True)
+        elif resp["ok"]:
+            ep.log.append((name, logged))
+        else:
+            if resp.get("replay"):
+                ep.log.append((name, logged))
+            if conn.total_changes != before:  # it failed after writing: undo by replay
+                self._rebuild(ep, reload=False)
+        return resp
+
+    def _invoke(self, ep: _Episode, name: str, args: dict[str, Any], before: int) -> dict[str, Any]:
+        """Run one tool call in the call scope (no savepoint: see :meth:`_rebuild`); a typed response.
+        ``before``: the connection's ``total_changes`` before the call."""
+        try:
+            value = self._run_spec(ep.state, ep.token, ep.glb, ep.tools[name], (ep.db,), args)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            disarm()
+            return describe(e, self._cap)
+        try:
+            value, bound = plain_json(value)
+            return self._result(ep, value, bound, before)
+        except (TypeError, ValueError, RecursionError) as e:
+            return self._not_json(e)
+
+    def _result(self, ep: _Episode, value: Any, bound: int, before: int) -> dict[str, Any]:
+        """The response for a tool's result, already copied into plain JSON (``bound``: an upper
+        bound of its JSON length); ``ValueError`` if it cannot be written as JSON."""
+        limit = self._max_result
+        if self.in_worker:
+            text = dumps(value)
+            if len(text) <= limit:
+                return {"ok": True, "changes": ep.state.conn.total_changes - before, "result_json": text}
+        elif bound <= limit or len(dumps(value)) <= limit:
+            return {"ok": True, "changes": ep.state.conn.total_changes - before, "result": value}
+        return error_response(ErrorKind.RESOURCE_LIMIT, f"the tool result is too large (more than {limit:,} "
+                              "characters of JSON)", self._cap) | {"replay": True}
+
+    def _not_json(self, e: BaseException) -> dict[str, Any]:
+        return error_response(ErrorKind.NOT_JSON, f"the tool returned a value that is not plain JSON "
+                              f"({type(e).__name__}: {cap_text(str(e), 200)})", self._cap) | {"replay": True}
+
+    def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
+        """Bring an episode back to "template + its logged calls".
+
+        Used when a call failed after writing (its writes must not stay: roll back to the episode start)
+        and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
+        make the replay deterministic; each replayed call runs in a savepoint, so calls that failed the
+        first time fail again without leaving writes. The episode keeps its facades (and their tokens).
+        """
+        state = ep.state
+        try:
+            if reload or state.lost:
+                state.load_image(ep.program.image)
+                state.open_episode()
+            else:
+                state.reset_episode()
+            fresh = self._new_episode(ep.program, state, ep.seed)
+            ep.tools, ep.db, ep.token, ep.glb, ep.ro_db, ep.ro_token = fresh.tools, fresh.db, fresh.token, fresh.glb, \
+                None, None
+            for name, args in ep.log:
+                state.savepoint()
+                resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)
+                state.release(commit=bool(resp.get("ok")))
+                if state.lost:
+                    raise StateError("the replay aborted again", transient=True)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            disarm()
+            ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
+
+    # -- state and checks ----------------------------------------------------------------------
+    def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
+        ep = self._episode(req)
+        ep.marks = ep.state.table_digests()
+        return {"ok": True}
+
+    def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
+        tables = self._episode(req).state.table_digests()
+        return {"ok": True, "digest": digest_of(tables), "tables": tables}
+
+    def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
+
+    def _op_check(self, req: dict[str, Any]) -> dict[str, Any]:
+        ep = self._episode(req)
+        reply = req.get("reply") or ""
+        calls = req.get("calls") or []
+        attempted = req.get("attempted") or calls
+        state = ep.state
+
+        def sql(query: str) -> list[dict[str, Any]]:
+            return self._run_spec(state, None, {}, state.run, (query, ()),  # type: ignore[no-any-return]
+                                  {"mode": "ro", "fetch": True})
+
+        def python(code: str) -> dict[str, Any]:
+            return self._check_python(ep, code)
+
+        results = [evaluate(c, reply, calls, attempted, sql=sql, python=python, digests=state.table_digests,
+                            marks=ep.marks or {}) for c in req["checks"]]
+        if state.lost:
+            self._rebuild(ep, reload=True)
+        return {"ok": True, "results": results}
+
+    def _check_python(self, ep: _Episode, code: str) -> dict[str, Any]:
+        compiled = ep.program.check_code.get(code)
+        if compiled is None:
+            res = compile_code(code, filename="<check>")
+            if res.errors:
+                return {"passed": False, "detail": "; ".join(res.errors)[:300]}
+            compiled = ep.program.check_code[code] = res.code
+        glb = self._globals(0)
+        if ep.ro_db is None:
+            ep.ro_token = object()
+            ep.ro_db = DbFacade(ep.state, read_only=True, timeout_s=self._sql_timeout, owner=ep.ro_token)
+
+        def run() -> dict[str, Any]:
+            exec(compiled, glb)  # a restricted code object with guarded globals
+            fn = glb.get("check")
+            if not callable(fn):
+                return {"passed": False, "detail": "the check code defines no check(db)"}
+            return python_verdict(fn(ep.ro_db))
+
+        try:
+            return self._run_spec(ep.state, ep.ro_token, glb, run)  # type: ignore[no-any-return]
+        except BaseException:
+            disarm()
+            raise
+
+    def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "pid": os.getpid()}
+
+
+def _ddl_kinds(db: StateDB) -> list[str]:
+    return [r[0] for r in db.host("SELECT type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]

@@ -1,0 +1,219 @@
+"""The host's side of the sandbox: call and check results, episode sessions, and the executor interface.
+
+An :class:`Executor` answers engine requests for :class:`Session` objects (one per episode):
+:class:`~gym_envs.sandbox.inprocess.InProcessExecutor` in this process,
+:class:`~gym_envs.sandbox.pool.WorkerExecutor` in isolated worker processes. :meth:`Executor.call_many` and
+:meth:`Executor.open_many` make several episodes' calls and resets together (one round trip per worker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gym_envs.errors import ErrorKind, LoadFailure
+
+__all__ = ["CallResult", "CheckResult", "Executor", "Session", "call_result", "not_an_object", "program_request"]
+
+
+@dataclass(slots=True)
+class CallResult:
+    """The outcome of one tool call, as the agent will see it."""
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    error_type: str | None = None  #: an :class:`~gym_envs.errors.ErrorKind` value when the call failed
+    changes: int = 0  #: rows the call inserted, updated or deleted
+
+    def observation(self) -> str:
+        """The JSON text shown to the agent."""
+        if self.ok:
+            return json.dumps(self.result, ensure_ascii=False)
+        return json.dumps({"error": self.error, "type": self.error_type}, ensure_ascii=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (shallow: ``arguments`` and ``result`` are shared, they came from JSON)."""
+        return {"name": self.name, "arguments": self.arguments, "ok": self.ok, "result": self.result,
+                "error": self.error, "error_type": self.error_type, "changes": self.changes}
+
+
+@dataclass
+class CheckResult:
+    """One check's verdict after a turn."""
+
+    index: int
+    kind: str
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict."""
+        return {"index": self.index, "kind": self.kind, "passed": self.passed, "detail": self.detail}
+
+
+def program_request(spec: Any) -> dict[str, Any]:
+    """The ``load`` request for an :class:`~gym_envs.spec.EnvSpec` (keyed by a hash of what the engine needs)."""
+    tools = {t.name: t.parameters for t in spec.tools}
+    body = {"code": spec.code, "schema_sql": spec.state.schema_sql, "seed_sql": spec.state.seed_sql,
+            "tools": tools}
+    key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return {"op": "load", "key": key, **body}
+
+
+def call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallResult:
+    """The :class:`CallResult` of an engine response to a call."""
+    if resp.get("ok"):
+        result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
+        return CallResult(name, args, True, result, None, None, resp.get("changes", 0))
+    return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"))
+
+
+def not_an_object(name: str) -> CallResult:
+    """The result of a call whose arguments are not a JSON object."""
+    return CallResult(name, {}, False, error="arguments must be a JSON object",
+                      error_type=ErrorKind.INVALID_ARGUMENTS.value)
+
+
+class Executor:
+    """Base class: something that can answer engine requests for sessions."""
+
+    mode = "abstract"
+
+    def request(self, session: Session, req: dict[str, Any], *, log: bool = False) -> dict[str, Any]:
+        """Answer ``req`` for ``session``; with ``log``, record it for replay if it changed state."""
+        raise NotImplementedError
+
+    def call(self, session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One tool call of ``session`` (the engine's response)."""
+        return self.request(session, {"op": "call", "ep": session.id, "name": name, "arguments": arguments},
+                            log=True)
+
+    def call_result(self, session: Session, name: str, arguments: dict[str, Any]) -> CallResult:
+        """One tool call of ``session`` as a :class:`CallResult` (what :meth:`Session.call` returns)."""
+        return session._result(name, arguments, self.call(session, name, arguments))
+
+    def load(self, spec: Any) -> dict[str, Any]:
+        """Compile a spec and build its template database; returns the load response."""
+        raise NotImplementedError
+
+    def session(self, spec: Any, seed: int = 0, *, start: bool = True) -> Session:
+        """A session of ``spec`` (loading it first if needed), with a fresh episode open; with
+        ``start=False`` no episode is open yet: open it with :meth:`Session.open` or :meth:`open_many`."""
+        raise NotImplementedError
+
+    def call_many(self, items: Iterable[tuple[Session, str, dict[str, Any] | None]]) -> list[CallResult]:
+        """Several sessions' tool calls, in order: the same results as ``session.call(name, arguments)``
+        for each in turn. Here they are made one by one; the worker executor carries each worker's share
+        in one round trip."""
+        return [s.call(name, args) for s, name, args in items]
+
+    def open_many(self, items: Iterable[tuple[Session, int]]) -> list[LoadFailure | None]:
+        """Open a fresh episode for each ``(session, seed)``, as ``session.open(seed)`` does, in order;
+        each entry of the answer is ``None`` (opened) or the :class:`~gym_envs.errors.LoadFailure` that
+        ``open`` would raise. The worker executor carries each worker's share in one round trip."""
+        out: list[LoadFailure | None] = []
+        for s, seed in items:
+            try:
+                s.open(seed)
+            except LoadFailure as e:
+                out.append(e)
+            else:
+                out.append(None)
+        return out
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+_EP_COUNTER = itertools.count(1)
+
+
+class Session:
+    """One episode's handle: tool calls, turn marks, checks and state digests."""
+
+    def __init__(self, executor: Executor, key: str, seed: int):
+        self.executor = executor
+        self.key = key
+        self.seed = seed
+        self.id = f"{os.getpid()}-{next(_EP_COUNTER)}"
+        # state-changing requests (dicts or encoded frames), for a worker that must replay the episode after
+        # a crash; an in-process engine keeps its own log and leaves this empty
+        self.log: list[Any] = []
+        self.lost: str | None = None
+        self.worker_index = 0  #: the worker this session's episode lives on (worker executors)
+
+    def _send(self, req: dict[str, Any], *, logged: bool) -> dict[str, Any]:
+        req["ep"] = self.id
+        return self.executor.request(self, req, log=logged)
+
+    def open(self, seed: int) -> None:
+        """Start a fresh episode (the template state) with ``seed``; :class:`~gym_envs.errors.LoadFailure`
+        if it fails."""
+        self._opened(self._send(self._open_request(seed), logged=False))
+
+    def _open_request(self, seed: int) -> dict[str, Any]:
+        self.seed = seed
+        self.log = []
+        return {"op": "open", "key": self.key, "seed": seed, "ep": self.id}
+
+    def _opened(self, resp: dict[str, Any]) -> None:
+        if not resp.get("ok"):
+            raise LoadFailure(resp)
+        self.lost = None
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> CallResult:
+        """One tool call; a failure is a :class:`CallResult` with ``ok`` false, never an exception."""
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            return not_an_object(name)
+        return self.executor.call_result(self, name, arguments)
+
+    def _result(self, name: str, arguments: dict[str, Any], resp: dict[str, Any]) -> CallResult:
+        if resp.get("ok"):  # call_result's first case, without the call
+            result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
+            return CallResult(name, arguments, True, result, None, None, resp.get("changes", 0))
+        if resp.get("error_type") == ErrorKind.EPISODE_LOST:
+            self.lost = str(resp.get("error"))
+        return call_result(name, arguments, resp)
+
+    def mark(self) -> None:
+        """Record table digests at the start of a turn (for ``unchanged`` checks)."""
+        self._send({"op": "mark"}, logged=True)
+
+    def check(self, checks: list[dict[str, Any]], reply: str, calls: list[str],
+              attempted: list[str] | None = None) -> list[CheckResult]:
+        """Score checks on the current state. ``calls``: successful calls of the turn (for
+        ``require``); ``attempted``: every call tried (for ``forbid``; defaults to ``calls``)."""
+        req = {"op": "check", "checks": checks, "reply": reply, "calls": calls,
+               "attempted": calls if attempted is None else attempted}
+        resp = self._send(req, logged=False)
+        if not resp.get("ok"):
+            detail = f"{resp.get('error_type')}: {resp.get('error')}"
+            return [CheckResult(i, c.get("kind", "?"), False, detail) for i, c in enumerate(checks)]
+        return [CheckResult(i, c.get("kind", "?"), r.get("passed") is True,
+                            str(r.get("detail", ""))) for i, (c, r) in enumerate(zip(checks, resp["results"],
+                                                                                    strict=True))]
+
+    def digest(self) -> dict[str, Any]:
+        """The state's digest and each table's (``{"digest", "tables"}``)."""
+        return self._send({"op": "digest"}, logged=False)
+
+    def dump(self, tables: list[str] | None = None, limit: int = 50) -> dict[str, Any]:
+        """Columns, row counts and up to ``limit`` rows of each table (or of ``tables``)."""
+        return self._send({"op": "dump", "tables": tables, "limit": limit}, logged=False).get("tables", {})
+
+    def close(self) -> None:
+        """End the episode (its connection goes back to the pool)."""
+        try:
+            self._send({"op": "close"}, logged=False)
+        except Exception:
+            pass

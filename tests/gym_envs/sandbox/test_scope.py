@@ -1,0 +1,97 @@
+"""``gym_envs.sandbox.scope``: the soft deadline's lazy timer and the decimal context swap, in this process."""
+
+from __future__ import annotations
+
+import decimal
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from gym_envs.errors import CallTimeout
+from gym_envs.sandbox import scope
+from gym_envs.sandbox.scope import HOST_CONTEXT, alarm_handler, arm, disarm, restore_decimal, use_decimal
+
+
+@pytest.fixture
+def alarm() -> Iterator[None]:
+    """The worker's SIGALRM handler, installed in this process for the test."""
+    previous = signal.signal(signal.SIGALRM, alarm_handler)
+    try:
+        yield
+    finally:
+        disarm()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        scope._TIMER[0] = False  # the timer was cancelled here, behind the scope's back (a worker never does)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _spin_until_stopped(limit_s: float) -> float:
+    start = time.monotonic()
+    with pytest.raises(CallTimeout):
+        while time.monotonic() - start < limit_s:
+            pass
+    return time.monotonic() - start
+
+
+def test_a_loop_is_stopped_at_its_deadline(alarm: None) -> None:
+    arm(0.2)
+    try:
+        took = _spin_until_stopped(5.0)
+    finally:
+        disarm()
+    assert 0.15 < took < 1.0
+
+
+def test_the_timer_of_an_earlier_call_does_not_cut_a_later_one_short(alarm: None) -> None:
+    """Calls only record their deadline; the one pending timer, started for an earlier call, re-arms itself
+    for the rest of the running call's time instead of stopping it early."""
+    for _ in range(50):  # quick calls: the first starts the timer, the others only move the deadline
+        arm(0.3)
+        disarm()
+    time.sleep(0.15)
+    arm(0.3)  # the pending timer fires about 0.15 s into this call
+    try:
+        took = _spin_until_stopped(5.0)
+    finally:
+        disarm()
+    assert took > 0.25, took
+
+
+def test_a_disarmed_deadline_never_fires(alarm: None) -> None:
+    arm(0.05)
+    disarm()
+    time.sleep(0.15)  # the timer fires into a disarmed deadline and stops
+    arm(0.3)
+    disarm()
+    time.sleep(0.05)
+
+
+def test_a_loop_that_survives_the_first_stop_is_stopped_again(alarm: None) -> None:
+    arm(0.1)
+    stops = 0
+    start = time.monotonic()
+    try:
+        while stops < 3 and time.monotonic() - start < 5:
+            try:
+                while True:
+                    pass
+            except CallTimeout:
+                stops += 1
+    finally:
+        disarm()
+    assert stops == 3 and time.monotonic() - start < 2
+
+
+def test_the_decimal_context_is_swapped_and_restored() -> None:
+    sandbox = decimal.Context(prec=7)
+    host = decimal.getcontext()
+    use_decimal(sandbox)
+    assert decimal.getcontext() is sandbox and [host] == HOST_CONTEXT
+    use_decimal(sandbox)  # already installed: nothing more to restore
+    assert [host] == HOST_CONTEXT
+    restore_decimal()
+    assert decimal.getcontext() is host and HOST_CONTEXT == []
+    restore_decimal()  # nothing installed: nothing to do
+    assert decimal.getcontext() is host
