@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,36 @@ class ToolEnv(gym.Env[str, Any]):
             return self._message(parsed.content, info)
         assert self.session is not None
         return self._after_calls(parsed, info, [self.session.call(c["name"], c["arguments"]) for c in parsed.calls])
+
+    def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
+                      options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Reset as :meth:`reset` does, then make ``calls`` (``{"name", "arguments"}``, in order) and begin
+        turn ``turn`` (counted from 0) of the task: the state is the one playing the turns before it with
+        those calls gives, without scoring them (they count as unscored and failed in :meth:`score`).
+
+        For callers that replay a known prefix many times: the validity gate puts each wrong trajectory of
+        a later turn at that turn's start this way. Returns the turn's instruction and the reset's info
+        (``info["turn"]`` is ``turn``); each call's result is in ``info["prior_results"]``."""
+        episode_seed = self._choose_episode(seed, options)
+        assert self.task is not None
+        if not 0 <= turn < len(self.task.turns):
+            raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
+        if self.session is None or self.session.lost:
+            self.session = self.executor.session(self.env_spec, seed=episode_seed)
+        else:
+            self.session.open(episode_seed)
+        session = self.session
+        results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
+        self.turns = [TurnOutcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
+        self.turn_index = turn
+        self.steps = 0
+        self.done = False
+        self.transcript = [("system", self._system_prompt)]
+        obs = self._begin_turn()
+        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
+                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
+                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results]}
+        return obs, info
 
     # reset and step in phases, so that reset_many and step_many can batch the executor's work
     def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int:

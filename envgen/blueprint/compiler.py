@@ -11,11 +11,15 @@ blueprint schema (:class:`envgen.proposers.llm.LLMProposer` with
 2. seed rows are drawn from the document's own vocabulary (its words and
    short string literals: :func:`document_vocabulary`), within each column's
    rules;
-3. tools, restricted code, DDL and seed SQL come from the template renderers
+3. the difficulty (the options', else the blueprint's, else ``medium``:
+   :mod:`envgen.blueprint.difficulty`) adds its distractors (near-duplicate
+   rows, sibling tools; each recorded with the repairs) and sets how deep the
+   tasks go;
+4. tools, restricted code, DDL and seed SQL come from the template renderers
    (:mod:`envgen.proposers.template_tools`), tasks with checks and reference
    trajectories from :mod:`envgen.proposers.template_tasks`, by the blueprint's
-   task mix;
-4. the spec is parsed (:func:`gym_envs.spec.parse_spec`); the gate runs later.
+   task mix and the difficulty;
+5. the spec is parsed (:func:`gym_envs.spec.parse_spec`); the gate runs later.
 
 :func:`compile_blueprint` raises :class:`CompileError` (saying why, with the
 repairs so far) only when nothing usable is left: no entity, or fewer than
@@ -31,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgen.blueprint.difficulty import add_distractors, profile_of
 from envgen.blueprint.normalize import Normalizer
 from envgen.blueprint.schema import Blueprint
 from envgen.proposers.template_build import fill_entity_rows
@@ -62,8 +67,11 @@ class CompileOptions:
     max_tasks: int = 8
     rows: tuple[int, int] = (5, 20)
     require: dict[str, Any] = field(default_factory=dict)
+    difficulty: str | None = None  #: easy / medium / hard: overrides the blueprint's (None: the blueprint's)
 
     def __post_init__(self) -> None:
+        if self.difficulty is not None:
+            profile_of(self.difficulty)  # an unknown level fails now, naming the levels
         if not MIN_TASKS <= int(self.max_tasks) <= 8:
             raise ValueError(f"max_tasks must be between {MIN_TASKS} and 8, got {self.max_tasks}")
         lo, hi = int(self.rows[0]), int(self.rows[1])
@@ -80,6 +88,7 @@ class Compiled:
     model: EnvModel
     repairs: list[str]
     blueprint: Blueprint
+    difficulty: str = "medium"  #: the level the tasks were written at
 
 
 @dataclass
@@ -183,8 +192,10 @@ def compile_blueprint(bp: Blueprint, doc: Any, *, seed: int = 0, options: Compil
     fill_entity_rows(entities, rng, maker, opts.rows)
     title = (bp.title.strip() or f"{human(main.table).capitalize()}")[:60]
     model = EnvModel(entities, ops, d.path, d.path, title, bp.summary, words)
+    profile = profile_of(opts.difficulty or bp.difficulty)
+    norm.repairs += add_distractors(model, profile, rng, words, max_rows=opts.rows[1])
     mix = _mix(bp, opts.require, norm.repairs, opts.max_tasks)
-    tasks = build_tasks(model, rng, maker, max_tasks=opts.max_tasks, mix=mix)
+    tasks = build_tasks(model, rng, maker, max_tasks=opts.max_tasks, mix=mix, profile=profile)
     if len(tasks) < MIN_TASKS:
         raise CompileError(f"only {len(tasks)} task(s) could be written (at least {MIN_TASKS} are needed)",
                            norm.repairs)
@@ -210,4 +221,4 @@ def compile_blueprint(bp: Blueprint, doc: Any, *, seed: int = 0, options: Compil
         spec = parse_spec(data, source=d.doc_id)
     except SpecError as e:
         raise CompileError(f"the compiled spec does not parse (a compiler bug): {e}", norm.repairs) from None
-    return Compiled(spec, model, list(norm.repairs), bp)
+    return Compiled(spec, model, list(norm.repairs), bp, profile.name)

@@ -16,8 +16,11 @@ rewritten:
 * operations: unknown entities or fields dropped, a status target moved into
   the entity's states, tool names made valid and unique, and the tools every
   main entity needs (create, get, find, list, update) completed;
-* rules (``RULE_KINDS``): applied to their column, or dropped when the entity
-  or field is unknown or the rule does not fit the type;
+* rules (``RULE_KINDS``): applied to their column (or, for ``capacity`` and
+  ``final``, to their entity), or dropped when the entity or field is unknown
+  or the rule does not fit it;
+* a transfer: with a number field it moves an amount between two records;
+  without one it moves a record to another parent (a relation it needs);
 * a skill's requirements (compiler options): the features it asks for are
   added when the blueprint lacks them.
 
@@ -197,7 +200,10 @@ class Normalizer:
 
     # -- rules --------------------------------------------------------------------------------------
     def apply_rules(self) -> None:
-        for i, rule in enumerate(self.bp.rules):
+        """Every rule, ``states`` first (a ``final`` rule names states another rule may introduce)."""
+        order = sorted(range(len(self.bp.rules)), key=lambda i: self.bp.rules[i].kind != "states")
+        for i in order:
+            rule = self.bp.rules[i]
             self.rule(rule, f"rules[{i}] ({rule.kind})")
 
     def rule(self, rule: Rule, where: str) -> None:
@@ -210,6 +216,12 @@ class Normalizer:
                 self.repair(where, f"{ent.name} already has states; rule dropped")
             else:
                 ent.status = self.states(list(rule.values), where)
+            return
+        if rule.kind == "final":
+            self.final(ent, rule, where)
+            return
+        if rule.kind == "capacity":
+            self.capacity(ent, rule, where)
             return
         col = ent.column(safe_name(rule.field or "") or "")
         if col is None:
@@ -248,6 +260,39 @@ class Normalizer:
             hi = None
         col.minimum = lo
         col.maximum = hi
+
+    def final(self, ent: Entity, rule: Rule, where: str) -> None:
+        """States no status tool moves a record out of (never the initial one: nothing would move)."""
+        if not ent.status:
+            self.repair(where, f"{ent.name} has no states; rule dropped")
+            return
+        wanted = [snake(v) for v in rule.values]
+        kept = [v for v in dict.fromkeys(wanted) if v in ent.status[1:]]
+        if len(kept) < len(wanted):
+            self.repair(where, f"final states must be later states of {ent.name} ({', '.join(ent.status[1:])}); "
+                               "the others dropped")
+        if not kept:
+            return
+        ent.final = list(dict.fromkeys([*ent.final, *kept]))
+
+    def capacity(self, ent: Entity, rule: Rule, where: str) -> None:
+        """How many child records a record holds: one of its integer fields, or a fixed ``max``."""
+        if not any(e.parent is ent for e in self.entities.values()):
+            self.repair(where, f"no entity belongs to {ent.name} (a capacity counts the records that belong to "
+                               "one); rule dropped")
+            return
+        if rule.field is not None:
+            col = ent.column(safe_name(rule.field) or "")
+            if col is not None and col.sqltype == "INTEGER" and col is not ent.key:
+                ent.capacity_column = col
+                col.minimum = max(1, int(col.minimum or 0))
+                return
+            self.repair(where, f"field {rule.field!r} is not an integer field of {ent.name}"
+                               + ("; the fixed max is used" if rule.max else "; rule dropped"))
+        if rule.max is not None and rule.max >= 1:
+            ent.capacity = int(min(rule.max, 1000))
+        elif rule.field is None:
+            self.repair(where, "a capacity needs an integer field or a max of at least 1; rule dropped")
 
     def enum(self, ent: Entity, col: Column, rule: Rule, where: str) -> None:
         values = list(dict.fromkeys(rule.values))
@@ -307,6 +352,11 @@ class Normalizer:
                     return None
                 self.repair(where, f"field {op.field!r} is not a number field; adjusts {nums[0].name!r} instead")
                 col = nums[0]
+        elif op.kind == "transfer":
+            made = self.transfer_column(op, ent, where)
+            if made is False:
+                return None
+            col = made if isinstance(made, Column) else None
         elif op.kind == "status":
             if not ent.status:
                 self.repair(where, f"{ent.name} has no states; status operation dropped")
@@ -321,7 +371,7 @@ class Normalizer:
         if any((o.kind, o.entity.name, o.column.name if o.column else o.target or "") == ident for o in done):
             self.repair(where, "the same operation twice; dropped")
             return None
-        limit = {"update": 2, "status": 2, "adjust": 2}.get(op.kind, 1)
+        limit = {"update": 2, "status": 2, "adjust": 2, "transfer": 2}.get(op.kind, 1)
         if sum(1 for o in done if o.kind == op.kind and o.entity is ent) >= limit:
             self.repair(where, f"more than {limit} {op.kind} tool(s) for {ent.name}; dropped")
             return None
@@ -331,6 +381,29 @@ class Normalizer:
         made = Op(op.kind, ent, self.unique_tool(tool, done, where), origin, column=col, target=target)
         made.note = "" if origin else desc
         return made
+
+    def transfer_column(self, op: Operation, ent: Entity, where: str) -> Column | None | bool:
+        """The number a transfer moves between records, None to move records between parents, False: dropped."""
+        nums = [c for c in ent.columns if c.sqltype in ("INTEGER", "REAL")]
+        if op.field is not None:
+            col = ent.column(safe_name(op.field) or "")
+            if col is not None and col.sqltype in ("INTEGER", "REAL"):
+                return col
+            if ent.parent is None and nums:
+                self.repair(where, f"field {op.field!r} is not a number field; moves {nums[0].name!r} instead")
+                return nums[0]
+            if ent.parent is not None:
+                self.repair(where, f"field {op.field!r} is not a number field; moves {ent.humans} to another "
+                                   f"{ent.parent.human} instead")
+                return None
+        elif ent.parent is not None:
+            return None
+        elif nums:
+            self.repair(where, f"{ent.name} belongs to no other entity; the transfer moves {nums[0].name!r} "
+                               "between records instead")
+            return nums[0]
+        self.repair(where, f"{ent.name} has neither a number field nor a parent to transfer; operation dropped")
+        return False
 
     def tool_name(self, raw: str | None, kind: str, ent: Entity, col: Column | None, target: str | None,
                   where: str) -> str:
@@ -348,6 +421,8 @@ class Normalizer:
             return _tool_name("rename", ent.name) if col is ent.key else _tool_name("set", ent.name, col.name)
         if kind == "adjust" and col is not None:
             return _tool_name("adjust", ent.name, col.name)
+        if kind == "transfer":
+            return _tool_name("transfer", ent.name, col.name) if col is not None else _tool_name("move", ent.name)
         if kind == "status":
             verb = _VERB_OF_TARGET.get(target or "")
             return _tool_name(verb, ent.name) if verb else _tool_name("mark", ent.name, target or "")
@@ -388,6 +463,16 @@ class Normalizer:
             ops.append(Op("adjust", main, self.unique_tool(self.default_tool("adjust", main, nums[0]), ops), "",
                           column=nums[0]))
             self.repair("skill", f"the skill needs an adjust tool on {nums[0].name!r}; added")
+        if "transfer" in kinds and not any(o.kind == "transfer" for o in ops):
+            nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+            col = nums[0] if nums else None
+            if col is None and main.parent is None:
+                col = Column("balance", "INTEGER", "", description="the amount it holds")
+                main.columns.append(col)
+                self.repair("skill", f"the skill needs a transfer; {main.name} gets an integer 'balance'")
+            ops.append(Op("transfer", main, self.unique_tool(self.default_tool("transfer", main, col), ops), "",
+                          column=col))
+            self.repair("skill", f"the skill needs a transfer tool on {main.name}; added")
         for rule in req.get("rules") or []:
             if rule == "non_negative":
                 nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]

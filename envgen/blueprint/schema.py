@@ -38,6 +38,7 @@ from gym_envs.spec import TASK_KINDS
 
 __all__ = [
     "BLUEPRINT_VERSION",
+    "DIFFICULTIES",
     "FIELD_TYPES",
     "OP_KINDS",
     "RULE_KINDS",
@@ -55,8 +56,10 @@ __all__ = [
 
 BLUEPRINT_VERSION = 1
 FIELD_TYPES = ("string", "integer", "number", "boolean")
-OP_KINDS = ("create", "get", "find", "list", "update", "delete", "status", "adjust")
-RULE_KINDS = ("unique", "required", "range", "non_negative", "enum", "states")
+OP_KINDS = ("create", "get", "find", "list", "update", "delete", "status", "adjust", "transfer")
+RULE_KINDS = ("unique", "required", "range", "non_negative", "enum", "states", "capacity", "final")
+DIFFICULTIES = ("easy", "medium", "hard")
+"""How deep the compiled tasks go (:mod:`envgen.blueprint.difficulty`): chain length, turns, distractors."""
 
 MAX_ENTITIES = 3
 MAX_FIELDS = 5
@@ -108,10 +111,12 @@ class BlueprintEntity(_Model):
 class Operation(_Model):
     """One tool: an operation on an entity."""
 
-    kind: Literal["create", "get", "find", "list", "update", "delete", "status", "adjust"]
+    kind: Literal["create", "get", "find", "list", "update", "delete", "status", "adjust", "transfer"]
     entity: Name
     name: ToolName | None = Field(description="the tool's name, from the document's own verbs, or null")
-    field: Name | None = Field(description="update: the field it sets; adjust: the number it changes; else null")
+    field: Name | None = Field(description="update: the field it sets; adjust: the number it changes; transfer: "
+                                           "the number it moves between two records, or null to move a record "
+                                           "to another parent; else null")
     target: Value | None = Field(description="status: the state it moves a record to; else null")
     description: str = Field(pattern=_text(60), description="what it does, in the document's words")
 
@@ -119,13 +124,16 @@ class Operation(_Model):
 class Rule(_Model):
     """A business rule from the fixed vocabulary (``RULE_KINDS``)."""
 
-    kind: Literal["unique", "required", "range", "non_negative", "enum", "states"]
+    kind: Literal["unique", "required", "range", "non_negative", "enum", "states", "capacity", "final"]
     entity: Name
-    field: Name | None = Field(description="the field the rule is about (null for 'states')")
+    field: Name | None = Field(description="the field the rule is about; capacity: the number field holding how "
+                                           "many records belong to one (or null); null for 'states', 'final'")
     min: int | None = Field(ge=-BOUND, le=BOUND, description="range: lowest allowed value")
-    max: int | None = Field(ge=-BOUND, le=BOUND, description="range: highest allowed value")
+    max: int | None = Field(ge=-BOUND, le=BOUND, description="range: highest allowed value; capacity: the same "
+                                                             "capacity for every record when field is null")
     values: list[Value] = Field(max_length=MAX_ENUM_VALUES,
-                                description="enum: the allowed values; states: the lifecycle; else []")
+                                description="enum: the allowed values; states: the lifecycle; final: the states "
+                                            "a record never leaves; else []")
 
 
 class TaskMix(_Model):
@@ -152,6 +160,8 @@ class Blueprint(_Model):
     operations: list[Operation] = Field(max_length=MAX_OPERATIONS)
     rules: list[Rule] = Field(max_length=MAX_RULES)
     tasks: TaskMix
+    difficulty: Literal["easy", "medium", "hard"] | None = Field(
+        default=None, description="how deep the tasks go: chains, turns, distractors; null for the default")
 
     def to_json(self) -> str:
         """Compact JSON in the exact layout constrained decoding produces (``", "`` and ``": "`` separators)."""

@@ -53,6 +53,7 @@ from envgen.gate.mutants import (
 )
 from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
+from gym_envs.sandbox.checks import evaluate
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
@@ -66,6 +67,7 @@ SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values 
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
 _COSTLY = ("python", "unchanged")  #: check kinds scored only when the cheap ones catch nothing
+_LOCAL = ("reply_contains", "calls")  #: check kinds that read no state: judged here, without the runtime
 _CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
                 "pass": "it passes every check"}
 
@@ -194,15 +196,15 @@ class MutationRun:
         refs: list[RefTurn] = []
         for ti, turn in enumerate(task.turns):
             ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
-            noop = self._score(turn, "") if replies else []  # doing nothing, scored in place
+            start: dict[int, list[dict[str, Any]]] = {}  # the start state's verdicts, shared by the two below
+            noop = self._score(turn, "", [], start) if replies else []  # doing nothing, scored in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
-            drop = self._start_drop(ref) if replies and len(turn.reference) == 1 else None
+            drop = self._start_drop(ref, start) if replies and len(turn.reference) == 1 else None
             if turn.reference:
                 env.step(_calls_action(turn.reference))
             if env.done:
                 break
             ref.results = list(env.turns[-1].calls)
-            scored = self._score_replies(ref) if replies else []
             last = ti + 1 == len(task.turns)
             if last:
                 ref.checks = [c.to_dict() for c in env.score_reply(ref.reply)]
@@ -217,7 +219,7 @@ class MutationRun:
                 if drop is not None:
                     ref.stopped = self._verdict(ref, drop[0], drop[1], [], ref.reply, digest=drop[2])
                 if not ref.stopped:
-                    self._record_replies(ref, scored)
+                    self._record_replies(ref, self._score_replies(ref))
             if last and ref.passed and replies and not ref.effectful:
                 self._reads_in_place(ref)
             if last and ref.passed and extras is not None and not ref.dirty:
@@ -226,21 +228,54 @@ class MutationRun:
                 break
         return refs
 
-    def _score(self, turn: Turn, reply: str) -> list[dict[str, Any]]:
-        """The turn's checks on the current state with ``reply``, in stages (:func:`_stages`): stops at the
-        first stage where a check other than ``calls`` failed, which is all a wrong trajectory's verdict needs."""
-        checks: list[dict[str, Any]] = []
-        for stage in _stages(turn):
-            checks += [c.to_dict() for c in self.env.score_reply(reply, stage)]
+    def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
+               state: dict[int, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+        """The turn's checks on the current state with ``reply`` and the turn's ``calls`` (default: those the
+        env's current turn made), in stages, stopping at the first stage where a check other than ``calls``
+        failed, which is all a wrong trajectory's verdict needs: the checks of the reply and the calls first
+        (judged here, by the runtime's own :func:`~gym_envs.sandbox.checks.evaluate`; they read no state),
+        then the state checks in the stages of :func:`_stages`. ``state``: verdicts of state stages already
+        scored on this same state (read and filled: two replies on one state score it once)."""
+        if calls is None:
+            calls = list(self.env.turns[-1].calls)
+        checks = self._local(turn, reply, calls)
+        if _caught(checks):
+            return checks
+        for k, stage in enumerate(_stages(turn)):
+            done = state.get(k) if state is not None else None
+            if done is None:
+                done = [c.to_dict() for c in self.env.score_reply(reply, stage)]
+                if state is not None:
+                    state[k] = done
+            checks += done
             if _caught(checks):
                 break
         return checks
 
-    def _start_drop(self, ref: RefTurn) -> tuple[Mutant, list[dict[str, Any]], str | None]:
+    def _local(self, turn: Turn, reply: str, calls: list[Any]) -> list[dict[str, Any]]:
+        """The verdicts of the turn's ``reply_contains`` and ``calls`` checks (they read no state)."""
+        ok = [c.name for c in calls if c.ok]
+        attempted = [c.name for c in calls]
+        out = []
+        for i, check in enumerate(turn.checks):
+            if check.kind in _LOCAL:
+                v = evaluate(check.model_dump(), reply, ok, attempted, sql=_no_state, python=_no_state,
+                             digests=_no_state, marks={})
+                out.append({"index": i, "kind": check.kind, "passed": v.get("passed") is True,
+                            "detail": str(v.get("detail", ""))})
+        return out
+
+    def _known(self, ref: RefTurn, reply: str, calls: list[Any]) -> list[dict[str, Any]]:
+        """The checks of a reply on the reference's own end state (its state verdicts are the reference's)."""
+        checks = self._local(ref.turn, reply, calls)
+        return checks + [c for c in ref.checks if c["kind"] not in _LOCAL]
+
+    def _start_drop(self, ref: RefTurn, start: dict[int, list[dict[str, Any]]]
+                    ) -> tuple[Mutant, list[dict[str, Any]], str | None]:
         """The drop mutant of a one-call turn, scored on the turn's start state (cheap checks first); the
         start state's digest when no check other than ``calls`` caught it."""
         m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
-        checks = self._score(ref.turn, ref.reply)
+        checks = self._score(ref.turn, ref.reply, [], start)
         return m, checks, None if _caught(checks) else self.env.state_digest()
 
     def _reads_in_place(self, ref: RefTurn) -> None:
@@ -261,7 +296,9 @@ class MutationRun:
             results = [*ref.results[:ci], made, *ref.results[ci + 1:]]
             reply = derive_reply(ref, ref.locators, m, results)
             ref.done_in_place.add(m.key())
-            ref.stopped = self._verdict(ref, m, self._score(ref.turn, reply), results, reply, digest=ref.digest)
+            # nothing changed, so the state checks' verdicts are the reference's own
+            checks = self._known(ref, reply, list(env.turns[-1].calls))
+            ref.stopped = self._verdict(ref, m, checks, results, reply, digest=ref.digest)
 
     def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
@@ -284,8 +321,9 @@ class MutationRun:
             return
 
     def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:
+        """The reply mutants, scored on the reference's end state: only their reply differs."""
         ref.locators = locate_answers(ref)
-        return [(m, self._score(ref.turn, m.reply or "")) for m in reply_mutants(ref, ref.locators)]
+        return [(m, self._known(ref, m.reply or "", ref.results)) for m in reply_mutants(ref, ref.locators)]
 
     def _record_replies(self, ref: RefTurn, scored: list[tuple[Mutant, list[dict[str, Any]]]]) -> None:
         for m, checks in scored:
@@ -347,36 +385,48 @@ class MutationRun:
                     break
 
     def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
-        """Rule 6: the reference played again from the same seed gives the same results, states and
-        verdicts (and its last turn hosts one more extra-write mutant, from ``pool``)."""
-        def extras(again: RefTurn) -> list[ToolCall]:
-            ref = refs[again.index]  # the replayed turn carries on from the reference turn's extra writes
-            again.extra_made, again.extra_tries, again.extra_tried = ref.extra_made, ref.extra_tries, ref.extra_tried
-            again.stopped = ref.stopped
-            return [c for c in extra_writes(self.spec, ref, pool) if _key(c) not in ref.extra_tried]
-
-        again = self.reference(task, replies=False, extras=extras)
-        for a, b in zip(again, refs, strict=False):
-            if a.extra_tried is b.extra_tried:  # the last turn, which hosted extra writes: its counts are the new ones
-                b.extra_made, b.extra_tries, b.stopped = a.extra_made, a.extra_tries, a.stopped
-        return len(again) == len(refs) and all(
-            a.digest == b.digest and a.passed == b.passed
-            and [(x.ok, x.result) for x in a.results] == [(x.ok, x.result) for x in b.results]
-            for a, b in zip(again, refs, strict=True))
+        """Rule 6: the reference's calls made again from the same seed give the same results and the same
+        end state (a check's verdict is a function of the state, the reply and the calls, so the reward is
+        the same too); the last turn then hosts one more extra-write mutant, from ``pool``. The turns before
+        the last are replayed without scoring (:meth:`ToolEnv.reset_to_turn`)."""
+        env = self.env
+        last = refs[-1]
+        ti = last.index
+        _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
+                                         for c in ref.calls], options={"task": task.id, "episode_seed": self.seed})
+        self.played += 1
+        theirs = [(x.ok, x.result) for ref in refs[:ti] for x in ref.results]
+        same = [(r["ok"], r["result"]) for r in info.get("prior_results", [])] == theirs
+        if last.calls:
+            env.step(_calls_action(last.calls))
+        again = RefTurn(task, ti, last.start, results=list(env.turns[-1].calls), reply=last.reply,
+                        digest=env.state_digest(), passed=last.passed, checks=last.checks)
+        same = same and again.digest == last.digest and \
+            [(x.ok, x.result) for x in again.results] == [(x.ok, x.result) for x in last.results]
+        if same and last.passed and len(refs) == len(task.turns) and not env.done:
+            # the replayed last turn carries on from the reference's extra writes
+            again.extra_made, again.extra_tries, again.extra_tried = last.extra_made, last.extra_tries, \
+                last.extra_tried
+            again.stopped = last.stopped
+            self._chain_extra(again, [c for c in extra_writes(self.spec, last, pool) if _key(c) not in last.extra_tried])
+            last.extra_made, last.extra_tries, last.stopped = again.extra_made, again.extra_tries, again.stopped
+        return same
 
     def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
               locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
-        """Replay the reference up to turn ``ti``, make the mutant's calls and score its reply: the cheap
+        """Replay the reference's calls up to turn ``ti`` (unscored: :meth:`ToolEnv.reset_to_turn`), make the
+        mutant's calls and score its reply: the cheap
         checks first, and the costly ones (``python``, ``unchanged``) only when no cheap check other than
         ``calls`` failed (a killed mutant needs one failure). The episode is left mid-turn: the next
         trajectory resets it."""
         env = self.env
         ref = refs[ti]
-        self._reset(ref.task)
-        for prior in refs[:ti]:
-            if prior.calls:
-                env.step(_calls_action(prior.calls))
-            env.step({"content": prior.reply, "tool_calls": []})
+        if ti:  # the turns before, their calls made and not scored (the reference passed them)
+            env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
+                                   for c in prior.calls], options={"task": ref.task.id, "episode_seed": self.seed})
+            self.played += 1
+        else:
+            self._reset(ref.task)
         if m.calls:
             env.step(_calls_action(m.calls))
         results = list(env.turns[-1].calls) if env.turns else []
@@ -447,14 +497,18 @@ def _caught(checks: list[dict[str, Any]]) -> bool:
 
 
 def _stages(turn: Turn) -> list[list[int]]:
-    """The turn's check indexes in the order a mutant is scored, stopping once a check other than
-    ``calls`` fails: the first cheap state or reply check alone (it catches most mutants), the other
-    cheap ones, then the costly ones (``python``, ``unchanged``)."""
+    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one fails:
+    the first ``sql`` check alone (it catches most mutants), the other cheap ones, then the costly ones
+    (``python``, ``unchanged``). (Reply and calls checks are judged before, without the runtime.)"""
     kinds = [c.kind for c in turn.checks]
-    cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY]
-    first = [i for i in cheap if kinds[i] != "calls"][:1]
+    cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY and k not in _LOCAL]
+    first = cheap[:1]
     stages = [first, [i for i in cheap if i not in first], [i for i, k in enumerate(kinds) if k in _COSTLY]]
     return [s for s in stages if s]
+
+
+def _no_state(*_: Any) -> Any:
+    raise RuntimeError("a reply or calls check read the state")
 
 
 def _detail(check: dict[str, Any]) -> str:

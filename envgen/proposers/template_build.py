@@ -40,7 +40,7 @@ from envgen.proposers.template_model import (
 from envgen.proposers.template_values import ValueMaker
 from envgen.proposers.template_words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
 
-__all__ = ["TemplateError", "build_model", "fill_entity_rows"]
+__all__ = ["TemplateError", "build_model", "fill_entity_rows", "fit_capacity"]
 
 _KEY_WORDS = ("name", "title", "label", "key", "filename", "path", "host", "hostname", "tag", "url", "ident",
               "identifier", "username", "user", "email", "address", "word", "command", "alias", "code")
@@ -479,6 +479,45 @@ def fill_entity_rows(entities: list[Entity], rng: random.Random, maker: ValueMak
         top = min(hi, lo + 5) if is_parent or rng.random() < 0.8 else hi
         n = rng.randint(lo, top)
         _fill_rows(ent, n, maker, [r["id"] for r in ent.parent.rows] if ent.parent else [])  # type: ignore[misc]
+    for ent in entities:
+        if ent.limited:
+            fit_capacity(ent, [e for e in entities if e.parent is ent], rng)
+
+
+def fit_capacity(parent: Entity, children: list[Entity], rng: random.Random) -> None:
+    """Make the seed rows respect ``parent``'s capacity: child rows past a fixed capacity move to a parent row
+    with room (or are dropped); a capacity column holds at least its row's count, with some rows exactly full
+    (so a request can meet a full one) and the others with room to spare."""
+    col = parent.capacity_column
+    for child in children:
+        pid = parent.id_param
+        if col is None and parent.capacity is not None:
+            cap = parent.capacity
+            for row in list(child.rows):
+                held = sum(1 for r in child.rows if r[pid] == row[pid])
+                if held <= cap:
+                    continue
+                room = [p["id"] for p in parent.rows if sum(1 for r in child.rows if r[pid] == p["id"]) < cap]
+                if room:
+                    row[pid] = rng.choice(room)
+                else:
+                    child.rows.remove(row)
+    if col is None:
+        return
+    counts = {p["id"]: max([sum(1 for r in ch.rows if r[parent.id_param] == p["id"]) for ch in children] or [0])
+              for p in parent.rows}
+    lo = int(col.minimum) if col.minimum is not None else 1
+    hi = int(col.maximum) if col.maximum is not None else None
+    for p in parent.rows:
+        n = counts[p["id"]]
+        if hi is not None and n > hi:  # more child rows than the column may say: drop the extra ones
+            for ch in children:
+                mine = [r for r in ch.rows if r[parent.id_param] == p["id"]]
+                for r in mine[hi:]:
+                    ch.rows.remove(r)
+            n = hi
+        value = max(lo, n if n and rng.random() < 0.4 else n + rng.randint(1, 3))
+        p[col.name] = min(value, hi) if hi is not None else value
 
 
 def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: str, max_tables: int = 3,

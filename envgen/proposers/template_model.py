@@ -15,9 +15,15 @@ Contract:
 * Operation kinds: ``create``, ``get`` (by id), ``find`` (by key), ``list``
   (optional filter), ``update`` (one column), ``delete``, ``status`` (move the
   ``status`` column to a target value), ``adjust`` (add a signed amount to a
-  number column; refused when a ``minimum`` would be crossed).
+  number column; refused when a ``minimum`` would be crossed), ``transfer``
+  (with a column: move an amount of it from one row to another, both sides
+  in one call, refused on an overdraft or past a ``maximum``; without one:
+  move a row to another parent row, refused when that one is full).
 * Column rules (from a blueprint's rules): ``unique`` text columns, a
   ``minimum``/``maximum`` range on numbers, an ``enum`` of allowed values.
+* Entity rules: a ``capacity`` (how many child rows a row may hold: a fixed
+  number or one of its integer columns) and ``final`` lifecycle states (a
+  status tool never moves a row out of one).
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ _RESERVED = (
     | {"print", "printed", "breakpoint", "exec", "eval", "compile", "globals", "locals", "vars", "super",
        "str", "repr", "bool", "dict", "int", "float", "len", "list", "isinstance", "ToolError",
        "status", "found", "result", "clash", "record", "done", "need_text", "as_record", "load_row",
-       "by_key", "BOOLEAN_COLUMNS", "rowid", "oid"}
+       "by_key", "BOOLEAN_COLUMNS", "rowid", "oid", "parent_row", "held_count"}
 )
 """Names a column or tool parameter must not have: keywords, names RestrictedPython refuses, builtins and
 locals the generated tool code uses, and the managed ``status`` column."""
@@ -141,6 +147,9 @@ class Entity:
     parent: Entity | None = None  #: rows belong to a row of this entity
     status: list[str] | None = None  #: allowed values of a ``status`` column (first = initial)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    capacity: int | None = None  #: at most this many child rows per row (a fixed capacity rule)
+    capacity_column: Column | None = None  #: or as many as this integer column of the row says
+    final: list[str] = field(default_factory=list)  #: states a status tool never moves a row out of
 
     @property
     def table(self) -> str:
@@ -174,6 +183,17 @@ class Entity:
             cols.append("status")
         return cols
 
+    @property
+    def limited(self) -> bool:
+        """Whether a capacity rule bounds how many child rows a row holds."""
+        return self.capacity is not None or self.capacity_column is not None
+
+    def room(self, row: dict[str, Any]) -> int | None:
+        """How many child rows ``row`` may hold (None: no capacity rule)."""
+        if self.capacity_column is not None:
+            return int(row[self.capacity_column.name])
+        return self.capacity
+
     def column(self, name: str) -> Column | None:
         for c in self.all_columns():
             if c.name == name:
@@ -185,17 +205,22 @@ class Entity:
 class Op:
     """One tool: an operation on an entity."""
 
-    kind: str  #: create / get / find / list / update / delete / status / adjust
+    kind: str  #: create / get / find / list / update / delete / status / adjust / transfer
     entity: Entity
     tool: str  #: the tool's name
     origin: str = ""  #: the document method it is modelled on ("Inventory.add_item")
-    column: Column | None = None  #: the column an update writes or an adjust changes; the filter of a list
+    column: Column | None = None  #: the column an update writes, an adjust or a transfer changes
     target: str | None = None  #: the status value a status op sets
     note: str = ""  #: what the tool does in the document's words (a blueprint operation's description)
 
     @property
     def writes(self) -> bool:
-        return self.kind in ("create", "update", "delete", "status", "adjust")
+        return self.kind in ("create", "update", "delete", "status", "adjust", "transfer")
+
+    @property
+    def moves(self) -> bool:
+        """A transfer that moves a row to another parent row (rather than an amount between rows)."""
+        return self.kind == "transfer" and self.column is None
 
 
 @dataclass

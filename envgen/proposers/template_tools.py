@@ -11,6 +11,11 @@ Contract (what the validity gate and the near-miss rule rely on):
   a blank string (types and ``minimum: 0`` are in the schema, which the
   runtime enforces before the call), so a perturbed argument either writes a
   different row / value or fails.
+* Business rules refuse with a ``ToolError`` that says why and that nothing
+  was changed: an adjust or a transfer past a column's range (an overdraft),
+  a child row created in or moved to a full parent row (a ``capacity``), a
+  status change out of a ``final`` state. Tool descriptions state each rule
+  and never use the words a refusal reply is checked for ("cannot", ...).
 * A tool's parameters are exactly its schema's properties; optional ones
   (booleans of a create, list filters) have defaults.
 * The generated code uses only the ``db`` facade, ``ToolError`` and builtins
@@ -148,7 +153,7 @@ def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
                 required.append(c.name)
         cols = ", ".join(c.human for c in ent.all_columns())
         desc = (f"Create {_article(ent.human)} {ent.human} with its {cols}. Fails if {_article(ent.human)} "
-                f"{ent.human} with that {ent.key.human} already exists.")
+                f"{ent.human} with that {ent.key.human} already exists{_full(ent)}.")
     elif op.kind == "find":
         props[ent.key.name] = {"type": "string", "description": f"The exact {ent.key.human} (case-insensitive)."}
         required.append(ent.key.name)
@@ -160,6 +165,8 @@ def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
             if ent.parent is not None:
                 required.append(filt[0])
         desc = f"List {ent.humans} (ordered by id)" + (f", filtered by {human(filt[0])}." if filt else ".")
+    elif op.kind == "transfer":
+        desc = _transfer_schema(op, props, required)
     elif op.kind == "adjust" and op.column is not None:
         c = op.column
         props[ent.id_param] = _id_schema(ent, "")
@@ -183,6 +190,41 @@ def _tool(op: Op, model: EnvModel) -> dict[str, Any]:
     return {"name": op.tool, "description": desc + _grounding(op, model), "parameters": params}
 
 
+def _transfer_schema(op: Op, props: dict[str, Any], required: list[str]) -> str:
+    """The parameters of a transfer (into ``props``/``required``) and its description."""
+    ent, c = op.entity, op.column
+    if c is None:
+        parent = ent.parent
+        if parent is None:
+            raise ValueError(f"transfer tool {op.tool!r} moves rows but {ent.name} has no parent")
+        props[ent.id_param] = _id_schema(ent, " to move")
+        props[parent.id_param] = _id_schema(parent, " it moves to")
+        required += [ent.id_param, parent.id_param]
+        return (f"Move {_article(ent.human)} {ent.human} to another {parent.human}. Fails if it already belongs to "
+                f"that {parent.human}{_full(ent)}.")
+    src, dst = f"from_{ent.id_param}", f"to_{ent.id_param}"
+    props[src] = _id_schema(ent, f" whose {c.human} goes down")
+    props[dst] = _id_schema(ent, f" whose {c.human} goes up")
+    props["amount"] = {"type": c.json_type, "minimum": 1 if c.sqltype == "INTEGER" else 0,
+                       "description": f"How much {c.human} to move (more than 0)."}
+    required += [src, dst, "amount"]
+    limits = _limits(c)
+    return (f"Move an amount of {c.human} from one {ent.human} to another: the first one's {c.human} goes down "
+            f"and the second one's goes up by the same amount, in one step; returns both new values."
+            + (f" Fails if either would be {limits}." if limits else ""))
+
+
+def _full(ent: Entity) -> str:
+    """``", or if the group is full (at most 4 items)"``: the capacity rule a child's create or move meets."""
+    parent = ent.parent
+    if parent is None or not parent.limited:
+        return ""
+    most = (f"at most {parent.capacity} {ent.humans}" if parent.capacity is not None
+            else f"its {parent.capacity_column.human} says how many {ent.humans} it holds"
+            if parent.capacity_column is not None else "")
+    return f", or if the {parent.human} is full ({most})"
+
+
 def _limits(c: Column) -> str:
     """How an adjust can fail: ``below 0``, ``above 100`` or ``below 0 or above 100``; "" when unbounded."""
     parts = []
@@ -201,8 +243,11 @@ def _write_description(op: Op) -> str:
         return f"Change the {op.column.human} of {_article(ent.human)} {ent.human}."
     if op.kind == "delete":
         return f"Delete {_article(ent.human)} {ent.human} (and everything that belongs to it)."
+    final = [s for s in ent.final if s != op.target]
+    also = (f" or if it is {' or '.join(human(s) for s in final)} (a final state, which never changes)"
+            if final else "")
     return (f"Mark {_article(ent.human)} {ent.human} as {human(op.target or '')} (its status becomes "
-            f"'{op.target}'). Fails if it already is.")
+            f"'{op.target}'). Fails if it already is{also}.")
 
 
 def render_tools(model: EnvModel) -> list[dict[str, Any]]:
@@ -242,7 +287,8 @@ def _code_create(op: Op) -> str:
     cols = [c.name for c in ent.all_columns()]
     vals = [_stored(c) for c in ent.all_columns()]
     if ent.parent is not None:
-        body += f'    load_row(db, "{ent.parent.table}", "{ent.parent.human}", {ent.parent.id_param})\n'
+        body += f'    parent_row = load_row(db, "{ent.parent.table}", "{ent.parent.human}", {ent.parent.id_param})\n'
+        body += _room_check(ent)
         cols.insert(0, ent.parent.id_param)
         vals.insert(0, ent.parent.id_param)
     if ent.status:
@@ -287,6 +333,60 @@ def _unique_check(ent: Entity, c: Column, exclude: str) -> str:
             f'        raise ToolError(f"another {ent.human} already has {c.human} {{{c.name}!r}}")\n')
 
 
+def _room_check(ent: Entity) -> str:
+    """Refuse a child row for a full parent row (``parent_row``: the parent row, loaded)."""
+    parent = ent.parent
+    if parent is None or not parent.limited:
+        return ""
+    pid = parent.id_param
+    cap = (repr(parent.capacity) if parent.capacity is not None
+           else f"parent_row['{parent.capacity_column.name}']" if parent.capacity_column is not None else "0")
+    count = f"db.query('SELECT count(*) AS n FROM \"{ent.table}\" WHERE \"{pid}\" = ?', [{pid}])[0][\"n\"]"
+    return (f"    held_count = {count}\n"
+            f"    if held_count >= {cap}:\n"
+            f'        raise ToolError(f"{parent.human} {{{pid}}} is full ({{held_count}} of {{{cap}}} {ent.humans}); '
+            f'nothing was changed")\n')
+
+
+def _code_transfer(op: Op) -> str:
+    ent, c = op.entity, op.column
+    t = ent.table
+    if c is None:
+        parent = ent.parent
+        if parent is None:
+            raise ValueError(f"transfer tool {op.tool!r} moves rows but {ent.name} has no parent")
+        pid = parent.id_param
+        return (f'    row = load_row(db, "{t}", "{ent.human}", {ent.id_param})\n'
+                f'    parent_row = load_row(db, "{parent.table}", "{parent.human}", {pid})\n'
+                f'    if row["{pid}"] == {pid}:\n'
+                f'        raise ToolError(f"{ent.human} {{{ent.id_param}}} already belongs to {parent.human} '
+                f'{{{pid}}}")\n'
+                + _room_check(ent)
+                + f"    db.execute('UPDATE \"{t}\" SET \"{pid}\" = ? WHERE \"id\" = ?', [{pid}, {ent.id_param}])\n"
+                f'    return {{"id": {ent.id_param}, "{pid}": {pid}}}\n')
+    src, dst = f"from_{ent.id_param}", f"to_{ent.id_param}"
+    body = (f"    if {src} == {dst}:\n"
+            f'        raise ToolError("pick two different {ent.humans}")\n'
+            f"    if amount <= 0:\n"
+            f'        raise ToolError("amount must be more than 0")\n'
+            f'    source = load_row(db, "{t}", "{ent.human}", {src})\n'
+            f'    target = load_row(db, "{t}", "{ent.human}", {dst})\n'
+            f'    left = source["{c.name}"] - amount\n'
+            f'    moved = target["{c.name}"] + amount\n')
+    if c.minimum is not None:
+        body += (f"    if left < {c.minimum!r}:\n"
+                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{src}}} would go below {c.minimum:g} '
+                 f'(it is {{source[\'{c.name}\']}}); nothing was changed")\n')
+    if c.maximum is not None:
+        body += (f"    if moved > {c.maximum!r}:\n"
+                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{dst}}} would go above {c.maximum:g} '
+                 f'(it is {{target[\'{c.name}\']}}); nothing was changed")\n')
+    body += (f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [left, {src}])\n"
+             f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [moved, {dst}])\n"
+             f'    return {{"from": {{"id": {src}, "{c.name}": left}}, "to": {{"id": {dst}, "{c.name}": moved}}}}\n')
+    return body
+
+
 def _code_adjust(op: Op) -> str:
     ent, c = op.entity, op.column
     if c is None:
@@ -328,6 +428,16 @@ def _code_status(op: Op) -> str:
     ent = op.entity
     t = ent.table
     target = op.target or ""
+    final = [s for s in ent.final if s != target]
+    if final:
+        return (f'    row = load_row(db, "{t}", "{ent.human}", {ent.id_param})\n'
+                f'    if row["status"] in {final!r}:\n'
+                f'        raise ToolError(f"{ent.human} {{{ent.id_param}}} is {{row[\'status\']}}, a final state: '
+                f'its status no longer changes; nothing was changed")\n'
+                f'    if row["status"] == "{target}":\n'
+                f'        raise ToolError(f"{ent.human} {{{ent.id_param}}} is already {human(target)}")\n'
+                f"    db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ?', [\"{target}\", {ent.id_param}])\n"
+                f'    return {{"id": {ent.id_param}, "status": "{target}"}}\n')
     return (f"    done = db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ? AND \"status\" != ?', "
             f'["{target}", {ent.id_param}, "{target}"])\n'
             f'    if done["rowcount"] == 0:\n'
@@ -374,6 +484,8 @@ def _code(op: Op, model: EnvModel) -> str:
         return _code_delete(op, model)
     if op.kind == "adjust":
         return _code_adjust(op)
+    if op.kind == "transfer":
+        return _code_transfer(op)
     return _code_status(op)
 
 

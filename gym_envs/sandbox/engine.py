@@ -60,6 +60,7 @@ class _Program:
     image: bytes
     check_code: dict[str, Any] = field(default_factory=dict)
     pool: list[StateDB] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  #: the template's table digests
 
 
 @dataclass(slots=True)
@@ -212,6 +213,7 @@ class Engine:
         prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
                         arguments={n: compile_arguments(s) for n, s in tools.items()})
         counts = db.row_counts()
+        prog.digests = db.table_digests()
         db.open_episode()
         try:
             ep = self._new_episode(prog, db, seed=0)
@@ -516,12 +518,19 @@ class Engine:
     # -- state and checks ----------------------------------------------------------------------
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
-        ep.marks = ep.state.table_digests()
+        ep.marks = self._digests(ep)
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        tables = self._episode(req).state.table_digests()
+        tables = self._digests(self._episode(req))
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
+
+    def _digests(self, ep: _Episode) -> dict[str, str]:
+        """The episode's table digests: the template's while it has logged no call (its state is the
+        template's then: the state always equals the replay of the log), else computed."""
+        if not ep.log and ep.lost is None and not ep.state.lost:
+            return dict(ep.program.digests)
+        return ep.state.table_digests()
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}

@@ -1,0 +1,100 @@
+"""The plan: which task shapes a compiled environment gets, by its task mix and its difficulty.
+
+Role: :func:`build_tasks` writes the tasks of one environment with a
+:class:`TaskMaker` (every shape of the package). For each task of the mix it
+tries the shapes of that task kind in order and keeps the first that can be
+written for this model (its tools, relations and rules); the deep shapes come
+first, the rarer ones (those that need a transfer, a capacity, a final state)
+before the common ones, and a kind's order rotates so that several tasks of a
+kind take different shapes. A shallow single-turn shape is the fallback of
+each kind, so a model too small for the deep shapes still gets every kind.
+
+Each task starts from the seed rows (:meth:`Base.reset`); its id is
+``t<i>_<kind>``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from envgen.blueprint.difficulty import PROFILES, Profile
+from envgen.proposers.template_model import EnvModel
+from envgen.proposers.template_tasks.base import Task
+from envgen.proposers.template_tasks.talks import Talks
+from envgen.proposers.template_values import ValueMaker
+
+__all__ = ["TaskMaker", "build_tasks"]
+
+Builder = Callable[[], Task | None]
+
+
+class TaskMaker(Talks):
+    """Every task shape over one model (see the package docstring)."""
+
+    def builders(self) -> dict[str, tuple[list[Builder], list[Builder], list[Builder]]]:
+        """Per task kind: (rare deep shapes, common deep shapes, shallow fallbacks)."""
+        return {
+            "execute": ([self.exec_transfer], [self.exec_batch, self.create_talk], [self.exec_child, self.exec_create]),
+            "read": ([], [self.read_talk], [self.read_fallback]),
+            "read_then_write": ([self.refuse_overdraft, self.refuse_capacity, self.refuse_transition,
+                                 self.chain_transfer, self.chain_move, self.cascade, self.chain_decide],
+                                [self.chain_key, self.chain_pick, self.talk_list, self.talk_refer], []),
+            "missing_parameter": ([], [self.missing_update, self.missing_create], []),
+            "decline": ([], [self.decline_deep], [self.decline]),
+        }
+
+
+def _plans(tm: TaskMaker, rng: random.Random) -> dict[str, list[Builder]]:
+    plans: dict[str, list[Builder]] = {}
+    for kind, (rare, common, shallow) in tm.builders().items():
+        rng.shuffle(rare)
+        rng.shuffle(common)
+        plans[kind] = [*rare, *common, *shallow]
+    return plans
+
+
+def _first_feasible(tm: TaskMaker, options: list[Builder]) -> tuple[int, Task] | None:
+    for i, build in enumerate(options):
+        tm.reset()
+        task = build()
+        if task is not None and task["turns"]:
+            return i, task
+    return None
+
+
+def _take(tm: TaskMaker, plans: dict[str, list[Builder]], kind: str) -> Task | None:
+    """The first feasible shape of ``kind``; the one used moves to the back of the kind's order."""
+    options = plans[kind]
+    found = _first_feasible(tm, options)
+    if found is None:
+        return None
+    i, task = found
+    options.append(options.pop(i))
+    return task
+
+
+def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8,
+                mix: dict[str, int] | None = None, profile: Profile | None = None) -> list[Task]:
+    """At most ``max_tasks`` tasks by ``mix`` (task kind -> how many; default one of each kind), one of each
+    wanted kind first, then the rest in rotation; ``profile`` is the difficulty (default ``medium``)."""
+    tm = TaskMaker(model, rng, maker, profile or PROFILES["medium"])
+    plans = _plans(tm, rng)
+    mix = dict(mix) if mix is not None else {k: 1 for k in plans}
+    # missing_parameter goes last, so a small max_tasks drops it first
+    order = sorted((k for k, n in mix.items() if n > 0 and k in plans), key=lambda k: k == "missing_parameter")
+    left = {k: mix[k] for k in order}
+    tasks: list[Task] = []
+    while left and len(tasks) < max_tasks:
+        for kind in list(left):
+            if len(tasks) >= max_tasks:
+                break
+            task = _take(tm, plans, kind)
+            left[kind] -= 1
+            if left[kind] <= 0:
+                del left[kind]
+            if task is not None:
+                tasks.append(task)
+    for i, task in enumerate(tasks):
+        task["id"] = f"t{i}_{task['kind']}"
+    return tasks
