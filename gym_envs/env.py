@@ -46,7 +46,8 @@ from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
-__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
+__all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt",
+           "text_space"]
 
 REWARD_MODES = ("episode", "turns", "checks")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
@@ -116,6 +117,18 @@ class TurnOutcome:
         return {"index": self.index, "instruction": self.instruction, "reply": self.reply,
                 "calls": [c.to_dict() for c in self.calls], "checks": [c.to_dict() for c in self.checks],
                 "passed": self.passed}
+
+
+@dataclass
+class EpisodeCheckpoint:
+    """Where an episode was when :meth:`ToolEnv.checkpoint` made it (see :meth:`ToolEnv.restore`)."""
+
+    token: int
+    session: str
+    turns: list[TurnOutcome]
+    turn_index: int
+    steps: int
+    transcript: int
 
 
 def resolve_spec_ref(spec: Any) -> Any:
@@ -231,6 +244,46 @@ class ToolEnv(gym.Env[str, Any]):
                 "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
                 "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results]}
         return obs, info
+
+    def call_tools(self, calls: Sequence[Mapping[str, Any]]) -> list[CallResult]:
+        """Make tool calls (``{"name", "arguments"}``) in the current turn, as a :meth:`step` whose action
+        is just these calls would (one step; they are the turn's calls, scored when the turn ends), without
+        building an observation or a transcript entry: for callers that read the results themselves (the
+        validity gate). Returns the calls' results."""
+        self._check_live()
+        assert self.session is not None
+        self.steps += 1
+        session = self.session
+        results = [session.call(c["name"], c.get("arguments")) for c in calls]
+        self.turns[-1].calls.extend(results)
+        if self.steps >= self.max_steps:
+            self._truncate({})
+        return results
+
+    def checkpoint(self) -> EpisodeCheckpoint | None:
+        """A checkpoint of the episode as it is now, between steps, for :meth:`restore`; None when the
+        executor has no cheap one (see :meth:`gym_envs.sandbox.Session.fork`): replay instead."""
+        self._check_live()
+        assert self.session is not None
+        token = self.session.fork()
+        if token is None:
+            return None
+        turns = [TurnOutcome(t.index, t.instruction, list(t.calls), t.reply, list(t.checks), t.scored)
+                 for t in self.turns]
+        return EpisodeCheckpoint(token, self.session.id, turns, self.turn_index, self.steps, len(self.transcript))
+
+    def restore(self, cp: EpisodeCheckpoint) -> bool:
+        """Put the episode back where :meth:`checkpoint` made ``cp`` (the state, the turns so far, the step
+        count). Returns whether ``cp`` can be restored again (False: the state was rebuilt by replay)."""
+        assert self.session is not None
+        if cp.session != self.session.id or self.task is None:
+            raise RuntimeError("this checkpoint belongs to another episode")
+        kept = self.session.restore(cp.token)
+        self.turns = [TurnOutcome(t.index, t.instruction, list(t.calls), t.reply, list(t.checks), t.scored)
+                      for t in cp.turns]
+        self.turn_index, self.steps, self.done = cp.turn_index, cp.steps, False
+        del self.transcript[cp.transcript:]
+        return kept
 
     # reset and step in phases, so that reset_many and step_many can batch the executor's work
     def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int:

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from envgen.blueprint.deepen import deepen
 from envgen.blueprint.schema import MAX_OPERATIONS, Blueprint
 from envgen.proposers.template_build import TemplateError, build_model
 from envgen.proposers.template_extract import DocInfo, analyze_source
@@ -137,7 +138,9 @@ def _blueprint(info: DocInfo, model: EnvModel, rng: random.Random) -> Blueprint:
         "operations": _operations(model),
         "rules": _rules(main),
         "tasks": _mix(rng),
+        "difficulty": None,
     }
+    deepen(data, model, set(info.words), rng)
     return Blueprint.model_validate(data)
 
 

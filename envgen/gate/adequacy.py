@@ -40,6 +40,7 @@ from typing import Any
 
 from envgen.gate.mutants import (
     GENERIC_REPLY,
+    argument_mutants,
     Locator,
     Mutant,
     RefTurn,
@@ -51,6 +52,7 @@ from envgen.gate.mutants import (
     reply_mutants,
     short_call,
 )
+from gym_envs.sandbox.purity import stateless
 from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox.checks import evaluate
@@ -142,8 +144,8 @@ def _key(call: ToolCall) -> str:
     return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
 
 
-def _calls_action(calls: Iterable[ToolCall]) -> dict[str, Any]:
-    return {"tool_calls": [{"name": c.name, "arguments": c.arguments} for c in calls]}
+def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 @dataclass
@@ -157,6 +159,11 @@ class MutationRun:
     tried: list[dict[str, Any]] = field(default_factory=list)  #: every mutant: task, turn, rule, ..., outcome
     played: int = 0  #: trajectories replayed
     _initial: Snapshot | None = None
+    stateless: bool = False  #: the code keeps no state but the database (:func:`gym_envs.sandbox.purity.stateless`)
+    _start: tuple[str, int, Any] | None = None  #: (task, turn, checkpoint at the turn's start) of the last mutant
+
+    def __post_init__(self) -> None:
+        self.stateless = stateless(self.spec.code)
 
     # -- counts ------------------------------------------------------------------------------------
     def count(self, outcome: str) -> int:
@@ -170,6 +177,7 @@ class MutationRun:
 
     # -- the reference -----------------------------------------------------------------------------
     def _reset(self, task: Task) -> None:
+        self._start = None
         self.env.reset(options={"task": task.id, "episode_seed": self.seed})
         self.played += 1
 
@@ -200,11 +208,14 @@ class MutationRun:
             noop = self._score(turn, "", [], start) if replies else []  # doing nothing, scored in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
             drop = self._start_drop(ref, start) if replies and len(turn.reference) == 1 else None
-            if turn.reference:
-                env.step(_calls_action(turn.reference))
+            in_place: list[tuple[Mutant, list[Any]]] = []
+            if turn.reference and replies and self.stateless:
+                ref.results, in_place = self._calls_with_lookups(ref)
+            elif turn.reference:
+                env.call_tools(_calls(turn.reference))
+                ref.results = list(env.turns[-1].calls)
             if env.done:
                 break
-            ref.results = list(env.turns[-1].calls)
             last = ti + 1 == len(task.turns)
             if last:
                 ref.checks = [c.to_dict() for c in env.score_reply(ref.reply)]
@@ -220,6 +231,7 @@ class MutationRun:
                     ref.stopped = self._verdict(ref, drop[0], drop[1], [], ref.reply, digest=drop[2])
                 if not ref.stopped:
                     self._record_replies(ref, self._score_replies(ref))
+                self._judge_in_place(ref, in_place)
             if last and ref.passed and replies and not ref.effectful:
                 self._reads_in_place(ref)
             if last and ref.passed and extras is not None and not ref.dirty:
@@ -278,6 +290,65 @@ class MutationRun:
         checks = self._score(ref.turn, ref.reply, [], start)
         return m, checks, None if _caught(checks) else self.env.state_digest()
 
+    def _calls_with_lookups(self, ref: RefTurn) -> tuple[list[Any], list[tuple[Mutant, list[Any]]]]:
+        """Make the turn's reference calls one at a time (stateless code only: :mod:`gym_envs.sandbox.purity`).
+        Right after a call that changed nothing (a lookup), make each of its argument mutants at the same
+        place: one that changes nothing too leaves the episode as the reference has it, so the calls after it
+        run as in the reference and the mutant's trajectory is the reference's with that one result changed.
+        Returns the reference's results and those mutants with their trajectories' results (judged once
+        the reference's turn is scored, :meth:`_judge_in_place`). A mutated call that changes the state is
+        judged by replay instead, and the reference's episode is rebuilt from its start."""
+        env = self.env
+        done: list[tuple[Mutant, list[Any]]] = []
+        mine: list[Any] = []
+        for ci, call in enumerate(ref.calls):
+            env.call_tools(_calls([call]))
+            made = env.turns[-1].calls[-1]
+            mine.append(made)
+            if not (made.ok and made.changes == 0):
+                continue
+            ref.results = list(mine)  # the calls so far: which of them wrote decides each mutant's values
+            seen = {Mutant(0, "", "", ref.calls, []).key()}
+            for m in argument_mutants(self.spec, ref, ci):
+                if m.key() in seen:
+                    continue
+                seen.add(m.key())
+                env.call_tools(_calls([m.calls[ci]]))
+                tried = env.turns[-1].calls[-1]
+                if tried.changes > 0:  # it wrote: the episode left the reference; start it again
+                    self._rewind(ref, mine)
+                    continue
+                done.append((m, [*mine[:ci], tried]))
+        return mine, [(m, [*got, *mine[len(got):]]) for m, got in done]
+
+    def _rewind(self, ref: RefTurn, made: list[Any]) -> None:
+        """Put the episode back where the reference is: the turn's start (its earlier turns' calls made, not
+        scored), then the turn's calls ``made`` so far."""
+        calls = [{"name": c.name, "arguments": c.arguments} for prior in ref.task.turns[:ref.index]
+                 for c in prior.reference]
+        self._start = None
+        self.env.reset_to_turn(ref.index, calls, options={"task": ref.task.id, "episode_seed": self.seed})
+        self.played += 1
+        if made:
+            self.env.call_tools(_calls([ToolCall(name=c.name, arguments=c.arguments) for c in made]))
+
+    def _judge_in_place(self, ref: RefTurn, in_place: list[tuple[Mutant, list[Any]]]) -> None:
+        """Judge the lookup mutants made in place (:meth:`_calls_with_lookups`) and the reference without
+        one of its lookups (stateless code: leaving out a call that changed nothing changes nothing else):
+        their state is the reference's, their reply is derived from what their calls returned."""
+        if not self.stateless:
+            return
+        locators = ref.locators or locate_answers(ref)
+        drops = [(Mutant(5, "drop", f"without call {ci + 1} {short_call(c)}", ref.calls[:ci] + ref.calls[ci + 1:],
+                         [j for j in range(len(ref.calls)) if j != ci]), ref.results[:ci] + ref.results[ci + 1:])
+                 for ci, c in enumerate(ref.calls) if ci not in ref.effectful and len(ref.calls) > 1]
+        for m, results in [*in_place, *drops]:
+            if ref.stopped:
+                return
+            reply = derive_reply(ref, locators, m, results)
+            ref.done_in_place.add(m.key())
+            ref.stopped = self._verdict(ref, m, self._known(ref, reply, results), results, reply, digest=ref.digest)
+
     def _reads_in_place(self, ref: RefTurn) -> None:
         """The argument mutants of a last turn that only reads, judged in the reference's own episode:
         each mutated call is made after the reference's calls and its result stands in for the original
@@ -285,10 +356,10 @@ class MutationRun:
         in its place). A mutated call that writes leaves the episode changed: it and the rest are replayed."""
         env = self.env
         for m in call_mutants(self.spec, ref):
-            if m.kind != "argument" or ref.stopped:
+            if m.kind != "argument" or ref.stopped or m.key() in ref.done_in_place:
                 continue
             ci = next(i for i, (a, b) in enumerate(zip(m.calls, ref.calls, strict=True)) if a != b)
-            env.step(_calls_action([m.calls[ci]]))
+            env.call_tools(_calls([m.calls[ci]]))
             made = env.turns[-1].calls[-1]
             if made.changes > 0:
                 ref.dirty = True  # this one changed the state: replayed with the others left
@@ -309,7 +380,7 @@ class MutationRun:
                 return
             ref.extra_tried.add(_key(call))
             ref.extra_tries += 1
-            env.step(_calls_action([call]))
+            env.call_tools(_calls([call]))
             result = env.turns[-1].calls[-1]
             if not (result.ok and result.changes > 0):
                 continue  # no mutant: a failed call is undone, so the state is still the reference's
@@ -392,13 +463,14 @@ class MutationRun:
         env = self.env
         last = refs[-1]
         ti = last.index
+        self._start = None
         _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
                                          for c in ref.calls], options={"task": task.id, "episode_seed": self.seed})
         self.played += 1
         theirs = [(x.ok, x.result) for ref in refs[:ti] for x in ref.results]
         same = [(r["ok"], r["result"]) for r in info.get("prior_results", [])] == theirs
         if last.calls:
-            env.step(_calls_action(last.calls))
+            env.call_tools(_calls(last.calls))
         again = RefTurn(task, ti, last.start, results=list(env.turns[-1].calls), reply=last.reply,
                         digest=env.state_digest(), passed=last.passed, checks=last.checks)
         same = same and again.digest == last.digest and \
@@ -421,19 +493,34 @@ class MutationRun:
         trajectory resets it."""
         env = self.env
         ref = refs[ti]
-        if ti:  # the turns before, their calls made and not scored (the reference passed them)
-            env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
-                                   for c in prior.calls], options={"task": ref.task.id, "episode_seed": self.seed})
-            self.played += 1
-        else:
-            self._reset(ref.task)
+        self._to_start(refs, ti)
         if m.calls:
-            env.step(_calls_action(m.calls))
+            env.call_tools(_calls(m.calls))
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
             return [], results, reply
         return self._score(ref.turn, reply), results, reply
+
+    def _to_start(self, refs: list[RefTurn], ti: int) -> None:
+        """Put the episode at the start of turn ``ti``: back to the checkpoint made there for the mutant
+        before (stateless code, :meth:`ToolEnv.checkpoint`), else by replaying the calls of the turns before
+        it (not scored: the reference passed them), leaving a checkpoint for the next mutant of the turn."""
+        env = self.env
+        task = refs[ti].task
+        self.played += 1
+        start = self._start
+        if start is not None and start[0] == task.id and start[1] == ti:
+            if not env.restore(start[2]):
+                self._start = (task.id, ti, env.checkpoint()) if self.stateless else None
+            return
+        if ti:
+            env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
+                                   for c in prior.calls], options={"task": task.id, "episode_seed": self.seed})
+        else:
+            env.reset(options={"task": task.id, "episode_seed": self.seed})
+        cp = env.checkpoint() if self.stateless else None
+        self._start = (task.id, ti, cp) if cp is not None else None
 
     def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                extra: bool = False) -> bool | None:

@@ -35,7 +35,7 @@ from typing import Any
 from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "call_mutants", "derive_reply", "extra_mutants",
+__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply", "extra_mutants",
            "locate_answers", "reply_mutants", "short_call"]
 
 GENERIC_REPLY = "Done."
@@ -62,6 +62,7 @@ class RefTurn:
     extra_tried: set[str] = field(default_factory=set)  #: the extra calls tried (JSON keys)
     done_in_place: set[str] = field(default_factory=set)  #: mutants judged in the reference's episode
     dirty: bool = False  #: a mutant made in the reference's episode changed its state
+    mutants: tuple[int, list[Mutant]] | None = None  #: the call mutants, and how many results they were made with
 
     @property
     def turn(self) -> Turn:
@@ -120,7 +121,10 @@ def _unique(col: Column) -> bool:
 
 
 def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
-    """Argument, drop and retarget mutants of a turn (deduplicated, the reference itself excluded)."""
+    """Argument, drop and retarget mutants of a turn (deduplicated, the reference itself excluded).
+    Computed once per turn (once its reference results are known) and kept on ``ref``."""
+    if ref.mutants is not None and ref.mutants[0] == len(ref.results):
+        return ref.mutants[1]
     calls = ref.calls
     same = list(range(len(calls)))
     out: list[Mutant] = []
@@ -128,23 +132,34 @@ def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
         rest = calls[:ci] + calls[ci + 1:]
         out.append(Mutant(5, "drop", f"without call {ci + 1} {short_call(call)}", rest,
                           same[:ci] + same[ci + 1:]))
-        try:
-            props = spec.tool(call.name).parameters.get("properties", {})
-        except KeyError:
-            props = {}
-        writes = ci in ref.effectful
-        for arg, value in call.arguments.items():
-            col = ref.start.column_of(arg, value)
-            n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
-            for new, why in argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n):
-                changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
-                what = (f"aimed at {col.table} row {new!r} instead of {value!r} ({arg})"
-                        if col is not None and col.name == "id" and why == "another existing id"
-                        else f"with {arg}={new!r} ({why}) instead of {value!r}")
-                out.append(Mutant(5, "argument", f"{call.name} {what}", [*calls[:ci], changed, *calls[ci + 1:]],
-                                  same))
+        out += argument_mutants(spec, ref, ci)
     out += _retargets(ref)
-    return _dedupe(out, ref)
+    made = _dedupe(out, ref)
+    ref.mutants = (len(ref.results), made)
+    return made
+
+
+def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
+    """The argument mutants of call ``ci`` of the turn (each argument replaced by other values)."""
+    calls = ref.calls
+    call = calls[ci]
+    same = list(range(len(calls)))
+    try:
+        props = spec.tool(call.name).parameters.get("properties", {})
+    except KeyError:
+        props = {}
+    writes = ci in ref.effectful
+    out: list[Mutant] = []
+    for arg, value in call.arguments.items():
+        col = ref.start.column_of(arg, value)
+        n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
+        for new, why in argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n):
+            changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
+            what = (f"aimed at {col.table} row {new!r} instead of {value!r} ({arg})"
+                    if col is not None and col.name == "id" and why == "another existing id"
+                    else f"with {arg}={new!r} ({why}) instead of {value!r}")
+            out.append(Mutant(5, "argument", f"{call.name} {what}", [*calls[:ci], changed, *calls[ci + 1:]], same))
+    return out
 
 
 def _entity_targets(ref: RefTurn) -> list[tuple[str, Any]]:
@@ -217,8 +232,8 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[Tool
                     break
     own = {json.dumps([c.name, c.arguments], sort_keys=True, default=str) for c in ref.calls}
     by_tool: dict[str, list[ToolCall]] = {}
-    for c in pool:
-        if json.dumps([c.name, c.arguments], sort_keys=True, default=str) not in own:
+    for c, key in zip(pool, _keys(pool), strict=True):
+        if key not in own:
             by_tool.setdefault(c.name, []).append(c)
     own_tools = {ref.calls[i].name for i in ref.effectful}
     rounds = max((len(v) for v in by_tool.values()), default=0)
@@ -234,6 +249,19 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[Tool
             seen.add(key)
             unique.append(c)
     return unique
+
+
+_POOL_KEYS: dict[int, tuple[list[ToolCall], list[str]]] = {}
+
+
+def _keys(pool: list[ToolCall]) -> list[str]:
+    """The JSON keys of a pool's calls (the pool of one spec is kept while its mutants are made)."""
+    got = _POOL_KEYS.get(id(pool))
+    if got is None or got[0] is not pool or len(got[1]) != len(pool):
+        _POOL_KEYS.clear()
+        got = _POOL_KEYS[id(pool)] = (pool, [json.dumps([c.name, c.arguments], sort_keys=True, default=str)
+                                              for c in pool])
+    return got[1]
 
 
 def extra_mutants(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> Iterator[Mutant]:

@@ -48,6 +48,7 @@ class Snapshot:
 
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     _columns: dict[tuple[str, str], Column] = field(default_factory=dict, repr=False)
+    _found: dict[tuple[str, type, Any], Column | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for t, data in self.tables.items():
@@ -69,13 +70,19 @@ class Snapshot:
         return [dict(zip(cols, r, strict=False)) for r in data.get("rows") or []]
 
     def column_of(self, arg: str, value: Any) -> Column | None:
-        """The column ``value`` of argument ``arg`` most likely refers to, or None."""
+        """The column ``value`` of argument ``arg`` most likely refers to, or None (memoized)."""
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             return None
+        key = (arg, type(value), value)
+        if key not in self._found:
+            self._found[key] = self._column_of(arg, value)
+        return self._found[key]
+
+    def _column_of(self, arg: str, value: Any) -> Column | None:
         if arg == "id" or arg.endswith("_id"):
             stem = arg[:-3] if arg.endswith("_id") else ""
             ids = [c for c in self.columns() if c.name == "id" and _holds(c, value)]
-            ids.sort(key=lambda c: (not (stem and _table_matches(c.table, stem)), c.table))
+            ids.sort(key=lambda c: (_table_rank(c.table, stem), c.table))
             if ids:
                 return ids[0]
         named = [c for c in self.columns() if c.name == arg and _same_type(c, value)]
@@ -95,6 +102,22 @@ class Snapshot:
 def _table_matches(table: str, stem: str) -> bool:
     t, s = table.lower(), stem.lower()
     return t == s or t.rstrip("s") == s or t == s + "es" or t == s[:-1] + "ies" or t.startswith(s)
+
+
+def _table_rank(table: str, stem: str) -> int:
+    """How well ``<stem>_id`` names a row of ``table``: 0 (``item`` for ``items``), 1 for a qualified stem
+    (``from_item``, ``target_item``: the words after the qualifier match exactly), 2 not at all."""
+    if not stem:
+        return 2
+    if _table_matches(table, stem):
+        return 0
+    words = stem.lower().split("_")
+    t = table.lower()
+    for i in range(1, len(words)):
+        rest = "_".join(words[i:])
+        if t == rest or t.rstrip("s") == rest or t == rest + "es" or t == rest[:-1] + "ies":
+            return 1
+    return 2
 
 
 def _same_type(c: Column, value: Any) -> bool:

@@ -399,7 +399,8 @@ def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random) -> list[Op]:
         cols = [c for c in ent.columns if c.sqltype != "BOOLEAN"] or ent.columns
         col = rng.choice(cols)
         add("update", _tool_name(rng.choice(["update", "set", "change"]), ent.name, col.name), column=col)
-    order = {"create": 0, "get": 1, "find": 2, "list": 3, "update": 4, "adjust": 5, "status": 6, "delete": 7}
+    order = {"create": 0, "get": 1, "find": 2, "list": 3, "update": 4, "adjust": 5, "transfer": 6, "status": 7,
+             "delete": 8}
     return sorted(ops + extra, key=lambda o: order[o.kind])
 
 

@@ -43,7 +43,7 @@ def need_text(label, value):
     "as_record": '''
 def as_record(table, found):
     record = dict(found)
-    for name in BOOLEAN_COLUMNS.get(table, []):
+    for name in dict(BOOLEAN_COLUMNS).get(table, ()):
         if record.get(name) is not None:
             record[name] = bool(record[name])
     return record
@@ -497,9 +497,9 @@ def render_code(model: EnvModel, tools: list[dict[str, Any]]) -> str:
         bodies.append("\n\n" + _signature(op, tool) + comment + _code(op, model))
     text = "".join(bodies)
     parts = [f'"""Tools of {model.title}, generated from {model.path} by the template proposer."""\n']
-    booleans = {e.table: [c.name for c in e.columns if c.sqltype == "BOOLEAN"] for e in model.entities}
-    booleans = {k: v for k, v in booleans.items() if v}
-    if "as_record(" in text:
+    booleans = tuple((e.table, tuple(c.name for c in e.columns if c.sqltype == "BOOLEAN")) for e in model.entities)
+    booleans = tuple((t, names) for t, names in booleans if names)
+    if "as_record(" in text:  # a tuple, not a dict: the module keeps no state a call could change
         parts.append(f"\nBOOLEAN_COLUMNS = {booleans!r}\n")
     parts += ["\n" + code for name, code in _HELPERS.items() if f"{name}(" in text]
     return "".join(parts) + text

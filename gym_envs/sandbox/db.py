@@ -68,6 +68,7 @@ _KW_CACHE_MAX = 4096
 _SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
 _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
+_SET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (?)"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
@@ -233,6 +234,39 @@ class StateDB:
         if not commit:
             self._host.execute(_ROLLBACK_CALL)
         self._host.execute(_RELEASE_CALL)
+
+    def fork(self, n: int) -> tuple[Any, ...] | None:
+        """A checkpoint of the episode between calls: savepoint ``fork<n>`` and the connection's counters
+        (``last_insert_rowid()``, ``changes()``, the statement cursor's ``lastrowid``), for :meth:`back_to`.
+        None when the counters could not be put back exactly (the last statement changed several rows)."""
+        if not self.guard.episode or self.lost or self._savepoint:
+            return None
+        rowid, changes = self._host.execute(_HOST_TAG + "SELECT last_insert_rowid(), changes()").fetchone()
+        if changes > 1:
+            return None
+        saved = (rowid, changes, self.guard.cursor.lastrowid)
+        self._host.execute(_HOST_TAG + f"SAVEPOINT fork{int(n)}")
+        return saved
+
+    def back_to(self, n: int, saved: tuple[Any, ...]) -> bool:
+        """Roll the episode back to checkpoint ``fork<n>`` (see :meth:`fork`) and put its counters back;
+        False when the savepoint is gone (the episode was reset or rebuilt since: nothing was done)."""
+        if not self.guard.episode or self.lost or self._savepoint:
+            return False
+        self._set_query_only(False)
+        try:
+            self._host.execute(_HOST_TAG + f"ROLLBACK TO fork{int(n)}")
+        except sqlite3.OperationalError:  # no such savepoint
+            return False
+        rowid, changes, cursor_rowid = saved
+        if cursor_rowid is None:
+            self._drop_cursor()  # a fresh cursor has no lastrowid, as the statement cursor had none
+        else:
+            self.guard.cursor.execute(_SET_ROWID, (cursor_rowid,))
+        self._host.execute(_SET_ROWID, (rowid,))
+        if changes == 0:
+            self._host.execute(_RESET_CHANGES)
+        return True
 
     def _set_query_only(self, on: bool) -> None:
         if self.guard.query_only != on:

@@ -1,8 +1,14 @@
 """The engine: compiled programs, template images and live episodes, answering JSON requests.
 
 Both executors drive one :class:`Engine` with the same requests (``load``, ``open``, ``call``, ``mark``,
-``check``, ``digest``, ``dump``, ``close``, ``batch``, ``ping``), so they give identical results on the same
-trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+``check``, ``digest``, ``dump``, ``close``, ``fork``, ``restore``, ``batch``, ``ping``), so they give identical
+results on the same trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+
+Checkpoints (``fork``, ``restore``): for a program whose code keeps no state between calls
+(:func:`~gym_envs.sandbox.purity.stateless`) the database is the episode's whole state, so a checkpoint is a
+savepoint plus the connection's counters, and restoring it puts the episode exactly where a replay of its
+log up to that point would (the log is cut back to it). A checkpoint a reset or a rebuild removed is
+restored by that replay instead; a program with state of its own gets no checkpoint (the caller replays).
 
 The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
 ``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
@@ -16,6 +22,7 @@ equals the replay of the episode's logged calls.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +53,7 @@ from gym_envs.sandbox.guards import (
 )
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
+from gym_envs.sandbox.purity import stateless
 from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
@@ -61,6 +69,7 @@ class _Program:
     check_code: dict[str, Any] = field(default_factory=dict)
     pool: list[StateDB] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  #: the template's table digests
+    pure: bool = False  #: the code keeps no state between calls (checkpoints are savepoints)
 
 
 @dataclass(slots=True)
@@ -77,6 +86,8 @@ class _Episode:
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
+    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: checkpoint -> log length,
+    #: marks, counters
 
 
 class Engine:
@@ -124,8 +135,9 @@ class Engine:
             "load": self._op_load, "open": self._op_open, "close": self._op_close,
             "call": self._op_call_text if in_worker and self._deadline_s else self._op_call,
             "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
-            "dump": self._op_dump, "ping": self._op_ping,
+            "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
+        self._fork_ids = itertools.count(1)
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +223,7 @@ class Engine:
             return error_response(ErrorKind.SCHEMA_ERROR, str(e), cap)
         tools = req.get("tools", {})
         prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
-                        arguments={n: compile_arguments(s) for n, s in tools.items()})
+                        arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]))
         counts = db.row_counts()
         prog.digests = db.table_digests()
         db.open_episode()
@@ -524,6 +536,38 @@ class Engine:
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
         tables = self._digests(self._episode(req))
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
+
+    def _op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint of the episode as it is now: ``{"fork": id}``, or ``{"fork": None}`` when the program
+        keeps state of its own (or the counters cannot be put back exactly): replay instead."""
+        ep = self._episode(req)
+        if not ep.program.pure or ep.lost is not None:
+            return {"ok": True, "fork": None}
+        n = next(self._fork_ids)
+        saved = ep.state.fork(n)
+        if saved is None:
+            return {"ok": True, "fork": None}
+        if ep.forks is None:
+            ep.forks = {}
+        ep.forks[n] = (len(ep.log), dict(ep.marks), saved)
+        return {"ok": True, "fork": n}
+
+    def _op_restore(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Put the episode back at checkpoint ``fork`` (its log cut back, its marks restored); ``kept`` is
+        False when the checkpoint was gone and the episode was rebuilt from its log instead (it is gone now)."""
+        ep = self._episode(req)
+        n = req.get("fork")
+        entry = ep.forks.get(n) if ep.forks is not None and isinstance(n, int) else None
+        if entry is None:
+            return error_response(ErrorKind.PROTOCOL_ERROR, f"no checkpoint {n!r} in this episode", 200)
+        size, marks, saved = entry
+        del ep.log[size:]
+        kept = ep.state.back_to(n, saved)
+        if not kept:
+            del ep.forks[n]
+            self._rebuild(ep, reload=ep.state.lost)
+        ep.marks = dict(marks)
+        return {"ok": True, "kept": kept}
 
     def _digests(self, ep: _Episode) -> dict[str, str]:
         """The episode's table digests: the template's while it has logged no call (its state is the

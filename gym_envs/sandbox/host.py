@@ -203,6 +203,25 @@ class Session:
                             str(r.get("detail", ""))) for i, (c, r) in enumerate(zip(checks, resp["results"],
                                                                                     strict=True))]
 
+    def fork(self) -> int | None:
+        """A checkpoint of the episode as it is now (between calls), for :meth:`restore`; None when there is
+        no cheap one (the program keeps state of its own, or the executor runs in worker processes, whose
+        crash recovery replays a log a checkpoint would not cut): replay instead."""
+        if self.executor.mode != "inprocess":
+            return None
+        resp = self._send({"op": "fork"}, logged=False)
+        token = resp.get("fork") if resp.get("ok") else None
+        return token if isinstance(token, int) else None
+
+    def restore(self, token: int) -> bool:
+        """Put the episode back at checkpoint ``token`` (:meth:`fork`). True when the checkpoint is still
+        there for another restore; False when the episode was rebuilt from its log instead (the state is the
+        checkpoint's all the same). :class:`~gym_envs.errors.LoadFailure` if the episode is gone."""
+        resp = self._send({"op": "restore", "fork": token}, logged=False)
+        if not resp.get("ok"):
+            raise LoadFailure(resp)
+        return bool(resp.get("kept"))
+
     def digest(self) -> dict[str, Any]:
         """The state's digest and each table's (``{"digest", "tables"}``)."""
         return self._send({"op": "digest"}, logged=False)

@@ -10,7 +10,7 @@ kind take different shapes. A shallow single-turn shape is the fallback of
 each kind, so a model too small for the deep shapes still gets every kind.
 
 Each task starts from the seed rows (:meth:`Base.reset`); its id is
-``t<i>_<kind>``.
+``t<i>_<shape>``, the shape's builder (``t2_chain_transfer``).
 """
 
 from __future__ import annotations
@@ -45,12 +45,15 @@ class TaskMaker(Talks):
         }
 
 
-def _plans(tm: TaskMaker, rng: random.Random) -> dict[str, list[Builder]]:
-    plans: dict[str, list[Builder]] = {}
+Plan = tuple[list[Builder], list[Builder]]  #: a kind's deep shapes (rotating) and its shallow fallbacks
+
+
+def _plans(tm: TaskMaker, rng: random.Random) -> dict[str, Plan]:
+    plans: dict[str, Plan] = {}
     for kind, (rare, common, shallow) in tm.builders().items():
         rng.shuffle(rare)
         rng.shuffle(common)
-        plans[kind] = [*rare, *common, *shallow]
+        plans[kind] = ([*rare, *common], shallow)
     return plans
 
 
@@ -59,19 +62,22 @@ def _first_feasible(tm: TaskMaker, options: list[Builder]) -> tuple[int, Task] |
         tm.reset()
         task = build()
         if task is not None and task["turns"]:
+            task["shape"] = build.__name__
             return i, task
     return None
 
 
-def _take(tm: TaskMaker, plans: dict[str, list[Builder]], kind: str) -> Task | None:
-    """The first feasible shape of ``kind``; the one used moves to the back of the kind's order."""
-    options = plans[kind]
-    found = _first_feasible(tm, options)
-    if found is None:
-        return None
-    i, task = found
-    options.append(options.pop(i))
-    return task
+def _take(tm: TaskMaker, plans: dict[str, Plan], kind: str) -> Task | None:
+    """The first feasible deep shape of ``kind`` (the one used moves to the back of the kind's order), else
+    the first feasible fallback."""
+    deep, shallow = plans[kind]
+    found = _first_feasible(tm, deep)
+    if found is not None:
+        i, task = found
+        deep.append(deep.pop(i))
+        return task
+    found = _first_feasible(tm, shallow)
+    return found[1] if found is not None else None
 
 
 def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8,
@@ -96,5 +102,5 @@ def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_task
             if task is not None:
                 tasks.append(task)
     for i, task in enumerate(tasks):
-        task["id"] = f"t{i}_{task['kind']}"
+        task["id"] = f"t{i}_{task.pop('shape')}"
     return tasks
