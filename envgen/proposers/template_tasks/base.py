@@ -114,11 +114,23 @@ class Base:
         self.main = next(o.entity for o in model.ops if o.kind == "update")
         self.world: dict[str, list[Row]] = {}
         self.tool_texts = tool_texts(render_tools(model))
+        self.goal = 1  #: how many turns the task being written aims at (the profile's range)
+        self.last: tuple[Entity, Row] | None = None  #: the record the task changed last
         self.reset()
 
     # -- world -----------------------------------------------------------------------------------
     def reset(self) -> None:
+        """Back to the seed rows, for the next task (which draws its turn goal)."""
         self.world = {e.table: copy.deepcopy(e.rows) for e in self.model.entities}
+        self.goal = self.rng.randint(*self.profile.turns)
+        self.last = None
+        self.recent: list[tuple[Entity, Row]] = []  #: the records the task changed, in order
+
+    def note(self, ent: Entity, *rows: Row) -> None:
+        """Remember the records a turn changed (the last one last)."""
+        for row in rows:
+            self.recent = [(e, r) for e, r in self.recent if r is not row] + [(ent, row)]
+            self.last = (ent, row)
 
     def rows(self, ent: Entity) -> list[Row]:
         return self.world[ent.table]
@@ -191,6 +203,7 @@ class Base:
 
     def write_checks(self, ent: Entity, row: Row, *, by_key: bool = False) -> list[Check]:
         """After a create or update of ``row`` (already in the world)."""
+        self.note(ent, row)
         return self.touched((ent, [row]), created=(row,) if by_key else ())
 
     def created(self, ent: Entity, row: Row) -> list[Check]:

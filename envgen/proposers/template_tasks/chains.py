@@ -120,7 +120,7 @@ class Chains(Reads):
             return None
         first["reference"][:0] = looks
         turns = [first]
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         other = self.pick(ent, lambda r: r is not row and self.allowed(op, r))
         again = self.same_again(op, first, other, True) if other is not None and len(turns) < want else None
         if again is not None:
@@ -168,7 +168,7 @@ class Chains(Reads):
                                           f"Among the {ent.humans}{where}, take {which}. ") + turn["instruction"]
         turn["reference"][:0] = calls
         turns = [turn]
-        if self.rng.randint(*self.profile.turns) > 1:
+        if self.goal > 1:
             t = self.ask_after(ent, row, ent.key) or self.ask_after(ent, row)
             turns += [t] if t is not None else []
         return {"kind": "read_then_write", "turns": turns}
@@ -201,7 +201,7 @@ class Chains(Reads):
                 turn["instruction"] = turn["instruction"][:-1] + f" above {lo:g}."
         turn["reference"][:0] = [self.lookup(ent, src), self.lookup(ent, dst)]
         turns = [turn]
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         if len(turns) < want:
             text = self.choose(f"How much {c.human} does the second one have now?",
                                f"What is the {c.human} of {names[1]} now?")
@@ -243,7 +243,7 @@ class Chains(Reads):
                          call(listing, **{parent.id_param: full["id"]}), self.lookup(parent, target)]
         turn["reference"][:0] = looks
         turns = [turn]
-        if self.rng.randint(*self.profile.turns) > 1:
+        if self.goal > 1:
             t = self.ask_count(parent, target, keyed=False, name=names[1])
             turns += [t] if t is not None else []
         return {"kind": "read_then_write", "turns": turns}
@@ -306,7 +306,7 @@ class Chains(Reads):
                                f"take it off {names[1]} instead.")
         turn["reference"][:0] = [self.lookup(ent, low), self.lookup(ent, rich)]
         turns = [turn]
-        if self.rng.randint(*self.profile.turns) > 1:
+        if self.goal > 1:
             text = self.choose(f"How much {c.human} is left on the one you used?",
                                f"And what is the {c.human} of the one you took it from now?")
             t = self.ask_value(ent, rich, c, "its", text=text)

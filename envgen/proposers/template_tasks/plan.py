@@ -32,6 +32,34 @@ Builder = Callable[[], Task | None]
 class TaskMaker(Talks):
     """Every task shape over one model (see the package docstring)."""
 
+    def pad(self, task: Task) -> None:
+        """Questions about the record the task changed last (by its key), up to the task's turn goal (at
+        most two): "what is its price now?" reads the result of the conversation."""
+        if task["kind"] == "decline" or self.last is None:
+            return
+        ent, row = self.last
+        if not any(r is row for r in self.rows(ent)):
+            return
+        alive = [r for e, r in self.recent if e is ent and any(r is x for x in self.rows(ent))]
+        if len(alive) >= 2 and len(task["turns"]) < self.goal:  # the records it changed, compared
+            turn = self.ask_compare(ent, alive[-3:], now=True)
+            if turn is not None:
+                task["turns"].append(turn)
+                return
+        how = "key" if self.model.op("find", ent) is not None else "id"
+        asked = {c.get("any_of", [None])[0] for t in task["turns"] for c in t["checks"] if c["kind"] == "reply_contains"}
+        cols = self.readable(ent)
+        self.rng.shuffle(cols)
+        added = 0
+        for c in cols:
+            if len(task["turns"]) >= self.goal or added >= 2:
+                break
+            turn = self.ask_value(ent, row, c, how)
+            if turn is not None and turn["checks"][0]["any_of"][0] not in asked:
+                turn["instruction"] = turn["instruction"].rstrip("?.") + " now?"
+                task["turns"].append(turn)
+                added += 1
+
     def builders(self) -> dict[str, tuple[list[Builder], list[Builder], list[Builder]]]:
         """Per task kind: (rare deep shapes, common deep shapes, shallow fallbacks)."""
         return {
@@ -63,6 +91,7 @@ def _first_feasible(tm: TaskMaker, options: list[Builder]) -> tuple[int, Task] |
         task = build()
         if task is not None and task["turns"]:
             task["shape"] = build.__name__
+            tm.pad(task)
             return i, task
     return None
 

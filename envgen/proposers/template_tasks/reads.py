@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from envgen.proposers.template_model import Column, Entity
-from envgen.proposers.template_tasks.base import Row, Task, Turn, call
+from envgen.proposers.template_tasks.base import Row, Task, Turn, call, join
 from envgen.proposers.template_tasks.writes import Writes
 
 __all__ = ["Reads"]
@@ -52,6 +52,30 @@ class Reads(Writes):
         if answer is None:
             return None
         return self.answer_turn(text, answer, op.tool, [call(op, **ref)])
+
+    def ask_compare(self, ent: Entity, rows: list[Row], c: Column | None = None, now: bool = False) -> Turn | None:
+        """Of ``rows`` (named by key: one lookup each), the highest (or lowest) value of a number field: the
+        lookups, then the comparison. (The answer is the value: the keys are in the question.)"""
+        find = self.model.op("find", ent)
+        nums = [x for x in ent.columns if x.sqltype in ("INTEGER", "REAL")] if c is None else [c]
+        if find is None or not nums or len(rows) < 2:
+            return None
+        c = self.rng.choice(nums)
+        high = self.rng.random() < 0.5
+        best = max(r[c.name] for r in rows) if high else min(r[c.name] for r in rows)
+        hits = [r for r in rows if r[c.name] == best]
+        if len(hits) != 1:
+            return None
+        names = [f"'{r[ent.key.name]}'" for r in rows]
+        which = join(names)
+        word = "highest" if high else "lowest"
+        text = self.choose(f"Look up the {ent.humans} {which}: which has the {word} {c.human}{' now' if now else ''}, "
+                           f"and what is it?",
+                           f"Of the {ent.humans} {which}, tell me the {word} {c.human}{' now' if now else ''}.")
+        answer = self.value_answer(ent, hits[0], c, text)
+        if answer is None:
+            return None
+        return self.answer_turn(text, answer, find.tool, [call(find, **{ent.key.name: r[ent.key.name]}) for r in rows])
 
     def ask_max(self, ent: Entity) -> tuple[Turn, Row] | None:
         """Which record has the highest value of a number field (a list, then the pick)."""
@@ -144,7 +168,7 @@ class Reads(Writes):
     # -- the read conversation ---------------------------------------------------------------------
     def read_talk(self) -> Task | None:
         """2-5 questions about one record and its relations, later ones referring back to earlier ones."""
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         ent = self.main
         parent = ent if self.children(ent) else (ent.parent if ent.parent is not None else None)
         turns: list[Turn] = []
@@ -153,22 +177,32 @@ class Reads(Writes):
             return None
         cols = self.readable(ent)
         self.rng.shuffle(cols)
-        first = next((t for c in cols if (t := self.ask_value(ent, row, c, "key")) is not None), None)
+        others = self.pick_many(ent, self.rng.choice((1, 2, 2)), lambda r: r is not row)
+        first = self.ask_compare(ent, [row, *others]) if others and self.rng.random() < 0.8 else None
+        first = first or next((t for c in cols if (t := self.ask_value(ent, row, c, "key")) is not None), None)
         if first is None:
             return None
         turns.append(first)
         asked = {first["checks"][0]["any_of"][0]}
+        for t in self.relation_reads(parent, row)[:1]:  # a question over the relation (a lookup and a list)
+            turns.append(t)
+            asked.add(t["checks"][0]["any_of"][0])
         for c in cols:
-            if len(turns) >= min(want, 2):
+            if len(turns) >= min(want, 3):
                 break
-            t = self.ask_value(ent, row, c, "its")
+            t = self.ask_value(ent, row, c, "key")
             if t is not None and t["checks"][0]["any_of"][0] not in asked:
-                turns.append(t)
-        extra = self.relation_reads(parent, row)
-        for t in extra:
+                t["instruction"] = self.choose(f"And its {c.human}?", f"What {c.human} does it have, then?",
+                                               f"Also tell me the {c.human} of the {ent.human} "
+                                               f"'{row[ent.key.name]}'.")
+                if self.value_answer(ent, row, c, t["instruction"]) is not None:
+                    turns.append(t)
+                    asked.add(t["checks"][0]["any_of"][0])
+        for t in self.relation_reads(parent, row)[1:]:
             if len(turns) >= want:
                 break
-            turns.append(t)
+            if t["checks"][0]["any_of"][0] not in asked:
+                turns.append(t)
         return {"kind": "read", "turns": turns}
 
     def relation_reads(self, parent: Entity | None, row: Row) -> list[Turn]:
@@ -176,14 +210,11 @@ class Reads(Writes):
         out: list[Turn] = []
         ent = self.main
         if parent is ent:
-            name = self.by_name(row, ent)
-            t = self.ask_count(ent, row, keyed=False, name="it")
+            t = self.ask_total(ent, row, keyed=True) or self.ask_count(ent, row, keyed=True)
             out += [t] if t is not None else []
             picked = self.ask_child_max(ent, row, "it")
             if picked is not None:
                 out.append(picked[0])
-            t = self.ask_total(ent, row, keyed=False, name=name)
-            out += [t] if t is not None else []
         top = self.ask_max(ent)
         if top is not None:
             out.append(top[0])
@@ -195,8 +226,10 @@ class Reads(Writes):
                     break
         if parent is not None and parent is not ent:
             holder = self.row_by_id(parent, row[parent.id_param])
-            t = self.ask_count(parent, holder, keyed=True) if holder is not None else None
-            out += [t] if t is not None else []
+            t = (self.ask_total(parent, holder, keyed=True) or self.ask_count(parent, holder, keyed=True)) \
+                if holder is not None else None
+            if t is not None:
+                out.insert(0, t)
         return out
 
     def read_fallback(self) -> Task | None:

@@ -70,7 +70,7 @@ class Talks(Rules):
         if not self.distinct_answer(str(n), text, rivals):
             return None
         turns: list[Turn] = [self.answer_turn(text, str(n), str(calls[-1]["name"]), list(calls))]
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         picks = [(1, ORDINALS[1]), (n - 1, "last")] + ([(0, ORDINALS[0])] if n > 3 else [])
         op = self.rng.choice(ops)
         for index, word in picks:
@@ -107,7 +107,7 @@ class Talks(Rules):
         change["instruction"] = self.choose(f"Change it to {say(c, row[c.name])}.",
                                             f"Please set its {c.human} to {say(c, row[c.name])}.")
         turns = [ask, change]
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         again = self.same_again(op, change, other, True) if len(turns) < want else None
         if again is not None:
             turns.append(again[0])
@@ -121,7 +121,7 @@ class Talks(Rules):
         if task is None or op is None:
             return None
         row = self.rows(ent)[-1]
-        want = self.rng.randint(*self.profile.turns)
+        want = self.goal
         ups = [o for o in self.model.ops_of("update", ent) if o.column is not ent.key]
         if ups and len(task["turns"]) < want:
             turn = self.update_turn(self.rng.choice(ups), row, "it", follow=True)
@@ -147,15 +147,24 @@ class Talks(Rules):
             return None
         row = self.rows(ent)[-1]
         gone: Column = self.rng.choice(options)
-        first = self.ask_back(self.create_sentence(ent, row, skip=gone.name), [op.tool])
+        parent = ent.parent
+        holder = self.row_by_id(parent, row[parent.id_param]) if parent is not None else None
+        look = self.lookup(parent, holder) if parent is not None and holder is not None else None
+        phrase = f" for {self.by_name(holder, parent)}" if look is not None and parent is not None \
+            and holder is not None else None
+        first = self.ask_back(self.create_sentence(ent, row, skip=gone.name, parent_phrase=phrase), [op.tool])
         second = task["turns"][0]
+        if look is not None:  # the holder is named by its key: its id comes from a lookup
+            second["reference"].insert(0, look)
         second["instruction"] = self.choose(f"Sorry, I forgot: its {gone.human} should be {say(gone, row[gone.name])}.",
                                             f"The {gone.human} is {say(gone, row[gone.name])}.",
                                             f"Use {say(gone, row[gone.name])} as the {gone.human}.")
         turns = [first, second]
-        if len(turns) < self.rng.randint(*self.profile.turns):
-            t = self.ask_after(ent, row)
-            turns += [t] if t is not None else []
+        ups = [o for o in self.model.ops_of("update", ent) if o.column is not ent.key and o.column is not gone]
+        if ups and len(turns) < self.goal:
+            turn = self.update_turn(self.rng.choice(ups), row, "it", follow=True)
+            turn["instruction"] = turn["instruction"].replace("Also change its", "Now change its")
+            turns.append(turn)
         return {"kind": "missing_parameter", "turns": turns}
 
     def missing_update(self) -> Task | None:
@@ -176,7 +185,7 @@ class Talks(Rules):
         second["reference"][:0] = looks
         turns = [first, second]
         other = self.pick(ent, lambda r: r is not row)
-        if other is not None and len(turns) < self.rng.randint(*self.profile.turns):
+        if other is not None and len(turns) < self.goal:
             again = self.same_again(op, second, other, keyed)
             turns += [again[0]] if again is not None else []
         return {"kind": "missing_parameter", "turns": turns}
@@ -207,17 +216,46 @@ class Talks(Rules):
         return {"kind": "decline", "turns": [self.decline_turn(self.unsupported(self.main, row))]}
 
     def decline_deep(self) -> Task | None:
-        """A change, a request no tool serves, then the same change for another record."""
-        done = self.chain_key()
+        """Changes (a transfer, a move, a decision or a lookup and an act), a request no tool serves in the
+        middle, then the rest of the changes."""
+        done = None
+        for build in self.rng.sample([self.chain_transfer, self.chain_move, self.chain_decide], 3) + [self.chain_key]:
+            self.reset()
+            done = build()
+            if done is not None:
+                break
         if done is None:
             return None
-        first = done["turns"][0]
-        if "reply_contains" in {c["kind"] for c in first["checks"]}:
+        writes = [t for t in done["turns"] if not any(c["kind"] == "reply_contains" for c in t["checks"])]
+        if not writes or writes[0] is not done["turns"][0]:
             return None
         row = self.pick(self.main)
         if row is None:
             return None
-        turns = [first, self.decline_turn(self.unsupported(self.main, row))]
-        later = [t for t in done["turns"][1:] if not any(c["kind"] == "reply_contains" for c in t["checks"])]
-        turns += later[:max(0, self.rng.randint(*self.profile.turns) - 2)]
+        turns = [writes[0], self.decline_turn(self.unsupported(self.main, row))]
+        later = writes[1:len(done["turns"])]
+        if any(t is not done["turns"][i + 1] for i, t in enumerate(later)):
+            return None  # a question came between two changes: keep the changes in their order only
+        turns += later[:max(1, self.goal - 2)]
+        if len(turns) < 3:
+            extra = self.another_change([r for _, r in self.recent])
+            turns += [extra] if extra is not None else []
         return {"kind": "decline", "turns": turns}
+
+    def another_change(self, avoid: list[Row]) -> Turn | None:
+        """A change of a record the task has not touched, named by its key: "Also set the price of 'B' to 5"."""
+        ent = self.main
+        ops = [o for o in self.write_ops(ent, ("update", "status", "adjust")) if o.column is not ent.key]
+        if not ops or self.model.op("find", ent) is None:
+            return None
+        op = self.rng.choice(ops)
+        row = self.pick(ent, lambda r: not any(r is a for a in avoid) and self.allowed(op, r))
+        if row is None:
+            return None
+        name, looks = self.named(ent, row, True)
+        turn = self.act(op, row, name)
+        if turn is None:
+            return None
+        turn["instruction"] = "Also: " + turn["instruction"][0].lower() + turn["instruction"][1:]
+        turn["reference"][:0] = looks
+        return turn

@@ -68,6 +68,7 @@ class Writes(Base):
     def delete_turn(self, op: Op, row: Row, subject: str) -> Turn:
         ent = op.entity
         self.rows(ent).remove(row)
+        self.last = None
         checks = [count_check(ent, 0, f'"id" = {row["id"]}'), others_check(ent, self.rows(ent), "")]
         children = self.children(ent)
         for child in children:  # the tool deletes what belongs to the row
@@ -149,6 +150,7 @@ class Writes(Base):
         text = self.choose(f"Move {say(c, amount)} of {c.human} from {a} to {b}.",
                            f"Transfer {say(c, amount)} {c.human} from {a} to {b}, please.",
                            f"{b[0].upper()}{b[1:]} needs {say(c, amount)} more {c.human}: take it from {a}.")
+        self.note(ent, src, dst)
         return {"instruction": text, "checks": self.touched((ent, [src, dst])),
                 "reference": [call(op, **{f"from_{ent.id_param}": src["id"], f"to_{ent.id_param}": dst["id"],
                                           "amount": amount})]}
@@ -163,6 +165,7 @@ class Writes(Base):
         a, b = names
         text = self.choose(f"Move {a} to {b}.", f"{a[0].upper()}{a[1:]} now belongs to {b}; move it there.",
                            f"Please reassign {a} to {b}.")
+        self.note(ent, row)
         return {"instruction": text, "checks": self.touched((ent, [row])),
                 "reference": [call(op, **{ent.id_param: row["id"], parent.id_param: target["id"]})]}
 
@@ -219,6 +222,7 @@ class Writes(Base):
                                f"Please mark {who} as {human(op.target or '')}, all of them.")
         else:
             return None
+        self.note(ent, *rows)
         return {"instruction": text, "checks": self.touched((ent, rows)), "reference": looks + refs}
 
     def batch_op(self) -> Op | None:
