@@ -19,8 +19,7 @@ model that learns from the writer learns to propose them too:
   (its last one; with only two, an ``archived`` state and the status
   operation that reaches it), so a status change out of it is refused;
 * **difficulty** drawn from the seed (:data:`DIFFICULTY_WEIGHTS`), and a task
-  mix with one task of every kind plus a second ``read_then_write`` for the
-  hard ones.
+  mix with one task of every kind.
 
 Deterministic for ``(blueprint, model, rng)``; every list stays within the
 schema's bounds.
@@ -130,10 +129,8 @@ def _capacity(data: dict[str, Any], holder: dict[str, Any] | None, rng: random.R
 
 
 def _mix(level: str) -> dict[str, int]:
-    mix = {"execute": 1, "read": 1, "read_then_write": 1, "missing_parameter": 1, "decline": 1}
-    if level == "hard":
-        mix["read_then_write"] += 1
-    return mix
+    """One task of every kind (the depth is in each task: its turns and its chains, by the difficulty)."""
+    return {"execute": 1, "read": 1, "read_then_write": 1, "missing_parameter": 1, "decline": 1}
 
 
 def deepen(data: dict[str, Any], model: EnvModel, words: set[str], rng: random.Random) -> None:

@@ -382,7 +382,7 @@ class Normalizer:
         made.note = "" if origin else desc
         return made
 
-    def transfer_column(self, op: Operation, ent: Entity, where: str) -> Column | None | bool:
+    def transfer_column(self, op: Operation, ent: Entity, where: str) -> Column | bool | None:
         """The number a transfer moves between records, None to move records between parents, False: dropped."""
         nums = [c for c in ent.columns if c.sqltype in ("INTEGER", "REAL")]
         if op.field is not None:

@@ -14,6 +14,9 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
 * else it **survived**: a wrong trajectory earns the turn's reward. The spec is rejected and the
   reason names the mutant, so a model repairing the spec knows what its checks let through.
 
+A turn with an ``unchanged`` check on every table catches every extra write by construction (a call that
+changes the state changes some table), so its extra-write mutants are not played.
+
 Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
 :meth:`~gym_envs.env.ToolEnv.score_reply`; doing nothing (rule 4: no calls, an empty reply) and
 dropping a turn's only call are scored on its start-of-turn state; the argument mutants of a last turn
@@ -40,10 +43,10 @@ from typing import Any
 
 from envgen.gate.mutants import (
     GENERIC_REPLY,
-    argument_mutants,
     Locator,
     Mutant,
     RefTurn,
+    argument_mutants,
     call_mutants,
     derive_reply,
     extra_mutants,
@@ -52,10 +55,10 @@ from envgen.gate.mutants import (
     reply_mutants,
     short_call,
 )
-from gym_envs.sandbox.purity import stateless
 from envgen.gate.values import Snapshot, is_numeric
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox.checks import evaluate
+from gym_envs.sandbox.purity import stateless
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
@@ -203,7 +206,8 @@ class MutationRun:
         self._reset(task)
         refs: list[RefTurn] = []
         for ti, turn in enumerate(task.turns):
-            ref = RefTurn(task, ti, self._snapshot(ti), reply=oracle_reply(turn))
+            same = ti and refs and not refs[-1].effectful  # the turn before changed nothing: same state
+            ref = RefTurn(task, ti, refs[-1].start if same else self._snapshot(ti), reply=oracle_reply(turn))
             start: dict[int, list[dict[str, Any]]] = {}  # the start state's verdicts, shared by the two below
             noop = self._score(turn, "", [], start) if replies else []  # doing nothing, scored in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
@@ -375,6 +379,8 @@ class MutationRun:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
         changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
         env = self.env
+        if _guards_all(ref.turn):
+            return
         for call in candidates:
             if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
                 return
@@ -439,7 +445,9 @@ class MutationRun:
             locators = ref.locators or locate_answers(ref)
             mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
                        if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
-            if any(self._judge(refs, ti, m, locators) for m in mutants):
+            if any(self._judge(refs, ti, m, locators) for m in mutants) or _guards_all(ref.turn):
+                continue
+            if self.stateless and self._extras_at_end(refs, ti, pool):
                 continue
             for m in extra_mutants(self.spec, ref, pool):
                 if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:
@@ -454,6 +462,36 @@ class MutationRun:
                 ref.extra_made += 1
                 if verdict:
                     break
+
+    def _extras_at_end(self, refs: list[RefTurn], ti: int, pool: list[ToolCall]) -> bool:
+        """The extra-write mutants of turn ``ti`` made after its reference calls in one episode (stateless
+        code): a checkpoint after the reference calls, each candidate call, then back to the checkpoint.
+        False when no checkpoint could be made (the caller replays each one instead)."""
+        env, ref = self.env, refs[ti]
+        self._to_start(refs, ti)
+        if ref.calls:
+            env.call_tools(_calls(ref.calls))
+        cp = env.checkpoint()
+        if cp is None:
+            return False
+        for m in extra_mutants(self.spec, ref, pool):
+            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
+                break
+            key = _key(m.calls[-1])
+            if key in ref.extra_tried:
+                continue
+            ref.extra_tried.add(key)
+            ref.extra_tries += 1
+            env.call_tools(_calls(m.calls[-1:]))
+            made = env.turns[-1].calls[-1]
+            if made.ok and made.changes > 0:
+                ref.extra_made += 1
+                self.played += 1
+                checks = self._score(ref.turn, ref.reply)
+                ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+            if not env.restore(cp):
+                return True  # the checkpoint is gone (the episode was rebuilt): stop here
+        return True
 
     def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
         """Rule 6: the reference's calls made again from the same seed give the same results and the same
@@ -480,7 +518,8 @@ class MutationRun:
             again.extra_made, again.extra_tries, again.extra_tried = last.extra_made, last.extra_tries, \
                 last.extra_tried
             again.stopped = last.stopped
-            self._chain_extra(again, [c for c in extra_writes(self.spec, last, pool) if _key(c) not in last.extra_tried])
+            fresh = [c for c in extra_writes(self.spec, last, pool) if _key(c) not in last.extra_tried]
+            self._chain_extra(again, fresh)
             last.extra_made, last.extra_tries, last.stopped = again.extra_made, again.extra_tries, again.stopped
         return same
 
@@ -576,6 +615,12 @@ class MutationRun:
         self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
                                      f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
                                      f"{advice}"))
+
+
+def _guards_all(turn: Turn) -> bool:
+    """Whether the turn has an ``unchanged`` check on every table: then every extra write is caught by
+    construction (a call that changes the state changes some table), so no extra-write mutant is played."""
+    return any(c.kind == "unchanged" and not c.tables for c in turn.checks)
 
 
 def _caught(checks: list[dict[str, Any]]) -> bool:

@@ -35,7 +35,8 @@ from typing import Any
 from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply", "extra_mutants",
+__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
+           "extra_mutants",
            "locate_answers", "reply_mutants", "short_call"]
 
 GENERIC_REPLY = "Done."

@@ -436,7 +436,8 @@ def _code_status(op: Op) -> str:
                 f'its status no longer changes; nothing was changed")\n'
                 f'    if row["status"] == "{target}":\n'
                 f'        raise ToolError(f"{ent.human} {{{ent.id_param}}} is already {human(target)}")\n'
-                f"    db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ?', [\"{target}\", {ent.id_param}])\n"
+                f"    db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ?', "
+                f"[\"{target}\", {ent.id_param}])\n"
                 f'    return {{"id": {ent.id_param}, "status": "{target}"}}\n')
     return (f"    done = db.execute('UPDATE \"{t}\" SET \"status\" = ? WHERE \"id\" = ? AND \"status\" != ?', "
             f'["{target}", {ent.id_param}, "{target}"])\n'

@@ -117,6 +117,7 @@ class StateDB:
         self._native_conn: sqlite3.Connection | None = None
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
         self._readable: set[str] = set()  # lower-cased names of the schema's tables
+        self._tables: list[str] | None = None  # the schema's tables by name, once listed
         self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
         self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]], tuple[str, ...]]] = {}
         # statement text -> (rows that need no counting, row builder, column names)
@@ -162,6 +163,7 @@ class StateDB:
 
     def _refresh_tables(self) -> None:
         self._readable = {r[0] for r in self._host.execute(_TABLE_NAMES).fetchall()}
+        self._tables = None  # the schema changed (setup, a new image): list the tables again
 
     # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
@@ -451,10 +453,12 @@ class StateDB:
 
     # -- introspection ------------------------------------------------------------------------
     def tables(self) -> list[str]:
-        """The schema's tables, by name."""
-        rows = self.host("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
-                         "ORDER BY name")
-        return [r[0] for r in rows]
+        """The schema's tables, by name (kept until the schema changes: only setup creates tables)."""
+        if self._tables is None:
+            rows = self.host("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                             "ORDER BY name")
+            self._tables = [r[0] for r in rows]
+        return list(self._tables)
 
     def columns(self, table: str) -> list[str]:
         """The column names of ``table``."""

@@ -282,7 +282,7 @@ class Chains(Reads):
         ent, c = op.entity, op.column
         if c is None:
             return None
-        lo, hi = self.bounds(c)
+        lo = self.bounds(c)[0]
         low = self.pick(ent, lambda r: r[c.name] - lo < max(r2[c.name] for r2 in self.rows(ent)) - lo)
         if low is None:
             return None

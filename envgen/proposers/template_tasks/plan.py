@@ -47,7 +47,7 @@ class TaskMaker(Talks):
                 task["turns"].append(turn)
                 return
         how = "key" if self.model.op("find", ent) is not None else "id"
-        asked = {c.get("any_of", [None])[0] for t in task["turns"] for c in t["checks"] if c["kind"] == "reply_contains"}
+        asked = {c["any_of"][0] for t in task["turns"] for c in t["checks"] if c["kind"] == "reply_contains"}
         cols = self.readable(ent)
         self.rng.shuffle(cols)
         added = 0
@@ -63,12 +63,12 @@ class TaskMaker(Talks):
     def builders(self) -> dict[str, tuple[list[Builder], list[Builder], list[Builder]]]:
         """Per task kind: (rare deep shapes, common deep shapes, shallow fallbacks)."""
         return {
-            "execute": ([self.exec_transfer], [self.exec_batch, self.create_talk], [self.exec_child, self.exec_create]),
+            "execute": ([self.exec_transfer, self.exec_batch], [self.create_talk], [self.exec_child, self.exec_create]),
             "read": ([], [self.read_talk], [self.read_fallback]),
             "read_then_write": ([self.refuse_overdraft, self.refuse_capacity, self.refuse_transition,
                                  self.chain_transfer, self.chain_move, self.cascade, self.chain_decide],
                                 [self.chain_key, self.chain_pick, self.talk_list, self.talk_refer], []),
-            "missing_parameter": ([], [self.missing_update, self.missing_create], []),
+            "missing_parameter": ([self.missing_update], [self.missing_create], []),
             "decline": ([], [self.decline_deep], [self.decline]),
         }
 

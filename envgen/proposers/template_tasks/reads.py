@@ -32,7 +32,7 @@ class Reads(Writes):
             op, ref = self.model.op("find", ent), {ent.key.name: row[ent.key.name]}
         else:
             op, ref = self.model.op("get", ent), {ent.id_param: row["id"]}
-        if op is None or c is ent.key and how == "key":
+        if op is None or (c is ent.key and how == "key"):
             return None
         e, k = ent.human, row[ent.key.name]
         if text is not None:
@@ -177,7 +177,7 @@ class Reads(Writes):
             return None
         cols = self.readable(ent)
         self.rng.shuffle(cols)
-        others = self.pick_many(ent, self.rng.choice((1, 2, 2)), lambda r: r is not row)
+        others = self.pick_many(ent, 2 if self.goal > 1 else 1, lambda r: r is not row)
         first = self.ask_compare(ent, [row, *others]) if others and self.rng.random() < 0.8 else None
         first = first or next((t for c in cols if (t := self.ask_value(ent, row, c, "key")) is not None), None)
         if first is None:
@@ -237,7 +237,7 @@ class Reads(Writes):
         row = self.pick(self.main)
         if row is None:
             return None
-        for c in self.readable(self.main) + [self.main.key]:
+        for c in [*self.readable(self.main), self.main.key]:
             t = self.ask_value(self.main, row, c, "id")
             if t is not None:
                 return {"kind": "read", "turns": [t]}

@@ -205,7 +205,8 @@ class Talks(Rules):
 
     def decline_turn(self, text: str) -> Turn:
         return {"instruction": text,
-                "checks": [{"kind": "unchanged", "tables": []}, {"kind": "calls", "forbid": list(self.model.write_tools)},
+                "checks": [{"kind": "unchanged", "tables": []},
+                           {"kind": "calls", "forbid": list(self.model.write_tools)},
                            {"kind": "reply_contains", "any_of": list(DECLINE_WORDS)}],
                 "reference": []}
 
@@ -219,7 +220,7 @@ class Talks(Rules):
         """Changes (a transfer, a move, a decision or a lookup and an act), a request no tool serves in the
         middle, then the rest of the changes."""
         done = None
-        for build in self.rng.sample([self.chain_transfer, self.chain_move, self.chain_decide], 3) + [self.chain_key]:
+        for build in [*self.rng.sample([self.chain_transfer, self.chain_move, self.chain_decide], 3), self.chain_key]:
             self.reset()
             done = build()
             if done is not None:

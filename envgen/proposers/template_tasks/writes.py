@@ -226,8 +226,9 @@ class Writes(Base):
         return {"instruction": text, "checks": self.touched((ent, rows)), "reference": looks + refs}
 
     def batch_op(self) -> Op | None:
-        ops = [o for o in self.model.ops_of("update", self.main) if o.column is not self.main.key]
-        ops += self.model.ops_of("status", self.main)
+        """A status change when there is one (one argument per call), else an update."""
+        ops = self.model.ops_of("status", self.main)
+        ops = ops or [o for o in self.model.ops_of("update", self.main) if o.column is not self.main.key]
         return self.rng.choice(ops) if ops else None
 
     def exec_batch(self) -> Task | None:
