@@ -51,6 +51,7 @@ ENVS = sa.Table(
     sa.Column("repairs", sa.Text, nullable=True),
     sa.Column("mutation_score", sa.Float, nullable=True),  #: the gate's killed / mutants (check adequacy)
     sa.Column("mutants", sa.Integer, nullable=True),  #: wrong trajectories the gate tried
+    sa.Column("difficulty", sa.String(10), nullable=True),  #: the compiler's difficulty (easy/medium/hard)
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,

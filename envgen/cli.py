@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor
 
-__all__ = ["generate", "list_library", "stats", "validate"]
+__all__ = ["depth_table", "generate", "list_library", "stats", "stats_command", "validate"]
 
 
 @dataclass(frozen=True)
@@ -380,13 +381,27 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
     return t
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
-              help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
-@click.option("--json", "as_json", is_flag=True)
-def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
-    """Yield per proposer and rejection reason, diversity, grounding and mutation score of a library."""
+References = Callable[[], list[tuple[str, Any]]]
+"""Other task sets whose depth ``stats`` prints beside the library's: ``(name, Depth or why it is missing)``."""
+
+
+def stats_command(references: References | None = None) -> click.Command:
+    """The ``stats`` command; ``references`` adds other task sets to its depth table (the command layer
+    passes BFCL multi-turn base's, computed by :mod:`eval.bfcl.depth`: envgen itself never imports eval)."""
+
+    @click.command("stats", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
+    @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+                  help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
+    @click.option("--json", "as_json", is_flag=True)
+    def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
+        """Yield, diversity, grounding, mutation score, depth and difficulty mix of a library."""
+        _stats(library, catalog_url, as_json, references)
+
+    return stats
+
+
+def _stats(library: Path, catalog_url: str | None, as_json: bool, references: References | None) -> None:
     from envgen.stats import library_stats
 
     lib = _open_library(library, catalog_url)
@@ -396,8 +411,10 @@ def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
         raise click.UsageError(str(e)) from None
     finally:
         lib.close()
+    refs = references() if references is not None else []
     if as_json:
-        click.echo(json.dumps(st.to_dict(), indent=1))
+        click.echo(json.dumps(st.to_dict() | {"references": {name: d if isinstance(d, str) else d.to_dict()
+                                                             for name, d in refs}}, indent=1))
         return
     console = Console()
     t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
@@ -419,8 +436,31 @@ def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
         t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
     t.add_row("mutation score of rejected candidates", _num(st.rejected_mean_mutation_score, "{:.3f}"))
     t.add_row("by stream", display.text(json.dumps(st.by_stream, ensure_ascii=False)))
+    t.add_row("difficulty mix", display.text(json.dumps(st.difficulty_mix)))
     t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
     console.print(t)
+    console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
+
+
+stats = stats_command()
+
+
+def depth_table(rows: list[tuple[str, Any]], title: str = "Depth of the reference trajectories") -> Table:
+    """The depth figures of task sets side by side (:mod:`envgen.depth`): a row per set, a
+    :class:`~envgen.depth.Depth`, its dict, or a string saying why it is missing."""
+    t = Table("set", "tasks", "calls / task", "tasks with >= 3 calls", "turns / task", "tables / env",
+              title=display.text(title))
+    for name, d in rows:
+        if isinstance(d, str):
+            t.add_row(display.text(name), display.text(d), "", "", "", "")
+            continue
+        d = d if isinstance(d, dict) else d.to_dict()
+        tables = d.get("tables_per_env")
+        t.add_row(display.text(name), str(d.get("tasks", 0)), _num(d.get("calls_per_task", float("nan")), "{:.2f}"),
+                  _num(d.get("share_3_calls", float("nan")), "{:.0%}"),
+                  _num(d.get("turns_per_task", float("nan")), "{:.2f}"),
+                  "-" if tables is None else f"{tables:.2f}")
+    return t
 
 
 def _num(x: float, fmt: str) -> str:

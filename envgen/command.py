@@ -94,7 +94,7 @@ COMMANDS: dict[str, LazyEntry] = {
     "generate": LazyEntry("envgen.cli:generate", "Generate environments from a corpus into a library.",
                           section=LIB),
     "list": LazyEntry("envgen.cli:list_library", "List the environments of a library.", section=LIB),
-    "stats": LazyEntry("envgen.cli:stats", "Statistics of a library (kinds, sources, acceptance).",
+    "stats": LazyEntry("eval.cli:stats_cmd", "Statistics of a library (yield, diversity, depth beside BFCL).",
                        section=LIB),
     "export": LazyEntry("envgen.interop_cli:export", "Export a library as a Hugging Face dataset (Parquet + card).",
                         extra="hf", section=LIB),

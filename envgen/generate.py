@@ -215,6 +215,7 @@ class Outcome:
     gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept in the library
     mutation_score: float | None = None  #: the gate's killed / mutants
     mutants: int | None = None  #: wrong trajectories the gate tried
+    difficulty: str | None = None  #: the blueprint compiler's difficulty level (``meta["difficulty"]``)
 
 
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None,
@@ -222,7 +223,7 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
     meta = proposal.meta or {}
     common = {"retries": proposal.retries, "tokens": proposal.tokens, "structure": meta.get("structure"),
               "repairs": list(meta.get("repairs") or []), "skill_id": meta.get("skill_id"),
-              "stream": meta.get("stream")}
+              "stream": meta.get("stream"), "difficulty": meta.get("difficulty")}
     if proposal.spec is None:
         code = meta.get("error_code") or "no_spec"
         return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], [code], 0.0,
@@ -361,7 +362,7 @@ class _Recorder:
                             tokens=out.tokens, seconds=out.validation_seconds, model=self.model,
                             grounding=out.grounding, structure=out.structure, repairs=list(out.repairs),
                             skill_id=out.skill_id, stream=out.stream, gate=out.gate,
-                            mutation_score=out.mutation_score, mutants=out.mutants,
+                            mutation_score=out.mutation_score, mutants=out.mutants, difficulty=out.difficulty,
                             rejected_spec=None if out.accepted else (out.spec_json or out.raw))
         if not self._pending:
             self._since = time.perf_counter()

@@ -203,6 +203,7 @@ class AttemptRecord:
     gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
     mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
     mutants: int | None = None  #: wrong trajectories the gate tried
+    difficulty: str | None = None  #: the blueprint compiler's difficulty level
 
     def attempt_row(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
@@ -394,7 +395,7 @@ class Library:
                 self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
         env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
                                      mutation_score=r.mutation_score, mutants=r.mutants),
-                     "structure": r.structure, "repairs": json.dumps(r.repairs)}
+                     "structure": r.structure, "repairs": json.dumps(r.repairs), "difficulty": r.difficulty}
                     for r in to_write if r.env is not None]
         with self.engine.begin() as c:
             _upsert(c, ENVS, env_rows)

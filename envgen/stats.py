@@ -14,6 +14,11 @@
   wrong trajectories tried per environment, and the mean score of rejected
   candidates (how close they came). Environments indexed without a verdict
   (re-indexed files, older catalogs) have no score and are not counted.
+* **Depth** (:mod:`envgen.depth`): reference calls per task, the share of
+  tasks with at least three calls, turns per task and tables per
+  environment, over the library's spec files; and the **difficulty mix** (how
+  many environments the compiler wrote at each level; ``unknown`` for those
+  indexed without one).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envgen.depth import spec_depth
 from envgen.library import Library, shingle_similarity, shingles
 
 __all__ = ["LibraryStats", "library_stats"]
@@ -47,6 +53,8 @@ class LibraryStats:
     mean_mutation_score: float = float("nan")
     mean_mutants: float = float("nan")  #: wrong trajectories tried per scored environment
     rejected_mean_mutation_score: float = float("nan")  #: over rejected attempts with a score
+    depth: dict[str, Any] = field(default_factory=dict)  #: :class:`envgen.depth.Depth` of the library's tasks
+    difficulty_mix: dict[str, int] = field(default_factory=dict)  #: environments per difficulty level
 
     @property
     def overall_yield(self) -> float:
@@ -95,6 +103,8 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
     if rejected:
         st.rejected_mean_mutation_score = sum(rejected) / len(rejected)
     st.by_stream = dict(Counter(r["stream"] or "?" for r in rows))
+    st.depth = spec_depth(_spec_dicts(lib, rows)).to_dict()
+    st.difficulty_mix = dict(sorted(Counter(r.get("difficulty") or "unknown" for r in rows).items()))
     bins: Counter[str] = Counter()
     for r in rows:
         if r["solve_rate"] is None:
@@ -104,3 +114,15 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
             bins[f"{lo:.1f}-{lo + 0.2:.1f}"] += 1
     st.solve_rate_histogram = dict(sorted(bins.items()))
     return st
+
+
+def _spec_dicts(lib: Library, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The library's specs as plain JSON (unreadable files are left out of the depth figures)."""
+    out = []
+    for r in rows:
+        try:
+            out.append(json.loads((lib.root / r["path"]).read_text(encoding="utf-8")) if r.get("path")
+                       else json.loads(lib.spec_path(r["id"]).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return out

@@ -5,7 +5,9 @@ Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report`,
 (:mod:`envgen.command`) loads them lazily from here: ``eval_cmd``, ``compare_cmd`` (also
 exported as ``compare``), ``contamination_cmd`` and ``bench_app`` (a group whose ``runtime`` and
 ``generate`` sub-commands import ``eval.bench.runtime:main`` / ``eval.bench.generate:main`` only
-when run and pass every argument through).
+when run and pass every argument through). ``stats_cmd`` is envgen's ``stats``
+(:func:`envgen.cli.stats_command`) with BFCL multi-turn base beside the library in its depth table
+(:func:`reference_depths`): envgen never imports eval, so the command layer puts them together here.
 
 Contract: user errors (an unknown policy or suite, a missing library, BFCL not installed) end
 with one line naming the fix and exit status 1, never a traceback.
@@ -21,7 +23,7 @@ from typing import Any
 
 import click
 
-__all__ = ["bench_app", "compare", "compare_cmd", "contamination_cmd", "eval_cmd"]
+__all__ = ["bench_app", "compare", "compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
 
 _USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
 
@@ -271,3 +273,26 @@ bench_app.add_command(_argv_bench("generate", "eval.bench.generate",
 bench_app.add_command(_argv_bench("proposer", "eval.bench.proposer",
                                   "Does a model write environments? Free vs constrained, spec vs blueprint, "
                                   "untrained vs warm-started."))
+
+
+def reference_depths() -> list[tuple[str, Any]]:
+    """The benchmarks our depth figures are compared with: ``(name, Depth)``, or ``(name, why missing)``."""
+    from eval.bfcl.errors import BfclError
+
+    name = "BFCL v4 multi-turn base (ground truth)"
+    try:
+        from eval.bfcl.depth import bfcl_depth
+
+        return [(name, bfcl_depth("multi_turn_base"))]
+    except (BfclError, ImportError) as e:
+        return [(name, f"not available: {_error_text(e)}")]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "stats_cmd":  # built on first use: importing this module stays light
+        from envgen.cli import stats_command
+
+        cmd = stats_command(reference_depths)
+        globals()["stats_cmd"] = cmd
+        return cmd
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -251,6 +251,7 @@ class LLMProposer(Proposer):
             meta["repairs"] = e.repairs
             return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", "compile")
         meta["repairs"] = compiled.repairs
+        meta["difficulty"] = compiled.difficulty
         return ParsedCompletion(compiled.spec, None, None)
 
     def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:

@@ -124,5 +124,6 @@ class TemplateProposer(Proposer):
                                                     "tasks": len(spec.tasks), "tables": tables,
                                                     "structure": "blueprint",
                                                     "blueprint": compiled.blueprint.to_json(),
-                                                    "repairs": compiled.repairs}))
+                                                    "repairs": compiled.repairs,
+                                                    "difficulty": compiled.difficulty}))
         return out

@@ -5,7 +5,11 @@ Measured in one run on the built-in stdlib corpus with the template proposer:
 1. ``n`` documents (default 200) generated with ``workers`` processes: yield
    (accepted / attempted), distinct tool-signature sets, median validation time
    per environment, the gate's mean mutation score and wrong trajectories tried
-   per environment (check adequacy), rejection reasons;
+   per environment (check adequacy), rejection reasons, the difficulty mix, and
+   the depth of the tasks (:mod:`envgen.depth`: reference calls per task, the
+   share of tasks with >= 3 calls, turns per task, tables per environment) in
+   one table with BFCL v4 multi-turn base's, computed from its ground truth
+   (:mod:`eval.bfcl.depth`; shown as missing without ``bfcl-eval``);
 2. the first ``scaling_docs`` documents generated again into fresh libraries
    with 1 and with 2 worker processes, ``repeats`` times each in alternating
    order (1, 2, 2, 1, 1, 2, ...): documents per second and the speed-up ratio.
@@ -15,7 +19,9 @@ Measured in one run on the built-in stdlib corpus with the template proposer:
    each run (from ``/proc/stat``, Linux) are printed next to it.
 
 Targets printed with PASS/MISS: yield >= 80%, >= 150 distinct signature sets
-(for n = 200), validation <= 50 ms median, 2 workers >= 1.7x one worker.
+(for n = 200), validation <= 50 ms median, 2 workers >= 1.7x one worker, and
+the depth targets of issue 19: >= 4 reference calls per task, >= 60% of tasks
+with >= 3 calls, >= 2.5 turns per task, >= 2 tables per environment.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 
 from envgen.generate import GenerateConfig, run_generate, select_corpus
 from envgen.library import Library
+from envgen.stats import library_stats
 
 
 def _busy_cpu_seconds() -> float | None:
@@ -79,6 +86,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
     lib = Library(base / "main")
     rows = lib.rows()
     sigs = {r["signature"] for r in rows}
+    st = library_stats(lib)
     scored = [r for r in rows if r.get("mutation_score") is not None]
     scale_docs = docs[:scaling_docs]
     runs: dict[int, list[tuple[Any, float, float | None]]] = {1: [], 2: []}
@@ -110,14 +118,27 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
         "other_cpu_seconds_2_workers_runs": [None if r[2] is None else round(r[2], 2) for r in runs[2]],
         "scaling_accepted_1_worker": s1.accepted, "scaling_accepted_2_workers": s2.accepted,
         "validation_executor": validation, "library": str(base / "main"),
+        "depth": st.depth, "difficulty_mix": st.difficulty_mix, "bfcl_depth": _bfcl_depth(),
     }
     result["targets"] = {
         "yield >= 0.80": result["yield"] >= 0.80,
         "distinct signature sets >= 150 (n=200)": len(sigs) >= 150 * n / 200,
         "median validation <= 50 ms": result["median_validation_ms"] <= 50,
         "2 workers >= 1.7x 1 worker": result["speedup_2_vs_1"] >= 1.7,
+        "reference calls per task >= 4": st.depth.get("calls_per_task", 0) >= 4,
+        "tasks with >= 3 calls >= 60%": st.depth.get("share_3_calls", 0) >= 0.6,
+        "turns per task >= 2.5": st.depth.get("turns_per_task", 0) >= 2.5,
+        "tables per environment >= 2": (st.depth.get("tables_per_env") or 0) >= 2,
     }
     return result
+
+
+def _bfcl_depth() -> dict[str, Any] | str:
+    """BFCL v4 multi-turn base's depth (its dict), or why it is missing."""
+    from eval.cli import reference_depths
+
+    depth = reference_depths()[0][1]
+    return depth if isinstance(depth, str) else depth.to_dict()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         v = res[k]
         t.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
     t.add_row("rejected_by_reason", json.dumps(res["rejected_by_reason"]))
+    t.add_row("difficulty_mix", json.dumps(res["difficulty_mix"]))
     Console().print(t)
+    from envgen.cli import depth_table
+
+    Console().print(depth_table([(f"template, stdlib (n={args.n})", res["depth"]),
+                                 ("BFCL v4 multi-turn base (ground truth)", res["bfcl_depth"])]))
     for name, ok in res["targets"].items():
         Console().print(f"{'PASS' if ok else 'MISS'}  {name}")
     if args.json_out:
