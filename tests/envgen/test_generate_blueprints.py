@@ -36,6 +36,8 @@ def test_blueprint_attempts_record_structure_grounding_and_repairs(tmp_path):
     assert rows[JS.id]["grounding"] > rows[DOC.id]["grounding"]  # the queue blueprint is about the queue
     attempts = {a["doc_id"]: a for a in lib.attempts()}
     assert attempts[JS.id]["structure"] == "blueprint" and attempts[JS.id]["grounding"] is not None
+    assert json.loads(attempts[JS.id]["repairs"]) == json.loads(rows[JS.id]["repairs"])  # what the compiler did
+    assert any("added" in r for r in json.loads(rows[JS.id]["repairs"]))
     st = library_stats(lib)
     [key] = st.grounding_by
     assert key == "llm:scripted / explore / blueprint" and st.grounding_by[key]["envs"] == 2
