@@ -38,6 +38,7 @@ __all__ = ["DIFFICULTY_WEIGHTS", "deepen"]
 DIFFICULTY_WEIGHTS = {"easy": 0.15, "medium": 0.35, "hard": 0.5}
 """How often the AST writer picks each difficulty (the stats report the mix)."""
 
+_READS = ("get", "find", "list")
 _HOLDERS = ("pool", "queue", "group", "folder", "bucket", "batch", "category", "collection", "team", "registry")
 _COUNTS = ("count", "copies", "quantity", "qty", "stock", "balance", "amount", "capacity", "size", "limit",
            "total", "seats", "units", "credits", "points", "score")
@@ -141,9 +142,11 @@ def deepen(data: dict[str, Any], model: EnvModel, words: set[str], rng: random.R
     number = _number(main)
     life_ops, life_rules = _lifecycle(data, main)
     extra_ops = _moves(data, main, number) + life_ops
-    have = [o for o in data["operations"] if (o["kind"], o["entity"], o["field"]) not in
-            {(x["kind"], x["entity"], x["field"]) for x in extra_ops}]
-    data["operations"] = have[:MAX_OPERATIONS - len(extra_ops)] + extra_ops
+    new = {(x["kind"], x["entity"], x["field"]) for x in extra_ops}
+    have = [o for o in data["operations"] if (o["kind"], o["entity"], o["field"]) not in new]
+    writes = [o for o in have if o["kind"] not in _READS]
+    reads = [o for o in have if o["kind"] in _READS]  # the compiler adds the lookups a model needs anyway
+    data["operations"] = (writes + extra_ops + reads)[:MAX_OPERATIONS]
     rules = _capacity(data, holder, rng) + life_rules
     if number is not None:
         rules.append(_rule("non_negative", main.name, number.name))

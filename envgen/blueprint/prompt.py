@@ -38,10 +38,12 @@ database tables, tools and tasks.
 (each with a "name", a "type" from {", ".join(FIELD_TYPES)}, and a "description"), the "parent" entity it \
 belongs to (or null) and its lifecycle "states" (or []).
 - "operations": the tools, kinds {", ".join(OP_KINDS)}; "name" is the tool's name taken from the document's \
-own functions or methods, "field" is the field an update sets or an adjust changes, "target" the state a \
-status operation moves to.
-- "rules": business rules, kinds {", ".join(RULE_KINDS)}, each about one entity's field.
-- "tasks": how many tasks of each kind ({", ".join(TASK_KINDS)}) to write.
+own functions or methods, "field" is the field an update sets, an adjust changes or a transfer moves between \
+two records (null: a transfer moves a record to another parent), "target" the state a status operation moves to.
+- "rules": business rules, kinds {", ".join(RULE_KINDS)}, each about one entity's field ("capacity": how many \
+records may belong to one; "final": states a record never leaves).
+- "tasks": how many tasks of each kind ({", ".join(TASK_KINDS)}) to write; "difficulty": easy, medium or hard \
+(how deep the tasks go), or null.
 Use the document's own names for entities, fields and tools. Answer with the JSON object only."""
 
 EXAMPLE_DOCUMENT = '''\

@@ -92,7 +92,7 @@ def written_blueprints(n: int) -> list[Blueprint]:
 def test_schema_is_strict_and_the_blueprint_round_trips():
     schema = blueprint_json_schema()
     assert schema["required"] == ["blueprint_version", "title", "summary", "entities", "operations", "rules",
-                                  "tasks"]
+                                  "tasks", "difficulty"]
     assert schema["additionalProperties"] is False
     b = bp()
     again = parse_blueprint(b.to_json())
