@@ -420,6 +420,9 @@ def _fill_rows(ent: Entity, n: int, maker: ValueMaker, parent_ids: list[int]) ->
             weights = [3] + [1] * (len(ent.status) - 1)
             row["status"] = maker.rng.choices(ent.status, weights)[0]
         ent.rows.append(row)
+    missing = [s for s in ent.final if all(r["status"] != s for r in ent.rows)]
+    for state, row in zip(missing, maker.rng.sample(ent.rows, min(len(missing), len(ent.rows) // 3)), strict=False):
+        row["status"] = state  # a record in each final state, for the requests a final state refuses
 
 
 # -- assembly --------------------------------------------------------------------------------------

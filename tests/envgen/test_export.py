@@ -69,7 +69,7 @@ def test_export_loads_with_datasets_and_imports_byte_for_byte(library: Library, 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "export"
     summary = export_hf(library, out)
-    assert (summary.envs, summary.tasks) == (5, 6 + 6 + 6 + 1 + 1)
+    assert (summary.envs, summary.tasks) == (5, 7 + 7 + 7 + 1 + 1)
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "data"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 

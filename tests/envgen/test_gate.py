@@ -281,3 +281,45 @@ def test_a_lookup_that_writes_is_judged_on_a_replay_not_in_place() -> None:
     spec["tasks"][1]["turns"][0]["checks"] = spec["tasks"][1]["turns"][0]["checks"][:1]  # no unchanged check
     verdict = validate_spec(spec, executor="inprocess")
     assert not verdict.accepted and "task 'status' turn 1" in _text(verdict)
+
+
+# -- the fast paths (stateless code) give the replay's verdict -------------------------------------------
+
+
+def _chain_task(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Look a ticket up by title, close it, then note it: a lookup whose mutants are judged in place."""
+    return {"id": "chain", "kind": "read_then_write", "turns": [
+        {"instruction": "Close the ticket titled 'VPN drops hourly'.", "checks": checks,
+         "reference": [{"name": "find_ticket", "arguments": {"title": "VPN drops hourly"}},
+                       {"name": "close_ticket", "arguments": {"ticket_id": 2}}]},
+        {"instruction": "Then add the note 'waiting for parts' to ticket 3.",
+         "checks": [_all_rows(_with(_with(ROWS, 2, status="closed"), 3, note="waiting for parts"))],
+         "reference": [{"name": "set_note", "arguments": {"ticket_id": 3, "note": "waiting for parts"}}]}]}
+
+
+@pytest.mark.parametrize("tasks", [
+    [GOOD_CLOSE, GOOD_NOTE, GOOD_READ, DECLINE],
+    [_chain_task([_all_rows(_with(ROWS, 2, status="closed"))]), GOOD_READ],
+    [_chain_task([{"kind": "sql", "query": "SELECT status FROM tickets WHERE id = 2", "expect": [["closed"]]}])],
+])
+def test_the_fast_paths_give_the_replays_verdict(tasks: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:
+    """Lookups judged in place, checkpoints at a turn's start and after its calls: the same wrong
+    trajectories with the same outcomes as replaying each one from the episode start."""
+    import envgen.gate.adequacy as adequacy
+
+    spec = helpdesk(tasks)
+    assert adequacy.stateless(spec["code"])
+    fast = validate_spec(spec, executor="inprocess")
+    monkeypatch.setattr(adequacy, "stateless", lambda code: False)
+    slow = validate_spec(spec, executor="inprocess")
+    key = lambda v: {(m["task"], m["turn"], m["mutation"], m["outcome"]) for m in v.mutations}  # noqa: E731
+    assert fast.accepted == slow.accepted and key(fast) == key(slow)
+    assert [str(r) for r in fast.reasons] == [str(r) for r in slow.reasons]
+
+
+def test_extra_writes_are_not_played_where_an_unchanged_check_covers_every_table() -> None:
+    verdict = _verdict([GOOD_CLOSE, GOOD_READ])
+    extras = {(m["task"], m["turn"]) for m in verdict.mutations if "with an extra call" in m["mutation"]}
+    assert ("close", 1) in extras and ("read", 1) not in extras  # the read turn's unchanged check covers all
+    assert verdict.accepted

@@ -276,3 +276,55 @@ def test_observation_is_the_calls_observations(env, action):
     assert obs == json.dumps(entries[0] if len(entries) == 1 else entries, ensure_ascii=False)
     raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
     assert env.transcript[-2] == ("assistant", raw)
+
+
+# -- callers that replay a known prefix (the validity gate) -------------------------------------------
+
+
+def test_reset_to_turn_is_the_turns_before_played_unscored(env):
+    env.reset(seed=0)
+    env.step(FIND)
+    env.step(BORROW)
+    env.step("Borrowed.")
+    played = env.state_digest()
+    obs, info = env.reset_to_turn(1, [{"name": "find_book", "arguments": {"title": "Dune"}},
+                                      BORROW["tool_calls"][0]], seed=0)
+    assert obs.startswith("How many books") and info["turn"] == 1
+    assert [r["ok"] for r in info["prior_results"]] == [True, True]
+    assert env.state_digest() == played and len(env.turns) == 2 and not env.turns[0].scored
+    env.step(LIST)
+    _, reward, term, _, info = env.step("Member 7 has two books out.")
+    assert term and info["turn_passed"] and reward == 0.0  # the first turn counts as unscored (failed)
+    with pytest.raises(ValueError, match="out of range"):
+        env.reset_to_turn(5, [], seed=0)
+
+
+def test_call_tools_is_a_step_without_an_observation(env):
+    env.reset(seed=0)
+    results = env.call_tools([{"name": "find_book", "arguments": {"title": "Dune"}}])
+    assert results[0].ok and env.turns[-1].calls == results and env.steps == 1
+    env.call_tools([BORROW["tool_calls"][0]])
+    _, _, _, _, info = env.step("Borrowed.")
+    assert info["turn_passed"]
+
+
+def test_checkpoints_restore_the_episode_or_are_refused():
+    env = ToolEnv("bank-ledger", task="pay-rent", executor="inprocess")
+    try:
+        env.reset(seed=0)
+        cp = env.checkpoint()
+        assert cp is not None  # the bank's code keeps no state of its own
+        start = env.state_digest()
+        env.step({"tool_calls": [{"name": "transfer", "arguments": {"from_account_id": 1001, "to_account_id": 1009,
+                                                                      "amount_cents": 125000, "memo": "rent June"}}]})
+        assert env.state_digest() != start and len(env.turns[-1].calls) == 1
+        assert env.restore(cp) is True
+        assert env.state_digest() == start and env.turns[-1].calls == [] and env.steps == 0
+    finally:
+        env.close()
+    worker = ToolEnv("bank-ledger", task="pay-rent", executor="worker")
+    try:
+        worker.reset(seed=0)
+        assert worker.checkpoint() is None  # a worker replays a log after a crash: replay instead
+    finally:
+        worker.close()
