@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from eval.bfcl.depth import bfcl_depth  # noqa: E402
-from eval.cli import reference_depths  # noqa: E402
+from eval.bfcl.depth import bfcl_depth
+from eval.cli import reference_depths
 
 
 def test_bfcl_multi_turn_base_depth() -> None:
