@@ -65,10 +65,10 @@ def _op(kind: str, entity: str, field: str | None = None, target: str | None = N
     return {"kind": kind, "entity": entity, "name": name, "field": field, "target": target, "description": ""}
 
 
-def _add_holder(data: dict[str, Any], main: Entity, words: set[str]) -> dict[str, Any] | None:
+def _add_holder(data: dict[str, Any], main: Entity, words: set[str], max_tables: int) -> dict[str, Any] | None:
     """A parent entity that holds the main entity's records, with a capacity field (or None: no room)."""
     ents = data["entities"]
-    if len(ents) >= MAX_ENTITIES or ents[0]["parent"] is not None:
+    if len(ents) >= min(MAX_ENTITIES, max_tables) or ents[0]["parent"] is not None:
         return None
     holder = _holder_word(words)
     stem = main.name.rsplit("_", 1)[-1]
@@ -134,11 +134,13 @@ def _mix(level: str) -> dict[str, int]:
     return {"execute": 1, "read": 1, "read_then_write": 1, "missing_parameter": 1, "decline": 1}
 
 
-def deepen(data: dict[str, Any], model: EnvModel, words: set[str], rng: random.Random) -> None:
-    """Add a holder, movement, a final state, rules, a difficulty and a task mix to the blueprint ``data``
-    (a dict in the blueprint format whose first entity is ``model``'s main entity)."""
+def deepen(data: dict[str, Any], model: EnvModel, words: set[str], rng: random.Random,
+           max_tables: int = MAX_ENTITIES) -> None:
+    """Add a holder (when there are fewer than ``max_tables`` entities), movement, a final state, rules, a
+    difficulty and a task mix to the blueprint ``data`` (a dict in the blueprint format whose first entity is
+    ``model``'s main entity)."""
     main = next(o.entity for o in model.ops if o.kind == "update")
-    holder = _add_holder(data, main, words)
+    holder = _add_holder(data, main, words, max_tables)
     number = _number(main)
     life_ops, life_rules = _lifecycle(data, main)
     extra_ops = _moves(data, main, number) + life_ops

@@ -126,7 +126,7 @@ def _mix(rng: random.Random) -> dict[str, int]:
     return mix
 
 
-def _blueprint(info: DocInfo, model: EnvModel, rng: random.Random) -> Blueprint:
+def _blueprint(info: DocInfo, model: EnvModel, rng: random.Random, max_tables: int = 3) -> Blueprint:
     main = next(o.entity for o in model.ops if o.kind == "update")
     others = [e for e in model.entities if e is not main]
     summary = model.summary or f"{human(main.table).capitalize()} as managed by {info.module}"
@@ -140,7 +140,7 @@ def _blueprint(info: DocInfo, model: EnvModel, rng: random.Random) -> Blueprint:
         "tasks": _mix(rng),
         "difficulty": None,
     }
-    deepen(data, model, set(info.words), rng)
+    deepen(data, model, set(info.words), rng, max_tables)
     return Blueprint.model_validate(data)
 
 
@@ -162,4 +162,4 @@ def write_blueprint(doc: Any, seed: int = 0, *, max_tables: int = 3, text: str |
     literals = [s for s in info.literals if s.lower() not in STOP_WORDS]
     maker = ValueMaker(rng, info.words, literals)
     model = build_model(info, rng, maker, path=path, max_tables=max_tables, fill_rows=False)
-    return Written(_blueprint(info, model, rng), list(info.words), literals, module)
+    return Written(_blueprint(info, model, rng, max_tables), list(info.words), literals, module)

@@ -122,7 +122,7 @@ def test_card_states_the_library_figures(library: Library, tmp_path: Path) -> No
     assert "| skills | none" in body
     assert "mean 0.600 over 4 environments" in body  # grounding: 0.5 x3 and 0.9; one spec has none
     assert "| solve rates (environments) | mean 0.250 over 1 environments" in body
-    assert "1 of 20 tasks evaluated, mean 0.250" in body
+    assert "1 of 23 tasks evaluated, mean 0.250" in body
     assert 'load_dataset("someone/envs", "tasks", split="train")' in body
     assert "hf://datasets/someone/envs/data/tasks.parquet" in body
     for name, _, meaning in TASK_COLUMNS + ENV_COLUMNS:
@@ -223,7 +223,7 @@ def test_cli_export_push_and_import(library: Library, tmp_path: Path, monkeypatc
     result = CliRunner().invoke(cli, ["export", root, "--format", "hf", "--out", str(out), "--push-to-hub",
                                       "me/envs"])
     assert result.exit_code == 0, result.output
-    assert "exported 5 environments (20 tasks)" in result.output and " s (" in result.output
+    assert "exported 5 environments (23 tasks)" in result.output and " s (" in result.output
     assert "pushed to https://huggingface.co/datasets/me/envs" in result.output
     assert [c[0] for c in calls] == ["init", "create_repo", "upload_folder"]
     assert calls[1][1] == ("me/envs", {"repo_type": "dataset", "private": False, "exist_ok": True})
