@@ -73,7 +73,9 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    ``PRAGMA query_only``) and only JSON crosses back. The state always equals the replay of the episode's
    logged calls (successes, and failures that a replay reproduces): a call that fails after writing is
    undone by rolling back to the episode start and replaying the log, and an episode whose transaction
-   SQLite aborted is rebuilt from the image the same way.
+   SQLite aborted is rebuilt from the image the same way. A checkpoint (``fork``/``restore``, given only to
+   a program whose code keeps no state between calls: :mod:`~gym_envs.sandbox.purity`) is a savepoint plus
+   the connection's counters, so restoring it gives that same state; one a reset removed is replayed.
 
 Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite
 loop, a catastrophic regular expression, a C-level CPU burner (``math.factorial(10**8)``,
