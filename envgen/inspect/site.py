@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envgen.depth import spec_depth
 from envgen.inspect.collect import (
     EnvPage,
     RunPage,
@@ -299,9 +300,10 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
             n_episodes += 1
             _write(base / f"{rec['page']}.html", env.get_template("episode.html.jinja").render(
                 site=site, root="../../", run=run, e=rec, known=known))
+    depth = spec_depth(spec for spec, _, _ in items) if items else None
     _write(tmp / "index.html", env.get_template("index.html.jinja").render(
         site=site, root="", envs=index_rows, n_rejected=len(rejected), problems=problems,
-        options=_options(index_rows), page=INDEX_PAGE))
+        options=_options(index_rows), page=INDEX_PAGE, depth=depth))
     for name in ("site.css", "site.js"):
         _write(tmp / "assets" / name, (TEMPLATES / name).read_text(encoding="utf-8"))
     return SiteSummary(tmp, len(index_rows), len(rejected), len(run_pages), n_episodes, 0.0, problems)

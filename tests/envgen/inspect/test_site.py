@@ -27,6 +27,7 @@ def test_index_lists_every_environment_with_its_columns(site: Path, library: Pat
         assert f'href="envs/{env_id}.html"' in index and (site / "envs" / f"{env_id}.html").is_file()
     assert index.count("<tr data-proposer=") == 5
     assert "template:ast" in index and "stdlib:sched.py" in index and "data-kinds=" in index
+    assert "Depth of the reference trajectories:" in index and "calls per task" in index
     assert 'data-filter="search"' in index and 'src="assets/site.js"' in index
     assert (site / "assets" / "site.css").is_file() and (site / MARKER).is_file()
     assert "http://" not in index and "https://" not in index  # no external assets
