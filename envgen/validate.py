@@ -23,8 +23,9 @@ rule. The rules and how each is decided:
    another existing value of the argument's column, a value that does not
    exist), fails a check of that turn, unless it leaves the same state and
    gives the same answer as the reference (then it is no wrong trajectory).
-6. **Determinism.** A second run of the reference from the same seed gives the
-   same results, state digests and reward.
+6. **Determinism.** A second run of the reference's calls from the same seed gives
+   the same results and the same end state (a check's verdict is a function of the
+   state, the reply and the calls, so the reward is the same too).
 7. **Check adequacy.** More wrong trajectories fail (mutation testing of the
    checks, :mod:`envgen.gate`): the calls aimed at another entity of the same
    table, an extra state-changing call on another row, a reply that omits an

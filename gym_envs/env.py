@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from gymnasium import spaces
 from gym_envs import display
 from gym_envs.errors import ErrorKind
 from gym_envs.parsing import ParsedAction, action_text, parse_action
+from gym_envs.replay import EpisodeCheckpoint, Replays
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
@@ -119,18 +120,6 @@ class TurnOutcome:
                 "passed": self.passed}
 
 
-@dataclass
-class EpisodeCheckpoint:
-    """Where an episode was when :meth:`ToolEnv.checkpoint` made it (see :meth:`ToolEnv.restore`)."""
-
-    token: int
-    session: str
-    turns: list[TurnOutcome]
-    turn_index: int
-    steps: int
-    transcript: int
-
-
 def resolve_spec_ref(spec: Any) -> Any:
     """A shipped example's name (``"library-loans"``) becomes its file; anything else is returned as is.
 
@@ -148,7 +137,7 @@ def resolve_spec_ref(spec: Any) -> Any:
                                 "text, a dict, an EnvSpec or a shipped example's name") from None
 
 
-class ToolEnv(gym.Env[str, Any]):
+class ToolEnv(Replays, gym.Env[str, Any]):
     """A generated tool-use environment (see the module docstring for the semantics).
 
     Args:
@@ -214,76 +203,6 @@ class ToolEnv(gym.Env[str, Any]):
             return self._message(parsed.content, info)
         assert self.session is not None
         return self._after_calls(parsed, info, [self.session.call(c["name"], c["arguments"]) for c in parsed.calls])
-
-    def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
-                      options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Reset as :meth:`reset` does, then make ``calls`` (``{"name", "arguments"}``, in order) and begin
-        turn ``turn`` (counted from 0) of the task: the state is the one playing the turns before it with
-        those calls gives, without scoring them (they count as unscored and failed in :meth:`score`).
-
-        For callers that replay a known prefix many times: the validity gate puts each wrong trajectory of
-        a later turn at that turn's start this way. Returns the turn's instruction and the reset's info
-        (``info["turn"]`` is ``turn``); each call's result is in ``info["prior_results"]``."""
-        episode_seed = self._choose_episode(seed, options)
-        assert self.task is not None
-        if not 0 <= turn < len(self.task.turns):
-            raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
-        session = self.session
-        results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
-        self.turns = [TurnOutcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
-        self.turn_index = turn
-        self.steps = 0
-        self.done = False
-        self.transcript = [("system", self._system_prompt)]
-        obs = self._begin_turn()
-        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
-                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
-                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results]}
-        return obs, info
-
-    def call_tools(self, calls: Sequence[Mapping[str, Any]]) -> list[CallResult]:
-        """Make tool calls (``{"name", "arguments"}``) in the current turn, as a :meth:`step` whose action
-        is just these calls would (one step; they are the turn's calls, scored when the turn ends), without
-        building an observation or a transcript entry: for callers that read the results themselves (the
-        validity gate). Returns the calls' results."""
-        self._check_live()
-        assert self.session is not None
-        self.steps += 1
-        session = self.session
-        results = [session.call(c["name"], c.get("arguments")) for c in calls]
-        self.turns[-1].calls.extend(results)
-        if self.steps >= self.max_steps:
-            self._truncate({})
-        return results
-
-    def checkpoint(self) -> EpisodeCheckpoint | None:
-        """A checkpoint of the episode as it is now, between steps, for :meth:`restore`; None when the
-        executor has no cheap one (see :meth:`gym_envs.sandbox.Session.fork`): replay instead."""
-        self._check_live()
-        assert self.session is not None
-        token = self.session.fork()
-        if token is None:
-            return None
-        turns = [TurnOutcome(t.index, t.instruction, list(t.calls), t.reply, list(t.checks), t.scored)
-                 for t in self.turns]
-        return EpisodeCheckpoint(token, self.session.id, turns, self.turn_index, self.steps, len(self.transcript))
-
-    def restore(self, cp: EpisodeCheckpoint) -> bool:
-        """Put the episode back where :meth:`checkpoint` made ``cp`` (the state, the turns so far, the step
-        count). Returns whether ``cp`` can be restored again (False: the state was rebuilt by replay)."""
-        assert self.session is not None
-        if cp.session != self.session.id or self.task is None:
-            raise RuntimeError("this checkpoint belongs to another episode")
-        kept = self.session.restore(cp.token)
-        self.turns = [TurnOutcome(t.index, t.instruction, list(t.calls), t.reply, list(t.checks), t.scored)
-                      for t in cp.turns]
-        self.turn_index, self.steps, self.done = cp.turn_index, cp.steps, False
-        del self.transcript[cp.transcript:]
-        return kept
 
     # reset and step in phases, so that reset_many and step_many can batch the executor's work
     def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int:

@@ -8,9 +8,11 @@ turn's reference and requires the turn's checks to catch every one of them:
 * :mod:`envgen.gate.mutants`: the wrong trajectories of a turn (arguments replaced, calls dropped,
   the action aimed at another entity, an extra write elsewhere, replies that omit the answer or give
   another entity's value);
+* :mod:`envgen.gate.replies`: the oracle's reply and the distinctiveness of ``reply_contains`` strings;
 * :mod:`envgen.gate.adequacy`: plays them on a :class:`~gym_envs.env.ToolEnv`, judges each one
-  (killed / tolerated / survived), checks that ``reply_contains`` strings are distinctive, and keeps
-  the mutation score.
+  (killed / tolerated / survived), and keeps the mutation score. For tool code that keeps no state
+  but its database (:mod:`gym_envs.sandbox.purity`) it starts wrong trajectories from checkpoints and
+  judges lookups in place, with the verdicts full replays give.
 
 :func:`envgen.validate.validate_spec` runs it as part of the gate.
 """

@@ -14,20 +14,28 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
 * else it **survived**: a wrong trajectory earns the turn's reward. The spec is rejected and the
   reason names the mutant, so a model repairing the spec knows what its checks let through.
 
-A turn with an ``unchanged`` check on every table catches every extra write by construction (a call that
-changes the state changes some table), so its extra-write mutants are not played.
+How each is played, cheapest first (the verdict is the one a replay from the episode start gives):
 
-Reply mutants need no replay: they are scored on the reference's own end-of-turn state with
-:meth:`~gym_envs.env.ToolEnv.score_reply`; doing nothing (rule 4: no calls, an empty reply) and
-dropping a turn's only call are scored on its start-of-turn state; the argument mutants of a last turn
-that only reads are made after its reference calls, and extra writes after the last turn of the
-reference and of its determinism replay, in their own episodes. Other mutants replay the
-reference up to the turn and score the cheap checks first (a killed mutant needs one failure). A turn
-stops at its first survivor. The state is digested only for a mutant that no check killed.
+* ``reply_contains`` and ``calls`` checks read no state: they are judged here with the runtime's own
+  :func:`~gym_envs.sandbox.checks.evaluate`; the state checks are scored in stages (the first ``sql``
+  check, the other cheap ones, then ``python`` and ``unchanged``), stopping at the first that fails;
+* reply mutants keep the reference's state, so its state verdicts stand and only the reply is judged;
+  doing nothing (rule 4: no calls, an empty reply) and dropping a turn's only call are scored on the
+  turn's start state; the argument mutants of a last turn that only reads are made after its reference
+  calls, and the last turn's extra writes after the reference and its determinism replay, in their
+  own episodes;
+* other mutants start at their turn: the turns before are replayed unscored
+  (:meth:`~gym_envs.env.ToolEnv.reset_to_turn`), and for tool code that keeps no state but its database
+  (:func:`~gym_envs.sandbox.purity.stateless`) the next mutants of the turn start from a checkpoint made
+  there (:meth:`~gym_envs.env.ToolEnv.checkpoint`). With such code a lookup (a call that changed no
+  row) has its wrong arguments tried at its own place in the reference's episode (the calls after it
+  then run as in the reference), leaving it out is judged without a replay, and a turn's extra writes
+  follow its reference calls from one checkpoint;
+* a turn with an ``unchanged`` check on every table catches every extra write by construction (a call
+  that changes the state changes some table), so its extra-write mutants are not played.
 
-``reply_contains`` strings must also be distinctive (:func:`reply_problems`): at least 3 characters
-unless numeric, and not contained in the turn's instruction, in a tool's description or in a generic
-reply (for a number: not as a number of its own).
+A turn stops at its first survivor. The state is digested only for a mutant that no check killed.
+``reply_contains`` strings must also be distinctive (:mod:`envgen.gate.replies`).
 
 The mutation score of a spec is killed / (killed + survived) over every mutant tried; accepted
 specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outcome.
@@ -36,13 +44,11 @@ specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outco
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.gate.mutants import (
-    GENERIC_REPLY,
     Locator,
     Mutant,
     RefTurn,
@@ -55,7 +61,8 @@ from envgen.gate.mutants import (
     reply_mutants,
     short_call,
 )
-from envgen.gate.values import Snapshot, is_numeric
+from envgen.gate.replies import GENERIC_REPLIES, answer_problem, oracle_reply, reply_problems, tool_texts
+from envgen.gate.values import Snapshot
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox.checks import evaluate
 from gym_envs.sandbox.purity import stateless
@@ -64,10 +71,6 @@ from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
            "tool_texts"]
 
-GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of it.", "Here is what I found.",
-                   "I have no idea.")
-"""Replies that carry no answer: a ``reply_contains`` string they contain pays a reply that says nothing.
-(A refusal is no generic reply: it is the answer of a decline turn and of the refused part of a mixed one.)"""
 SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
@@ -77,13 +80,6 @@ _CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone ne
                 "pass": "it passes every check"}
 
 
-def oracle_reply(turn: Turn) -> str:
-    """The reference trajectory's final message for a turn: the first string of each ``reply_contains``
-    check (the oracle knows the answer), else ``"Done."``."""
-    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
-    return " ".join(parts) if parts else GENERIC_REPLY
-
-
 @dataclass
 class Finding:
     """A failed rule (validate.py turns it into a ``Reason``)."""
@@ -91,56 +87,6 @@ class Finding:
     rule: int
     code: str
     message: str
-
-
-def _contains(text: str, s: str) -> bool:
-    s = s.strip()
-    if is_numeric(s):
-        return re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|[.,]\d)", text) is not None
-    return s.lower() in text.lower()
-
-
-def tool_texts(spec_tools: Iterable[Any]) -> list[tuple[str, str]]:
-    """``(where, text)`` of each tool's description with its parameters' descriptions (tool objects or
-    OpenAI-format dicts)."""
-    out = []
-    for t in spec_tools:
-        d = t if isinstance(t, dict) else t.model_dump()
-        props = (d.get("parameters") or {}).get("properties") or {}
-        params = [str(p.get("description", "")) for p in props.values() if isinstance(p, dict)]
-        out.append((f"the description of tool {d.get('name')!r}", " ".join([str(d.get("description", "")), *params])))
-    return out
-
-
-def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], generic: Iterable[str]) -> str | None:
-    """Why a ``reply_contains`` string is not distinctive, or None: shorter than 3 characters (unless a
-    number), or contained in the instruction, a tool's description or a generic reply (a number: as a
-    number of its own)."""
-    if len(answer.strip()) < 3 and not is_numeric(answer):
-        return (f"reply_contains string {answer!r} is shorter than 3 characters: almost any reply contains it; "
-                "check for the distinctive answer (a name, a value)")
-    places = [("the instruction", instruction), *tools, *((f"the generic reply {g!r}", g) for g in generic)]
-    where = next((name for name, text in places if _contains(text, answer)), None)
-    if where is None:
-        return None
-    return (f"reply_contains string {answer!r} is contained in {where}, so a reply that repeats it passes "
-            "without answering; check for a value only the right answer contains")
-
-
-def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
-    """Why the ``reply_contains`` strings of turn ``ti`` are not distinctive (empty when they are).
-
-    The tool descriptions do not count for a reply that is about the tools rather than an answer read
-    through them: a ``decline`` turn (it says what the tools cannot do, and why) and a
-    ``missing_parameter`` turn before the last (it asks for a parameter, which every tool schema names)."""
-    turn = task.turns[ti]
-    about_tools = task.kind == "decline" or (task.kind == "missing_parameter" and ti + 1 < len(task.turns))
-    tools = [] if about_tools else tool_texts(spec.tools)
-    out = []
-    for check in turn.checks:
-        if check.kind == "reply_contains":
-            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
-    return out
 
 
 def _key(call: ToolCall) -> str:

@@ -4,11 +4,9 @@ Both executors drive one :class:`Engine` with the same requests (``load``, ``ope
 ``check``, ``digest``, ``dump``, ``close``, ``fork``, ``restore``, ``batch``, ``ping``), so they give identical
 results on the same trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
 
-Checkpoints (``fork``, ``restore``): for a program whose code keeps no state between calls
-(:func:`~gym_envs.sandbox.purity.stateless`) the database is the episode's whole state, so a checkpoint is a
-savepoint plus the connection's counters, and restoring it puts the episode exactly where a replay of its
-log up to that point would (the log is cut back to it). A checkpoint a reset or a rebuild removed is
-restored by that replay instead; a program with state of its own gets no checkpoint (the caller replays).
+Checkpoints (``fork``, ``restore``): when the code keeps no state between calls (:mod:`~gym_envs.sandbox.purity`)
+a checkpoint is a savepoint plus the connection's counters; restoring it gives the state a replay of the
+log up to it gives (a checkpoint a reset removed is replayed). Other programs get none: the caller replays.
 
 The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
 ``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
@@ -86,8 +84,7 @@ class _Episode:
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
-    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: checkpoint -> log length,
-    #: marks, counters
+    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
 
 
 class Engine:
@@ -538,8 +535,7 @@ class Engine:
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
 
     def _op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
-        """A checkpoint of the episode as it is now: ``{"fork": id}``, or ``{"fork": None}`` when the program
-        keeps state of its own (or the counters cannot be put back exactly): replay instead."""
+        """A checkpoint of the episode: ``{"fork": id}``, or ``{"fork": None}`` (replay instead)."""
         ep = self._episode(req)
         if not ep.program.pure or ep.lost is not None:
             return {"ok": True, "fork": None}
@@ -553,8 +549,7 @@ class Engine:
         return {"ok": True, "fork": n}
 
     def _op_restore(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Put the episode back at checkpoint ``fork`` (its log cut back, its marks restored); ``kept`` is
-        False when the checkpoint was gone and the episode was rebuilt from its log instead (it is gone now)."""
+        """Back to checkpoint ``fork`` (log cut, marks restored); ``kept`` False: rebuilt from the log instead."""
         ep = self._episode(req)
         n = req.get("fork")
         entry = ep.forks.get(n) if ep.forks is not None and isinstance(n, int) else None
