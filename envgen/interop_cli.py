@@ -15,7 +15,6 @@ Loaded lazily by :mod:`envgen.command`.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -120,6 +119,7 @@ def import_cmd(source: str, library: Path, catalog_url: str | None) -> None:
 def _resolve(ref: str, library: Path | None) -> Path:
     """A spec file for SPEC_OR_ID: an environment of ``library`` by id, a file, or a shipped example."""
     from gym_envs.cli import locate_spec
+    from gym_envs.errors import did_you_mean
 
     if library is not None:
         if not (library / "specs").is_dir():
@@ -133,9 +133,7 @@ def _resolve(ref: str, library: Path | None) -> Path:
         msg = str(e)
     if library is not None:
         ids = sorted(p.stem for p in (library / "specs").glob("*.json"))
-        close = difflib.get_close_matches(ref, ids, n=3)
-        msg += f"; nor an environment of {library}" + (f" (did you mean {' or '.join(map(repr, close))}?)"
-                                                         if close else "")
+        msg += f"; nor an environment of {library}{did_you_mean(ref, ids)}"
     else:
         msg += "; for an environment of a library, add --library DIR"
     raise click.ClickException(msg)

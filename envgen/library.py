@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,12 +48,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from corpora.similarity import text_similarity
 from envgen.catalog import ATTEMPTS, ENVS, SOLVE_HISTORY, TASK_STATS, create_tables, make_engine, now
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
 __all__ = ["BACKEND_FAILURE", "AttemptRecord", "DuplicateEnv", "Library", "NotALibrary", "PreparedEnv", "is_library",
-           "shingle_similarity", "shingles", "signature_key", "task_texts", "text_similarity"]
+           "signature_key", "task_texts"]
 
 BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
 
@@ -92,26 +92,6 @@ def signature_key(spec: EnvSpec) -> str:
 def task_texts(spec: EnvSpec) -> str:
     """All instructions of all tasks, one per line."""
     return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
-
-
-def shingles(text: str, k: int = 3) -> set[str]:
-    """The word ``k``-shingles of a text (lower-cased words of letters and digits)."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    if len(words) < k:
-        return {" ".join(words)} if words else set()
-    return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
-
-
-def shingle_similarity(a: set[str], b: set[str]) -> float:
-    """Jaccard similarity of two shingle sets: :func:`text_similarity` for texts shingled once."""
-    if not a and not b:
-        return 1.0
-    return len(a & b) / max(1, len(a | b))
-
-
-def text_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of word 3-shingles (1.0 = identical text)."""
-    return shingle_similarity(shingles(a), shingles(b))
 
 
 def _read(path: Path) -> str | None:

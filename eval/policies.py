@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envgen.registry import Registry
-from eval.suites import History, stable_seed
+from corpora.registry import Registry
+from eval.suites import History
+from gym_envs.seeding import stable_seed
 
 __all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "Policy", "PolicyFailure", "ScriptedPolicy", "make_policy",
            "openai_messages"]

@@ -43,7 +43,8 @@ from typing import Any
 
 from eval.metrics import group_by_task, summarize
 from eval.policies import Policy, PolicyFailure, ScriptedPolicy, make_policy
-from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite, stable_seed
+from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite
+from gym_envs.seeding import stable_seed
 
 __all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "run_episodes", "run_eval", "write_back"]
 

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.registry import Registry
+from corpora.registry import Registry
 from envgen.validate import oracle_reply
-from gym_envs.env import ToolEnv, step_many
-from gym_envs.errors import ErrorKind
+from gym_envs.env import ToolEnv, step_many, tool_system_prompt
+from gym_envs.errors import ErrorKind, did_you_mean
 from gym_envs.parsing import parse_action
 from gym_envs.sandbox import CallResult, Executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
@@ -67,8 +67,6 @@ __all__ = [
     "episode_id",
     "make_suite",
     "split_of",
-    "stable_seed",
-    "tool_system_prompt",
 ]
 
 SPLITS = ("train", "heldout", "all")
@@ -77,33 +75,12 @@ BFCL_VARIANTS = {"base": "multi_turn_base", "miss_func": "multi_turn_miss_func",
 _MAX_RESULT_CHARS = 4_000  # per call result kept in the turn records (the transcript keeps the full text)
 
 
-def stable_seed(*parts: Any) -> int:
-    """A 31-bit seed derived from ``parts`` (stable across processes and Python versions)."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
 def split_of(key: str, heldout_fraction: float = 0.2, salt: str = "envwright-split-v1") -> str:
     """``"heldout"`` or ``"train"`` for a document id, by a deterministic hash."""
     if not 0.0 <= heldout_fraction <= 1.0:
         raise ValueError(f"heldout_fraction must be in [0, 1], got {heldout_fraction}")
     u = int.from_bytes(hashlib.sha256(f"{salt}:{key}".encode()).digest()[:8], "big") / 2**64
     return "heldout" if u < heldout_fraction else "train"
-
-
-def tool_system_prompt(title: str, description: str, tools: list[dict[str, Any]]) -> str:
-    """A system prompt in the format of :func:`gym_envs.env.system_prompt` for any tool list."""
-    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    return (
-        f"You are an assistant operating {title}. {description}\n\n"
-        "You can call these tools (JSON Schema of each):\n"
-        f"{lines}\n\n"
-        "To call a tool, reply with one or more blocks\n"
-        '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
-        "and nothing else. You will see each result. When the request is done, or if you need "
-        "information from the user, or if it cannot be done with these tools, reply with a plain "
-        "message (no tool call); that ends your turn."
-    )
 
 
 # ================================================================================================
@@ -662,11 +639,8 @@ class BfclSuite(Suite):
         from eval.bfcl import load_entries
 
         if variant not in BFCL_VARIANTS:
-            import difflib
-
-            close = difflib.get_close_matches(variant, list(BFCL_VARIANTS), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown BFCL variant {variant!r}.{hint} Known: {', '.join(BFCL_VARIANTS)}")
+            raise ValueError(f"unknown BFCL variant {variant!r}{did_you_mean(variant, BFCL_VARIANTS, n=1)} "
+                             f"(known: {', '.join(BFCL_VARIANTS)})")
         self.variant = variant
         self.name = f"bfcl:{variant}"
         self.category = BFCL_VARIANTS[variant]

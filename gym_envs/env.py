@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,8 @@ from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
-__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
+__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space",
+           "tool_system_prompt"]
 
 REWARD_MODES = ("episode", "turns", "checks")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
@@ -84,11 +85,20 @@ _TEXT_SPACES: dict[int, spaces.Text] = {}
 
 def system_prompt(spec: EnvSpec) -> str:
     """The solver's system prompt: what the system is and how to call its tools."""
-    tools = "\n".join(json.dumps(t.model_dump(), ensure_ascii=False) for t in spec.tools)
+    return tool_system_prompt(spec.title, spec.description, [t.model_dump() for t in spec.tools])
+
+
+def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """The solver's system prompt for any tool list (``{"name", "description", "parameters"}`` dicts).
+
+    :func:`system_prompt` is this for a spec; suites whose tools are not a spec's (BFCL) use it directly,
+    so every policy sees one prompt format.
+    """
+    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
     return (
-        f"You are an assistant operating {spec.title}. {spec.description}\n\n"
+        f"You are an assistant operating {title}. {description}\n\n"
         "You can call these tools (JSON Schema of each):\n"
-        f"{tools}\n\n"
+        f"{lines}\n\n"
         "To call a tool, reply with one or more blocks\n"
         '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
         "and nothing else. You will see each result. When the request is done, or if you need "

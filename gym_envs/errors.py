@@ -9,10 +9,16 @@ around every piece of spec code), turns any exception into a typed response::
 Responses hold the kind's plain string value, so they cross the worker pipe as JSON unchanged and
 compare equal to :class:`ErrorKind` members (``ErrorKind(resp["error_type"])`` reads one back). Call
 sites name kinds with :class:`ErrorKind`, never with bare strings.
+
+:func:`did_you_mean` is the one "did you mean" of every package above ``corpora`` (``gym_envs``,
+``envgen``, ``training``, ``eval``); ``corpora``, which imports nothing of ours, has the same function
+as :func:`corpora.errors.did_you_mean`.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -26,6 +32,7 @@ __all__ = [
     "ToolError",
     "cap_text",
     "describe",
+    "did_you_mean",
     "error_response",
 ]
 
@@ -86,6 +93,20 @@ class LoadFailure(Exception):
     def __init__(self, response: dict[str, Any]):
         self.response = response
         super().__init__(f"{response.get('error_type')}: {response.get('error')}")
+
+
+def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
+                 show: Callable[[str], str] = repr) -> str:
+    """``"; did you mean 'a' or 'b'?"`` naming the known names closest to ``name``, or ``""`` when none is.
+
+    The candidates are :func:`difflib.get_close_matches`'s (``n`` and ``cutoff`` are its own), then the
+    known names that start with ``name``, at most ``n`` in all; ``show`` writes one name (``repr``).
+    """
+    typed, names = str(name), sorted({str(k) for k in known})
+    close = difflib.get_close_matches(typed, names, n=n, cutoff=cutoff)
+    if typed:
+        close += [k for k in names if k.startswith(typed) and k not in close]
+    return f"; did you mean {' or '.join(show(c) for c in close[:n])}?" if close else ""
 
 
 def cap_text(text: str, n: int) -> str:

@@ -29,7 +29,6 @@ Contract:
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import json
 from collections.abc import Iterable, Mapping
@@ -39,6 +38,7 @@ from typing import Any, Final
 
 from eval.bfcl._backend import bfcl
 from eval.bfcl.errors import BfclDataError
+from gym_envs.errors import did_you_mean
 
 MULTI_TURN_CATEGORIES: Final[tuple[str, ...]] = (
     "multi_turn_base",
@@ -128,11 +128,8 @@ def check_category(category: str) -> str:
     """Return ``category`` if supported, else raise ``ValueError`` with a suggestion."""
     if category in MULTI_TURN_CATEGORIES:
         return category
-    guess = difflib.get_close_matches(category, MULTI_TURN_CATEGORIES, n=1)
-    hint = f" Did you mean {guess[0]!r}?" if guess else ""
-    raise ValueError(
-        f"unknown BFCL multi-turn category {category!r}.{hint} Known: {', '.join(MULTI_TURN_CATEGORIES)}"
-    )
+    hint = did_you_mean(category, MULTI_TURN_CATEGORIES, n=1)
+    raise ValueError(f"unknown BFCL multi-turn category {category!r}{hint} (known: {', '.join(MULTI_TURN_CATEGORIES)})")
 
 
 def load_entries(
