@@ -3,8 +3,8 @@
 ``envwright --help`` and ``envwright --version`` import nothing but :mod:`click`
 (no pydantic, gymnasium, torch, ...): the help text of every sub-command is
 kept here, next to the ``"module:attribute"`` string that says where it lives.
-ARCHITECTURE.md makes this module the only place that may reach every package,
-and only through that table.
+The project's layering makes this module the only place that may reach every
+package, and only through that table.
 
 A table entry names either
 

@@ -2,7 +2,7 @@
 
 Building (:func:`build_messages`, :func:`build_repair_messages`):
 
-* the **system message** is a compact version of the contract in ENVSPEC.md:
+* the **system message** is a compact version of the contract in gym_envs/ENVSPEC.md:
   the fields, the restricted-Python rules of the tool code, the check kinds and
   the validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
 * the **user message** holds one or two example specs (a routed skill's
@@ -16,7 +16,8 @@ Building (:func:`build_messages`, :func:`build_repair_messages`):
   previous answer, and the gate's feedback (bullet reasons) with the request
   to return the corrected full JSON.
 
-Parsing (:func:`parse_completion`) never raises: it strips ``<think>`` blocks,
+Parsing (:func:`parse_completion`) never raises: it strips ``<think>`` blocks
+(:func:`gym_envs.parsing.strip_think`, keeping an unclosed block's text),
 takes the largest ```` ```json ```` block (or the outermost ``{...}``), parses it
 leniently (raw newlines in strings, trailing commas, ``//`` comments, Python
 ``True``/``False``/``None``, single-quoted Python literals, missing closing
@@ -39,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_envs.parsing import strip_think
 from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
     ID_PATTERN,
@@ -69,7 +71,6 @@ __all__ = [
     "render_example",
     "shipped_examples",
     "skill_id_of",
-    "strip_think",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -386,7 +387,7 @@ def build_repair_messages(messages: Sequence[dict[str, str]], previous_output: s
     """The original system and user messages, the previous answer, and the gate's feedback."""
     base = [dict(m) for m in messages if m.get("role") in ("system", "user")][:2]
     feedback = feedback.strip() or "- the environment was rejected"
-    answer = strip_think(previous_output).strip() or "(empty answer)"
+    answer = strip_think(previous_output, keep_unclosed=True).strip() or "(empty answer)"
     return [*base, {"role": "assistant", "content": answer},
             {"role": "user", "content": REPAIR_INSTRUCTION.format(feedback=feedback)}]
 
@@ -402,16 +403,7 @@ def messages_sha256(messages: Sequence[dict[str, Any]] | str) -> str:
 
 # -- parsing -------------------------------------------------------------------------------------
 
-_THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.M)
-
-
-def strip_think(text: str) -> str:
-    """Remove ``<think>...</think>`` blocks (and a dangling ``</think>`` prefix or unclosed ``<think>``)."""
-    text = _THINK.sub("", text)
-    if "</think>" in text:
-        text = text.rsplit("</think>", 1)[1]
-    return text.replace("<think>", "")
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -461,7 +453,7 @@ def _balanced_objects(text: str) -> list[str]:
 
 def extract_json_text(text: str) -> str | None:
     """The JSON object's text in a completion: the largest ```json block, else the largest ``{...}``."""
-    text = strip_think(text)
+    text = strip_think(text, keep_unclosed=True)
     candidates = [body.strip() for info, body in _fenced_blocks(text)
                   if info in ("", "json", "json5", "jsonc", "javascript", "js")
                   and ("{" in body or body.lstrip().startswith("["))]

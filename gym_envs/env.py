@@ -1,6 +1,6 @@
 """``ToolEnv``: one environment spec as a multi-turn Gymnasium environment.
 
-Episode semantics (ENVSPEC.md):
+Episode semantics (gym_envs/ENVSPEC.md):
 
 * ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
   rebuilt from a cached image) and returns the first instruction. Without a

@@ -1,6 +1,6 @@
 """Typed failures of the runtime: the kinds of error a tool call can end in, and the exceptions behind them.
 
-A failure is data (ARCHITECTURE.md, "Principles"). Tool code, SQL, the sandbox's guards and the worker
+A failure is data (a design principle of the project). Tool code, SQL, the sandbox's guards and the worker
 protocol raise the exceptions defined here; one boundary, :func:`describe` (called by the sandbox engine
 around every piece of spec code), turns any exception into a typed response::
 

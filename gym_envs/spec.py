@@ -6,7 +6,7 @@ owns the pydantic models, loading and saving (atomic), the JSON Schema export,
 and :class:`SpecError`, whose message names every offending field
 (``tasks[0].turns[1].checks[0].expect``) and says what is wrong with it.
 
-It also owns the naming rules every adapter relies on (ENVSPEC validity rule 8):
+It also owns the naming rules every adapter relies on (gym_envs/ENVSPEC.md validity rule 8):
 tool and parameter names are Python identifiers, not keywords, and not names the
 shipped adapters keep for themselves (:data:`RESERVED_TOOL_NAMES`,
 :data:`RESERVED_PARAMETER_NAMES`, the prefixes in :data:`RESERVED_PREFIXES`; the
@@ -298,7 +298,7 @@ class Task(_Model):
 
 
 class EnvSpec(_Model):
-    """A whole environment. See ENVSPEC.md for every field's meaning."""
+    """A whole environment. See gym_envs/ENVSPEC.md for every field's meaning."""
 
     spec_version: Literal[1] = SPEC_VERSION
     id: str = Field(pattern=ID_PATTERN)

@@ -1,6 +1,6 @@
 """Check evaluation: the verdict of one check of a turn on the episode's state after the turn.
 
-:func:`evaluate` judges the five kinds of ENVSPEC.md. The engine hands it the two ways of reading the
+:func:`evaluate` judges the five kinds of gym_envs/ENVSPEC.md. The engine hands it the two ways of reading the
 state that run untrusted code, both inside the engine's call scope: ``sql(query)`` runs a query in the
 read-only mode, ``python(code)`` runs a ``check(db)`` function on the read-only facade and returns its
 verdict (:func:`python_verdict`). Only JSON crosses

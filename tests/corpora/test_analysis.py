@@ -96,3 +96,16 @@ def test_method_category(name: str, category: str | None) -> None:
 def test_snake_case() -> None:
     assert snake_case("XMLParser") == "xml_parser"
     assert snake_case("__private__name") == "private_name"
+
+
+def test_one_verb_table_each_word_once() -> None:
+    """corpora.verbs is the one verb list: analysis' CRUD categories (and envgen's template operations) read it."""
+    from corpora.verbs import CRUD_CATEGORIES, CRUD_OF, VERBS, verb_category, verb_operation
+
+    words = [w for ws in VERBS.values() for w in ws]
+    assert len(words) == len(set(words))  # no word under two operations
+    assert set(CRUD_OF) == set(VERBS) and set(CRUD_OF.values()) == set(CRUD_CATEGORIES)
+    assert (verb_operation("cancel"), verb_category("cancel")) == ("status", "update")
+    assert (verb_operation("has"), verb_category("has")) == ("check", "read")
+    assert method_category("cancel_order") == "update" and method_category("has_key") == "read"
+    assert verb_operation("compute") is None and verb_category("compute") is None

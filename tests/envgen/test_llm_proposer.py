@@ -28,7 +28,6 @@ from envgen.prompts import (
     loads_lenient,
     parse_completion,
     render_example,
-    strip_think,
 )
 from envgen.proposers import make_proposer
 from envgen.proposers.llm import LLMProposer
@@ -179,12 +178,6 @@ def test_repair_messages_carry_previous_output_and_feedback():
 ])
 def test_lenient_extraction(text, expected, repairs):
     assert loads_lenient(extract_json_text(text)) == (expected, repairs)
-
-
-def test_strip_think_handles_unclosed_and_dangling_tags():
-    assert strip_think("<think>a</think>b<think>c</think>d") == "bd"
-    assert strip_think("reasoning...</think>answer") == "answer"
-    assert strip_think("<think>never closed {\"a\": 1}") == 'never closed {"a": 1}'
 
 
 def test_parse_failures_are_typed_and_say_what_to_fix():

@@ -239,3 +239,12 @@ def test_main_job_target_on_200_stdlib_modules() -> None:
     assert len({_signature(s) for s in accepted}) >= 150
     seconds = [v.seconds for v in verdicts if v is not None]
     print(f"accepted {len(accepted)}/{len(docs)}, median validation {1000 * statistics.median(seconds):.1f} ms")
+
+
+def test_template_operations_come_from_the_one_verb_table() -> None:
+    from corpora.verbs import VERBS
+    from envgen.proposers.template_words import verb_kind
+
+    assert verb_kind("cancel") == "status" and verb_kind("add") == "create"
+    assert all(verb_kind(w) is None for w in VERBS["check"])  # a question (has_x, count_x) becomes no tool
+    assert verb_kind("compute") is None
