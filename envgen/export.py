@@ -35,6 +35,7 @@ from typing import Any
 from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
 from envgen.library import Library, PreparedEnv
 from gym_envs import system_prompt
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, parse_spec
 
 __all__ = ["ExportSummary", "ImportSummary", "export_hf", "import_hf",
@@ -262,8 +263,8 @@ def _resolve_source(src: str, token: str | None = None) -> Path:
     try:
         folder = Path(snapshot_download(src, repo_type="dataset", token=token,
                                         allow_patterns=["README.md", "data/*.parquet"]))
-    except Exception as e:  # no network, no such repository, no access: one line saying which
-        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {type(e).__name__}: {e}") from None
+    except Exception as e:  # kept broad: the Hub's many errors (network, no such repository, no access) become one
+        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {exception_text(e)}") from None
     return _resolve_source(str(folder))
 
 

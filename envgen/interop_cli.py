@@ -75,11 +75,13 @@ def export(library: Path, fmt: str, out: Path, overwrite: bool, repo_id: str | N
     finally:
         lib.close()
     if repo_id is not None:
+        from gym_envs.errors import exception_text
+
         try:
             summary.repo_url = push_to_hub(out, repo_id, private=private)
-        except Exception as e:  # the network, credentials, the Hub: say which and keep the local export
+        except Exception as e:  # the command's boundary: the network, credentials, the Hub; the export is kept
             raise click.ClickException(f"the export at {out} is complete, but pushing it to {repo_id} failed: "
-                                       f"{type(e).__name__}: {e}") from None
+                                       f"{exception_text(e)}") from None
     if as_json:
         click.echo(json.dumps({"out": str(summary.out), "format": fmt, "environments": summary.envs,
                                "tasks": summary.tasks, "seconds": round(summary.seconds, 3),
@@ -162,6 +164,7 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
     """
     if not mcp:
         raise click.UsageError("say which protocol to serve: --mcp (the Model Context Protocol; the only one so far)")
+    from gym_envs.errors import LoadFailure
     from gym_envs.mcp_server import EpisodeHost, serve_http, serve_stdio
     from gym_envs.spec import SpecError, load_spec
 
@@ -171,7 +174,7 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
                               reward_mode=reward_mode)
     except (SpecError, KeyError, ValueError, OSError) as e:
         raise click.ClickException(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
-    except Exception as e:  # the spec's state or code does not load (LoadFailure): say why, no traceback
+    except LoadFailure as e:  # the spec's state or code does not load: say why, no traceback
         raise click.ClickException(f"cannot start an episode of {spec_file}: {e} (envwright validate "
                                    f"{spec_file} lists every problem)") from None
     spec = episode.spec

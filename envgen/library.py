@@ -51,32 +51,19 @@ import sqlalchemy as sa
 from corpora.similarity import text_similarity
 from envgen.catalog import ATTEMPTS, ENVS, SOLVE_HISTORY, TASK_STATS, create_tables, make_engine, now
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
+from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
 __all__ = ["BACKEND_FAILURE", "AttemptRecord", "DuplicateEnv", "Library", "NotALibrary", "PreparedEnv", "is_library",
            "signature_key", "task_texts"]
 
-BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
-
-
-class NotALibrary(ValueError):
-    """A folder that holds no library (no ``specs/`` folder, no ``catalog.sqlite``)."""
+BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
 
 
 def is_library(root: str | Path) -> bool:
     """Whether ``root`` looks like a library folder."""
     root = Path(root)
     return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
-
-
-class DuplicateEnv(ValueError):
-    """The environment duplicates one already in the library."""
-
-    def __init__(self, env_id: str, original: str):
-        self.env_id = env_id
-        self.original = original
-        super().__init__(f"environment {env_id!r} duplicates {original!r} (same tool signatures and "
-                         "near-identical tasks)")
 
 
 def signature_key(spec: EnvSpec) -> str:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgen.errors import FailureCode
 from gym_envs.parsing import strip_think
 from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
@@ -255,7 +256,7 @@ def shipped_examples() -> list[EnvSpec]:
         try:
             ex = load_example(name)
             out.append(ex if isinstance(ex, EnvSpec) else parse_spec(ex))
-        except Exception:  # a broken example must not stop generation
+        except (ValueError, OSError):  # a broken example (SpecError, bad JSON, unreadable) must not stop generation
             continue
     return out or [builtin_example()]
 
@@ -635,7 +636,7 @@ class ParsedCompletion:
 
     spec: EnvSpec | None
     error: str | None = None  #: what to fix, for the repair prompt (``None`` when ``spec`` is set)
-    code: str | None = None  #: ``no_json``, ``json_syntax``, ``not_object``, ``spec_schema``
+    code: FailureCode | None = None  #: why there is no spec (``no_json``, ``json_syntax``, ``not_object``, ...)
     data: dict[str, Any] | None = None  #: the object after filling the controlled fields
     repairs: list[str] = field(default_factory=list)  #: light JSON repairs that were needed
 
@@ -649,24 +650,24 @@ def parse_completion(text: str, **fill: Any) -> ParsedCompletion:
     body = extract_json_text(text or "")
     if body is None:
         return ParsedCompletion(None, "no JSON object was found in your answer. Write the whole environment "
-                                      "as one JSON object inside a ```json fenced block.", "no_json")
+                                      "as one JSON object inside a ```json fenced block.", FailureCode.NO_JSON)
     try:
         value, repairs = loads_lenient(body)
     except ValueError as e:
         return ParsedCompletion(None, f"your JSON does not parse: {e}. Write strict JSON: double-quoted keys "
                                       "and strings, no comments, no trailing commas, newlines inside strings "
-                                      "written as \\n.", "json_syntax")
+                                      "written as \\n.", FailureCode.JSON_SYNTAX)
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         value = value[0]
     if not isinstance(value, dict):
         return ParsedCompletion(None, f"your answer is a JSON {type(value).__name__}, not an object; write "
                                       "one JSON object with the fields spec_version, id, title, description, "
-                                      "state, tools, code and tasks.", "not_object", repairs=repairs)
+                                      "state, tools, code and tasks.", FailureCode.NOT_OBJECT, repairs=repairs)
     data = finalize_spec_data(value, **fill)
     try:
         spec = parse_spec(data)
     except SpecError as e:
         lines = "\n".join(f"  - {r}" for r in e.reasons)
         return ParsedCompletion(None, f"the JSON is not a valid environment spec; fix each field:\n{lines}",
-                                "spec_schema", data=data, repairs=repairs)
+                                FailureCode.SPEC_SCHEMA, data=data, repairs=repairs)
     return ParsedCompletion(spec, None, None, data=data, repairs=repairs)

@@ -46,6 +46,7 @@ from typing import Any
 
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
+from gym_envs.errors import exception_text
 
 __all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text", "kinds_figure",
            "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
@@ -109,8 +110,8 @@ def _rendered(kind: str, render: Callable[[], str]) -> str:
     """A report, or a page saying why it could not be rendered (the records are in results.jsonl)."""
     try:
         return render()
-    except Exception as e:  # a failure is data: the run's records and summary must still be written
-        why = f"{type(e).__name__}: {e}"
+    except Exception as e:  # the boundary: the run's records and summary must still be written
+        why = exception_text(e)
         if kind == "html":
             return (f"<!doctype html><meta charset=\"utf-8\"><title>report</title><p>The report could not be "
                     f"rendered ({html.escape(why)}); results.jsonl holds every episode record.</p>\n")

@@ -46,6 +46,7 @@ from typing import Any
 
 from corpora.registry import Registry
 from envgen.validate import oracle_reply
+from eval.errors import FailureStage, PolicyFailure, episode_failure
 from gym_envs.env import ToolEnv, step_many, tool_system_prompt
 from gym_envs.errors import ErrorKind, did_you_mean
 from gym_envs.parsing import parse_action
@@ -200,6 +201,7 @@ class Episode(ABC):
         self.truncated = False
         self.steps = 0
         self.error: str | None = None
+        self.error_stage: FailureStage | None = None
 
     # -- API -----------------------------------------------------------------------------------
     @abstractmethod
@@ -219,7 +221,7 @@ class Episode(ABC):
         for ep, action in zip(episodes, actions, strict=True):
             try:
                 out.append(ep.step(action))
-            except Exception as e:
+            except Exception as e:  # the batch's boundary: the exception is this episode's entry (runner: fail)
                 out.append(e)
         return out
 
@@ -238,24 +240,30 @@ class Episode(ABC):
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Free the episode's resources (idempotent)."""
 
-    def fail(self, message: str) -> None:
-        """End the episode because the harness or the policy failed (recorded, never raised)."""
-        self.error = message
+    def fail(self, stage: FailureStage, cause: BaseException | PolicyFailure | str = "") -> None:
+        """End the episode because the harness or the policy failed at ``stage`` (recorded, never raised).
+
+        The evaluator's boundary (:mod:`eval.errors`): every exception caught while an episode is
+        played comes here."""
+        self.error = episode_failure(stage, cause)
+        self.error_stage = stage
         self.done = True
 
     def record(self) -> dict[str, Any]:
         """The JSON-able record of the episode (a line of ``results.jsonl``)."""
         try:
             score, turns = self.score(), self.turn_records()
-        except Exception as e:  # a failure is data: scoring a broken episode must not crash the run
+        except Exception as e:  # the boundary: scoring a broken episode must not crash the run
             score, turns = {"episode": 0.0, "turns": 0.0, "checks": 0.0}, []
-            self.error = self.error or f"scoring failed: {type(e).__name__}: {e}"
+            if self.error is None:
+                self.fail(FailureStage.SCORING, e)
         return {
             "episode_id": self.episode_id, "suite": self.task.suite, "env_id": self.task.env_id,
             "task_id": self.task.task_id, "kind": self.task.kind, "split": self.task.split,
             "trial": self.trial, "seed": self.seed,
             "passed": score["episode"] == 1.0 and self.error is None, "score": score,
             "steps": self.steps, "truncated": self.truncated, "error": self.error,
+            "error_stage": self.error_stage and self.error_stage.value,
             "usage": dict(self.history.usage), "turns": turns, "transcript": self.history.messages,
         }
 
@@ -310,12 +318,12 @@ class ToolEnvEpisode(Episode):
         for j, (ep, action) in enumerate(zip(eps, actions, strict=True)):
             try:
                 live.append((j, ep._begin(action)))
-            except Exception as e:
+            except Exception as e:  # the batch's boundary, as in Episode.step_many
                 out[j] = e
         try:
             stepped: list[Any] = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live],
                                            return_exceptions=True)
-        except Exception as e:  # step_many itself refused (an env twice, say): every episode fails alike
+        except Exception as e:  # the batch's boundary: step_many itself refused (an env twice, say), all fail alike
             stepped = [e] * len(live)
         for (j, parsed), result in zip(live, stepped, strict=True):
             if isinstance(result, Exception):
@@ -323,7 +331,7 @@ class ToolEnvEpisode(Episode):
                 continue
             try:
                 out[j] = eps[j]._end(actions[j], parsed, result)
-            except Exception as e:
+            except Exception as e:  # the batch's boundary, as above
                 out[j] = e
         return out  # type: ignore[return-value]
 

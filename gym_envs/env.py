@@ -457,7 +457,7 @@ def _gather(envs: list[ToolEnv], work: Callable[[int], Any], return_exceptions: 
     for j in range(len(envs)):
         try:
             out.append(work(j))
-        except Exception as e:
+        except Exception as e:  # the boundary of the batch: one env's failure is its entry (return_exceptions)
             out.append(e)
             first = first or e
     if first is not None and not return_exceptions:
@@ -487,7 +487,7 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
             episode_seed = env._choose_episode(seeds[j], options[j])
             if env.session is None or env.session.lost:
                 env.session = env.executor.session(env.env_spec, seed=episode_seed, start=False)
-        except Exception as e:
+        except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue
         groups.setdefault(id(env.executor), (env.executor, []))[1].append((j, env.session, episode_seed))
@@ -524,7 +524,7 @@ def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
     for j, env in enumerate(envs):
         try:
             parsed, _ = begun[j] = env._begin_step(actions[j])
-        except Exception as e:
+        except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue
         if not parsed.is_message:

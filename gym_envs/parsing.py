@@ -254,7 +254,7 @@ def parse_action(action: Any) -> ParsedAction:
     """Parse an action (text, structured dict, or a list of call dicts); never raises."""
     try:
         parsed = _parse(action)
-    except Exception as e:  # a pathological object: nested too deeply, a cycle, a rigged __str__
+    except Exception as e:  # the boundary (never raises): nested too deeply, a cycle, a rigged __str__
         return ParsedAction("", [], [f"the action could not be parsed ({type(e).__name__})"])
     if len(parsed.calls) > MAX_CALLS:
         return ParsedAction(parsed.content, [], [f"an action may make at most {MAX_CALLS} tool calls, not "
@@ -272,7 +272,7 @@ def action_text(action: Any, limit: int = MAX_ACTION_CHARS) -> str:
         return f"<an action of {len(calls):,} tool calls>"
     try:
         text = json.dumps(action, ensure_ascii=False, default=str)
-    except Exception as e:  # nested too deeply, a cycle, a rigged __str__
+    except Exception as e:  # kept broad, never raises: nested too deeply, a cycle, a rigged __str__
         return f"<an action that cannot be written as JSON: {type(e).__name__}>"
     return text if len(text) <= limit else text[:limit] + "...[cut]"
 

@@ -146,3 +146,29 @@ def test_cited_documents_are_cited_by_path_and_exist() -> None:
             problems.append(f"{where}: {name} is not in the repository")
     assert not problems, "\n".join(problems)
     assert {"gym_envs/ENVSPEC.md", "envgen/blueprint/BLUEPRINT.md"} <= {c for _, _, c in _citations()}
+
+
+_BROAD = re.compile(r"^\s*except\s+(?:Exception|BaseException)\b[^:]*:(.*)$")
+
+
+def test_every_broad_except_says_why() -> None:
+    """A broad ``except Exception`` is a boundary where a failure becomes data (each package's
+    ``errors.py`` lists them) or is kept broad for a stated reason; it says which on its line.
+    An ``except BaseException`` must re-raise or say why too."""
+    problems = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for no, line in enumerate(lines, 1):
+                m = _BROAD.match(line)
+                if not m or "boundary" in m.group(1) or "kept broad" in m.group(1):
+                    continue
+                body = lines[no:no + 8]
+                indent = len(line) - len(line.lstrip())
+                block = [b for b in body if b.strip()]
+                block = block[:next((i for i, b in enumerate(block) if len(b) - len(b.lstrip()) <= indent),
+                                    len(block))]
+                if "BaseException" in line and any(b.strip().startswith("raise") for b in block):
+                    continue  # cleanup, then the exception goes on
+                problems.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()}")
+    assert not problems, "say '# the boundary: ...' or '# kept broad: ...' on these lines:\n" + "\n".join(problems)

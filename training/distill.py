@@ -210,7 +210,7 @@ def _teacher_play(plays: list[_Play], teacher: Teacher, chat: ChatFormat, *, max
             p.messages.append({"role": "assistant", "content": text})
             try:
                 obs, _, terminated, truncated, info = p.env.step(text)
-            except Exception as e:  # a failure is data: this play ends
+            except Exception as e:  # the boundary: a failure is data, this play ends
                 p.done, p.error = True, f"{type(e).__name__}: {e}"
                 continue
             p.turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}

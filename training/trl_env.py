@@ -109,7 +109,7 @@ class SpecEnvironment:
 
     def _tool(self, name: str, arguments: dict[str, Any]) -> str:
         if self.env.done:
-            return json.dumps({"error": "the episode is over", "type": "EpisodeOver"})
+            return json.dumps({"error": "the episode is over", "type": ErrorKind.EPISODE_OVER.value})
         obs, _, _, _, _ = self.env.step({"name": name, "arguments": arguments})
         return obs
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from corpora.registry import Registry
 from envgen.backends.base import Backend, Completion, Message, Prompt, approx_tokens
-from envgen.backends.errors import BackendError, BackendNotInstalledError
+from envgen.errors import BackendError, BackendNotInstalledError
 
 BACKENDS: Registry[Any] = Registry("backend")
 BACKENDS.register("transformers", "envgen.backends.hf:TransformersBackend")

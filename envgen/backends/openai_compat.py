@@ -34,7 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text
-from envgen.backends.errors import BackendError
+from envgen.errors import BackendError
+from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 
 __all__ = ["OpenAIBackend"]
@@ -126,8 +127,8 @@ class OpenAIBackend(Backend):
         body = self._body(prompt, n=n, **{**kw, "seed": stable_seed(kw["seed"], index)})
         try:
             resp = self._post(body)
-        except Exception as e:  # a failure is data: one bad request never sinks the batch
-            err = f"{type(e).__name__}: {e}"
+        except Exception as e:  # the boundary: a failure is data, one bad request never sinks the batch
+            err = exception_text(e)
             tokens = approx_tokens(prompt_text(prompt))
             return [Completion(text="", prompt_tokens=tokens, finish_reason="error", error=err)
                     for _ in range(n)]

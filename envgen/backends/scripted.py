@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text, truncate_at_stop
-from envgen.backends.errors import BackendError
+from envgen.errors import BackendError
 
 __all__ = ["ScriptedBackend", "load_script"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt
-from envgen.backends.errors import BackendError, BackendNotInstalledError
+from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
 __all__ = ["VLLMBackend"]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from eval.bfcl._backend import bfcl
-from eval.bfcl.errors import BfclDataError
+from eval.errors import BfclDataError
 from gym_envs.errors import did_you_mean
 
 MULTI_TURN_CATEGORIES: Final[tuple[str, ...]] = (
@@ -141,7 +141,7 @@ def load_entries(
     """Load the entries of ``category`` (in BFCL's file order) with their ground truth.
 
     ``ids`` keeps only those ids (in file order); ``limit`` keeps the first ``limit`` after that.
-    Raises :class:`~eval.bfcl.errors.BfclNotInstalledError` if ``bfcl-eval`` is missing.
+    Raises :class:`~eval.errors.BfclNotInstalledError` if ``bfcl-eval`` is missing.
     """
     check_category(category)
     bfcl()  # fail early with the install hint, even when the raw files are cached

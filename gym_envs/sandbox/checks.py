@@ -53,7 +53,7 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
         return {"passed": False, "detail": f"unknown check kind {kind!r}"}
     except CallTimeout:
         return {"passed": False, "detail": "check timed out"}
-    except Exception as e:
+    except Exception as e:  # the boundary: a check whose evaluation raises (its SQL, its values) fails
         return {"passed": False, "detail": describe(e, 500)["error"]}
 
 

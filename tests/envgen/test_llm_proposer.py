@@ -384,3 +384,15 @@ def test_smollm2_smoke_run(tmp_path):
         print(f"  {a['doc_id']}: accepted={a['accepted']} reasons={str(a['reasons'])[:300]}")
     assert summary.attempted == len(docs) == 3
     assert all(a["accepted"] or a["reasons"] for a in attempts)
+
+
+def test_failure_codes_are_typed_and_stored_as_plain_strings():
+    """envgen.errors.FailureCode: call sites name codes by member; records hold the plain value."""
+    import json as _json
+
+    from envgen.errors import PARSE_FAILURES, FailureCode
+
+    none = parse_completion("I cannot help with that.")
+    assert none.code is FailureCode.NO_JSON and none.code in PARSE_FAILURES
+    assert _json.dumps({"error_code": none.code}) == '{"error_code": "no_json"}'
+    assert FailureCode("generation") is FailureCode.GENERATION
