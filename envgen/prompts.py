@@ -55,7 +55,6 @@ from gym_envs.spec import (
 )
 
 __all__ = [
-    "ALLOWED_IMPORTS",
     "BUILTIN_EXAMPLE",
     "SYSTEM_PROMPT",
     "ParsedCompletion",
@@ -76,7 +75,6 @@ __all__ = [
 
 TokenCounter = Callable[[str], int]
 
-ALLOWED_IMPORTS = ALLOWED_MODULES  # the sandbox's own allow-list, never a copy
 
 SYSTEM_PROMPT = f"""\
 You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
@@ -106,7 +104,7 @@ db.query("SELECT * FROM items WHERE id = ?", (item_id,)).
 import it).
 - No name may start with an underscore (functions, variables, arguments). No classes, generator functions \
 (yield), open, eval, exec, getattr, type, globals or str.format; f-strings are fine.
-- Only these imports: {", ".join(ALLOWED_IMPORTS)}.
+- Only these imports: {", ".join(ALLOWED_MODULES)}.
 - Deterministic: no current date or time (write dates as fixed strings), no unseeded randomness. Return \
 JSON values (dict, list, str, int, float, bool, None).
 
