@@ -1,4 +1,4 @@
-"""Exact and near-duplicate removal.
+r"""Exact and near-duplicate removal.
 
 Role: keep one copy of each text. Code corpora repeat files verbatim
 (vendored copies) and nearly (forks, version bumps); duplicates waste
@@ -14,7 +14,7 @@ Contract:
   ``blake2b`` of the seed, so results never depend on ``PYTHONHASHSEED``,
   the platform or the run. A document is dropped when its estimated
   Jaccard similarity to an earlier kept document is ``>= threshold``.
-* Tokens are ``\\w+`` runs and single punctuation characters, so whitespace
+* Tokens are ``\w+`` runs and single punctuation characters, so whitespace
   and layout changes do not matter; shingles are ``shingle_size``
   consecutive tokens (a shorter text is one shingle).
 """

@@ -157,6 +157,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def now() -> str:
+    """The current UTC time, ISO 8601 to the second (what the catalog stores)."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 

@@ -46,6 +46,7 @@ _CATALOG = ("model", "grounding", "solve_rate", "n_evals", "split", "valid", "re
 
 @dataclass
 class ExportSummary:
+    """What :func:`export_hf` wrote: the folder, counts, time, size and the Hub URL when pushed."""
     out: Path
     envs: int
     tasks: int
@@ -56,6 +57,7 @@ class ExportSummary:
 
 @dataclass
 class ImportSummary:
+    """What :func:`import_hf` did: the environments added and those already present."""
     library: Path
     added: list[str]
     present: list[str]

@@ -34,6 +34,7 @@ __all__ = ["LibraryStats", "library_stats"]
 
 @dataclass
 class LibraryStats:
+    """Yield, diversity, grounding and solve-rate statistics of a library."""
     envs: int = 0
     attempts: int = 0
     accepted_attempts: int = 0

@@ -218,6 +218,7 @@ class ToolCall(_Model):
 
 
 class SqlCheck(_Model):
+    """Passes when a SELECT on the final state returns ``expect`` (in order when ``ordered``)."""
     kind: Literal["sql"] = "sql"
     query: str = Field(description="A single SELECT (or WITH ... SELECT) statement.")
     expect: list[list[Any]] = Field(description="Expected rows, each a list of column values.")
@@ -233,6 +234,7 @@ class SqlCheck(_Model):
 
 
 class PythonCheck(_Model):
+    """Passes when restricted ``check(db)`` returns true on the final state."""
     kind: Literal["python"] = "python"
     code: str = Field(description="Restricted Python defining `def check(db) -> bool`.")
 
@@ -245,6 +247,7 @@ class PythonCheck(_Model):
 
 
 class ReplyContainsCheck(_Model):
+    """Passes when the turn's final reply contains one of ``any_of`` (case-insensitive)."""
     kind: Literal["reply_contains"] = "reply_contains"
     any_of: list[str] = Field(min_length=1)
 
@@ -257,11 +260,13 @@ class ReplyContainsCheck(_Model):
 
 
 class UnchangedCheck(_Model):
+    """Passes when ``tables`` (every table when empty) equal their content at the start of the turn."""
     kind: Literal["unchanged"] = "unchanged"
     tables: list[str] = Field(default_factory=list, description="Tables to compare; empty means all.")
 
 
 class CallsCheck(_Model):
+    """Passes when the turn's successful calls include every tool of ``require`` and it attempted none of ``forbid``."""
     kind: Literal["calls"] = "calls"
     require: list[str] = Field(default_factory=list)
     forbid: list[str] = Field(default_factory=list)

@@ -327,9 +327,11 @@ class RunPage:
 
 
 def collect_runs(folders: Iterable[Path]) -> list[RunPage]:
-    """Read evaluation run folders (``envwright eval --out``: ``results.jsonl``, one episode record per line,
-    and ``summary.json``); a folder that is not one raises ValueError. (envgen does not import eval: the
-    run folder's files are the interface.)"""
+    """Read evaluation run folders; a folder that is not one raises ValueError.
+
+    A run folder (``envwright eval --out``) holds ``results.jsonl``, one episode record per line, and
+    ``summary.json``. (envgen does not import eval: the run folder's files are the interface.)
+    """
     out: list[RunPage] = []
     names: set[str] = set()
     for folder in folders:

@@ -36,6 +36,7 @@ def builtin_skills_dir() -> Path:
 
 
 def spec_tokens(spec: EnvSpec) -> set[str]:
+    """The tool-signature tokens of a spec: its tool names' words and their parameter names."""
     toks: set[str] = set()
     for tool in spec.tools:
         toks.update(w for w in tool.name.lower().split("_") if w)

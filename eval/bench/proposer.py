@@ -219,6 +219,7 @@ def _table(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line (``envwright bench proposer``); returns the exit status."""
     ap = argparse.ArgumentParser(prog="envwright bench proposer", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
     ap.add_argument("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")

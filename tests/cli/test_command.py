@@ -182,7 +182,7 @@ def test_click_and_plain_function_targets(fake_modules: Path) -> None:
 
 
 def test_typer_app_target(fake_modules: Path) -> None:
-    """typer vendors its own click: its help, exits and errors must work behind the root group."""
+    """Typer vendors its own click: its help, exits and errors must work behind the root group."""
     runner = CliRunner()
     result = runner.invoke(_group(), ["tapp", "hi", "--name", "ew"])
     assert (result.exit_code, result.output.strip()) == (0, "hi ew")

@@ -169,7 +169,7 @@ def test_builtin_loaders_do_not_import_their_modules_until_used() -> None:
 
 
 def test_did_you_mean_is_one_function_in_both_bottom_packages() -> None:
-    """corpora and gym_envs cannot import each other; their did_you_mean must agree exactly."""
+    """The two bottom packages cannot import each other; their did_you_mean must agree exactly."""
     import inspect
 
     from corpora.errors import did_you_mean

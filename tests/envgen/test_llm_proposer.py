@@ -270,7 +270,6 @@ def test_registered_as_llm_and_constructor_validates_options():
 def test_pipeline_accepts_repairs_and_rejects(tmp_path):
     """lamps: good; books: a failing check, fixed after feedback; tools: invalid JSON, fixed;
     seeds: always broken, rejected after max_retries with reasons."""
-
     rounds: dict[str, int] = {}
 
     def model(prompt: Any) -> str:

@@ -270,7 +270,7 @@ def test_replaying_a_recorded_run_reproduces_it(reference_run, tmp_path: Path) -
 
 
 def test_failures_are_typed_by_stage_and_a_failed_close_is_recorded(monkeypatch) -> None:
-    """eval's boundary (Episode.fail): a record says where its episode failed (``error_stage``); an
+    """The evaluator's boundary (Episode.fail): a record says where its episode failed (``error_stage``); an
     episode that cannot be closed after scoring keeps its score and says so (``close_error``)."""
     from eval.errors import FailureStage, PolicyFailure, episode_failure
     from eval.suites import ToolEnvEpisode

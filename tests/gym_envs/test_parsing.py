@@ -80,7 +80,7 @@ def test_limits_are_parse_errors() -> None:
     "```" + " " * 200_000 + "x```", "```json" + "\t " * 100_000 + "{}" + " " * 100_000 + "```",
 ])
 def test_scanning_is_linear(text: str) -> None:
-    """The old patterns (``\\s*(.*?)\\s*``) backtracked quadratically: 20,000 spaces took 3.7 s."""
+    r"""The old patterns (``\s*(.*?)\s*``) backtracked quadratically: 20,000 spaces took 3.7 s."""
     start = time.perf_counter()
     parse_action(text)
     assert time.perf_counter() - start < 0.5
