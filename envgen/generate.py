@@ -217,9 +217,9 @@ class Outcome:
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None,
                      extra_reasons: list[str] | None = None) -> Outcome:
     meta = proposal.meta or {}
-    common = {"retries": proposal.retries, "tokens": proposal.tokens, "structure": meta.get("structure"),
-              "repairs": list(meta.get("repairs") or []), "skill_id": meta.get("skill_id"),
-              "stream": meta.get("stream")}
+    common: dict[str, Any] = {"retries": proposal.retries, "tokens": proposal.tokens,
+                              "structure": meta.get("structure"), "repairs": list(meta.get("repairs") or []),
+                              "skill_id": meta.get("skill_id"), "stream": meta.get("stream")}
     if proposal.spec is None:
         code = meta.get("error_code") or FailureCode.NO_SPEC
         return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], [code], 0.0,

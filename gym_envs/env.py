@@ -76,7 +76,7 @@ def text_space(max_length: int) -> spaces.Text:
     if proto is None:
         proto = _TEXT_SPACES[max_length] = _BmpText(max_length=max_length, min_length=0, charset=_CHARSET)
     space = copy.copy(proto)
-    space._np_random = None
+    space._np_random = None  # type: ignore[assignment]  # Gymnasium seeds a space lazily from None
     return space
 
 

@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-SPEC_VERSION = 1
+SPEC_VERSION: Literal[1] = 1
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")

@@ -31,6 +31,7 @@ import dataclasses
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -376,6 +377,11 @@ def _coerce_union(value: Any, args: tuple[Any, ...], where: str) -> Any:
                       f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
 
 
+def _field_path(where: str) -> Callable[[str], str]:
+    """How a config key is shown in a suggestion: quoted, with its section (``'solver.num_generations'``)."""
+    return lambda key: repr(f"{where}.{key}" if where else key)
+
+
 def _coerce_literal(value: Any, args: tuple[Any, ...], where: str) -> Any:
     if value not in args:
         raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}{did_you_mean(value, args, n=1)}")
@@ -447,8 +453,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     for key, value in data.items():
         path = f"{where}.{key}" if where else str(key)
         if key not in names:
-            prefix = f"{where}." if where else ""
-            hint = did_you_mean(key, names, n=1, show=lambda c, prefix=prefix: repr(prefix + c))
+            hint = did_you_mean(key, names, n=1, show=_field_path(where))
             raise ConfigError(f"{path}: unknown key{hint} (keys of {where or 'the config'}: {', '.join(names)})")
         kwargs[key] = _coerce(value, hints[key], path)
     try:

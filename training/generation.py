@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from envgen.errors import BackendError
 from gym_envs.errors import exception_text
 
 __all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
@@ -368,8 +369,11 @@ class PolicyBackend(Backend):
         return len(self.chat.encode(text))
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        if schemas is not None:
+            raise BackendError("the training policy backend samples freely: it cannot decode under a JSON schema "
+                               "(use the proposer unconstrained)")
         encoded = [self.chat.encode(p) if isinstance(p, str) else self.chat.prompt_ids(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
         t0 = time.perf_counter()
