@@ -172,3 +172,24 @@ def test_every_broad_except_says_why() -> None:
                     continue  # cleanup, then the exception goes on
                 problems.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()}")
     assert not problems, "say '# the boundary: ...' or '# kept broad: ...' on these lines:\n" + "\n".join(problems)
+
+
+#: What each package may import of ours. ``corpora`` sits below ``envgen``, so the packages above
+#: ``envgen`` may use it directly (its registry, its similarity) as they reach it through ``envgen``.
+LAYERS = {"corpora": set(), "gym_envs": set(), "envgen": {"corpora", "gym_envs"},
+          "training": {"corpora", "envgen", "gym_envs"}, "eval": {"corpora", "envgen", "gym_envs"}}
+ROOT_COMMAND = "envgen.command"  # the envwright command may reach every package (lazily, by name)
+
+
+def test_imports_point_one_way() -> None:
+    everything = {m for package in PACKAGES for m in _modules(package)}
+    problems = []
+    for package in PACKAGES:
+        for module, path in _modules(package).items():
+            if module == ROOT_COMMAND:
+                continue
+            for dep in sorted(_imports(path, module, everything)):
+                top = dep.split(".", 1)[0]
+                if top != package and top not in LAYERS[package]:
+                    problems.append(f"{module} imports {dep} ({package} may import {sorted(LAYERS[package])})")
+    assert not problems, "\n".join(problems)

@@ -7,7 +7,7 @@ callable ``fn(prompt) -> str`` (``prompt`` is the chat or the string).
 
 Completions are handed out in call order, prompt-major, one per sample; when
 the script runs out the backend raises
-:class:`~envgen.backends.errors.BackendError` (or starts over with
+:class:`~envgen.errors.BackendError` (or starts over with
 ``cycle=True``). Every prompt seen is recorded in :attr:`ScriptedBackend.prompts`
 so a test can assert what the model was asked. ``stop`` and
 ``max_new_tokens`` are honoured on the text (a token is taken as 4

@@ -2,7 +2,7 @@
 
 vLLM is an optional dependency (``pip install 'envwright[vllm]'``, GPU
 machines); importing this module never imports it, building the backend does
-and raises :class:`~envgen.backends.errors.BackendNotInstalledError` with the
+and raises :class:`~envgen.errors.BackendNotInstalledError` with the
 install command when it is missing.
 
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
