@@ -25,8 +25,6 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_TOOL_KINDS = frozenset({"create", "get", "find", "list", "update", "delete", "status"})
-"""The operations of :data:`corpora.verbs.VERBS` that become tools (a ``check`` such as ``has_x`` does not)."""
 
 STATUS_TARGET: dict[str, str] = {
     "close": "closed", "cancel": "cancelled", "expire": "expired", "release": "released",
@@ -87,8 +85,7 @@ _TEXT_WORDS = word_set(
 
 def verb_kind(word: str) -> str | None:
     """The operation a method's first word maps to (``add`` → ``create``; :mod:`corpora.verbs`), or ``None``."""
-    kind = verb_operation(word)
-    return kind if kind in _TOOL_KINDS else None
+    return verb_operation(word)
 
 
 def hint_type(name: str) -> str | None:
