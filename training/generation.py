@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from envgen.errors import BackendError
+from gym_envs.errors import exception_text
 
 __all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
            "vllm_available"]
@@ -177,8 +179,8 @@ class HFGenerator(Generator):
                 try:
                     rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
                                        temperature=temperature, top_p=top_p, seed=seed + ci)
-                except Exception as e:  # a failure is data: these rows end with an error
-                    msg = f"{type(e).__name__}: {e}"
+                except Exception as e:  # the boundary: a failure is data, these rows end with an error
+                    msg = exception_text(e)
                     rows = [Generated([], [], "error", msg) for _ in idx]
                 for i, g in zip(idx, rows, strict=True):
                     out[i] = g
@@ -263,8 +265,8 @@ class VLLMGenerator(Generator):
         eng.top_p = top_p
         try:
             _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
-        except Exception as e:  # a failure is data
-            msg = f"{type(e).__name__}: {e}"
+        except Exception as e:  # the boundary: a failure is data, these rows end with an error
+            msg = exception_text(e)
             return [Generated([], [], "error", msg) for _ in contexts]
         eos = set(self.eos_ids)
         out = []
@@ -307,8 +309,8 @@ class ScriptedGenerator(Generator):
         for i, ctx in enumerate(contexts):
             try:
                 text = self.script(self.tokenizer.decode(ctx, skip_special_tokens=False))
-            except Exception as e:  # a failure is data
-                out.append(Generated([], [], "error", f"{type(e).__name__}: {e}"))
+            except Exception as e:  # the boundary: a failure is data, this row ends with an error
+                out.append(Generated([], [], "error", exception_text(e)))
                 continue
             if computed is not None:
                 g = computed[i]
@@ -367,8 +369,11 @@ class PolicyBackend(Backend):
         return len(self.chat.encode(text))
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None,
-                  tools: list[dict[str, Any]] | None) -> list[Completion]:
+                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        if schemas is not None:
+            raise BackendError("the training policy backend samples freely: it cannot decode under a JSON schema "
+                               "(use the proposer unconstrained)")
         encoded = [self.chat.encode(p) if isinstance(p, str) else self.chat.prompt_ids(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
         t0 = time.perf_counter()

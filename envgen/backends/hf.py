@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
-from envgen.backends.errors import BackendError, BackendNotInstalledError
+from envgen.errors import BackendError, BackendNotInstalledError
 
 __all__ = ["TransformersBackend", "resolve_device", "resolve_dtype"]
 
@@ -198,7 +198,7 @@ class TransformersBackend(Backend):
                 compiler = self.__dict__["_grammar_compiler"] = xgr.GrammarCompiler(info)
             try:
                 cache[key] = compiler.compile_json_schema(key, any_whitespace=False)
-            except Exception as e:  # xgrammar raises RuntimeError/ValueError for schema features it lacks
+            except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
                 raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
         return cache[key]
 

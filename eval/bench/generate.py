@@ -142,6 +142,7 @@ def _bfcl_depth() -> dict[str, Any] | str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line (``envwright bench generate``); returns the exit status."""
     ap = argparse.ArgumentParser(prog="envwright bench generate", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)

@@ -3,7 +3,7 @@
 Role: given an :class:`~envgen.proposers.template_model.EnvModel` (entities
 with seed rows, operations) and a difficulty profile
 (:mod:`envgen.blueprint.difficulty`), write the tasks of a task mix, covering
-the task kinds of ENVSPEC.md with deep shapes: dependent chains (a lookup
+the task kinds of gym_envs/ENVSPEC.md with deep shapes: dependent chains (a lookup
 whose answer the next call needs; list, pick by a rule, act; read a balance,
 then decide), cross-entity tasks (transfers and moves with both sides checked,
 cascades, aggregates over a relation), business rules that refuse, 2-5 turn
