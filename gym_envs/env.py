@@ -312,6 +312,10 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         super().close()
 
     # -- turn mechanics ------------------------------------------------------------------------
+    def _outcome(self, index: int, instruction: str) -> TurnOutcome:
+        """A new turn's record (:mod:`gym_envs.replay` makes them through this)."""
+        return TurnOutcome(index, instruction)
+
     def _begin_turn(self) -> str:
         assert self.task is not None and self.session is not None
         turn = self.task.turns[self.turn_index]

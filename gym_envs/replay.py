@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from gym_envs.sandbox import CallResult
+from gym_envs.sandbox import CallResult, Executor, Session
+from gym_envs.spec import EnvSpec, Task
 
 if TYPE_CHECKING:
     from gym_envs.env import TurnOutcome
@@ -43,6 +44,27 @@ class EpisodeCheckpoint:
 class Replays:
     """The prefix-replay methods of :class:`~gym_envs.env.ToolEnv` (see the module docstring)."""
 
+    # what these methods use of ToolEnv, which sets it
+    env_spec: EnvSpec
+    executor: Executor
+    session: Session | None
+    task: Task | None
+    turns: list[TurnOutcome]
+    turn_index: int
+    steps: int
+    done: bool
+    max_steps: int
+    transcript: list[tuple[str, str]]
+    _system_prompt: str
+    _tool_dicts: list[dict[str, Any]]
+
+    if TYPE_CHECKING:
+        def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int: ...
+        def _begin_turn(self) -> str: ...
+        def _check_live(self) -> None: ...
+        def _truncate(self, info: dict[str, Any]) -> float: ...
+        def _outcome(self, index: int, instruction: str) -> TurnOutcome: ...
+
     def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
                       options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Reset as :meth:`reset` does, then make ``calls`` (``{"name", "arguments"}``, in order) and begin
@@ -62,9 +84,7 @@ class Replays:
             self.session.open(episode_seed)
         session = self.session
         results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
-        from gym_envs.env import TurnOutcome  # (env imports this module)
-
-        self.turns = [TurnOutcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
+        self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn
         self.steps = 0
         self.done = False

@@ -378,9 +378,9 @@ class Normalizer:
         tool = self.tool_name(op.name, op.kind, ent, col, target, where)
         desc = op.description.strip()
         origin = desc[5:].strip() if desc.startswith("from ") else ""
-        made = Op(op.kind, ent, self.unique_tool(tool, done, where), origin, column=col, target=target)
-        made.note = "" if origin else desc
-        return made
+        built = Op(op.kind, ent, self.unique_tool(tool, done, where), origin, column=col, target=target)
+        built.note = "" if origin else desc
+        return built
 
     def transfer_column(self, op: Operation, ent: Entity, where: str) -> Column | bool | None:
         """The number a transfer moves between records, None to move records between parents, False: dropped."""
@@ -465,13 +465,13 @@ class Normalizer:
             self.repair("skill", f"the skill needs an adjust tool on {nums[0].name!r}; added")
         if "transfer" in kinds and not any(o.kind == "transfer" for o in ops):
             nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
-            col = nums[0] if nums else None
-            if col is None and main.parent is None:
-                col = Column("balance", "INTEGER", "", description="the amount it holds")
-                main.columns.append(col)
+            moved: Column | None = nums[0] if nums else None
+            if moved is None and main.parent is None:
+                moved = Column("balance", "INTEGER", "", description="the amount it holds")
+                main.columns.append(moved)
                 self.repair("skill", f"the skill needs a transfer; {main.name} gets an integer 'balance'")
-            ops.append(Op("transfer", main, self.unique_tool(self.default_tool("transfer", main, col), ops), "",
-                          column=col))
+            ops.append(Op("transfer", main, self.unique_tool(self.default_tool("transfer", main, moved), ops), "",
+                          column=moved))
             self.repair("skill", f"the skill needs a transfer tool on {main.name}; added")
         for rule in req.get("rules") or []:
             if rule == "non_negative":

@@ -575,9 +575,10 @@ def _caught(checks: list[dict[str, Any]]) -> bool:
 
 
 def _stages(turn: Turn) -> list[list[int]]:
-    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one fails:
-    the first ``sql`` check alone (it catches most mutants), the other cheap ones, then the costly ones
-    (``python``, ``unchanged``). (Reply and calls checks are judged before, without the runtime.)"""
+    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one fails.
+
+    The first ``sql`` check alone (it catches most mutants), the other cheap ones, then the costly ones
+    (``python``, ``unchanged``). Reply and calls checks are judged before, without the runtime."""
     kinds = [c.kind for c in turn.checks]
     cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY and k not in _LOCAL]
     first = cheap[:1]

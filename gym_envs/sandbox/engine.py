@@ -553,14 +553,15 @@ class Engine:
         """Back to checkpoint ``fork`` (log cut, marks restored); ``kept`` False: rebuilt from the log instead."""
         ep = self._episode(req)
         n = req.get("fork")
-        entry = ep.forks.get(n) if ep.forks is not None and isinstance(n, int) else None
-        if entry is None:
+        forks = ep.forks or {}
+        entry = forks.get(n) if isinstance(n, int) else None
+        if entry is None or not isinstance(n, int):
             return error_response(ErrorKind.PROTOCOL_ERROR, f"no checkpoint {n!r} in this episode", 200)
         size, marks, saved = entry
         del ep.log[size:]
         kept = ep.state.back_to(n, saved)
         if not kept:
-            del ep.forks[n]
+            del forks[n]
             self._rebuild(ep, reload=ep.state.lost)
         ep.marks = dict(marks)
         return {"ok": True, "kept": kept}

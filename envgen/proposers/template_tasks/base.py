@@ -95,11 +95,13 @@ def others_check(ent: Entity, rows: list[Row], where: str) -> Check:
 
 
 def count_check(ent: Entity, n: int, where: str = "") -> Check:
+    """The table of ``ent`` has ``n`` rows matching ``where`` (all rows without one)."""
     query = f'SELECT count(*) FROM "{ent.table}"' + (f" WHERE {where}" if where else "")
     return {"kind": "sql", "query": query, "expect": [[n]]}
 
 
 def call(op: Op, **arguments: Any) -> dict[str, Any]:
+    """A reference call of ``op``'s tool."""
     return {"name": op.tool, "arguments": arguments}
 
 

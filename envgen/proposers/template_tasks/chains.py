@@ -85,6 +85,7 @@ class Chains(Reads):
         """"Undo that": put ``row`` back as it was before ``op`` (an update or an adjust)."""
         text = self.choose("Actually, undo that last change.", "Hmm, undo that, please.",
                            "Sorry, revert the last change.")
+        turn: Turn | None
         if op.kind == "update":
             turn = self.update_turn(op, row, "", new=old)
         elif op.kind == "adjust":
@@ -123,14 +124,14 @@ class Chains(Reads):
         want = self.goal
         other = self.pick(ent, lambda r: r is not row and self.allowed(op, r))
         again = self.same_again(op, first, other, True) if other is not None and len(turns) < want else None
-        if again is not None:
+        if again is not None and other is not None:
             turns.append(again[0])
             if len(turns) < want and op.kind in ("update", "adjust"):
                 value = again[0]["reference"][-1]["arguments"].get("amount")
                 back = self.undo(op, other, again[1], value)
                 turns += [back] if back is not None else []
         if len(turns) < want and op.kind != "delete":
-            t = self.ask_after(ent, row if again is None else other, op.column)
+            t = self.ask_after(ent, other if again is not None and other is not None else row, op.column)
             turns += [t] if t is not None else []
         return {"kind": "read_then_write", "turns": turns}
 

@@ -54,8 +54,9 @@ class Reads(Writes):
         return self.answer_turn(text, answer, op.tool, [call(op, **ref)])
 
     def ask_compare(self, ent: Entity, rows: list[Row], c: Column | None = None, now: bool = False) -> Turn | None:
-        """Of ``rows`` (named by key: one lookup each), the highest (or lowest) value of a number field: the
-        lookups, then the comparison. (The answer is the value: the keys are in the question.)"""
+        """Of ``rows`` (named by key: one lookup each), the highest (or lowest) value of a number field.
+
+        The lookups, then the comparison; the answer is the value (the keys are in the question)."""
         find = self.model.op("find", ent)
         nums = [x for x in ent.columns if x.sqltype in ("INTEGER", "REAL")] if c is None else [c]
         if find is None or not nums or len(rows) < 2:

@@ -70,6 +70,7 @@ class Rules(Chains):
         first = {"instruction": text,
                  "checks": [{"kind": "reply_contains", "any_of": [answer]}, *self.nothing_changed()],
                  "reference": looks}
+        second: Turn | None
         if op.kind == "transfer" and other is not None:
             second = self.transfer_turn(op, row, other, ("it", to), has)
         else:
@@ -97,7 +98,8 @@ class Rules(Chains):
         row = self.new_row(child)
         row[parent.id_param] = room["id"]
         text = self.create_sentence(child, row, parent_phrase=f" for {self.by_name(full, parent)}")
-        first = self.refusal(text, [self.lookup(parent, full)])
+        look = self.lookup(parent, full)
+        first = self.refusal(text, [look]) if look is not None else None
         if first is None:
             return None
         second = {"instruction": self.choose(f"Then put it under {self.by_name(room, parent)} instead.",
@@ -120,7 +122,8 @@ class Rules(Chains):
         verb = op.tool.split("_", 1)[0]
         text = self.choose(f"{verb.capitalize()} {self.by_name(stuck, ent)}.",
                            f"Please mark {self.by_name(stuck, ent)} as {human(op.target or '')}.")
-        first = self.refusal(text, [self.lookup(ent, stuck)])
+        look = self.lookup(ent, stuck)
+        first = self.refusal(text, [look]) if look is not None else None
         if first is None:
             return None
         name = self.by_name(free, ent)

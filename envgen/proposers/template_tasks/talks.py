@@ -59,9 +59,10 @@ class Talks(Rules):
         rows, name, calls = got
         ent = self.main
         n = len(rows)
-        if self.main.parent is not None:
+        holder = self.main.parent
+        if holder is not None:
             text = self.choose(f"How many {ent.humans} does {name} have?", f"Count the {ent.humans} of {name}.")
-            rivals = [len(self.held(ent, p)) for p in self.rows(ent.parent) if p["id"] != rows[0][ent.parent.id_param]]
+            rivals = [len(self.held(ent, p)) for p in self.rows(holder) if p["id"] != rows[0][holder.id_param]]
         else:
             text = self.choose(f"How many {ent.humans} are {name} right now?",
                                f"Count the {ent.humans} whose status is {name}.")
