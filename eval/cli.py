@@ -277,7 +277,7 @@ bench_app.add_command(_argv_bench("proposer", "eval.bench.proposer",
 
 def reference_depths() -> list[tuple[str, Any]]:
     """The benchmarks our depth figures are compared with: ``(name, Depth)``, or ``(name, why missing)``."""
-    from eval.bfcl.errors import BfclError
+    from eval.errors import BfclError
 
     name = "BFCL v4 multi-turn base (ground truth)"
     try:

@@ -7,7 +7,7 @@ list of Python call strings per turn (:attr:`eval.bfcl.data.BfclEntry.ground_tru
 so a turn's calls are its list's length. BFCL's state is Python objects, not
 a database: tables per environment is None.
 
-Raises :class:`~eval.bfcl.errors.BfclNotInstalledError` without ``bfcl-eval``
+Raises :class:`~eval.errors.BfclNotInstalledError` without ``bfcl-eval``
 (``pip install --no-deps bfcl-eval mpmath``).
 """
 
