@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envgen.blueprint.difficulty import Profile
-from envgen.gate.adequacy import GENERIC_REPLIES, answer_problem, tool_texts
+from envgen.gate.replies import GENERIC_REPLIES, answer_problem, tool_texts
 from envgen.gate.values import answer_text, same_answer
 from envgen.proposers.template_model import Column, Entity, EnvModel, Op
 from envgen.proposers.template_tools import render_tools
