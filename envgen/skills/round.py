@@ -226,7 +226,7 @@ def _score(groups: list[_Group], check: Validator, solve: Callable[[Sequence[Env
                 sc.grounding = grounding(p.spec, grp.doc) if grp.doc is not None else None
             out.append(sc)
     valid = [s for s in out if s.valid]
-    rates = list(solve([s.spec for s in valid])) if valid else []  # type: ignore[misc]
+    rates = list(solve([s.spec for s in valid]))  # type: ignore[misc]  # called even with none (held-out scoring)
     if len(rates) != len(valid):
         raise ValueError(f"solve returned {len(rates)} solve rates for {len(valid)} environments")
     for s, r in zip(valid, rates, strict=True):
