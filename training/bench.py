@@ -1,7 +1,9 @@
 """GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``).
 
 ``python -m training.bench throughput|learning|speed|precision --out DIR [--tiny] [options]`` writes
-``DIR/<name>.json`` (and prints it). The byte-level tokenizer of the random-weight models and the
+``DIR/<name>.json`` (and prints it); ``python -m training.bench selfplay`` is the self-play measurement
+(:mod:`training.bench_selfplay`: self-play against a compute-matched fixed-environment baseline).
+The byte-level tokenizer of the random-weight models and the
 ``--tiny`` model come from :mod:`training.tiny_model`.
 
 * **throughput** -- a Qwen3-0.6B-shaped model with random weights
@@ -622,9 +624,16 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m training.bench throughput|learning|speed --out DIR [--tiny] ...``."""
+    """``python -m training.bench throughput|learning|speed|precision|selfplay --out DIR [--tiny] ...``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["selfplay"]:  # the self-play measurement has its own options (training.bench_selfplay)
+        from training.bench_selfplay import main as selfplay_main
+
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        return selfplay_main(args[1:])
     p = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("benchmark", choices=["throughput", "learning", "speed", "precision"])
+    p.add_argument("benchmark", choices=["throughput", "learning", "speed", "precision", "selfplay"],
+                   help="selfplay: see python -m training.bench selfplay --help")
     p.add_argument("--out", type=Path, required=True, help="folder for <benchmark>.json")
     p.add_argument("--tiny", action="store_true", help="toy sizes (CPU smoke run)")
     p.add_argument("--device", default="auto")
@@ -654,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "bf16-mixed"],
                    help="learning: model.dtype on a GPU (fp32: SFT steps AdamW on the weights themselves; "
                         "bf16-mixed: fp32 weights, bf16 autocast)")
-    a = p.parse_args(argv)
+    a = p.parse_args(args)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if a.benchmark == "throughput":
         throughput(a.out, tiny=a.tiny, device=a.device, steps=a.steps or 3, num_generations=a.num_generations,
