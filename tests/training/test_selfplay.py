@@ -145,3 +145,29 @@ def test_smoke_cpu_config_trains_both_roles(tmp_path: Path, tiny_dir: Path) -> N
         assert h["solver"]["episodes"] > 0 and "eval" in h
     assert '"update/proposer/samples"' in proc.stdout
     assert (out / "summary.json").is_file() and len(list((out / "skill-rounds").iterdir())) == 2
+
+
+def test_fixed_environment_baseline_matches_episodes(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                                     corpus_dir: Path, spec: Any) -> None:
+    """The baseline plays a self-play run's solver episodes round for round, k per task, one update a round."""
+    from training.baseline import FixedEnvGRPO, matched_episodes
+
+    sp_run = tmp_path / "sp"
+    sp_run.mkdir()
+    (sp_run / "metrics.jsonl").write_text("\n".join(json.dumps({"round": r, "solver": {"episodes": n}})
+                                                    for r, n in ((0, 4), (1, 2))) + "\n")
+    episodes = matched_episodes(sp_run)
+    assert episodes == [4, 2]
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "base")
+    other = spec.model_copy(update={"id": "library-demo-2"})
+    base = FixedEnvGRPO(cfg, [spec, other], episodes,
+                        generator=ScriptedGenerator(tokenizer, solver_plan(wrong_every=2)))
+    assert [len(base.draw(r)) for r in (0, 1)] == [4, 2]
+    assert {t.spec.id for t in base.draw(0)} == {spec.id, other.id}  # one pass over the pool before repeating
+    hist = base.run()
+    assert [h["solver"]["episodes"] for h in hist] == [4, 2]
+    assert all(h["update"]["solver"]["samples"] == h["solver"]["episodes"] for h in hist)  # pass vs fail in a group
+    assert hist[0]["eval"]["episodes"] == 2 and 0 <= hist[0]["time"]["environment_share"] < 1
+    summary = json.loads((tmp_path / "base" / "summary.json").read_text())
+    assert summary["episodes"] == [4, 2] and summary["eval_final"]["episodes"] == 2
+    assert sorted(p.name for p in (tmp_path / "base" / "checkpoints").iterdir()) == ["round-0000", "round-0001"]
