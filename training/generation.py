@@ -18,8 +18,10 @@ proposer). Both go through a :class:`Generator`:
 
 :class:`PolicyBackend` adapts a generator to envgen's
 :class:`~envgen.backends.base.Backend` contract so the ``llm`` proposer (and the
-skill controller) can write with the policy; it records the token ids of every
-completion so the proposer role can be trained on exactly what was sampled.
+skill writer) can write with the policy, under a JSON Schema when asked
+(``json_schemas=``: xgrammar on HF ``generate``, structured outputs on vLLM); it
+records the token ids of every completion so the proposer role can be trained on
+exactly what was sampled.
 
 A generation that fails is data: its rows come back with ``finish == "error"``.
 """
@@ -404,7 +406,9 @@ class PolicyBackend(Backend):
     """envgen's backend contract over a :class:`Generator` and a :class:`~training.chat.ChatFormat`.
 
     Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
-    trainer can match proposals to what was sampled; :meth:`take_records` empties the list.
+    trainer can match proposals to what was sampled; :meth:`take_records` empties the list. A
+    ``json_schema`` reaches the generator as one schema per row (constrained decoding: the proposer's
+    blueprints, the skill writer's skills), so the recorded tokens are the constrained ones.
     """
 
     name = "policy"
