@@ -72,6 +72,7 @@ ATTEMPTS = sa.Table(
     sa.Column("structure", sa.String(20), nullable=True),
     sa.Column("grounding", sa.Float, nullable=True),
     sa.Column("mutation_score", sa.Float, nullable=True),
+    sa.Column("repairs", sa.Text, nullable=True),  #: what the blueprint compiler changed (JSON list)
 )
 TASK_STATS = sa.Table(
     "task_stats", _META,

@@ -412,6 +412,8 @@ def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
     t.add_row("mean pairwise task-text distance", _num(st.mean_task_distance, "{:.3f}"))
     t.add_row("grounded share (>= 0.5 of names)", _num(st.grounded_share, "{:.1%}"))
     t.add_row("mean grounding", _num(st.mean_grounding, "{:.3f}"))
+    for key, g in st.grounding_by.items():
+        t.add_row(display.text(f"  grounding: {key}"), f"{g['mean_grounding']:.3f} over {g['envs']} envs")
     if st.mutation_scored:
         t.add_row("mutation score (checks catch wrong trajectories)",
                   f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")

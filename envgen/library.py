@@ -210,7 +210,8 @@ class AttemptRecord:
                 "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
                 "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
                 "seconds": self.seconds, "created_at": now(), "structure": self.structure,
-                "grounding": self.grounding, "mutation_score": self.mutation_score}
+                "grounding": self.grounding, "mutation_score": self.mutation_score,
+                "repairs": json.dumps(list(self.repairs))}
 
 
 def _fsync_dir(path: Path) -> None:

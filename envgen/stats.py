@@ -5,9 +5,10 @@
 * **Diversity**: distinct tool-signature sets; mean pairwise distance of task
   texts (1 - Jaccard similarity of word 3-shingles, over at most
   ``max_pairs_envs`` environments sampled by seed).
-* **Grounding**: share of environments whose tools and tables trace to
-  identifiers of their source document (``grounding >= 0.5``, computed at
-  generation time by :func:`envgen.generate.grounding`).
+* **Grounding**: the share of an environment's entity and field names that
+  occur in its source document (:func:`envgen.blueprint.grounding.grounding`,
+  computed at generation time): the mean, the share of environments at 0.5 or
+  more, and the mean per proposer, stream and structure (blueprint or spec).
 * **Mutation score** (check adequacy, validity rule 7): the mean over the
   library's environments of the share of wrong trajectories their checks
   catch (1.0 for every environment the gate accepted), the mean number of
@@ -42,6 +43,8 @@ class LibraryStats:
     grounded_share: float = float("nan")
     mean_grounding: float = float("nan")
     by_stream: dict[str, int] = field(default_factory=dict)
+    #: ``"proposer / stream / structure"`` -> ``{"envs", "mean_grounding"}``
+    grounding_by: dict[str, dict[str, float]] = field(default_factory=dict)
     solve_rate_histogram: dict[str, int] = field(default_factory=dict)
     mutation_scored: int = 0  #: environments with a mutation score
     mean_mutation_score: float = float("nan")
@@ -69,6 +72,15 @@ def _yield(attempts: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]],
     return out, dict(reasons.most_common())
 
 
+def _grounding_by(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.get("grounding") is not None:
+            key = f"{r['proposer'] or '?'} / {r['stream'] or '?'} / {r.get('structure') or '?'}"
+            groups[key].append(float(r["grounding"]))
+    return {k: {"envs": len(v), "mean_grounding": sum(v) / len(v)} for k, v in sorted(groups.items())}
+
+
 def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> LibraryStats:
     """Compute yield, diversity and grounding of a library."""
     rows = lib.rows()
@@ -86,6 +98,7 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
     if g:
         st.grounded_share = sum(1 for x in g if x >= 0.5) / len(g)
         st.mean_grounding = sum(g) / len(g)
+    st.grounding_by = _grounding_by(rows)
     scored = [r for r in rows if r.get("mutation_score") is not None]
     st.mutation_scored = len(scored)
     if scored:

@@ -1,4 +1,4 @@
-"""The environment spec (``spec_version`` 1): the contract in ``shared/design/ENVSPEC.md``.
+"""The environment spec (``spec_version`` 1): the contract in ``gym_envs/ENVSPEC.md``.
 
 An environment is data: one JSON document that a proposer (a model, a skill, a
 template or a person) emits and that :mod:`gym_envs.env` interprets. This module

@@ -97,7 +97,7 @@ def _operations(model: EnvModel) -> list[dict[str, Any]]:
     return [_operation(o) for o in ranked[:MAX_OPERATIONS]]
 
 
-_COUNTS = ("count", "copies", "quantity", "qty", "stock", "balance", "amount", "capacity", "size", "limit",
+_COUNTS = ("count", "copies", "quantity", "qty", "stock", "balance", "amount", "cents", "capacity", "size", "limit",
            "total", "seats", "units")
 _SCALES = ("priority", "level", "rank")
 

@@ -108,6 +108,7 @@ def template_env() -> Any:
     env.filters["highlight"] = _highlight
     env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
     env.filters["page"] = page_name
+    env.filters["fromjson"] = lambda v: json.loads(v) if isinstance(v, str) else (v or [])
     return env
 
 

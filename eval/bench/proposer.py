@@ -82,7 +82,9 @@ def _proposer(setup: str, args: argparse.Namespace, backends: dict[str, Any]) ->
                        excerpt_tokens=args.excerpt_tokens, n_examples=1)
 
 
-def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: float) -> dict[str, Any]:
+def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: float,
+           batch: list[Any]) -> dict[str, Any]:
+    """One document set's figures; ``batch`` is every proposal of the generate call (for its throughput)."""
     codes = Counter(p.meta.get("error_code") or "ok" for p in props)
     accepted = [(p, d) for p, d, v in zip(props, docs, verdicts, strict=True) if v is not None and v.accepted]
     tokens = sum(p.prompt_tokens + p.completion_tokens for p in props)
@@ -99,8 +101,8 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
         "distinct_tool_sets": len({signature_key(p.spec) for p, _ in accepted}),
         "tokens_per_accepted": tokens / len(accepted) if accepted else None,
         "completion_tokens": completion,
-        "generation_tokens_per_s": completion / gen_seconds if gen_seconds > 0 else None,
-        "generation_seconds": round(gen_seconds, 2),
+        "generation_tokens_per_s": (sum(p.completion_tokens for p in batch) / gen_seconds
+                                    if gen_seconds > 0 else None),
         "cut_at_limit": sum(1 for p in props if p.meta.get("finish_reason") == "length"),
         "outcomes": dict(codes),
         "gate_rejections": dict(Counter(c for v in verdicts if v is not None and not v.accepted for c in v.codes)),
@@ -123,13 +125,13 @@ def _run_setup(setup: str, sets: dict[str, list[Any]], args: argparse.Namespace,
         verdicts = [validate_spec(p.spec, executor=ex) if p.spec is not None else None for p in props]
     finally:
         ex.close()
-    out: dict[str, Any] = {"structure": prop.structure, "constrained": prop.constrained}
+    out: dict[str, Any] = {"structure": prop.structure, "constrained": prop.constrained,
+                           "generation_seconds": round(gen, 2)}
     start = 0
     for n in names:
         k = len(sets[n])
-        share = gen * k / max(1, len(docs))  # one batch: the generation time is split by document count
-        out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], share)
-        out[n]["generation_tokens_per_s"] = (sum(p.completion_tokens for p in props) / gen) if gen else None
+        # all documents went through the backend in one batch: its throughput is reported for each set
+        out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], gen, props)
         start += k
     out["examples"] = [{"doc": p.doc_id, "error": (p.error or "")[:300], "raw": (p.raw or "")[:600]}
                        for p in props[:2] + props[-2:]]

@@ -1,7 +1,7 @@
 """Hand-written example environments, shipped as package data.
 
 Each ``*.json`` file next to this module is one environment spec (``spec_version``
-1, the contract in ``shared/design/ENVSPEC.md``) written by a person, not a
+1, the contract in ``gym_envs/ENVSPEC.md``) written by a person, not a
 proposer: ``provenance.generator`` is ``"manual"`` and ``source`` is null. Every
 example passes the validity gate (:func:`envgen.validate.validate_spec`), and
 together they use every task kind and every check kind, so they serve as smoke

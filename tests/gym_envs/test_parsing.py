@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gym_envs.play import play
 from gym_envs.env import ToolEnv
 from gym_envs.parsing import MAX_ACTION_CHARS, MAX_CALLS, MAX_DEPTH, action_text, load_json, parse_action
+from gym_envs.play import play
 from gym_envs.spec import parse_spec
 
 SPEC = parse_spec({

@@ -1,0 +1,274 @@
+"""Blueprints: the format, the one compiler (with its recorded repairs), the AST writer, skills as
+structure, grounding, and the blueprint stream of the llm proposer (scripted backend)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from corpora import Document, SelectConfig, load_corpus, select_documents
+from envgen.blueprint import (
+    Blueprint,
+    CompileError,
+    CompileOptions,
+    blueprint_json_schema,
+    compile_blueprint,
+    grounding,
+    parse_blueprint,
+)
+from envgen.blueprint.grounding import data_model_names, name_occurs
+from envgen.blueprint.writer import write_blueprint
+from envgen.proposers.template import derive_compiled
+from envgen.validate import validate_spec
+
+DOC = Document.create('''\
+"""Bank accounts: deposits, withdrawals and transfers in cents."""
+
+
+class Account:
+    def __init__(self, owner: str, balance_cents: int = 0, frozen: bool = False):
+        self.owner = owner
+        self.balance_cents = balance_cents
+        self.frozen = frozen
+
+
+class Bank:
+    def open_account(self, owner: str) -> Account: ...
+    def find_account(self, owner: str) -> Account: ...
+    def deposit(self, owner: str, amount_cents: int) -> None: ...
+    def close_account(self, owner: str) -> None: ...
+''', corpus="mem", path="bank.py")
+
+JS = Document.create('''\
+class JobQueue {
+  constructor(name) { this.name = name; this.jobs = []; this.paused = false; }
+  addJob(title, priority) { this.jobs.push({ title, priority, state: 'waiting' }); }
+  getJob(id) { return this.jobs[id]; }
+  removeJob(id) { this.jobs.splice(id, 1); }
+  pause() { this.paused = true; }
+}
+module.exports = JobQueue;
+''', corpus="mem", path="queue.js")
+
+
+def bp(**over: Any) -> Blueprint:
+    """A hand-written blueprint of the JavaScript queue (what a model writes)."""
+    data = {
+        "blueprint_version": 1, "title": "Job queue", "summary": "Jobs wait in named queues until they run.",
+        "entities": [
+            {"name": "job", "description": "a unit of work", "key": "title",
+             "fields": [{"name": "title", "type": "string", "description": "what to do"},
+                        {"name": "priority", "type": "integer", "description": "lower runs first"}],
+             "parent": "job_queue", "states": ["waiting", "active", "done"]},
+            {"name": "job_queue", "description": "a named queue", "key": "name",
+             "fields": [{"name": "name", "type": "string", "description": "queue name"},
+                        {"name": "paused", "type": "boolean", "description": "stopped"}],
+             "parent": None, "states": []},
+        ],
+        "operations": [
+            {"kind": "create", "entity": "job", "name": "add_job", "field": None, "target": None,
+             "description": "from JobQueue.addJob"},
+            {"kind": "status", "entity": "job", "name": "finish_job", "field": None, "target": "done",
+             "description": "marks it done"},
+        ],
+        "rules": [{"kind": "range", "entity": "job", "field": "priority", "min": 1, "max": 9, "values": []}],
+        "tasks": {"execute": 1, "read": 2, "read_then_write": 1, "missing_parameter": 1, "decline": 1},
+    }
+    data.update(over)
+    return Blueprint.model_validate(data)
+
+
+def written_blueprints(n: int) -> list[Blueprint]:
+    docs = select_documents(load_corpus("stdlib"), SelectConfig(min_stateful_score=0.0, sample=n, seed=5,
+                                                                languages=("python",)))
+    return [write_blueprint(d).blueprint for d in docs]
+
+
+# -- format ------------------------------------------------------------------------------------------
+
+
+def test_schema_is_strict_and_the_blueprint_round_trips():
+    schema = blueprint_json_schema()
+    assert schema["required"] == ["blueprint_version", "title", "summary", "entities", "operations", "rules",
+                                  "tasks"]
+    assert schema["additionalProperties"] is False
+    b = bp()
+    again = parse_blueprint(b.to_json())
+    assert again.ok and again.blueprint == b
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.loads(b.to_json()), schema)
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("I think the document manages books.", "no_json"),
+    ('{"blueprint_version": 1, "title": ', "json_syntax"),
+    ("[1, 2]", "no_json"),
+    ('{"blueprint_version": 2}', "schema"),
+])
+def test_bad_blueprints_are_typed_failures(text, code):
+    parsed = parse_blueprint(text)
+    assert not parsed.ok and parsed.code == code and parsed.error
+
+
+def test_skill_requirements_narrow_the_schema():
+    schema = blueprint_json_schema({"operations": ["adjust"], "rules": ["non_negative"], "states": True,
+                                    "tasks": {"decline": 2}})
+    props = schema["properties"]
+    assert props["operations"]["minItems"] == 1
+    assert props["operations"]["prefixItems"][0]["properties"]["kind"]["const"] == "adjust"
+    assert props["rules"]["prefixItems"][0]["properties"]["kind"]["const"] == "non_negative"
+    assert props["entities"]["prefixItems"][0]["properties"]["states"]["minItems"] == 2
+    assert props["tasks"]["properties"]["decline"]["minimum"] == 2
+    jsonschema = pytest.importorskip("jsonschema")
+    with pytest.raises(jsonschema.ValidationError):  # a blueprint without an adjust operation is not admitted
+        jsonschema.validate(json.loads(bp().to_json()), schema)
+
+
+# -- the compiler ------------------------------------------------------------------------------------
+
+
+def test_compiled_model_blueprint_passes_the_gate_and_is_deterministic():
+    a = compile_blueprint(bp(), JS, seed=3, created_at="2026-01-01T00:00:00+00:00")
+    b = compile_blueprint(bp(), JS, seed=3, created_at="2026-01-01T00:00:00+00:00")
+    assert a.spec.to_json() == b.spec.to_json()
+    assert compile_blueprint(bp(), JS, seed=4).spec.to_json() != a.spec.to_json()
+    assert validate_spec(a.spec, executor="inprocess").accepted
+    names = {t.name for t in a.spec.tools}
+    assert {"add_job", "finish_job"} <= names
+    prio = a.spec.tool("add_job").parameters["properties"]["priority"]
+    assert (prio["minimum"], prio["maximum"]) == (1, 9)  # the range rule reached the tool schema ...
+    assert 'CHECK ("priority" >= 1 AND "priority" <= 9)' in a.spec.state.schema_sql  # ... and the DDL
+    assert a.spec.provenance.generator == "llm:unknown" and a.spec.source.doc_id == JS.id
+
+
+def test_repairs_are_recorded_not_silent():
+    messy = bp(entities=[
+        {"name": "jobs", "description": "", "key": "priority",
+         "fields": [{"name": "id", "type": "integer", "description": ""},
+                    {"name": "status", "type": "string", "description": ""},
+                    {"name": "priority", "type": "integer", "description": ""},
+                    {"name": "priority", "type": "integer", "description": ""}],
+         "parent": "nowhere", "states": ["open"]},
+        {"name": "job", "description": "", "key": "name", "fields": [], "parent": None, "states": []},
+    ], operations=[{"kind": "update", "entity": "ghost", "name": None, "field": None, "target": None,
+                    "description": ""},
+                   {"kind": "create", "entity": "job", "name": "class", "field": None, "target": None,
+                    "description": ""}],
+        rules=[{"kind": "unique", "entity": "job", "field": "colour", "min": None, "max": None, "values": []}])
+    c = compile_blueprint(messy, JS)
+    text = "\n".join(c.repairs)
+    for expected in ("renamed to 'job'", "a second entity named 'job'", "'id' is not usable",
+                     "'status' renamed to 'state'", "duplicate or reserved name", "not a string field",
+                     "is not another entity", "at least two states", "unknown entity 'ghost'",
+                     "'class' is not a valid", "unknown field 'colour'", "added get tool"):
+        assert expected in text, (expected, c.repairs)
+    assert validate_spec(c.spec, executor="inprocess").accepted
+
+
+def test_skill_requirements_are_compiler_options():
+    plain = bp(operations=[], rules=[])
+    c = compile_blueprint(plain, JS, options=CompileOptions(require={"operations": ["adjust"],
+                                                                     "rules": ["non_negative"],
+                                                                     "tasks": {"decline": 2}}))
+    adjust = [t for t in c.spec.tools if t.name.startswith("adjust_")]
+    assert adjust and "amount" in adjust[0].parameters["properties"]
+    assert sum(t.kind == "decline" for t in c.spec.tasks) == 2
+    assert any(r.startswith("skill:") for r in c.repairs)
+    assert validate_spec(c.spec, executor="inprocess").accepted
+
+
+def test_an_adjust_that_would_overdraw_is_refused():
+    from gym_envs.sandbox import make_executor
+
+    b = bp(entities=[{"name": "account", "description": "", "key": "owner",
+                      "fields": [{"name": "balance", "type": "integer", "description": "cents"}],
+                      "parent": None, "states": []}],
+           operations=[{"kind": "adjust", "entity": "account", "name": "deposit", "field": "balance",
+                        "target": None, "description": ""}],
+           rules=[{"kind": "non_negative", "entity": "account", "field": "balance", "min": None, "max": None,
+                   "values": []}])
+    spec = compile_blueprint(b, DOC).spec
+    ex = make_executor("inprocess")
+    try:
+        s = ex.session(spec)
+        row = s.call("get_account", {"account_id": 1}).result
+        refused = s.call("deposit", {"account_id": 1, "amount": -(row["balance"] + 1)})
+        assert not refused.ok and "would go below 0" in (refused.error or "")
+        assert s.call("get_account", {"account_id": 1}).result["balance"] == row["balance"]
+        s.close()
+    finally:
+        ex.close()
+
+
+def test_nothing_usable_is_a_compile_error():
+    empty = bp(entities=[{"name": "sqlite", "description": "", "key": "name", "fields": [], "parent": None,
+                          "states": []}], operations=[], rules=[])
+    with pytest.raises(CompileError, match="no usable entity"):
+        compile_blueprint(empty, JS)
+
+
+# -- the AST writer and the template proposer ------------------------------------------------------------
+
+
+def test_ast_writer_blueprints_validate_and_compile_to_the_template_spec():
+    w = write_blueprint(DOC, seed=0)
+    assert w.blueprint.entities[0].name == "account"
+    assert {o.name for o in w.blueprint.operations} >= {"open_account", "find_account"}
+    assert any(r.kind == "non_negative" for r in w.blueprint.rules)  # balance_cents reads as a count
+    compiled = derive_compiled(DOC, 0, created_at="2026-01-01T00:00:00+00:00")
+    assert compiled.blueprint == w.blueprint and compiled.spec.provenance.generator == "template:ast"
+    assert len(compiled.blueprint.to_json()) * 5 < len(compiled.spec.to_json(indent=None))  # compact
+    assert validate_spec(compiled.spec, executor="inprocess").accepted
+
+
+def test_ast_writer_needs_python():
+    from envgen.proposers.template_build import TemplateError
+
+    with pytest.raises(TemplateError, match="not parsable Python"):
+        write_blueprint(JS)
+
+
+# -- grounding -----------------------------------------------------------------------------------------
+
+
+def test_grounding_counts_entity_and_field_names_found_in_the_document():
+    spec = compile_blueprint(bp(), JS).spec
+    names = data_model_names(spec.state.schema_sql)
+    assert "jobs" in names and "priority" in names and "id" not in names and "job_queue_id" not in names
+    g = grounding(spec, JS)
+    assert 0.5 < g <= 1.0
+    assert grounding(spec, "nothing in common here") == 0.0
+    idents_words = ({"add_job", "job_queue"}, {"job", "queue", "add"})
+    assert name_occurs("jobQueue", *idents_words) and name_occurs("job_queues", *idents_words)
+    assert not name_occurs("invoice", *idents_words)
+
+
+# -- the blueprint stream of the llm proposer ----------------------------------------------------------
+
+
+def test_llm_blueprint_stream_compiles_what_the_model_writes():
+    from envgen.proposers.llm import LLMProposer
+
+    answers = [bp().to_json(), "not json at all"]
+    p = LLMProposer("scripted", backend_options={"completions": answers}, structure="blueprint",
+                    constrained=False)
+    good, bad = p.propose_batch([JS, DOC], seed=0)
+    assert good.spec is not None and good.meta["structure"] == "blueprint" and "blueprint" in good.meta
+    assert good.spec.provenance.generator == "llm:scripted"
+    assert bad.spec is None and bad.meta["error_code"] == "blueprint_schema"
+    # constrained: the scripted backend plays a grammar, so an answer outside the schema is a backend error
+    strict = LLMProposer("scripted", backend_options={"completions": ["prose"]}, structure="blueprint")
+    assert strict.constrained
+    out = strict.propose(JS)
+    assert out.spec is None and out.meta["error_code"] == "generation"
+
+
+def test_the_blueprint_prompt_shows_an_example_and_the_document():
+    from envgen.blueprint.prompt import build_blueprint_messages, example_blueprint
+
+    system, user = build_blueprint_messages(JS)
+    assert "blueprint" in system["content"] and "adjust" in system["content"]
+    assert example_blueprint() in user["content"] and "addJob" in user["content"]
+    assert user["content"].rstrip().endswith("Blueprint:")
