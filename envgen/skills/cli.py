@@ -61,6 +61,8 @@ def show_cmd(skill_id: str, folder: Path | None = DirOpt,
     except KeyError as e:
         raise typer.BadParameter(str(e.args[0])) from None
     Console().print(display.text(s.render(level)))
+    if s.blueprint:
+        Console().print(display.text(f"\nstructure required of a blueprint: {json.dumps(s.blueprint)}"))
     Console().print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
                   f"[bold]parent[/bold]: {display.markup(s.parent)}  [bold]added[/bold]: iteration "
                   f"{s.added_iteration}")
