@@ -8,8 +8,11 @@ operations and excerpt them to a token budget.
 Contract: this package imports nothing from the other envwright packages.
 Loaders are registered by short name (:func:`register_loader`) and reached
 through :func:`load_corpus`; every result is deterministic for the same
-source, options and seed. Importing the package has no side effects (the
-built-in loaders register on first use of the registry).
+source, options and seed. Importing the package imports no loader's
+dependencies: the built-in loaders are ``"module:attr"`` entry points
+(:mod:`corpora.builtin`), imported when first used. :class:`Registry` is the
+project's one registry implementation (``envgen`` and ``eval`` build theirs
+with it).
 
 Quick start::
 
@@ -31,7 +34,7 @@ from corpora.analysis import (
     stateful_classes,
     stateful_score,
 )
-from corpora.dedup import MinHasher, NearDuplicateIndex, dedup_exact, dedup_near, jaccard
+from corpora.dedup import MinHasher, NearDuplicateIndex, dedup_exact, dedup_near, shingle_jaccard
 from corpora.document import Document, TokenCounter, approx_tokens, make_id, text_sha256
 from corpora.errors import CorpusError, MissingDependencyError, RecordFieldError, UnknownNameError
 from corpora.excerpt import Excerpt, excerpt, excerpt_parts, truncate_text
@@ -45,8 +48,9 @@ from corpora.loaders.records import RecordFields
 from corpora.loaders.stdlib import StdlibConfig
 from corpora.loaders.tree import TreeConfig
 from corpora.pipeline import SelectConfig, select_documents
-from corpora.registry import LoaderEntry, LoaderOptions, get_loader, loader_names, register_loader
+from corpora.registry import LoaderEntry, LoaderOptions, Registry, get_loader, loader_names, register_loader
 from corpora.sampling import keep_fraction, rank, sample, shuffle
+from corpora.similarity import jaccard, text_similarity, word_shingles
 
 __all__ = [
     "ClassProfile",
@@ -64,6 +68,7 @@ __all__ = [
     "ParquetConfig",
     "RecordFieldError",
     "RecordFields",
+    "Registry",
     "SelectConfig",
     "StdlibConfig",
     "TokenCounter",
@@ -93,11 +98,14 @@ __all__ = [
     "resolve_spec",
     "sample",
     "select_documents",
+    "shingle_jaccard",
     "shuffle",
     "snake_case",
     "stateful_classes",
     "stateful_score",
     "text_sha256",
+    "text_similarity",
     "truncate_text",
     "where",
+    "word_shingles",
 ]

@@ -19,7 +19,8 @@ Contract:
   it keeps state on ``self``/``cls`` and covers at least one category; so
   a class scores between 1.125 and 5.5.
 * Method names map to categories by their first word (``add_item`` →
-  create, ``getName`` → read); container dunders map too (``__setitem__`` →
+  create, ``getName`` → read), through the one verb table
+  :mod:`corpora.verbs`; container dunders map too (``__setitem__`` →
   update, ``__getitem__``/``__contains__``/``__iter__``/``__len__`` → read,
   ``__delitem__`` → delete). Leading underscores are ignored, so private
   helpers (``_remove``) count.
@@ -39,9 +40,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from corpora.document import Document
+from corpora.verbs import verb_category
 
 __all__ = [
-    "CRUD_VERBS",
     "ClassProfile",
     "ModuleProfile",
     "analyze",
@@ -57,26 +58,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-CRUD_VERBS: dict[str, frozenset[str]] = {
-    "create": _words(
-        "add create insert new make put push append register enqueue store save post "
-        "allocate spawn attach extend emit submit schedule open"
-    ),
-    "read": _words(
-        "get find list lookup search query read fetch load count iter items keys values has "
-        "contains exists peek select show describe retrieve view filter scan"
-    ),
-    "update": _words(
-        "update set modify edit rename move replace change patch reset increment decrement incr decr "
-        "toggle mark assign merge adjust enable disable write sort acquire release"
-    ),
-    "delete": _words(
-        "remove delete del pop discard clear drop unregister dequeue purge erase evict cancel "
-        "detach destroy truncate dispose unlink expire"
-    ),
-}
-"""First words of method names, by CRUD category."""
-
 _DUNDER_CATEGORY: dict[str, str] = {
     "__setitem__": "update",
     "__getitem__": "read",
@@ -87,8 +68,6 @@ _DUNDER_CATEGORY: dict[str, str] = {
     "__iadd__": "create",
     "__isub__": "delete",
 }
-
-_VERB_CATEGORY: dict[str, str] = {verb: cat for cat, verbs in CRUD_VERBS.items() for verb in verbs}
 
 _MUTATORS = _words(
     "append add appendleft extend insert update setdefault pop popitem popleft remove discard clear "
@@ -124,7 +103,7 @@ def method_category(name: str) -> str | None:
     if name.startswith("__") and name.endswith("__"):
         return _DUNDER_CATEGORY.get(name)
     first = snake_case(name).split("_", 1)[0]
-    return _VERB_CATEGORY.get(first)
+    return verb_category(first)
 
 
 @dataclass(frozen=True)

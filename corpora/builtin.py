@@ -1,34 +1,24 @@
-"""Registration of the built-in corpus loaders.
+"""The built-in corpus loaders, as entry points.
 
-Role: the one place where built-in loaders get their short names. The
-registry imports this module on first use, so importing :mod:`corpora` has
-no side effects.
+Role: the one place where built-in loaders get their short names. It is data only: each name maps
+to the ``"module:attr"`` entry points of the loader function and of its config dataclass, which
+:mod:`corpora.registry` registers and imports on first use (as Gymnasium's ``entry_point``). So
+this module imports nothing, and the registry never imports a loader module to list the loaders.
 
-Contract: :func:`register_builtins` registers ``tree``, ``jsonl``,
-``parquet``, ``hf``, ``stdlib`` and ``npm``; the registry calls it exactly once.
+Contract: :data:`BUILTIN_LOADERS` names ``tree``, ``jsonl``, ``parquet``, ``hf``, ``stdlib`` and
+``npm``.
 """
 
 from __future__ import annotations
 
-from corpora.loaders.hf import HFConfig, load_hf
-from corpora.loaders.jsonl import JsonlConfig, load_jsonl
-from corpora.loaders.npm import NpmConfig, load_npm
-from corpora.loaders.parquet import ParquetConfig, load_parquet
-from corpora.loaders.stdlib import StdlibConfig, load_stdlib
-from corpora.loaders.tree import TreeConfig, load_tree
-from corpora.registry import register_loader
+__all__ = ["BUILTIN_LOADERS"]
 
-__all__ = ["BUILTIN_LOADERS", "register_builtins"]
-
-BUILTIN_LOADERS = ("tree", "jsonl", "parquet", "hf", "stdlib", "npm")
-"""Names of the built-in loaders."""
-
-
-def register_builtins() -> None:
-    """Register the built-in loaders (called once, by the registry)."""
-    register_loader("tree", config=TreeConfig)(load_tree)
-    register_loader("jsonl", config=JsonlConfig)(load_jsonl)
-    register_loader("parquet", config=ParquetConfig)(load_parquet)
-    register_loader("hf", config=HFConfig)(load_hf)
-    register_loader("stdlib", config=StdlibConfig)(load_stdlib)
-    register_loader("npm", config=NpmConfig)(load_npm)
+BUILTIN_LOADERS: dict[str, tuple[str, str]] = {
+    "tree": ("corpora.loaders.tree:load_tree", "corpora.loaders.tree:TreeConfig"),
+    "jsonl": ("corpora.loaders.jsonl:load_jsonl", "corpora.loaders.jsonl:JsonlConfig"),
+    "parquet": ("corpora.loaders.parquet:load_parquet", "corpora.loaders.parquet:ParquetConfig"),
+    "hf": ("corpora.loaders.hf:load_hf", "corpora.loaders.hf:HFConfig"),
+    "stdlib": ("corpora.loaders.stdlib:load_stdlib", "corpora.loaders.stdlib:StdlibConfig"),
+    "npm": ("corpora.loaders.npm:load_npm", "corpora.loaders.npm:NpmConfig"),
+}
+"""Built-in loader name -> (loader function, config class), as ``"module:attr"`` entry points."""

@@ -1,4 +1,4 @@
-"""Exact and near-duplicate removal.
+r"""Exact and near-duplicate removal.
 
 Role: keep one copy of each text. Code corpora repeat files verbatim
 (vendored copies) and nearly (forks, version bumps); duplicates waste
@@ -14,7 +14,7 @@ Contract:
   ``blake2b`` of the seed, so results never depend on ``PYTHONHASHSEED``,
   the platform or the run. A document is dropped when its estimated
   Jaccard similarity to an earlier kept document is ``>= threshold``.
-* Tokens are ``\\w+`` runs and single punctuation characters, so whitespace
+* Tokens are ``\w+`` runs and single punctuation characters, so whitespace
   and layout changes do not matter; shingles are ``shingle_size``
   consecutive tokens (a shorter text is one shingle).
 """
@@ -30,8 +30,9 @@ import numpy as np
 
 from corpora.document import Document
 from corpora.errors import CorpusError
+from corpora.similarity import jaccard
 
-__all__ = ["MinHasher", "NearDuplicateIndex", "dedup_exact", "dedup_near", "jaccard", "shingle_hashes"]
+__all__ = ["MinHasher", "NearDuplicateIndex", "dedup_exact", "dedup_near", "shingle_hashes", "shingle_jaccard"]
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _MAX = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -77,13 +78,12 @@ def shingle_hashes(text: str, shingle_size: int = 5) -> np.ndarray:
     return np.unique(combined)
 
 
-def jaccard(a: str, b: str, shingle_size: int = 5) -> float:
-    """Return the exact Jaccard similarity of the shingle sets of two texts (1.0 for two empty texts)."""
-    sa, sb = shingle_hashes(a, shingle_size), shingle_hashes(b, shingle_size)
-    if sa.size == 0 and sb.size == 0:
-        return 1.0
-    inter = np.intersect1d(sa, sb, assume_unique=True).size
-    return inter / (sa.size + sb.size - inter)
+def shingle_jaccard(a: str, b: str, shingle_size: int = 5) -> float:
+    """Return the exact Jaccard similarity of the token shingles of two texts: what MinHash estimates.
+
+    :func:`corpora.similarity.jaccard` of the shingle hashes (1.0 for two empty texts).
+    """
+    return jaccard(shingle_hashes(a, shingle_size).tolist(), shingle_hashes(b, shingle_size).tolist())
 
 
 def _seeds(seed: int, num_perm: int) -> np.ndarray:

@@ -130,13 +130,3 @@ class Document:
     def approx_tokens(self) -> int:
         """Approximate token count of ``text`` (:func:`approx_tokens`)."""
         return approx_tokens(self.text)
-
-    def excerpt(self, budget_tokens: int, counter: TokenCounter | None = None) -> str:
-        """Return an excerpt of ``text`` within ``budget_tokens`` tokens.
-
-        See :func:`corpora.excerpt.excerpt`: whole top-level definitions are
-        kept where possible, the most stateful classes first.
-        """
-        from corpora.excerpt import excerpt
-
-        return excerpt(self, budget_tokens, counter=counter)

@@ -11,22 +11,53 @@ Contract:
 * A missing optional dependency (``pyarrow``, ``datasets``) is a
   :class:`MissingDependencyError`, an :class:`ImportError` whose message gives
   the ``pip install`` line.
+* A name that is not known (a loader, an option, a split, any :class:`~corpora.registry.Registry`
+  entry) is an :class:`UnknownNameError`: a ``CorpusError`` that is also a ``KeyError``, so callers
+  that look names up catch it either way. Its message ends with :func:`did_you_mean`'s suggestion.
 * Per-file problems inside a loader (undecodable bytes, a syntax error in a
   source file) are not errors: the file is skipped or analysed as text, and the
   skip is logged at DEBUG level on the ``corpora`` logger.
+
+:func:`did_you_mean` is the package's one "did you mean" (``difflib``'s close matches); packages
+above ``corpora`` that cannot import it use :func:`gym_envs.errors.did_you_mean`, the same function.
 """
 
 from __future__ import annotations
 
-__all__ = ["CorpusError", "MissingDependencyError", "RecordFieldError", "UnknownNameError"]
+import difflib
+from collections.abc import Callable, Iterable
+
+__all__ = ["CorpusError", "MissingDependencyError", "RecordFieldError", "RegistryError", "UnknownNameError",
+           "did_you_mean"]
+
+
+def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
+                 show: Callable[[str], str] = repr) -> str:
+    """``"; did you mean 'a' or 'b'?"`` naming the known names closest to ``name``, or ``""`` when none is.
+
+    The candidates are :func:`difflib.get_close_matches`'s (``n`` and ``cutoff`` are its own), then the
+    known names that start with ``name``, at most ``n`` in all; ``show`` writes one name (``repr``).
+    """
+    typed, names = str(name), sorted({str(k) for k in known})
+    close = difflib.get_close_matches(typed, names, n=n, cutoff=cutoff)
+    if typed:
+        close += [k for k in names if k.startswith(typed) and k not in close]
+    return f"; did you mean {' or '.join(show(c) for c in close[:n])}?" if close else ""
 
 
 class CorpusError(ValueError):
     """A corpus specification, option or record is invalid; the message says how to fix it."""
 
 
-class UnknownNameError(CorpusError):
-    """A name (loader, option, split) is not known; the message suggests the closest known names."""
+class UnknownNameError(CorpusError, KeyError):
+    """A name (loader, option, split, registry entry) is not known; the message suggests the closest ones."""
+
+    def __str__(self) -> str:  # KeyError's own __str__ would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class RegistryError(CorpusError):
+    """A registry refused a name: malformed, already registered, or an entry point that does not load."""
 
 
 class RecordFieldError(CorpusError):

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from corpora.document import Document
-from corpora.errors import CorpusError, UnknownNameError
+from corpora.errors import CorpusError, UnknownNameError, did_you_mean
 from corpora.loaders.hf import is_saved_dataset
 from corpora.loaders.jsonl import JSONL_SUFFIXES, is_jsonl_path
-from corpora.registry import build_config, get_loader, loader_names, suggest
+from corpora.registry import build_config, get_loader, loader_names
 
 __all__ = ["load_corpus", "resolve_spec"]
 
@@ -75,11 +75,11 @@ def resolve_spec(spec: str) -> tuple[str, str | None]:
         return _resolve_path(spec)
     if match:
         raise UnknownNameError(
-            f"corpus spec {spec!r}: unknown loader {match.group(1)!r}{suggest(match.group(1), names)} "
+            f"corpus spec {spec!r}: unknown loader {match.group(1)!r}{did_you_mean(match.group(1), names)} "
             f"(registered: {', '.join(names)})"
         )
     raise UnknownNameError(
-        f"corpus spec {spec!r} is neither a registered loader nor an existing path{suggest(spec, names)} "
+        f"corpus spec {spec!r} is neither a registered loader nor an existing path{did_you_mean(spec, names)} "
         f"(loaders: {', '.join(names)}; or 'hf:NAME', or a directory / .jsonl / .parquet path)"
     )
 

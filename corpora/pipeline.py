@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 from corpora.dedup import dedup_exact, dedup_near
 from corpora.document import Document
-from corpora.errors import CorpusError, UnknownNameError
+from corpora.errors import CorpusError, UnknownNameError, did_you_mean
 from corpora.filters import filter_language, filter_size, filter_stateful
-from corpora.registry import suggest
 from corpora.sampling import sample
 
 __all__ = ["DEDUP_MODES", "SelectConfig", "SelectionReport", "select_documents"]
@@ -59,7 +58,7 @@ class SelectConfig:
         if self.dedup not in DEDUP_MODES:
             raise UnknownNameError(
                 f"dedup={self.dedup!r} is not one of {', '.join(DEDUP_MODES)}"
-                f"{suggest(self.dedup, DEDUP_MODES)}"
+                f"{did_you_mean(self.dedup, DEDUP_MODES)}"
             )
         if not 0.0 < self.near_threshold <= 1.0:
             raise CorpusError(f"near_threshold must be in (0, 1], got {self.near_threshold}")

@@ -1,50 +1,161 @@
-"""The loader registry: corpus loaders keyed by a short name.
+"""Registries keyed by short names: the project's one implementation, and the corpus loader registry.
 
-Role: let ``load_corpus`` and the CLI find a loader by name (``"tree"``,
-``"jsonl"``, ``"parquet"``, ``"hf"``, ``"stdlib"``) and build its typed config
-from keyword options.
+Role: :class:`Registry` is what every registry of the project is (corpus loaders here; proposers,
+model backends, evaluation policies and suites in the packages above): names validated, duplicates
+refused, a typo answered with the closest names, as in Gymnasium's ``register``/``make``. An entry
+is an object or a lazy ``"module:attr"`` entry point, imported on first :meth:`Registry.get`, so a
+registry can list what it offers without importing it (and without import cycles).
 
 Contract:
 
-* A loader is a function ``fn(config) -> Iterable[Document]`` together with
-  its config dataclass; register it with ``@register_loader(name, config=Cls)``
-  (or ``@register_loader(name)``, and ``fn`` gets a :class:`LoaderOptions`).
-* Names match ``[a-z][a-z0-9_-]+``; registering a name twice raises
-  :class:`~corpora.errors.CorpusError`.
-* Looking up an unknown name raises :class:`~corpora.errors.UnknownNameError`
-  with close matches (``difflib``) and the registered names.
-* The built-in loaders are registered in one module, :mod:`corpora.builtin`,
-  imported lazily on first use of the registry (no import-time side effects).
-* :func:`build_config` turns ``(source, **options)`` into the loader's config
-  and refuses unknown options with a close-match suggestion.
+* Names match ``[a-z][a-z0-9_-]+`` (2 to 40 characters); a malformed name or one registered twice
+  raises :class:`~corpora.errors.RegistryError`; an entry point that does not import raises it too,
+  naming the entry point.
+* Looking up an unknown name raises :class:`~corpora.errors.UnknownNameError` (a ``KeyError`` and a
+  ``CorpusError``) with close matches and the registered names.
+* Corpus loaders: a loader is a function ``fn(config) -> Iterable[Document]`` together with its config
+  dataclass; register it with ``@register_loader(name, config=Cls)`` (or ``@register_loader(name)``,
+  and ``fn`` gets a :class:`LoaderOptions`). The built-in loaders are entry points listed in one
+  module, :mod:`corpora.builtin` (data only); their modules are imported when first used.
+* :func:`build_config` turns ``(source, **options)`` into the loader's config and refuses unknown
+  options with a close-match suggestion.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from functools import cached_property
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
+from corpora.builtin import BUILTIN_LOADERS
 from corpora.document import Document
-from corpora.errors import CorpusError, UnknownNameError
+from corpora.errors import CorpusError, RegistryError, UnknownNameError, did_you_mean
 
 __all__ = [
+    "LOADERS",
     "LoaderConfig",
     "LoaderEntry",
     "LoaderOptions",
+    "Registry",
     "build_config",
+    "entry_point",
     "get_loader",
     "loader_names",
     "register_loader",
-    "suggest",
 ]
 
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]+$")
+T = TypeVar("T")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,39}$")
+_ENTRY_POINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
+def entry_point(ref: str) -> Any:
+    """The object an entry point ``"package.module:attr"`` names (``attr`` may be dotted).
+
+    Raises:
+        RegistryError: ``ref`` is not of that form, or its module or attribute does not load.
+    """
+    if not _ENTRY_POINT_RE.match(ref):
+        raise RegistryError(f"entry point {ref!r} must look like 'package.module:attr'")
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise RegistryError(f"entry point {ref!r}: module {module_name!r} does not import ({e})") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise RegistryError(f"entry point {ref!r}: {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+class Registry(Generic[T]):
+    """Entries of one ``kind`` (``"corpus loader"``, ``"backend"``, ...) keyed by short names.
+
+    An entry is an object or a lazy ``"module:attr"`` entry point, imported by the first :meth:`get`.
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, T | str] = {}
+
+    @overload
+    def register(self, name: str) -> Callable[[T], T]: ...
+
+    @overload
+    def register(self, name: str, entry: T | str) -> None: ...
+
+    def register(self, name: str, entry: T | str | None = None) -> Callable[[T], T] | None:
+        """Register ``entry`` (an object or a ``"module:attr"`` entry point) under ``name``.
+
+        Without ``entry`` this is a decorator registering what it decorates. Registering the same
+        object again under its name is allowed (a module imported twice).
+
+        Raises:
+            RegistryError: ``name`` is malformed or already registered.
+        """
+        self.check_name(name)
+
+        def add(obj: T) -> T:
+            if name in self._entries and self._entries[name] is not obj:
+                raise RegistryError(f"{self.kind} {name!r} is already registered; pick another name")
+            self._entries[name] = obj
+            return obj
+
+        if entry is None:
+            return add
+        if isinstance(entry, str) and not _ENTRY_POINT_RE.match(entry):
+            raise RegistryError(f"{self.kind} {name!r}: entry point {entry!r} must look like 'package.module:attr'")
+        add(entry)  # type: ignore[arg-type]  # a str entry is an entry point, resolved by get()
+        return None
+
+    def check_name(self, name: object) -> None:
+        """Raise :class:`~corpora.errors.RegistryError` unless ``name`` is a well-formed entry name."""
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise RegistryError(f"{self.kind} name {name!r} must match [a-z][a-z0-9_-]+ (2 to 40 characters, "
+                                "e.g. 'jsonl', 'my-corpus')")
+
+    def get(self, name: str) -> T:
+        """The entry registered under ``name`` (an entry point is imported on first use).
+
+        Raises:
+            UnknownNameError: no such entry; the message suggests close matches and lists the names.
+            RegistryError: the entry point does not import.
+        """
+        try:
+            entry = self._entries[name]
+        except (KeyError, TypeError):
+            raise UnknownNameError(f"unknown {self.kind} {name!r}{did_you_mean(name, self._entries)} "
+                                   f"(registered: {', '.join(self.names())})") from None
+        if isinstance(entry, str):
+            entry = self._entries[name] = entry_point(entry)
+        return entry
+
+    def names(self) -> list[str]:
+        """The registered names, sorted."""
+        return sorted(self._entries)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test's own entries); :class:`~corpora.errors.UnknownNameError` if absent."""
+        if name not in self._entries:
+            self.get(name)
+        del self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+# ================================================================================================
+# Corpus loaders
+# ================================================================================================
 class LoaderConfig(Protocol):
     """What a loader config class provides: a dataclass naming its source field.
 
@@ -75,39 +186,49 @@ LoaderFn = Callable[[Any], Iterable[Document]]
 F = TypeVar("F", bound=LoaderFn)
 
 
+def _check_config(name: str, config: Any) -> type:
+    if not dataclasses.is_dataclass(config) or not isinstance(config, type) or not hasattr(config, "source_field"):
+        raise RegistryError(f"loader {name!r}: config must be a dataclass class with a 'source_field' attribute")
+    return config
+
+
 @dataclass(frozen=True)
 class LoaderEntry:
-    """A registered loader: its name, function, config class and one-line summary."""
+    """A registered loader: its name, function and config class (each may be a ``"module:attr"`` entry point).
+
+    A built-in loader's module is imported when its :attr:`fn`, :attr:`config_type` or :attr:`summary`
+    is first read.
+    """
 
     name: str
-    fn: LoaderFn
-    config_type: type
-    summary: str
+    target: LoaderFn | str
+    config: type | str = LoaderOptions
+
+    @cached_property
+    def fn(self) -> LoaderFn:
+        """The loader function."""
+        return entry_point(self.target) if isinstance(self.target, str) else self.target
+
+    @cached_property
+    def config_type(self) -> type:
+        """The loader's config dataclass."""
+        return _check_config(self.name, entry_point(self.config) if isinstance(self.config, str) else self.config)
+
+    @property
+    def summary(self) -> str:
+        """The first line of the loader function's docstring."""
+        doc = (self.fn.__doc__ or "").strip().splitlines()
+        return doc[0] if doc else ""
 
     def options(self) -> list[str]:
         """Return the names of the options (config fields) the loader accepts."""
         return [f.name for f in dataclasses.fields(self.config_type)]
 
 
-_REGISTRY: dict[str, LoaderEntry] = {}
-_BUILTINS_LOADED = False
-
-
-def _ensure_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        from corpora import builtin
-
-        builtin.register_builtins()
-
-
-def suggest(name: str, known: Iterable[str]) -> str:
-    """Return a ``"; did you mean 'x'?"`` hint for ``name`` among ``known``, or ``""``."""
-    matches = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
-    if not matches:
-        return ""
-    return "; did you mean " + " or ".join(repr(m) for m in matches) + "?"
+LOADERS: Registry[LoaderEntry] = Registry("corpus loader")
+"""The corpus loaders by name; the built-ins (:data:`corpora.builtin.BUILTIN_LOADERS`) are entry points."""
+for _name, (_fn, _config) in BUILTIN_LOADERS.items():
+    LOADERS.register(_name, LoaderEntry(_name, _fn, _config))
 
 
 def register_loader(name: str, *, config: type = LoaderOptions) -> Callable[[F], F]:
@@ -121,22 +242,14 @@ def register_loader(name: str, *, config: type = LoaderOptions) -> Callable[[F],
             source and the options as given.
 
     Raises:
-        CorpusError: the name is malformed or already registered, or
+        RegistryError: the name is malformed or already registered, or
             ``config`` is not a dataclass with ``source_field``.
     """
-    if not _NAME_RE.match(name):
-        raise CorpusError(f"loader name {name!r} must match [a-z][a-z0-9_-]+ (e.g. 'jsonl', 'my-corpus')")
-    if not dataclasses.is_dataclass(config) or not hasattr(config, "source_field"):
-        raise CorpusError(
-            f"loader {name!r}: config must be a dataclass class with a 'source_field' attribute"
-        )
-    _ensure_builtins()
+    LOADERS.check_name(name)
+    _check_config(name, config)
 
     def decorator(fn: F) -> F:
-        if name in _REGISTRY:
-            raise CorpusError(f"loader {name!r} is already registered; pick another name")
-        doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = LoaderEntry(name=name, fn=fn, config_type=config, summary=doc[0] if doc else "")
+        LOADERS.register(name, LoaderEntry(name, fn, config))
         return fn
 
     return decorator
@@ -148,20 +261,12 @@ def get_loader(name: str) -> LoaderEntry:
     Raises:
         UnknownNameError: no such loader; the message suggests close matches.
     """
-    _ensure_builtins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown corpus loader {name!r}{suggest(name, _REGISTRY)} "
-            f"(registered: {', '.join(sorted(_REGISTRY))})"
-        ) from None
+    return LOADERS.get(name)
 
 
 def loader_names() -> list[str]:
     """Return the registered loader names, sorted."""
-    _ensure_builtins()
-    return sorted(_REGISTRY)
+    return LOADERS.names()
 
 
 def _required(config_type: type, name: str) -> bool:
@@ -185,7 +290,7 @@ def build_config(entry: LoaderEntry, source: str | None, options: Mapping[str, A
     for key in options:
         if key not in allowed:
             raise UnknownNameError(
-                f"unknown option {key!r} for corpus loader {entry.name!r}{suggest(key, allowed)} "
+                f"unknown option {key!r} for corpus loader {entry.name!r}{did_you_mean(key, allowed)} "
                 f"(accepted: {', '.join(allowed)})"
             )
     kwargs = dict(options)

@@ -158,17 +158,16 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def now() -> str:
+    """The current UTC time, ISO 8601 to the second (what the catalog stores)."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 @functools.lru_cache(maxsize=32)
 def _upsert_statement(dialect: str, table: sa.Table, columns: tuple[str, ...]) -> Any:
     """``INSERT ... ON CONFLICT (primary key) DO UPDATE SET columns`` for SQLite or PostgreSQL."""
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert
-    stmt = insert(table)
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    stmt = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
     keys = [c.name for c in table.primary_key.columns]
     if not columns:
         return stmt.on_conflict_do_nothing(index_elements=keys)

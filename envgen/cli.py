@@ -5,7 +5,7 @@ attribute of this module; a command that is not defined here yet is reported
 as "not available yet" there.
 
 ``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
-the rules of ENVSPEC.md) on spec files, on every ``*.json`` directly inside
+the rules of gym_envs/ENVSPEC.md) on spec files, on every ``*.json`` directly inside
 a directory (a library's ``specs/``), on shipped examples named by their name, or on all of them with
 ``--all-examples``. It prints one row per spec with every rejection reason (or
 one JSON object with ``--json``) and exits 1 when any spec is rejected or

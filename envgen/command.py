@@ -3,8 +3,8 @@
 ``envwright --help`` and ``envwright --version`` import nothing but :mod:`click`
 (no pydantic, gymnasium, torch, ...): the help text of every sub-command is
 kept here, next to the ``"module:attribute"`` string that says where it lives.
-ARCHITECTURE.md makes this module the only place that may reach every package,
-and only through that table.
+The project's layering makes this module the only place that may reach every
+package, and only through that table.
 
 A table entry names either
 
@@ -33,7 +33,6 @@ to what the command needs.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -254,10 +253,9 @@ class LazyGroup(click.Group):
         name = args[0]
         if self.get_command(ctx, name) is None and not name.startswith("-") and not ctx.resilient_parsing:
             names = self.list_commands(ctx)
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-            close += [n for n in names if n.startswith(name) and n not in close]
-            hint = f" Did you mean {' or '.join(repr(c) for c in close[:3])}?" if close else ""
-            raise click.UsageError(f"No such command '{name}'.{hint}", ctx)
+            from gym_envs.errors import did_you_mean  # only on this error path: the table stays instant
+
+            raise click.UsageError(f"No such command '{name}'{did_you_mean(name, names, cutoff=0.5)}", ctx)
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -9,8 +9,8 @@
       data/environments.parquet   config "environments": one row per environment (its catalog row)
 
 so ``datasets.load_dataset(DIR_OR_REPO, "tasks")`` and ``load_dataset("parquet", data_files=...)``
-both read it. Every column is listed once, with its type and meaning, in :data:`TASK_COLUMNS` and
-:data:`ENV_COLUMNS` (the card's column tables come from them). ``spec_json`` is the spec file's
+both read it. Every column is listed once, with its type and meaning, in
+:mod:`envgen.export_columns` (the card's column tables come from there too). ``spec_json`` is the spec file's
 exact text, so :func:`import_hf` (``envwright import``) writes byte-identical spec files and
 restores the catalog rows (solve rates, grounding, per-task statistics) into a library.
 
@@ -32,74 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
 from envgen.library import Library, PreparedEnv
 from gym_envs import system_prompt
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, parse_spec
 
-__all__ = ["ENV_COLUMNS", "TASK_COLUMNS", "ExportSummary", "ImportSummary", "export_hf", "import_hf",
+__all__ = ["ExportSummary", "ImportSummary", "export_hf", "import_hf",
            "push_to_hub", "read_export"]
 
-DATA_FILES = {"tasks": "data/tasks.parquet", "environments": "data/environments.parquet"}
-
-# (name, pyarrow type spelled as a string, meaning); the type strings are turned into pyarrow types by _arrow
-_PROVENANCE = "struct<generator: string, skill_id: string, stream: string, prompt_sha256: string, seed: int64, " \
-              "created_at: string, parents: list<string>>"
-_SOURCE = "struct<corpus: string, doc_id: string, path: string, sha256: string>"
-TASK_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("env_id", "string", "the environment's id"),
-    ("task_id", "string", "the task's id inside its environment"),
-    ("kind", "string", "execute, read, read_then_write, missing_parameter or decline"),
-    ("n_turns", "int32", "user turns in the task"),
-    ("instructions", "list<string>", "each turn's user instruction, in order"),
-    ("title", "string", "the environment's title"),
-    ("description", "string", "what the simulated system is"),
-    ("tool_names", "list<string>", "the environment's tool names"),
-    ("tools", "string", "the tools as JSON, OpenAI function format ([{\"type\": \"function\", \"function\": ...}])"),
-    ("system_prompt", "string", "the solver's system prompt envwright uses (title, description, tools, call format)"),
-    ("proposer", "string", "what generated the environment (template:NAME, llm:MODEL, manual)"),
-    ("skill_id", "string", "the skill that conditioned generation (null: none)"),
-    ("stream", "string", "skill, explore, template or manual"),
-    ("provenance", _PROVENANCE, "the spec's provenance"),
-    ("source", _SOURCE, "the corpus document the environment is grounded in (null: hand-written)"),
-    ("solve_rate", "float64", "passes / attempts of evaluated policies on this task (null: not evaluated)"),
-    ("n_evals", "int64", "evaluated attempts behind solve_rate"),
-    ("spec_json", "string", "the whole environment spec (the library's spec file, byte for byte)"),
-)
-ENV_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("env_id", "string", "the environment's id"),
-    ("title", "string", "title"),
-    ("description", "string", "description"),
-    ("n_tools", "int32", "number of tools"),
-    ("n_tasks", "int32", "number of tasks"),
-    ("tool_names", "list<string>", "tool names"),
-    ("task_ids", "list<string>", "task ids, in spec order"),
-    ("task_kinds", "list<string>", "each task's kind, in spec order"),
-    ("proposer", "string", "what generated it (template:NAME, llm:MODEL, manual)"),
-    ("model", "string", "the model behind an llm proposer"),
-    ("skill_id", "string", "the conditioning skill (null: none)"),
-    ("stream", "string", "skill, explore, template or manual"),
-    ("corpus", "string", "source corpus"),
-    ("doc_id", "string", "source document id"),
-    ("doc_path", "string", "source document path"),
-    ("grounding", "float64", "share of tool and table names traced to the source document (null: not measured)"),
-    ("solve_rate", "float64", "passes / attempts of evaluated policies (null: not evaluated)"),
-    ("n_evals", "int64", "evaluated attempts behind solve_rate"),
-    ("split", "string", "train/held-out split set by evaluation (null: none)"),
-    ("valid", "bool", "accepted by the validity gate"),
-    ("reasons", "string", "JSON list of notes recorded with the acceptance"),
-    ("signature", "string", "SHA-256 of the sorted tool signatures (deduplication key)"),
-    ("run_id", "string", "the generation run that made it"),
-    ("created_at", "string", "when it entered the library (ISO 8601)"),
-    ("task_stats", "string", "JSON list of per-task, per-policy results (env_id, task_id, policy, n, passes, "
-                             "reference_passes, updated_at)"),
-    ("spec_sha256", "string", "SHA-256 of spec_json"),
-    ("spec_json", "string", "the spec file, byte for byte"),
-)
 _CATALOG = ("model", "grounding", "solve_rate", "n_evals", "split", "valid", "reasons", "run_id", "created_at")
 
 
 @dataclass
 class ExportSummary:
+    """What :func:`export_hf` wrote: the folder, counts, time, size and the Hub URL when pushed."""
     out: Path
     envs: int
     tasks: int
@@ -110,6 +57,7 @@ class ExportSummary:
 
 @dataclass
 class ImportSummary:
+    """What :func:`import_hf` did: the environments added and those already present."""
     library: Path
     added: list[str]
     present: list[str]
@@ -317,8 +265,8 @@ def _resolve_source(src: str, token: str | None = None) -> Path:
     try:
         folder = Path(snapshot_download(src, repo_type="dataset", token=token,
                                         allow_patterns=["README.md", "data/*.parquet"]))
-    except Exception as e:  # no network, no such repository, no access: one line saying which
-        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {type(e).__name__}: {e}") from None
+    except Exception as e:  # kept broad: the Hub's many errors (network, no such repository, no access) become one
+        raise FileNotFoundError(f"cannot download the Hub dataset {src}: {exception_text(e)}") from None
     return _resolve_source(str(folder))
 
 

@@ -5,7 +5,7 @@ Parquet files, so ``datasets.load_dataset(REPO_OR_DIR, "tasks")`` finds them. Th
 the export holds: environments, tasks and their kinds, tools, proposers (with generation yield),
 skills, streams, grounding, solve rates and diversity (from :func:`envgen.stats.library_stats`), how
 to load, play, import and serve it, and every column (from the column tables of
-:mod:`envgen.export`, the one place they are documented).
+:mod:`envgen.export_columns`, the one place they are documented).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
 from envgen.library import Library
 from envgen.stats import library_stats
 
@@ -38,8 +39,6 @@ def _size_category(n: int) -> str:
 
 
 def _front_matter(name: str, n_tasks: int) -> str:
-    from envgen.export import DATA_FILES
-
     lines = ["---", f"pretty_name: {json.dumps(f'envwright environments: {name}')}",
              "tags:", *[f"- {t}" for t in ("envwright", "tool-use", "function-calling", "agents",
                                              "reinforcement-learning", "synthetic")],
@@ -100,8 +99,6 @@ def _columns_table(columns: tuple[tuple[str, str, str], ...]) -> str:
 def dataset_card(library: Library, envs: list[dict[str, Any]], tasks: list[dict[str, Any]], *,
                  repo_id: str | None = None) -> str:
     """The card's Markdown for an export of ``library`` with these environment and task rows."""
-    from envgen.export import ENV_COLUMNS, TASK_COLUMNS
-
     name = library.root.resolve().name
     where = repo_id or "PATH_OR_REPO"
     summary = "\n".join(f"| {k} | {v} |" for k, v in _summary(library, envs, tasks))

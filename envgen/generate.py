@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.blueprint.grounding import grounding
+from envgen.errors import FailureCode, NoUsableDocuments
 from envgen.library import BACKEND_FAILURE, AttemptRecord, Library, PreparedEnv
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
@@ -152,10 +153,6 @@ class GenerateSummary:
 # -- documents --------------------------------------------------------------------------------
 
 
-class NoUsableDocuments(ValueError):
-    """The corpus yielded no document the run can use; the message says what was found and why."""
-
-
 def select_corpus(cfg: GenerateConfig) -> list[Any]:
     """The documents a run attempts, in a deterministic order; :class:`NoUsableDocuments` when none."""
     from corpora import SelectConfig, load_corpus, select_documents
@@ -185,7 +182,7 @@ def _loader_skips(corpus: str) -> str | None:
     try:
         name, source = resolve_spec(corpus)
         return explain_tree(TreeConfig(root=source)) if name == "tree" and source else None
-    except Exception:  # a diagnosis must never hide the error it explains
+    except (ValueError, OSError):  # a diagnosis must never hide the error it explains
         return None
 
 
@@ -220,17 +217,17 @@ class Outcome:
 def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, doc: Any = None,
                      extra_reasons: list[str] | None = None) -> Outcome:
     meta = proposal.meta or {}
-    common = {"retries": proposal.retries, "tokens": proposal.tokens, "structure": meta.get("structure"),
-              "repairs": list(meta.get("repairs") or []), "skill_id": meta.get("skill_id"),
-              "stream": meta.get("stream")}
+    common: dict[str, Any] = {"retries": proposal.retries, "tokens": proposal.tokens,
+                              "structure": meta.get("structure"), "repairs": list(meta.get("repairs") or []),
+                              "skill_id": meta.get("skill_id"), "stream": meta.get("stream")}
     if proposal.spec is None:
-        code = meta.get("error_code") or "no_spec"
+        code = meta.get("error_code") or FailureCode.NO_SPEC
         return Outcome(doc_id, False, None, [proposal.error or "no spec produced"], [code], 0.0,
                        error=proposal.error, raw=proposal.raw, **common)
     assert verdict is not None
     g = grounding(proposal.spec, doc) if doc is not None else 0.0
     reasons = [str(r) for r in verdict.reasons] + list(extra_reasons or [])
-    codes = list(verdict.codes) + (["skill_validator"] if extra_reasons else [])
+    codes = list(verdict.codes) + ([FailureCode.SKILL_VALIDATOR] if extra_reasons else [])
     accepted = verdict.accepted and not extra_reasons
     return Outcome(doc_id, accepted, None if accepted else proposal.spec.to_json(indent=None),
                    reasons, codes, verdict.seconds, grounding=g, raw=None if accepted else proposal.raw,
@@ -299,14 +296,14 @@ class _Runner:
                 ref = done[0]
                 try:
                     yield refs[ref], self._ray.get(ref)
-                except Exception as e:  # a failure is data
+                except Exception as e:  # the runner's boundary: a work unit that raised is its result
                     yield refs[ref], e
             return
         if self._pool is None:
             for i, args in enumerate(arg_lists):
                 try:
                     yield i, fn(*args)
-                except Exception as e:
+                except Exception as e:  # the runner's boundary, as above
                     yield i, e
             return
         futures: dict[Future[Any], int] = {self._pool.submit(fn, *args): i for i, args in enumerate(arg_lists)}
@@ -315,7 +312,7 @@ class _Runner:
         for fut in as_completed(futures):
             try:
                 yield futures[fut], fut.result()
-            except Exception as e:
+            except Exception as e:  # the runner's boundary, as above
                 yield futures[fut], e
 
     def close(self) -> None:

@@ -15,7 +15,6 @@ Loaded lazily by :mod:`envgen.command`.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -76,11 +75,13 @@ def export(library: Path, fmt: str, out: Path, overwrite: bool, repo_id: str | N
     finally:
         lib.close()
     if repo_id is not None:
+        from gym_envs.errors import exception_text
+
         try:
             summary.repo_url = push_to_hub(out, repo_id, private=private)
-        except Exception as e:  # the network, credentials, the Hub: say which and keep the local export
+        except Exception as e:  # the command's boundary: the network, credentials, the Hub; the export is kept
             raise click.ClickException(f"the export at {out} is complete, but pushing it to {repo_id} failed: "
-                                       f"{type(e).__name__}: {e}") from None
+                                       f"{exception_text(e)}") from None
     if as_json:
         click.echo(json.dumps({"out": str(summary.out), "format": fmt, "environments": summary.envs,
                                "tasks": summary.tasks, "seconds": round(summary.seconds, 3),
@@ -120,6 +121,7 @@ def import_cmd(source: str, library: Path, catalog_url: str | None) -> None:
 def _resolve(ref: str, library: Path | None) -> Path:
     """A spec file for SPEC_OR_ID: an environment of ``library`` by id, a file, or a shipped example."""
     from gym_envs.cli import locate_spec
+    from gym_envs.errors import did_you_mean
 
     if library is not None:
         if not (library / "specs").is_dir():
@@ -133,9 +135,7 @@ def _resolve(ref: str, library: Path | None) -> Path:
         msg = str(e)
     if library is not None:
         ids = sorted(p.stem for p in (library / "specs").glob("*.json"))
-        close = difflib.get_close_matches(ref, ids, n=3)
-        msg += f"; nor an environment of {library}" + (f" (did you mean {' or '.join(map(repr, close))}?)"
-                                                         if close else "")
+        msg += f"; nor an environment of {library}{did_you_mean(ref, ids)}"
     else:
         msg += "; for an environment of a library, add --library DIR"
     raise click.ClickException(msg)
@@ -164,6 +164,7 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
     """
     if not mcp:
         raise click.UsageError("say which protocol to serve: --mcp (the Model Context Protocol; the only one so far)")
+    from gym_envs.errors import LoadFailure
     from gym_envs.mcp_server import EpisodeHost, serve_http, serve_stdio
     from gym_envs.spec import SpecError, load_spec
 
@@ -173,7 +174,7 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
                               reward_mode=reward_mode)
     except (SpecError, KeyError, ValueError, OSError) as e:
         raise click.ClickException(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
-    except Exception as e:  # the spec's state or code does not load (LoadFailure): say why, no traceback
+    except LoadFailure as e:  # the spec's state or code does not load: say why, no traceback
         raise click.ClickException(f"cannot start an episode of {spec_file}: {e} (envwright validate "
                                    f"{spec_file} lists every problem)") from None
     spec = episode.spec

@@ -41,7 +41,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,34 +48,22 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from corpora.similarity import text_similarity
 from envgen.catalog import ATTEMPTS, ENVS, SOLVE_HISTORY, TASK_STATS, create_tables, make_engine, now
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
+from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
 __all__ = ["BACKEND_FAILURE", "AttemptRecord", "DuplicateEnv", "Library", "NotALibrary", "PreparedEnv", "is_library",
-           "shingle_similarity", "shingles", "signature_key", "task_texts", "text_similarity"]
+           "signature_key", "task_texts"]
 
-BACKEND_FAILURE = "generation"  #: the reason code of an attempt the model backend failed (retried on resume)
-
-
-class NotALibrary(ValueError):
-    """A folder that holds no library (no ``specs/`` folder, no ``catalog.sqlite``)."""
+BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
 
 
 def is_library(root: str | Path) -> bool:
     """Whether ``root`` looks like a library folder."""
     root = Path(root)
     return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
-
-
-class DuplicateEnv(ValueError):
-    """The environment duplicates one already in the library."""
-
-    def __init__(self, env_id: str, original: str):
-        self.env_id = env_id
-        self.original = original
-        super().__init__(f"environment {env_id!r} duplicates {original!r} (same tool signatures and "
-                         "near-identical tasks)")
 
 
 def signature_key(spec: EnvSpec) -> str:
@@ -92,26 +79,6 @@ def signature_key(spec: EnvSpec) -> str:
 def task_texts(spec: EnvSpec) -> str:
     """All instructions of all tasks, one per line."""
     return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
-
-
-def shingles(text: str, k: int = 3) -> set[str]:
-    """The word ``k``-shingles of a text (lower-cased words of letters and digits)."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    if len(words) < k:
-        return {" ".join(words)} if words else set()
-    return {" ".join(words[i:i + k]) for i in range(len(words) - k + 1)}
-
-
-def shingle_similarity(a: set[str], b: set[str]) -> float:
-    """Jaccard similarity of two shingle sets: :func:`text_similarity` for texts shingled once."""
-    if not a and not b:
-        return 1.0
-    return len(a & b) / max(1, len(a | b))
-
-
-def text_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of word 3-shingles (1.0 = identical text)."""
-    return shingle_similarity(shingles(a), shingles(b))
 
 
 def _read(path: Path) -> str | None:

@@ -2,7 +2,7 @@
 
 Building (:func:`build_messages`, :func:`build_repair_messages`):
 
-* the **system message** is a compact version of the contract in ENVSPEC.md:
+* the **system message** is a compact version of the contract in gym_envs/ENVSPEC.md:
   the fields, the restricted-Python rules of the tool code, the check kinds and
   the validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
 * the **user message** holds one or two example specs (a routed skill's
@@ -16,7 +16,8 @@ Building (:func:`build_messages`, :func:`build_repair_messages`):
   previous answer, and the gate's feedback (bullet reasons) with the request
   to return the corrected full JSON.
 
-Parsing (:func:`parse_completion`) never raises: it strips ``<think>`` blocks,
+Parsing (:func:`parse_completion`) never raises: it strips ``<think>`` blocks
+(:func:`gym_envs.parsing.strip_think`, keeping an unclosed block's text),
 takes the largest ```` ```json ```` block (or the outermost ``{...}``), parses it
 leniently (raw newlines in strings, trailing commas, ``//`` comments, Python
 ``True``/``False``/``None``, single-quoted Python literals, missing closing
@@ -39,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgen.errors import FailureCode
+from gym_envs.parsing import strip_think
 from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
     ID_PATTERN,
@@ -52,7 +55,6 @@ from gym_envs.spec import (
 )
 
 __all__ = [
-    "ALLOWED_IMPORTS",
     "BUILTIN_EXAMPLE",
     "SYSTEM_PROMPT",
     "ParsedCompletion",
@@ -69,12 +71,10 @@ __all__ = [
     "render_example",
     "shipped_examples",
     "skill_id_of",
-    "strip_think",
 ]
 
 TokenCounter = Callable[[str], int]
 
-ALLOWED_IMPORTS = ALLOWED_MODULES  # the sandbox's own allow-list, never a copy
 
 SYSTEM_PROMPT = f"""\
 You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
@@ -104,7 +104,7 @@ db.query("SELECT * FROM items WHERE id = ?", (item_id,)).
 import it).
 - No name may start with an underscore (functions, variables, arguments). No classes, generator functions \
 (yield), open, eval, exec, getattr, type, globals or str.format; f-strings are fine.
-- Only these imports: {", ".join(ALLOWED_IMPORTS)}.
+- Only these imports: {", ".join(ALLOWED_MODULES)}.
 - Deterministic: no current date or time (write dates as fixed strings), no unseeded randomness. Return \
 JSON values (dict, list, str, int, float, bool, None).
 
@@ -254,7 +254,7 @@ def shipped_examples() -> list[EnvSpec]:
         try:
             ex = load_example(name)
             out.append(ex if isinstance(ex, EnvSpec) else parse_spec(ex))
-        except Exception:  # a broken example must not stop generation
+        except (ValueError, OSError):  # a broken example (SpecError, bad JSON, unreadable) must not stop generation
             continue
     return out or [builtin_example()]
 
@@ -386,7 +386,7 @@ def build_repair_messages(messages: Sequence[dict[str, str]], previous_output: s
     """The original system and user messages, the previous answer, and the gate's feedback."""
     base = [dict(m) for m in messages if m.get("role") in ("system", "user")][:2]
     feedback = feedback.strip() or "- the environment was rejected"
-    answer = strip_think(previous_output).strip() or "(empty answer)"
+    answer = strip_think(previous_output, keep_unclosed=True).strip() or "(empty answer)"
     return [*base, {"role": "assistant", "content": answer},
             {"role": "user", "content": REPAIR_INSTRUCTION.format(feedback=feedback)}]
 
@@ -402,16 +402,7 @@ def messages_sha256(messages: Sequence[dict[str, Any]] | str) -> str:
 
 # -- parsing -------------------------------------------------------------------------------------
 
-_THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*$", re.M)
-
-
-def strip_think(text: str) -> str:
-    """Remove ``<think>...</think>`` blocks (and a dangling ``</think>`` prefix or unclosed ``<think>``)."""
-    text = _THINK.sub("", text)
-    if "</think>" in text:
-        text = text.rsplit("</think>", 1)[1]
-    return text.replace("<think>", "")
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -461,7 +452,7 @@ def _balanced_objects(text: str) -> list[str]:
 
 def extract_json_text(text: str) -> str | None:
     """The JSON object's text in a completion: the largest ```json block, else the largest ``{...}``."""
-    text = strip_think(text)
+    text = strip_think(text, keep_unclosed=True)
     candidates = [body.strip() for info, body in _fenced_blocks(text)
                   if info in ("", "json", "json5", "jsonc", "javascript", "js")
                   and ("{" in body or body.lstrip().startswith("["))]
@@ -643,7 +634,7 @@ class ParsedCompletion:
 
     spec: EnvSpec | None
     error: str | None = None  #: what to fix, for the repair prompt (``None`` when ``spec`` is set)
-    code: str | None = None  #: ``no_json``, ``json_syntax``, ``not_object``, ``spec_schema``
+    code: FailureCode | None = None  #: why there is no spec (``no_json``, ``json_syntax``, ``not_object``, ...)
     data: dict[str, Any] | None = None  #: the object after filling the controlled fields
     repairs: list[str] = field(default_factory=list)  #: light JSON repairs that were needed
 
@@ -657,24 +648,24 @@ def parse_completion(text: str, **fill: Any) -> ParsedCompletion:
     body = extract_json_text(text or "")
     if body is None:
         return ParsedCompletion(None, "no JSON object was found in your answer. Write the whole environment "
-                                      "as one JSON object inside a ```json fenced block.", "no_json")
+                                      "as one JSON object inside a ```json fenced block.", FailureCode.NO_JSON)
     try:
         value, repairs = loads_lenient(body)
     except ValueError as e:
         return ParsedCompletion(None, f"your JSON does not parse: {e}. Write strict JSON: double-quoted keys "
                                       "and strings, no comments, no trailing commas, newlines inside strings "
-                                      "written as \\n.", "json_syntax")
+                                      "written as \\n.", FailureCode.JSON_SYNTAX)
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         value = value[0]
     if not isinstance(value, dict):
         return ParsedCompletion(None, f"your answer is a JSON {type(value).__name__}, not an object; write "
                                       "one JSON object with the fields spec_version, id, title, description, "
-                                      "state, tools, code and tasks.", "not_object", repairs=repairs)
+                                      "state, tools, code and tasks.", FailureCode.NOT_OBJECT, repairs=repairs)
     data = finalize_spec_data(value, **fill)
     try:
         spec = parse_spec(data)
     except SpecError as e:
         lines = "\n".join(f"  - {r}" for r in e.reasons)
         return ParsedCompletion(None, f"the JSON is not a valid environment spec; fix each field:\n{lines}",
-                                "spec_schema", data=data, repairs=repairs)
+                                FailureCode.SPEC_SCHEMA, data=data, repairs=repairs)
     return ParsedCompletion(spec, None, None, data=data, repairs=repairs)

@@ -26,13 +26,15 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envgen.library import Library, shingle_similarity, shingles
+from corpora.similarity import jaccard, word_shingles
+from envgen.library import Library
 
 __all__ = ["LibraryStats", "library_stats"]
 
 
 @dataclass
 class LibraryStats:
+    """Yield, diversity, grounding and solve-rate statistics of a library."""
     envs: int = 0
     attempts: int = 0
     accepted_attempts: int = 0
@@ -90,9 +92,9 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
     st.yield_by_proposer, st.rejections_by_reason = _yield(attempts)
     st.distinct_signatures = len({r["signature"] for r in rows})
     sample = rows if len(rows) <= max_pairs_envs else random.Random(seed).sample(rows, max_pairs_envs)
-    texts = [shingles(r["task_text"] or "") for r in sample]  # each text shingled once, not once per pair
+    texts = [word_shingles(r["task_text"] or "") for r in sample]  # each text shingled once, not once per pair
     if len(texts) >= 2:
-        dists = [1.0 - shingle_similarity(a, b) for a, b in itertools.combinations(texts, 2)]
+        dists = [1.0 - jaccard(a, b) for a, b in itertools.combinations(texts, 2)]
         st.mean_task_distance = sum(dists) / len(dists)
     g = [r["grounding"] for r in rows if r.get("grounding") is not None]
     if g:

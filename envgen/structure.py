@@ -1,4 +1,4 @@
-"""What a model proposer writes, and the JSON Schema it decodes under: a blueprint or a full spec.
+r"""What a model proposer writes, and the JSON Schema it decodes under: a blueprint or a full spec.
 
 Two structures (``STRUCTURES``):
 
@@ -19,7 +19,7 @@ has no escape sequences):
   :data:`MAX_PROPERTIES` bounded properties; ``expect`` rows hold bounded scalars;
 * multi-line text (``code``, ``state.schema_sql``, ``state.seed_sql`` and a
   python check's ``code``) is decoded as an array of lines, joined back with
-  ``\\n`` by :func:`spec_from_decoded`. Inside a line there are no escape
+  ``\n`` by :func:`spec_from_decoded`. Inside a line there are no escape
   sequences, so generated code quotes strings with ``'`` (the prompt says so);
 * ``source`` and ``provenance`` are left out: the host fills them.
 """

@@ -1,4 +1,4 @@
-"""The validity gate: what makes a generated spec acceptable (ENVSPEC.md, "Validity").
+"""The validity gate: what makes a generated spec acceptable (gym_envs/ENVSPEC.md, "Validity").
 
 :func:`validate_spec` runs a spec through :mod:`gym_envs` (isolated workers by
 default) and returns a :class:`Verdict` whose ``reasons`` record every failed

@@ -7,9 +7,9 @@ spec works on either side) on three levels:
 - **Tool names**: the sets of tool names, their intersection and Jaccard similarity.
 - **Schemas**: tools as ``(name, frozenset of parameter names)``; the intersection and Jaccard.
 - **Task text**: each task's user instructions joined, as a set of word ``k``-shingles
-  (lower-cased ``[a-z0-9]+`` words, ``k = 3`` by default; a text shorter than ``k`` words is one
-  shingle); per task of side A its maximum Jaccard similarity to any task of side B; the maximum
-  and mean of those maxima; the share of A tasks at or above ``threshold``; the ``top`` closest
+  (:func:`corpora.similarity.word_shingles`, ``k = 3`` by default); per task of side A its maximum
+  Jaccard similarity to any task of side B; the maximum and mean of those maxima; the share of A
+  tasks at or above ``threshold``; the ``top`` closest
   pairs. Pairs are found through an inverted index of shingles, so only pairs that share a
   shingle are scored (any other pair has similarity 0).
 
@@ -19,31 +19,14 @@ renders it; the CLI writes ``contamination.json`` and ``contamination.md``.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from corpora.similarity import jaccard, word_shingles
 from eval.report import md_code
 
-__all__ = ["contamination_markdown", "contamination_report", "jaccard", "shingles", "text_overlap"]
-
-
-def shingles(text: str, k: int = 3) -> frozenset[str]:
-    """Word ``k``-shingles of ``text`` (see the module docstring)."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    if len(words) < k:
-        return frozenset({" ".join(words)}) if words else frozenset()
-    return frozenset(" ".join(words[i:i + k]) for i in range(len(words) - k + 1))
-
-
-def jaccard(a: Iterable[Any], b: Iterable[Any]) -> float:
-    """|A & B| / |A | B| (0.0 when both are empty)."""
-    sa, sb = set(a), set(b)
-    union = len(sa | sb)
-    return len(sa & sb) / union if union else 0.0
+__all__ = ["contamination_markdown", "contamination_report", "text_overlap"]
 
 
 def _schema(tool: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
@@ -54,7 +37,7 @@ def _schema(tool: Mapping[str, Any]) -> tuple[str, frozenset[str]]:
 def text_overlap(a: list[tuple[str, str]], b: list[tuple[str, str]], *, k: int = 3, top: int = 10,
                  threshold: float = 0.5) -> dict[str, Any]:
     """Max/mean best-match similarity of each A text to the B texts, and the closest pairs."""
-    sh_b = [shingles(t, k) for _, t in b]
+    sh_b = [word_shingles(t, k) for _, t in b]
     index: dict[str, list[int]] = defaultdict(list)
     for j, s in enumerate(sh_b):
         for g in s:
@@ -62,7 +45,7 @@ def text_overlap(a: list[tuple[str, str]], b: list[tuple[str, str]], *, k: int =
     best: list[float] = []
     pairs: list[tuple[float, int, int]] = []
     for i, (_, text) in enumerate(a):
-        sa = shingles(text, k)
+        sa = word_shingles(text, k)
         shared: dict[int, int] = defaultdict(int)
         for g in sa:
             for j in index.get(g, ()):

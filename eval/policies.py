@@ -34,26 +34,19 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envgen.registry import Registry
-from eval.suites import History, stable_seed
+from corpora.registry import Registry
+from eval.errors import PolicyFailure
+from eval.suites import History
+from gym_envs.seeding import stable_seed
 
 __all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "Policy", "PolicyFailure", "ScriptedPolicy", "make_policy",
            "openai_messages"]
 
 Action = Any  # str | dict[str, Any] | PolicyFailure
 SCRIPTS = ("reference", "empty")
-
-
-@dataclass(frozen=True)
-class PolicyFailure:
-    """Returned in place of an action when the policy could not produce one (the runner ends
-    that episode with ``error`` set; the other episodes of the batch carry on)."""
-
-    message: str
 
 
 class Policy(ABC):

@@ -1,4 +1,4 @@
-"""Run folders, reports and run comparison.
+r"""Run folders, reports and run comparison.
 
 Role: persist what :mod:`eval.runner` produced and render it for people.
 
@@ -7,7 +7,7 @@ Contract:
 - :func:`write_run` writes ``results.jsonl`` (one episode record per line, transcript
   included), ``summary.json``, ``report.md`` and ``report.html`` into a folder and returns their
   paths; :func:`load_run` reads a folder back. Nothing is lost to odd text: JSON is written with
-  lone surrogates (text that is no valid Unicode, say from a tool result) as ``\\udXXX`` escapes,
+  lone surrogates (text that is no valid Unicode, say from a tool result) as ``\udXXX`` escapes,
   which read back to the same strings, and the reports show them as such escapes. The four
   files are staged in the folder and renamed into place together, so a failure leaves the
   folder as it was (a new folder is removed); a report that cannot be rendered is written as a
@@ -46,6 +46,7 @@ from typing import Any
 
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
+from gym_envs.errors import exception_text
 
 __all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text", "kinds_figure",
            "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
@@ -98,9 +99,12 @@ _RUN_FILES = dict(zip(("results", "summary", "markdown", "html"), RUN_FILES, str
 
 
 def json_text(obj: Any, **kwargs: Any) -> str:
-    """JSON text that a UTF-8 file can always hold: non-ASCII text stays readable, and lone surrogates
-    (which no encoding can write) become ``\\udXXX`` escapes, which ``json.loads`` reads back to the
-    same string. (Inside JSON text such a code point can only occur in a string, where the escape is valid.)"""
+    r"""JSON text that a UTF-8 file can always hold.
+
+    Non-ASCII text stays readable, and lone surrogates (which no encoding can write) become ``\udXXX``
+    escapes, which ``json.loads`` reads back to the same string. (Inside JSON text such a code point can
+    only occur in a string, where the escape is valid.)
+    """
     text = json.dumps(obj, ensure_ascii=False, default=str, **kwargs)
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
@@ -109,8 +113,8 @@ def _rendered(kind: str, render: Callable[[], str]) -> str:
     """A report, or a page saying why it could not be rendered (the records are in results.jsonl)."""
     try:
         return render()
-    except Exception as e:  # a failure is data: the run's records and summary must still be written
-        why = f"{type(e).__name__}: {e}"
+    except Exception as e:  # the boundary: the run's records and summary must still be written
+        why = exception_text(e)
         if kind == "html":
             return (f"<!doctype html><meta charset=\"utf-8\"><title>report</title><p>The report could not be "
                     f"rendered ({html.escape(why)}); results.jsonl holds every episode record.</p>\n")

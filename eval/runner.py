@@ -16,7 +16,9 @@ Contract:
   for policies with ``batched = True``.
 - **Seeds.** Episode ``trial`` of a task gets ``stable_seed(seed, task key, trial)``.
 - **Failures are data.** An exception in the policy or the harness ends that episode with
-  ``error`` set and ``passed = False``; the run carries on.
+  ``error`` and ``error_stage`` set and ``passed = False`` (:mod:`eval.errors`); the run carries
+  on. An episode that cannot be closed after it was scored keeps its score and records
+  ``close_error``.
 - **Run folder** (``out``): ``results.jsonl`` (one record per episode, transcript included),
   ``summary.json``, ``report.md``, ``report.html``.
 - **Labelled pools.** On a ``library:`` suite (unless ``write_back`` is false; by default every
@@ -41,9 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.errors import FailureStage, PolicyFailure
 from eval.metrics import group_by_task, summarize
-from eval.policies import Policy, PolicyFailure, ScriptedPolicy, make_policy
-from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite, stable_seed
+from eval.policies import Policy, ScriptedPolicy, make_policy
+from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite
+from gym_envs.errors import exception_text
+from gym_envs.seeding import stable_seed
 
 __all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "run_episodes", "run_eval", "write_back"]
 
@@ -118,25 +123,25 @@ def _open(suite: Suite, task: TaskRef, trial: int, seed: int, max_turn_steps: in
     ep.started = time.perf_counter()  # type: ignore[attr-defined]
     try:
         ep.reset()
-    except Exception as e:
-        ep.fail(f"reset failed: {type(e).__name__}: {e}")
+    except Exception as e:  # the boundary (Episode.fail): this episode fails, the run goes on
+        ep.fail(FailureStage.RESET, e)
     return ep
 
 
 def _step(ep: Episode, action: Any) -> None:
     if isinstance(action, PolicyFailure):
-        ep.fail(f"policy failed: {action.message}")
+        ep.fail(FailureStage.POLICY, action)
         return
     try:
         ep.step(action)
-    except Exception as e:
-        ep.fail(f"step failed: {type(e).__name__}: {e}")
+    except Exception as e:  # the boundary (Episode.fail), as above
+        ep.fail(FailureStage.STEP, e)
     _check_budget(ep)
 
 
 def _check_budget(ep: Episode) -> None:
     if not ep.done and ep.steps > ep.max_turn_steps * ep.task.n_turns + 1:
-        ep.fail("step budget exceeded")
+        ep.fail(FailureStage.BUDGET)
 
 
 def _step_all(live: list[Episode], actions: list[Any], pool: concurrent.futures.ThreadPoolExecutor) -> None:
@@ -155,7 +160,7 @@ def _step_all(live: list[Episode], actions: list[Any], pool: concurrent.futures.
             continue
         for ep, outcome in zip(eps, cls.step_many(eps, acts), strict=True):
             if isinstance(outcome, Exception):
-                ep.fail(f"step failed: {type(outcome).__name__}: {outcome}")
+                ep.fail(FailureStage.STEP, outcome)
             _check_budget(ep)
 
 
@@ -164,8 +169,8 @@ def _finish(ep: Episode) -> dict[str, Any]:
     rec["seconds"] = round(time.perf_counter() - getattr(ep, "started", time.perf_counter()), 4)
     try:
         ep.close()
-    except Exception:
-        pass
+    except Exception as e:  # the boundary: the episode was scored; its result stands, the failure is recorded
+        rec["close_error"] = exception_text(e)
     return rec
 
 
@@ -175,8 +180,8 @@ def _play_one(suite: Suite, task: TaskRef, trial: int, policy: Policy, seed: int
     while not ep.done:
         try:
             action = policy.act(ep.history)
-        except Exception as e:
-            ep.fail(f"policy failed: {type(e).__name__}: {e}")
+        except Exception as e:  # the boundary (Episode.fail), as above
+            ep.fail(FailureStage.POLICY, e)
             break
         _step(ep, action)
     return _finish(ep)
@@ -220,9 +225,9 @@ def _lockstep(suite: Suite, jobs: list[tuple[TaskRef, int]], policy: Policy,
         if live:
             try:
                 actions = policy.act_batch([ep.history for ep in live])
-            except Exception as e:
+            except Exception as e:  # the boundary (Episode.fail): the batch's episodes fail alike
                 for ep in live:
-                    ep.fail(f"policy failed: {type(e).__name__}: {e}")
+                    ep.fail(FailureStage.POLICY, e)
             else:
                 _step_all(live, actions, pool)
         for ep in [ep for ep in active if ep.done]:

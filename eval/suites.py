@@ -44,10 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.registry import Registry
+from corpora.registry import Registry
 from envgen.validate import oracle_reply
-from gym_envs.env import ToolEnv, step_many
-from gym_envs.errors import ErrorKind
+from eval.errors import FailureStage, PolicyFailure, episode_failure
+from gym_envs.env import ToolEnv, step_many, tool_system_prompt
+from gym_envs.errors import ErrorKind, did_you_mean
 from gym_envs.parsing import parse_action
 from gym_envs.sandbox import CallResult, Executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
@@ -67,8 +68,6 @@ __all__ = [
     "episode_id",
     "make_suite",
     "split_of",
-    "stable_seed",
-    "tool_system_prompt",
 ]
 
 SPLITS = ("train", "heldout", "all")
@@ -77,33 +76,12 @@ BFCL_VARIANTS = {"base": "multi_turn_base", "miss_func": "multi_turn_miss_func",
 _MAX_RESULT_CHARS = 4_000  # per call result kept in the turn records (the transcript keeps the full text)
 
 
-def stable_seed(*parts: Any) -> int:
-    """A 31-bit seed derived from ``parts`` (stable across processes and Python versions)."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
 def split_of(key: str, heldout_fraction: float = 0.2, salt: str = "envwright-split-v1") -> str:
     """``"heldout"`` or ``"train"`` for a document id, by a deterministic hash."""
     if not 0.0 <= heldout_fraction <= 1.0:
         raise ValueError(f"heldout_fraction must be in [0, 1], got {heldout_fraction}")
     u = int.from_bytes(hashlib.sha256(f"{salt}:{key}".encode()).digest()[:8], "big") / 2**64
     return "heldout" if u < heldout_fraction else "train"
-
-
-def tool_system_prompt(title: str, description: str, tools: list[dict[str, Any]]) -> str:
-    """A system prompt in the format of :func:`gym_envs.env.system_prompt` for any tool list."""
-    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    return (
-        f"You are an assistant operating {title}. {description}\n\n"
-        "You can call these tools (JSON Schema of each):\n"
-        f"{lines}\n\n"
-        "To call a tool, reply with one or more blocks\n"
-        '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
-        "and nothing else. You will see each result. When the request is done, or if you need "
-        "information from the user, or if it cannot be done with these tools, reply with a plain "
-        "message (no tool call); that ends your turn."
-    )
 
 
 # ================================================================================================
@@ -223,6 +201,7 @@ class Episode(ABC):
         self.truncated = False
         self.steps = 0
         self.error: str | None = None
+        self.error_stage: FailureStage | None = None
 
     # -- API -----------------------------------------------------------------------------------
     @abstractmethod
@@ -242,7 +221,7 @@ class Episode(ABC):
         for ep, action in zip(episodes, actions, strict=True):
             try:
                 out.append(ep.step(action))
-            except Exception as e:
+            except Exception as e:  # the batch's boundary: the exception is this episode's entry (runner: fail)
                 out.append(e)
         return out
 
@@ -261,24 +240,30 @@ class Episode(ABC):
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Free the episode's resources (idempotent)."""
 
-    def fail(self, message: str) -> None:
-        """End the episode because the harness or the policy failed (recorded, never raised)."""
-        self.error = message
+    def fail(self, stage: FailureStage, cause: BaseException | PolicyFailure | str = "") -> None:
+        """End the episode because the harness or the policy failed at ``stage`` (recorded, never raised).
+
+        The evaluator's boundary (:mod:`eval.errors`): every exception caught while an episode is
+        played comes here."""
+        self.error = episode_failure(stage, cause)
+        self.error_stage = stage
         self.done = True
 
     def record(self) -> dict[str, Any]:
         """The JSON-able record of the episode (a line of ``results.jsonl``)."""
         try:
             score, turns = self.score(), self.turn_records()
-        except Exception as e:  # a failure is data: scoring a broken episode must not crash the run
+        except Exception as e:  # the boundary: scoring a broken episode must not crash the run
             score, turns = {"episode": 0.0, "turns": 0.0, "checks": 0.0}, []
-            self.error = self.error or f"scoring failed: {type(e).__name__}: {e}"
+            if self.error is None:
+                self.fail(FailureStage.SCORING, e)
         return {
             "episode_id": self.episode_id, "suite": self.task.suite, "env_id": self.task.env_id,
             "task_id": self.task.task_id, "kind": self.task.kind, "split": self.task.split,
             "trial": self.trial, "seed": self.seed,
             "passed": score["episode"] == 1.0 and self.error is None, "score": score,
             "steps": self.steps, "truncated": self.truncated, "error": self.error,
+            "error_stage": self.error_stage and self.error_stage.value,
             "usage": dict(self.history.usage), "turns": turns, "transcript": self.history.messages,
         }
 
@@ -333,12 +318,12 @@ class ToolEnvEpisode(Episode):
         for j, (ep, action) in enumerate(zip(eps, actions, strict=True)):
             try:
                 live.append((j, ep._begin(action)))
-            except Exception as e:
+            except Exception as e:  # the batch's boundary, as in Episode.step_many
                 out[j] = e
         try:
             stepped: list[Any] = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live],
                                            return_exceptions=True)
-        except Exception as e:  # step_many itself refused (an env twice, say): every episode fails alike
+        except Exception as e:  # the batch's boundary: step_many itself refused (an env twice, say), all fail alike
             stepped = [e] * len(live)
         for (j, parsed), result in zip(live, stepped, strict=True):
             if isinstance(result, Exception):
@@ -346,7 +331,7 @@ class ToolEnvEpisode(Episode):
                 continue
             try:
                 out[j] = eps[j]._end(actions[j], parsed, result)
-            except Exception as e:
+            except Exception as e:  # the batch's boundary, as above
                 out[j] = e
         return out  # type: ignore[return-value]
 
@@ -662,11 +647,8 @@ class BfclSuite(Suite):
         from eval.bfcl import load_entries
 
         if variant not in BFCL_VARIANTS:
-            import difflib
-
-            close = difflib.get_close_matches(variant, list(BFCL_VARIANTS), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown BFCL variant {variant!r}.{hint} Known: {', '.join(BFCL_VARIANTS)}")
+            raise ValueError(f"unknown BFCL variant {variant!r}{did_you_mean(variant, BFCL_VARIANTS, n=1)} "
+                             f"(known: {', '.join(BFCL_VARIANTS)})")
         self.variant = variant
         self.name = f"bfcl:{variant}"
         self.category = BFCL_VARIANTS[variant]

@@ -19,7 +19,6 @@ by default (they are trusted); anything else on ``worker`` (isolated).
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from gym_envs import display
+from gym_envs.errors import did_you_mean
 from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import EnvSpec, SpecError, Tool, Turn, atomic_write_text, json_schema, load_spec
 
@@ -89,8 +89,7 @@ def _in_library(library: Path, env_id: str) -> LocatedSpec:
         return LocatedSpec(specs[stem])
     if not specs and not library.is_dir():
         raise LookupError(f"no library folder {library}")
-    close = difflib.get_close_matches(stem, list(specs), n=3, cutoff=0.5)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else (
+    hint = did_you_mean(stem, specs, cutoff=0.5) or (
         f" ({len(specs)} environments; envwright list {library} shows them)" if specs else
         f" ({library} has no specs/ folder: is it a library?)")
     raise LookupError(f"no environment {env_id!r} in library {library}{hint}")
@@ -126,9 +125,9 @@ def locate_spec(ref: str, library: str | Path | None = None) -> LocatedSpec:
                               f"{Path(ref) / first} (envwright list {ref} shows them)")
         raise LookupError(f"{ref} is a directory; give one spec file (or a shipped example's name)")
     msg = f"no spec file or shipped example named {ref!r}"
-    close = difflib.get_close_matches(ref, names, n=3)
-    if close:
-        msg += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+    hint = did_you_mean(ref, names)
+    if hint:
+        msg += hint
     elif names:
         msg += f"; shipped examples: {', '.join(names)}"
     elif mod is None:

@@ -1,4 +1,4 @@
-"""Spec text is data: showing untrusted text in a terminal without letting it act.
+r"""Spec text is data: showing untrusted text in a terminal without letting it act.
 
 Titles, descriptions, table and column names, instructions, check messages,
 tool results and exception texts are written by a model (or by whoever wrote
@@ -14,9 +14,9 @@ tables). Two things could make such text act instead of being shown:
   or retitle the terminal; rich strips only a few C0 characters (BEL, BS, VT,
   FF, CR) and passes ESC and C1 through.
 
-Contract: :func:`clean` replaces every control character (C0 except ``\\n``
-and ``\\t``, DEL, C1) with a visible escape such as ``\\x1b``, and also
-bidirectional-override characters (``\\u202e``, which reorder what a reader
+Contract: :func:`clean` replaces every control character (C0 except ``\n``
+and ``\t``, DEL, C1) with a visible escape such as ``\x1b``, and also
+bidirectional-override characters (``\u202e``, which reorder what a reader
 sees) and lone surrogates (which cannot be encoded); nothing else changes.
 :func:`text` returns a rich ``Text`` of the cleaned string (never parsed as
 markup): use it for every untrusted table cell, title or line.
@@ -48,7 +48,7 @@ def clean(value: Any) -> str:
 
 
 def one_line(value: Any) -> str:
-    """:func:`clean`, with newlines and tabs also shown as ``\\n`` and ``\\t`` (for one-line cells)."""
+    r""":func:`clean`, with newlines and tabs also shown as ``\n`` and ``\t`` (for one-line cells)."""
     return clean(value).replace("\n", "\\n").replace("\t", "\\t")
 
 

@@ -1,6 +1,6 @@
 """``ToolEnv``: one environment spec as a multi-turn Gymnasium environment.
 
-Episode semantics (ENVSPEC.md):
+Episode semantics (gym_envs/ENVSPEC.md):
 
 * ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
   rebuilt from a cached image) and returns the first instruction. Without a
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,8 @@ from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
 
-__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space"]
+__all__ = ["REWARD_MODES", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt", "text_space",
+           "tool_system_prompt"]
 
 REWARD_MODES = ("episode", "turns", "checks")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
@@ -75,7 +76,7 @@ def text_space(max_length: int) -> spaces.Text:
     if proto is None:
         proto = _TEXT_SPACES[max_length] = _BmpText(max_length=max_length, min_length=0, charset=_CHARSET)
     space = copy.copy(proto)
-    space._np_random = None
+    space._np_random = None  # type: ignore[assignment]  # Gymnasium seeds a space lazily from None
     return space
 
 
@@ -84,11 +85,20 @@ _TEXT_SPACES: dict[int, spaces.Text] = {}
 
 def system_prompt(spec: EnvSpec) -> str:
     """The solver's system prompt: what the system is and how to call its tools."""
-    tools = "\n".join(json.dumps(t.model_dump(), ensure_ascii=False) for t in spec.tools)
+    return tool_system_prompt(spec.title, spec.description, [t.model_dump() for t in spec.tools])
+
+
+def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """The solver's system prompt for any tool list (``{"name", "description", "parameters"}`` dicts).
+
+    :func:`system_prompt` is this for a spec; suites whose tools are not a spec's (BFCL) use it directly,
+    so every policy sees one prompt format.
+    """
+    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
     return (
-        f"You are an assistant operating {spec.title}. {spec.description}\n\n"
+        f"You are an assistant operating {title}. {description}\n\n"
         "You can call these tools (JSON Schema of each):\n"
-        f"{tools}\n\n"
+        f"{lines}\n\n"
         "To call a tool, reply with one or more blocks\n"
         '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
         "and nothing else. You will see each result. When the request is done, or if you need "
@@ -447,7 +457,7 @@ def _gather(envs: list[ToolEnv], work: Callable[[int], Any], return_exceptions: 
     for j in range(len(envs)):
         try:
             out.append(work(j))
-        except Exception as e:
+        except Exception as e:  # the boundary of the batch: one env's failure is its entry (return_exceptions)
             out.append(e)
             first = first or e
     if first is not None and not return_exceptions:
@@ -477,7 +487,7 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
             episode_seed = env._choose_episode(seeds[j], options[j])
             if env.session is None or env.session.lost:
                 env.session = env.executor.session(env.env_spec, seed=episode_seed, start=False)
-        except Exception as e:
+        except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue
         groups.setdefault(id(env.executor), (env.executor, []))[1].append((j, env.session, episode_seed))
@@ -514,7 +524,7 @@ def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
     for j, env in enumerate(envs):
         try:
             parsed, _ = begun[j] = env._begin_step(actions[j])
-        except Exception as e:
+        except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue
         if not parsed.is_message:

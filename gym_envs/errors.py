@@ -1,6 +1,6 @@
 """Typed failures of the runtime: the kinds of error a tool call can end in, and the exceptions behind them.
 
-A failure is data (ARCHITECTURE.md, "Principles"). Tool code, SQL, the sandbox's guards and the worker
+A failure is data (a design principle of the project). Tool code, SQL, the sandbox's guards and the worker
 protocol raise the exceptions defined here; one boundary, :func:`describe` (called by the sandbox engine
 around every piece of spec code), turns any exception into a typed response::
 
@@ -9,10 +9,23 @@ around every piece of spec code), turns any exception into a typed response::
 Responses hold the kind's plain string value, so they cross the worker pipe as JSON unchanged and
 compare equal to :class:`ErrorKind` members (``ErrorKind(resp["error_type"])`` reads one back). Call
 sites name kinds with :class:`ErrorKind`, never with bare strings.
+
+Where else an exception becomes a result, and only there (each such ``except Exception`` says so): the
+engine's request dispatch (a bug of the engine becomes ``InternalError``, the worker lives on), the
+in-process executor's mirror of it, check evaluation (a check that raises fails), :func:`parse_action`
+(never raises), :func:`reset_many` / :func:`step_many` with ``return_exceptions`` (one env's failure is
+its entry) and the MCP server (a request that fails is an error result; the server stays up). They
+write the exception with :func:`exception_text`.
+
+:func:`did_you_mean` is the one "did you mean" of every package above ``corpora`` (``gym_envs``,
+``envgen``, ``training``, ``eval``); ``corpora``, which imports nothing of ours, has the same function
+as :func:`corpora.errors.did_you_mean`.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -26,7 +39,9 @@ __all__ = [
     "ToolError",
     "cap_text",
     "describe",
+    "did_you_mean",
     "error_response",
+    "exception_text",
 ]
 
 
@@ -50,6 +65,9 @@ class ErrorKind(StrEnum):
     PROTOCOL_ERROR = "ProtocolError"  #: a malformed request (host bug or unknown episode)
     INTERNAL_ERROR = "InternalError"  #: a bug of the engine itself, caught at its boundary
     PARSE_ERROR = "ParseError"  #: an action (the model's text) that could not be parsed
+    EPISODE_OVER = "EpisodeOver"  #: a tool was called after the episode ended
+    EPISODE_CONTROL = "EpisodeControl"  #: an episode control request (MCP ``envwright_*``) was refused
+    SERVER_ERROR = "ServerError"  #: a server adapter (MCP) failed on a request; it stays up
 
 
 class ToolError(Exception):
@@ -88,6 +106,20 @@ class LoadFailure(Exception):
         super().__init__(f"{response.get('error_type')}: {response.get('error')}")
 
 
+def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
+                 show: Callable[[str], str] = repr) -> str:
+    """``"; did you mean 'a' or 'b'?"`` naming the known names closest to ``name``, or ``""`` when none is.
+
+    The candidates are :func:`difflib.get_close_matches`'s (``n`` and ``cutoff`` are its own), then the
+    known names that start with ``name``, at most ``n`` in all; ``show`` writes one name (``repr``).
+    """
+    typed, names = str(name), sorted({str(k) for k in known})
+    close = difflib.get_close_matches(typed, names, n=n, cutoff=cutoff)
+    if typed:
+        close += [k for k in names if k.startswith(typed) and k not in close]
+    return f"; did you mean {' or '.join(show(c) for c in close[:n])}?" if close else ""
+
+
 def cap_text(text: str, n: int) -> str:
     """``text``, cut to ``n`` characters with a note of how many were cut."""
     return text if len(text) <= n else text[:n] + f"...[{len(text) - n} more characters]"
@@ -101,8 +133,15 @@ def error_response(kind: ErrorKind, message: str, cap: int) -> dict[str, Any]:
 def _text(exc: BaseException) -> str:
     try:
         return str(exc)
-    except Exception:  # a rigged __str__ (an argument whose str fails)
+    except Exception:  # kept broad: a rigged __str__ (an argument whose str fails) may raise anything
         return "<unprintable>"
+
+
+def exception_text(exc: BaseException, cap: int | None = None) -> str:
+    """``"TypeName: message"``: an exception as the text a result records (every package's boundary
+    writes caught exceptions with it; a rigged ``__str__`` is survived; cut to ``cap`` characters)."""
+    text = f"{type(exc).__name__}: {_text(exc)}"
+    return text if cap is None else cap_text(text, cap)
 
 
 def describe(exc: BaseException, cap: int) -> dict[str, Any]:
@@ -114,7 +153,7 @@ def describe(exc: BaseException, cap: int) -> dict[str, Any]:
     if isinstance(exc, ToolError):
         try:
             msg = str(exc.args[0]) if exc.args else "tool error"
-        except Exception:
+        except Exception:  # kept broad: a rigged __str__, as in _text
             msg = "<unprintable>"
         return error_response(ErrorKind.TOOL_ERROR, msg, cap) | {"replay": True}
     if isinstance(exc, StateError):

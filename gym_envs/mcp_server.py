@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gym_envs import Limits, make_executor
 from gym_envs.env import ToolEnv
+from gym_envs.errors import ErrorKind, exception_text
 from gym_envs.spec import MCP_CONTROL_TOOLS, EnvSpec, as_spec, naming_problems
 
 if TYPE_CHECKING:
@@ -278,14 +279,15 @@ def build_server(host: EpisodeHost) -> Any:
                 return text_result([json.dumps(out, ensure_ascii=False)], error=False, structured=out)
             if name not in env_tools:
                 return text_result([json.dumps({"error": f"no tool named {name!r}; tools are "
-                                                         f"{[t.name for t in tools]}", "type": "UnknownTool"})],
+                                                         f"{[t.name for t in tools]}",
+                                                "type": ErrorKind.UNKNOWN_TOOL.value})],
                                    error=True)
             ok, texts = await off_loop(functools.partial(host.call, name, args))
             return text_result(texts, error=not ok)
         except ControlError as e:
-            return text_result([json.dumps({"error": str(e), "type": "EpisodeControl"})], error=True)
-        except Exception as e:  # a failure is data: the server stays up
-            return text_result([json.dumps({"error": f"{type(e).__name__}: {e}", "type": "ServerError"})],
+            return text_result([json.dumps({"error": str(e), "type": ErrorKind.EPISODE_CONTROL.value})], error=True)
+        except Exception as e:  # the boundary: a failure is data, the server stays up
+            return text_result([json.dumps({"error": exception_text(e), "type": ErrorKind.SERVER_ERROR.value})],
                                error=True)
 
     return Server(f"envwright-{spec.id}", version=_version(), title=spec.title,

@@ -1,6 +1,6 @@
 """Tool-call parsing: turns an agent's action into text plus a list of calls. It never raises.
 
-Accepted forms (ENVSPEC.md, "Episode semantics"):
+Accepted forms (gym_envs/ENVSPEC.md, "Episode semantics"):
 
 * Hermes / Qwen3 blocks: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``,
   several per message; an unterminated final block is accepted; ``arguments``
@@ -11,7 +11,8 @@ Accepted forms (ENVSPEC.md, "Episode semantics"):
 * Structured: a dict ``{"content": str, "tool_calls": [...]}`` where each call is
   ``{"name", "arguments"}`` or the OpenAI form ``{"function": {"name", "arguments"}}``.
 
-``<think>...</think>`` spans are removed from the visible content. A block that
+``<think>...</think>`` spans are removed from the visible content (:func:`strip_think`, the
+project's one way to drop reasoning from a model's text, also used on generated specs). A block that
 cannot be parsed is reported in ``errors`` (the agent sees the error as an
 observation) rather than silently treated as a final message. So is an action
 that is too large (more than :data:`MAX_ACTION_CHARS` characters or
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["MAX_ACTION_CHARS", "MAX_CALLS", "MAX_DEPTH", "ParsedAction", "action_text", "format_tool_call",
-           "load_json", "parse_action"]
+           "load_json", "parse_action", "strip_think"]
 
 MAX_ACTION_CHARS = 1_000_000  #: characters of an action that are read
 MAX_CALLS = 64  #: tool calls one action may make
@@ -146,6 +147,23 @@ def _spans(text: str, open_tag: str, close_tag: str) -> tuple[list[str], list[st
         i = k + len(close_tag)
 
 
+def strip_think(text: str, *, keep_unclosed: bool = False) -> str:
+    """``text`` without its reasoning: every ``<think>...</think>`` block, and everything up to a
+    ``</think>`` left without its opening tag (a chat template that opened the block in the prompt).
+
+    A ``<think>`` never closed hides the rest of the text, unless ``keep_unclosed``: then only its tag
+    goes (a generated spec cut short inside its reasoning may still hold the answer; the gate judges
+    it). Linear in the length of the text (no backtracking patterns).
+    """
+    outside, inside = _spans(text, _THINK_OPEN, _THINK_CLOSE)
+    visible = "".join(outside)
+    if keep_unclosed and len(inside) == len(outside):  # the last block never closed
+        visible += inside[-1].replace(_THINK_OPEN, "")
+    if _THINK_CLOSE in visible:
+        visible = visible.rsplit(_THINK_CLOSE, 1)[1]
+    return visible
+
+
 def _unfence(text: str) -> str:
     """The inside of a whole-text ```json fence (``text`` already stripped), else ``text``."""
     if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
@@ -172,7 +190,7 @@ def _parse_blocks(blocks: list[str], outside: list[str]) -> ParsedAction:
 
 
 def _parse_text(text: str) -> ParsedAction:
-    visible = "".join(_spans(text, _THINK_OPEN, _THINK_CLOSE)[0])
+    visible = strip_think(text)
     outside, blocks = _spans(visible, _OPEN, _CLOSE)
     if blocks:
         return _parse_blocks(blocks, outside)
@@ -214,7 +232,7 @@ def _parse_structured(action: dict[str, Any]) -> ParsedAction:
             errors.append(str(e))
     if not raw_calls:
         return _parse_text(content)
-    return ParsedAction("".join(_spans(content, _THINK_OPEN, _THINK_CLOSE)[0]).strip(), calls, errors)
+    return ParsedAction(strip_think(content).strip(), calls, errors)
 
 
 def _parse(action: Any) -> ParsedAction:
@@ -236,7 +254,7 @@ def parse_action(action: Any) -> ParsedAction:
     """Parse an action (text, structured dict, or a list of call dicts); never raises."""
     try:
         parsed = _parse(action)
-    except Exception as e:  # a pathological object: nested too deeply, a cycle, a rigged __str__
+    except Exception as e:  # the boundary (never raises): nested too deeply, a cycle, a rigged __str__
         return ParsedAction("", [], [f"the action could not be parsed ({type(e).__name__})"])
     if len(parsed.calls) > MAX_CALLS:
         return ParsedAction(parsed.content, [], [f"an action may make at most {MAX_CALLS} tool calls, not "
@@ -254,7 +272,7 @@ def action_text(action: Any, limit: int = MAX_ACTION_CHARS) -> str:
         return f"<an action of {len(calls):,} tool calls>"
     try:
         text = json.dumps(action, ensure_ascii=False, default=str)
-    except Exception as e:  # nested too deeply, a cycle, a rigged __str__
+    except Exception as e:  # kept broad, never raises: nested too deeply, a cycle, a rigged __str__
         return f"<an action that cannot be written as JSON: {type(e).__name__}>"
     return text if len(text) <= limit else text[:limit] + "...[cut]"
 

@@ -13,7 +13,6 @@ resolved as for ``show`` (:func:`gym_envs.cli.locate_spec`).
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import math
 import re
@@ -29,6 +28,7 @@ from rich.text import Text
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, check_summary, format_call
 from gym_envs.env import REWARD_MODES, ToolEnv
+from gym_envs.errors import did_you_mean
 from gym_envs.parsing import load_json, parse_action
 from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import Turn
@@ -244,9 +244,8 @@ class Player:
                     "h": self._cmd_help, "quit": self._cmd_quit, "q": self._cmd_quit, "exit": self._cmd_quit}
         handler = handlers.get(name)
         if handler is None:
-            close = difflib.get_close_matches(name, list(handlers), n=1)
-            hint = f" Did you mean :{close[0]}?" if close else ""
-            self.say(display.text(f"unknown command :{name}.{hint} Type :help.", "red"))
+            hint = did_you_mean(name, handlers, n=1, show=lambda c: f":{c}")
+            self.say(display.text(f"unknown command :{name}{hint} (:help lists them)", "red"))
             return
         handler(arg)
 

@@ -6,7 +6,7 @@ owns the pydantic models, loading and saving (atomic), the JSON Schema export,
 and :class:`SpecError`, whose message names every offending field
 (``tasks[0].turns[1].checks[0].expect``) and says what is wrong with it.
 
-It also owns the naming rules every adapter relies on (ENVSPEC validity rule 8):
+It also owns the naming rules every adapter relies on (gym_envs/ENVSPEC.md validity rule 8):
 tool and parameter names are Python identifiers, not keywords, and not names the
 shipped adapters keep for themselves (:data:`RESERVED_TOOL_NAMES`,
 :data:`RESERVED_PARAMETER_NAMES`, the prefixes in :data:`RESERVED_PREFIXES`; the
@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-SPEC_VERSION = 1
+SPEC_VERSION: Literal[1] = 1
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
@@ -218,6 +218,7 @@ class ToolCall(_Model):
 
 
 class SqlCheck(_Model):
+    """Passes when a SELECT on the final state returns ``expect`` (in order when ``ordered``)."""
     kind: Literal["sql"] = "sql"
     query: str = Field(description="A single SELECT (or WITH ... SELECT) statement.")
     expect: list[list[Any]] = Field(description="Expected rows, each a list of column values.")
@@ -233,6 +234,7 @@ class SqlCheck(_Model):
 
 
 class PythonCheck(_Model):
+    """Passes when restricted ``check(db)`` returns true on the final state."""
     kind: Literal["python"] = "python"
     code: str = Field(description="Restricted Python defining `def check(db) -> bool`.")
 
@@ -245,6 +247,7 @@ class PythonCheck(_Model):
 
 
 class ReplyContainsCheck(_Model):
+    """Passes when the turn's final reply contains one of ``any_of`` (case-insensitive)."""
     kind: Literal["reply_contains"] = "reply_contains"
     any_of: list[str] = Field(min_length=1)
 
@@ -257,11 +260,13 @@ class ReplyContainsCheck(_Model):
 
 
 class UnchangedCheck(_Model):
+    """Passes when ``tables`` (every table when empty) equal their content at the start of the turn."""
     kind: Literal["unchanged"] = "unchanged"
     tables: list[str] = Field(default_factory=list, description="Tables to compare; empty means all.")
 
 
 class CallsCheck(_Model):
+    """Passes when the turn's successful calls include every tool of ``require`` and it attempted none of ``forbid``."""
     kind: Literal["calls"] = "calls"
     require: list[str] = Field(default_factory=list)
     forbid: list[str] = Field(default_factory=list)
@@ -298,7 +303,7 @@ class Task(_Model):
 
 
 class EnvSpec(_Model):
-    """A whole environment. See ENVSPEC.md for every field's meaning."""
+    """A whole environment. See gym_envs/ENVSPEC.md for every field's meaning."""
 
     spec_version: Literal[1] = SPEC_VERSION
     id: str = Field(pattern=ID_PATTERN)

@@ -52,7 +52,7 @@ class ToolVectorEnv(SyncVectorEnv):
             env_fns = [lambda: ToolEnv(**env_kwargs)] * num_envs
         elif env_kwargs or num_envs is not None:
             raise ValueError("give either env_fns or num_envs with ToolEnv arguments, not both")
-        super().__init__(env_fns, copy=copy, observation_mode=observation_mode, autoreset_mode=autoreset_mode)
+        super().__init__(list(env_fns), copy=copy, observation_mode=observation_mode, autoreset_mode=autoreset_mode)
         for env in self.envs:
             if not isinstance(env, ToolEnv):  # a wrapper's own step would be bypassed
                 self.close()

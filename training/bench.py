@@ -294,10 +294,13 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
     eps = rollout(tasks, gen, chat, cfg.rollout, temperature=0.0)
     checks = [e.score.get("checks", 0.0) if e.score else 0.0 for e in eps]
     failed = [e for e in eps if e.status == "generation_error"]  # a failure is data: count it, show one
-    return {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
+    out: dict[str, Any] = {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
             "mean_check_fraction": statistics.fmean(checks) if checks else 0.0, "episodes": len(eps),
             "tool_calls_per_episode": statistics.fmean(e.tool_calls for e in eps) if eps else 0.0,
-            "generation_errors": len(failed), **({"first_generation_error": failed[0].error} if failed else {})}
+            "generation_errors": len(failed)}
+    if failed:
+        out["first_generation_error"] = failed[0].error
+    return out
 
 
 _STAGES = (("untrained", "untrained"), ("sft", "after SFT"), ("grpo", "after GRPO"))

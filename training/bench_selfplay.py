@@ -126,7 +126,7 @@ def split_documents_of(holdout_json: Path) -> tuple[list[Any], list[Any]]:
 def _gated(specs: list[Any], limit: int, executor: Any) -> list[Any]:
     from envgen.validate import validate_spec
 
-    kept = []
+    kept: list[Any] = []
     for s in specs:
         if len(kept) >= limit:
             break
@@ -340,6 +340,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m training.bench selfplay --out DIR [--tiny] [--seeds ...] [--set key=value] ...``."""
     p = argparse.ArgumentParser(prog="python -m training.bench selfplay", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="results folder (OUT/work holds the resumable state)")
     p.add_argument("--config", default="selfplay-smollm2-h200", help="a TrainConfig YAML (path or bundled name)")

@@ -42,6 +42,7 @@ def _last_per_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def rounds_of(run: Path) -> list[dict[str, Any]]:
+    """The records of a run folder's ``metrics.jsonl``, one per round (empty when it has none)."""
     from training.metrics import read_metrics
 
     return _last_per_round(read_metrics(run)) if (run / "metrics.jsonl").is_file() else []

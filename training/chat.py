@@ -58,7 +58,8 @@ def _prefix_preserving_template(tokenizer: Any) -> str | None:
         if is_chat_template_prefix_preserving(tokenizer):
             return None
         return get_training_chat_template(tokenizer)
-    except Exception:  # a template TRL does not know: fall back to counting end-of-turn tokens
+    except Exception:  # kept broad: rendering any chat template may raise anything (jinja, the template's own
+        # raise_exception); a template TRL does not know falls back to counting end-of-turn tokens
         return None
 
 

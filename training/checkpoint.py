@@ -28,6 +28,7 @@ __all__ = ["capture_rng", "find_checkpoint", "load_state", "prune_checkpoints", 
 
 
 def capture_rng() -> dict[str, Any]:
+    """The state of every random generator (Python, NumPy, torch CPU and CUDA), for a checkpoint."""
     import numpy as np
     import torch
 
@@ -39,6 +40,7 @@ def capture_rng() -> dict[str, Any]:
 
 
 def restore_rng(state: dict[str, Any]) -> None:
+    """Restore the generators from :func:`capture_rng`'s state."""
     import numpy as np
     import torch
 

@@ -28,10 +28,10 @@ suggestion for a misspelt one and the fix for a bad value.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -40,6 +40,7 @@ import yaml
 
 from envgen.skills.controller import ControllerConfig
 from envgen.skills.round import RoundConfig
+from gym_envs.errors import did_you_mean
 from training.errors import ConfigError
 
 __all__ = [
@@ -402,11 +403,14 @@ def _coerce_union(value: Any, args: tuple[Any, ...], where: str) -> Any:
                       f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
 
 
+def _field_path(where: str) -> Callable[[str], str]:
+    """How a config key is shown in a suggestion: quoted, with its section (``'solver.num_generations'``)."""
+    return lambda key: repr(f"{where}.{key}" if where else key)
+
+
 def _coerce_literal(value: Any, args: tuple[Any, ...], where: str) -> Any:
     if value not in args:
-        close = difflib.get_close_matches(str(value), [str(a) for a in args], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}{hint}")
+        raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}{did_you_mean(value, args, n=1)}")
     return value
 
 
@@ -475,8 +479,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     for key, value in data.items():
         path = f"{where}.{key}" if where else str(key)
         if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
-            hint = f"; did you mean {(where + '.' if where else '') + close[0]!r}?" if close else ""
+            hint = did_you_mean(key, names, n=1, show=_field_path(where))
             raise ConfigError(f"{path}: unknown key{hint} (keys of {where or 'the config'}: {', '.join(names)})")
         kwargs[key] = _coerce(value, hints[key], path)
     try:
@@ -617,8 +620,7 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
     names = {f.name for f in dataclasses.fields(GRPOConfig)}
     unknown = [k for k in kwargs if k not in names]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(names), n=1, cutoff=0.6)
-        hint = f"; did you mean grpo.{close[0]}?" if close else ""
+        hint = did_you_mean(unknown[0], names, n=1, show=lambda c: f"grpo.{c}")
         raise ConfigError(f"grpo.{unknown[0]} is not a field of trl.GRPOConfig{hint}")
     try:
         return GRPOConfig(**kwargs)

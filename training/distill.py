@@ -12,7 +12,7 @@ One iteration (:meth:`Distiller.iteration`):
    teacher-supported states;
 3. **recovery** -- the environment is rebuilt in the state *after* that step
    (a fresh episode replaying the student's actions; episodes are
-   deterministic from their seed, ENVSPEC rule 6), and the teacher acts from
+   deterministic from their seed, gym_envs/ENVSPEC.md rule 6), and the teacher acts from
    there until the turn ends (at most ``distill.max_recovery_steps``); with
    ``distill.require_success`` a recovery counts only if the turn's checks
    then pass;
@@ -210,7 +210,7 @@ def _teacher_play(plays: list[_Play], teacher: Teacher, chat: ChatFormat, *, max
             p.messages.append({"role": "assistant", "content": text})
             try:
                 obs, _, terminated, truncated, info = p.env.step(text)
-            except Exception as e:  # a failure is data: this play ends
+            except Exception as e:  # the boundary: a failure is data, this play ends
                 p.done, p.error = True, f"{type(e).__name__}: {e}"
                 continue
             p.turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}

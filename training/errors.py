@@ -6,6 +6,12 @@ wrong *during* training (a generation that fails, a tool that crashes the
 environment, an episode that runs out of tokens) is data: it ends that one
 episode with one of the :data:`EPISODE_STATUSES` and an ``error`` text, and the
 batch carries on.
+
+The boundaries, the only places where an exception of any type becomes a result (each such
+``except Exception`` says so, and writes it with :func:`gym_envs.errors.exception_text`): the
+generators (:mod:`training.generation`: a failed generation is a row that ends with ``"error"``,
+``generation_error``) and the rollout (:mod:`training.rollout`: an environment that cannot be made,
+reset or stepped ends its episode with ``env_error``; self-distillation's plays likewise).
 """
 
 from __future__ import annotations

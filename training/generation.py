@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from gym_envs.errors import exception_text
 
 __all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
            "vllm_available"]
@@ -209,8 +210,8 @@ class HFGenerator(Generator):
                     grammars = [self.grammar(schemas[i]) for i in idx] if schemas[idx[0]] is not None else None  # type: ignore[arg-type]
                     rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
                                        temperature=temperature, top_p=top_p, seed=seed + ci, grammars=grammars)
-                except Exception as e:  # a failure is data: these rows end with an error
-                    msg = f"{type(e).__name__}: {e}"
+                except Exception as e:  # the boundary: a failure is data, these rows end with an error
+                    msg = exception_text(e)
                     rows = [Generated([], [], "error", msg) for _ in idx]
                 for i, g in zip(idx, rows, strict=True):
                     out[i] = g
@@ -319,8 +320,8 @@ class VLLMGenerator(Generator):
             eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema}}
         try:
             _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
-        except Exception as e:  # a failure is data
-            msg = f"{type(e).__name__}: {e}"
+        except Exception as e:  # the boundary: a failure is data, these rows end with an error
+            msg = exception_text(e)
             return [Generated([], [], "error", msg) for _ in contexts]
         finally:
             eng.generation_kwargs = saved
@@ -367,8 +368,8 @@ class ScriptedGenerator(Generator):
         for i, ctx in enumerate(contexts):
             try:
                 text = self.script(self.tokenizer.decode(ctx, skip_special_tokens=False))
-            except Exception as e:  # a failure is data
-                out.append(Generated([], [], "error", f"{type(e).__name__}: {e}"))
+            except Exception as e:  # the boundary: a failure is data, this row ends with an error
+                out.append(Generated([], [], "error", exception_text(e)))
                 continue
             if computed is not None:
                 g = computed[i]

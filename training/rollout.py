@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_envs.env import ToolEnv, reset_many, step_many
-from gym_envs.errors import ErrorKind
+from gym_envs.errors import ErrorKind, exception_text
 from gym_envs.parsing import parse_action
 from gym_envs.sandbox import CallResult, Executor, default_executor
 from gym_envs.spec import EnvSpec
@@ -178,12 +178,12 @@ class _Live:
         try:
             self.env = ToolEnv(task.spec, task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
                                executor=executor, max_observation_chars=cfg.max_observation_chars)
-        except Exception as e:  # a spec whose env cannot even be made: a failed episode, not a crash
+        except Exception as e:  # the boundary: a spec whose env cannot even be made is a failed episode
             self.fail(chat, e)
         self.env_seconds += time.perf_counter() - t0
 
     def fail(self, chat: ChatFormat, e: BaseException) -> None:
-        self.ep = Episode(self.task, [chat.eos_id], [], status="env_error", error=f"{type(e).__name__}: {e}")
+        self.ep = Episode(self.task, [chat.eos_id], [], status="env_error", error=exception_text(e))
         if self.env is not None:
             self.env.close()
             self.env = None
@@ -217,7 +217,7 @@ def _start(lives: list[_Live], chat: ChatFormat) -> None:
         resets: list[Any] = reset_many([lv.env for lv in ready],  # type: ignore[misc]
                                        options=[{"task": lv.task.task_id, "episode_seed": lv.task.episode_seed}
                                                 for lv in ready], return_exceptions=True)
-    except Exception as e:  # reset_many itself broke: every env fails alike
+    except Exception as e:  # the boundary: reset_many itself broke, every env fails alike
         resets = [e] * len(ready)
     share = (time.perf_counter() - t0) / max(1, len(ready))
     for lv, r in zip(ready, resets, strict=True):
@@ -306,7 +306,7 @@ def _step(todo: list[tuple[_Live, str]], chat: ChatFormat, cfg: RolloutConfig) -
     try:
         stepped: list[Any] = step_many([lv.env for lv, _ in todo],  # type: ignore[misc]
                                        [text for _, text in todo], return_exceptions=True)
-    except Exception as e:  # step_many itself broke: every env fails alike
+    except Exception as e:  # the boundary: step_many itself broke, every env fails alike
         stepped = [e] * len(todo)
     share = (time.perf_counter() - t0) / len(todo)
     for (lv, _), r in zip(todo, stepped, strict=True):

@@ -72,6 +72,7 @@ __all__ = ["SelfPlay", "histogram", "make_optimizer", "seed_everything", "update
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators (CUDA included) with ``seed``."""
     import numpy as np
     import torch
 

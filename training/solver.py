@@ -25,12 +25,12 @@ Generation uses the trainer's vLLM engine when ``generation.engine`` is
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, load_spec
 from training.chat import ChatFormat
 from training.config import TrainConfig, config_to_dict, generation_autocast, to_grpo_config
@@ -122,10 +122,6 @@ class TaskPool:
         return len(self.tasks)
 
 
-def _seed(*parts: Any) -> int:
-    return int.from_bytes(hashlib.sha256(json.dumps(parts, default=str).encode()).digest()[:4], "big") & 0x7FFFFFFF
-
-
 def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id: int) -> Generator:
     """The trainer's vLLM engine, or HF generate on the unwrapped training model."""
     if getattr(trainer, "use_vllm", False):
@@ -205,12 +201,12 @@ def make_rollout_func(pool: TaskPool, chat: ChatFormat, cfg: TrainConfig, *,
         keys, repeated = _expand(list(prompts), g)
         step = trainer.state.global_step
         rank = trainer.accelerator.process_index
-        tasks = [TaskRef(pool.get(k).spec, pool.get(k).task_id, _seed(cfg.run.seed, k, step)) for k in keys]
+        tasks = [TaskRef(pool.get(k).spec, pool.get(k).task_id, stable_seed(cfg.run.seed, k, step)) for k in keys]
         if generator is None:
             gen = trainer_generator(trainer, cfg, eos_ids_of(trainer.model, chat.tokenizer), chat.pad_id)
         else:
             gen = generator(trainer) if callable(generator) and not isinstance(generator, Generator) else generator
-        episodes = rollout(tasks, gen, chat, cfg.rollout, seed=_seed(cfg.run.seed, step, rank, training),
+        episodes = rollout(tasks, gen, chat, cfg.rollout, seed=stable_seed(cfg.run.seed, step, rank, training),
                            sync=process_sync(trainer.accelerator))
         calls.append({"prompts": len(prompts), "repeated": repeated, "episodes": len(episodes)})
         if on_episodes is not None:

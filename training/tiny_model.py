@@ -20,6 +20,7 @@ it explicitly) and by the backend, trainer and policy tests. Needs the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 __all__ = ["SPECIAL_TOKENS", "TINY_MODEL_NAME", "build_tiny_qwen3", "is_tiny_model_path", "qwen3_chat_template"]
 
@@ -79,7 +80,7 @@ def qwen3_chat_template() -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _build_tokenizer(vocab_size: int) -> object:
+def _build_tokenizer(vocab_size: int) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -109,7 +109,7 @@ class SpecEnvironment:
 
     def _tool(self, name: str, arguments: dict[str, Any]) -> str:
         if self.env.done:
-            return json.dumps({"error": "the episode is over", "type": "EpisodeOver"})
+            return json.dumps({"error": "the episode is over", "type": ErrorKind.EPISODE_OVER.value})
         obs, _, _, _, _ = self.env.step({"name": name, "arguments": arguments})
         return obs
 
@@ -215,7 +215,7 @@ def environment_factories(specs: Sequence[EnvSpec], **kwargs: Any) -> Callable[[
     if not specs:
         raise ValueError("no environment TRL's environment_factory can carry: "
                          + "; ".join(f"{i}: {why}" for i, why in skipped))
-    classes = {s.id: environment_class(s, **kwargs) for s in specs}
+    classes: dict[str, Callable[[], SpecEnvironment]] = {s.id: environment_class(s, **kwargs) for s in specs}
     if len(classes) != len(specs):
         raise ValueError("environment ids must be distinct")
     return next(iter(classes.values())) if len(classes) == 1 else classes

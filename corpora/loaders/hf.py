@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from corpora.document import Document
-from corpora.errors import CorpusError, MissingDependencyError, UnknownNameError
+from corpora.errors import CorpusError, MissingDependencyError, UnknownNameError, did_you_mean
 from corpora.loaders.records import RecordFields, records_to_documents
-from corpora.registry import suggest
 
 __all__ = ["HFConfig", "is_saved_dataset", "load_hf"]
 
@@ -93,7 +92,7 @@ def _open_saved(datasets: Any, config: HFConfig) -> Any:
         if config.split not in loaded:
             splits = list(loaded)
             raise UnknownNameError(
-                f"hf: dataset {config.name!r} has no split {config.split!r}{suggest(config.split, splits)} "
+                f"hf: dataset {config.name!r} has no split {config.split!r}{did_you_mean(config.split, splits)} "
                 f"(available: {', '.join(splits)}); set split="
             )
         loaded = loaded[config.split]

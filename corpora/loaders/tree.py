@@ -1,4 +1,4 @@
-"""Load a source tree on disk.
+r"""Load a source tree on disk.
 
 Role: walk a directory and yield one :class:`~corpora.document.Document` per
 text file, with the language inferred from the extension.
@@ -14,7 +14,7 @@ Contract:
 * Excluded directories are not descended into.
 * Binary files (a NUL byte in the first 8 KiB), undecodable files and files
   larger than ``max_bytes`` are skipped (logged at DEBUG). Python files are
-  decoded with their PEP 263 coding cookie; line endings become ``\\n``.
+  decoded with their PEP 263 coding cookie; line endings become ``\n``.
 * Ids are ``"<corpus>:<relative path>"``; ``corpus`` defaults to the
   directory's name.
 """

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Message, Prompt, approx_tokens, derive_seed
-from envgen.backends.errors import BackendError, BackendNotInstalledError
-from envgen.registry import Registry
+from corpora.registry import Registry
+from envgen.backends.base import Backend, Completion, Message, Prompt, approx_tokens
+from envgen.errors import BackendError, BackendNotInstalledError
 
 BACKENDS: Registry[Any] = Registry("backend")
 BACKENDS.register("transformers", "envgen.backends.hf:TransformersBackend")
@@ -47,6 +47,5 @@ __all__ = [
     "Message",
     "Prompt",
     "approx_tokens",
-    "derive_seed",
     "make_backend",
 ]

@@ -11,8 +11,8 @@ swap them by name:
 * the result has ``len(prompts) * n`` completions, prompt-major: the ``n``
   samples of prompt ``i`` are ``result[i * n:(i + 1) * n]``;
 * ``temperature == 0`` means greedy decoding; otherwise sampling is seeded
-  from ``seed`` (per prompt where the engine allows it, see
-  :func:`derive_seed`), so the same call gives the same completions;
+  from ``seed`` (per prompt where the engine allows it: prompt ``i`` gets
+  :func:`gym_envs.seeding.stable_seed` ``(seed, i)``), so the same call gives the same completions;
 * ``stop`` strings end a completion and are not included in its text
   (``finish_reason == "stop"``); running out of ``max_new_tokens`` gives
   ``finish_reason == "length"``;
@@ -30,7 +30,6 @@ swap them by name:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +41,6 @@ __all__ = [
     "Prompt",
     "approx_tokens",
     "check_sampling",
-    "derive_seed",
     "prompt_text",
     "schema_list",
     "truncate_at_stop",
@@ -65,12 +63,6 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float) -> 
         raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature}")
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-
-
-def derive_seed(seed: int, index: int) -> int:
-    """A per-prompt seed in ``[0, 2**31)`` from a call's ``seed`` and the prompt's index."""
-    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def schema_list(json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None,

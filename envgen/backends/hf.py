@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
-from envgen.backends.errors import BackendError, BackendNotInstalledError
+from envgen.errors import BackendError, BackendNotInstalledError
 
 __all__ = ["JsonGrammars", "TransformersBackend", "grammar_processor", "resolve_device", "resolve_dtype"]
 
@@ -84,7 +84,7 @@ class JsonGrammars:
         if key not in self.cache:
             try:  # compiled in the schema's own property order (the order the model is taught), cached by content
                 self.cache[key] = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
-            except Exception as e:  # xgrammar raises RuntimeError/ValueError for schema features it lacks
+            except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
                 raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
         return self.cache[key]
 

@@ -12,7 +12,7 @@ Contract (beyond :mod:`envgen.backends.base`):
 * a string prompt is sent as one user message;
 * a batch is sent as concurrent requests (a thread pool of ``max_workers``),
   one per prompt, each with ``n`` and its own seed
-  (:func:`~envgen.backends.base.derive_seed`);
+  (:func:`~gym_envs.seeding.stable_seed`);
 * token counts come from the response's ``usage``; with ``n > 1`` the
   completion tokens are split evenly between the samples (the API reports one
   total); a response without ``usage`` gets estimates;
@@ -33,8 +33,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, derive_seed, prompt_text
-from envgen.backends.errors import BackendError
+from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text
+from envgen.errors import BackendError
+from gym_envs.errors import exception_text
+from gym_envs.seeding import stable_seed
 
 __all__ = ["OpenAIBackend"]
 
@@ -122,11 +124,11 @@ class OpenAIBackend(Backend):
         raise AssertionError("unreachable")
 
     def _one(self, prompt: Prompt, index: int, n: int, **kw: Any) -> list[Completion]:
-        body = self._body(prompt, n=n, **{**kw, "seed": derive_seed(kw["seed"], index)})
+        body = self._body(prompt, n=n, **{**kw, "seed": stable_seed(kw["seed"], index)})
         try:
             resp = self._post(body)
-        except Exception as e:  # a failure is data: one bad request never sinks the batch
-            err = f"{type(e).__name__}: {e}"
+        except Exception as e:  # the boundary: a failure is data, one bad request never sinks the batch
+            err = exception_text(e)
             tokens = approx_tokens(prompt_text(prompt))
             return [Completion(text="", prompt_tokens=tokens, finish_reason="error", error=err)
                     for _ in range(n)]

@@ -7,7 +7,7 @@ callable ``fn(prompt) -> str`` (``prompt`` is the chat or the string).
 
 Completions are handed out in call order, prompt-major, one per sample; when
 the script runs out the backend raises
-:class:`~envgen.backends.errors.BackendError` (or starts over with
+:class:`~envgen.errors.BackendError` (or starts over with
 ``cycle=True``). Every prompt seen is recorded in :attr:`ScriptedBackend.prompts`
 so a test can assert what the model was asked. ``stop`` and
 ``max_new_tokens`` are honoured on the text (a token is taken as 4
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text, truncate_at_stop
-from envgen.backends.errors import BackendError
+from envgen.errors import BackendError
 
 __all__ = ["ScriptedBackend", "load_script"]
 

@@ -2,12 +2,12 @@
 
 vLLM is an optional dependency (``pip install 'envwright[vllm]'``, GPU
 machines); importing this module never imports it, building the backend does
-and raises :class:`~envgen.backends.errors.BackendNotInstalledError` with the
+and raises :class:`~envgen.errors.BackendNotInstalledError` with the
 install command when it is missing.
 
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
 given), strings through ``LLM.generate``; each prompt gets its own
-``SamplingParams`` seeded with :func:`~envgen.backends.base.derive_seed`, so a
+``SamplingParams`` seeded with :func:`~gym_envs.seeding.stable_seed`, so a
 prompt's completions do not depend on what else is in the batch. Under a
 ``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
 (``structured_outputs=StructuredOutputsParams(json=schema)``, vLLM >= 0.11; the
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt, derive_seed
-from envgen.backends.errors import BackendError, BackendNotInstalledError
+from envgen.backends.base import Backend, Completion, Prompt
+from envgen.errors import BackendError, BackendNotInstalledError
+from gym_envs.seeding import stable_seed
 
 __all__ = ["VLLMBackend"]
 
@@ -74,7 +75,7 @@ class VLLMBackend(Backend):
         extra = self._structured(schema) if schema is not None else {}
         return self._vllm.SamplingParams(n=n, max_tokens=max_new_tokens, temperature=temperature,
                                          top_p=top_p if temperature > 0 else 1.0,
-                                         seed=derive_seed(seed, index), stop=stop or None, **extra)
+                                         seed=stable_seed(seed, index), stop=stop or None, **extra)
 
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
                   seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,

@@ -33,6 +33,7 @@ from typing import Any
 
 from envgen.blueprint.normalize import Normalizer
 from envgen.blueprint.schema import Blueprint
+from envgen.errors import CompileError
 from envgen.proposers.template_build import fill_entity_rows
 from envgen.proposers.template_model import EnvModel, human
 from envgen.proposers.template_tasks import build_tasks
@@ -45,14 +46,6 @@ __all__ = ["CompileError", "CompileOptions", "Compiled", "compile_blueprint", "d
 
 MIN_TASKS = 3
 _DEFAULT_MIX = {"execute": 1, "read": 2, "read_then_write": 1, "missing_parameter": 1, "decline": 1}
-
-
-class CompileError(ValueError):
-    """A blueprint with nothing usable left after repairs (the message says why)."""
-
-    def __init__(self, message: str, repairs: list[str] | None = None):
-        self.repairs = list(repairs or [])
-        super().__init__(message)
 
 
 @dataclass

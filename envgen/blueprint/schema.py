@@ -142,7 +142,7 @@ class TaskMix(_Model):
 
 
 class Blueprint(_Model):
-    """What a document manages (see the module docstring and BLUEPRINT.md)."""
+    """What a document manages (see the module docstring and envgen/blueprint/BLUEPRINT.md)."""
 
     blueprint_version: Literal[1]
     title: str = Field(pattern=_text(48), description="a short name of the simulated system")

@@ -59,6 +59,7 @@ def ascii_text(text: str, limit: int) -> str:
 
 
 def module_name(doc: Any, path: str) -> str:
+    """The dotted module name of a document: its ``module`` metadata, else derived from ``path``."""
     meta = getattr(doc, "metadata", None) or {}
     module = meta.get("module") if hasattr(meta, "get") else None
     if isinstance(module, str) and module:

@@ -1,4 +1,4 @@
-"""The validity gate's mutation testing of checks (ENVSPEC.md validity rules 4, 5 and 7).
+"""The validity gate's mutation testing of checks (gym_envs/ENVSPEC.md validity rules 4, 5 and 7).
 
 A reward is only as good as the checks that pay it. This package derives wrong trajectories from each
 turn's reference and requires the turn's checks to catch every one of them:

@@ -2,7 +2,7 @@
 
 Role: for one turn of one task, with what its reference run saw (:class:`RefTurn`: the state at the
 start of the turn, the reference calls' results, the oracle reply), list the :class:`Mutant`
-trajectories whose checks must fail (ENVSPEC.md, validity rules 5 and 7):
+trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7):
 
 * **argument** (rule 5): each argument of each reference call, read calls included, replaced by
   other valid values taken from the state (:func:`envgen.gate.values.argument_values`): another

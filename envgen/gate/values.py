@@ -127,6 +127,7 @@ def answer_text(v: Any) -> str:
 
 
 def same_answer(a: str, b: str) -> bool:
+    """Whether two answers are the same text, ignoring case and surrounding space."""
     return a.strip().lower() == b.strip().lower()
 
 

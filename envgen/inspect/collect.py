@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_envs.cli import check_summary, format_call, source_label, tool_parameters
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
 __all__ = ["EnvPage", "RejectedPage", "RunPage", "SourceDoc", "collect_env", "collect_rejected", "collect_runs",
@@ -129,12 +130,12 @@ def _dump_tables(spec: EnvSpec, executor: Any, rows: int) -> tuple[dict[str, Any
         session = executor.session(spec, seed=0)
     except LoadFailure as e:
         return None, str(e)
-    except Exception as e:  # a failure is data
-        return None, f"{type(e).__name__}: {e}"
+    except Exception as e:  # the inspector's boundary: what cannot be shown is said on the page
+        return None, exception_text(e)
     try:
         return session.dump(limit=rows), None
-    except Exception as e:
-        return None, f"{type(e).__name__}: {e}"
+    except Exception as e:  # the inspector's boundary, as above
+        return None, exception_text(e)
     finally:
         session.close()
 
@@ -177,8 +178,8 @@ def collect_env(spec: EnvSpec, *, row: dict[str, Any] | None = None, file: str =
         page.tables, page.tables_error = _dump_tables(spec, executor, rows)
     try:
         page.gate, page.gate_source = _gate(spec, stored_gate, gate_mode, executor or "worker")
-    except Exception as e:  # a failure is data
-        page.problems.append(f"the validity gate could not run: {type(e).__name__}: {e}")
+    except Exception as e:  # the inspector's boundary: the page says the gate could not run, and why
+        page.problems.append(f"the validity gate could not run: {exception_text(e)}")
     page.source = _source(spec, doc)
     page.names = _names(spec, page.source)
     page.history = _history(history)
@@ -199,10 +200,7 @@ def _source(spec: EnvSpec, doc: Any) -> SourceDoc | None:
     ex = excerpt_parts(doc, EXCERPT_TOKENS)
     out.text, out.complete, out.lines = ex.text, ex.complete, doc.text.count("\n") + 1
     out.sha_matches = None if not spec.source.sha256 else doc.sha256 == spec.source.sha256
-    try:
-        out.identifiers = set(identifiers(doc))
-    except Exception:
-        out.identifiers = set(re.findall(r"[A-Za-z_]\w+", doc.text))
+    out.identifiers = set(identifiers(doc))  # never raises: a text that does not parse is scanned as text
     return out
 
 
@@ -240,7 +238,7 @@ def find_documents(wanted: dict[str, tuple[str, str | None]], corpus: str | None
         try:
             name, source = resolve_spec(corpus)
             tree_root = Path(source) if name == "tree" and source else None
-        except Exception as e:
+        except ValueError as e:  # a CorpusError: no such loader or path
             if on_problem:
                 on_problem(f"--corpus {corpus!r}: {e}")
             corpus = None
@@ -329,9 +327,11 @@ class RunPage:
 
 
 def collect_runs(folders: Iterable[Path]) -> list[RunPage]:
-    """Read evaluation run folders (``envwright eval --out``: ``results.jsonl``, one episode record per line,
-    and ``summary.json``); a folder that is not one raises ValueError. (envgen does not import eval: the
-    run folder's files are the interface.)"""
+    """Read evaluation run folders; a folder that is not one raises ValueError.
+
+    A run folder (``envwright eval --out``) holds ``results.jsonl``, one episode record per line, and
+    ``summary.json``. (envgen does not import eval: the run folder's files are the interface.)
+    """
     out: list[RunPage] = []
     names: set[str] = set()
     for folder in folders:

@@ -193,6 +193,8 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
     """Write the site for ``ref`` (a library folder, a spec file, a folder of specs or an example's name).
 
     Args:
+        ref: a library folder, a spec file, a folder of specs or a shipped example's name.
+        out: the site's folder (built beside it and swapped in whole; an existing one must be empty or a site).
         runs: evaluation run folders whose episodes are linked from env pages.
         corpus: the corpus the library was generated from, to show source documents that are not in
             this interpreter's standard library.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from corpora.registry import Registry
 from envgen.proposers.base import Proposal, Proposer
-from envgen.registry import Registry
 
 PROPOSERS: Registry[Any] = Registry("proposer")
 PROPOSERS.register("template", "envgen.proposers.template:TemplateProposer")

@@ -44,6 +44,7 @@ from envgen.backends.base import check_sampling, prompt_text
 from envgen.blueprint.compiler import CompileError, CompileOptions, compile_blueprint
 from envgen.blueprint.prompt import build_blueprint_messages
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
+from envgen.errors import PARSE_FAILURES, FailureCode
 from envgen.prompts import (
     BUILTIN_EXAMPLE,
     ParsedCompletion,
@@ -56,6 +57,7 @@ from envgen.prompts import (
 )
 from envgen.proposers.base import Proposal, Proposer
 from envgen.structure import STRUCTURES, spec_decoding_schema, spec_from_decoded
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, as_spec
 
 __all__ = ["LLMProposer"]
@@ -157,8 +159,8 @@ class LLMProposer(Proposer):
         try:
             return self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature,
                                          top_p=self.top_p, seed=seed, n=1, stop=self.stop, json_schema=schemas)
-        except Exception as e:  # a failure is data: the batch's proposals record it
-            return f"generation failed ({self.backend.name}): {type(e).__name__}: {e}"
+        except Exception as e:  # the boundary: a failure is data, the batch's proposals record it
+            return f"generation failed ({self.backend.name}): {exception_text(e)}"
 
     # -- proposer API ---------------------------------------------------------------------------
     def propose_batch(self, docs: list[Any], *, seed: int = 0,
@@ -207,8 +209,8 @@ class LLMProposer(Proposer):
         c_tok = prev.completion_tokens if prev else 0
         if isinstance(comp, str) or not comp.ok:
             err = comp if isinstance(comp, str) else f"generation failed ({self.backend.name}): {comp.error}"
-            meta["rounds"].append({"seed": seed, "error": err, "error_code": "generation"})
-            meta["error_code"] = "generation"
+            meta["rounds"].append({"seed": seed, "error": err, "error_code": FailureCode.GENERATION})
+            meta["error_code"] = FailureCode.GENERATION
             return Proposal(doc_id, None, error=err, raw=prev.raw if prev else None, prompt=prompt_text(chat),
                             prompt_tokens=p_tok, completion_tokens=c_tok, retries=retries, meta=meta)
         fill = {"doc": doc, "generator": self.generator, "stream": meta["stream"], "skill_id": meta["skill_id"],
@@ -221,8 +223,8 @@ class LLMProposer(Proposer):
             if self.constrained:
                 text = _joined_spec_text(text)
             parsed = parse_completion(text, reserved_ids=self.reserved_ids, **fill)
-        if self.constrained and parsed.code in ("no_json", "json_syntax", "not_object", "blueprint_schema"):
-            parsed.code = "constrained_parse"  # decoding under the schema should make this impossible
+        if self.constrained and parsed.code in PARSE_FAILURES:
+            parsed.code = FailureCode.CONSTRAINED_PARSE  # decoding under the schema should make this impossible
         error = self._error(parsed, comp)
         meta["rounds"].append({"seed": seed, "prompt_tokens": comp.prompt_tokens,
                                "completion_tokens": comp.completion_tokens,
@@ -238,7 +240,8 @@ class LLMProposer(Proposer):
         """A completion of the blueprint stream, compiled (failures typed as ``blueprint_schema``/``compile``)."""
         pb = parse_blueprint(text)
         if pb.blueprint is None:
-            return ParsedCompletion(None, f"{pb.error}. Answer with one blueprint JSON object.", "blueprint_schema")
+            return ParsedCompletion(None, f"{pb.error}. Answer with one blueprint JSON object.",
+                                    FailureCode.BLUEPRINT_SCHEMA)
         meta["blueprint"] = pb.blueprint.to_json()
         require = dict(getattr(skill, "blueprint", None) or {})
         try:
@@ -249,14 +252,14 @@ class LLMProposer(Proposer):
                 prompt_sha256=fill["prompt_sha256"], created_at=fill["created_at"])
         except CompileError as e:
             meta["repairs"] = e.repairs
-            return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", "compile")
+            return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", FailureCode.COMPILE)
         meta["repairs"] = compiled.repairs
         return ParsedCompletion(compiled.spec, None, None)
 
     def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:
         if parsed.ok:
             return None
-        if comp.finish_reason == "length" and parsed.code in ("no_json", "json_syntax"):
+        if comp.finish_reason == "length" and parsed.code in (FailureCode.NO_JSON, FailureCode.JSON_SYNTAX):
             return (f"your answer was cut off at the {self.max_new_tokens}-token limit before the JSON "
                     f"was complete ({parsed.error}). Write a smaller environment: fewer tools, seed rows and "
                     "tasks, shorter descriptions, no text outside the JSON.")

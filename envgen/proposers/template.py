@@ -41,6 +41,7 @@ from envgen.blueprint.compiler import Compiled, CompileError, CompileOptions, co
 from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.base import Proposal, Proposer
 from envgen.proposers.template_build import TemplateError
+from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
 
 __all__ = ["TemplateError", "TemplateProposer", "derive_compiled", "derive_spec"]
@@ -116,7 +117,7 @@ class TemplateProposer(Proposer):
                 out.append(Proposal(doc_id, None, error=f"template: {e}"))
                 continue
             except Exception as e:  # the boundary: a bad document is data, never a crash of the generator
-                out.append(Proposal(doc_id, None, error=f"template: internal error {type(e).__name__}: {e}"))
+                out.append(Proposal(doc_id, None, error=f"template: internal error {exception_text(e)}"))
                 continue
             spec = compiled.spec
             tables = spec.state.schema_sql.count("CREATE TABLE")

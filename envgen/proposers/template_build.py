@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from envgen.errors import TemplateError
 from envgen.proposers.template_extract import ClassInfo, DocInfo, FieldInfo, MethodInfo
 from envgen.proposers.template_model import (
     Column,
@@ -48,10 +49,6 @@ _GENERIC_NOUNS = word_set("all data info value values help string bytes text to 
                            "error errors exception default defaults by with in on of for dict list set "
                            "state stats name names type line lines object objects file")
 _FALLBACK_COLUMNS = (("priority", "INTEGER"), ("notes", "TEXT"), ("size", "INTEGER"), ("weight", "REAL"))
-
-
-class TemplateError(ValueError):
-    """The document yields no usable environment (the message says why)."""
 
 
 @dataclass

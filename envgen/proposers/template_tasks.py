@@ -2,7 +2,7 @@
 
 Role: given an :class:`~envgen.proposers.template_model.EnvModel` (entities
 with seed rows, operations), write 4-8 tasks covering every task kind of
-ENVSPEC.md: ``execute``, ``read``, ``read_then_write``, ``missing_parameter``
+gym_envs/ENVSPEC.md: ``execute``, ``read``, ``read_then_write``, ``missing_parameter``
 and ``decline``.
 
 Contract (what the validity gate checks):

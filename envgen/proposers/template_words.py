@@ -1,7 +1,7 @@
 """Word tables of the template proposer: verbs by operation, name-based type hints, stop words.
 
 Role: the vocabulary that maps a document's method names to operations
-(``add_item`` → create of ``item``) and its attribute / parameter names to
+(``add_item`` → create of ``item``; the verbs are :mod:`corpora.verbs`) and its attribute / parameter names to
 SQLite types (``timeout`` → REAL, ``is_open`` → BOOLEAN). Pure data plus two
 lookups; no analysis happens here.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STATUS_INITIAL", "STATUS_TARGET", "STOP_WORDS", "VERBS", "hint_type", "verb_kind", "word_list", "word_set"]
+from corpora.verbs import verb_operation
+
+__all__ = ["STATUS_INITIAL", "STATUS_TARGET", "STOP_WORDS", "hint_type", "verb_kind", "word_list", "word_set"]
 
 
 def word_list(text: str) -> tuple[str, ...]:
@@ -23,30 +25,6 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-VERBS: dict[str, frozenset[str]] = {
-    "create": word_set(
-        "add create insert new make put push append register enqueue store save post spawn attach "
-        "submit schedule open emit allocate build define declare"
-    ),
-    "get": word_set("get fetch read load peek show describe retrieve view info"),
-    "find": word_set("find lookup search query locate resolve select match identify"),
-    "list": word_set("list iter items keys values all enumerate walk scan entries"),
-    "update": word_set(
-        "update set modify edit rename move replace change patch adjust assign configure config "
-        "increment decrement incr decr toggle write resize"
-    ),
-    "delete": word_set(
-        "remove delete del discard drop unregister dequeue purge erase evict destroy unlink pop "
-        "clear"
-    ),
-    "status": word_set(
-        "close cancel expire release acquire detach finish stop shutdown abort pause resume suspend "
-        "start enable disable lock unlock archive activate deactivate approve reject complete"
-    ),
-}
-"""First words of method names, by the operation they become."""
-
-_VERB_KIND = {verb: kind for kind, verbs in VERBS.items() for verb in verbs}
 
 STATUS_TARGET: dict[str, str] = {
     "close": "closed", "cancel": "cancelled", "expire": "expired", "release": "released",
@@ -106,8 +84,8 @@ _TEXT_WORDS = word_set(
 
 
 def verb_kind(word: str) -> str | None:
-    """The operation a method's first word maps to (``add`` → ``create``), or ``None``."""
-    return _VERB_KIND.get(word)
+    """The operation a method's first word maps to (``add`` → ``create``; :mod:`corpora.verbs`), or ``None``."""
+    return verb_operation(word)
 
 
 def hint_type(name: str) -> str | None:

@@ -133,8 +133,8 @@ def diff_cmd(a: Path = typer.Argument(..., help="The earlier library (e.g. RUN/s
     for sid, st in d["stats"].items():
         moved = ", ".join(f"{k} {v['old']} -> {v['new']}" for k, v in st.items())
         con.print(display.text(f"stats {sid}: {moved}", "dim"))
-    for e in d["events"]:
-        con.print(display.text(f"[iter {e.get('iteration')}] {e.get('event')} {e.get('skill')}: {e.get('why')}"))
+    for ev in d["events"]:
+        con.print(display.text(f"[iter {ev.get('iteration')}] {ev.get('event')} {ev.get('skill')}: {ev.get('why')}"))
     if not (d["added"] or d["archived"] or d["restored"] or d["changed"] or d["stats"] or d["events"]):
         con.print("no difference")
 

@@ -45,6 +45,7 @@ from typing import Any
 from envgen.skills.library import SkillLibrary, content_similarity, spec_tokens
 from envgen.skills.rewards import skill_sp_reward
 from envgen.skills.skill import Skill
+from gym_envs.parsing import strip_think
 from gym_envs.spec import EnvSpec
 
 __all__ = ["Candidate", "Controller", "ControllerConfig", "RoundLog"]
@@ -374,7 +375,7 @@ def _refine_prompt(skill: Skill, failures: list[str]) -> str:
 
 
 def _parse_rules(text: str) -> tuple[list[str], list[str]] | None:
-    text = re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.S)
+    text = strip_think(text)
     m = re.search(r"\{.*\}", text, re.S)
     if not m:
         return None

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from envgen.library import text_similarity
+from corpora.similarity import jaccard, text_similarity
 from envgen.skills.skill import Skill, load_skill, save_skill
+from gym_envs.errors import did_you_mean
 from gym_envs.spec import EnvSpec
 
 __all__ = ["SkillLibrary", "builtin_skills_dir", "content_similarity", "spec_tokens"]
@@ -35,6 +36,7 @@ def builtin_skills_dir() -> Path:
 
 
 def spec_tokens(spec: EnvSpec) -> set[str]:
+    """The tool-signature tokens of a spec: its tool names' words and their parameter names."""
     toks: set[str] = set()
     for tool in spec.tools:
         toks.update(w for w in tool.name.lower().split("_") if w)
@@ -42,15 +44,9 @@ def spec_tokens(spec: EnvSpec) -> set[str]:
     return toks
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / max(1, len(a | b))
-
-
 def content_similarity(a_tokens: set[str], a_text: str, b_tokens: set[str], b_text: str) -> float:
     """Mean of tool-signature Jaccard and task-text similarity, in [0, 1]."""
-    return 0.5 * _jaccard(a_tokens, b_tokens) + 0.5 * text_similarity(a_text, b_text)
+    return 0.5 * jaccard(a_tokens, b_tokens) + 0.5 * text_similarity(a_text, b_text)
 
 
 class SkillLibrary:
@@ -90,10 +86,7 @@ class SkillLibrary:
             return self.skills[skill_id]
         if skill_id in self.archived:
             return self.archived[skill_id]
-        import difflib
-
-        close = difflib.get_close_matches(skill_id, [*self.skills, *self.archived], n=1)
-        raise KeyError(f"no skill {skill_id!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        raise KeyError(f"no skill {skill_id!r}{did_you_mean(skill_id, [*self.skills, *self.archived], n=1)}")
 
     # -- changes -------------------------------------------------------------------------------
     def save(self, skill: Skill) -> None:

@@ -107,6 +107,7 @@ class Scored:
 
 @dataclass
 class RoundResult:
+    """One round of the skill loop: the kept and candidate environments, the log, routing and weights."""
     iteration: int
     kept: list[Scored]
     candidates: list[Scored]

@@ -105,6 +105,7 @@ def _topic_of(spec: EnvSpec) -> str:
 
 @dataclass
 class SimulationConfig:
+    """The knobs of a skill-loop simulation (rounds, environments per round, the solver model)."""
     rounds: int = 6
     envs_per_round: int = 40
     alpha: float = 0.5

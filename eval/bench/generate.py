@@ -121,6 +121,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line (``envwright bench generate``); returns the exit status."""
     ap = argparse.ArgumentParser(prog="envwright bench generate", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.blueprint.grounding import grounding
+from envgen.errors import PARSE_FAILURES
 from envgen.library import signature_key
 
 __all__ = ["NPM_PACKAGES", "SETUPS", "main", "run"]
@@ -41,7 +42,6 @@ SETUPS = ("free", "free-constrained", "blueprint", "blueprint-warm")
 NPM_PACKAGES = ("bull@4.16.5", "nedb@1.8.0", "express-session@1.19.0", "passport@0.7.0", "node-schedule@2.1.1",
                 "bottleneck@2.19.5", "bee-queue@2.0.0", "node-cache@5.1.2", "sequelize@6.37.8", "knex@3.3.0",
                 "express@4.21.2", "lru-cache@7.18.3", "keyv@4.5.4", "ioredis@5.4.2")
-_PARSE_FAILURES = {"no_json", "json_syntax", "not_object", "blueprint_schema", "constrained_parse"}
 
 
 def _documents(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -92,7 +92,7 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
     ground = [grounding(p.spec, d) for p, d in accepted]
     return {
         "documents": len(docs),
-        "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in _PARSE_FAILURES),
+        "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in PARSE_FAILURES),
         "compiled": sum(1 for p in props if p.spec is not None),
         "accepted": len(accepted),
         "accepted_share": len(accepted) / len(docs) if docs else 0.0,
@@ -221,6 +221,7 @@ def _table(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line (``envwright bench proposer``); returns the exit status."""
     ap = argparse.ArgumentParser(prog="envwright bench proposer", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
     ap.add_argument("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")

@@ -50,14 +50,14 @@ from eval.bfcl.agreement import (
 from eval.bfcl.checks import AttributeDifference, EpisodeScore, TurnVerdict
 from eval.bfcl.data import MULTI_TURN_CATEGORIES, BfclEntry, load_entries, load_entry
 from eval.bfcl.episode import BfclEpisode, CallRecord, ToolCall, build_call_string
-from eval.bfcl.errors import (
+from eval.bfcl.throughput import ThroughputResult, replay_throughput
+from eval.errors import (
     INSTALL_HINT,
     BfclDataError,
     BfclEpisodeError,
     BfclError,
     BfclNotInstalledError,
 )
-from eval.bfcl.throughput import ThroughputResult, replay_throughput
 
 __all__ = [
     "INSTALL_HINT",

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.bfcl.errors import BfclNotInstalledError
+from eval.errors import BfclNotInstalledError
 
 _MULTI_TURN_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
 _MULTI_TURN_CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"

@@ -34,7 +34,7 @@ from eval.bfcl import _backend
 from eval.bfcl.checks import FORCE_TERMINATED, EpisodeScore
 from eval.bfcl.data import MULTI_TURN_CATEGORIES, BfclEntry, load_entries
 from eval.bfcl.episode import BfclEpisode, ToolCall
-from eval.bfcl.errors import BfclDataError
+from eval.errors import BfclDataError
 
 Trajectory = list[list[ToolCall]]
 

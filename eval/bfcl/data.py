@@ -29,7 +29,6 @@ Contract:
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import json
 from collections.abc import Iterable, Mapping
@@ -38,7 +37,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from eval.bfcl._backend import bfcl
-from eval.bfcl.errors import BfclDataError
+from eval.errors import BfclDataError
+from gym_envs.errors import did_you_mean
 
 MULTI_TURN_CATEGORIES: Final[tuple[str, ...]] = (
     "multi_turn_base",
@@ -128,11 +128,8 @@ def check_category(category: str) -> str:
     """Return ``category`` if supported, else raise ``ValueError`` with a suggestion."""
     if category in MULTI_TURN_CATEGORIES:
         return category
-    guess = difflib.get_close_matches(category, MULTI_TURN_CATEGORIES, n=1)
-    hint = f" Did you mean {guess[0]!r}?" if guess else ""
-    raise ValueError(
-        f"unknown BFCL multi-turn category {category!r}.{hint} Known: {', '.join(MULTI_TURN_CATEGORIES)}"
-    )
+    hint = did_you_mean(category, MULTI_TURN_CATEGORIES, n=1)
+    raise ValueError(f"unknown BFCL multi-turn category {category!r}{hint} (known: {', '.join(MULTI_TURN_CATEGORIES)})")
 
 
 def load_entries(
@@ -144,7 +141,7 @@ def load_entries(
     """Load the entries of ``category`` (in BFCL's file order) with their ground truth.
 
     ``ids`` keeps only those ids (in file order); ``limit`` keeps the first ``limit`` after that.
-    Raises :class:`~eval.bfcl.errors.BfclNotInstalledError` if ``bfcl-eval`` is missing.
+    Raises :class:`~eval.errors.BfclNotInstalledError` if ``bfcl-eval`` is missing.
     """
     check_category(category)
     bfcl()  # fail early with the install hint, even when the raw files are cached

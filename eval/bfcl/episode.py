@@ -50,7 +50,7 @@ from eval.bfcl.checks import (
     state_differences,
 )
 from eval.bfcl.data import BfclEntry, FunctionDoc, Message
-from eval.bfcl.errors import BfclEpisodeError
+from eval.errors import BfclEpisodeError
 
 _ERROR_PREFIX = "Error during execution: "
 _MAX_DEPTH = 32

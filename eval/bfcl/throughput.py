@@ -28,6 +28,7 @@ Executor = Literal["serial", "thread", "process"]
 
 @dataclass(frozen=True)
 class ThroughputResult:
+    """One throughput measurement: a category replayed with an executor and a number of workers."""
     category: str
     executor: str
     workers: int

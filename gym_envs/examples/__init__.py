@@ -18,9 +18,9 @@ The specs are data: this module only finds and parses them.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 
+from gym_envs.errors import did_you_mean
 from gym_envs.spec import EnvSpec, load_spec
 
 __all__ = ["EXAMPLES_DIR", "UnknownExample", "example_path", "list_examples", "load_all", "load_example"]
@@ -51,8 +51,7 @@ def example_path(name: str) -> Path:
     stem = name.removesuffix(".json")
     if stem in names:
         return EXAMPLES_DIR / f"{stem}.json"
-    close = difflib.get_close_matches(stem, names, n=3, cutoff=0.5)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(stem, names, cutoff=0.5)
     raise UnknownExample(f"no example environment {name!r}{hint} (examples: {', '.join(names)})")
 
 

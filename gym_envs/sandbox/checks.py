@@ -1,6 +1,6 @@
 """Check evaluation: the verdict of one check of a turn on the episode's state after the turn.
 
-:func:`evaluate` judges the five kinds of ENVSPEC.md. The engine hands it the two ways of reading the
+:func:`evaluate` judges the five kinds of gym_envs/ENVSPEC.md. The engine hands it the two ways of reading the
 state that run untrusted code, both inside the engine's call scope: ``sql(query)`` runs a query in the
 read-only mode, ``python(code)`` runs a ``check(db)`` function on the read-only facade and returns its
 verdict (:func:`python_verdict`). Only JSON crosses
@@ -53,7 +53,7 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
         return {"passed": False, "detail": f"unknown check kind {kind!r}"}
     except CallTimeout:
         return {"passed": False, "detail": "check timed out"}
-    except Exception as e:
+    except Exception as e:  # the boundary: a check whose evaluation raises (its SQL, its values) fails
         return {"passed": False, "detail": describe(e, 500)["error"]}
 
 

@@ -1,6 +1,6 @@
 """The SQLite state of an episode and the ``db`` facade that tool code sees.
 
-Contract (ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.Connection``. It gets a
+Contract (gym_envs/ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.Connection``. It gets a
 :class:`DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and ``execute(sql, params=())
 -> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
 

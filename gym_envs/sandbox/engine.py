@@ -30,6 +30,7 @@ from gym_envs.errors import (
     cap_text,
     describe,
     error_response,
+    exception_text,
 )
 from gym_envs.sandbox.arguments import compile_arguments, validate_arguments
 from gym_envs.sandbox.checks import evaluate, python_verdict
@@ -143,8 +144,8 @@ class Engine:
         except CallTimeout:
             disarm()
             return error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500)
-        except Exception as e:  # an engine bug must not kill the worker
-            return error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000)
+        except Exception as e:  # the boundary: an engine bug must not kill the worker
+            return error_response(ErrorKind.INTERNAL_ERROR, exception_text(e), 2000)
 
     def _batch(self, reqs: list[Any]) -> list[Any]:
         """A batch's answers, in order; its calls go straight to the call path (the same error boundary)."""
@@ -157,8 +158,8 @@ class Engine:
                 except CallTimeout:
                     disarm()
                     out.append(error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500))
-                except Exception as e:
-                    out.append(error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000))
+                except Exception as e:  # the boundary, as in handle(): one request's engine bug
+                    out.append(error_response(ErrorKind.INTERNAL_ERROR, exception_text(e), 2000))
             else:
                 out.append(self.handle(r))
         return out
@@ -216,7 +217,7 @@ class Engine:
         try:
             ep = self._new_episode(prog, db, seed=0)
             missing = [n for n in prog.tool_schemas if not callable(ep.tools.get(n))]
-        except BaseException as e:
+        except BaseException as e:  # the boundary: the module-level code's failure (CallTimeout too) is a LoadError
             disarm()
             db.close()
             return describe(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
@@ -327,7 +328,7 @@ class Engine:
                 disarm()
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
             disarm()
             failure = e
         finally:
@@ -407,7 +408,7 @@ class Engine:
                     value = ep.tools[name](ep.db, **logged)
                 except (KeyboardInterrupt, SystemExit):
                     raise
-                except BaseException as e:
+                except BaseException as e:  # the boundary, as above (the batched path)
                     failure = e
                 finally:
                     guard.owner = saved_owner
@@ -457,7 +458,7 @@ class Engine:
             value = self._run_spec(ep.state, ep.token, ep.glb, ep.tools[name], (ep.db,), args)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
             disarm()
             return describe(e, self._cap)
         try:
@@ -509,7 +510,7 @@ class Engine:
                     raise StateError("the replay aborted again", transient=True)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:
+        except BaseException as e:  # the boundary: a replay that fails loses the episode, typed as EpisodeLost
             disarm()
             ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
 

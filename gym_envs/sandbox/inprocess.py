@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from gym_envs.errors import CallTimeout, ErrorKind, LoadFailure, error_response
+from gym_envs.errors import CallTimeout, ErrorKind, LoadFailure, error_response, exception_text
 from gym_envs.sandbox.engine import Engine
 from gym_envs.sandbox.host import CallResult, Executor, Session, program_request
 from gym_envs.sandbox.limits import Limits
@@ -57,8 +57,8 @@ class InProcessExecutor(Executor):
                 self.engine.call(session.id, name, arguments)
         except CallTimeout:
             out = error_response(ErrorKind.TIMEOUT, "the request took too long and was stopped", 500)
-        except Exception as e:
-            out = error_response(ErrorKind.INTERNAL_ERROR, f"{type(e).__name__}: {e}", 2000)
+        except Exception as e:  # the engine's boundary (Engine.handle), for this direct call
+            out = error_response(ErrorKind.INTERNAL_ERROR, exception_text(e), 2000)
         finally:
             self._lock.release()
         if out.__class__ is tuple:

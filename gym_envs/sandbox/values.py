@@ -103,13 +103,13 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
 
 def _plain_subclass(v: Any, depth: int) -> tuple[Any, int]:
     if isinstance(v, str):
-        c = str.__str__(v)  # the real text; sized by it, not by an overridden __len__
-        return c, 12 * len(c) + 2
+        text = str.__str__(v)  # the real text; sized by it, not by an overridden __len__
+        return text, 12 * len(text) + 2
     if isinstance(v, bool):
         return bool(v), 5
     if isinstance(v, int):
-        c = int.__int__(v)
-        return c, _int_bound(c)
+        number = int.__int__(v)
+        return number, _int_bound(number)
     if isinstance(v, float):
         return _plain(float.__float__(v), depth)
     raise TypeError(f"Object of type {v.__class__.__name__} is not JSON serializable")

@@ -100,5 +100,5 @@ def clean_registry() -> Iterator[None]:
     """Remove loaders a test registers, keeping the built-ins."""
     before = set(registry.loader_names())
     yield
-    for name in set(registry._REGISTRY) - before:
-        del registry._REGISTRY[name]
+    for name in set(registry.loader_names()) - before:
+        registry.LOADERS.unregister(name)

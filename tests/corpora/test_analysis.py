@@ -96,3 +96,18 @@ def test_method_category(name: str, category: str | None) -> None:
 def test_snake_case() -> None:
     assert snake_case("XMLParser") == "xml_parser"
     assert snake_case("__private__name") == "private_name"
+
+
+def test_one_verb_table_each_word_once() -> None:
+    """corpora.verbs is the one verb list: analysis' CRUD categories (and envgen's template operations) read it."""
+    from corpora.verbs import CRUD_CATEGORIES, OPERATIONS, VERBS, verb_category, verb_operation
+
+    words = [w for _, _, ws in VERBS for w in ws]
+    assert len(words) == len(set(words))  # no word in two rows
+    assert {c for c, _, _ in VERBS} == set(CRUD_CATEGORIES) and {o for _, o, _ in VERBS} == {*OPERATIONS, None}
+    assert (verb_category("cancel"), verb_operation("cancel")) == ("delete", "status")
+    assert (verb_category("close"), verb_operation("close")) == ("update", "status")
+    assert (verb_category("has"), verb_operation("has")) == ("read", None)  # a question: no tool of its own
+    assert (verb_category("sort"), verb_operation("sort")) == ("update", None)
+    assert method_category("cancel_order") == "delete" and method_category("has_key") == "read"
+    assert verb_operation("compute") is None and verb_category("compute") is None

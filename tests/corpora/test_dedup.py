@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from corpora import CorpusError, MinHasher, NearDuplicateIndex, dedup_exact, dedup_near, jaccard
+from corpora import CorpusError, MinHasher, NearDuplicateIndex, dedup_exact, dedup_near, shingle_jaccard
 from corpora.dedup import shingle_hashes
 
 from .conftest import PLAIN_SOURCE, STATEFUL_SOURCE, make_doc
@@ -31,8 +31,8 @@ def test_dedup_near_drops_edited_copies_and_keeps_different_texts() -> None:
         make_doc(reformatted, "reformatted.py"),
         make_doc(PLAIN_SOURCE, "plain.py"),
     ]
-    assert jaccard(BASE, edited) > 0.9
-    assert jaccard(BASE, reformatted) == 1.0
+    assert shingle_jaccard(BASE, edited) > 0.9
+    assert shingle_jaccard(BASE, reformatted) == 1.0
     assert [d.path for d in dedup_near(docs)] == ["orig.py", "other.py", "plain.py"]
     assert len(list(dedup_near(docs, threshold=1.0))) == 4  # the edited copy is not identical
 
@@ -41,7 +41,7 @@ def test_minhash_estimates_jaccard() -> None:
     half = "\n".join(BASE.split("\n")[:60])
     hasher = MinHasher(num_perm=256)
     estimate = MinHasher.similarity(hasher.signature(BASE), hasher.signature(half))
-    assert estimate == pytest.approx(jaccard(BASE, half), abs=0.1)
+    assert estimate == pytest.approx(shingle_jaccard(BASE, half), abs=0.1)
     assert MinHasher.similarity(hasher.signature(BASE), hasher.signature(STATEFUL_SOURCE)) < 0.1
     with pytest.raises(CorpusError):
         MinHasher.similarity(hasher.signature(BASE), MinHasher(num_perm=8).signature(BASE))
@@ -50,7 +50,7 @@ def test_minhash_estimates_jaccard() -> None:
 def test_short_and_empty_texts() -> None:
     assert shingle_hashes("").size == 0
     assert shingle_hashes("one two").size == 1
-    assert jaccard("", "") == 1.0
+    assert shingle_jaccard("", "") == 1.0
     index = NearDuplicateIndex()
     assert index.add("a b") and not index.add("a  b") and index.add("c d")
     assert len(index) == 2

@@ -29,7 +29,7 @@ def test_fitting_document_is_returned_whole() -> None:
     doc = make_doc(STATEFUL_SOURCE)
     parts = excerpt_parts(doc, 10_000)
     assert parts.complete and parts.text == STATEFUL_SOURCE
-    assert doc.excerpt(10_000) == STATEFUL_SOURCE
+    assert excerpt(doc, 10_000) == STATEFUL_SOURCE
 
 
 @pytest.mark.parametrize("budget", [0, 1, 5, 20, 60, 120, 200, 400, 800])

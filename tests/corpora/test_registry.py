@@ -104,3 +104,80 @@ def test_loader_without_config_class_gets_loader_options() -> None:
 def test_loader_that_needs_a_source_says_so() -> None:
     with pytest.raises(CorpusError, match=r"needs a source: use the spec 'tree:<root>'"):
         load_corpus("tree")
+
+
+# -- the one Registry implementation (corpus loaders here; proposers, backends, policies, suites above) --
+def test_registry_entry_points_are_lazy_and_cached() -> None:
+    import sys
+
+    from corpora.registry import Registry
+
+    reg: Registry[object] = Registry("widget")
+    reg.register("json-dumps", "json.decoder:JSONDecoder.decode")
+    reg.register("plain", 42)
+    assert reg.names() == ["json-dumps", "plain"] and "plain" in reg and "nope" not in reg
+    import json.decoder
+
+    assert reg.get("json-dumps") is json.decoder.JSONDecoder.decode and reg.get("plain") == 42
+    reg2: Registry[object] = Registry("widget")
+    reg2.register("never", "corpora_no_such_module_xyz:thing")
+    assert "corpora_no_such_module_xyz" not in sys.modules  # nothing imported until get()
+    with pytest.raises(CorpusError, match="does not import"):
+        reg2.get("never")
+
+
+def test_registry_refusals_and_suggestions() -> None:
+    from corpora.errors import RegistryError
+    from corpora.registry import Registry
+
+    reg: Registry[object] = Registry("widget")
+    entry = object()
+    reg.register("alpha", entry)
+    reg.register("alpha", entry)  # the same object again (a module imported twice) is fine
+    with pytest.raises(RegistryError, match="already registered"):
+        reg.register("alpha", object())
+    with pytest.raises(RegistryError, match="must match"):
+        reg.register("Alpha", object())
+    with pytest.raises(RegistryError, match="entry point"):
+        reg.register("beta", "not an entry point")
+    with pytest.raises(KeyError, match=r"unknown widget 'alpah'; did you mean 'alpha'\? \(registered: alpha\)"):
+        reg.get("alpah")  # an UnknownNameError is a KeyError (and a CorpusError) with a readable str
+    try:
+        reg.get("alpah")
+    except UnknownNameError as e:
+        assert str(e).startswith("unknown widget") and isinstance(e, CorpusError)
+
+    @reg.register("gamma")
+    def gamma() -> str:
+        return "g"
+
+    assert reg.get("gamma") is gamma
+    reg.unregister("gamma")
+    assert "gamma" not in reg
+
+
+def test_builtin_loaders_do_not_import_their_modules_until_used() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, corpora; from corpora.registry import LOADERS; e = LOADERS.get('npm'); "
+            "print(sorted(LOADERS.names())); print('corpora.loaders.npm' in sys.modules); "
+            "e.fn; print('corpora.loaders.npm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": ":".join(sys.path)}).stdout.split("\n")
+    assert out[:3] == [str(sorted(BUILTIN_LOADERS)), "False", "True"]
+
+
+def test_did_you_mean_is_one_function_in_both_bottom_packages() -> None:
+    """The two bottom packages cannot import each other; their did_you_mean must agree exactly."""
+    import inspect
+
+    from corpora.errors import did_you_mean
+    from gym_envs.errors import did_you_mean as gym_did_you_mean
+
+    assert inspect.getsource(did_you_mean) == inspect.getsource(gym_did_you_mean)
+    assert did_you_mean("stdlb", ["stdlib", "tree"]) == "; did you mean 'stdlib'?"
+    assert did_you_mean("zzz", ["stdlib"]) == ""
+    assert did_you_mean("gen", ["generate", "list"], n=1) == "; did you mean 'generate'?"
+    assert did_you_mean("b", ["bench", "list"]) == "; did you mean 'bench'?"  # a prefix counts too
+    assert did_you_mean("hepl", ["help"], show=lambda c: f":{c}") == "; did you mean :help?"

@@ -19,11 +19,11 @@ from envgen.backends import (
     BackendError,
     BackendNotInstalledError,
     Completion,
-    derive_seed,
     make_backend,
 )
 from envgen.backends.base import truncate_at_stop
 from envgen.backends.scripted import ScriptedBackend
+from gym_envs.seeding import stable_seed
 
 CHATS = [
     [{"role": "user", "content": "Member 7 wants to borrow 'Dune'. Do it."}],
@@ -59,11 +59,9 @@ def test_generate_checks_its_arguments():
     assert b.generate([]) == []
 
 
-def test_truncate_at_stop_and_derive_seed():
+def test_truncate_at_stop():
     assert truncate_at_stop("abc</tool_call>rest", ["</tool_call>", "zzz"]) == ("abc", True)
     assert truncate_at_stop("abc", ["x"]) == ("abc", False)
-    assert derive_seed(0, 1) == derive_seed(0, 1) != derive_seed(0, 2)
-    assert 0 <= derive_seed(123, 4) < 2**31
 
 
 # -- scripted ------------------------------------------------------------------------------------
@@ -237,7 +235,7 @@ def test_openai_backend_against_a_local_server(chat_server, use_client, monkeypa
     assert all(r["auth"] == "Bearer sk-test" for r in reqs)
     body = next(r["body"] for r in reqs if r["body"]["messages"] == CHATS[0])
     assert body["model"] == "served-model" and body["n"] == 2 and body["max_tokens"] == 32
-    assert body["stop"] == ["END"] and body["tools"] == TOOLS and body["seed"] == derive_seed(3, 0)
+    assert body["stop"] == ["END"] and body["tools"] == TOOLS and body["seed"] == stable_seed(3, 0)
     assert len({r["body"]["seed"] for r in reqs}) == 5  # one seed per prompt
 
 
@@ -296,7 +294,7 @@ def test_vllm_backend_maps_requests_and_outputs(monkeypatch):
                               chat_template_kwargs={"enable_thinking": False})
     assert calls["init"]["tensor_parallel_size"] == 2 and calls["init"]["max_model_len"] == 4096
     out = b.generate([CHATS[0], "plain", CHATS[1]], n=2, seed=5, tools=TOOLS, max_new_tokens=64)
-    assert [c.text for c in out] == [f"{k}:{derive_seed(5, i)}" for i in range(3) for k in range(2)]
+    assert [c.text for c in out] == [f"{k}:{stable_seed(5, i)}" for i in range(3) for k in range(2)]
     assert all(c.prompt_tokens == 7 and c.completion_tokens == 3 for c in out)
     assert calls["chat"] == ([CHATS[0], CHATS[1]], TOOLS, {"enable_thinking": False})
     assert calls["generate"] == ["plain"]

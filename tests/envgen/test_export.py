@@ -1,6 +1,6 @@
 """``envwright export --format hf`` and ``envwright import``: a library as a Hugging Face dataset and back.
 
-A small library (three shipped examples, the ENVSPEC demo with catalog data, and a spec file in a
+A small library (three shipped examples, the gym_envs/ENVSPEC.md demo with catalog data, and a spec file in a
 non-canonical layout) is exported; ``datasets.load_dataset`` reads both configs; importing the export
 gives byte-identical spec files and the same catalog rows; the card states the library's figures;
 writes are atomic and refuse to overwrite; ``--push-to-hub`` is exercised up to the network boundary
@@ -23,7 +23,8 @@ pytest.importorskip("pyarrow", reason="the hf extra is not installed (pip instal
 from click.testing import CliRunner
 
 from envgen.command import cli
-from envgen.export import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS, export_hf, import_hf, push_to_hub
+from envgen.export import export_hf, import_hf, push_to_hub
+from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
 from envgen.library import Library
 from gym_envs.examples import example_path
 from gym_envs.spec import load_spec, parse_spec

@@ -1,4 +1,4 @@
-"""The check-adequacy rule (ENVSPEC validity rule 7) and the no-op/near-miss rules on every turn.
+"""The check-adequacy rule (gym_envs/ENVSPEC.md validity rule 7) and the no-op/near-miss rules on every turn.
 
 Each wrong-but-accepted class from the second red-team pass (issue 20) is a small spec here that the
 old gate accepted; the gate must now reject it and name the wrong trajectory that its checks let

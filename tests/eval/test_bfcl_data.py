@@ -74,5 +74,5 @@ def test_loading_options_and_independence() -> None:
     assert again.initial_config and again.functions[0]["description"] != "changed"
     with pytest.raises(ValueError, match="not in"):
         load_entries("multi_turn_base", ids=["multi_turn_base_9999"])
-    with pytest.raises(ValueError, match="Did you mean 'multi_turn_miss_func'"):
+    with pytest.raises(ValueError, match="did you mean 'multi_turn_miss_func'"):
         load_entries("multi_turn_miss_fun")

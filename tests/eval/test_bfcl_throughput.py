@@ -21,7 +21,7 @@ def test_replay_throughput_validates_arguments() -> None:
         replay_throughput(workers=0)
     with pytest.raises(ValueError, match="executor"):
         replay_throughput(executor="gpu", workers=2)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="Did you mean"):
+    with pytest.raises(ValueError, match="did you mean"):
         replay_throughput("multi_turn_bas")
 
 

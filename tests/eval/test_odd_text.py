@@ -1,8 +1,8 @@
-"""Odd text never loses a run: a lone surrogate in a tool result (issue 20, class 4).
+r"""Odd text never loses a run: a lone surrogate in a tool result (issue 20, class 4).
 
 Before: ``envwright eval`` played every episode, then died writing ``results.jsonl`` (UTF-8 cannot
-encode ``\\ud800``), leaving a folder with part of the records and no summary or reports; ``envwright
-play`` crashed printing the observation. Now JSON is written with ``\\udXXX`` escapes (read back to the
+encode ``\ud800``), leaving a folder with part of the records and no summary or reports; ``envwright
+play`` crashed printing the observation. Now JSON is written with ``\udXXX`` escapes (read back to the
 same string), the reports show the escape, the folder is complete or untouched, and play shows it.
 """
 

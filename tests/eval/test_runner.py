@@ -267,3 +267,35 @@ def test_replaying_a_recorded_run_reproduces_it(reference_run, tmp_path: Path) -
     assert replay.summary["run"]["policy"] == "scripted:replay:recorded.jsonl"
     assert replay.summary["suites"]["examples"]["pass@1"] == 1.0
     assert [r["steps"] for r in replay.records] == [r["steps"] for r in reference_run.records]
+
+
+def test_failures_are_typed_by_stage_and_a_failed_close_is_recorded(monkeypatch) -> None:
+    """The evaluator's boundary (Episode.fail): a record says where its episode failed (``error_stage``); an
+    episode that cannot be closed after scoring keeps its score and says so (``close_error``)."""
+    from eval.errors import FailureStage, PolicyFailure, episode_failure
+    from eval.suites import ToolEnvEpisode
+
+    def broken_close(self) -> None:
+        raise OSError("the worker is gone")
+
+    monkeypatch.setattr(ToolEnvEpisode, "close", broken_close)
+    suite = ExamplesSuite(executor="inprocess")
+    try:
+        recs = run_episodes(suite, [(suite.tasks()[0], 0)], ScriptedPolicy("reference"), mode="threads")
+        failed = run_episodes(suite, [(suite.tasks()[0], 0)], _AlwaysRaises(), mode="threads")
+    finally:
+        suite.close()
+    assert recs[0]["passed"] and recs[0]["close_error"] == "OSError: the worker is gone"
+    assert recs[0]["error"] is None and recs[0]["error_stage"] is None
+    assert failed[0]["error_stage"] == FailureStage.POLICY == "policy" and not failed[0]["passed"]
+    assert failed[0]["error"] == "policy failed: RuntimeError: model server unreachable"
+    assert episode_failure(FailureStage.STEP, KeyError("x")) == "step failed: KeyError: 'x'"
+    assert episode_failure(FailureStage.POLICY, PolicyFailure("no answer")) == "policy failed: no answer"
+    assert episode_failure(FailureStage.BUDGET) == "step budget exceeded"
+
+
+class _AlwaysRaises(Policy):
+    label = "always-raises"
+
+    def act_batch(self, histories: list[History]) -> list[Any]:
+        raise RuntimeError("model server unreachable")

@@ -276,3 +276,14 @@ def test_observation_is_the_calls_observations(env, action):
     assert obs == json.dumps(entries[0] if len(entries) == 1 else entries, ensure_ascii=False)
     raw = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, default=str)
     assert env.transcript[-2] == ("assistant", raw)
+
+
+def test_one_system_prompt_for_specs_and_bare_tool_lists() -> None:
+    """The solver prompt exists once: a spec's is the bare-tool-list prompt of its title and tools."""
+    from gym_envs.env import system_prompt, tool_system_prompt
+    from gym_envs.examples import load_example
+
+    spec = load_example("library-loans")
+    assert system_prompt(spec) == tool_system_prompt(spec.title, spec.description,
+                                                     [t.model_dump() for t in spec.tools])
+    assert '<tool_call>{"name": TOOL' in system_prompt(spec)

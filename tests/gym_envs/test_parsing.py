@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from gym_envs.env import ToolEnv
-from gym_envs.parsing import MAX_ACTION_CHARS, MAX_CALLS, MAX_DEPTH, action_text, load_json, parse_action
+from gym_envs.parsing import MAX_ACTION_CHARS, MAX_CALLS, MAX_DEPTH, action_text, load_json, parse_action, strip_think
 from gym_envs.play import play
 from gym_envs.spec import parse_spec
 
@@ -80,7 +80,7 @@ def test_limits_are_parse_errors() -> None:
     "```" + " " * 200_000 + "x```", "```json" + "\t " * 100_000 + "{}" + " " * 100_000 + "```",
 ])
 def test_scanning_is_linear(text: str) -> None:
-    """The old patterns (``\\s*(.*?)\\s*``) backtracked quadratically: 20,000 spaces took 3.7 s."""
+    r"""The old patterns (``\s*(.*?)\s*``) backtracked quadratically: 20,000 spaces took 3.7 s."""
     start = time.perf_counter()
     parse_action(text)
     assert time.perf_counter() - start < 0.5
@@ -122,3 +122,17 @@ def test_play_survives_deep_input(line: str) -> None:
                                 input=line + "\nDone.\n")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert "Traceback" not in result.output
+
+
+def test_strip_think_one_function_for_actions_and_generated_specs() -> None:
+    """Closed blocks and a prefix closed without its opening tag go in both modes; an unclosed block
+    hides the rest of an action, and keeps its text for a generated spec (``keep_unclosed``)."""
+    for keep in (False, True):
+        assert strip_think("<think>a</think>b<think>c</think>d", keep_unclosed=keep) == "bd"
+        assert strip_think("reasoning...</think>answer", keep_unclosed=keep) == "answer"
+        assert strip_think("no reasoning here", keep_unclosed=keep) == "no reasoning here"
+    assert strip_think('<think>never closed {"a": 1}') == ""
+    assert strip_think('x <think>never closed <think>{"a": 1}', keep_unclosed=True) == 'x never closed {"a": 1}'
+    call = '{"name": "a", "arguments": {}}'
+    assert parse_action(f"plan <tool_call>{call}</tool_call></think>Done.").calls == []  # reasoning, not a call
+    assert parse_action(f"plan</think><tool_call>{call}</tool_call>").calls[0]["name"] == "a"

@@ -1,4 +1,4 @@
-"""The spec owns the naming rules (ENVSPEC validity rule 8) and checks parameter schemas as JSON Schema.
+"""The spec owns the naming rules (gym_envs/ENVSPEC.md validity rule 8) and checks parameter schemas as JSON Schema.
 
 A tool named like an adapter's own member (``reset``), a parameter that is a keyword (``from``), a
 name the sandbox or TRL hides (``_x``) or a parameter schema with ``"type": "strng"`` used to pass the

@@ -278,7 +278,7 @@ def t(db, items, meta):
 def test_tool_writing_the_checked_rows_is_judged_by_state(ex: Executor) -> None:
     """A tool that inserts exactly the row a check looks for passes that check.
 
-    This is correct, not a hack: checks define the task by the final state (ENVSPEC.md), and the
+    This is correct, not a hack: checks define the task by the final state (gym_envs/ENVSPEC.md), and the
     agent can only reach that state through the tools the spec offers; a spec whose tool makes a
     check trivially true is caught by the validity gate's no-op and near-miss rules, not here.
     """

@@ -1,0 +1,114 @@
+"""Errors of the generator, the codes of a proposal that produced no spec, and where failures become data.
+
+A failure is data: a document that yields nothing, a model backend that fails, a completion that
+does not parse or a spec the gate refuses ends *that attempt* with a recorded reason, never the run.
+So exceptions are few and typed:
+
+* configuration and input problems the user fixes (:class:`NotALibrary`, :class:`NoUsableDocuments`,
+  :class:`BackendError` and :class:`BackendNotInstalledError`), raised to the command, which prints
+  their one-line message;
+* a proposer's reasons to give up on one document (:class:`TemplateError`, :class:`CompileError`),
+  caught by the proposer and recorded on the proposal;
+* :class:`DuplicateEnv`, the library refusing an environment it already has.
+
+:class:`FailureCode` names why a proposal holds no spec (the ``error_code`` of its metadata, the code of
+the attempt in the catalog); call sites use its members, never bare strings. Being a ``StrEnum``, a
+code is stored and compared as its plain string value.
+
+Boundaries, the only places where an exception of any type becomes a result (each such
+``except Exception`` says so, and writes it with :func:`gym_envs.errors.exception_text`):
+
+* the proposers: a document whose proposal raises becomes a :class:`~envgen.proposers.base.Proposal`
+  with ``error`` set (the template proposer; the LLM proposer around the backend call); a backend
+  request that fails comes back as a ``Completion`` with ``finish_reason == "error"``;
+* the generation runner (:mod:`envgen.generate`): a work unit that raises in a worker becomes its
+  result, recorded as that document's failed attempt;
+* the inspector (:mod:`envgen.inspect`): what cannot be rendered or run is written on the page.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "PARSE_FAILURES",
+    "BackendError",
+    "BackendNotInstalledError",
+    "CompileError",
+    "DuplicateEnv",
+    "FailureCode",
+    "NoUsableDocuments",
+    "NotALibrary",
+    "TemplateError",
+]
+
+
+class FailureCode(StrEnum):
+    """Why a proposal holds no spec, or an attempt was refused outside the gate."""
+
+    NO_JSON = "no_json"  #: the completion holds no JSON object
+    JSON_SYNTAX = "json_syntax"  #: its JSON does not parse, even leniently
+    NOT_OBJECT = "not_object"  #: its JSON is not an object
+    SPEC_SCHEMA = "spec_schema"  #: the object is not a valid environment spec
+    BLUEPRINT_SCHEMA = "blueprint_schema"  #: the object is not a valid blueprint (the blueprint stream)
+    COMPILE = "compile"  #: the blueprint could not be compiled into a spec
+    CONSTRAINED_PARSE = "constrained_parse"  #: a parse failure under constrained decoding: a bug, must be 0
+    GENERATION = "generation"  #: the model backend failed (the attempt is retried on resume)
+    NO_SPEC = "no_spec"  #: no spec, for a reason the proposer did not code
+    SKILL_VALIDATOR = "skill_validator"  #: the conditioning skill's validator refused the spec
+
+
+PARSE_FAILURES = frozenset({FailureCode.NO_JSON, FailureCode.JSON_SYNTAX, FailureCode.NOT_OBJECT,
+                            FailureCode.BLUEPRINT_SCHEMA, FailureCode.CONSTRAINED_PARSE})
+"""The codes of a completion that did not parse as the structure asked for (JSON, object, blueprint)."""
+
+
+class NotALibrary(ValueError):
+    """A folder that holds no library (no ``specs/`` folder, no ``catalog.sqlite``)."""
+
+
+class NoUsableDocuments(ValueError):
+    """The corpus yielded no document the run can use; the message says what was found and why."""
+
+
+class DuplicateEnv(ValueError):
+    """The environment duplicates one already in the library."""
+
+    def __init__(self, env_id: str, original: str):
+        self.env_id = env_id
+        self.original = original
+        super().__init__(f"environment {env_id!r} duplicates {original!r} (same tool signatures and "
+                         "near-identical tasks)")
+
+
+class TemplateError(ValueError):
+    """The document yields no usable environment (the message says why)."""
+
+
+class CompileError(ValueError):
+    """A blueprint with nothing usable left after repairs (the message says why)."""
+
+    def __init__(self, message: str, repairs: list[str] | None = None):
+        self.repairs = list(repairs or [])
+        super().__init__(message)
+
+
+class BackendError(RuntimeError):
+    """A model backend cannot be built or used as asked; the message says how to fix it.
+
+    A backend raises only these (configuration problems, a missing optional dependency, a scripted
+    backend used past its script). A request that fails at generation time (a server error, a
+    timeout) is data: it comes back as a :class:`~envgen.backends.base.Completion` with
+    ``finish_reason == "error"`` and ``error`` set, so one bad request never crashes a batch.
+    """
+
+
+class BackendNotInstalledError(BackendError, ImportError):
+    """An optional dependency of a backend is missing; the message names the install command."""
+
+    def __init__(self, backend: str, package: str, extra: str | None = None):
+        self.backend = backend
+        self.package = package
+        hint = f"pip install 'envwright[{extra}]'" if extra else f"pip install {package}"
+        super().__init__(f"the {backend!r} backend needs the {package!r} package, which is not installed: "
+                         f"{hint}")

@@ -1,0 +1,93 @@
+"""Errors of the evaluator, the typed failures of an episode, and the one boundary where they are recorded.
+
+A failure is data: whatever goes wrong while an episode is played (the policy raises or returns a
+:class:`PolicyFailure`, the environment raises on reset or on a step, scoring or closing the episode
+fails, the step budget runs out) is recorded on *that* episode, and the run carries on. The boundary is
+:meth:`eval.suites.Episode.fail`: every ``except Exception`` of the runner hands the exception to it
+with the :class:`FailureStage` it happened in, and the record keeps ``error`` (the text
+:func:`episode_failure` writes) and ``error_stage``. A failure to close an episode after it was scored is
+recorded as ``close_error``, the score standing.
+
+Exceptions are reserved for the harness itself: a bad configuration (``ValueError`` at construction),
+and BFCL that is not installed or whose data is not what we expect (:class:`BfclError` and its kinds).
+Everything the *model* does wrong on BFCL (an unknown function, bad arguments, a call the backend
+rejects) is data too: an error string returned to the model and a failed turn, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gym_envs.errors import exception_text
+
+__all__ = [
+    "INSTALL_HINT",
+    "BfclDataError",
+    "BfclEpisodeError",
+    "BfclError",
+    "BfclNotInstalledError",
+    "FailureStage",
+    "PolicyFailure",
+    "episode_failure",
+]
+
+INSTALL_HINT = "pip install --no-deps bfcl-eval mpmath"
+
+
+class FailureStage(StrEnum):
+    """Where an episode failed (a record's ``error_stage``)."""
+
+    RESET = "reset"  #: the environment could not open the episode
+    POLICY = "policy"  #: the policy raised or returned a :class:`PolicyFailure`
+    STEP = "step"  #: the environment raised on a step
+    BUDGET = "budget"  #: the episode ran past its step budget
+    SCORING = "scoring"  #: the finished episode could not be scored
+
+
+@dataclass(frozen=True)
+class PolicyFailure:
+    """Returned in place of an action when the policy could not produce one (the runner ends
+    that episode with ``error`` set; the other episodes of the batch carry on)."""
+
+    message: str
+
+
+_LEAD = {FailureStage.RESET: "reset failed", FailureStage.POLICY: "policy failed", FailureStage.STEP: "step failed",
+         FailureStage.BUDGET: "step budget exceeded", FailureStage.SCORING: "scoring failed"}
+
+
+def episode_failure(stage: FailureStage, cause: BaseException | PolicyFailure | str = "") -> str:
+    """The ``error`` text of an episode that failed at ``stage`` because of ``cause`` (``"step failed:
+    KeyError: 'x'"``; an exception is written with :func:`gym_envs.errors.exception_text`)."""
+    if isinstance(cause, BaseException):
+        why = exception_text(cause)
+    elif isinstance(cause, PolicyFailure):
+        why = cause.message
+    else:
+        why = cause
+    return f"{_LEAD[stage]}: {why}" if why else _LEAD[stage]
+
+
+class BfclError(Exception):
+    """Base class of every error raised by ``eval.bfcl``."""
+
+
+class BfclNotInstalledError(BfclError, ImportError):
+    """The ``bfcl-eval`` package (or ``mpmath``, which its math backend needs) is missing."""
+
+    def __init__(self, missing: str = "bfcl_eval") -> None:
+        super().__init__(
+            f"The BFCL multi-turn suite needs the '{missing}' module, which is not installed. "
+            f"Install it with `{INSTALL_HINT}` (use --no-deps: bfcl-eval's declared dependencies "
+            "pull in torch/CUDA and none of them is needed to run its multi-turn backends)."
+        )
+        self.missing = missing
+
+
+class BfclDataError(BfclError, ValueError):
+    """BFCL's data files are missing or do not have the shape this module expects."""
+
+
+class BfclEpisodeError(BfclError, RuntimeError):
+    """The episode API was used out of order (e.g. a call outside a turn, a turn after the end)."""
