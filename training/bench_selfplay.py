@@ -299,7 +299,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         overrides = [*TINY_OVERRIDES, f"model.name_or_path={tiny_dir}", "model.gguf_file=null", *overrides]
         train_templates, heldout_templates, heldout_model, sft_epochs = 2, 1, 1, 1
     elif not any(s.startswith("model.name_or_path=") for s in overrides):
-        from training.bench import smollm2_gguf
+        from training.bench_common import smollm2_gguf
 
         path = Path(gguf) if gguf else smollm2_gguf()
         overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]

@@ -164,7 +164,7 @@ def _plot(res: dict[str, Any], path: Path) -> None:
 
 def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, Any]:
     """Write ``selfplay.json``, ``selfplay.md``, ``selfplay.png`` and the runs' metrics into ``out``."""
-    from training.bench import _env_info, _write
+    from training.bench_common import env_info, write_result
 
     seeds = state["seeds"]
     res: dict[str, Any] = {"benchmark": "selfplay", "model": str(cfg.model.gguf_file or cfg.model.name_or_path),
@@ -195,8 +195,8 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         "heldout_met": bool(sp_final and b_final) and statistics.fmean(sp_final) >= statistics.fmean(b_final),
         "env_share_max": max(shares) if shares else None, "env_share_met": bool(shares) and max(shares) < 0.02}
     res["seconds_total"] = sum(float((state.get(k) or {}).get("seconds") or 0) for k in state if "-s" in k)
-    res.update(_env_info(str(cfg.model.device)))
-    _write(out, "selfplay", res, echo=False)
+    res.update(env_info(str(cfg.model.device)))
+    write_result(out, "selfplay", res, echo=False)
     (out / "selfplay.md").write_text(_markdown(res))
     _plot(res, out / "selfplay.png")
     print(_markdown(res), flush=True)

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import shutil
 import time
 from collections.abc import Sequence
@@ -58,44 +57,23 @@ from envgen.skills.authoring import SkillWriter
 from envgen.skills.round import RoundResult
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
-from training.checkpoint import find_checkpoint, load_training_state, prune_checkpoints, save_checkpoint
+from training.checkpoint import (
+    find_checkpoint,
+    load_training_state,
+    prune_checkpoints,
+    save_checkpoint,
+    seed_everything,
+)
 from training.config import TrainConfig, config_to_dict, to_grpo_config
 from training.generation import Generator, PolicyBackend
-from training.loss import UpdateConfig, reference_logprobs, update
+from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter
 from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, rollout
 from training.selfplay_metrics import histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
-__all__ = ["SelfPlay", "histogram", "make_optimizer", "seed_everything", "update_config"]
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's generators (CUDA included) with ``seed``."""
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def update_config(grpo: Any, temperature: float) -> UpdateConfig:
-    """The update's knobs from TRL's ``GRPOConfig``."""
-    return UpdateConfig(micro_batch_size=grpo.per_device_train_batch_size, max_grad_norm=grpo.max_grad_norm,
-                        epsilon_low=grpo.epsilon, epsilon_high=grpo.epsilon_high or grpo.epsilon,
-                        beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
-                        autocast_bf16=bool(getattr(grpo, "bf16", False)))
-
-
-def make_optimizer(model: Any, grpo: Any) -> Any:
-    """AdamW over the trainable parameters with GRPOConfig's learning rate, betas, epsilon, weight decay."""
-    import torch
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=grpo.learning_rate, betas=(grpo.adam_beta1, grpo.adam_beta2),
-                             eps=grpo.adam_epsilon, weight_decay=grpo.weight_decay)
+__all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
 
 
 def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int) -> list[TaskRef]:

@@ -38,6 +38,7 @@ from typing import Any
 from envgen.blueprint.schema import OP_KINDS, RULE_KINDS, _text
 from envgen.skills.requirements import requirement_problems, requirements_validator
 from envgen.skills.skill import Skill, check_blueprint_requirements, run_validator
+from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
 
 __all__ = ["SkillWriter", "Written", "parse_skill_json", "skill_json_schema"]
@@ -209,8 +210,8 @@ class SkillWriter:
         try:
             outs = self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature, seed=seed,
                                          json_schema=schema)
-        except Exception as e:  # a failure is data: every candidate of the batch is unusable
-            return [f"generation failed: {type(e).__name__}: {e}"] * len(chats)
+        except Exception as e:  # the boundary: a backend that fails leaves every candidate of the batch unusable
+            return [f"generation failed: {exception_text(e)}"] * len(chats)
         return [parse_skill_json(getattr(c, "text", c), full=full) if getattr(c, "ok", True)
                 else f"generation failed: {c.error}" for c in outs]
 
