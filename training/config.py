@@ -251,6 +251,10 @@ class SelfPlayConfig:
             raise ValueError("tasks_per_env must be >= 1 or null (every task)")
         if not (self.train_proposer or self.train_solver):
             raise ValueError("train_proposer and train_solver are both false: nothing would be trained")
+        if self.train_proposer and self.round.group_size < 2:
+            raise ValueError("round.group_size is 1: a proposal alone in its group has no GRPO baseline, so the "
+                             "proposer would never learn; set selfplay.round.group_size=4 (G proposals per prompt) "
+                             "or selfplay.train_proposer=false")
         if self.proposer_weight < 0 or self.solver_weight < 0:
             raise ValueError("proposer_weight and solver_weight must be >= 0")
         if self.checkpoint_every < 1:

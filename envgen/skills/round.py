@@ -51,7 +51,7 @@ class RoundConfig:
     n: int = 8  #: environments kept per round (into the library)
     alpha: float = 0.5  #: share of kept environments (and of candidates) from the skill-conditioned stream
     oversample: float = 2.0  #: candidates generated per kept environment
-    group_size: int = 1  #: G: proposals sampled from one prompt (the proposer's GRPO group; 2 or more to learn)
+    group_size: int = 4  #: G: proposals sampled from one prompt (the proposer's GRPO group; 2 or more to learn)
     reward: str = "skill_sp"  #: base proposer reward of a valid proposal (``skill_sp`` or ``spade``)
     invalid_reward: float = 0.0  #: reward of a proposal the gate (or its skill's check) rejected
     unparsable_reward: float = -1.0  #: reward of a proposal that did not parse or compile

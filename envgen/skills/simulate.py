@@ -226,7 +226,8 @@ def run_simulation(root: str | Path, cfg: SimulationConfig | None = None,
     history = []
     docs = [f"doc-{i}" for i in range(64)]
     for it in range(1, cfg.rounds + 1):
-        rc = RoundConfig(n=cfg.envs_per_round, alpha=cfg.alpha, seed=cfg.seed, validation="inprocess")
+        rc = RoundConfig(n=cfg.envs_per_round, alpha=cfg.alpha, seed=cfg.seed, validation="inprocess",
+                         group_size=1)  # one synthetic proposal per document: no proposer is trained here
         result: RoundResult = run_round(controller, proposer, docs, world.solve, iteration=it, config=rc,
                                         validator=world.validity)
         # induced skills inherit their topic so the world can keep simulating them

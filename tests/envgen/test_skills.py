@@ -226,7 +226,8 @@ def test_whole_round_with_the_scripted_backend(tmp_path):
     controller = Controller(skills, ControllerConfig(seed=0))
     lib = Library(tmp_path / "lib")
     result = run_round(controller, proposer, docs, lambda specs: [next(rates) for _ in specs], iteration=1,
-                       config=RoundConfig(n=2, alpha=0.5, oversample=2.0, validation="inprocess"), library=lib)
+                       config=RoundConfig(n=2, alpha=0.5, oversample=2.0, group_size=1,
+                                                              validation="inprocess"), library=lib)
     m = result.metrics()
     assert m["candidates"] == 4 and m["validity"] == 1.0 and m["kept"] == 2
     streams = sorted(s.stream for s in result.kept)
