@@ -23,7 +23,9 @@ Boundaries, the only places where an exception of any type becomes a result (eac
   request that fails comes back as a ``Completion`` with ``finish_reason == "error"``;
 * the generation runner (:mod:`envgen.generate`): a work unit that raises in a worker becomes its
   result, recorded as that document's failed attempt;
-* the inspector (:mod:`envgen.inspect`): what cannot be rendered or run is written on the page.
+* the inspector (:mod:`envgen.inspect`): what cannot be rendered or run is written on the page;
+* the skill writer (:mod:`envgen.skills.authoring`): a backend call that raises leaves that batch's
+  candidate skills unusable, each refused with the reason.
 """
 
 from __future__ import annotations

@@ -8,11 +8,13 @@
   rate, a solver reward in [0, 1] from checks). Each role's advantages are
   standardised over that role's samples of the batch only, so neither role's
   scale or sample count swamps the other's signal.
-* :func:`selfplay_advantages` -- both together: solver samples get the group
-  baseline first (their groups are tasks), proposer samples are one group of
-  their own (the batch of proposals), then every role is standardised.
+* :func:`selfplay_advantages` -- both together: every sample gets its group's
+  baseline first (a solver group is the ``k`` episodes of one task, a proposer
+  group the ``G`` proposals sampled from one prompt: the same document and the
+  same routed skill), then every role is standardised.
 
-A role or group whose rewards are all equal gets advantage 0: it carries no signal.
+A role or group whose rewards are all equal gets advantage 0: it carries no signal
+(so does a group of one sample: it has no baseline).
 """
 
 from __future__ import annotations
@@ -61,11 +63,8 @@ def normalize_per_role(values: Sequence[float], roles: Sequence[str], *, eps: fl
 
 
 def selfplay_advantages(rewards: Sequence[float], roles: Sequence[str], groups: Sequence[Hashable]) -> list[float]:
-    """Group baseline for solver samples, then per-role standardisation (module docstring)."""
-    centred = list(rewards)
-    solver = [i for i, r in enumerate(roles) if r == "solver"]
-    if solver:
-        adv = group_advantages([rewards[i] for i in solver], [groups[i] for i in solver], scale="none")
-        for i, a in zip(solver, adv, strict=True):
-            centred[i] = a
+    """Group baseline within each (role, group), then per-role standardisation (module docstring)."""
+    if not len(rewards) == len(roles) == len(groups):
+        raise ValueError(f"{len(rewards)} rewards, {len(roles)} roles and {len(groups)} groups: one each per sample")
+    centred = group_advantages(rewards, list(zip(roles, groups, strict=True)), scale="none")
     return normalize_per_role(centred, roles)

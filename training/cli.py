@@ -99,9 +99,16 @@ def _tiny_model_on_demand(cfg: TrainConfig) -> None:
         build_tiny_qwen3(cfg.model.name_or_path)
 
 
+def _lookup(rec: dict, key: str) -> object:
+    node: object = rec
+    for part in key.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
 def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
     for rec in history:
-        flat = {k: rec.get(k.split("/")[0], {}).get(k.split("/")[1]) if "/" in k else rec.get(k) for k in keys}
+        flat = {k: _lookup(rec, k) for k in keys}
         typer.echo(json.dumps(flat, default=lambda x: round(x, 4) if isinstance(x, float) else str(x)))
 
 
@@ -116,7 +123,8 @@ def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str
         history = SelfPlay(cfg).run()
     except (ConfigError, CheckpointError) as e:
         raise _fail(str(e)) from None
-    _summary(history, ("round", "solver/reward", "solver/pass_rate", "proposer/reward", "proposer/validity"))
+    _summary(history, ("round", "solver/reward", "solver/pass_rate", "proposer/reward", "proposer/acceptance",
+                       "proposer/frontier", "eval/pass_rate", "update/proposer/samples", "update/solver/samples"))
     typer.echo(f"run folder: {cfg.run.output_dir} (metrics.jsonl, checkpoints/); plot: envwright plot "
                f"{cfg.run.output_dir}")
 

@@ -181,6 +181,12 @@ class SolverConfig:
 class ProposerConfig:
     """The proposer role's sampling and prompt (options of envgen's ``llm`` proposer)."""
 
+    #: what the proposer writes: ``blueprint`` (a short typed proposal the one compiler turns into a spec; the
+    #: stream a small model can write) or ``spec`` (a whole spec)
+    structure: Literal["blueprint", "spec"] = "blueprint"
+    #: the exploration stream's structure (None: ``structure``; ``spec``: free exploration by strong models)
+    explore_structure: Literal["blueprint", "spec"] | None = None
+    constrained: bool = True  #: decode under the structure's JSON Schema (every completion parses)
     max_new_tokens: int = 4096
     temperature: float = 0.7
     top_p: float = 0.95
@@ -210,12 +216,28 @@ class SelfPlayConfig:
     round: RoundConfig = field(default_factory=RoundConfig)  #: envgen's dual-stream round (n, alpha, ...)
     controller: ControllerConfig = field(default_factory=ControllerConfig)  #: envgen's skill controller
     proposer: ProposerConfig = field(default_factory=ProposerConfig)
-    tasks_per_env: int | None = 4  #: tasks of each proposed environment the solver plays (G times each)
+    #: tasks of each valid proposed environment the solver plays (a seeded draw), ``solver.num_generations``
+    #: (k) times each; None: every task
+    tasks_per_env: int | None = 4
+    #: p̂, the solve rate the proposer reward is computed from: ``passed`` (the share of an environment's
+    #: episodes that passed every check) or ``reward`` (their mean reward in ``rollout.reward_mode``)
+    solve_rate: Literal["passed", "reward"] = "passed"
     train_proposer: bool = True
     train_solver: bool = True
     proposer_weight: float = 1.0  #: loss weight of proposer-role samples
     solver_weight: float = 1.0  #: loss weight of solver-role samples
-    refine_with_policy: bool = False  #: let the policy rewrite struggling skills (controller refinement)
+    #: optimizer steps a round: ``joint`` (one step on both roles' samples) or ``sequential`` (a proposer step,
+    #: then a solver step); the distillation phase, when on, is one more step after them
+    schedule: Literal["joint", "sequential"] = "joint"
+    write_skills: bool = True  #: the policy writes refinements and new skills (probed before they are kept)
+    distill: bool = False  #: a recovery-step distillation phase each round (teacher: ``distill.teacher``)
+    distill_episodes: int = 16  #: the round's failed solver episodes the distillation phase learns from (at most)
+    #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
+    #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch
+    eval_envs: list[str] = field(default_factory=list)
+    eval_every: int = 1
+    eval_attempts: int = 2  #: episodes per held-out task (sampled at ``rollout.temperature``)
+    eval_tasks_per_env: int | None = None  #: first N tasks of each held-out environment (None: all)
     checkpoint_every: int = 1  #: rounds between checkpoints
     keep_checkpoints: int | None = None  #: keep only the newest N (None: all)
     histogram_bins: int = 5  #: bins of the per-round solve-rate histogram
@@ -229,6 +251,10 @@ class SelfPlayConfig:
             raise ValueError("tasks_per_env must be >= 1 or null (every task)")
         if not (self.train_proposer or self.train_solver):
             raise ValueError("train_proposer and train_solver are both false: nothing would be trained")
+        if self.train_proposer and self.round.group_size < 2:
+            raise ValueError("round.group_size is 1: a proposal alone in its group has no GRPO baseline, so the "
+                             "proposer would never learn; set selfplay.round.group_size=4 (G proposals per prompt) "
+                             "or selfplay.train_proposer=false")
         if self.proposer_weight < 0 or self.solver_weight < 0:
             raise ValueError("proposer_weight and solver_weight must be >= 0")
         if self.checkpoint_every < 1:
@@ -237,6 +263,10 @@ class SelfPlayConfig:
             raise ValueError("keep_checkpoints must be >= 1 or null")
         if self.histogram_bins < 1:
             raise ValueError("histogram_bins must be >= 1")
+        if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1:
+            raise ValueError("distill_episodes, eval_every and eval_attempts must be >= 1")
+        if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
+            raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
 
 
 @dataclass

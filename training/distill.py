@@ -334,10 +334,10 @@ class Distiller:
     def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
                  generator: Generator | None = None, teacher: Teacher | None = None,
                  tasks: Sequence[TaskRef] | None = None):
-        from training.checkpoint import find_checkpoint, load_training_state
+        from training.checkpoint import find_checkpoint, load_training_state, seed_everything
+        from training.loss import make_optimizer, update_config
         from training.metrics import MetricsWriter
         from training.model import load_policy, make_generator
-        from training.selfplay import make_optimizer, seed_everything, update_config
         from training.solver import TaskPool
 
         self.cfg = cfg

@@ -18,8 +18,10 @@ proposer). Both go through a :class:`Generator`:
 
 :class:`PolicyBackend` adapts a generator to envgen's
 :class:`~envgen.backends.base.Backend` contract so the ``llm`` proposer (and the
-skill controller) can write with the policy; it records the token ids of every
-completion so the proposer role can be trained on exactly what was sampled.
+skill writer) can write with the policy, under a JSON Schema when asked
+(``json_schemas=``: xgrammar on HF ``generate``, structured outputs on vLLM); it
+records the token ids of every completion so the proposer role can be trained on
+exactly what was sampled.
 
 A generation that fails is data: its rows come back with ``finish == "error"``.
 """
@@ -27,13 +29,13 @@ A generation that fails is data: its rows come back with ``finish == "error"``.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
-from envgen.errors import BackendError
 from gym_envs.errors import exception_text
 
 __all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
@@ -59,13 +61,18 @@ class Generated:
 
 
 class Generator:
-    """Base class: ``generate(contexts, ...)`` returns one :class:`Generated` per context, in order."""
+    """Base class: ``generate(contexts, ...)`` returns one :class:`Generated` per context, in order.
+
+    ``json_schemas`` (one JSON Schema or ``None`` per context) constrains a row's decoding to JSON that
+    its schema admits (the proposer's blueprints): xgrammar on HF ``generate``, structured outputs on vLLM.
+    """
 
     name = "base"
     eos_ids: list[int]
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0,
+                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
         raise NotImplementedError
 
     def sync(self) -> None:
@@ -125,6 +132,8 @@ class HFGenerator(Generator):
         unwrap: a context manager factory yielding the model to generate with (TRL's
             ``unwrap_model_for_generation`` for DeepSpeed/FSDP); default: the model itself.
         record_logprobs: record sampled-token log-probabilities (cheap; off saves one softmax per step).
+        tokenizer: the model's tokenizer, needed only for constrained rows (``json_schemas``: xgrammar's
+            grammars are compiled for its vocabulary, once per schema).
         autocast_bf16: generate under bf16 autocast (``model.dtype: bf16-mixed``: fp32 weights, bf16
             matmuls), with the dynamic cache even when ``static_cache`` is set: transformers may allocate
             the static cache in the weights' dtype and then refuse bf16 keys (5.17 does), and accelerate
@@ -137,8 +146,10 @@ class HFGenerator(Generator):
     def __init__(self, model: Any, *, eos_ids: Sequence[int], pad_id: int, batch_size: int | None = None,
                  sort_by_length: bool = True, static_cache: bool = False, compile: bool = False,
                  unwrap: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
-                 record_logprobs: bool = True, autocast_bf16: bool = False):
+                 record_logprobs: bool = True, autocast_bf16: bool = False, tokenizer: Any = None):
         self.model = model
+        self.tokenizer = tokenizer
+        self._grammars: Any = None
         self.autocast_bf16 = autocast_bf16
         self.eos_ids = sorted({int(e) for e in eos_ids})
         self.pad_id = int(pad_id)
@@ -166,19 +177,39 @@ class HFGenerator(Generator):
                     (getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable)()
                 m.train(was_training)
 
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        """The compiled grammar of ``schema`` (see :class:`envgen.backends.hf.JsonGrammars`)."""
+        if self._grammars is None:
+            if self.tokenizer is None:
+                raise ValueError("constrained generation needs the tokenizer: HFGenerator(..., tokenizer=...)")
+            from envgen.backends.hf import JsonGrammars
+
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            self._grammars = JsonGrammars(self.tokenizer, vocab, self.eos_ids)
+        return self._grammars.get(schema)
+
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0,
+                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+        schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
+        if len(schemas) != len(contexts):
+            raise ValueError(f"{len(schemas)} json_schemas for {len(contexts)} contexts")
         order = list(range(len(contexts)))  # no rows: the model is still unwrapped (a collective op under ZeRO-3)
         if self.sort_by_length:
             order.sort(key=lambda i: -len(contexts[i]))
         size = self.batch_size or max(1, len(order))
+        # rows with and without a grammar go in separate chunks (a grammar processor constrains every row)
+        chunks = [c for part in ([i for i in order if schemas[i] is None], [i for i in order if schemas[i] is not None])
+                  for c in (part[k:k + size] for k in range(0, len(part), size))] or [[]]
         out: list[Generated | None] = [None] * len(contexts)
         with self._model() as model:
-            for ci, start in enumerate(range(0, len(order), size)):
-                idx = order[start:start + size]
+            for ci, idx in enumerate(chunks):
+                if not idx:
+                    continue
                 try:
+                    grammars = [self.grammar(schemas[i]) for i in idx] if schemas[idx[0]] is not None else None  # type: ignore[arg-type]
                     rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
-                                       temperature=temperature, top_p=top_p, seed=seed + ci)
+                                       temperature=temperature, top_p=top_p, seed=seed + ci, grammars=grammars)
                 except Exception as e:  # the boundary: a failure is data, these rows end with an error
                     msg = exception_text(e)
                     rows = [Generated([], [], "error", msg) for _ in idx]
@@ -187,7 +218,7 @@ class HFGenerator(Generator):
         return [g for g in out if g is not None]
 
     def _chunk(self, model: Any, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-               seed: int) -> list[Generated]:
+               seed: int, grammars: list[Any] | None = None) -> list[Generated]:
         import torch
 
         device = next(model.parameters()).device
@@ -204,8 +235,15 @@ class HFGenerator(Generator):
             kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        processors: list[Any] = []
+        if grammars is not None:  # the grammar masks first, so the recorded log-probabilities are what was sampled from
+            from envgen.backends.hf import grammar_processor
+
+            processors.append(grammar_processor(grammars))
         if recorder is not None:
-            kwargs["logits_processor"] = [recorder]
+            processors.append(recorder)
+        if processors:
+            kwargs["logits_processor"] = processors
         if self.static_cache and not self.autocast_bf16:
             kwargs.update(cache_implementation="static", disable_compile=not self.compile)
         devices = [device.index or 0] if device.type == "cuda" else []
@@ -258,16 +296,35 @@ class VLLMGenerator(Generator):
         self.engine = engine
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0,
+                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+        schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
+        groups: dict[str, list[int]] = {}  # one engine call per schema (vLLM's sampling params hold one)
+        for i, sch in enumerate(schemas):
+            groups.setdefault(json.dumps(sch, sort_keys=True), []).append(i)
+        out: list[Generated | None] = [None] * len(contexts)
+        for idx in groups.values():
+            for i, g in zip(idx, self._generate([contexts[i] for i in idx], max_new_tokens, temperature, top_p,
+                                                schemas[idx[0]]), strict=True):
+                out[i] = g
+        return [g for g in out if g is not None]
+
+    def _generate(self, contexts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
+                  schema: dict[str, Any] | None) -> list[Generated]:
         eng = self.engine
         eng.max_completion_length = max_new_tokens
         eng.temperature = max(temperature, 1e-5)
         eng.top_p = top_p
+        saved = dict(getattr(eng, "generation_kwargs", None) or {})
+        if schema is not None:  # vLLM structured outputs (TRL builds StructuredOutputsParams from the dict)
+            eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema}}
         try:
             _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
         except Exception as e:  # the boundary: a failure is data, these rows end with an error
             msg = exception_text(e)
             return [Generated([], [], "error", msg) for _ in contexts]
+        finally:
+            eng.generation_kwargs = saved
         eos = set(self.eos_ids)
         out = []
         for ids, lps in zip(completion_ids, logprobs, strict=True):
@@ -301,10 +358,12 @@ class ScriptedGenerator(Generator):
         self.calls = 0
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0,
+                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
         self.calls += 1
         computed = (self.compute.generate(contexts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                          top_p=top_p, seed=seed) if self.compute is not None else None)
+                                          top_p=top_p, seed=seed, json_schemas=json_schemas)
+                    if self.compute is not None else None)
         out = []
         for i, ctx in enumerate(contexts):
             try:
@@ -348,7 +407,9 @@ class PolicyBackend(Backend):
     """envgen's backend contract over a :class:`Generator` and a :class:`~training.chat.ChatFormat`.
 
     Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
-    trainer can match proposals to what was sampled; :meth:`take_records` empties the list.
+    trainer can match proposals to what was sampled; :meth:`take_records` empties the list. A
+    ``json_schema`` reaches the generator as one schema per row (constrained decoding: the proposer's
+    blueprints, the skill writer's skills), so the recorded tokens are the constrained ones.
     """
 
     name = "policy"
@@ -371,14 +432,12 @@ class PolicyBackend(Backend):
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
                   seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        if schemas is not None:
-            raise BackendError("the training policy backend samples freely: it cannot decode under a JSON schema "
-                               "(use the proposer unconstrained)")
         encoded = [self.chat.encode(p) if isinstance(p, str) else self.chat.prompt_ids(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
+        row_schemas = [sch for sch in schemas for _ in range(n)] if schemas is not None else None
         t0 = time.perf_counter()
         outs = self.generator.generate(rows, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                                       seed=seed)
+                                       seed=seed, json_schemas=row_schemas)
         self.timer.seconds += time.perf_counter() - t0
         completions = []
         for ids, g in zip(rows, outs, strict=True):

@@ -13,7 +13,9 @@ a student prefix, padding), plus its advantage and its role.
   ``dapo``/``bnpo`` average over all trained tokens of the batch;
 * :func:`nll_loss` -- masked cross-entropy (distillation, SFT warm start);
 * :func:`update` -- micro-batches, gradient accumulation over the whole batch,
-  gradient clipping, one optimizer step; returns the statistics.
+  gradient clipping, one optimizer step; returns the statistics;
+* :func:`update_config` and :func:`make_optimizer` -- the update's knobs and the AdamW
+  optimizer from TRL's ``GRPOConfig`` (the self-play, baseline and distillation trainers).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Sample", "UpdateConfig", "nll_loss", "pad_batch", "policy_loss", "reference_logprobs", "token_logprobs",
-           "update"]
+__all__ = ["Sample", "UpdateConfig", "make_optimizer", "nll_loss", "pad_batch", "policy_loss", "reference_logprobs",
+           "token_logprobs", "update", "update_config"]
 
 
 @dataclass
@@ -65,6 +67,23 @@ class UpdateConfig:
         if self.loss_type not in ("grpo", "dapo", "bnpo"):
             raise ValueError(f"loss_type {self.loss_type!r} is not supported by the self-play and distillation "
                              "updates; use grpo, dapo or bnpo (TRL's GRPOTrainer has the others for `train solver`)")
+
+
+def update_config(grpo: Any, temperature: float) -> UpdateConfig:
+    """The update's knobs from TRL's ``GRPOConfig`` (any object with its fields)."""
+    return UpdateConfig(micro_batch_size=grpo.per_device_train_batch_size, max_grad_norm=grpo.max_grad_norm,
+                        epsilon_low=grpo.epsilon, epsilon_high=grpo.epsilon_high or grpo.epsilon,
+                        beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
+                        autocast_bf16=bool(getattr(grpo, "bf16", False)))
+
+
+def make_optimizer(model: Any, grpo: Any) -> Any:
+    """AdamW over the trainable parameters with GRPOConfig's learning rate, betas, epsilon, weight decay."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=grpo.learning_rate, betas=(grpo.adam_beta1, grpo.adam_beta2),
+                             eps=grpo.adam_epsilon, weight_decay=grpo.weight_decay)
 
 
 def pad_batch(samples: Sequence[Sample], pad_id: int, device: Any = None) -> dict[str, Any]:

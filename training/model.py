@@ -133,4 +133,4 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
                              server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
     return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                        sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
-                       autocast_bf16=generation_autocast(cfg))
+                       autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)

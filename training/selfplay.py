@@ -3,94 +3,87 @@
 One round (:meth:`SelfPlay.round`):
 
 1. **propose** -- envgen's dual stream (:func:`envgen.skills.run_round`): documents
-   from the corpus, skills routed by the controller, proposals written by the
-   ``llm`` proposer over a :class:`~training.generation.PolicyBackend` that
-   wraps the policy itself (one batched generation per stream);
-2. **validate** -- the gate (sandboxed), plus each routed skill's validator;
-3. **solve** -- for every valid proposal, the solver plays each of its first
-   ``selfplay.tasks_per_env`` tasks ``solver.num_generations`` (G) times, all
-   episodes of the proposal in one batched rollout
-   (:func:`training.rollout.rollout`); the solve rate feeds the proposer reward
-   (Skill-SP or SPADE, ``selfplay.round.reward``);
-4. **rewards and advantages** -- solver samples: the env's score, GRPO baseline
-   per task; proposer samples: the proposer reward; advantages standardised
-   separately over each role's samples (:func:`training.advantages.selfplay_advantages`);
-5. **update** -- one optimizer step of the one model on both roles
-   (:func:`training.loss.update`; environment tokens masked out), then the
-   generator is synced (vLLM);
-6. **bookkeeping** -- skill statistics and evolution (done by the round),
-   kept environments into the library, metrics (``metrics.jsonl`` and
-   ``report_to``), and a checkpoint (model, optimizer, round state, RNG, skill
-   library) every ``selfplay.checkpoint_every`` rounds.
+   from the corpus, skills routed by the controller, ``group_size`` (G) proposals
+   per document from the same prompt, written by the ``llm`` proposer over a
+   :class:`~training.generation.PolicyBackend` that wraps the policy itself, as
+   blueprints decoded under their JSON Schema (``selfplay.proposer.structure`` and
+   ``constrained``: even an untrained model writes proposals that parse and compile);
+2. **validate** -- the gate (sandboxed), plus each routed skill's check;
+3. **solve** -- every valid proposal's tasks (a seeded draw of
+   ``selfplay.tasks_per_env``) are played ``solver.num_generations`` (k) times, all
+   episodes of the round in **one** batched rollout (:func:`training.rollout.rollout`;
+   the held-out tasks of ``selfplay.eval_envs`` ride in the same batch, never trained
+   on); p̂, an environment's solve rate, is the share of its episodes that passed
+   (``selfplay.solve_rate``), and the proposer reward is computed from it;
+4. **advantages** -- solver samples: the episode's reward, baseline over the k
+   episodes of its task; proposer samples: the proposal's reward, baseline over the G
+   proposals of its prompt; then each role standardised on its own
+   (:mod:`training.selfplay_steps`);
+5. **update** -- the optimizer step(s) of ``selfplay.schedule`` on the one model
+   (environment tokens masked out), then, with ``selfplay.distill``, a
+   recovery-step distillation step on the round's failed episodes
+   (:func:`training.distill.recovery_samples`; teacher ``distill.teacher``: the
+   reference trajectories or a backend); the generator is synced (vLLM);
+6. **skills** -- statistics, prune / merge, and with ``selfplay.write_skills`` the
+   policy writes refinements and new skills from successful exploration
+   environments, each kept only if its probes pass the gate and its validator
+   (:mod:`envgen.skills.authoring`); the library after the round is saved to
+   ``RUN/skill-rounds/round-NNNN`` (``envwright skills diff`` compares two);
+7. **bookkeeping** -- kept environments into the library, metrics
+   (``metrics.jsonl`` and ``report_to``; :mod:`training.selfplay_metrics`), and a
+   checkpoint (model, optimizer, round state, RNG, skill library) every
+   ``selfplay.checkpoint_every`` rounds.
 
-``run.resume`` (a checkpoint folder or ``latest``) restarts from a checkpoint:
-weights, optimizer, every RNG, the controller's RNG and the skill library are
-restored and the run continues with the next round.
+After the last round the held-out set is scored once more (``eval_final`` in
+``summary.json``). ``run.resume`` (a checkpoint folder or ``latest``) restarts from
+a checkpoint: weights, optimizer, every RNG, the controller's RNG and the skill
+library are restored and the run continues with the next round.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import shutil
-import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from envgen.library import Library
 from envgen.proposers.llm import LLMProposer
 from envgen.skills import Controller, SkillLibrary, run_round
+from envgen.skills.authoring import SkillWriter
 from envgen.skills.round import RoundResult
 from gym_envs.spec import EnvSpec
-from training.advantages import selfplay_advantages
 from training.chat import ChatFormat
-from training.checkpoint import find_checkpoint, load_training_state, prune_checkpoints, save_checkpoint
+from training.checkpoint import (
+    find_checkpoint,
+    load_training_state,
+    prune_checkpoints,
+    save_checkpoint,
+    seed_everything,
+)
 from training.config import TrainConfig, config_to_dict, to_grpo_config
 from training.generation import Generator, PolicyBackend
-from training.loss import Sample, UpdateConfig, reference_logprobs, update
+from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter
 from training.rewards import solve_rate
-from training.rollout import Episode, TaskRef, batch_stats, rollout
+from training.rollout import Episode, TaskRef, rollout
+from training.selfplay_metrics import histogram, pass_rate, round_record
+from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
-__all__ = ["SelfPlay", "histogram", "make_optimizer", "seed_everything", "update_config"]
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's generators (CUDA included) with ``seed``."""
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+__all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
 
 
-def update_config(grpo: Any, temperature: float) -> UpdateConfig:
-    """The update's knobs from TRL's ``GRPOConfig``."""
-    return UpdateConfig(micro_batch_size=grpo.per_device_train_batch_size, max_grad_norm=grpo.max_grad_norm,
-                        epsilon_low=grpo.epsilon, epsilon_high=grpo.epsilon_high or grpo.epsilon,
-                        beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
-                        autocast_bf16=bool(getattr(grpo, "bf16", False)))
+def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int) -> list[TaskRef]:
+    """The held-out tasks of ``selfplay.eval_envs``, each ``attempts`` times (episode seeds fixed per run)."""
+    if not sources:
+        return []
+    from training.solver import load_specs
 
-
-def make_optimizer(model: Any, grpo: Any) -> Any:
-    """AdamW over the trainable parameters with GRPOConfig's learning rate, betas, epsilon, weight decay."""
-    import torch
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=grpo.learning_rate, betas=(grpo.adam_beta1, grpo.adam_beta2),
-                             eps=grpo.adam_epsilon, weight_decay=grpo.weight_decay)
-
-
-def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
-    """Counts of ``values`` in ``bins`` equal bins of [0, 1] (the last bin includes 1.0)."""
-    edges = [i / bins for i in range(bins + 1)]
-    counts = [0] * bins
-    for v in values:
-        counts[min(int(v * bins), bins - 1)] += 1
-    return {"edges": edges, "counts": [float(c) for c in counts]}
+    specs = load_specs(list(sources))
+    return [TaskRef(s, t.id, seed + a) for s in specs for t in s.tasks[:per_env] for a in range(attempts)]
 
 
 class SelfPlay:
@@ -101,13 +94,15 @@ class SelfPlay:
         model, tokenizer: the policy already loaded (default: loaded from ``model:`` or the checkpoint).
         generator: replaces the configured generation engine (tests, benchmarks).
         docs: the document pool (default: ``selfplay.corpus``, ``selfplay.docs`` of them).
+        teacher: replaces ``distill.teacher`` for the distillation phase.
     """
 
     def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
-                 generator: Generator | None = None, docs: list[Any] | None = None):
+                 generator: Generator | None = None, docs: list[Any] | None = None, teacher: Any = None):
         from training.model import load_policy, make_generator
 
         self.cfg = cfg
+        sp = cfg.selfplay
         self.run_dir = Path(cfg.run.output_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         seed_everything(cfg.run.seed)
@@ -122,28 +117,40 @@ class SelfPlay:
         self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, model, tokenizer)
         self.backend = PolicyBackend(self.generator, self.chat, model_id=cfg.model.name_or_path or "policy")
-        p = cfg.selfplay.proposer
-        self.proposer = LLMProposer(self.backend, max_new_tokens=p.max_new_tokens, temperature=p.temperature,
-                                    top_p=p.top_p, excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples,
-                                    example_tokens=p.example_tokens, skill_level=p.skill_level,
-                                    system_prompt=p.system_prompt)
+        self.proposer = self._proposer(sp.proposer.structure)
+        explore = sp.proposer.explore_structure
+        self.explore_proposer = self._proposer(explore) if explore and explore != sp.proposer.structure else None
         self.skills_dir = self.run_dir / "skills"
         self._init_skills()
-        self.controller = Controller(SkillLibrary(self.skills_dir), cfg.selfplay.controller,
-                                     backend=self.backend if cfg.selfplay.refine_with_policy else None)
-        self.library = Library(cfg.selfplay.library or self.run_dir / "library")
+        writer = (SkillWriter(self.backend, self.proposer, probes=sp.controller.probes, executor=sp.round.validation,
+                              constrained=sp.proposer.constrained) if sp.write_skills else None)
+        self.controller = Controller(SkillLibrary(self.skills_dir), sp.controller, writer=writer)
+        self.library = Library(sp.library or self.run_dir / "library")
         self.docs = docs if docs is not None else self._load_docs()
+        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed)
+        self.teacher = teacher
         self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
                                      config=config_to_dict(cfg))
         (self.run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))
         self.start_round = 0
         self.history: list[dict[str, Any]] = []
+        self._round = 0
         self._episodes: list[Episode] = []
+        self._groups: list[str] = []
+        self._eval_episodes: list[Episode] = []
+        self._env_rates: list[float] = []
         if self.resume_from is not None:
             self._restore(self.resume_from)
             self.generator.sync()  # a vLLM engine starts from the base weights
 
     # -- setup ------------------------------------------------------------------------------------
+    def _proposer(self, structure: str) -> LLMProposer:
+        p = self.cfg.selfplay.proposer
+        return LLMProposer(self.backend, max_new_tokens=p.max_new_tokens, temperature=p.temperature, top_p=p.top_p,
+                           excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples, example_tokens=p.example_tokens,
+                           skill_level=p.skill_level, system_prompt=p.system_prompt, structure=structure,
+                           constrained=p.constrained)
+
     def _reference_model(self) -> Any:
         """A frozen copy for the KL penalty (None with LoRA: the adapter is switched off instead)."""
         import copy
@@ -190,75 +197,104 @@ class SelfPlay:
             self.controller.library = SkillLibrary(self.skills_dir)
 
     # -- one round --------------------------------------------------------------------------------
-    def _solve(self, spec: EnvSpec) -> float:
-        """G rollouts of each of the spec's first tasks, in one batch; returns the solve rate."""
+    def _eval_due(self, r: int) -> bool:
+        return bool(self.eval_tasks) and r % self.cfg.selfplay.eval_every == 0
+
+    def _solve(self, specs: Sequence[EnvSpec]) -> list[float]:
+        """Every valid proposal's drawn tasks k times (plus the held-out tasks when due), in one batch; returns
+        each environment's solve rate p̂."""
         cfg = self.cfg
-        g = cfg.solver.num_generations
-        tasks = spec.tasks[: cfg.selfplay.tasks_per_env]
-        refs = [TaskRef(spec, t.id, cfg.run.seed + self._round) for t in tasks for _ in range(g)]
-        seed = cfg.run.seed * 7919 + self._round * 104729 + len(self._episodes)
-        episodes = rollout(refs, self.generator, self.chat, cfg.rollout, seed=seed)
-        self._episodes += episodes
-        return solve_rate([e.passed for e in episodes])
+        k = cfg.solver.num_generations
+        refs, groups, owner = [], [], []
+        for i, spec in enumerate(specs):
+            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, cfg.run.seed * 1009 + self._round):
+                refs += [TaskRef(spec, tid, cfg.run.seed + self._round)] * k
+                groups += [f"{self._round}:{i}/{tid}"] * k  # by position: two proposals may share an id
+                owner += [i] * k
+        extra = self.eval_tasks if self._eval_due(self._round) else []
+        seed = cfg.run.seed * 7919 + self._round * 104729
+        episodes = rollout(refs + extra, self.generator, self.chat, cfg.rollout, seed=seed)
+        self._episodes, self._eval_episodes = episodes[: len(refs)], episodes[len(refs):]
+        self._groups = groups
+        per: list[list[Episode]] = [[] for _ in specs]
+        for e, i in zip(self._episodes, owner, strict=True):
+            per[i].append(e)
+        by_reward = cfg.selfplay.solve_rate == "reward"
+        rates = [(sum(e.reward for e in eps) / len(eps) if by_reward else solve_rate([e.passed for e in eps]))
+                 if eps else 0.0 for eps in per]
+        self._env_rates = [max(0.0, min(1.0, r)) for r in rates]
+        return self._env_rates
 
-    def _proposer_samples(self, result: RoundResult) -> tuple[list[Sample], int]:
-        out, missing = [], 0
-        for s in result.candidates:
-            rec = self.backend.record_for(s.proposal.raw)
-            if rec is None or not rec.completion_ids:
-                missing += 1  # a generation error: nothing was sampled, nothing to learn from
-                continue
-            out.append(Sample(rec.prompt_ids, rec.completion_ids, [1] * len(rec.completion_ids), role="proposer",
-                              weight=self.cfg.selfplay.proposer_weight,
-                              meta={"reward": s.reward, "group": "proposer", "valid": s.valid}))
-        return out, missing
+    def _distill(self) -> tuple[dict[str, Any] | None, float]:
+        """The optional recovery-step distillation phase on the round's failed episodes."""
+        if not self.cfg.selfplay.distill:
+            return None, 0.0
+        from training.distill import make_teacher, recovery_samples
 
-    def _solver_samples(self) -> list[Sample]:
-        return [Sample(e.prompt_ids, e.completion_ids, e.env_mask, role="solver",
-                       weight=self.cfg.selfplay.solver_weight, meta={"reward": e.reward, "group": e.task.key})
-                for e in self._episodes if e.completion_ids]
+        t0 = time.perf_counter()
+        if self.teacher is None:
+            self.teacher = make_teacher(self.cfg)
+        failed = [e for e in self._episodes if not e.passed and e.steps][: self.cfg.selfplay.distill_episodes]
+        samples, stats = recovery_samples(failed, self.teacher, self.chat, self.cfg) if failed else ([], {})
+        upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                     objective="nll")
+        return {"episodes": len(failed), **stats, "update": upd}, time.perf_counter() - t0
 
     def round(self, r: int) -> dict[str, Any]:
         """Run round ``r`` (see the module docstring); returns its metrics."""
-        cfg = self.cfg
+        cfg, sp = self.cfg, self.cfg.selfplay
         self._round = r
-        self._episodes = []
+        self._episodes, self._eval_episodes, self._groups, self._env_rates = [], [], [], []
         self.backend.take_records()
         self.backend.timer.seconds = self.backend.timer.tokens = 0
         t0 = time.perf_counter()
-        round_cfg = dataclasses.replace(cfg.selfplay.round, seed=cfg.run.seed + cfg.selfplay.round.seed)
+        round_cfg = dataclasses.replace(sp.round, seed=cfg.run.seed + sp.round.seed)
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
-                           library=self.library)
-        t_round = time.perf_counter() - t0
-        prop, missing = self._proposer_samples(result)
-        solv = self._solver_samples()
+                           library=self.library, explore_proposer=self.explore_proposer)
+        prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
+        solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
         samples = prop + solv
-        advs = selfplay_advantages([s.meta["reward"] for s in samples], [s.role for s in samples],
-                                   [s.meta["group"] for s in samples])
-        for s, a in zip(samples, advs, strict=True):
-            s.advantage = a
-        trained = [s for s in samples if (s.role == "proposer" and cfg.selfplay.train_proposer)
-                   or (s.role == "solver" and cfg.selfplay.train_solver)]
+        assign_advantages(samples)
+        trained = [s for s in samples if (s.role == "proposer" and sp.train_proposer)
+                   or (s.role == "solver" and sp.train_solver)]
         t1 = time.perf_counter()
-        stats = update(self.model, self.optimizer, trained, pad_id=self.chat.pad_id, cfg=self.update_cfg,
-                       reference=self.reference)
-        self.generator.sync()
+        upd = scheduled_update(self.model, self.optimizer, trained, schedule=sp.schedule, pad_id=self.chat.pad_id,
+                               cfg=self.update_cfg, reference=self.reference)
         t_update = time.perf_counter() - t1
+        distill, t_distill = self._distill()
+        self.generator.sync()
         self._record_solve_rates(result)
-        metrics = self._metrics(r, result, samples, missing, stats, t_round, t_update)
+        self._snapshot_skills(r)
+        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill}
+        metrics = round_record(r, result=result, episodes=self._episodes, env_rates=self._env_rates,
+                               eval_episodes=self._eval_episodes, missing=missing,
+                               n_samples={"proposer": len(prop), "solver": len(solv)}, update=upd, distill=distill,
+                               backend_timer=self.backend.timer, seconds=seconds,
+                               skills_active=len(self.controller.library), library_size=len(self.library),
+                               bins=sp.histogram_bins)
         self.metrics.log(metrics, step=r)
         self._write_episodes(r)
         self.history.append(metrics)
-        last = r + 1 == cfg.selfplay.rounds
-        if (r + 1) % cfg.selfplay.checkpoint_every == 0 or last:
+        if (r + 1) % sp.checkpoint_every == 0 or r + 1 == sp.rounds:
             self.checkpoint(r)
         return metrics
 
+    def evaluate(self) -> dict[str, Any] | None:
+        """The held-out pass rate of the current policy (None without ``selfplay.eval_envs``)."""
+        if not self.eval_tasks:
+            return None
+        seed = self.cfg.run.seed * 7919 + 104729 * (self.cfg.selfplay.rounds + 1)
+        return pass_rate(rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed))
+
     def run(self) -> list[dict[str, Any]]:
-        """All remaining rounds; returns their metrics."""
+        """All remaining rounds, then the held-out score of the final policy; returns the rounds' metrics."""
         try:
             for r in range(self.start_round, self.cfg.selfplay.rounds):
                 self.round(r)
+            final = self.evaluate()
+            summary = {"rounds": self.cfg.selfplay.rounds, "eval_final": final,
+                       "library_size": len(self.library), "skills_active": len(self.controller.library)}
+            (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         finally:
             self.metrics.close()
         return self.history
@@ -270,6 +306,13 @@ class SelfPlay:
                                       "library_size": len(self.library)})
         prune_checkpoints(self.run_dir, self.cfg.selfplay.keep_checkpoints)
         return path
+
+    def _snapshot_skills(self, r: int) -> Path:
+        """The skill library as it is after round ``r``: ``RUN/skill-rounds/round-NNNN`` (replaced if there)."""
+        dest = self.run_dir / "skill-rounds" / f"round-{r:04d}"
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(self.skills_dir, dest)
+        return dest
 
     def _record_solve_rates(self, result: RoundResult) -> None:
         """Per-task solver results of the kept environments into the library's catalog."""
@@ -289,41 +332,5 @@ class SelfPlay:
         with path.open("a", encoding="utf-8") as f:
             for e in self._episodes:
                 f.write(json.dumps({"round": r, **e.record()}, default=str) + "\n")
-
-    def _metrics(self, r: int, result: RoundResult, samples: list[Sample], missing: int, stats: dict[str, float],
-                 t_round: float, t_update: float) -> dict[str, Any]:
-        rm = result.metrics()
-        eps = self._episodes
-        bs = batch_stats(eps)
-        by_spec: dict[str, list[bool]] = {}
-        for e in eps:
-            by_spec.setdefault(e.task.spec.id, []).append(e.passed)
-        rates = [solve_rate(v) for v in by_spec.values()]
-        gen_s = self.backend.timer.seconds + bs["gen_seconds"]
-        tokens = self.backend.timer.tokens + bs["model_tokens"]
-        prop_rewards = [c.reward for c in result.candidates]
-        return {
-            "round": r,
-            "solver": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "episodes": bs["episodes"],
-                       "envs": len(by_spec), "mean_solve_rate": statistics.fmean(rates) if rates else None,
-                       "solve_rate_histogram": histogram(rates, self.cfg.selfplay.histogram_bins),
-                       "statuses": bs["statuses"], "tool_calls": bs["tool_calls"], "tool_errors": bs["tool_errors"],
-                       "model_tokens": bs["model_tokens"], "env_tokens": bs["env_tokens"]},
-            "proposer": {"reward": statistics.fmean(prop_rewards) if prop_rewards else 0.0,
-                         "validity": rm["validity"], "candidates": rm["candidates"], "kept": rm["kept"],
-                         "parsed": sum(c.proposal.spec is not None for c in result.candidates)
-                         / max(1, len(prop_rewards)),
-                         "generation_errors": missing, "tokens": self.backend.timer.tokens},
-            "skills": {"routing": rm["routing"], "weights": rm["weights"], "solve_rates": rm["skill_solve_rates"],
-                       "mean_solve_rate_routed": rm["mean_solve_rate_routed"], "pruned": rm["pruned"],
-                       "refined": rm["refined"], "induced": rm["induced"], "merged": rm["merged"],
-                       "active": len(self.controller.library)},
-            "samples": {"proposer": sum(s.role == "proposer" for s in samples),
-                        "solver": sum(s.role == "solver" for s in samples)},
-            "throughput": {"tokens_per_second": tokens / gen_s if gen_s > 0 else 0.0, "generated_tokens": tokens},
-            "time": {"generation": gen_s, "environment": bs["env_seconds"],
-                     "validation": max(0.0, t_round - gen_s - bs["env_seconds"]), "update": t_update,
-                     "round": t_round + t_update},
-            "update": stats,
-            "library_size": len(self.library),
-        }
+            for e in self._eval_episodes:
+                f.write(json.dumps({"round": r, "heldout": True, **e.record()}, default=str) + "\n")

@@ -33,7 +33,7 @@ from typing import Any
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 
-__all__ = ["TransformersBackend", "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "TransformersBackend", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -63,6 +63,38 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
     if name is None:
         raise BackendError(f"unknown dtype {dtype!r}; use one of auto, {', '.join(sorted(set(_DTYPES)))}")
     return getattr(torch, name)
+
+
+class JsonGrammars:
+    """xgrammar grammars of JSON Schemas for one tokenizer, compiled once per schema (compact JSON: no free
+    whitespace). The trainer's generator (:class:`training.generation.HFGenerator`) uses the same cache."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Any = None):
+        try:
+            import xgrammar as xgr
+        except ImportError as e:
+            raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar", "train") from None
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
+                                                  stop_token_ids=list(stop_token_ids or []) or None)
+        self.compiler = xgr.GrammarCompiler(info)
+        self.cache: dict[str, Any] = {}
+
+    def get(self, schema: dict[str, Any]) -> Any:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.cache:
+            try:  # compiled in the schema's own property order (the order the model is taught), cached by content
+                self.cache[key] = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+            except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
+                raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
+        return self.cache[key]
+
+
+def grammar_processor(grammars: Any) -> Any:
+    """A ``transformers`` logits processor that constrains row ``i`` of one ``generate`` call to ``grammars[i]``
+    (a fresh one per call: it holds the rows' matchers)."""
+    from xgrammar.contrib.hf import LogitsProcessor
+
+    return LogitsProcessor(list(grammars))
 
 
 class TransformersBackend(Backend):
@@ -182,25 +214,11 @@ class TransformersBackend(Backend):
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
-        key = json.dumps(schema, sort_keys=True)
-        cache: dict[str, Any] = self.__dict__.setdefault("_grammars", {})
-        if key not in cache:
-            try:
-                import xgrammar as xgr
-            except ImportError as e:
-                raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar",
-                                               "train") from None
-            compiler = self.__dict__.get("_grammar_compiler")
-            if compiler is None:
-                vocab = self.lm.get_output_embeddings().weight.shape[0]
-                info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=vocab,
-                                                          stop_token_ids=list(self.eos_ids) or None)
-                compiler = self.__dict__["_grammar_compiler"] = xgr.GrammarCompiler(info)
-            try:
-                cache[key] = compiler.compile_json_schema(key, any_whitespace=False)
-            except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
-                raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
-        return cache[key]
+        cache = self.__dict__.get("_grammars")
+        if cache is None:
+            vocab = self.lm.get_output_embeddings().weight.shape[0]
+            cache = self.__dict__["_grammars"] = JsonGrammars(self.tokenizer, vocab, self.eos_ids)
+        return cache.get(schema)
 
     def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
                         seed: int, stop: list[str] | None, grammars: list[Any] | None = None) -> list[Completion]:
@@ -222,9 +240,7 @@ class TransformersBackend(Backend):
         if stop:
             kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
         if grammars is not None:
-            from xgrammar.contrib.hf import LogitsProcessor
-
-            kwargs["logits_processor"] = [LogitsProcessor(list(grammars))]  # one per generate() call
+            kwargs["logits_processor"] = [grammar_processor(grammars)]  # one per generate() call
         devices = [torch.device(self.device).index or 0] if self.device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed)

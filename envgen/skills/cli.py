@@ -1,4 +1,4 @@
-"""``envwright skills ...``: inspect, export and simulate a skill library."""
+"""``envwright skills ...``: inspect, export, compare and simulate skill libraries."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
 from gym_envs import display
 
-app = typer.Typer(help="Skill libraries: list, show, stats, export, simulate.", no_args_is_help=True,
+app = typer.Typer(help="Skill libraries: list, show, stats, export, diff, simulate.", no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"]})
 
 
@@ -61,6 +61,8 @@ def show_cmd(skill_id: str, folder: Path | None = DirOpt,
     except KeyError as e:
         raise typer.BadParameter(str(e.args[0])) from None
     Console().print(display.text(s.render(level)))
+    if s.blueprint:
+        Console().print(display.text(f"\nstructure required of a blueprint: {json.dumps(s.blueprint)}"))
     Console().print(f"\n[bold]validator[/bold]: {'yes' if s.validator else 'no'}  "
                   f"[bold]parent[/bold]: {display.markup(s.parent)}  [bold]added[/bold]: iteration "
                   f"{s.added_iteration}")
@@ -97,6 +99,44 @@ def export_cmd(out: Path, folder: Path | None = DirOpt,
     ignore = ["__pycache__", "*.py[co]", "__init__.py"] + ([] if archived else ["_archive"])
     shutil.copytree(src, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*ignore))
     Console().print(display.text(f"exported {len(SkillLibrary(out))} skills to {out}"))
+
+
+@app.command("diff")
+def diff_cmd(a: Path = typer.Argument(..., help="The earlier library (e.g. RUN/skill-rounds/round-0000)."),
+             b: Path = typer.Argument(..., help="The later library (e.g. RUN/skill-rounds/round-0003)."),
+             as_json: bool = typer.Option(False, "--json", help="Print the difference as one JSON object.")) -> None:
+    """What changed from library A to library B: skills added, archived, rewritten (rules, hints, structure),
+    their statistics, and the evolution log's events in between."""
+    from envgen.skills.diff import diff_libraries
+
+    try:
+        d = diff_libraries(a, b)
+    except FileNotFoundError as e:
+        raise typer.BadParameter(str(e)) from None
+    if as_json:
+        typer.echo(json.dumps(d, indent=1, default=str))
+        return
+    con = Console()
+    con.print(display.text(f"{a} -> {b}"))
+    for what in ("added", "archived", "restored"):
+        con.print(display.text(f"{what}: {', '.join(d[what]) or '-'}"))
+    for sid, ch in d["changed"].items():
+        con.print(display.text(f"changed {sid}:", "bold"))
+        for field, v in ch.items():
+            if "added" in v or "removed" in v:
+                for line in v.get("removed", []):
+                    con.print(display.text(f"  - {field}: {line}", "red"))
+                for line in v.get("added", []):
+                    con.print(display.text(f"  + {field}: {line}", "green"))
+            else:
+                con.print(display.text(f"  {field}: {v.get('old')!r} -> {v.get('new')!r}"))
+    for sid, st in d["stats"].items():
+        moved = ", ".join(f"{k} {v['old']} -> {v['new']}" for k, v in st.items())
+        con.print(display.text(f"stats {sid}: {moved}", "dim"))
+    for ev in d["events"]:
+        con.print(display.text(f"[iter {ev.get('iteration')}] {ev.get('event')} {ev.get('skill')}: {ev.get('why')}"))
+    if not (d["added"] or d["archived"] or d["restored"] or d["changed"] or d["stats"] or d["events"]):
+        con.print("no difference")
 
 
 @app.command("simulate")

@@ -19,6 +19,15 @@ generator backend) to rewrite a skill's rules and hints from failure traces.
   ``induce_min_reward`` becomes a new skill when its content similarity to every
   active skill is below ``novelty_threshold``; otherwise it is refused as a
   duplicate (the log names the skill it duplicates).
+
+With a ``writer`` (:class:`envgen.skills.authoring.SkillWriter`, what self-play
+uses) the model writes both: refinements (rules, hints and the required
+blueprint structure) and new skills (at most ``max_induced`` a round), and a
+written skill replaces or joins the library only if its probes pass the gate and
+its validator holds (every refusal is logged with its reason). Without one,
+refinement asks ``backend`` for rules and hints as before, and induction builds
+the skill from the environment's structure (:func:`skill_from_env`): the
+simulation's deterministic path.
 * **Merging**: two active skills more similar than ``merge_threshold`` merge;
   the survivor keeps both examples and rules and their statistics pool, the
   other is archived.
@@ -58,6 +67,8 @@ class ControllerConfig:
     novelty_threshold: float = 0.45
     merge_threshold: float = 0.7
     max_skills: int = 40
+    max_induced: int = 2  #: model-written skill candidates per round (the best novel exploration environments)
+    probes: int = 2  #: probe environments a model-written skill must pass before it is kept (0: none)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -70,6 +81,8 @@ class ControllerConfig:
             raise ValueError("temperature must be > 0")
         if self.merge_threshold < self.novelty_threshold:
             raise ValueError("merge_threshold must be >= novelty_threshold (else new skills merge at once)")
+        if self.max_induced < 0 or self.probes < 0:
+            raise ValueError("max_induced and probes must be >= 0")
 
 
 @dataclass
@@ -79,6 +92,8 @@ class Candidate:
     spec: EnvSpec
     reward: float
     solve_rate: float | None = None
+    doc: Any = None  #: the source document (model-written skills are probed on it)
+    blueprint: str | None = None  #: the blueprint it was compiled from, when it came from the blueprint stream
 
 
 @dataclass
@@ -91,16 +106,20 @@ class RoundLog:
     induced: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     merged: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  #: model-written candidates refused, and why
 
 
 class Controller:
     """Routes generation to skills and evolves the library between rounds."""
 
-    def __init__(self, library: SkillLibrary, config: ControllerConfig | None = None, backend: Any = None):
+    def __init__(self, library: SkillLibrary, config: ControllerConfig | None = None, backend: Any = None,
+                 writer: Any = None):
         self.library = library
         self.config = config or ControllerConfig()
         self.backend = backend
+        self.writer = writer
         self.rng = random.Random(self.config.seed)
+        self.rejected: list[tuple[str, str]] = []  #: this round's refused model-written candidates
 
     # -- routing -------------------------------------------------------------------------------
     def quality(self, skill: Skill) -> float:
@@ -165,14 +184,18 @@ class Controller:
         v, p = st.validity_rate, st.recent_solve_rate
         return (v is not None and v < c.refine_below_validity) or (p is not None and p < c.refine_below_solve_rate)
 
-    def refine(self, iteration: int, failures: dict[str, list[str]] | None = None) -> list[str]:
-        """Rewrite rules and hints of struggling skills with the backend; returns refined ids."""
-        if self.backend is None:
-            return []
+    def refine(self, iteration: int, failures: dict[str, list[str]] | None = None,
+               docs: list[Any] | None = None) -> list[str]:
+        """Rewrite struggling skills (the writer, else rules and hints with the backend); returns refined ids.
+
+        ``docs``: documents the writer's probes of a rewrite are written from.
+        """
         failures = failures or {}
         todo = [s for s in self.library if self.needs_refinement(s)]
-        if not todo:
+        if not todo or (self.backend is None and self.writer is None):
             return []
+        if self.writer is not None:
+            return self._refine_written(iteration, todo, failures, docs or [])
         prompts = [[{"role": "system", "content": _REFINE_SYSTEM},
                     {"role": "user", "content": _refine_prompt(s, failures.get(s.id, []))}] for s in todo]
         completions = self.backend.generate(prompts, max_new_tokens=768, temperature=0.3, seed=iteration)
@@ -193,10 +216,65 @@ class Controller:
             out.append(s.id)
         return out
 
+    def _refine_written(self, iteration: int, todo: list[Skill], failures: dict[str, list[str]],
+                        docs: list[Any]) -> list[str]:
+        out = []
+        for old, w in zip(todo, self.writer.refine(todo, failures, docs, iteration), strict=True):
+            old.stats.proposals_at_refine = old.stats.proposals  # judged on this evidence, kept or not
+            if not w.kept or w.skill is None:
+                self.rejected.append((old.id, w.why))
+                self.library.save(old)
+                self.library.log("refine-refused", old.id, iteration, f"the model's rewrite was refused: {w.why}")
+                continue
+            before = (old.stats.validity_rate, old.stats.recent_solve_rate)
+            new = w.skill
+            new.stats.recent_solve_rate = None  # the rewrite makes old evidence stale: explore it again
+            self.library.save(new)
+            self.library.log("refined", new.id, iteration,
+                             f"rules, hints and structure rewritten by the model from {len(failures.get(new.id, []))} "
+                             f"failure traces (validity {_fmt(before[0])}, recent solve rate {_fmt(before[1])}); "
+                             f"{w.why}")
+            out.append(new.id)
+        return out
+
+    def _skill_id(self, name: str) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-") or "skill"
+        base = f"induced-{slug}"
+        taken = set(self.library.skills) | set(self.library.archived)
+        sid, k = base, 2
+        while sid in taken:
+            sid, k = f"{base}-{k}", k + 1
+        return sid
+
+    def _induce_written(self, iteration: int, novel: list[tuple[Candidate, float]]) -> list[str]:
+        picked = novel[: self.config.max_induced]
+        items = [(c.spec, c.solve_rate, c.blueprint, c.doc) for c, _ in picked]
+        taken: set[str] = set()
+
+        def make_id(name: str) -> str:
+            sid = self._skill_id(name)
+            k = 2
+            while sid in taken:
+                sid, k = f"{self._skill_id(name)}-{k}", k + 1
+            taken.add(sid)
+            return sid
+
+        out = []
+        for (cand, sim), w in zip(picked, self.writer.induce(items, iteration, make_id), strict=True):
+            if not w.kept or w.skill is None:
+                self.rejected.append((cand.spec.id, w.why))
+                self.library.log("induce-refused", cand.spec.id, iteration, w.why)
+                continue
+            self.library.add(w.skill, iteration=iteration,
+                             why=f"{w.why} (reward {cand.reward:.2f}, max similarity {sim:.2f})")
+            out.append(w.skill.id)
+        return out
+
     def induce(self, iteration: int, candidates: list[Candidate]) -> tuple[list[str], list[tuple[str, str]]]:
         """New skills from high-reward exploration environments that are novel in content."""
         c = self.config
         induced, refused = [], []
+        novel: list[tuple[Candidate, float]] = []
         for cand in sorted(candidates, key=lambda x: (-x.reward, x.spec.id)):
             if cand.reward < c.induce_min_reward or len(self.library) >= c.max_skills:
                 continue
@@ -207,6 +285,9 @@ class Controller:
                 self.library.log("refused", cand.spec.id, iteration,
                                  f"not novel: similarity {sim:.2f} to skill {near!r}")
                 continue
+            if self.writer is not None:
+                novel.append((cand, sim))
+                continue
             skill = skill_from_env(cand.spec, iteration)
             if skill.id in self.library.skills or skill.id in self.library.archived:
                 continue
@@ -214,6 +295,8 @@ class Controller:
                              why=f"induced from exploration env {cand.spec.id} (reward {cand.reward:.2f}, "
                                  f"max similarity {sim:.2f})")
             induced.append(skill.id)
+        if novel:
+            induced += self._induce_written(iteration, novel)
         return induced, refused
 
     def merge(self, iteration: int) -> list[tuple[str, str]]:
@@ -241,13 +324,15 @@ class Controller:
         return out
 
     def end_round(self, iteration: int, candidates: list[Candidate] | None = None,
-                  failures: dict[str, list[str]] | None = None) -> RoundLog:
-        """Prune, merge, refine and induce; save every skill's stats."""
+                  failures: dict[str, list[str]] | None = None, docs: list[Any] | None = None) -> RoundLog:
+        """Prune, merge, refine and induce; save every skill's stats. ``docs``: where refinements are probed."""
         log = RoundLog(iteration)
+        self.rejected = []
         log.pruned = self.prune(iteration)
         log.merged = self.merge(iteration)
-        log.refined = self.refine(iteration, failures)
+        log.refined = self.refine(iteration, failures, docs)
         log.induced, log.refused = self.induce(iteration, candidates or [])
+        log.rejected = list(self.rejected)
         for s in list(self.library):
             self.library.save(s)
         return log

@@ -21,6 +21,7 @@ import json
 import math
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,9 @@ class _SyntheticWorld:
 
     def __init__(self, cfg: SimulationConfig):
         self.cfg = cfg
-        self.rng = random.Random(cfg.seed)
+        self.rng = random.Random(cfg.seed)  # the proposer's draws
+        self.solve_rng = random.Random(cfg.seed + 1)  # the solver's and the gate's: independent of call order
+        self.gate_rng = random.Random(cfg.seed + 2)
         self.competence = 0.0
         self.offset: dict[str, float] = {}  # per-skill difficulty change from refinement
         self.difficulty: dict[str, float] = {}
@@ -146,13 +149,16 @@ class _SyntheticWorld:
 
         return SyntheticProposer()
 
-    def solve(self, spec: EnvSpec) -> float:
-        p = 1.0 / (1.0 + math.exp(-(self.competence - self.difficulty[spec.id])))
-        wins = sum(self.rng.random() < p for _ in range(self.cfg.rollouts))
-        return wins / self.cfg.rollouts
+    def solve(self, specs: Sequence[EnvSpec]) -> list[float]:
+        out = []
+        for spec in specs:
+            p = 1.0 / (1.0 + math.exp(-(self.competence - self.difficulty[spec.id])))
+            wins = sum(self.solve_rng.random() < p for _ in range(self.cfg.rollouts))
+            out.append(wins / self.cfg.rollouts)
+        return out
 
-    def validity(self, spec: EnvSpec, skill_id: str | None) -> list[str]:
-        return [] if self.rng.random() < 0.9 else ["synthetic: the gate rejected this one"]
+    def validity(self, spec: EnvSpec, skill_id: str | None, structure: str = "spec") -> list[str]:
+        return [] if self.gate_rng.random() < 0.9 else ["synthetic: the gate rejected this one"]
 
     def learn(self, kept_rates: list[float]) -> None:
         gain = sum(p * (1 - p) for p in kept_rates) / max(1, len(kept_rates))
@@ -220,7 +226,8 @@ def run_simulation(root: str | Path, cfg: SimulationConfig | None = None,
     history = []
     docs = [f"doc-{i}" for i in range(64)]
     for it in range(1, cfg.rounds + 1):
-        rc = RoundConfig(n=cfg.envs_per_round, alpha=cfg.alpha, seed=cfg.seed, validation="inprocess")
+        rc = RoundConfig(n=cfg.envs_per_round, alpha=cfg.alpha, seed=cfg.seed, validation="inprocess",
+                         group_size=1)  # one synthetic proposal per document: no proposer is trained here
         result: RoundResult = run_round(controller, proposer, docs, world.solve, iteration=it, config=rc,
                                         validator=world.validity)
         # induced skills inherit their topic so the world can keep simulating them

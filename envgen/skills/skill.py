@@ -3,12 +3,21 @@
 Layout of one skill folder::
 
     SKILL/
-      SKILL.md        front matter (id, name, description, tags, added_iteration, parent)
+      SKILL.md        front matter (id, name, description, tags, added_iteration, parent, and
+                      ``blueprint``: the structure the skill requires, see below)
                       then "## Rules" and "## Hints" bullet lists
       examples/*.json example environment specs (valid EnvSpec JSON)
       validator.py    optional restricted code: ``def validate(spec) -> list[str]``; the helpers
                       of ``validator_helpers.py`` (``tables``, ``functions``, ...) are prepended
       stats.json      attempts, solve-rate sum, validity, last use
+
+A skill's ``blueprint`` section (:attr:`Skill.blueprint`) states the structure it
+requires of a blueprint, in the blueprint's own vocabulary: ``operations`` (operation
+kinds, e.g. ``[adjust]``), ``rules`` (rule kinds, e.g. ``[non_negative]``), ``states``
+(``true``: the main entity has a lifecycle) and ``tasks`` (the least count per task
+kind, e.g. ``{decline: 2}``). The blueprint stream narrows its decoding schema with it
+(:func:`envgen.blueprint.schema.blueprint_json_schema`) and the compiler adds what a
+blueprint still lacks; :func:`check_blueprint_requirements` refuses unknown kinds.
 
 A skill renders itself at four levels of progressive disclosure (``name``,
 ``summary``, ``rules``, ``full``) for proposer prompts. Its validator runs in
@@ -31,10 +40,51 @@ import yaml
 
 from gym_envs.spec import EnvSpec, load_spec, parse_spec
 
-__all__ = ["DISCLOSURE_LEVELS", "Skill", "SkillStats", "load_skill", "run_validator", "save_skill"]
+__all__ = ["BLUEPRINT_KEYS", "DISCLOSURE_LEVELS", "Skill", "SkillStats", "check_blueprint_requirements", "load_skill",
+           "run_validator", "save_skill"]
 
 DISCLOSURE_LEVELS = ("name", "summary", "rules", "full")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{1,63}$")
+BLUEPRINT_KEYS = ("operations", "rules", "states", "tasks")
+
+
+def check_blueprint_requirements(req: Any, where: str = "blueprint") -> dict[str, Any]:
+    """A skill's ``blueprint`` section, validated and normalised (lists deduplicated, counts as ints).
+
+    Raises ``ValueError`` naming the bad key or kind and the allowed ones.
+    """
+    from envgen.blueprint.schema import MAX_TASKS_PER_KIND, OP_KINDS, RULE_KINDS
+    from gym_envs.spec import TASK_KINDS
+
+    if req is None:
+        return {}
+    if not isinstance(req, dict):
+        raise ValueError(f"{where} must be a mapping with keys {', '.join(BLUEPRINT_KEYS)}, got {req!r}")
+    unknown = sorted(set(req) - set(BLUEPRINT_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; the keys are {', '.join(BLUEPRINT_KEYS)}")
+    out: dict[str, Any] = {}
+    for key, vocab in (("operations", OP_KINDS), ("rules", RULE_KINDS)):
+        kinds = req.get(key) or []
+        if not isinstance(kinds, list) or any(k not in vocab for k in kinds):
+            raise ValueError(f"{where}.{key} must be a list of {', '.join(vocab)}; got {kinds!r}")
+        if kinds:
+            out[key] = list(dict.fromkeys(kinds))
+    if req.get("states") not in (None, True, False):
+        raise ValueError(f"{where}.states must be true or false, got {req['states']!r}")
+    if req.get("states"):
+        out["states"] = True
+    tasks = req.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise ValueError(f"{where}.tasks must map task kinds to least counts, e.g. {{decline: 2}}")
+    for kind, n in tasks.items():
+        if kind not in TASK_KINDS or isinstance(n, bool) or not isinstance(n, int) \
+                or not 1 <= n <= MAX_TASKS_PER_KIND:
+            raise ValueError(f"{where}.tasks.{kind}: a task kind of {', '.join(TASK_KINDS)} with a count in "
+                             f"1..{MAX_TASKS_PER_KIND}; got {n!r}")
+    if tasks:
+        out["tasks"] = {k: int(tasks[k]) for k in TASK_KINDS if k in tasks}
+    return out
 
 
 @dataclass
@@ -100,12 +150,15 @@ class Skill:
     added_iteration: int = 0
     parent: str | None = None
     archived: bool = False
+    #: structure required of a blueprint (``operations``, ``rules``, ``states``, ``tasks``; module docstring)
+    blueprint: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not _ID.match(self.id):
             raise ValueError(f"skill id {self.id!r} must match {_ID.pattern}")
         if not self.name.strip():
             raise ValueError(f"skill {self.id}: name must be non-empty")
+        self.blueprint = check_blueprint_requirements(self.blueprint, f"skill {self.id}: blueprint")
 
     def render(self, level: str = "rules", max_examples: int = 1) -> str:
         """Text for a proposer prompt at a disclosure level (``name`` < ``summary`` < ``rules`` < ``full``)."""
@@ -164,6 +217,10 @@ def load_skill(folder: str | Path) -> Skill:
     missing = [k for k in ("id", "name", "description") if not meta.get(k)]
     if missing:
         raise ValueError(f"{md}: front matter lacks {missing}")
+    try:
+        blueprint = check_blueprint_requirements(meta.get("blueprint"), "blueprint")
+    except ValueError as e:
+        raise ValueError(f"{md}: front matter {e}") from None
     examples = [load_spec(p) for p in sorted((folder / "examples").glob("*.json"))]
     validator = (folder / "validator.py").read_text(encoding="utf-8") if (folder / "validator.py").exists() else None
     stats_path = folder / "stats.json"
@@ -172,12 +229,14 @@ def load_skill(folder: str | Path) -> Skill:
                  tags=list(meta.get("tags") or []), rules=_bullets(m.group(2), "Rules"),
                  hints=_bullets(m.group(2), "Hints"), examples=examples, validator=validator, stats=stats,
                  added_iteration=int(meta.get("added_iteration") or 0), parent=meta.get("parent"),
-                 archived=bool(meta.get("archived", False)))
+                 archived=bool(meta.get("archived", False)), blueprint=blueprint)
 
 
 def skill_markdown(skill: Skill) -> str:
     meta = {"id": skill.id, "name": skill.name, "description": skill.description, "tags": skill.tags,
             "added_iteration": skill.added_iteration, "parent": skill.parent, "archived": skill.archived}
+    if skill.blueprint:
+        meta["blueprint"] = skill.blueprint
     body = [f"# {skill.name}", "", skill.description, "", "## Rules", *[f"- {r}" for r in skill.rules], "",
             "## Hints", *[f"- {h}" for h in skill.hints], ""]
     return "---\n" + yaml.safe_dump(meta, sort_keys=False).strip() + "\n---\n" + "\n".join(body)

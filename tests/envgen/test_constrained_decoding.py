@@ -39,6 +39,8 @@ def test_transformers_output_always_matches_the_schema(tiny_backend):
         assert c.finish_reason == "stop", c.text[-200:]  # the grammar closed the object before the limit
         jsonschema.validate(json.loads(c.text), schema)
         assert parse_blueprint(c.text).ok
+        # keys come in the schema's order, the order the warm start trains on (Blueprint.to_json)
+        assert list(json.loads(c.text)) == list(schema["properties"])
 
 
 def test_transformers_per_prompt_schemas_and_unconstrained_rows(tiny_backend):

@@ -32,9 +32,7 @@ def test_rewards():
     assert skill_sp_reward(True, 0.25) == pytest.approx(0.5)
     assert skill_sp_reward(False, 0.5) == 0.0
     assert skill_sp_reward(True, 0.5, parsed=False) == -1.0
-    assert spade_reward(True, 0.5) == pytest.approx(0.6)
-    assert spade_reward(True, 0.5, hinted_solve_rate=1.0) == pytest.approx(0.8)
-    assert spade_reward(True, 0.9, hinted_solve_rate=0.5) == 0.0
+    assert spade_reward(True, 0.5) == 1.0 and spade_reward(True, 0.3) == 0.0
     assert spade_reward(True, 0.2, parsed=False) == -1.0
     with pytest.raises(ValueError, match="solve rate"):
         skill_sp_reward(True, 1.5)
@@ -227,8 +225,9 @@ def test_whole_round_with_the_scripted_backend(tmp_path):
     rates = iter([0.5, 1.0, 0.25, 0.0, 0.75, 0.5] * 4)
     controller = Controller(skills, ControllerConfig(seed=0))
     lib = Library(tmp_path / "lib")
-    result = run_round(controller, proposer, docs, lambda spec: next(rates), iteration=1,
-                       config=RoundConfig(n=2, alpha=0.5, oversample=2.0, validation="inprocess"), library=lib)
+    result = run_round(controller, proposer, docs, lambda specs: [next(rates) for _ in specs], iteration=1,
+                       config=RoundConfig(n=2, alpha=0.5, oversample=2.0, group_size=1,
+                                                              validation="inprocess"), library=lib)
     m = result.metrics()
     assert m["candidates"] == 4 and m["validity"] == 1.0 and m["kept"] == 2
     streams = sorted(s.stream for s in result.kept)

@@ -16,6 +16,7 @@ def test_skills_commands(tmp_path):
     assert res.exit_code == 0 and "ledger-invariants" in res.output
     res = _run("skills", "show", "ledger-invariants", "--level", "rules")
     assert res.exit_code == 0 and "Rules:" in res.output and "validator" in res.output
+    assert "structure required of a blueprint" in res.output and "adjust" in res.output
     res = _run("skills", "stats")
     assert res.exit_code == 0 and "active skills: 12" in res.output
     out = tmp_path / "mine"

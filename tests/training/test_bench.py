@@ -119,3 +119,35 @@ def test_learning_on_generated_environments(tmp_path: Path) -> None:
     result = json.loads((out / "learning.json").read_text())
     assert result["holdout_envs"] == 2 and result["envs"] == [str(tmp_path / "lib")]
     assert result["heldout_tasks"] >= 1 and {"untrained", "sft", "grpo"} <= set(result)
+
+
+@pytest.mark.slow
+def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
+    """`python -m training.bench selfplay --tiny`: every phase at toy size on CPU, stopped after the warm start
+    and resumed by a second call that reuses what was done (minutes)."""
+    from training.bench import main
+
+    out = tmp_path / "sp"
+    assert main(["selfplay", "--tiny", "--out", str(out), "--stop-after", "solver"]) == 0
+    state = json.loads((out / "work" / "state.json").read_text())
+    assert {"proposer", "environments", "solver"} <= set(state) and "heldout" not in state
+    warm = out / "work" / "warm" / "model" / "config.json"
+    stamp = warm.stat().st_mtime
+    assert main(["selfplay", "--tiny", "--out", str(out)]) == 0
+    assert warm.stat().st_mtime == stamp  # the warm start was not redone
+    res = json.loads((out / "selfplay.json").read_text())
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["round"] for r in sp["rounds"]] == [0, 1] and [r["round"] for r in base["rounds"]] == [0, 1]
+    for r in sp["rounds"]:
+        assert 0.0 <= r["acceptance"] <= 1.0 and r["heldout_pass_rate"] is not None and r["env_share"] < 1.0
+        assert r["solver_episodes"] > 0
+    # compute-matched: the baseline played the self-play run's solver episodes, round for round
+    assert base["episodes"] == [r["solver_episodes"] for r in sp["rounds"]]
+    assert [r["solver_episodes"] for r in base["rounds"]] == base["episodes"]
+    assert sp["eval_final"] is not None and base["eval_final"] is not None
+    assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "env_share_max",
+                                   "env_share_met"}
+    assert res["environments"]["train_templates"] >= 1 and res["heldout_model"]["accepted"] >= 1
+    for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
+        assert (out / name).is_file(), name
+    assert "| round | acceptance |" in (out / "selfplay.md").read_text()

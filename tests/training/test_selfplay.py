@@ -1,8 +1,12 @@
-"""Two self-play rounds end to end (tiny model, scripted text), metrics, checkpoints, and resume."""
+"""Self-play end to end: scripted rounds (groups, both roles, held-out scoring, skill snapshots, resume), the
+distillation phase and the sequential schedule, and the bundled CPU smoke config on the random tiny model."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +17,20 @@ from training.config import TrainConfig, config_from_dict
 from training.errors import CheckpointError
 from training.generation import ScriptedGenerator
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def selfplay_config(tiny_dir: Path, corpus: Path, out: Path, **run: Any) -> TrainConfig:
+
+def selfplay_config(tiny_dir: Path, corpus: Path, out: Path, selfplay: dict | None = None, **run: Any) -> TrainConfig:
     return config_from_dict({
         "model": {"name_or_path": str(tiny_dir), "device": "cpu"},
         "rollout": {"max_turn_tokens": 64, "max_completion_tokens": 640, "max_steps": 8},
         "solver": {"num_generations": 2},
-        "selfplay": {"rounds": 2, "corpus": str(corpus), "docs": 2, "tasks_per_env": 1,
-                     "round": {"n": 1, "alpha": 0.5, "oversample": 3.0},
-                     "proposer": {"max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60,
-                                  "system_prompt": "Write one environment spec as JSON."}},
+        "selfplay": {"rounds": 2, "corpus": str(corpus), "docs": 2, "tasks_per_env": 1, "write_skills": False,
+                     "round": {"n": 2, "alpha": 0.5, "oversample": 3.0, "group_size": 3},
+                     "proposer": {"structure": "spec", "constrained": False, "max_new_tokens": 3000, "n_examples": 0,
+                                  "excerpt_tokens": 60, "system_prompt": "Write one environment spec as JSON."},
+                     "eval_envs": ["examples:library-loans"], "eval_tasks_per_env": 1, "eval_attempts": 2,
+                     **(selfplay or {})},
         "run": {"output_dir": str(out), "report_to": ["tensorboard"], **run},
         "grpo": {"per_device_train_batch_size": 4, "learning_rate": 1e-3}})
 
@@ -37,25 +45,36 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
     history = sp.run()
     assert [h["round"] for h in history] == [0, 1]
     for h in history:
-        # three proposals a round: one skill-routed (fails its skill's validator), one unparsable, one valid
-        assert h["proposer"]["candidates"] == 3 and h["proposer"]["parsed"] == pytest.approx(2 / 3)
-        assert h["proposer"]["validity"] == pytest.approx(1 / 3) and h["proposer"]["kept"] == 1
-        # the valid one was solved G=2 times: once right, once with the wrong book
-        assert h["solver"]["episodes"] == 2 and h["solver"]["pass_rate"] == 0.5
-        assert h["solver"]["solve_rate_histogram"]["counts"] == [0.0, 0.0, 1.0, 0.0, 0.0]
-        assert h["samples"] == {"proposer": 3, "solver": 2}
-        assert sum(h["skills"]["routing"].values()) == 2 and h["skills"]["weights"]
-        assert h["update"]["samples"] >= 3 and h["update"]["trained_tokens"] > 0
-        assert set(h["time"]) == {"generation", "environment", "validation", "update", "round"}
+        # two groups of three proposals from one prompt each (one skill-routed group, one exploration group);
+        # the script answers valid, unparsable, valid in turn
+        p = h["proposer"]
+        assert p["candidates"] == 6 and p["groups"] == 2 and p["parsed"] == pytest.approx(4 / 6)
+        valid = round(p["acceptance"] * 6)
+        assert 2 <= valid <= 4 and p["validity_by_stream"]["explore"] == pytest.approx(2 / 3)
+        # each valid environment's task is played k=2 times: once right, once with the wrong book
+        assert h["solver"]["episodes"] == 2 * valid and h["solver"]["pass_rate"] == 0.5
+        assert h["solver"]["solve_rate_histogram"]["counts"] == [0.0, 0.0, float(valid), 0.0, 0.0]
+        assert p["frontier"] == 1.0 and p["distinct_tool_sets"] == 1 and p["grounding"] is not None
+        assert h["samples"] == {"proposer": 6, "solver": 2 * valid}
+        # proposer groups have spread (valid 1.0 vs unparsable -1.0); solver groups have spread (pass vs fail)
+        assert h["update"]["proposer"]["samples"] >= 3 and h["update"]["solver"]["samples"] == 2 * valid
+        assert h["update"]["steps"] == 1 and h["update"]["trained_tokens"] > 0
+        assert h["eval"]["episodes"] == 2 and 0.0 <= h["eval"]["pass_rate"] <= 1.0  # held out, in the same batch
+        assert sum(h["skills"]["routing"].values()) == 1 and h["skills"]["weights"]
+        assert set(h["time"]) >= {"generation", "environment", "validation", "update", "round", "environment_share"}
+        assert 0.0 < h["time"]["environment_share"] < 1.0
         assert h["throughput"]["tokens_per_second"] > 0
     assert any(not (p.detach() == before[n]).all() for n, p in sp.model.named_parameters())
-    # the environment's state changed in the episodes (a loan was written)
     eps = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
-    assert len(eps) == 4 and {e["passed"] for e in eps} == {True, False}
+    trained = [e for e in eps if not e.get("heldout")]
+    assert {e["passed"] for e in trained} == {True, False} and sum(bool(e.get("heldout")) for e in eps) == 4
     assert len(sp.library) >= 1 and (run / "library" / "specs").is_dir()
     assert any(r["solve_rate"] == 0.5 for r in sp.library.rows())  # the solver's results reached the catalog
-    attempts = sum(s.stats.proposals for s in sp.controller.library)
-    assert attempts == 4  # skill statistics updated: 2 skill-routed proposals a round
+    assert sum(s.stats.proposals for s in sp.controller.library) == 6  # 3 skill-routed proposals a round
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["eval_final"]["episodes"] == 2 and summary["rounds"] == 2
+    snaps = sorted(p.name for p in (run / "skill-rounds").iterdir())
+    assert snaps == ["round-0000", "round-0001"] and (run / "skill-rounds" / "round-0001" / "search-then-act").is_dir()
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["step"] == 0
     assert any((run / "tensorboard").iterdir())
@@ -68,7 +87,7 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
     # resume from the first checkpoint: the second round is replayed exactly
     cfg2 = selfplay_config(tiny_dir, corpus_dir, run, resume=str(ck))
     script = selfplay_script(solver_plan(wrong_every=2))
-    for _ in range(3):  # the proposer script's position after round 0
+    for _ in range(6):  # the proposer script's position after round 0
         script("proposer context")
     resumed = SelfPlay(cfg2, generator=ScriptedGenerator(tokenizer, script))
     assert resumed.start_round == 1
@@ -81,9 +100,74 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
     assert again[0]["skills"]["routing"] == history[1]["skills"]["routing"]
 
 
+def test_distill_phase_and_sequential_schedule(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                               corpus_dir: Path) -> None:
+    """One round with a proposer step, a solver step and a recovery-distillation step (reference teacher)."""
+    from training.selfplay import SelfPlay
+
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
+                          {"rounds": 1, "schedule": "sequential", "distill": True, "eval_envs": []})
+    sp = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
+    (h,) = sp.run()
+    up = h["update"]
+    assert up["schedule"] == "sequential" and up["steps"] == 2
+    assert up["proposer"]["samples"] > 0 and up["solver"]["samples"] > 0
+    d = h["distill"]
+    # the wrong-book episodes leave the reference at the borrow call: the teacher's recovery is learnt
+    assert d["episodes"] >= 1 and d["divergences"] >= 1 and d["update"]["samples"] >= 1
+    assert h["time"]["distill"] > 0 and "eval" not in h
+
+
 def test_resume_needs_a_checkpoint(tmp_path: Path, tiny_dir: Path, corpus_dir: Path) -> None:
     from training.selfplay import SelfPlay
 
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", resume=str(tmp_path / "nowhere"))
     with pytest.raises(CheckpointError, match="not a checkpoint folder"):
         SelfPlay(cfg)
+
+
+@pytest.mark.slow
+def test_smoke_cpu_config_trains_both_roles(tmp_path: Path, tiny_dir: Path) -> None:
+    """`envwright train selfplay --config smoke-cpu`, as the README writes it: the random tiny model proposes
+    constrained blueprints and solves them, and both roles take gradient steps in every round (minutes)."""
+    out = tmp_path / "smoke"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "envgen.command", "train", "selfplay", "--config", "smoke-cpu", "--output-dir",
+           str(out), "--set", f"model.name_or_path={tiny_dir}", "--set", "run.report_to=[]"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3000)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rounds = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(rounds) == 2
+    for h in rounds:
+        assert h["update"]["proposer"]["samples"] > 0, h["update"]
+        assert h["update"]["solver"]["samples"] > 0, h["update"]
+        assert h["proposer"]["acceptance"] > 0 and h["proposer"]["parsed"] == 1.0  # constrained: all parse
+        assert h["solver"]["episodes"] > 0 and "eval" in h
+    assert '"update/proposer/samples"' in proc.stdout
+    assert (out / "summary.json").is_file() and len(list((out / "skill-rounds").iterdir())) == 2
+
+
+def test_fixed_environment_baseline_matches_episodes(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                                     corpus_dir: Path, spec: Any) -> None:
+    """The baseline plays a self-play run's solver episodes round for round, k per task, one update a round."""
+    from training.baseline import FixedEnvGRPO, matched_episodes
+
+    sp_run = tmp_path / "sp"
+    sp_run.mkdir()
+    (sp_run / "metrics.jsonl").write_text("\n".join(json.dumps({"round": r, "solver": {"episodes": n}})
+                                                    for r, n in ((0, 4), (1, 2))) + "\n")
+    episodes = matched_episodes(sp_run)
+    assert episodes == [4, 2]
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "base")
+    other = spec.model_copy(update={"id": "library-demo-2"})
+    base = FixedEnvGRPO(cfg, [spec, other], episodes,
+                        generator=ScriptedGenerator(tokenizer, solver_plan(wrong_every=2)))
+    assert [len(base.draw(r)) for r in (0, 1)] == [4, 2]
+    assert {t.spec.id for t in base.draw(0)} == {spec.id, other.id}  # one pass over the pool before repeating
+    hist = base.run()
+    assert [h["solver"]["episodes"] for h in hist] == [4, 2]
+    assert all(h["update"]["solver"]["samples"] == h["solver"]["episodes"] for h in hist)  # pass vs fail in a group
+    assert hist[0]["eval"]["episodes"] == 2 and 0 <= hist[0]["time"]["environment_share"] < 1
+    summary = json.loads((tmp_path / "base" / "summary.json").read_text())
+    assert summary["episodes"] == [4, 2] and summary["eval_final"]["episodes"] == 2
+    assert sorted(p.name for p in (tmp_path / "base" / "checkpoints").iterdir()) == ["round-0000", "round-0001"]

@@ -68,3 +68,38 @@ def test_histogram_and_flatten() -> None:
     assert h["counts"] == [1.0, 0.0, 1.0, 2.0]
     assert flatten({"a": {"b": 1, "c": True, "d": "x", "e": float("nan")}, "f": 2.5}) == {"a/b": 1.0, "a/c": 1.0,
                                                                                            "f": 2.5}
+
+
+def test_proposer_group_rewards_and_advantages() -> None:
+    """G proposals of one prompt form a group: rewards valid*(1-2|p-0.5|) (+ grounding), fixed values for
+    invalid and unparsable ones, and advantages within the group (a group with no spread gives 0)."""
+    from types import SimpleNamespace
+
+    from envgen.skills.rewards import proposal_reward
+    from training.selfplay_steps import assign_advantages, proposer_samples, role_counts
+
+    r = lambda **kw: proposal_reward("skill_sp", invalid=-0.5, unparsable=-1.0, grounding_weight=0.2, **kw)  # noqa: E731
+    assert r(parsed=True, valid=True, solve_rate=0.5) == 1.0
+    assert r(parsed=True, valid=True, solve_rate=0.25, grounding=0.5) == pytest.approx(0.6)
+    assert r(parsed=True, valid=True, solve_rate=1.0) == 0.0
+    assert r(parsed=True, valid=False, solve_rate=None) == -0.5
+    assert r(parsed=False, valid=False, solve_rate=None) == -1.0
+    assert proposal_reward("spade", parsed=True, valid=True, solve_rate=0.45) == 1.0
+    with pytest.raises(ValueError, match="proposer reward"):
+        proposal_reward("nope", parsed=True, valid=True, solve_rate=0.5)
+
+    def cand(raw: str, reward: float, group: str) -> SimpleNamespace:
+        return SimpleNamespace(proposal=SimpleNamespace(raw=raw), reward=reward, group=group, valid=reward > -1)
+
+    records = {f"c{i}": SimpleNamespace(prompt_ids=[1, 2], completion_ids=[3, 4, 5]) for i in range(7)}
+    cands = [cand("c0", 1.0, "a"), cand("c1", 0.0, "a"), cand("c2", -1.0, "a"),  # a group with spread
+             cand("c3", 0.5, "b"), cand("c4", 0.5, "b"),  # all equal: no signal
+             cand("c5", 0.9, "c"),  # a group of one: no baseline
+             cand("missing", 1.0, "d")]  # nothing sampled (a generation error)
+    samples, missing = proposer_samples(cands, records.get, weight=1.0)
+    assert missing == 1 and len(samples) == 6 and all(s.loss_mask == [1, 1, 1] for s in samples)
+    assign_advantages(samples)
+    adv = [s.advantage for s in samples]
+    assert adv[0] > adv[1] > adv[2] and adv[1] == pytest.approx(0.0, abs=1e-6)
+    assert adv[3:] == [0.0, 0.0, 0.0]
+    assert role_counts(samples, "proposer") == {"samples": 2.0, "trained_tokens": 6.0}

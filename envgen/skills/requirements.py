@@ -1,0 +1,135 @@
+"""A skill's structural requirements (its ``blueprint`` section) as a validator that any spec can be judged by.
+
+A skill states what it requires of a blueprint (:attr:`envgen.skills.skill.Skill.blueprint`):
+operation kinds, rule kinds, a lifecycle, least task counts. :func:`requirements_validator`
+turns that section into the source of an ordinary skill validator (restricted Python,
+``def validate(spec) -> list[str]``, run in the sandbox by
+:func:`~envgen.skills.skill.run_validator` with the shared helpers prepended), so the
+requirements are checked on the *spec*, whoever wrote it (the compiler, a model writing
+a whole spec, a person):
+
+* ``tasks``: at least that many tasks of each kind;
+* ``states``: a table has a status-like column (``status``, ``state``, ``*_status``...);
+* ``operations``: a tool's code does it: ``create`` inserts, ``delete`` deletes,
+  ``update`` updates, ``status`` sets a status-like column, ``adjust`` changes a number
+  relative to itself (``SET x = x + ?`` or ``row["x"] + amount``), ``get``/``find``/
+  ``list`` is a tool that only reads;
+* ``rules``: the DDL has it: ``unique`` a ``UNIQUE``, ``required`` a ``NOT NULL`` beyond
+  the primary key, ``non_negative`` a ``CHECK (x >= 0)``, ``range`` a bounded ``CHECK``,
+  ``enum`` a ``CHECK (x IN (...))``, ``states`` a status-like column.
+
+Model-written skills (:mod:`envgen.skills.authoring`) carry this validator as their
+``validator.py``; in the blueprint stream it also judges skill-routed proposals in place
+of a hand-written validator meant for whole specs (:class:`envgen.skills.round.RoundConfig`
+``skill_validators``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgen.skills.skill import Skill, check_blueprint_requirements, run_validator
+from gym_envs.spec import EnvSpec
+
+__all__ = ["requirement_problems", "requirements_validator"]
+
+_CHECK = r'''
+
+import re
+
+STATUS_COLUMN = r"^(status|state|stage|phase|lifecycle)$|_status$|_state$"
+
+
+def status_columns(spec):
+    return [c for t in tables(spec).values() for c in t["columns"] if re.search(STATUS_COLUMN, c)]
+
+
+def tool_bodies(spec):
+    """(tool name, its source plus the sources of the helpers it calls, transitively)."""
+    funcs = functions(spec.get("code") or "")
+    out = []
+    for t in spec.get("tools", []):
+        seen = [t.get("name")]
+        i = 0
+        while i < len(seen):
+            body = funcs.get(seen[i], "")
+            for other in funcs:
+                if other not in seen and re.search(r"\b" + other + r"\s*\(", body):
+                    seen.append(other)
+            i += 1
+        out.append((t.get("name"), "\n".join([funcs.get(n, "") for n in seen])))
+    return out
+
+
+def does(kind, spec):
+    """Whether a tool of the spec does an operation of this kind (module docstring)."""
+    bodies = tool_bodies(spec)
+    if kind in ("get", "find", "list"):
+        writes = write_tools(spec)
+        return any(name not in writes and "db.query(" in body for name, body in bodies)
+    for _, body in bodies:
+        if kind == "create" and re.search(r"INSERT\s+INTO", body, re.I):
+            return True
+        if kind == "delete" and re.search(r"DELETE\s+FROM", body, re.I):
+            return True
+        if kind == "update" and re.search(r"UPDATE\s", body, re.I):
+            return True
+        if kind == "status" and re.search(r"UPDATE\s[^\n]*SET\s+[\"`]?(\w*status|\w*state)[\"`]?\s*=", body, re.I):
+            return True
+        if kind == "adjust" and (re.search(r"SET\s+[\"`]?(\w+)[\"`]?\s*=\s*[\"`]?\1[\"`]?\s*[-+]", body, re.I)
+                                 or re.search(r"row\[[\"'](\w+)[\"']\]\s*[-+]\s*\w+", body)):
+            return True
+    return False
+
+
+def has_rule(kind, spec):
+    """Whether the DDL holds a rule of this kind (module docstring)."""
+    ddl = (spec.get("state") or {}).get("schema_sql") or ""
+    if kind == "unique":
+        return re.search(r"\bUNIQUE\b", ddl, re.I) is not None
+    if kind == "required":
+        return any("NOT NULL" in decl.upper() and "PRIMARY" not in decl.upper()
+                   for t in tables(spec).values() for decl in t["columns"].values())
+    if kind == "non_negative":
+        return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s*>=\s*0\s*[)A]", ddl, re.I) is not None
+    if kind == "range":
+        return re.search(r"CHECK\s*\([^)]*(<=|<|BETWEEN)", ddl, re.I) is not None
+    if kind == "enum":
+        return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s+IN\s*\(", ddl, re.I) is not None
+    if kind == "states":
+        return bool(status_columns(spec))
+    return False
+
+
+def validate(spec):
+    problems = []
+    for kind, least in (REQUIRED.get("tasks") or {}).items():
+        have = len(tasks_of_kind(spec, kind))
+        if have < least:
+            problems.append("the skill needs at least %d %s task(s); the environment has %d" % (least, kind, have))
+    if REQUIRED.get("states") and not status_columns(spec):
+        problems.append("the skill needs a lifecycle: no table has a status column")
+    for kind in REQUIRED.get("operations") or []:
+        if not does(kind, spec):
+            problems.append("the skill needs a %s operation; no tool does one" % kind)
+    for kind in REQUIRED.get("rules") or []:
+        if not has_rule(kind, spec):
+            problems.append("the skill needs a %s rule; the tables have none" % kind)
+    return problems
+'''
+
+
+def requirements_validator(requirements: dict[str, Any]) -> str:
+    """The restricted-Python source of a validator that checks ``requirements`` (module docstring)."""
+    req = check_blueprint_requirements(requirements, "requirements")
+    return f'"""Checks the structure the skill requires: {req!r}."""\n\nREQUIRED = {req!r}\n' + _CHECK
+
+
+def requirement_problems(requirements: dict[str, Any], spec: EnvSpec | dict[str, Any],
+                         executor: Any = "worker") -> list[str]:
+    """Problems of ``spec`` against ``requirements`` (empty when it has everything), checked in the sandbox."""
+    if not requirements:
+        return []
+    probe = Skill(id="requirements", name="requirements", description="structural requirements",
+                  validator=requirements_validator(requirements))
+    return [p.replace("skill requirements: ", "") for p in run_validator(probe, spec, executor=executor)]

@@ -1,0 +1,158 @@
+"""The compute-matched fixed-environment baseline: solver-only GRPO on a fixed set of environments.
+
+SPADE's falsifier for self-play: give a solver the same compute on environments
+that never change (template environments, say) and see whether self-play still
+wins on held-out environments. :class:`FixedEnvGRPO` runs the same machinery as
+self-play's solver role (the batched multi-turn rollout with every check, group
+baselines over ``k`` episodes of a task, the same update, the same optimizer),
+round for round:
+
+* round ``r`` plays ``episodes[r]`` solver episodes (the count a self-play run
+  played in its round ``r``: ``matched_episodes`` reads it from that run's
+  ``metrics.jsonl``), ``solver.num_generations`` (k) per task, the tasks drawn
+  from the fixed environments without replacement until all are used, then again;
+* one optimizer step per round (self-play's ``joint`` schedule also takes one);
+* the held-out tasks (``selfplay.eval_envs``) ride in the same rollout batch,
+  never trained on, and are scored once more after the last round.
+
+The run folder holds ``metrics.jsonl`` (one record per round: solver reward and
+pass rate, held-out pass rate, samples, update, time and the environment's share),
+``summary.json`` (``eval_final``) and ``checkpoints/round-NNNN`` (resume with
+``run.resume``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gym_envs.spec import EnvSpec
+from training.chat import ChatFormat
+from training.checkpoint import find_checkpoint, load_training_state, save_checkpoint, seed_everything
+from training.config import TrainConfig, config_to_dict, to_grpo_config
+from training.generation import Generator
+from training.loss import make_optimizer, update_config
+from training.metrics import MetricsWriter, read_metrics
+from training.rollout import TaskRef, batch_stats, rollout
+from training.selfplay import heldout_tasks
+from training.selfplay_metrics import pass_rate
+from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
+
+__all__ = ["FixedEnvGRPO", "matched_episodes"]
+
+
+def matched_episodes(selfplay_run: str | Path) -> list[int]:
+    """The solver episodes of every round of a self-play run (its ``metrics.jsonl``), in round order."""
+    rounds = sorted(read_metrics(selfplay_run), key=lambda r: r.get("round", r.get("step", 0)))
+    return [int(r["solver"]["episodes"]) for r in rounds if isinstance(r.get("solver"), dict)]
+
+
+class FixedEnvGRPO:
+    """Solver-only GRPO on fixed environments, matched to a self-play run's episodes (module docstring).
+
+    Args:
+        cfg: the configuration (``rollout``, ``solver.num_generations``, ``grpo``, ``selfplay.eval_*``,
+            ``run``); the fixed environments are ``specs``.
+        specs: the fixed environments (e.g. template environments of the training documents).
+        episodes: solver episodes per round (its length is the number of rounds).
+    """
+
+    def __init__(self, cfg: TrainConfig, specs: Sequence[EnvSpec], episodes: Sequence[int], *, model: Any = None,
+                 tokenizer: Any = None, generator: Generator | None = None):
+        from training.model import load_policy, make_generator
+
+        if not specs:
+            raise ValueError("the baseline needs at least one fixed environment")
+        if not episodes or min(episodes) < 0:
+            raise ValueError("episodes must list a count >= 0 for every round")
+        self.cfg = cfg
+        self.run_dir = Path(cfg.run.output_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        seed_everything(cfg.run.seed)
+        resume = find_checkpoint(cfg.run.resume, self.run_dir)
+        if model is None or tokenizer is None:
+            model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
+        self.model, self.tokenizer = model, tokenizer
+        grpo = to_grpo_config(cfg, self.run_dir / "trainer", for_trl=False)
+        self.update_cfg = update_config(grpo, cfg.rollout.temperature)
+        self.optimizer = make_optimizer(model, grpo)
+        self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
+        self.generator = generator or make_generator(cfg, model, tokenizer)
+        self.pool = [(s, t.id) for s in specs for t in s.tasks]
+        self.episodes = list(episodes)
+        sp = cfg.selfplay
+        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed)
+        self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
+                                     config=config_to_dict(cfg))
+        (self.run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))
+        self.start_round = 0
+        self.history: list[dict[str, Any]] = []
+        if resume is not None:
+            self.start_round = int(load_training_state(resume, self.optimizer)["next_round"])
+            self.generator.sync()
+
+    def _plan(self) -> list[list[int]]:
+        """Pool indices per round: ``episodes[r] / k`` tasks, shuffled passes over the pool (seeded)."""
+        k = self.cfg.solver.num_generations
+        counts = [max(1, round(e / k)) if e else 0 for e in self.episodes]
+        order: list[int] = []
+        while len(order) < sum(counts):
+            order += random.Random(self.cfg.run.seed * 31 + len(order)).sample(range(len(self.pool)), len(self.pool))
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        return [order[s0:s0 + c] for s0, c in zip(starts, counts, strict=True)]
+
+    def draw(self, r: int) -> list[TaskRef]:
+        """Round ``r``'s tasks, ``k`` episodes each (about ``episodes[r]`` in all; module docstring)."""
+        k = self.cfg.solver.num_generations
+        return [TaskRef(self.pool[i][0], self.pool[i][1], self.cfg.run.seed + r) for i in self._plan()[r]
+                for _ in range(k)]
+
+    def round(self, r: int) -> dict[str, Any]:
+        cfg, sp = self.cfg, self.cfg.selfplay
+        t0 = time.perf_counter()
+        refs = self.draw(r)
+        extra = self.eval_tasks if self.eval_tasks and r % sp.eval_every == 0 else []
+        eps = rollout(refs + extra, self.generator, self.chat, cfg.rollout, seed=cfg.run.seed * 7919 + r * 104729)
+        train, held = eps[: len(refs)], eps[len(refs):]
+        samples = solver_samples(train, [f"{r}:{e.task.key}" for e in train], sp.solver_weight)
+        assign_advantages(samples)
+        t1 = time.perf_counter()
+        upd = scheduled_update(self.model, self.optimizer, samples, schedule="joint", pad_id=self.chat.pad_id,
+                               cfg=self.update_cfg)
+        self.generator.sync()
+        t_update = time.perf_counter() - t1
+        bs, allb = batch_stats(train), batch_stats(eps)
+        wall = time.perf_counter() - t0
+        rec: dict[str, Any] = {
+            "round": r,
+            "solver": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "episodes": bs["episodes"],
+                       "tasks": len(refs) // max(1, cfg.solver.num_generations), "statuses": bs["statuses"]},
+            "samples": {"solver": len(samples)}, "update": upd,
+            "time": {"generation": allb["gen_seconds"], "environment": allb["env_seconds"], "update": t_update,
+                     "round": wall, "environment_share": allb["env_seconds"] / wall if wall > 0 else 0.0}}
+        if held:
+            rec["eval"] = pass_rate(held)
+        self.metrics.log(rec, step=r)
+        self.history.append(rec)
+        save_checkpoint(self.run_dir, r, model=self.model, tokenizer=self.tokenizer, optimizer=self.optimizer,
+                        trainer="baseline")
+        return rec
+
+    def run(self) -> list[dict[str, Any]]:
+        """Every remaining round, then the held-out score of the final policy."""
+        try:
+            for r in range(self.start_round, len(self.episodes)):
+                self.round(r)
+            final = None
+            if self.eval_tasks:
+                seed = self.cfg.run.seed * 7919 + 104729 * (len(self.episodes) + 1)
+                final = pass_rate(rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed))
+            (self.run_dir / "summary.json").write_text(json.dumps(
+                {"rounds": len(self.episodes), "episodes": self.episodes, "eval_final": final}, indent=1))
+        finally:
+            self.metrics.close()
+        return self.history

@@ -1,0 +1,99 @@
+"""The per-round record of a self-play run (one line of ``metrics.jsonl``).
+
+:func:`round_record` gathers what a round measured into one nested dict:
+
+* ``proposer`` -- acceptance (the share of candidates the gate and their skill's
+  check accepted), ``frontier`` (the share of accepted environments whose solve rate
+  lies in ``[frontier_low, frontier_high]``), mean ``grounding`` of the accepted ones,
+  ``distinct_tool_sets`` among them, mean reward, parse share, generation errors;
+* ``solver`` -- the round's episodes on proposed environments: reward, pass rate,
+  statuses, the solve-rate histogram of the environments;
+* ``eval`` -- the held-out pass rate (``selfplay.eval_envs``; absent when not scored);
+* ``skills`` -- routing, weights, and which skills were added, pruned, refined, merged
+  or refused (with counts: ``added_count``, ...);
+* ``update`` -- per role, the samples that carried a signal into the optimizer step(s),
+  plus the step's loss and gradient norm; ``distill`` when the phase ran;
+* ``time`` -- generation, environment, validation, update and the whole round (wall
+  clock), and ``environment_share``: the environment's share of the round's wall time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from training.rewards import solve_rate
+from training.rollout import Episode, batch_stats
+
+__all__ = ["histogram", "pass_rate", "round_record"]
+
+
+def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
+    """Counts of ``values`` in ``bins`` equal bins of [0, 1] (the last bin includes 1.0)."""
+    edges = [i / bins for i in range(bins + 1)]
+    counts = [0] * bins
+    for v in values:
+        counts[min(int(v * bins), bins - 1)] += 1
+    return {"edges": edges, "counts": [float(c) for c in counts]}
+
+
+def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Held-out numbers: pass rate, mean reward, episodes, and the pass rate per environment."""
+    per_env: dict[str, list[bool]] = {}
+    for e in episodes:
+        per_env.setdefault(e.task.spec.id, []).append(e.passed)
+    return {"pass_rate": solve_rate([e.passed for e in episodes]),
+            "reward": statistics.fmean([e.reward for e in episodes]) if episodes else 0.0,
+            "episodes": len(episodes), "envs": len(per_env),
+            "per_env": {k: solve_rate(v) for k, v in sorted(per_env.items())}}
+
+
+def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates: Sequence[float],
+                 eval_episodes: Sequence[Episode] | None, missing: int, n_samples: dict[str, int],
+                 update: dict[str, Any], distill: dict[str, Any] | None, backend_timer: Any, seconds: dict[str, float],
+                 skills_active: int, library_size: int, bins: int) -> dict[str, Any]:
+    """The round's record (module docstring). ``seconds``: ``round`` (wall clock), ``update``, ``distill``."""
+    rm = result.metrics()
+    bs = batch_stats(list(episodes) + list(eval_episodes or []))
+    solver = batch_stats(episodes)
+    gen_s = backend_timer.seconds + bs["gen_seconds"]
+    tokens = backend_timer.tokens + bs["model_tokens"]
+    env_s = bs["env_seconds"]
+    wall = seconds["round"]
+    cands = result.candidates
+    rec: dict[str, Any] = {
+        "round": r,
+        "proposer": {"acceptance": rm["validity"], "validity": rm["validity"],
+                     "validity_by_stream": rm["validity_by_stream"], "frontier": rm["frontier"],
+                     "grounding": rm["grounding"], "distinct_tool_sets": rm["distinct_tool_sets"],
+                     "reward": rm["mean_proposer_reward"], "candidates": rm["candidates"], "groups": rm["groups"],
+                     "kept": rm["kept"], "mean_solve_rate": rm["mean_solve_rate_valid"],
+                     "parsed": sum(c.proposal.spec is not None for c in cands) / max(1, len(cands)),
+                     "generation_errors": missing, "tokens": backend_timer.tokens},
+        "solver": {"reward": solver["reward"], "pass_rate": solver["pass_rate"], "episodes": solver["episodes"],
+                   "envs": len(env_rates), "mean_solve_rate": statistics.fmean(env_rates) if env_rates else None,
+                   "solve_rate_histogram": histogram(list(env_rates), bins), "statuses": solver["statuses"],
+                   "tool_calls": solver["tool_calls"], "tool_errors": solver["tool_errors"],
+                   "model_tokens": solver["model_tokens"], "env_tokens": solver["env_tokens"]},
+        "skills": {"routing": rm["routing"], "weights": rm["weights"], "solve_rates": rm["skill_solve_rates"],
+                   "mean_solve_rate_routed": rm["mean_solve_rate_routed"], "added": rm["induced"],
+                   "pruned": rm["pruned"], "refined": rm["refined"], "induced": rm["induced"], "merged": rm["merged"],
+                   "refused": rm["refused"], "rejected": rm["rejected"], "active": skills_active,
+                   "added_count": len(rm["induced"]), "pruned_count": len(rm["pruned"]),
+                   "refined_count": len(rm["refined"]), "merged_count": len(rm["merged"]),
+                   "rejected_count": len(rm["rejected"])},
+        "samples": dict(n_samples),
+        "update": update,
+        "throughput": {"tokens_per_second": tokens / gen_s if gen_s > 0 else 0.0, "generated_tokens": tokens},
+        "time": {"generation": gen_s, "environment": env_s, "update": seconds["update"],
+                 "validation": max(0.0, wall - gen_s - env_s - seconds["update"] - seconds.get("distill", 0.0)),
+                 "round": wall, "environment_share": env_s / wall if wall > 0 else 0.0},
+        "library_size": library_size,
+    }
+    if distill is not None:
+        rec["distill"] = distill
+        rec["time"]["distill"] = seconds.get("distill", 0.0)
+    if eval_episodes:
+        rec["eval"] = pass_rate(eval_episodes)
+    return rec
