@@ -318,10 +318,10 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
 
     Stages resume: after the SFT stage the warm-started model is saved to ``WORK/sft-model`` (default
     ``OUT/work``) and ``learning.json`` holds the figures so far; a later run with the same ``out`` and
-    ``work`` starts at GRPO. ``stop_after="sft"`` ends the run there (to split it over two time-limited
-    calls). GRPO trains on ``reward_mode`` (``checks``: the fraction of checks passed, a denser signal
-    than ``episode``, which gives every group of a weak model zero variance); the held-out figures are
-    always the binary pass rate and the mean check fraction.
+    ``work`` starts at GRPO, whose model is saved to ``WORK/grpo-model``. ``stop_after="sft"`` ends the
+    run there (to split it over two time-limited calls). GRPO trains on ``reward_mode`` (``checks``: the
+    fraction of checks passed, a denser signal than ``episode``, which gives every group of a weak model
+    zero variance); the held-out figures are always the binary pass rate and the mean check fraction.
 
     ``dtype`` defaults to fp32 even on a GPU: the SFT stage steps AdamW on the weights themselves, and
     bf16 weights (no fp32 master copy) drop small updates; a 4-epoch bf16 SFT on 175 generated tasks
@@ -427,7 +427,10 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     steps = [{k: r.get(k) for k in ("step", "reward", "reward_std", "frac_reward_zero_std", "env/episode_passed",
                                     "env/tool_calls", "env/tool_errors", "step_time")}
              for r in read_metrics(cfg.run.output_dir) if "step_time" in r]
-    result["grpo"] = {**_pass_rate(trainer.model, tok, chat, held, cfg), "steps": grpo_steps,
+    grpo_dir = work / "grpo-model"  # the trained checkpoint, for scoring elsewhere (``envwright eval``)
+    trainer.model.save_pretrained(str(grpo_dir))
+    tok.save_pretrained(str(grpo_dir))
+    result["grpo"] = {**_pass_rate(trainer.model, tok, chat, held, cfg), "steps": grpo_steps, "model": str(grpo_dir),
                       "reward_mode": reward_mode, "learning_rate": grpo_lr, "num_generations": num_generations,
                       "tasks_per_step": tasks_per_step, "per_step": steps, "seconds": time.perf_counter() - t}
     result.update(_env_info(device))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envgen.blueprint.schema import MAX_ENTITIES, MAX_OPERATIONS, MAX_RULES, MAX_STATES
+from envgen.blueprint.schema import MAX_ENTITIES, MAX_OPERATIONS, MAX_RULES, MAX_STATES, NAME_RE
 from envgen.proposers.template_model import Column, Entity, EnvModel, human, plural
 
 __all__ = ["DIFFICULTY_WEIGHTS", "deepen"]
@@ -71,10 +71,11 @@ def _add_holder(data: dict[str, Any], main: Entity, words: set[str], max_tables:
     if len(ents) >= min(MAX_ENTITIES, max_tables) or ents[0]["parent"] is not None:
         return None
     holder = _holder_word(words)
-    stem = main.name.rsplit("_", 1)[-1]
+    # the last word of the main entity's name that is a word (``ipv_32`` -> ``ipv``): a name starts with a letter
+    stem = next((w for w in reversed(main.name.split("_")) if w[:1].isalpha()), main.name)
     name = f"{stem}_{holder}"[:24].strip("_")
     taken = {e["name"] for e in ents}
-    if name in taken or len(name) < 2:
+    if name in taken or not NAME_RE.match(name):
         return None
     many = plural(stem)
     cap = f"max_{many}"[:40]

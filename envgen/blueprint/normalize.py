@@ -330,6 +330,18 @@ class Normalizer:
                     self.repair("operations", f"added {kind} tool {tool!r} for {ent.name}")
         return completed + others
 
+    def update_column(self, op: Operation, ent: Entity, where: str) -> Column | None:
+        """The column an update sets: the named one, else the first non-boolean one (None: only a key)."""
+        col = ent.column(safe_name(op.field or "") or "")
+        if col is not None:
+            return col
+        free = [c for c in ent.columns if c.sqltype != "BOOLEAN"] or ent.columns
+        if not free:
+            self.repair(where, f"{ent.name} has no field besides its key to update; operation dropped")
+            return None
+        self.repair(where, f"field {op.field!r} is not a field of {ent.name}; updates {free[0].name!r} instead")
+        return free[0]
+
     def op(self, op: Operation, where: str, done: list[Op]) -> Op | None:
         ent = self.entities.get(self.entity_name(op.entity) or "")
         if ent is None:
@@ -338,11 +350,9 @@ class Normalizer:
         col: Column | None = None
         target: str | None = None
         if op.kind == "update":
-            col = ent.column(safe_name(op.field or "") or "")
+            col = self.update_column(op, ent, where)
             if col is None:
-                free = [c for c in ent.columns if c.sqltype != "BOOLEAN"] or ent.columns
-                col = free[0]
-                self.repair(where, f"field {op.field!r} is not a field of {ent.name}; updates {col.name!r} instead")
+                return None
         elif op.kind == "adjust":
             col = ent.column(safe_name(op.field or "") or "")
             if col is None or col.sqltype not in ("INTEGER", "REAL"):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -40,6 +41,7 @@ __all__ = [
     "BLUEPRINT_VERSION",
     "DIFFICULTIES",
     "FIELD_TYPES",
+    "NAME_RE",
     "OP_KINDS",
     "RULE_KINDS",
     "Blueprint",
@@ -71,6 +73,7 @@ MAX_TASKS_PER_KIND = 3
 BOUND = 1_000_000  #: |min| and |max| of a range rule
 
 _NAME = r"^[a-z][a-z0-9_]{1,39}$"
+NAME_RE = re.compile(_NAME)  #: what an entity, field or state name must match
 _VALUE = r"^[a-z0-9][a-z0-9_-]{0,23}$"
 
 

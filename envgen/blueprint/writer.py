@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from envgen.blueprint.deepen import deepen
 from envgen.blueprint.schema import MAX_OPERATIONS, Blueprint
 from envgen.proposers.template_build import TemplateError, build_model
@@ -163,4 +165,11 @@ def write_blueprint(doc: Any, seed: int = 0, *, max_tables: int = 3, text: str |
     literals = [s for s in info.literals if s.lower() not in STOP_WORDS]
     maker = ValueMaker(rng, info.words, literals)
     model = build_model(info, rng, maker, path=path, max_tables=max_tables, fill_rows=False)
-    return Written(_blueprint(info, model, rng, max_tables), list(info.words), literals, module)
+    try:
+        blueprint = _blueprint(info, model, rng, max_tables)
+    except ValidationError as e:  # a writer bug: skip this document rather than end a long run
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise TemplateError(f"the AST writer made an invalid blueprint ({where}: {first['msg']}); "
+                            "please report it with the document") from e
+    return Written(blueprint, list(info.words), literals, module)

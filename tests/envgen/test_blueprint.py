@@ -272,3 +272,61 @@ def test_the_blueprint_prompt_shows_an_example_and_the_document():
     assert "blueprint" in system["content"] and "adjust" in system["content"]
     assert example_blueprint() in user["content"] and "addJob" in user["content"]
     assert user["content"].rstrip().endswith("Blueprint:")
+
+
+def test_deepened_holder_name_starts_with_a_letter() -> None:
+    """A main entity whose last word is a number (``ipv_32``) still gets a valid holder name (``ipv_group``)."""
+    from envgen.blueprint.deepen import _add_holder
+    from envgen.blueprint.schema import NAME_RE
+    from envgen.proposers.template_model import Column, Entity
+
+    main = Entity(name="ipv_32", key=Column("label", "TEXT"), columns=[])
+    data = {"entities": [{"name": "ipv_32", "parent": None}]}
+    ent = _add_holder(data, main, set(), max_tables=3)
+    assert ent is not None and NAME_RE.match(ent["name"]) and ent["name"].startswith("ipv_")
+    assert data["entities"][0]["parent"] == ent["name"]
+
+
+
+def test_writer_bug_skips_the_document_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An invalid blueprint from the AST writer is a TemplateError (the document is skipped), not a crash."""
+    from envgen.blueprint import writer
+    from envgen.proposers.template_build import TemplateError
+
+    def broken(*a: object, **k: object) -> object:
+        from envgen.blueprint.schema import Blueprint
+
+        return Blueprint.model_validate({"blueprint_version": 1})
+
+    monkeypatch.setattr(writer, "_blueprint", broken)
+    src = "class Inventory:\n    def add_item(self, name, qty):\n        self.items[name] = qty\n" \
+          "    def update_qty(self, name, qty):\n        self.items[name] = qty\n"
+    with pytest.raises(TemplateError, match="invalid blueprint"):
+        writer.write_blueprint(type("D", (), {"text": src, "id": "t:inv", "path": "inv.py"})())
+
+
+def test_update_of_an_entity_with_only_its_key_is_dropped_not_a_crash() -> None:
+    """A second entity whose only field is its key has nothing to update: the operation is dropped (a repair)."""
+    from envgen.blueprint.compiler import compile_blueprint
+    from envgen.blueprint.schema import parse_blueprint
+
+    bp = {"blueprint_version": 1, "title": "Tags", "summary": "tags and their notes",
+          "entities": [
+              {"name": "note", "description": "a note", "key": "title",
+               "fields": [{"name": "title", "type": "string", "description": "its title"},
+                          {"name": "body", "type": "string", "description": "its text"}],
+               "parent": None, "states": []},
+              {"name": "tag", "description": "a tag", "key": "label",
+               "fields": [{"name": "label", "type": "string", "description": "its name"}],
+               "parent": None, "states": []}],
+          "operations": [{"kind": "update", "entity": "tag", "name": "update_tag", "field": "color",
+                          "target": None, "description": ""},
+                         {"kind": "update", "entity": "note", "name": "update_note", "field": "body",
+                          "target": None, "description": ""}],
+          "rules": [], "difficulty": None,
+          "tasks": {"execute": 1, "read": 1, "read_then_write": 0, "missing_parameter": 0, "decline": 0}}
+    parsed = parse_blueprint(bp)
+    assert parsed.ok, parsed.error
+    assert parsed.blueprint is not None
+    compiled = compile_blueprint(parsed.blueprint, JS)  # raised IndexError before
+    assert any("no field besides its key" in r for r in compiled.repairs), compiled.repairs

@@ -103,6 +103,7 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
     second = json.loads((tmp_path / "learning.json").read_text())
     assert second["resumed_from"].endswith("sft-model") and second["sft"] == first["sft"]
     assert second["grpo"]["reward_mode"] == "checks" and len(second["grpo"]["per_step"]) == 1
+    assert (tmp_path / "work" / "grpo-model" / "config.json").is_file()  # the trained checkpoint, for eval
 
 
 @pytest.mark.slow
