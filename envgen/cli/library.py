@@ -1,8 +1,8 @@
 """envgen's commands: ``validate``, ``generate``, ``list`` and ``stats``.
 
-Loaded lazily by :mod:`envgen.command`, which maps each command name to an
-attribute of this module; a command that is not defined here yet is reported
-as "not available yet" there.
+Loaded lazily by the root command (:mod:`envgen.cli`), which maps each command
+name to an attribute of this module; a command that is not defined here yet is
+reported as "not available yet" there.
 
 ``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
 the rules of gym_envs/ENVSPEC.md) on spec files, on every ``*.json`` directly inside
