@@ -35,8 +35,8 @@ from typing import Any
 import click
 
 from envgen.blueprint.grounding import grounding
+from envgen.catalog import signature_key
 from envgen.errors import PARSE_FAILURES
-from envgen.library import signature_key
 
 __all__ = ["NPM_PACKAGES", "SETUPS", "ProposerBench", "command", "run"]
 
