@@ -224,7 +224,7 @@ def test_ast_writer_blueprints_validate_and_compile_to_the_template_spec():
 
 
 def test_ast_writer_needs_python():
-    from envgen.proposers.template_build import TemplateError
+    from envgen.proposers.template.build import TemplateError
 
     with pytest.raises(TemplateError, match="not parsable Python"):
         write_blueprint(JS)

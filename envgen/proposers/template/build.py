@@ -26,8 +26,8 @@ import random
 from dataclasses import dataclass, field
 
 from envgen.errors import TemplateError
-from envgen.proposers.template_extract import ClassInfo, DocInfo, FieldInfo, MethodInfo
-from envgen.proposers.template_model import (
+from envgen.proposers.template.extract import ClassInfo, DocInfo, FieldInfo, MethodInfo
+from envgen.proposers.template.model import (
     Column,
     Entity,
     EnvModel,
@@ -38,8 +38,8 @@ from envgen.proposers.template_model import (
     safe_name,
     snake,
 )
-from envgen.proposers.template_values import ValueMaker
-from envgen.proposers.template_words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
+from envgen.proposers.template.values import ValueMaker
+from envgen.proposers.template.words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
 
 __all__ = ["TemplateError", "build_model", "fill_entity_rows", "fit_capacity"]
 

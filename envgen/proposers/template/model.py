@@ -1,7 +1,7 @@
 """The template proposer's intermediate model: entities, columns and operations.
 
 Role: the typed middle layer between static analysis of a document
-(:mod:`envgen.proposers.template_extract`) and the emitted spec (tools, code,
+(:mod:`envgen.proposers.template.extract`) and the emitted spec (tools, code,
 tasks). Everything here is plain data plus the naming rules shared by every
 stage, so that a table, its tool parameters and its checks always agree.
 

@@ -22,8 +22,8 @@ import random
 import re
 from typing import Any
 
-from envgen.proposers.template_model import Column, Entity
-from envgen.proposers.template_words import word_list
+from envgen.proposers.template.model import Column, Entity
+from envgen.proposers.template.words import word_list
 
 __all__ = ["GENERIC_WORDS", "ValueMaker", "sql_literal"]
 

@@ -1,5 +1,7 @@
 """The ``template`` proposer: environments from static analysis of a Python document, no model.
 
+Its public names are importable from the package, :mod:`envgen.proposers.template`, too.
+
 Role: the competence floor, the default proposer of ``envwright generate``,
 and the model's teacher. For each document the AST writer
 (:mod:`envgen.blueprint.writer`) finds what the code manages (a class's
@@ -11,12 +13,12 @@ after the document's CRUD-like methods, and a task mix. The one compiler
 through, turns it into tables, seed rows, tools, restricted code and tasks of
 every kind whose checks pin the resulting state.
 
-Analysis and design live in :mod:`~envgen.proposers.template_extract` and
-:mod:`~envgen.proposers.template_build`; the renderers the compiler uses in
-:mod:`~envgen.proposers.template_tools` (tools, code, SQL) and
-:mod:`~envgen.proposers.template_tasks` (instructions, references, checks),
-over the model of :mod:`~envgen.proposers.template_model`, with seeded values
-from :mod:`~envgen.proposers.template_values`.
+Analysis and design live in :mod:`~envgen.proposers.template.extract` and
+:mod:`~envgen.proposers.template.build`; the renderers the compiler uses in
+:mod:`~envgen.proposers.template.tools` (tools, code, SQL) and
+:mod:`~envgen.proposers.template.tasks` (instructions, references, checks),
+over the model of :mod:`~envgen.proposers.template.model`, with seeded values
+from :mod:`~envgen.proposers.template.values`.
 
 Contract:
 
@@ -40,7 +42,7 @@ from typing import Any
 from envgen.blueprint.compiler import Compiled, CompileError, CompileOptions, compile_blueprint
 from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.base import Proposal, Proposer
-from envgen.proposers.template_build import TemplateError
+from envgen.proposers.template.build import TemplateError
 from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
 

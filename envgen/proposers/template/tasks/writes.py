@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template_model import Column, Entity, Op, human
-from envgen.proposers.template_tasks.base import (
+from envgen.proposers.template.model import Column, Entity, Op, human
+from envgen.proposers.template.tasks.base import (
     Base,
     Row,
     Task,

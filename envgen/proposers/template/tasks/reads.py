@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template_model import Column, Entity
-from envgen.proposers.template_tasks.base import Row, Task, Turn, call, join
-from envgen.proposers.template_tasks.writes import Writes
+from envgen.proposers.template.model import Column, Entity
+from envgen.proposers.template.tasks.base import Row, Task, Turn, call, join
+from envgen.proposers.template.tasks.writes import Writes
 
 __all__ = ["Reads"]
 

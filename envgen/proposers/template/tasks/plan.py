@@ -19,10 +19,10 @@ import random
 from collections.abc import Callable
 
 from envgen.blueprint.difficulty import PROFILES, Profile
-from envgen.proposers.template_model import EnvModel
-from envgen.proposers.template_tasks.base import Task
-from envgen.proposers.template_tasks.talks import Talks
-from envgen.proposers.template_values import ValueMaker
+from envgen.proposers.template.model import EnvModel
+from envgen.proposers.template.tasks.base import Task
+from envgen.proposers.template.tasks.talks import Talks
+from envgen.proposers.template.values import ValueMaker
 
 __all__ = ["TaskMaker", "build_tasks"]
 
