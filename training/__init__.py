@@ -3,7 +3,8 @@ rewards, recovery-step self-distillation, configs and benchmarks.
 
 Modules (each opens with its contract):
 
-* :mod:`training.config` -- typed config (our dataclasses + TRL's ``GRPOConfig``), YAML, ``--set`` overrides;
+* :mod:`training.config` -- typed config (pydantic dataclasses + TRL's ``GRPOConfig`` keywords), YAML,
+  ``--set`` overrides; :mod:`training.trl_config` -- the device, dtype and ``trl.GRPOConfig`` it sets;
 * :mod:`training.chat` -- episode tokens from the chat template (model tokens vs environment tokens);
 * :mod:`training.generation` -- generators (HF fast path, vLLM, scripted) and the policy as an envgen backend;
 * :mod:`training.model` -- loading the policy (LoRA, GGUF, chat template) and choosing its generator;

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from training.config import TrainConfig, config_from_dict, config_to_dict, load_config, to_grpo_config
+from training.config import TrainConfig, config_from_dict, config_to_dict, load_config
 from training.errors import ConfigError
+from training.trl_config import to_grpo_config
 
 BUNDLED = sorted(p.name for p in (Path(__file__).parents[2] / "training" / "configs").glob("*.yaml"))
 
@@ -80,9 +81,9 @@ def test_grpo_config_derived_and_checked(tmp_path: Path) -> None:
 
 
 def test_bf16_mixed_keeps_fp32_weights_and_asks_for_autocast() -> None:
-    from training.config import resolve_dtype_name
     from training.model import _TORCH_DTYPES
     from training.selfplay import update_config
+    from training.trl_config import resolve_dtype_name
 
     cfg = load_config("smoke-cpu.yaml", ["model.dtype=bf16-mixed"])
     assert resolve_dtype_name(cfg, "cuda") == "bf16-mixed" and _TORCH_DTYPES["bf16-mixed"] == "float32"
