@@ -6,21 +6,35 @@ and ``solve_history`` (one row per evaluation result). :func:`create_tables` is 
 when another process creates the same catalog at the same moment; :func:`upsert`
 writes rows with dialect-aware ``INSERT ... ON CONFLICT`` (SQLite, PostgreSQL) or
 delete + insert elsewhere; :func:`make_engine` sets the WAL pragmas on SQLite and
-checks server connections before use. :mod:`envgen.library` is the only user.
+checks server connections before use. :mod:`envgen.library` (which owns the files) is the only
+module that opens a catalog; the generator builds the rows below in its workers.
+
+Rows: :class:`PreparedEnv` (an environment ready to be stored: its spec file's text and its
+:func:`env_entry` columns, :func:`signature_key` among them) and :class:`AttemptRecord` (one attempt
+of a run). Evaluation statistics: :func:`record_task_result` accumulates a policy's results and
+refreshes an env's solve rate; :func:`task_stats`, :func:`solve_history` and
+:func:`suspicious_tasks` read them back.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
+import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib.util import find_spec
 from typing import Any
 
 import sqlalchemy as sa
 
-__all__ = ["ATTEMPTS", "ENVS", "SOLVE_HISTORY", "TASK_STATS", "create_tables", "make_engine", "now", "upsert"]
+from gym_envs.spec import EnvSpec
+
+__all__ = ["ATTEMPTS", "ENVS", "SOLVE_HISTORY", "TASK_STATS", "AttemptRecord", "PreparedEnv", "create_tables",
+           "env_entry", "make_engine", "now", "record_task_result", "signature_key", "solve_history",
+           "suspicious_tasks", "task_stats", "task_texts", "upsert"]
 
 _META = sa.MetaData()
 ENVS = sa.Table(
@@ -191,3 +205,154 @@ def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[dict[str, Any]])
     where = sa.and_(*(table.c[k] == sa.bindparam(f"_key_{k}") for k in keys))
     conn.execute(table.delete().where(where), [{f"_key_{k}": r[k] for k in keys} for r in rows])
     conn.execute(table.insert(), list(rows))
+
+
+# -- rows --------------------------------------------------------------------------------------------
+def signature_key(spec: EnvSpec) -> str:
+    """Hash of the sorted tool signatures (names, parameter names and types)."""
+    sigs = []
+    for t in spec.tools:
+        props = t.parameters.get("properties", {})
+        params = sorted((k, str(v.get("type", "any"))) for k, v in props.items())
+        sigs.append((t.name, params))
+    return hashlib.sha256(json.dumps(sorted(sigs)).encode()).hexdigest()
+
+
+def task_texts(spec: EnvSpec) -> str:
+    """All instructions of all tasks, one per line."""
+    return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
+
+
+def env_entry(spec: EnvSpec) -> dict[str, Any]:
+    """The catalog columns of an environment that follow from its spec alone."""
+    prov = spec.provenance
+    src = spec.source
+    return {
+        "id": spec.id, "title": spec.title, "corpus": src.corpus if src else None,
+        "doc_id": src.doc_id if src else None, "doc_path": src.path if src else None,
+        "proposer": prov.generator, "skill_id": prov.skill_id, "stream": prov.stream,
+        "n_tools": len(spec.tools), "n_tasks": len(spec.tasks), "signature": signature_key(spec),
+        "task_text": task_texts(spec), "created_at": prov.created_at or now(),
+    }
+
+
+@dataclass(frozen=True)
+class PreparedEnv:
+    """An environment ready to be stored: its spec file's text and its catalog columns.
+
+    Built once with :meth:`of`, where the spec is at hand (a generation worker), so the process
+    that writes the library neither re-parses nor re-serialises the spec.
+    """
+
+    id: str
+    text: str  #: the spec file's content (what :func:`gym_envs.spec.save_spec` writes)
+    entry: dict[str, Any]  #: :func:`env_entry` of the spec
+
+    @classmethod
+    def of(cls, spec: EnvSpec) -> PreparedEnv:
+        return cls(spec.id, spec.to_json() + "\n", env_entry(spec))
+
+    @property
+    def signature(self) -> str:
+        return str(self.entry["signature"])
+
+    @property
+    def task_text(self) -> str:
+        return str(self.entry["task_text"] or "")
+
+
+@dataclass
+class AttemptRecord:
+    """One attempt of a run, for :meth:`envgen.library.Library.record_batch` (which may turn an acceptance into a
+    ``duplicate`` rejection and fills in ``env_id``)."""
+
+    attempt_id: str
+    run_id: str
+    doc_id: str
+    proposer: str
+    accepted: bool
+    env: PreparedEnv | None = None  #: the accepted environment
+    reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+    retries: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    model: str | None = None
+    skill_id: str | None = None
+    stream: str | None = None
+    rejected_spec: dict[str, Any] | str | None = None  #: kept under ``rejected/`` for inspection
+    grounding: float | None = None
+    env_id: str | None = None
+    duplicate: bool = False  #: set when the library refused the environment
+    structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
+    repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
+    gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
+    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
+    mutants: int | None = None  #: wrong trajectories the gate tried
+    difficulty: str | None = None  #: the blueprint compiler's difficulty level
+
+    def attempt_row(self) -> dict[str, Any]:
+        return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
+                "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
+                "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
+                "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
+                "seconds": self.seconds, "created_at": now(), "structure": self.structure,
+                "grounding": self.grounding, "mutation_score": self.mutation_score,
+                "repairs": json.dumps(list(self.repairs))}
+
+
+# -- evaluation statistics ---------------------------------------------------------------------------
+def record_task_result(engine: sa.Engine, env_id: str, task_id: str, policy: str, *, n: int, passes: int,
+                       reference_passes: bool | None = None) -> None:
+    """Accumulate a policy's results on a task and refresh the env's solve rate (``reference`` not counted)."""
+    with engine.begin() as c:
+        key = (TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.task_id == task_id) & (TASK_STATS.c.policy == policy)
+        old = c.execute(sa.select(TASK_STATS).where(key)).mappings().first()
+        if old:
+            c.execute(sa.update(TASK_STATS).where(key).values(
+                n=old["n"] + n, passes=old["passes"] + passes, updated_at=now(),
+                reference_passes=reference_passes if reference_passes is not None else old["reference_passes"]))
+        else:
+            c.execute(sa.insert(TASK_STATS).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
+                                                   passes=passes, reference_passes=reference_passes,
+                                                   updated_at=now()))
+        c.execute(sa.insert(SOLVE_HISTORY).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
+                                                  passes=passes, at=now()))
+        tot = c.execute(sa.select(sa.func.sum(TASK_STATS.c.n), sa.func.sum(TASK_STATS.c.passes))
+                        .where((TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.policy != "reference"))).one()
+        if tot[0]:
+            c.execute(sa.update(ENVS).where(ENVS.c.id == env_id).values(
+                solve_rate=float(tot[1]) / float(tot[0]), n_evals=int(tot[0])))
+
+
+def task_stats(engine: sa.Engine, env_id: str | None = None) -> list[dict[str, Any]]:
+    """The ``task_stats`` rows (of one env or all)."""
+    q = sa.select(TASK_STATS)
+    if env_id:
+        q = q.where(TASK_STATS.c.env_id == env_id)
+    with engine.connect() as c:
+        return [dict(r) for r in c.execute(q).mappings()]
+
+
+def solve_history(engine: sa.Engine, env_id: str | None = None) -> list[dict[str, Any]]:
+    """Every evaluation result recorded (oldest first), of one env or all."""
+    q = sa.select(SOLVE_HISTORY).order_by(SOLVE_HISTORY.c.row_id)
+    if env_id:
+        q = q.where(SOLVE_HISTORY.c.env_id == env_id)
+    with engine.connect() as c:
+        return [dict(r) for r in c.execute(q).mappings()]
+
+
+def suspicious_tasks(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of ``task_stats`` rows: the tasks every evaluated policy fails although the reference passes."""
+    by_task: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_task.setdefault((r["env_id"], r["task_id"]), []).append(r)
+    out = []
+    for (env_id, task_id), rs in sorted(by_task.items()):
+        policies = [r for r in rs if r["policy"] != "reference"]
+        ref_ok = any(r["reference_passes"] for r in rs) or any(
+            r["policy"] == "reference" and r["passes"] == r["n"] and r["n"] > 0 for r in rs)
+        if policies and ref_ok and all(r["passes"] == 0 for r in policies):
+            out.append({"env_id": env_id, "task_id": task_id, "policies": [r["policy"] for r in policies]})
+    return out

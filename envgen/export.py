@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envgen.catalog import PreparedEnv
 from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
-from envgen.library import Library, PreparedEnv
+from envgen.library import Library
 from gym_envs import system_prompt
 from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, parse_spec

@@ -18,7 +18,7 @@ Pipeline for one run (:func:`run_generate`):
    attempt in the catalog, in batches (:meth:`Library.record_batch`: spec files,
    then one transaction per batch). The workers hand back each accepted spec
    ready to store (its file text, signature and catalog columns: a
-   :class:`~envgen.library.PreparedEnv`), so this process, which shares the CPU
+   :class:`~envgen.catalog.PreparedEnv`), so this process, which shares the CPU
    with the workers, only writes. Results count (summary, progress bar) once
    their batch is committed; a killed run re-attempts the uncommitted ones.
 
@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from envgen.blueprint.grounding import grounding
+from envgen.catalog import AttemptRecord, PreparedEnv
 from envgen.errors import FailureCode, NoUsableDocuments
-from envgen.library import BACKEND_FAILURE, AttemptRecord, Library, PreparedEnv
+from envgen.library import BACKEND_FAILURE, Library
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 

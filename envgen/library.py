@@ -31,31 +31,42 @@ transaction), so an attempt is never recorded without its environment. An
 environment whose tool signatures equal an existing one's and whose task texts
 are near-identical is refused with the original's id (:class:`DuplicateEnv`).
 
-The tables and the dialect-aware upserts live in :mod:`envgen.catalog`; the WAL
-pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
+This module owns the files; the catalog's tables, its rows (:class:`~envgen.catalog.PreparedEnv`,
+:class:`~envgen.catalog.AttemptRecord`), the dialect-aware upserts and the evaluation statistics'
+queries live in :mod:`envgen.catalog`; the WAL pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
 ``postgresql+psycopg://user@host/envwright`` (``pip install 'envwright[postgres]'``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from corpora.similarity import text_similarity
-from envgen.catalog import ATTEMPTS, ENVS, SOLVE_HISTORY, TASK_STATS, create_tables, make_engine, now
+from envgen.catalog import (
+    ATTEMPTS,
+    ENVS,
+    TASK_STATS,
+    AttemptRecord,
+    PreparedEnv,
+    create_tables,
+    env_entry,
+    make_engine,
+    record_task_result,
+    solve_history,
+    suspicious_tasks,
+    task_stats,
+)
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["BACKEND_FAILURE", "AttemptRecord", "DuplicateEnv", "Library", "NotALibrary", "PreparedEnv", "is_library",
-           "signature_key", "task_texts"]
+__all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "NotALibrary", "is_library"]
 
 BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
 
@@ -64,21 +75,6 @@ def is_library(root: str | Path) -> bool:
     """Whether ``root`` looks like a library folder."""
     root = Path(root)
     return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
-
-
-def signature_key(spec: EnvSpec) -> str:
-    """Hash of the sorted tool signatures (names, parameter names and types)."""
-    sigs = []
-    for t in spec.tools:
-        props = t.parameters.get("properties", {})
-        params = sorted((k, str(v.get("type", "any"))) for k, v in props.items())
-        sigs.append((t.name, params))
-    return hashlib.sha256(json.dumps(sorted(sigs)).encode()).hexdigest()
-
-
-def task_texts(spec: EnvSpec) -> str:
-    """All instructions of all tasks, one per line."""
-    return "\n".join(turn.instruction for task in spec.tasks for turn in task.turns)
 
 
 def _read(path: Path) -> str | None:
@@ -104,84 +100,6 @@ def _same_spec(a: str | None, b: str | None) -> bool:
     return bool(da == db)
 
 
-def env_entry(spec: EnvSpec) -> dict[str, Any]:
-    """The catalog columns of an environment that follow from its spec alone."""
-    prov = spec.provenance
-    src = spec.source
-    return {
-        "id": spec.id, "title": spec.title, "corpus": src.corpus if src else None,
-        "doc_id": src.doc_id if src else None, "doc_path": src.path if src else None,
-        "proposer": prov.generator, "skill_id": prov.skill_id, "stream": prov.stream,
-        "n_tools": len(spec.tools), "n_tasks": len(spec.tasks), "signature": signature_key(spec),
-        "task_text": task_texts(spec), "created_at": prov.created_at or now(),
-    }
-
-
-@dataclass(frozen=True)
-class PreparedEnv:
-    """An environment ready to be stored: its spec file's text and its catalog columns.
-
-    Built once with :meth:`of`, where the spec is at hand (a generation worker), so the process
-    that writes the library neither re-parses nor re-serialises the spec.
-    """
-
-    id: str
-    text: str  #: the spec file's content (what :func:`gym_envs.spec.save_spec` writes)
-    entry: dict[str, Any]  #: :func:`env_entry` of the spec
-
-    @classmethod
-    def of(cls, spec: EnvSpec) -> PreparedEnv:
-        return cls(spec.id, spec.to_json() + "\n", env_entry(spec))
-
-    @property
-    def signature(self) -> str:
-        return str(self.entry["signature"])
-
-    @property
-    def task_text(self) -> str:
-        return str(self.entry["task_text"] or "")
-
-
-@dataclass
-class AttemptRecord:
-    """One attempt of a run, for :meth:`Library.record_batch` (which may turn an acceptance into a
-    ``duplicate`` rejection and fills in ``env_id``)."""
-
-    attempt_id: str
-    run_id: str
-    doc_id: str
-    proposer: str
-    accepted: bool
-    env: PreparedEnv | None = None  #: the accepted environment
-    reasons: list[str] = field(default_factory=list)
-    codes: list[str] = field(default_factory=list)
-    retries: int = 0
-    tokens: int = 0
-    seconds: float = 0.0
-    model: str | None = None
-    skill_id: str | None = None
-    stream: str | None = None
-    rejected_spec: dict[str, Any] | str | None = None  #: kept under ``rejected/`` for inspection
-    grounding: float | None = None
-    env_id: str | None = None
-    duplicate: bool = False  #: set when the library refused the environment
-    structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
-    repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
-    gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
-    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
-    mutants: int | None = None  #: wrong trajectories the gate tried
-    difficulty: str | None = None  #: the blueprint compiler's difficulty level
-
-    def attempt_row(self) -> dict[str, Any]:
-        return {"attempt_id": self.attempt_id, "run_id": self.run_id, "doc_id": self.doc_id,
-                "proposer": self.proposer, "model": self.model, "skill_id": self.skill_id, "stream": self.stream,
-                "accepted": self.accepted, "env_id": self.env_id, "reasons": json.dumps(list(self.reasons)),
-                "codes": json.dumps(sorted(set(self.codes))), "retries": self.retries, "tokens": self.tokens,
-                "seconds": self.seconds, "created_at": now(), "structure": self.structure,
-                "grounding": self.grounding, "mutation_score": self.mutation_score,
-                "repairs": json.dumps(list(self.repairs))}
-
-
 def _fsync_dir(path: Path) -> None:
     """Make the renames in a folder durable (a no-op where folders cannot be opened, e.g. Windows)."""
     try:
@@ -194,23 +112,6 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-@dataclass
-class EnvRow:
-    """A catalog row (a subset of columns) as a plain object."""
-
-    id: str
-    title: str
-    proposer: str | None
-    stream: str | None
-    n_tools: int
-    n_tasks: int
-    doc_id: str | None
-    skill_id: str | None
-    solve_rate: float | None
-    created_at: str | None
-    path: str | None
 
 
 class Library:
@@ -529,7 +430,7 @@ class Library:
         with self.engine.connect() as c:
             return [dict(r) for r in c.execute(q.order_by(ATTEMPTS.c.created_at, ATTEMPTS.c.attempt_id)).mappings()]
 
-    # -- evaluation statistics -----------------------------------------------------------------
+    # -- evaluation statistics (the queries: envgen.catalog) ----------------------------------------
     def record_task_result(self, env_id: str, task_id: str, policy: str, *, n: int, passes: int,
                            reference_passes: bool | None = None) -> None:
         """Accumulate a policy's results on a task and refresh the env's solve rate.
@@ -537,54 +438,20 @@ class Library:
         The policy ``"reference"`` (the scripted reference trajectory) is stored, and read by
         :meth:`suspicious_tasks`, but is not counted in the env's solve rate.
         """
-        with self.engine.begin() as c:
-            key = (TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.task_id == task_id) & (TASK_STATS.c.policy == policy)
-            old = c.execute(sa.select(TASK_STATS).where(key)).mappings().first()
-            if old:
-                c.execute(sa.update(TASK_STATS).where(key).values(
-                    n=old["n"] + n, passes=old["passes"] + passes, updated_at=now(),
-                    reference_passes=reference_passes if reference_passes is not None else old["reference_passes"]))
-            else:
-                c.execute(sa.insert(TASK_STATS).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
-                                                       passes=passes, reference_passes=reference_passes,
-                                                       updated_at=now()))
-            c.execute(sa.insert(SOLVE_HISTORY).values(env_id=env_id, task_id=task_id, policy=policy, n=n,
-                                                      passes=passes, at=now()))
-            tot = c.execute(sa.select(sa.func.sum(TASK_STATS.c.n), sa.func.sum(TASK_STATS.c.passes))
-                            .where((TASK_STATS.c.env_id == env_id) & (TASK_STATS.c.policy != "reference"))).one()
-            if tot[0]:
-                c.execute(sa.update(ENVS).where(ENVS.c.id == env_id).values(
-                    solve_rate=float(tot[1]) / float(tot[0]), n_evals=int(tot[0])))
+        record_task_result(self.engine, env_id, task_id, policy, n=n, passes=passes,
+                           reference_passes=reference_passes)
 
     def task_stats(self, env_id: str | None = None) -> list[dict[str, Any]]:
-        q = sa.select(TASK_STATS)
-        if env_id:
-            q = q.where(TASK_STATS.c.env_id == env_id)
-        with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
+        """Per task and policy: runs, passes, whether the reference passes (of one env or all)."""
+        return task_stats(self.engine, env_id)
 
     def solve_history(self, env_id: str | None = None) -> list[dict[str, Any]]:
         """Every evaluation result recorded (oldest first), of one env or all."""
-        q = sa.select(SOLVE_HISTORY).order_by(SOLVE_HISTORY.c.row_id)
-        if env_id:
-            q = q.where(SOLVE_HISTORY.c.env_id == env_id)
-        with self.engine.connect() as c:
-            return [dict(r) for r in c.execute(q).mappings()]
+        return solve_history(self.engine, env_id)
 
     def suspicious_tasks(self) -> list[dict[str, Any]]:
         """Tasks every evaluated policy fails although the reference passes (check candidates)."""
-        rows = self.task_stats()
-        by_task: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in rows:
-            by_task.setdefault((r["env_id"], r["task_id"]), []).append(r)
-        out = []
-        for (env_id, task_id), rs in sorted(by_task.items()):
-            policies = [r for r in rs if r["policy"] != "reference"]
-            ref_ok = any(r["reference_passes"] for r in rs) or any(
-                r["policy"] == "reference" and r["passes"] == r["n"] and r["n"] > 0 for r in rs)
-            if policies and ref_ok and all(r["passes"] == 0 for r in policies):
-                out.append({"env_id": env_id, "task_id": task_id, "policies": [r["policy"] for r in policies]})
-        return out
+        return suspicious_tasks(self.task_stats())
 
     def set_split(self, env_id: str, split: str) -> None:
         with self.engine.begin() as c:

@@ -1,13 +1,12 @@
-"""``envwright eval``, ``compare``, ``contamination`` and ``bench``: the evaluation commands.
+"""``envwright eval``, ``compare``, ``contamination`` and ``stats``: the evaluation commands.
 
-Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report`,
-:mod:`eval.contamination` and the benchmark modules; the root command
-(:mod:`envgen.command`) loads them lazily from here: ``eval_cmd``, ``compare_cmd`` (also
-exported as ``compare``), ``contamination_cmd`` and ``bench_app`` (a group whose ``runtime`` and
-``generate`` sub-commands import ``eval.bench.runtime:main`` / ``eval.bench.generate:main`` only
-when run and pass every argument through). ``stats_cmd`` is envgen's ``stats``
-(:func:`envgen.cli.stats_command`) with BFCL multi-turn base beside the library in its depth table
-(:func:`reference_depths`): envgen never imports eval, so the command layer puts them together here.
+Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report` and
+:mod:`eval.contamination`; the root command (:mod:`envgen.cli`) loads them lazily from here:
+``eval_cmd``, ``compare_cmd``, ``contamination_cmd`` and ``stats_cmd`` (the benchmarks of
+:mod:`eval.bench` are sub-commands of ``envwright bench``, :mod:`envgen.cli.bench`). ``stats_cmd`` is
+envgen's ``stats`` (:func:`envgen.cli.library.stats_command`) with BFCL multi-turn base beside the
+library in its depth table (:func:`reference_depths`): envgen never imports eval, so the command layer
+puts them together here.
 
 Contract: user errors (an unknown policy or suite, a missing library, BFCL not installed) end
 with one line naming the fix and exit status 1, never a traceback.
@@ -15,15 +14,13 @@ with one line naming the fix and exit status 1, never a traceback.
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-__all__ = ["bench_app", "compare", "compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
+__all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
 
 _USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
 
@@ -40,7 +37,7 @@ def _opt_value(text: str) -> tuple[str, Any]:
 
 def _missing(e: ModuleNotFoundError, extra: str) -> str:
     """A missing third-party package, with the extra that brings it."""
-    from envgen.command import install_hint
+    from envgen.cli.lazy import install_hint
 
     package = (e.name or "").split(".")[0]
     return f"the package '{package}' is not installed. Install it: {install_hint(package, extra)}"
@@ -207,9 +204,6 @@ def compare_cmd(run_a: Path, run_b: Path, out: Path | None, bootstrap: int, seed
         click.echo(f"wrote {out}")
 
 
-compare = compare_cmd  # the name envgen.command's table used first
-
-
 @click.command("contamination", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("library")
 @click.option("--suite", "benchmark", default="bfcl:base", show_default=True, help="The benchmark suite.")
@@ -237,44 +231,6 @@ def contamination_cmd(library: str, benchmark: str, top: int, shingle: int, thre
         click.echo(f"wrote {out / 'contamination.json'} and {out / 'contamination.md'}")
 
 
-# -- bench ---------------------------------------------------------------------------------------------
-def _argv_bench(name: str, module: str, help_text: str) -> click.Command:
-    def callback(args: tuple[str, ...]) -> None:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name and (module == e.name or module.startswith(e.name + ".")):
-                raise click.ClickException(f"'envwright bench {name}' is not available yet: {module} is not "
-                                           "part of this installation (it is still being written). Update "
-                                           "the checkout and reinstall: pip install -e .") from None
-            raise click.ClickException(f"'envwright bench {name}' needs the package '{e.name}', which is not "
-                                       "installed. Install the extra: pip install -e '.[eval]'") from None
-        main = getattr(mod, "main", None)
-        if not callable(main):
-            raise click.ClickException(f"'envwright bench {name}': {module} has no main(argv)")
-        rc = main(list(args))
-        if rc not in (None, 0, True):
-            sys.exit(rc if isinstance(rc, int) else 1)
-
-    return click.Command(name, callback=callback, help=help_text, add_help_option=False,
-                         params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
-                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-
-
-@click.group("bench", context_settings={"help_option_names": ["-h", "--help"]})
-def bench_app() -> None:
-    """Benchmarks: runtime throughput, generation, and what a model proposer yields."""
-
-
-bench_app.add_command(_argv_bench("runtime", "eval.bench.runtime",
-                                  "Measure reset/step throughput of the runtime."))
-bench_app.add_command(_argv_bench("generate", "eval.bench.generate",
-                                  "Measure environment generation throughput."))
-bench_app.add_command(_argv_bench("proposer", "eval.bench.proposer",
-                                  "Does a model write environments? Free vs constrained, spec vs blueprint, "
-                                  "untrained vs warm-started."))
-
-
 def reference_depths() -> list[tuple[str, Any]]:
     """The benchmarks our depth figures are compared with: ``(name, Depth)``, or ``(name, why missing)``."""
     from eval.errors import BfclError
@@ -290,7 +246,7 @@ def reference_depths() -> list[tuple[str, Any]]:
 
 def __getattr__(name: str) -> Any:
     if name == "stats_cmd":  # built on first use: importing this module stays light
-        from envgen.cli import stats_command
+        from envgen.cli.library import stats_command
 
         cmd = stats_command(reference_depths)
         globals()["stats_cmd"] = cmd

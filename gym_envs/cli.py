@@ -1,6 +1,6 @@
 """``envwright show``, ``play`` and ``schema``: look at an environment, play it by hand, export the format.
 
-Loaded lazily by :mod:`envgen.command`; importing this module costs the runtime
+Loaded lazily by the root command (:mod:`envgen.cli`); importing this module costs the runtime
 (pydantic, gymnasium) but nothing heavier.
 
 * ``show PATH`` describes a spec: title, description, provenance and source;

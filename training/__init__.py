@@ -3,7 +3,8 @@ rewards, recovery-step self-distillation, configs and benchmarks.
 
 Modules (each opens with its contract):
 
-* :mod:`training.config` -- typed config (our dataclasses + TRL's ``GRPOConfig``), YAML, ``--set`` overrides;
+* :mod:`training.config` -- typed config (pydantic dataclasses + TRL's ``GRPOConfig`` keywords), YAML,
+  ``--set`` overrides; :mod:`training.trl_config` -- the device, dtype and ``trl.GRPOConfig`` it sets;
 * :mod:`training.chat` -- episode tokens from the chat template (model tokens vs environment tokens);
 * :mod:`training.generation` -- generators (HF fast path, vLLM, scripted) and the policy as an envgen backend;
 * :mod:`training.model` -- loading the policy (LoRA, GGUF, chat template) and choosing its generator;
@@ -13,7 +14,8 @@ Modules (each opens with its contract):
 * :mod:`training.selfplay` -- ``envwright train selfplay``: dual-stream rounds, per-role advantages, checkpoints;
 * :mod:`training.distill` -- ``envwright train distill``: recovery-step self-distillation;
 * :mod:`training.checkpoint`, :mod:`training.metrics` -- checkpoints and resume; metrics.jsonl, TensorBoard/W&B, plots;
-* :mod:`training.cli` -- the ``train`` and ``plot`` commands; :mod:`training.bench` -- GPU benchmarks.
+* :mod:`training.cli` -- the ``train`` and ``plot`` commands; :mod:`training.bench` -- GPU benchmarks
+  (``envwright bench speed|precision|throughput|learning|selfplay``).
 
 Layering: imports ``envgen`` and ``gym_envs``, never ``eval``. Importing this package imports nothing
 heavy (torch, transformers and TRL load when a trainer is built).

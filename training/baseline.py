@@ -33,7 +33,7 @@ from typing import Any
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.checkpoint import find_checkpoint, load_training_state, save_checkpoint, seed_everything
-from training.config import TrainConfig, config_to_dict, to_grpo_config
+from training.config import TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import make_optimizer, update_config
 from training.metrics import MetricsWriter, read_metrics
@@ -41,6 +41,7 @@ from training.rollout import TaskRef, batch_stats, rollout
 from training.selfplay import heldout_tasks
 from training.selfplay_metrics import pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
+from training.trl_config import to_grpo_config
 
 __all__ = ["FixedEnvGRPO", "matched_episodes"]
 

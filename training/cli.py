@@ -1,8 +1,7 @@
 """``envwright train selfplay|solver|distill|proposer`` and ``envwright plot RUN_DIR``.
 
-The root command (:mod:`envgen.command`) loads :data:`train` (this typer app,
-also exported as :data:`train_app`) and :data:`plot` (:func:`plot_cmd`)
-lazily. Each train command reads a YAML config (``--config FILE``, or the name
+The root command (:mod:`envgen.cli`) loads :data:`train` (a click group) and
+:data:`plot` lazily. Each train command reads a YAML config (``--config FILE``, or the name
 of a bundled config such as ``smoke-cpu``), applies ``--set key=value``
 overrides and validates everything before any model is loaded; a bad config
 prints one line that says what to change and exits with status 2.
@@ -21,41 +20,44 @@ import os
 import shutil
 from pathlib import Path
 
-import typer
+import click
 
 from training.config import TrainConfig, load_config
 from training.errors import CheckpointError, ConfigError
 
-__all__ = ["plot", "plot_cmd", "train", "train_app"]
+__all__ = ["plot", "train"]
 
-HELP = {"help_option_names": ["-h", "--help"]}
+HELP = {"help_option_names": ["-h", "--help"], "show_default": True}
 
-train_app = typer.Typer(help="Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation, "
-                             "the proposer warm start.",
-                        no_args_is_help=True, add_completion=False, context_settings=HELP)
 
-ConfigOpt = typer.Option(..., "--config", "-c", help="YAML config: a path, or a bundled name (see `envwright "
-                         "train configs`).")
-SetOpt = typer.Option(None, "--set", "-s", help="Override a key, e.g. --set solver.num_generations=4 "
-                      "(repeatable; values are YAML).")
-ResumeOpt = typer.Option(None, "--resume", help="Resume from a checkpoint folder, or 'latest'.")
-OutOpt = typer.Option(None, "--output-dir", "-o", help="Run folder (overrides run.output_dir).")
-OverwriteOpt = typer.Option(False, "--overwrite", help="Replace the run already in the run folder (its metrics, "
-                            "checkpoints, plots) instead of refusing to start.")
+@click.group("train", no_args_is_help=True, context_settings=HELP)
+def train() -> None:
+    """Train the policy: GRPO self-play, solver GRPO (TRL), recovery-step distillation, the proposer warm start."""
+
+
+config_option = click.option("--config", "-c", type=click.Path(path_type=Path), required=True,
+                             help="YAML config: a path, or a bundled name (see `envwright train configs`).")
+set_option = click.option("--set", "-s", "set_", multiple=True, help="Override a key, e.g. --set "
+                          "solver.num_generations=4 (repeatable; values are YAML).")
+resume_option = click.option("--resume", default=None, help="Resume from a checkpoint folder, or 'latest'.")
+output_option = click.option("--output-dir", "-o", type=click.Path(path_type=Path), default=None,
+                             help="Run folder (overrides run.output_dir).")
+overwrite_option = click.option("--overwrite", is_flag=True, help="Replace the run already in the run folder (its "
+                                "metrics, checkpoints, plots) instead of refusing to start.")
 
 #: What a training run writes into its folder (removed by --overwrite; nothing else there is touched).
 RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb", "model", "holdout.json",
                  "summary.json")
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
+def _fail(message: str) -> click.exceptions.Exit:
+    click.echo(f"error: {message}", err=True)
+    return click.exceptions.Exit(2)
 
 
-def _config(config: Path, overrides: list[str] | None, resume: str | None, output_dir: Path | None,
+def _config(config: Path, overrides: tuple[str, ...], resume: str | None, output_dir: Path | None,
             overwrite: bool = False) -> TrainConfig:
-    sets = list(overrides or [])
+    sets = list(overrides)
     if resume:
         sets.append(f"run.resume={resume}")
     if output_dir:
@@ -86,7 +88,7 @@ def _claim_run_folder(run: Path, *, resume: bool, overwrite: bool) -> None:
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    typer.echo(f"--overwrite: removed the previous run's {', '.join(RUN_ARTEFACTS)} and checkpoint-* from {run}",
+    click.echo(f"--overwrite: removed the previous run's {', '.join(RUN_ARTEFACTS)} and checkpoint-* from {run}",
                err=True)
 
 
@@ -95,7 +97,7 @@ def _tiny_model_on_demand(cfg: TrainConfig) -> None:
     from training.tiny_model import build_tiny_qwen3, is_tiny_model_path
 
     if is_tiny_model_path(cfg.model.name_or_path):
-        typer.echo(f"building the tiny test model at {cfg.model.name_or_path} (random weights, once)", err=True)
+        click.echo(f"building the tiny test model at {cfg.model.name_or_path} (random weights, once)", err=True)
         build_tiny_qwen3(cfg.model.name_or_path)
 
 
@@ -109,12 +111,17 @@ def _lookup(rec: dict, key: str) -> object:
 def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
     for rec in history:
         flat = {k: _lookup(rec, k) for k in keys}
-        typer.echo(json.dumps(flat, default=lambda x: round(x, 4) if isinstance(x, float) else str(x)))
+        click.echo(json.dumps(flat, default=lambda x: round(x, 4) if isinstance(x, float) else str(x)))
 
 
-@train_app.command("selfplay")
-def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-                 output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
+@train.command("selfplay")
+@config_option
+@set_option
+@resume_option
+@output_option
+@overwrite_option
+def selfplay_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
+                 overwrite: bool) -> None:
     """Self-play rounds: the model proposes environments (dual stream with skills) and learns to solve them."""
     cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.selfplay import SelfPlay
@@ -125,13 +132,18 @@ def selfplay_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str
         raise _fail(str(e)) from None
     _summary(history, ("round", "solver/reward", "solver/pass_rate", "proposer/reward", "proposer/acceptance",
                        "proposer/frontier", "eval/pass_rate", "update/proposer/samples", "update/solver/samples"))
-    typer.echo(f"run folder: {cfg.run.output_dir} (metrics.jsonl, checkpoints/); plot: envwright plot "
+    click.echo(f"run folder: {cfg.run.output_dir} (metrics.jsonl, checkpoints/); plot: envwright plot "
                f"{cfg.run.output_dir}")
 
 
-@train_app.command("solver")
-def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-               output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
+@train.command("solver")
+@config_option
+@set_option
+@resume_option
+@output_option
+@overwrite_option
+def solver_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
+               overwrite: bool) -> None:
     """GRPO on environment tasks with TRL's GRPOTrainer and our multi-turn rollout function."""
     cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.solver import close_process_group, train_solver
@@ -143,13 +155,16 @@ def solver_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str |
     close_process_group()
     if int(os.environ.get("RANK", "0")) != 0:  # under accelerate/torchrun only the main process reports
         return
-    typer.echo(json.dumps(out, default=str))
-    typer.echo(f"run folder: {cfg.run.output_dir}; plot: envwright plot {cfg.run.output_dir}")
+    click.echo(json.dumps(out, default=str))
+    click.echo(f"run folder: {cfg.run.output_dir}; plot: envwright plot {cfg.run.output_dir}")
 
 
-@train_app.command("proposer")
-def proposer_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, output_dir: Path | None = OutOpt,
-                 overwrite: bool = OverwriteOpt) -> None:
+@train.command("proposer")
+@config_option
+@set_option
+@output_option
+@overwrite_option
+def proposer_cmd(config: Path, set_: tuple[str, ...], output_dir: Path | None, overwrite: bool) -> None:
     """The proposer warm start: SFT on (document excerpt -> blueprint) pairs the AST writer makes from a corpus."""
     cfg = _config(config, set_, None, output_dir, overwrite)
     from training.proposer import train_proposer
@@ -158,14 +173,19 @@ def proposer_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, output_dir:
         out = train_proposer(cfg, overwrite=overwrite)
     except ConfigError as e:
         raise _fail(str(e)) from None
-    typer.echo(json.dumps(out, default=str))
-    typer.echo(f"model: {out['model']} (load it with --backend transformers --model {out['model']}); held-out "
+    click.echo(json.dumps(out, default=str))
+    click.echo(f"model: {out['model']} (load it with --backend transformers --model {out['model']}); held-out "
                f"documents: {Path(cfg.run.output_dir) / 'holdout.json'}")
 
 
-@train_app.command("distill")
-def distill_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str | None = ResumeOpt,
-                output_dir: Path | None = OutOpt, overwrite: bool = OverwriteOpt) -> None:
+@train.command("distill")
+@config_option
+@set_option
+@resume_option
+@output_option
+@overwrite_option
+def distill_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
+                overwrite: bool) -> None:
     """Recovery-step self-distillation: the teacher shows the student how to recover from its own mistakes."""
     cfg = _config(config, set_, resume, output_dir, overwrite)
     from training.distill import Distiller
@@ -177,27 +197,34 @@ def distill_cmd(config: Path = ConfigOpt, set_: list[str] = SetOpt, resume: str 
     _summary(history, ("iteration", "student/pass_rate", "distill/divergences", "distill/recovery_samples"))
 
 
-@train_app.command("tiny-model")
-def tiny_model_cmd(out: Path = typer.Option(Path("runs/tiny-qwen3"), "--out", help="Model folder to write.")) -> None:
+@train.command("tiny-model")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("runs/tiny-qwen3"),
+              help="Model folder to write.")
+def tiny_model_cmd(out: Path) -> None:
     """Build the tiny random-weight Qwen3 (2 layers) that the smoke-cpu config trains (about a second)."""
     from training.tiny_model import build_tiny_qwen3
 
-    typer.echo(str(build_tiny_qwen3(out)))
+    click.echo(str(build_tiny_qwen3(out)))
 
 
-@train_app.command("configs")
+@train.command("configs")
 def configs_cmd() -> None:
     """List the bundled example configs."""
     root = Path(__file__).parent / "configs"
     for p in sorted(root.glob("*.yaml")):
         first = next((ln.lstrip("# ").strip() for ln in p.read_text().splitlines() if ln.startswith("#")), "")
-        typer.echo(f"{p.name:32s} {first}")
+        click.echo(f"{p.name:32s} {first}")
 
 
-def plot_cmd(run_dir: Path = typer.Argument(..., help="A run folder holding metrics.jsonl."),
-             out: Path | None = typer.Option(None, "--out", help="Where to write the PNGs (default RUN_DIR/plots).")
-             ) -> None:
-    """Plot a run's curves (rewards, solve rate, validity, throughput, time split, loss) as PNG files."""
+@click.command("plot", context_settings=HELP)
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Where to write the PNGs (default RUN_DIR/plots).")
+def plot(run_dir: Path, out: Path | None) -> None:
+    """Plot a run's curves (rewards, solve rate, validity, throughput, time split, loss) as PNG files.
+
+    RUN_DIR is a run folder holding metrics.jsonl.
+    """
     from training.metrics import plot_run
 
     try:
@@ -205,8 +232,4 @@ def plot_cmd(run_dir: Path = typer.Argument(..., help="A run folder holding metr
     except (FileNotFoundError, ValueError) as e:
         raise _fail(str(e)) from None
     for p in paths:
-        typer.echo(str(p))
-
-
-train = train_app
-plot = plot_cmd
+        click.echo(str(p))

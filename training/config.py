@@ -13,6 +13,7 @@ One config file drives every trainer (``envwright train selfplay|solver|distill`
     run:        RunConfig         output folder, seed, report_to, resume
     grpo:       {...}             keyword arguments of ``trl.GRPOConfig`` (learning rate, beta,
                                   epsilon, loss_type, batch sizes, ...), validated by TRL itself
+                                  (:func:`training.trl_config.to_grpo_config`)
 
 Each field is documented once, here (or in TRL for ``grpo``). Fields that several
 components share live in our sections and are *derived* into ``GRPOConfig``
@@ -20,23 +21,32 @@ components share live in our sections and are *derived* into ``GRPOConfig``
 that names the key to use instead.
 
 :func:`load_config` reads a YAML file and applies dotted overrides
-(``--set solver.num_generations=4``, values parsed as YAML). Every problem
-raises :class:`~training.errors.ConfigError` naming the key, with a close-match
+(``--set solver.num_generations=4``, values parsed as YAML). The sections are pydantic
+dataclasses: pydantic checks every value against its annotation (gently: ``4.0`` is an
+integer, ``"1e-5"`` a number; YAML's ``true`` is neither, and a flag takes only ``true`` or
+``false``: :data:`Int`, :data:`Float`, :data:`Bool`), then each section's ``__post_init__``
+checks what the types cannot say. Every problem raises :class:`~training.errors.ConfigError`
+naming the key (:func:`config_from_dict` writes pydantic's errors so), with a close-match
 suggestion for a misspelt one and the fix for a bad value.
+
+The device, the dtype and TRL's ``GRPOConfig`` that follow from a config are in
+:mod:`training.trl_config`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
+from pydantic import BeforeValidator, ConfigDict, Strict, TypeAdapter, ValidationError, field_validator
+from pydantic.dataclasses import dataclass
+from pydantic_core import PydanticCustomError
 
 from envgen.skills.controller import ControllerConfig
 from envgen.skills.round import RoundConfig
@@ -45,13 +55,17 @@ from training.errors import ConfigError
 
 __all__ = [
     "DERIVED_GRPO_FIELDS",
+    "Bool",
     "DistillConfig",
+    "Float",
     "GenerationConfig",
+    "Int",
     "ModelConfig",
     "ProposerConfig",
     "ProposerSFTConfig",
     "RolloutConfig",
     "RunConfig",
+    "Section",
     "SelfPlayConfig",
     "SolverConfig",
     "TrainConfig",
@@ -59,11 +73,30 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "load_config",
-    "to_grpo_config",
+    "yaml_number",
 ]
 
+_CONFIG = ConfigDict(extra="forbid")  #: every section: an unknown key is an error (which names the keys)
 
-@dataclass
+
+def _refuse(types: tuple[type, ...], error_type: str) -> BeforeValidator:
+    """Refuse values of ``types`` that pydantic would convert (YAML's ``true`` to 1, ``"4"`` to 4)."""
+    def check(value: Any) -> Any:
+        if isinstance(value, types):
+            raise PydanticCustomError(error_type, "wrong type")
+        return value
+    return BeforeValidator(check)
+
+
+Int = Annotated[int, _refuse((bool, str), "int_type")]  #: an integer (``4.0`` is one; ``true``, ``"4"``, 4.5 not)
+Float = Annotated[float, _refuse((bool,), "float_type")]  #: a number (YAML 1.1's ``"1e-5"`` is one; ``true`` is not)
+Bool = Annotated[bool, Strict()]  #: ``true`` or ``false`` only
+_S = TypeVar("_S")
+#: a section: a mapping of its fields (one left empty in YAML, ``selfplay:`` and nothing under it, has its defaults)
+Section = Annotated[_S, BeforeValidator(lambda value: {} if value is None else value)]
+
+
+@dataclass(config=_CONFIG)
 class ModelConfig:
     """The policy model (the one model that proposes and solves)."""
 
@@ -78,13 +111,13 @@ class ModelConfig:
     dtype: str = "auto"
     device: str = "auto"  #: ``auto``, ``cpu`` or ``cuda`` (single-process trainers; TRL uses accelerate)
     chat_template: str | None = None  #: None keeps the tokenizer's; ``trl:NAME`` (TRL's bundled NAME.jinja) or a path
-    lora_r: int = 0  #: LoRA rank; 0 trains every weight
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
+    lora_r: Int = 0  #: LoRA rank; 0 trains every weight
+    lora_alpha: Int = 32
+    lora_dropout: Float = 0.0
     lora_target_modules: list[str] | str = "all-linear"
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: Bool = False
     attn_implementation: str | None = None  #: e.g. ``sdpa``, ``flash_attention_2``
-    trust_remote_code: bool = False
+    trust_remote_code: Bool = False
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "bf16", "bfloat16", "bf16-mixed", "fp16", "float16", "fp32", "float32"):
@@ -95,19 +128,19 @@ class ModelConfig:
             raise ValueError("lora_r must be >= 0 (0 trains every weight)")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class GenerationConfig:
     """The engine that samples completions for both roles."""
 
     engine: Literal["auto", "hf", "vllm"] = "auto"  #: ``auto``: vLLM when installed and on CUDA, else HF
     vllm_mode: Literal["colocate", "server"] = "colocate"
-    vllm_gpu_memory_utilization: float = 0.3  #: colocate: share of GPU memory for vLLM
+    vllm_gpu_memory_utilization: Float = 0.3  #: colocate: share of GPU memory for vLLM
     vllm_server_base_url: str | None = None  #: server: e.g. ``http://localhost:8000``
-    vllm_max_model_length: int | None = None
-    batch_size: int | None = None  #: HF: rows per ``generate`` call (None: all at once)
-    sort_by_length: bool = True  #: HF: batch rows of similar length together (less padding)
-    static_cache: bool = False  #: HF: static KV cache (the fast path)
-    compile: bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
+    vllm_max_model_length: Int | None = None
+    batch_size: Int | None = None  #: HF: rows per ``generate`` call (None: all at once)
+    sort_by_length: Bool = True  #: HF: batch rows of similar length together (less padding)
+    static_cache: Bool = False  #: HF: static KV cache (the fast path)
+    compile: Bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
 
     def __post_init__(self) -> None:
         if self.compile and not self.static_cache:
@@ -119,20 +152,20 @@ class GenerationConfig:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class RolloutConfig:
     """Solver episodes over :class:`~gym_envs.env.ToolEnv`."""
 
-    max_steps: int = 16  #: env actions per episode (ToolEnv ``max_steps``)
-    max_turn_tokens: int = 512  #: new tokens per model action
-    max_completion_tokens: int = 4096  #: model + environment tokens after the prompt, per episode
+    max_steps: Int = 16  #: env actions per episode (ToolEnv ``max_steps``)
+    max_turn_tokens: Int = 512  #: new tokens per model action
+    max_completion_tokens: Int = 4096  #: model + environment tokens after the prompt, per episode
     reward_mode: Literal["episode", "turns", "checks"] = "episode"
     executor: Literal["worker", "inprocess"] = "worker"  #: sandbox of tool code (``inprocess``: trusted specs)
-    pass_tools: bool = False  #: also pass ``tools=`` to the chat template (the system prompt lists them anyway)
-    max_observation_chars: int = 4000  #: tool results are cut to this length
-    temperature: float = 1.0
-    top_p: float = 1.0
-    parse_error_penalty: float = 0.0  #: subtracted from the reward once per unparsable tool call
+    pass_tools: Bool = False  #: also pass ``tools=`` to the chat template (the system prompt lists them anyway)
+    max_observation_chars: Int = 4000  #: tool results are cut to this length
+    temperature: Float = 1.0
+    top_p: Float = 1.0
+    parse_error_penalty: Float = 0.0  #: subtracted from the reward once per unparsable tool call
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "max_turn_tokens", "max_completion_tokens", "max_observation_chars"):
@@ -148,17 +181,17 @@ class RolloutConfig:
             raise ValueError("parse_error_penalty must be >= 0 (it is subtracted)")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class SolverConfig:
     """The solver role: G rollouts per task, and the task set of ``envwright train solver``."""
 
-    num_generations: int = 8  #: G: rollouts per task (the GRPO group; solve rates in self-play)
+    num_generations: Int = 8  #: G: rollouts per task (the GRPO group; solve rates in self-play)
     envs: list[str] = field(default_factory=lambda: ["examples"])
     """Environment sources: ``examples`` (every shipped example), ``examples:NAME``, a library folder,
     a spec file or a folder of spec files."""
-    tasks_per_env: int | None = None  #: first N tasks of each environment (None: all)
-    holdout_tasks: int = 0  #: last N tasks of each environment are held out of training
-    holdout_envs: int = 0  #: the last N environments (in ``envs`` order) are held out entirely
+    tasks_per_env: Int | None = None  #: first N tasks of each environment (None: all)
+    holdout_tasks: Int = 0  #: last N tasks of each environment are held out of training
+    holdout_envs: Int = 0  #: the last N environments (in ``envs`` order) are held out entirely
     loop: Literal["envwright", "trl"] = "envwright"
     """``envwright``: our multi-turn rollout function (every turn and check; environment tokens masked);
     ``trl``: TRL's own ``environment_factory`` tool loop over the same environments
@@ -177,7 +210,7 @@ class SolverConfig:
             raise ValueError("holdout_envs must be >= 0")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class ProposerConfig:
     """The proposer role's sampling and prompt (options of envgen's ``llm`` proposer)."""
 
@@ -186,13 +219,13 @@ class ProposerConfig:
     structure: Literal["blueprint", "spec"] = "blueprint"
     #: the exploration stream's structure (None: ``structure``; ``spec``: free exploration by strong models)
     explore_structure: Literal["blueprint", "spec"] | None = None
-    constrained: bool = True  #: decode under the structure's JSON Schema (every completion parses)
-    max_new_tokens: int = 4096
-    temperature: float = 0.7
-    top_p: float = 0.95
-    excerpt_tokens: int = 1500  #: token budget of the document excerpt
-    n_examples: int = 1  #: example specs shown in the prompt
-    example_tokens: int | None = 3500
+    constrained: Bool = True  #: decode under the structure's JSON Schema (every completion parses)
+    max_new_tokens: Int = 4096
+    temperature: Float = 0.7
+    top_p: Float = 0.95
+    excerpt_tokens: Int = 1500  #: token budget of the document excerpt
+    n_examples: Int = 1  #: example specs shown in the prompt
+    example_tokens: Int | None = 3500
     skill_level: Literal["name", "summary", "rules", "full"] = "rules"  #: how much of a routed skill is shown
     system_prompt: str | None = None  #: replaces envgen's proposer system prompt (small models, smoke runs)
 
@@ -203,44 +236,44 @@ class ProposerConfig:
             raise ValueError("temperature must be >= 0")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class SelfPlayConfig:
     """Self-play rounds: the same model proposes environments and solves them."""
 
-    rounds: int = 10
+    rounds: Int = 10
     corpus: str = "stdlib"  #: ``stdlib``, a PATH (tree, .jsonl, .parquet) or ``hf:NAME``
-    docs: int = 200  #: documents in the pool the rounds draw from
-    min_stateful: float | None = 0.0  #: stateful-score filter of documents (None: no filter)
+    docs: Int = 200  #: documents in the pool the rounds draw from
+    min_stateful: Float | None = 0.0  #: stateful-score filter of documents (None: no filter)
     skills: str | None = None  #: skill library to start from (None: the built-in skills)
     library: str | None = None  #: environment library folder (None: RUN/library)
-    round: RoundConfig = field(default_factory=RoundConfig)  #: envgen's dual-stream round (n, alpha, ...)
-    controller: ControllerConfig = field(default_factory=ControllerConfig)  #: envgen's skill controller
-    proposer: ProposerConfig = field(default_factory=ProposerConfig)
+    round: Section[RoundConfig] = field(default_factory=RoundConfig)  #: envgen's dual-stream round (n, alpha, ...)
+    controller: Section[ControllerConfig] = field(default_factory=ControllerConfig)  #: envgen's skill controller
+    proposer: Section[ProposerConfig] = field(default_factory=ProposerConfig)
     #: tasks of each valid proposed environment the solver plays (a seeded draw), ``solver.num_generations``
     #: (k) times each; None: every task
-    tasks_per_env: int | None = 4
+    tasks_per_env: Int | None = 4
     #: p̂, the solve rate the proposer reward is computed from: ``passed`` (the share of an environment's
     #: episodes that passed every check) or ``reward`` (their mean reward in ``rollout.reward_mode``)
     solve_rate: Literal["passed", "reward"] = "passed"
-    train_proposer: bool = True
-    train_solver: bool = True
-    proposer_weight: float = 1.0  #: loss weight of proposer-role samples
-    solver_weight: float = 1.0  #: loss weight of solver-role samples
+    train_proposer: Bool = True
+    train_solver: Bool = True
+    proposer_weight: Float = 1.0  #: loss weight of proposer-role samples
+    solver_weight: Float = 1.0  #: loss weight of solver-role samples
     #: optimizer steps a round: ``joint`` (one step on both roles' samples) or ``sequential`` (a proposer step,
     #: then a solver step); the distillation phase, when on, is one more step after them
     schedule: Literal["joint", "sequential"] = "joint"
-    write_skills: bool = True  #: the policy writes refinements and new skills (probed before they are kept)
-    distill: bool = False  #: a recovery-step distillation phase each round (teacher: ``distill.teacher``)
-    distill_episodes: int = 16  #: the round's failed solver episodes the distillation phase learns from (at most)
+    write_skills: Bool = True  #: the policy writes refinements and new skills (probed before they are kept)
+    distill: Bool = False  #: a recovery-step distillation phase each round (teacher: ``distill.teacher``)
+    distill_episodes: Int = 16  #: the round's failed solver episodes the distillation phase learns from (at most)
     #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
     #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch
     eval_envs: list[str] = field(default_factory=list)
-    eval_every: int = 1
-    eval_attempts: int = 2  #: episodes per held-out task (sampled at ``rollout.temperature``)
-    eval_tasks_per_env: int | None = None  #: first N tasks of each held-out environment (None: all)
-    checkpoint_every: int = 1  #: rounds between checkpoints
-    keep_checkpoints: int | None = None  #: keep only the newest N (None: all)
-    histogram_bins: int = 5  #: bins of the per-round solve-rate histogram
+    eval_every: Int = 1
+    eval_attempts: Int = 2  #: episodes per held-out task (sampled at ``rollout.temperature``)
+    eval_tasks_per_env: Int | None = None  #: first N tasks of each held-out environment (None: all)
+    checkpoint_every: Int = 1  #: rounds between checkpoints
+    keep_checkpoints: Int | None = None  #: keep only the newest N (None: all)
+    histogram_bins: Int = 5  #: bins of the per-round solve-rate histogram
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -269,20 +302,20 @@ class SelfPlayConfig:
             raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class DistillConfig:
     """Recovery-step self-distillation (see :mod:`training.distill`)."""
 
-    iterations: int = 10
+    iterations: Int = 10
     teacher: str = "reference"  #: ``reference`` (the spec's reference trajectory) or a backend name
     teacher_model: str | None = None  #: model of a backend teacher
     teacher_options: dict[str, Any] = field(default_factory=dict)  #: keyword options of the backend
-    teacher_max_new_tokens: int = 512
-    episodes_per_iteration: int = 16  #: student rollouts per iteration (tasks drawn from solver.envs)
-    max_recovery_steps: int = 8  #: teacher actions after the divergence
-    include_correction: bool = True  #: also train the teacher's action at the divergence state
-    require_success: bool = True  #: keep a recovery only if the turn's checks pass after it
-    epochs: int = 1  #: passes over each iteration's samples
+    teacher_max_new_tokens: Int = 512
+    episodes_per_iteration: Int = 16  #: student rollouts per iteration (tasks drawn from solver.envs)
+    max_recovery_steps: Int = 8  #: teacher actions after the divergence
+    include_correction: Bool = True  #: also train the teacher's action at the divergence state
+    require_success: Bool = True  #: keep a recovery only if the turn's checks pass after it
+    epochs: Int = 1  #: passes over each iteration's samples
 
     def __post_init__(self) -> None:
         if self.iterations < 1 or self.episodes_per_iteration < 1 or self.epochs < 1:
@@ -293,19 +326,19 @@ class DistillConfig:
             raise ValueError(f"teacher {self.teacher!r} needs distill.teacher_model (or use teacher: reference)")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class ProposerSFTConfig:
     """The proposer warm start (``envwright train proposer``): SFT on the AST writer's blueprints."""
 
     corpus: str = "stdlib"  #: documents to learn from: ``stdlib``, a PATH or ``hf:NAME``
-    docs: int = 400  #: documents drawn from the corpus (seeded), before the split
-    holdout: float = 0.2  #: share of documents held out (never trained on; ``holdout.json`` lists them)
-    epochs: int = 2
-    learning_rate: float = 5.0e-5
-    batch_size: int = 8  #: pairs per optimizer step
-    micro_batch_size: int = 4
-    max_length: int = 3072  #: pairs longer than this (prompt + blueprint, in tokens) are skipped
-    excerpt_tokens: int = 900  #: the document excerpt's budget in the prompt (as the proposer sends it)
+    docs: Int = 400  #: documents drawn from the corpus (seeded), before the split
+    holdout: Float = 0.2  #: share of documents held out (never trained on; ``holdout.json`` lists them)
+    epochs: Int = 2
+    learning_rate: Float = 5.0e-5
+    batch_size: Int = 8  #: pairs per optimizer step
+    micro_batch_size: Int = 4
+    max_length: Int = 3072  #: pairs longer than this (prompt + blueprint, in tokens) are skipped
+    excerpt_tokens: Int = 900  #: the document excerpt's budget in the prompt (as the proposer sends it)
 
     def __post_init__(self) -> None:
         if self.docs < 1 or self.epochs < 1 or self.batch_size < 1 or self.micro_batch_size < 1:
@@ -318,37 +351,43 @@ class ProposerSFTConfig:
             raise ValueError("max_length must be >= 256 tokens (a blueprint alone is a few hundred)")
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class RunConfig:
     """Where a run writes, how it is seeded and reported."""
 
     output_dir: str = "runs/envwright"
-    seed: int = 0
+    seed: Int = 0
     report_to: list[str] = field(default_factory=lambda: ["tensorboard"])  #: ``tensorboard``, ``wandb``, or []
     run_name: str | None = None
     resume: str | None = None  #: a checkpoint folder, or ``latest`` (the newest under output_dir)
 
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _one_reporter(cls, value: Any) -> Any:
+        """A single name stands for a list of it (``none`` or empty: report nowhere)."""
+        if isinstance(value, str):
+            return [] if value in ("none", "") else [value]
+        return value
+
     def __post_init__(self) -> None:
-        if isinstance(self.report_to, str):
-            self.report_to = [] if self.report_to in ("none", "") else [self.report_to]
         bad = [r for r in self.report_to if r not in ("tensorboard", "wandb", "none")]
         if bad:
             raise ValueError(f"report_to entries must be tensorboard or wandb, got {bad}")
         self.report_to = [r for r in self.report_to if r != "none"]
 
 
-@dataclass
+@dataclass(config=_CONFIG)
 class TrainConfig:
     """The whole configuration (see the module docstring)."""
 
-    model: ModelConfig = field(default_factory=ModelConfig)
-    generation: GenerationConfig = field(default_factory=GenerationConfig)
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    solver: SolverConfig = field(default_factory=SolverConfig)
-    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    distill: DistillConfig = field(default_factory=DistillConfig)
-    proposer_sft: ProposerSFTConfig = field(default_factory=ProposerSFTConfig)
-    run: RunConfig = field(default_factory=RunConfig)
+    model: Section[ModelConfig] = field(default_factory=ModelConfig)
+    generation: Section[GenerationConfig] = field(default_factory=GenerationConfig)
+    rollout: Section[RolloutConfig] = field(default_factory=RolloutConfig)
+    solver: Section[SolverConfig] = field(default_factory=SolverConfig)
+    selfplay: Section[SelfPlayConfig] = field(default_factory=SelfPlayConfig)
+    distill: Section[DistillConfig] = field(default_factory=DistillConfig)
+    proposer_sft: Section[ProposerSFTConfig] = field(default_factory=ProposerSFTConfig)
+    run: Section[RunConfig] = field(default_factory=RunConfig)
     grpo: dict[str, Any] = field(default_factory=dict)  #: keyword arguments of ``trl.GRPOConfig``
 
     def __post_init__(self) -> None:
@@ -385,26 +424,39 @@ DERIVED_GRPO_FIELDS: dict[str, str] = {
 }
 
 
-# -- dict <-> dataclasses ---------------------------------------------------------------------------
+# -- dict <-> dataclasses: pydantic validates, ConfigError says what to change ------------------------
+
+_ADAPTER = TypeAdapter(TrainConfig)
+_EXPECTED = {"int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+             "float_type": "a number", "float_parsing": "a number", "bool_type": "true or false",
+             "bool_parsing": "true or false", "string_type": "a string", "list_type": "a list",
+             "dict_type": "a mapping"}
+_UNKNOWN_KEY = ("unexpected_keyword_argument", "extra_forbidden")
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+def _walk(loc: tuple[int | str, ...]) -> tuple[str, Any, Any]:
+    """Where an error is: its dotted key (``solver.envs[0]``), the section holding the last field, its type.
 
-
-def _coerce_union(value: Any, args: tuple[Any, ...], where: str) -> Any:
-    if value is None and type(None) in args:
-        return None
-    errors = []
-    for a in args:
-        if a is type(None):
+    The walk stops at a part that is no field (an unknown key, or the tag pydantic gives a union's member).
+    """
+    key, section = "", None
+    tp: Any = TrainConfig
+    for part in loc:
+        if isinstance(part, int):
+            key += f"[{part}]"
+            tp = next(iter(typing.get_args(tp)), Any)
             continue
-        try:
-            return _coerce(value, a, where)
-        except ConfigError as e:
-            errors.append(str(e))
-    raise ConfigError(errors[0] if len(errors) == 1 else
-                      f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+        if not dataclasses.is_dataclass(tp) or part not in (hints := typing.get_type_hints(tp)):
+            break
+        key, section, tp = f"{key}.{part}" if key else part, tp, hints[part]
+    return key, section, tp
+
+
+def _choices(tp: Any) -> tuple[Any, ...]:
+    """The values a ``Literal`` annotation (possibly ``| None``) allows."""
+    if typing.get_origin(tp) is Literal:
+        return typing.get_args(tp)
+    return tuple(c for a in typing.get_args(tp) for c in _choices(a))
 
 
 def _field_path(where: str) -> Callable[[str], str]:
@@ -412,91 +464,39 @@ def _field_path(where: str) -> Callable[[str], str]:
     return lambda key: repr(f"{where}.{key}" if where else key)
 
 
-def _coerce_literal(value: Any, args: tuple[Any, ...], where: str) -> Any:
-    if value not in args:
-        raise ConfigError(f"{where}: must be one of {list(args)}, got {value!r}{did_you_mean(value, args, n=1)}")
-    return value
-
-
-def _coerce_number(value: Any, tp: type, where: str) -> Any:
-    if tp is int:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if isinstance(value, str):
-        try:
-            return float(value)  # YAML 1.1 reads 1e-6 (no dot) as a string
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
-    return float(value)
-
-
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check (and gently convert) one leaf value against its annotation."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is Any:
-        return value
-    if origin in (Union, types.UnionType):
-        return _coerce_union(value, args, where)
-    if origin is Literal:
-        return _coerce_literal(value, args, where)
-    if origin is list:
-        value = list(value) if isinstance(value, tuple) else value
-        if not isinstance(value, list):
-            raise ConfigError(f"{where}: expected a list, got {value!r} (YAML: [a, b])")
-        return [_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)] if args else value
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return dict(value)
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, where)  # type: ignore[arg-type]
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
-        return value
-    if tp in (int, float):
-        return _coerce_number(value, tp, where)
-    if tp is str:
-        if isinstance(value, Path):
-            return str(value)
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
-    return value
-
-
-def _build(cls: type, data: Any, where: str) -> Any:
-    """Build dataclass ``cls`` from a mapping, naming every problem by its dotted key."""
-    if isinstance(data, cls):
-        return data
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or 'config'}: expected a mapping of {cls.__name__} fields, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls) if f.init]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        path = f"{where}.{key}" if where else str(key)
-        if key not in names:
-            hint = did_you_mean(key, names, n=1, show=_field_path(where))
-            raise ConfigError(f"{path}: unknown key{hint} (keys of {where or 'the config'}: {', '.join(names)})")
-        kwargs[key] = _coerce(value, hints[key], path)
-    try:
-        return cls(**kwargs)
-    except ConfigError:
-        raise
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"{where or 'config'}: {e}") from None
+def _problem(errors: list[Any]) -> str:
+    """The first problem of a :class:`pydantic.ValidationError` (its ``errors()``), as the fix to make."""
+    first = errors[0]
+    kind, loc, value = first["type"], tuple(first["loc"]), first.get("input")
+    if kind in _UNKNOWN_KEY:
+        where, _, holder = _walk(loc[:-1])
+        names = [f.name for f in dataclasses.fields(holder) if f.init]
+        hint = did_you_mean(loc[-1], names, n=1, show=_field_path(where))
+        path = f"{where}.{loc[-1]}" if where else str(loc[-1])
+        return f"{path}: unknown key{hint} (keys of {where or 'the config'}: {', '.join(names)})"
+    key, _, tp = _walk(loc)
+    where = key or "config"
+    if kind in ("dataclass_type", "dataclass_exact_type", "model_type"):
+        name = getattr(tp, "__name__", None) or (first.get("ctx") or {}).get("class_name", "section")
+        return f"{where}: expected a mapping of {name} fields, got {value!r}"
+    if kind in ("value_error", "assertion_error"):
+        return f"{where}: {(first.get('ctx') or {}).get('error', first['msg'])}"
+    if kind == "literal_error":
+        choices = _choices(tp)
+        return f"{where}: must be one of {list(choices)}, got {value!r}{did_you_mean(value, choices, n=1)}"
+    same = [e for e in errors if _walk(tuple(e["loc"]))[0] == key and e["type"] in _EXPECTED]
+    if same:  # a union's members each say what they expected
+        expected = " or ".join(dict.fromkeys(_EXPECTED[e["type"]] for e in same))
+        return f"{where}: expected {expected}, got {value!r}" + (" (YAML: [a, b])" if "a list" in expected else "")
+    return f"{where}: {first['msg']}, got {value!r}"
 
 
 def config_from_dict(data: dict[str, Any] | None) -> TrainConfig:
     """Build and validate a :class:`TrainConfig` from nested dicts (as read from YAML)."""
-    return _build(TrainConfig, data or {}, "")
+    try:
+        return _ADAPTER.validate_python(data or {})
+    except ValidationError as e:
+        raise ConfigError(_problem(e.errors())) from None
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -504,7 +504,7 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
-def _numeric(value: Any) -> Any:
+def yaml_number(value: Any) -> Any:
     """YAML 1.1 reads ``1e-5`` (no dot) as a string; read it as the number it is."""
     if isinstance(value, str) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+", value.strip()):
         return float(value)
@@ -521,7 +521,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
         if not key or any(not part for part in key.split(".")):
             raise ConfigError(f"override {item!r}: the key {key!r} is not a dotted path like solver.num_generations")
         try:
-            value = _numeric(yaml.safe_load(raw)) if raw.strip() else ""
+            value = yaml_number(yaml.safe_load(raw)) if raw.strip() else ""
         except yaml.YAMLError as e:
             raise ConfigError(f"override {item!r}: the value is not valid YAML ({e})") from None
         node = data
@@ -558,75 +558,3 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple[str
         data = loaded or {}
     apply_overrides(data, list(overrides))
     return config_from_dict(data)
-
-
-# -- TRL's GRPOConfig ------------------------------------------------------------------------------
-
-
-def resolve_device(cfg: TrainConfig) -> str:
-    """``cpu`` or ``cuda[:N]`` for ``model.device``."""
-    import torch
-
-    if cfg.model.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if cfg.model.device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError("model.device is cuda but no CUDA device is visible; set --set model.device=cpu")
-    return cfg.model.device
-
-
-def resolve_dtype_name(cfg: TrainConfig, device: str) -> str:
-    """``bf16``, ``bf16-mixed`` (fp32 weights, bf16 autocast; CUDA only), ``fp16`` or ``fp32``."""
-    d = cfg.model.dtype
-    if d == "auto":
-        return "bf16" if device.startswith("cuda") else "fp32"
-    if d == "bf16-mixed":
-        return d if device.startswith("cuda") else "fp32"
-    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
-
-
-def generation_autocast(cfg: TrainConfig) -> bool:
-    """Whether HF generation runs under bf16 autocast: ``model.dtype: bf16-mixed`` on CUDA."""
-    return resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed"
-
-
-def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, for_trl: bool = True,
-                   **extra: Any) -> Any:
-    """``trl.GRPOConfig`` from ``cfg.grpo`` plus the fields our sections own.
-
-    ``for_trl=False`` (the self-play and distillation updates read only the optimizer and loss knobs)
-    neutralises GRPOTrainer's batch-shape rules, which do not apply to them.
-    """
-    from trl import GRPOConfig
-
-    device = resolve_device(cfg)
-    dtype = resolve_dtype_name(cfg, device)
-    kwargs = {k: _numeric(v) for k, v in cfg.grpo.items()}
-    kwargs.update(
-        output_dir=str(output_dir or cfg.run.output_dir), seed=cfg.run.seed,
-        report_to=list(cfg.run.report_to) or "none", run_name=cfg.run.run_name,
-        num_generations=cfg.solver.num_generations, max_completion_length=cfg.rollout.max_completion_tokens,
-        temperature=max(cfg.rollout.temperature, 1e-5), top_p=cfg.rollout.top_p,
-        use_cpu=device == "cpu", bf16=dtype in ("bf16", "bf16-mixed") and device != "cpu",
-        fp16=dtype == "fp16" and device != "cpu",
-    )
-    if cfg.model.gradient_checkpointing:
-        kwargs["gradient_checkpointing"] = True
-    if cfg.generation.engine == "vllm":
-        kwargs.update(use_vllm=True, vllm_mode=cfg.generation.vllm_mode,
-                      vllm_gpu_memory_utilization=cfg.generation.vllm_gpu_memory_utilization)
-        if cfg.generation.vllm_server_base_url:
-            kwargs["vllm_server_base_url"] = cfg.generation.vllm_server_base_url
-    if not for_trl:
-        bs = int(kwargs.get("per_device_train_batch_size", 8))
-        kwargs.pop("steps_per_generation", None)
-        kwargs.update(num_generations=2, generation_batch_size=2 * bs)
-    kwargs.update(extra)
-    names = {f.name for f in dataclasses.fields(GRPOConfig)}
-    unknown = [k for k in kwargs if k not in names]
-    if unknown:
-        hint = did_you_mean(unknown[0], names, n=1, show=lambda c: f"grpo.{c}")
-        raise ConfigError(f"grpo.{unknown[0]} is not a field of trl.GRPOConfig{hint}")
-    try:
-        return GRPOConfig(**kwargs)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"grpo: trl.GRPOConfig rejected the settings: {e}") from None

@@ -48,10 +48,11 @@ from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
-from training.config import RolloutConfig, TrainConfig, config_to_dict, to_grpo_config
+from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
 from training.rollout import Episode, TaskRef, env_messages, rollout
+from training.trl_config import to_grpo_config
 
 __all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherView", "find_divergence",
            "make_teacher", "recovery_samples", "same_action", "teacher_samples"]

@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from training.config import TrainConfig, generation_autocast, resolve_device, resolve_dtype_name
+from training.config import TrainConfig
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
+from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name
 
 __all__ = ["eos_ids_of", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
 

@@ -64,7 +64,7 @@ from training.checkpoint import (
     save_checkpoint,
     seed_everything,
 )
-from training.config import TrainConfig, config_to_dict, to_grpo_config
+from training.config import TrainConfig, config_to_dict
 from training.generation import Generator, PolicyBackend
 from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter
@@ -72,6 +72,7 @@ from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, rollout
 from training.selfplay_metrics import histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
+from training.trl_config import to_grpo_config
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
 

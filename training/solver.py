@@ -33,10 +33,11 @@ from typing import Any
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, load_spec
 from training.chat import ChatFormat
-from training.config import TrainConfig, config_to_dict, generation_autocast, to_grpo_config
+from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, rollout, tasks_of
+from training.trl_config import generation_autocast, to_grpo_config
 
 __all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_specs", "make_rollout_func",
            "task_key", "train_solver"]

@@ -16,8 +16,8 @@ blueprint schema (:class:`envgen.proposers.llm.LLMProposer` with
    rows, sibling tools; each recorded with the repairs) and sets how deep the
    tasks go;
 4. tools, restricted code, DDL and seed SQL come from the template renderers
-   (:mod:`envgen.proposers.template_tools`), tasks with checks and reference
-   trajectories from :mod:`envgen.proposers.template_tasks`, by the blueprint's
+   (:mod:`envgen.proposers.template.tools`), tasks with checks and reference
+   trajectories from :mod:`envgen.proposers.template.tasks`, by the blueprint's
    task mix and the difficulty;
 5. the spec is parsed (:func:`gym_envs.spec.parse_spec`); the gate runs later.
 
@@ -39,12 +39,12 @@ from envgen.blueprint.difficulty import add_distractors, profile_of
 from envgen.blueprint.normalize import Normalizer
 from envgen.blueprint.schema import Blueprint
 from envgen.errors import CompileError
-from envgen.proposers.template_build import fill_entity_rows
-from envgen.proposers.template_model import EnvModel, human
-from envgen.proposers.template_tasks import build_tasks
-from envgen.proposers.template_tools import render_code, render_state, render_tools
-from envgen.proposers.template_values import ValueMaker
-from envgen.proposers.template_words import STOP_WORDS
+from envgen.proposers.template.build import fill_entity_rows
+from envgen.proposers.template.model import EnvModel, human
+from envgen.proposers.template.tasks import build_tasks
+from envgen.proposers.template.tools import render_code, render_state, render_tools
+from envgen.proposers.template.values import ValueMaker
+from envgen.proposers.template.words import STOP_WORDS
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
 __all__ = ["CompileError", "CompileOptions", "Compiled", "compile_blueprint", "document_vocabulary"]

@@ -1,6 +1,6 @@
 """What the AST writer adds to a document's blueprint so that its tasks can go deep.
 
-Role: the static analysis (:mod:`envgen.proposers.template_build`) finds what a
+Role: the static analysis (:mod:`envgen.proposers.template.build`) finds what a
 document manages and the operations its methods name; deep tasks also need a
 relation to cross (a record that belongs to another), numbers that move
 between records, and business rules that refuse. :func:`deepen` adds them to
@@ -31,7 +31,7 @@ import random
 from typing import Any
 
 from envgen.blueprint.schema import MAX_ENTITIES, MAX_OPERATIONS, MAX_RULES, MAX_STATES, NAME_RE
-from envgen.proposers.template_model import Column, Entity, EnvModel, human, plural
+from envgen.proposers.template.model import Column, Entity, EnvModel, human, plural
 
 __all__ = ["DIFFICULTY_WEIGHTS", "deepen"]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.blueprint.schema import DIFFICULTIES
-from envgen.proposers.template_model import Entity, EnvModel, Op
+from envgen.proposers.template.model import Entity, EnvModel, Op
 
 __all__ = ["DEFAULT_DIFFICULTY", "PROFILES", "Profile", "add_distractors", "profile_of"]
 

@@ -36,9 +36,9 @@ import re
 from typing import Any
 
 from envgen.blueprint.schema import Blueprint, BlueprintEntity, Operation, Rule
-from envgen.proposers.template_build import _complete_ops, _singular, _tool_name
-from envgen.proposers.template_model import Column, Entity, Op, safe_name, snake
-from envgen.proposers.template_words import STATUS_TARGET
+from envgen.proposers.template.build import _complete_ops, _singular, _tool_name
+from envgen.proposers.template.model import Column, Entity, Op, safe_name, snake
+from envgen.proposers.template.words import STATUS_TARGET
 
 __all__ = ["RESERVED_TOOL_NAMES", "Normalizer"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from envgen.blueprint.prompt import build_blueprint_messages
 from envgen.blueprint.writer import write_blueprint
-from envgen.proposers.template_build import TemplateError
+from envgen.proposers.template.build import TemplateError
 
 __all__ = ["TeachingPair", "split_documents", "teaching_pairs"]
 

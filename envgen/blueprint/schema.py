@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from envgen.completions import balanced_objects
 from gym_envs.spec import TASK_KINDS
 
 __all__ = [
@@ -319,35 +320,11 @@ class ParsedBlueprint:
         return self.blueprint is not None
 
 
-def _first_object(text: str) -> str | None:
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_str, esc = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i + 1]
-    return text[start:]
-
-
 def parse_blueprint(data: str | dict[str, Any]) -> ParsedBlueprint:
     """A :class:`Blueprint` from model output (JSON text, possibly with prose around it) or a dict."""
     if isinstance(data, str):
-        body = _first_object(data)
+        bodies = balanced_objects(data)
+        body = bodies[0] if bodies else None
         if body is None:
             return ParsedBlueprint(None, "no_json", "no JSON object found: answer with one blueprint object")
         try:

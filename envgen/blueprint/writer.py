@@ -2,8 +2,8 @@
 
 Role: one of the two writers of blueprints (the other is a model). It runs the
 template proposer's analysis and design steps
-(:func:`~envgen.proposers.template_extract.analyze_source`,
-:func:`~envgen.proposers.template_build.build_model` without seed rows) and
+(:func:`~envgen.proposers.template.extract.analyze_source`,
+:func:`~envgen.proposers.template.build.build_model` without seed rows) and
 writes what they chose, entities, fields, relations, lifecycle states,
 operations named after the document's own methods, and a task mix, in the
 blueprint format. Compiled by :func:`~envgen.blueprint.compiler.compile_blueprint`
@@ -12,7 +12,7 @@ training example for the model (the proposer warm start,
 ``envwright train proposer``).
 
 Contract: deterministic for ``(document, seed)``; raises
-:class:`~envgen.proposers.template_build.TemplateError` when the document
+:class:`~envgen.proposers.template.build.TemplateError` when the document
 yields nothing (not Python, nothing to model). Text fields are cut to the
 schema's ASCII patterns, so every blueprint it writes validates.
 """
@@ -29,11 +29,11 @@ from pydantic import ValidationError
 
 from envgen.blueprint.deepen import deepen
 from envgen.blueprint.schema import MAX_OPERATIONS, Blueprint
-from envgen.proposers.template_build import TemplateError, build_model
-from envgen.proposers.template_extract import DocInfo, analyze_source
-from envgen.proposers.template_model import Entity, EnvModel, Op, human
-from envgen.proposers.template_values import ValueMaker
-from envgen.proposers.template_words import STOP_WORDS
+from envgen.proposers.template.build import TemplateError, build_model
+from envgen.proposers.template.extract import DocInfo, analyze_source
+from envgen.proposers.template.model import Entity, EnvModel, Op, human
+from envgen.proposers.template.values import ValueMaker
+from envgen.proposers.template.words import STOP_WORDS
 
 __all__ = ["Written", "ascii_text", "module_name", "write_blueprint"]
 

@@ -6,7 +6,7 @@ document excerpt) and generates them all in **one** batched backend call;
 :meth:`LLMProposer.repair_batch` does the same for the repair conversations
 (:func:`envgen.prompts.build_repair_messages`: the previous answer plus the
 gate's feedback). Completions are parsed by
-:func:`envgen.prompts.parse_completion`, which also fills the fields the model
+:func:`envgen.completions.parse_completion`, which also fills the fields the model
 does not control (provenance ``llm:<model>``, stream ``explore`` or ``skill``,
 the source document, a unique id when the model's is missing, invalid or
 copied from an example).
@@ -44,14 +44,13 @@ from envgen.backends.base import check_sampling, prompt_text
 from envgen.blueprint.compiler import CompileError, CompileOptions, compile_blueprint
 from envgen.blueprint.prompt import build_blueprint_messages
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
+from envgen.completions import ParsedCompletion, parse_completion
 from envgen.errors import PARSE_FAILURES, FailureCode
 from envgen.prompts import (
     BUILTIN_EXAMPLE,
-    ParsedCompletion,
     build_messages,
     build_repair_messages,
     messages_sha256,
-    parse_completion,
     shipped_examples,
     skill_id_of,
 )

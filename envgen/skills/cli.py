@@ -1,4 +1,7 @@
-"""``envwright skills ...``: inspect, export, compare and simulate skill libraries."""
+"""``envwright skills ...``: inspect, export, compare and simulate skill libraries.
+
+The root command (:mod:`envgen.cli`) loads :data:`skills`, a click group, lazily.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +9,31 @@ import json
 import shutil
 from pathlib import Path
 
-import typer
+import click
 from rich.console import Console
 from rich.table import Table
 
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
 from gym_envs import display
 
-app = typer.Typer(help="Skill libraries: list, show, stats, export, diff, simulate.", no_args_is_help=True,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+__all__ = ["skills"]
 
 
-DirOpt = typer.Option(None, "--dir", "-d", help="Skill library folder (default: the built-in skills).")
+@click.group("skills", no_args_is_help=True,
+             context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+def skills() -> None:
+    """Skill libraries: list, show, stats, export, diff, simulate."""
+
+
+dir_option = click.option("--dir", "-d", "folder", type=click.Path(path_type=Path), default=None,
+                          help="Skill library folder (default: the built-in skills).")
+archived_option = click.option("--archived/--no-archived", default=False, help="Include archived skills.")
 
 
 def _open(folder: Path | None) -> SkillLibrary:
     root = folder or builtin_skills_dir()
     if not root.exists():
-        raise typer.BadParameter(f"no skill library at {root}")
+        raise click.BadParameter(f"no skill library at {root}")
     return SkillLibrary(root)
 
 
@@ -31,9 +41,10 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-@app.command("list")
-def list_cmd(folder: Path | None = DirOpt,
-             archived: bool = typer.Option(False, help="Include archived skills.")) -> None:
+@skills.command("list")
+@dir_option
+@archived_option
+def list_cmd(folder: Path | None, archived: bool) -> None:
     """One row per skill: id, name and tags, examples, attempts, solve rate, validity, state."""
     lib = _open(folder)
     table = Table(show_lines=True, caption="solve: mean solve rate; valid: share of valid proposals")
@@ -51,15 +62,17 @@ def list_cmd(folder: Path | None = DirOpt,
     Console().print(display.readable_headers(table))
 
 
-@app.command("show")
-def show_cmd(skill_id: str, folder: Path | None = DirOpt,
-             level: str = typer.Option("full", help="Disclosure level: name, summary, rules, full.")) -> None:
+@skills.command("show")
+@click.argument("skill_id")
+@dir_option
+@click.option("--level", default="full", help="Disclosure level: name, summary, rules, full.")
+def show_cmd(skill_id: str, folder: Path | None, level: str) -> None:
     """A skill as a proposer would see it at a disclosure level, plus its statistics."""
     lib = _open(folder)
     try:
         s = lib.get(skill_id)
     except KeyError as e:
-        raise typer.BadParameter(str(e.args[0])) from None
+        raise click.BadParameter(str(e.args[0])) from None
     Console().print(display.text(s.render(level)))
     if s.blueprint:
         Console().print(display.text(f"\nstructure required of a blueprint: {json.dumps(s.blueprint)}"))
@@ -69,8 +82,9 @@ def show_cmd(skill_id: str, folder: Path | None = DirOpt,
     Console().print_json(json.dumps(s.stats.to_dict()))
 
 
-@app.command("stats")
-def stats_cmd(folder: Path | None = DirOpt) -> None:
+@skills.command("stats")
+@dir_option
+def stats_cmd(folder: Path | None) -> None:
     """Library totals and the evolution log's event counts."""
     lib = _open(folder)
     events: dict[str, int] = {}
@@ -89,32 +103,39 @@ def stats_cmd(folder: Path | None = DirOpt) -> None:
     Console().print(display.readable_headers(table))
 
 
-@app.command("export")
-def export_cmd(out: Path, folder: Path | None = DirOpt,
-               archived: bool = typer.Option(False, help="Also export archived skills.")) -> None:
+@skills.command("export")
+@click.argument("out", type=click.Path(path_type=Path))
+@dir_option
+@click.option("--archived/--no-archived", default=False, help="Also export archived skills.")
+def export_cmd(out: Path, folder: Path | None, archived: bool) -> None:
     """Copy a skill library (or the built-ins) to OUT, e.g. to start evolving it."""
     src = folder or builtin_skills_dir()
     if out.exists() and any(out.iterdir()):
-        raise typer.BadParameter(f"{out} exists and is not empty; choose a new folder")
+        raise click.BadParameter(f"{out} exists and is not empty; choose a new folder")
     ignore = ["__pycache__", "*.py[co]", "__init__.py"] + ([] if archived else ["_archive"])
     shutil.copytree(src, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*ignore))
     Console().print(display.text(f"exported {len(SkillLibrary(out))} skills to {out}"))
 
 
-@app.command("diff")
-def diff_cmd(a: Path = typer.Argument(..., help="The earlier library (e.g. RUN/skill-rounds/round-0000)."),
-             b: Path = typer.Argument(..., help="The later library (e.g. RUN/skill-rounds/round-0003)."),
-             as_json: bool = typer.Option(False, "--json", help="Print the difference as one JSON object.")) -> None:
+@skills.command("diff")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the difference as one JSON object.")
+def diff_cmd(a: Path, b: Path, as_json: bool) -> None:
     """What changed from library A to library B: skills added, archived, rewritten (rules, hints, structure),
-    their statistics, and the evolution log's events in between."""
+    their statistics, and the evolution log's events in between.
+
+    A is the earlier library (e.g. RUN/skill-rounds/round-0000), B the later one (e.g.
+    RUN/skill-rounds/round-0003).
+    """
     from envgen.skills.diff import diff_libraries
 
     try:
         d = diff_libraries(a, b)
     except FileNotFoundError as e:
-        raise typer.BadParameter(str(e)) from None
+        raise click.BadParameter(str(e)) from None
     if as_json:
-        typer.echo(json.dumps(d, indent=1, default=str))
+        click.echo(json.dumps(d, indent=1, default=str))
         return
     con = Console()
     con.print(display.text(f"{a} -> {b}"))
@@ -139,18 +160,21 @@ def diff_cmd(a: Path = typer.Argument(..., help="The earlier library (e.g. RUN/s
         con.print("no difference")
 
 
-@app.command("simulate")
-def simulate_cmd(out: Path = typer.Option(Path("runs/skill-simulation"), help="Folder for the library and log."),
-                 rounds: int = typer.Option(6, min=1), envs_per_round: int = typer.Option(40, min=2),
-                 alpha: float = typer.Option(0.5, min=0.0, max=1.0), seed: int = 0,
-                 overwrite: bool = typer.Option(False, "--overwrite", help="Replace a simulation already in OUT.")
-                 ) -> None:
+@skills.command("simulate")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("runs/skill-simulation"),
+              help="Folder for the library and log.")
+@click.option("--rounds", type=click.IntRange(min=1), default=6)
+@click.option("--envs-per-round", type=click.IntRange(min=2), default=40)
+@click.option("--alpha", type=click.FloatRange(0.0, 1.0), default=0.5)
+@click.option("--seed", type=int, default=0)
+@click.option("--overwrite", is_flag=True, help="Replace a simulation already in OUT.")
+def simulate_cmd(out: Path, rounds: int, envs_per_round: int, alpha: float, seed: int, overwrite: bool) -> None:
     """Run the controller against synthetic solver competences and print per-round numbers."""
     from envgen.skills.simulate import SimulationConfig, run_simulation, summarize
 
     if out.exists() and any(out.iterdir()):
         if not overwrite:
-            raise typer.BadParameter(f"{out} is not empty (a previous simulation?); pass --overwrite to replace "
+            raise click.BadParameter(f"{out} is not empty (a previous simulation?); pass --overwrite to replace "
                                      "it, or choose another --out", param_hint="--out")
         shutil.rmtree(out)
     table = Table("round", "solve", "valid", "comp.", "skills", "pruned", "refined", "induced", "merged",

@@ -118,7 +118,7 @@ class RoundResult:
 
     def metrics(self) -> dict[str, Any]:
         """Per-round numbers for logs and plots."""
-        from envgen.library import signature_key
+        from envgen.catalog import signature_key
 
         cands = self.candidates
         valid = [c for c in cands if c.valid and c.spec is not None]

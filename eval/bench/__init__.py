@@ -1,5 +1,7 @@
-"""Throughput and latency benchmarks of envwright's components (``envwright bench ...``).
+"""Benchmarks of the runtime, of generation and of a model proposer: ``envwright bench runtime|generate|proposer``.
 
 Each sub-module exposes ``run(...) -> dict`` (measurements and target verdicts,
-JSON-serialisable) and ``main(argv) -> int`` (a CLI that prints a table).
+JSON-serialisable) and ``command``, the click command that ``envwright bench``
+(:mod:`envgen.cli.bench`) loads lazily and that prints a table. The logs of past
+runs behind the README's figures are in ``eval/bench/results/``.
 """

@@ -26,7 +26,6 @@ with >= 3 calls, >= 2.5 turns per task, >= 2 tables per environment.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -34,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import click
 
 from envgen.generate import GenerateConfig, run_generate, select_corpus
 from envgen.library import Library
@@ -141,21 +142,20 @@ def _bfcl_depth() -> dict[str, Any] | str:
     return depth if isinstance(depth, str) else depth.to_dict()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark from the command line (``envwright bench generate``); returns the exit status."""
-    ap = argparse.ArgumentParser(prog="envwright bench generate", description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--scaling-docs", type=int, default=120)
-    ap.add_argument("--repeats", type=int, default=3, help="scaling runs per configuration (best one counts)")
-    ap.add_argument("--validation", default="inprocess", choices=["inprocess", "worker"])
-    ap.add_argument("--json", dest="json_out", default=None, help="also write the results to this file")
-    args = ap.parse_args(argv)
-    res = run(args.n, args.seed, args.scaling_docs, args.validation, repeats=args.repeats)
+@click.command("generate", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--n", type=int, default=200, help="Documents to generate.")
+@click.option("--seed", type=int, default=0)
+@click.option("--scaling-docs", type=int, default=120, help="Documents of each scaling run.")
+@click.option("--repeats", type=int, default=3, help="scaling runs per configuration (best one counts)")
+@click.option("--validation", type=click.Choice(["inprocess", "worker"]), default="inprocess")
+@click.option("--json", "json_out", default=None, help="also write the results to this file")
+def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str, json_out: str | None) -> None:
+    """Yield, diversity, validation latency and worker scaling of generation (stdlib, template proposer)."""
+    res = run(n, seed, scaling_docs, validation, repeats=repeats)
     from rich.console import Console
     from rich.table import Table
 
-    t = Table("measure", "value", title=f"envwright bench generate (stdlib, template, n={args.n})")
+    t = Table("measure", "value", title=f"envwright bench generate (stdlib, template, n={n})")
     for k in ("documents", "attempted", "accepted", "yield", "distinct_signature_sets", "median_validation_ms",
               "p90_validation_ms", "mean_mutation_score", "mean_mutants_per_env", "wall_seconds_2_workers",
               "docs_per_s_1_worker", "docs_per_s_2_workers",
@@ -166,16 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     t.add_row("rejected_by_reason", json.dumps(res["rejected_by_reason"]))
     t.add_row("difficulty_mix", json.dumps(res["difficulty_mix"]))
     Console().print(t)
-    from envgen.cli import depth_table
+    from envgen.cli.library import depth_table
 
-    Console().print(depth_table([(f"template, stdlib (n={args.n})", res["depth"]),
+    Console().print(depth_table([(f"template, stdlib (n={n})", res["depth"]),
                                  ("BFCL v4 multi-turn base (ground truth)", res["bfcl_depth"])]))
     for name, ok in res["targets"].items():
         Console().print(f"{'PASS' if ok else 'MISS'}  {name}")
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(res, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if json_out:
+        Path(json_out).write_text(json.dumps(res, indent=1))

@@ -25,18 +25,20 @@ setups already there), with a bar chart ``proposer.png``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envgen.blueprint.grounding import grounding
-from envgen.errors import PARSE_FAILURES
-from envgen.library import signature_key
+import click
 
-__all__ = ["NPM_PACKAGES", "SETUPS", "main", "run"]
+from envgen.blueprint.grounding import grounding
+from envgen.catalog import signature_key
+from envgen.errors import PARSE_FAILURES
+
+__all__ = ["NPM_PACKAGES", "SETUPS", "ProposerBench", "command", "run"]
 
 SETUPS = ("free", "free-constrained", "blueprint", "blueprint-warm")
 NPM_PACKAGES = ("bull@4.16.5", "nedb@1.8.0", "express-session@1.19.0", "passport@0.7.0", "node-schedule@2.1.1",
@@ -44,7 +46,30 @@ NPM_PACKAGES = ("bull@4.16.5", "nedb@1.8.0", "express-session@1.19.0", "passport
                 "express@4.21.2", "lru-cache@7.18.3", "keyv@4.5.4", "ioredis@5.4.2")
 
 
-def _documents(args: argparse.Namespace) -> dict[str, list[Any]]:
+@dataclass(frozen=True)
+class ProposerBench:
+    """The options of one run (``envwright bench proposer -h`` documents each)."""
+
+    model: str
+    warm: str | None = None
+    holdout: str | None = None
+    setups: tuple[str, ...] = SETUPS
+    stdlib_docs: int = 64
+    other_docs: int = 64
+    other_corpus: str | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int | None = None
+    max_new_tokens: int = 2048
+    temperature: float = 0.7
+    excerpt_tokens: int = 900
+    seed: int = 0
+    out: str = "runs/bench-proposer"
+    resume: bool = False
+    overwrite: bool = False
+
+
+def _documents(args: ProposerBench) -> dict[str, list[Any]]:
     from corpora import SelectConfig, load_corpus, select_documents
     from envgen.blueprint.pairs import split_documents
 
@@ -66,7 +91,7 @@ def _documents(args: argparse.Namespace) -> dict[str, list[Any]]:
     return sets
 
 
-def _proposer(setup: str, args: argparse.Namespace, backends: dict[str, Any]) -> Any:
+def _proposer(setup: str, args: ProposerBench, backends: dict[str, Any]) -> Any:
     from envgen.backends import make_backend
     from envgen.proposers.llm import LLMProposer
 
@@ -109,7 +134,7 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
     }
 
 
-def _run_setup(setup: str, sets: dict[str, list[Any]], args: argparse.Namespace,
+def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
                backends: dict[str, Any]) -> dict[str, Any]:
     from envgen.validate import validate_spec
     from gym_envs.sandbox import make_executor
@@ -171,7 +196,7 @@ def plot(result: dict[str, Any], path: str | Path) -> Path | None:
     return out
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: ProposerBench) -> dict[str, Any]:
     """Run the setups (see the module docstring); returns the result dict (also written to ``--out``)."""
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -220,36 +245,33 @@ def _table(result: dict[str, Any]) -> None:
     Console().print(t)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark from the command line (``envwright bench proposer``); returns the exit status."""
-    ap = argparse.ArgumentParser(prog="envwright bench proposer", description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
-    ap.add_argument("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")
-    ap.add_argument("--holdout", default=None, help="holdout.json of the warm start (its held-out documents)")
-    ap.add_argument("--setups", default=",".join(SETUPS), help=f"comma-separated, of {', '.join(SETUPS)}")
-    ap.add_argument("--stdlib-docs", type=int, default=64)
-    ap.add_argument("--other-docs", type=int, default=64)
-    ap.add_argument("--other-corpus", default=None, help="a corpus that is not Python (default: npm packages)")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--dtype", default="auto")
-    ap.add_argument("--batch-size", type=int, default=None, help="rows per generate call (default: all)")
-    ap.add_argument("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained "
-                    "setups raise it to the schema's worst case)")
-    ap.add_argument("--temperature", type=float, default=0.7)
-    ap.add_argument("--excerpt-tokens", type=int, default=900)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="runs/bench-proposer")
-    ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--overwrite", action="store_true")
-    args = ap.parse_args(argv)
-    args.setups = [s.strip() for s in args.setups.split(",") if s.strip()]
-    bad = [s for s in args.setups if s not in SETUPS]
+def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    setups = tuple(s.strip() for s in value.split(",") if s.strip())
+    bad = [s for s in setups if s not in SETUPS]
     if bad:
-        ap.error(f"unknown setup(s) {bad}; choose from {', '.join(SETUPS)}")
-    result = run(args)
-    _table(result)
-    return 0
+        raise click.BadParameter(f"unknown setup(s) {bad}; choose from {', '.join(SETUPS)}")
+    return setups
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+@click.command("proposer", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
+@click.option("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")
+@click.option("--holdout", default=None, help="holdout.json of the warm start (its held-out documents)")
+@click.option("--setups", default=",".join(SETUPS), callback=_setups, help=f"comma-separated, of {', '.join(SETUPS)}")
+@click.option("--stdlib-docs", type=int, default=64)
+@click.option("--other-docs", type=int, default=64)
+@click.option("--other-corpus", default=None, help="a corpus that is not Python (default: npm packages)")
+@click.option("--device", default="auto")
+@click.option("--dtype", default="auto")
+@click.option("--batch-size", type=int, default=None, help="rows per generate call (default: all)")
+@click.option("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained setups raise "
+              "it to the schema's worst case)")
+@click.option("--temperature", type=float, default=0.7)
+@click.option("--excerpt-tokens", type=int, default=900)
+@click.option("--seed", type=int, default=0)
+@click.option("--out", default="runs/bench-proposer")
+@click.option("--resume", is_flag=True)
+@click.option("--overwrite", is_flag=True)
+def command(**options: Any) -> None:
+    """Does a model write environments? Free vs constrained, spec vs blueprint, untrained vs warm-started."""
+    _table(run(ProposerBench(**options)))

@@ -33,10 +33,11 @@ restricted executor against a plain-Python floor, and the cost of a reset.
 
 Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``, ``vector``,
 ``inprocess_breakdown``, ``targets``, ``config``); every target is reported as measured, ``passed``
-true or false, never adjusted. :func:`main` prints the tables (``rich``) and
+true or false, never adjusted. :func:`command` prints the tables (``rich``) and
 optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
-not installed). Latencies are medians of per-call wall times; steps/s is calls
-divided by the wall time spent in that mode. Modes run interleaved, in
+not installed), both from :mod:`eval.bench.runtime_report`. Latencies are
+medians of per-call wall times; steps/s is calls divided by the wall time spent
+in that mode. Modes run interleaved, in
 ``rounds`` alternating chunks, so a change in machine load affects them alike;
 the load average before and after is recorded with the results. A mode's
 ``ratio`` and ``overhead_us`` over the floor are paired by round (the median over
@@ -47,7 +48,6 @@ close together; ``ratio_of_medians`` (the whole run's medians) is kept beside it
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sqlite3
@@ -58,6 +58,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
 from gymnasium.vector import SyncVectorEnv
 
 from gym_envs.env import ToolEnv, reset_many, step_many
@@ -65,7 +66,7 @@ from gym_envs.sandbox import CallResult, InProcessExecutor, Limits, Session, Too
 from gym_envs.spec import EnvSpec, parse_spec
 from gym_envs.vector import ToolVectorEnv
 
-__all__ = ["TARGETS", "bench_spec", "main", "run"]
+__all__ = ["TARGETS", "bench_spec", "command", "run"]
 
 #: (name, description, limit); see :func:`_targets` for how each is measured.
 TARGETS = {
@@ -493,132 +494,27 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
             "targets": _targets(tools, reset)}
 
 
-# -- output ----------------------------------------------------------------------------------------
+@click.command("runtime", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--rows", type=int, default=1000, help="accounts in the database (default 1000)")
+@click.option("--calls", type=int, default=5000, help="timed calls per tool and mode (default 5000)")
+@click.option("--episodes", type=int, default=8, help="episodes per round trip when batched (default 8)")
+@click.option("--resets", type=int, default=1000, help="timed resets per mode (default 1000)")
+@click.option("--rounds", type=int, default=25, help="times the modes alternate (default 25)")
+@click.option("--cpu", type=int, default=None, help="pin the benchmark and its worker to this CPU")
+@click.option("--json", "json_path", default=None, help="also write the results as JSON here")
+@click.option("--plot", "plot_path", default=None, help="save a plot here (needs matplotlib)")
+def command(rows: int, calls: int, episodes: int, resets: int, rounds: int, cpu: int | None,
+            json_path: str | None, plot_path: str | None) -> None:
+    """What it costs to run tool code through the executor: per call against a plain-Python floor, and per
+    reset. Exits 0 when every target is met, 1 otherwise."""
+    from eval.bench.runtime_report import plot, print_report
 
-_MODES = ("floor", "inprocess", "worker", "worker-batched")
-
-
-def print_report(result: dict[str, Any], console: Any = None) -> None:
-    """Print the result tables with ``rich``."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    cfg = result["config"]
-    console.print(f"Python {cfg['python']}, SQLite {cfg['sqlite']}, {cfg['cpus']} CPUs, load average "
-                  f"{cfg['load_avg_before']:.1f} -> {cfg['load_avg_after']:.1f}; modes interleaved in "
-                  f"{cfg['rounds']} rounds")
-    for tool, res in result["tools"].items():
-        table = Table(title=f"{tool}: {cfg['calls']:,} calls, {cfg['rows']:,}-row database")
-        for col in ("mode", "steps/s", "median us", "p90 us", "x floor", "overhead us"):
-            table.add_column(col, justify="left" if col == "mode" else "right")
-        for mode in _MODES:
-            m = res[mode]
-            label = mode + (f" ({m['batch']}/trip)" if "batch" in m else "")
-            table.add_row(label, f"{m['steps_per_s']:,.0f}", f"{m['median_us']:.1f}", f"{m['p90_us']:.1f}",
-                          f"{m.get('ratio', 1.0):.2f}", f"{m.get('overhead_us', 0.0):.1f}")
-        console.print(table)
-        if res["n_errors"]:
-            console.print(f"[red]{res['n_errors']} calls failed, e.g. {res['errors'][0]}[/red]")
-    if "inprocess_breakdown" in result:
-        table = Table(title="in-process transfer, layer by layer (each includes the ones above; adds and "
-                            "x floor paired by round)")
-        for col in ("layer", "median us", "adds us", "x floor"):
-            table.add_column(col, justify="left" if col == "layer" else "right")
-        layers = result["inprocess_breakdown"]
-        for key, m in layers.items():
-            table.add_row(f"{key}: {m['what']}", f"{m['median_us']:.1f}", f"{m['adds_us']:.1f}",
-                          f"{m['ratio']:.2f}")
-        console.print(table)
-    reset = result["reset"]
-    table = Table(title=f"reset of a {reset['rows']:,}-row database (median us per episode)")
-    batch = reset.get("episodes")
-    cols = ("what", "in-process", "worker") + ((f"worker ({batch}/trip)",) if batch else ())
-    for col in cols:
-        table.add_column(col, justify="left" if col == "what" else "right")
-    for label, key in (("Session.open", "session_open"), ("ToolEnv.reset", "toolenv_reset")):
-        cells = [f"{reset[f'{key}_{m}_us']:.1f}" for m in ("inprocess", "worker", "worker_batched")[:len(cols) - 1]]
-        table.add_row(label, *cells)
-    console.print(table)
-    if "vector" in result:
-        vector = result["vector"]
-        table = Table(title=f"a Gymnasium loop: {vector['envs']} sub-envs on one worker, one transfer call each "
-                            "per step")
-        for col in ("vector env", "median us per sub-env step", "sub-env steps/s"):
-            table.add_column(col, justify="left" if col == "vector env" else "right")
-        for name in ("SyncVectorEnv", "ToolVectorEnv"):
-            table.add_row(name, f"{vector[name]['median_us']:.1f}", f"{vector[name]['steps_per_s']:,.0f}")
-        console.print(table)
-    table = Table(title="targets")
-    for col in ("target", "measured", "limit", "verdict"):
-        table.add_column(col, justify="left" if col == "target" else "right")
-    for t in result["targets"]:
-        verdict = "[green]PASS[/green]" if t["passed"] else "[red]MISS[/red]"
-        op = ">=" if t["name"] == "worker_steps_per_s" else "<="
-        table.add_row(t["description"], f"{t['value']:,.2f}", f"{op} {t['limit']:,g}", verdict)
-    console.print(table)
-
-
-def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> Path | None:
-    """Bar charts of median per-call latency and reset latency; ``None`` without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (tool, res) in zip(axes, result["tools"].items(), strict=False):
-        vals = [res[m]["median_us"] for m in _MODES]
-        ax.bar(_MODES, vals, color=["#888", "#4c72b0", "#dd8452", "#55a868"])
-        ax.set_title(f"{tool}: median us per call")
-        ax.tick_params(axis="x", rotation=20)
-        for i, v in enumerate(vals):
-            ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
-    reset = result["reset"]
-    labels, vals = [], []
-    for what, key in (("open", "session_open"), ("env.reset", "toolenv_reset")):
-        for mode, short in (("inprocess", "in-proc"), ("worker", "worker"), ("worker_batched", "worker batched")):
-            if f"{key}_{mode}_us" in reset:
-                labels.append(f"{what} {short}")
-                vals.append(reset[f"{key}_{mode}_us"])
-    axes[2].bar(labels, vals, color="#8172b2")
-    for i, v in enumerate(vals):
-        axes[2].text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
-    axes[2].axhline(TARGETS["reset_worker_us"][1], color="red", linestyle="--", linewidth=1)
-    axes[2].set_title(f"reset, {reset['rows']:,} rows: median us per episode")
-    axes[2].tick_params(axis="x", rotation=20)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns 0 when every target passed, 1 otherwise."""
-    p = argparse.ArgumentParser(prog="envwright bench runtime", description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=1000, help="accounts in the database (default 1000)")
-    p.add_argument("--calls", type=int, default=5000, help="timed calls per tool and mode (default 5000)")
-    p.add_argument("--episodes", type=int, default=8, help="episodes per round trip when batched (default 8)")
-    p.add_argument("--resets", type=int, default=1000, help="timed resets per mode (default 1000)")
-    p.add_argument("--rounds", type=int, default=25, help="times the modes alternate (default 25)")
-    p.add_argument("--cpu", type=int, default=None, help="pin the benchmark and its worker to this CPU")
-    p.add_argument("--json", dest="json_path", default=None, help="also write the results as JSON here")
-    p.add_argument("--plot", default=None, help="save a plot here (needs matplotlib)")
-    args = p.parse_args(argv)
-    result = run(args.rows, args.calls, episodes=args.episodes, resets=args.resets, rounds=args.rounds,
-                 cpu=args.cpu)
+    result = run(rows, calls, episodes=episodes, resets=resets, rounds=rounds, cpu=cpu)
     print_report(result)
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    if args.plot:
-        saved = plot(result, args.plot)
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if plot_path:
+        saved = plot(result, plot_path)
         print(f"plot saved to {saved}" if saved else "matplotlib is not installed; no plot written")
-    return 0 if all(t["passed"] for t in result["targets"]) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if not all(t["passed"] for t in result["targets"]):
+        raise click.exceptions.Exit(1)

@@ -92,11 +92,12 @@ task), not a hack. Set iteration order of strings depends on the hash seed (work
 Layout
 ======
 :mod:`~gym_envs.sandbox.guards` (compilation and run-time guards), :mod:`~gym_envs.sandbox.modules`
-(builtins and module views), :mod:`~gym_envs.sandbox.sqlpolicy` and :mod:`~gym_envs.sandbox.db` (the SQL
-policy, the connection and the ``db`` facade), :mod:`~gym_envs.sandbox.values` and
-:mod:`~gym_envs.sandbox.arguments` (plain JSON, argument checks), :mod:`~gym_envs.sandbox.engine` and
-:mod:`~gym_envs.sandbox.checks` (the engine), :mod:`~gym_envs.sandbox.host` and
-:mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol`
+(builtins and module views), :mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db` and
+:mod:`~gym_envs.sandbox.binding` (the SQL policy, the connection and the ``db`` facade, bound parameters
+and result rows), :mod:`~gym_envs.sandbox.values` and :mod:`~gym_envs.sandbox.arguments` (plain JSON,
+argument checks), :mod:`~gym_envs.sandbox.engine`, :mod:`~gym_envs.sandbox.program` and
+:mod:`~gym_envs.sandbox.checks` (the engine, the programs it loads, checks), :mod:`~gym_envs.sandbox.host`
+and :mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol`
 and :mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
 """
 

@@ -9,7 +9,8 @@ Contract (gym_envs/ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.C
 keyword filter) plus: ``PRAGMA query_only`` while a read-only view runs (SQLite authorizes a statement
 when it is prepared, and the statement cache would otherwise hand a check a write statement the tool
 prepared in ``rw`` mode); a progress-handler deadline; length limits (SQL text, values, LIKE patterns,
-columns, bound variables, result rows and bytes, database pages).
+columns, bound variables, result rows and bytes, database pages). What a statement binds and returns
+(plain parameter values, rows as dicts) is :mod:`gym_envs.sandbox.binding`'s.
 
 The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per
 connection. A statement function refuses to run unless its facade's owner token is the one the engine
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import functools
 import hashlib
 import json
 import secrets
@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gym_envs.errors import StateError
+from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
     _FunctionErrors,
@@ -60,7 +61,6 @@ __all__ = ["DbFacade", "Guard", "StateDB", "digest_of"]
 _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 _ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
-_EXACT = frozenset({str, int, float, bytes, bool, type(None)})
 _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in untrusted SQL
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
@@ -327,7 +327,7 @@ class StateDB:
         max_vars = self.limits.max_variables
         read_only = mode == "ro"
         seconds = float(timeout_s)
-        clock, exact, chunk = _clock, _EXACT, _CHUNK
+        clock, exact, chunk = _clock, EXACT_TYPES, _CHUNK
 
         def run(sql: Any, params: Any = ()) -> Any:
             if guard.owner is not owner or guard.mode != "host":  # refused before the guard is touched
@@ -336,11 +336,11 @@ class StateDB:
             if kw is None:
                 sql, kw = state._admit(sql, mode)
             if (params.__class__ is not list and params.__class__ is not tuple) or len(params) > max_vars:
-                params = _check_params(params, max_vars)
+                params = bind_params(params, max_vars)
             else:
                 for v in params:
                     if v.__class__ not in exact:  # subclasses are stripped, anything else refused
-                        params = _check_params(params, max_vars)
+                        params = bind_params(params, max_vars)
                         break
             if read_only is not guard.query_only:
                 state._set_query_only(read_only)
@@ -400,7 +400,7 @@ class StateDB:
         cols = tuple(d[0] for d in cur.description or ())
         small = min(_CHUNK - 1, self._max_rows,
                     self._max_bytes // max(1, self.limits.max_value_length * len(cols)))
-        shape = self._shapes[sql] = (small, _row_builder(cols), cols)
+        shape = self._shapes[sql] = (small, row_builder(cols), cols)
         return shape
 
     def _execute_with(self, cur: sqlite3.Cursor, sql: str, params: Any) -> dict[str, Any]:
@@ -524,18 +524,6 @@ def _b64(v: Any) -> str:
     raise TypeError(type(v).__name__)
 
 
-@functools.lru_cache(maxsize=1024)
-def _row_builder(cols: tuple[str, ...]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
-    """A function from a result row to its dict keyed by ``cols``: a dict display, several times faster
-    than ``dict(zip(cols, row))`` and equal to it (a repeated name keeps its last value). Only indices are
-    in the generated text; the column names are values in its globals. Cached per column list, so SQL
-    texts that differ only in their constants share one."""
-    names: dict[str, Any] = {f"c{i}": c for i, c in enumerate(cols)}
-    items = ", ".join(f"c{i}: row[{i}]" for i in range(len(cols)))
-    exec(f"def build(row):\n    return {{{items}}}\n", names)  # the text holds indices only
-    return names["build"]  # type: ignore[no-any-return]
-
-
 _RENAMED: dict[tuple[Any, str], Any] = {}  #: (code object, name) -> the code object renamed (made once)
 
 
@@ -550,38 +538,6 @@ def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     fn.__code__ = code
     fn.__name__, fn.__qualname__ = name, f"db.{name}"
     return fn
-
-
-def _check_params(params: Any, max_vars: int) -> Any:
-    cls = params.__class__
-    if cls is list or cls is tuple:
-        if len(params) > max_vars:
-            raise StateError(f"too many parameters ({len(params)} > {max_vars})")
-        for v in params:
-            if v.__class__ not in _EXACT:
-                break
-        else:
-            return params if cls is tuple else tuple(params)
-        return tuple(_plain(v) for v in params)
-    if params is None:
-        return ()
-    if isinstance(params, dict):
-        if len(params) > max_vars:
-            raise StateError(f"too many parameters ({len(params)} > {max_vars})")
-        return {str(k): _plain(v) for k, v in params.items()}
-    if isinstance(params, list | tuple):
-        return _check_params(list(params), max_vars)
-    raise StateError("params must be a list, tuple or dict of values")
-
-
-def _plain(v: Any) -> Any:
-    """A bindable value, subclasses stripped (a ``str`` subclass becomes a plain str)."""
-    if v.__class__ in _EXACT:
-        return v
-    for base in (bool, int, float, str, bytes):
-        if isinstance(v, base):
-            return base(v)  # type: ignore[arg-type]
-    raise StateError(f"parameter values must be str, int, float, bool, bytes or None, not {type(v).__name__}")
 
 
 class DbFacade:

@@ -3,6 +3,8 @@
 Both executors drive one :class:`Engine` with the same requests (``load``, ``open``, ``call``, ``mark``,
 ``check``, ``digest``, ``dump``, ``close``, ``fork``, ``restore``, ``batch``, ``ping``), so they give identical
 results on the same trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+A ``load`` compiles the program and builds its template database (:mod:`~gym_envs.sandbox.program`); the
+globals spec code starts from are :func:`gym_envs.sandbox.modules.spec_globals`.
 
 Checkpoints (``fork``, ``restore``): when the code keeps no state between calls (:mod:`~gym_envs.sandbox.purity`)
 a checkpoint is a savepoint plus the connection's counters; restoring it gives the state a replay of the
@@ -23,10 +25,8 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
 from gym_envs.errors import (
     CallTimeout,
@@ -37,43 +37,22 @@ from gym_envs.errors import (
     error_response,
     exception_text,
 )
-from gym_envs.sandbox.arguments import compile_arguments, validate_arguments
+from gym_envs.sandbox.arguments import validate_arguments
 from gym_envs.sandbox.checks import evaluate, python_verdict
 from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
-from gym_envs.sandbox.guards import (
-    PrintCollector,
-    compile_code,
-    guarded_format,
-    guarded_getattr,
-    guarded_getitem,
-    make_binop,
-    make_inplacevar,
-    write_guard,
-)
+from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
-from gym_envs.sandbox.modules import SEED_KEY, builtins_template, make_import, sandbox_decimal_context, views
-from gym_envs.sandbox.purity import stateless
+from gym_envs.sandbox.modules import SEED_KEY, spec_globals
+from gym_envs.sandbox.program import Program, build_program
 from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
 __all__ = ["Engine"]
 
-@dataclass
-class _Program:
-    key: str
-    code: Any
-    tool_schemas: dict[str, dict[str, Any]]
-    arguments: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]  #: see compile_arguments
-    image: bytes
-    check_code: dict[str, Any] = field(default_factory=dict)
-    pool: list[StateDB] = field(default_factory=list)
-    digests: dict[str, str] = field(default_factory=dict)  #: the template's table digests
-    pure: bool = False  #: the code keeps no state between calls (checkpoints are savepoints)
-
 
 @dataclass(slots=True)
 class _Episode:
-    program: _Program
+    program: Program
     state: StateDB
     seed: int
     tools: dict[str, Callable[..., Any]]
@@ -101,29 +80,10 @@ class Engine:
     def __init__(self, limits: Limits | None = None, *, in_worker: bool = False):
         self.limits = limits or Limits()
         self.in_worker = in_worker
-        self.programs: dict[str, _Program] = {}
+        self.programs: dict[str, Program] = {}
         self.episodes: dict[str, _Episode] = {}
-        binop = make_binop(self.limits)
-        builtins = builtins_template(self.limits, binop)
-        self._decimal = sandbox_decimal_context()
-        builtins["__import__"] = make_import(views(binop), self._decimal)
+        self._base_globals, self._decimal = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
-        self._base_globals = {
-            "__builtins__": builtins,  # shared: episode code cannot reach the dict (see builtins_template)
-            "__name__": "envspec",
-            "__metaclass__": type,
-            "_getattr_": guarded_getattr,
-            "_getitem_": guarded_getitem,
-            "_getiter_": iter,
-            "_write_": write_guard,
-            "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
-            "_unpack_sequence_": guarded_unpack_sequence,
-            "_inplacevar_": make_inplacevar(binop),
-            "_binop_": binop,
-            "_format_": guarded_format,
-            "_print_": lambda _getattr_=None: PrintCollector(cap),
-            "_apply_": lambda f, *a, **kw: f(*a, **kw),
-        }
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
         self._cap = cap
         self._max_result = self.limits.max_result_bytes
@@ -203,27 +163,11 @@ class Engine:
         if key in self.programs:
             return {"ok": True, "cached": True}
         cap = self._cap
-        result = compile_code(req["code"], filename=f"<envspec {key[:12]}>")
-        if result.errors:
-            return {"ok": False, "error_type": ErrorKind.COMPILE_ERROR.value, "error": "; ".join(result.errors)[:cap],
-                    "reasons": list(result.errors)}
-        db = StateDB(self.limits.sql)
-        try:
-            db.script(req.get("schema_sql", ""), mode="setup")
-            for kind in _ddl_kinds(db):
-                if kind not in ("table", "index"):
-                    db.close()
-                    return error_response(ErrorKind.SCHEMA_ERROR, f"schema_sql may only create tables and "
-                                          f"indexes, found a {kind}", cap)
-            db.script(req.get("seed_sql", ""), mode="rw")
-        except StateError as e:
-            db.close()
-            return error_response(ErrorKind.SCHEMA_ERROR, str(e), cap)
-        tools = req.get("tools", {})
-        prog = _Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
-                        arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]))
+        built = build_program(req, self.limits.sql, cap)
+        if isinstance(built, dict):
+            return built
+        prog, db = built
         counts = db.row_counts()
-        prog.digests = db.table_digests()
         db.open_episode()
         try:
             ep = self._new_episode(prog, db, seed=0)
@@ -245,7 +189,7 @@ class Engine:
         glb[SEED_KEY] = seed
         return glb
 
-    def _new_episode(self, prog: _Program, state: StateDB, seed: int) -> _Episode:
+    def _new_episode(self, prog: Program, state: StateDB, seed: int) -> _Episode:
         """Fresh globals for ``prog`` on ``state``: its module level runs (in the call scope, with no ``db``)."""
         glb = self._globals(seed)
         self._run_spec(state, None, glb, exec, (prog.code, glb))  # a restricted code object with guarded globals
@@ -254,7 +198,7 @@ class Engine:
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         return _Episode(prog, state, seed, tools, db, token, glb, {}, [])  # type: ignore[arg-type]
 
-    def _pool_get(self, prog: _Program) -> StateDB:
+    def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
             state = prog.pool.pop()
             self._pooled -= 1
@@ -267,7 +211,7 @@ class Engine:
         state.open_episode()
         return state
 
-    def _pool_put(self, prog: _Program, state: StateDB) -> None:
+    def _pool_put(self, prog: Program, state: StateDB) -> None:
         if self._pooled >= self.pool_size or state.lost:
             state.close()
             return
@@ -624,6 +568,3 @@ class Engine:
     def _op_ping(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "pid": os.getpid()}
 
-
-def _ddl_kinds(db: StateDB) -> list[str]:
-    return [r[0] for r in db.host("SELECT type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]

@@ -9,7 +9,8 @@ and setters go through the guards, its ``mul``/``pow``/``lshift`` through the si
 to the process's stdout), ``time.strftime`` needs its time tuple and refuses the directives that read the
 host's time zone. ``random`` is each episode's own generator (:func:`random_module`), created on first
 import from the episode's seed. :func:`make_import` is the ``__import__`` of the shared builtins
-(:func:`builtins_template`).
+(:func:`builtins_template`); :func:`spec_globals` puts them together with the guards' names into the
+globals every piece of spec code starts from.
 """
 
 from __future__ import annotations
@@ -37,13 +38,20 @@ from collections.abc import Callable
 from types import BuiltinFunctionType, FunctionType, MappingProxyType, ModuleType, SimpleNamespace
 from typing import Any
 
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+
 from gym_envs.errors import ResourceLimit, SandboxViolation, ToolError
 from gym_envs.sandbox.guards import (
+    PrintCollector,
     guarded_delitem,
+    guarded_format,
     guarded_getattr,
     guarded_getitem,
     guarded_setitem,
     host_time_directive,
+    make_binop,
+    make_inplacevar,
+    write_guard,
 )
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.scope import DECIMAL_KEY, use_decimal
@@ -58,6 +66,7 @@ __all__ = [
     "module_view",
     "random_module",
     "sandbox_decimal_context",
+    "spec_globals",
     "views",
 ]
 
@@ -296,3 +305,30 @@ def builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) -> 
                 NotImplementedError, OverflowError, AssertionError, NameError):
         b[exc.__name__] = exc
     return b
+
+
+def spec_globals(limits: Limits) -> tuple[dict[str, Any], decimal.Context]:
+    """The globals every piece of spec code starts from (the engine copies them per episode) and the
+    sandbox's decimal context its ``decimal`` computes in: the shared builtins with :func:`make_import`,
+    and the names RestrictedPython's compiled code calls, bound to the guards."""
+    binop = make_binop(limits)
+    builtins = builtins_template(limits, binop)
+    context = sandbox_decimal_context()
+    builtins["__import__"] = make_import(views(binop), context)
+    cap = limits.max_output_chars
+    return {
+        "__builtins__": builtins,  # shared: episode code cannot reach the dict (see builtins_template)
+        "__name__": "envspec",
+        "__metaclass__": type,
+        "_getattr_": guarded_getattr,
+        "_getitem_": guarded_getitem,
+        "_getiter_": iter,
+        "_write_": write_guard,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_inplacevar_": make_inplacevar(binop),
+        "_binop_": binop,
+        "_format_": guarded_format,
+        "_print_": lambda _getattr_=None: PrintCollector(cap),
+        "_apply_": lambda f, *a, **kw: f(*a, **kw),
+    }, context

@@ -1,4 +1,4 @@
-"""The root command: lazy loading, help, version, typo suggestions, unavailable sub-commands."""
+"""The root command (envgen.cli): lazy loading, help, version, typo suggestions, unavailable sub-commands."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from envgen.command import COMMANDS, LazyEntry, LazyGroup, cli
+from envgen.cli import COMMANDS, cli
+from envgen.cli.lazy import LazyEntry, LazyGroup
 
 HEAVY = ("torch", "transformers", "gymnasium", "pydantic", "gym_envs", "eval", "training", "numpy", "rich")
 
@@ -25,7 +26,7 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_command_without_importing_them() -> None:
     code = textwrap.dedent("""
         import json, sys
-        from envgen.command import main
+        from envgen.cli import main
         try:
             main(["--help"])
         except SystemExit as e:
@@ -46,10 +47,19 @@ def test_help_lists_every_command_without_importing_them() -> None:
 
 
 def test_module_entry_point_help() -> None:
-    proc = subprocess.run([sys.executable, "-m", "envgen.command", "--help"], capture_output=True, text=True,
-                          timeout=120)
+    """`python -m envgen` is the envwright command (what `accelerate launch -m envgen` starts)."""
+    proc = subprocess.run([sys.executable, "-m", "envgen", "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr
     assert "validate" in proc.stdout and "bench" in proc.stdout
+    assert proc.stdout.startswith("Usage: envwright")
+
+
+def test_console_script_points_at_the_root() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"] == {"envwright": "envgen.cli:main"}
 
 
 def test_version() -> None:
@@ -70,13 +80,32 @@ def test_unknown_command_suggests_close_match(typo: str, expected: str) -> None:
 def test_nested_group_typo_suggests() -> None:
     result = CliRunner().invoke(cli, ["bench", "runtim"])
     assert result.exit_code == 2
-    assert "Did you mean 'runtime'" in result.output  # click's own group (bench): its wording
+    assert "did you mean 'runtime'" in result.output
 
 
-def test_bench_help_lists_subcommands() -> None:
-    result = CliRunner().invoke(cli, ["bench", "--help"])
-    assert result.exit_code == 0
-    assert "runtime" in result.output and "generate" in result.output
+def test_bench_help_lists_every_benchmark_without_importing_them() -> None:
+    from envgen.cli.bench import BENCHMARKS
+
+    code = textwrap.dedent("""
+        import json, sys
+        from envgen.cli import main
+        try:
+            main(["bench", "--help"])
+        except SystemExit as e:
+            code = e.code
+        print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+    """)
+    proc = _run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    *help_lines, last = proc.stdout.strip().splitlines()
+    report = json.loads(last)
+    assert report["code"] in (0, None)
+    assert not {m.split(".")[0] for m in report["modules"]} & set(HEAVY)
+    help_text = "\n".join(help_lines)
+    assert set(BENCHMARKS) == {"runtime", "generate", "proposer", "speed", "precision", "throughput", "learning",
+                               "selfplay"}
+    for name in BENCHMARKS:
+        assert name in help_text
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -97,34 +126,23 @@ def test_every_command_loads_or_says_why(name: str) -> None:
 def fake_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "ew_fake_needs_dep.py").write_text(
         "import ew_package_that_does_not_exist\nimport click\ncmd = click.Command('x')\n")
-    (tmp_path / "ew_fake_argv.py").write_text(textwrap.dedent("""
-        SEEN = []
-        def main(argv):
-            SEEN.append(list(argv))
-            print("argv=" + " ".join(argv))
-            return 3 if "--fail" in argv else 0
-    """))
     (tmp_path / "ew_fake_click.py").write_text(textwrap.dedent("""
         import click
         @click.command()
         @click.option("--name", default="x")
         def hello(name):
             click.echo("hello " + name)
-        def typed(count: int = 1):
+        @click.group()
+        def grp():
+            "A group."
+        @grp.command("fail")
+        def fail():
+            raise click.exceptions.Exit(4)
+        def plain(count: int = 1):
             print("count", count)
     """))
-    (tmp_path / "ew_fake_typer.py").write_text(textwrap.dedent("""
-        import typer
-        app = typer.Typer(help="A typer app.", add_completion=False)
-        @app.command("hi")
-        def hi(name: str = "x"):
-            print("hi " + name)
-        @app.command("fail")
-        def fail():
-            raise typer.Exit(4)
-    """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    for mod in ("ew_fake_needs_dep", "ew_fake_argv", "ew_fake_click", "ew_fake_typer"):
+    for mod in ("ew_fake_needs_dep", "ew_fake_click"):
         monkeypatch.delitem(sys.modules, mod, raising=False)
     return tmp_path
 
@@ -132,12 +150,11 @@ def fake_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _group() -> click.Group:
     table = {
         "ghost": LazyEntry("envgen.no_such_module_xyz:cmd", "A command still being built."),
-        "noattr": LazyEntry("envgen.command:no_such_attribute", "An attribute still being built."),
+        "noattr": LazyEntry("envgen.cli:no_such_attribute", "An attribute still being built."),
         "needs": LazyEntry("ew_fake_needs_dep:cmd", "Needs an extra.", extra="train"),
-        "runner": LazyEntry("ew_fake_argv:main", "argv main.", kind="argv"),
         "hello": LazyEntry("ew_fake_click:hello", "click command."),
-        "typed": LazyEntry("ew_fake_click:typed", "plain function through typer."),
-        "tapp": LazyEntry("ew_fake_typer:app", "a typer app."),
+        "grp": LazyEntry("ew_fake_click:grp", "click group."),
+        "plain": LazyEntry("ew_fake_click:plain", "a plain function, not a command."),
     }
     return LazyGroup("t", lazy=table, prefix="t")
 
@@ -163,45 +180,28 @@ def test_missing_dependency_names_the_extra(fake_modules: Path) -> None:
     assert "pip install -e '.[train]'" in result.output
 
 
-def test_argv_main_gets_every_argument(fake_modules: Path) -> None:
-    result = CliRunner().invoke(_group(), ["runner", "--help", "-n", "3", "x"])
-    assert result.exit_code == 0, result.output
-    assert "argv=--help -n 3 x" in result.output
-    failing = CliRunner().invoke(_group(), ["runner", "--fail"])
-    assert failing.exit_code == 3
-    assert "argv=--fail" in failing.output
-
-
-def test_click_and_plain_function_targets(fake_modules: Path) -> None:
-    assert CliRunner().invoke(_group(), ["hello", "--name", "ew"]).output.strip() == "hello ew"
-    result = CliRunner().invoke(_group(), ["typed", "--count", "4"])
-    assert result.exit_code == 0, result.output
-    assert "count 4" in result.output
-    result = CliRunner().invoke(_group(), ["typed", "--help"])
-    assert result.exit_code == 0 and "--count" in result.output
-
-
-def test_typer_app_target(fake_modules: Path) -> None:
-    """Typer vendors its own click: its help, exits and errors must work behind the root group."""
+def test_click_command_and_group_targets(fake_modules: Path) -> None:
     runner = CliRunner()
-    result = runner.invoke(_group(), ["tapp", "hi", "--name", "ew"])
-    assert (result.exit_code, result.output.strip()) == (0, "hi ew")
-    result = runner.invoke(_group(), ["tapp", "--help"])
-    assert result.exit_code == 0 and "hi" in result.output and "Usage: t tapp" in result.output
-    assert runner.invoke(_group(), ["tapp", "fail"]).exit_code == 4
-    assert runner.invoke(_group(), ["tapp", "nope"]).exit_code == 2
+    assert runner.invoke(_group(), ["hello", "--name", "ew"]).output.strip() == "hello ew"
+    result = runner.invoke(_group(), ["grp", "--help"])
+    assert result.exit_code == 0 and "fail" in result.output and "Usage: t grp" in result.output
+    assert runner.invoke(_group(), ["grp", "fail"]).exit_code == 4
+    assert runner.invoke(_group(), ["grp", "nope"]).exit_code == 2
+
+
+def test_a_target_that_is_not_a_command_says_so(fake_modules: Path) -> None:
+    result = CliRunner().invoke(_group(), ["plain", "--count", "4"])
+    assert result.exit_code == 1 and "is not a click command" in result.output
 
 
 def test_help_does_not_import_targets(fake_modules: Path) -> None:
     result = CliRunner().invoke(_group(), ["--help"])
     assert result.exit_code == 0
-    for name in ("ghost", "noattr", "needs", "runner", "hello", "typed"):
+    for name in ("ghost", "noattr", "needs", "hello", "grp"):
         assert name in result.output
-    assert "ew_fake_needs_dep" not in sys.modules and "ew_fake_argv" not in sys.modules
+    assert "ew_fake_needs_dep" not in sys.modules and "ew_fake_click" not in sys.modules
 
 
 def test_entry_validation() -> None:
-    with pytest.raises(ValueError, match="kind"):
-        LazyEntry("a:b", "x", kind="shell")
     with pytest.raises(ValueError, match="module:attribute"):
         LazyEntry("a.b", "x")

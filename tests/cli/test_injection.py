@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 from tests.cli.specs import lending_spec, write_spec
 
 TITLE = "Desk [/] [bold green]PASSED[/] \x1b]0;pwned\x07"

@@ -13,7 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from envgen.command import COMMANDS, LazyEntry, LazyGroup, cli
+from envgen.cli import COMMANDS, cli
+from envgen.cli.lazy import LazyEntry, LazyGroup
 from tests.cli.specs import lending_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,28 @@ def test_every_command_answers_dash_h(name: str) -> None:
     code, out = _run(name, "-h")
     assert code == 0, out
     assert "Usage" in out or "usage" in out
+
+
+def _sub_commands() -> list[tuple[str, str]]:
+    out = []
+    for name in sorted(COMMANDS):
+        command = cli.get_command(click.Context(cli), name)
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            out += [(name, sub) for sub in command.list_commands(ctx)]
+    return out
+
+
+@pytest.mark.parametrize(("group", "name"), _sub_commands())
+def test_every_sub_command_answers_dash_h(group: str, name: str) -> None:
+    """One CLI framework: `-h` works on every sub-command (train, skills, every benchmark)."""
+    code, out = _run(group, name, "-h")
+    assert code == 0, out
+    assert f"Usage: cli {group} {name}" in out
+
+
+def test_the_groups_have_their_sub_commands() -> None:
+    assert {g for g, _ in _sub_commands()} == {"bench", "skills", "train"}
 
 
 def test_a_package_missing_while_a_command_runs_names_its_extra() -> None:

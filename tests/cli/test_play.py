@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 from gym_envs.play import parse_line
 
 SOLVE_BORROW = """\

@@ -25,7 +25,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install -
 
 from mcp import Client, StdioServerParameters
 
-from envgen.command import cli
+from envgen.cli import cli
 from envgen.library import Library
 from gym_envs.spec import parse_spec
 from tests.fixtures.library_spec import SPEC
@@ -54,7 +54,7 @@ async def _play_demo(client: Client) -> dict[str, Any]:
 
 
 def test_serve_an_environment_of_a_library_over_stdio(library: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "envgen.command", "serve", "library-demo",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envgen", "serve", "library-demo",
                                                                  "--library", str(library), "--mcp"],
                                    env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
 
@@ -67,7 +67,7 @@ def test_serve_an_environment_of_a_library_over_stdio(library: Path) -> None:
 
 
 def test_serve_over_streamable_http_on_localhost(library: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "envgen.command", "serve", "library-demo", "--library",
+    proc = subprocess.Popen([sys.executable, "-m", "envgen", "serve", "library-demo", "--library",
                              str(library), "--mcp", "--transport", "http", "--port", "0"],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=str(ROOT),
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 from gym_envs.cli import check_summary, format_call, locate_spec
 from tests.cli.specs import lending_spec, write_spec
 

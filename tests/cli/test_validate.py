@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 
 
 def test_accepts_a_good_spec(good_spec: Path) -> None:

@@ -13,7 +13,7 @@ def tiny_qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding a tiny random Qwen3 model and tokenizer (``from_pretrained(path)`` loads it)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.fixtures.tiny_model import build_tiny_qwen3
+    from training.tiny_model import build_tiny_qwen3
 
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
 

@@ -224,7 +224,7 @@ def test_ast_writer_blueprints_validate_and_compile_to_the_template_spec():
 
 
 def test_ast_writer_needs_python():
-    from envgen.proposers.template_build import TemplateError
+    from envgen.proposers.template.build import TemplateError
 
     with pytest.raises(TemplateError, match="not parsable Python"):
         write_blueprint(JS)
@@ -278,7 +278,7 @@ def test_deepened_holder_name_starts_with_a_letter() -> None:
     """A main entity whose last word is a number (``ipv_32``) still gets a valid holder name (``ipv_group``)."""
     from envgen.blueprint.deepen import _add_holder
     from envgen.blueprint.schema import NAME_RE
-    from envgen.proposers.template_model import Column, Entity
+    from envgen.proposers.template.model import Column, Entity
 
     main = Entity(name="ipv_32", key=Column("label", "TEXT"), columns=[])
     data = {"entities": [{"name": "ipv_32", "parent": None}]}
@@ -291,7 +291,7 @@ def test_deepened_holder_name_starts_with_a_letter() -> None:
 def test_writer_bug_skips_the_document_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """An invalid blueprint from the AST writer is a TemplateError (the document is skipped), not a crash."""
     from envgen.blueprint import writer
-    from envgen.proposers.template_build import TemplateError
+    from envgen.proposers.template.build import TemplateError
 
     def broken(*a: object, **k: object) -> object:
         from envgen.blueprint.schema import Blueprint

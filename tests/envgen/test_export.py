@@ -22,7 +22,7 @@ pytest.importorskip("pyarrow", reason="the hf extra is not installed (pip instal
 
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 from envgen.export import export_hf, import_hf, push_to_hub
 from envgen.export_columns import DATA_FILES, ENV_COLUMNS, TASK_COLUMNS
 from envgen.library import Library

@@ -67,7 +67,7 @@ def test_backend_failures_are_not_marked_done_and_a_rerun_retries_them(tmp_path)
 def test_generate_command_exits_non_zero_when_the_server_is_down(tmp_path, monkeypatch):
     import socket
 
-    from envgen.command import cli
+    from envgen.cli import cli
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from corpora.similarity import text_similarity
-from envgen.library import DuplicateEnv, Library, signature_key
+from envgen.catalog import signature_key
+from envgen.library import DuplicateEnv, Library
 from envgen.stats import library_stats
 from gym_envs.spec import parse_spec
 from tests.fixtures.library_spec import SPEC

@@ -15,6 +15,7 @@ import pytest
 
 from corpora import Document
 from envgen.backends.scripted import ScriptedBackend
+from envgen.completions import balanced_objects, extract_json_text, loads_lenient, parse_completion
 from envgen.generate import GenerateConfig, run_generate
 from envgen.library import Library
 from envgen.prompts import (
@@ -23,9 +24,6 @@ from envgen.prompts import (
     build_messages,
     build_repair_messages,
     builtin_example,
-    extract_json_text,
-    loads_lenient,
-    parse_completion,
     render_example,
 )
 from envgen.proposers import make_proposer
@@ -394,3 +392,15 @@ def test_failure_codes_are_typed_and_stored_as_plain_strings():
     assert none.code is FailureCode.NO_JSON and none.code in PARSE_FAILURES
     assert _json.dumps({"error_code": none.code}) == '{"error_code": "no_json"}'
     assert FailureCode("generation") is FailureCode.GENERATION
+
+
+def test_one_json_object_scanner_for_completions_and_blueprints() -> None:
+    """Completions and blueprints find their JSON object with the same scanner (strings and unbalanced ends)."""
+    from envgen.blueprint.schema import parse_blueprint
+
+    text = 'Sure: {"a": "} {", "b": [1]} and then {"c": 2'
+    assert balanced_objects(text) == ['{"a": "} {", "b": [1]}', '{"c": 2']
+    assert balanced_objects("no object } here") == []
+    parsed = parse_blueprint('Here it is: {"entities": "}"} trailing {"x": 1}')
+    assert parsed.code == "schema"  # the first object was taken (and judged), not the second
+    assert parse_blueprint("nothing here").code == "no_json"

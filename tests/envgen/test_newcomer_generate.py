@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 from envgen.generate import GenerateConfig, GenerateInterrupted, NoUsableDocuments, run_generate, select_corpus
 from envgen.library import Library, NotALibrary
 from tests.envgen.test_generate import FixtureProposer, _docs

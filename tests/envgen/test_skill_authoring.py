@@ -132,7 +132,7 @@ def test_writer_refines_a_struggling_skill(tmp_path: Path) -> None:
 
 
 def test_skills_diff(tmp_path: Path) -> None:
-    from envgen.command import cli
+    from envgen.cli import cli
     from envgen.skills.diff import diff_libraries
 
     a = SkillLibrary(tmp_path / "a")

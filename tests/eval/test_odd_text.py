@@ -110,7 +110,7 @@ def test_play_shows_odd_text_instead_of_crashing(tmp_path: Path) -> None:
     save_spec(parse_spec(odd_spec()), spec)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "PYTHONUTF8")}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-m", "envgen.command", "play", str(spec), "--executor", "inprocess"],
+    proc = subprocess.run([sys.executable, "-m", "envgen", "play", str(spec), "--executor", "inprocess"],
                           input=b'find_book {"title": "Dune"}\nDone.\n', capture_output=True, env=env, cwd=ROOT,
                           timeout=120)
     out = proc.stdout.decode("utf-8")

@@ -139,15 +139,13 @@ def test_openai_messages_keeps_only_answered_tool_messages() -> None:
 
 
 def test_transformers_policy_smoke_with_a_tiny_model(tmp_path: Path) -> None:
-    if not (Path(__file__).resolve().parents[1] / "fixtures" / "tiny_model.py").is_file():
-        pytest.skip("tests/fixtures/tiny_model.py is not there")
     pytest.importorskip("transformers")
     pytest.importorskip("trl")
     from eval.runner import run_episodes
     from eval.suites import SpecSuite
     from gym_envs.spec import parse_spec
     from tests.fixtures.library_spec import SPEC
-    from tests.fixtures.tiny_model import build_tiny_qwen3
+    from training.tiny_model import build_tiny_qwen3
 
     build_tiny_qwen3(tmp_path / "tiny")
     policy = make_policy("transformers", model=str(tmp_path / "tiny"), max_new_tokens=4, temperature=0.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from eval.cli import bench_app, compare_cmd, eval_cmd
+from eval.cli import compare_cmd, eval_cmd
 from eval.report import compare_markdown, compare_runs, load_run
 from eval.runner import EvalConfig, run_eval
 
@@ -90,13 +90,3 @@ def test_eval_cli_end_to_end(tmp_path: Path) -> None:
     res = CliRunner().invoke(eval_cmd, ["--policy", "scripted", "--suite", "examples", "--k", "0",
                                         "--out", str(tmp_path / "x"), "--no-progress"])
     assert res.exit_code == 1 and "k must be >= 1" in res.output
-
-
-def test_bench_group_loads_modules_lazily() -> None:
-    res = CliRunner().invoke(bench_app, ["--help"])
-    assert res.exit_code == 0 and "runtime" in res.output and "generate" in res.output
-    try:
-        import eval.bench.generate  # noqa: F401
-    except ModuleNotFoundError:
-        res = CliRunner().invoke(bench_app, ["generate"])
-        assert res.exit_code == 1 and "not available yet" in res.output

@@ -32,7 +32,7 @@ SOLVER_MARK = "You are an assistant operating"  # start of gym_envs.env.system_p
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.fixtures.tiny_model import build_tiny_qwen3
+    from training.tiny_model import build_tiny_qwen3
 
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"))
 

@@ -1,4 +1,5 @@
-"""The GPU benchmarks at toy sizes on CPU (slow), and their pieces (fast)."""
+"""The trainer's benchmarks (`envwright bench speed|precision|throughput|learning|selfplay`) at toy sizes on
+CPU (slow), and their pieces (fast)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from training.bench import ReplayGenerator, reference_plan
+from envgen.cli import cli
+from training.bench.throughput import ReplayGenerator, reference_plan
 from training.generation import Generated
+
+
+def _bench(*args: str) -> None:
+    result = CliRunner().invoke(cli, ["bench", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
 
 
 def test_reference_plan(spec: Any) -> None:
@@ -35,9 +43,7 @@ def test_replay_generator_hands_out_the_plan() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["throughput", "learning", "speed", "precision"])
 def test_bench_tiny(name: str, tmp_path: Path) -> None:
-    from training.bench import main
-
-    assert main([name, "--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
+    _bench(name, "--out", str(tmp_path), "--tiny", "--device", "cpu")
     result = json.loads((tmp_path / f"{name}.json").read_text())
     assert result["benchmark"] == name and result["tiny"]
     if name == "throughput":
@@ -46,7 +52,7 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
     elif name == "speed":
         assert result["speedup"] > 0
     elif name == "precision":
-        from training.bench import PRECISIONS
+        from training.bench.speed import PRECISIONS
 
         assert list(result["setups"]) == [p[0] for p in PRECISIONS] and result["bf16_mixed_vs_fp32"] > 0
         assert all(s["tokens"] > 0 for s in result["setups"].values())
@@ -59,7 +65,7 @@ def test_pass_rate_counts_generation_errors(chat: Any, spec: Any, monkeypatch: p
     """A generation that fails ends its episode as data; the benchmark's figures say so rather than
     reporting a silent 0% pass rate."""
     import training.model as tm
-    from training.bench import _pass_rate
+    from training.bench.learning import _pass_rate
     from training.config import config_from_dict
     from training.generation import Generated, Generator
     from training.rollout import TaskRef
@@ -79,7 +85,7 @@ def test_pass_rate_counts_generation_errors(chat: Any, spec: Any, monkeypatch: p
 
 def test_plot_learning_draws_the_stages_present(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from training.bench import plot_learning
+    from training.bench.learning import plot_learning
 
     stage = {"pass_rate": 0.25, "mean_check_fraction": 0.5}
     path = plot_learning({"heldout_tasks": 4, "untrained": stage, "sft": stage}, tmp_path / "l.png")
@@ -91,15 +97,13 @@ def test_plot_learning_draws_the_stages_present(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_learning_stages_resume(tmp_path: Path) -> None:
     """``--stop-after sft`` saves the warm-started model; a second run starts at GRPO from it."""
-    from training.bench import main
-
     args = ["learning", "--out", str(tmp_path), "--tiny", "--device", "cpu"]
-    assert main([*args, "--stop-after", "sft"]) == 0
+    _bench(*args, "--stop-after", "sft")
     first = json.loads((tmp_path / "learning.json").read_text())
     assert {"untrained", "sft"} <= set(first) and "grpo" not in first
     assert (tmp_path / "work" / "sft-model" / "config.json").is_file()
     assert (tmp_path / "learning.png").stat().st_size > 0  # a bar per stage so far
-    assert main(args) == 0
+    _bench(*args)
     second = json.loads((tmp_path / "learning.json").read_text())
     assert second["resumed_from"].endswith("sft-model") and second["sft"] == first["sft"]
     assert second["grpo"]["reward_mode"] == "checks" and len(second["grpo"]["per_step"]) == 1
@@ -110,13 +114,11 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
 def test_learning_on_generated_environments(tmp_path: Path) -> None:
     """The learning benchmark trains on a generated library and evaluates on held-out environments."""
     from envgen.generate import GenerateConfig, run_generate
-    from training.bench import main
-
     summary = run_generate(GenerateConfig(corpus="stdlib", n=6, out=tmp_path / "lib", workers=1), progress=False)
     assert summary.accepted >= 4
     out = tmp_path / "out"
-    assert main(["learning", "--out", str(out), "--tiny", "--device", "cpu", "--envs", str(tmp_path / "lib"),
-                 "--holdout-envs", "2"]) == 0
+    _bench("learning", "--out", str(out), "--tiny", "--device", "cpu", "--envs", str(tmp_path / "lib"),
+           "--holdout-envs", "2")
     result = json.loads((out / "learning.json").read_text())
     assert result["holdout_envs"] == 2 and result["envs"] == [str(tmp_path / "lib")]
     assert result["heldout_tasks"] >= 1 and {"untrained", "sft", "grpo"} <= set(result)
@@ -124,17 +126,15 @@ def test_learning_on_generated_environments(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
-    """`python -m training.bench selfplay --tiny`: every phase at toy size on CPU, stopped after the warm start
+    """`envwright bench selfplay --tiny`: every phase at toy size on CPU, stopped after the warm start
     and resumed by a second call that reuses what was done (minutes)."""
-    from training.bench import main
-
     out = tmp_path / "sp"
-    assert main(["selfplay", "--tiny", "--out", str(out), "--stop-after", "solver"]) == 0
+    _bench("selfplay", "--tiny", "--out", str(out), "--stop-after", "solver")
     state = json.loads((out / "work" / "state.json").read_text())
     assert {"proposer", "environments", "solver"} <= set(state) and "heldout" not in state
     warm = out / "work" / "warm" / "model" / "config.json"
     stamp = warm.stat().st_mtime
-    assert main(["selfplay", "--tiny", "--out", str(out)]) == 0
+    _bench("selfplay", "--tiny", "--out", str(out))
     assert warm.stat().st_mtime == stamp  # the warm start was not redone
     res = json.loads((out / "selfplay.json").read_text())
     sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
@@ -152,3 +152,17 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
         assert (out / name).is_file(), name
     assert "| round | acceptance |" in (out / "selfplay.md").read_text()
+
+
+def test_the_trainer_benchmarks_take_their_options() -> None:
+    """Each benchmark is its own sub-command with its own options; several values follow one flag."""
+    from envgen.cli.options import spread_values
+    from training.bench.learning import command as learning
+    from training.bench.selfplay import command as selfplay
+
+    assert spread_values(learning.params, ["--envs", "a", "b", "--tiny", "--envs", "c"]) == [
+        "--envs", "a", "--envs", "b", "--tiny", "--envs", "c"]
+    ctx = selfplay.make_context("selfplay", ["--out", "x", "--seeds", "0", "1", "--tiny"])
+    assert ctx.params["seeds"] == (0, 1) and ctx.params["tiny"]
+    result = CliRunner().invoke(cli, ["bench", "speed", "--out", "x", "--steps", "2"])
+    assert result.exit_code == 2 and "No such option '--steps'" in result.output

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from training.config import TrainConfig, config_from_dict, config_to_dict, load_config, to_grpo_config
+from training.config import TrainConfig, config_from_dict, config_to_dict, load_config
 from training.errors import ConfigError
+from training.trl_config import to_grpo_config
 
 BUNDLED = sorted(p.name for p in (Path(__file__).parents[2] / "training" / "configs").glob("*.yaml"))
 
@@ -46,11 +47,30 @@ def test_overrides_are_typed_yaml() -> None:
     ({"distill": {"teacher": "transformers"}}, "needs distill.teacher_model"),
     ({"run": {"report_to": ["mlflow"]}}, "tensorboard or wandb"),
     ({"model": "Qwen/Qwen3-4B"}, "model: expected a mapping of ModelConfig fields"),
+    ({"model": {"lora_r": True}}, "model.lora_r: expected an integer, got True"),
+    ({"model": {"lora_r": 4.5}}, "model.lora_r: expected an integer, got 4.5"),
+    ({"rollout": {"pass_tools": 1}}, "rollout.pass_tools: expected true or false, got 1"),
+    ({"rollout": {"temperature": "hot"}}, "rollout.temperature: expected a number, got 'hot'"),
+    ({"solver": {"envs": "examples"}}, "solver.envs: expected a list, got 'examples' (YAML: [a, b])"),
+    ({"solver": {"envs": ["examples", 3]}}, "solver.envs[1]: expected a string, got 3"),
+    ({"solver": {"tasks_per_env": "all"}}, "solver.tasks_per_env: expected an integer, got 'all'"),
+    ({"selfplay": {"round": {"alpha": "x"}}}, "selfplay.round.alpha: expected a number"),
+    ({"selfplay": {"round": {"nn": 3}}}, "selfplay.round.nn: unknown key; did you mean 'selfplay.round.n'?"),
+    ({"solver": {"num_generatons": 4}}, "(keys of solver: num_generations, envs,"),
+    ({"modle": {}}, "modle: unknown key; did you mean 'model'? (keys of the config: model,"),
 ])
 def test_config_errors_say_the_fix(data: dict, message: str) -> None:
     with pytest.raises(ConfigError) as e:
         config_from_dict(data)
     assert message in str(e.value)
+
+
+def test_gentle_values_and_empty_sections() -> None:
+    """YAML 1.1's ``1e-3`` (a string) is a number, ``4.0`` an integer; an empty section has its defaults."""
+    cfg = config_from_dict({"rollout": {"temperature": "1e-3", "max_steps": 4.0}, "selfplay": None,
+                            "run": {"report_to": "none"}})
+    assert cfg.rollout.temperature == pytest.approx(1e-3) and cfg.rollout.max_steps == 4
+    assert cfg.selfplay == TrainConfig().selfplay and cfg.run.report_to == []
 
 
 def test_bad_override_syntax() -> None:
@@ -80,9 +100,9 @@ def test_grpo_config_derived_and_checked(tmp_path: Path) -> None:
 
 
 def test_bf16_mixed_keeps_fp32_weights_and_asks_for_autocast() -> None:
-    from training.config import resolve_dtype_name
     from training.model import _TORCH_DTYPES
     from training.selfplay import update_config
+    from training.trl_config import resolve_dtype_name
 
     cfg = load_config("smoke-cpu.yaml", ["model.dtype=bf16-mixed"])
     assert resolve_dtype_name(cfg, "cuda") == "bf16-mixed" and _TORCH_DTYPES["bf16-mixed"] == "float32"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.tiny_model import build_tiny_qwen3
+from training.tiny_model import build_tiny_qwen3
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_solver_two_processes(tmp_path: Path) -> None:
     launcher = Path(sys.executable).parent / "accelerate"
     cmd = [str(launcher) if launcher.exists() else "accelerate", "launch", "--num_processes", "2", "--cpu",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "-m", "envgen.command", "train", "solver", "--config", "smoke-cpu.yaml",
+           "-m", "envgen", "train", "solver", "--config", "smoke-cpu.yaml",
            "--set", "grpo.max_steps=2", "--set", "run.report_to=[]"]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TRL_EXPERIMENTAL_SILENCE": "1"}

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from training.cli import train_app
+from training.cli import train
 from training.config import load_config
 from training.metrics import curves_figure, histogram_figure
 from training.tiny_model import is_tiny_model_path
@@ -20,7 +20,7 @@ runner = CliRunner()
 def test_a_bundled_config_resolves_by_name() -> None:
     assert load_config("smoke-cpu").model.name_or_path == "runs/tiny-qwen3"
     assert load_config("smoke-cpu.yaml").model.name_or_path == "runs/tiny-qwen3"
-    result = runner.invoke(train_app, ["selfplay", "--config", "smoke-cpuu"])
+    result = runner.invoke(train, ["selfplay", "--config", "smoke-cpuu"])
     assert result.exit_code == 2 and "bundled configs (by name): " in result.output and "smoke-cpu" in result.output
 
 
@@ -31,10 +31,10 @@ def test_a_run_folder_with_a_run_is_refused_unless_resumed_or_overwritten(tmp_pa
     (run / "notes.txt").write_text("mine")
     args = ["selfplay", "--config", "smoke-cpu", "--output-dir", str(run),
             "--set", f"model.name_or_path={tmp_path / 'model'}"]
-    result = runner.invoke(train_app, args)
+    result = runner.invoke(train, args)
     assert result.exit_code == 2 and "already holds a run" in result.output and "--resume latest" in result.output
     assert (run / "metrics.jsonl").read_text() == '{"step": 0}\n'
-    result = runner.invoke(train_app, [*args, "--resume", "latest", "--overwrite"])
+    result = runner.invoke(train, [*args, "--resume", "latest", "--overwrite"])
     assert result.exit_code == 2 and "give one of them" in result.output
     from training.cli import _claim_run_folder
 
@@ -48,7 +48,7 @@ def test_the_tiny_model_is_built_on_demand(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     target = tmp_path / "runs" / "tiny-qwen3"
     assert is_tiny_model_path(str(target)) and not is_tiny_model_path("Qwen/Qwen3-0.6B")
-    result = runner.invoke(train_app, ["tiny-model", "--out", str(target)])
+    result = runner.invoke(train, ["tiny-model", "--out", str(target)])
     assert result.exit_code == 0, result.output
     assert (target / "config.json").is_file() and not is_tiny_model_path(str(target))
     from training.cli import _tiny_model_on_demand
@@ -78,13 +78,11 @@ def test_the_solve_rate_histogram_is_drawn_as_bars() -> None:
 
 
 def test_plot_command_still_writes_every_png(tmp_path: Path) -> None:
-    from click.testing import CliRunner as ClickRunner
-
-    from envgen.command import cli
+    from envgen.cli import cli
 
     rows = [{"step": r, "solver": {"reward": 0.2 * r, "solve_rate_histogram": {"edges": [0, 0.5, 1],
                                                                             "counts": [1, r]}}} for r in range(3)]
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    result = ClickRunner().invoke(cli, ["plot", str(tmp_path)])
+    result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert {p.name for p in (tmp_path / "plots").glob("*.png")} == {"rewards.png", "solve_rate_histogram.png"}

@@ -123,8 +123,8 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     (transformers 5.17 allocates a static cache in the weights' dtype and refuses bf16 keys)."""
     import torch
 
-    import training.config as tc
     import training.model as tm
+    import training.trl_config as tc
     from training.config import config_from_dict
 
     cfg = config_from_dict({"model": {"name_or_path": str(tiny_dir), "device": "cpu", "dtype": "bf16-mixed"},

@@ -132,7 +132,7 @@ def test_smoke_cpu_config_trains_both_roles(tmp_path: Path, tiny_dir: Path) -> N
     constrained blueprints and solves them, and both roles take gradient steps in every round (minutes)."""
     out = tmp_path / "smoke"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "envgen.command", "train", "selfplay", "--config", "smoke-cpu", "--output-dir",
+    cmd = [sys.executable, "-m", "envgen", "train", "selfplay", "--config", "smoke-cpu", "--output-dir",
            str(out), "--set", f"model.name_or_path={tiny_dir}", "--set", "run.report_to=[]"]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from training.config import config_from_dict, to_grpo_config
+from training.config import config_from_dict
 from training.errors import ConfigError
 from training.generation import HFGenerator, VLLMGenerator, vllm_available
 from training.solver import trainer_generator
+from training.trl_config import to_grpo_config
 
 EOS = 2
 

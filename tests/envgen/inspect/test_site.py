@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from markupsafe import escape
 
-from envgen.command import cli
+from envgen.cli import cli
 from envgen.inspect import build_site
 from envgen.inspect.site import MARKER
 from tests.envgen.inspect.conftest import HOSTILE_DESCRIPTION, HOSTILE_TITLE, env_ids, rejected_ids

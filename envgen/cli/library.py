@@ -1,0 +1,469 @@
+"""envgen's commands: ``validate``, ``generate``, ``list`` and ``stats``.
+
+Loaded lazily by the root command (:mod:`envgen.cli`), which maps each command
+name to an attribute of this module; a command that is not defined here yet is
+reported as "not available yet" there.
+
+``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
+the rules of gym_envs/ENVSPEC.md) on spec files, on every ``*.json`` directly inside
+a directory (a library's ``specs/``), on shipped examples named by their name, or on all of them with
+``--all-examples``. It prints one row per spec with every rejection reason (or
+one JSON object with ``--json``) and exits 1 when any spec is rejected or
+cannot be found.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from envgen.validate import Reason, Verdict, validate_spec
+from gym_envs import display
+from gym_envs.cli import EXECUTORS, example_names, locate_spec
+from gym_envs.sandbox import make_executor
+
+__all__ = ["depth_table", "generate", "list_library", "stats", "stats_command", "validate"]
+
+
+@dataclass(frozen=True)
+class _Input:
+    """One thing to validate: a spec file, or a reference that could not be resolved."""
+
+    label: str
+    path: Path | None
+    problem: str | None = None
+
+
+def expand_inputs(refs: list[str], all_examples: bool) -> list[_Input]:
+    """Files, directories (their ``*.json``, sorted) and example names, in the order given."""
+    items: list[_Input] = []
+    if all_examples:
+        names = example_names()
+        if names is None:
+            raise click.ClickException("--all-examples: this installation ships no examples "
+                                       "(gym_envs.examples is missing)")
+        for name in names:
+            items.append(_Input(name, locate_spec(name).path))
+    for ref in refs:
+        path = Path(ref).expanduser()
+        if path.is_dir():
+            folder = path / "specs" if (path / "specs").is_dir() else path  # a library: its specs/ folder
+            files = sorted(p for p in folder.glob("*.json") if p.is_file())
+            if not files:
+                what = "the library" if folder != path else "directory"
+                items.append(_Input(ref, None, f"no *.json spec files in {what} {folder} (a library keeps "
+                                               "its specs in LIBRARY/specs/)"))
+            items.extend(_Input(str(f), f) for f in files)
+            continue
+        try:
+            items.append(_Input(ref, locate_spec(ref).path))
+        except LookupError as e:
+            items.append(_Input(ref, None, str(e)))
+    return items
+
+
+def _reasons_text(verdict: Verdict) -> Text:
+    if verdict.accepted:
+        return Text("")
+    return display.text("\n".join(f"• {r}" for r in verdict.reasons), "red")
+
+
+def _peek_id(path: Path | None) -> str | None:
+    """The ``id`` field of a spec file that may not parse (for labelling a rejected row)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (OSError, ValueError):
+        return None
+    value = data.get("id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
+    """One row per spec. With rejections, two columns (the spec with its verdict, and the reasons, which
+    get the room); the spec column is capped so long paths fold instead of squeezing the reasons out."""
+    any_rejected = any(not v.accepted for _, v in rows)
+    table = Table(show_lines=any_rejected, title="Validity gate", title_justify="left", expand=any_rejected)
+    table.add_column("spec", overflow="fold", max_width=max(24, min(48, width // 3)) if any_rejected else None)
+    if any_rejected:
+        table.add_column("reasons", ratio=1, overflow="fold")
+    else:
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("traj.", justify="right", no_wrap=True)
+        table.add_column("time", justify="right", no_wrap=True)
+    for item, v in rows:
+        spec_id = v.spec_id or _peek_id(item.path)
+        label = display.text(spec_id or item.label, "bold")
+        if spec_id and item.label != spec_id:
+            label.append(f"\n{display.clean(item.label)}", style="dim")
+        verdict = Text("accepted", style="bold green") if v.accepted else Text("rejected", style="bold red")
+        if any_rejected:
+            label.append("\n")
+            label.append_text(verdict)
+            label.append(f" · {v.trajectories} traj. · {v.seconds:.2f}s", style="dim")
+            table.add_row(label, _reasons_text(v))
+        else:
+            table.add_row(label, verdict, str(v.trajectories), f"{v.seconds:.2f}s")
+    return table
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("--all-examples", is_flag=True, help="Validate every shipped example.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="worker", show_default=True,
+              help="Where spec code runs: 'worker' (isolated processes) or 'inprocess' (trusted specs only).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Episode seed of every trajectory.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: int, as_json: bool) -> None:
+    """Run the validity gate on spec files, directories of *.json, or shipped example names.
+
+    Exits 1 when any spec is rejected (every reason is printed), 0 when all are accepted.
+    """
+    if not paths and not all_examples:
+        raise click.UsageError("give spec files, directories or example names, or --all-examples")
+    items = expand_inputs(list(paths), all_examples)
+    t0 = time.perf_counter()
+    rows: list[tuple[_Input, Verdict]] = []
+    err = Console(stderr=True)
+    ex = make_executor(executor)
+    try:
+        with err.status("validating…") if err.is_terminal and not as_json else nullcontext():
+            for item in items:
+                if item.path is None:
+                    verdict = Verdict(None, False, [Reason(1, "not_found", item.problem or "not found")],
+                                      source=item.label)
+                else:
+                    verdict = validate_spec(item.path, executor=ex, seed=seed, source=str(item.path))
+                rows.append((item, verdict))
+    finally:
+        ex.close()
+    n_bad = sum(not v.accepted for _, v in rows)
+    seconds = time.perf_counter() - t0
+    if as_json:
+        out = {"accepted": len(rows) - n_bad, "rejected": n_bad, "seconds": round(seconds, 3),
+               "results": [v.to_dict() | {"input": item.label} for item, v in rows]}
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        console = Console(highlight=False)
+        console.print(_table(rows, console.width))
+        style = "bold red" if n_bad else "bold green"
+        console.print(Text(f"{len(rows) - n_bad} accepted, {n_bad} rejected in {seconds:.1f}s", style=style))
+    if n_bad:
+        raise SystemExit(1)
+
+
+# -- generate / list / stats ----------------------------------------------------------------------
+
+
+class _SandboxChoice(click.Choice):
+    """``--executor`` of ``generate``: where spec code runs, as on every command; 'local'/'ray' get a hint."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
+        if value in ("local", "ray"):
+            self.fail(f"{value!r}: --executor names where spec code runs (auto, worker, inprocess), as on every "
+                      f"other command; the parallel engine is --runner {value}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def parse_backend_options(items: tuple[str, ...], option: str = "--backend-option") -> dict[str, object]:
+    """``KEY=VALUE`` pairs (values read as YAML, so JSON works too) into a dict; UsageError on a bad one."""
+    opts: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"{option} must look like KEY=VALUE, got {item!r}")
+        opts[key] = yaml.safe_load(value) if value else ""
+    return opts
+
+
+def _interrupted(e: Any, out: Path) -> None:
+    """Say what an interrupted run saved and how to resume it (e: a GenerateInterrupted); exit 130."""
+    s = e.summary
+    click.echo(f"\nInterrupted. Saved in {out}: {s.attempted} of {e.todo} documents attempted and committed "
+               f"({s.accepted} environments accepted). Documents not committed yet (at most one batch) were "
+               "not saved. Re-run the same command to resume where it stopped.", err=True)
+    raise SystemExit(130)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--corpus", default="stdlib", show_default=True,
+              help="'stdlib', a PATH (source tree, .jsonl, .parquet) or 'hf:NAME'.")
+@click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
+@click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
+@click.option("--model", default=None, help="Model name or path for the backend.")
+@click.option("--backend-option", "--backend-opt", "backend_options", multiple=True, metavar="KEY=VALUE",
+              help="Backend option, repeatable: e.g. gguf_file=x.gguf, device=cuda, base_url=http://host:8000/v1.")
+@click.option("--n", "n", type=click.IntRange(min=1), default=20, show_default=True, help="Documents to attempt.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("library"), show_default=True,
+              help="Library folder (specs + catalog).")
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the catalog, e.g. postgresql+psycopg://user@host/db "
+                   "(default: sqlite in --out; env: ENVWRIGHT_CATALOG_URL).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Parallel worker processes.")
+@click.option("--executor", "--validation", "validation", type=_SandboxChoice(["auto", "worker", "inprocess"]),
+              default="auto", show_default=True,
+              help="Where the gate runs spec code: worker (isolated processes), inprocess (trusted specs), or "
+                   "auto (inprocess for the template proposer, worker for models).")
+@click.option("--runner", "run_executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Run the work on local processes or a Ray cluster.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--max-retries", type=int, default=2, show_default=True, help="Repair rounds for the llm proposer.")
+@click.option("--batch-size", type=int, default=8, show_default=True, help="Documents per generation batch.")
+@click.option("--skills", type=click.Path(path_type=Path), default=None,
+              help="Skill library folder: condition a share --alpha of documents on routed skills.")
+@click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
+@click.option("--structure", type=click.Choice(["spec", "blueprint"]), default="spec", show_default=True,
+              help="What the llm proposer writes: a whole spec (the free stream) or a blueprint the compiler "
+                   "turns into one.")
+@click.option("--constrained/--no-constrained", default=None,
+              help="Decode under the structure's JSON Schema (default: on for blueprint, off for spec).")
+@click.option("--max-new-tokens", type=int, default=None,
+              help="Token limit per generation (constrained decoding raises it to the schema's worst case).")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature of the llm proposer (0: greedy).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def generate(corpus: str, proposer: str, backend: str | None, model: str | None, backend_options: tuple[str, ...],
+             n: int, out: Path,
+             catalog_url: str | None, workers: int, validation: str, run_executor: str, seed: int, max_retries: int,
+             batch_size: int, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
+             max_new_tokens: int | None, temperature: float | None, as_json: bool) -> None:
+    """Generate validated environments from a corpus into a library (resumes a killed run).
+
+    Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
+    failed in the model backend, those documents are not marked done: a re-run retries them). Ctrl-C
+    keeps what was committed; re-running the same command resumes.
+    """
+    from envgen.generate import GenerateConfig, GenerateInterrupted, run_generate
+
+    opts = parse_backend_options(backend_options)
+    popts: dict[str, object] = {"backend_options": opts} if opts else {}
+    if proposer == "llm":
+        popts["structure"] = structure
+        if constrained is not None:
+            popts["constrained"] = constrained
+        if max_new_tokens is not None:
+            popts["max_new_tokens"] = max_new_tokens
+        if temperature is not None:
+            popts["temperature"] = temperature
+    elif structure != "spec" or constrained is not None:
+        raise click.UsageError("--structure and --constrained apply to --proposer llm (the template proposer "
+                               "always writes a blueprint from the document's AST)")
+    try:
+        cfg = GenerateConfig(corpus=corpus, proposer=proposer, backend=backend, model=model, n=n, out=out,
+                             catalog_url=catalog_url, workers=workers, executor=run_executor, seed=seed,
+                             max_retries=max_retries, batch_size=batch_size, validation=validation,
+                             skills=skills, alpha=alpha, proposer_options=popts)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        summary = run_generate(cfg, progress=not as_json)
+    except GenerateInterrupted as e:
+        _interrupted(e, cfg.out)
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as e:
+        raise click.ClickException(str(e.args[0] if e.args else e)) from None
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), indent=1))
+    else:
+        _print_generate_summary(cfg, summary)
+    if summary.backend_failures:
+        err = Console(stderr=True)
+        err.print(Text(f"{summary.backend_failures} of {summary.attempted} documents failed in the model backend "
+                       f"and are not marked done; re-run the same command to retry them. First error: "
+                       f"{display.text(str(summary.first_backend_error))}",
+                       style="bold red" if summary.only_backend_failures else "yellow"))
+    if summary.attempted and not summary.accepted:
+        raise click.ClickException(f"no environment was accepted from {summary.attempted} documents (see the "
+                                   f"rejection reasons above, and the candidates in {cfg.out / 'rejected'})")
+
+
+def _print_generate_summary(cfg: Any, summary: Any) -> None:
+    console = Console()
+    t = Table(title=display.text(f"envwright generate: {cfg.corpus} / {cfg.proposer} -> {cfg.out}"))
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    t.add_row("attempted", str(summary.attempted))
+    t.add_row("accepted", f"{summary.accepted} ({summary.yield_rate:.0%})" if summary.attempted else "0")
+    t.add_row("resumed (already done)", str(summary.skipped_resumed))
+    for code, k in sorted(summary.rejected_by_reason.items(), key=lambda kv: -kv[1]):
+        t.add_row(display.text(f"rejected: {code}"), str(k))
+    t.add_row("duplicates refused", str(summary.duplicates))
+    t.add_row("retries", str(summary.retries))
+    t.add_row("tokens", str(summary.tokens))
+    t.add_row("median validation", f"{summary.median_validation_ms:.1f} ms" if summary.validation_seconds else "-")
+    t.add_row("time per accepted env", f"{summary.seconds_per_env:.3f} s" if summary.accepted else "-")
+    t.add_row("wall time", f"{summary.wall_seconds:.1f} s")
+    console.print(t)
+
+
+def _open_library(library: Path, catalog_url: str | None) -> Any:
+    """An existing library (never creating catalog files in a folder that is not one)."""
+    from envgen.library import Library
+
+    try:
+        return Library(library, catalog_url, create=False)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command("list", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--proposer", default=None, help="Only envs whose generator starts with this (template, llm).")
+@click.option("--stream", default=None, help="Only this stream: skill, explore, template, manual.")
+@click.option("--skill", default=None, help="Only envs made with this skill id.")
+@click.option("--doc", default=None, help="Only envs whose source document id contains this text.")
+@click.option("--min-solve", type=float, default=None, help="Minimum solve rate.")
+@click.option("--max-solve", type=float, default=None, help="Maximum solve rate.")
+@click.option("--sort", default="created_at", show_default=True, help="Catalog column to sort by.")
+@click.option("--desc", is_flag=True, help="Sort descending.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many (>= 1).")
+@click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+              help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
+@click.option("--json", "as_json", is_flag=True)
+def list_library(library: Path, proposer: str | None, stream: str | None, skill: str | None, doc: str | None,
+                 min_solve: float | None, max_solve: float | None, sort: str, desc: bool, limit: int | None,
+                 catalog_url: str | None, as_json: bool) -> None:
+    """List the environments of a library, with filters and sorting."""
+    lib = _open_library(library, catalog_url)
+    try:
+        rows = lib.rows(proposer=proposer, stream=stream, skill=skill, doc=doc, min_solve=min_solve,
+                        max_solve=max_solve, sort=sort, descending=desc, limit=limit)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    finally:
+        lib.close()
+    if as_json:
+        keep = ("id", "title", "doc_id", "proposer", "stream", "skill_id", "n_tools", "n_tasks", "solve_rate",
+                "grounding", "created_at", "path")
+        click.echo(json.dumps([{k: r[k] for k in keep} for r in rows], indent=1))
+        return
+    console = Console()
+    console.print(library_table(rows, console.width))
+
+
+def library_table(rows: list[dict[str, Any]], width: int) -> Table:
+    """The ``list`` table: ids are never cut. Wide terminals get one column per field; narrower ones
+    stack the id (on a line of its own) over title, source and proposer, and wrap those."""
+    longest = max((len(r["id"]) for r in rows), default=2)
+    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}"
+    solve = ["-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}" for r in rows]
+    if width >= longest + 110:
+        t = Table(title=title)
+        t.add_column("id", no_wrap=True, min_width=longest)
+        for name in ("title", "source", "proposer", "stream"):
+            t.add_column(name, overflow="fold")
+        for name in ("tools", "tasks", "solve"):
+            t.add_column(name, justify="right", no_wrap=True)
+        for r, sr in zip(rows, solve, strict=True):
+            t.add_row(display.text(r["id"]), display.text(r["title"]), display.text(r["doc_id"] or "-"),
+                      display.text(r["proposer"] or "-"), display.text(r["stream"] or "-"),
+                      str(r["n_tools"]), str(r["n_tasks"]), sr)
+        return t
+    t = Table(title=title, show_lines=True)
+    t.add_column("id / title / source · proposer · stream", overflow="fold", min_width=min(longest, width - 30))
+    for name in ("tools", "tasks", "solve"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for r, sr in zip(rows, solve, strict=True):
+        cell = display.text(r["id"], "bold")
+        cell.append("\n" + display.clean(r["title"]))
+        cell.append("\n" + display.clean(f"{r['doc_id'] or '-'} · {r['proposer'] or '-'} · {r['stream'] or '-'}"),
+                    style="dim")
+        t.add_row(cell, str(r["n_tools"]), str(r["n_tasks"]), sr)
+    return t
+
+
+References = Callable[[], list[tuple[str, Any]]]
+"""Other task sets whose depth ``stats`` prints beside the library's: ``(name, Depth or why it is missing)``."""
+
+
+def stats_command(references: References | None = None) -> click.Command:
+    """The ``stats`` command; ``references`` adds other task sets to its depth table (the command layer
+    passes BFCL multi-turn base's, computed by :mod:`eval.bfcl.depth`: envgen itself never imports eval)."""
+
+    @click.command("stats", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
+    @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
+                  help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
+    @click.option("--json", "as_json", is_flag=True)
+    def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
+        """Yield, diversity, grounding, mutation score, depth and difficulty mix of a library."""
+        _stats(library, catalog_url, as_json, references)
+
+    return stats
+
+
+def _stats(library: Path, catalog_url: str | None, as_json: bool, references: References | None) -> None:
+    from envgen.stats import library_stats
+
+    lib = _open_library(library, catalog_url)
+    try:
+        st = library_stats(lib)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    finally:
+        lib.close()
+    refs = references() if references is not None else []
+    if as_json:
+        click.echo(json.dumps(st.to_dict() | {"references": {name: d if isinstance(d, str) else d.to_dict()
+                                                             for name, d in refs}}, indent=1))
+        return
+    console = Console()
+    t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
+    t.add_row("environments", str(st.envs))
+    t.add_row("attempts (accepted)", f"{st.attempts} ({st.accepted_attempts})")
+    t.add_row("overall yield", f"{st.overall_yield:.1%}" if st.attempts else "-")
+    for p, y in st.yield_by_proposer.items():
+        t.add_row(display.text(f"yield: {p}"), f"{y['accepted']}/{y['attempted']} = {y['yield']:.1%}")
+    for code, k in st.rejections_by_reason.items():
+        t.add_row(display.text(f"rejected: {code}"), str(k))
+    t.add_row("distinct tool-signature sets", str(st.distinct_signatures))
+    t.add_row("mean pairwise task-text distance", _num(st.mean_task_distance, "{:.3f}"))
+    t.add_row("grounded share (>= 0.5 of names)", _num(st.grounded_share, "{:.1%}"))
+    t.add_row("mean grounding", _num(st.mean_grounding, "{:.3f}"))
+    for key, g in st.grounding_by.items():
+        t.add_row(display.text(f"  grounding: {key}"), f"{g['mean_grounding']:.3f} over {g['envs']} envs")
+    if st.mutation_scored:
+        t.add_row("mutation score (checks catch wrong trajectories)",
+                  f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")
+    else:
+        t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
+    t.add_row("mutation score of rejected candidates", _num(st.rejected_mean_mutation_score, "{:.3f}"))
+    t.add_row("by stream", display.text(json.dumps(st.by_stream, ensure_ascii=False)))
+    t.add_row("difficulty mix", display.text(json.dumps(st.difficulty_mix)))
+    t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
+    console.print(t)
+    console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
+
+
+stats = stats_command()
+
+
+def depth_table(rows: list[tuple[str, Any]], title: str = "Depth of the reference trajectories") -> Table:
+    """The depth figures of task sets side by side (:mod:`envgen.depth`): a row per set, a
+    :class:`~envgen.depth.Depth`, its dict, or a string saying why it is missing."""
+    t = Table("set", "tasks", "calls / task", "tasks with >= 3 calls", "turns / task", "tables / env",
+              title=display.text(title))
+    for name, d in rows:
+        if isinstance(d, str):
+            t.add_row(display.text(name), display.text(d), "", "", "", "")
+            continue
+        d = d if isinstance(d, dict) else d.to_dict()
+        tables = d.get("tables_per_env")
+        t.add_row(display.text(name), str(d.get("tasks", 0)), _num(d.get("calls_per_task", float("nan")), "{:.2f}"),
+                  _num(d.get("share_3_calls", float("nan")), "{:.0%}"),
+                  _num(d.get("turns_per_task", float("nan")), "{:.2f}"),
+                  "-" if tables is None else f"{tables:.2f}")
+    return t
+
+
+def _num(x: float, fmt: str) -> str:
+    return "-" if x != x else fmt.format(x)  # NaN: nothing to measure yet

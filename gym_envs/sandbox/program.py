@@ -1,0 +1,69 @@
+"""A program: a spec's code compiled under the sandbox's guards, and its template database.
+
+:func:`build_program` answers the engine's ``load`` request up to running the code: it compiles the
+code (:func:`gym_envs.sandbox.guards.compile_code`; a ``compile_error`` response lists the reasons), runs
+``schema_sql`` in the ``setup`` mode (tables and indexes only; anything else, or a failing statement, is
+a ``schema_error``) and ``seed_sql`` in ``rw``, and keeps the result as the template image every episode
+of the program starts from. The engine then runs the module level once to check that every tool is
+defined (:meth:`gym_envs.sandbox.engine.Engine._op_load`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gym_envs.errors import ErrorKind, StateError, error_response
+from gym_envs.sandbox.arguments import compile_arguments
+from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.guards import compile_code
+from gym_envs.sandbox.limits import SqlLimits
+from gym_envs.sandbox.purity import stateless
+
+__all__ = ["Program", "build_program"]
+
+
+@dataclass
+class Program:
+    """A loaded program: its code, tools and template image, and what the engine keeps for it."""
+
+    key: str
+    code: Any
+    tool_schemas: dict[str, dict[str, Any]]
+    arguments: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]]  #: see compile_arguments
+    image: bytes
+    check_code: dict[str, Any] = field(default_factory=dict)
+    pool: list[StateDB] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  #: the template's table digests
+    pure: bool = False  #: the code keeps no state between calls (checkpoints are savepoints)
+
+
+def build_program(req: dict[str, Any], limits: SqlLimits, cap: int) -> tuple[Program, StateDB] | dict[str, Any]:
+    """The program of a ``load`` request and its connection (holding the template), or the error response."""
+    key = req["key"]
+    result = compile_code(req["code"], filename=f"<envspec {key[:12]}>")
+    if result.errors:
+        return {"ok": False, "error_type": ErrorKind.COMPILE_ERROR.value, "error": "; ".join(result.errors)[:cap],
+                "reasons": list(result.errors)}
+    db = StateDB(limits)
+    try:
+        db.script(req.get("schema_sql", ""), mode="setup")
+        for kind in _ddl_kinds(db):
+            if kind not in ("table", "index"):
+                db.close()
+                return error_response(ErrorKind.SCHEMA_ERROR, f"schema_sql may only create tables and "
+                                      f"indexes, found a {kind}", cap)
+        db.script(req.get("seed_sql", ""), mode="rw")
+    except StateError as e:
+        db.close()
+        return error_response(ErrorKind.SCHEMA_ERROR, str(e), cap)
+    tools = req.get("tools", {})
+    prog = Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
+                   arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]))
+    prog.digests = db.table_digests()
+    return prog, db
+
+
+def _ddl_kinds(db: StateDB) -> list[str]:
+    return [r[0] for r in db.host("SELECT type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]

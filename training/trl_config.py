@@ -1,0 +1,89 @@
+"""What a training config sets in the libraries: the device, the dtype and TRL's ``GRPOConfig``.
+
+:func:`resolve_device` and :func:`resolve_dtype_name` read ``model.device`` and ``model.dtype``
+(``auto`` becomes what this machine has); :func:`generation_autocast` says whether HF generation
+runs under bf16 autocast. :func:`to_grpo_config` builds ``trl.GRPOConfig`` from the ``grpo`` section
+plus the fields our sections own (:data:`training.config.DERIVED_GRPO_FIELDS`), naming a misspelt
+``grpo`` key and TRL's own objections as :class:`~training.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from gym_envs.errors import did_you_mean
+from training.config import TrainConfig, yaml_number
+from training.errors import ConfigError
+
+__all__ = ["generation_autocast", "resolve_device", "resolve_dtype_name", "to_grpo_config"]
+
+
+def resolve_device(cfg: TrainConfig) -> str:
+    """``cpu`` or ``cuda[:N]`` for ``model.device``."""
+    import torch
+
+    if cfg.model.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if cfg.model.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("model.device is cuda but no CUDA device is visible; set --set model.device=cpu")
+    return cfg.model.device
+
+
+def resolve_dtype_name(cfg: TrainConfig, device: str) -> str:
+    """``bf16``, ``bf16-mixed`` (fp32 weights, bf16 autocast; CUDA only), ``fp16`` or ``fp32``."""
+    d = cfg.model.dtype
+    if d == "auto":
+        return "bf16" if device.startswith("cuda") else "fp32"
+    if d == "bf16-mixed":
+        return d if device.startswith("cuda") else "fp32"
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
+
+
+def generation_autocast(cfg: TrainConfig) -> bool:
+    """Whether HF generation runs under bf16 autocast: ``model.dtype: bf16-mixed`` on CUDA."""
+    return resolve_dtype_name(cfg, resolve_device(cfg)) == "bf16-mixed"
+
+
+def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, for_trl: bool = True,
+                   **extra: Any) -> Any:
+    """``trl.GRPOConfig`` from ``cfg.grpo`` plus the fields our sections own.
+
+    ``for_trl=False`` (the self-play and distillation updates read only the optimizer and loss knobs)
+    neutralises GRPOTrainer's batch-shape rules, which do not apply to them.
+    """
+    from trl import GRPOConfig
+
+    device = resolve_device(cfg)
+    dtype = resolve_dtype_name(cfg, device)
+    kwargs = {k: yaml_number(v) for k, v in cfg.grpo.items()}
+    kwargs.update(
+        output_dir=str(output_dir or cfg.run.output_dir), seed=cfg.run.seed,
+        report_to=list(cfg.run.report_to) or "none", run_name=cfg.run.run_name,
+        num_generations=cfg.solver.num_generations, max_completion_length=cfg.rollout.max_completion_tokens,
+        temperature=max(cfg.rollout.temperature, 1e-5), top_p=cfg.rollout.top_p,
+        use_cpu=device == "cpu", bf16=dtype in ("bf16", "bf16-mixed") and device != "cpu",
+        fp16=dtype == "fp16" and device != "cpu",
+    )
+    if cfg.model.gradient_checkpointing:
+        kwargs["gradient_checkpointing"] = True
+    if cfg.generation.engine == "vllm":
+        kwargs.update(use_vllm=True, vllm_mode=cfg.generation.vllm_mode,
+                      vllm_gpu_memory_utilization=cfg.generation.vllm_gpu_memory_utilization)
+        if cfg.generation.vllm_server_base_url:
+            kwargs["vllm_server_base_url"] = cfg.generation.vllm_server_base_url
+    if not for_trl:
+        bs = int(kwargs.get("per_device_train_batch_size", 8))
+        kwargs.pop("steps_per_generation", None)
+        kwargs.update(num_generations=2, generation_batch_size=2 * bs)
+    kwargs.update(extra)
+    names = {f.name for f in dataclasses.fields(GRPOConfig)}
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        hint = did_you_mean(unknown[0], names, n=1, show=lambda c: f"grpo.{c}")
+        raise ConfigError(f"grpo.{unknown[0]} is not a field of trl.GRPOConfig{hint}")
+    try:
+        return GRPOConfig(**kwargs)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"grpo: trl.GRPOConfig rejected the settings: {e}") from None
