@@ -21,7 +21,10 @@ Contract (beyond :mod:`envgen.backends.base`):
   processor (``xgrammar.contrib.hf.LogitsProcessor``) with the grammar compiled
   from that row's schema (compact JSON: ``", "`` and ``": "`` separators, no
   free whitespace); compiled grammars are cached per schema. Rows with and
-  without a schema are generated as separate batches.
+  without a schema are generated as separate batches;
+* each ``generate`` call shows a progress bar of decoding steps on a terminal
+  (:class:`StepBar`; silent when stderr is not a terminal), since a CPU batch
+  takes minutes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 
-__all__ = ["JsonGrammars", "TransformersBackend", "grammar_processor", "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "StepBar", "TransformersBackend", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -95,6 +98,29 @@ def grammar_processor(grammars: Any) -> Any:
     from xgrammar.contrib.hf import LogitsProcessor
 
     return LogitsProcessor(list(grammars))
+
+
+class StepBar:
+    """A ``transformers`` logits processor that only counts decoding steps on a tqdm bar (scores unchanged).
+
+    ``generate`` calls its logits processors once per new token of the batch, so the bar moves once per
+    step whatever the batch size; it closes itself when the call ends (:meth:`close`).
+    """
+
+    def __init__(self, total: int, rows: int) -> None:
+        from tqdm.auto import tqdm
+
+        self.total, self.steps = total, 0
+        self.bar = tqdm(total=total, desc=f"decoding {rows} row{'s' * (rows != 1)}", unit="tok", leave=False,
+                        disable=None)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        self.steps += 1
+        self.bar.update(1)
+        return scores
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class TransformersBackend(Backend):
@@ -239,13 +265,19 @@ class TransformersBackend(Backend):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if stop:
             kwargs.update(stop_strings=stop, tokenizer=self.tokenizer)
+        bar = StepBar(max_new_tokens, len(rows))
+        processors: list[Any] = [bar]
         if grammars is not None:
-            kwargs["logits_processor"] = [grammar_processor(grammars)]  # one per generate() call
+            processors.insert(0, grammar_processor(grammars))  # one per generate() call
+        kwargs["logits_processor"] = processors
         devices = [torch.device(self.device).index or 0] if self.device.startswith("cuda") else []
-        with torch.random.fork_rng(devices=devices), torch.inference_mode():
-            torch.manual_seed(seed)
-            generated = self.lm.generate(input_ids=input_ids.to(self.device),
-                                         attention_mask=attention.to(self.device), **kwargs)
+        try:
+            with torch.random.fork_rng(devices=devices), torch.inference_mode():
+                torch.manual_seed(seed)
+                generated = self.lm.generate(input_ids=input_ids.to(self.device),
+                                             attention_mask=attention.to(self.device), **kwargs)
+        finally:
+            bar.close()
         new = generated[:, width:].tolist()
         return [self._completion(row, toks, max_new_tokens, stop)
                 for row, toks in zip(rows, new, strict=True)]

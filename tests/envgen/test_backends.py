@@ -299,3 +299,21 @@ def test_vllm_backend_maps_requests_and_outputs(monkeypatch):
     assert calls["chat"] == ([CHATS[0], CHATS[1]], TOOLS, {"enable_thinking": False})
     assert calls["generate"] == ["plain"]
     assert b.generate(["x"], max_new_tokens=2)[0].finish_reason == "length"
+
+
+def test_transformers_shows_decoding_steps_on_a_bar(tiny_backend, monkeypatch):
+    """Each generate call moves a progress bar once per decoding step (CPU batches take minutes) and closes it."""
+    from envgen.backends import hf
+
+    bars: list[hf.StepBar] = []
+    real = hf.StepBar
+
+    def spy(total, rows):
+        bar = real(total, rows)
+        bars.append(bar)
+        return bar
+
+    monkeypatch.setattr(hf, "StepBar", spy)
+    out = tiny_backend.generate(CHATS, max_new_tokens=7, temperature=0)
+    assert len(bars) == 1 and bars[0].total == 7
+    assert bars[0].steps == max(c.completion_tokens for c in out)  # one update per step of the batch
