@@ -194,3 +194,20 @@ def test_imports_point_one_way() -> None:
                 if top != package and top not in LAYERS[package]:
                     problems.append(f"{module} imports {dep} ({package} may import {sorted(LAYERS[package])})")
     assert not problems, "\n".join(problems)
+
+
+def test_the_top_level_is_the_fixed_layout() -> None:
+    """The user fixed the top level: these packages, the README, pyproject and CI; no other folder (no docs/,
+    no scripts/). Documentation lives beside the code it describes."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    top = {line.split("/", 1)[0] for line in out.splitlines() if line}
+    allowed = {"pyproject.toml", "README.md", "envgen", "corpora", "gym_envs", "training", "eval", "tests",
+               ".ci", ".gitignore"}
+    assert top <= allowed, f"unexpected top-level entries: {sorted(top - allowed)}"
+    for package in ("envgen", "corpora", "gym_envs", "training", "eval", "tests"):
+        assert (ROOT / package / "__init__.py").is_file(), f"{package}/ is not a package"
