@@ -83,7 +83,28 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
     if unknown:
         hint = did_you_mean(unknown[0], names, n=1, show=lambda c: f"grpo.{c}")
         raise ConfigError(f"grpo.{unknown[0]} is not a field of trl.GRPOConfig{hint}")
+    for key in cfg.grpo:  # TRL's dataclass checks no types: a wrong one would fail deep inside the optimizer
+        kwargs[key] = _typed(GRPOConfig, key, kwargs[key])
     try:
         return GRPOConfig(**kwargs)
     except (ValueError, TypeError) as e:
         raise ConfigError(f"grpo: trl.GRPOConfig rejected the settings: {e}") from None
+
+
+def _typed(config_cls: Any, key: str, value: Any) -> Any:
+    """``value`` checked (and gently coerced: ``"1e-5"`` is a number) against the annotation of ``config_cls.key``."""
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        hint = typing.get_type_hints(config_cls)[key]
+        adapter: TypeAdapter[Any] = TypeAdapter(hint)
+    except (NameError, TypeError):  # an annotation typing or pydantic cannot read: leave the value to TRL
+        return value
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as e:
+        expected = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+        raise ConfigError(f"grpo.{key}: expected {expected}, got {value!r} "
+                          f"({e.errors()[0]['msg']})") from None
