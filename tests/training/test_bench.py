@@ -111,34 +111,6 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_learning_scores_every_stage_on_bfcl(tmp_path: Path) -> None:
-    """``--bfcl-limit N`` scores the untrained, SFT and GRPO models on BFCL multi-turn base (the transfer figure)."""
-    pytest.importorskip("bfcl_eval")
-    _bench("learning", "--out", str(tmp_path), "--tiny", "--device", "cpu", "--bfcl-limit", "1")
-    result = json.loads((tmp_path / "learning.json").read_text())
-    for stage in ("untrained", "sft", "grpo"):
-        bfcl = result[stage]["bfcl"]
-        assert bfcl["suite"] == "bfcl:base" and bfcl["tasks"] == 1 and bfcl["errors"] == 0
-        assert 0.0 <= bfcl["pass_rate"] <= 1.0 and 0.0 <= bfcl["check_fraction"] <= 1.0
-
-
-def test_learning_bfcl_needs_bfcl_eval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without bfcl-eval, ``--bfcl-limit`` stops before any training and names the install command."""
-    from eval.bfcl import _backend
-    from eval.errors import BfclNotInstalledError
-
-    def missing() -> None:
-        raise BfclNotInstalledError()
-
-    monkeypatch.setattr(_backend, "bfcl", missing)
-    from training.bench.learning import learning
-
-    with pytest.raises(BfclNotInstalledError, match="pip install"):
-        learning(tmp_path, tiny=True, device="cpu", bfcl_limit=1)
-    assert not (tmp_path / "learning.json").exists()
-
-
-@pytest.mark.slow
 def test_learning_on_generated_environments(tmp_path: Path) -> None:
     """The learning benchmark trains on a generated library and evaluates on held-out environments."""
     from envgen.generate import GenerateConfig, run_generate

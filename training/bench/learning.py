@@ -52,24 +52,6 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
     return out
 
 
-
-def _bfcl_score(model: Any, tok: Any, limit: int, max_new_tokens: int, max_turn_steps: int) -> dict[str, Any]:
-    """The model's score on the first ``limit`` entries of BFCL v4 multi-turn base (greedy), through
-    ``envwright eval``'s runner and BFCL's checker: the transfer figure of a stage's checkpoint."""
-    from envgen.backends.hf import TransformersBackend
-    from eval.policies import ModelPolicy
-    from eval.runner import EvalConfig, run_eval
-
-    backend = TransformersBackend.from_objects(model, tok, name="learning-bench")
-    policy = ModelPolicy("transformers", None, backend=backend, max_new_tokens=max_new_tokens)
-    t = time.perf_counter()
-    run = run_eval(EvalConfig(suites=["bfcl:base"], limit=limit, k=1, concurrency=limit, progress=False,
-                              n_boot=200, max_turn_steps=max_turn_steps, write_back=False), policy=policy)
-    block = next(iter(run.summary["suites"].values()))
-    return {"suite": "bfcl:base", "tasks": block["tasks"], "pass_rate": block["pass@1"],
-            "check_fraction": block["checks@k"], "turns_completed": block["turns@k"], "errors": block["errors"],
-            "max_turn_steps": max_turn_steps, "seconds": time.perf_counter() - t}
-
 _STAGES = (("untrained", "untrained"), ("sft", "after SFT"), ("grpo", "after GRPO"))
 
 
@@ -112,13 +94,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
              grpo_lr: float = 1e-5, num_generations: int = 8, tasks_per_step: int = 2, reward_mode: str = "checks",
              max_turn_tokens: int = 256, executor: str = "worker", work: Path | None = None,
              stop_after: str | None = None, static_cache: bool = False, compile: bool = False,
-             envs: list[str] | None = None, holdout_envs: int = 0, dtype: str = "fp32",
-             bfcl_limit: int = 0) -> dict[str, Any]:
+             envs: list[str] | None = None, holdout_envs: int = 0, dtype: str = "fp32") -> dict[str, Any]:
     """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (module docstring).
-
-    ``bfcl_limit`` > 0 also scores each stage's model on the first that many entries of BFCL v4
-    multi-turn base (``STAGE["bfcl"]``: pass rate, check fraction; needs ``bfcl-eval``), so the transfer
-    from generated environments to the benchmark is measured on the same checkpoints.
 
     Stages resume: after the SFT stage the warm-started model is saved to ``WORK/sft-model`` (default
     ``OUT/work``) and ``learning.json`` holds the figures so far; a later run with the same ``out`` and
@@ -139,12 +116,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     from training.model import load_policy
     from training.solver import TaskPool, build_solver_trainer
 
-    if bfcl_limit:
-        from eval.bfcl._backend import bfcl
-
-        bfcl()  # BfclNotInstalledError (with the install command) before any training
     device = device_of(device)
-    bfcl_steps = 2 if tiny else 20  # actions per BFCL turn: BFCL's own limit (the tiny run: a smoke test)
     work = work or out / "work"
     sft_dir = work / "sft-model"
     tmp = tempfile.TemporaryDirectory()
@@ -153,7 +125,6 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         sft_epochs, grpo_steps, num_generations, holdout, tasks_per_step = min(sft_epochs, 1), min(grpo_steps, 1), \
             2, 1, 1
         max_turn_tokens = min(max_turn_tokens, 32)
-        bfcl_limit = min(bfcl_limit, 1)
     else:
         path = Path(gguf) if gguf else smollm2_gguf()
         source, gguf_file = str(path.parent), path.name
@@ -193,8 +164,6 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
                   "compile": compile and static_cache, "load_seconds": time.perf_counter() - t0}
         t = time.perf_counter()
         result["untrained"] = _pass_rate(model, tok, chat, held, cfg)
-        if bfcl_limit:
-            result["untrained"]["bfcl"] = _bfcl_score(model, tok, bfcl_limit, max_turn_tokens, bfcl_steps)
         result["untrained"]["seconds"] = time.perf_counter() - t
         # SFT warm start on the reference trajectories of the training tasks
         t = time.perf_counter()
@@ -223,8 +192,6 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
                          "skipped_steps": skipped,
                          "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                          "seconds": time.perf_counter() - t}
-        if bfcl_limit:
-            result["sft"]["bfcl"] = _bfcl_score(model, tok, bfcl_limit, max_turn_tokens, bfcl_steps)
         sft_dir.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(sft_dir))
         tok.save_pretrained(str(sft_dir))
@@ -247,8 +214,6 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     result["grpo"] = {**_pass_rate(trainer.model, tok, chat, held, cfg), "steps": grpo_steps, "model": str(grpo_dir),
                       "reward_mode": reward_mode, "learning_rate": grpo_lr, "num_generations": num_generations,
                       "tasks_per_step": tasks_per_step, "per_step": steps, "seconds": time.perf_counter() - t}
-    if bfcl_limit:
-        result["grpo"]["bfcl"] = _bfcl_score(trainer.model, tok, bfcl_limit, max_turn_tokens, bfcl_steps)
     result.update(env_info(device))
     tmp.cleanup()
     write_result(out, "learning", result)
@@ -279,19 +244,17 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
 @click.option("--holdout-tasks", type=int, default=2, help="last N tasks of each env held out")
 @click.option("--holdout-envs", type=int, default=0, help="last N environments held out entirely")
 @click.option("--executor", type=click.Choice(["worker", "inprocess"]), default="worker")
-@click.option("--bfcl-limit", type=click.IntRange(min=0), default=0,
-              help="also score each stage on the first N entries of BFCL v4 multi-turn base (needs bfcl-eval)")
 @click.option("--dtype", type=click.Choice(["fp32", "bf16", "bf16-mixed"]), default="fp32",
               help="model.dtype on a GPU (fp32: SFT steps AdamW on the weights themselves; bf16-mixed: fp32 "
                    "weights, bf16 autocast)")
 def command(out: Path, tiny: bool, device: str, steps: int, num_generations: int, tasks_per_step: int,
             max_turn_tokens: int, static_cache: bool, compile: bool, reward_mode: str, grpo_lr: float,
             work: Path | None, stop_after: str | None, gguf: str | None, sft_epochs: int, envs: tuple[str, ...],
-            holdout_tasks: int, holdout_envs: int, executor: str, bfcl_limit: int, dtype: str) -> None:
+            holdout_tasks: int, holdout_envs: int, executor: str, dtype: str) -> None:
     """Held-out pass rate untrained, after SFT on reference trajectories, after GRPO (SmolLM2-135M)."""
     quiet_trl()
     learning(out, tiny=tiny, device=device, gguf=gguf, sft_epochs=sft_epochs, grpo_steps=steps, grpo_lr=grpo_lr,
              num_generations=num_generations, tasks_per_step=tasks_per_step, reward_mode=reward_mode,
              max_turn_tokens=max_turn_tokens, executor=executor, work=work, stop_after=stop_after,
              static_cache=static_cache, compile=compile, envs=list(envs) or None, holdout=holdout_tasks,
-             holdout_envs=holdout_envs, dtype=dtype, bfcl_limit=bfcl_limit)
+             holdout_envs=holdout_envs, dtype=dtype)
