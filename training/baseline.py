@@ -32,16 +32,14 @@ from typing import Any
 
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
-from training.checkpoint import find_checkpoint, load_training_state, save_checkpoint, seed_everything
+from training.checkpoint import load_training_state, save_checkpoint
 from training.config import TrainConfig, config_to_dict
 from training.generation import Generator
-from training.loss import make_optimizer, update_config
 from training.metrics import MetricsWriter, read_metrics
 from training.rollout import TaskRef, batch_stats, rollout
 from training.selfplay import heldout_tasks
 from training.selfplay_metrics import pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
-from training.trl_config import to_grpo_config
 
 __all__ = ["FixedEnvGRPO", "matched_episodes"]
 
@@ -64,25 +62,19 @@ class FixedEnvGRPO:
 
     def __init__(self, cfg: TrainConfig, specs: Sequence[EnvSpec], episodes: Sequence[int], *, model: Any = None,
                  tokenizer: Any = None, generator: Generator | None = None):
-        from training.model import load_policy, make_generator
+        from training.model import make_generator, open_policy_run
 
         if not specs:
             raise ValueError("the baseline needs at least one fixed environment")
         if not episodes or min(episodes) < 0:
             raise ValueError("episodes must list a count >= 0 for every round")
         self.cfg = cfg
-        self.run_dir = Path(cfg.run.output_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        seed_everything(cfg.run.seed)
-        resume = find_checkpoint(cfg.run.resume, self.run_dir)
-        if model is None or tokenizer is None:
-            model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
-        self.model, self.tokenizer = model, tokenizer
-        grpo = to_grpo_config(cfg, self.run_dir / "trainer", for_trl=False)
-        self.update_cfg = update_config(grpo, cfg.rollout.temperature)
-        self.optimizer = make_optimizer(model, grpo)
-        self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
-        self.generator = generator or make_generator(cfg, model, tokenizer)
+        run = open_policy_run(cfg, model, tokenizer)
+        resume = run.resume_from
+        self.run_dir, self.model, self.tokenizer = run.run_dir, run.model, run.tokenizer
+        self.update_cfg, self.optimizer = run.update_cfg, run.optimizer
+        self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
+        self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
         self.pool = [(s, t.id) for s in specs for t in s.tasks]
         self.episodes = list(episodes)
         sp = cfg.selfplay

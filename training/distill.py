@@ -39,7 +39,6 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from envgen.validate import oracle_reply
@@ -52,7 +51,6 @@ from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
 from training.rollout import Episode, TaskRef, env_messages, rollout
-from training.trl_config import to_grpo_config
 
 __all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherView", "find_divergence",
            "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
@@ -335,25 +333,19 @@ class Distiller:
     def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
                  generator: Generator | None = None, teacher: Teacher | None = None,
                  tasks: Sequence[TaskRef] | None = None):
-        from training.checkpoint import find_checkpoint, load_training_state, seed_everything
-        from training.loss import make_optimizer, update_config
+        from training.checkpoint import load_training_state
         from training.metrics import MetricsWriter
-        from training.model import load_policy, make_generator
+        from training.model import make_generator, open_policy_run
         from training.solver import TaskPool
 
         self.cfg = cfg
-        self.run_dir = Path(cfg.run.output_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        seed_everything(cfg.run.seed)
-        resume = find_checkpoint(cfg.run.resume, self.run_dir)
-        if model is None or tokenizer is None:
-            model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
-        self.model, self.tokenizer = model, tokenizer
-        grpo = to_grpo_config(cfg, self.run_dir / "trainer", for_trl=False)
-        self.update_cfg: UpdateConfig = update_config(grpo, cfg.rollout.temperature)
-        self.optimizer = make_optimizer(model, grpo)
-        self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
-        self.generator = generator or make_generator(cfg, model, tokenizer)
+        run = open_policy_run(cfg, model, tokenizer)
+        resume = run.resume_from
+        self.run_dir, self.model, self.tokenizer = run.run_dir, run.model, run.tokenizer
+        self.update_cfg: UpdateConfig = run.update_cfg
+        self.optimizer = run.optimizer
+        self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
+        self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
         self.teacher = teacher or make_teacher(cfg)
         self.tasks = list(tasks) if tasks is not None else list(TaskPool.from_config(cfg).tasks.values())
         self.rng = random.Random(cfg.run.seed)

@@ -5,18 +5,24 @@ that transformers de-quantises), sets the chat template (``trl:qwen3`` loads
 TRL's bundled template), pads on the left with a pad token, and wraps the model
 in a PEFT LoRA adapter when ``model.lora_r > 0``. :func:`make_generator` picks
 the engine of ``generation:`` (vLLM when installed on CUDA for ``auto``, else
-Hugging Face ``generate`` with the configured fast path).
+Hugging Face ``generate`` with the configured fast path). :func:`open_policy_run` is the
+start every in-process trainer shares (self-play, distillation, the fixed-environment
+baseline): run folder, seeds, the checkpoint to resume, the policy, its GRPO settings and
+optimizer.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
-from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name
+from training.loss import UpdateConfig, make_optimizer, update_config
+from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name, to_grpo_config
 
 __all__ = ["eos_ids_of", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
 
@@ -135,3 +141,31 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
     return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                        sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
                        autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)
+
+
+@dataclass
+class PolicyRun:
+    """What an in-process trainer starts from (:func:`open_policy_run`)."""
+
+    run_dir: Path  #: ``run.output_dir``, created
+    resume_from: Path | None  #: the checkpoint ``run.resume`` names (its ``model/`` was loaded), or None
+    model: Any
+    tokenizer: Any
+    grpo: Any  #: ``trl.GRPOConfig`` of the optimizer and loss knobs (``for_trl=False``)
+    update_cfg: UpdateConfig
+    optimizer: Any
+
+
+def open_policy_run(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) -> PolicyRun:
+    """Create the run folder, seed everything, find the checkpoint ``run.resume`` names and load the policy
+    from it (or from ``model:``; ``model`` and ``tokenizer`` given are used as they are), then build its GRPO
+    settings, update config and optimizer. The trainer restores its optimizer state from ``resume_from``."""
+    run_dir = Path(cfg.run.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    seed_everything(cfg.run.seed)
+    resume = find_checkpoint(cfg.run.resume, run_dir)
+    if model is None or tokenizer is None:
+        model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
+    grpo = to_grpo_config(cfg, run_dir / "trainer", for_trl=False)
+    return PolicyRun(run_dir, resume, model, tokenizer, grpo, update_config(grpo, cfg.rollout.temperature),
+                     make_optimizer(model, grpo))

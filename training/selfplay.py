@@ -58,7 +58,6 @@ from envgen.skills.round import RoundResult
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.checkpoint import (
-    find_checkpoint,
     load_training_state,
     prune_checkpoints,
     save_checkpoint,
@@ -72,7 +71,6 @@ from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, rollout
 from training.selfplay_metrics import histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
-from training.trl_config import to_grpo_config
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
 
@@ -100,20 +98,15 @@ class SelfPlay:
 
     def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
                  generator: Generator | None = None, docs: list[Any] | None = None, teacher: Any = None):
-        from training.model import load_policy, make_generator
+        from training.model import make_generator, open_policy_run
 
         self.cfg = cfg
         sp = cfg.selfplay
-        self.run_dir = Path(cfg.run.output_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        seed_everything(cfg.run.seed)
-        self.resume_from = find_checkpoint(cfg.run.resume, self.run_dir)
-        if model is None or tokenizer is None:
-            model, tokenizer = load_policy(cfg, str(self.resume_from / "model") if self.resume_from else None)
-        self.model, self.tokenizer = model, tokenizer
-        self.grpo = to_grpo_config(cfg, self.run_dir / "trainer", for_trl=False)
-        self.update_cfg = update_config(self.grpo, cfg.rollout.temperature)
-        self.optimizer = make_optimizer(model, self.grpo)
+        run = open_policy_run(cfg, model, tokenizer)
+        self.run_dir, self.resume_from, self.model, self.tokenizer = (run.run_dir, run.resume_from, run.model,
+                                                                      run.tokenizer)
+        self.grpo, self.update_cfg, self.optimizer = run.grpo, run.update_cfg, run.optimizer
+        model, tokenizer = self.model, self.tokenizer
         self.reference = reference_logprobs(model, self._reference_model()) if self.grpo.beta else None
         self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, model, tokenizer)
