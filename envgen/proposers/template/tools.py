@@ -373,18 +373,24 @@ def _code_transfer(op: Op) -> str:
             f'    target = load_row(db, "{t}", "{ent.human}", {dst})\n'
             f'    left = source["{c.name}"] - amount\n'
             f'    moved = target["{c.name}"] + amount\n')
-    if c.minimum is not None:
-        body += (f"    if left < {c.minimum!r}:\n"
-                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{src}}} would go below {c.minimum:g} '
-                 f'(it is {{source[\'{c.name}\']}}); nothing was changed")\n')
-    if c.maximum is not None:
-        body += (f"    if moved > {c.maximum!r}:\n"
-                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{dst}}} would go above {c.maximum:g} '
-                 f'(it is {{target[\'{c.name}\']}}); nothing was changed")\n')
+    body += _bound_check(ent, c, "minimum", "left", "source", src)
+    body += _bound_check(ent, c, "maximum", "moved", "target", dst)
     body += (f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [left, {src}])\n"
              f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [moved, {dst}])\n"
              f'    return {{"from": {{"id": {src}, "{c.name}": left}}, "to": {{"id": {dst}, "{c.name}": moved}}}}\n')
     return body
+
+
+def _bound_check(ent: Entity, c: Column, bound: str, value: str, row: str, key: str) -> str:
+    """The generated lines that refuse a new value of ``c`` past its ``minimum`` or ``maximum`` (none when
+    it has no such bound): ``value`` holds the new value, ``row`` the record and ``key`` its id."""
+    limit = getattr(c, bound)
+    if limit is None:
+        return ""
+    op, word = ("<", "below") if bound == "minimum" else (">", "above")
+    return (f"    if {value} {op} {limit!r}:\n"
+            f'        raise ToolError(f"the {c.human} of {ent.human} {{{key}}} would go {word} {limit:g} '
+            f'(it is {{{row}[\'{c.name}\']}}); nothing was changed")\n')
 
 
 def _code_adjust(op: Op) -> str:
@@ -394,14 +400,8 @@ def _code_adjust(op: Op) -> str:
     t = ent.table
     body = (f'    row = load_row(db, "{t}", "{ent.human}", {ent.id_param})\n'
             f'    new = row["{c.name}"] + amount\n')
-    if c.minimum is not None:
-        body += (f"    if new < {c.minimum!r}:\n"
-                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{ent.id_param}}} would go below '
-                 f'{c.minimum:g} (it is {{row[\'{c.name}\']}}); nothing was changed")\n')
-    if c.maximum is not None:
-        body += (f"    if new > {c.maximum!r}:\n"
-                 f'        raise ToolError(f"the {c.human} of {ent.human} {{{ent.id_param}}} would go above '
-                 f'{c.maximum:g} (it is {{row[\'{c.name}\']}}); nothing was changed")\n')
+    body += _bound_check(ent, c, "minimum", "new", "row", ent.id_param)
+    body += _bound_check(ent, c, "maximum", "new", "row", ent.id_param)
     body += (f"    db.execute('UPDATE \"{t}\" SET \"{c.name}\" = ? WHERE \"id\" = ?', [new, {ent.id_param}])\n"
              f'    return {{"id": {ent.id_param}, "{c.name}": new}}\n')
     return body
