@@ -73,6 +73,7 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "load_config",
+    "value_problem",
     "yaml_number",
 ]
 
@@ -485,10 +486,16 @@ def _problem(errors: list[Any]) -> str:
         choices = _choices(tp)
         return f"{where}: must be one of {list(choices)}, got {value!r}{did_you_mean(value, choices, n=1)}"
     same = [e for e in errors if _walk(tuple(e["loc"]))[0] == key and e["type"] in _EXPECTED]
-    if same:  # a union's members each say what they expected
-        expected = " or ".join(dict.fromkeys(_EXPECTED[e["type"]] for e in same))
-        return f"{where}: expected {expected}, got {value!r}" + (" (YAML: [a, b])" if "a list" in expected else "")
-    return f"{where}: {first['msg']}, got {value!r}"
+    return value_problem(where, value, same or [first])
+
+
+def value_problem(key: str, value: Any, errors: list[Any]) -> str:
+    """``KEY: expected a number, got 'fast'`` from pydantic's errors about one value (a union's members each
+    say what they expected), in the words of every config error; else pydantic's own message."""
+    expected = " or ".join(dict.fromkeys(_EXPECTED[e["type"]] for e in errors if e["type"] in _EXPECTED))
+    if expected:
+        return f"{key}: expected {expected}, got {value!r}" + (" (YAML: [a, b])" if "a list" in expected else "")
+    return f"{key}: {errors[0]['msg']}, got {value!r}"
 
 
 def config_from_dict(data: dict[str, Any] | None) -> TrainConfig:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_envs.errors import did_you_mean
-from training.config import TrainConfig, yaml_number
+from training.config import TrainConfig, value_problem, yaml_number
 from training.errors import ConfigError
 
 __all__ = ["generation_autocast", "resolve_device", "resolve_dtype_name", "to_grpo_config"]
@@ -105,6 +105,4 @@ def _typed(config_cls: Any, key: str, value: Any) -> Any:
     try:
         return adapter.validate_python(value)
     except ValidationError as e:
-        expected = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
-        raise ConfigError(f"grpo.{key}: expected {expected}, got {value!r} "
-                          f"({e.errors()[0]['msg']})") from None
+        raise ConfigError(value_problem(f"grpo.{key}", value, e.errors())) from None

@@ -103,10 +103,10 @@ def test_grpo_values_are_checked_against_trl_types() -> None:
     """TRL's dataclass checks no types: a wrong value is a ConfigError naming the key, not a TypeError in the
     optimizer; a number written as text is read as a number."""
     bad = load_config("smoke-cpu.yaml", ["grpo.learning_rate=fast"])
-    with pytest.raises(ConfigError, match=r"grpo\.learning_rate: expected float, got 'fast'"):
+    with pytest.raises(ConfigError, match=r"grpo\.learning_rate: expected a number, got 'fast'$"):
         to_grpo_config(bad, for_trl=False)
     listed = load_config("smoke-cpu.yaml", ["grpo.max_grad_norm=[1]"])
-    with pytest.raises(ConfigError, match=r"grpo\.max_grad_norm"):
+    with pytest.raises(ConfigError, match=r"grpo\.max_grad_norm: expected a number, got \[1\]$"):
         to_grpo_config(listed, for_trl=False)
     ok = load_config("smoke-cpu.yaml", ["grpo.learning_rate=3e-6", "grpo.loss_type=dapo"])
     args = to_grpo_config(ok, for_trl=False)
