@@ -312,7 +312,7 @@ class Normalizer:
                 ops.append(made)
         self.require_features(main, ops)
         mine = [o for o in ops if o.entity is main]
-        completed = _complete_ops(main, mine, self.rng)
+        completed = _complete_ops(main, mine, self.rng, taken={o.tool for o in ops})
         for o in completed:
             if o not in mine:
                 self.repair("operations", f"added {o.kind} tool {o.tool!r} (every main entity has create, get, "

@@ -330,3 +330,27 @@ def test_update_of_an_entity_with_only_its_key_is_dropped_not_a_crash() -> None:
     assert parsed.blueprint is not None
     compiled = compile_blueprint(parsed.blueprint, JS)  # raised IndexError before
     assert any("no field besides its key" in r for r in compiled.repairs), compiled.repairs
+
+
+def test_a_completed_tool_whose_name_is_taken_gets_a_free_one() -> None:
+    """The model named tools of other kinds with every name the compiler would give the main entity's update
+    (update_/set_/change_item_count). The compiler still adds the update, under a free name; it crashed in
+    the H200 self-play run with StopIteration (the hard difficulty's distractors look for the update)."""
+    from envgen.blueprint.compiler import compile_blueprint
+    from envgen.blueprint.schema import parse_blueprint
+
+    names = {"adjust": "update_item_count", "get": "set_item_count", "list": "change_item_count"}
+    bp = {"blueprint_version": 1, "title": "Shop", "summary": "",
+          "entities": [{"name": "item", "description": "", "key": "name", "parent": None, "states": [],
+                        "fields": [{"name": "count", "type": "integer", "description": ""}]}],
+          "operations": [{"kind": k, "entity": "item", "name": n, "field": "count", "target": None,
+                          "description": ""} for k, n in names.items()],
+          "rules": [], "difficulty": "hard",
+          "tasks": {"execute": 1, "read": 1, "read_then_write": 1, "missing_parameter": 1, "decline": 1}}
+    parsed = parse_blueprint(bp)
+    assert parsed.blueprint is not None, parsed.error
+    for seed in range(6):
+        compiled = compile_blueprint(parsed.blueprint, DOC, seed=seed)
+        tools = [t.name for t in compiled.spec.tools]
+        assert len(tools) == len(set(tools)) and set(names.values()) <= set(tools)
+        assert any(t.name.rsplit("_", 1)[-1] == "2" for t in compiled.spec.tools), tools  # the renamed update

@@ -41,7 +41,11 @@ entity = st.fixed_dictionaries({
     "parent": OPT_NAME, "states": st.lists(VALUES, max_size=MAX_STATES)})
 operation = st.fixed_dictionaries({
     "kind": st.sampled_from(OP_KINDS), "entity": NAMES,
-    "name": st.none() | st.sampled_from(["add_item", "get", "list_items", "close_job", "move", "ab"]),
+    # names the compiler also writes for the tools it completes (update_item_count, get_item, ...), so
+    # that a model's tool of another kind can take the name a completed tool wants
+    "name": st.none() | st.sampled_from(["add_item", "get", "list_items", "close_job", "move", "ab", "get_item",
+                                         "update_item_count", "set_item_count", "change_item_count",
+                                         "update_item_name", "set_order_total", "find_item", "create_item"]),
     "field": OPT_NAME, "target": st.none() | VALUES, "description": TEXT})
 bound = st.none() | st.integers(-1_000_000, 1_000_000)
 rule = st.fixed_dictionaries({

@@ -373,16 +373,20 @@ def _ops_from_methods(ent: Entity, methods: list[MethodInfo], origin_of: str) ->
     return ops
 
 
-def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random) -> list[Op]:
-    """Add the tools every main entity needs: create, get, find, list, update."""
+def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random, taken: set[str] | frozenset[str] = frozenset()
+                  ) -> list[Op]:
+    """Add the tools every main entity needs: create, get, find, list, update. A name already used (by
+    ``ops`` or in ``taken``: other entities' tools) gets a number, so the five are always there."""
     kinds = {o.kind for o in ops}
-    names = {o.tool for o in ops}
+    names = {o.tool for o in ops} | set(taken)
     extra: list[Op] = []
 
     def add(kind: str, tool: str, **kw: object) -> None:
-        if tool not in names:
-            names.add(tool)
-            extra.append(Op(kind, ent, tool, "", **kw))  # type: ignore[arg-type]
+        base, k = tool, 2
+        while tool in names:
+            tool, k = f"{base[:60]}_{k}", k + 1
+        names.add(tool)
+        extra.append(Op(kind, ent, tool, "", **kw))  # type: ignore[arg-type]
 
     if "create" not in kinds:
         add("create", _tool_name(rng.choice(["create", "add", "register", "new"]), ent.name))
