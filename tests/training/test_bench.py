@@ -154,6 +154,40 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert "| round | acceptance |" in (out / "selfplay.md").read_text()
 
 
+def _record_many(work: str, prefix: str, n: int) -> None:
+    from training.bench.selfplay import _record
+
+    for i in range(n):
+        _record(Path(work), {f"{prefix}{i}": i})
+
+
+def test_selfplay_state_keeps_the_phases_of_side_by_side_processes(tmp_path: Path) -> None:
+    """`bench selfplay --parallel` runs each seed in its own process on one --out: their state writes
+    re-read the file under a lock, so no process drops another's finished phases."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_record_many, args=(str(tmp_path), p, 40)) for p in ("a", "b", "c")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert len(state) == 120 and state["b39"] == 39
+    assert not list(tmp_path.glob(".state.json.*"))  # atomic writes leave no temporary file behind
+
+
+def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None:
+    from training.bench.selfplay import _locked, seed_phases
+
+    with _locked(tmp_path / ".seed-3.lock") as mine:
+        assert mine
+        with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):
+            seed_phases(None, tmp_path, [], 3)
+    with _locked(tmp_path / ".seed-3.lock", wait=False) as mine:
+        assert mine  # released
+
+
 def test_the_trainer_benchmarks_take_their_options() -> None:
     """Each benchmark is its own sub-command with its own options; several values follow one flag."""
     from envgen.cli.options import spread_values
@@ -162,7 +196,7 @@ def test_the_trainer_benchmarks_take_their_options() -> None:
 
     assert spread_values(learning.params, ["--envs", "a", "b", "--tiny", "--envs", "c"]) == [
         "--envs", "a", "--envs", "b", "--tiny", "--envs", "c"]
-    ctx = selfplay.make_context("selfplay", ["--out", "x", "--seeds", "0", "1", "--tiny"])
-    assert ctx.params["seeds"] == (0, 1) and ctx.params["tiny"]
+    ctx = selfplay.make_context("selfplay", ["--out", "x", "--seeds", "0", "1", "--tiny", "--parallel"])
+    assert ctx.params["seeds"] == (0, 1) and ctx.params["tiny"] and ctx.params["parallel"]
     result = CliRunner().invoke(cli, ["bench", "speed", "--out", "x", "--steps", "2"])
     assert result.exit_code == 2 and "No such option '--steps'" in result.output

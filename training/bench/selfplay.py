@@ -20,7 +20,9 @@ from its last round's checkpoint):
    held-out set. Neither half is ever trained on;
 5. ``selfplay`` -- per seed, ``selfplay.rounds`` rounds of :class:`training.selfplay.SelfPlay`
    from the warm model on the training documents, scored on the held-out set every round
-   (in the round's rollout batch) and after the last;
+   (in the round's rollout batch) and after the last. With ``--parallel`` the seeds run side by
+   side, one process each on the same device (``OUT/work/seed-S.log``); every state write re-reads
+   ``state.json`` under a lock, and a seed already running elsewhere is refused, not run twice;
 6. ``baseline`` -- per seed, :class:`training.baseline.FixedEnvGRPO` from the same warm
    model on the training template environments, with the self-play run's solver episodes
    per round and one update per round, scored on the same held-out set;
@@ -36,10 +38,15 @@ unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_genera
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import shutil
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +91,33 @@ def _state(work: Path) -> dict[str, Any]:
     return json.loads(p.read_text()) if p.is_file() else {}
 
 
-def _save_state(work: Path, state: dict[str, Any]) -> None:
-    tmp = work / ".state.json.tmp"
-    tmp.write_text(json.dumps(state, indent=1, default=str))
-    tmp.replace(work / "state.json")
+@contextlib.contextmanager
+def _locked(path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (created); yields False if ``wait`` is off and another holds it."""
+    import fcntl
+
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _record(work: Path, updates: dict[str, Any]) -> dict[str, Any]:
+    """Writes ``updates`` into ``work/state.json`` under a lock, re-reading it first, so that processes
+    running different seeds of one ``--out`` side by side never drop each other's phases. Atomic."""
+    with _locked(work / ".state.lock"):
+        state = _state(work)
+        state.update(updates)
+        tmp = work / f".state.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(state, indent=1, default=str))
+        tmp.replace(work / "state.json")
+    return state
 
 
 # -- phases ---------------------------------------------------------------------------------------
@@ -285,8 +315,8 @@ def phase_baseline(cfg: Any, work: Path, seed: int) -> dict[str, Any]:
 def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | None = None, tiny: bool = False,
         seeds: list[int] | None = None, gguf: str | None = None, proposer_model: Path | None = None,
         train_templates: int = 24, heldout_templates: int = 8, heldout_model: int = 8, sft_epochs: int = 3,
-        sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None
-        ) -> dict[str, Any]:
+        sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None,
+        parallel: bool = False) -> dict[str, Any]:
     """Every phase not done yet (module docstring); returns the results."""
     from training.bench.selfplay_report import report
 
@@ -308,39 +338,92 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         path = Path(gguf) if gguf else smollm2_gguf()
         overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]
     cfg = _load(config, overrides)
-    state = _state(work)
-    state.setdefault("started", time.time())
-    state.update(config=config, overrides=overrides, tiny=tiny, seeds=seeds)
+    begun = {} if "started" in _state(work) else {"started": time.time()}
+    state = _record(work, {**begun, "config": config, "overrides": overrides, "tiny": tiny, "seeds": seeds})
     t0 = time.perf_counter()
 
     def done(phase: str, result: dict[str, Any]) -> bool:
-        state[phase] = result
-        _save_state(work, state)
+        state.update(_record(work, {phase: result}))
         print(f"[bench selfplay] {phase}: {json.dumps(result, default=str)[:400]}", flush=True)
-        return stop_after == phase.split("-s")[0]
+        return stop_after == phase
 
-    if "proposer" not in state and done("proposer", phase_proposer(cfg, work, proposer_model)):
-        return state
-    train_docs, held_docs = split_documents_of(Path(state["proposer"]["holdout"]))
-    if "environments" not in state and done("environments", phase_environments(
-            work, train_docs, held_docs, n_train=train_templates, n_held=heldout_templates, seed=cfg.run.seed)):
-        return state
-    if "solver" not in state and done("solver", phase_solver(
-            cfg, work, state["proposer"]["model"], train_docs, epochs=sft_epochs, lr=sft_lr, batch=sft_batch,
-            replay=replay)):
-        return state
-    if "heldout" not in state and done("heldout", phase_heldout(cfg, work, held_docs, n_held=heldout_model)):
-        return state
-    for seed in seeds:
-        key = f"selfplay-s{seed}"
-        if key not in state and done(key, phase_selfplay(cfg, work, train_docs, seed)):
+    with _locked(work / ".shared.lock", wait=False) as mine:
+        if not mine:
+            raise SystemExit(f"another process is running the warm-start phases of {out}; wait for it to finish "
+                             "(or give this run its own --out)")
+        if "proposer" not in state and done("proposer", phase_proposer(cfg, work, proposer_model)):
             return state
-        key = f"baseline-s{seed}"
-        if key not in state and done(key, phase_baseline(cfg, work, seed)):
+        train_docs, held_docs = split_documents_of(Path(state["proposer"]["holdout"]))
+        if "environments" not in state and done("environments", phase_environments(
+                work, train_docs, held_docs, n_train=train_templates, n_held=heldout_templates, seed=cfg.run.seed)):
             return state
-    state["seconds_this_call"] = round(time.perf_counter() - t0, 1)
-    _save_state(work, state)
+        if "solver" not in state and done("solver", phase_solver(
+                cfg, work, state["proposer"]["model"], train_docs, epochs=sft_epochs, lr=sft_lr, batch=sft_batch,
+                replay=replay)):
+            return state
+        if "heldout" not in state and done("heldout", phase_heldout(cfg, work, held_docs, n_held=heldout_model)):
+            return state
+    pending = [s for s in seeds if not {f"selfplay-s{s}", f"baseline-s{s}"} <= set(_state(work))]
+    if parallel and len(pending) > 1 and stop_after is None:
+        _run_seeds_side_by_side(config, overrides, work, pending)
+    else:
+        for seed in seeds:
+            if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
+                return _state(work)
+    state = _record(work, {"seconds_this_call": round(time.perf_counter() - t0, 1)})
     return report(out, work, state, cfg)
+
+
+def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_after: str | None = None) -> bool:
+    """Phases 5 and 6 of one seed (those not done yet); True when ``stop_after`` stopped them. A seed
+    runs in one process at a time: a second process asking for it gets a clear error, not a second run."""
+    with _locked(work / f".seed-{seed}.lock", wait=False) as mine:
+        if not mine:
+            raise SystemExit(f"seed {seed} of {work.parent} is being run by another process; wait for it, or "
+                             "name other --seeds")
+        for phase, fn in (("selfplay", lambda: phase_selfplay(cfg, work, train_docs, seed)),
+                          ("baseline", lambda: phase_baseline(cfg, work, seed))):
+            key = f"{phase}-s{seed}"
+            if key not in _state(work):
+                result = fn()
+                _record(work, {key: result})
+                print(f"[bench selfplay] {key}: {json.dumps(result, default=str)[:400]}", flush=True)
+                if stop_after == phase:
+                    return True
+    return False
+
+
+def seed_main(args_json: str) -> None:
+    """The entry point of one side-by-side seed process (``_run_seeds_side_by_side``)."""
+    args = json.loads(args_json)
+    quiet_trl()
+    work = Path(args["work"])
+    cfg = _load(args["config"], args["overrides"])
+    train_docs, _ = split_documents_of(Path(_state(work)["proposer"]["holdout"]))
+    seed_phases(cfg, work, train_docs, int(args["seed"]))
+
+
+def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds: list[int]) -> None:
+    """One process per seed, all at once on the same device (a 135M model leaves an H200 mostly idle, and
+    decoding is bound by each process's kernel launches). Each writes its log to ``work/seed-S.log``."""
+    procs = []
+    for seed in seeds:
+        log = work / f"seed-{seed}.log"
+        args = json.dumps({"config": config, "overrides": overrides, "work": str(work), "seed": seed})
+        with open(log, "ab") as fh:
+            procs.append((seed, log, subprocess.Popen(
+                [sys.executable, "-c", "import sys; from training.bench.selfplay import seed_main; "
+                 "seed_main(sys.argv[1])", args], stdout=fh, stderr=subprocess.STDOUT)))
+        print(f"[bench selfplay] seed {seed}: started side by side (log: {log})", flush=True)
+    failed = []
+    for seed, log, proc in procs:
+        code = proc.wait()
+        print(f"[bench selfplay] seed {seed}: exit {code}", flush=True)
+        if code != 0:
+            failed.append(f"seed {seed} (exit {code}, log {log})")
+    if failed:
+        raise SystemExit("side-by-side seeds failed: " + "; ".join(failed) + ". Re-run the same command to "
+                         "resume them")
 
 
 @click.command("selfplay", cls=ManyValuesCommand,
@@ -363,11 +446,13 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
 @click.option("--replay", type=float, default=0.5, help="blueprint pairs replayed per reference trajectory")
 @click.option("--stop-after", type=click.Choice(PHASES[:-1]), default=None,
               help="stop after this phase (resume later)")
+@click.option("--parallel", is_flag=True, help="run the seeds' self-play and baseline side by side, one process "
+              "per seed on the same device (logs in OUT/work/seed-S.log)")
 def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
             proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
-            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None) -> None:
+            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool) -> None:
     """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
     quiet_trl()
     run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
         train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
-        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after)
+        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel)
