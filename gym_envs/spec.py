@@ -301,6 +301,11 @@ class Task(_Model):
     kind: TaskKind
     turns: list[Turn] = Field(min_length=1)
 
+    def reference_actions(self) -> int:
+        """The actions the reference takes: one per reference call and a reply ending each turn (the fewest
+        steps of a passing episode; a ToolEnv with a smaller ``max_steps`` truncates every attempt)."""
+        return sum(len(t.reference) for t in self.turns) + len(self.turns)
+
 
 class EnvSpec(_Model):
     """A whole environment. See gym_envs/ENVSPEC.md for every field's meaning."""

@@ -157,7 +157,10 @@ class GenerationConfig:
 class RolloutConfig:
     """Solver episodes over :class:`~gym_envs.env.ToolEnv`."""
 
-    max_steps: Int = 16  #: env actions per episode (ToolEnv ``max_steps``)
+    #: env actions per episode (ToolEnv ``max_steps``); a task whose reference needs more (one action per
+    #: call, a reply per turn) could never pass, so trainers leave it out with a warning
+    #: (:func:`training.rollout.fit_step_budget`)
+    max_steps: Int = 16
     max_turn_tokens: Int = 512  #: new tokens per model action
     max_completion_tokens: Int = 4096  #: model + environment tokens after the prompt, per episode
     reward_mode: Literal["episode", "turns", "checks"] = "episode"

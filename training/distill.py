@@ -50,7 +50,7 @@ from training.chat import ChatFormat
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
-from training.rollout import Episode, TaskRef, env_messages, rollout
+from training.rollout import Episode, TaskRef, env_messages, fit_step_budget, rollout
 
 __all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherView", "find_divergence",
            "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
@@ -293,6 +293,7 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
 def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat, cfg: RolloutConfig, *,
                     executor: Any = None, require_success: bool = True) -> list[Sample]:
     """Whole episodes played by the teacher from the start (SFT data; env tokens masked)."""
+    tasks = fit_step_budget(tasks, cfg.max_steps, "the teacher's tasks") if tasks else tasks
     ex = executor or default_executor(cfg.executor)
     plays, prompts = [], []
     for t in tasks:

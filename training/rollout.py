@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +42,11 @@ from gym_envs.sandbox import CallResult, Executor, default_executor
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig
-from training.errors import FAILURE_STATUSES, TRUNCATION_STATUSES
+from training.errors import FAILURE_STATUSES, TRUNCATION_STATUSES, ConfigError
 from training.generation import Generated, Generator
 from training.rewards import episode_passed, solver_reward
 
-__all__ = ["Episode", "Step", "TaskRef", "batch_stats", "env_messages", "rollout", "tasks_of"]
+__all__ = ["Episode", "Step", "TaskRef", "batch_stats", "env_messages", "fit_step_budget", "rollout", "tasks_of"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,26 @@ class TaskRef:
     @property
     def key(self) -> str:
         return f"{self.spec.id}/{self.task_id}"
+
+
+def fit_step_budget(tasks: Sequence[TaskRef], max_steps: int, what: str) -> list[TaskRef]:
+    """The tasks whose reference fits in ``max_steps`` actions (``rollout.max_steps``), with a warning that
+    names how many were left out and the budget that keeps them all. A task that needs more actions than
+    the episode allows is truncated in every attempt: it can never pass, so it adds only noise to GRPO
+    and an unreachable zero to a pass rate. Raises :class:`ConfigError` when no task fits."""
+    need = {t.key: t.spec.task(t.task_id).reference_actions() for t in tasks}
+    kept = [t for t in tasks if need[t.key] <= max_steps]
+    if len(kept) < len(tasks):
+        over = sorted({k for k, n in need.items() if n > max_steps})
+        msg = (f"{what}: {len(over)} of {len(need)} tasks need more actions than rollout.max_steps={max_steps} "
+               f"(up to {max(need.values())}: one per reference call and a reply per turn), so no attempt "
+               f"could pass them")
+        if not kept:
+            raise ConfigError(f"{msg}; none is left. Set rollout.max_steps to at least {min(need.values())} "
+                              f"({max(need.values())} keeps them all)")
+        warnings.warn(f"{msg}; they are left out. Set rollout.max_steps to {max(need.values())} to keep them",
+                      stacklevel=2)
+    return kept
 
 
 def tasks_of(specs: Sequence[EnvSpec], *, per_env: int | None = None, skip_last: int = 0,

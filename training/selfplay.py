@@ -68,21 +68,30 @@ from training.generation import Generator, PolicyBackend
 from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter
 from training.rewards import solve_rate
-from training.rollout import Episode, TaskRef, rollout
+from training.rollout import Episode, TaskRef, fit_step_budget, rollout
 from training.selfplay_metrics import histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
 
 
-def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int) -> list[TaskRef]:
-    """The held-out tasks of ``selfplay.eval_envs``, each ``attempts`` times (episode seeds fixed per run)."""
+def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int,
+                  max_steps: int | None = None) -> list[TaskRef]:
+    """The held-out tasks of ``selfplay.eval_envs`` (the first ``per_env`` of each environment that fit in
+    ``max_steps`` actions: :func:`training.rollout.fit_step_budget`), each ``attempts`` times (episode seeds
+    fixed per run)."""
     if not sources:
         return []
     from training.solver import load_specs
 
     specs = load_specs(list(sources))
-    return [TaskRef(s, t.id, seed + a) for s in specs for t in s.tasks[:per_env] for a in range(attempts)]
+    every = [TaskRef(s, t.id) for s in specs for t in s.tasks]
+    fits = {t.key for t in (fit_step_budget(every, max_steps, "selfplay.eval_envs") if max_steps else every)}
+    out = []
+    for s in specs:
+        for t in [t for t in s.tasks if f"{s.id}/{t.id}" in fits][:per_env]:
+            out += [TaskRef(s, t.id, seed + a) for a in range(attempts)]
+    return out
 
 
 class SelfPlay:
@@ -121,7 +130,8 @@ class SelfPlay:
         self.controller = Controller(SkillLibrary(self.skills_dir), sp.controller, writer=writer)
         self.library = Library(sp.library or self.run_dir / "library")
         self.docs = docs if docs is not None else self._load_docs()
-        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed)
+        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
+                                        cfg.rollout.max_steps)
         self.teacher = teacher
         self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
                                      config=config_to_dict(cfg))
@@ -201,7 +211,8 @@ class SelfPlay:
         k = cfg.solver.num_generations
         refs, groups, owner = [], [], []
         for i, spec in enumerate(specs):
-            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, cfg.run.seed * 1009 + self._round):
+            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, cfg.run.seed * 1009 + self._round,
+                                  max_actions=cfg.rollout.max_steps):
                 refs += [TaskRef(spec, tid, cfg.run.seed + self._round)] * k
                 groups += [f"{self._round}:{i}/{tid}"] * k  # by position: two proposals may share an id
                 owner += [i] * k

@@ -36,7 +36,7 @@ from training.chat import ChatFormat
 from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
 from training.generation import Generator, HFGenerator, VLLMGenerator
-from training.rollout import Episode, TaskRef, rollout, tasks_of
+from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
 __all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_specs", "make_rollout_func",
@@ -98,11 +98,14 @@ class TaskPool:
             raise ConfigError(f"solver.holdout_envs is {k} but solver.envs holds {len(specs)} environments: "
                               "hold out fewer, so that some remain to train on")
         train, held_envs = (specs[:-k], specs[-k:]) if k else (specs, [])
-        if holdout:
+        if holdout:  # the split itself: whoever plays these fits them to the step budget
             n = cfg.solver.holdout_tasks
             tasks = [TaskRef(s, t.id) for s in train for t in s.tasks[len(s.tasks) - n:]] if n else []
             return cls(tasks + [TaskRef(s, t.id) for s in held_envs for t in s.tasks])
-        return cls(tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks))
+        tasks = tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks)
+        if tasks and cfg.solver.loop == "envwright":  # TRL's loop counts tool-calling rounds, not actions
+            tasks = fit_step_budget(tasks, cfg.rollout.max_steps, "solver.envs")
+        return cls(tasks)
 
     def keys(self) -> list[str]:
         return list(self.tasks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
@@ -191,3 +192,57 @@ def test_worker_rollout_batches_env_work_and_isolates_a_broken_env(spec: Any, ch
     # the sessions alternate between the two workers: one open batch per worker (the broken spec's
     # open is refused before its trip), then one call batch per worker for each of the three tool steps
     assert trips == [2, 2] + [2, 1] * 3
+
+
+def test_a_task_needs_one_action_per_reference_call_and_a_reply_per_turn() -> None:
+    from gym_envs.examples import load_example
+
+    spec = load_example("library-loans")
+    for task in spec.tasks:
+        assert task.reference_actions() == sum(len(t.reference) + 1 for t in task.turns)
+    assert [t.reference_actions() for t in spec.tasks] == [5, 4, 2, 5, 2, 1, 10]
+
+
+def test_tasks_longer_than_the_step_budget_are_left_out_with_a_warning_that_names_the_fix() -> None:
+    """A task whose reference needs more actions than rollout.max_steps is truncated in every attempt (the
+    first H200 self-play run had max_steps 5 and two in three deep tasks over it)."""
+    from gym_envs.examples import load_example
+    from training.errors import ConfigError
+    from training.rollout import fit_step_budget
+
+    spec = load_example("library-loans")
+    tasks = [TaskRef(spec, t.id) for t in spec.tasks]
+    with pytest.warns(UserWarning, match=r"solver.envs: 3 of 7 tasks need more actions than rollout.max_steps=4 "
+                                         r"\(up to 10.*Set rollout.max_steps to 10"):
+        kept = fit_step_budget(tasks, 4, "solver.envs")
+    assert [spec.task(t.task_id).reference_actions() for t in kept] == [4, 2, 2, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # all fit: no warning
+        assert fit_step_budget(tasks, 10, "x") == tasks
+    with pytest.raises(ConfigError, match=r"none is left\. Set rollout.max_steps to at least 10 \(10 keeps"):
+        fit_step_budget(tasks[-1:], 4, "solver.envs")
+
+
+def test_self_play_draws_the_tasks_that_fit_while_any_does() -> None:
+    from gym_envs.examples import load_example
+    from training.selfplay_steps import draw_tasks
+
+    spec = load_example("library-loans")
+    for seed in range(5):
+        ids = draw_tasks(spec, 2, seed, max_actions=2)
+        assert len(ids) == 2 and all(spec.task(i).reference_actions() <= 2 for i in ids)
+    assert len(draw_tasks(spec, 2, 0, max_actions=0)) == 2  # none fits: drawn as before
+
+
+def test_teacher_trajectories_are_not_lost_to_the_step_budget(chat: Any) -> None:
+    """Every task the teacher plays fits the budget, so every reference trajectory passes and becomes a
+    sample (before, the warm start of the self-play bench silently kept 39 of 120)."""
+    from gym_envs.examples import load_example
+    from training.distill import ReferenceTeacher, teacher_samples
+
+    spec = load_example("library-loans")
+    tasks = [TaskRef(spec, t.id) for t in spec.tasks]
+    cfg = RolloutConfig(max_steps=5, max_turn_tokens=64, executor="inprocess")
+    with pytest.warns(UserWarning, match="the teacher's tasks: 1 of 7 tasks"):
+        samples = teacher_samples(tasks, ReferenceTeacher(), chat, cfg)
+    assert len(samples) == 6 and all(s.meta["passed"] for s in samples)

@@ -114,6 +114,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     from training.loss import UpdateConfig, update
     from training.metrics import read_metrics
     from training.model import load_policy
+    from training.rollout import fit_step_budget
     from training.solver import TaskPool, build_solver_trainer
 
     device = device_of(device)
@@ -150,7 +151,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     model, tok = load_policy(cfg, str(sft_dir) if resume else None, wrap_lora=False)
     chat = ChatFormat(tok)
     train_tasks = list(TaskPool.from_config(cfg).tasks.values())
-    held = list(TaskPool.from_config(cfg, holdout=True).tasks.values())
+    held = fit_step_budget(list(TaskPool.from_config(cfg, holdout=True).tasks.values()), cfg.rollout.max_steps,
+                           "held-out tasks")
     if tiny:
         held = held[:2]
     if resume:

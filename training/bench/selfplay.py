@@ -64,7 +64,7 @@ TINY_OVERRIDES = [
     "selfplay.round.n=2", "selfplay.round.oversample=2.0", "selfplay.round.group_size=2", "selfplay.tasks_per_env=1",
     "selfplay.solve_rate=reward",
     "selfplay.proposer.excerpt_tokens=80", "selfplay.proposer.n_examples=0", "selfplay.eval_attempts=1",
-    "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=3", "rollout.max_turn_tokens=48",
+    "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12", "rollout.max_turn_tokens=48",
     "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
     "run.report_to=[]"]
 
