@@ -85,13 +85,16 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
     from training.solver import load_specs
 
     specs = load_specs(list(sources))
-    every = [TaskRef(s, t.id) for s in specs for t in s.tasks]
-    fits = {t.key for t in (fit_step_budget(every, max_steps, "selfplay.eval_envs") if max_steps else every)}
-    out = []
+    seen: list[TaskRef] = []  # each environment's tasks in order, until per_env of them fit
     for s in specs:
-        for t in [t for t in s.tasks if f"{s.id}/{t.id}" in fits][:per_env]:
-            out += [TaskRef(s, t.id, seed + a) for a in range(attempts)]
-    return out
+        fit = 0
+        for t in s.tasks:
+            if per_env is not None and fit >= per_env:
+                break
+            seen.append(TaskRef(s, t.id))
+            fit += max_steps is None or t.reference_actions() <= max_steps
+    chosen = fit_step_budget(seen, max_steps, "selfplay.eval_envs") if max_steps and seen else seen
+    return [TaskRef(t.spec, t.task_id, seed + a) for t in chosen for a in range(attempts)]
 
 
 class SelfPlay:

@@ -171,3 +171,20 @@ def test_fixed_environment_baseline_matches_episodes(tmp_path: Path, tiny_dir: P
     summary = json.loads((tmp_path / "base" / "summary.json").read_text())
     assert summary["episodes"] == [4, 2] and summary["eval_final"]["episodes"] == 2
     assert sorted(p.name for p in (tmp_path / "base" / "checkpoints").iterdir()) == ["round-0000", "round-0001"]
+
+
+def test_held_out_tasks_are_the_first_that_fit_and_only_a_skip_warns() -> None:
+    """The held-out set takes each environment's first ``per_env`` tasks that fit in ``rollout.max_steps``;
+    a warning comes only when a task had to be skipped for that (library-loans needs 5, 4, 2, ... actions)."""
+    import warnings
+
+    from training.selfplay import heldout_tasks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = heldout_tasks(["examples:library-loans"], 1, 2, seed=7, max_steps=5)
+    assert [(t.task_id, t.episode_seed) for t in first] == [(first[0].task_id, 7), (first[0].task_id, 8)]
+    with pytest.warns(UserWarning, match="selfplay.eval_envs: 1 of 2 tasks need more actions"):
+        second = heldout_tasks(["examples:library-loans"], 1, 1, seed=0, max_steps=4)
+    assert len(second) == 1 and second[0].spec.task(second[0].task_id).reference_actions() == 4
+    assert len(heldout_tasks(["examples:library-loans"], None, 1, seed=0)) == 7  # no budget: every task
