@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -305,12 +306,16 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
         plays.append(_Play(env, t, 0, [], messages))
     try:
         _teacher_play(plays, teacher, chat, max_steps=cfg.max_steps, stop_at_turn_end=False)
-        out = []
+        out, failed = [], []
         for t, prompt, p in zip(tasks, prompts, plays, strict=True):
             passed = p.env.task is not None and p.env.score()["episode"] == 1.0
             if require_success and not passed:
+                failed.append(f"{t.key}" + (f" ({p.error})" if p.error else ""))
                 continue
             out.append(Sample(prompt, p.ids, p.mask, role="teacher", meta={"task": t.key, "passed": passed}))
+        if failed:  # a drop is data lost from a warm start: say so rather than train on less in silence
+            warnings.warn(f"the {teacher.name} teacher did not pass {len(failed)} of {len(tasks)} tasks; they are "
+                          f"left out of its samples (first: {'; '.join(failed[:3])})", stacklevel=2)
         return out
     finally:
         for p in plays:
