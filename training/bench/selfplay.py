@@ -365,7 +365,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
             return state
     pending = [s for s in seeds if not {f"selfplay-s{s}", f"baseline-s{s}"} <= set(_state(work))]
     if parallel and len(pending) > 1 and stop_after is None:
-        _run_seeds_side_by_side(config, overrides, work, pending)
+        _run_seeds_side_by_side(config, overrides, work, pending, rounds=cfg.selfplay.rounds)
     else:
         for seed in seeds:
             if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
@@ -403,9 +403,23 @@ def seed_main(args_json: str) -> None:
     seed_phases(cfg, work, train_docs, int(args["seed"]))
 
 
-def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds: list[int]) -> None:
+def _rounds_done(work: Path, seed: int) -> int:
+    """Rounds of a seed's self-play and baseline runs logged so far (a line of metrics.jsonl each)."""
+    n = 0
+    for name in (f"selfplay-s{seed}", f"baseline-s{seed}"):
+        p = work / name / "metrics.jsonl"
+        if p.is_file():
+            n += sum(1 for line in p.read_text().splitlines() if line.strip())
+    return n
+
+
+def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds: list[int], *,
+                            rounds: int) -> None:
     """One process per seed, all at once on the same device (a 135M model leaves an H200 mostly idle, and
-    decoding is bound by each process's kernel launches). Each writes its log to ``work/seed-S.log``."""
+    decoding is bound by each process's kernel launches). Each writes its log to ``work/seed-S.log``; a
+    progress bar counts the rounds their self-play and baseline runs have logged."""
+    from tqdm.auto import tqdm
+
     procs = []
     for seed in seeds:
         log = work / f"seed-{seed}.log"
@@ -415,6 +429,15 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
                 [sys.executable, "-c", "import sys; from training.bench.selfplay import seed_main; "
                  "seed_main(sys.argv[1])", args], stdout=fh, stderr=subprocess.STDOUT)))
         print(f"[bench selfplay] seed {seed}: started side by side (log: {log})", flush=True)
+    total = 2 * rounds * len(seeds)
+    with tqdm(total=total, desc=f"seeds {', '.join(map(str, seeds))}: self-play and baseline rounds",
+              unit="round") as bar:
+        while any(proc.poll() is None for _, _, proc in procs):
+            time.sleep(2.0)
+            bar.n = min(total, sum(_rounds_done(work, s) for s in seeds))
+            bar.refresh()
+        bar.n = min(total, sum(_rounds_done(work, s) for s in seeds))
+        bar.refresh()
     failed = []
     for seed, log, proc in procs:
         code = proc.wait()
