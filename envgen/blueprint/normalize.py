@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from envgen.blueprint.schema import Blueprint, BlueprintEntity, Operation, Rule
-from envgen.proposers.template.build import _complete_ops, _singular, _tool_name
+from envgen.proposers.template.build import _complete_ops, _singular, _tool_name, free_tool_name
 from envgen.proposers.template.model import Column, Entity, Op, safe_name, snake
 from envgen.proposers.template.words import STATUS_TARGET
 
@@ -440,15 +440,10 @@ class Normalizer:
         return _tool_name(verb, ent.name)
 
     def unique_tool(self, name: str, done: list[Op], where: str = "operations") -> str:
-        taken = {o.tool for o in done}
-        if name not in taken:
-            return name
-        for k in range(2, 20):
-            alt = f"{name[:60]}_{k}"
-            if alt not in taken:
-                self.repair(where, f"tool name {name!r} already used; renamed {alt!r}")
-                return alt
-        raise ValueError(f"cannot find a free tool name for {name!r}")
+        alt = free_tool_name(name, {o.tool for o in done}, tries=20)
+        if alt != name:
+            self.repair(where, f"tool name {name!r} already used; renamed {alt!r}")
+        return alt
 
     # -- skills -------------------------------------------------------------------------------------
     def require_features(self, main: Entity, ops: list[Op]) -> None:

@@ -22,7 +22,9 @@ environment has create, update, get/find and list tools. Raises
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from envgen.errors import TemplateError
@@ -373,6 +375,17 @@ def _ops_from_methods(ent: Entity, methods: list[MethodInfo], origin_of: str) ->
     return ops
 
 
+def free_tool_name(name: str, taken: Container[str], tries: int | None = None) -> str:
+    """``name``, else the first of ``name_2``, ``name_3``, ... not in ``taken`` (at most ``tries - 2``
+    numbers when ``tries`` is given: ValueError when they are all taken)."""
+    if name not in taken:
+        return name
+    for k in itertools.count(2) if tries is None else range(2, tries):
+        if (alt := f"{name[:60]}_{k}") not in taken:
+            return alt
+    raise ValueError(f"cannot find a free tool name for {name!r}")
+
+
 def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random, taken: set[str] | frozenset[str] = frozenset()
                   ) -> list[Op]:
     """Add the tools every main entity needs: create, get, find, list, update. A name already used (by
@@ -382,11 +395,9 @@ def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random, taken: set[str
     extra: list[Op] = []
 
     def add(kind: str, tool: str, **kw: object) -> None:
-        base, k = tool, 2
-        while tool in names:
-            tool, k = f"{base[:60]}_{k}", k + 1
-        names.add(tool)
-        extra.append(Op(kind, ent, tool, "", **kw))  # type: ignore[arg-type]
+        free = free_tool_name(tool, names)
+        names.add(free)
+        extra.append(Op(kind, ent, free, "", **kw))  # type: ignore[arg-type]
 
     if "create" not in kinds:
         add("create", _tool_name(rng.choice(["create", "add", "register", "new"]), ent.name))
