@@ -51,6 +51,7 @@ from corpora.similarity import text_similarity
 from envgen.catalog import (
     ATTEMPTS,
     ENVS,
+    SOLVE_HISTORY,
     TASK_STATS,
     AttemptRecord,
     PreparedEnv,
@@ -212,6 +213,37 @@ class Library:
             _upsert(c, ENVS, [self._env_row(p, model=model, run_id=run_id, reasons=reasons or [],
                                             grounding=grounding, mutation_score=mutation_score, mutants=mutants)])
         return path
+
+    def remove(self, env_ids: Iterable[str]) -> int:
+        """Take environments out of the library: spec files, catalog rows, task statistics and solve history
+        (their attempts stay, as the record of what was tried); returns how many were there.
+
+        A crash part way loses nothing else: each spec file is first renamed out of the ``*.json`` the
+        library re-indexes on open, then the rows go in one transaction, then the renamed files.
+        """
+        ids = sorted(set(env_ids))
+        if not ids:
+            return 0
+        moved = []
+        for env_id in ids:
+            path = self.spec_path(env_id)
+            if path.exists():
+                gone = path.with_suffix(".json.removed")
+                os.replace(path, gone)
+                moved.append(gone)
+        with self.engine.begin() as c:
+            n = c.execute(sa.delete(ENVS).where(ENVS.c.id.in_(ids))).rowcount
+            c.execute(sa.delete(TASK_STATS).where(TASK_STATS.c.env_id.in_(ids)))
+            c.execute(sa.delete(SOLVE_HISTORY).where(SOLVE_HISTORY.c.env_id.in_(ids)))
+        for gone in moved:
+            gone.unlink(missing_ok=True)
+        return max(int(n or 0), len(moved))
+
+    def run_env_ids(self, run_id_prefix: str) -> dict[str, str]:
+        """Environment id -> run id, of the environments whose ``run_id`` starts with ``run_id_prefix``."""
+        q = sa.select(ENVS.c.id, ENVS.c.run_id).where(ENVS.c.run_id.startswith(run_id_prefix, autoescape=True))
+        with self.engine.connect() as c:
+            return {str(i): str(r) for i, r in c.execute(q)}
 
     def _env_row(self, p: PreparedEnv, *, model: str | None, run_id: str | None, reasons: list[str],
                  grounding: float | None, mutation_score: float | None = None,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from training.chat import ChatFormat
 from training.checkpoint import load_training_state, save_checkpoint
 from training.config import TrainConfig, config_to_dict
 from training.generation import Generator
-from training.metrics import MetricsWriter, read_metrics
+from training.metrics import MetricsWriter, drop_rounds_from, read_metrics
 from training.rollout import TaskRef, batch_stats, fit_step_budget, rollout
 from training.selfplay import heldout_tasks
 from training.selfplay_metrics import pass_rate
@@ -90,6 +91,10 @@ class FixedEnvGRPO:
         if resume is not None:
             self.start_round = int(load_training_state(resume, self.optimizer)["next_round"])
             self.generator.sync()
+        if dropped := drop_rounds_from(self.run_dir / "metrics.jsonl", self.start_round):
+            warnings.warn(f"{self.run_dir} goes on from round {self.start_round}: discarded {dropped} lines of "
+                          "metrics.jsonl an earlier start wrote for later rounds without their checkpoint",
+                          stacklevel=2)
 
     def _plan(self) -> list[list[int]]:
         """Pool indices per round: ``episodes[r] / k`` tasks, shuffled passes over the pool (seeded)."""

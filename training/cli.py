@@ -47,7 +47,7 @@ overwrite_option = click.option("--overwrite", is_flag=True, help="Replace the r
 
 #: What a training run writes into its folder (removed by --overwrite; nothing else there is touched).
 RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb", "model", "holdout.json",
-                 "summary.json")
+                 "summary.json", "episodes.jsonl", "skills", "skill-rounds")
 
 
 def _fail(message: str) -> click.exceptions.Exit:

@@ -20,8 +20,8 @@ from typing import Any
 
 from training.errors import ConfigError
 
-__all__ = ["MetricsWriter", "curves_figure", "flatten", "histogram_figure", "metrics_callback", "plot_run",
-           "read_metrics"]
+__all__ = ["MetricsWriter", "curves_figure", "drop_rounds_from", "flatten", "histogram_figure", "metrics_callback",
+           "plot_run", "read_metrics"]
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -101,6 +101,34 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return out
+
+
+def drop_rounds_from(path: str | Path, first: int, key: str = "round") -> int:
+    """Remove the records of round ``first`` and later from a JSON-lines file (atomically); returns how many.
+
+    What a resumed run does with the lines an earlier start wrote after its checkpoint (or a start that never
+    reached one), so that every round appears once. Lines that do not parse (a write cut short) go too.
+    """
+    from gym_envs.spec import atomic_write_text
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+            r = int(rec.get(key, rec.get("step", 0)))
+        except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
+            dropped += bool(line.strip())
+            continue
+        if r >= first:
+            dropped += 1
+        else:
+            kept.append(line)
+    if dropped:
+        atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+    return dropped
 
 
 def metrics_callback(path: str | Path) -> Any:

@@ -43,9 +43,11 @@ library are restored and the run continues with the next round.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,7 @@ from training.checkpoint import (
 from training.config import TrainConfig, config_to_dict
 from training.generation import Generator, PolicyBackend
 from training.loss import make_optimizer, reference_logprobs, update, update_config
-from training.metrics import MetricsWriter
+from training.metrics import MetricsWriter, drop_rounds_from
 from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout
 from training.selfplay_metrics import histogram, pass_rate, round_record
@@ -127,7 +129,9 @@ class SelfPlay:
         explore = sp.proposer.explore_structure
         self.explore_proposer = self._proposer(explore) if explore and explore != sp.proposer.structure else None
         self.skills_dir = self.run_dir / "skills"
-        self._init_skills()
+        #: tags the environments this run keeps in the library, per round (``TAG/round-NNNN``)
+        self.run_tag = "selfplay-" + hashlib.sha1(str(self.run_dir.resolve()).encode()).hexdigest()[:12]
+        self._init_skills(fresh=self.resume_from is None)
         writer = (SkillWriter(self.backend, self.proposer, probes=sp.controller.probes, executor=sp.round.validation,
                               constrained=sp.proposer.constrained) if sp.write_skills else None)
         self.controller = Controller(SkillLibrary(self.skills_dir), sp.controller, writer=writer)
@@ -149,6 +153,7 @@ class SelfPlay:
         if self.resume_from is not None:
             self._restore(self.resume_from)
             self.generator.sync()  # a vLLM engine starts from the base weights
+        self._discard_rounds_from(self.start_round)
 
     # -- setup ------------------------------------------------------------------------------------
     def _proposer(self, structure: str) -> LLMProposer:
@@ -169,9 +174,16 @@ class SelfPlay:
             prm.requires_grad_(False)
         return ref
 
-    def _init_skills(self) -> None:
+    def _init_skills(self, *, fresh: bool) -> None:
+        """The skill library to start from: ``selfplay.skills`` or the built-in skills. A fresh start replaces
+        what an earlier start that never reached a checkpoint left in ``RUN/skills`` (a resumed run's skills
+        come from its checkpoint)."""
         if self.skills_dir.exists() and any(self.skills_dir.iterdir()):
-            return
+            if not fresh:
+                return
+            warnings.warn(f"{self.skills_dir}: an earlier start that reached no checkpoint left skills here; this "
+                          "fresh start replaces them", stacklevel=3)
+            shutil.rmtree(self.skills_dir)
         src = self.cfg.selfplay.skills
         if src:
             shutil.copytree(src, self.skills_dir, dirs_exist_ok=True)
@@ -202,6 +214,25 @@ class SelfPlay:
             shutil.rmtree(self.skills_dir, ignore_errors=True)
             shutil.copytree(path / "skills", self.skills_dir)
             self.controller.library = SkillLibrary(self.skills_dir)
+
+    def _discard_rounds_from(self, first: int) -> None:
+        """Remove what rounds ``first`` and later of an earlier start wrote (that start ended before their
+        checkpoint): the environments they kept in the library, their metrics and episode lines and their
+        skill snapshots. A resumed run then continues from exactly its checkpoint's state, and a fresh start
+        (``first`` = 0) in the folder of a start that never reached a checkpoint begins clean."""
+        mine = self.library.run_env_ids(f"{self.run_tag}/round-")
+        stale = [i for i, tag in mine.items() if int(tag.rsplit("/round-", 1)[1]) >= first]
+        gone = {"environments in the library": self.library.remove(stale)}
+        for name in ("metrics.jsonl", "episodes.jsonl"):
+            gone[f"lines of {name}"] = drop_rounds_from(self.run_dir / name, first)
+        snaps = [p for p in (self.run_dir / "skill-rounds").glob("round-*") if int(p.name[6:]) >= first]
+        for snap in snaps:
+            shutil.rmtree(snap)
+        gone["skill snapshots"] = len(snaps)
+        if any(gone.values()):
+            what = ", ".join(f"{n} {k}" for k, n in gone.items() if n)
+            warnings.warn(f"{self.run_dir} goes on from round {first}: an earlier start had written round {first} or "
+                          f"later without a checkpoint this run resumes from; discarded its {what}", stacklevel=3)
 
     # -- one round --------------------------------------------------------------------------------
     def _eval_due(self, r: int) -> bool:
@@ -258,7 +289,8 @@ class SelfPlay:
         t0 = time.perf_counter()
         round_cfg = dataclasses.replace(sp.round, seed=cfg.run.seed + sp.round.seed)
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
-                           library=self.library, explore_proposer=self.explore_proposer)
+                           library=self.library, explore_proposer=self.explore_proposer,
+                           run_id=f"{self.run_tag}/round-{r:04d}")
         prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
         solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
         samples = prop + solv

@@ -255,12 +255,13 @@ def _failures(scored: list[Scored]) -> dict[str, list[str]]:
 def run_round(controller: Controller, proposer: Proposer, docs: Sequence[Any],
               solve: Callable[[Sequence[EnvSpec]], Sequence[float]], *, iteration: int,
               config: RoundConfig | None = None, library: Any = None, validator: Validator | None = None,
-              explore_proposer: Proposer | None = None) -> RoundResult:
+              explore_proposer: Proposer | None = None, run_id: str | None = None) -> RoundResult:
     """Run one dual-stream round (see the module docstring).
 
     ``solve(specs) -> solve rates`` solves every valid candidate in one call. ``validator(spec, skill_id,
     structure) -> reasons`` replaces the gate (the simulation uses a synthetic one). ``explore_proposer``
-    writes the exploration stream (default: ``proposer``, with no skill).
+    writes the exploration stream (default: ``proposer``, with no skill). ``run_id`` tags the environments
+    kept into ``library`` (a resumed run finds those of rounds after its checkpoint by it).
     """
     cfg = config or RoundConfig()
     check = validator or gate_validator(controller, cfg.validation, cfg.skill_validators)
@@ -287,20 +288,20 @@ def run_round(controller: Controller, proposer: Proposer, docs: Sequence[Any],
                               reward=s.reward)
     kept = select_dual_stream(scored, cfg.n, cfg.alpha)
     if library is not None:
-        _write(library, kept)
+        _write(library, kept, run_id)
     candidates = [Candidate(s.spec, s.reward, s.solve_rate, doc=s.doc, blueprint=s.proposal.meta.get("blueprint"))
                   for s in scored if s.stream == "explore" and s.valid and s.spec is not None]
     log = controller.end_round(iteration, candidates, _failures(scored), docs=picked)
     return RoundResult(iteration, kept, scored, log, dict(Counter(routed)), weights, cfg)
 
 
-def _write(library: Any, kept: list[Scored]) -> None:
+def _write(library: Any, kept: list[Scored], run_id: str | None = None) -> None:
     from envgen.library import DuplicateEnv
 
     for s in kept:
         if s.spec is None:
             continue
         try:
-            library.add(s.spec, model=s.proposal.meta.get("model"))
+            library.add(s.spec, model=s.proposal.meta.get("model"), run_id=run_id)
         except (DuplicateEnv, FileExistsError):
             continue

@@ -72,6 +72,35 @@ def test_reindex_after_crash(tmp_path):
     assert reopened.get_row("orphan-env") is not None and len(reopened) == 2
 
 
+def _distinct(env_id: str, words: str):
+    other = copy.deepcopy(SPEC)
+    other["id"] = env_id
+    other["tasks"][0]["turns"][0]["instruction"] = f"{words} borrows a book for a member today."
+    other["tasks"][0]["turns"][1]["instruction"] = f"{words} then counts the open loans of that member."
+    return parse_spec(other)
+
+
+def test_remove_takes_a_run_round_out_and_keeps_the_rest(tmp_path):
+    """What a resumed self-play run does with the environments of rounds after its checkpoint."""
+    lib = Library(tmp_path)
+    lib.add(_spec("kept-env"), run_id="selfplay-abc/round-0000")
+    lib.add(_distinct("later-env", "Zebra quantum"), run_id="selfplay-abc/round-0001")
+    lib.add(_distinct("other-run-env", "Violet harbour"), run_id="selfplay-abcdef/round-0001")
+    lib.record_task_result("later-env", "t0", "policy", n=4, passes=1)
+    assert lib.run_env_ids("selfplay-abc/round-") == {"kept-env": "selfplay-abc/round-0000",
+                                                      "later-env": "selfplay-abc/round-0001"}
+    assert lib.run_env_ids("selfplay-a_c/") == {}  # a prefix, not a LIKE pattern
+    assert lib.remove(["later-env", "never-there"]) == 1
+    assert sorted(r["id"] for r in lib.rows()) == ["kept-env", "other-run-env"]
+    assert not (tmp_path / "specs" / "later-env.json").exists() and lib.task_stats("later-env") == []
+    assert lib.solve_history("later-env") == [] and lib.remove([]) == 0
+    # reopened (re-indexed) it stays gone, and the same spec can be added again
+    again = Library(tmp_path)
+    assert len(again) == 2
+    again.add(_distinct("later-env", "Zebra quantum"), run_id="selfplay-abc/round-0001")
+    assert len(again) == 3
+
+
 def test_catalog_url_and_attempts(tmp_path):
     url = f"sqlite:///{tmp_path / 'other.db'}"
     lib = Library(tmp_path / "lib", catalog_url=url)

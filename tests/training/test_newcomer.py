@@ -38,9 +38,11 @@ def test_a_run_folder_with_a_run_is_refused_unless_resumed_or_overwritten(tmp_pa
     assert result.exit_code == 2 and "give one of them" in result.output
     from training.cli import _claim_run_folder
 
-    (run / "checkpoints").mkdir()
+    for name in ("checkpoints", "skills", "skill-rounds"):
+        (run / name).mkdir()
+    (run / "episodes.jsonl").write_text('{"round": 0}\n')
     _claim_run_folder(run, resume=False, overwrite=True)
-    assert not (run / "metrics.jsonl").exists() and not (run / "checkpoints").exists()
+    assert not [p.name for p in run.iterdir() if p.name != "notes.txt"]  # self-play's episodes and skills too
     assert (run / "notes.txt").read_text() == "mine"  # only the run's own artefacts go
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,13 +85,20 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
     assert (ck / "optimizer.pt").is_file() and (ck / "rng.pt").is_file() and (ck / "skills").is_dir()
     assert json.loads((ck / "state.json").read_text())["next_round"] == 1
 
-    # resume from the first checkpoint: the second round is replayed exactly
+    # resume from the first checkpoint: what round 1 wrote goes, and the round is replayed exactly
+    after_round_0 = {r["id"] for r in sp.library.rows() if r["run_id"].endswith("/round-0000")}
+    assert len(after_round_0) >= 1 and all(r["run_id"].startswith(sp.run_tag) for r in sp.library.rows())
     cfg2 = selfplay_config(tiny_dir, corpus_dir, run, resume=str(ck))
     script = selfplay_script(solver_plan(wrong_every=2))
     for _ in range(6):  # the proposer script's position after round 0
         script("proposer context")
-    resumed = SelfPlay(cfg2, generator=ScriptedGenerator(tokenizer, script))
+    with pytest.warns(UserWarning, match="goes on from round 1"):
+        resumed = SelfPlay(cfg2, generator=ScriptedGenerator(tokenizer, script))
     assert resumed.start_round == 1
+    assert {r["id"] for r in resumed.library.rows()} == after_round_0
+    assert [json.loads(x)["round"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [0]
+    assert {json.loads(x)["round"] for x in (run / "episodes.jsonl").read_text().splitlines()} == {0}
+    assert sorted(p.name for p in (run / "skill-rounds").iterdir()) == ["round-0000"]
     assert resumed.optimizer.state_dict()["state"], "optimizer state restored"
     again = resumed.run()
     assert [h["round"] for h in again] == [1]
@@ -98,6 +106,36 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
         assert again[0][key] == history[1][key]
     assert again[0]["update"]["loss"] == pytest.approx(history[1]["update"]["loss"], rel=1e-4)
     assert again[0]["skills"]["routing"] == history[1]["skills"]["routing"]
+    assert again[0]["library_size"] == history[1]["library_size"]  # round 1's environments are kept again
+    assert [json.loads(x)["round"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [0, 1]
+
+
+def test_a_fresh_start_discards_what_a_start_without_checkpoint_left(tmp_path: Path, tiny_dir: Path,
+                                                                     tokenizer: Any, corpus_dir: Path) -> None:
+    """A start killed in its first round, after the round had kept environments, induced skills and logged,
+    but before the checkpoint: starting again in the same folder begins from the clean state, as the first
+    start did (on the H200 an out-of-memory kill left a round's environments and an induced skill behind)."""
+    from envgen.skills import SkillLibrary
+    from training.selfplay import SelfPlay
+
+    run = tmp_path / "run"
+    cfg = selfplay_config(tiny_dir, corpus_dir, run, {"rounds": 1})
+    first = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
+    skills_at_start = sorted(s.id for s in first.controller.library)
+    (h,) = first.run()
+    assert h["library_size"] >= 1
+    shutil.rmtree(run / "checkpoints")  # the kill came before the checkpoint
+    (run / "skills" / "induced-leftover").mkdir()
+    (run / "skills" / "induced-leftover" / "skill.yaml").write_text("id: induced-leftover\n")
+    with pytest.warns(UserWarning) as caught:
+        again = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
+    said = " ".join(str(w.message) for w in caught)
+    assert "left skills here" in said and "goes on from round 0" in said and "environments in the library" in said
+    assert again.start_round == 0 and len(again.library) == 0
+    assert sorted(s.id for s in SkillLibrary(run / "skills")) == skills_at_start
+    assert not (run / "metrics.jsonl").read_text() and not list((run / "skill-rounds").iterdir())
+    (h2,) = again.run()
+    assert h2["library_size"] == h["library_size"] and h2["proposer"] == h["proposer"]
 
 
 def test_distill_phase_and_sequential_schedule(tmp_path: Path, tiny_dir: Path, tokenizer: Any,

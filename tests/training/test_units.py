@@ -7,7 +7,7 @@ import pytest
 from gym_envs.parsing import format_tool_call
 from training.advantages import group_advantages, normalize_per_role, selfplay_advantages
 from training.distill import same_action
-from training.metrics import flatten
+from training.metrics import drop_rounds_from, flatten
 from training.rewards import env_reward, episode_reward, solve_rate, solver_reward
 from training.selfplay import histogram
 
@@ -103,3 +103,15 @@ def test_proposer_group_rewards_and_advantages() -> None:
     assert adv[0] > adv[1] > adv[2] and adv[1] == pytest.approx(0.0, abs=1e-6)
     assert adv[3:] == [0.0, 0.0, 0.0]
     assert role_counts(samples, "proposer") == {"samples": 2.0, "trained_tokens": 6.0}
+
+
+def test_drop_rounds_from_keeps_earlier_rounds_only(tmp_path) -> None:
+    import json
+
+    path = tmp_path / "metrics.jsonl"
+    lines = [{"step": 0, "round": 0}, {"round": 1, "heldout": True}, {"step": 2}, {"round": 1}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"round": 3, "cut sh')
+    assert drop_rounds_from(path, 1) == 4  # rounds 1, 2 (by "step"), 1, and the line a kill cut short
+    assert [json.loads(x) for x in path.read_text().splitlines()] == [{"step": 0, "round": 0}]
+    assert drop_rounds_from(path, 1) == 0 and drop_rounds_from(tmp_path / "missing.jsonl", 0) == 0
+    assert drop_rounds_from(path, 0) == 1 and path.read_text() == ""

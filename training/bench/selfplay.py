@@ -39,6 +39,7 @@ unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_genera
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import random
@@ -343,6 +344,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
     t0 = time.perf_counter()
 
     def done(phase: str, result: dict[str, Any]) -> bool:
+        _release_device()
         state.update(_record(work, {phase: result}))
         print(f"[bench selfplay] {phase}: {json.dumps(result, default=str)[:400]}", flush=True)
         return stop_after == phase
@@ -372,6 +374,16 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
                 return _state(work)
     state = _record(work, {"seconds_this_call": round(time.perf_counter() - t0, 1)})
     return report(out, work, state, cfg)
+
+
+def _release_device() -> None:
+    """Hand the GPU memory a finished phase's models left in PyTorch's cache back to the driver. The side-by-side
+    seeds run in processes of their own: on the H200 the parent's warm-start phases still held 90 GB when they
+    started, and both ran out of memory in their first round."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_after: str | None = None) -> bool:
