@@ -146,12 +146,46 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert base["episodes"] == [r["solver_episodes"] for r in sp["rounds"]]
     assert [r["solver_episodes"] for r in base["rounds"]] == base["episodes"]
     assert sp["eval_final"] is not None and base["eval_final"] is not None
-    assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "env_share_max",
-                                   "env_share_met"}
+    assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "heldout_checks_met",
+                                   "env_share_max", "env_share_met"}
     assert res["environments"]["train_templates"] >= 1 and res["heldout_model"]["accepted"] >= 1
     for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
         assert (out / name).is_file(), name
     assert "| round | acceptance |" in (out / "selfplay.md").read_text()
+
+
+H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "h200" / "selfplay-v2"
+
+
+def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
+    """The report, re-rendered from the committed H200 run's metrics (seed 0, five rounds): pass rates, check
+    fractions, the warm-start gap that is the noise of one held-out measurement, and the targets."""
+    from training.bench.selfplay_report import report
+    from training.config import load_config
+
+    work = tmp_path / "work"
+    for name in ("selfplay", "baseline"):
+        run = work / f"{name}-s0"
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_bytes((H200_SELFPLAY / f"{name}-s0-metrics.jsonl").read_bytes())
+        (run / "summary.json").write_bytes((H200_SELFPLAY / f"{name}-s0-summary.json").read_bytes())
+    state = json.loads((H200_SELFPLAY / "state.json").read_text())
+    cfg = load_config("selfplay-smollm2-h200", state["overrides"] + ["model.device=cpu"])
+    res = report(tmp_path, work, state, cfg)
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["round"] for r in sp["rounds"]] == list(range(5)) and base["episodes"] == [16, 32, 32, 32, 32]
+    assert sp["eval_final"] == pytest.approx(1 / 32) and base["eval_final"] == pytest.approx(2 / 32)
+    assert sp["eval_final_reward"] == pytest.approx(0.6259, abs=1e-4)
+    assert base["eval_final_reward"] == pytest.approx(0.6194, abs=1e-4)
+    # round 0 of both is the warm start on the same tasks: 1/32 against 3/32 passed
+    assert res["warm_start_gap"]["pass_rate"] == pytest.approx(2 / 32)
+    assert res["warm_start_gap"]["reward"] == pytest.approx(abs(sp["rounds"][0]["heldout_reward"]
+                                                                - base["rounds"][0]["heldout_reward"]))
+    t = res["targets"]
+    assert not t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    md = (tmp_path / "selfplay.md").read_text()
+    assert "| held-out checks | baseline checks |" in md and "| selfplay, check fraction | 0.626 |" in md
+    assert "noise of one measurement" in md and (tmp_path / "selfplay.png").stat().st_size > 10_000
 
 
 def _record_many(work: str, prefix: str, n: int) -> None:

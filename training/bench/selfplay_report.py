@@ -8,8 +8,12 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
   update, solver episodes, the held-out pass rate **of the policy that played the
   round** (round 0: the warm start), and the environment's share of the round's wall time;
 * baseline: solver episodes, held-out pass rate, environment share;
-* final: the held-out pass rate after the last round of each, mean and spread (min, max)
-  over seeds.
+* final: the held-out pass rate and check fraction (the share of checks passed, dense where a
+  small solver passes few tasks whole) after the last round of each, mean and spread (min, max)
+  over seeds;
+* the warm-start gap: round 0's held-out figures of self-play and of the baseline score the same
+  policy (the warm start) on the same tasks with other samples, so their difference is the noise
+  of one measurement, to read the comparison against.
 
 Targets checked (``targets``): acceptance rises by at least 15 points from round 0 (the warm
 start's proposals) to the last round; the final held-out pass rate of self-play is at least
@@ -30,7 +34,8 @@ __all__ = ["report", "rounds_of"]
 COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("frontier", "frontier share"),
            ("grounding", "grounding"), ("distinct_tool_sets", "tool sets"), ("skills_added", "skills +"),
            ("skills_pruned", "pruned"), ("skills_refined", "refined"), ("heldout_pass_rate", "held-out pass"),
-           ("baseline_heldout_pass_rate", "baseline held-out"), ("env_share", "env share")]
+           ("baseline_heldout_pass_rate", "baseline held-out"), ("heldout_reward", "held-out checks"),
+           ("baseline_heldout_reward", "baseline checks"), ("env_share", "env share")]
 
 
 def _last_per_round(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -56,23 +61,37 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "skills_refined": sk["refined_count"], "skills_active": sk["active"],
             "proposer_samples": up["proposer"]["samples"], "solver_samples": up["solver"]["samples"],
             "solver_episodes": r["solver"]["episodes"], "solver_pass_rate": r["solver"]["pass_rate"],
-            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"), "env_share": r["time"]["environment_share"],
+            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
+            "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
             "seconds": r["time"]["round"]}
 
 
 def _baseline_row(r: dict[str, Any]) -> dict[str, Any]:
     return {"round": r["round"], "solver_episodes": r["solver"]["episodes"],
             "solver_pass_rate": r["solver"]["pass_rate"], "solver_samples": r["update"]["solver"]["samples"],
-            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"), "env_share": r["time"]["environment_share"],
+            "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
+            "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
             "seconds": r["time"]["round"]}
 
 
-def _final(run: Path) -> float | None:
+def _final(run: Path, key: str = "pass_rate") -> float | None:
     p = run / "summary.json"
     if not p.is_file():
         return None
     final = json.loads(p.read_text()).get("eval_final") or {}
-    return final.get("pass_rate")
+    return final.get(key)
+
+
+def _warm_start_gap(res: dict[str, Any], key: str) -> float | None:
+    """The largest |self-play - baseline| of round 0's held-out ``key`` over seeds (both score the warm start)."""
+    gaps = []
+    for seed, run in res["selfplay"].items():
+        b = res["baseline"].get(seed, {}).get("rounds", [])
+        if run["rounds"] and b and run["rounds"][0]["round"] == b[0]["round"] == 0:
+            x, y = run["rounds"][0][f"heldout_{key}"], b[0][f"heldout_{key}"]
+            if x is not None and y is not None:
+                gaps.append(abs(x - y))
+    return max(gaps) if gaps else None
 
 
 def _spread(xs: list[float]) -> dict[str, float | None]:
@@ -97,17 +116,25 @@ def _markdown(res: dict[str, Any]) -> str:
     s0 = f"s{res['seeds'][0]}"
     base = {b["round"]: b for b in res["baseline"].get(s0, {}).get("rounds", [])}
     for row in res["selfplay"].get(s0, {}).get("rounds", []):
-        row = {**row, "baseline_heldout_pass_rate": base.get(row["round"], {}).get("heldout_pass_rate")}
+        b = base.get(row["round"], {})
+        row = {**row, "baseline_heldout_pass_rate": b.get("heldout_pass_rate"),
+               "baseline_heldout_reward": b.get("heldout_reward")}
         lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in COLUMNS) + " |")
     c = res["comparison"]
-    lines += ["", "| held-out pass rate after the last round | mean | min | max | seeds |", "|---|---|---|---|---|"]
-    for name in ("selfplay", "baseline"):
-        s = c[name]
-        lines.append(f"| {name} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
+    lines += ["", "| held-out after the last round | mean | min | max | seeds |", "|---|---|---|---|---|"]
+    for what, part in (("pass rate", c), ("check fraction", c["check_fraction"])):
+        for name in ("selfplay", "baseline"):
+            s = part[name]
+            lines.append(f"| {name}, {what} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
+    gap = res["warm_start_gap"]
+    if gap["pass_rate"] is not None:
+        lines += ["", "Round 0's held-out figures of self-play and baseline score the same warm-start policy on the "
+                  f"same tasks with other samples: their gap (pass rate {_fmt(gap['pass_rate'])}, check fraction "
+                  f"{_fmt(gap['reward'])}, largest over seeds) is the noise of one measurement."]
     t = res["targets"]
     lines += ["", f"Targets: acceptance +{_fmt(t['acceptance_rise_points'])} points (>= 15: {t['acceptance_met']}); "
-              f"self-play >= baseline: {t['heldout_met']}; environment share max {_fmt(t['env_share_max'])} "
-              f"(< 0.02: {t['env_share_met']})."]
+              f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
+              f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
 
 
@@ -118,10 +145,11 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     panels = [("acceptance", "proposer acceptance"), ("frontier", "accepted at the frontier"),
               ("grounding", "grounding"), ("distinct_tool_sets", "distinct tool sets"),
               ("skills", "skills added / pruned / refined"), ("heldout_pass_rate", "held-out pass rate"),
-              ("env_share", "environment share of wall time"), ("samples", "samples in the update")]
-    fig = Figure(figsize=(12, 7))
+              ("heldout_reward", "held-out check fraction"), ("env_share", "environment share of wall time"),
+              ("samples", "samples in the update")]
+    fig = Figure(figsize=(12, 10))
     for i, (key, title) in enumerate(panels):
-        ax = fig.add_subplot(2, 4, i + 1)
+        ax = fig.add_subplot(3, 3, i + 1)
         for seed, run in res["selfplay"].items():
             rows = run["rounds"]
             xs = [r["round"] for r in rows]
@@ -132,19 +160,20 @@ def _plot(res: dict[str, Any], path: Path) -> None:
                     ax.plot(xs, [r[k] for r in rows], marker=m, label=f"{k.split('_')[0 if key == 'samples' else 1]} "
                                                                      f"{seed}")
                 continue
-            ys = [r[key] if r[key] is not None else float("nan") for r in rows]
-            final = run.get("eval_final")
-            if key == "heldout_pass_rate" and final is not None:
+            ys = [r.get(key) if r.get(key) is not None else float("nan") for r in rows]
+            final = run.get("eval_final" if key == "heldout_pass_rate" else "eval_final_reward")
+            if key in ("heldout_pass_rate", "heldout_reward") and final is not None:
                 xs, ys = [*xs, len(rows)], [*ys, final]
             ax.plot(xs, ys, marker="o", label=f"self-play {seed}")
-            if key in ("heldout_pass_rate", "env_share"):
+            if key in ("heldout_pass_rate", "heldout_reward", "env_share"):
                 b = res["baseline"].get(seed, {})
                 bx = [r["round"] for r in b.get("rounds", [])]
-                by = [r[key] if r[key] is not None else float("nan") for r in b.get("rounds", [])]
-                if key == "heldout_pass_rate" and b.get("eval_final") is not None:
-                    bx, by = [*bx, len(bx)], [*by, b["eval_final"]]
+                by = [r.get(key) if r.get(key) is not None else float("nan") for r in b.get("rounds", [])]
+                b_final = b.get("eval_final" if key == "heldout_pass_rate" else "eval_final_reward")
+                if key != "env_share" and b_final is not None:
+                    bx, by = [*bx, len(bx)], [*by, b_final]
                 ax.plot(bx, by, marker="s", linestyle="--", label=f"baseline {seed}")
-        if key in ("acceptance", "frontier", "grounding", "heldout_pass_rate"):
+        if key in ("acceptance", "frontier", "grounding", "heldout_pass_rate", "heldout_reward"):
             ax.set_ylim(-0.05, 1.05)
         elif key in ("distinct_tool_sets", "skills", "samples"):
             ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]))
@@ -176,8 +205,10 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         s = f"s{seed}"
         sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
+                              "eval_final_reward": _final(sp_run, "reward"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
+                              "eval_final_reward": _final(b_run, "reward"),
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
@@ -185,7 +216,11 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                 shutil.copyfile(run / "metrics.jsonl", out / f"{name}-{s}-metrics.jsonl")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
     b_final = [v["eval_final"] for v in res["baseline"].values() if v["eval_final"] is not None]
-    res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final)}
+    sp_checks = [v["eval_final_reward"] for v in res["selfplay"].values() if v["eval_final_reward"] is not None]
+    b_checks = [v["eval_final_reward"] for v in res["baseline"].values() if v["eval_final_reward"] is not None]
+    res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final),
+                         "check_fraction": {"selfplay": _spread(sp_checks), "baseline": _spread(b_checks)}}
+    res["warm_start_gap"] = {k: _warm_start_gap(res, k) for k in ("pass_rate", "reward")}
     rises = [(v["rounds"][-1]["acceptance"] - v["rounds"][0]["acceptance"]) * 100
              for v in res["selfplay"].values() if v["rounds"]]
     shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
@@ -193,6 +228,8 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     res["targets"] = {
         "acceptance_rise_points": rise, "acceptance_met": rise is not None and rise >= 15,
         "heldout_met": bool(sp_final and b_final) and statistics.fmean(sp_final) >= statistics.fmean(b_final),
+        "heldout_checks_met": bool(sp_checks and b_checks)
+        and statistics.fmean(sp_checks) >= statistics.fmean(b_checks),
         "env_share_max": max(shares) if shares else None, "env_share_met": bool(shares) and max(shares) < 0.02}
     res["seconds_total"] = sum(float((state.get(k) or {}).get("seconds") or 0) for k in state if "-s" in k)
     res.update(env_info(str(cfg.model.device)))
