@@ -26,6 +26,8 @@ BENCHMARKS: dict[str, LazyEntry] = {
                           "scaling with workers.", section=RUNTIME),
     "proposer": LazyEntry("eval.bench.proposer:command", "Does a model write environments? Free vs constrained, "
                           "spec vs blueprint, untrained vs warm-started.", extra="train", section=RUNTIME),
+    "induction": LazyEntry("eval.bench.induction:command", "Does a model write skills that hold on their own "
+                           "example? Unbounded vs within the example's structure.", extra="train", section=RUNTIME),
     "speed": LazyEntry("training.bench.speed:speed_command", "Generation tokens/s: TRL's default HF path vs "
                        "our static-cache path.", extra="train", section=TRAINER),
     "precision": LazyEntry("training.bench.speed:precision_command", "Generation tokens/s by model.dtype "

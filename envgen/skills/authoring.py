@@ -7,9 +7,15 @@ something that parses:
 * **induction** (:meth:`SkillWriter.induce`): an exploration environment with a high
   proposer reward (its solver succeeded about half the time) is shown to the model
   (title, tables, tools, task kinds and, when it came from the blueprint stream, its
-  blueprint); the model writes a new skill: name, description, tags, rules, hints
-  and the blueprint structure such environments need (:attr:`Skill.blueprint`). The
-  skill's example is the environment; its validator is the requirements validator
+  blueprint, and its structure in the skill's terms); the model writes a new skill:
+  name, description, tags, rules, hints and the blueprint structure such environments
+  need (:attr:`Skill.blueprint`). Constrained, that section is decoded **within the
+  example's structure** (:func:`envgen.skills.requirements.structure_of`: only the
+  operations and rules it has, a lifecycle only if it has one, no more tasks of a kind),
+  so the skill holds on its example by construction; the model chooses what to ask for.
+  On the H200 the unbounded section asked for structure its example lacked in every
+  round, and no induced skill was kept. The skill's example is the environment; its
+  validator is the requirements validator
   (:func:`envgen.skills.requirements.requirements_validator`);
 * **refinement** (:meth:`SkillWriter.refine`): a struggling skill's rules, hints and
   requirements are rewritten from its failure traces.
@@ -23,8 +29,9 @@ A written skill is a **candidate**. It is kept only if
    the compiler), and each must pass the gate and the candidate's validator.
 
 Every decision is returned with its reason, so the controller logs why a candidate
-was kept or refused. Generation and probing are batched: one backend call writes all
-candidates of a round, one proposer call writes all their probes.
+was kept or refused. Generation and probing are batched: one backend call writes the
+candidates of a round that share a decoding schema, one proposer call writes all their
+probes.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.blueprint.schema import OP_KINDS, RULE_KINDS, _text
-from envgen.skills.requirements import requirement_problems, requirements_validator
+from envgen.skills.requirements import requirement_problems, requirements_validator, structure_of
 from envgen.skills.skill import Skill, check_blueprint_requirements, run_validator
 from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
@@ -46,26 +53,50 @@ __all__ = ["SkillWriter", "Written", "parse_skill_json", "skill_json_schema"]
 _TAG = r"^[a-z][a-z0-9-]{1,23}$"
 
 
-def skill_json_schema(*, full: bool = True) -> dict[str, Any]:
+def _starting(first: str, rest: int) -> str:
+    """``_text`` prose that starts with ``first`` (then at most ``rest`` more characters)."""
+    return "^" + first + _text(rest)[1:]
+
+
+def skill_json_schema(*, full: bool = True, within: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema a model-written skill decodes under (``full=False``: a refinement, without
-    name, description and tags). Every string, array and number is bounded (a finite grammar)."""
+    name, description and tags). Every string, array and number is bounded (a finite grammar).
+
+    ``within`` (what an example environment has: :func:`envgen.skills.requirements.structure_of`)
+    bounds the skill's blueprint section to it: only operations and rules the example has, a lifecycle
+    only if it has one, no more tasks of a kind than it has. A skill induced from the example then
+    holds on it by construction, and the model still chooses which of its structure the skill asks for.
+    """
 
     def strings(pattern: str, most: int, least: int = 0) -> dict[str, Any]:
         return {"type": "array", "items": {"type": "string", "pattern": pattern}, "minItems": least, "maxItems": most}
 
-    tasks = {"type": "object", "properties": {k: {"type": "integer", "minimum": 0, "maximum": 2} for k in TASK_KINDS},
-             "required": list(TASK_KINDS), "additionalProperties": False}
+    def kinds(allowed: Sequence[str], most: int) -> dict[str, Any]:
+        if not allowed:
+            return {"type": "array", "items": {"type": "string"}, "maxItems": 0}
+        return {"type": "array", "items": {"type": "string", "enum": list(allowed)},
+                "maxItems": min(most, len(allowed))}
+
+    have = within or {}
+    counts = have.get("tasks") or {}
+    tasks = {"type": "object", "properties": {
+        k: {"type": "integer", "minimum": 0, "maximum": min(2, int(counts.get(k, 0))) if within else 2}
+        for k in TASK_KINDS}, "required": list(TASK_KINDS), "additionalProperties": False}
+    ops = [k for k in OP_KINDS if k in have.get("operations", [])] if within else list(OP_KINDS)
+    rules = [k for k in RULE_KINDS if k in have.get("rules", [])] if within else list(RULE_KINDS)
+    states: dict[str, Any] = {"type": "boolean"} if not within or have.get("states") else {"type": "boolean",
+                                                                                            "enum": [False]}
     blueprint = {"type": "object", "properties": {
-        "operations": {"type": "array", "items": {"type": "string", "enum": list(OP_KINDS)}, "maxItems": 3},
-        "rules": {"type": "array", "items": {"type": "string", "enum": list(RULE_KINDS)}, "maxItems": 2},
-        "states": {"type": "boolean"}, "tasks": tasks},
+        "operations": kinds(ops, 3), "rules": kinds(rules, 2), "states": states, "tasks": tasks},
         "required": ["operations", "rules", "states", "tasks"], "additionalProperties": False}
+    # what parse_skill_json requires, the grammar guarantees: a name that starts with a word, rules that
+    # start with a letter (SmolLM2 wrote a blank rule under a pattern that allowed one, and lost the skill)
     props: dict[str, Any] = {}
     if full:
-        props["name"] = {"type": "string", "pattern": _text(48)}
+        props["name"] = {"type": "string", "pattern": _starting(r"[A-Za-z]{3}", 45)}
         props["description"] = {"type": "string", "pattern": _text(160)}
         props["tags"] = strings(_TAG, 4)
-    props["rules"] = strings(_text(160), 4, 1)
+    props["rules"] = strings(_starting("[A-Za-z]", 159), 4, 1)
     props["hints"] = strings(_text(160), 2)
     props["blueprint"] = blueprint
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
@@ -134,12 +165,22 @@ def describe_env(spec: EnvSpec, blueprint: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def induction_messages(spec: EnvSpec, solve_rate: float | None, blueprint: str | None = None) -> list[dict[str, str]]:
+def describe_structure(have: dict[str, Any]) -> str:
+    """What an environment has (:func:`envgen.skills.requirements.structure_of`), in the skill's terms."""
+    tasks = ", ".join(f"{n} {k}" for k, n in have.get("tasks", {}).items() if n)
+    return (f"Its structure: operations {', '.join(have.get('operations', [])) or 'none'}; rules "
+            f"{', '.join(have.get('rules', [])) or 'none'}; a lifecycle (status column): "
+            f"{'yes' if have.get('states') else 'no'}; tasks: {tasks or 'none'}.")
+
+
+def induction_messages(spec: EnvSpec, solve_rate: float | None, blueprint: str | None = None,
+                       structure: dict[str, Any] | None = None) -> list[dict[str, str]]:
     rate = "an unknown share" if solve_rate is None else f"{solve_rate:.0%}"
+    shape = f"\n{describe_structure(structure)}" if structure else ""
     return [{"role": "system", "content": _SYSTEM},
             {"role": "user", "content": (
-                f"{describe_env(spec, blueprint)}\n\nThis environment was written without a skill, and the solver "
-                f"succeeded in {rate} of its episodes: a useful difficulty. Write a new skill that makes more "
+                f"{describe_env(spec, blueprint)}{shape}\n\nThis environment was written without a skill, and the "
+                f"solver succeeded in {rate} of its episodes: a useful difficulty. Write a new skill that makes more "
                 "environments like it: a name, a description, tags, rules and hints, and the blueprint structure "
                 "this environment has (do not ask for more tasks of a kind than it has).")}]
 
@@ -198,22 +239,34 @@ class SkillWriter:
 
         return [str(r) for r in validate_spec(spec, executor=self.executor).reasons]
 
-    def _write(self, chats: list[list[dict[str, str]]], *, full: bool, seed: int) -> list[dict[str, Any] | str]:
+    def _write(self, chats: list[list[dict[str, str]]], *, full: bool, seed: int,
+               within: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any] | str]:
+        """The model's skills for ``chats``; ``within[i]`` bounds chat i's blueprint section (constrained
+        decoding: :func:`skill_json_schema`). Chats that share a schema are generated in one batch."""
         if not chats:
             return []
-        schema = skill_json_schema(full=full) if self.constrained else None
-        limit = self.max_new_tokens
-        if schema is not None:
-            from envgen.blueprint.schema import max_completion_chars
+        bounds = list(within) if within is not None else [None] * len(chats)
+        groups: dict[str, list[int]] = {}
+        for i, b in enumerate(bounds):
+            groups.setdefault(json.dumps(b, sort_keys=True), []).append(i)
+        out: list[dict[str, Any] | str] = [""] * len(chats)
+        for idx in groups.values():
+            schema = skill_json_schema(full=full, within=bounds[idx[0]]) if self.constrained else None
+            limit = self.max_new_tokens
+            if schema is not None:
+                from envgen.blueprint.schema import max_completion_chars
 
-            limit = max(limit, max_completion_chars(schema))
-        try:
-            outs = self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature, seed=seed,
-                                         json_schema=schema)
-        except Exception as e:  # the boundary: a backend that fails leaves every candidate of the batch unusable
-            return [f"generation failed: {exception_text(e)}"] * len(chats)
-        return [parse_skill_json(getattr(c, "text", c), full=full) if getattr(c, "ok", True)
-                else f"generation failed: {c.error}" for c in outs]
+                limit = max(limit, max_completion_chars(schema))
+            try:
+                outs = self.backend.generate([chats[i] for i in idx], max_new_tokens=limit,
+                                             temperature=self.temperature, seed=seed, json_schema=schema)
+            except Exception as e:  # the boundary: a backend that fails leaves every candidate of the batch unusable
+                outs = [None] * len(idx)
+                failed = f"generation failed: {exception_text(e)}"
+            for i, c in zip(idx, outs, strict=True):
+                out[i] = (failed if c is None else parse_skill_json(getattr(c, "text", c), full=full)
+                          if getattr(c, "ok", True) else f"generation failed: {c.error}")
+        return out
 
     def validator_problems(self, skill: Skill, spec: EnvSpec) -> list[str]:
         """The candidate's validator and requirements on one spec."""
@@ -240,7 +293,9 @@ class SkillWriter:
     def induce(self, items: Sequence[tuple[EnvSpec, float | None, str | None, Any]], iteration: int,
                make_id: Callable[[str], str]) -> list[Written]:
         """Candidate skills from ``(spec, solve_rate, blueprint, doc)`` exploration environments."""
-        answers = self._write([induction_messages(s, p, bp) for s, p, bp, _ in items], full=True, seed=iteration)
+        within = [structure_of(s, executor=self.executor) for s, _, _, _ in items]
+        answers = self._write([induction_messages(s, p, bp, w) for (s, p, bp, _), w in zip(items, within, strict=True)],
+                              full=True, seed=iteration, within=within)
         cands: list[tuple[int, Skill]] = []
         out: list[Written] = []
         for k, ((spec, _, _, _), ans) in enumerate(zip(items, answers, strict=True)):

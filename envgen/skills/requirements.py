@@ -12,11 +12,17 @@ a whole spec, a person):
 * ``states``: a table has a status-like column (``status``, ``state``, ``*_status``...);
 * ``operations``: a tool's code does it: ``create`` inserts, ``delete`` deletes,
   ``update`` updates, ``status`` sets a status-like column, ``adjust`` changes a number
-  relative to itself (``SET x = x + ?`` or ``row["x"] + amount``), ``get``/``find``/
-  ``list`` is a tool that only reads;
+  relative to itself (``SET x = x + ?`` or ``row["x"] + amount``), ``transfer`` takes an
+  amount from one row's column and adds it to another's in two updates, or moves a row to
+  another parent (sets an ``*_id`` column), ``get``/``find``/``list`` is a tool that only reads;
 * ``rules``: the DDL has it: ``unique`` a ``UNIQUE``, ``required`` a ``NOT NULL`` beyond
   the primary key, ``non_negative`` a ``CHECK (x >= 0)``, ``range`` a bounded ``CHECK``,
-  ``enum`` a ``CHECK (x IN (...))``, ``states`` a status-like column.
+  ``enum`` a ``CHECK (x IN (...))``, ``states`` a status-like column; or a tool's code
+  enforces it: ``capacity`` counts rows and refuses past a limit, ``final`` refuses a record
+  whose status is in a set of final states.
+
+:func:`structure_of` reports what a spec has in the same terms, by the same code: a skill
+written from an example environment is decoded asking for no more than that.
 
 Model-written skills (:mod:`envgen.skills.authoring`) carry this validator as their
 ``validator.py``; in the blueprint stream it also judges skill-routed proposals in place
@@ -31,7 +37,7 @@ from typing import Any
 from envgen.skills.skill import Skill, check_blueprint_requirements, run_validator
 from gym_envs.spec import EnvSpec
 
-__all__ = ["requirement_problems", "requirements_validator"]
+__all__ = ["requirement_problems", "requirements_validator", "structure_of"]
 
 _CHECK = r'''
 
@@ -79,6 +85,35 @@ def does(kind, spec):
         if kind == "adjust" and (re.search(r"SET\s+[\"`]?(\w+)[\"`]?\s*=\s*[\"`]?\1[\"`]?\s*[-+]", body, re.I)
                                  or re.search(r"row\[[\"'](\w+)[\"']\]\s*[-+]\s*\w+", body)):
             return True
+        if kind == "transfer" and moves(body):
+            return True
+    return False
+
+
+def moves(body):
+    """Whether a tool body transfers: takes an amount from one row's column and adds it to another row's
+    (two updates), or moves a row to another parent (it sets a foreign key column)."""
+    if re.search(r"UPDATE\s[^\n]*SET\s+[\"`]?\w+_id[\"`]?\s*=\s*\?", body, re.I):
+        return True
+    if len(re.findall(r"UPDATE\s", body, re.I)) < 2:
+        return False
+    taken = set(re.findall(r"\[[\"'](\w+)[\"']\]\s*-\s*\w+", body))
+    taken |= set(re.findall(r"SET\s+[\"`]?(\w+)[\"`]?\s*=\s*[\"`]?\w+[\"`]?\s*-", body, re.I))
+    given = set(re.findall(r"\[[\"'](\w+)[\"']\]\s*\+\s*\w+", body))
+    given |= set(re.findall(r"SET\s+[\"`]?(\w+)[\"`]?\s*=\s*[\"`]?\w+[\"`]?\s*\+", body, re.I))
+    return bool(taken & given)
+
+
+def guards(kind, spec):
+    """Whether a tool's code enforces a rule of this kind: ``capacity`` (it counts a parent's rows and refuses
+    past a limit) or ``final`` (it refuses to change a record whose status is in a set of final states)."""
+    for _, body in tool_bodies(spec):
+        if kind == "capacity" and re.search(r"count\s*\(", body, re.I) and re.search(r">=?", body) \
+                and "raise" in body:
+            return True
+        if kind == "final" and re.search(r"\[[\"'](\w*status|\w*state)[\"']\]\s+(not\s+)?in\s*[\[(]", body) \
+                and "raise" in body:
+            return True
     return False
 
 
@@ -98,6 +133,8 @@ def has_rule(kind, spec):
         return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s+IN\s*\(", ddl, re.I) is not None
     if kind == "states":
         return bool(status_columns(spec))
+    if kind in ("capacity", "final"):
+        return guards(kind, spec)
     return False
 
 
@@ -117,6 +154,46 @@ def validate(spec):
             problems.append("the skill needs a %s rule; the tables have none" % kind)
     return problems
 '''
+
+
+_HAS = r'''
+
+def validate(spec):
+    have = ["operation " + kind for kind in OPERATIONS if does(kind, spec)]
+    have += ["rule " + kind for kind in RULES if has_rule(kind, spec)]
+    if status_columns(spec):
+        have.append("states")
+    for kind in TASK_KINDS:
+        have.append("tasks %s %d" % (kind, len(tasks_of_kind(spec, kind))))
+    return have
+'''
+
+
+def structure_of(spec: EnvSpec | dict[str, Any], executor: Any = "worker") -> dict[str, Any] | None:
+    """What ``spec`` has, in the terms of a skill's requirements (``operations``, ``rules``, ``states``, task
+    counts in ``tasks``), judged in the sandbox by the same code as :func:`requirement_problems`: a skill that
+    asks for no more than this holds on ``spec``. None when the check could not run."""
+    from envgen.blueprint.schema import OP_KINDS, RULE_KINDS
+    from gym_envs.spec import TASK_KINDS
+
+    source = (f"REQUIRED = {{}}\nOPERATIONS = {list(OP_KINDS)!r}\nRULES = {list(RULE_KINDS)!r}\n"
+              f"TASK_KINDS = {list(TASK_KINDS)!r}\n" + _CHECK + _HAS)
+    probe = Skill(id="structure", name="structure", description="what a spec has", validator=source)
+    out: dict[str, Any] = {"operations": [], "rules": [], "states": False, "tasks": {}}
+    for line in run_validator(probe, spec, executor=executor):
+        word, _, rest = line.partition(" ")
+        if word == "operation":
+            out["operations"].append(rest)
+        elif word == "rule":
+            out["rules"].append(rest)
+        elif word == "states":
+            out["states"] = True
+        elif word == "tasks":
+            kind, n = rest.split()
+            out["tasks"][kind] = int(n)
+        else:  # the validator did not run: "skill structure: ..."
+            return None
+    return out
 
 
 def requirements_validator(requirements: dict[str, Any]) -> str:

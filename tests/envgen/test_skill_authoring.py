@@ -17,9 +17,11 @@ from envgen.blueprint.schema import max_completion_chars
 from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.llm import LLMProposer
 from envgen.skills import Candidate, Controller, ControllerConfig, Skill, SkillLibrary
+from envgen.blueprint.schema import OP_KINDS, RULE_KINDS
 from envgen.skills.authoring import SkillWriter, parse_skill_json, skill_json_schema
-from envgen.skills.requirements import requirement_problems, requirements_validator
-from gym_envs.spec import EnvSpec
+from envgen.skills.requirements import requirement_problems, requirements_validator, structure_of
+from gym_envs.examples import EXAMPLES_DIR
+from gym_envs.spec import EnvSpec, load_spec
 
 DOC = Document.create(EXAMPLE_DOCUMENT, corpus="mem", path="library.py")
 
@@ -57,6 +59,12 @@ def _writer(skill_text: str, **kw: Any) -> SkillWriter:
 def test_schema_is_finite_and_parses_a_written_skill() -> None:
     assert 0 < max_completion_chars(skill_json_schema()) < 20_000
     assert "name" not in skill_json_schema(full=False)["properties"]
+    import re
+
+    props = skill_json_schema()["properties"]  # what the parser requires, the grammar guarantees
+    rule, name = props["rules"]["items"]["pattern"], props["name"]["pattern"]
+    assert re.match(rule, "Count copies.") and not re.match(rule, " ") and not re.match(rule, "")
+    assert re.match(name, "Shelf catalogues") and not re.match(name, "  x") and not re.match(name, "ab")
     parsed = parse_skill_json(_skill_answer(operations=["adjust"], tasks={"read": 1}))
     assert isinstance(parsed, dict) and parsed["blueprint"] == {"operations": ["adjust"], "tasks": {"read": 1}}
     assert parse_skill_json("no json here") == "no JSON object"
@@ -73,6 +81,86 @@ def test_requirements_validator_judges_any_spec() -> None:
     assert "REQUIRED = {'states': True}" in requirements_validator({"states": True})
     with pytest.raises(ValueError, match="unknown keys"):
         requirements_validator({"colour": "red"})
+
+
+def _as_requirements(have: dict[str, Any]) -> dict[str, Any]:
+    return {"operations": have["operations"], "rules": have["rules"], "states": have["states"],
+            "tasks": {k: min(2, n) for k, n in have["tasks"].items()}}
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES_DIR.glob("*.json")) + ["compiled"])
+def test_structure_of_is_what_the_requirements_confirm(name: str) -> None:
+    """Whatever a spec is reported to have, requiring it holds on the spec; whatever it lacks, requiring that
+    fails: a skill asking for no more than an example's structure holds on the example."""
+    spec = _env() if name == "compiled" else load_spec(EXAMPLES_DIR / f"{name}.json")
+    have = structure_of(spec, executor="inprocess")
+    assert have is not None and {"create", "get"} <= set(have["operations"])
+    assert requirement_problems(_as_requirements(have), spec, executor="inprocess") == []
+    for kind in set(OP_KINDS) - set(have["operations"]):
+        assert requirement_problems({"operations": [kind]}, spec, executor="inprocess"), kind
+    for kind in set(RULE_KINDS) - set(have["rules"]):
+        assert requirement_problems({"rules": [kind]}, spec, executor="inprocess"), kind
+
+
+def test_transfer_capacity_and_final_are_recognised_in_tool_code() -> None:
+    """The three kinds the requirements could name but never confirm (a skill asking for one was refused on
+    every example): moving an amount between rows or a row to another parent, a capacity check, final states."""
+    assert "transfer" in structure_of(load_spec(EXAMPLES_DIR / "bank-ledger.json"), executor="inprocess")["operations"]
+    assert "capacity" in structure_of(load_spec(EXAMPLES_DIR / "library-loans.json"), executor="inprocess")["rules"]
+    code = (
+        "def close_case(db, case_id):\n"
+        "    row = db.query('SELECT * FROM cases WHERE id = ?', [case_id])[0]\n"
+        "    if row['status'] in ['closed', 'void']:\n"
+        "        raise ToolError('a final state')\n"
+        "    db.execute('UPDATE cases SET status = ? WHERE id = ?', ['closed', case_id])\n")
+    spec = {"tools": [{"name": "close_case"}], "code": code,
+            "state": {"schema_sql": "CREATE TABLE cases (id TEXT PRIMARY KEY, status TEXT)"}, "tasks": []}
+    have = structure_of(spec, executor="inprocess")
+    assert have is not None and "final" in have["rules"] and "status" in have["operations"]
+    assert "capacity" not in have["rules"] and "transfer" not in have["operations"]
+
+
+def test_skill_schema_within_an_example_allows_only_its_structure() -> None:
+    import jsonschema
+    import xgrammar
+
+    have = {"operations": ["create", "get", "adjust"], "rules": ["unique"], "states": False,
+            "tasks": {"execute": 1, "read": 2, "decline": 0}}
+    schema = skill_json_schema(within=have)
+    xgrammar.Grammar.from_json_schema(json.dumps(schema))  # the constrained decoder takes it
+    bp = schema["properties"]["blueprint"]["properties"]
+    assert bp["operations"]["items"]["enum"] == ["create", "get", "adjust"] and bp["states"]["enum"] == [False]
+    assert bp["tasks"]["properties"]["read"]["maximum"] == 2 and bp["tasks"]["properties"]["decline"]["maximum"] == 0
+    ok = json.loads(_skill_answer(operations=["adjust"], rules=["unique"], tasks={"read": 2}))
+    jsonschema.validate(ok, schema)
+    for bad in (_skill_answer(operations=["transfer"]), _skill_answer(states=True), _skill_answer(tasks={"decline": 1})):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(json.loads(bad), schema)
+    bare = skill_json_schema(within={"operations": [], "rules": [], "states": True, "tasks": {}})
+    xgrammar.Grammar.from_json_schema(json.dumps(bare))
+    assert bare["properties"]["blueprint"]["properties"]["rules"]["maxItems"] == 0
+    assert skill_json_schema()["properties"]["blueprint"]["properties"]["states"] == {"type": "boolean"}
+
+
+def test_induction_decodes_within_its_example_and_says_what_it_has(tmp_path: Path) -> None:
+    env = _env()
+    have = structure_of(env, executor="inprocess")
+    seen: list[tuple[Any, Any]] = []
+    backend = _backend(_skill_answer(tasks={env.tasks[0].kind: 1}))
+    real = backend.generate
+
+    def generate(prompts: Any, **kw: Any) -> Any:
+        seen.append((prompts, kw.get("json_schema")))
+        return real(prompts, **kw)
+
+    backend.generate = generate
+    writer = SkillWriter(backend, LLMProposer(backend, structure="blueprint"), probes=1, executor="inprocess")
+    ctl = Controller(SkillLibrary(tmp_path / "skills"), ControllerConfig(induce_min_reward=0.5), writer=writer)
+    induced, _ = ctl.induce(1, [Candidate(env, reward=0.9, solve_rate=0.5, doc=DOC)])
+    assert induced
+    prompt, schema = next((p, s) for p, s in seen if s is not None and "tags" in s["properties"])
+    assert "Its structure: operations " + ", ".join(have["operations"]) in prompt[0][1]["content"]
+    assert schema == skill_json_schema(within=have)
 
 
 def test_writer_induces_a_skill_whose_probes_pass(tmp_path: Path) -> None:
@@ -93,11 +181,16 @@ def test_writer_induces_a_skill_whose_probes_pass(tmp_path: Path) -> None:
 
 def test_writer_refuses_candidates_that_fail(tmp_path: Path) -> None:
     env = _env()
-    # the model asks for more decline tasks than its own example has: its validator fails on the example
+    # the model asks for more decline tasks than its own example has: unconstrained, its validator fails on the
+    # example; constrained, the decoding grammar (bounded to the example's structure) cannot write it
     lib = SkillLibrary(tmp_path / "a")
-    ctl = Controller(lib, ControllerConfig(induce_min_reward=0.5), writer=_writer(_skill_answer(tasks={"decline": 2})))
+    too_many = _skill_answer(tasks={"decline": 2})
+    ctl = Controller(lib, ControllerConfig(induce_min_reward=0.5), writer=_writer(too_many, constrained=False))
     assert ctl.induce(1, [Candidate(env, reward=0.9, doc=DOC)]) == ([], [])
     assert "own example" in ctl.rejected[0][1] and len(lib) == 0
+    ctl = Controller(lib, ControllerConfig(induce_min_reward=0.5), writer=_writer(too_many))
+    assert ctl.induce(1, [Candidate(env, reward=0.9, doc=DOC)]) == ([], [])
+    assert "does not match the JSON schema" in ctl.rejected[0][1] and len(lib) == 0
     # probes the gate rejects
     lib = SkillLibrary(tmp_path / "b")
     writer = _writer(_skill_answer(), gate=lambda spec: ["synthetic: rejected"])
