@@ -35,7 +35,7 @@ import random
 import re
 from typing import Any
 
-from envgen.blueprint.schema import Blueprint, BlueprintEntity, Operation, Rule
+from envgen.blueprint.schema import MAX_STATES, Blueprint, BlueprintEntity, Operation, Rule
 from envgen.proposers.template.build import _complete_ops, _singular, _tool_name, free_tool_name
 from envgen.proposers.template.model import Column, Entity, Op, safe_name, snake
 from envgen.proposers.template.words import STATUS_TARGET
@@ -449,10 +449,14 @@ class Normalizer:
     def require_features(self, main: Entity, ops: list[Op]) -> None:
         """Add what a skill requires (``require``) and the blueprint lacks (each a repair)."""
         req = self.require
-        if req.get("states") and not main.status:
+        kinds = set(req.get("operations") or [])
+        rules = set(req.get("rules") or [])
+        if (req.get("states") or "states" in rules or "status" in kinds) and not main.status:
             main.status = ["active", "closed"]
             self.repair("skill", f"the skill needs a lifecycle; {main.name} gets states active, closed")
-        kinds = set(req.get("operations") or [])
+        if "delete" in kinds and not any(o.kind == "delete" and o.entity is main for o in ops):
+            ops.append(Op("delete", main, self.unique_tool(self.default_tool("delete", main, None), ops), ""))
+            self.repair("skill", f"the skill needs a delete tool on {main.name}; added")
         if "status" in kinds and main.status and not any(o.kind == "status" and o.entity is main for o in ops):
             target = main.status[-1]
             ops.append(Op("status", main, self.unique_tool(self.default_tool("status", main, None, target), ops),
@@ -481,7 +485,66 @@ class Normalizer:
         for rule in req.get("rules") or []:
             if rule == "non_negative":
                 nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
-                if nums and all(c.minimum is None for c in nums):
-                    nums[0].minimum = 0
-                    self.repair("skill", f"the skill needs a non-negative rule; applied to {nums[0].name!r}")
+                if not any(c.minimum == 0 for c in nums):
+                    col = next((c for c in nums if c.minimum is None), None) or self.number_column(main, rule)
+                    col.minimum = 0
+                    self.repair("skill", f"the skill needs a non-negative rule; applied to {col.name!r}")
+            elif rule == "range":
+                nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+                if not any(c.maximum is not None for c in nums):
+                    col = next(iter(nums), None) or self.number_column(main, rule)
+                    col.minimum = 0 if col.minimum is None else col.minimum
+                    col.maximum = max(1000, int(col.minimum) + 1)
+                    self.repair("skill", f"the skill needs a range rule; {col.name!r} runs from {col.minimum:g} to "
+                                         f"{col.maximum:g}")
+            elif rule == "enum":
+                if not any(c.enum for e in self.entities.values() for c in e.columns):
+                    name = self.free_column(main, "category")
+                    main.columns.append(Column(name, "TEXT", "", enum=["general", "special"],
+                                               description="the kind of record"))
+                    self.repair("skill", f"the skill needs an enum; {main.name} gets a {name!r} of general or "
+                                         "special")
+            elif rule == "final":
+                self.require_final(main, ops)
+            elif rule == "capacity":
+                self.require_capacity(main)
+
+    def number_column(self, main: Entity, rule: str) -> Column:
+        """A new integer column of the main entity, for a rule on a number it lacks."""
+        col = Column(self.free_column(main, "quantity"), "INTEGER", "", description="how many it holds")
+        main.columns.append(col)
+        self.repair("skill", f"the skill needs a {rule} rule on a number; {main.name} gets an integer {col.name!r}")
+        return col
+
+    @staticmethod
+    def free_column(ent: Entity, base: str) -> str:
+        """``base``, or ``base_2``, ``base_3``... : a column name the entity does not use yet."""
+        taken = {c.name for c in ent.columns} | {ent.key.name, "id", "status"}
+        return next(n for n in [base, *(f"{base}_{i}" for i in range(2, 100))] if n not in taken)
+
+    def require_final(self, main: Entity, ops: list[Op]) -> None:
+        """A final state of the main entity, and a status tool that refuses to move a record out of it (the
+        lifecycle the ``final`` requirement names; as the deepening pass writes one)."""
+        if not main.status:
+            main.status = ["active", "closed"]
+            self.repair("skill", f"the skill needs a final state; {main.name} gets states active, closed")
+        if not main.final:
+            if len(main.status) < 3 and len(main.status) < MAX_STATES and "archived" not in main.status:
+                main.status.append("archived")
+            main.final = [main.status[-1]]
+            self.repair("skill", f"the skill needs a final state; {main.final[0]!r} of {main.name} is one")
+        mine = [o for o in ops if o.kind == "status" and o.entity is main]
+        for target in (main.final[0], next((s for s in main.status[1:] if s not in main.final), None)):
+            if target is not None and not any(o.target == target for o in mine):
+                ops.append(Op("status", main, self.unique_tool(self.default_tool("status", main, None, target), ops),
+                              "", target=target))
+                self.repair("skill", f"the skill needs a final state; added a status tool to {target!r}")
+
+    def require_capacity(self, main: Entity) -> None:
+        """A capacity on the entity whose records others belong to (the main one, or its parent)."""
+        holder = main if any(e.parent is main for e in self.entities.values()) else main.parent
+        if holder is None or holder.capacity is not None or holder.capacity_column is not None:
+            return
+        holder.capacity = 5
+        self.repair("skill", f"the skill needs a capacity; a {holder.name} holds at most 5 records")
 

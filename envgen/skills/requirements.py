@@ -17,7 +17,8 @@ a whole spec, a person):
   another parent (sets an ``*_id`` column), ``get``/``find``/``list`` is a tool that only reads;
 * ``rules``: the DDL has it: ``unique`` a ``UNIQUE``, ``required`` a ``NOT NULL`` beyond
   the primary key, ``non_negative`` a ``CHECK (x >= 0)``, ``range`` a bounded ``CHECK``,
-  ``enum`` a ``CHECK (x IN (...))``, ``states`` a status-like column; or a tool's code
+  ``enum`` a ``CHECK (x IN (...))`` (or a tool parameter with an ``enum``: the values are
+  checked where they come in), ``states`` a status-like column; or a tool's code
   enforces it: ``capacity`` counts rows and refuses past a limit, ``final`` refuses a record
   whose status is in a set of final states.
 
@@ -130,7 +131,9 @@ def has_rule(kind, spec):
     if kind == "range":
         return re.search(r"CHECK\s*\([^)]*(<=|<|BETWEEN)", ddl, re.I) is not None
     if kind == "enum":
-        return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s+IN\s*\(", ddl, re.I) is not None
+        return (re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s+IN\s*\(", ddl, re.I) is not None
+                or any(isinstance(prm, dict) and prm.get("enum") for t in spec.get("tools", [])
+                       for prm in ((t.get("parameters") or {}).get("properties") or {}).values()))
     if kind == "states":
         return bool(status_columns(spec))
     if kind in ("capacity", "final"):

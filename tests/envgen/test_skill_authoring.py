@@ -120,6 +120,21 @@ def test_transfer_capacity_and_final_are_recognised_in_tool_code() -> None:
     assert "capacity" not in have["rules"] and "transfer" not in have["operations"]
 
 
+@pytest.mark.parametrize("require", [{"operations": [k]} for k in OP_KINDS] + [{"rules": [k]} for k in RULE_KINDS]
+                         + [{"states": True}, {"operations": ["delete", "status", "transfer"], "rules": ["range", "enum"]},
+                            {"rules": ["non_negative", "final", "capacity"], "tasks": {"decline": 1}}], ids=str)
+def test_the_compiler_supplies_every_requirement_a_skill_can_name(require: dict[str, Any]) -> None:
+    """Whatever a skill's blueprint section asks for, the compiler adds when the model's blueprint lacks it, so
+    a skill-routed proposal can meet its skill (delete, range, enum, capacity and final could not before)."""
+    from envgen.blueprint.compiler import CompileOptions
+    from envgen.validate import validate_spec
+
+    spec = compile_blueprint(write_blueprint(DOC, 0).blueprint, DOC, seed=0,
+                             options=CompileOptions(require=require)).spec
+    assert requirement_problems(require, spec, executor="inprocess") == []
+    assert validate_spec(spec, executor="inprocess").accepted
+
+
 def test_skill_schema_within_an_example_allows_only_its_structure() -> None:
     import jsonschema
     import xgrammar
