@@ -465,10 +465,10 @@ class Normalizer:
         if "adjust" in kinds and not any(o.kind == "adjust" for o in ops):
             nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
             if not nums:
-                col = Column("balance", "INTEGER", "", description="the amount it holds")
+                col = Column(self.free_column(main, "balance"), "INTEGER", "", description="the amount it holds")
                 main.columns.append(col)
                 nums = [col]
-                self.repair("skill", f"the skill needs a balance; {main.name} gets an integer 'balance'")
+                self.repair("skill", f"the skill needs a balance; {main.name} gets an integer {col.name!r}")
             ops.append(Op("adjust", main, self.unique_tool(self.default_tool("adjust", main, nums[0]), ops), "",
                           column=nums[0]))
             self.repair("skill", f"the skill needs an adjust tool on {nums[0].name!r}; added")
@@ -476,13 +476,17 @@ class Normalizer:
             nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
             moved: Column | None = nums[0] if nums else None
             if moved is None and main.parent is None:
-                moved = Column("balance", "INTEGER", "", description="the amount it holds")
+                moved = Column(self.free_column(main, "balance"), "INTEGER", "", description="the amount it holds")
                 main.columns.append(moved)
-                self.repair("skill", f"the skill needs a transfer; {main.name} gets an integer 'balance'")
+                self.repair("skill", f"the skill needs a transfer; {main.name} gets an integer {moved.name!r}")
             ops.append(Op("transfer", main, self.unique_tool(self.default_tool("transfer", main, moved), ops), "",
                           column=moved))
             self.repair("skill", f"the skill needs a transfer tool on {main.name}; added")
-        for rule in req.get("rules") or []:
+        self.require_rules(main, ops)
+
+    def require_rules(self, main: Entity, ops: list[Op]) -> None:
+        """The rules a skill requires that the blueprint lacks (each a repair)."""
+        for rule in self.require.get("rules") or []:
             if rule == "non_negative":
                 nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
                 if not any(c.minimum == 0 for c in nums):

@@ -13,11 +13,10 @@ from click.testing import CliRunner
 from corpora import Document
 from envgen.blueprint.compiler import compile_blueprint
 from envgen.blueprint.prompt import EXAMPLE_DOCUMENT
-from envgen.blueprint.schema import max_completion_chars
+from envgen.blueprint.schema import OP_KINDS, RULE_KINDS, max_completion_chars
 from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.llm import LLMProposer
 from envgen.skills import Candidate, Controller, ControllerConfig, Skill, SkillLibrary
-from envgen.blueprint.schema import OP_KINDS, RULE_KINDS
 from envgen.skills.authoring import SkillWriter, parse_skill_json, skill_json_schema
 from envgen.skills.requirements import requirement_problems, requirements_validator, structure_of
 from gym_envs.examples import EXAMPLES_DIR
@@ -88,7 +87,7 @@ def _as_requirements(have: dict[str, Any]) -> dict[str, Any]:
             "tasks": {k: min(2, n) for k, n in have["tasks"].items()}}
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLES_DIR.glob("*.json")) + ["compiled"])
+@pytest.mark.parametrize("name", [*sorted(p.stem for p in EXAMPLES_DIR.glob("*.json")), "compiled"])
 def test_structure_of_is_what_the_requirements_confirm(name: str) -> None:
     """Whatever a spec is reported to have, requiring it holds on the spec; whatever it lacks, requiring that
     fails: a skill asking for no more than an example's structure holds on the example."""
@@ -120,9 +119,12 @@ def test_transfer_capacity_and_final_are_recognised_in_tool_code() -> None:
     assert "capacity" not in have["rules"] and "transfer" not in have["operations"]
 
 
-@pytest.mark.parametrize("require", [{"operations": [k]} for k in OP_KINDS] + [{"rules": [k]} for k in RULE_KINDS]
-                         + [{"states": True}, {"operations": ["delete", "status", "transfer"], "rules": ["range", "enum"]},
-                            {"rules": ["non_negative", "final", "capacity"], "tasks": {"decline": 1}}], ids=str)
+REQUIREMENTS = [*({"operations": [k]} for k in OP_KINDS), *({"rules": [k]} for k in RULE_KINDS), {"states": True},
+                {"operations": ["delete", "status", "transfer"], "rules": ["range", "enum"]},
+                {"rules": ["non_negative", "final", "capacity"], "tasks": {"decline": 1}}]
+
+
+@pytest.mark.parametrize("require", REQUIREMENTS, ids=str)
 def test_the_compiler_supplies_every_requirement_a_skill_can_name(require: dict[str, Any]) -> None:
     """Whatever a skill's blueprint section asks for, the compiler adds when the model's blueprint lacks it, so
     a skill-routed proposal can meet its skill (delete, range, enum, capacity and final could not before)."""
@@ -148,7 +150,8 @@ def test_skill_schema_within_an_example_allows_only_its_structure() -> None:
     assert bp["tasks"]["properties"]["read"]["maximum"] == 2 and bp["tasks"]["properties"]["decline"]["maximum"] == 0
     ok = json.loads(_skill_answer(operations=["adjust"], rules=["unique"], tasks={"read": 2}))
     jsonschema.validate(ok, schema)
-    for bad in (_skill_answer(operations=["transfer"]), _skill_answer(states=True), _skill_answer(tasks={"decline": 1})):
+    for bad in (_skill_answer(operations=["transfer"]), _skill_answer(states=True),
+                _skill_answer(tasks={"decline": 1})):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(json.loads(bad), schema)
     bare = skill_json_schema(within={"operations": [], "rules": [], "states": True, "tasks": {}})
