@@ -235,8 +235,8 @@ class Library:
             n = c.execute(sa.delete(ENVS).where(ENVS.c.id.in_(ids))).rowcount
             c.execute(sa.delete(TASK_STATS).where(TASK_STATS.c.env_id.in_(ids)))
             c.execute(sa.delete(SOLVE_HISTORY).where(SOLVE_HISTORY.c.env_id.in_(ids)))
-        for gone in moved:
-            gone.unlink(missing_ok=True)
+        for env_id in ids:  # those renamed now, and any a removal cut short left behind
+            self.spec_path(env_id).with_suffix(".json.removed").unlink(missing_ok=True)
         return max(int(n or 0), len(moved))
 
     def run_env_ids(self, run_id_prefix: str) -> dict[str, str]:

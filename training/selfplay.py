@@ -225,7 +225,8 @@ class SelfPlay:
         gone = {"environments in the library": self.library.remove(stale)}
         for name in ("metrics.jsonl", "episodes.jsonl"):
             gone[f"lines of {name}"] = drop_rounds_from(self.run_dir / name, first)
-        snaps = [p for p in (self.run_dir / "skill-rounds").glob("round-*") if int(p.name[6:]) >= first]
+        snaps = [p for p in (self.run_dir / "skill-rounds").glob("round-*")
+                 if p.name[6:].isdigit() and int(p.name[6:]) >= first]
         for snap in snaps:
             shutil.rmtree(snap)
         gone["skill snapshots"] = len(snaps)

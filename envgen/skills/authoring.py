@@ -239,7 +239,7 @@ class SkillWriter:
 
         return [str(r) for r in validate_spec(spec, executor=self.executor).reasons]
 
-    def _write(self, chats: list[list[dict[str, str]]], *, full: bool, seed: int,
+    def write(self, chats: list[list[dict[str, str]]], *, full: bool, seed: int,
                within: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any] | str]:
         """The model's skills for ``chats``; ``within[i]`` bounds chat i's blueprint section (constrained
         decoding: :func:`skill_json_schema`). Chats that share a schema are generated in one batch."""
@@ -257,6 +257,7 @@ class SkillWriter:
                 from envgen.blueprint.schema import max_completion_chars
 
                 limit = max(limit, max_completion_chars(schema))
+            failed = ""
             try:
                 outs = self.backend.generate([chats[i] for i in idx], max_new_tokens=limit,
                                              temperature=self.temperature, seed=seed, json_schema=schema)
@@ -294,7 +295,7 @@ class SkillWriter:
                make_id: Callable[[str], str]) -> list[Written]:
         """Candidate skills from ``(spec, solve_rate, blueprint, doc)`` exploration environments."""
         within = [structure_of(s, executor=self.executor) for s, _, _, _ in items]
-        answers = self._write([induction_messages(s, p, bp, w) for (s, p, bp, _), w in zip(items, within, strict=True)],
+        answers = self.write([induction_messages(s, p, bp, w) for (s, p, bp, _), w in zip(items, within, strict=True)],
                               full=True, seed=iteration, within=within)
         cands: list[tuple[int, Skill]] = []
         out: list[Written] = []
@@ -321,7 +322,7 @@ class SkillWriter:
     def refine(self, skills: Sequence[Skill], failures: dict[str, list[str]], docs: Sequence[Any],
                iteration: int) -> list[Written]:
         """Rewritten copies of ``skills`` (the originals are untouched), each kept only if its probes pass."""
-        answers = self._write([refinement_messages(s, failures.get(s.id, [])) for s in skills], full=False,
+        answers = self.write([refinement_messages(s, failures.get(s.id, [])) for s in skills], full=False,
                               seed=iteration)
         out: list[Written] = []
         for s, ans in zip(skills, answers, strict=True):

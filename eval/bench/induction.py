@@ -86,7 +86,7 @@ def run(*, model: str, corpus: str = "stdlib", envs: int = 8, device: str = "cpu
                 within = [structure_of(s, executor=ex) if mode == "within" else None for s, _ in items]
                 chats = [induction_messages(s, 0.5, bp, w) for (s, bp), w in zip(items, within, strict=True)]
                 t0 = time.perf_counter()
-                answers = writer._write(chats, full=True, seed=seed, within=within)
+                answers = writer.write(chats, full=True, seed=seed, within=within)
                 seconds = time.perf_counter() - t0
                 held, unusable, problems = 0, [], []
                 for (spec, _), ans in zip(items, answers, strict=True):
