@@ -275,6 +275,10 @@ class SelfPlayConfig:
     eval_every: Int = 1
     eval_attempts: Int = 2  #: episodes per held-out task (sampled at ``rollout.temperature``)
     eval_tasks_per_env: Int | None = None  #: first N tasks of each held-out environment (None: all)
+    #: documents the policy writes a proposal for *without* the decoding grammar at the start of every round,
+    #: gated (0: off): acceptance where constrained decoding does not carry the model, which has room to rise
+    #: when constrained acceptance starts near 1 (``probe`` in the round's metrics; a fixed sample of the docs)
+    acceptance_probe: Int = 0
     checkpoint_every: Int = 1  #: rounds between checkpoints
     keep_checkpoints: Int | None = None  #: keep only the newest N (None: all)
     histogram_bins: Int = 5  #: bins of the per-round solve-rate histogram
@@ -300,6 +304,8 @@ class SelfPlayConfig:
             raise ValueError("keep_checkpoints must be >= 1 or null")
         if self.histogram_bins < 1:
             raise ValueError("histogram_bins must be >= 1")
+        if self.acceptance_probe < 0:
+            raise ValueError("acceptance_probe must be >= 0 (documents; 0: off)")
         if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1:
             raise ValueError("distill_episodes, eval_every and eval_attempts must be >= 1")
         if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:

@@ -2,6 +2,9 @@
 
 One round (:meth:`SelfPlay.round`):
 
+0. **probe** (``selfplay.acceptance_probe``: N documents, 0 to skip) -- the policy as it starts the round
+   writes a proposal for each of N fixed documents *without* the decoding grammar, and the gate judges
+   them: acceptance where constrained decoding does not carry the model (``probe`` in the metrics);
 1. **propose** -- envgen's dual stream (:func:`envgen.skills.run_round`): documents
    from the corpus, skills routed by the controller, ``group_size`` (G) proposals
    per document from the same prompt, written by the ``llm`` proposer over a
@@ -45,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import random
 import shutil
 import time
 import warnings
@@ -137,6 +141,8 @@ class SelfPlay:
         self.controller = Controller(SkillLibrary(self.skills_dir), sp.controller, writer=writer)
         self.library = Library(sp.library or self.run_dir / "library")
         self.docs = docs if docs is not None else self._load_docs()
+        self.probe_docs = self._probe_docs()
+        self.free_proposer = self._proposer(sp.proposer.structure, constrained=False)
         self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
                                         cfg.rollout.max_steps)
         self.teacher = teacher
@@ -156,12 +162,34 @@ class SelfPlay:
         self._discard_rounds_from(self.start_round)
 
     # -- setup ------------------------------------------------------------------------------------
-    def _proposer(self, structure: str) -> LLMProposer:
+    def _proposer(self, structure: str, *, constrained: bool | None = None) -> LLMProposer:
         p = self.cfg.selfplay.proposer
         return LLMProposer(self.backend, max_new_tokens=p.max_new_tokens, temperature=p.temperature, top_p=p.top_p,
                            excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples, example_tokens=p.example_tokens,
                            skill_level=p.skill_level, system_prompt=p.system_prompt, structure=structure,
-                           constrained=p.constrained)
+                           constrained=p.constrained if constrained is None else constrained)
+
+    def _probe_docs(self) -> list[Any]:
+        """The fixed documents of ``selfplay.acceptance_probe`` (a seeded order of the pool, the same every round;
+        a pool smaller than the probe is gone through again)."""
+        n = self.cfg.selfplay.acceptance_probe
+        order = random.Random(self.cfg.run.seed * 31 + 7).sample(self.docs, len(self.docs))
+        return [order[i % len(order)] for i in range(n)] if n and order else []
+
+    def _probe(self, r: int) -> dict[str, Any] | None:
+        """``selfplay.acceptance_probe``: the policy as it starts round ``r`` writes a proposal for each probe
+        document without the decoding grammar; the share the gate accepts (round 0: the warm start)."""
+        if not self.probe_docs:
+            return None
+        from envgen.validate import validate_spec
+
+        t0 = time.perf_counter()
+        props = self.free_proposer.propose_batch(self.probe_docs, seed=self.cfg.run.seed * 7 + r)
+        specs = [p.spec for p in props if p.spec is not None]
+        accepted = sum(validate_spec(s, executor=self.cfg.selfplay.round.validation).accepted for s in specs)
+        n = len(self.probe_docs)
+        return {"documents": n, "parsed": len(specs) / n, "acceptance": accepted / n,
+                "seconds": time.perf_counter() - t0}
 
     def _reference_model(self) -> Any:
         """A frozen copy for the KL penalty (None with LoRA: the adapter is switched off instead)."""
@@ -284,6 +312,7 @@ class SelfPlay:
         """Run round ``r`` (see the module docstring); returns its metrics."""
         cfg, sp = self.cfg, self.cfg.selfplay
         self._round = r
+        probe = self._probe(r)  # before the round's own generation: its records and timer start after it
         self._episodes, self._eval_episodes, self._groups, self._env_rates = [], [], [], []
         self.backend.take_records()
         self.backend.timer.seconds = self.backend.timer.tokens = 0
@@ -313,6 +342,8 @@ class SelfPlay:
                                backend_timer=self.backend.timer, seconds=seconds,
                                skills_active=len(self.controller.library), library_size=len(self.library),
                                bins=sp.histogram_bins)
+        if probe is not None:
+            metrics["probe"] = probe
         self.metrics.log(metrics, step=r)
         self._write_episodes(r)
         self.history.append(metrics)

@@ -147,7 +147,9 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert [r["solver_episodes"] for r in base["rounds"]] == base["episodes"]
     assert sp["eval_final"] is not None and base["eval_final"] is not None
     assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "heldout_checks_met",
-                                   "env_share_max", "env_share_met"}
+                                   "env_share_max", "env_share_met", "probe_acceptance_rise_points",
+                                   "probe_acceptance_met"}
+    assert all(r["probe_acceptance"] is not None for r in sp["rounds"])  # the tiny bench probes 1 document
     assert res["environments"]["train_templates"] >= 1 and res["heldout_model"]["accepted"] >= 1
     for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
         assert (out / name).is_file(), name
@@ -183,6 +185,7 @@ def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
                                                                 - base["rounds"][0]["heldout_reward"]))
     t = res["targets"]
     assert not t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    assert t["probe_acceptance_rise_points"] is None and not t["probe_acceptance_met"]  # that run had no probe
     md = (tmp_path / "selfplay.md").read_text()
     assert "| held-out checks | baseline checks |" in md and "| selfplay, check fraction | 0.626 |" in md
     assert "noise of one measurement" in md and (tmp_path / "selfplay.png").stat().st_size > 10_000
