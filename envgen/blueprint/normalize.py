@@ -58,6 +58,11 @@ RESERVED_TOOL_NAMES = frozenset(
 _TOOL = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 
 
+def _numbers(ent: Entity) -> list[Column]:
+    """The entity's number columns (integer or real), in order."""
+    return [c for c in ent.columns if c.sqltype in ("INTEGER", "REAL")]
+
+
 class Normalizer:
     """Turns one blueprint into entities and operations, collecting repairs in ``self.repairs``."""
 
@@ -356,7 +361,7 @@ class Normalizer:
         elif op.kind == "adjust":
             col = ent.column(safe_name(op.field or "") or "")
             if col is None or col.sqltype not in ("INTEGER", "REAL"):
-                nums = [c for c in ent.columns if c.sqltype in ("INTEGER", "REAL")]
+                nums = _numbers(ent)
                 if not nums:
                     self.repair(where, f"{ent.name} has no number field to adjust; operation dropped")
                     return None
@@ -394,7 +399,7 @@ class Normalizer:
 
     def transfer_column(self, op: Operation, ent: Entity, where: str) -> Column | bool | None:
         """The number a transfer moves between records, None to move records between parents, False: dropped."""
-        nums = [c for c in ent.columns if c.sqltype in ("INTEGER", "REAL")]
+        nums = _numbers(ent)
         if op.field is not None:
             col = ent.column(safe_name(op.field) or "")
             if col is not None and col.sqltype in ("INTEGER", "REAL"):
@@ -455,32 +460,29 @@ class Normalizer:
             main.status = ["active", "closed"]
             self.repair("skill", f"the skill needs a lifecycle; {main.name} gets states active, closed")
         if "delete" in kinds and not any(o.kind == "delete" and o.entity is main for o in ops):
-            ops.append(Op("delete", main, self.unique_tool(self.default_tool("delete", main, None), ops), ""))
+            self.add_op("delete", main, ops)
             self.repair("skill", f"the skill needs a delete tool on {main.name}; added")
         if "status" in kinds and main.status and not any(o.kind == "status" and o.entity is main for o in ops):
             target = main.status[-1]
-            ops.append(Op("status", main, self.unique_tool(self.default_tool("status", main, None, target), ops),
-                          "", target=target))
+            self.add_op("status", main, ops, target=target)
             self.repair("skill", f"the skill needs a status transition; added one to {target!r}")
         if "adjust" in kinds and not any(o.kind == "adjust" for o in ops):
-            nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+            nums = _numbers(main)
             if not nums:
                 col = Column(self.free_column(main, "balance"), "INTEGER", "", description="the amount it holds")
                 main.columns.append(col)
                 nums = [col]
                 self.repair("skill", f"the skill needs a balance; {main.name} gets an integer {col.name!r}")
-            ops.append(Op("adjust", main, self.unique_tool(self.default_tool("adjust", main, nums[0]), ops), "",
-                          column=nums[0]))
+            self.add_op("adjust", main, ops, column=nums[0])
             self.repair("skill", f"the skill needs an adjust tool on {nums[0].name!r}; added")
         if "transfer" in kinds and not any(o.kind == "transfer" for o in ops):
-            nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+            nums = _numbers(main)
             moved: Column | None = nums[0] if nums else None
             if moved is None and main.parent is None:
                 moved = Column(self.free_column(main, "balance"), "INTEGER", "", description="the amount it holds")
                 main.columns.append(moved)
                 self.repair("skill", f"the skill needs a transfer; {main.name} gets an integer {moved.name!r}")
-            ops.append(Op("transfer", main, self.unique_tool(self.default_tool("transfer", main, moved), ops), "",
-                          column=moved))
+            self.add_op("transfer", main, ops, column=moved)
             self.repair("skill", f"the skill needs a transfer tool on {main.name}; added")
         self.require_rules(main, ops)
 
@@ -488,13 +490,13 @@ class Normalizer:
         """The rules a skill requires that the blueprint lacks (each a repair)."""
         for rule in self.require.get("rules") or []:
             if rule == "non_negative":
-                nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+                nums = _numbers(main)
                 if not any(c.minimum == 0 for c in nums):
                     col = next((c for c in nums if c.minimum is None), None) or self.number_column(main, rule)
                     col.minimum = 0
                     self.repair("skill", f"the skill needs a non-negative rule; applied to {col.name!r}")
             elif rule == "range":
-                nums = [c for c in main.columns if c.sqltype in ("INTEGER", "REAL")]
+                nums = _numbers(main)
                 if not any(c.maximum is not None for c in nums):
                     col = next(iter(nums), None) or self.number_column(main, rule)
                     col.minimum = 0 if col.minimum is None else col.minimum
@@ -523,8 +525,13 @@ class Normalizer:
     @staticmethod
     def free_column(ent: Entity, base: str) -> str:
         """``base``, or ``base_2``, ``base_3``... : a column name the entity does not use yet."""
-        taken = {c.name for c in ent.columns} | {ent.key.name, "id", "status"}
-        return next(n for n in [base, *(f"{base}_{i}" for i in range(2, 100))] if n not in taken)
+        return free_tool_name(base, {c.name for c in ent.columns} | {ent.key.name, "id", "status"})
+
+    def add_op(self, kind: str, main: Entity, ops: list[Op], *, column: Column | None = None,
+               target: str | None = None) -> None:
+        """Append a ``kind`` operation on ``main`` under its default tool name (numbered when taken)."""
+        tool = self.unique_tool(self.default_tool(kind, main, column, target), ops)
+        ops.append(Op(kind, main, tool, "", column=column, target=target))
 
     def require_final(self, main: Entity, ops: list[Op]) -> None:
         """A final state of the main entity, and a status tool that refuses to move a record out of it (the
@@ -540,8 +547,7 @@ class Normalizer:
         mine = [o for o in ops if o.kind == "status" and o.entity is main]
         for target in (main.final[0], next((s for s in main.status[1:] if s not in main.final), None)):
             if target is not None and not any(o.target == target for o in mine):
-                ops.append(Op("status", main, self.unique_tool(self.default_tool("status", main, None, target), ops),
-                              "", target=target))
+                self.add_op("status", main, ops, target=target)
                 self.repair("skill", f"the skill needs a final state; added a status tool to {target!r}")
 
     def require_capacity(self, main: Entity) -> None:
