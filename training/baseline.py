@@ -123,7 +123,7 @@ class FixedEnvGRPO:
         assign_advantages(samples)
         t1 = time.perf_counter()
         upd = scheduled_update(self.model, self.optimizer, samples, schedule="joint", pad_id=self.chat.pad_id,
-                               cfg=self.update_cfg)
+                               cfg=self.update_cfg, seed=r)
         self.generator.sync()
         t_update = time.perf_counter() - t1
         bs, allb = batch_stats(train), batch_stats(eps)

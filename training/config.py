@@ -279,6 +279,9 @@ class SelfPlayConfig:
     #: gated (0: off): acceptance where constrained decoding does not carry the model, which has room to rise
     #: when constrained acceptance starts near 1 (``probe`` in the round's metrics; a fixed sample of the docs)
     acceptance_probe: Int = 0
+    #: rounds between probes (round 0 is always probed, and the final policy after the last round:
+    #: ``probe_final`` in ``summary.json``); each probe costs a proposal batch decoded to its end
+    acceptance_probe_every: Int = 1
     checkpoint_every: Int = 1  #: rounds between checkpoints
     keep_checkpoints: Int | None = None  #: keep only the newest N (None: all)
     histogram_bins: Int = 5  #: bins of the per-round solve-rate histogram
@@ -306,8 +309,9 @@ class SelfPlayConfig:
             raise ValueError("histogram_bins must be >= 1")
         if self.acceptance_probe < 0:
             raise ValueError("acceptance_probe must be >= 0 (documents; 0: off)")
-        if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1:
-            raise ValueError("distill_episodes, eval_every and eval_attempts must be >= 1")
+        if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1 \
+                or self.acceptance_probe_every < 1:
+            raise ValueError("distill_episodes, eval_every, eval_attempts and acceptance_probe_every must be >= 1")
         if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
             raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
 

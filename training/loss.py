@@ -12,8 +12,12 @@ a student prefix, padding), plus its advantage and its role.
   ``loss_type`` ``grpo`` averages tokens per sequence then sequences,
   ``dapo``/``bnpo`` average over all trained tokens of the batch;
 * :func:`nll_loss` -- masked cross-entropy (distillation, SFT warm start);
-* :func:`update` -- micro-batches, gradient accumulation over the whole batch,
-  gradient clipping, one optimizer step; returns the statistics;
+* :func:`update` -- the optimizer steps over a batch: by default one (micro-batches,
+  gradient accumulation over the whole batch, gradient clipping); with
+  ``num_iterations`` (TRL's μ) and ``steps_per_generation`` the batch is gone through
+  μ times, each time in that many shuffled mini-batches of one step each, against the
+  log-probabilities of the policy that sampled it (so the clipped surrogate clips);
+  returns the statistics;
 * :func:`update_config` and :func:`make_optimizer` -- the update's knobs and the AdamW
   optimizer from TRL's ``GRPOConfig`` (the self-play, baseline and distillation trainers).
 """
@@ -62,19 +66,39 @@ class UpdateConfig:
     loss_type: str = "dapo"
     temperature: float = 1.0
     autocast_bf16: bool = False  #: forward passes under bf16 autocast (mixed precision over fp32 weights)
+    #: passes over a batch (TRL's ``num_iterations``, μ); a pass after the first learns from samples the policy
+    #: has moved away from, which the clipped ratio bounds
+    num_iterations: int = 1
+    #: optimizer steps per pass: the batch is split into this many shuffled mini-batches (TRL's
+    #: ``steps_per_generation`` over ``gradient_accumulation_steps``); 1: one step on the whole batch
+    steps_per_generation: int = 1
+    seed: int = 0  #: the mini-batches' shuffle
 
     def __post_init__(self) -> None:
+        if self.num_iterations < 1 or self.steps_per_generation < 1:
+            raise ValueError(f"num_iterations ({self.num_iterations}) and steps_per_generation "
+                             f"({self.steps_per_generation}) must be >= 1")
         if self.loss_type not in ("grpo", "dapo", "bnpo"):
             raise ValueError(f"loss_type {self.loss_type!r} is not supported by the self-play and distillation "
                              "updates; use grpo, dapo or bnpo (TRL's GRPOTrainer has the others for `train solver`)")
 
 
-def update_config(grpo: Any, temperature: float) -> UpdateConfig:
-    """The update's knobs from TRL's ``GRPOConfig`` (any object with its fields)."""
+def update_config(grpo: Any, temperature: float, *, steps_per_generation: int | None = None) -> UpdateConfig:
+    """The update's knobs from TRL's ``GRPOConfig`` (any object with its fields).
+
+    ``steps_per_generation``: the value the configuration set (``grpo.steps_per_generation``; None: one step
+    per pass). It is passed apart because the self-play trainers build their ``GRPOConfig`` with a generation
+    batch of their own, which derives a ``steps_per_generation`` that says nothing about theirs. As in TRL,
+    ``gradient_accumulation_steps`` of those steps make one optimizer step.
+    """
+    accumulate = max(1, int(getattr(grpo, "gradient_accumulation_steps", 1) or 1))
+    steps = max(1, int(steps_per_generation) // accumulate) if steps_per_generation else 1
     return UpdateConfig(micro_batch_size=grpo.per_device_train_batch_size, max_grad_norm=grpo.max_grad_norm,
                         epsilon_low=grpo.epsilon, epsilon_high=grpo.epsilon_high or grpo.epsilon,
                         beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
-                        autocast_bf16=bool(getattr(grpo, "bf16", False)))
+                        autocast_bf16=bool(getattr(grpo, "bf16", False)),
+                        num_iterations=int(getattr(grpo, "num_iterations", 1) or 1), steps_per_generation=steps,
+                        seed=int(getattr(grpo, "seed", 0) or 0))
 
 
 def make_optimizer(model: Any, grpo: Any) -> Any:
@@ -212,25 +236,85 @@ def reference_logprobs(model: Any, ref_model: Any = None) -> Callable[[dict[str,
 
 def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int, cfg: UpdateConfig,
            objective: str = "policy", reference: Callable[[dict[str, Any], float], Any] | None = None,
-           backward: Callable[[Any], None] | None = None) -> dict[str, float]:
-    """One optimizer step over ``samples`` (``objective``: ``policy`` or ``nll``); returns statistics.
+           backward: Callable[[Any], None] | None = None, seed: int = 0) -> dict[str, float]:
+    """The optimizer steps over ``samples`` (``objective``: ``policy`` or ``nll``); returns statistics.
 
-    A step whose gradient norm is not finite is skipped (``stats["skipped"]`` is 1), as mixed-precision
+    One step on the whole batch, unless ``cfg.num_iterations`` or ``cfg.steps_per_generation`` ask for more
+    (the module docstring). Then the log-probabilities of the policy as it was before the first step are
+    computed once, every step's ratio is taken against them, and the mini-batches are shuffled with
+    ``cfg.seed`` and ``seed`` (pass a round number, so rounds differ).
+
+    The statistics: ``samples`` and ``trained_tokens`` of the batch, ``steps`` (optimizer steps taken),
+    ``skipped`` (steps left out, below), and the mean over steps of ``loss``, ``grad_norm``, ``clip_ratio``
+    and ``kl``.
+
+    A step whose gradient norm is not finite is skipped (``stats["skipped"]`` counts them), as mixed-precision
     trainers skip an overflowed step: one inf gradient would otherwise turn every weight into NaN.
 
     ``reference(batch, temperature)`` gives reference log-probabilities for the KL penalty
     (:func:`reference_logprobs`; only used when ``cfg.beta`` is not 0).
     """
-    import torch
+    import random
 
     samples = [s for s in samples if s.trained_tokens > 0 and (objective == "nll" or s.advantage != 0.0)]
     stats: dict[str, float] = {"loss": 0.0, "samples": float(len(samples)), "trained_tokens": 0.0,
-                               "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0, "skipped": 0.0}
+                               "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0, "skipped": 0.0, "steps": 0.0}
     if not samples:
         return stats
+    stats["trained_tokens"] = float(sum(s.trained_tokens for s in samples))
+    parts = min(cfg.steps_per_generation, len(samples))
+    if cfg.num_iterations == 1 and parts == 1:
+        return _step(model, optimizer, samples, None, pad_id=pad_id, cfg=cfg, objective=objective,
+                     reference=reference, backward=backward, into=stats)
+    old = _old_logprobs(model, samples, pad_id, cfg) if objective != "nll" else [None] * len(samples)
+    rng = random.Random(cfg.seed * 1_000_003 + seed)
+    steps: list[dict[str, float]] = []
+    for _ in range(cfg.num_iterations):
+        order = rng.sample(range(len(samples)), len(samples))
+        for k in range(parts):
+            idx = order[k::parts]
+            steps.append(_step(model, optimizer, [samples[i] for i in idx], [old[i] for i in idx], pad_id=pad_id,
+                               cfg=cfg, objective=objective, reference=reference, backward=backward))
+    for key in ("loss", "grad_norm", "clip_ratio", "kl"):
+        finite = [st[key] for st in steps if math.isfinite(st[key])]
+        stats[key] = sum(finite) / len(finite) if finite else float("nan")
+    stats["skipped"] = sum(st["skipped"] for st in steps)
+    stats["steps"] = sum(st["steps"] for st in steps)
+    return stats
+
+
+def _old_logprobs(model: Any, samples: Sequence[Sample], pad_id: int, cfg: UpdateConfig) -> list[Any]:
+    """Per sample, the log-probabilities of its completion under the policy as it is now (no gradient)."""
+    import torch
+
+    device = next(model.parameters()).device
+    out: list[Any] = [None] * len(samples)
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.autocast_bf16)
+    model.train()  # the mode the steps take their log-probabilities in
+    with torch.no_grad():
+        for k in range(0, len(order), cfg.micro_batch_size):
+            idx = order[k:k + cfg.micro_batch_size]
+            batch = pad_batch([samples[i] for i in idx], pad_id, device)
+            with autocast:
+                logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
+                                       cfg.temperature).float()
+            for row, i in enumerate(idx):
+                out[i] = logps[row, :len(samples[i].completion_ids)].detach()
+    return out
+
+
+def _step(model: Any, optimizer: Any, samples: Sequence[Sample], old: Sequence[Any] | None, *, pad_id: int,
+          cfg: UpdateConfig, objective: str, reference: Callable[[dict[str, Any], float], Any] | None,
+          backward: Callable[[Any], None] | None, into: dict[str, float] | None = None) -> dict[str, float]:
+    """One optimizer step over ``samples`` (gradient accumulation over micro-batches); ``old[i]``: sample
+    ``i``'s log-probabilities to take the ratio against (None: the current ones, a ratio of 1)."""
+    import torch
+
+    stats = into if into is not None else {"loss": 0.0, "grad_norm": 0.0, "clip_ratio": 0.0, "kl": 0.0,
+                                           "skipped": 0.0, "steps": 0.0}
     device = next(model.parameters()).device
     total_tokens = float(sum(s.trained_tokens for s in samples))
-    stats["trained_tokens"] = total_tokens
     model.train()
     optimizer.zero_grad(set_to_none=True)
     order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
@@ -249,7 +333,12 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
             loss = nll_loss(logps, mask, weights=batch["weights"], total_tokens=total_tokens)
             part: dict[str, float] = {}
         else:
-            loss, part = policy_loss(logps, logps.detach(), batch["advantages"], mask, weights=batch["weights"],
+            old_logps = logps.detach()
+            if old is not None:
+                old_logps = old_logps.clone()
+                for row, i in enumerate(idx):
+                    old_logps[row, :old[i].shape[0]] = old[i]
+            loss, part = policy_loss(logps, old_logps, batch["advantages"], mask, weights=batch["weights"],
                                      ref_logps=None if ref is None else ref.float(), cfg=cfg,
                                      total_tokens=total_tokens, total_sequences=len(samples))
         (backward or (lambda t: t.backward()))(loss)
@@ -263,7 +352,8 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
     stats["grad_norm"] = float(norm) if finite else float("nan")
     if finite:
         optimizer.step()
+        stats["steps"] += 1.0
     else:
-        stats["skipped"] = 1.0
+        stats["skipped"] += 1.0
     optimizer.zero_grad(set_to_none=True)
     return stats

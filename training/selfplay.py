@@ -2,7 +2,8 @@
 
 One round (:meth:`SelfPlay.round`):
 
-0. **probe** (``selfplay.acceptance_probe``: N documents, 0 to skip) -- the policy as it starts the round
+0. **probe** (``selfplay.acceptance_probe``: N documents, 0 to skip; every
+   ``selfplay.acceptance_probe_every`` rounds, and once more after the last) -- the policy as it starts the round
    writes a proposal for each of N fixed documents *without* the decoding grammar, and the gate judges
    them: acceptance where constrained decoding does not carry the model (``probe`` in the metrics);
 1. **propose** -- envgen's dual stream (:func:`envgen.skills.run_round`): documents
@@ -177,9 +178,11 @@ class SelfPlay:
         return [order[i % len(order)] for i in range(n)] if n and order else []
 
     def _probe(self, r: int) -> dict[str, Any] | None:
-        """``selfplay.acceptance_probe``: the policy as it starts round ``r`` writes a proposal for each probe
-        document without the decoding grammar; the share the gate accepts (round 0: the warm start)."""
-        if not self.probe_docs:
+        """``selfplay.acceptance_probe``: the policy as it starts round ``r`` (``rounds``: the final policy)
+        writes a proposal for each probe document without the decoding grammar; the share the gate accepts
+        (round 0: the warm start). None when off or not due (``selfplay.acceptance_probe_every``)."""
+        sp = self.cfg.selfplay
+        if not self.probe_docs or (r % sp.acceptance_probe_every and r != sp.rounds):
             return None
         from envgen.validate import validate_spec
 
@@ -329,7 +332,7 @@ class SelfPlay:
                    or (s.role == "solver" and sp.train_solver)]
         t1 = time.perf_counter()
         upd = scheduled_update(self.model, self.optimizer, trained, schedule=sp.schedule, pad_id=self.chat.pad_id,
-                               cfg=self.update_cfg, reference=self.reference)
+                               cfg=self.update_cfg, reference=self.reference, seed=r)
         t_update = time.perf_counter() - t1
         distill, t_distill = self._distill()
         self.generator.sync()
@@ -364,7 +367,8 @@ class SelfPlay:
             for r in range(self.start_round, self.cfg.selfplay.rounds):
                 self.round(r)
             final = self.evaluate()
-            summary = {"rounds": self.cfg.selfplay.rounds, "eval_final": final,
+            probe = self._probe(self.cfg.selfplay.rounds)
+            summary = {"rounds": self.cfg.selfplay.rounds, "eval_final": final, "probe_final": probe,
                        "library_size": len(self.library), "skills_active": len(self.controller.library)}
             (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         finally:

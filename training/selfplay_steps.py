@@ -13,7 +13,8 @@
 * :func:`scheduled_update` -- the optimizer steps of the round's GRPO phase
   (``selfplay.schedule``: ``joint`` or ``sequential``), with the statistics of
   each role (``update.proposer.samples``: the proposer samples that carried a
-  learning signal into the step).
+  learning signal into the step); each phase is one optimizer step, or
+  ``grpo.num_iterations`` passes of ``grpo.steps_per_generation`` steps.
 """
 
 from __future__ import annotations
@@ -83,14 +84,16 @@ def role_counts(samples: Sequence[Sample], role: str) -> dict[str, float]:
 
 
 def scheduled_update(model: Any, optimizer: Any, samples: Sequence[Sample], *, schedule: str, pad_id: int,
-                     cfg: Any, reference: Any = None) -> dict[str, Any]:
-    """The GRPO phase's optimizer step(s) (module docstring); returns ``{"proposer": {...}, "solver": {...},
-    "steps": n, ...}`` where each role's ``samples`` counts the samples that carried a signal."""
+                     cfg: Any, reference: Any = None, seed: int = 0) -> dict[str, Any]:
+    """The GRPO phase's optimizer step(s) (module docstring; each role's phase is
+    :func:`training.loss.update`'s steps: one, or ``grpo.num_iterations`` x ``grpo.steps_per_generation``);
+    returns ``{"proposer": {...}, "solver": {...}, "steps": n, ...}`` where each role's ``samples`` counts the
+    samples that carried a signal. ``seed`` (the round) varies the mini-batches' shuffle."""
     out: dict[str, Any] = {"schedule": schedule}
     if schedule == "joint":
-        stats = update(model, optimizer, list(samples), pad_id=pad_id, cfg=cfg, reference=reference)
+        stats = update(model, optimizer, list(samples), pad_id=pad_id, cfg=cfg, reference=reference, seed=seed)
         out.update(stats)
-        out["steps"] = 1 if stats["samples"] else 0
+        out["steps"] = int(stats["steps"])
         for role in ("proposer", "solver"):
             out[role] = role_counts(samples, role)
         return out
@@ -99,9 +102,9 @@ def scheduled_update(model: Any, optimizer: Any, samples: Sequence[Sample], *, s
     out["steps"] = 0
     for role in ("proposer", "solver"):
         stats = update(model, optimizer, [s for s in samples if s.role == role], pad_id=pad_id, cfg=cfg,
-                       reference=reference)
+                       reference=reference, seed=seed)
         out[role] = stats
-        out["steps"] += int(bool(stats["samples"]))
+        out["steps"] += int(stats["steps"])
     out["samples"] = out["proposer"]["samples"] + out["solver"]["samples"]
     out["loss"] = out["proposer"]["loss"] + out["solver"]["loss"]
     return out

@@ -75,7 +75,9 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
             kwargs["vllm_server_base_url"] = cfg.generation.vllm_server_base_url
     if not for_trl:
         bs = int(kwargs.get("per_device_train_batch_size", 8))
-        kwargs.pop("steps_per_generation", None)
+        spg = kwargs.pop("steps_per_generation", None)
+        if spg is not None and (not isinstance(spg, int) or isinstance(spg, bool) or spg < 1):
+            raise ConfigError(f"grpo.steps_per_generation must be a whole number >= 1 (or null), got {spg!r}")
         kwargs.update(num_generations=2, generation_batch_size=2 * bs)
     kwargs.update(extra)
     names = {f.name for f in dataclasses.fields(GRPOConfig)}
@@ -84,7 +86,8 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
         hint = did_you_mean(unknown[0], names, n=1, show=lambda c: f"grpo.{c}")
         raise ConfigError(f"grpo.{unknown[0]} is not a field of trl.GRPOConfig{hint}")
     for key in cfg.grpo:  # TRL's dataclass checks no types: a wrong one would fail deep inside the optimizer
-        kwargs[key] = _typed(GRPOConfig, key, kwargs[key])
+        if key in kwargs:  # not steps_per_generation popped above (the self-play update reads it from cfg.grpo)
+            kwargs[key] = _typed(GRPOConfig, key, kwargs[key])
     try:
         return GRPOConfig(**kwargs)
     except (ValueError, TypeError) as e:

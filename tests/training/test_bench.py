@@ -149,7 +149,14 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "heldout_checks_met",
                                    "env_share_max", "env_share_met", "probe_acceptance_rise_points",
                                    "probe_acceptance_met"}
-    assert all(r["probe_acceptance"] is not None for r in sp["rounds"])  # the tiny bench probes 1 document
+    # the tiny bench probes 1 document, as the H200 config does: at round 0 and for the final policy
+    assert [r["probe_acceptance"] is not None for r in sp["rounds"]] == [True, False]
+    assert sp["probe_final"] is not None and res["targets"]["probe_acceptance_rise_points"] is not None
+    # the config's update schedule (2 passes x 4 mini-batches) reaches both runs: several steps a round
+    for name in ("selfplay", "baseline"):
+        lines = (out / f"{name}-s0-metrics.jsonl").read_text().splitlines()
+        steps = [json.loads(line)["update"]["steps"] for line in lines]
+        assert all(0 <= n <= 8 for n in steps) and max(steps) > 1, (name, steps)
     assert res["environments"]["train_templates"] >= 1 and res["heldout_model"]["accepted"] >= 1
     for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
         assert (out / name).is_file(), name
@@ -189,6 +196,19 @@ def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
     md = (tmp_path / "selfplay.md").read_text()
     assert "| held-out checks | baseline checks |" in md and "| selfplay, check fraction | 0.626 |" in md
     assert "noise of one measurement" in md and (tmp_path / "selfplay.png").stat().st_size > 10_000
+
+
+def test_the_probe_rise_runs_from_round_0_to_the_final_policy() -> None:
+    """With a probe every few rounds, the rise is taken from round 0's probe to the final policy's
+    (``probe_final``), else to the last round that was probed; a seed with one probe has no rise."""
+    from training.bench.selfplay_report import _rises
+
+    def run(probes: list[float | None], final: float | None) -> dict[str, object]:
+        return {"rounds": [{"round": i, "probe_acceptance": a} for i, a in enumerate(probes)], "probe_final": final}
+
+    res = {"selfplay": {"s0": run([0.25, None, None, None, None], 0.5), "s1": run([0.5, None, 0.75, None, None], None),
+                        "s2": run([0.5, None, None], None)}}
+    assert _rises(res, "probe_acceptance", "probe_final") == [25.0, 25.0]
 
 
 def _record_many(work: str, prefix: str, n: int) -> None:

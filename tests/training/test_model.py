@@ -122,3 +122,79 @@ def test_policy_backend_records_tokens(tokenizer: Any, chat: Any) -> None:
     assert tokenizer.decode(rec.completion_ids[:-1]) == p.raw
     assert backend.model_id == "x" and proposer.generator == "llm:x"
     assert len(backend.take_records()) == 1 and backend.records == []
+
+
+def _counting_optimizer(model: Any, lr: float) -> tuple[Any, list[int]]:
+    """SGD whose ``step`` records how many samples' gradients it was given (via a call counter)."""
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    calls: list[int] = []
+    step = opt.step
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return step(*args, **kwargs)
+
+    opt.step = counted  # type: ignore[method-assign]
+    return opt, calls
+
+
+def test_one_update_is_one_step_on_the_whole_batch_by_default(tiny_dir: Path, tokenizer: Any) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    opt, calls = _counting_optimizer(model, 0.1)
+    samples = [Sample([1, 2], [3, 4, 5], [1, 1, 1], advantage=a) for a in (1.0, -1.0, 0.5, -0.5)]
+    stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=UpdateConfig(micro_batch_size=1))
+    assert len(calls) == 1 and stats["steps"] == 1 and stats["samples"] == 4
+    assert stats["clip_ratio"] == 0.0  # the ratio is 1: the policy that sampled is the one being stepped
+
+
+def test_iterations_and_mini_batches_take_that_many_steps_against_the_old_policy(tiny_dir: Path,
+                                                                                  tokenizer: Any) -> None:
+    """μ = 2 passes of 3 mini-batches: 6 optimizer steps; after the first the ratio moves away from 1, so the
+    clipped surrogate clips (a large step size makes it certain), and the same seed gives the same weights."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    samples = [Sample([1, 2], [3, 4, 5, 6], [1, 1, 0, 1], advantage=a) for a in (2.0, -2.0, 1.0, -1.0, 1.5, -1.5)]
+    cfg = UpdateConfig(micro_batch_size=2, num_iterations=2, steps_per_generation=3, epsilon_low=0.01,
+                       epsilon_high=0.01)
+    weights = []
+    for _ in range(2):
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+        opt, calls = _counting_optimizer(model, 0.5)
+        stats = update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=cfg, seed=3)
+        assert len(calls) == 6 and stats["steps"] == 6 and stats["skipped"] == 0
+        assert stats["samples"] == 6 and stats["trained_tokens"] == 18
+        assert stats["clip_ratio"] > 0 and math.isfinite(stats["loss"])
+        weights.append(next(model.parameters()).detach().clone())
+    assert torch.equal(weights[0], weights[1])
+    # more mini-batches than samples: one step per sample
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    opt, calls = _counting_optimizer(model, 0.1)
+    few = update(model, opt, samples[:2], pad_id=tokenizer.pad_token_id,
+                 cfg=UpdateConfig(steps_per_generation=4), seed=0)
+    assert len(calls) == 2 and few["steps"] == 2
+    with pytest.raises(ValueError, match="num_iterations"):
+        UpdateConfig(num_iterations=0)
+
+
+def test_the_update_schedule_comes_from_the_grpo_section() -> None:
+    """``grpo.num_iterations`` and ``grpo.steps_per_generation`` (over ``gradient_accumulation_steps``, as in
+    TRL) reach the self-play update, although its GRPOConfig derives a generation batch of its own."""
+    from training.config import config_from_dict
+    from training.loss import update_config
+    from training.trl_config import to_grpo_config
+
+    cfg = config_from_dict({"model": {"device": "cpu"}, "grpo": {"num_iterations": 2, "steps_per_generation": 4,
+                                                                   "per_device_train_batch_size": 8}})
+    grpo = to_grpo_config(cfg, "/tmp/x", for_trl=False)
+    u = update_config(grpo, 0.8, steps_per_generation=cfg.grpo.get("steps_per_generation"))
+    assert (u.num_iterations, u.steps_per_generation) == (2, 4)
+    cfg = config_from_dict({"model": {"device": "cpu"}, "grpo": {"steps_per_generation": 4,
+                                                                   "gradient_accumulation_steps": 2}})
+    grpo = to_grpo_config(cfg, "/tmp/x", for_trl=False)
+    assert update_config(grpo, 0.8, steps_per_generation=4).steps_per_generation == 2
+    assert update_config(grpo, 0.8).steps_per_generation == 1  # unset: one step on the whole batch

@@ -158,22 +158,27 @@ def test_distill_phase_and_sequential_schedule(tmp_path: Path, tiny_dir: Path, t
 
 def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
                                                          corpus_dir: Path) -> None:
-    """``selfplay.acceptance_probe``: at the start of each round the policy writes proposals for fixed documents
-    unconstrained and the gate judges them (the script answers valid, unparsable, valid, ...)."""
+    """``selfplay.acceptance_probe``: at the start of a round the policy writes proposals for fixed documents
+    unconstrained and the gate judges them (the script answers valid, unparsable, valid, ...); with
+    ``acceptance_probe_every: 2`` round 1 has no probe, and the final policy is probed after the last round."""
     from training.selfplay import SelfPlay
 
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
-                          {"rounds": 1, "acceptance_probe": 2, "eval_envs": [],
+                          {"rounds": 2, "acceptance_probe": 2, "acceptance_probe_every": 2, "eval_envs": [],
                            "proposer": {"structure": "spec", "constrained": True, "max_new_tokens": 3000,
                                         "n_examples": 0, "excerpt_tokens": 60}})
     sp = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
     assert len(sp.probe_docs) == 2 and not sp.free_proposer.constrained
-    (h,) = sp.run()
-    probe = h["probe"]
+    h0, h1 = sp.run()
+    probe = h0["probe"]
     assert probe["documents"] == 2 and probe["parsed"] == 0.5 and probe["acceptance"] == 0.5
-    assert probe["seconds"] > 0 and h["proposer"]["candidates"] == 6  # the round itself is unchanged
-    with pytest.raises(ValueError, match="acceptance_probe"):
-        selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"acceptance_probe": -1})
+    assert probe["seconds"] > 0 and h0["proposer"]["candidates"] == 6  # the round itself is unchanged
+    assert "probe" not in h1
+    final = json.loads((tmp_path / "run" / "summary.json").read_text())["probe_final"]
+    assert final["documents"] == 2 and final["seconds"] > 0 and final["acceptance"] > 0  # the script's turn
+    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}):
+        with pytest.raises(ValueError, match="acceptance_probe"):
+            selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", bad)
 
 
 def test_resume_needs_a_checkpoint(tmp_path: Path, tiny_dir: Path, corpus_dir: Path) -> None:

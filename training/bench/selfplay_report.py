@@ -18,7 +18,8 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 
 Targets checked (``targets``): acceptance rises by at least 15 points from round 0 (the warm
 start's proposals) to the last round, and so does the acceptance without the grammar where the
-run has ``selfplay.acceptance_probe`` (constrained acceptance starts near 1); the final held-out
+run has ``selfplay.acceptance_probe`` (constrained acceptance starts near 1; from round 0's probe to
+the final policy's, after the last round); the final held-out
 pass rate of self-play is at least the baseline's (means over seeds); the environment's share of
 wall time stays below 2% in every round of every run.
 """
@@ -77,21 +78,27 @@ def _baseline_row(r: dict[str, Any]) -> dict[str, Any]:
             "seconds": r["time"]["round"]}
 
 
-def _final(run: Path, key: str = "pass_rate") -> float | None:
+def _final(run: Path, key: str = "pass_rate", part: str = "eval_final") -> float | None:
+    """``summary.json``'s ``part`` (``eval_final``: the held-out score, ``probe_final``: the acceptance probe
+    of the final policy) at ``key``; None when the run has no summary or no such figure."""
     p = run / "summary.json"
     if not p.is_file():
         return None
-    final = json.loads(p.read_text()).get("eval_final") or {}
+    final = json.loads(p.read_text()).get(part) or {}
     return final.get(key)
 
 
-def _rises(res: dict[str, Any], key: str) -> list[float]:
-    """Per seed, the last round's ``key`` minus round 0's, in points (seeds without both left out)."""
+def _rises(res: dict[str, Any], key: str, final: str | None = None) -> list[float]:
+    """Per seed, the last figure of ``key`` minus round 0's, in points (seeds without both left out). The last
+    figure is the run's ``final`` entry (the final policy's, after the last round) when it has one, else the
+    last round's that has it (a probe every few rounds leaves the rounds between without one)."""
     out = []
     for run in res["selfplay"].values():
         rows = run["rounds"]
-        if rows and rows[0].get(key) is not None and rows[-1].get(key) is not None:
-            out.append((rows[-1][key] - rows[0][key]) * 100)
+        seen = [r[key] for r in rows if r.get(key) is not None]
+        last = run.get(final) if final and run.get(final) is not None else (seen[-1] if len(seen) > 1 else None)
+        if rows and rows[0].get(key) is not None and last is not None:
+            out.append((last - rows[0][key]) * 100)
     return out
 
 
@@ -144,6 +151,12 @@ def _markdown(res: dict[str, Any]) -> str:
         lines += ["", "Round 0's held-out figures of self-play and baseline score the same warm-start policy on the "
                   f"same tasks with other samples: their gap (pass rate {_fmt(gap['pass_rate'])}, check fraction "
                   f"{_fmt(gap['reward'])}, largest over seeds) is the noise of one measurement."]
+    probes = [(seed, run["rounds"][0].get("probe_acceptance"), run.get("probe_final"))
+              for seed, run in res["selfplay"].items() if run["rounds"]]
+    probes = [(seed, a, b) for seed, a, b in probes if a is not None and b is not None]
+    if probes:
+        lines += ["", "Acceptance without the grammar (the probe), warm start -> final policy: "
+                  + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}" for seed, a, b in probes) + "."]
     t = res["targets"]
     probe = t.get("probe_acceptance_rise_points")
     without = (f"; acceptance without the grammar {probe:+.0f} points (>= 15: {t['probe_acceptance_met']})"
@@ -182,6 +195,12 @@ def _plot(res: dict[str, Any], path: Path) -> None:
             if key in ("heldout_pass_rate", "heldout_reward") and final is not None:
                 xs, ys = [*xs, len(rows)], [*ys, final]
             ax.plot(xs, ys, marker="o", label=f"self-play {seed}")
+            if key == "acceptance" and any(r.get("probe_acceptance") is not None for r in rows):
+                px = [r["round"] for r in rows if r.get("probe_acceptance") is not None]
+                py = [r["probe_acceptance"] for r in rows if r.get("probe_acceptance") is not None]
+                if run.get("probe_final") is not None:
+                    px, py = [*px, len(rows)], [*py, run["probe_final"]]
+                ax.plot(px, py, marker="^", linestyle=":", label=f"no grammar {seed}")
             if key in ("heldout_pass_rate", "heldout_reward", "env_share"):
                 b = res["baseline"].get(seed, {})
                 bx = [r["round"] for r in b.get("rounds", [])]
@@ -223,6 +242,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
                               "eval_final_reward": _final(sp_run, "reward"),
+                              "probe_final": _final(sp_run, "acceptance", "probe_final"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
                               "eval_final_reward": _final(b_run, "reward"),
@@ -238,7 +258,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final),
                          "check_fraction": {"selfplay": _spread(sp_checks), "baseline": _spread(b_checks)}}
     res["warm_start_gap"] = {k: _warm_start_gap(res, k) for k in ("pass_rate", "reward")}
-    rises, probe_rises = _rises(res, "acceptance"), _rises(res, "probe_acceptance")
+    rises, probe_rises = _rises(res, "acceptance"), _rises(res, "probe_acceptance", "probe_final")
     shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
     rise = statistics.fmean(rises) if rises else None
     res["targets"] = {
