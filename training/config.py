@@ -140,7 +140,11 @@ class GenerationConfig:
     vllm_max_model_length: Int | None = None
     batch_size: Int | None = None  #: HF: rows per ``generate`` call (None: all at once)
     sort_by_length: Bool = True  #: HF: batch rows of similar length together (less padding)
-    static_cache: Bool = False  #: HF: static KV cache (the fast path)
+    #: HF: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call seen
+    #: so far, so a workload that mixes long calls with many short ones (self-play: blueprint prompts, then
+    #: rollout steps of many rows) makes every later call attend over that length: on the H200 it was slower
+    #: than the dynamic cache there (training/results/h200.md, `selfplay-v3/`)
+    static_cache: Bool = False
     compile: Bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
 
     def __post_init__(self) -> None:

@@ -198,6 +198,39 @@ def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
     assert "noise of one measurement" in md and (tmp_path / "selfplay.png").stat().st_size > 10_000
 
 
+
+def test_selfplay_report_of_the_h200_v3_run(tmp_path: Path) -> None:
+    """``selfplay-v3/`` (8 optimizer steps a round, one seed) re-rendered from its committed metrics: the figures
+    the README and h200.md quote, a kept skill a round, and the same steps in both runs."""
+    from training.bench.selfplay_report import report
+    from training.config import load_config
+
+    src = H200_SELFPLAY.parent / "selfplay-v3"
+    work = tmp_path / "work"
+    for name in ("selfplay", "baseline"):
+        run = work / f"{name}-s0"
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_bytes((src / f"{name}-s0-metrics.jsonl").read_bytes())
+        (run / "summary.json").write_bytes((src / f"{name}-s0-summary.json").read_bytes())
+    state = json.loads((src / "state.json").read_text())
+    cfg = load_config("selfplay-smollm2-h200", state["overrides"] + ["model.device=cpu"])
+    res = report(tmp_path, work, state, cfg)
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["skills_added"] for r in sp["rounds"]] == [1] * 5 and sp["rounds"][-1]["skills_active"] == 17
+    assert [r["acceptance"] for r in sp["rounds"]] == [1.0] * 5
+    assert sp["eval_final"] == base["eval_final"] == 0.0
+    assert sp["eval_final_reward"] == pytest.approx(0.5653, abs=1e-4)
+    assert base["eval_final_reward"] == pytest.approx(0.5867, abs=1e-4)
+    assert [round(r["heldout_reward"], 3) for r in sp["rounds"]] == [0.661, 0.672, 0.677, 0.656, 0.653]
+    assert [round(r["heldout_reward"], 3) for r in base["rounds"]] == [0.653, 0.642, 0.682, 0.617, 0.645]
+    t = res["targets"]
+    assert t["heldout_met"] and not t["heldout_checks_met"] and t["env_share_met"]
+    assert t["env_share_max"] == pytest.approx(0.0134, abs=1e-4) and t["probe_acceptance_rise_points"] is None
+    for name in ("selfplay", "baseline"):  # compute-matched: 8 optimizer steps a round in both
+        rows = [json.loads(line) for line in (src / f"{name}-s0-metrics.jsonl").read_text().splitlines()]
+        assert [r["update"]["steps"] for r in rows] == [8] * 5 and all(r["update"]["clip_ratio"] > 0 for r in rows)
+
+
 def test_the_probe_rise_runs_from_round_0_to_the_final_policy() -> None:
     """With a probe every few rounds, the rise is taken from round 0's probe to the final policy's
     (``probe_final``), else to the last round that was probed; a seed with one probe has no rise."""
