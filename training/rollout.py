@@ -56,6 +56,7 @@ class TaskRef:
     spec: EnvSpec
     task_id: str
     episode_seed: int = 0
+    source: str = ""  #: where the environment came from, when that is reported apart (held-out sources)
 
     @property
     def key(self) -> str:

@@ -39,14 +39,24 @@ def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
 
 
 def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:
-    """Held-out numbers: pass rate, mean reward, episodes, and the pass rate per environment."""
+    """Held-out numbers: pass rate, mean reward, episodes, the pass rate per environment and, when the tasks
+    name their source (``selfplay.eval_envs``), pass rate, mean reward and episodes per source
+    (``by_source``): template environments and model-written ones can favour different training."""
     per_env: dict[str, list[bool]] = {}
+    per_source: dict[str, list[Episode]] = {}
     for e in episodes:
         per_env.setdefault(e.task.spec.id, []).append(e.passed)
-    return {"pass_rate": solve_rate([e.passed for e in episodes]),
-            "reward": statistics.fmean([e.reward for e in episodes]) if episodes else 0.0,
-            "episodes": len(episodes), "envs": len(per_env),
-            "per_env": {k: solve_rate(v) for k, v in sorted(per_env.items())}}
+        if e.task.source:
+            per_source.setdefault(e.task.source, []).append(e)
+    out = {"pass_rate": solve_rate([e.passed for e in episodes]),
+           "reward": statistics.fmean([e.reward for e in episodes]) if episodes else 0.0,
+           "episodes": len(episodes), "envs": len(per_env),
+           "per_env": {k: solve_rate(v) for k, v in sorted(per_env.items())}}
+    if per_source:
+        out["by_source"] = {src: {"pass_rate": solve_rate([e.passed for e in eps]),
+                                  "reward": statistics.fmean([e.reward for e in eps]), "episodes": len(eps)}
+                            for src, eps in per_source.items()}
+    return out
 
 
 def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates: Sequence[float],

@@ -161,6 +161,10 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     for name in ("selfplay.md", "selfplay.png", "selfplay-s0-metrics.jsonl", "baseline-s0-metrics.jsonl"):
         assert (out / name).is_file(), name
     assert "| round | acceptance |" in (out / "selfplay.md").read_text()
+    # the final held-out score per source: the held-out templates and the model-written snapshot
+    by = res["comparison"]["by_source"]
+    assert set(by) == {"template", "model"} and all({"selfplay", "baseline"} <= set(v) for v in by.values())
+    assert "| template |" in (out / "selfplay.md").read_text()
 
 
 H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "h200" / "selfplay-v2"

@@ -251,3 +251,23 @@ def test_held_out_tasks_are_the_first_that_fit_and_only_a_skip_warns() -> None:
         second = heldout_tasks(["examples:library-loans"], 1, 1, seed=0, max_steps=4)
     assert len(second) == 1 and second[0].spec.task(second[0].task_id).reference_actions() == 4
     assert len(heldout_tasks(["examples:library-loans"], None, 1, seed=0)) == 7  # no budget: every task
+
+
+def test_the_held_out_score_is_also_given_per_source() -> None:
+    """Each held-out task names its source, and the score has a ``by_source`` part: held-out template and
+    model-written environments can favour different training, so the comparison is made per source too."""
+    from training.rollout import Episode
+    from training.selfplay import heldout_tasks
+    from training.selfplay_metrics import pass_rate
+
+    sources = ["examples:library-loans", "examples:bank-ledger"]
+    tasks = heldout_tasks(sources, 1, 2, seed=0)
+    assert [t.source for t in tasks] == [sources[0]] * 2 + [sources[1]] * 2
+    eps = [Episode(t, [], []) for t in tasks]
+    for e, (passed, reward) in zip(eps, [(True, 1.0), (False, 0.5), (False, 0.25), (False, 0.0)], strict=True):
+        e.score, e.reward = {"episode": 1.0 if passed else 0.0}, reward
+    res = pass_rate(eps)
+    assert res["pass_rate"] == 0.25 and res["by_source"] == {
+        sources[0]: {"pass_rate": 0.5, "reward": 0.75, "episodes": 2},
+        sources[1]: {"pass_rate": 0.0, "reward": 0.125, "episodes": 2}}
+    assert "by_source" not in pass_rate([Episode(tasks[0].__class__(tasks[0].spec, tasks[0].task_id), [], [])])

@@ -11,7 +11,7 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 * baseline: solver episodes, held-out pass rate, environment share;
 * final: the held-out pass rate and check fraction (the share of checks passed, dense where a
   small solver passes few tasks whole) after the last round of each, mean and spread (min, max)
-  over seeds;
+  over seeds, overall and per held-out source (template environments, model-written ones);
 * the warm-start gap: round 0's held-out figures of self-play and of the baseline score the same
   policy (the warm start) on the same tasks with other samples, so their difference is the noise
   of one measurement, to read the comparison against.
@@ -114,6 +114,23 @@ def _warm_start_gap(res: dict[str, Any], key: str) -> float | None:
     return max(gaps) if gaps else None
 
 
+def _by_source(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The final held-out pass rate and check fraction per source (``selfplay.eval_envs``: held-out template
+    environments, model-written ones), per run, with their spread over seeds; empty for runs that did not
+    report sources."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in ("selfplay", "baseline"):
+        for run in res[part].values():
+            for src, fig in (run.get("eval_final_by_source") or {}).items():
+                name = Path(src).name or src
+                cell = out.setdefault(name, {}).setdefault(part, {"pass_rate": [], "reward": [], "episodes": 0})
+                cell["pass_rate"].append(fig["pass_rate"])
+                cell["reward"].append(fig["reward"])
+                cell["episodes"] = fig["episodes"]
+    return {name: {part: {"pass_rate": _spread(c["pass_rate"]), "reward": _spread(c["reward"]),
+                          "episodes": c["episodes"]} for part, c in parts.items()} for name, parts in out.items()}
+
+
 def _spread(xs: list[float]) -> dict[str, float | None]:
     if not xs:
         return {"mean": None, "min": None, "max": None, "n": 0}
@@ -146,6 +163,15 @@ def _markdown(res: dict[str, Any]) -> str:
         for name in ("selfplay", "baseline"):
             s = part[name]
             lines.append(f"| {name}, {what} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
+    by = c.get("by_source") or {}
+    if by:
+        lines += ["", "| held-out after the last round, by source (mean over seeds) | episodes | pass: self-play / "
+                  "baseline | checks: self-play / baseline |", "|---|---|---|---|"]
+        for name, parts in sorted(by.items()):
+            sp, b = parts.get("selfplay", {}), parts.get("baseline", {})
+            cells = [f"{_fmt((sp.get(k) or {}).get('mean'))} / {_fmt((b.get(k) or {}).get('mean'))}"
+                     for k in ("pass_rate", "reward")]
+            lines.append(f"| {name} | {sp.get('episodes') or b.get('episodes') or '-'} | {cells[0]} | {cells[1]} |")
     gap = res["warm_start_gap"]
     if gap["pass_rate"] is not None:
         lines += ["", "Round 0's held-out figures of self-play and baseline score the same warm-start policy on the "
@@ -243,9 +269,11 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
                               "eval_final_reward": _final(sp_run, "reward"),
                               "probe_final": _final(sp_run, "acceptance", "probe_final"),
+                              "eval_final_by_source": _final(sp_run, "by_source"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
                               "eval_final_reward": _final(b_run, "reward"),
+                              "eval_final_by_source": _final(b_run, "by_source"),
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
@@ -257,6 +285,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     b_checks = [v["eval_final_reward"] for v in res["baseline"].values() if v["eval_final_reward"] is not None]
     res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final),
                          "check_fraction": {"selfplay": _spread(sp_checks), "baseline": _spread(b_checks)}}
+    res["comparison"]["by_source"] = _by_source(res)
     res["warm_start_gap"] = {k: _warm_start_gap(res, k) for k in ("pass_rate", "reward")}
     rises, probe_rises = _rises(res, "acceptance"), _rises(res, "probe_acceptance", "probe_final")
     shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
