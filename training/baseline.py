@@ -11,14 +11,16 @@ round for round:
   played in its round ``r``: ``matched_episodes`` reads it from that run's
   ``metrics.jsonl``), ``solver.num_generations`` (k) per task, the tasks drawn
   from the fixed environments without replacement until all are used, then again;
-* one optimizer step per round (self-play's ``joint`` schedule also takes one);
+* the same optimizer steps per round as self-play's ``joint`` schedule: one, or ``grpo.num_iterations``
+  passes of ``grpo.steps_per_generation`` mini-batch steps;
 * the held-out tasks (``selfplay.eval_envs``) ride in the same rollout batch,
   never trained on, and are scored once more after the last round.
 
 The run folder holds ``metrics.jsonl`` (one record per round: solver reward and
 pass rate, held-out pass rate, samples, update, time and the environment's share),
-``summary.json`` (``eval_final``) and ``checkpoints/round-NNNN`` (resume with
-``run.resume``).
+``episodes.jsonl`` (every episode's record, held-out ones marked, the final scoring's with ``final``: as
+self-play writes it, so the two runs can be compared task by task), ``summary.json`` (``eval_final``)
+and ``checkpoints/round-NNNN`` (resume with ``run.resume``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from training.generation import Generator
 from training.metrics import MetricsWriter, drop_rounds_from, read_metrics
 from training.rollout import TaskRef, batch_stats, fit_step_budget, rollout
 from training.selfplay import heldout_tasks
-from training.selfplay_metrics import pass_rate
+from training.selfplay_metrics import append_episodes, pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
 
 __all__ = ["FixedEnvGRPO", "matched_episodes"]
@@ -91,10 +93,11 @@ class FixedEnvGRPO:
         if resume is not None:
             self.start_round = int(load_training_state(resume, self.optimizer)["next_round"])
             self.generator.sync()
-        if dropped := drop_rounds_from(self.run_dir / "metrics.jsonl", self.start_round):
-            warnings.warn(f"{self.run_dir} goes on from round {self.start_round}: discarded {dropped} lines of "
-                          "metrics.jsonl an earlier start wrote for later rounds without their checkpoint",
-                          stacklevel=2)
+        for name in ("metrics.jsonl", "episodes.jsonl"):
+            if dropped := drop_rounds_from(self.run_dir / name, self.start_round):
+                warnings.warn(f"{self.run_dir} goes on from round {self.start_round}: discarded {dropped} lines of "
+                              f"{name} an earlier start wrote for later rounds without their checkpoint",
+                              stacklevel=2)
 
     def _plan(self) -> list[list[int]]:
         """Pool indices per round: ``episodes[r] / k`` tasks, shuffled passes over the pool (seeded)."""
@@ -138,6 +141,7 @@ class FixedEnvGRPO:
         if held:
             rec["eval"] = pass_rate(held)
         self.metrics.log(rec, step=r)
+        append_episodes(self.run_dir / "episodes.jsonl", r, train, held)
         self.history.append(rec)
         save_checkpoint(self.run_dir, r, model=self.model, tokenizer=self.tokenizer, optimizer=self.optimizer,
                         trainer="baseline")
@@ -151,7 +155,9 @@ class FixedEnvGRPO:
             final = None
             if self.eval_tasks:
                 seed = self.cfg.run.seed * 7919 + 104729 * (len(self.episodes) + 1)
-                final = pass_rate(rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed))
+                held = rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed)
+                append_episodes(self.run_dir / "episodes.jsonl", len(self.episodes), (), held, final=True)
+                final = pass_rate(held)
             (self.run_dir / "summary.json").write_text(json.dumps(
                 {"rounds": len(self.episodes), "episodes": self.episodes, "eval_final": final}, indent=1))
         finally:

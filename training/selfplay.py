@@ -76,7 +76,7 @@ from training.loss import make_optimizer, reference_logprobs, update, update_con
 from training.metrics import MetricsWriter, drop_rounds_from
 from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout
-from training.selfplay_metrics import histogram, pass_rate, round_record
+from training.selfplay_metrics import append_episodes, histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
@@ -358,8 +358,11 @@ class SelfPlay:
         """The held-out pass rate of the current policy (None without ``selfplay.eval_envs``)."""
         if not self.eval_tasks:
             return None
-        seed = self.cfg.run.seed * 7919 + 104729 * (self.cfg.selfplay.rounds + 1)
-        return pass_rate(rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed))
+        rounds = self.cfg.selfplay.rounds
+        seed = self.cfg.run.seed * 7919 + 104729 * (rounds + 1)
+        episodes = rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed)
+        append_episodes(self.run_dir / "episodes.jsonl", rounds, (), episodes, final=True)
+        return pass_rate(episodes)
 
     def run(self) -> list[dict[str, Any]]:
         """All remaining rounds, then the held-out score of the final policy; returns the rounds' metrics."""
@@ -404,9 +407,4 @@ class SelfPlay:
 
     # -- observability ----------------------------------------------------------------------------
     def _write_episodes(self, r: int) -> None:
-        path = self.run_dir / "episodes.jsonl"
-        with path.open("a", encoding="utf-8") as f:
-            for e in self._episodes:
-                f.write(json.dumps({"round": r, **e.record()}, default=str) + "\n")
-            for e in self._eval_episodes:
-                f.write(json.dumps({"round": r, "heldout": True, **e.record()}, default=str) + "\n")
+        append_episodes(self.run_dir / "episodes.jsonl", r, self._episodes, self._eval_episodes)

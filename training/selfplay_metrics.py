@@ -19,14 +19,16 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from training.rewards import solve_rate
 from training.rollout import Episode, batch_stats
 
-__all__ = ["histogram", "pass_rate", "round_record"]
+__all__ = ["append_episodes", "histogram", "pass_rate", "round_record"]
 
 
 def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
@@ -36,6 +38,19 @@ def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
     for v in values:
         counts[min(int(v * bins), bins - 1)] += 1
     return {"edges": edges, "counts": [float(c) for c in counts]}
+
+
+def append_episodes(path: Path, r: int, episodes: Sequence[Episode], heldout: Sequence[Episode] = (), *,
+                    final: bool = False) -> None:
+    """Append a round's episode records to ``path`` (``RUN/episodes.jsonl``): each with its ``round``; held-out
+    episodes also with ``heldout: true``, and ``final: true`` for the final policy's scoring (``round`` = the
+    number of rounds), so two runs can be compared task by task on the held-out set."""
+    with path.open("a", encoding="utf-8") as f:
+        for e in episodes:
+            f.write(json.dumps({"round": r, **e.record()}, default=str) + "\n")
+        for e in heldout:
+            extra = {"final": True} if final else {}
+            f.write(json.dumps({"round": r, "heldout": True, **extra, **e.record()}, default=str) + "\n")
 
 
 def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:

@@ -68,7 +68,9 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
     assert any(not (p.detach() == before[n]).all() for n, p in sp.model.named_parameters())
     eps = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
     trained = [e for e in eps if not e.get("heldout")]
-    assert {e["passed"] for e in trained} == {True, False} and sum(bool(e.get("heldout")) for e in eps) == 4
+    assert {e["passed"] for e in trained} == {True, False}
+    assert sum(bool(e.get("heldout")) and not e.get("final") for e in eps) == 4  # 2 a round, in its batch
+    assert [e["round"] for e in eps if e.get("final")] == [2, 2]  # the final policy's scoring
     assert len(sp.library) >= 1 and (run / "library" / "specs").is_dir()
     assert any(r["solve_rate"] == 0.5 for r in sp.library.rows())  # the solver's results reached the catalog
     assert sum(s.stats.proposals for s in sp.controller.library) == 6  # 3 skill-routed proposals a round
@@ -233,6 +235,18 @@ def test_fixed_environment_baseline_matches_episodes(tmp_path: Path, tiny_dir: P
     assert hist[0]["eval"]["episodes"] == 2 and 0 <= hist[0]["time"]["environment_share"] < 1
     summary = json.loads((tmp_path / "base" / "summary.json").read_text())
     assert summary["episodes"] == [4, 2] and summary["eval_final"]["episodes"] == 2
+    # its episodes are written as self-play writes them, so the two runs compare task by task
+    eps = [json.loads(x) for x in (tmp_path / "base" / "episodes.jsonl").read_text().splitlines()]
+    assert [e["round"] for e in eps if not e.get("heldout")] == [0] * 4 + [1] * 2
+    assert [e["round"] for e in eps if e.get("final")] == [2, 2] and all("task_id" in e for e in eps)
+    # resumed from round 0's checkpoint, it discards what round 1 (2 + 2 held out) and the final scoring (2) wrote
+    cfg2 = selfplay_config(tiny_dir, corpus_dir, tmp_path / "base",
+                           resume=str(tmp_path / "base" / "checkpoints" / "round-0000"))
+    with pytest.warns(UserWarning, match="discarded 6 lines of episodes.jsonl"):
+        again = FixedEnvGRPO(cfg2, [spec, other], episodes,
+                             generator=ScriptedGenerator(tokenizer, solver_plan(wrong_every=2)))
+    assert again.start_round == 1
+    assert {json.loads(x)["round"] for x in (tmp_path / "base" / "episodes.jsonl").read_text().splitlines()} == {0}
     assert sorted(p.name for p in (tmp_path / "base" / "checkpoints").iterdir()) == ["round-0000", "round-0001"]
 
 
