@@ -286,6 +286,9 @@ class SelfPlayConfig:
     #: rounds between probes (round 0 is always probed, and the final policy after the last round:
     #: ``probe_final`` in ``summary.json``); each probe costs a proposal batch decoded to its end
     acceptance_probe_every: Int = 1
+    #: token budget of a probe proposal (at most ``proposer.max_new_tokens``, None: that); without the grammar a
+    #: weak model may never close its JSON, and every probe costs as many decoding steps as its longest proposal
+    acceptance_probe_max_tokens: Int | None = None
     checkpoint_every: Int = 1  #: rounds between checkpoints
     keep_checkpoints: Int | None = None  #: keep only the newest N (None: all)
     histogram_bins: Int = 5  #: bins of the per-round solve-rate histogram
@@ -313,6 +316,8 @@ class SelfPlayConfig:
             raise ValueError("histogram_bins must be >= 1")
         if self.acceptance_probe < 0:
             raise ValueError("acceptance_probe must be >= 0 (documents; 0: off)")
+        if self.acceptance_probe_max_tokens is not None and self.acceptance_probe_max_tokens < 1:
+            raise ValueError("acceptance_probe_max_tokens must be >= 1 or null (proposer.max_new_tokens)")
         if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1 \
                 or self.acceptance_probe_every < 1:
             raise ValueError("distill_episodes, eval_every, eval_attempts and acceptance_probe_every must be >= 1")

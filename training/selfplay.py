@@ -143,7 +143,8 @@ class SelfPlay:
         self.library = Library(sp.library or self.run_dir / "library")
         self.docs = docs if docs is not None else self._load_docs()
         self.probe_docs = self._probe_docs()
-        self.free_proposer = self._proposer(sp.proposer.structure, constrained=False)
+        self.free_proposer = self._proposer(sp.proposer.structure, constrained=False,
+                                            max_new_tokens=sp.acceptance_probe_max_tokens)
         self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
                                         cfg.rollout.max_steps)
         self.teacher = teacher
@@ -163,9 +164,11 @@ class SelfPlay:
         self._discard_rounds_from(self.start_round)
 
     # -- setup ------------------------------------------------------------------------------------
-    def _proposer(self, structure: str, *, constrained: bool | None = None) -> LLMProposer:
+    def _proposer(self, structure: str, *, constrained: bool | None = None,
+                  max_new_tokens: int | None = None) -> LLMProposer:
         p = self.cfg.selfplay.proposer
-        return LLMProposer(self.backend, max_new_tokens=p.max_new_tokens, temperature=p.temperature, top_p=p.top_p,
+        budget = min(max_new_tokens, p.max_new_tokens) if max_new_tokens else p.max_new_tokens
+        return LLMProposer(self.backend, max_new_tokens=budget, temperature=p.temperature, top_p=p.top_p,
                            excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples, example_tokens=p.example_tokens,
                            skill_level=p.skill_level, system_prompt=p.system_prompt, structure=structure,
                            constrained=p.constrained if constrained is None else constrained)

@@ -171,6 +171,7 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
                                         "n_examples": 0, "excerpt_tokens": 60}})
     sp = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
     assert len(sp.probe_docs) == 2 and not sp.free_proposer.constrained
+    assert sp.free_proposer.max_new_tokens == 3000 == sp.proposer.max_new_tokens  # no probe budget: the proposer's
     h0, h1 = sp.run()
     probe = h0["probe"]
     assert probe["documents"] == 2 and probe["parsed"] == 0.5 and probe["acceptance"] == 0.5
@@ -178,7 +179,11 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
     assert "probe" not in h1
     final = json.loads((tmp_path / "run" / "summary.json").read_text())["probe_final"]
     assert final["documents"] == 2 and final["seconds"] > 0 and final["acceptance"] > 0  # the script's turn
-    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}):
+    capped = selfplay_config(tiny_dir, corpus_dir, tmp_path / "capped", {"acceptance_probe": 1,
+                                                                          "acceptance_probe_max_tokens": 1200})
+    assert SelfPlay(capped, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))) \
+        .free_proposer.max_new_tokens == 1200
+    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}, {"acceptance_probe_max_tokens": 0}):
         with pytest.raises(ValueError, match="acceptance_probe"):
             selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", bad)
 
