@@ -339,3 +339,28 @@ def test_merge_reports_the_spread_of_seeds_run_in_separate_sessions(tmp_path: Pa
         merge(tmp_path / "run", [v3])
     result = CliRunner().invoke(cli, ["bench", "selfplay", "--out", str(tmp_path / "x"), "--merge", str(v3), str(v3)])
     assert result.exit_code == 2 and "seed 0 is in both" in result.output
+
+
+def test_merge_compares_every_resolved_setting(tmp_path: Path) -> None:
+    """Runs recorded with their resolved config (``state["resolved"]``) merge only if every setting that shapes
+    training agrees: a config file edited between sessions is caught although its name and overrides agree."""
+    from training.bench.selfplay_report import merge
+    from training.config import config_to_dict, load_config
+
+    v3 = H200_SELFPLAY.parent / "selfplay-v3"
+    state = json.loads((v3 / "state.json").read_text())
+
+    def resolved(*sets: str) -> dict[str, Any]:
+        cfg = load_config("selfplay-smollm2-h200", [*state["overrides"], *sets])
+        return json.loads(json.dumps(config_to_dict(cfg), default=str))
+
+    folders = []
+    for seed, sets in ((0, ()), (1, ("selfplay.acceptance_probe=8",)), (2, ("grpo.num_iterations=1",))):
+        d = _as_seed(v3, tmp_path / f"s{seed}", seed)
+        st = json.loads((d / "state.json").read_text())
+        st["resolved"] = resolved(*sets)
+        (d / "state.json").write_text(json.dumps(st))
+        folders.append(d)
+    assert merge(tmp_path / "ok", folders[:2])["seeds"] == [0, 1]  # the probe is measurement
+    with pytest.raises(ValueError, match=r"settings grpo.num_iterations: 2 vs 1"):
+        merge(tmp_path / "bad", [folders[0], folders[2]])

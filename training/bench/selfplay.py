@@ -346,7 +346,11 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]
     cfg = _load(config, overrides)
     begun = {} if "started" in _state(work) else {"started": time.time()}
-    state = _record(work, {**begun, "config": config, "overrides": overrides, "tiny": tiny, "seeds": seeds})
+    from training.config import config_to_dict
+
+    # "resolved": every setting as this call ran it, which --merge compares across sessions
+    state = _record(work, {**begun, "config": config, "overrides": overrides, "tiny": tiny, "seeds": seeds,
+                           "resolved": json.loads(json.dumps(config_to_dict(cfg), default=str))})
     t0 = time.perf_counter()
 
     def done(phase: str, result: dict[str, Any]) -> bool:

@@ -342,12 +342,33 @@ def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, A
     return states
 
 
+def _settings(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A resolved config as ``section.key`` settings, without :data:`MEASUREMENT_ONLY`."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            out.update(_settings(v, key))
+        elif key not in MEASUREMENT_ONLY:
+            out[key] = v
+    return out
+
+
 def _check_same_training(states: list[tuple[Path, dict[str, Any]]]) -> None:
-    """Raise unless every run has the first one's config, size and training overrides."""
+    """Raise unless every run has the first one's config, size and training overrides, and, where both
+    recorded it (``resolved``), every setting that shapes training: a config file edited between two sessions
+    trains differently under the same name."""
     first_folder, first = states[0]
     want = (first.get("config"), _training_overrides(first), bool(first.get("tiny")))
     for folder, st in states[1:]:
         got = (st.get("config"), _training_overrides(st), bool(st.get("tiny")))
+        if got == want and first.get("resolved") and st.get("resolved"):
+            a, b = _settings(first["resolved"]), _settings(st["resolved"])
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            if keys:
+                raise ValueError(f"{first_folder} and {folder} trained differently (settings " + ", ".join(
+                    f"{k}: {a.get(k, '(unset)')} vs {b.get(k, '(unset)')}" for k in keys[:6]) + "); only "
+                    f"{', '.join(MEASUREMENT_ONLY)} may differ between merged runs")
         if got == want:
             continue
         keys = sorted(k for k in set(want[1]) | set(got[1]) if want[1].get(k) != got[1].get(k))
