@@ -165,6 +165,7 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     by = res["comparison"]["by_source"]
     assert set(by) == {"template", "model"} and all({"selfplay", "baseline"} <= set(v) for v in by.values())
     assert "| template |" in (out / "selfplay.md").read_text()
+    assert all(set(r["heldout_by_source"]) == {"template", "model"} for r in sp["rounds"] + base["rounds"])
 
 
 H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "h200" / "selfplay-v2"
@@ -230,6 +231,20 @@ def test_selfplay_report_of_the_h200_v3_run(tmp_path: Path) -> None:
     t = res["targets"]
     assert t["heldout_met"] and not t["heldout_checks_met"] and t["env_share_met"]
     assert t["env_share_max"] == pytest.approx(0.0134, abs=1e-4) and t["probe_acceptance_rise_points"] is None
+    assert all(r["heldout_by_source"] == {} for r in sp["rounds"])  # that run did not report sources
+    # a run that did gets a panel more: the held-out check fraction by source, round by round
+    from training.bench.selfplay_report import _plot
+
+    plain = tmp_path / "plain.png"
+    _plot(res, plain)
+    for part in ("selfplay", "baseline"):
+        for i, r in enumerate(res[part]["s0"]["rounds"]):
+            r["heldout_by_source"] = {"template": 0.7 - 0.01 * i, "model": 0.6 + 0.01 * i}
+        res[part]["s0"]["eval_final_by_source"] = {"/x/template": {"reward": 0.6}, "/x/model": {"reward": 0.65}}
+    _plot(res, tmp_path / "by-source.png")
+    from PIL import Image
+
+    assert Image.open(tmp_path / "by-source.png").size[1] > Image.open(plain).size[1]
     for name in ("selfplay", "baseline"):  # compute-matched: 8 optimizer steps a round in both
         rows = [json.loads(line) for line in (src / f"{name}-s0-metrics.jsonl").read_text().splitlines()]
         assert [r["update"]["steps"] for r in rows] == [8] * 5 and all(r["update"]["clip_ratio"] > 0 for r in rows)

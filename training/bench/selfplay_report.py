@@ -62,6 +62,12 @@ def rounds_of(run: Path) -> list[dict[str, Any]]:
     return _last_per_round(read_metrics(run)) if (run / "metrics.jsonl").is_file() else []
 
 
+def _checks_by_source(r: dict[str, Any]) -> dict[str, float]:
+    """A round's held-out check fraction per source (the source folder's name); empty when not reported."""
+    by = (r.get("eval") or {}).get("by_source") or {}
+    return {Path(src).name or src: fig["reward"] for src, fig in by.items()}
+
+
 def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
     p, sk, up = r["proposer"], r["skills"], r["update"]
     return {"round": r["round"], "acceptance": p["acceptance"], "frontier": p["frontier"],
@@ -72,7 +78,8 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "solver_episodes": r["solver"]["episodes"], "solver_pass_rate": r["solver"]["pass_rate"],
             "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
             "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
-            "probe_acceptance": (r.get("probe") or {}).get("acceptance"), "seconds": r["time"]["round"]}
+            "probe_acceptance": (r.get("probe") or {}).get("acceptance"), "seconds": r["time"]["round"],
+            "heldout_by_source": _checks_by_source(r)}
 
 
 def _baseline_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +87,7 @@ def _baseline_row(r: dict[str, Any]) -> dict[str, Any]:
             "solver_pass_rate": r["solver"]["pass_rate"], "solver_samples": r["update"]["solver"]["samples"],
             "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
             "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
-            "seconds": r["time"]["round"]}
+            "seconds": r["time"]["round"], "heldout_by_source": _checks_by_source(r)}
 
 
 def _final(run: Path, key: str = "pass_rate", part: str = "eval_final") -> float | None:
@@ -208,9 +215,14 @@ def _plot(res: dict[str, Any], path: Path) -> None:
               ("skills", "skills added / pruned / refined"), ("heldout_pass_rate", "held-out pass rate"),
               ("heldout_reward", "held-out check fraction"), ("env_share", "environment share of wall time"),
               ("samples", "samples in the update")]
-    fig = Figure(figsize=(12, 10))
+    by_source = any(r.get("heldout_by_source") for part in ("selfplay", "baseline") for run in res[part].values()
+                    for r in run["rounds"])
+    rows_of_panels = 4 if by_source else 3
+    fig = Figure(figsize=(12, 10 * rows_of_panels / 3))
+    if by_source:
+        _plot_by_source(fig.add_subplot(rows_of_panels, 3, len(panels) + 1), res)
     for i, (key, title) in enumerate(panels):
-        ax = fig.add_subplot(3, 3, i + 1)
+        ax = fig.add_subplot(rows_of_panels, 3, i + 1)
         for seed, run in res["selfplay"].items():
             rows = run["rounds"]
             xs = [r["round"] for r in rows]
@@ -256,6 +268,33 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     fig.suptitle(f"envwright self-play vs fixed-environment baseline ({res['model']})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
+    """Held-out check fraction per source and round (the final policy's after the last round): self-play solid,
+    the baseline dashed, one colour per source."""
+    from matplotlib.ticker import MaxNLocator
+
+    sources = sorted({src for part in ("selfplay", "baseline") for run in res[part].values() for r in run["rounds"]
+                      for src in r.get("heldout_by_source") or {}})
+    for c, src in enumerate(sources):
+        for part, style, marker in (("selfplay", "-", "o"), ("baseline", "--", "s")):
+            for seed, run in res[part].items():
+                pts = [(r["round"], r["heldout_by_source"][src]) for r in run["rounds"]
+                       if src in (r.get("heldout_by_source") or {})]
+                final = (run.get("eval_final_by_source") or {})
+                end = next((fig["reward"] for k, fig in final.items() if (Path(k).name or k) == src), None)
+                if end is not None:
+                    pts.append((len(run["rounds"]), end))
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), linestyle=style, marker=marker, color=f"C{c}",
+                            label=f"{part} {src} {seed}")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("held-out check fraction by source", fontsize=9)
+    ax.set_xlabel("round", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
 
 
 def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, Any]:
