@@ -174,18 +174,9 @@ H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "
 def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
     """The report, re-rendered from the committed H200 run's metrics (seed 0, five rounds): pass rates, check
     fractions, the warm-start gap that is the noise of one held-out measurement, and the targets."""
-    from training.bench.selfplay_report import report
-    from training.config import load_config
+    from training.bench.selfplay_report import merge
 
-    work = tmp_path / "work"
-    for name in ("selfplay", "baseline"):
-        run = work / f"{name}-s0"
-        run.mkdir(parents=True)
-        (run / "metrics.jsonl").write_bytes((H200_SELFPLAY / f"{name}-s0-metrics.jsonl").read_bytes())
-        (run / "summary.json").write_bytes((H200_SELFPLAY / f"{name}-s0-summary.json").read_bytes())
-    state = json.loads((H200_SELFPLAY / "state.json").read_text())
-    cfg = load_config("selfplay-smollm2-h200", state["overrides"] + ["model.device=cpu"])
-    res = report(tmp_path, work, state, cfg)
+    res = merge(tmp_path, [H200_SELFPLAY])  # a merge of one result folder is its report, re-rendered
     sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
     assert [r["round"] for r in sp["rounds"]] == list(range(5)) and base["episodes"] == [16, 32, 32, 32, 32]
     assert sp["eval_final"] == pytest.approx(1 / 32) and base["eval_final"] == pytest.approx(2 / 32)
@@ -207,19 +198,10 @@ def test_selfplay_report_of_the_h200_run(tmp_path: Path) -> None:
 def test_selfplay_report_of_the_h200_v3_run(tmp_path: Path) -> None:
     """``selfplay-v3/`` (8 optimizer steps a round, one seed) re-rendered from its committed metrics: the figures
     the README and h200.md quote, a kept skill a round, and the same steps in both runs."""
-    from training.bench.selfplay_report import report
-    from training.config import load_config
+    from training.bench.selfplay_report import merge
 
     src = H200_SELFPLAY.parent / "selfplay-v3"
-    work = tmp_path / "work"
-    for name in ("selfplay", "baseline"):
-        run = work / f"{name}-s0"
-        run.mkdir(parents=True)
-        (run / "metrics.jsonl").write_bytes((src / f"{name}-s0-metrics.jsonl").read_bytes())
-        (run / "summary.json").write_bytes((src / f"{name}-s0-summary.json").read_bytes())
-    state = json.loads((src / "state.json").read_text())
-    cfg = load_config("selfplay-smollm2-h200", state["overrides"] + ["model.device=cpu"])
-    res = report(tmp_path, work, state, cfg)
+    res = merge(tmp_path, [src])
     sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
     assert [r["skills_added"] for r in sp["rounds"]] == [1] * 5 and sp["rounds"][-1]["skills_active"] == 17
     assert [r["acceptance"] for r in sp["rounds"]] == [1.0] * 5
