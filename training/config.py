@@ -141,9 +141,9 @@ class GenerationConfig:
     batch_size: Int | None = None  #: HF: rows per ``generate`` call (None: all at once)
     sort_by_length: Bool = True  #: HF: batch rows of similar length together (less padding)
     #: HF: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call seen
-    #: so far, so a workload that mixes long calls with many short ones (self-play: blueprint prompts, then
-    #: rollout steps of many rows) makes every later call attend over that length: on the H200 it was slower
-    #: than the dynamic cache there (training/results/h200.md, `selfplay-v3/`)
+    #: so far, and each new batch size is a new shape to compile, so a workload that mixes long calls with many
+    #: short ones of changing size (self-play: blueprint prompts, then rollout steps) does not suit it: with
+    #: ``compile`` it was much slower than the dynamic cache there (training/results/h200.md, `selfplay-v3/`)
     static_cache: Bool = False
     compile: Bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
 
