@@ -89,17 +89,16 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
     fixed per run). Each task names its source, so the held-out score is also reported per source."""
     if not sources:
         return []
-    from training.solver import load_specs
+    from training.solver import load_sourced_specs
 
     seen: list[TaskRef] = []  # each environment's tasks in order, until per_env of them fit
-    for source in sources:
-        for s in load_specs([source]):
-            fit = 0
-            for t in s.tasks:
-                if per_env is not None and fit >= per_env:
-                    break
-                seen.append(TaskRef(s, t.id, source=source))
-                fit += max_steps is None or t.reference_actions() <= max_steps
+    for source, s in load_sourced_specs(list(sources)):
+        fit = 0
+        for t in s.tasks:
+            if per_env is not None and fit >= per_env:
+                break
+            seen.append(TaskRef(s, t.id, source=source))
+            fit += max_steps is None or t.reference_actions() <= max_steps
     chosen = fit_step_budget(seen, max_steps, "selfplay.eval_envs") if max_steps and seen else seen
     return [TaskRef(t.spec, t.task_id, seed + a, t.source) for t in chosen for a in range(attempts)]
 

@@ -39,8 +39,8 @@ from training.generation import Generator, HFGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
-__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_specs", "make_rollout_func",
-           "task_key", "train_solver"]
+__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_sourced_specs", "load_specs",
+           "make_rollout_func", "task_key", "train_solver"]
 
 KEY_PREFIX = "envwright-task:"
 
@@ -52,26 +52,32 @@ def task_key(env_id: str, task_id: str) -> str:
 
 def load_specs(sources: Sequence[str]) -> list[EnvSpec]:
     """Specs from ``examples``, ``examples:NAME``, a library folder, a spec file or a folder of specs."""
+    return [spec for _, spec in load_sourced_specs(sources)]
+
+
+def load_sourced_specs(sources: Sequence[str]) -> list[tuple[str, EnvSpec]]:
+    """:func:`load_specs` with the source each spec came from, as ``(source, spec)`` pairs in order."""
     from gym_envs.examples import load_all, load_example
 
-    out: list[EnvSpec] = []
+    out: list[tuple[str, EnvSpec]] = []
     for src in sources:
         if src == "examples":
-            out += load_all()
+            found = load_all()
         elif src.startswith("examples:"):
-            out.append(load_example(src.split(":", 1)[1]))
+            found = [load_example(src.split(":", 1)[1])]
         else:
             p = Path(src)
             if p.is_file():
-                out.append(load_spec(p))
+                found = [load_spec(p)]
             elif (p / "specs").is_dir():
-                out += [load_spec(f) for f in sorted((p / "specs").glob("*.json"))]
+                found = [load_spec(f) for f in sorted((p / "specs").glob("*.json"))]
             elif p.is_dir():
-                out += [load_spec(f) for f in sorted(p.glob("*.json"))]
+                found = [load_spec(f) for f in sorted(p.glob("*.json"))]
             else:
                 raise ConfigError(f"solver.envs: {src!r} is not 'examples', 'examples:NAME', a library folder, "
                                   "a spec file or a folder of spec files")
-    ids = [s.id for s in out]
+        out += [(src, spec) for spec in found]
+    ids = [s.id for _, s in out]
     if len(set(ids)) != len(ids):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         raise ConfigError(f"solver.envs: environment ids {dupes} appear twice; list each source once")

@@ -272,7 +272,7 @@ def test_held_out_tasks_are_the_first_that_fit_and_only_a_skip_warns() -> None:
     assert len(heldout_tasks(["examples:library-loans"], None, 1, seed=0)) == 7  # no budget: every task
 
 
-def test_the_held_out_score_is_also_given_per_source() -> None:
+def test_the_held_out_score_is_also_given_per_source(tmp_path: Path) -> None:
     """Each held-out task names its source, and the score has a ``by_source`` part: held-out template and
     model-written environments can favour different training, so the comparison is made per source too."""
     from training.rollout import Episode
