@@ -166,6 +166,9 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert set(by) == {"template", "model"} and all({"selfplay", "baseline"} <= set(v) for v in by.values())
     assert "| template |" in (out / "selfplay.md").read_text()
     assert all(set(r["heldout_by_source"]) == {"template", "model"} for r in sp["rounds"] + base["rounds"])
+    # both final policies played the same held-out episodes, which the report pairs
+    n_final = len((out / "selfplay-s0-final-episodes.jsonl").read_text().splitlines())
+    assert n_final > 0 and res["comparison"]["paired"]["all"]["episodes"] == n_final
 
 
 H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "h200" / "selfplay-v2"
@@ -361,3 +364,28 @@ def test_merge_compares_every_resolved_setting(tmp_path: Path) -> None:
     assert merge(tmp_path / "ok", folders[:2])["seeds"] == [0, 1]  # the probe is measurement
     with pytest.raises(ValueError, match=r"settings grpo.num_iterations: 2 vs 1"):
         merge(tmp_path / "bad", [folders[0], folders[2]])
+
+
+def test_the_final_policies_are_compared_episode_by_episode(tmp_path: Path) -> None:
+    """Both runs score their final policy on the same held-out tasks with the same episode seeds; the report pairs
+    those episodes (self-play minus baseline), which the merge carries along, and keeps them in OUT."""
+    from training.bench.selfplay_report import merge
+
+    src = _as_seed(H200_SELFPLAY.parent / "selfplay-v3", tmp_path / "run", 0)
+
+    def lines(rewards: list[float]) -> str:
+        eps = [{"round": 5, "heldout": True, "final": True, "env_id": f"env-{i // 2}", "task_id": "t", "seed": i % 2,
+                "reward": r} for i, r in enumerate(rewards)]
+        return "\n".join(json.dumps(e) for e in [*eps, {"round": 4, "heldout": True, "env_id": "env-0",
+                                                         "task_id": "t", "seed": 0, "reward": 1.0}]) + "\n"
+
+    (src / "selfplay-s0-final-episodes.jsonl").write_text(lines([1.0, 0.5, 0.5, 0.25]))
+    (src / "baseline-s0-final-episodes.jsonl").write_text(lines([0.5, 0.5, 0.75, 0.25, 0.5]))  # one unmatched
+    res = merge(tmp_path / "out", [src])
+    p = res["comparison"]["paired"]["all"]
+    assert (p["episodes"], p["better"], p["worse"], p["equal"]) == (4, 1, 1, 2)
+    assert p["mean"] == pytest.approx(0.0625) and p["stderr"] == pytest.approx(0.15729, abs=1e-4)
+    assert res["comparison"]["paired"]["seeds"]["s0"]["episodes"] == 4
+    assert "self-play minus baseline check fraction +0.062" in (tmp_path / "out" / "selfplay.md").read_text()
+    kept = (tmp_path / "out" / "baseline-s0-final-episodes.jsonl").read_text().splitlines()
+    assert len(kept) == 5 and all(json.loads(x)["final"] for x in kept)

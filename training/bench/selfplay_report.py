@@ -143,6 +143,38 @@ def _by_source(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
                           "episodes": c["episodes"]} for part, c in parts.items()} for name, parts in out.items()}
 
 
+def _final_lines(run: Path) -> list[str]:
+    """The final policy's held-out episode lines of a run (``final: true`` in ``episodes.jsonl``)."""
+    path = run / "episodes.jsonl"
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        try:
+            if json.loads(line).get("final"):
+                out.append(line)
+        except (json.JSONDecodeError, AttributeError):
+            continue
+    return out
+
+
+def _final_episodes(run: Path) -> dict[tuple[str, str, int], float]:
+    """The final policy's held-out episodes of a run: reward by (environment, task, episode seed)."""
+    out = {}
+    for line in _final_lines(run):
+        e = json.loads(line)
+        out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["reward"])
+    return out
+
+
+def _paired(diffs: list[float]) -> dict[str, Any]:
+    """Self-play minus baseline over matched episodes: mean, standard error, and how many went either way."""
+    n = len(diffs)
+    if not n:
+        return {"episodes": 0, "mean": None, "stderr": None, "better": 0, "worse": 0, "equal": 0}
+    se = statistics.stdev(diffs) / n ** 0.5 if n > 1 else None
+    return {"episodes": n, "mean": statistics.fmean(diffs), "stderr": se, "better": sum(d > 0 for d in diffs),
+            "worse": sum(d < 0 for d in diffs), "equal": sum(d == 0 for d in diffs)}
+
+
 def _spread(xs: list[float]) -> dict[str, float | None]:
     if not xs:
         return {"mean": None, "min": None, "max": None, "n": 0}
@@ -175,6 +207,12 @@ def _markdown(res: dict[str, Any]) -> str:
         for name in ("selfplay", "baseline"):
             s = part[name]
             lines.append(f"| {name}, {what} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
+    paired = (c.get("paired") or {}).get("all") or {}
+    if paired.get("episodes"):
+        se = f" ± {_fmt(paired['stderr'])} (standard error)" if paired.get("stderr") is not None else ""
+        lines += ["", f"Paired on the same held-out tasks and episode seeds (the final policies, {paired['episodes']} "
+                  f"episodes over seeds): self-play minus baseline check fraction {paired['mean']:+.3f}{se}; "
+                  f"self-play better on {paired['better']}, worse on {paired['worse']}, equal on {paired['equal']}."]
     by = c.get("by_source") or {}
     if by:
         lines += ["", "| held-out after the last round, by source (mean over seeds) | episodes | pass: self-play / "
@@ -307,6 +345,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                            "seeds": seeds, "warm_start": {k: state.get(k) for k in ("proposer", "solver")},
                            "environments": state.get("environments"), "heldout_model": state.get("heldout"),
                            "rounds": cfg.selfplay.rounds, "selfplay": {}, "baseline": {}}
+    diffs: dict[str, list[float]] = {}
     for seed in seeds:
         s = f"s{seed}"
         sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
@@ -320,10 +359,15 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                               "eval_final_by_source": _final(b_run, "by_source"),
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
+        a, b = _final_episodes(sp_run), _final_episodes(b_run)
+        diffs[s] = [a[k] - b[k] for k in sorted(set(a) & set(b))]
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
             for part in ("metrics.jsonl", "summary.json"):  # OUT holds what a merge of seeds reads
                 if (run / part).is_file() and (out / f"{name}-{s}-{part}").resolve() != (run / part).resolve():
                     shutil.copyfile(run / part, out / f"{name}-{s}-{part}")
+            final = _final_lines(run)
+            if final:
+                (out / f"{name}-{s}-final-episodes.jsonl").write_text("\n".join(final) + "\n", encoding="utf-8")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
     b_final = [v["eval_final"] for v in res["baseline"].values() if v["eval_final"] is not None]
     sp_checks = [v["eval_final_reward"] for v in res["selfplay"].values() if v["eval_final_reward"] is not None]
@@ -331,6 +375,10 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final),
                          "check_fraction": {"selfplay": _spread(sp_checks), "baseline": _spread(b_checks)}}
     res["comparison"]["by_source"] = _by_source(res)
+    # the final policies on the same held-out tasks with the same episode seeds: the paired difference is the
+    # sharper comparison (each task's difficulty cancels)
+    res["comparison"]["paired"] = {"seeds": {k: _paired(v) for k, v in diffs.items()},
+                                   "all": _paired([d for v in diffs.values() for d in v])}
     res["warm_start_gap"] = {k: _warm_start_gap(res, k) for k in ("pass_rate", "reward")}
     rises, probe_rises = _rises(res, "acceptance"), _rises(res, "probe_acceptance", "probe_final")
     shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
@@ -428,8 +476,9 @@ def _gather_runs(work: Path, states: list[tuple[Path, dict[str, Any]]], merged: 
                     merged[key] = st[key]
                 run = work / key
                 run.mkdir()
-                for part in ("metrics.jsonl", "summary.json"):
-                    src = next((f for f in (folder / f"{key}-{part}", folder / "work" / key / part) if f.is_file()),
+                for part, flat in (("metrics.jsonl", "metrics.jsonl"), ("summary.json", "summary.json"),
+                                   ("episodes.jsonl", "final-episodes.jsonl")):
+                    src = next((f for f in (folder / f"{key}-{flat}", folder / "work" / key / part) if f.is_file()),
                                None)
                     if src is not None:
                         shutil.copyfile(src, run / part)
