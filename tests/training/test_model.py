@@ -125,7 +125,7 @@ def test_policy_backend_records_tokens(tokenizer: Any, chat: Any) -> None:
 
 
 def _counting_optimizer(model: Any, lr: float) -> tuple[Any, list[int]]:
-    """SGD whose ``step`` records how many samples' gradients it was given (via a call counter)."""
+    """SGD that counts its ``step`` calls (one per optimizer step the update takes)."""
     import torch
 
     opt = torch.optim.SGD(model.parameters(), lr=lr)

@@ -275,7 +275,7 @@ def test_held_out_tasks_are_the_first_that_fit_and_only_a_skip_warns() -> None:
 def test_the_held_out_score_is_also_given_per_source(tmp_path: Path) -> None:
     """Each held-out task names its source, and the score has a ``by_source`` part: held-out template and
     model-written environments can favour different training, so the comparison is made per source too."""
-    from training.rollout import Episode
+    from training.rollout import Episode, TaskRef
     from training.selfplay import heldout_tasks
     from training.selfplay_metrics import pass_rate
 
@@ -289,4 +289,4 @@ def test_the_held_out_score_is_also_given_per_source(tmp_path: Path) -> None:
     assert res["pass_rate"] == 0.25 and res["by_source"] == {
         sources[0]: {"pass_rate": 0.5, "reward": 0.75, "episodes": 2},
         sources[1]: {"pass_rate": 0.0, "reward": 0.125, "episodes": 2}}
-    assert "by_source" not in pass_rate([Episode(tasks[0].__class__(tasks[0].spec, tasks[0].task_id), [], [])])
+    assert "by_source" not in pass_rate([Episode(TaskRef(tasks[0].spec, tasks[0].task_id), [], [])])  # no source
