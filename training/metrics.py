@@ -20,20 +20,26 @@ from typing import Any
 
 from training.errors import ConfigError
 
-__all__ = ["MetricsWriter", "curves_figure", "drop_rounds_from", "flatten", "histogram_figure", "metrics_callback",
-           "plot_run", "read_metrics"]
+__all__ = ["MetricsWriter", "curves_figure", "drop_rounds_from", "flatten", "histogram_figure", "leaves",
+           "metrics_callback", "plot_run", "read_metrics"]
+
+
+def leaves(d: Mapping[str, Any], sep: str = "/", prefix: str = "") -> dict[str, Any]:
+    """Every leaf of nested dicts under its joined key (``a/b/c``, or ``a.b.c`` with ``sep="."``)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{sep}{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(leaves(v, sep, key))
+        else:
+            out[key] = v
+    return out
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Numeric leaves of nested dicts as ``a/b/c`` keys (bools as 0/1; others dropped)."""
-    out: dict[str, float] = {}
-    for k, v in d.items():
-        key = f"{prefix}/{k}" if prefix else str(k)
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key))
-        elif isinstance(v, bool) or (isinstance(v, int | float) and math.isfinite(float(v))):
-            out[key] = float(v)
-    return out
+    return {k: float(v) for k, v in leaves(d, "/", prefix).items()
+            if isinstance(v, bool) or (isinstance(v, int | float) and math.isfinite(float(v)))}
 
 
 class MetricsWriter:

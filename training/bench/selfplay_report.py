@@ -62,10 +62,15 @@ def rounds_of(run: Path) -> list[dict[str, Any]]:
     return _last_per_round(read_metrics(run)) if (run / "metrics.jsonl").is_file() else []
 
 
+def _source_name(src: str) -> str:
+    """How a held-out source is labelled: its folder's name (``.../heldout/model`` -> ``model``)."""
+    return Path(src).name or src
+
+
 def _checks_by_source(r: dict[str, Any]) -> dict[str, float]:
     """A round's held-out check fraction per source (the source folder's name); empty when not reported."""
     by = (r.get("eval") or {}).get("by_source") or {}
-    return {Path(src).name or src: fig["reward"] for src, fig in by.items()}
+    return {_source_name(src): fig["reward"] for src, fig in by.items()}
 
 
 def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +139,7 @@ def _by_source(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for part in ("selfplay", "baseline"):
         for run in res[part].values():
             for src, fig in (run.get("eval_final_by_source") or {}).items():
-                name = Path(src).name or src
+                name = _source_name(src)
                 cell = out.setdefault(name, {}).setdefault(part, {"pass_rate": [], "reward": [], "episodes": 0})
                 cell["pass_rate"].append(fig["pass_rate"])
                 cell["reward"].append(fig["reward"])
@@ -156,10 +161,10 @@ def _final_lines(run: Path) -> list[str]:
     return out
 
 
-def _final_episodes(run: Path) -> dict[tuple[str, str, int], float]:
-    """The final policy's held-out episodes of a run: reward by (environment, task, episode seed)."""
+def _final_rewards(lines: list[str]) -> dict[tuple[str, str, int], float]:
+    """Final held-out episode lines (:func:`_final_lines`) as reward by (environment, task, episode seed)."""
     out = {}
-    for line in _final_lines(run):
+    for line in lines:
         e = json.loads(line)
         out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["reward"])
     return out
@@ -321,7 +326,7 @@ def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
                 pts = [(r["round"], r["heldout_by_source"][src]) for r in run["rounds"]
                        if src in (r.get("heldout_by_source") or {})]
                 final = (run.get("eval_final_by_source") or {})
-                end = next((fig["reward"] for k, fig in final.items() if (Path(k).name or k) == src), None)
+                end = next((fig["reward"] for k, fig in final.items() if _source_name(k) == src), None)
                 if end is not None:
                     pts.append((len(run["rounds"]), end))
                 if pts:
@@ -359,13 +364,14 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                               "eval_final_by_source": _final(b_run, "by_source"),
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
-        a, b = _final_episodes(sp_run), _final_episodes(b_run)
+        finals = {"selfplay": _final_lines(sp_run), "baseline": _final_lines(b_run)}
+        a, b = _final_rewards(finals["selfplay"]), _final_rewards(finals["baseline"])
         diffs[s] = [a[k] - b[k] for k in sorted(set(a) & set(b))]
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
             for part in ("metrics.jsonl", "summary.json"):  # OUT holds what a merge of seeds reads
                 if (run / part).is_file() and (out / f"{name}-{s}-{part}").resolve() != (run / part).resolve():
                     shutil.copyfile(run / part, out / f"{name}-{s}-{part}")
-            final = _final_lines(run)
+            final = finals[name]
             if final:
                 (out / f"{name}-{s}-final-episodes.jsonl").write_text("\n".join(final) + "\n", encoding="utf-8")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
@@ -429,16 +435,11 @@ def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, A
     return states
 
 
-def _settings(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _settings(d: dict[str, Any]) -> dict[str, Any]:
     """A resolved config as ``section.key`` settings, without :data:`MEASUREMENT_ONLY`."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        if isinstance(v, dict):
-            out.update(_settings(v, key))
-        elif key not in MEASUREMENT_ONLY:
-            out[key] = v
-    return out
+    from training.metrics import leaves
+
+    return {k: v for k, v in leaves(d, ".").items() if k not in MEASUREMENT_ONLY}
 
 
 def _check_same_training(states: list[tuple[Path, dict[str, Any]]]) -> None:
