@@ -235,6 +235,48 @@ def test_selfplay_report_of_the_h200_v3_run(tmp_path: Path) -> None:
         assert [r["update"]["steps"] for r in rows] == [8] * 5 and all(r["update"]["clip_ratio"] > 0 for r in rows)
 
 
+def test_selfplay_spread_of_the_h200_v3_seeds(tmp_path: Path) -> None:
+    """``selfplay-v3/`` (seed 0) and ``selfplay-v3-s1/`` (seed 1, a later session, the probe on) merged: the
+    spread, the probe's rise and the paired final comparison that the README and h200.md quote, and the
+    committed merge is what the merge writes."""
+    from training.bench.selfplay_report import merge
+
+    root = H200_SELFPLAY.parent
+    res = merge(tmp_path, [root / "selfplay-v3", root / "selfplay-v3-s1"])
+    assert res["seeds"] == [0, 1]
+    sp, base = res["selfplay"]["s1"], res["baseline"]["s1"]
+    assert [r["acceptance"] for r in sp["rounds"]] == [1.0, 0.875, 1.0, 1.0, 1.0]
+    assert [r["skills_added"] for r in sp["rounds"]] == [1] * 5 and sp["rounds"][-1]["skills_active"] == 17
+    assert sp["rounds"][0]["probe_acceptance"] == 0.375 and sp["probe_final"] == 0.5
+    assert [round(r["heldout_reward"], 3) for r in sp["rounds"]] == [0.697, 0.608, 0.694, 0.662, 0.666]
+    assert [round(r["heldout_reward"], 3) for r in base["rounds"]] == [0.683, 0.646, 0.647, 0.6, 0.645]
+    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
+    c = res["comparison"]
+    assert c["selfplay"]["mean"] == pytest.approx(0.015625) and c["baseline"]["mean"] == pytest.approx(0.046875)
+    assert c["check_fraction"]["selfplay"]["mean"] == pytest.approx(0.6204, abs=1e-4)
+    assert c["check_fraction"]["baseline"]["mean"] == pytest.approx(0.6061, abs=1e-4)
+    paired = c["paired"]["all"]  # seed 0's baseline wrote no episodes: seed 1 alone is paired
+    assert c["paired"]["seeds"]["s0"]["episodes"] == 0 and c["paired"]["seeds"]["s1"] == paired
+    assert (paired["episodes"], paired["better"], paired["worse"], paired["equal"]) == (32, 11, 7, 14)
+    assert paired["mean"] == pytest.approx(0.0501, abs=1e-4) and paired["stderr"] == pytest.approx(0.0324, abs=1e-4)
+    by = c["by_source"]
+    assert round(by["model"]["selfplay"]["reward"]["mean"], 3) == 0.646
+    assert round(by["template"]["baseline"]["reward"]["mean"], 3) == 0.631
+    t = res["targets"]
+    assert t["probe_acceptance_rise_points"] == 12.5 and not t["probe_acceptance_met"]
+    assert not t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    assert t["env_share_max"] == pytest.approx(0.0134, abs=1e-4)
+    md = (tmp_path / "selfplay.md").read_text()
+    assert "Seed 0:" in md and "| 0 | 1.000 | 0.375 | 0.625 | 0.408 |" in md  # a per-round table per seed
+    committed = root / "selfplay-v3-spread"
+    assert (tmp_path / "selfplay.md").read_text() == (committed / "selfplay.md").read_text()
+    kept = json.loads((committed / "selfplay.json").read_text())
+    assert kept["comparison"] == json.loads((tmp_path / "selfplay.json").read_text())["comparison"]
+    for name in ("selfplay", "baseline"):  # 8 optimizer steps a round in both runs of seed 1 too
+        rows = [json.loads(line) for line in (root / "selfplay-v3-s1" / f"{name}-s1-metrics.jsonl").open()]
+        assert [r["update"]["steps"] for r in rows] == [8] * 5
+
+
 def test_the_probe_rise_runs_from_round_0_to_the_final_policy() -> None:
     """With a probe every few rounds, the rise is taken from round 0's probe to the final policy's
     (``probe_final``), else to the last round that was probed; a seed with one probe has no rise."""

@@ -195,17 +195,19 @@ def _fmt(x: Any) -> str:
 
 
 def _markdown(res: dict[str, Any]) -> str:
-    lines = [f"Self-play on {res['model']} ({len(res['seeds'])} seed(s); per-round figures of seed {res['seeds'][0]}; "
-             "held-out pass: the policy that played the round, round 0 = warm start)", ""]
-    lines.append("| " + " | ".join(h for _, h in COLUMNS) + " |")
-    lines.append("|" + "---|" * len(COLUMNS))
-    s0 = f"s{res['seeds'][0]}"
-    base = {b["round"]: b for b in res["baseline"].get(s0, {}).get("rounds", [])}
-    for row in res["selfplay"].get(s0, {}).get("rounds", []):
-        b = base.get(row["round"], {})
-        row = {**row, "baseline_heldout_pass_rate": b.get("heldout_pass_rate"),
-               "baseline_heldout_reward": b.get("heldout_reward")}
-        lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in COLUMNS) + " |")
+    seeds = res["seeds"]
+    lines = [f"Self-play on {res['model']} ({len(seeds)} seed(s); per-round figures of each seed; "
+             "held-out pass: the policy that played the round, round 0 = warm start)"]
+    for seed in seeds:
+        lines += ["", f"Seed {seed}:", ""] if len(seeds) > 1 else [""]
+        lines.append("| " + " | ".join(h for _, h in COLUMNS) + " |")
+        lines.append("|" + "---|" * len(COLUMNS))
+        base = {b["round"]: b for b in res["baseline"].get(f"s{seed}", {}).get("rounds", [])}
+        for row in res["selfplay"].get(f"s{seed}", {}).get("rounds", []):
+            b = base.get(row["round"], {})
+            row = {**row, "baseline_heldout_pass_rate": b.get("heldout_pass_rate"),
+                   "baseline_heldout_reward": b.get("heldout_reward")}
+            lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in COLUMNS) + " |")
     c = res["comparison"]
     lines += ["", "| held-out after the last round | mean | min | max | seeds |", "|---|---|---|---|---|"]
     for what, part in (("pass rate", c), ("check fraction", c["check_fraction"])):
