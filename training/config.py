@@ -228,6 +228,14 @@ class ProposerConfig:
     #: the exploration stream's structure (None: ``structure``; ``spec``: free exploration by strong models)
     explore_structure: Literal["blueprint", "spec"] | None = None
     constrained: Bool = True  #: decode under the structure's JSON Schema (every completion parses)
+    #: decode the exploration stream (no skill) under the grammar too (None: as ``constrained``). ``false``: the
+    #: free stream writes on its own, so a proposal may not parse (``round.unparsable_reward``) and its group's
+    #: advantages teach the format, while the skill stream keeps the grammar's structure; acceptance then has
+    #: room to rise (constrained acceptance starts near 1)
+    explore_constrained: Bool | None = None
+    #: token budget of an exploration proposal (None: ``max_new_tokens``, which also caps it); an unconstrained
+    #: proposal that never closes its JSON decodes to the budget
+    explore_max_tokens: Int | None = None
     max_new_tokens: Int = 4096
     temperature: Float = 0.7
     top_p: Float = 0.95
@@ -240,6 +248,8 @@ class ProposerConfig:
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
+        if self.explore_max_tokens is not None and self.explore_max_tokens < 1:
+            raise ValueError("explore_max_tokens must be >= 1 or null (max_new_tokens)")
         if self.temperature < 0:
             raise ValueError("temperature must be >= 0")
 

@@ -11,7 +11,9 @@ One round (:meth:`SelfPlay.round`):
    per document from the same prompt, written by the ``llm`` proposer over a
    :class:`~training.generation.PolicyBackend` that wraps the policy itself, as
    blueprints decoded under their JSON Schema (``selfplay.proposer.structure`` and
-   ``constrained``: even an untrained model writes proposals that parse and compile);
+   ``constrained``: even an untrained model writes proposals that parse and compile; with
+   ``explore_constrained: false`` the exploration stream writes without the grammar, so its
+   unparsable proposals teach the format);
 2. **validate** -- the gate (sandboxed), plus each routed skill's check;
 3. **solve** -- every valid proposal's tasks (a seeded draw of
    ``selfplay.tasks_per_env``) are played ``solver.num_generations`` (k) times, all
@@ -130,8 +132,7 @@ class SelfPlay:
         self.generator = generator or make_generator(cfg, model, tokenizer)
         self.backend = PolicyBackend(self.generator, self.chat, model_id=cfg.model.name_or_path or "policy")
         self.proposer = self._proposer(sp.proposer.structure)
-        explore = sp.proposer.explore_structure
-        self.explore_proposer = self._proposer(explore) if explore and explore != sp.proposer.structure else None
+        self.explore_proposer = self._explore_proposer()
         self.skills_dir = self.run_dir / "skills"
         #: tags the environments this run keeps in the library, per round (``TAG/round-NNNN``)
         self.run_tag = "selfplay-" + hashlib.sha1(str(self.run_dir.resolve()).encode()).hexdigest()[:12]
@@ -171,6 +172,18 @@ class SelfPlay:
                            excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples, example_tokens=p.example_tokens,
                            skill_level=p.skill_level, system_prompt=p.system_prompt, structure=structure,
                            constrained=p.constrained if constrained is None else constrained)
+
+    def _explore_proposer(self) -> LLMProposer | None:
+        """The exploration stream's own proposer where its structure, grammar or budget differ from the skill
+        stream's (``proposer.explore_structure`` / ``explore_constrained`` / ``explore_max_tokens``); None: the
+        skill stream's proposer, with no skill."""
+        p = self.cfg.selfplay.proposer
+        structure = p.explore_structure or p.structure
+        constrained = p.constrained if p.explore_constrained is None else p.explore_constrained
+        budget = min(p.explore_max_tokens or p.max_new_tokens, p.max_new_tokens)
+        if (structure, constrained, budget) == (p.structure, p.constrained, p.max_new_tokens):
+            return None
+        return self._proposer(structure, constrained=constrained, max_new_tokens=budget)
 
     def _probe_docs(self) -> list[Any]:
         """The fixed documents of ``selfplay.acceptance_probe`` (a seeded order of the pool, the same every round;

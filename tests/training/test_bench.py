@@ -267,7 +267,7 @@ def test_selfplay_spread_of_the_h200_v3_seeds(tmp_path: Path) -> None:
     assert not t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
     assert t["env_share_max"] == pytest.approx(0.0134, abs=1e-4)
     md = (tmp_path / "selfplay.md").read_text()
-    assert "Seed 0:" in md and "| 0 | 1.000 | 0.375 | 0.625 | 0.408 |" in md  # a per-round table per seed
+    assert "Seed 0:" in md and "| 0 | 1.000 | 1.000 | 0.375 | 0.625 | 0.408 |" in md  # a per-round table per seed
     committed = root / "selfplay-v3-spread"
     assert (tmp_path / "selfplay.md").read_text() == (committed / "selfplay.md").read_text()
     kept = json.loads((committed / "selfplay.json").read_text())

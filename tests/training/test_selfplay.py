@@ -188,6 +188,41 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
             selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", bad)
 
 
+def test_the_free_stream_can_write_without_the_grammar(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                                        corpus_dir: Path) -> None:
+    """``proposer.explore_constrained: false``: the skill stream decodes under the grammar, the exploration stream
+    without it and within ``explore_max_tokens``; its unparsable proposals are scored -1 against the parsed ones of
+    their group, so the update learns the format from them, and the round reports acceptance per stream."""
+    from training.generation import ScriptedGenerator
+    from training.selfplay import SelfPlay
+
+    class Recording(ScriptedGenerator):
+        def generate(self, contexts: list[list[int]], *, max_new_tokens: int, **kw: Any) -> list[Any]:
+            calls.append((max_new_tokens, [s is not None for s in kw.get("json_schemas") or [None] * len(contexts)]))
+            return super().generate(contexts, max_new_tokens=max_new_tokens, **kw)
+
+    calls: list[tuple[int, list[bool]]] = []
+    proposer = {"structure": "spec", "constrained": True, "explore_constrained": False, "explore_max_tokens": 2500,
+                "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1, "eval_envs": [], "proposer": proposer})
+    sp = SelfPlay(cfg, generator=Recording(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
+    assert sp.proposer.constrained and sp.explore_proposer is not None
+    assert not sp.explore_proposer.constrained and sp.explore_proposer.max_new_tokens == 2500
+    (h,) = sp.run()
+    constrained = [n for n, grammar in calls if any(grammar)]  # under a schema the budget is its worst case
+    assert len(constrained) == 1 and constrained[0] >= 3000 and (2500, [False] * 3) in calls  # a group of 3 each
+    p = h["proposer"]
+    assert p["validity_by_stream"]["explore"] == pytest.approx(2 / 3)  # the script: valid, unparsable, valid
+    assert h["samples"]["proposer"] >= 3  # the explore group's rewards differ: its samples carry an advantage
+    same = selfplay_config(tiny_dir, corpus_dir, tmp_path / "same", {"proposer": {**proposer,
+                                                                                   "explore_constrained": True,
+                                                                                   "explore_max_tokens": None}})
+    assert SelfPlay(same, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))).explore_proposer \
+        is None  # nothing differs from the skill stream: one proposer
+    with pytest.raises(ValueError, match="explore_max_tokens"):
+        selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"proposer": {**proposer, "explore_max_tokens": 0}})
+
+
 def test_resume_needs_a_checkpoint(tmp_path: Path, tiny_dir: Path, corpus_dir: Path) -> None:
     from training.selfplay import SelfPlay
 

@@ -2,8 +2,9 @@
 
 From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and round:
 
-* self-play: proposer acceptance (and, with ``selfplay.acceptance_probe``, acceptance without the
-  decoding grammar), the share of accepted environments at the frontier
+* self-play: proposer acceptance (overall and of the free exploration stream, which
+  ``selfplay.proposer.explore_constrained: false`` decodes without the grammar; with
+  ``selfplay.acceptance_probe``, acceptance without the grammar on fixed documents), the share of accepted environments at the frontier
   (solve rate in ``[frontier_low, frontier_high]``), mean grounding, distinct tool sets,
   skills added / pruned / refined (and active), proposer and solver samples in the
   update, solver episodes, the held-out pass rate **of the policy that played the
@@ -39,7 +40,8 @@ __all__ = ["MEASUREMENT_ONLY", "merge", "report", "rounds_of"]
 MEASUREMENT_ONLY = ("model.name_or_path", "selfplay.acceptance_probe", "selfplay.acceptance_probe_every",
                     "selfplay.acceptance_probe_max_tokens", "selfplay.eval_attempts")
 
-COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("probe_acceptance", "acceptance, no grammar"),
+COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("acceptance_explore", "free stream"),
+           ("probe_acceptance", "acceptance, no grammar"),
            ("frontier", "frontier share"),
            ("grounding", "grounding"), ("distinct_tool_sets", "tool sets"), ("skills_added", "skills +"),
            ("skills_pruned", "pruned"), ("skills_refined", "refined"), ("heldout_pass_rate", "held-out pass"),
@@ -75,7 +77,8 @@ def _checks_by_source(r: dict[str, Any]) -> dict[str, float]:
 
 def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
     p, sk, up = r["proposer"], r["skills"], r["update"]
-    return {"round": r["round"], "acceptance": p["acceptance"], "frontier": p["frontier"],
+    return {"round": r["round"], "acceptance": p["acceptance"],
+            "acceptance_explore": (p.get("validity_by_stream") or {}).get("explore"), "frontier": p["frontier"],
             "grounding": p["grounding"], "distinct_tool_sets": p["distinct_tool_sets"],
             "skills_added": sk["added_count"], "skills_pruned": sk["pruned_count"],
             "skills_refined": sk["refined_count"], "skills_active": sk["active"],
@@ -242,13 +245,20 @@ def _markdown(res: dict[str, Any]) -> str:
                   + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}" for seed, a, b in probes) + "."]
     t = res["targets"]
     probe = t.get("probe_acceptance_rise_points")
-    without = (f"; acceptance without the grammar {probe:+.0f} points (>= 15: {t['probe_acceptance_met']})"
+    without = (f"; acceptance without the grammar {_points(probe)} points (>= 15: {t['probe_acceptance_met']})"
                if probe is not None else "")
-    lines += ["", f"Targets: acceptance +{_fmt(t['acceptance_rise_points'])} points (>= 15: {t['acceptance_met']})"
+    rise = t["acceptance_rise_points"]
+    free = t.get("explore_acceptance_rise_points")
+    free = f" (free stream {_points(free)})" if free is not None and free != rise else ""
+    lines += ["", f"Targets: acceptance {_points(rise)} points{free} (>= 15: {t['acceptance_met']})"
               f"{without}; "
               f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
               f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
+
+
+def _points(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1f}"
 
 
 def _plot(res: dict[str, Any], path: Path) -> None:
@@ -283,6 +293,9 @@ def _plot(res: dict[str, Any], path: Path) -> None:
             if key in ("heldout_pass_rate", "heldout_reward") and final is not None:
                 xs, ys = [*xs, len(rows)], [*ys, final]
             ax.plot(xs, ys, marker="o", label=f"self-play {seed}")
+            if key == "acceptance" and any((r.get("acceptance_explore") or 1.0) < 1.0 for r in rows):
+                ax.plot(xs, [r["acceptance_explore"] if r.get("acceptance_explore") is not None else float("nan")
+                             for r in rows], marker="v", linestyle="--", label=f"free stream {seed}")
             if key == "acceptance" and any(r.get("probe_acceptance") is not None for r in rows):
                 px = [r["round"] for r in rows if r.get("probe_acceptance") is not None]
                 py = [r["probe_acceptance"] for r in rows if r.get("probe_acceptance") is not None]
@@ -389,6 +402,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                                    "all": _paired([d for v in diffs.values() for d in v])}
     res["warm_start_gap"] = {k: _warm_start_gap(res, k) for k in ("pass_rate", "reward")}
     rises, probe_rises = _rises(res, "acceptance"), _rises(res, "probe_acceptance", "probe_final")
+    explore_rises = _rises(res, "acceptance_explore")
     shares = [r["env_share"] for part in ("selfplay", "baseline") for v in res[part].values() for r in v["rounds"]]
     rise = statistics.fmean(rises) if rises else None
     res["targets"] = {
@@ -398,7 +412,8 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         and statistics.fmean(sp_checks) >= statistics.fmean(b_checks),
         "env_share_max": max(shares) if shares else None, "env_share_met": bool(shares) and max(shares) < 0.02,
         "probe_acceptance_rise_points": statistics.fmean(probe_rises) if probe_rises else None,
-        "probe_acceptance_met": bool(probe_rises) and statistics.fmean(probe_rises) >= 15}
+        "probe_acceptance_met": bool(probe_rises) and statistics.fmean(probe_rises) >= 15,
+        "explore_acceptance_rise_points": statistics.fmean(explore_rises) if explore_rises else None}
     res["seconds_total"] = sum(float((state.get(k) or {}).get("seconds") or 0) for k in state if "-s" in k)
     res.update(env_info(str(cfg.model.device)))
     write_result(out, "selfplay", res, echo=False)
