@@ -72,9 +72,34 @@ _FAST_ATTRS[DbFacade] = frozenset({"query", "execute"})
 
 
 class Policy(RestrictingNodeTransformer):
-    """RestrictedPython's policy plus: no ``yield``, size guards on ``*``, ``**``, ``<<``, and no bare ``except:``."""
+    """RestrictedPython's policy plus: no ``yield``, size guards on ``*``, ``**``, ``<<``, no bare ``except:``, and
+    no annotations.
+
+    Annotations are dropped, not refused: they change nothing when code runs, but they are kept as values
+    (``__annotations__``) that library code may later read as source. ``typing.get_type_hints``, which
+    ``functools.singledispatch`` calls, ``eval``s a string annotation with the real builtins, outside every guard.
+    Without annotations, no string reaches such code as source text."""
 
     _GUARDED = {ast.Mult: "mul", ast.Pow: "pow", ast.LShift: "lshift"}
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.annotation = None
+        return super().visit_arg(node)  # type: ignore[no-any-return]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.returns = None
+        return super().visit_FunctionDef(node)  # type: ignore[no-any-return]
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        node.returns = None
+        return super().visit_AsyncFunctionDef(node)  # type: ignore[no-any-return]
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        # `x: T = v` -> `x = v`; a bare `x: T` (it only records the annotation) -> nothing
+        if node.value is None:
+            return ast.copy_location(ast.Pass(), node)
+        assign = ast.Assign(targets=[node.target], value=node.value)
+        return self.visit(ast.fix_missing_locations(ast.copy_location(assign, node)))  # type: ignore[no-any-return]
 
     def visit_Yield(self, node: ast.Yield) -> ast.AST:
         # A generator that is never finished runs its `finally:` (and `except GeneratorExit:`) when it is

@@ -86,7 +86,9 @@ VIEW_DROP: dict[str, frozenset[str]] = {
     "decimal": frozenset({"getcontext", "setcontext", "localcontext", "DefaultContext", "BasicContext",
                           "ExtendedContext"}),
     "re": frozenset({"purge", "Scanner", "template"}),  # clears the process-wide cache; flags unchecked
-    "functools": frozenset({"total_ordering"}),  # adds methods to the class it is given (a shared one)
+    # total_ordering adds methods to the class it is given (a shared one); the dispatchers read a function's
+    # annotations through typing.get_type_hints, which evals strings as source with the real builtins
+    "functools": frozenset({"total_ordering", "singledispatch", "singledispatchmethod"}),
 }
 _VIEW_TYPES = (type, BuiltinFunctionType, FunctionType, int, float, complex, str, bytes, tuple, frozenset,
                type(None), datetime.timezone)

@@ -1,4 +1,4 @@
-"""The audit: everything tool code can reach, and whether any of it reaches process-wide state.
+"""The audit: everything tool code can reach, and whether any of it reaches process-wide state or runs source.
 
 Starting from the builtins and the module views an episode gets, the walk follows every attribute the
 sandbox's own ``_getattr_`` hands out (so what it refuses is not walked and what it wraps is walked as
@@ -11,6 +11,9 @@ callables known to read or write process state. A callable fails the audit when 
   seeded from entropy),
 * the clock or the host's time zone,
 * a module-level mutable object (a cache, a registry, a configuration object),
+* ``eval``, ``exec`` or ``compile``: source text run outside the sandbox's compiler, with the real builtins
+  (the red team reached them through ``functools.singledispatch``, which reads a function's annotations with
+  ``typing.get_type_hints``),
 
 unless :data:`ALLOWED` names the object with the reason it is harmless. A new finding means: close it at the
 root in ``gym_envs/sandbox`` (leave the name out of the view, refuse or wrap the attribute), or, when it is
@@ -95,6 +98,8 @@ def _c_state() -> dict[Any, str]:
     table[builtins.input] = "the process's standard input"
     table[builtins.hash] = "the process's hash seed"
     table[builtins.id] = "memory addresses"
+    for fn in (builtins.eval, builtins.exec, builtins.compile):  # the red team's singledispatch escape
+        table[fn] = "source text run outside the sandbox's compiler, with the real builtins"
     return table
 
 
@@ -121,9 +126,12 @@ ALLOWED: dict[str, str] = {
                "sandbox's own around all spec code (test_modules.py::test_decimal_arithmetic_runs_in_the_sandboxs_"
                "context) and getcontext/setcontext/localcontext are left out of the view",
     "functools.update_wrapper -> builtins.setattr": "it writes the wrapper it is given; reachable only through "
-                                                    "lru_cache, cache and singledispatch(method), which give it the "
+                                                    "lru_cache and cache, which give it the "
                                                     "wrapper they just made (the view's update_wrapper and wraps copy "
                                                     "nothing)",
+    "collections.namedtuple -> builtins.eval": "it evals `lambda _cls, a, b: _tuple_new(_cls, (a, b))` built from "
+                                               "the field names after checking each is an identifier, not a "
+                                               "keyword and not private, with empty builtins",
     "reprlib.recursive_repr -> builtins.id": "keys of a per-wrapper set of the objects being repr'd, never shown",
     "hashlib.__block_openssl_constructor": "a constant set of algorithm names, never written after import",
     "re._compiler": "constant tables of the regular-expression compiler, never written after import",
@@ -211,7 +219,22 @@ def _loads(fn: types.FunctionType, owner: type | None) -> Iterator[tuple[str, An
     for code in _codes(fn.__code__):
         ins = list(dis.get_instructions(code))
         for i, op in enumerate(ins):
-            if op.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            if op.opname == "IMPORT_NAME":  # `from typing import get_type_hints` inside a function
+                module = sys.modules.get(str(op.argval))
+                j = i + 1
+                names = []
+                while module is not None and j < len(ins) and ins[j].opname in ("IMPORT_FROM", "STORE_FAST",
+                                                                                   "STORE_NAME", "STORE_GLOBAL"):
+                    if ins[j].opname == "IMPORT_FROM":
+                        names.append(str(ins[j].argval))
+                    j += 1
+                for name in names:
+                    obj = getattr(module, name, _MISSING)
+                    if obj is not _MISSING:
+                        yield f"{module.__name__}.{name}", obj
+                if module is not None and not names:
+                    yield module.__name__, module
+            elif op.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 name = str(op.argval)
                 obj = g.get(name, getattr(builtins, name, _MISSING))
                 if name == "super" and owner is not None:
@@ -405,6 +428,9 @@ def test_the_audit_finds_what_it_is_for() -> None:
     assert any("clock" in f for f in judge.judge(datetime.datetime.now))
     assert any("entropy" in f for f in judge.judge(random.Random.seed, random.Random, "seed"))
     assert any("cache" in f or "mutable" in f for f in judge.judge(re.purge))
+    # the red team's escape: register() imports typing.get_type_hints in its body, which evals annotations
+    assert any("source text" in f for f in judge.judge(functools.singledispatch))
+    assert any("source text" in f for f in judge.judge(functools.singledispatchmethod))
 
 
 # -- SQL functions that take a width, a precision or a count ---------------------------------------------

@@ -204,6 +204,25 @@ def t(db, **kw):
         pass
     return S('x')
 """, None, {"RuntimeError"}),
+    # the outside red team's escape: register() reads the annotations with typing.get_type_hints, which evals a
+    # string annotation as source with the real builtins. Annotations are dropped at compile time, and the
+    # dispatchers are not in the view.
+    "string annotation through functools.singledispatch().register": ("""
+import functools
+def t(db, **kw):
+    def base(x):
+        return None
+    f = functools.singledispatch(base)
+    def impl(x: "[c for c in ().__class__.__base__.__subclasses__()] or int"):
+        return None
+    f.register(impl)
+    return 'escaped'
+""", None, {"RuntimeError"}),
+    "string annotation through functools.singledispatchmethod": ("""
+import functools
+def t(db, **kw):
+    return str(functools.singledispatchmethod)
+""", None, {"RuntimeError"}),
     "dunder method definition": ("""
 def __eq__(a, b):
     return True
@@ -219,6 +238,19 @@ def test_restrictedpython_escape_is_contained(name: str, ex: Executor, host: dic
     code, load, call = ESCAPES[name]
     assert_contained(attempt(ex, code), load=load, call=call)
     assert_next_episode_runs(ex)
+
+
+def test_annotated_code_runs_without_its_annotations(ex: Executor) -> None:
+    """Type hints are common in written tool code: they compile and run, and are dropped (nothing can read them
+    back as source)."""
+    code = """
+def t(db, account_id: int = 1, **kw: object) -> dict:
+    rows: list = db.query("SELECT balance FROM acct WHERE id = ?", [account_id])
+    note: str
+    return {"balance": rows[0]["balance"]}
+"""
+    where, res = attempt(ex, code, {"account_id": 2})
+    assert where == "call" and res.ok and res.result == {"balance": 50}, res
 
 
 def test_abc_register_is_refused(ex: Executor, host: dict[str, Any]) -> None:
