@@ -84,15 +84,15 @@ class Policy(RestrictingNodeTransformer):
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         node.annotation = None
-        return super().visit_arg(node)  # type: ignore[no-any-return]
+        return super().visit_arg(node)  # type: ignore[return-value]
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.returns = None
-        return super().visit_FunctionDef(node)  # type: ignore[no-any-return]
+        return super().visit_FunctionDef(node)  # type: ignore[return-value]
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
         node.returns = None
-        return super().visit_AsyncFunctionDef(node)  # type: ignore[no-any-return]
+        return super().visit_AsyncFunctionDef(node)  # type: ignore[return-value]
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         # `x: T = v` -> `x = v`; a bare `x: T` (it only records the annotation) -> nothing
