@@ -10,12 +10,12 @@ to pick answers the gate accepts (:mod:`envgen.proposers.template.tasks`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from envgen.gate.mutants import GENERIC_REPLY
 from envgen.gate.values import is_numeric
+from gym_envs.sandbox.checks import text_contains
 from gym_envs.spec import EnvSpec, Task, Turn
 
 __all__ = ["GENERIC_REPLIES", "answer_problem", "oracle_reply", "reply_problems", "tool_texts"]
@@ -33,10 +33,8 @@ def oracle_reply(turn: Turn) -> str:
 
 
 def _contains(text: str, s: str) -> bool:
-    s = s.strip()
-    if is_numeric(s):
-        return re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|[.,]\d)", text) is not None
-    return s.lower() in text.lower()
+    """Whether a reply that repeats ``text`` would pass a check for ``s``: the runtime's own matcher."""
+    return text_contains(text, s)
 
 
 def tool_texts(spec_tools: Iterable[Any]) -> list[tuple[str, str]]:

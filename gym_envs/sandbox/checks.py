@@ -12,14 +12,65 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from gym_envs.errors import CallTimeout, cap_text, describe
 
-__all__ = ["evaluate", "python_verdict"]
+__all__ = ["MAX_REPLY_NUMBERS", "evaluate", "python_verdict", "reply_contains", "text_contains"]
 
 _SCALARS = (bool, int, float, str, type(None))
+
+_NUMERIC = re.compile(r"^[-+]?\d+(?:\.\d+)?$")  #: a ``reply_contains`` string that is a number
+#: a run of digits with its separators, standing on its own (not part of a word, an identifier or a longer number)
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,])(-?)(\d+(?:[.,]\d+)*)(?![\w]|[.,]\d)")
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+#: a reply that names more distinct numbers than this passes no numeric ``reply_contains`` check: a list of every
+#: candidate is no answer
+MAX_REPLY_NUMBERS = 20
+
+
+def _numbers(text: str) -> list[Decimal]:
+    """The numbers a text names, each standing on its own: ``1,670.50`` is one number, ``3,4,5`` three, the
+    digits inside ``T-1042`` or ``v2`` none; a ``-`` right before a number is its sign unless it joins two words
+    or numbers (``2024-06-10``); a part with a leading zero (``06``, ``0042``) is a code, not a number."""
+    out: list[Decimal] = []
+    for m in _NUMBER_TOKEN.finditer(text):
+        sign, body = m.group(1), m.group(2)
+        if sign and m.start() > 0 and text[m.start() - 1].isalnum():
+            sign = ""  # 2024-06-10, A-12: a joiner, not a sign
+        parts = [body.replace(",", "")] if _THOUSANDS.match(body) else body.split(",")
+        for part in parts:
+            if len(part) > 1 and part[0] == "0" and part[1].isdigit():
+                continue  # 06, 0042: a code or a date's part, not a quantity
+            try:
+                value = Decimal(part)
+            except InvalidOperation:
+                continue
+            out.append(-value if sign else value)
+    return out
+
+
+def text_contains(text: str, answer: str) -> bool:
+    """Whether ``text`` contains a ``reply_contains`` string (gym_envs/ENVSPEC.md): case-insensitively; a string
+    that is a number (``42``, ``-3``, ``4.50``) only as a number of its own with that value, so ``42`` is found in
+    "42 units" and "42.00" but not in "420", "1042", "4.2" or "error 4420"."""
+    s = answer.strip()
+    bare = s.lstrip("+-")
+    if _NUMERIC.match(s) and not (len(bare) > 1 and bare[0] == "0" and bare[1].isdigit()):
+        return Decimal(s) in _numbers(text)
+    return s.lower() in text.lower()
+
+
+def reply_contains(reply: str, answer: str) -> bool:
+    """:func:`text_contains`, and a number is found in no reply that names more than :data:`MAX_REPLY_NUMBERS`
+    distinct numbers (a list of every candidate is no answer)."""
+    s = answer.strip()
+    if _NUMERIC.match(s) and len(set(_numbers(reply))) > MAX_REPLY_NUMBERS:
+        return False
+    return text_contains(reply, s)
 
 
 def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: list[str], *,
@@ -34,10 +85,10 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
         if kind == "python":
             return python(check["code"])
         if kind == "reply_contains":
-            low = reply.lower()
-            hit = [s for s in check["any_of"] if s.lower() in low]
+            hit = [s for s in check["any_of"] if reply_contains(reply, s)]
             return {"passed": bool(hit), "detail": f"found {hit[0]!r}" if hit else
-                    f"the reply contains none of {check['any_of']}"}
+                    f"the reply contains none of {check['any_of']} (a number counts as a number of its own, "
+                    f"in a reply that names at most {MAX_REPLY_NUMBERS} numbers)"}
         if kind == "unchanged":
             now = digests(check.get("tables") or None)
             changed = [t for t, d in now.items() if marks.get(t) != d]

@@ -92,3 +92,40 @@ def test_check_cannot_reuse_a_write_statement_the_tool_prepared(ex: Executor, ho
     assert not res.passed
     assert s.digest()["digest"] == before
     s.close()
+
+
+@pytest.mark.parametrize(("reply", "answer", "found"), [
+    # an outside red team's wrong answers, each paid 1.0 by a plain substring test
+    ("I am not sure; the room holds 13 people.", "3", False),
+    ("Stock is now 420 units.", "42", False),
+    ("I could not count them, sorry (error 4404).", "44", False),
+    ("The bill is 1670.00.", "167", False),
+    # the same numbers as answers, however written
+    ("3 rooms are free.", "3", True), ("The bill is 167.00.", "167", True), ("Total: 42.", "42", True),
+    ("It costs $1,670.", "1670", True), ("Answer: 2, 3 and 4", "3", True), ("balance is -5", "-5", True),
+    ("0.5 kg left", "0.5", True), ("ticket T-1042 is open", "1042", True),
+    # a sign, a decimal part, a digit inside a word or a code changes the number
+    ("balance is 5", "-5", False), ("Set it to -5.", "5", False), ("4.5 stars", "4", False),
+    ("release v2 is out", "2", False), ("on 2024-06-10", "6", False), ("code 0042", "42", False),
+    ("code 0042", "0042", True),
+    # words: case-insensitive substrings
+    ("Two books", "two", True), ("DUNE is lent", "dune", True),
+])
+def test_a_number_counts_only_as_a_number_of_its_own(reply: str, answer: str, found: bool) -> None:
+    from gym_envs.sandbox.checks import reply_contains
+
+    assert reply_contains(reply, answer) is found
+
+
+def test_a_reply_listing_every_candidate_number_is_no_answer() -> None:
+    """A reply that names more than MAX_REPLY_NUMBERS distinct numbers passes no numeric check (it would pass
+    whatever the answer); the gate's distinctiveness test reads the same numbers without that cap."""
+    from gym_envs.sandbox.checks import MAX_REPLY_NUMBERS, evaluate, reply_contains, text_contains
+
+    listing = "Maybe one of " + ", ".join(str(n) for n in range(100, 100 + MAX_REPLY_NUMBERS + 1))
+    assert not reply_contains(listing, "105") and text_contains(listing, "105")
+    assert reply_contains(listing.rsplit(",", 1)[0], "105")  # MAX_REPLY_NUMBERS numbers: still an answer
+    assert reply_contains(listing + " Paris", "paris")  # a word is still found
+    v = evaluate({"kind": "reply_contains", "any_of": ["105"]}, listing, [], [], sql=None, python=None,  # type: ignore[arg-type]
+                 digests=None, marks={})  # type: ignore[arg-type]
+    assert not v["passed"] and "at most 20 numbers" in v["detail"]
