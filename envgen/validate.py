@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
-from envgen.gate.mutants import RefTurn, extra_writes
+from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
@@ -186,8 +186,12 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
         reasons += problems
         if not problems:
             refs[task.id] = played
-    # the writes the references make: the extra-write mutants of other turns draw from them
-    pool = [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
+    # the extra-write mutants of other turns draw from: one call of each tool no reference makes (first), then
+    # the writes the references make
+    used = {c.name for played in refs.values() for ref in played for c in ref.calls}
+    start = next((played[0].start for played in refs.values() if played), None)
+    pool = unused_tool_calls(spec, start, used) if start is not None else []
+    pool += [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
     for task in spec.tasks:
         for ti in range(len(task.turns)):
             reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")

@@ -13,7 +13,8 @@ trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7
 * **retarget** (rule 7): every argument that names an entity (its id, its key, any of its column
   values) moved together to another row of the same table;
 * **extra** (rule 7): the reference plus one more state-changing call on another row (the turn's own
-  write aimed elsewhere, or a write another reference makes);
+  write aimed elsewhere, a tool no reference calls (:func:`unused_tool_calls`), or a write another
+  reference makes);
 * **reply** (rule 7, scored without replaying: the reference calls with another final message): a
   reply that omits one answer, and replies that give another entity's value instead of it (another
   value of the answer's column, another element of the list the answer was read from).
@@ -32,12 +33,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
+from envgen.gate.values import (
+    Column,
+    Snapshot,
+    answer_text,
+    argument_values,
+    is_numeric,
+    same_answer,
+    table_rank,
+)
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
            "extra_mutants",
-           "locate_answers", "reply_mutants", "short_call"]
+           "locate_answers", "reply_mutants", "short_call", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -250,6 +259,52 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[Tool
             seen.add(key)
             unique.append(c)
     return unique
+
+
+def unused_tool_calls(spec: EnvSpec, start: Snapshot, used: Iterable[str]) -> list[ToolCall]:
+    """One call of each tool that no reference makes, with arguments taken from the state ``start``: an
+    ``<entity>_id`` an existing id of its table, another argument an existing value of the column of its
+    name (an allowed value of an enum, a value of its type where nothing fits). The extra-write mutants
+    try them first: a task must not pay a trajectory that adds a write no reference makes (the outside red
+    team's ``purge_payments()`` after the requested change was paid 1.0). A call that fails or changes
+    nothing is no mutant."""
+    used = set(used)
+    out = []
+    for tool in spec.tools:
+        if tool.name in used:
+            continue
+        props = tool.parameters.get("properties") or {}
+        args: dict[str, Any] = {}
+        for name in tool.parameters.get("required") or []:
+            value = _state_value(start, name, props.get(name) or {})
+            if value is _NOTHING:
+                break
+            args[name] = value
+        else:
+            out.append(ToolCall(name=tool.name, arguments=args))
+    return out
+
+
+_NOTHING = object()
+
+
+def _state_value(start: Snapshot, name: str, schema: dict[str, Any]) -> Any:
+    """A valid-looking value for argument ``name`` from the state (see :func:`unused_tool_calls`)."""
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    kind = schema.get("type")
+    if name == "id" or name.endswith("_id"):
+        stem = name[:-3] if name.endswith("_id") else ""
+        ids = sorted((c for c in start.columns() if c.name == "id" and c.values),
+                     key=lambda c: (table_rank(c.table, stem), c.table))
+        if ids:
+            return ids[0].values[0]
+    cols = [c for c in start.columns() if c.name == name and c.values]
+    if cols:
+        return cols[0].values[0]
+    return {"integer": 1, "number": 1, "string": "x", "boolean": True, "array": [], "object": {}}.get(
+        kind if isinstance(kind, str) else "", _NOTHING)
 
 
 _POOL_KEYS: dict[int, tuple[list[ToolCall], list[str]]] = {}

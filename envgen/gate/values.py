@@ -82,7 +82,7 @@ class Snapshot:
         if arg == "id" or arg.endswith("_id"):
             stem = arg[:-3] if arg.endswith("_id") else ""
             ids = [c for c in self.columns() if c.name == "id" and _holds(c, value)]
-            ids.sort(key=lambda c: (_table_rank(c.table, stem), c.table))
+            ids.sort(key=lambda c: (table_rank(c.table, stem), c.table))
             if ids:
                 return ids[0]
         named = [c for c in self.columns() if c.name == arg and _same_type(c, value)]
@@ -104,7 +104,7 @@ def _table_matches(table: str, stem: str) -> bool:
     return t == s or t.rstrip("s") == s or t == s + "es" or t == s[:-1] + "ies" or t.startswith(s)
 
 
-def _table_rank(table: str, stem: str) -> int:
+def table_rank(table: str, stem: str) -> int:
     """How well ``<stem>_id`` names a row of ``table``: 0 (``item`` for ``items``), 1 for a qualified stem
     (``from_item``, ``target_item``: the words after the qualifier match exactly), 2 not at all."""
     if not stem:

@@ -152,7 +152,8 @@ def test_count_check_that_closing_any_record_satisfies_is_rejected() -> None:
 
 def test_text_field_check_satisfied_by_the_wrong_record_is_rejected() -> None:
     only_text = {"kind": "sql", "query": "SELECT note FROM tickets WHERE note != ''", "expect": [["waiting for parts"]]}
-    verdict = _verdict([note_task([only_text]), GOOD_READ])
+    statuses = {"kind": "sql", "query": "SELECT id, status FROM tickets", "expect": [[i, s] for i, _, s, _ in ROWS]}
+    verdict = _verdict([note_task([only_text, statuses]), GOOD_READ])  # (an extra close_ticket call is caught)
     assert not verdict.accepted
     assert "set_note aimed at tickets row" in _text(verdict)
 
@@ -323,3 +324,16 @@ def test_extra_writes_are_not_played_where_an_unchanged_check_covers_every_table
     extras = {(m["task"], m["turn"]) for m in verdict.mutations if "with an extra call" in m["mutation"]}
     assert ("close", 1) in extras and ("read", 1) not in extras  # the read turn's unchanged check covers all
     assert verdict.accepted
+
+
+def test_an_extra_call_of_a_tool_no_reference_makes_is_tried() -> None:
+    """An outside red team's spec paid a trajectory that did the asked write and then called a tool no task
+    uses (``purge_payments()``, deleting every payment). The extra-write mutants now try one call of each tool
+    no reference makes, with arguments from the state, so checks that do not pin what else changed are caught."""
+    only_note = {"kind": "sql", "query": "SELECT id, note FROM tickets ORDER BY id", "ordered": True,
+                 "expect": [[r[0], r[3]] for r in _with(ROWS, 3, note="waiting for parts")]}
+    verdict = _verdict([note_task([only_note]), GOOD_READ])  # no task closes a ticket
+    assert not verdict.accepted
+    assert "an extra call close_ticket(" in _text(verdict) and "unchanged check" in _text(verdict)
+    verdict = _verdict([note_task([_all_rows(_with(ROWS, 3, note="waiting for parts"))]), GOOD_READ])
+    assert verdict.accepted, _text(verdict)  # the whole rows pinned: the extra close is caught
