@@ -236,6 +236,8 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
     run: MutationRun | None = None
     try:
         run = _check_tasks(env, parsed, seed, reasons)
+        if not reasons and uses_episode_random(parsed):
+            reasons += _second_seed_problems(env, parsed, seed, run)
     except LoadFailure as e:
         reasons.append(Reason(2, "state", str(e)))
     finally:
@@ -248,6 +250,51 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
         verdict.mutants = verdict.killed + run.count("survived")
         verdict.mutation_score = run.score
     return verdict
+
+
+SECOND_SEED = 7919  #: the offset of the second episode seed a spec whose code uses ``random`` is judged under
+
+
+def uses_episode_random(spec: EnvSpec) -> bool:
+    """Whether the spec's code, or a ``python`` check's, imports ``random`` (the episode's own generator, seeded
+    by the episode seed: the only way the seed reaches spec code)."""
+    sources = [spec.code] + [c.code for task in spec.tasks for turn in task.turns for c in turn.checks
+                             if c.kind == "python" and c.code]
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "random" for a in node.names):
+                return True
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "random":
+                return True
+    return False
+
+
+def _second_seed_problems(env: ToolEnv, spec: EnvSpec, seed: int, first: MutationRun) -> list[Reason]:
+    """Rule 6 across episode seeds, for code that uses ``random`` (the only way the episode seed reaches it):
+    the rules again under a second seed, and every wrong trajectory judged alike under both. Episodes draw
+    their seeds, so what the gate judged under its own seed must hold under any: an outside red team's tool
+    was honest under the gate's seed only, and under others ignored its argument (every wrong call then left
+    the right state)."""
+    other_seed = seed + SECOND_SEED
+    other: list[Reason] = []
+    second = _check_tasks(env, spec, other_seed, other)
+    note = (f" (under episode seed {other_seed}: the code draws from random, and its tools or checks behave "
+            "differently under another seed)")
+    out = [Reason(r.rule, r.code, r.message + note) for r in other]
+    before = {(m["task"], m["turn"], m["mutation"]): m["outcome"] for m in first.tried}
+    for m in second.tried:
+        was = before.get((m["task"], m["turn"], m["mutation"]))
+        if was is not None and was != m["outcome"]:
+            out.append(Reason(6, "seed_dependent", f"task {m['task']!r} turn {m['turn']}: the wrong trajectory "
+                              f"{m['mutation']} was {was} under episode seed {seed} but {m['outcome']} under "
+                              f"seed {other_seed}: the tools or checks depend on the episode's random draws; "
+                              "use random only for values no check depends on"))
+            break
+    return out
 
 
 def _parse_reason(problem: str) -> Reason:
