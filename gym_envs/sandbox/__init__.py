@@ -10,14 +10,16 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
 
 1. **Confidentiality and integrity of the host.** Code is compiled with RestrictedPython under a policy
    (:mod:`~gym_envs.sandbox.guards`) that rejects ``_``-names (also as positional-only, keyword-only and
-   ``*`` parameters), ``except*``, ``yield`` and the frame/code/traceback attributes; class statements
-   fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses ``_``-names, those attributes,
+   ``*`` parameters), ``except*``, ``yield`` and the frame/code/traceback attributes, and drops annotations
+   (library code such as ``typing.get_type_hints`` would ``eval`` a string annotation with the real
+   builtins); class statements fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses ``_``-names, those attributes,
    ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and ``register``
    on ABCs. Builtins are a curated set without ``type``, ``globals``, ``vars``, ``eval``, ``exec``,
    ``compile``, ``open``, ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that
    hands out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and
    immutable constants, never a module, a mutable module-level container or shared mutable state;
-   functions that would bypass the guards or reach process-wide state are replaced or left out. Views
+   functions that would bypass the guards, run source text (``functools.singledispatch``) or reach
+   process-wide state are replaced or left out. Views
    cannot be written (``_write_`` refuses attribute writes on anything but the code's own dicts and lists).
    SQL (:mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db`) is allowed, not filtered: the
    authorizer allows reads and writes of the schema's own tables, ``CREATE TABLE``/``INDEX`` at setup, and
@@ -52,8 +54,9 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    host may set, and whose flags would collect the spec's). An audit test
    (``tests/gym_envs/sandbox/test_audit.py``) walks every attribute reachable from the builtins and the
    module views, judges the code behind each (transitively, Python by the globals it loads, C by a table)
-   and fails on anything that reaches such state and is not listed there as harmless with its reason (the
-   memo of compiled regular expressions, constant tables). Arguments enter and results leave as plain JSON
+   and fails on anything that reaches such state, or ``eval``/``exec``/``compile``, and is not listed there as
+   harmless with its reason (the memo of compiled regular expressions, constant tables, ``namedtuple``'s
+   ``eval`` of checked identifiers). Arguments enter and results leave as plain JSON
    values (copied, subclasses stripped, nesting capped), so a ``python`` check passes only when it returns
    the real ``True``.
 4. **Availability.** In **worker** mode (the default) code runs in a separate process (which imports only
