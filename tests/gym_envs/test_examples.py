@@ -128,6 +128,31 @@ def test_reference_scores_one_and_doing_nothing_scores_zero(name, task_id):
     assert (changed > 0) == (task.kind in ("execute", "read_then_write", "missing_parameter"))
 
 
+def test_the_dense_reward_modes_credit_the_checks_doing_nothing_passes():
+    """``episode`` pays doing nothing 0 on every example task; ``turns`` and ``checks`` are partial credit, and
+    ``checks`` counts the guards (``unchanged``, a ``calls`` check's ``forbid``) that doing nothing keeps, as
+    ENVSPEC.md and ENVIRONMENTS.md say: a dense learning signal whose floor is well above 0, not a score (an
+    outside red team measured it; the figures are pinned here so the docs stay true)."""
+    means = {}
+    for mode in ("episode", "turns", "checks"):
+        rewards = []
+        for name, task_id in TASKS:
+            env = gym.make("envwright/ToolEnv-v0", spec=SPECS[name], task=task_id, executor="inprocess",
+                           reward_mode=mode)
+            try:
+                env.reset(seed=0)
+                total, done = 0.0, False
+                while not done:
+                    _, r, term, trunc, _ = env.step({"content": "OK.", "tool_calls": []})
+                    total, done = total + float(r), term or trunc
+            finally:
+                env.close()
+            rewards.append(total)
+        means[mode] = sum(rewards) / len(rewards)
+    assert means["episode"] == 0.0
+    assert round(means["turns"], 2) == 0.07 and round(means["checks"], 2) == 0.40, means
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_gymnasium_env_checker_passes(name):
     env = _make(SPECS[name])
