@@ -110,6 +110,10 @@ class MutationRun:
     _initial: Snapshot | None = None
     stateless: bool = False  #: the code keeps no state but the database (:func:`gym_envs.sandbox.purity.stateless`)
     _start: tuple[str, int, Any] | None = None  #: (task, turn, checkpoint at the turn's start) of the last mutant
+    #: the JSON keys of the extra calls tried at every turn, outside the per-turn caps: one call of each tool no
+    #: reference makes (:func:`~envgen.gate.mutants.unused_tool_calls`; padding a spec with such tools must
+    #: not use up the tries before its destructive one)
+    uncapped: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.stateless = stateless(self.spec.code)
@@ -396,16 +400,17 @@ class MutationRun:
             if self.stateless and self._extras_at_end(refs, ti, pool):
                 continue
             for m in extra_mutants(self.spec, ref, pool):
-                if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES:
-                    break
-                if _key(m.calls[-1]) in ref.extra_tried:
+                key = _key(m.calls[-1])
+                capped = key not in self.uncapped
+                if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
+                                                          or ref.extra_tries >= MAX_EXTRA_TRIES)):
                     continue
-                ref.extra_tried.add(_key(m.calls[-1]))
-                ref.extra_tries += 1
+                ref.extra_tried.add(key)
+                ref.extra_tries += capped
                 verdict = self._judge(refs, ti, m, locators, extra=True)
                 if verdict is None:
                     continue
-                ref.extra_made += 1
+                ref.extra_made += capped
                 if verdict:
                     break
 
@@ -421,17 +426,19 @@ class MutationRun:
         if cp is None:
             return False
         for m in extra_mutants(self.spec, ref, pool):
-            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
+            if ref.stopped:
                 break
             key = _key(m.calls[-1])
-            if key in ref.extra_tried:
+            capped = key not in self.uncapped
+            if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
+                                                      or ref.extra_tries >= MAX_EXTRA_TRIES)):
                 continue
             ref.extra_tried.add(key)
-            ref.extra_tries += 1
+            ref.extra_tries += capped
             env.call_tools(_calls(m.calls[-1:]))
             made = env.turns[-1].calls[-1]
             if made.ok and made.changes > 0:
-                ref.extra_made += 1
+                ref.extra_made += capped
                 self.played += 1
                 checks = self._score(ref.turn, ref.reply)
                 ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)

@@ -372,3 +372,21 @@ def validate_spec_parsed(spec: dict[str, Any]) -> Any:
     from gym_envs.spec import parse_spec
 
     return parse_spec(spec)
+
+
+def test_unused_read_tools_do_not_use_up_the_tries_before_a_destructive_one() -> None:
+    """The calls of tools no reference makes are tried at every turn outside the per-turn caps: three unused
+    read tools listed first must not hide a destructive fourth."""
+    spec = helpdesk([close_task([{"kind": "sql", "query": "SELECT id, status FROM tickets ORDER BY id",
+                                  "ordered": True, "expect": [[i, "closed" if i == 3 else s] for i, _, s, _ in ROWS]}]),
+                     GOOD_READ])
+    peeks = [f"peek_{k}" for k in "abc"]
+    spec["code"] += "".join(f"\ndef {p}(db):\n    return db.query('SELECT count(*) AS n FROM tickets')[0]\n"
+                            for p in peeks)
+    spec["code"] += "\ndef wipe_notes(db):\n    return db.execute(\"UPDATE tickets SET note = 'wiped'\")\n"
+    empty = {"type": "object", "properties": {}}
+    spec["tools"] = [t for t in spec["tools"] if t["name"] in ("get_ticket", "close_ticket")]
+    spec["tools"] += [{"name": p, "description": "Count tickets.", "parameters": empty} for p in peeks]
+    spec["tools"].append({"name": "wipe_notes", "description": "Clear every note.", "parameters": empty})
+    verdict = validate_spec(spec, executor="inprocess")
+    assert not verdict.accepted and "an extra call wipe_notes({})" in _text(verdict), _text(verdict)
