@@ -12,8 +12,8 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    (:mod:`~gym_envs.sandbox.guards`) that rejects ``_``-names (also as positional-only, keyword-only and
    ``*`` parameters), ``except*``, ``yield`` and the frame/code/traceback attributes, and drops annotations
    (library code such as ``typing.get_type_hints`` would ``eval`` a string annotation with the real
-   builtins); class statements fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses ``_``-names, those attributes,
-   ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and ``register``
+   builtins); class statements fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses
+   ``_``-names, those attributes, ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and ``register``
    on ABCs. Builtins are a curated set without ``type``, ``globals``, ``vars``, ``eval``, ``exec``,
    ``compile``, ``open``, ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that
    hands out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and
