@@ -9,24 +9,23 @@ plain JSON, any failure is a crashed worker). One pure-Python implementation enf
 property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per module below). We defend:
 
 1. **Confidentiality and integrity of the host.** Code is compiled with RestrictedPython under a policy
-   (:mod:`~gym_envs.sandbox.guards`) that rejects ``_``-names (also as positional-only, keyword-only and
-   ``*`` parameters), ``except*``, ``yield`` and the frame/code/traceback attributes, and drops annotations
-   (library code such as ``typing.get_type_hints`` would ``eval`` a string annotation with the real
-   builtins); class statements fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses
-   ``_``-names, those attributes, ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and ``register``
-   on ABCs. Builtins are a curated set without ``type``, ``globals``, ``vars``, ``eval``, ``exec``,
-   ``compile``, ``open``, ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that
-   hands out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and
-   immutable constants, never a module, a mutable module-level container or shared mutable state;
-   functions that would bypass the guards, run source text (``functools.singledispatch``) or reach
-   process-wide state are replaced or left out. Views
-   cannot be written (``_write_`` refuses attribute writes on anything but the code's own dicts and lists).
-   SQL (:mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db`) is allowed, not filtered: the
-   authorizer allows reads and writes of the schema's own tables, ``CREATE TABLE``/``INDEX`` at setup, and
-   calls of an allow-list of SQL functions, and denies every other action, table and function whatever the
-   SQLite build compiles in (``sqlite_stmt``, ``dbstat``, ``fts3_tokenizer``...); every function off the list
-   is also replaced on the connection by one that refuses, so a column's ``DEFAULT`` (which the authorizer
-   never sees) cannot call it either. Untrusted SQL may not contain the host statements' tag.
+   (:mod:`~gym_envs.sandbox.guards`) that rejects ``_``-names (also as positional-only, keyword-only and ``*``
+   parameters), ``except*``, ``yield`` and the frame/code/traceback attributes, and drops annotations (library
+   code such as ``typing.get_type_hints`` would ``eval`` a string annotation with the real builtins); class
+   statements fail (there is no ``__build_class__``). At run time ``_getattr_`` refuses ``_``-names, those
+   attributes, ``format`` and ``format_map`` on anything, every attribute of an exception but ``args`` and
+   ``register`` on ABCs. Builtins are a curated set without ``type``, ``globals``, ``vars``, ``eval``, ``exec``,
+   ``compile``, ``open``, ``getattr``, ``setattr``, ``id`` or ``hash``. ``import`` is an allow-list that hands
+   out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and immutable
+   constants, never a module, a mutable module-level container or shared mutable state; functions that would
+   bypass the guards, run source text (``functools.singledispatch``) or reach process-wide state are replaced or
+   left out. Views cannot be written (``_write_`` refuses attribute writes on anything but the code's own dicts
+   and lists). SQL (:mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db`) is allowed, not filtered:
+   the authorizer allows reads and writes of the schema's own tables, ``CREATE TABLE``/``INDEX`` at setup, and
+   calls of an allow-list of SQL functions, and denies every other action, table and function whatever the SQLite
+   build compiles in (``sqlite_stmt``, ``dbstat``, ``fts3_tokenizer``...); every function off the list is also
+   replaced on the connection by one that refuses, so a column's ``DEFAULT`` (which the authorizer never sees)
+   cannot call it either. Untrusted SQL may not contain the host statements' tag.
 2. **Spec code runs only inside its own call.** A ``db`` facade works only while the engine runs a call
    (or check) of its own episode: every statement checks the connection's owner token, which the engine
    installs around each piece of spec code and removes after it. A statement started while another runs

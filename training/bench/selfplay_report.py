@@ -5,8 +5,8 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 * self-play: proposer acceptance (overall and of the free exploration stream, which
   ``selfplay.proposer.explore_constrained: false`` decodes without the grammar; with
   ``selfplay.acceptance_probe``, acceptance without the grammar on fixed documents), the share of
-  accepted environments at the frontier (solve rate in ``[frontier_low, frontier_high]``), mean grounding, distinct tool sets,
-  skills added / pruned / refined (and active), proposer and solver samples in the
+  accepted environments at the frontier (solve rate in ``[frontier_low, frontier_high]``), mean
+  grounding, distinct tool sets, skills added / pruned / refined (and active), proposer and solver samples in the
   update, solver episodes, the held-out pass rate **of the policy that played the
   round** (round 0: the warm start), and the environment's share of the round's wall time;
 * baseline: solver episodes, held-out pass rate, environment share;
