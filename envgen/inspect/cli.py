@@ -14,7 +14,8 @@ __all__ = ["inspect"]
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("source", metavar="LIBRARY_OR_SPEC")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the site (new, empty, or a site this command wrote before, which is replaced).")
+              help="Folder for the site: new, empty, or a site this command wrote before, which is replaced (refused "
+                   "when it holds files the inspector did not write, or holds or sits in what is inspected).")
 @click.option("--run", "runs", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               metavar="RUN_DIR", help="An evaluation run folder (envwright eval --out) whose episodes to link; "
                                       "repeatable.")

@@ -321,9 +321,10 @@ class RunPage:
     episodes: list[dict[str, Any]]
 
     @property
-    def uri(self) -> str:
-        """The run folder as a ``file:`` URI (its own report.html is linked from the site)."""
-        return Path(self.path).resolve().as_uri()
+    def report(self) -> Path | None:
+        """The run's own ``report.html`` (self-contained), when it has one: the site copies it in and links it."""
+        path = Path(self.path) / "report.html"
+        return path if path.is_file() else None
 
 
 def collect_runs(folders: Iterable[Path]) -> list[RunPage]:

@@ -7,21 +7,28 @@ Layout of ``OUT``::
     rejected/index.html        rejected proposals with their reasons; rejected/<attempt>.html each
     runs/<run>/index.html      an evaluation run's episodes, linked to env pages and transcripts
     runs/<run>/<episode>.html  one transcript per episode
+    runs/<run>/report/report.html  the run's own report (copied, when the run folder has one)
     assets/site.css, site.js   the only assets (local files: the site works offline)
-    .envwright-inspect         marks the folder as a site this command may replace
+    .envwright-inspect         marks the folder as a site and lists every file written (the manifest)
 
 Contract: every text from a spec, a model or a tool is escaped (Jinja2 autoescape;
-nothing is marked safe but our own markup). The site is built in a temporary
-folder beside ``OUT`` and swapped in at the end, so ``OUT`` is always a whole
-site; a non-empty ``OUT`` that is not a site is refused. Environment pages are
-written as they are collected, so memory stays flat on large libraries.
+nothing is marked safe but our own markup) and isolated for bidi (the ``bidi``
+filter: a spec's U+202E cannot reorder the text around it). The site is built in a
+temporary folder beside ``OUT`` and swapped in at the end, so ``OUT`` is always a
+whole site. ``OUT`` is replaced only when every file in it is one the manifest
+lists (a non-empty ``OUT`` that is not a site, or a site with files added to it,
+is refused, naming them), and never when it holds, or sits inside, what is being
+inspected (the library, a ``--run`` folder, a ``--corpus`` folder). Environment
+pages are written as they are collected, so memory stays flat on large libraries.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,11 +47,12 @@ from envgen.inspect.collect import (
 )
 from gym_envs.spec import EnvSpec, SpecError, load_spec
 
-__all__ = ["MARKER", "SiteSummary", "build_site", "template_env"]
+__all__ = ["MARKER", "SiteSummary", "build_site", "isolate", "template_env"]
 
 MARKER = ".envwright-inspect"
 TEMPLATES = Path(__file__).parent / "templates"
 GATE_MODES = ("auto", "stored", "run", "off")
+REPORT_DIR = "report"  #: runs/<run>/report/report.html: a folder, so no episode page's name can collide with it
 INDEX_PAGE = 500  #: index rows shown before "show all" (the filters always search every row)
 
 
@@ -76,6 +84,52 @@ def _fmt(x: Any, digits: int = 2) -> str:
     return str(x)
 
 
+# What can reorder the text around it: explicit bidi controls and marks, and strong right-to-left letters.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+                   "\U00010800-\U00010fff\U0001e800-\U0001efff]")
+_ISOLATES = re.compile("([\u2066-\u2069])")  #: LRI, RLI, FSI, PDI (captured: split keeps them)
+FSI, PDI = "\u2068", "\u2069"
+
+
+def isolate(value: Any) -> Any:
+    """``value`` bidi-isolated when it could reorder what surrounds it: wrapped in FSI … PDI (what ``<bdi>``
+    does, but also valid inside attributes), its own isolates balanced first, so a U+2069 in it cannot close
+    ours and an unclosed U+2067 cannot swallow what follows. Other values come back unchanged.
+
+    It is the templates' ``finalize``: every ``{{ … }}`` passes through it, so every text from a spec is
+    isolated without a filter to forget. (Our own markup, a macro's output, is :class:`~markupsafe.Markup` and
+    left alone: the texts inside it were isolated as they were rendered.)
+    """
+    from markupsafe import Markup
+
+    if not isinstance(value, str) or isinstance(value, Markup) or not _BIDI.search(value):
+        return value
+    out, depth = [], 0
+    for part in _ISOLATES.split(value):
+        if part in ("\u2066", "\u2067", "\u2068"):
+            depth += 1
+        elif part == PDI:
+            if depth == 0:
+                continue  # would close our isolate: dropped
+            depth -= 1
+        out.append(part)
+    return FSI + "".join(out) + PDI * depth + PDI
+
+
+def _isolate_markup(text: Any) -> Any:
+    """Markup built from spec text (a join, an excerpt), isolated like :func:`isolate`."""
+    from markupsafe import Markup
+
+    return Markup(isolate(str(text))) if _BIDI.search(str(text)) else text
+
+
+def _join(items: Iterable[Any], sep: str = "") -> Any:
+    """Jinja's ``join`` with each item escaped and isolated (so one item's override cannot reach the next)."""
+    from markupsafe import Markup, escape
+
+    return Markup(escape(sep)).join(escape(isolate(str(i))) for i in items)
+
+
 def _highlight(text: str, words: Iterable[str]) -> Any:
     """``text`` escaped, with each whole identifier in ``words`` wrapped in ``<mark>``."""
     import re
@@ -96,15 +150,17 @@ def _highlight(text: str, words: Iterable[str]) -> Any:
             out.append(Markup('<mark class="focus">' if focus else "<mark>") + escape(m.group()) + Markup("</mark>"))
             last = m.end()
     out.append(escape(text[last:]))
-    return Markup("").join(out)
+    return _isolate_markup(Markup("").join(out))
 
 
 def template_env() -> Any:
-    """The Jinja2 environment: autoescape on, undefined names are errors."""
+    """The Jinja2 environment: autoescape on, undefined names are errors, every output bidi-isolated."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=isolate)
+    env.filters["join"] = _join
     env.filters["fmt"] = _fmt
     env.filters["highlight"] = _highlight
     env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
@@ -134,13 +190,90 @@ def _chart(history: list[dict[str, Any]], width: int = 560, height: int = 160) -
 # -- the build ------------------------------------------------------------------------------------
 
 
-def _prepare(out: Path) -> Path:
-    """A fresh temporary folder beside ``out``; refuses an ``out`` that holds something else."""
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
+def _manifest(out: Path) -> set[str] | None:
+    """The files a site's marker lists (relative POSIX paths); None for a marker of a site written before
+    manifests (then the site's own layout stands in for it)."""
+    try:
+        data = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    return {str(f) for f in files} if isinstance(files, list) else None
+
+
+_LAYOUT = re.compile(r"index\.html|envs/[^/]+\.html|rejected/[^/]+\.html|runs/[^/]+/[^/]+\.html"
+                     r"|assets/site\.(?:css|js)")
+
+
+def _foreign(out: Path) -> list[str]:
+    """What in ``out`` (an inspector site) this command did not write: files the manifest does not list,
+    links, folders holding none of its files. Empty when ``out`` may be replaced."""
+    listed = _manifest(out)
+    known = (lambda rel: rel in listed) if listed is not None else (lambda rel: bool(_LAYOUT.fullmatch(rel)))
+    foreign: list[str] = []
+    for folder, dirs, files in os.walk(out):
+        base = Path(folder)
+        for name in sorted(dirs):
+            path = base / name
+            if path.is_symlink():
+                foreign.append(path.relative_to(out).as_posix())
+        dirs[:] = sorted(d for d in dirs if not (base / d).is_symlink())
+        for name in sorted(files):
+            path = base / name
+            rel = path.relative_to(out).as_posix()
+            if rel == MARKER:
+                continue
+            if path.is_symlink() or not path.is_file() or not known(rel):
+                foreign.append(rel)
+        if base != out and not dirs and not files:
+            foreign.append(base.relative_to(out).as_posix() + "/")
+    return foreign
+
+
+def _inside(a: Path, b: Path) -> bool:
+    """Whether ``a`` is ``b`` or lies under it (both resolved)."""
+    return a == b or b in a.parents
+
+
+def _check_out(out: Path, keep: Iterable[Path]) -> None:
+    """Refuse an ``out`` that would put what is inspected at risk, or that holds something else."""
+    out_r = out.expanduser().resolve()
+    for what in keep:
+        p = what.expanduser().resolve()
+        if p == out_r:
+            how = f"is {what}"
+        elif _inside(p, out_r):
+            how = f"holds {what}"
+        elif p.is_dir() and _inside(out_r, p):
+            how = f"is inside {what}"
+        else:
+            continue
+        raise FileExistsError(f"--out {out} {how}, which is being inspected: the site must not hold it (rebuilding "
+                              "the site would delete it) nor sit inside it; give --out a folder outside it")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder; give an empty or new folder to --out")
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not (out / MARKER).is_file():
         raise FileExistsError(f"{out} exists and is not an inspector site (no {MARKER}); give an empty or new "
                               "folder to --out")
+    foreign = _foreign(out)
+    if foreign:
+        shown = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
+        raise FileExistsError(f"{out} is an inspector site, but these files in it are not the inspector's: {shown}; "
+                              "move them out (or give another folder to --out): rebuilding replaces the whole folder")
+
+
+def _prepare(out: Path) -> Path:
+    """A fresh temporary folder beside ``out`` (made with the umask's mode, as ``out`` will keep it)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    while True:
+        tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            tmp.mkdir(mode=0o777)  # not mkdtemp: its 0700 would become the site's mode
+            return tmp
+        except FileExistsError:
+            continue
 
 
 def _swap(tmp: Path, out: Path) -> None:
@@ -152,6 +285,13 @@ def _swap(tmp: Path, out: Path) -> None:
     tmp.rename(out)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_manifest(site: Path) -> None:
+    """The marker, listing every file of the site (what a later build may replace)."""
+    files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    (site / MARKER).write_text(json.dumps({"built_by": "envwright inspect", "files": files}, indent=0) + "\n",
+                               encoding="utf-8")
 
 
 def _write(path: Path, text: str) -> None:
@@ -166,6 +306,7 @@ class _Source:
     label: str
     library: Any = None  #: an open :class:`~envgen.library.Library`
     files: list[Path] | None = None
+    roots: tuple[Path, ...] = ()  #: what the site must never hold or sit in (the library, the folder, the file)
 
 
 def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
@@ -173,17 +314,18 @@ def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
 
     path = Path(ref).expanduser()
     if path.is_dir() and is_library(path):
-        return _Source(str(path), library=Library(path, catalog_url, create=False))
+        return _Source(str(path), library=Library(path, catalog_url, create=False), roots=(path,))
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
         if not files:
             raise FileNotFoundError(f"{ref} is neither a library (no specs/ folder, no catalog.sqlite) nor a folder "
                                     "of *.json spec files")
-        return _Source(str(path), files=files)
+        return _Source(str(path), files=files, roots=(path,))
     from gym_envs.cli import locate_spec
 
     try:
-        return _Source(ref, files=[locate_spec(ref).path])
+        found = locate_spec(ref).path
+        return _Source(ref, files=[found], roots=(Path(found),))
     except LookupError as e:
         raise FileNotFoundError(str(e)) from None
 
@@ -209,13 +351,21 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
         raise ValueError(f"gate must be one of {GATE_MODES}, got {gate!r}")
     t0 = time.perf_counter()
     out = Path(out)
+    run_dirs = [Path(r) for r in runs]
     source = _open_source(ref, catalog_url)
-    run_pages = collect_runs(Path(r) for r in runs)
+    try:
+        keep = [*source.roots, *run_dirs] + ([Path(corpus)] if corpus and Path(corpus).expanduser().exists() else [])
+        _check_out(out, keep)
+        run_pages = collect_runs(run_dirs)
+    except BaseException:
+        if source.library is not None:
+            source.library.close()
+        raise
     tmp = _prepare(out)
     try:
         summary = _build(source, tmp, run_pages, corpus=corpus, gate=gate, executor=executor, rows=rows,
                          progress=progress)
-        (tmp / MARKER).write_text("built by envwright inspect\n", encoding="utf-8")
+        _write_manifest(tmp)
         _swap(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -296,8 +446,13 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
     n_episodes = 0
     for run in run_pages:
         base = tmp / "runs" / run.name
+        report = None
+        if run.report is not None:  # copied in, so the link works over HTTP and when the site is moved
+            (base / REPORT_DIR).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run.report, base / REPORT_DIR / "report.html")
+            report = f"{REPORT_DIR}/report.html"
         _write(base / "index.html", env.get_template("run.html.jinja").render(site=site, root="../../", run=run,
-                                                                               known=known))
+                                                                               known=known, report=report))
         for rec in run.episodes:
             n_episodes += 1
             _write(base / f"{rec['page']}.html", env.get_template("episode.html.jinja").render(

@@ -8,6 +8,10 @@
  * "N of M shown" goes into the element whose data-count-for names the table. A table with data-page="P"
  * shows at most P matching rows (rows past P are also hidden in the HTML, so thousands of rows paint
  * fast); the button whose data-more-for names the table shows them all.
+ *
+ * Sortable headers get a button (reachable with Tab, Enter/Space sorts) and aria-sort. "Show all" and the
+ * sort are kept in history.state, and everything is re-applied on pageshow: after Back the browser restores
+ * the filters' values (after this script first ran, firing no event), and the table matches them again.
  */
 (function () {
   "use strict";
@@ -16,9 +20,12 @@
 
   function matches(row, controls) {
     for (var i = 0; i < controls.length; i++) {
-      var c = controls[i], want = c.value.trim().toLowerCase();
-      if (!want) continue;
-      var kind = c.getAttribute("data-filter"), how = c.getAttribute("data-match");
+      var c = controls[i], kind = c.getAttribute("data-filter"), how = c.getAttribute("data-match");
+      /* a chosen value is compared as it is (options carry value="…", exactly the row's data-*: whitespace
+         and all); only what is typed (search, a number) is trimmed */
+      var typed = kind === "search" || how === "min";
+      var want = (typed ? c.value.trim() : c.value).toLowerCase();
+      if (want === "") continue;
       if (kind === "search") {
         var hay = row.getAttribute("data-search") || row.textContent.toLowerCase();
         var words = want.split(/\s+/);
@@ -71,9 +78,31 @@
     return cell.textContent.trim().toLowerCase();
   }
 
-  function sortBy(table, th) {
+  /* what survives Back (history.state is kept with the history entry; DOM attributes are not) */
+  function remembered(table) {
+    var state = history.state && history.state.inspect;
+    return (state && state[table.id]) || {};
+  }
+
+  function copy(o) {
+    var out = {};
+    if (o && typeof o === "object") { for (var k in o) { if (Object.prototype.hasOwnProperty.call(o, k)) out[k] = o[k]; } }
+    return out;
+  }
+
+  function remember(table, key, value) {
+    try {
+      var state = copy(history.state), mine = copy(state.inspect), entry = copy(mine[table.id]);
+      entry[key] = value;
+      mine[table.id] = entry;
+      state.inspect = mine;
+      history.replaceState(state, "");
+    } catch (err) { /* a browser that refuses replaceState here only forgets this after Back */ }
+  }
+
+  function sortBy(table, th, ascending) {
     var index = th.cellIndex, numeric = th.getAttribute("data-sort") === "num";
-    var ascending = th.getAttribute("aria-sort") !== "ascending";
+    if (ascending === undefined) ascending = th.getAttribute("aria-sort") !== "ascending";
     var heads = th.parentNode.cells;
     for (var i = 0; i < heads.length; i++) heads[i].removeAttribute("aria-sort");
     th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
@@ -86,6 +115,26 @@
     var body = table.tBodies[0], frag = document.createDocumentFragment();
     rows.forEach(function (r) { frag.appendChild(r[2]); });
     body.appendChild(frag);
+    remember(table, "sort", [index, ascending]);
+  }
+
+  function sortable(th) {
+    /* a real button in the header: focusable, and Enter or Space presses it (a click the th handles) */
+    var button = document.createElement("button");
+    button.type = "button";
+    while (th.firstChild) button.appendChild(th.firstChild);
+    th.appendChild(button);
+  }
+
+  function restore(table) {
+    var state = remembered(table);
+    if (state.all) table.setAttribute("data-all", "yes");
+    if (state.sort && !table.hasAttribute("data-sorted")) {
+      var th = table.tHead && table.tHead.rows[0] && table.tHead.rows[0].cells[state.sort[0]];
+      if (th && th.hasAttribute("data-sort")) sortBy(table, th, !!state.sort[1]);
+    }
+    table.setAttribute("data-sorted", "yes");
+    apply(table);
   }
 
   function init() {
@@ -101,12 +150,24 @@
         c.addEventListener("change", function () { apply(table); });
       });
       Array.prototype.forEach.call(table.querySelectorAll("th[data-sort]"), function (th) {
+        sortable(th);
         th.addEventListener("click", function () { sortBy(table, th); apply(table); });
       });
       var more = document.querySelector('[data-more-for="' + table.id + '"]');
-      if (more) more.addEventListener("click", function () { table.setAttribute("data-all", "yes"); apply(table); });
-      apply(table);
+      if (more) {
+        more.addEventListener("click", function () {
+          table.setAttribute("data-all", "yes");
+          remember(table, "all", true);
+          apply(table);
+        });
+      }
+      restore(table);
     });
+  }
+
+  function reapply() {
+    /* pageshow comes after the browser restored the controls' values (and on a return from the bfcache) */
+    Array.prototype.forEach.call(document.querySelectorAll("table[data-filterable]"), restore);
   }
 
   function focusExcerpts() {
@@ -120,6 +181,8 @@
   }
 
   function start() { init(); focusExcerpts(); }
+
+  window.addEventListener("pageshow", reapply);
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

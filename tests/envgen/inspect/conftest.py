@@ -79,3 +79,35 @@ def env_ids(library: Path) -> list[str]:
 
 def rejected_ids(library: Path) -> list[str]:
     return sorted(json.loads(p.read_text())["attempt_id"] for p in (library / "rejected").glob("*.json"))
+
+
+RLO = "\u202e"  #: RIGHT-TO-LEFT OVERRIDE, never closed: it would reverse whatever follows it in its paragraph
+LONG = "A" * 3000  #: one unbroken token
+
+
+@pytest.fixture(scope="session")
+def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site of one spec whose every text carries a bidi override and a 3,000-character token."""
+    from envgen.inspect import build_site
+    from tests.cli.specs import lending_spec, write_spec
+
+    spec = lending_spec()
+    spec["id"] = "rtl-desk"
+    bad = f"{RLO}evil gnp.exe {LONG}"
+    spec["title"] = f"T {bad}"
+    spec["description"] = f"D {bad} \u2069{RLO}x"  # a PDI of its own must not close the isolate around it
+    spec["provenance"].update(generator=f"llm:{bad}", skill_id=f"s  {bad}  ", parents=[bad, bad])  # whitespace too
+    spec["source"] = {"corpus": "stdlib", "doc_id": f"stdlib:{bad}", "path": f"{LONG}.py"}
+    for tool in spec["tools"]:
+        tool["description"] += f" {bad}"
+        for prop in tool["parameters"].get("properties", {}).values():
+            prop["description"] = f"{prop.get('description', '')} {bad}"
+    for task in spec["tasks"]:
+        for turn in task["turns"]:
+            turn["instruction"] += f" {bad}"
+    spec["state"]["seed_sql"] += f"\nINSERT INTO members VALUES (9, '{bad}');\n"
+    folder = tmp_path_factory.mktemp("hostile_specs")
+    write_spec(folder / "rtl-desk.json", spec)
+    out = tmp_path_factory.mktemp("hostile_site") / "site"
+    build_site(str(folder), out, executor="inprocess", gate="run", rows=10)
+    return out

@@ -3,8 +3,10 @@
 The pages load from ``file://`` with no console error, the index's filters really narrow its table and
 its headers sort it, an environment page's mutation filter works, and a spec's HTML never runs. Each test
 saves a screenshot under its tmp folder and, when ``ENVWRIGHT_ARTIFACTS`` names a folder, there too.
-The tests skip, saying why, only when no browser can be had (``apt-get install chromium``; a browser
-elsewhere: ``ENVWRIGHT_CHROMIUM=/path/to/chrome``).
+No page is wider than a 375 px phone, even with a spec's 3,000-character tokens; a spec's bidi override
+cannot reverse the inspector's own text; filters, "show all" and the sort survive Back; headers sort from
+the keyboard and stick. The tests skip, saying why, only when no browser can be had (``apt-get install
+chromium``; a browser elsewhere: ``ENVWRIGHT_CHROMIUM=/path/to/chrome``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.envgen.inspect.conftest import env_ids
+from tests.envgen.inspect.conftest import RLO, env_ids
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -50,8 +52,8 @@ def browser() -> Iterator[Any]:
 class Page:
     """A page with its console errors, uncaught exceptions and dialogs collected."""
 
-    def __init__(self, browser: Any, width: int = 1400):
-        self.page = browser.new_page(viewport={"width": width, "height": 900})
+    def __init__(self, browser: Any, width: int = 1400, height: int = 900):
+        self.page = browser.new_page(viewport={"width": width, "height": height})
         self.errors: list[str] = []
         self.dialogs: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
@@ -165,5 +167,109 @@ def test_a_large_index_shows_a_page_but_filters_every_row(browser: Any, library:
     page.fill("input[data-filter=search][data-for=envs]", "")
     page.click("button[data-more-for=envs]")
     assert _visible_rows(page, "envs") == 5
+    assert p.errors == []
+    p.close()
+
+
+def _count(page: Any) -> str:
+    return str(page.inner_text("[data-count-for=envs]"))
+
+
+def test_filters_show_all_and_sort_survive_back(browser: Any, library: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from envgen.inspect import site as site_module
+
+    monkeypatch.setattr(site_module, "INDEX_PAGE", 2)
+    out = tmp_path / "paged"
+    site_module.build_site(str(library), out, executor="inprocess", gate="off", rows=0)
+    p = Page(browser)
+    page = p.open(out / "index.html")
+    page.click("button[data-more-for=envs]")
+    page.click("th:has-text('tools')")
+    assert _visible_rows(page, "envs") == 5
+    page.click("#envs tbody tr a >> nth=0")
+    page.wait_for_load_state("load")
+    page.go_back()
+    page.wait_for_load_state("load")
+    page.wait_for_function("document.querySelector('[data-count-for=envs]').textContent !== ''")
+    assert _visible_rows(page, "envs") == 5 and _count(page) == "5 of 5 shown"  # still all, not the first 2
+    assert page.get_attribute("th[data-sort]:has-text('tools')", "aria-sort") == "ascending"
+    page.select_option("select[data-filter=proposer]", "template:ast")
+    page.fill("input[data-filter=search][data-for=envs]", "sched")
+    page.wait_for_function("document.querySelector('[data-count-for=envs]').textContent.startsWith('1 of')")
+    page.click("#envs tbody tr:not([hidden]) a")
+    page.wait_for_load_state("load")
+    page.go_back()
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(200)  # the browser restores the controls' values late, firing no event
+    assert page.input_value("input[data-filter=search][data-for=envs]") == "sched"
+    assert page.input_value("select[data-filter=proposer]") == "template:ast"
+    assert _visible_rows(page, "envs") == 1 and _count(page).startswith("1 of 5 match")  # the table agrees
+    assert p.errors == []
+    p.close()
+
+
+def test_headers_sort_from_the_keyboard_and_stick(browser: Any, site: Path) -> None:
+    p = Page(browser, height=260)  # shorter than the table: it scrolls in its box
+    page = p.open(site / "index.html")
+    for _ in range(20):  # Tab from the search box through the filters reaches the first header
+        page.keyboard.press("Tab")
+        if page.evaluate("!!document.activeElement.closest('th[data-sort]')"):
+            break
+    focused = page.evaluate("document.activeElement.closest('th[data-sort]').textContent")
+    assert focused == "id"
+    page.keyboard.press("Enter")
+    assert page.get_attribute("#envs th >> nth=0", "aria-sort") == "ascending"
+    page.keyboard.press(" ")
+    assert page.get_attribute("#envs th >> nth=0", "aria-sort") == "descending"
+    ids = page.eval_on_selector_all("#envs tbody td.id", "cells => cells.map(c => c.textContent)")
+    assert ids == sorted(ids, reverse=True)
+    stuck = page.evaluate("""() => {
+        const box = document.querySelector('#envs').closest('.scroll'), th = document.querySelector('#envs th');
+        box.scrollIntoView(); box.scrollTop = 120;
+        return [box.scrollTop, th.getBoundingClientRect().top - box.getBoundingClientRect().top];
+    }""")
+    assert stuck[0] > 0 and 0 <= stuck[1] <= 2, stuck  # the table scrolled under its header, which stayed
+    assert p.errors == []
+    p.close()
+
+
+def test_no_page_is_wider_than_a_phone(browser: Any, site: Path, hostile_site: Path, tmp_path: Path) -> None:
+    pages = [site / "index.html", site / "rejected" / "index.html", *sorted((site / "rejected").glob("*.html")),
+             *sorted((site / "envs").glob("*.html")), hostile_site / "index.html",
+             *sorted((hostile_site / "envs").glob("*.html"))]
+    for run in sorted((site / "runs").iterdir()):  # each run's index and one transcript
+        pages += [run / "index.html", next(p for p in sorted(run.glob("*.html")) if p.name != "index.html")]
+    p = Page(browser, width=375)
+    wide = {}
+    for path in pages:
+        page = p.open(path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 375:
+            wide[str(path)] = width
+    p.page.set_viewport_size({"width": 375, "height": 900})
+    p.open(hostile_site / "envs" / "rtl-desk.html")
+    p.shot(tmp_path, "inspect-hostile-375.png")
+    assert wide == {}
+    assert p.errors == []
+    p.close()
+
+
+def test_a_spec_bidi_override_cannot_reorder_the_inspectors_text_and_odd_values_filter(browser: Any,
+                                                                                        hostile_site: Path) -> None:
+    p = Page(browser)
+    page = p.open(hostile_site / "envs" / "rtl-desk.html")
+    assert RLO in page.inner_text("h1")
+    lefts = page.evaluate("""() => {
+        const t = document.querySelector('h1 code').firstChild, r = document.createRange(), xs = [];
+        for (let i = 0; i < t.length; i++) {
+            r.setStart(t, i); r.setEnd(t, i + 1); xs.push(r.getBoundingClientRect().left);
+        }
+        return xs;
+    }""")
+    assert page.inner_text("h1 code") == "rtl-desk" and lefts == sorted(lefts)  # read left to right, not reversed
+    page = p.open(hostile_site / "index.html")
+    page.select_option("select[data-filter=skill]", index=1)  # "s  …  ": repeated and trailing whitespace
+    assert _visible_rows(page, "envs") == 1
     assert p.errors == []
     p.close()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,7 @@ from markupsafe import escape
 from envgen.cli import cli
 from envgen.inspect import build_site
 from envgen.inspect.site import MARKER
-from tests.envgen.inspect.conftest import HOSTILE_DESCRIPTION, HOSTILE_TITLE, env_ids, rejected_ids
+from tests.envgen.inspect.conftest import HOSTILE_DESCRIPTION, HOSTILE_TITLE, RLO, env_ids, rejected_ids
 
 
 def _read(path: Path) -> str:
@@ -77,6 +81,28 @@ def test_text_from_specs_is_escaped_everywhere(site: Path) -> None:
     assert "&lt;/pre&gt;&lt;/td&gt;&lt;script&gt;" in page  # a tool description cannot close our markup
 
 
+def test_every_text_of_a_spec_is_bidi_isolated(hostile_site: Path) -> None:
+    """Each U+202E of the spec sits inside an isolate (FSI … PDI, what <bdi> does) that closes before our text."""
+    pages = sorted(hostile_site.rglob("*.html"))
+    seen = 0
+    for path in pages:
+        text, depth = _read(path), 0
+        for ch in text:
+            if ch in "\u2066\u2067\u2068":
+                depth += 1
+            elif ch == "\u2069":
+                assert depth > 0, f"{path.name}: a PDI closes an isolate we did not open"
+                depth -= 1
+            elif ch == RLO:
+                seen += 1
+                assert depth > 0, f"{path.name}: a spec's U+202E outside any isolate"
+        assert depth == 0, f"{path.name}: an isolate left open"
+    assert seen > 20  # title, description, provenance, source, tools, parameters, instructions, rows, filters
+    index = _read(hostile_site / "index.html")
+    option = re.search(r'<option value="(\u2068s  [^"]*)">', index)
+    assert option and f'data-skill="{option.group(1)}"' in index  # a filter's value is the row's, spaces and all
+
+
 def test_out_is_refused_when_it_holds_something_else_and_replaced_when_it_is_a_site(library: Path,
                                                                                     tmp_path: Path) -> None:
     other = tmp_path / "notes"
@@ -86,11 +112,92 @@ def test_out_is_refused_when_it_holds_something_else_and_replaced_when_it_is_a_s
         build_site(str(library), other, executor="inprocess", gate="stored")
     assert (other / "mine.txt").read_text() == "keep me"
     out = tmp_path / "site"
-    build_site(str(library), out, executor="inprocess", gate="off", rows=0)
-    (out / "stale.html").write_text("old")
+    build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    assert (out / "envs" / "library-loans.html").is_file()
     summary = build_site(str(library), out, executor="inprocess", gate="off", rows=0)
-    assert summary.envs == 5 and not (out / "stale.html").exists()  # a rebuilt site is whole and fresh
+    assert summary.envs == 5 and not (out / "envs" / "library-loans.html").exists()  # whole and fresh
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no temporary left
+    manifest = json.loads((out / MARKER).read_text())["files"]
+    assert "index.html" in manifest and "assets/site.js" in manifest and MARKER not in manifest
+
+
+def test_a_site_with_files_added_to_it_is_not_replaced(library: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    (out / "NOTES.md").write_text("my notes")
+    (out / "mywork").mkdir()
+    (out / "mywork" / "data.csv").write_text("a,b")
+    with pytest.raises(FileExistsError, match=r"not the inspector's: NOTES\.md, mywork/data\.csv"):
+        build_site(str(library), out, executor="inprocess", gate="off", rows=0)
+    assert (out / "NOTES.md").read_text() == "my notes" and (out / "mywork" / "data.csv").read_text() == "a,b"
+    assert (out / "envs" / "library-loans.html").is_file()  # the old site stands, untouched
+    result = CliRunner().invoke(cli, ["inspect", "library-loans", "--out", str(out), "--executor", "inprocess",
+                                      "--gate", "off"])
+    assert result.exit_code == 1 and "NOTES.md" in result.output and "mywork/data.csv" in result.output
+    (out / "NOTES.md").unlink()
+    shutil.rmtree(out / "mywork")
+    build_site(str(library), out, executor="inprocess", gate="off", rows=0)  # only its own files: replaced
+    assert not (out / "envs" / "library-loans.html").exists()
+    (out / MARKER).write_text("built by envwright inspect\n")  # a site from before manifests: its layout counts
+    (out / "envs" / "mine.txt").write_text("x")
+    with pytest.raises(FileExistsError, match=r"envs/mine\.txt"):
+        build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    (out / "envs" / "mine.txt").unlink()
+    build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+
+
+def test_an_empty_library_says_it_is_empty(tmp_path: Path) -> None:
+    from envgen.library import Library
+
+    with Library(tmp_path / "lib"):
+        pass
+    build_site(str(tmp_path / "lib"), tmp_path / "site", executor="inprocess")
+    index = _read(tmp_path / "site" / "index.html")
+    assert "The library is empty" in index and "No environment matches these filters" not in index
+
+
+def test_what_is_inspected_is_never_inside_out_nor_out_inside_it(library: Path, runs: list[Path],
+                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "site_nest"
+    build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    nested = out / "lib"
+    shutil.copytree(library, nested)
+    result = CliRunner().invoke(cli, ["inspect", str(nested), "--out", str(out), "--executor", "inprocess",
+                                      "--gate", "off"])
+    assert result.exit_code == 1 and "which is being inspected" in result.output, result.output
+    assert (nested / "specs").is_dir() and (nested / "catalog.sqlite").is_file()  # the library is still there
+    run_inside = out / "run"
+    shutil.copytree(runs[0], run_inside)
+    shutil.rmtree(nested)
+    with pytest.raises(FileExistsError, match="which is being inspected"):
+        build_site(str(library), out, runs=[run_inside], executor="inprocess", gate="off", rows=0)
+    assert (run_inside / "results.jsonl").is_file()
+    for inside in (library / "site", runs[0] / "site", library):
+        with pytest.raises(FileExistsError, match="which is being inspected"):
+            build_site(str(library), inside, runs=runs, executor="inprocess", gate="off", rows=0)
+        assert not (inside / "index.html").exists()
+    assert not [p for p in library.iterdir() if p.name.startswith((".site", "site"))]
+
+
+def test_the_site_gets_the_umask_mode_and_links_a_copy_of_each_runs_report(library: Path, runs: list[Path],
+                                                                           tmp_path: Path) -> None:
+    bare = tmp_path / "bare-run"  # a run folder without its report.html
+    shutil.copytree(runs[1], bare)
+    (bare / "report.html").unlink()
+    old = os.umask(0o027)
+    try:
+        build_site(str(library), tmp_path / "site", runs=[runs[0], bare], executor="inprocess", gate="off", rows=0)
+    finally:
+        os.umask(old)
+    out = tmp_path / "site"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750  # 0777 & ~umask, not mkdtemp's 0700
+    run_index = _read(out / "runs" / runs[0].name / "index.html")
+    (href,) = re.findall(r'<a href="([^"]+)">its own report</a>', run_index)
+    assert not href.startswith(("file:", "/")) and "://" not in href  # relative: works over HTTP, when moved
+    copied = out / "runs" / runs[0].name / href
+    assert copied.read_bytes() == (runs[0] / "report.html").read_bytes()
+    bare_index = _read(out / "runs" / "bare-run" / "index.html")
+    assert "its own report" not in bare_index and "file:" not in bare_index
 
 
 def test_a_single_spec_or_example_and_the_command(tmp_path: Path) -> None:
