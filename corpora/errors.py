@@ -7,7 +7,8 @@ Contract:
 
 * Every configuration or data problem is a :class:`CorpusError`, which is a
   :class:`ValueError` whose message names what to fix (the option, the field,
-  the file and line).
+  the file and line). A message that asks for a loader option names it as a
+  keyword and as ``envwright generate``'s ``--corpus-option`` (:func:`option_hint`).
 * A missing optional dependency (``pyarrow``, ``datasets``) is a
   :class:`MissingDependencyError`, an :class:`ImportError` whose message gives
   the ``pip install`` line.
@@ -28,7 +29,7 @@ import difflib
 from collections.abc import Callable, Iterable
 
 __all__ = ["CorpusError", "MissingDependencyError", "RecordFieldError", "RegistryError", "UnknownNameError",
-           "did_you_mean"]
+           "did_you_mean", "option_hint"]
 
 
 def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
@@ -43,6 +44,12 @@ def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: f
     if typed:
         close += [k for k in names if k.startswith(typed) and k not in close]
     return f"; did you mean {' or '.join(show(c) for c in close[:n])}?" if close else ""
+
+
+def option_hint(name: str, value: str = "VALUE") -> str:
+    """How to set a loader option, in both spellings: ``"text_field=VALUE (command line: --corpus-option
+    text_field=VALUE)"``; messages that tell the user to set an option use it, so every one names the flag."""
+    return f"{name}={value} (command line: --corpus-option {name}={value})"
 
 
 class CorpusError(ValueError):

@@ -8,9 +8,11 @@ Contract — a spec is one of:
 * a registered loader name that needs no source: ``"stdlib"``;
 * ``"<loader>:<source>"`` for any registered loader: ``"hf:bigcode/the-stack-smol"``,
   ``"hf:/data/saved"``, ``"jsonl:/data/dump.txt"``, ``"tree:./src"``;
-* a filesystem path: a directory is a ``tree`` (or ``hf`` when it was written
-  by ``save_to_disk``); ``*.jsonl``, ``*.ndjson`` and their ``.gz`` forms are
-  ``jsonl``; ``*.parquet`` is ``parquet``.
+* a filesystem path: a directory is a ``tree`` (or ``hf`` when it has the layout
+  ``save_to_disk`` writes: ``state.json`` and ``dataset_info.json`` with ``.arrow``
+  files, or ``dataset_dict.json``; ``tree:PATH`` reads any directory as a tree);
+  ``*.jsonl``, ``*.ndjson`` and their ``.gz`` forms are ``jsonl``; ``*.parquet``
+  is ``parquet``.
 
 ``options`` are the loader's config fields (``text_field="text"``,
 ``include=("*.py",)``, ...). The spec and options are validated eagerly —
@@ -71,8 +73,12 @@ def resolve_spec(spec: str) -> tuple[str, str | None]:
         if not source:
             raise CorpusError(f"corpus spec {spec!r} has an empty source after '{match.group(1)}:'")
         return match.group(1), source
-    if Path(spec).expanduser().exists():
-        return _resolve_path(spec)
+    try:
+        if Path(spec).expanduser().exists():
+            return _resolve_path(spec)
+    except PermissionError as exc:  # a folder on the way cannot be searched
+        raise CorpusError(f"corpus path {spec!r} cannot be read ({exc.strerror}); fix its permissions (and "
+                          "those of the folders above it), or give another corpus") from None
     if match:
         raise UnknownNameError(
             f"corpus spec {spec!r}: unknown loader {match.group(1)!r}{did_you_mean(match.group(1), names)} "

@@ -127,7 +127,8 @@ def select_documents(docs: Iterable[Document], config: SelectConfig | None = Non
         stream = counted(f"the language filter (only {', '.join(cfg.languages)})",
                          filter_language(stream, cfg.languages))
     if cfg.min_stateful_score is not None:
-        stream = counted("the stateful filter (documents with no class that keeps state)",
+        stream = counted("the stateful filter (documents with no class, struct or type whose CRUD-named "
+                         "methods change the state it keeps)",
                          filter_stateful(stream, cfg.min_stateful_score))
     if cfg.dedup != "none":
         stream = counted("deduplication (exact copies)", dedup_exact(stream))

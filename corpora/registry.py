@@ -276,23 +276,45 @@ def _required(config_type: type, name: str) -> bool:
     return False
 
 
+_SCALARS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _check_type(entry: LoaderEntry, key: str, value: Any) -> None:
+    """Refuse a value of the wrong kind for an option whose default is a bool, int, float or string
+    (``None`` passes where the field's annotation allows it), naming the option and what it takes."""
+    f = next(f for f in dataclasses.fields(entry.config_type) if f.name == key)
+    default = f.default
+    kind = type(default)
+    if default is dataclasses.MISSING or default is None or kind not in _SCALARS:
+        return
+    if value is None and "None" in str(f.type):
+        return
+    ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise CorpusError(f"option {key!r} of corpus loader {entry.name!r} must be {_SCALARS[kind]}, "
+                          f"got {value!r} (e.g. {key}={default!r})")
+
+
 def build_config(entry: LoaderEntry, source: str | None, options: Mapping[str, Any]) -> Any:
     """Build ``entry``'s config from the spec's ``source`` and keyword ``options``.
 
     Raises:
         UnknownNameError: an option is not a field of the config (with a suggestion).
-        CorpusError: the loader needs a source and none was given, or the
-            config rejected a value.
+        CorpusError: the loader needs a source and none was given, an option's value is not of the
+            kind its default is (a bool, an integer, a number, a string), or the config rejected a value.
     """
     if entry.config_type is LoaderOptions:
         return LoaderOptions(source=source, options=dict(options))
     allowed = entry.options()
-    for key in options:
+    for key, value in options.items():
         if key not in allowed:
             raise UnknownNameError(
                 f"unknown option {key!r} for corpus loader {entry.name!r}{did_you_mean(key, allowed)} "
                 f"(accepted: {', '.join(allowed)})"
             )
+        _check_type(entry, key, value)
     kwargs = dict(options)
     source_field: str | None = entry.config_type.source_field  # type: ignore[attr-defined]
     if source is not None:

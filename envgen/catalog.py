@@ -6,7 +6,8 @@ and ``solve_history`` (one row per evaluation result). :func:`create_tables` is 
 when another process creates the same catalog at the same moment; :func:`upsert`
 writes rows with dialect-aware ``INSERT ... ON CONFLICT`` (SQLite, PostgreSQL) or
 delete + insert elsewhere; :func:`make_engine` sets the WAL pragmas on SQLite and
-checks server connections before use. :mod:`envgen.library` (which owns the files) is the only
+checks server connections before use; :func:`probe_write` makes a catalog that refuses writes say so
+when it is opened. :mod:`envgen.library` (which owns the files) is the only
 module that opens a catalog; the generator builds the rows below in its workers.
 
 Rows: :class:`PreparedEnv` (an environment ready to be stored: its spec file's text and its
@@ -33,7 +34,7 @@ import sqlalchemy as sa
 from gym_envs.spec import EnvSpec
 
 __all__ = ["ATTEMPTS", "ENVS", "SOLVE_HISTORY", "TASK_STATS", "AttemptRecord", "PreparedEnv", "create_tables",
-           "env_entry", "make_engine", "now", "record_task_result", "signature_key", "solve_history",
+           "env_entry", "make_engine", "now", "probe_write", "record_task_result", "signature_key", "solve_history",
            "suspicious_tasks", "task_stats", "task_texts", "upsert"]
 
 _META = sa.MetaData()
@@ -125,6 +126,17 @@ def create_tables(engine: sa.Engine, attempts: int = 6) -> None:
             if i == attempts - 1:
                 raise
             time.sleep(0.05 * (i + 1))  # the other process's CREATE is committed by now; checkfirst skips it
+
+
+def probe_write(engine: sa.Engine) -> None:
+    """Raise the database's own error when the catalog cannot be written (a read-only file or user).
+
+    A write that changes nothing (deleting an attempt id no attempt has), rolled back: it takes the
+    write lock, so a catalog that refuses writes says so when it is opened, not after a run's first batch.
+    """
+    with engine.connect() as c:
+        c.execute(sa.delete(ATTEMPTS).where(ATTEMPTS.c.attempt_id == ""))
+        c.rollback()
 
 
 def _add_missing_columns(engine: sa.Engine) -> None:

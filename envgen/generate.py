@@ -5,8 +5,8 @@ Pipeline for one run (:func:`run_generate`):
 1. select documents from the corpus (size, language, stateful filter, dedup,
    seeded sample: :mod:`corpora`);
 2. skip the documents this run already attempted (a run is identified by
-   corpus, proposer, backend, model and seed, so re-running the same command
-   resumes a killed run);
+   corpus, however its path is spelled, proposer, backend, model and seed, so
+   re-running the same command resumes a killed run);
 3. propose: the ``template`` proposer runs inside the worker processes with
    validation; model proposers generate in batches in this process, then fan
    validation out to the workers and feed rejection reasons back for up to
@@ -41,12 +41,12 @@ from typing import Any
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import AttemptRecord, PreparedEnv
 from envgen.errors import FailureCode, NoUsableDocuments
-from envgen.library import BACKEND_FAILURE, Library
+from envgen.library import BACKEND_FAILURE, Library, check_library_folder
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 
-__all__ = ["GenerateConfig", "GenerateInterrupted", "GenerateSummary", "NoUsableDocuments", "grounding",
-           "run_generate", "select_corpus"]
+__all__ = ["GenerateConfig", "GenerateInterrupted", "GenerateSummary", "NoUsableDocuments", "corpus_key",
+           "grounding", "run_generate", "select_corpus"]
 
 
 @dataclass
@@ -73,6 +73,7 @@ class GenerateConfig:
     alpha: float = 0.5  #: share of skill-conditioned documents when ``skills`` is given
     inline_single_worker: bool = True  #: with ``workers=1`` run jobs in this process (no pool)
     commit_every: int = 32  #: results per catalog transaction (a killed run re-attempts at most this many)
+    corpus_options: dict[str, Any] = field(default_factory=dict)  #: the corpus loader's options (``--corpus-option``)
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -80,6 +81,10 @@ class GenerateConfig:
             raise ValueError("n must be >= 1 (documents to attempt)")
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 (documents per generation batch), got {self.batch_size}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0 (repair rounds; 0: no repair), got {self.max_retries}")
         if self.commit_every < 1:
             raise ValueError("commit_every must be >= 1")
         if self.executor not in ("local", "ray"):
@@ -93,12 +98,18 @@ class GenerateConfig:
 
     @property
     def run_id(self) -> str:
-        parts: list[Any] = [self.corpus, self.proposer, self.backend, self.model, self.seed,
+        """What identifies the run (re-running it resumes): corpus, proposer, backend, model, seed, skills.
+
+        The corpus enters as :func:`corpus_key` spells it, so ``src``, ``./src/`` and ``/abs/src`` are one run.
+        """
+        parts: list[Any] = [corpus_key(self.corpus), self.proposer, self.backend, self.model, self.seed,
                             str(self.skills) if self.skills else None, self.alpha]
         structure = self.proposer_options.get("structure", "spec")
         constrained = self.proposer_options.get("constrained")
         if structure != "spec" or constrained is not None:  # older runs' ids stay as they were
             parts += [structure, constrained]
+        if self.corpus_options:  # other documents: another run (without options, ids stay as they were)
+            parts.append(sorted((str(k), repr(v)) for k, v in self.corpus_options.items()))
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
     @property
@@ -106,6 +117,33 @@ class GenerateConfig:
         if self.validation != "auto":
             return self.validation
         return "inprocess" if self.proposer == "template" else "worker"
+
+
+REASON_EXAMPLES = 3  #: distinct reasons a summary keeps per rejection code
+REASON_CHARS = 300  #: characters a summary keeps of one reason
+
+
+def corpus_key(corpus: str) -> str:
+    """One spelling per corpus, for the run id: a local path (plain or after a ``loader:`` prefix) becomes
+    its resolved absolute path (prefixed with the loader only where the plain path would load otherwise).
+
+    ``/data/src``, ``/data/src/``, ``./src`` (from ``/data``), ``~/src`` and ``tree:/data/src`` are one
+    key; ``stdlib``, hub ids and anything that does not resolve stay as written. A spec written the
+    canonical way keeps its key, so runs started that way resume as before.
+    """
+    from corpora import resolve_spec
+
+    try:
+        loader, source = resolve_spec(corpus)
+        if source is None:
+            return corpus
+        path = Path(source).expanduser()
+        if not path.exists():
+            return corpus  # a hub id, or a path that will fail to load anyway
+        resolved = str(path.resolve())
+        return resolved if resolve_spec(resolved)[0] == loader else f"{loader}:{resolved}"
+    except (ValueError, KeyError, OSError):  # an invalid spec fails when loaded, with its own message
+        return corpus
 
 
 @dataclass
@@ -125,6 +163,24 @@ class GenerateSummary:
     env_ids: list[str] = field(default_factory=list)
     backend_failures: int = 0  #: attempts the model backend failed (not marked done: a re-run retries them)
     first_backend_error: str | None = None
+    #: per rejection code, up to :data:`REASON_EXAMPLES` distinct reasons (what ``generate`` prints)
+    reason_examples: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def only_duplicates(self) -> bool:
+        """Every attempt gave an environment the library already had (a re-run of a finished run)."""
+        return self.attempted > 0 and self.duplicates == self.attempted
+
+    def note_reasons(self, codes: list[str], reasons: list[str]) -> None:
+        """Keep a few distinct reasons per code (each cut to :data:`REASON_CHARS` characters)."""
+        reasons = [r if len(r) <= REASON_CHARS else r[:REASON_CHARS] + "…" for r in reasons if r]
+        for code in codes or ["unknown"]:
+            kept = self.reason_examples.setdefault(code, [])
+            for reason in reasons:
+                if len(kept) >= REASON_EXAMPLES:
+                    break
+                if reason not in kept:
+                    kept.append(reason)
 
     @property
     def only_backend_failures(self) -> bool:
@@ -163,10 +219,10 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
                        dedup="exact", sample=cfg.n, seed=cfg.seed,
                        languages=("python",) if cfg.proposer == "template" else None)
     report = SelectionReport()
-    docs = select_documents(load_corpus(cfg.corpus), sel, report)
+    docs = select_documents(load_corpus(cfg.corpus, **cfg.corpus_options), sel, report)
     if not docs:
         why = report.explain()
-        skipped = _loader_skips(cfg.corpus)
+        skipped = _loader_skips(cfg.corpus, cfg.corpus_options)
         if skipped:
             why += f". The loader: {skipped}"
         hint = (" (the template proposer reads Python source: give it a folder of .py files, or use "
@@ -175,14 +231,18 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
     return docs
 
 
-def _loader_skips(corpus: str) -> str | None:
-    """What a source-tree corpus's loader found and skipped (None for other corpora)."""
+def _loader_skips(corpus: str, options: dict[str, Any] | None = None) -> str | None:
+    """What a source-tree corpus's loader found and skipped, with the run's loader options (None for
+    other corpora)."""
     from corpora import resolve_spec
-    from corpora.loaders.tree import TreeConfig, explain_tree
+    from corpora.loaders.tree import explain_tree
+    from corpora.registry import build_config, get_loader
 
     try:
         name, source = resolve_spec(corpus)
-        return explain_tree(TreeConfig(root=source)) if name == "tree" and source else None
+        if name != "tree" or not source:
+            return None
+        return explain_tree(build_config(get_loader("tree"), source, options or {}))
     except (ValueError, OSError):  # a diagnosis must never hide the error it explains
         return None
 
@@ -391,6 +451,7 @@ class _Recorder:
             else:
                 for c in rec.codes or ["unknown"]:
                     s.rejected_by_reason[c] = s.rejected_by_reason.get(c, 0) + 1
+                s.note_reasons(rec.codes, rec.reasons)
                 if list(rec.codes) == [BACKEND_FAILURE]:
                     s.backend_failures += 1
                     if s.first_backend_error is None:
@@ -407,9 +468,10 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
         # once here, before the workers start: bad options fail now, not once per document, and the
         # proposer's modules are imported once, by the process that fork-started workers inherit
         make_proposer("template", **cfg.proposer_options)
-    lib = Library(cfg.out, cfg.catalog_url)
-    summary = GenerateSummary(run_id=cfg.run_id)
+    check_library_folder(cfg.out)  # before any work: a file, or a folder that holds something else, is refused
     all_docs = list(docs) if docs is not None else select_corpus(cfg)
+    lib = Library(cfg.out, cfg.catalog_url)  # only once there is work to store: a failed run leaves no library
+    summary = GenerateSummary(run_id=cfg.run_id)
     done = lib.attempted_docs(cfg.run_id)
     todo = [d for d in all_docs if d.id not in done]
     summary.skipped_resumed = len(all_docs) - len(todo)

@@ -20,7 +20,14 @@ evaluation result, so the inspector can draw how a solve rate moved).
 ``Library(root)`` creates a library; ``Library(root, create=False)`` (what
 ``list``, ``stats`` and ``inspect`` use) refuses a folder that is not one
 (:class:`NotALibrary`) instead of writing a catalog into it. Two processes
-creating the same new library at once both succeed.
+creating the same new library at once both succeed. A path that is (or is below)
+a file is refused with :class:`NotALibrary`; a folder or catalog that cannot be
+written (permissions, a read-only database) with :class:`LibraryNotWritable`,
+when the library is opened for writing (``create=True`` probes the catalog with a
+write that changes nothing) rather than part way through a run.
+:func:`check_library_folder` is what ``generate`` asks before it starts: a new
+path, an empty folder or an existing library is fine; a non-empty folder that is
+not a library is refused, so a run never takes over another folder.
 
 Guarantees: a spec file is written atomically (temp file, fsync, rename; the
 folder is fsynced once per batch) before its catalog row is committed, and on
@@ -58,6 +65,7 @@ from envgen.catalog import (
     create_tables,
     env_entry,
     make_engine,
+    probe_write,
     record_task_result,
     solve_history,
     suspicious_tasks,
@@ -67,7 +75,8 @@ from envgen.catalog import upsert as _upsert  # a module global: tests replace i
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "NotALibrary", "is_library"]
+__all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "NotALibrary", "check_library_folder",
+           "is_library"]
 
 BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
 
@@ -76,6 +85,75 @@ def is_library(root: str | Path) -> bool:
     """Whether ``root`` looks like a library folder."""
     root = Path(root)
     return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
+
+
+class LibraryNotWritable(ValueError):
+    """The library folder, a file in it or its catalog cannot be written; the message names the path and the fix."""
+
+
+def _file_in_the_way(root: Path) -> str | None:
+    """Why ``root`` cannot be (or become) a folder: it, or a folder above it, is a file (None: it can)."""
+    for p in (root, *root.parents):
+        if p.is_dir():
+            return None
+        if p.exists() or p.is_symlink():
+            return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
+    return None
+
+
+def check_library_folder(root: str | Path) -> None:
+    """Raise :class:`NotALibrary` unless ``root`` can hold a library this run may write: a path that
+    does not exist yet, an empty folder, or an existing library.
+
+    A file (or a path below one) is refused, and so is a non-empty folder that is not a library: a
+    run writes ``specs/``, ``rejected/`` and ``catalog.sqlite`` into its library, and must not take
+    over a folder that holds something else.
+    """
+    root = Path(root)
+    problem = _file_in_the_way(root)
+    if problem is not None:
+        raise NotALibrary(f"cannot use {root} as a library folder: {problem}; give a new folder, an empty one, "
+                          "or an existing library")
+    if root.is_dir() and not is_library(root):
+        try:
+            entries = sorted(p.name for p in root.iterdir())
+        except OSError as e:
+            raise LibraryNotWritable(f"cannot read the library folder {root}: {e.strerror or e}; choose a folder "
+                                     "you can read and write, or fix its permissions") from None
+        if entries:
+            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+            raise NotALibrary(f"{root} is a folder that holds other files ({shown}) and is not an envwright "
+                              "library; give a new or empty folder, or an existing library, so that nothing "
+                              "in it is overwritten")
+
+
+def _os_problem(root: Path, e: OSError) -> LibraryNotWritable:
+    """A file system error while writing the library, as a message that names the path and the fix."""
+    where = e.filename or root
+    if isinstance(e, PermissionError):
+        return LibraryNotWritable(f"cannot write the library {root}: permission denied on {where}; choose a "
+                                  "folder you can write to, or fix its permissions")
+    return LibraryNotWritable(f"cannot write the library {root}: {e.strerror or e} ({where}); choose another "
+                              "library folder, or fix this one")
+
+
+_ACCESS_WORDS = ("readonly", "read-only", "read only", "unable to open", "permission denied", "access denied")
+
+
+def _catalog_problem(root: Path, url: str, e: sa.exc.DBAPIError) -> LibraryNotWritable | None:
+    """A catalog that cannot be opened or written, as a message that names it and the fix (None: another error)."""
+    why = str(e.orig) if e.orig is not None else str(e)
+    if not any(w in why.lower() for w in _ACCESS_WORDS):
+        return None
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() == "sqlite":
+        where = u.database or url
+        hint = (f"make {where} and its folder writable (SQLite writes its journal beside the file), or choose "
+                "another library folder")
+    else:
+        where = u.render_as_string(hide_password=True)
+        hint = "grant this database user write access to the catalog's tables, or choose another --catalog-url"
+    return LibraryNotWritable(f"cannot write the catalog {where} of the library {root}: {why}; {hint}")
 
 
 def _read(path: Path) -> str | None:
@@ -131,14 +209,30 @@ class Library:
         if not create and not is_library(self.root):
             raise NotALibrary(f"{self.root} is not an envwright library (it has no specs/ folder and no "
                               f"catalog.sqlite); make one with: envwright generate --out {self.root}")
-        (self.root / "specs").mkdir(parents=True, exist_ok=True)
-        if create:
-            (self.root / "rejected").mkdir(parents=True, exist_ok=True)
+        problem = _file_in_the_way(self.root)
+        if problem is not None:
+            raise NotALibrary(f"cannot use {self.root} as a library folder: {problem}; give a new folder, an "
+                              "empty one, or an existing library")
+        try:
+            (self.root / "specs").mkdir(parents=True, exist_ok=True)
+            if create:
+                (self.root / "rejected").mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _os_problem(self.root, e) from None
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = make_engine(self.url)
-        create_tables(self.engine)
         self.near_duplicate = near_duplicate
-        self.reindex()
+        try:
+            create_tables(self.engine)
+            if create:
+                probe_write(self.engine)  # a read-only catalog fails here, not after a run's first batch
+            self.reindex()
+        except sa.exc.DBAPIError as e:
+            self.engine.dispose()
+            err = _catalog_problem(self.root, self.url, e)
+            if err is None:
+                raise
+            raise err from None
 
     def close(self) -> None:
         """Close the catalog's connections (a server catalog holds some open until then)."""
@@ -284,23 +378,32 @@ class Library:
             known.append({"id": r.env.id, "signature": r.env.signature, "task_text": r.env.task_text,
                           "run_id": r.run_id})
             to_write.append(r)
-        for r in to_write:
-            assert r.env is not None
-            if r.gate is not None:
-                self.write_gate_report(r.env.id, r.gate)
-            atomic_write_text(self.spec_path(r.env.id), r.env.text)
-        if to_write:
-            _fsync_dir(self.root / "specs")
-        for r in records:
-            if not r.accepted and r.rejected_spec is not None:
-                self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
+        try:
+            for r in to_write:
+                assert r.env is not None
+                if r.gate is not None:
+                    self.write_gate_report(r.env.id, r.gate)
+                atomic_write_text(self.spec_path(r.env.id), r.env.text)
+            if to_write:
+                _fsync_dir(self.root / "specs")
+            for r in records:
+                if not r.accepted and r.rejected_spec is not None:
+                    self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
+        except OSError as e:  # permissions changed, a full disk: nothing of the batch is recorded, say why
+            raise _os_problem(self.root, e) from None
         env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
                                      mutation_score=r.mutation_score, mutants=r.mutants),
                      "structure": r.structure, "repairs": json.dumps(r.repairs), "difficulty": r.difficulty}
                     for r in to_write if r.env is not None]
-        with self.engine.begin() as c:
-            _upsert(c, ENVS, env_rows)
-            _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
+        try:
+            with self.engine.begin() as c:
+                _upsert(c, ENVS, env_rows)
+                _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
+        except sa.exc.DBAPIError as e:
+            err = _catalog_problem(self.root, self.url, e)
+            if err is None:
+                raise
+            raise err from None
         return records
 
     def restore(self, envs: Sequence[tuple[PreparedEnv, dict[str, Any]]],

@@ -443,12 +443,26 @@ def as_spec(obj: EnvSpec | Mapping[str, Any] | str | os.PathLike[str]) -> EnvSpe
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename).
+
+    The file gets the mode a plain ``open(path, "w")`` would give it (``0o666`` less the process
+    umask), not the ``0o600`` of the temporary file it is written as.
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    umask = None
+    try:  # read without changing it: os.umask() can only be read by setting it, which races other threads
+        with open("/proc/self/status", encoding="ascii") as status:
+            umask = next((int(line.split()[1], 8) for line in status if line.startswith("Umask:")), None)
+    except (OSError, ValueError, IndexError):
+        pass
+    if umask is None:
+        umask = os.umask(0o022)
+        os.umask(umask)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.chmod(tmp, 0o666 & ~umask)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -6,9 +6,11 @@ dataset saved locally with ``Dataset.save_to_disk``.
 Contract:
 
 * ``name`` is a hub id (``"bigcode/the-stack-smol"``), a local directory
-  written by ``save_to_disk`` (read with ``datasets.load_from_disk``), or any
-  other local directory or file ``datasets.load_dataset`` understands (a
-  folder of JSONL/Parquet files).
+  written by ``save_to_disk`` (read with ``datasets.load_from_disk``; told by
+  its whole layout, :func:`is_saved_dataset`), or any other local directory or
+  file ``datasets.load_dataset`` understands (a folder of JSONL/Parquet files).
+  A local directory that does not load as a dataset raises a
+  :class:`~corpora.errors.CorpusError` that points to ``tree:PATH``.
 * ``split`` selects the split (a :class:`~corpora.errors.UnknownNameError`
   lists the available ones for a saved ``DatasetDict``); ``subset`` is the
   dataset configuration name; ``streaming`` (default) reads hub rows lazily
@@ -23,24 +25,41 @@ Contract:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from corpora.document import Document
-from corpora.errors import CorpusError, MissingDependencyError, UnknownNameError, did_you_mean
+from corpora.errors import CorpusError, MissingDependencyError, UnknownNameError, did_you_mean, option_hint
 from corpora.loaders.records import RecordFields, records_to_documents
 
 __all__ = ["HFConfig", "is_saved_dataset", "load_hf"]
 
-_SAVED_MARKERS = ("dataset_dict.json", "state.json")
+def _is_saved_split(p: Path) -> bool:
+    """Whether ``p`` holds what ``Dataset.save_to_disk`` writes: ``state.json``, ``dataset_info.json`` and
+    its ``.arrow`` shards (a ``state.json`` alone is any project's file, not a dataset)."""
+    return (p / "state.json").is_file() and (p / "dataset_info.json").is_file() and any(p.glob("*.arrow"))
 
 
 def is_saved_dataset(path: str | Path) -> bool:
-    """Whether ``path`` is a directory written by ``Dataset(Dict).save_to_disk``."""
+    """Whether ``path`` is a directory written by ``Dataset(Dict).save_to_disk``, by its whole layout.
+
+    A ``Dataset``: ``state.json``, ``dataset_info.json`` and ``.arrow`` files; a ``DatasetDict``: a
+    ``dataset_dict.json`` listing its ``splits``, each a saved ``Dataset`` folder. A directory that
+    cannot be read is not one (the tree loader then says why it cannot read it).
+    """
     p = Path(path).expanduser()
-    return p.is_dir() and any((p / marker).is_file() for marker in _SAVED_MARKERS)
+    try:
+        if not p.is_dir():
+            return False
+        if (p / "dataset_dict.json").is_file():
+            splits = json.loads((p / "dataset_dict.json").read_text(encoding="utf-8")).get("splits")
+            return isinstance(splits, list) and bool(splits) and all(_is_saved_split(p / str(s)) for s in splits)
+        return _is_saved_split(p)
+    except (OSError, ValueError, AttributeError):  # unreadable, or a dataset_dict.json that is not one
+        return False
 
 
 @dataclass(kw_only=True)
@@ -93,7 +112,7 @@ def _open_saved(datasets: Any, config: HFConfig) -> Any:
             splits = list(loaded)
             raise UnknownNameError(
                 f"hf: dataset {config.name!r} has no split {config.split!r}{did_you_mean(config.split, splits)} "
-                f"(available: {', '.join(splits)}); set split="
+                f"(available: {', '.join(splits)}); set {option_hint('split', splits[0] if splits else 'NAME')}"
             )
         loaded = loaded[config.split]
     return loaded  # memory-mapped Arrow: rows are read lazily whatever ``streaming`` says
@@ -101,17 +120,25 @@ def _open_saved(datasets: Any, config: HFConfig) -> Any:
 
 def _open(config: HFConfig) -> Any:
     datasets = _import_datasets()
-    if is_saved_dataset(config.name):
-        return _open_saved(datasets, config)
     local = Path(config.name).expanduser()
-    return datasets.load_dataset(
-        str(local) if local.exists() else config.name,
-        config.subset,
-        split=config.split,
-        data_dir=config.data_dir,
-        revision=config.revision,
-        streaming=config.streaming,
-    )
+    try:
+        if is_saved_dataset(config.name):
+            return _open_saved(datasets, config)
+        return datasets.load_dataset(
+            str(local) if local.exists() else config.name,
+            config.subset,
+            split=config.split,
+            data_dir=config.data_dir,
+            revision=config.revision,
+            streaming=config.streaming,
+        )
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, CorpusError) or not local.is_dir():
+            raise
+        raise CorpusError(
+            f"hf: the directory {config.name!r} could not be loaded as a Hugging Face dataset ({exc}); "
+            f"if it is a source tree, read it as one with the corpus spec 'tree:{config.name}'"
+        ) from None
 
 
 def _rows(config: HFConfig) -> Iterator[tuple[str, Mapping[str, Any]]]:

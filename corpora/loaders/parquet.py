@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from corpora.document import Document
-from corpora.errors import CorpusError, MissingDependencyError, RecordFieldError
+from corpora.errors import CorpusError, MissingDependencyError, RecordFieldError, option_hint
 from corpora.loaders.records import RecordFields, records_to_documents
 
 __all__ = ["ParquetConfig", "load_parquet"]
@@ -56,6 +56,9 @@ class ParquetConfig(RecordFields):
         self.path = Path(self.path).expanduser()
         if not self.path.exists():
             raise CorpusError(f"Parquet path {str(self.path)!r} does not exist")
+        if not (self.path.is_dir() or self.path.is_file()):
+            raise CorpusError(f"Parquet path {str(self.path)!r} is neither a regular file nor a directory "
+                              "(a named pipe or a device is not read); pass a file or a directory of them")
         if self.path.is_dir() and not _files(self.path):
             raise CorpusError(f"directory {str(self.path)!r} has no .parquet files")
         if self.batch_size <= 0:
@@ -75,15 +78,21 @@ def _import_parquet() -> Any:
 def _rows(files: list[Path], config: ParquetConfig) -> Iterator[tuple[str, Mapping[str, Any]]]:
     pq = _import_parquet()
     for file in files:
-        parquet = pq.ParquetFile(file)
+        try:
+            parquet = pq.ParquetFile(file)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise CorpusError(f"{file}: not a readable Parquet file ({exc}); check that it is complete, or "
+                              "give the loader that reads it ('jsonl:PATH', 'tree:PATH')") from None
         names = list(parquet.schema_arrow.names)
         wanted = [f for f in config.used_fields() if f]
         for field in wanted:
             if field not in names:
+                option = next((o for o in ("text_field", "path_field", "language_field", "id_field")
+                               if getattr(config, o) == field), "metadata_fields")
+                tail = "" if option in ("text_field", "metadata_fields") else f", or {option_hint(option, 'None')}"
                 raise RecordFieldError(
-                    f"{file}: no column {field!r}; available columns: {', '.join(names)}; "
-                    "set text_field=/path_field=/language_field=/id_field=/metadata_fields= accordingly "
-                    "(path_field and language_field may be None)"
+                    f"{file}: no column {field!r} ({option}); available columns: {', '.join(names)}; "
+                    f"set {option_hint(option, 'COLUMN')} to one of them{tail}"
                 )
         columns = None if config.metadata_fields is None else wanted
         row = 0

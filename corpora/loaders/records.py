@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corpora.document import Document, make_id
-from corpora.errors import CorpusError, RecordFieldError
+from corpora.errors import CorpusError, RecordFieldError, option_hint
 from corpora.languages import language_from_path, normalize_language
 
 __all__ = ["RecordFields", "records_to_documents"]
@@ -76,7 +76,8 @@ class RecordFields:
 
 def _missing(field: str, option: str, record: Mapping[str, Any], where: str) -> RecordFieldError:
     keys = ", ".join(sorted(map(str, record))) or "(none)"
-    hint = f"set {option}= to one of them" + ("" if option == "text_field" else f", or {option}=None")
+    hint = f"set {option_hint(option, 'KEY')} to one of them" + (
+        "" if option == "text_field" else f", or {option_hint(option, 'None')}")
     return RecordFieldError(
         f"{where}: record has no field {field!r} ({option}); available keys: {keys}; {hint}"
     )
@@ -109,7 +110,7 @@ def records_to_documents(
         if not isinstance(text, str):
             raise CorpusError(
                 f"{where}: field {fields.text_field!r} holds {type(text).__name__}, expected a string; "
-                "set text_field= to the field with the text"
+                f"set {option_hint('text_field', 'KEY')} to the field with the text"
             )
         path = _get(record, fields.path_field, "path_field", where)
         path = str(path).replace("\\", "/") if path not in (None, "") else f"record-{n}"

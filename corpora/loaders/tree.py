@@ -12,8 +12,10 @@ Contract:
   (``"*.py"``, ``"__pycache__"``); a pattern with ``/`` matches the whole
   relative path, where ``**`` spans directories (``"src/**/*.py"``).
 * Excluded directories are not descended into.
-* Binary files (a NUL byte in the first 8 KiB), undecodable files and files
-  larger than ``max_bytes`` are skipped (logged at DEBUG). Python files are
+* Anything that is not a regular file (a named pipe, a socket, a device) is
+  skipped without being read, so a FIFO in a tree never blocks a walk. Binary
+  files (a NUL byte in the first 8 KiB), undecodable files and files larger
+  than ``max_bytes`` are skipped too (logged at DEBUG). Python files are
   decoded with their PEP 263 coding cookie; line endings become ``\n``.
 * Ids are ``"<corpus>:<relative path>"``; ``corpus`` defaults to the
   directory's name.
@@ -25,6 +27,7 @@ import io
 import logging
 import os
 import re
+import stat
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -145,7 +148,8 @@ def iter_tree_files(
 
     A file is yielded when it matches one of ``include`` (every file when
     ``include`` is ``None`` but ``suffixes`` is given, then restricted to those
-    suffixes) and none of ``exclude``; excluded directories are pruned.
+    suffixes) and none of ``exclude``; excluded directories are pruned. Every entry that is not a
+    directory is yielded, named pipes and sockets included: :func:`read_source` skips those unopened.
     """
     inc = [compile_glob(p) for p in include] if include is not None else None
     exc = [compile_glob(p) for p in exclude]
@@ -177,15 +181,41 @@ def _decode(data: bytes, is_python: bool) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """Why a file of this ``st_mode`` is not read (None: a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return f"not a regular file ({kind})"
+
+
 def _read(path: Path, max_bytes: int) -> tuple[str | None, str | None]:
-    """``(text, None)``, or ``(None, why it was skipped)``."""
+    """``(text, None)``, or ``(None, why it was skipped)``.
+
+    Only regular files are opened; the open is non-blocking and the opened file is checked again, so
+    a named pipe (or a file swapped for one) is skipped instead of blocking the read forever.
+    """
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            return None, f"larger than max_bytes={max_bytes:,} ({size:,} bytes)"
-        data = path.read_bytes()
+        why = _not_regular(os.stat(path).st_mode)
+        if why is not None:
+            return None, why
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            why = _not_regular(info.st_mode)
+            if why is not None:
+                return None, why
+            if info.st_size > max_bytes:
+                return None, f"larger than max_bytes={max_bytes:,} ({info.st_size:,} bytes)"
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
         return None, f"unreadable ({exc})"
+    if len(data) > max_bytes:
+        return None, f"larger than max_bytes={max_bytes:,} (it grew while being read)"
     if b"\0" in data[:_BINARY_PROBE]:
         return None, "binary"
     try:
@@ -195,7 +225,7 @@ def _read(path: Path, max_bytes: int) -> tuple[str | None, str | None]:
 
 
 def read_source(path: Path, *, max_bytes: int) -> str | None:
-    """Read a text file, or return ``None`` when it is too large, binary or undecodable."""
+    """Read a text file, or return ``None`` when it is not a regular file, too large, binary or undecodable."""
     text, why = _read(path, max_bytes)
     if why is not None:
         log.debug("skip %s: %s", path, why)
@@ -211,7 +241,8 @@ def explain_tree(config: TreeConfig, *, examples: int = 3) -> str:
     """What a walk of ``config.root`` found and skipped, in one sentence (for "no usable documents" errors).
 
     Counts the files the walk saw, those whose extension no language claims (or outside
-    ``languages``), and those :func:`read_source` skips (too large, binary, undecodable), naming up to
+    ``languages``), and those :func:`read_source` skips (not a regular file, too large, binary,
+    undecodable), naming up to
     ``examples`` of each.
     """
     root = Path(config.root)
@@ -230,7 +261,8 @@ def explain_tree(config: TreeConfig, *, examples: int = 3) -> str:
         why = skip_reason(full, max_bytes=config.max_bytes)
         if why is not None:
             key, _, detail = why.partition(" (")
-            groups.setdefault(key, []).append(f"{rel} ({detail}" if key.startswith("larger") else rel)
+            detailed = key.startswith(("larger", "not a regular"))
+            groups.setdefault(key, []).append(f"{rel} ({detail}" if detailed else rel)
     parts = [f"{root} holds {len(files)} file{'' if len(files) == 1 else 's'}"]
     for why, rels in groups.items():
         named = ", ".join(rels[:examples]) + (f" and {len(rels) - examples} more" if len(rels) > examples else "")
@@ -266,8 +298,14 @@ class TreeConfig:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).expanduser()
-        if not self.root.is_dir():
-            raise CorpusError(f"tree root {str(self.root)!r} is not a directory; pass an existing directory")
+        try:
+            if not self.root.is_dir():
+                raise CorpusError(f"tree root {str(self.root)!r} is not a directory; pass an existing directory")
+            with os.scandir(self.root):  # an unreadable root would otherwise walk as an empty tree
+                pass
+        except OSError as exc:
+            raise CorpusError(f"tree root {str(self.root)!r} cannot be read ({exc.strerror or exc}); fix its "
+                              "permissions, or pass another directory") from None
         self.include = _as_tuple(self.include, "include")
         self.exclude = _as_tuple(self.exclude, "exclude") or ()
         langs = _as_tuple(self.languages, "languages")

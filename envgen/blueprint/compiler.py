@@ -140,8 +140,10 @@ def _rng(seed: int, sha: str) -> random.Random:
 
 
 def _description(bp: Blueprint, model: EnvModel, path: str) -> str:
-    tables = ", ".join(f"{e.humans} ({e.key.human}, " + ", ".join(c.human for c in e.columns)
-                       + (", status" if e.status else "") + ")" for e in model.entities)
+    """The spec's description: the blueprint's summary, then each table with its columns (key first)."""
+    tables = ", ".join(f"{e.humans} (" + ", ".join([e.key.human, *(c.human for c in e.columns),
+                                                     *(["status"] if e.status else [])]) + ")"
+                       for e in model.entities)
     head = f"A simulated store of {tables}, modelled on {path}."
     summary = bp.summary.strip()
     return f"{summary.rstrip('.')}. {head}" if summary else head

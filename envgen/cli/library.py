@@ -33,7 +33,7 @@ from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor
 
-__all__ = ["depth_table", "generate", "list_library", "stats", "stats_command", "validate"]
+__all__ = ["depth_table", "error_message", "generate", "list_library", "stats", "stats_command", "validate"]
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,53 @@ def parse_backend_options(items: tuple[str, ...], option: str = "--backend-optio
     return opts
 
 
+def parse_corpus_options(items: tuple[str, ...], corpus: str) -> dict[str, object]:
+    """``--corpus-option KEY=VALUE`` pairs into the corpus loader's options, checked against the loader the
+    corpus resolves to (UsageError naming its options on an unknown key).
+
+    Values are read as YAML (``max_bytes=2000000``, ``include=["*.py", "*.go"]``, ``path_field=null``;
+    ``None`` is ``null`` too); a value YAML cannot read (a glob such as ``*.py``) is kept as written.
+    """
+    opts: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise click.UsageError(f"--corpus-option must look like KEY=VALUE (e.g. text_field=code), got {item!r}")
+        try:
+            parsed = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            parsed = value
+        opts[key] = None if parsed == "None" else parsed
+    if not opts:
+        return opts
+    from corpora import get_loader, resolve_spec
+    from corpora.errors import did_you_mean
+
+    try:
+        loader = get_loader(resolve_spec(corpus)[0])
+    except (KeyError, ValueError, OSError):
+        return opts  # the corpus itself is wrong: the run says so, with its own message
+    known = loader.options()
+    for key in opts:
+        if key not in known:
+            raise click.UsageError(f"--corpus-option {key}: the {loader.name!r} corpus loader has no option {key!r}"
+                                   f"{did_you_mean(key, known)} (its options: {', '.join(known)})")
+    return opts
+
+
+def error_message(e: BaseException) -> str:
+    """The one-line message of an error the user fixes, whatever its type.
+
+    ``str(e)``, except for a plain ``KeyError``, whose ``str`` quotes its message (``e.args[0]`` would
+    be wrong elsewhere: a ``UnicodeDecodeError``'s first argument is the encoding's name, an
+    ``OSError``'s the errno); an exception with no message gives its type's name.
+    """
+    if isinstance(e, KeyError) and type(e).__str__ is KeyError.__str__ and len(e.args) == 1:
+        return str(e.args[0])
+    return str(e) or type(e).__name__
+
+
 def _interrupted(e: Any, out: Path) -> None:
     """Say what an interrupted run saved and how to resume it (e: a GenerateInterrupted); exit 130."""
     s = e.summary
@@ -197,7 +244,11 @@ def _interrupted(e: Any, out: Path) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus", default="stdlib", show_default=True,
-              help="'stdlib', a PATH (source tree, .jsonl, .parquet) or 'hf:NAME'.")
+              help="'stdlib', a PATH (source tree, .jsonl, .parquet) or 'hf:NAME'; 'tree:PATH' reads any folder "
+                   "as a source tree.")
+@click.option("--corpus-option", "corpus_options", multiple=True, metavar="KEY=VALUE",
+              help="Corpus loader option, repeatable (value read as YAML): e.g. text_field=code, path_field=null, "
+                   "encoding=cp1252, max_bytes=5000000, include='[\"*.go\"]'.")
 @click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
 @click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
@@ -218,8 +269,10 @@ def _interrupted(e: Any, out: Path) -> None:
 @click.option("--runner", "run_executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Run the work on local processes or a Ray cluster.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--max-retries", type=int, default=2, show_default=True, help="Repair rounds for the llm proposer.")
-@click.option("--batch-size", type=int, default=8, show_default=True, help="Documents per generation batch.")
+@click.option("--max-retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Repair rounds for the llm proposer (0: none).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Documents per generation batch.")
 @click.option("--skills", type=click.Path(path_type=Path), default=None,
               help="Skill library folder: condition a share --alpha of documents on routed skills.")
 @click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
@@ -232,19 +285,21 @@ def _interrupted(e: Any, out: Path) -> None:
               help="Token limit per generation (constrained decoding raises it to the schema's worst case).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature of the llm proposer (0: greedy).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def generate(corpus: str, proposer: str, backend: str | None, model: str | None, backend_options: tuple[str, ...],
-             n: int, out: Path,
+def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backend: str | None, model: str | None,
+             backend_options: tuple[str, ...], n: int, out: Path,
              catalog_url: str | None, workers: int, validation: str, run_executor: str, seed: int, max_retries: int,
              batch_size: int, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
              max_new_tokens: int | None, temperature: float | None, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
     Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
-    failed in the model backend, those documents are not marked done: a re-run retries them). Ctrl-C
-    keeps what was committed; re-running the same command resumes.
+    failed in the model backend, those documents are not marked done: a re-run retries them); a run
+    whose every attempt gave an environment the library already has is not a failure. Ctrl-C keeps
+    what was committed; re-running the same command (the corpus path spelled any way) resumes.
     """
     from envgen.generate import GenerateConfig, GenerateInterrupted, run_generate
 
+    copts = parse_corpus_options(corpus_options, corpus)
     opts = parse_backend_options(backend_options)
     popts: dict[str, object] = {"backend_options": opts} if opts else {}
     if proposer == "llm":
@@ -262,15 +317,15 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
         cfg = GenerateConfig(corpus=corpus, proposer=proposer, backend=backend, model=model, n=n, out=out,
                              catalog_url=catalog_url, workers=workers, executor=run_executor, seed=seed,
                              max_retries=max_retries, batch_size=batch_size, validation=validation,
-                             skills=skills, alpha=alpha, proposer_options=popts)
+                             skills=skills, alpha=alpha, proposer_options=popts, corpus_options=copts)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:
         summary = run_generate(cfg, progress=not as_json)
     except GenerateInterrupted as e:
         _interrupted(e, cfg.out)
-    except (KeyError, ValueError, FileNotFoundError, RuntimeError) as e:
-        raise click.ClickException(str(e.args[0] if e.args else e)) from None
+    except (KeyError, ValueError, OSError, RuntimeError) as e:
+        raise click.ClickException(error_message(e)) from None
     if as_json:
         click.echo(json.dumps(summary.to_dict(), indent=1))
     else:
@@ -282,8 +337,16 @@ def generate(corpus: str, proposer: str, backend: str | None, model: str | None,
                        f"{display.text(str(summary.first_backend_error))}",
                        style="bold red" if summary.only_backend_failures else "yellow"))
     if summary.attempted and not summary.accepted:
-        raise click.ClickException(f"no environment was accepted from {summary.attempted} documents (see the "
-                                   f"rejection reasons above, and the candidates in {cfg.out / 'rejected'})")
+        if summary.only_duplicates:
+            click.echo(f"Nothing new: each of the {summary.attempted} documents attempted gave an environment "
+                       f"{cfg.out} already has (duplicates refused); the library is complete for this corpus.",
+                       err=True)
+            return
+        where = (f"every attempt's reasons: envwright inspect {cfg.out} (its rejected proposals), the "
+                 f"candidates in {cfg.out / 'rejected'}")
+        listed = "the rejection reasons are listed above; " if summary.reason_examples and not as_json else ""
+        raise click.ClickException(f"no environment was accepted from {summary.attempted} documents ({listed}"
+                                   f"{where})")
 
 
 def _print_generate_summary(cfg: Any, summary: Any) -> None:
@@ -303,6 +366,20 @@ def _print_generate_summary(cfg: Any, summary: Any) -> None:
     t.add_row("time per accepted env", f"{summary.seconds_per_env:.3f} s" if summary.accepted else "-")
     t.add_row("wall time", f"{summary.wall_seconds:.1f} s")
     console.print(t)
+    _print_reasons(console, summary)
+
+
+def _print_reasons(console: Console, summary: Any) -> None:
+    """Why attempts were rejected: a few distinct reasons per code, most frequent code first."""
+    codes = [(code, k) for code, k in sorted(summary.rejected_by_reason.items(), key=lambda kv: -kv[1])
+             if summary.reason_examples.get(code)]
+    if not codes:
+        return
+    console.print(Text("Why attempts were rejected (a few reasons per code):", style="bold"))
+    for code, k in codes:
+        console.print(display.text(f"  {code} ({k}):"))
+        for reason in summary.reason_examples[code]:
+            console.print(display.text(f"    • {reason}", single_line=True))
 
 
 def _open_library(library: Path, catalog_url: str | None) -> Any:

@@ -60,8 +60,11 @@ def test_syntax_errors_and_other_languages_are_data() -> None:
     js = make_doc(
         "class ShoppingCart {\n addItem(x) { this.itemCount += 1; }\n}\nfunction checkOut() {}\n", path="a.js"
     )
-    assert stateful_score(js) == 0.0
+    assert stateful_score(js) == pytest.approx(1.25)  # one CRUD method that changes its state, as in Python
     assert {"shopping_cart", "item_count", "check_out"} <= identifiers(js)
+    only_set_up = make_doc("class Point {\n constructor(x) { this.x = x; }\n getX() { return this.x; }\n}\n",
+                           path="p.js")
+    assert stateful_score(only_set_up) == 0.0  # state assigned once, never changed by a method
 
 
 def test_identifiers_are_snake_case_without_dunders() -> None:
@@ -111,3 +114,139 @@ def test_one_verb_table_each_word_once() -> None:
     assert (verb_category("sort"), verb_operation("sort")) == ("update", None)
     assert method_category("cancel_order") == "delete" and method_category("has_key") == "read"
     assert verb_operation("compute") is None and verb_category("compute") is None
+
+
+# Small realistic sources in the languages the llm proposer reads: each keeps state in a type and changes
+# it in methods (the way that language does), so each is stateful; each "reader" twin only reads its state.
+STATEFUL_SOURCES = {
+    "go": ("store.go", """package store
+
+import "errors"
+
+type Bank struct {
+	accounts map[string]int64
+}
+
+func NewBank() *Bank { return &Bank{accounts: map[string]int64{}} }
+
+// Open opens an account.
+func (b *Bank) Open(id string) error {
+	if _, ok := b.accounts[id]; ok {
+		return errors.New("exists")
+	}
+	b.accounts[id] = 0
+	return nil
+}
+
+func (b *Bank) Deposit(id string, amount int64) { b.accounts[id] += amount }
+"""),
+    "rust": ("lib.rs", """use std::collections::HashMap;
+
+pub struct Inventory { items: HashMap<String, u32> }
+
+impl Inventory {
+    pub fn new() -> Self { Inventory { items: HashMap::new() } }
+    pub fn add_stock(&mut self, sku: &str, qty: u32) {
+        *self.items.entry(sku.to_string()).or_insert(0) += qty;
+    }
+    pub fn remove_stock(&mut self, sku: &str, qty: u32) -> Result<(), String> {
+        match self.items.get_mut(sku) {
+            Some(n) if *n >= qty => { *n -= qty; Ok(()) }
+            _ => Err("insufficient stock".into()),
+        }
+    }
+}
+"""),
+    "java": ("Library.java", """package com.acme;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** A lending library. */
+public class Library {
+    private final Map<String, String> books = new HashMap<>();
+    private final Map<String, String> loans = new HashMap<>();
+
+    public void addBook(String isbn, String title) { books.put(isbn, title); }
+
+    public void lend(String isbn, String member) {
+        if (loans.containsKey(isbn)) throw new IllegalStateException("already lent");
+        loans.put(isbn, member);
+    }
+}
+"""),
+    "ruby": ("hotel.rb", """# A hotel.
+class Hotel
+  def initialize
+    @rooms = {}
+  end
+
+  def add_room(number, beds)
+    @rooms[number] = beds
+  end
+
+  def book(number, guest)
+    raise "no room" unless @rooms.key?(number)
+  end
+end
+"""),
+    "typescript": ("cart.ts", """export class Cart {
+  private items = new Map<string, number>();
+
+  add(sku: string, qty: number): void {
+    this.items.set(sku, (this.items.get(sku) ?? 0) + qty);
+  }
+
+  checkout(): number { return this.items.size; }
+}
+"""),
+    "cpp": ("cache.hpp", """#pragma once
+#include <string>
+#include <unordered_map>
+/// An LRU cache.
+class Cache {
+ public:
+  explicit Cache(size_t cap);
+  bool put(const std::string& key, const std::string& value);
+  void evict(const std::string& key);
+ private:
+  size_t cap_;
+  std::unordered_map<std::string, std::string> map_;
+};
+"""),
+    "c": ("queue.h", """#ifndef QUEUE_H
+#define QUEUE_H
+#include <stddef.h>
+typedef struct queue queue_t;
+queue_t *queue_create(size_t capacity);
+int queue_push(queue_t *q, int job);   /* -1 when full */
+size_t queue_len(const queue_t *q);
+#endif
+"""),
+}
+
+READER_SOURCES = {
+    "go": ("store.go", "package store\n\ntype Bank struct {\n\taccounts map[string]int64\n}\n\n"
+                       "func (b *Bank) Get(id string) int64 { return b.accounts[id] }\n"),
+    "java": ("Library.java", "public class Library {\n    private final String name;\n"
+                             "    public Library(String name) { this.name = name; }\n"
+                             "    public String getName() { return name; }\n}\n"),
+    "ruby": ("hotel.rb", "class Hotel\n  def initialize\n    @rooms = {}\n  end\n\n"
+                         "  def get_room(n)\n    @rooms[n]\n  end\nend\n"),
+    "c": ("queue.h", "typedef struct queue queue_t;\nqueue_t *queue_create(size_t n);\n"
+                     "size_t queue_len(const queue_t *q);\n"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(STATEFUL_SOURCES))
+def test_state_kept_by_a_type_and_changed_by_its_methods_counts_in_every_language(language: str) -> None:
+    path, text = STATEFUL_SOURCES[language]
+    doc = make_doc(text, path=path)
+    assert doc.language == language
+    assert stateful_score(doc) > 0.0, f"{language}: a type whose methods change its state scored 0"
+
+
+@pytest.mark.parametrize("language", sorted(READER_SOURCES))
+def test_state_that_no_method_changes_does_not_count(language: str) -> None:
+    path, text = READER_SOURCES[language]
+    assert stateful_score(make_doc(text, path=path)) == 0.0

@@ -25,8 +25,41 @@ def test_resolve_names_prefixes_and_paths(tmp_path: Path) -> None:
 
 
 def test_saved_dataset_directory_resolves_to_hf(tmp_path: Path) -> None:
-    (tmp_path / "state.json").write_text("{}")
-    assert resolve_spec(str(tmp_path)) == ("hf", str(tmp_path))
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name in ("state.json", "dataset_info.json", "data-00000-of-00001.arrow"):
+        (saved / name).write_text("{}")
+    assert resolve_spec(str(saved)) == ("hf", str(saved))
+    splits = tmp_path / "splits"
+    (splits / "train").mkdir(parents=True)
+    (splits / "dataset_dict.json").write_text('{"splits": ["train"]}')
+    for name in ("state.json", "dataset_info.json", "data-00000-of-00001.arrow"):
+        (splits / "train" / name).write_text("{}")
+    assert resolve_spec(str(splits)) == ("hf", str(splits))
+
+
+def test_a_source_tree_with_a_state_json_is_a_tree(tmp_path: Path) -> None:
+    (tmp_path / "state.json").write_text('{"counter": 3}')  # an app's own state file
+    (tmp_path / "app.py").write_text("x = 1\n")
+    assert resolve_spec(str(tmp_path)) == ("tree", str(tmp_path))
+    assert [d.path for d in load_corpus(str(tmp_path))] == ["app.py", "state.json"]
+    (tmp_path / "dataset_dict.json").write_text('{"splits": ["train"]}')  # names a split folder it lacks
+    assert resolve_spec(str(tmp_path)) == ("tree", str(tmp_path))
+
+
+def test_an_unreadable_corpus_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    real_scandir = os.scandir
+
+    def scandir(path: object) -> object:
+        if Path(str(path)) == tmp_path:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)  # root reads any folder: simulate a chmod 000 one
+    with pytest.raises(CorpusError, match=r"cannot be read \(Permission denied\); fix its permissions"):
+        load_corpus(str(tmp_path))
 
 
 def test_spec_errors_name_the_fix(tmp_path: Path) -> None:

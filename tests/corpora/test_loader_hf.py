@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corpora import MissingDependencyError, UnknownNameError, load_corpus
+from corpora import CorpusError, MissingDependencyError, UnknownNameError, load_corpus
 
 
 @pytest.fixture(autouse=True)
@@ -63,3 +63,11 @@ def test_hf_without_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
     docs = load_corpus("hf:some/dataset")  # the config builds without datasets
     with pytest.raises(MissingDependencyError, match="pip install datasets"):
         next(docs)
+
+
+def test_a_source_tree_read_as_a_dataset_points_to_tree(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    (tmp_path / "state.json").write_text('{"counter": 3}')
+    (tmp_path / "app.py").write_text("x = 1\n")
+    with pytest.raises(CorpusError, match=rf"could not be loaded as a Hugging Face dataset .*'tree:{tmp_path}'"):
+        list(load_corpus("hf:" + str(tmp_path)))

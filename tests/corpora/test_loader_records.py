@@ -92,6 +92,33 @@ def test_jsonl_errors(tmp_path: Path) -> None:
         load_corpus("jsonl:" + str(empty))
 
 
+def test_jsonl_in_another_encoding_names_the_line_and_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.jsonl"
+    lines = [json.dumps({"content": "plain ascii", "path": "a.py"}), json.dumps({"content": "x", "path": "b.py"}),
+             json.dumps({"content": "café = 1", "path": "c.py"}, ensure_ascii=False)]
+    path.write_bytes("\n".join(lines).encode("cp1252") + b"\n")
+    with pytest.raises(CorpusError) as info:
+        list(load_corpus(str(path), language_field=None))
+    message = str(info.value)
+    assert message.startswith(f"{path}:3: not utf-8 text (byte 0xe9: invalid continuation byte)")
+    assert "encoding=cp1252 (command line: --corpus-option encoding=cp1252)" in message
+    docs = list(load_corpus(str(path), language_field=None, encoding="cp1252"))
+    assert docs[2].text == "café = 1"
+    with pytest.raises(CorpusError, match="unknown text encoding 'latin-9000'"):
+        load_corpus(str(path), encoding="latin-9000")
+
+
+def test_a_gz_that_is_not_gzip_data_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    fake = tmp_path / "plain.jsonl.gz"
+    fake.write_text(json.dumps({"content": "a", "path": "a.py"}) + "\n")
+    with pytest.raises(CorpusError, match=r"plain\.jsonl\.gz: not a valid gzip file .*rename it without the \.gz"):
+        list(load_corpus(str(fake)))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress((json.dumps({"content": "a" * 5000, "path": "a.py"}) + "\n").encode())[:40])
+    with pytest.raises(CorpusError, match=r"cut\.jsonl\.gz: not a valid gzip file"):
+        list(load_corpus(str(cut)))
+
+
 def test_jsonl_duplicate_paths_get_unique_ids(tmp_path: Path) -> None:
     records = [
         {"content": "a", "path": "same.py", "lang": "python"},
@@ -120,10 +147,17 @@ def test_parquet(tmp_path: Path, stack_records: list[dict[str, object]]) -> None
     assert docs[0].metadata == {"repo": "a/b", "stars": 3}
     only = list(load_corpus(str(path), metadata_fields=["stars"]))
     assert only[0].metadata == {"stars": 3}
-    with pytest.raises(RecordFieldError, match="no column 'text'; available columns: content, path, lang"):
+    with pytest.raises(RecordFieldError, match=r"no column 'text' \(text_field\); available columns: content, path, "
+                       r"lang, repo, stars; set text_field=COLUMN \(command line: --corpus-option text_field=COLUMN\)"):
         list(load_corpus(str(path), text_field="text"))
+    with pytest.raises(RecordFieldError, match=r"no column 'file' \(path_field\).* or path_field=None"):
+        list(load_corpus(str(path), path_field="file"))
     with pytest.raises(CorpusError, match="batch_size"):
         load_corpus(str(path), batch_size=0)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(path.read_bytes()[:5])
+    with pytest.raises(CorpusError, match=r"cut\.parquet: not a readable Parquet file"):
+        list(load_corpus(str(cut)))
 
 
 def test_parquet_without_pyarrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from corpora import CorpusError, load_corpus
-from corpora.loaders.tree import DEFAULT_EXCLUDE, compile_glob
+from corpora.loaders.tree import DEFAULT_EXCLUDE, TreeConfig, compile_glob, explain_tree, skip_reason
 
 
 def test_tree_loads_known_text_files_in_sorted_order(source_tree: Path) -> None:
@@ -70,3 +73,26 @@ def test_tree_config_errors(tmp_path: Path) -> None:
 )
 def test_compile_glob(pattern: str, path: str, expected: bool) -> None:
     assert compile_glob(pattern)(path) is expected
+
+
+def _in_thread(fn: Callable[[], object], seconds: float = 20.0) -> object:
+    """``fn()``'s result, failing (instead of hanging the suite) when it blocks for ``seconds``."""
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"blocked for {seconds}s (a named pipe was opened?)"
+    return result[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+def test_a_named_pipe_is_skipped_unopened_and_counted(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "pipe.py")  # opening it for reading would block until a writer comes
+    docs = _in_thread(lambda: [d.path for d in load_corpus(str(tmp_path))])
+    assert docs == ["a.py"]
+    assert skip_reason(tmp_path / "pipe.py", max_bytes=1000) == "not a regular file (a named pipe)"
+    why = _in_thread(lambda: explain_tree(TreeConfig(root=tmp_path)))
+    assert why == f"{tmp_path} holds 2 files; 1 skipped as not a regular file: pipe.py (a named pipe)"
+    with pytest.raises(CorpusError, match="neither a regular file nor a directory"):
+        load_corpus("jsonl:" + str(tmp_path / "pipe.py"))

@@ -354,3 +354,16 @@ def test_a_completed_tool_whose_name_is_taken_gets_a_free_one() -> None:
         tools = [t.name for t in compiled.spec.tools]
         assert len(tools) == len(set(tools)) and set(names.values()) <= set(tools)
         assert any(t.name.rsplit("_", 1)[-1] == "2" for t in compiled.spec.tools), tools  # the renamed update
+
+
+def test_the_description_lists_each_tables_columns_without_empty_slots():
+    from envgen.blueprint.compiler import _description
+    from envgen.proposers.template.model import Column, Entity, EnvModel
+
+    base = Entity("base_transport", Column("name", "TEXT"), [])  # a table with its key column only
+    job = Entity("job", Column("title", "TEXT"), [Column("priority", "INTEGER")], parent=base,
+                 status=["waiting", "done"])
+    model = EnvModel([base, job], [], "queue", "queue.js", "Queue", "")
+    text = _description(bp(summary="Jobs wait in queues."), model, "queue.js")
+    assert text == ("Jobs wait in queues. A simulated store of base transports (name), jobs (title, priority, "
+                    "status), modelled on queue.js.")

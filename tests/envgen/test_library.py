@@ -161,3 +161,92 @@ def test_a_catalog_from_before_mutation_scores_gains_the_columns(tmp_path):
     assert (lib.get_row("new-env")["mutation_score"], lib.get_row("new-env")["mutants"]) == (1.0, 12)
     assert library_stats(lib).mutation_scored == 1
     Library(root)  # opening it again finds the columns in place
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_library_files_get_the_umask_mode_like_the_catalog(tmp_path, umask):
+    import os
+    import stat
+
+    from envgen.catalog import AttemptRecord, PreparedEnv
+
+    old = os.umask(umask)
+    try:
+        lib = Library(tmp_path / "lib")
+        env = PreparedEnv.of(_spec())
+        lib.record_batch([
+            AttemptRecord(attempt_id="a1", run_id="r", doc_id="d1", proposer="p", accepted=True, env=env,
+                          gate={"accepted": True}),
+            AttemptRecord(attempt_id="a2", run_id="r", doc_id="d2", proposer="p", accepted=False,
+                          reasons=["no"], codes=["x"], rejected_spec="{}"),
+        ])
+        lib.close()
+    finally:
+        os.umask(old)
+    files = [tmp_path / "lib" / "specs" / "library-demo.json", tmp_path / "lib" / "gate" / "library-demo.json",
+             tmp_path / "lib" / "rejected" / "a2.json"]
+    modes = {f.name if f.parent.name == "rejected" else f.parent.name: stat.S_IMODE(f.stat().st_mode) for f in files}
+    assert modes == {"specs": 0o666 & ~umask, "gate": 0o666 & ~umask, "a2.json": 0o666 & ~umask}
+    catalog = stat.S_IMODE((tmp_path / "lib" / "catalog.sqlite").stat().st_mode)
+    assert catalog == 0o644 & ~umask  # SQLite's own default; spec files are readable by the same people
+
+
+def test_a_file_in_place_of_the_library_folder_is_refused_saying_what_to_give(tmp_path):
+    from envgen.library import NotALibrary
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(NotALibrary, match=r"afile as a library folder: it is a file, not a folder; give a new folder"):
+        Library(tmp_path / "afile")
+    with pytest.raises(NotALibrary, match=r"sub as a library folder: .*afile is a file, not a folder"):
+        Library(tmp_path / "afile" / "sub")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_read_only_catalog_is_refused_when_opened_naming_it(tmp_path):
+    from envgen.library import LibraryNotWritable
+
+    Library(tmp_path / "lib").close()
+    catalog = tmp_path / "lib" / "catalog.sqlite"
+    read_only = f"sqlite:///file:{catalog}?mode=ro&uri=true"  # what a chmod 444 catalog is, even for root
+    with pytest.raises(LibraryNotWritable) as err:
+        Library(tmp_path / "lib", read_only)
+    message = str(err.value)
+    assert message.startswith(f"cannot write the catalog file:{catalog}")
+    assert "attempt to write a readonly database" in message and "make" in message and "writable" in message
+    with Library(tmp_path / "lib", read_only, create=False) as lib:  # reading it (list, stats) still works
+        assert len(lib) == 0
+
+
+def test_a_folder_that_cannot_be_written_is_refused_naming_it(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from envgen.library import LibraryNotWritable
+
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self.name == "specs":  # root may write anywhere: simulate a folder it may not write in
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(LibraryNotWritable, match=r"cannot write the library .*lib: permission denied on .*specs; "
+                                                 r"choose a folder you can write to"):
+        Library(tmp_path / "lib")
+
+
+def test_a_run_may_use_a_new_or_empty_folder_or_a_library_but_not_another_folder(tmp_path):
+    from envgen.library import NotALibrary, check_library_folder
+
+    check_library_folder(tmp_path / "new")
+    (tmp_path / "empty").mkdir()
+    check_library_folder(tmp_path / "empty")
+    Library(tmp_path / "lib").close()
+    check_library_folder(tmp_path / "lib")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "main.py").write_text("x = 1\n")
+    with pytest.raises(NotALibrary, match=r"project is a folder that holds other files \(main\.py\) and is not an "
+                                          r"envwright library; give a new or empty folder, or an existing library"):
+        check_library_folder(tmp_path / "project")
+    with pytest.raises(NotALibrary, match="it is a file"):
+        check_library_folder(tmp_path / "project" / "main.py")
