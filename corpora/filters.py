@@ -1,7 +1,8 @@
 """Filters over document streams.
 
 Role: cut a corpus down to the documents worth generating from: by size,
-language and how much they define stateful operations.
+language, whether they are a program or its tests, and how much they define
+stateful operations.
 
 Contract: every filter takes an iterable of documents and returns a lazy
 iterator that keeps the input order; none reads more of the input than it
@@ -12,6 +13,7 @@ iteration starts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 
 from corpora.analysis import stateful_score
@@ -19,7 +21,7 @@ from corpora.document import Document, TokenCounter, approx_tokens
 from corpora.errors import CorpusError
 from corpora.languages import normalize_language
 
-__all__ = ["filter_language", "filter_size", "filter_stateful", "where"]
+__all__ = ["filter_language", "filter_size", "filter_stateful", "filter_tests", "is_test_path", "where"]
 
 
 def where(docs: Iterable[Document], predicate: Callable[[Document], bool]) -> Iterator[Document]:
@@ -72,3 +74,27 @@ def filter_stateful(docs: Iterable[Document], min_score: float = 0.0) -> Iterato
     if min_score < 0:
         raise CorpusError(f"min_score must be >= 0, got {min_score}")
     return where(docs, lambda doc: stateful_score(doc) > min_score)
+
+
+#: folders that hold test code, in any language
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "e2e", "testdata", "fixtures",
+                        "idle_test"})
+#: file names of test code: test_x.py, x_test.py, x_test.go, x.test.ts, x.spec.js, XTest.java, x_spec.rb, ...
+_TEST_FILE = re.compile(r"^(?:test_.+|.+_tests?|conftest|.+[._](?:test|spec)|.+Tests?|.+_spec)"
+                        r"\.[A-Za-z0-9]+$")
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a document's path names test code: a file under a ``tests/`` (``test/``, ``__tests__/``,
+    ``spec/`` ...) folder, or named like a test in its language (``test_x.py``, ``x_test.go``, ``x.spec.ts``,
+    ``XTest.java``, ``x_spec.rb``, ``conftest.py``)."""
+    parts = [p for p in re.split(r"[/\\]", path) if p]
+    if not parts:
+        return False
+    return any(p.lower() in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_FILE.match(parts[-1]))
+
+
+def filter_tests(docs: Iterable[Document]) -> Iterator[Document]:
+    """Drop test code (:func:`is_test_path`): tests call a program's API on made-up data, so an environment
+    modelled on them models the test (fake carts, ``new_test_user``), not the program."""
+    return where(docs, lambda doc: not is_test_path(doc.path))

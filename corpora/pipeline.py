@@ -4,7 +4,7 @@ Role: the recipe the generator runs on a loaded corpus, as one typed config
 (:class:`SelectConfig`) instead of hand-chained filters.
 
 Contract: :func:`select_documents` applies, in this order, the size filter,
-the language filter, the stateful filter, deduplication and sampling; the
+the language filter, the test-code filter, the stateful filter, deduplication and sampling; the
 result is deterministic for a given input sequence and config (deduplication
 keeps the first copy, so reordering duplicates can change which copy is
 kept; sampling itself does not depend on the order). The config is
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from corpora.dedup import dedup_exact, dedup_near
 from corpora.document import Document
 from corpora.errors import CorpusError, UnknownNameError, did_you_mean
-from corpora.filters import filter_language, filter_size, filter_stateful
+from corpora.filters import filter_language, filter_size, filter_stateful, filter_tests
 from corpora.sampling import sample
 
 __all__ = ["DEDUP_MODES", "SelectConfig", "SelectionReport", "select_documents"]
@@ -36,6 +36,8 @@ class SelectConfig:
         min_chars: Drop documents shorter than this.
         max_chars: Drop documents longer than this (``None``: no bound).
         languages: Keep only these languages (``None``: all).
+        keep_tests: Keep test code (``tests/`` folders, ``test_*.py``, ``*_test.go``, ``*.spec.ts``, ...;
+            :func:`~corpora.filters.is_test_path`), which is dropped by default.
         min_stateful_score: Keep documents whose stateful score is greater
             than this (``0.0`` keeps those with a stateful class; ``None``
             skips the analysis).
@@ -48,6 +50,7 @@ class SelectConfig:
     min_chars: int = 1
     max_chars: int | None = 500_000
     languages: tuple[str, ...] | None = None
+    keep_tests: bool = False
     min_stateful_score: float | None = None
     dedup: str = "exact"
     near_threshold: float = 0.85
@@ -126,6 +129,9 @@ def select_documents(docs: Iterable[Document], config: SelectConfig | None = Non
     if cfg.languages is not None:
         stream = counted(f"the language filter (only {', '.join(cfg.languages)})",
                          filter_language(stream, cfg.languages))
+    if not cfg.keep_tests:
+        stream = counted("the test-code filter (tests/ folders, test_*.py, *_test.go, *.spec.ts, ...)",
+                         filter_tests(stream))
     if cfg.min_stateful_score is not None:
         stream = counted("the stateful filter (documents with no class, struct or type whose CRUD-named "
                          "methods change the state it keeps)",

@@ -67,3 +67,28 @@ def test_select_config_validation() -> None:
         SelectConfig(near_threshold=0)
     with pytest.raises(CorpusError, match="sample"):
         SelectConfig(sample=-1)
+
+
+@pytest.mark.parametrize(("path", "is_test"), [
+    ("tests/test_cart.py", True), ("src/cart_test.go", True), ("web/cart.spec.ts", True),
+    ("web/__tests__/cart.js", True), ("src/test/java/CartTest.java", True), ("spec/cart_spec.rb", True),
+    ("conftest.py", True), ("pkg/testing/helpers.py", True), ("app/Cart.test.tsx", True),
+    ("src/cart.py", False), ("src/contest.py", False), ("lib/attestation.go", False), ("src/Testament.java", False),
+    ("unittest/case.py", False), ("docs/latest.md", False), ("src/protest_test_helpers/x.py", False),
+])
+def test_test_code_is_recognised_by_its_path(path: str, is_test: bool) -> None:
+    from corpora.filters import is_test_path
+
+    assert is_test_path(path) is is_test
+
+
+def test_the_pipeline_drops_test_code_unless_asked_and_says_so() -> None:
+    """An outside tester's all-tests repository gave 'Fake carts (tests.test_cart)' environments."""
+    from corpora.pipeline import SelectConfig, SelectionReport, select_documents
+
+    docs = [make_doc(STATEFUL_SOURCE, path=p) for p in ("shop/cart.py", "tests/test_cart.py")]
+    report = SelectionReport()
+    kept = select_documents(docs, SelectConfig(), report)
+    assert [d.path for d in kept] == ["shop/cart.py"]
+    assert "the test-code filter (tests/ folders" in report.explain() and "removed 1" in report.explain()
+    assert len(select_documents(docs, SelectConfig(keep_tests=True, dedup="none"))) == 2
