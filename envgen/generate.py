@@ -66,6 +66,7 @@ class GenerateConfig:
     max_retries: int = 2  #: repair rounds for proposers that can repair
     batch_size: int = 8  #: documents per generation batch (model proposers)
     min_stateful: float | None = 0.0  #: stateful-score filter (None: no filter)
+    keep_tests: bool = False  #: keep test code (dropped by default: :func:`corpora.filters.is_test_path`)
     max_doc_chars: int = 200_000
     validation: str = "auto"  #: ``auto`` (inprocess for template, worker otherwise), ``worker``, ``inprocess``
     proposer_options: dict[str, Any] = field(default_factory=dict)
@@ -110,6 +111,8 @@ class GenerateConfig:
             parts += [structure, constrained]
         if self.corpus_options:  # other documents: another run (without options, ids stay as they were)
             parts.append(sorted((str(k), repr(v)) for k, v in self.corpus_options.items()))
+        if self.keep_tests:
+            parts.append("keep_tests")
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
     @property
@@ -216,7 +219,7 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
     from corpora.pipeline import SelectionReport
 
     sel = SelectConfig(max_chars=cfg.max_doc_chars, min_stateful_score=cfg.min_stateful,
-                       dedup="exact", sample=cfg.n, seed=cfg.seed,
+                       dedup="exact", sample=cfg.n, seed=cfg.seed, keep_tests=cfg.keep_tests,
                        languages=("python",) if cfg.proposer == "template" else None)
     report = SelectionReport()
     docs = select_documents(load_corpus(cfg.corpus, **cfg.corpus_options), sel, report)
@@ -225,10 +228,21 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
         skipped = _loader_skips(cfg.corpus, cfg.corpus_options)
         if skipped:
             why += f". The loader: {skipped}"
-        hint = (" (the template proposer reads Python source: give it a folder of .py files, or use "
-                "--proposer llm)" if cfg.proposer == "template" else "")
+        removed = {stage.split(" (")[0] for stage, left in _removing(report.stages)}
+        hints = []
+        if "the language filter" in removed:
+            hints.append("the template proposer reads Python source: give it a folder of .py files, or use "
+                         "--proposer llm")
+        if "the test-code filter" in removed:
+            hints.append("--keep-tests keeps test code")
+        hint = f" ({'; '.join(hints)})" if hints else ""
         raise NoUsableDocuments(f"no usable documents in corpus {cfg.corpus!r}: {why}{hint}")
     return docs
+
+
+def _removing(stages: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The selection stages that removed documents (each with how many it left)."""
+    return [(stage, left) for (stage, left), (_, before) in zip(stages[1:], stages, strict=False) if left < before]
 
 
 def _loader_skips(corpus: str, options: dict[str, Any] | None = None) -> str | None:

@@ -284,12 +284,14 @@ def _interrupted(e: Any, out: Path) -> None:
 @click.option("--max-new-tokens", type=int, default=None,
               help="Token limit per generation (constrained decoding raises it to the schema's worst case).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature of the llm proposer (0: greedy).")
+@click.option("--keep-tests", is_flag=True,
+              help="Keep test code (tests/ folders, test_*.py, *_test.go, *.spec.ts, ...), dropped by default.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backend: str | None, model: str | None,
              backend_options: tuple[str, ...], n: int, out: Path,
              catalog_url: str | None, workers: int, validation: str, run_executor: str, seed: int, max_retries: int,
              batch_size: int, skills: Path | None, alpha: float, structure: str, constrained: bool | None,
-             max_new_tokens: int | None, temperature: float | None, as_json: bool) -> None:
+             max_new_tokens: int | None, temperature: float | None, keep_tests: bool, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
     Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
@@ -317,7 +319,8 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
         cfg = GenerateConfig(corpus=corpus, proposer=proposer, backend=backend, model=model, n=n, out=out,
                              catalog_url=catalog_url, workers=workers, executor=run_executor, seed=seed,
                              max_retries=max_retries, batch_size=batch_size, validation=validation,
-                             skills=skills, alpha=alpha, proposer_options=popts, corpus_options=copts)
+                             skills=skills, alpha=alpha, proposer_options=popts, corpus_options=copts,
+                             keep_tests=keep_tests)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:

@@ -223,3 +223,17 @@ def test_corpus_options_reach_the_loader_and_bad_ones_are_named(tmp_path: Path) 
     assert code == 1 and "option 'max_bytes' of corpus loader 'tree' must be an integer, got 'lots'" in text
     code, text = _generate("--corpus", str(path), "--corpus-option", "oops", "--out", str(tmp_path / "x"))
     assert code == 2 and "--corpus-option must look like KEY=VALUE" in text
+
+
+def test_test_code_is_left_out_unless_kept(tmp_path: Path) -> None:
+    """A repository of tests gave environments of its fixtures ('Fake carts (tests.test_cart)'): test code is
+    dropped, the message says so and how to keep it, and --keep-tests is its own run."""
+    root = _corpus(tmp_path, {"tests/test_shelf.py": SHELF})
+    code, out = _generate("--corpus", str(root), "--n", "2", "--out", str(tmp_path / "lib"))
+    assert code == 1 and "the test-code filter" in out and "--keep-tests keeps test code" in out
+    assert "reads Python source" not in out  # the language filter removed nothing
+    assert not (tmp_path / "lib").exists()
+    code, out = _generate("--corpus", str(root), "--n", "2", "--out", str(tmp_path / "kept"), "--keep-tests")
+    assert code == 0, out
+    plain = GenerateConfig(corpus=str(root), out=tmp_path / "a")
+    assert plain.run_id != GenerateConfig(corpus=str(root), out=tmp_path / "a", keep_tests=True).run_id
