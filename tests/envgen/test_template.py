@@ -157,7 +157,11 @@ def test_functions_only_document_still_works() -> None:
 
 
 @pytest.mark.parametrize(("text", "why"), [("", "nothing to model"), ("x = 1\n", "nothing to model"),
-                                           ("def broken(:\n    pass\n", "not parsable")])
+                                           ("def broken(:\n    pass\n", "not parsable"),
+                                           # an outside tester's CJK class was said to define no class
+                                           ("class 图书馆:\n    def __init__(self):\n        self.书 = {}\n"
+                                            "    def add_书(self, 编号, 标题):\n        self.书[编号] = 标题\n",
+                                            "have non-ASCII names")])
 def test_unusable_documents_give_typed_errors(text: str, why: str) -> None:
     doc = _doc(text, "weird.py")
     proposal = TemplateProposer().propose(doc, seed=0)

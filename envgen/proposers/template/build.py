@@ -544,6 +544,11 @@ def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: s
     """
     cands = candidates(info)
     if not cands:
+        named = [c.name for c in info.classes] + [f.name for f in info.functions]
+        if named and not any(n.isascii() for n in named):
+            raise TemplateError(f"nothing to model: the document's classes and functions ({', '.join(named[:3])}) "
+                                "have non-ASCII names, and the template names tools, tables and columns after "
+                                "them in ASCII; use --proposer llm, which names them itself")
         raise TemplateError("nothing to model: the document defines no class with fields or methods and no "
                             "function")
     cand = _pick(cands, rng)
