@@ -26,6 +26,7 @@ import ast
 import copy
 import inspect
 import random
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,11 +40,17 @@ from eval.errors import BfclDataError
 Trajectory = list[list[ToolCall]]
 
 
+#: CPython 3.11's AST constructor keeps a recursion-depth counter that threads parsing at once can corrupt
+#: ("SystemError: AST constructor recursion depth mismatch", seen with episodes on 8 threads): one parse at a time
+_PARSE_LOCK = threading.Lock()
+
+
 # -- trajectories ----------------------------------------------------------------------------
 def parse_call_string(call: str, entry: BfclEntry) -> ToolCall:
     """Parse one ground-truth call string (``"mv(source='a', destination='b')"``) into a ToolCall."""
     try:
-        node = ast.parse(call.strip(), mode="eval").body
+        with _PARSE_LOCK:
+            node = ast.parse(call.strip(), mode="eval").body
     except SyntaxError as exc:
         raise BfclDataError(f"{entry.id}: cannot parse ground-truth call {call!r}: {exc}") from exc
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):

@@ -131,8 +131,8 @@ def test_reference_scores_one_and_doing_nothing_scores_zero(name, task_id):
 def test_the_dense_reward_modes_credit_the_checks_doing_nothing_passes():
     """``episode`` pays doing nothing 0 on every example task; ``turns`` and ``checks`` are partial credit, and
     ``checks`` counts the guards (``unchanged``, a ``calls`` check's ``forbid``) that doing nothing keeps, as
-    ENVSPEC.md and ENVIRONMENTS.md say: a dense learning signal whose floor is well above 0, not a score (an
-    outside red team measured it; the figures are pinned here so the docs stay true)."""
+    gym_envs/ENVSPEC.md and gym_envs/ENVIRONMENTS.md say: a dense learning signal whose floor is well above 0,
+    not a score (an outside red team measured it; the figures are pinned here so the docs stay true)."""
     means = {}
     for mode in ("episode", "turns", "checks"):
         rewards = []

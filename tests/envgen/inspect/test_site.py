@@ -124,17 +124,17 @@ def test_out_is_refused_when_it_holds_something_else_and_replaced_when_it_is_a_s
 def test_a_site_with_files_added_to_it_is_not_replaced(library: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
-    (out / "NOTES.md").write_text("my notes")
+    (out / "NOTES.txt").write_text("my notes")
     (out / "mywork").mkdir()
     (out / "mywork" / "data.csv").write_text("a,b")
-    with pytest.raises(FileExistsError, match=r"not the inspector's: NOTES\.md, mywork/data\.csv"):
+    with pytest.raises(FileExistsError, match=r"not the inspector's: NOTES\.txt, mywork/data\.csv"):
         build_site(str(library), out, executor="inprocess", gate="off", rows=0)
-    assert (out / "NOTES.md").read_text() == "my notes" and (out / "mywork" / "data.csv").read_text() == "a,b"
+    assert (out / "NOTES.txt").read_text() == "my notes" and (out / "mywork" / "data.csv").read_text() == "a,b"
     assert (out / "envs" / "library-loans.html").is_file()  # the old site stands, untouched
     result = CliRunner().invoke(cli, ["inspect", "library-loans", "--out", str(out), "--executor", "inprocess",
                                       "--gate", "off"])
-    assert result.exit_code == 1 and "NOTES.md" in result.output and "mywork/data.csv" in result.output
-    (out / "NOTES.md").unlink()
+    assert result.exit_code == 1 and "NOTES.txt" in result.output and "mywork/data.csv" in result.output
+    (out / "NOTES.txt").unlink()
     shutil.rmtree(out / "mywork")
     build_site(str(library), out, executor="inprocess", gate="off", rows=0)  # only its own files: replaced
     assert not (out / "envs" / "library-loans.html").exists()
