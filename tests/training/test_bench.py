@@ -148,8 +148,8 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     assert sp["eval_final"] is not None and base["eval_final"] is not None
     assert set(res["targets"]) == {"acceptance_rise_points", "acceptance_met", "heldout_met", "heldout_checks_met",
                                    "env_share_max", "env_share_met", "probe_acceptance_rise_points",
-                                   "probe_acceptance_met"}
-    # the tiny bench probes 1 document, as the H200 config does: at round 0 and for the final policy
+                                   "probe_acceptance_met", "explore_acceptance_rise_points"}
+    # the tiny bench probes 1 document (the H200 config 32): at round 0 and for the final policy
     assert [r["probe_acceptance"] is not None for r in sp["rounds"]] == [True, False]
     assert sp["probe_final"] is not None and res["targets"]["probe_acceptance_rise_points"] is not None
     # the config's update schedule (2 passes x 4 mini-batches) reaches both runs: several steps a round
