@@ -42,6 +42,7 @@ __all__ = [
     "NoUsableDocuments",
     "NotALibrary",
     "TemplateError",
+    "error_message",
 ]
 
 
@@ -114,3 +115,15 @@ class BackendNotInstalledError(BackendError, ImportError):
         hint = f"pip install 'envwright[{extra}]'" if extra else f"pip install {package}"
         super().__init__(f"the {backend!r} backend needs the {package!r} package, which is not installed: "
                          f"{hint}")
+
+
+def error_message(e: BaseException) -> str:
+    """The one-line message of an error the user fixes, whatever its type.
+
+    ``str(e)``, except for a plain ``KeyError``, whose ``str`` quotes its message (``e.args[0]`` would
+    be wrong elsewhere: a ``UnicodeDecodeError``'s first argument is the encoding's name, an
+    ``OSError``'s the errno); an exception with no message gives its type's name.
+    """
+    if isinstance(e, KeyError) and type(e).__str__ is KeyError.__str__ and len(e.args) == 1:
+        return str(e.args[0])
+    return str(e) or type(e).__name__

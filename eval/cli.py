@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from envgen.errors import error_message
+
 __all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
 
 _USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
@@ -41,10 +43,6 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 
     package = (e.name or "").split(".")[0]
     return f"the package '{package}' is not installed. Install it: {install_hint(package, extra)}"
-
-
-def _error_text(e: BaseException) -> str:
-    return str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
 
 
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -105,7 +103,7 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
     except ModuleNotFoundError as e:
         raise click.ClickException(_missing(e, "eval")) from None
     except _USER_ERRORS as e:
-        raise click.ClickException(_error_text(e)) from None
+        raise click.ClickException(error_message(e)) from None
     _print_summary(run.summary)
     for name, path in run.files.items():
         click.echo(f"{name}: {path}")
@@ -171,7 +169,7 @@ def compare_cmd(run_a: Path, run_b: Path, out: Path | None, bootstrap: int, seed
     try:
         result = compare_runs(run_a, run_b, n_boot=bootstrap, seed=seed)
     except _USER_ERRORS as e:
-        raise click.ClickException(_error_text(e)) from None
+        raise click.ClickException(error_message(e)) from None
     table = Table(title=display.text(f"A = {result['a']['policy']} ({run_a})\nB = {result['b']['policy']} "
                                      f"({run_b})"), box=None, header_style="bold underline",
                   caption="tasks: in A / in B (in both) when they differ; * the 95% CI of B - A excludes 0")
@@ -221,7 +219,7 @@ def contamination_cmd(library: str, benchmark: str, top: int, shingle: int, thre
     try:
         report = contamination_report(spec, benchmark, k=shingle, top=top, threshold=threshold)
     except _USER_ERRORS as e:
-        raise click.ClickException(_error_text(e)) from None
+        raise click.ClickException(error_message(e)) from None
     text = contamination_markdown(report)
     click.echo(text)
     if out is not None:
@@ -241,7 +239,7 @@ def reference_depths() -> list[tuple[str, Any]]:
 
         return [(name, bfcl_depth("multi_turn_base"))]
     except (BfclError, ImportError) as e:
-        return [(name, f"not available: {_error_text(e)}")]
+        return [(name, f"not available: {error_message(e)}")]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from envgen.errors import error_message
+
 if TYPE_CHECKING:
     from envgen.library import Library
 
@@ -173,7 +175,7 @@ def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: 
         episode = EpisodeHost(load_spec(spec_file), task=task, seed=seed, max_steps=max_steps,
                               reward_mode=reward_mode)
     except (SpecError, KeyError, ValueError, OSError) as e:
-        raise click.ClickException(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
+        raise click.ClickException(error_message(e)) from None
     except LoadFailure as e:  # the spec's state or code does not load: say why, no traceback
         raise click.ClickException(f"cannot start an episode of {spec_file}: {e} (envwright validate "
                                    f"{spec_file} lists every problem)") from None

@@ -28,12 +28,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from envgen.errors import error_message
 from envgen.validate import Reason, Verdict, validate_spec
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor
 
-__all__ = ["depth_table", "error_message", "generate", "list_library", "stats", "stats_command", "validate"]
+__all__ = ["depth_table", "generate", "list_library", "stats", "stats_command", "validate"]
 
 
 @dataclass(frozen=True)
@@ -219,18 +220,6 @@ def parse_corpus_options(items: tuple[str, ...], corpus: str) -> dict[str, objec
             raise click.UsageError(f"--corpus-option {key}: the {loader.name!r} corpus loader has no option {key!r}"
                                    f"{did_you_mean(key, known)} (its options: {', '.join(known)})")
     return opts
-
-
-def error_message(e: BaseException) -> str:
-    """The one-line message of an error the user fixes, whatever its type.
-
-    ``str(e)``, except for a plain ``KeyError``, whose ``str`` quotes its message (``e.args[0]`` would
-    be wrong elsewhere: a ``UnicodeDecodeError``'s first argument is the encoding's name, an
-    ``OSError``'s the errno); an exception with no message gives its type's name.
-    """
-    if isinstance(e, KeyError) and type(e).__str__ is KeyError.__str__ and len(e.args) == 1:
-        return str(e.args[0])
-    return str(e) or type(e).__name__
 
 
 def _interrupted(e: Any, out: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from envgen.cli import cli
-from envgen.cli.library import error_message
+from envgen.errors import error_message
 from envgen.generate import GenerateConfig, GenerateSummary, corpus_key
 
 SHELF = ("class Shelf:\n    def __init__(self):\n        self.items = {}\n\n    def add_item(self, name, qty):\n"
