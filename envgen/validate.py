@@ -47,7 +47,6 @@ what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
 from __future__ import annotations
 
 import ast
-import json
 import re
 import time
 from collections.abc import Iterable
@@ -192,7 +191,7 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
     used = {c.name for played in refs.values() for ref in played for c in ref.calls}
     start = next((played[0].start for played in refs.values() if played), None)
     pool = unused_tool_calls(spec, start, used) if start is not None else []
-    run.uncapped = {json.dumps([c.name, c.arguments], sort_keys=True, default=str) for c in pool}
+    run.uncap(pool)
     pool += [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
     for task in spec.tasks:
         for ti in range(len(task.turns)):

@@ -40,7 +40,7 @@ from training.config import TrainConfig, config_to_dict
 from training.generation import Generator
 from training.metrics import MetricsWriter, drop_rounds_from, read_metrics
 from training.rollout import TaskRef, batch_stats, fit_step_budget, rollout
-from training.selfplay import heldout_tasks
+from training.selfplay import heldout_tasks, rollout_seed
 from training.selfplay_metrics import append_episodes, pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
 
@@ -120,7 +120,7 @@ class FixedEnvGRPO:
         t0 = time.perf_counter()
         refs = self.draw(r)
         extra = self.eval_tasks if self.eval_tasks and r % sp.eval_every == 0 else []
-        eps = rollout(refs + extra, self.generator, self.chat, cfg.rollout, seed=cfg.run.seed * 7919 + r * 104729)
+        eps = rollout(refs + extra, self.generator, self.chat, cfg.rollout, seed=rollout_seed(cfg.run.seed, r))
         train, held = eps[: len(refs)], eps[len(refs):]
         samples = solver_samples(train, [f"{r}:{e.task.key}" for e in train], sp.solver_weight)
         assign_advantages(samples)
@@ -154,7 +154,7 @@ class FixedEnvGRPO:
                 self.round(r)
             final = None
             if self.eval_tasks:
-                seed = self.cfg.run.seed * 7919 + 104729 * (len(self.episodes) + 1)
+                seed = rollout_seed(self.cfg.run.seed, len(self.episodes) + 1)
                 held = rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed)
                 append_episodes(self.run_dir / "episodes.jsonl", len(self.episodes), (), held, final=True)
                 final = pass_rate(held)

@@ -81,7 +81,14 @@ from training.rollout import Episode, TaskRef, fit_step_budget, rollout
 from training.selfplay_metrics import append_episodes, histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
-__all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "seed_everything", "update_config"]
+__all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "rollout_seed", "seed_everything",
+           "update_config"]
+
+
+def rollout_seed(run_seed: int, r: int) -> int:
+    """The rollout seed of round ``r`` (``rounds + 1``: the final held-out scoring), the same in self-play and in
+    its baseline, so the two runs play their held-out tasks with the same episode seeds, round by round."""
+    return run_seed * 7919 + r * 104729
 
 
 def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int,
@@ -298,7 +305,7 @@ class SelfPlay:
                 groups += [f"{self._round}:{i}/{tid}"] * k  # by position: two proposals may share an id
                 owner += [i] * k
         extra = self.eval_tasks if self._eval_due(self._round) else []
-        seed = cfg.run.seed * 7919 + self._round * 104729
+        seed = rollout_seed(cfg.run.seed, self._round)
         episodes = rollout(refs + extra, self.generator, self.chat, cfg.rollout, seed=seed)
         self._episodes, self._eval_episodes = episodes[: len(refs)], episodes[len(refs):]
         self._groups = groups
@@ -374,7 +381,7 @@ class SelfPlay:
         if not self.eval_tasks:
             return None
         rounds = self.cfg.selfplay.rounds
-        seed = self.cfg.run.seed * 7919 + 104729 * (rounds + 1)
+        seed = rollout_seed(self.cfg.run.seed, rounds + 1)
         episodes = rollout(self.eval_tasks, self.generator, self.chat, self.cfg.rollout, seed=seed)
         append_episodes(self.run_dir / "episodes.jsonl", rounds, (), episodes, final=True)
         return pass_rate(episodes)

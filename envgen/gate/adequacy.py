@@ -118,6 +118,10 @@ class MutationRun:
     def __post_init__(self) -> None:
         self.stateless = stateless(self.spec.code)
 
+    def uncap(self, calls: Iterable[ToolCall]) -> None:
+        """Try these extra calls at every turn outside the per-turn caps (:attr:`uncapped`)."""
+        self.uncapped = {_key(c) for c in calls}
+
     # -- counts ------------------------------------------------------------------------------------
     def count(self, outcome: str) -> int:
         return sum(1 for t in self.tried if t["outcome"] == outcome)

@@ -33,15 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.gate.values import (
-    Column,
-    Snapshot,
-    answer_text,
-    argument_values,
-    is_numeric,
-    same_answer,
-    table_rank,
-)
+from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
@@ -295,9 +287,7 @@ def _state_value(start: Snapshot, name: str, schema: dict[str, Any]) -> Any:
         return enum[0]
     kind = schema.get("type")
     if name == "id" or name.endswith("_id"):
-        stem = name[:-3] if name.endswith("_id") else ""
-        ids = sorted((c for c in start.columns() if c.name == "id" and c.values),
-                     key=lambda c: (table_rank(c.table, stem), c.table))
+        ids = start.id_columns(name)
         if ids:
             return ids[0].values[0]
     cols = [c for c in start.columns() if c.name == name and c.values]

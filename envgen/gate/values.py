@@ -78,11 +78,18 @@ class Snapshot:
             self._found[key] = self._column_of(arg, value)
         return self._found[key]
 
+    def id_columns(self, arg: str, holding: Any = None) -> list[Column]:
+        """The ``id`` columns an ``id`` / ``<stem>_id`` argument may name, best first (the table the stem
+        names, then by table name): those holding the value ``holding``, or (None) every non-empty one."""
+        stem = arg[:-3] if arg.endswith("_id") else ""
+        ids = [c for c in self.columns() if c.name == "id" and (_holds(c, holding) if holding is not None
+                                                                else bool(c.values))]
+        ids.sort(key=lambda c: (_table_rank(c.table, stem), c.table))
+        return ids
+
     def _column_of(self, arg: str, value: Any) -> Column | None:
         if arg == "id" or arg.endswith("_id"):
-            stem = arg[:-3] if arg.endswith("_id") else ""
-            ids = [c for c in self.columns() if c.name == "id" and _holds(c, value)]
-            ids.sort(key=lambda c: (table_rank(c.table, stem), c.table))
+            ids = self.id_columns(arg, value)
             if ids:
                 return ids[0]
         named = [c for c in self.columns() if c.name == arg and _same_type(c, value)]
@@ -104,7 +111,7 @@ def _table_matches(table: str, stem: str) -> bool:
     return t == s or t.rstrip("s") == s or t == s + "es" or t == s[:-1] + "ies" or t.startswith(s)
 
 
-def table_rank(table: str, stem: str) -> int:
+def _table_rank(table: str, stem: str) -> int:
     """How well ``<stem>_id`` names a row of ``table``: 0 (``item`` for ``items``), 1 for a qualified stem
     (``from_item``, ``target_item``: the words after the qualifier match exactly), 2 not at all."""
     if not stem:

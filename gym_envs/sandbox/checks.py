@@ -32,6 +32,11 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 MAX_REPLY_NUMBERS = 20
 
 
+def _is_code(digits: str) -> bool:
+    """A run of digits with a leading zero (``06``, ``0042``): a code or a date's part, not a quantity."""
+    return len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()
+
+
 def _numbers(text: str) -> list[Decimal]:
     """The numbers a text names, each standing on its own: ``1,670.50`` is one number, ``3,4,5`` three, the
     digits inside ``T-1042`` or ``v2`` none; a ``-`` right before a number is its sign unless it joins two words
@@ -43,8 +48,8 @@ def _numbers(text: str) -> list[Decimal]:
             sign = ""  # 2024-06-10, A-12: a joiner, not a sign
         parts = [body.replace(",", "")] if _THOUSANDS.match(body) else body.split(",")
         for part in parts:
-            if len(part) > 1 and part[0] == "0" and part[1].isdigit():
-                continue  # 06, 0042: a code or a date's part, not a quantity
+            if _is_code(part):
+                continue
             try:
                 value = Decimal(part)
             except InvalidOperation:
@@ -53,24 +58,30 @@ def _numbers(text: str) -> list[Decimal]:
     return out
 
 
+def _find(text: str, s: str, numbers: list[Decimal] | None) -> bool:
+    """Whether ``text`` contains the stripped string ``s``; ``numbers``: ``_numbers(text)`` when ``s`` is a
+    number (it is then found as a number of its own), else None."""
+    if numbers is not None and not _is_code(s.lstrip("+-")):
+        return Decimal(s) in numbers
+    return s.lower() in text.lower()
+
+
 def text_contains(text: str, answer: str) -> bool:
     """Whether ``text`` contains a ``reply_contains`` string (gym_envs/ENVSPEC.md): case-insensitively; a string
     that is a number (``42``, ``-3``, ``4.50``) only as a number of its own with that value, so ``42`` is found in
     "42 units" and "42.00" but not in "420", "1042", "4.2" or "error 4420"."""
     s = answer.strip()
-    bare = s.lstrip("+-")
-    if _NUMERIC.match(s) and not (len(bare) > 1 and bare[0] == "0" and bare[1].isdigit()):
-        return Decimal(s) in _numbers(text)
-    return s.lower() in text.lower()
+    return _find(text, s, _numbers(text) if _NUMERIC.match(s) else None)
 
 
 def reply_contains(reply: str, answer: str) -> bool:
     """:func:`text_contains`, and a number is found in no reply that names more than :data:`MAX_REPLY_NUMBERS`
     distinct numbers (a list of every candidate is no answer)."""
     s = answer.strip()
-    if _NUMERIC.match(s) and len(set(_numbers(reply))) > MAX_REPLY_NUMBERS:
+    numbers = _numbers(reply) if _NUMERIC.match(s) else None
+    if numbers is not None and len(set(numbers)) > MAX_REPLY_NUMBERS:
         return False
-    return text_contains(reply, s)
+    return _find(reply, s, numbers)
 
 
 def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: list[str], *,

@@ -90,10 +90,6 @@ class Policy(RestrictingNodeTransformer):
         node.returns = None
         return super().visit_FunctionDef(node)  # type: ignore[return-value]
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
-        node.returns = None
-        return super().visit_AsyncFunctionDef(node)  # type: ignore[return-value]
-
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         # `x: T = v` -> `x = v`; a bare `x: T` (it only records the annotation) -> nothing
         if node.value is None:
