@@ -26,7 +26,7 @@ import json
 import keyword
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -446,23 +446,20 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename).
 
     The file gets the mode a plain ``open(path, "w")`` would give it (``0o666`` less the process
-    umask), not the ``0o600`` of the temporary file it is written as.
+    umask, which the kernel applies when the temporary file is created with that mode), not the
+    ``0o600`` of ``tempfile.mkstemp``.
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    umask = None
-    try:  # read without changing it: os.umask() can only be read by setting it, which races other threads
-        with open("/proc/self/status", encoding="ascii") as status:
-            umask = next((int(line.split()[1], 8) for line in status if line.startswith("Umask:")), None)
-    except (OSError, ValueError, IndexError):
-        pass
-    if umask is None:
-        umask = os.umask(0o022)
-        os.umask(umask)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    while True:
+        tmp = p.parent / f".{p.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:  # a name another writer drew: draw again
+            continue
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.chmod(tmp, 0o666 & ~umask)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
