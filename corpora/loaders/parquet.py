@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from corpora.document import Document
 from corpora.errors import CorpusError, MissingDependencyError, RecordFieldError, option_hint
-from corpora.loaders.records import RecordFields, records_to_documents
+from corpora.loaders.records import RecordFields, check_source_path, records_to_documents
 
 __all__ = ["ParquetConfig", "load_parquet"]
 
@@ -54,11 +54,7 @@ class ParquetConfig(RecordFields):
     def __post_init__(self) -> None:
         self.check_fields()
         self.path = Path(self.path).expanduser()
-        if not self.path.exists():
-            raise CorpusError(f"Parquet path {str(self.path)!r} does not exist")
-        if not (self.path.is_dir() or self.path.is_file()):
-            raise CorpusError(f"Parquet path {str(self.path)!r} is neither a regular file nor a directory "
-                              "(a named pipe or a device is not read); pass a file or a directory of them")
+        check_source_path(self.path, "Parquet")
         if self.path.is_dir() and not _files(self.path):
             raise CorpusError(f"directory {str(self.path)!r} has no .parquet files")
         if self.batch_size <= 0:

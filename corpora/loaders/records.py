@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from corpora.document import Document, make_id
 from corpora.errors import CorpusError, RecordFieldError, option_hint
 from corpora.languages import language_from_path, normalize_language
 
-__all__ = ["RecordFields", "records_to_documents"]
+__all__ = ["RecordFields", "check_source_path", "records_to_documents"]
 
 
 @dataclass(kw_only=True)
@@ -72,6 +73,16 @@ class RecordFields:
         """The fields the mapping reads (metadata included when listed)."""
         named = (self.text_field, self.path_field, self.language_field, self.id_field)
         return tuple(dict.fromkeys(f for f in (*named, *(self.metadata_fields or ())) if f))
+
+
+def check_source_path(path: Path, kind: str) -> None:
+    """Refuse a records path (``kind``: ``JSONL``, ``Parquet``) that does not exist, or that is neither a regular
+    file nor a directory (a named pipe or a device would block or never end a read)."""
+    if not path.exists():
+        raise CorpusError(f"{kind} path {str(path)!r} does not exist")
+    if not (path.is_dir() or path.is_file()):
+        raise CorpusError(f"{kind} path {str(path)!r} is neither a regular file nor a directory "
+                          "(a named pipe or a device is not read); pass a file or a directory of them")
 
 
 def _missing(field: str, option: str, record: Mapping[str, Any], where: str) -> RecordFieldError:
