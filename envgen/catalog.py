@@ -6,8 +6,10 @@ and ``solve_history`` (one row per evaluation result). :func:`create_tables` is 
 when another process creates the same catalog at the same moment; :func:`upsert`
 writes rows with dialect-aware ``INSERT ... ON CONFLICT`` (SQLite, PostgreSQL) or
 delete + insert elsewhere; :func:`make_engine` sets the WAL pragmas on SQLite and
-checks server connections before use; :func:`probe_write` makes a catalog that refuses writes say so
-when it is opened. :mod:`envgen.library` (which owns the files) is the only
+checks server connections before use, or (``readonly=True``) opens a SQLite file so that reading it
+writes nothing, not even a file beside it; :func:`probe_write` makes a catalog that refuses writes say so
+when it is opened; :func:`missing_schema` and :func:`copy_catalog` let a read-only opening read an
+older version's catalog without upgrading it in place. :mod:`envgen.library` (which owns the files) is the only
 module that opens a catalog; the generator builds the rows below in its workers.
 
 Rows: :class:`PreparedEnv` (an environment ready to be stored: its spec file's text and its
@@ -23,19 +25,21 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from gym_envs.spec import EnvSpec
 
-__all__ = ["ATTEMPTS", "ENVS", "SOLVE_HISTORY", "TASK_STATS", "AttemptRecord", "PreparedEnv", "create_tables",
-           "env_entry", "make_engine", "now", "probe_write", "record_task_result", "signature_key", "solve_history",
-           "suspicious_tasks", "task_stats", "task_texts", "upsert"]
+__all__ = ["ATTEMPTS", "ENVS", "SOLVE_HISTORY", "TASK_STATS", "AttemptRecord", "PreparedEnv", "copy_catalog",
+           "create_tables", "env_entry", "make_engine", "missing_schema", "now", "probe_write", "record_task_result",
+           "signature_key", "solve_history", "sqlite_file", "suspicious_tasks", "task_stats", "task_texts", "upsert"]
 
 _META = sa.MetaData()
 ENVS = sa.Table(
@@ -139,14 +143,23 @@ def probe_write(engine: sa.Engine) -> None:
         c.rollback()
 
 
+def missing_schema(engine: sa.Engine) -> list[tuple[sa.Table, sa.Column[Any] | None]]:
+    """What this version's catalog has and ``engine``'s lacks: ``(table, None)`` for a missing table,
+    ``(table, column)`` for a missing column of an existing one (empty: the catalog is current). Reads only."""
+    inspector = sa.inspect(engine)
+    missing: list[tuple[sa.Table, sa.Column[Any] | None]] = []
+    for table in _META.sorted_tables:
+        if not inspector.has_table(table.name):
+            missing.append((table, None))
+            continue
+        have = {col["name"] for col in inspector.get_columns(table.name)}
+        missing += [(table, col) for col in table.columns if col.name not in have]
+    return missing
+
+
 def _add_missing_columns(engine: sa.Engine) -> None:
     """Bring a catalog written by an older version up to this one (``ALTER TABLE ... ADD COLUMN``)."""
-    inspector = sa.inspect(engine)
-    missing = []
-    for table in _META.sorted_tables:
-        if inspector.has_table(table.name):
-            have = {col["name"] for col in inspector.get_columns(table.name)}
-            missing += [(table.name, col) for col in table.columns if col.name not in have]
+    missing = [(table.name, col) for table, col in missing_schema(engine) if col is not None]
     if not missing:
         return
     with engine.begin() as c:
@@ -155,11 +168,44 @@ def _add_missing_columns(engine: sa.Engine) -> None:
             c.execute(sa.text(f'ALTER TABLE "{name}" ADD COLUMN "{col.name}" {kind}'))
 
 
-def make_engine(url: str) -> sa.Engine:
+def copy_catalog(source: sa.Engine, target: sa.Engine, *, chunk: int = 5000) -> None:
+    """Copy the rows of ``source`` (only read, any version) into ``target`` (given this version's tables)."""
+    create_tables(target)
+    missing = missing_schema(source)
+    absent = {table.name for table, col in missing if col is None}
+    lacking = {(table.name, col.name) for table, col in missing if col is not None}
+    with source.connect() as src, target.begin() as dst:
+        for table in _META.sorted_tables:
+            if table.name in absent:
+                continue
+            columns = [col for col in table.columns if (table.name, col.name) not in lacking]
+            rows = src.execute(sa.select(*columns).execution_options(yield_per=chunk)).mappings()
+            for part in rows.partitions(chunk):
+                dst.execute(table.insert(), [dict(r) for r in part])
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite catalog URL (None: a server's catalog, an in-memory one, or a ``file:`` URI,
+    which is opened as written)."""
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:" \
+            or str(u.query.get("uri", "")).lower() in ("true", "1"):
+        return None
+    return Path(u.database)
+
+
+def make_engine(url: str, *, readonly: bool = False) -> sa.Engine:
     """An engine for a catalog URL: WAL pragmas on SQLite; on servers, connections checked before use.
 
     ``postgresql://`` (no driver) uses psycopg 3 when psycopg2, SQLAlchemy's default, is missing.
+    ``readonly``: no pragma is set (setting the journal mode is a write), and a SQLite file is opened
+    by :func:`_connect_readonly`, which creates no file beside it. A server's catalog is opened as usual
+    (the caller writes nothing; its user may be one that can only read).
     """
+    file = sqlite_file(url) if readonly else None
+    if file is not None:
+        # a connection per use: each decides afresh whether a writer's WAL must be read (see _connect_readonly)
+        return sa.create_engine("sqlite://", creator=lambda: _connect_readonly(file), poolclass=sa.pool.NullPool)
     u = sa.engine.make_url(url)
     if u.drivername == "postgresql" and find_spec("psycopg2") is None and find_spec("psycopg") is not None:
         u = u.set(drivername="postgresql+psycopg")
@@ -170,9 +216,29 @@ def make_engine(url: str) -> sa.Engine:
         extra = " (pip install 'envwright[postgres]')" if u.get_backend_name() == "postgresql" else ""
         raise ValueError(f"the catalog {u.render_as_string(hide_password=True)!r} needs a database driver that is "
                          f"not installed: {e}{extra}") from None
-    if sqlite:
+    if sqlite and not readonly:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the SQLite catalog ``path`` that creates no file beside it.
+
+    The catalog is in WAL mode, and SQLite opening a WAL database read-only (``mode=ro``) creates its
+    ``-wal`` and ``-shm`` files when they are missing, and leaves them behind (in a read-only folder it
+    cannot, and fails). So: without a ``-wal`` file no writer is connected and every committed
+    transaction is in the main file (the last connection to close checkpoints the WAL into it and deletes
+    it), and the file is opened ``immutable=1``: read as it is, no locks, no ``-wal``/``-shm``. With one,
+    a writer may be at work (or was killed) and committed transactions may be only in the WAL: it is
+    opened ``mode=ro``, which reads the WAL through the ``-shm`` index beside it, locking as a writer
+    expects (the caller makes sure the ``-shm`` exists, see :meth:`envgen.library.Library`).
+
+    A writer that connects after this check and checkpoints while this connection reads could be read
+    half-way: the engine pools no connections, so that window is one query long.
+    """
+    wal = path.with_name(path.name + "-wal")
+    options = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+    return sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

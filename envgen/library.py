@@ -17,9 +17,14 @@ run resumable and what the yield measures read), ``task_stats``
 (per-task solve rates written by evaluation) and ``solve_history`` (one row per
 evaluation result, so the inspector can draw how a solve rate moved).
 
-``Library(root)`` creates a library; ``Library(root, create=False)`` (what
-``list``, ``stats`` and ``inspect`` use) refuses a folder that is not one
-(:class:`NotALibrary`) instead of writing a catalog into it. Two processes
+``Library(root)`` creates a library; ``Library(root, create=False)`` refuses a
+folder that is not one (:class:`NotALibrary`) instead of writing a catalog into it,
+but may still write (``specs/``, the catalog, re-indexed rows). ``Library(root,
+readonly=True)`` (also spelled :meth:`Library.open_readonly`; what ``list``,
+``stats``, ``export``, ``inspect`` and ``contamination`` use) writes nothing at all,
+into the folder or beside the catalog, so a library in a read-only folder or on a
+read-only mount can be read; every method that would write raises
+:class:`LibraryReadOnly` (details under :meth:`Library.open_readonly`). Two processes
 creating the same new library at once both succeed. A path that is (or is below)
 a file is refused with :class:`NotALibrary`; a folder or catalog that cannot be
 written (permissions, a read-only database) with :class:`LibraryNotWritable`,
@@ -48,6 +53,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,12 +70,15 @@ from envgen.catalog import (
     TASK_STATS,
     AttemptRecord,
     PreparedEnv,
+    copy_catalog,
     create_tables,
     env_entry,
     make_engine,
+    missing_schema,
     probe_write,
     record_task_result,
     solve_history,
+    sqlite_file,
     suspicious_tasks,
     task_stats,
 )
@@ -75,8 +86,8 @@ from envgen.catalog import upsert as _upsert  # a module global: tests replace i
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
 
-__all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "NotALibrary", "check_library_folder",
-           "is_library"]
+__all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "LibraryReadOnly", "NotALibrary",
+           "check_library_folder", "is_library"]
 
 BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
 
@@ -89,6 +100,31 @@ def is_library(root: str | Path) -> bool:
 
 class LibraryNotWritable(ValueError):
     """The library folder, a file in it or its catalog cannot be written; the message names the path and the fix."""
+
+
+class LibraryReadOnly(LibraryNotWritable):
+    """A write asked of a library opened with ``readonly=True``."""
+
+
+def _not_a_library(root: Path) -> NotALibrary:
+    """Why ``root`` cannot be opened read-only, in one line that says what to pass instead."""
+    if not root.exists():
+        why = "does not exist"
+    elif not root.is_dir():
+        why = "is a file, not a folder"
+    else:
+        why = "is not an envwright library (it has no specs/ folder and no catalog.sqlite)"
+    return NotALibrary(f"{root} {why}; pass a library folder (the folder envwright generate --out wrote)")
+
+
+def _needs_recovery(catalog: Path) -> bool:
+    """Whether reading the SQLite file ``catalog`` read-only in place would need a file it lacks or would
+    change one: a rollback journal left by a killed writer, or a WAL without its ``-shm`` index (which no
+    connected writer lacks, and which SQLite would create)."""
+    def beside(suffix: str) -> bool:
+        return catalog.with_name(catalog.name + suffix).exists()
+
+    return beside("-journal") or (beside("-wal") and not beside("-shm"))
 
 
 def _file_in_the_way(root: Path) -> str | None:
@@ -201,11 +237,20 @@ class Library:
         catalog_url: a SQLAlchemy URL; default ``sqlite:///ROOT/catalog.sqlite``. A shared catalog on a
             server works too, e.g. ``postgresql+psycopg://user@host/envwright`` (spec files stay in ``root``).
         near_duplicate: task-text similarity at or above which same-signature envs are duplicates.
+        create: make the library when ``root`` is not one (False: refuse it with :class:`NotALibrary`).
+        readonly: only read (see :meth:`open_readonly`); implies ``create=False``.
     """
 
+    readonly: bool = False  #: opened with ``readonly=True``: every write raises :class:`LibraryReadOnly`
+    _scratch: weakref.finalize[[str, bool], Library] | None = None  #: removes a read-only opening's private catalog
+
     def __init__(self, root: str | Path, catalog_url: str | None = None, *, near_duplicate: float = 0.8,
-                 create: bool = True):
+                 create: bool = True, readonly: bool = False):
         self.root = Path(root)
+        self.near_duplicate = near_duplicate
+        if readonly:
+            self._open_readonly(catalog_url)
+            return
         if not create and not is_library(self.root):
             raise NotALibrary(f"{self.root} is not an envwright library (it has no specs/ folder and no "
                               f"catalog.sqlite); make one with: envwright generate --out {self.root}")
@@ -221,7 +266,6 @@ class Library:
             raise _os_problem(self.root, e) from None
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = make_engine(self.url)
-        self.near_duplicate = near_duplicate
         try:
             create_tables(self.engine)
             if create:
@@ -234,9 +278,85 @@ class Library:
                 raise
             raise err from None
 
+    @classmethod
+    def open_readonly(cls, root: str | Path, catalog_url: str | None = None) -> Library:
+        """Open an existing library only to read it: nothing is written into ``root`` or beside its catalog.
+
+        No folder, catalog or table is created, and a folder that is not a library (or a path that does
+        not exist, or a file) is refused with a one-line :class:`NotALibrary`. The SQLite catalog is read
+        in place without creating or leaving ``-wal``/``-shm`` files (:func:`envgen.catalog.make_engine`),
+        which also works in a read-only folder or on a read-only mount. Where reading in place would have
+        to write (a catalog of an older version, which a writing opening upgrades; a killed writer's
+        rollback journal, or a WAL without its ``-shm`` index), a private copy in a temporary folder is
+        read instead, removed by :meth:`close`. A library of spec files without a catalog is indexed
+        into such a copy. Spec files without a catalog row (a run killed between the two, or one still
+        writing) are not shown: the next opening for writing indexes them.
+
+        Every method that writes (:meth:`add`, :meth:`record_batch`, :meth:`remove`, :meth:`set_split`,
+        :meth:`record_task_result`, ...) raises :class:`LibraryReadOnly`. A server catalog
+        (``catalog_url``) is only queried: its database user may be one that can only read.
+        """
+        return cls(root, catalog_url, readonly=True)
+
+    def _open_readonly(self, catalog_url: str | None) -> None:
+        self.readonly = True
+        if not is_library(self.root):
+            raise _not_a_library(self.root)
+        self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
+        file = sqlite_file(self.url)
+        try:
+            if file is not None and not file.is_file():
+                if catalog_url is not None:
+                    raise NotALibrary(f"the catalog {file} of the library {self.root} does not exist; pass the "
+                                      "--catalog-url the library was made with")
+                self.engine = self._private_catalog(None)  # spec files only: index them into a private catalog
+                self._reindex()
+            elif file is not None and _needs_recovery(file):
+                self.engine = self._private_catalog(file)  # SQLite recovers the copy, not the library
+            else:
+                self.engine = make_engine(self.url, readonly=True)
+                if missing_schema(self.engine):  # an older version's catalog: read an upgraded private copy
+                    source, self.engine = self.engine, self._private_catalog(None)
+                    try:
+                        copy_catalog(source, self.engine)
+                    finally:
+                        source.dispose()
+        except sa.exc.DBAPIError as e:
+            self.close()
+            why = str(e.orig) if e.orig is not None else str(e)
+            where = file or sa.engine.make_url(self.url).render_as_string(hide_password=True)
+            raise NotALibrary(f"cannot read the catalog {where} of the library {self.root}: {why}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _private_catalog(self, copy_of: Path | None) -> sa.Engine:
+        """A writable catalog in a new temporary folder (removed by :meth:`close`), with this version's
+        tables: empty, or a copy of the SQLite file ``copy_of`` with its WAL or rollback journal."""
+        scratch = tempfile.mkdtemp(prefix="envwright-catalog-")
+        self._scratch = weakref.finalize(self, shutil.rmtree, scratch, True)
+        target = Path(scratch) / "catalog.sqlite"
+        if copy_of is not None:
+            for suffix in ("", "-wal", "-journal"):  # never the -shm: SQLite rebuilds it from the WAL
+                src = copy_of.with_name(copy_of.name + suffix)
+                if src.exists():
+                    shutil.copyfile(src, target.with_name(target.name + suffix))
+        engine = make_engine(f"sqlite:///{target}")
+        create_tables(engine)
+        return engine
+
+    def _refuse_if_readonly(self, what: str) -> None:
+        if self.readonly:
+            raise LibraryReadOnly(f"cannot {what}: the library {self.root} was opened read-only "
+                                  "(readonly=True); open it without readonly=True to change it")
+
     def close(self) -> None:
         """Close the catalog's connections (a server catalog holds some open until then)."""
-        self.engine.dispose()
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.dispose()
+        if self._scratch is not None:
+            self._scratch()
 
     def __enter__(self) -> Library:
         return self
@@ -296,6 +416,7 @@ class Library:
             reasons: list[str] | None = None, grounding: float | None = None,
             mutation_score: float | None = None, mutants: int | None = None) -> Path:
         """Add an accepted spec; raises :class:`DuplicateEnv` or ``FileExistsError`` (same id)."""
+        self._refuse_if_readonly("add an environment")
         p = PreparedEnv.of(spec)
         err = self._conflict(p, self._known_rows([p]))
         if err is not None:
@@ -315,6 +436,7 @@ class Library:
         A crash part way loses nothing else: each spec file is first renamed out of the ``*.json`` the
         library re-indexes on open, then the rows go in one transaction, then the renamed files.
         """
+        self._refuse_if_readonly("remove environments")
         ids = sorted(set(env_ids))
         if not ids:
             return 0
@@ -356,6 +478,7 @@ class Library:
         open and re-added idempotently. Duplicates are checked against the catalog (one query for the
         batch) and against earlier environments of the same batch.
         """
+        self._refuse_if_readonly("record attempts")
         records = list(records)
         envs = [r.env for r in records if r.accepted and r.env is not None]
         known = self._known_rows(envs)
@@ -416,6 +539,7 @@ class Library:
         All or nothing: a same-id environment with a different spec file, or a near-duplicate of
         one here, refuses the whole batch (``ValueError`` listing each) before anything is written.
         """
+        self._refuse_if_readonly("import environments")
         known = self._known_rows([p for p, _ in envs])
         added: list[tuple[PreparedEnv, dict[str, Any]]] = []
         present: list[str] = []
@@ -450,6 +574,7 @@ class Library:
 
     def _write_rejected(self, attempt_id: str, doc_id: str, reasons: Iterable[str],
                         rejected_spec: dict[str, Any] | str, gate: dict[str, Any] | None = None) -> None:
+        self._refuse_if_readonly("keep a rejected candidate")
         payload = {"attempt_id": attempt_id, "doc_id": doc_id, "reasons": list(reasons), "candidate": rejected_spec}
         if gate is not None:
             payload["gate"] = gate
@@ -458,6 +583,7 @@ class Library:
 
     def write_gate_report(self, env_id: str, report: dict[str, Any]) -> None:
         """Keep the gate's report on an environment (``gate/<env_id>.json``, atomic)."""
+        self._refuse_if_readonly("write a gate report")
         (self.root / "gate").mkdir(exist_ok=True)
         atomic_write_text(self.root / "gate" / f"{env_id}.json", json.dumps(report, indent=1, default=str))
 
@@ -475,6 +601,7 @@ class Library:
                        skill_id: str | None = None, stream: str | None = None,
                        rejected_spec: dict[str, Any] | str | None = None) -> None:
         """Record one attempt (accepted or not); rejected candidates are kept under ``rejected/``."""
+        self._refuse_if_readonly("record an attempt")
         rec = AttemptRecord(attempt_id=attempt_id, run_id=run_id, doc_id=doc_id, proposer=proposer,
                             accepted=accepted, env_id=env_id, reasons=list(reasons), codes=list(codes),
                             retries=retries, tokens=tokens, seconds=seconds, model=model, skill_id=skill_id,
@@ -496,6 +623,10 @@ class Library:
 
     def reindex(self) -> int:
         """Index spec files that have no catalog row (after a crash); returns how many."""
+        self._refuse_if_readonly("index spec files into the catalog")
+        return self._reindex()
+
+    def _reindex(self) -> int:
         with self.engine.connect() as c:
             known = {r[0] for r in c.execute(sa.select(ENVS.c.id))}
         rows = []
@@ -573,6 +704,7 @@ class Library:
         The policy ``"reference"`` (the scripted reference trajectory) is stored, and read by
         :meth:`suspicious_tasks`, but is not counted in the env's solve rate.
         """
+        self._refuse_if_readonly("record task results")
         record_task_result(self.engine, env_id, task_id, policy, n=n, passes=passes,
                            reference_passes=reference_passes)
 
@@ -589,5 +721,6 @@ class Library:
         return suspicious_tasks(self.task_stats())
 
     def set_split(self, env_id: str, split: str) -> None:
+        self._refuse_if_readonly("set a split")
         with self.engine.begin() as c:
             c.execute(sa.update(ENVS).where(ENVS.c.id == env_id).values(split=split))

@@ -77,8 +77,9 @@ def contamination_report(a: Any, b: Any, *, k: int = 3, top: int = 10,
     """
     from eval.suites import Suite, make_suite
 
-    sa = a if isinstance(a, Suite) else make_suite(str(a))
-    sb = b if isinstance(b, Suite) else make_suite(str(b))
+    # a library is only read: its splits do not matter here, and nothing is written into it
+    sa = a if isinstance(a, Suite) else make_suite(str(a), write_splits=False)
+    sb = b if isinstance(b, Suite) else make_suite(str(b), write_splits=False)
     try:
         tools_a, tools_b = sa.tool_docs(), sb.tool_docs()
         names_a, names_b = {t["name"] for t in tools_a}, {t["name"] for t in tools_b}

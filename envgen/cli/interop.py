@@ -31,12 +31,13 @@ __all__ = ["export", "import_cmd", "serve"]
 
 
 def _open_library(root: Path, catalog_url: str | None, *, create: bool) -> Library:
+    """The library ``import`` writes (created when missing), or the one ``export`` only reads."""
     from envgen.library import Library
 
     if not create and not (root / "specs").is_dir():
         raise click.UsageError(f"{root} is not an envwright library (it has no specs/ folder)")
     try:
-        return Library(root, catalog_url)
+        return Library(root, catalog_url) if create else Library.open_readonly(root, catalog_url)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
 

@@ -375,11 +375,11 @@ def _print_reasons(console: Console, summary: Any) -> None:
 
 
 def _open_library(library: Path, catalog_url: str | None) -> Any:
-    """An existing library (never creating catalog files in a folder that is not one)."""
+    """An existing library, opened only to read it (nothing is written into it or beside its catalog)."""
     from envgen.library import Library
 
     try:
-        return Library(library, catalog_url, create=False)
+        return Library.open_readonly(library, catalog_url)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
 

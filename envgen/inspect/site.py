@@ -314,12 +314,13 @@ def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
 
     path = Path(ref).expanduser()
     if path.is_dir() and is_library(path):
-        return _Source(str(path), library=Library(path, catalog_url, create=False), roots=(path,))
+        return _Source(str(path), library=Library.open_readonly(path, catalog_url), roots=(path,))
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
         if not files:
             raise FileNotFoundError(f"{ref} is neither a library (no specs/ folder, no catalog.sqlite) nor a folder "
-                                    "of *.json spec files")
+                                    "of *.json spec files; pass a library folder (the folder envwright generate --out "
+                                    "wrote), a spec file, a folder of spec files or an example's name")
         return _Source(str(path), files=files, roots=(path,))
     from gym_envs.cli import locate_spec
 

@@ -69,10 +69,10 @@ SUITES: Registry[SuiteFactory] = Registry("suite")
 
 
 def _library(arg: str, *, split: str = "all", executor: str | Executor = "worker", workers: int = 1,
-             limit: int | None = None, **_: Any) -> Suite:
+             limit: int | None = None, write_splits: bool = True, **_: Any) -> Suite:
     if not arg:
         raise ValueError("the library suite needs a path: library:PATH")
-    return LibrarySuite(arg, split=split, executor=executor, workers=workers)
+    return LibrarySuite(arg, split=split, executor=executor, workers=workers, write_splits=write_splits)
 
 
 def _examples(arg: str, *, executor: str | Executor = "worker", workers: int = 1, **_: Any) -> Suite:
@@ -94,7 +94,8 @@ def make_suite(spec: str, **options: Any) -> Suite:
     """Open a suite from its CLI spec (``library:PATH``, ``examples``, ``bfcl:base``, ...).
 
     Options: ``split`` (library), ``executor`` and ``workers`` (generated envs), ``limit`` (BFCL
-    loads only the first ``limit`` entries; the runner applies ``limit`` to every suite).
+    loads only the first ``limit`` entries; the runner applies ``limit`` to every suite),
+    ``write_splits`` (library: False opens it read-only, not storing the splits it assigns).
     """
     name, _, arg = spec.partition(":")
     return SUITES.get(name)(arg, **options)

@@ -203,7 +203,8 @@ class LibrarySuite(SpecSuite):
         root = Path(path)
         if not (root / "specs").is_dir() and not (root / "catalog.sqlite").exists():
             raise FileNotFoundError(f"no library at {root} (expected {root}/specs/ and a catalog)")
-        self.library = Library(root)
+        # only written to keep the splits it assigns; otherwise only read (nothing written into the folder)
+        self.library = Library(root) if write_splits else Library.open_readonly(root)
         self.split = split
         specs, splits = [], {}
         for row in self.library.rows(sort="id"):

@@ -77,6 +77,21 @@ def test_contamination_cli_on_a_library(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no library" in res.output
 
 
+def test_contamination_only_reads_the_library(tmp_path: Path) -> None:
+    from envgen.library import Library
+    from tests.envgen.test_library_readonly import _tree
+    from tests.fixtures.library_spec import SPEC
+
+    with Library(tmp_path / "lib") as lib:
+        lib.add(parse_spec(SPEC))
+    before = _tree(tmp_path / "lib")
+    report = contamination_report(f"library:{tmp_path / 'lib'}", "examples")
+    assert report["tool_names"]["a"] == 3
+    assert _tree(tmp_path / "lib") == before  # no split stored, no file beside the catalog
+    with Library.open_readonly(tmp_path / "lib") as lib:
+        assert lib.rows()[0]["split"] is None
+
+
 def test_examples_against_bfcl_base() -> None:
     pytest.importorskip("bfcl_eval")
     r = contamination_report("examples", "bfcl:base", top=5)
