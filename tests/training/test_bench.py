@@ -277,6 +277,58 @@ def test_selfplay_spread_of_the_h200_v3_seeds(tmp_path: Path) -> None:
         assert [r["update"]["steps"] for r in rows] == [8] * 5
 
 
+def test_selfplay_report_of_the_h200_v4_run(tmp_path: Path) -> None:
+    """``selfplay-v4/`` (the free stream writes without the grammar; seed 0; seed 1 was stopped after its round 0
+    to give seed 0 the device) re-rendered: the figures the README and h200.md quote, the unfinished seed named
+    and left out, and the committed report is what the merge writes."""
+    from training.bench.selfplay_report import merge
+
+    src = H200_SELFPLAY.parent / "selfplay-v4"
+    res = merge(tmp_path, [src])
+    assert res["seeds"] == [0] and res["merged_from"][0]["unfinished_seeds"] == [1]
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["acceptance"] for r in sp["rounds"]] == [0.75, 0.625, 0.625, 0.875, 1.0]
+    assert [r["acceptance_explore"] for r in sp["rounds"]] == [0.5, 0.25, 0.25, 0.75, 1.0]
+    assert sp["rounds"][0]["probe_acceptance"] == sp["probe_final"] == 17 / 32
+    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
+    assert sp["eval_final"] == 0.0 and base["eval_final"] == 2 / 32
+    assert sp["eval_final_reward"] == pytest.approx(0.6944, abs=1e-4)
+    assert base["eval_final_reward"] == pytest.approx(0.5757, abs=1e-4)
+    paired = res["comparison"]["paired"]["all"]
+    assert (paired["episodes"], paired["better"], paired["worse"], paired["equal"]) == (32, 16, 6, 10)
+    assert paired["mean"] == pytest.approx(0.1188, abs=1e-4) and paired["stderr"] == pytest.approx(0.0469, abs=1e-4)
+    t = res["targets"]
+    assert t["acceptance_rise_points"] == 25.0 and t["explore_acceptance_rise_points"] == 50.0
+    assert t["probe_acceptance_rise_points"] == 0.0 and not t["probe_acceptance_met"]
+    assert not t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    md = (tmp_path / "selfplay.md").read_text()
+    assert "Left out, unfinished (self-play or baseline stopped before its last round): seed 1 of" in md
+    assert md == (src / "selfplay.md").read_text().replace("training/results/h200/selfplay-v4", str(src))
+    kept = json.loads((src / "selfplay.json").read_text())
+    assert kept["comparison"] == json.loads((tmp_path / "selfplay.json").read_text())["comparison"]
+    rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
+    # the free stream decoded without the grammar: its unparsable proposals were trained on (scored -1)
+    assert all(r["update"]["proposer"]["samples"] == 8 for r in rows) and rows[1]["proposer"]["parsed"] < 1
+
+
+def test_merge_leaves_out_unfinished_seeds(tmp_path: Path) -> None:
+    """A seed whose self-play or baseline did not finish is left out of a merge and named; a merge with no
+    finished seed is an error that says to resume the run."""
+    from training.bench.selfplay_report import merge
+
+    v3 = H200_SELFPLAY.parent / "selfplay-v3"
+    part = _as_seed(v3, tmp_path / "s1", 1)
+    state = json.loads((part / "state.json").read_text())
+    del state["baseline-s1"]
+    (part / "state.json").write_text(json.dumps({**state, "seeds": [1]}))
+    res = merge(tmp_path / "out", [v3, part])
+    assert res["seeds"] == [0] and res["merged_from"][1] == {"folder": str(part), "seeds": [], "overrides":
+                                                              state["overrides"], "unfinished_seeds": [1]}
+    assert f"seed 1 of {part}" in (tmp_path / "out" / "selfplay.md").read_text()
+    with pytest.raises(ValueError, match=r"no seed finished both its self-play and its baseline \(.*s1: seeds 1\)"):
+        merge(tmp_path / "none", [part])
+
+
 def test_the_probe_rise_runs_from_round_0_to_the_final_policy() -> None:
     """With a probe every few rounds, the rise is taken from round 0's probe to the final policy's
     (``probe_final``), else to the last round that was probed; a seed with one probe has no rise."""

@@ -243,6 +243,10 @@ def _markdown(res: dict[str, Any]) -> str:
     if probes:
         lines += ["", "Acceptance without the grammar (the probe), warm start -> final policy: "
                   + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}" for seed, a, b in probes) + "."]
+    left = [f"seed {', '.join(map(str, m['unfinished_seeds']))} of {m['folder']}"
+            for m in res.get("merged_from") or [] if m.get("unfinished_seeds")]
+    if left:
+        lines += ["", f"Left out, unfinished (self-play or baseline stopped before its last round): {'; '.join(left)}."]
     t = res["targets"]
     probe = t.get("probe_acceptance_rise_points")
     without = (f"; acceptance without the grammar {_points(probe)} points (>= 15: {t['probe_acceptance_met']})"
@@ -415,6 +419,8 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         "probe_acceptance_met": bool(probe_rises) and statistics.fmean(probe_rises) >= 15,
         "explore_acceptance_rise_points": statistics.fmean(explore_rises) if explore_rises else None}
     res["seconds_total"] = sum(float((state.get(k) or {}).get("seconds") or 0) for k in state if "-s" in k)
+    if state.get("merged_from"):
+        res["merged_from"] = state["merged_from"]
     res.update(env_info(str(cfg.model.device)))
     write_result(out, "selfplay", res, echo=False)
     (out / "selfplay.md").write_text(_markdown(res))
@@ -434,7 +440,10 @@ def _training_overrides(state: dict[str, Any]) -> dict[str, str]:
 
 
 def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
-    """Each folder's ``state.json`` (or ``work/state.json``), checked: no seed twice, not the output folder."""
+    """Each folder's ``state.json`` (or ``work/state.json``), checked: no seed twice, not the output folder.
+    A seed counts only where both its self-play and its baseline finished (a seed stopped part-way, say to give
+    another the device, is left out and listed in the state's ``unfinished_seeds``); no finished seed at all
+    is an error."""
     states: list[tuple[Path, dict[str, Any]]] = []
     seen: dict[int, Path] = {}
     for folder in map(Path, folders):
@@ -444,11 +453,17 @@ def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, A
         if not path.is_file():
             raise ValueError(f"{folder} has no state.json (nor work/state.json): it is not a `bench selfplay` result")
         st = json.loads(path.read_text())
-        for seed in st.get("seeds") or []:
+        finished = [s for s in st.get("seeds") or [] if {f"selfplay-s{s}", f"baseline-s{s}"} <= set(st)]
+        unfinished = [s for s in st.get("seeds") or [] if s not in finished]
+        for seed in finished:
             if seed in seen:
                 raise ValueError(f"seed {seed} is in both {seen[seed]} and {folder}: merge folders of different seeds")
             seen[seed] = folder
-        states.append((folder, st))
+        states.append((folder, {**st, "seeds": finished, "unfinished_seeds": unfinished}))
+    if not seen:
+        left = "; ".join(f"{f}: seeds {', '.join(map(str, st['unfinished_seeds'])) or 'none'}" for f, st in states)
+        raise ValueError(f"no seed finished both its self-play and its baseline ({left}); resume the run with the "
+                         "same command first")
     return states
 
 
@@ -510,7 +525,6 @@ def merge(out: Path, folders: list[Path]) -> dict[str, Any]:
     seed may come twice. Writes ``selfplay.{json,md,png}`` (with ``merged_from``) into ``out``; nothing runs."""
     import tempfile
 
-    from training.bench.common import write_result
     from training.config import load_config
 
     if not folders:
@@ -524,13 +538,12 @@ def merge(out: Path, folders: list[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {k: first.get(k) for k in ("config", "overrides", "tiny", "proposer", "solver",
                                                         "environments", "heldout")}
     merged["seeds"] = sorted(seed for _, st in states for seed in st.get("seeds") or [])
-    merged["merged_from"] = [{"folder": str(f), "seeds": st.get("seeds"), "overrides": st.get("overrides")}
+    merged["merged_from"] = [{"folder": str(f), "seeds": st.get("seeds"), "overrides": st.get("overrides"),
+                              **({"unfinished_seeds": st["unfinished_seeds"]} if st["unfinished_seeds"] else {})}
                              for f, st in states]
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         _gather_runs(Path(tmp), states, merged)
         cfg = load_config(first["config"], [*(first.get("overrides") or []), "model.device=cpu"])
         res = report(out, Path(tmp), merged, cfg)
-    res["merged_from"] = merged["merged_from"]
-    write_result(out, "selfplay", res, echo=False)
     return res
