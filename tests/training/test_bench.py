@@ -376,6 +376,22 @@ def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None
         assert mine  # released
 
 
+def test_side_by_side_seeds_share_the_gpu_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each side-by-side seed process caps its share of every GPU's memory (one process, or no GPU: no cap)."""
+    import torch
+
+    from training.bench.selfplay import share_device
+
+    caps: list[tuple[float, int]] = []
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: caps.append((f, d)))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert share_device(2) is None and caps == []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert share_device(1) is None and caps == []
+    assert share_device(2) == pytest.approx(0.475) and caps == [(pytest.approx(0.475), 0), (pytest.approx(0.475), 1)]
+
+
 def test_the_trainer_benchmarks_take_their_options() -> None:
     """Each benchmark is its own sub-command with its own options; several values follow one flag."""
     from envgen.cli.options import spread_values

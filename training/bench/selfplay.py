@@ -419,10 +419,28 @@ def seed_main(args_json: str) -> None:
     """The entry point of one side-by-side seed process (``_run_seeds_side_by_side``)."""
     args = json.loads(args_json)
     quiet_trl()
+    share_device(int(args.get("processes", 1)))
     work = Path(args["work"])
     cfg = _load(args["config"], args["overrides"])
     train_docs, _ = split_documents_of(Path(_state(work)["proposer"]["holdout"]))
     seed_phases(cfg, work, train_docs, int(args["seed"]))
+
+
+def share_device(processes: int, *, headroom: float = 0.95) -> float | None:
+    """Cap this process's share of each GPU's memory at ``headroom / processes`` (side-by-side seeds); returns
+    the fraction, None where there is no GPU or one process. On the H200 two seeds' caching allocators grew to
+    138 of 141 GB between them in their first round (selfplay-v4); with a cap each frees its cached blocks
+    before it takes the other's share."""
+    if processes < 2:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    fraction = headroom / processes
+    for device in range(torch.cuda.device_count()):
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+    return fraction
 
 
 def _rounds_done(work: Path, seed: int) -> int:
@@ -445,7 +463,8 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
     procs = []
     for seed in seeds:
         log = work / f"seed-{seed}.log"
-        args = json.dumps({"config": config, "overrides": overrides, "work": str(work), "seed": seed})
+        args = json.dumps({"config": config, "overrides": overrides, "work": str(work), "seed": seed,
+                           "processes": len(seeds)})
         with open(log, "ab") as fh:
             procs.append((seed, log, subprocess.Popen(
                 [sys.executable, "-c", "import sys; from training.bench.selfplay import seed_main; "
