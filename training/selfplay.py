@@ -78,7 +78,7 @@ from training.loss import make_optimizer, reference_logprobs, update, update_con
 from training.metrics import MetricsWriter, drop_rounds_from
 from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout
-from training.selfplay_metrics import append_episodes, histogram, pass_rate, round_record
+from training.selfplay_metrics import append_episodes, failures, histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "rollout_seed", "seed_everything",
@@ -210,11 +210,29 @@ class SelfPlay:
 
         t0 = time.perf_counter()
         props = self.free_proposer.propose_batch(self.probe_docs, seed=self.cfg.run.seed * 7 + r)
-        specs = [p.spec for p in props if p.spec is not None]
-        accepted = sum(validate_spec(s, executor=self.cfg.selfplay.round.validation).accepted for s in specs)
+        verdicts = [validate_spec(p.spec, executor=self.cfg.selfplay.round.validation) if p.spec is not None
+                    else None for p in props]
+        accepted = sum(v is not None and v.accepted for v in verdicts)
         n = len(self.probe_docs)
-        return {"documents": n, "parsed": len(specs) / n, "acceptance": accepted / n,
-                "seconds": time.perf_counter() - t0}
+        self._keep_probe(r, props, verdicts)
+        return {"documents": n, "parsed": sum(p.spec is not None for p in props) / n, "acceptance": accepted / n,
+                "failures": failures(props), "seconds": time.perf_counter() - t0}
+
+    def _keep_probe(self, r: int, props: Sequence[Any], verdicts: Sequence[Any]) -> None:
+        """``RUN/probes/round-R.jsonl``: each probe proposal's document, outcome, failure code, finish reason,
+        token count and completion, to read what the policy writes without the grammar."""
+        from gym_envs.spec import atomic_write_text
+
+        lines = []
+        for p, v in zip(props, verdicts, strict=True):
+            meta = p.meta or {}
+            lines.append(json.dumps({"round": r, "doc_id": p.doc_id, "parsed": p.spec is not None,
+                                     "accepted": bool(v is not None and v.accepted),
+                                     "error_code": None if p.spec is not None else str(meta.get("error_code")),
+                                     "error": p.error, "finish_reason": meta.get("finish_reason"),
+                                     "completion_tokens": p.completion_tokens, "completion": p.raw}))
+        (self.run_dir / "probes").mkdir(exist_ok=True)
+        atomic_write_text(self.run_dir / "probes" / f"round-{r}.jsonl", "\n".join(lines) + "\n")
 
     def _reference_model(self) -> Any:
         """A frozen copy for the KL penalty (None with LoRA: the adapter is switched off instead)."""

@@ -74,6 +74,22 @@ def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:
     return out
 
 
+def failures(proposals: Sequence[Any]) -> dict[str, Any]:
+    """Why the proposals that hold no spec hold none: the count per failure code (``envgen.errors.FailureCode``),
+    and how many of them the token budget cut off (``finish_reason: length``), which tells a format the policy
+    does not write from a budget too small for it."""
+    codes: dict[str, int] = {}
+    cut = 0
+    for p in proposals:
+        if p.spec is not None:
+            continue
+        meta = p.meta or {}
+        code = str(meta.get("error_code") or "no_spec")
+        codes[code] = codes.get(code, 0) + 1
+        cut += meta.get("finish_reason") == "length"
+    return {"codes": dict(sorted(codes.items())), "truncated": cut}
+
+
 def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates: Sequence[float],
                  eval_episodes: Sequence[Episode] | None, missing: int, n_samples: dict[str, int],
                  update: dict[str, Any], distill: dict[str, Any] | None, backend_timer: Any, seconds: dict[str, float],
@@ -95,7 +111,8 @@ def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates:
                      "reward": rm["mean_proposer_reward"], "candidates": rm["candidates"], "groups": rm["groups"],
                      "kept": rm["kept"], "mean_solve_rate": rm["mean_solve_rate_valid"],
                      "parsed": sum(c.proposal.spec is not None for c in cands) / max(1, len(cands)),
-                     "generation_errors": missing, "tokens": backend_timer.tokens},
+                     "generation_errors": missing, "tokens": backend_timer.tokens,
+                     "failures": failures([c.proposal for c in cands])},
         "solver": {"reward": solver["reward"], "pass_rate": solver["pass_rate"], "episodes": solver["episodes"],
                    "envs": len(env_rates), "mean_solve_rate": statistics.fmean(env_rates) if env_rates else None,
                    "solve_rate_histogram": histogram(list(env_rates), bins), "statuses": solver["statuses"],

@@ -4,6 +4,7 @@ CPU (slow), and their pieces (fast)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,27 @@ def test_selfplay_report_of_the_h200_v4_run(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
     # the free stream decoded without the grammar: its unparsable proposals were trained on (scored -1)
     assert all(r["update"]["proposer"]["samples"] == 8 for r in rows) and rows[1]["proposer"]["parsed"] < 1
+
+
+def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
+    """Runs that record the probe's failure codes (``probe.failures``) get them in the report, warm start and final
+    policy; runs that did not (``selfplay-v4``) get no such line."""
+    from training.bench.selfplay_report import merge
+
+    src = tmp_path / "src"
+    shutil.copytree(H200_SELFPLAY.parent / "selfplay-v4", src)
+    rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
+    rows[0]["probe"]["failures"] = {"codes": {"blueprint_schema": 10, "json_syntax": 5}, "truncated": 3}
+    (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = json.loads((src / "selfplay-s0-summary.json").read_text())
+    summary["probe_final"]["failures"] = {"codes": {"no_json": 15}, "truncated": 0}
+    (src / "selfplay-s0-summary.json").write_text(json.dumps(summary))
+    res = merge(tmp_path / "out", [src])
+    assert res["selfplay"]["s0"]["rounds"][0]["probe_failures"]["truncated"] == 3
+    md = (tmp_path / "out" / "selfplay.md").read_text()
+    assert ("Why the probe's unparsed proposals failed: seed 0 warm start: blueprint_schema 10, json_syntax 5 (3 cut "
+            "off by the token budget); seed 0 final: no_json 15.") in md
+    assert "Why the probe" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 
 
 def test_merge_leaves_out_unfinished_seeds(tmp_path: Path) -> None:

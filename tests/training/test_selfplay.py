@@ -176,7 +176,13 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
     probe = h0["probe"]
     assert probe["documents"] == 2 and probe["parsed"] == 0.5 and probe["acceptance"] == 0.5
     assert probe["seconds"] > 0 and h0["proposer"]["candidates"] == 6  # the round itself is unchanged
+    assert probe["failures"]["truncated"] == 0 and sum(probe["failures"]["codes"].values()) == 1
+    kept = [json.loads(line) for line in (tmp_path / "run" / "probes" / "round-0.jsonl").open()]
+    assert [k["parsed"] for k in kept] == [True, False] and [k["accepted"] for k in kept] == [True, False]
+    assert kept[1]["error_code"] in probe["failures"]["codes"] and kept[1]["completion"] and kept[1]["error"]
+    assert kept[0]["error_code"] is None and kept[0]["completion_tokens"] > 0
     assert "probe" not in h1
+    assert (tmp_path / "run" / "probes" / "round-2.jsonl").is_file()  # the final policy's
     final = json.loads((tmp_path / "run" / "summary.json").read_text())["probe_final"]
     assert final["documents"] == 2 and final["seconds"] > 0 and final["acceptance"] > 0  # the script's turn
     capped = selfplay_config(tiny_dir, corpus_dir, tmp_path / "capped", {"acceptance_probe": 1,
@@ -213,6 +219,8 @@ def test_the_free_stream_can_write_without_the_grammar(tmp_path: Path, tiny_dir:
     assert len(constrained) == 1 and constrained[0] >= 3000 and (2500, [False] * 3) in calls  # a group of 3 each
     p = h["proposer"]
     assert p["validity_by_stream"]["explore"] == pytest.approx(2 / 3)  # the script: valid, unparsable, valid
+    assert sum(p["failures"]["codes"].values()) == round(p["candidates"] * (1 - p["parsed"]))
+    assert p["failures"]["codes"] and p["failures"]["truncated"] == 0
     assert h["samples"]["proposer"] >= 3  # the explore group's rewards differ: its samples carry an advantage
     same = selfplay_config(tiny_dir, corpus_dir, tmp_path / "same", {"proposer": {**proposer,
                                                                                    "explore_constrained": True,

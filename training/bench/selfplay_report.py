@@ -86,7 +86,9 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "solver_episodes": r["solver"]["episodes"], "solver_pass_rate": r["solver"]["pass_rate"],
             "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
             "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
-            "probe_acceptance": (r.get("probe") or {}).get("acceptance"), "seconds": r["time"]["round"],
+            "probe_acceptance": (r.get("probe") or {}).get("acceptance"),
+            "probe_failures": (r.get("probe") or {}).get("failures"), "proposer_failures": p.get("failures"),
+            "seconds": r["time"]["round"],
             "heldout_by_source": _checks_by_source(r)}
 
 
@@ -243,6 +245,11 @@ def _markdown(res: dict[str, Any]) -> str:
     if probes:
         lines += ["", "Acceptance without the grammar (the probe), warm start -> final policy: "
                   + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}" for seed, a, b in probes) + "."]
+        why = [f"seed {seed[1:]} {when}: {_failures(f)}" for seed, run in res["selfplay"].items() if run["rounds"]
+               for when, f in (("warm start", run["rounds"][0].get("probe_failures")),
+                               ("final", run.get("probe_final_failures"))) if f]
+        if why:
+            lines.append("Why the probe's unparsed proposals failed: " + "; ".join(why) + ".")
     left = [f"seed {', '.join(map(str, m['unfinished_seeds']))} of {m['folder']}"
             for m in res.get("merged_from") or [] if m.get("unfinished_seeds")]
     if left:
@@ -259,6 +266,13 @@ def _markdown(res: dict[str, Any]) -> str:
               f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
               f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
+
+
+def _failures(f: dict[str, Any]) -> str:
+    """A failure count (``training.selfplay_metrics.failures``) in words: ``blueprint_schema 3, json_syntax 2 (1 cut
+    off by the token budget)``."""
+    codes = ", ".join(f"{code} {n}" for code, n in f.get("codes", {}).items()) or "none"
+    return codes + (f" ({f['truncated']} cut off by the token budget)" if f.get("truncated") else "")
 
 
 def _points(x: float | None) -> str:
@@ -376,6 +390,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
                               "eval_final_reward": _final(sp_run, "reward"),
                               "probe_final": _final(sp_run, "acceptance", "probe_final"),
+                              "probe_final_failures": _final(sp_run, "failures", "probe_final"),
                               "eval_final_by_source": _final(sp_run, "by_source"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
