@@ -18,9 +18,14 @@ Episode semantics (gym_envs/ENVSPEC.md):
   actions truncate it (the current turn is scored as it stands, later turns
   fail).
 * Rewards: ``episode`` (1.0 at the end iff every check of every turn passed),
-  ``turns`` and ``checks`` (credited as each turn ends, so an episode's rewards
-  sum to the fraction of turns / checks passed). ``info`` carries the per-check
-  results of every ended turn; ``info["score"]`` has all three modes at the end.
+  ``turns``, ``checks`` and ``progress`` (credited as each turn ends, so an
+  episode's rewards sum to the fraction of turns / checks passed). ``progress``
+  is ``checks`` without the floor: as a turn begins, its checks are judged as if
+  the agent did nothing in it (no call, an empty reply); those that would pass
+  (the guards) are credited only in a turn that also passes a check doing nothing
+  fails, so doing nothing scores 0. ``info`` carries the per-check results of
+  every ended turn; ``info["score"]`` has the modes at the end (``progress`` in
+  that mode only: the other modes skip its extra check per turn).
 * A ``calls`` check's ``require`` counts successful calls of the turn, its
   ``forbid`` counts every attempted call.
 
@@ -50,7 +55,7 @@ from gym_envs.spec import EnvSpec, Task, as_spec
 __all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt",
            "text_space", "tool_system_prompt"]
 
-REWARD_MODES = ("episode", "turns", "checks")
+REWARD_MODES = ("episode", "turns", "checks", "progress")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
 _OBSERVATION_JSON = json.JSONEncoder(ensure_ascii=False).encode
 _CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
@@ -118,15 +123,33 @@ class TurnOutcome:
     reply: str = ""
     checks: list[CheckResult] = field(default_factory=list)
     scored: bool = False
+    #: per check, whether it passes if the agent does nothing in this turn (judged as the turn begins; the
+    #: ``progress`` reward mode only, else None)
+    free: list[bool] | None = None
 
     @property
     def passed(self) -> bool:
         return self.scored and all(c.passed for c in self.checks)
 
+    @property
+    def credited(self) -> int:
+        """The checks the ``progress`` mode credits: those passed that doing nothing fails, and the passed ones
+        doing nothing keeps (the guards) only beside one of those, or where every check of the turn is kept by
+        doing nothing (doing nothing is then the task). Without ``free``: every passed check."""
+        passed = [c.passed for c in self.checks]
+        if self.free is None or len(self.free) != len(passed):
+            return sum(passed)
+        progress = sum(p and not f for p, f in zip(passed, self.free, strict=True))
+        guards = sum(p and f for p, f in zip(passed, self.free, strict=True))
+        return progress + (guards if progress or all(self.free) else 0)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "instruction": self.instruction, "reply": self.reply,
-                "calls": [c.to_dict() for c in self.calls], "checks": [c.to_dict() for c in self.checks],
-                "passed": self.passed}
+        out = {"index": self.index, "instruction": self.instruction, "reply": self.reply,
+               "calls": [c.to_dict() for c in self.calls], "checks": [c.to_dict() for c in self.checks],
+               "passed": self.passed}
+        if self.free is not None:
+            out["free"] = list(self.free)
+        return out
 
 
 def resolve_spec_ref(spec: Any) -> Any:
@@ -153,7 +176,8 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         spec: an :class:`EnvSpec`, a dict, JSON text, a path to a spec file, or a shipped example's
             name (``"library-loans"``).
         task: default task id (or index) for ``reset``; ``None`` draws one per reset.
-        reward_mode: ``episode`` (default), ``turns`` or ``checks``.
+        reward_mode: ``episode`` (default), ``turns``, ``checks`` or ``progress`` (``checks`` without the credit
+            doing nothing gets; module docstring).
         max_steps: actions per episode before truncation.
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
         executor: ``"worker"`` (isolated, default), ``"inprocess"`` (trusted specs), or an
@@ -319,9 +343,12 @@ class ToolEnv(Replays, gym.Env[str, Any]):
     def _begin_turn(self) -> str:
         assert self.task is not None and self.session is not None
         turn = self.task.turns[self.turn_index]
-        self.turns.append(TurnOutcome(self.turn_index, turn.instruction))
+        outcome = TurnOutcome(self.turn_index, turn.instruction)
+        self.turns.append(outcome)
         if any(c.kind == "unchanged" for c in turn.checks):
             self.session.mark()
+        if self.reward_mode == "progress":  # the turn's checks if the agent did nothing in it
+            outcome.free = [c.passed for c in self.session.check(self._turn_checks(turn), "", [], attempted=[])]
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
 
@@ -339,9 +366,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         turn = self.task.turns[self.turn_index]
         ok_calls = [c.name for c in outcome.calls if c.ok]
         all_calls = [c.name for c in outcome.calls]
-        checks = self._check_dicts.get(id(turn))
-        if checks is None:  # the spec is not changed while the env uses it: dump each turn's checks once
-            checks = self._check_dicts[id(turn)] = [c.model_dump() for c in turn.checks]
+        checks = self._turn_checks(turn)
         if only is None:
             return self.session.check(checks, reply, ok_calls, attempted=all_calls)
         picked = list(only)
@@ -349,6 +374,13 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         for r, i in zip(results, picked, strict=True):
             r.index = i
         return results
+
+    def _turn_checks(self, turn: Any) -> list[dict[str, Any]]:
+        """A turn's checks as the executor takes them (dumped once: the spec does not change under the env)."""
+        checks = self._check_dicts.get(id(turn))
+        if checks is None:
+            checks = self._check_dicts[id(turn)] = [c.model_dump() for c in turn.checks]
+        return checks
 
     def _score_turn(self, reply: str) -> TurnOutcome:
         outcome = self.turns[-1]
@@ -362,9 +394,10 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         assert self.task is not None
         if self.reward_mode == "turns":
             return (1.0 / len(self.task.turns)) if outcome.passed else 0.0
-        if self.reward_mode == "checks":
+        if self.reward_mode in ("checks", "progress"):
             total = sum(len(t.checks) for t in self.task.turns)
-            return sum(c.passed for c in outcome.checks) / total
+            return (outcome.credited if self.reward_mode == "progress" else sum(c.passed for c in outcome.checks)) \
+                / total
         return 0.0
 
     def _end_turn(self, reply: str, info: dict[str, Any]) -> tuple[str, float, bool]:
@@ -401,14 +434,18 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         return score["episode"] if self.reward_mode == "episode" else 0.0
 
     def score(self) -> dict[str, float]:
-        """All three reward modes for the episode so far (unplayed turns count as failed)."""
+        """The reward modes for the episode so far (unplayed turns count as failed): ``episode``, ``turns``,
+        ``checks``, and ``progress`` in that mode (the others do not judge a turn's checks as it begins)."""
         assert self.task is not None
         n_turns = len(self.task.turns)
         n_checks = sum(len(t.checks) for t in self.task.turns)
         passed_turns = sum(t.passed for t in self.turns)
         passed_checks = sum(c.passed for t in self.turns for c in t.checks)
-        return {"episode": 1.0 if passed_turns == n_turns else 0.0, "turns": passed_turns / n_turns,
-                "checks": passed_checks / n_checks}
+        out = {"episode": 1.0 if passed_turns == n_turns else 0.0, "turns": passed_turns / n_turns,
+               "checks": passed_checks / n_checks}
+        if self.reward_mode == "progress":
+            out["progress"] = sum(t.credited for t in self.turns if t.scored) / n_checks
+        return out
 
     def _cut(self, text: str) -> str:
         n = self.max_observation_chars

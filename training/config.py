@@ -167,7 +167,7 @@ class RolloutConfig:
     max_steps: Int = 16
     max_turn_tokens: Int = 512  #: new tokens per model action
     max_completion_tokens: Int = 4096  #: model + environment tokens after the prompt, per episode
-    reward_mode: Literal["episode", "turns", "checks"] = "episode"
+    reward_mode: Literal["episode", "turns", "checks", "progress"] = "episode"
     executor: Literal["worker", "inprocess"] = "worker"  #: sandbox of tool code (``inprocess``: trusted specs)
     pass_tools: Bool = False  #: also pass ``tools=`` to the chat template (the system prompt lists them anyway)
     max_observation_chars: Int = 4000  #: tool results are cut to this length

@@ -47,7 +47,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-from gym_envs.env import ToolEnv
+from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.errors import ErrorKind
 from gym_envs.sandbox import Executor, default_executor
 from gym_envs.spec import EnvSpec, naming_problems
@@ -174,8 +174,8 @@ def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
     ``executor``: ``inprocess`` (default: validated specs, the fastest), ``worker`` (isolated) or an
     :class:`~gym_envs.sandbox.Executor` to share. A shared executor is resolved once here.
     """
-    if reward_mode not in ("episode", "turns", "checks"):
-        raise ValueError(f"reward_mode must be episode, turns or checks, not {reward_mode!r}")
+    if reward_mode not in REWARD_MODES:
+        raise ValueError(f"reward_mode must be one of {', '.join(REWARD_MODES)}, not {reward_mode!r}")
     problems = naming_problems(spec)
     if problems:
         raise ValueError(f"environment {spec.id}: TRL's environment_factory cannot carry it: "

@@ -157,8 +157,8 @@ def _resolve(ref: str, library: Path | None) -> Path:
 @click.option("--task", default=None, help="Task of the first episode and of a reset without one (default: the first).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first episode.")
 @click.option("--max-steps", type=int, default=32, show_default=True, help="Tool calls and replies per episode.")
-@click.option("--reward-mode", type=click.Choice(["episode", "turns", "checks"]), default="episode",
-              show_default=True)
+@click.option("--reward-mode", type=click.Choice(["episode", "turns", "checks", "progress"]), default="episode",
+              show_default=True, help="gym_envs.env.REWARD_MODES (progress: checks without doing nothing's credit)")
 def serve(spec_ref: str, mcp: bool, transport: str, host: str, port: int, path: str, library: Path | None,
           task: str | None, seed: int, max_steps: int, reward_mode: str) -> None:
     """Serve one environment: its tools plus episode control (reset, instruction, end turn) over MCP.

@@ -181,7 +181,8 @@ class Episode(ABC):
 
     @abstractmethod
     def score(self) -> dict[str, float]:
-        """``{"episode", "turns", "checks"}`` (unplayed turns count as failed)."""
+        """``{"episode", "turns", "checks"}`` (unplayed turns count as failed; a suite whose episodes run in the
+        ``progress`` mode adds ``progress``)."""
 
     @abstractmethod
     def turn_records(self) -> list[dict[str, Any]]:

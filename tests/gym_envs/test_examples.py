@@ -132,10 +132,12 @@ def test_the_dense_reward_modes_credit_the_checks_doing_nothing_passes():
     """``episode`` pays doing nothing 0 on every example task; ``turns`` and ``checks`` are partial credit, and
     ``checks`` counts the guards (``unchanged``, a ``calls`` check's ``forbid``) that doing nothing keeps, as
     gym_envs/ENVSPEC.md and gym_envs/ENVIRONMENTS.md say: a dense learning signal whose floor is well above 0,
-    not a score (an outside red team measured it; the figures are pinned here so the docs stay true)."""
+    not a score (an outside red team measured it; the figures are pinned here so the docs stay true).
+    ``progress`` pays doing nothing only where not acting is the turn's task: the first turn of a
+    missing-parameter task, where the agent must ask before it writes."""
     means = {}
-    for mode in ("episode", "turns", "checks"):
-        rewards = []
+    for mode in ("episode", "turns", "checks", "progress"):
+        rewards = {}
         for name, task_id in TASKS:
             env = gym.make("envwright/ToolEnv-v0", spec=SPECS[name], task=task_id, executor="inprocess",
                            reward_mode=mode)
@@ -147,10 +149,80 @@ def test_the_dense_reward_modes_credit_the_checks_doing_nothing_passes():
                     total, done = total + float(r), term or trunc
             finally:
                 env.close()
-            rewards.append(total)
-        means[mode] = sum(rewards) / len(rewards)
+            rewards[name, task_id] = total
+        means[mode] = sum(rewards.values()) / len(rewards)
+        if mode == "progress":
+            paid = {k for k, v in rewards.items() if v > 0}
+            assert paid == set(_of_kind("missing_parameter")), paid
     assert means["episode"] == 0.0
     assert round(means["turns"], 2) == 0.07 and round(means["checks"], 2) == 0.40, means
+    assert round(means["progress"], 2) == 0.06, means
+
+
+@pytest.mark.parametrize(("name", "task_id"), TASKS)
+def test_progress_pays_the_reference_in_full_and_sums_its_turns(name, task_id):
+    """``reward_mode="progress"``: the reference earns 1.0, summed over its turns as ``checks`` does, and
+    ``info["score"]`` carries the mode (which every turn's record backs with its ``free`` verdicts)."""
+    spec = SPECS[name]
+    env = gym.make("envwright/ToolEnv-v0", spec=spec, task=task_id, executor="inprocess", reward_mode="progress")
+    try:
+        env.reset(seed=0)
+        total = 0.0
+        for turn in spec.task(task_id).turns:
+            for call in turn.reference:
+                _, r, _, _, _ = env.step({"content": "", "tool_calls": [{"name": call.name,
+                                                                         "arguments": call.arguments}]})
+                total += float(r)
+            _, r, terminated, _, info = env.step({"content": oracle_reply(turn), "tool_calls": []})
+            total += float(r)
+        assert terminated and total == pytest.approx(1.0) and info["score"]["progress"] == pytest.approx(1.0)
+        assert all(len(t["free"]) == len(t["checks"]) for t in info["turn_results"])
+        # doing nothing keeps every check only where not acting is the turn's task (ask for the missing value)
+        kept = [t["index"] for t in info["turn_results"] if all(t["free"])]
+        assert kept == ([0] if spec.task(task_id).kind == "missing_parameter" else []), kept
+    finally:
+        env.close()
+
+
+def test_progress_on_the_worker_executor_and_the_vector_env():
+    """The worker executor and ``gym.make_vec`` (batched resets and steps) judge the ``free`` verdicts as the
+    in-process env does: doing nothing scores 0 in a write task."""
+    name, task_id = _of_kind("execute")[0]
+    rewards = {}
+    for executor in ("inprocess", "worker"):
+        env = gym.make("envwright/ToolEnv-v0", spec=SPECS[name], task=task_id, executor=executor,
+                       reward_mode="progress")
+        try:
+            env.reset(seed=0)
+            _, r, term, _, info = env.step({"content": "OK.", "tool_calls": []})
+            rewards[executor] = (float(r), [t["free"] for t in info["turn_results"]] if term else info["checks"])
+        finally:
+            env.close()
+    assert rewards["inprocess"] == rewards["worker"] and rewards["worker"][0] == 0.0
+    envs = gym.make_vec("envwright/ToolEnv-v0", num_envs=2, spec=SPECS[name], task=task_id, reward_mode="progress")
+    try:
+        envs.reset(seed=0)
+        _, r, _, _, _ = envs.step(["OK.", "OK."])
+        assert list(r) == [0.0, 0.0]
+    finally:
+        envs.close()
+
+
+def test_progress_credits_the_guards_only_beside_progress():
+    """A turn's guards (checks doing nothing keeps) earn credit in ``progress`` only when the turn also passes a
+    check doing nothing fails; ``checks`` credits them always. A wrong write that breaks a guard loses it."""
+    from gym_envs.env import TurnOutcome
+    from gym_envs.sandbox import CheckResult
+
+    def turn(passed: list[bool], free: list[bool] | None) -> TurnOutcome:
+        checks = [CheckResult(index=i, kind="state", passed=p, detail="") for i, p in enumerate(passed)]
+        return TurnOutcome(0, "x", checks=checks, scored=True, free=free)
+
+    assert turn([False, True, True], [False, True, True]).credited == 0  # nothing done: the guards are not paid
+    assert turn([True, True, True], [False, True, True]).credited == 3  # progress: the guards count too
+    assert turn([True, False, True], [False, True, True]).credited == 2  # progress, one guard broken
+    assert turn([True, True], [True, True]).credited == 2  # doing nothing is this turn's task (a refusal)
+    assert turn([False, True, True], None).credited == 2  # no free verdicts (other modes): every passed check
 
 
 @pytest.mark.parametrize("name", NAMES)

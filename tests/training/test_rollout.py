@@ -78,6 +78,20 @@ def test_truncation_statuses(spec: Any, chat: Any, tokenizer: Any) -> None:
     assert ep.status == "turn_too_long" and len(ep.completion_ids) == 16 and ep.completion_ids[-1] != chat.eos_id
 
 
+def test_the_progress_reward_pays_the_looping_solver_nothing(spec: Any, chat: Any, tokenizer: Any) -> None:
+    """``rollout.reward_mode: progress``: the looping solver above keeps the first turn's guard (its books are
+    unchanged) and ``checks`` pays it 0.2; ``progress`` pays nothing, since the turn made no progress; the reference
+    solver is paid in full in both."""
+    looping = ScriptedGenerator(tokenizer, lambda ctx: format_tool_call("find_book", {"title": "Dune"}))
+    for mode, want in (("checks", 0.2), ("progress", 0.0)):
+        ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=3, max_turn_tokens=64,
+                                                                           reward_mode=mode, executor="inprocess"))
+        assert ep.reward == pytest.approx(want) and ep.score[mode] == pytest.approx(want)
+    ep, = rollout([TaskRef(spec, "t0")], ScriptedGenerator(tokenizer, solver_plan()), chat,
+                  RolloutConfig(max_turn_tokens=96, reward_mode="progress", executor="inprocess"))
+    assert ep.passed and ep.reward == 1.0 and ep.score["progress"] == 1.0
+
+
 class Broken(Generator):
     eos_ids = [0]
 

@@ -232,7 +232,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
 @click.option("--max-turn-tokens", type=int, default=256)
 @click.option("--static-cache", is_flag=True, help="generate with the static-cache fast path")
 @click.option("--compile", is_flag=True, help="torch.compile the static-cache decoding")
-@click.option("--reward-mode", type=click.Choice(["episode", "turns", "checks"]), default="checks",
+@click.option("--reward-mode", type=click.Choice(["episode", "turns", "checks", "progress"]), default="checks",
               help="the GRPO reward (held-out figures are always pass rate and check fraction)")
 @click.option("--grpo-lr", type=float, default=1e-5, help="GRPO learning rate")
 @click.option("--work", type=click.Path(path_type=Path), default=None,
