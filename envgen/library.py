@@ -128,12 +128,23 @@ def _needs_recovery(catalog: Path) -> bool:
 
 
 def _file_in_the_way(root: Path) -> str | None:
-    """Why ``root`` cannot be (or become) a folder: it, or a folder above it, is a file (None: it can)."""
+    """Why ``root`` cannot be (or become) a folder: it, or a folder above it, is a file (None: it can). One
+    ``stat`` per path: another process may create the folder between two looks (``is_dir`` false, then
+    ``exists`` true), which two calls took for a file."""
+    import stat
+
     for p in (root, *root.parents):
-        if p.is_dir():
+        try:
+            mode = p.stat().st_mode
+        except FileNotFoundError:
+            if p.is_symlink():  # a dangling link: no folder can be made there
+                return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
+            continue
+        except NotADirectoryError:  # a path below a file: the file is found further up
+            continue
+        if stat.S_ISDIR(mode):
             return None
-        if p.exists() or p.is_symlink():
-            return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
+        return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
     return None
 
 
