@@ -25,7 +25,7 @@ Episode semantics (gym_envs/ENVSPEC.md):
   (the guards) are credited only in a turn that also passes a check doing nothing
   fails, so doing nothing scores 0. ``info`` carries the per-check results of
   every ended turn; ``info["score"]`` has the modes at the end (``progress`` in
-  that mode only: the other modes skip its extra check per turn).
+  that mode or with ``track_progress``: the others skip its extra check per turn).
 * A ``calls`` check's ``require`` counts successful calls of the turn, its
   ``forbid`` counts every attempted call.
 
@@ -183,13 +183,17 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         executor: ``"worker"`` (isolated, default), ``"inprocess"`` (trusted specs), or an
             :class:`~gym_envs.sandbox.Executor` instance to share.
         max_observation_chars: observation text is cut to this length.
+        track_progress: judge each turn's checks as it begins in every mode (the ``progress`` mode always
+            does), so that ``info["score"]`` has ``progress`` beside the mode that pays: for trainers that train
+            on one mode and report the other. One more check of the turn's checks per turn.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, spec: Any, task: str | int | None = None, *, reward_mode: str = "episode",
                  max_steps: int = 32, render_mode: str | None = None,
-                 executor: str | Executor = "worker", max_observation_chars: int = 16_384):
+                 executor: str | Executor = "worker", max_observation_chars: int = 16_384,
+                 track_progress: bool = False):
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if max_steps < 1:
@@ -201,6 +205,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
             self.env_spec.task(task)  # fail early on an unknown task id
         self.default_task = task
         self.reward_mode = reward_mode
+        self.track_progress = track_progress or reward_mode == "progress"
         self.max_steps = max_steps
         self.render_mode = render_mode
         self.max_observation_chars = max_observation_chars
@@ -347,7 +352,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         self.turns.append(outcome)
         if any(c.kind == "unchanged" for c in turn.checks):
             self.session.mark()
-        if self.reward_mode == "progress":  # the turn's checks if the agent did nothing in it
+        if self.track_progress:  # the turn's checks if the agent did nothing in it
             outcome.free = [c.passed for c in self.session.check(self._turn_checks(turn), "", [], attempted=[])]
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
@@ -435,7 +440,8 @@ class ToolEnv(Replays, gym.Env[str, Any]):
 
     def score(self) -> dict[str, float]:
         """The reward modes for the episode so far (unplayed turns count as failed): ``episode``, ``turns``,
-        ``checks``, and ``progress`` in that mode (the others do not judge a turn's checks as it begins)."""
+        ``checks``, and ``progress`` in that mode or with ``track_progress`` (else a turn's checks are not judged
+        as it begins)."""
         assert self.task is not None
         n_turns = len(self.task.turns)
         n_checks = sum(len(t.checks) for t in self.task.turns)
@@ -443,7 +449,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         passed_checks = sum(c.passed for t in self.turns for c in t.checks)
         out = {"episode": 1.0 if passed_turns == n_turns else 0.0, "turns": passed_turns / n_turns,
                "checks": passed_checks / n_checks}
-        if self.reward_mode == "progress":
+        if self.track_progress:
             out["progress"] = sum(t.credited for t in self.turns if t.scored) / n_checks
         return out
 

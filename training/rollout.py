@@ -198,8 +198,11 @@ class _Live:
         self.ep: Episode | None = None
         t0 = time.perf_counter()
         try:
+            # track_progress: every episode's score has the progress fraction beside the mode that pays (one
+            # check of the turn's checks more per turn), for the held-out figures
             self.env = ToolEnv(task.spec, task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
-                               executor=executor, max_observation_chars=cfg.max_observation_chars)
+                               executor=executor, max_observation_chars=cfg.max_observation_chars,
+                               track_progress=True)
         except Exception as e:  # the boundary: a spec whose env cannot even be made is a failed episode
             self.fail(chat, e)
         self.env_seconds += time.perf_counter() - t0

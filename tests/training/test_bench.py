@@ -170,6 +170,11 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     # both final policies played the same held-out episodes, which the report pairs
     n_final = len((out / "selfplay-s0-final-episodes.jsonl").read_text().splitlines())
     assert n_final > 0 and res["comparison"]["paired"]["all"]["episodes"] == n_final
+    # ... and in progress fraction too (every rollout tracks it beside the mode that pays)
+    prog = res["comparison"]["progress_fraction"]
+    assert prog["paired"]["episodes"] == n_final and prog["selfplay"]["n"] == prog["baseline"]["n"] == 1
+    assert all(r["heldout_progress"] is not None for r in sp["rounds"])
+    assert "| selfplay, progress fraction |" in (out / "selfplay.md").read_text()
 
 
 H200_SELFPLAY = Path(__file__).resolve().parents[2] / "training" / "results" / "h200" / "selfplay-v2"
@@ -331,6 +336,30 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     assert ("Why the probe's unparsed proposals failed: seed 0 warm start: blueprint_schema 10, json_syntax 5 (3 cut "
             "off by the token budget); seed 0 final: no_json 15.") in md
     assert "Why the probe" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
+
+
+def test_the_report_compares_the_progress_fraction_where_the_runs_scored_it(tmp_path: Path) -> None:
+    """Final held-out episodes that carry the progress fraction (``score.progress``) give the comparison and the
+    paired difference in it; runs from before it (``selfplay-v4``) give neither."""
+    from training.bench.selfplay_report import merge
+
+    src = tmp_path / "src"
+    shutil.copytree(H200_SELFPLAY.parent / "selfplay-v4", src)
+    for name, value in (("selfplay", 0.5), ("baseline", 0.25)):
+        lines = [json.loads(line) for line in (src / f"{name}-s0-final-episodes.jsonl").open()]
+        for e in lines:
+            e["score"]["progress"] = value
+        (src / f"{name}-s0-final-episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+        summary = json.loads((src / f"{name}-s0-summary.json").read_text())
+        summary["eval_final"]["progress"] = value
+        (src / f"{name}-s0-summary.json").write_text(json.dumps(summary))
+    res = merge(tmp_path / "out", [src])
+    prog = res["comparison"]["progress_fraction"]
+    assert prog["selfplay"]["mean"] == 0.5 and prog["baseline"]["mean"] == 0.25
+    assert prog["paired"]["episodes"] == 32 and prog["paired"]["mean"] == pytest.approx(0.25)
+    md = (tmp_path / "out" / "selfplay.md").read_text()
+    assert "| selfplay, progress fraction | 0.500 |" in md and "in progress fraction" in md and "+0.250" in md
+    assert "progress_fraction" not in merge(tmp_path / "plain", [H200_SELFPLAY.parent / "selfplay-v4"])["comparison"]
 
 
 def test_merge_leaves_out_unfinished_seeds(tmp_path: Path) -> None:

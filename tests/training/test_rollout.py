@@ -68,7 +68,7 @@ def test_truncation_statuses(spec: Any, chat: Any, tokenizer: Any) -> None:
                                                                        executor="inprocess"))
     assert ep.status == "max_steps" and ep.truncated and len(ep.steps) == 3 and ep.reward == 0.0
     # the first turn is scored as it stands: only its unchanged check (books, members) holds, 1 of 5 checks
-    assert ep.score == {"episode": 0.0, "turns": 0.0, "checks": 0.2}
+    assert ep.score == {"episode": 0.0, "turns": 0.0, "checks": 0.2, "progress": 0.0}
     ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=20, max_turn_tokens=64,
                                                                        max_completion_tokens=200,
                                                                        executor="inprocess"))

@@ -61,6 +61,7 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
         assert h["update"]["proposer"]["samples"] >= 3 and h["update"]["solver"]["samples"] == 2 * valid
         assert h["update"]["steps"] == 1 and h["update"]["trained_tokens"] > 0
         assert h["eval"]["episodes"] == 2 and 0.0 <= h["eval"]["pass_rate"] <= 1.0  # held out, in the same batch
+        assert 0.0 <= h["eval"]["progress"] <= 1.0  # every rollout scores the progress fraction too
         assert sum(h["skills"]["routing"].values()) == 1 and h["skills"]["weights"]
         assert set(h["time"]) >= {"generation", "environment", "validation", "update", "round", "environment_share"}
         assert 0.0 < h["time"]["environment_share"] < 1.0

@@ -85,7 +85,8 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "proposer_samples": up["proposer"]["samples"], "solver_samples": up["solver"]["samples"],
             "solver_episodes": r["solver"]["episodes"], "solver_pass_rate": r["solver"]["pass_rate"],
             "heldout_pass_rate": (r.get("eval") or {}).get("pass_rate"),
-            "heldout_reward": (r.get("eval") or {}).get("reward"), "env_share": r["time"]["environment_share"],
+            "heldout_reward": (r.get("eval") or {}).get("reward"),
+            "heldout_progress": (r.get("eval") or {}).get("progress"), "env_share": r["time"]["environment_share"],
             "probe_acceptance": (r.get("probe") or {}).get("acceptance"),
             "probe_failures": (r.get("probe") or {}).get("failures"), "proposer_failures": p.get("failures"),
             "seconds": r["time"]["round"],
@@ -166,12 +167,16 @@ def _final_lines(run: Path) -> list[str]:
     return out
 
 
-def _final_rewards(lines: list[str]) -> dict[tuple[str, str, int], float]:
-    """Final held-out episode lines (:func:`_final_lines`) as reward by (environment, task, episode seed)."""
+def _final_rewards(lines: list[str], mode: str | None = None) -> dict[tuple[str, str, int], float]:
+    """Final held-out episode lines (:func:`_final_lines`) as reward by (environment, task, episode seed): the
+    reward the run trained on, or the episode's score in ``mode`` (episodes without it left out)."""
     out = {}
     for line in lines:
         e = json.loads(line)
-        out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["reward"])
+        if mode is None:
+            out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["reward"])
+        elif mode in (e.get("score") or {}):
+            out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["score"][mode])
     return out
 
 
@@ -215,7 +220,10 @@ def _markdown(res: dict[str, Any]) -> str:
             lines.append("| " + " | ".join(_fmt(row.get(k)) for k, _ in COLUMNS) + " |")
     c = res["comparison"]
     lines += ["", "| held-out after the last round | mean | min | max | seeds |", "|---|---|---|---|---|"]
-    for what, part in (("pass rate", c), ("check fraction", c["check_fraction"])):
+    parts = [("pass rate", c), ("check fraction", c["check_fraction"])]
+    if c.get("progress_fraction"):
+        parts.append(("progress fraction", c["progress_fraction"]))
+    for what, part in parts:
         for name in ("selfplay", "baseline"):
             s = part[name]
             lines.append(f"| {name}, {what} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
@@ -225,6 +233,12 @@ def _markdown(res: dict[str, Any]) -> str:
         lines += ["", f"Paired on the same held-out tasks and episode seeds (the final policies, {paired['episodes']} "
                   f"episodes over seeds): self-play minus baseline check fraction {paired['mean']:+.3f}{se}; "
                   f"self-play better on {paired['better']}, worse on {paired['worse']}, equal on {paired['equal']}."]
+    pp = (c.get("progress_fraction") or {}).get("paired") or {}
+    if pp.get("episodes"):
+        se = f" ± {_fmt(pp['stderr'])}" if pp.get("stderr") is not None else ""
+        lines += ["", f"The same, in progress fraction (a turn's guards credited only beside a check doing nothing "
+                  f"fails): {pp['mean']:+.3f}{se}; better on {pp['better']}, worse on {pp['worse']}, equal on "
+                  f"{pp['equal']}."]
     by = c.get("by_source") or {}
     if by:
         lines += ["", "| held-out after the last round, by source (mean over seeds) | episodes | pass: self-play / "
@@ -384,23 +398,28 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                            "environments": state.get("environments"), "heldout_model": state.get("heldout"),
                            "rounds": cfg.selfplay.rounds, "selfplay": {}, "baseline": {}}
     diffs: dict[str, list[float]] = {}
+    progress_diffs: dict[str, list[float]] = {}
     for seed in seeds:
         s = f"s{seed}"
         sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
                               "eval_final_reward": _final(sp_run, "reward"),
+                              "eval_final_progress": _final(sp_run, "progress"),
                               "probe_final": _final(sp_run, "acceptance", "probe_final"),
                               "probe_final_failures": _final(sp_run, "failures", "probe_final"),
                               "eval_final_by_source": _final(sp_run, "by_source"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
                               "eval_final_reward": _final(b_run, "reward"),
+                              "eval_final_progress": _final(b_run, "progress"),
                               "eval_final_by_source": _final(b_run, "by_source"),
                               "episodes": (state.get(f"baseline-{s}") or {}).get("episodes"),
                               "seconds": (state.get(f"baseline-{s}") or {}).get("seconds")}
         finals = {"selfplay": _final_lines(sp_run), "baseline": _final_lines(b_run)}
         a, b = _final_rewards(finals["selfplay"]), _final_rewards(finals["baseline"])
         diffs[s] = [a[k] - b[k] for k in sorted(set(a) & set(b))]
+        a, b = _final_rewards(finals["selfplay"], "progress"), _final_rewards(finals["baseline"], "progress")
+        progress_diffs[s] = [a[k] - b[k] for k in sorted(set(a) & set(b))]
         for name, run in (("selfplay", sp_run), ("baseline", b_run)):
             for part in ("metrics.jsonl", "summary.json"):  # OUT holds what a merge of seeds reads
                 if (run / part).is_file() and (out / f"{name}-{s}-{part}").resolve() != (run / part).resolve():
@@ -414,6 +433,12 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     b_checks = [v["eval_final_reward"] for v in res["baseline"].values() if v["eval_final_reward"] is not None]
     res["comparison"] = {"selfplay": _spread(sp_final), "baseline": _spread(b_final),
                          "check_fraction": {"selfplay": _spread(sp_checks), "baseline": _spread(b_checks)}}
+    sp_prog = [v["eval_final_progress"] for v in res["selfplay"].values() if v["eval_final_progress"] is not None]
+    b_prog = [v["eval_final_progress"] for v in res["baseline"].values() if v["eval_final_progress"] is not None]
+    if sp_prog or b_prog:  # runs that scored the progress fraction (checks without doing nothing's credit)
+        res["comparison"]["progress_fraction"] = {"selfplay": _spread(sp_prog), "baseline": _spread(b_prog),
+                                                  "paired": _paired([d for v in progress_diffs.values()
+                                                                     for d in v])}
     res["comparison"]["by_source"] = _by_source(res)
     # the final policies on the same held-out tasks with the same episode seeds: the paired difference is the
     # sharper comparison (each task's difficulty cancels)
