@@ -229,16 +229,12 @@ def _markdown(res: dict[str, Any]) -> str:
             lines.append(f"| {name}, {what} | {_fmt(s['mean'])} | {_fmt(s['min'])} | {_fmt(s['max'])} | {s['n']} |")
     paired = (c.get("paired") or {}).get("all") or {}
     if paired.get("episodes"):
-        se = f" ± {_fmt(paired['stderr'])} (standard error)" if paired.get("stderr") is not None else ""
         lines += ["", f"Paired on the same held-out tasks and episode seeds (the final policies, {paired['episodes']} "
-                  f"episodes over seeds): self-play minus baseline check fraction {paired['mean']:+.3f}{se}; "
-                  f"self-play better on {paired['better']}, worse on {paired['worse']}, equal on {paired['equal']}."]
+                  f"episodes over seeds): self-play minus baseline check fraction {_paired_words(paired)}."]
     pp = (c.get("progress_fraction") or {}).get("paired") or {}
     if pp.get("episodes"):
-        se = f" ± {_fmt(pp['stderr'])}" if pp.get("stderr") is not None else ""
-        lines += ["", f"The same, in progress fraction (a turn's guards credited only beside a check doing nothing "
-                  f"fails): {pp['mean']:+.3f}{se}; better on {pp['better']}, worse on {pp['worse']}, equal on "
-                  f"{pp['equal']}."]
+        lines += ["", "The same, in progress fraction (a turn's guards credited only beside a check doing nothing "
+                  f"fails): {_paired_words(pp)}."]
     by = c.get("by_source") or {}
     if by:
         lines += ["", "| held-out after the last round, by source (mean over seeds) | episodes | pass: self-play / "
@@ -280,6 +276,13 @@ def _markdown(res: dict[str, Any]) -> str:
               f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
               f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
+
+
+def _paired_words(p: dict[str, Any]) -> str:
+    """A paired difference (:func:`_paired`) in words: its mean, standard error and the episodes either way."""
+    se = f" ± {_fmt(p['stderr'])} (standard error)" if p.get("stderr") is not None else ""
+    return (f"{p['mean']:+.3f}{se}; self-play better on {p['better']}, worse on {p['worse']}, equal on "
+            f"{p['equal']}")
 
 
 def _failures(f: dict[str, Any]) -> str:
