@@ -27,6 +27,11 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   (:meth:`~gym_envs.sandbox.Executor.open_many`, :func:`~gym_envs.env.reset_many`,
   as :func:`training.rollout.rollout` resets its episodes), latency per episode.
 
+* **Progress tracking.** The reference episodes of a shipped example played with
+  ``ToolEnv(track_progress=True)`` (every training rollout; the ``progress`` reward
+  mode) and without, in both executor modes: median time per turn and the extra
+  time per turn, paired by round (``resets // 10`` passes over the example's tasks).
+
 * **Vector env.** ``episodes`` sub-envs on the worker stepped together, each step one
   ``transfer`` call per sub-env: Gymnasium's ``SyncVectorEnv`` against
   :class:`~gym_envs.vector.ToolVectorEnv`, median latency per sub-env step.
@@ -433,6 +438,46 @@ def _bench_vector(spec: EnvSpec, rows: int, steps: int, rounds: int, episodes: i
     return out
 
 
+def _bench_progress(n: int, rounds: int, inproc: InProcessExecutor, worker: WorkerExecutor, *,
+                    example: str = "library-loans") -> dict[str, Any]:
+    """What tracking the progress fraction costs (``ToolEnv(track_progress=True)``, which every training rollout
+    does, and the ``progress`` reward mode: each turn's checks judged once more as it begins): the reference
+    episodes of a shipped example's tasks played with it on and off, in process and on the worker; median time
+    per turn, and the extra time per turn paired by round."""
+    from envgen.gate.replies import oracle_reply
+    from gym_envs.examples import load_example
+
+    spec = load_example(example)
+    tasks = [t for t in spec.tasks if t.turns]
+    turns = sum(len(t.turns) for t in tasks)
+
+    def player(env: ToolEnv) -> Callable[[int], None]:
+        def run(i: int) -> None:
+            for t in tasks:
+                env.reset(options={"task": t.id, "episode_seed": i})
+                for turn in t.turns:
+                    for call in turn.reference:
+                        env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
+                    env.step({"content": oracle_reply(turn), "tool_calls": []})
+        return run
+
+    envs = {f"{mode}{'-progress' if track else ''}": ToolEnv(spec, executor=ex, track_progress=track)
+            for mode, ex in (("inprocess", inproc), ("worker", worker)) for track in (False, True)}
+    try:
+        timed = _interleaved({name: (player(env), turns) for name, env in envs.items()}, max(1, n) * turns,
+                             rounds, warmup=3)
+    finally:
+        for env in envs.values():
+            env.close()
+    out: dict[str, Any] = {"example": example, "tasks": len(tasks), "turns": turns,
+                           "checks_per_turn": sum(len(tn.checks) for t in tasks for tn in t.turns) / turns}
+    for mode in ("inprocess", "worker"):
+        ratio, extra = _paired(timed[f"{mode}-progress"], timed[mode])
+        out[mode] = {"turn_us": timed[mode]["median_us"], "turn_progress_us": timed[f"{mode}-progress"]["median_us"],
+                     "extra_us": extra, "ratio": ratio}
+    return out
+
+
 def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any]]:
     t = tools["transfer"]
     values = {
@@ -482,6 +527,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
         reset = _bench_reset(spec, rows, resets, rounds, episodes, inproc, worker)
         vector = _bench_vector(spec, rows, resets, rounds, episodes, worker)
         breakdown = _breakdown(spec, rows, calls, rounds, inproc)
+        progress = _bench_progress(resets // 10, rounds, inproc, worker)
     finally:
         worker.close()
         if affinity is not None:
@@ -490,7 +536,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
                        "cpu": cpu, "cpus": os.cpu_count(), "load_avg_before": load_before[0],
                        "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
                        "sqlite": sqlite3.sqlite_version},
-            "tools": tools, "reset": reset, "vector": vector, "inprocess_breakdown": breakdown,
+            "tools": tools, "reset": reset, "vector": vector, "inprocess_breakdown": breakdown, "progress": progress,
             "targets": _targets(tools, reset)}
 
 

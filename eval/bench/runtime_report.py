@@ -57,15 +57,9 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         cells = [f"{reset[f'{key}_{m}_us']:.1f}" for m in ("inprocess", "worker", "worker_batched")[:len(cols) - 1]]
         table.add_row(label, *cells)
     console.print(table)
-    if "vector" in result:
-        vector = result["vector"]
-        table = Table(title=f"a Gymnasium loop: {vector['envs']} sub-envs on one worker, one transfer call each "
-                            "per step")
-        for col in ("vector env", "median us per sub-env step", "sub-env steps/s"):
-            table.add_column(col, justify="left" if col == "vector env" else "right")
-        for name in ("SyncVectorEnv", "ToolVectorEnv"):
-            table.add_row(name, f"{vector[name]['median_us']:.1f}", f"{vector[name]['steps_per_s']:,.0f}")
-        console.print(table)
+    for key, make in (("vector", _vector_table), ("progress", _progress_table)):  # in runs since they were added
+        if key in result:
+            console.print(make(result[key]))
     table = Table(title="targets")
     for col in ("target", "measured", "limit", "verdict"):
         table.add_column(col, justify="left" if col == "target" else "right")
@@ -74,6 +68,34 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         op = ">=" if t["name"] == "worker_steps_per_s" else "<="
         table.add_row(t["description"], f"{t['value']:,.2f}", f"{op} {t['limit']:,g}", verdict)
     console.print(table)
+
+
+def _vector_table(vector: dict[str, Any]) -> Any:
+    """Gymnasium's SyncVectorEnv against ToolVectorEnv (``run()["vector"]``)."""
+    from rich.table import Table
+
+    table = Table(title=f"a Gymnasium loop: {vector['envs']} sub-envs on one worker, one transfer call each "
+                        "per step")
+    for col in ("vector env", "median us per sub-env step", "sub-env steps/s"):
+        table.add_column(col, justify="left" if col == "vector env" else "right")
+    for name in ("SyncVectorEnv", "ToolVectorEnv"):
+        table.add_row(name, f"{vector[name]['median_us']:.1f}", f"{vector[name]['steps_per_s']:,.0f}")
+    return table
+
+
+def _progress_table(prog: dict[str, Any]) -> Any:
+    """What tracking the progress fraction costs a turn, off and on, per executor (``run()["progress"]``)."""
+    from rich.table import Table
+
+    table = Table(title=f"tracking the progress fraction: {prog['example']}'s reference episodes, {prog['turns']} "
+                        f"turns, {prog['checks_per_turn']:.1f} checks a turn (median us per turn)")
+    for col in ("executor", "off", "on", "extra (paired)", "x"):
+        table.add_column(col, justify="left" if col == "executor" else "right")
+    for mode in ("inprocess", "worker"):
+        m = prog[mode]
+        table.add_row(mode, f"{m['turn_us']:.1f}", f"{m['turn_progress_us']:.1f}", f"{m['extra_us']:.1f}",
+                      f"{m['ratio']:.2f}")
+    return table
 
 
 def plot(result: dict[str, Any], path: str | os.PathLike[str]) -> Path | None:

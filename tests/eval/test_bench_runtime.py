@@ -44,6 +44,17 @@ def test_every_mode_runs_the_tools_without_errors(result: dict) -> None:
     assert targets["worker_overhead_us"] == result["tools"]["transfer"]["worker-batched"]["overhead_us"]
 
 
+def test_progress_tracking_is_timed_on_and_off_in_both_executors(result: dict) -> None:
+    """The cost of ``track_progress`` (every training rollout's): the same reference episodes with it on and off;
+    the extra time per turn is the paired difference, whatever its sign on a busy machine."""
+    prog = result["progress"]
+    assert prog["example"] == "library-loans" and prog["turns"] >= prog["tasks"] >= 1 and prog["checks_per_turn"] > 1
+    for mode in ("inprocess", "worker"):
+        m = prog[mode]
+        assert m["turn_us"] > 0 and m["turn_progress_us"] > 0 and m["ratio"] > 0
+        assert isinstance(m["extra_us"], float)
+
+
 def test_the_breakdown_adds_layers_in_order(result: dict) -> None:
     layers = result["inprocess_breakdown"]
     assert list(layers) == [k for k, _ in runtime.LAYERS]
@@ -63,7 +74,8 @@ def test_targets_and_report(result: dict, tmp_path: Path) -> None:
     out = io.StringIO()
     runtime_report.print_report(result, Console(file=out, width=200))
     text = out.getvalue()
-    for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "ToolVectorEnv", "targets"):
+    for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "ToolVectorEnv",
+                   "tracking the progress fraction", "targets"):
         assert needle in text
     pytest.importorskip("matplotlib")
     png = runtime_report.plot(result, tmp_path / "runtime.png")
