@@ -353,7 +353,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         if any(c.kind == "unchanged" for c in turn.checks):
             self.session.mark()
         if self.track_progress:  # the turn's checks if the agent did nothing in it
-            outcome.free = [c.passed for c in self.session.check(self._turn_checks(turn), "", [], attempted=[])]
+            outcome.free = self._free_checks(turn)
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
 
@@ -379,6 +379,20 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         for r, i in zip(results, picked, strict=True):
             r.index = i
         return results
+
+    def _free_checks(self, turn: Any) -> list[bool]:
+        """Per check of ``turn``, whether it passes if the agent does nothing in the turn (no call, an empty
+        reply), judged on the state as the turn begins. An ``unchanged`` check passes then by definition (its
+        mark is this state) and is not run: it is the dearest kind to judge."""
+        assert self.session is not None
+        checks = self._turn_checks(turn)
+        judged = [i for i, c in enumerate(checks) if c["kind"] != "unchanged"]
+        free = [True] * len(checks)
+        if judged:
+            for i, r in zip(judged, self.session.check([checks[i] for i in judged], "", [], attempted=[]),
+                            strict=True):
+                free[i] = r.passed
+        return free
 
     def _turn_checks(self, turn: Any) -> list[dict[str, Any]]:
         """A turn's checks as the executor takes them (dumped once: the spec does not change under the env)."""

@@ -208,6 +208,27 @@ def test_progress_on_the_worker_executor_and_the_vector_env():
         envs.close()
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_free_verdicts_skip_only_what_running_them_would_pass(name):
+    """``unchanged`` checks are not run for the ``free`` verdicts (they pass on the state they marked): the
+    verdicts equal running every check as each turn of each reference episode begins."""
+    from gym_envs.env import ToolEnv
+
+    spec = SPECS[name]
+    env = ToolEnv(spec, executor="inprocess", track_progress=True)
+    try:
+        for task in spec.tasks:
+            env.reset(options={"task": task.id, "episode_seed": 0})
+            for k, turn in enumerate(task.turns):
+                every = env.session.check(env._turn_checks(turn), "", [], attempted=[])
+                assert env.turns[k].free == [c.passed for c in every], (task.id, k)
+                for call in turn.reference:
+                    env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
+                env.step({"content": oracle_reply(turn), "tool_calls": []})
+    finally:
+        env.close()
+
+
 def test_progress_credits_the_guards_only_beside_progress():
     """A turn's guards (checks doing nothing keeps) earn credit in ``progress`` only when the turn also passes a
     check doing nothing fails; ``checks`` credits them always. A wrong write that breaks a guard loses it."""
