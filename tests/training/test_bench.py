@@ -153,6 +153,8 @@ def test_bench_selfplay_tiny_phases_resume(tmp_path: Path) -> None:
     # the tiny bench probes 1 document (the H200 config 32): at round 0 and for the final policy
     assert [r["probe_acceptance"] is not None for r in sp["rounds"]] == [True, False]
     assert sp["probe_final"] is not None and res["targets"]["probe_acceptance_rise_points"] is not None
+    probed = [json.loads(line) for line in (out / "selfplay-s0-probes.jsonl").open()]
+    assert sorted({p["round"] for p in probed}) == [0, 2] and all("completion" in p for p in probed)
     # the config's update schedule (2 passes x 4 mini-batches) reaches both runs: several steps a round
     for name in ("selfplay", "baseline"):
         lines = (out / f"{name}-s0-metrics.jsonl").read_text().splitlines()
@@ -330,8 +332,12 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     summary = json.loads((src / "selfplay-s0-summary.json").read_text())
     summary["probe_final"]["failures"] = {"codes": {"no_json": 15}, "truncated": 0}
     (src / "selfplay-s0-summary.json").write_text(json.dumps(summary))
+    kept = [{"round": 0, "doc_id": "d", "parsed": False, "error_code": "json_syntax", "completion": "{"}]
+    (src / "selfplay-s0-probes.jsonl").write_text(json.dumps(kept[0]) + "\n")
     res = merge(tmp_path / "out", [src])
     assert res["selfplay"]["s0"]["rounds"][0]["probe_failures"]["truncated"] == 3
+    # the probe's proposals travel with the report (and with a merge of it)
+    assert json.loads((tmp_path / "out" / "selfplay-s0-probes.jsonl").read_text()) == kept[0]
     md = (tmp_path / "out" / "selfplay.md").read_text()
     assert ("Why the probe's unparsed proposals failed: seed 0 warm start: blueprint_schema 10, json_syntax 5 (3 cut "
             "off by the token budget); seed 0 final: no_json 15.") in md

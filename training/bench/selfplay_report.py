@@ -167,6 +167,14 @@ def _final_lines(run: Path) -> list[str]:
     return out
 
 
+def _probe_lines(run: Path) -> list[str]:
+    """The acceptance probe's proposals of a run, round by round (``RUN/probes/round-R.jsonl``; a merge's
+    ``selfplay-sS-probes.jsonl``, laid out as ``probes.jsonl``)."""
+    files = sorted((run / "probes").glob("round-*.jsonl"), key=lambda f: int(f.stem.split("-")[1])) \
+        if (run / "probes").is_dir() else [run / "probes.jsonl"] if (run / "probes.jsonl").is_file() else []
+    return [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _final_rewards(lines: list[str], mode: str | None = None) -> dict[tuple[str, str, int], float]:
     """Final held-out episode lines (:func:`_final_lines`) as reward by (environment, task, episode seed): the
     reward the run trained on, or the episode's score in ``mode`` (episodes without it left out)."""
@@ -430,6 +438,9 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
             final = finals[name]
             if final:
                 (out / f"{name}-{s}-final-episodes.jsonl").write_text("\n".join(final) + "\n", encoding="utf-8")
+        probes = _probe_lines(sp_run)
+        if probes:  # what the policy wrote without the grammar, round by round (RUN/probes/round-R.jsonl)
+            (out / f"selfplay-{s}-probes.jsonl").write_text("\n".join(probes) + "\n", encoding="utf-8")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
     b_final = [v["eval_final"] for v in res["baseline"].values() if v["eval_final"] is not None]
     sp_checks = [v["eval_final_reward"] for v in res["selfplay"].values() if v["eval_final_reward"] is not None]
@@ -553,11 +564,14 @@ def _gather_runs(work: Path, states: list[tuple[Path, dict[str, Any]]], merged: 
                 run = work / key
                 run.mkdir()
                 for part, flat in (("metrics.jsonl", "metrics.jsonl"), ("summary.json", "summary.json"),
-                                   ("episodes.jsonl", "final-episodes.jsonl")):
+                                   ("episodes.jsonl", "final-episodes.jsonl"), ("probes.jsonl", "probes.jsonl")):
                     src = next((f for f in (folder / f"{key}-{flat}", folder / "work" / key / part) if f.is_file()),
                                None)
                     if src is not None:
                         shutil.copyfile(src, run / part)
+                probes = folder / "work" / key / "probes"  # an --out of the bench: the probe's files per round
+                if not (run / "probes.jsonl").is_file() and probes.is_dir():
+                    shutil.copytree(probes, run / "probes")
 
 
 def merge(out: Path, folders: list[Path]) -> dict[str, Any]:
