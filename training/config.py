@@ -283,6 +283,10 @@ class SelfPlayConfig:
     write_skills: Bool = True  #: the policy writes refinements and new skills (probed before they are kept)
     distill: Bool = False  #: a recovery-step distillation phase each round (teacher: ``distill.teacher``)
     distill_episodes: Int = 16  #: the round's failed solver episodes the distillation phase learns from (at most)
+    #: a format-recovery step each round (:mod:`training.format_recovery`): the free stream's proposals that did
+    #: not parse are continued under the grammar from their first step it rejects, and the continuation is
+    #: learnt (masked NLL); needs ``proposer.explore_constrained: false`` and the blueprint structure
+    format_recovery: Bool = False
     #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
     #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch
     eval_envs: list[str] = field(default_factory=list)
@@ -333,6 +337,12 @@ class SelfPlayConfig:
             raise ValueError("distill_episodes, eval_every, eval_attempts and acceptance_probe_every must be >= 1")
         if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
             raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
+        p = self.proposer
+        if self.format_recovery and (p.explore_constrained is not False
+                                     or (p.explore_structure or p.structure) != "blueprint"):
+            raise ValueError("format_recovery learns the format where the free stream lost it, so the free stream "
+                             "must write blueprints without the grammar: set selfplay.proposer.explore_constrained="
+                             "false (and the blueprint structure), or selfplay.format_recovery=false")
 
 
 @dataclass(config=_CONFIG)

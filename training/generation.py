@@ -65,15 +65,23 @@ class Generator:
 
     ``json_schemas`` (one JSON Schema or ``None`` per context) constrains a row's decoding to JSON that
     its schema admits (the proposer's blueprints): xgrammar on HF ``generate``, structured outputs on vLLM.
+    ``grammar_prefixes[i]`` (token ids, or None): context ``i`` ends with these tokens of its schema's text
+    already, and decoding goes on from there under the schema (the format recovery of
+    :mod:`training.format_recovery`; HF only).
     """
 
     name = "base"
     eos_ids: list[int]
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0,
-                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
+                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         raise NotImplementedError
+
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        """The compiled xgrammar grammar of ``schema`` for this generator's tokenizer (the format recovery
+        finds where a completion left it)."""
+        raise NotImplementedError(f"the {self.name} generator compiles no grammars; use generation.engine=hf")
 
     def sync(self) -> None:
         """Make generation use the trainer's current weights (a no-op when they are shared)."""
@@ -189,11 +197,14 @@ class HFGenerator(Generator):
         return self._grammars.get(schema)
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0,
-                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
+                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
         if len(schemas) != len(contexts):
             raise ValueError(f"{len(schemas)} json_schemas for {len(contexts)} contexts")
+        prefixes = list(grammar_prefixes) if grammar_prefixes is not None else [None] * len(contexts)
+        if len(prefixes) != len(contexts) or any(p and schemas[i] is None for i, p in enumerate(prefixes)):
+            raise ValueError("grammar_prefixes: one per context, and only for contexts with a json_schema")
         order = list(range(len(contexts)))  # no rows: the model is still unwrapped (a collective op under ZeRO-3)
         if self.sort_by_length:
             order.sort(key=lambda i: -len(contexts[i]))
@@ -209,7 +220,8 @@ class HFGenerator(Generator):
                 try:
                     grammars = [self.grammar(schemas[i]) for i in idx] if schemas[idx[0]] is not None else None  # type: ignore[arg-type]
                     rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
-                                       temperature=temperature, top_p=top_p, seed=seed + ci, grammars=grammars)
+                                       temperature=temperature, top_p=top_p, seed=seed + ci, grammars=grammars,
+                                       prefixes=[prefixes[i] for i in idx] if grammars is not None else None)
                 except Exception as e:  # the boundary: a failure is data, these rows end with an error
                     msg = exception_text(e)
                     rows = [Generated([], [], "error", msg) for _ in idx]
@@ -218,7 +230,8 @@ class HFGenerator(Generator):
         return [g for g in out if g is not None]
 
     def _chunk(self, model: Any, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-               seed: int, grammars: list[Any] | None = None) -> list[Generated]:
+               seed: int, grammars: list[Any] | None = None,
+               prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         import torch
 
         device = next(model.parameters()).device
@@ -239,7 +252,7 @@ class HFGenerator(Generator):
         if grammars is not None:  # the grammar masks first, so the recorded log-probabilities are what was sampled from
             from envgen.backends.hf import grammar_processor
 
-            processors.append(grammar_processor(grammars))
+            processors.append(grammar_processor(grammars, prefixes))
         if recorder is not None:
             processors.append(recorder)
         if processors:
@@ -296,8 +309,13 @@ class VLLMGenerator(Generator):
         self.engine = engine
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0,
-                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
+                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
+        if grammar_prefixes is not None and any(grammar_prefixes):
+            from training.errors import ConfigError
+
+            raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
+                              "(selfplay.format_recovery): set generation.engine=hf")
         schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
         groups: dict[str, list[int]] = {}  # one engine call per schema (vLLM's sampling params hold one)
         for i, sch in enumerate(schemas):
@@ -342,7 +360,8 @@ class VLLMGenerator(Generator):
 class ScriptedGenerator(Generator):
     """Continuations from ``script(context_text) -> str`` (tests, dry runs, benchmarks).
 
-    The text is tokenised and closed with EOS (``finish == "stop"``), or cut at ``max_new_tokens``.
+    The text is tokenised and closed with EOS (``finish == "stop"``), or cut at ``max_new_tokens``;
+    ``json_schemas`` and ``grammar_prefixes`` do not change it (the script's text is the continuation).
     With ``compute`` (another generator), that generator runs first on the same contexts (the real
     cost is paid and its token ids are kept) and only the action text comes from the script:
     a benchmark's environment then executes meaningful calls while the model's arithmetic is real.
@@ -356,13 +375,22 @@ class ScriptedGenerator(Generator):
         self.compute = compute
         self.eos_ids = [int(tokenizer.eos_token_id)]
         self.calls = 0
+        self._grammars: Any = None
+
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        if self._grammars is None:
+            from envgen.backends.hf import JsonGrammars
+
+            self._grammars = JsonGrammars(self.tokenizer, len(self.tokenizer), self.eos_ids)
+        return self._grammars.get(schema)
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0,
-                 json_schemas: list[dict[str, Any] | None] | None = None) -> list[Generated]:
+                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
+                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         self.calls += 1
         computed = (self.compute.generate(contexts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                          top_p=top_p, seed=seed, json_schemas=json_schemas)
+                                          top_p=top_p, seed=seed, json_schemas=json_schemas,
+                                          grammar_prefixes=grammar_prefixes)
                     if self.compute is not None else None)
         out = []
         for i, ctx in enumerate(contexts):

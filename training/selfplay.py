@@ -29,7 +29,10 @@ One round (:meth:`SelfPlay.round`):
    (environment tokens masked out), then, with ``selfplay.distill``, a
    recovery-step distillation step on the round's failed episodes
    (:func:`training.distill.recovery_samples`; teacher ``distill.teacher``: the
-   reference trajectories or a backend); the generator is synced (vLLM);
+   reference trajectories or a backend), and with ``selfplay.format_recovery`` a
+   format-recovery step: the free stream's unparsed proposals continued under the
+   grammar from their first step it rejects (:mod:`training.format_recovery`; the
+   decoding grammar is the teacher); the generator is synced (vLLM);
 6. **skills** -- statistics, prune / merge, and with ``selfplay.write_skills`` the
    policy writes refinements and new skills from successful exploration
    environments, each kept only if its probes pass the gate and its validator
@@ -351,6 +354,29 @@ class SelfPlay:
                      objective="nll")
         return {"episodes": len(failed), **stats, "update": upd}, time.perf_counter() - t0
 
+    def _format_recovery(self, result: RoundResult, r: int) -> tuple[dict[str, Any] | None, float]:
+        """The optional format-recovery step (:mod:`training.format_recovery`) on the round's unparsed free
+        proposals."""
+        if not self.cfg.selfplay.format_recovery:
+            return None, 0.0
+        from envgen.blueprint.schema import blueprint_json_schema, parse_blueprint
+        from training.format_recovery import recovery_samples
+
+        t0 = time.perf_counter()
+        sp = self.cfg.selfplay
+        schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
+        tok = self.tokenizer
+        samples, stats = recovery_samples(
+            result.candidates, self.backend.record_for, self.generator, schema,
+            parses=lambda text: parse_blueprint(text).blueprint is not None,
+            decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
+            max_new_tokens=sp.proposer.max_new_tokens, temperature=sp.proposer.temperature,
+            top_p=sp.proposer.top_p, seed=self.cfg.run.seed * 7919 + r, weight=sp.proposer_weight)
+        upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                     objective="nll")
+        seconds = time.perf_counter() - t0
+        return {**stats, "update": upd, "seconds": seconds}, seconds
+
     def round(self, r: int) -> dict[str, Any]:
         """Run round ``r`` (see the module docstring); returns its metrics."""
         cfg, sp = self.cfg, self.cfg.selfplay
@@ -375,10 +401,11 @@ class SelfPlay:
                                cfg=self.update_cfg, reference=self.reference, seed=r)
         t_update = time.perf_counter() - t1
         distill, t_distill = self._distill()
+        recovery, t_recovery = self._format_recovery(result, r)
         self.generator.sync()
         self._record_solve_rates(result)
         self._snapshot_skills(r)
-        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill}
+        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill + t_recovery}
         metrics = round_record(r, result=result, episodes=self._episodes, env_rates=self._env_rates,
                                eval_episodes=self._eval_episodes, missing=missing,
                                n_samples={"proposer": len(prop), "solver": len(solv)}, update=upd, distill=distill,
@@ -387,6 +414,8 @@ class SelfPlay:
                                bins=sp.histogram_bins)
         if probe is not None:
             metrics["probe"] = probe
+        if recovery is not None:
+            metrics["format_recovery"] = recovery
         self.metrics.log(metrics, step=r)
         self._write_episodes(r)
         self.history.append(metrics)

@@ -36,7 +36,8 @@ from typing import Any
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 
-__all__ = ["JsonGrammars", "StepBar", "TransformersBackend", "grammar_processor", "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "first_rejected", "grammar_processor",
+           "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -92,12 +93,70 @@ class JsonGrammars:
         return self.cache[key]
 
 
-def grammar_processor(grammars: Any) -> Any:
+def grammar_processor(grammars: Any, prefixes: Any = None) -> Any:
     """A ``transformers`` logits processor that constrains row ``i`` of one ``generate`` call to ``grammars[i]``
-    (a fresh one per call: it holds the rows' matchers)."""
-    from xgrammar.contrib.hf import LogitsProcessor
+    (a fresh one per call: it holds the rows' matchers). ``prefixes[i]`` (token ids, or None): row ``i``'s
+    context ends with these tokens of the grammar's text already, so its matcher starts after them."""
+    if prefixes is None or not any(prefixes):
+        from xgrammar.contrib.hf import LogitsProcessor
 
-    return LogitsProcessor(list(grammars))
+        return LogitsProcessor(list(grammars))
+    return PrefixedGrammars(list(grammars), [list(p or []) for p in prefixes])
+
+
+class PrefixedGrammars:
+    """A ``transformers`` logits processor like xgrammar's, whose row ``i`` continues a text the grammar has
+    already accepted ``prefixes[i]`` of (the format recovery of :mod:`training.format_recovery` goes on from
+    where a completion written without the grammar left it). Raises ``ValueError`` when the grammar rejects a
+    prefix: the caller cut it at the first rejected token (:func:`first_rejected`)."""
+
+    def __init__(self, grammars: list[Any], prefixes: list[list[int]]):
+        import xgrammar as xgr
+
+        if len(grammars) != len(prefixes):
+            raise ValueError(f"{len(prefixes)} prefixes for {len(grammars)} grammars")
+        self.matchers = []
+        for row, (grammar, prefix) in enumerate(zip(grammars, prefixes, strict=True)):
+            matcher = xgr.GrammarMatcher(grammar)
+            for i, token in enumerate(prefix):
+                if matcher.is_terminated() or not matcher.accept_token(int(token)):
+                    raise ValueError(f"row {row}: the grammar rejects token {i} ({token}) of its prefix; cut the "
+                                     "prefix before it (first_rejected)")
+            self.matchers.append(matcher)
+        self.bitmask = xgr.allocate_token_bitmask(len(grammars), grammars[0].tokenizer_info.vocab_size)
+        self.started = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import xgrammar as xgr
+
+        if input_ids.shape[0] != len(self.matchers):
+            raise RuntimeError(f"{input_ids.shape[0]} rows for {len(self.matchers)} grammars")
+        if self.started:  # the token sampled at the previous step (the first call sees the context only)
+            for i, matcher in enumerate(self.matchers):
+                if not matcher.is_terminated() and not matcher.accept_token(int(input_ids[i, -1])):
+                    raise RuntimeError(f"row {i}: a token the grammar masked out was sampled")
+        self.started = True
+        for i, matcher in enumerate(self.matchers):
+            if not matcher.is_terminated():
+                matcher.fill_next_token_bitmask(self.bitmask, i)
+        on_gpu = scores.device.type == "cuda"
+        target = scores if on_gpu else scores.to("cpu")
+        xgr.apply_token_bitmask_inplace(target, self.bitmask.to(target.device))
+        return target if on_gpu else target.to(scores.device)
+
+
+def first_rejected(grammar: Any, token_ids: Any) -> int | None:
+    """Where a completion written without ``grammar`` first leaves it: the index of the first token the grammar
+    rejects (or the first after the grammar's text ended); ``len(token_ids)`` when it accepts them all but the
+    text is unfinished (cut by the token budget); None when the completion is one the grammar could have
+    written, stop token included."""
+    import xgrammar as xgr
+
+    matcher = xgr.GrammarMatcher(grammar)
+    for i, token in enumerate(token_ids):
+        if matcher.is_terminated() or not matcher.accept_token(int(token)):
+            return i
+    return None if matcher.is_terminated() else len(token_ids)
 
 
 class StepBar:

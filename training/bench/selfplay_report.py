@@ -89,6 +89,7 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "heldout_progress": (r.get("eval") or {}).get("progress"), "env_share": r["time"]["environment_share"],
             "probe_acceptance": (r.get("probe") or {}).get("acceptance"),
             "probe_failures": (r.get("probe") or {}).get("failures"), "proposer_failures": p.get("failures"),
+            "format_recovered": (r.get("format_recovery") or {}).get("recovered"),
             "seconds": r["time"]["round"],
             "heldout_by_source": _checks_by_source(r)}
 

@@ -1,0 +1,192 @@
+"""Format recovery (training.format_recovery): where a completion written without the grammar leaves it, the
+policy's continuation from there under the grammar, the masked samples, and the self-play step that learns them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("xgrammar")
+
+from envgen.blueprint.prompt import example_blueprint
+from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
+from envgen.errors import FailureCode
+from tests.training.conftest import SOLVER_MARK, solver_plan
+from tests.training.test_selfplay import selfplay_config
+from training.generation import HFGenerator, ScriptedGenerator
+
+#: a schema whose every text is short and nearly forced (a random model finishes it in a few tokens)
+FORCED = {"type": "object", "properties": {"a": {"enum": [1, 2]}, "b": {"enum": ["x"]}}, "required": ["a", "b"],
+          "additionalProperties": False}
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_first_rejected_finds_where_a_completion_leaves_the_grammar(tokenizer: Any) -> None:
+    from envgen.backends.hf import first_rejected
+
+    grammar = ScriptedGenerator(tokenizer, str).grammar(FORCED)
+    eos = [int(tokenizer.eos_token_id)]
+    text = '{"a": 1, "b": "x"}'  # the grammar's JSON: the standard separators, no other whitespace
+    good = _ids(tokenizer, text)
+    assert first_rejected(grammar, good + eos) is None  # one the grammar could have written
+    assert first_rejected(grammar, good) == len(good)  # unfinished: the stop token is missing
+    squeezed = _ids(tokenizer, '{"a": 1,"b": "x"}') + eos  # the missing space is the first step off
+    k = first_rejected(grammar, squeezed)
+    assert k is not None and 0 < k < len(squeezed)
+    assert text.startswith(tokenizer.decode(squeezed[:k])) and not text.startswith(tokenizer.decode(squeezed[:k + 1]))
+    assert first_rejected(grammar, _ids(tokenizer, "Sure! {") + eos) == 0
+    assert first_rejected(grammar, good + eos + good) == len(good) + 1  # tokens after the text ended
+
+
+def test_the_policy_goes_on_under_the_grammar_from_a_prefix(tiny_dir: Path, tokenizer: Any) -> None:
+    """``grammar_prefixes``: the row's context ends with tokens of the grammar's text, and decoding goes on from
+    there under the grammar (a random model: the schema forces the rest)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    gen = HFGenerator(model, eos_ids=[int(tokenizer.eos_token_id)], pad_id=int(tokenizer.pad_token_id or 0),
+                      tokenizer=tokenizer)
+    prompt = _ids(tokenizer, "Write it:")
+    for text, a in (('{"a": 2', 2), ('{"a": 1, "b":', 1)):
+        prefix = _ids(tokenizer, text)
+        (out,) = gen.generate([prompt + prefix], max_new_tokens=24, temperature=1.0, seed=1, json_schemas=[FORCED],
+                              grammar_prefixes=[prefix])
+        assert out.finish == "stop"
+        assert json.loads(tokenizer.decode(prefix + out.ids, skip_special_tokens=True)) == {"a": a, "b": "x"}
+    # a prefix the grammar rejects is the row's failure (data, as every generation failure is)
+    (bad,) = gen.generate([prompt], max_new_tokens=4, json_schemas=[FORCED],
+                          grammar_prefixes=[_ids(tokenizer, '{"a":1')])
+    assert bad.finish == "error" and "rejects token" in (bad.error or "")
+    with pytest.raises(ValueError, match="only for contexts with a json_schema"):
+        gen.generate([prompt], max_new_tokens=4, grammar_prefixes=[_ids(tokenizer, "{")])
+
+
+def test_vllm_refuses_a_grammar_prefix() -> None:
+    from training.errors import ConfigError
+    from training.generation import VLLMGenerator
+
+    gen = VLLMGenerator(eos_ids=[0], engine=object())
+    with pytest.raises(ConfigError, match=r"generation\.engine=hf"):
+        gen.generate([[1, 2]], max_new_tokens=4, json_schemas=[FORCED], grammar_prefixes=[[2]])
+
+
+def _candidate(raw: str, *, stream: str = "explore", code: Any = FailureCode.JSON_SYNTAX, spec: Any = None) -> Any:
+    return SimpleNamespace(proposal=SimpleNamespace(spec=spec, raw=raw, meta={"stream": stream, "error_code": code}))
+
+
+def test_recovery_samples_learn_the_continuation_not_the_prefix(tiny_dir: Path, tokenizer: Any) -> None:
+    """A blueprint broken part-way (a line break between two members) is kept up to the break as context (mask 0)
+    and continued under the real blueprint grammar by the tiny model (mask 1); the result parses. Skill-stream,
+    parsed and grammar-admitted proposals are left alone."""
+    from transformers import AutoModelForCausalLM
+
+    from training.format_recovery import recovery_samples
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    eos = int(tokenizer.eos_token_id)
+    gen = HFGenerator(model, eos_ids=[eos], pad_id=int(tokenizer.pad_token_id or 0), tokenizer=tokenizer)
+    schema = blueprint_json_schema()
+    good = example_blueprint()
+    cut = good.index(', "', 120) + 1
+    broken = good[:cut] + "\n" + good[cut + 1:]  # the grammar's JSON has no free whitespace
+    prompt = _ids(tokenizer, "Write a blueprint:")
+    records = {t: SimpleNamespace(prompt_ids=prompt, completion_ids=[*_ids(tokenizer, t), eos])
+               for t in (broken, good, "no")}
+    candidates = [_candidate(broken), _candidate(broken, stream="skill"), _candidate(good),
+                  _candidate("no", code=FailureCode.COMPILE), _candidate(broken, spec=object())]
+    budget = len(records[broken].completion_ids) + max_completion_chars(schema)
+    def record_for(raw: str | None) -> Any:
+        return records.get(raw or "")
+
+    samples, stats = recovery_samples(candidates, record_for, gen, schema,
+                                      parses=lambda text: parse_blueprint(text).ok,
+                                      decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
+                                      max_new_tokens=budget, temperature=1.0, seed=0)
+    assert stats["unparsed"] == 1 and stats["recovered"] == len(samples) == 1, stats
+    (s,) = samples
+    k = s.meta["divergence"]
+    assert s.completion_ids[:k] == records[broken].completion_ids[:k] and s.loss_mask == [0] * k + [1] * (
+        len(s.completion_ids) - k)
+    kept = tokenizer.decode(s.completion_ids[:k])  # the break is the first step off the grammar
+    assert good.startswith(kept) and broken.startswith(kept) and cut - 8 <= len(kept) <= cut
+    assert parse_blueprint(tokenizer.decode(s.completion_ids, skip_special_tokens=True)).ok
+    assert s.role == "proposer" and s.advantage == 1.0 and 0 < stats["divergence"] < 1
+    # a budget the prefix already fills leaves nothing to continue
+    none, cut_stats = recovery_samples(candidates[:1], record_for, gen, schema, parses=lambda t: True,
+                                       decode=tokenizer.decode, max_new_tokens=k, temperature=1.0)
+    assert none == [] and cut_stats["cut"] == 1
+
+
+class _Proposals(ScriptedGenerator):
+    """Proposals: an unparsable answer, then two valid blueprints, ...; a continuation under the grammar (the
+    format recovery's) is the blueprint; solver contexts go to the library solver."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer, self.answer)
+        self.proposals = 0
+        self.recovering = False
+
+    def answer(self, context: str) -> str:
+        if SOLVER_MARK in context:
+            return solver_plan()(context)
+        if self.recovering:
+            return example_blueprint()
+        self.proposals += 1
+        return "I would rather not." if self.proposals % 3 == 1 else example_blueprint()
+
+    def generate(self, contexts: list[list[int]], **kw: Any) -> Any:
+        self.recovering = bool(kw.get("grammar_prefixes"))
+        return super().generate(contexts, **kw)
+
+
+def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                               corpus_dir: Path) -> None:
+    """``selfplay.format_recovery``: each round the free stream's unparsed proposals become recovery samples
+    and a masked-NLL step learns them (``format_recovery`` in the round's record); the option needs the free
+    stream to write blueprints without the grammar."""
+    from training.selfplay import SelfPlay
+
+    proposer = {"structure": "blueprint", "constrained": True, "explore_constrained": False,
+                "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1, "eval_envs": [], "proposer": proposer,
+                                                                   "format_recovery": True})
+    sp = SelfPlay(cfg, generator=_Proposals(tokenizer))
+    (h,) = sp.run()
+    rec = h["format_recovery"]
+    unparsed = round(h["proposer"]["candidates"] * (1 - h["proposer"]["validity_by_stream"]["explore"]) / 2)
+    assert rec["unparsed"] >= 1 and rec["recovered"] == rec["unparsed"] >= unparsed, (rec, h["proposer"])
+    assert rec["divergence"] == 0.0  # "I would rather not." leaves the grammar at its first token
+    assert rec["update"]["samples"] == rec["recovered"] and rec["update"]["trained_tokens"] > 0
+    assert rec["seconds"] > 0
+    with pytest.raises(ValueError, match="explore_constrained=false"):
+        selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"format_recovery": True})
+
+
+@pytest.mark.slow
+def test_the_smoke_config_recovers_the_format_with_a_real_model(tmp_path: Path, tiny_dir: Path) -> None:
+    """The smoke config with the free stream unconstrained and ``format_recovery`` on: the random tiny model's
+    free proposals do not parse, their continuations under the real blueprint grammar do, and a masked-NLL step
+    learns them (minutes)."""
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "smoke"
+    cmd = [sys.executable, "-m", "envgen", "train", "selfplay", "--config", "smoke-cpu", "--output-dir", str(out),
+           "--set", f"model.name_or_path={tiny_dir}", "--set", "run.report_to=[]",
+           "--set", "selfplay.proposer.explore_constrained=false", "--set", "selfplay.format_recovery=true"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
+                          text=True, timeout=3000)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rounds = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    recovered = [r["format_recovery"] for r in rounds]
+    assert all(r["unparsed"] >= 1 for r in recovered), recovered  # the random model writes no blueprint alone
+    assert sum(r["recovered"] for r in recovered) >= 1, recovered
+    assert all(r["update"]["samples"] == r["recovered"] for r in recovered)

@@ -1,0 +1,93 @@
+"""Format recovery: recovery-step self-distillation with the decoding grammar as the teacher.
+
+When the exploration stream writes without the grammar (``selfplay.proposer.explore_constrained: false``), a
+proposal that does not parse gets reward -1 in its GRPO group: the update learns that the sequence was bad,
+not where it went wrong or what the format wanted there. The grammar knows both. For each such proposal
+(:func:`recovery_samples`):
+
+1. **divergence** -- the completion's tokens are fed to the schema's grammar (the one the skill stream decodes
+   under) until it rejects one (:func:`envgen.backends.hf.first_rejected`): the first step that leaves the
+   states the grammar supports, or the end of an unfinished text;
+2. **recovery** -- the policy goes on from the prompt and the tokens before that step, now under the grammar
+   (``Generator.generate(grammar_prefixes=...)``), within the proposer's token budget;
+3. **sample** -- the proposal's own tokens up to the divergence are context with loss mask 0 (its valid
+   prefix is not re-taught), the recovered continuation has mask 1; a continuation cut by the budget, or one
+   whose text still does not parse as the structure, is dropped;
+4. **update** -- masked negative log-likelihood (:func:`training.loss.update`, ``objective="nll"``), as the
+   solver's recovery-step distillation (:mod:`training.distill`) does.
+
+So the free stream is taught the format at the step where it lost it, in the policy's own words around it.
+Only the round's proposals are used, never the acceptance probe's (which measures the format).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from envgen.errors import PARSE_FAILURES
+from training.generation import Generator
+from training.loss import Sample
+
+__all__ = ["recovery_samples"]
+
+
+def recovery_samples(candidates: Sequence[Any], record_for: Callable[[str | None], Any], generator: Generator,
+                     schema: dict[str, Any], parses: Callable[[str], bool], decode: Callable[[list[int]], str], *,
+                     max_new_tokens: int, temperature: float, top_p: float = 1.0, seed: int = 0,
+                     weight: float = 1.0) -> tuple[list[Sample], dict[str, Any]]:
+    """NLL samples that take the round's unparsed proposals back to the format (module docstring).
+
+    ``candidates``: the round's candidates (``.proposal``: ``spec``, ``raw``, ``meta["error_code"]`` and
+    ``meta["stream"]``); only exploration proposals that failed to parse are used. ``record_for(raw)``: what
+    was sampled for a proposal (``prompt_ids``, ``completion_ids``). ``parses(text)``: whether a recovered text
+    parses as the structure. ``decode(ids)``: token ids to text. Returns the samples and their statistics:
+    ``unparsed`` (proposals taken), ``recovered`` (samples made), ``cut`` (continuations cut by the budget),
+    ``still_unparsed``, ``divergence`` (mean share of the completion kept before the divergence) and
+    ``new_tokens`` (mean tokens of a recovered continuation)."""
+    from envgen.backends.hf import first_rejected
+
+    grammar = generator.grammar(schema)
+    rows: list[tuple[list[int], list[int]]] = []
+    shares: list[float] = []
+    for c in candidates:
+        p = c.proposal
+        meta = p.meta or {}
+        if p.spec is not None or meta.get("stream") != "explore" or meta.get("error_code") not in PARSE_FAILURES:
+            continue
+        rec = record_for(p.raw)
+        if rec is None or not rec.completion_ids:
+            continue
+        ids = list(rec.completion_ids)
+        k = first_rejected(grammar, ids)
+        if k is None:  # the grammar could have written it: not a format failure
+            continue
+        rows.append((list(rec.prompt_ids), ids[:k]))
+        shares.append(k / len(ids))
+    stats: dict[str, Any] = {"unparsed": len(rows), "recovered": 0, "cut": 0, "still_unparsed": 0,
+                             "divergence": statistics.fmean(shares) if shares else None, "new_tokens": None}
+    budget = [max_new_tokens - len(prefix) for _, prefix in rows]
+    live = [i for i, b in enumerate(budget) if b > 0]
+    stats["cut"] = len(rows) - len(live)
+    if not live:
+        return [], stats
+    out = generator.generate([rows[i][0] + rows[i][1] for i in live], max_new_tokens=max(budget[i] for i in live),
+                             temperature=temperature, top_p=top_p, seed=seed, json_schemas=[schema] * len(live),
+                             grammar_prefixes=[rows[i][1] for i in live])
+    samples, new = [], []
+    for i, g in zip(live, out, strict=True):
+        prompt, prefix = rows[i]
+        cont = list(g.ids)
+        if g.finish != "stop" or len(cont) > budget[i]:
+            stats["cut"] += 1
+            continue
+        if not parses(decode(prefix + cont)):
+            stats["still_unparsed"] += 1
+            continue
+        samples.append(Sample(prompt, prefix + cont, [0] * len(prefix) + [1] * len(cont), advantage=1.0,
+                              role="proposer", weight=weight, meta={"divergence": len(prefix)}))
+        new.append(len(cont))
+    stats["recovered"] = len(samples)
+    stats["new_tokens"] = statistics.fmean(new) if new else None
+    return samples, stats
