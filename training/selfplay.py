@@ -359,7 +359,7 @@ class SelfPlay:
         proposals."""
         if not self.cfg.selfplay.format_recovery:
             return None, 0.0
-        from envgen.blueprint.schema import blueprint_json_schema, parse_blueprint
+        from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
         from training.format_recovery import recovery_samples
 
         t0 = time.perf_counter()
@@ -370,7 +370,10 @@ class SelfPlay:
             result.candidates, self.backend.record_for, self.generator, schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
             decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
-            max_new_tokens=sp.proposer.max_new_tokens, temperature=sp.proposer.temperature,
+            # as constrained proposals are: the schema's worst case (a token is at least a character), so a
+            # continuation under the grammar always closes its text
+            max_new_tokens=max(sp.proposer.max_new_tokens, max_completion_chars(schema)),
+            temperature=sp.proposer.temperature,
             top_p=sp.proposer.top_p, seed=self.cfg.run.seed * 7919 + r, weight=sp.proposer_weight)
         upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                      objective="nll")
