@@ -123,8 +123,8 @@ class TurnOutcome:
     reply: str = ""
     checks: list[CheckResult] = field(default_factory=list)
     scored: bool = False
-    #: per check, whether it passes if the agent does nothing in this turn (judged as the turn begins; the
-    #: ``progress`` reward mode only, else None)
+    #: per check, whether it passes if the agent does nothing in this turn (judged as the turn begins, in the
+    #: ``progress`` reward mode or with ``track_progress``; else None)
     free: list[bool] | None = None
 
     @property
