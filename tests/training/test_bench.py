@@ -531,6 +531,16 @@ def test_merge_compares_every_resolved_setting(tmp_path: Path) -> None:
     assert merge(tmp_path / "ok", folders[:2])["seeds"] == [0, 1]  # the probe is measurement
     with pytest.raises(ValueError, match=r"settings grpo.num_iterations: 2 vs 1"):
         merge(tmp_path / "bad", [folders[0], folders[2]])
+    # a setting added after a run ran there as its default: the older run merges with a newer one that keeps it
+    older = json.loads((folders[1] / "state.json").read_text())
+    del older["resolved"]["selfplay"]["format_recovery"]
+    (folders[1] / "state.json").write_text(json.dumps(older))
+    assert merge(tmp_path / "older", folders[:2])["seeds"] == [0, 1]
+    newer = json.loads((folders[0] / "state.json").read_text())
+    newer["resolved"]["selfplay"]["format_recovery"] = True
+    (folders[0] / "state.json").write_text(json.dumps(newer))
+    with pytest.raises(ValueError, match=r"settings selfplay.format_recovery: True vs \(unset\)"):
+        merge(tmp_path / "changed", folders[:2])
 
 
 def test_the_final_policies_are_compared_episode_by_episode(tmp_path: Path) -> None:

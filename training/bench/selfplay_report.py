@@ -522,6 +522,13 @@ def _read_states(out: Path, folders: list[Path]) -> list[tuple[Path, dict[str, A
     return states
 
 
+def _default_settings() -> dict[str, Any]:
+    """Every setting's default, as :func:`_settings` spells a resolved config (JSON values)."""
+    from training.config import TrainConfig, config_to_dict
+
+    return _settings(json.loads(json.dumps(config_to_dict(TrainConfig()), default=str)))
+
+
 def _settings(d: dict[str, Any]) -> dict[str, Any]:
     """A resolved config as ``section.key`` settings, without :data:`MEASUREMENT_ONLY`."""
     from training.metrics import leaves
@@ -539,7 +546,9 @@ def _check_same_training(states: list[tuple[Path, dict[str, Any]]]) -> None:
         got = (st.get("config"), _training_overrides(st), bool(st.get("tiny")))
         if got == want and first.get("resolved") and st.get("resolved"):
             a, b = _settings(first["resolved"]), _settings(st["resolved"])
-            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            # a setting one run predates ran as its default (a key added later keeps the old behaviour there)
+            default = _default_settings()
+            keys = sorted(k for k in set(a) | set(b) if a.get(k, default.get(k)) != b.get(k, default.get(k)))
             if keys:
                 raise ValueError(f"{first_folder} and {folder} trained differently (settings " + ", ".join(
                     f"{k}: {a.get(k, '(unset)')} vs {b.get(k, '(unset)')}" for k in keys[:6]) + "); only "
