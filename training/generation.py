@@ -78,10 +78,25 @@ class Generator:
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         raise NotImplementedError
 
+    tokenizer: Any = None  #: the tokenizer grammars are compiled for (None: this generator compiles none)
+    _grammars: Any = None
+
     def grammar(self, schema: dict[str, Any]) -> Any:
-        """The compiled xgrammar grammar of ``schema`` for this generator's tokenizer (the format recovery
-        finds where a completion left it)."""
-        raise NotImplementedError(f"the {self.name} generator compiles no grammars; use generation.engine=hf")
+        """The compiled xgrammar grammar of ``schema`` for this generator's tokenizer, compiled once (see
+        :class:`envgen.backends.hf.JsonGrammars`): constrained rows, and the format recovery's look at where
+        a completion left it."""
+        if self._grammars is None:
+            if self.tokenizer is None:
+                raise ValueError(f"compiling a grammar needs the generator's tokenizer ({type(self).__name__}(..., "
+                                 "tokenizer=...)); a vLLM generator compiles none: use generation.engine=hf")
+            from envgen.backends.hf import JsonGrammars
+
+            self._grammars = JsonGrammars(self.tokenizer, self._vocab_size(), self.eos_ids)
+        return self._grammars.get(schema)
+
+    def _vocab_size(self) -> int:
+        """The size of the vocabulary the grammar's token masks cover."""
+        return len(self.tokenizer)
 
     def sync(self) -> None:
         """Make generation use the trainer's current weights (a no-op when they are shared)."""
@@ -157,7 +172,7 @@ class HFGenerator(Generator):
                  record_logprobs: bool = True, autocast_bf16: bool = False, tokenizer: Any = None):
         self.model = model
         self.tokenizer = tokenizer
-        self._grammars: Any = None
+        self._grammars = None
         self.autocast_bf16 = autocast_bf16
         self.eos_ids = sorted({int(e) for e in eos_ids})
         self.pad_id = int(pad_id)
@@ -185,16 +200,8 @@ class HFGenerator(Generator):
                     (getattr(m, "activation_checkpointing_enable", None) or m.gradient_checkpointing_enable)()
                 m.train(was_training)
 
-    def grammar(self, schema: dict[str, Any]) -> Any:
-        """The compiled grammar of ``schema`` (see :class:`envgen.backends.hf.JsonGrammars`)."""
-        if self._grammars is None:
-            if self.tokenizer is None:
-                raise ValueError("constrained generation needs the tokenizer: HFGenerator(..., tokenizer=...)")
-            from envgen.backends.hf import JsonGrammars
-
-            vocab = self.model.get_output_embeddings().weight.shape[0]
-            self._grammars = JsonGrammars(self.tokenizer, vocab, self.eos_ids)
-        return self._grammars.get(schema)
+    def _vocab_size(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])  # the logits' width (padded past the tokenizer)
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
@@ -375,14 +382,6 @@ class ScriptedGenerator(Generator):
         self.compute = compute
         self.eos_ids = [int(tokenizer.eos_token_id)]
         self.calls = 0
-        self._grammars: Any = None
-
-    def grammar(self, schema: dict[str, Any]) -> Any:
-        if self._grammars is None:
-            from envgen.backends.hf import JsonGrammars
-
-            self._grammars = JsonGrammars(self.tokenizer, len(self.tokenizer), self.eos_ids)
-        return self._grammars.get(schema)
 
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
