@@ -319,6 +319,48 @@ def test_selfplay_report_of_the_h200_v4_run(tmp_path: Path) -> None:
     assert all(r["update"]["proposer"]["samples"] == 8 for r in rows) and rows[1]["proposer"]["parsed"] < 1
 
 
+def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
+    """``selfplay-v5/`` (v4's run with ``selfplay.format_recovery`` on; seed 0) re-rendered: the figures the
+    README and h200.md quote, the probe's kept proposals, and the committed report is what the merge writes."""
+    from training.bench.selfplay_report import merge
+
+    src = H200_SELFPLAY.parent / "selfplay-v5"
+    res = merge(tmp_path, [src])
+    assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["acceptance_explore"] for r in sp["rounds"]] == [0.5, 0.25, 0.5, 1.0, 0.25]
+    assert sp["rounds"][0]["probe_acceptance"] == 17 / 32 and sp["probe_final"] == 20 / 32
+    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
+    assert sp["eval_final"] == 1 / 32 and base["eval_final"] == 0.0
+    assert sp["eval_final_reward"] == pytest.approx(0.6792, abs=1e-4)
+    assert base["eval_final_reward"] == pytest.approx(0.6446, abs=1e-4)
+    comp = res["comparison"]
+    paired = comp["paired"]["all"]
+    assert (paired["episodes"], paired["better"], paired["worse"], paired["equal"]) == (32, 10, 9, 13)
+    assert paired["mean"] == pytest.approx(0.035, abs=1e-3) and paired["stderr"] == pytest.approx(0.037, abs=1e-3)
+    prog = comp["progress_fraction"]
+    assert prog["selfplay"]["mean"] == pytest.approx(0.521, abs=1e-3)
+    assert prog["baseline"]["mean"] == pytest.approx(0.494, abs=1e-3)
+    assert prog["paired"]["mean"] == pytest.approx(0.026, abs=1e-3)
+    t = res["targets"]
+    assert t["probe_acceptance_rise_points"] == pytest.approx(9.375) and not t["probe_acceptance_met"]
+    assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
+    rec = [r["format_recovery"] for r in rows]  # every unparsed free proposal recovered and learnt
+    assert [r["unparsed"] for r in rec] == [r["recovered"] for r in rec] == [2, 3, 2, 0, 3]
+    assert all(r["update"]["samples"] == r["recovered"] for r in rec)
+    probes = [json.loads(line) for line in (src / "selfplay-s0-probes.jsonl").open()]
+    first = {p["doc_id"]: p["accepted"] for p in probes if p["round"] == 0}
+    last = {p["doc_id"]: p["accepted"] for p in probes if p["round"] == 5}
+    assert first.keys() == last.keys() and len(first) == 32
+    gained = sum(last[d] and not first[d] for d in first)
+    lost = sum(first[d] and not last[d] for d in first)
+    assert (gained, lost) == (9, 6)
+    md = (tmp_path / "selfplay.md").read_text()
+    assert md == (src / "selfplay.md").read_text().replace("training/results/h200/selfplay-v5", str(src))
+    assert "seed 0 warm start: blueprint_schema 15; seed 0 final: blueprint_schema 12." in md
+
+
 def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     """Runs that record the probe's failure codes (``probe.failures``) get them in the report, warm start and final
     policy; runs that did not (``selfplay-v4``) get no such line."""
