@@ -356,9 +356,30 @@ def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
     gained = sum(last[d] and not first[d] for d in first)
     lost = sum(first[d] and not last[d] for d in first)
     assert (gained, lost) == (9, 6)
+    assert sp["probe_pairs"] == {"documents": 32, "rounds": [0, 5], "gained": 9, "lost": 6,
+                                 "p_value": pytest.approx(0.6072, abs=1e-4)}  # 2 * P(X <= 6), X ~ Bin(15, 1/2)
     md = (tmp_path / "selfplay.md").read_text()
+    assert "0.531 -> 0.625 (on the same 32 documents: 9 gained, 6 lost; sign test p 0.61)." in md
     assert md == (src / "selfplay.md").read_text().replace("training/results/h200/selfplay-v5", str(src))
     assert "seed 0 warm start: blueprint_schema 15; seed 0 final: blueprint_schema 12." in md
+
+
+def test_probe_pairs_pair_the_first_and_last_probe_on_their_documents() -> None:
+    """The probe's documents are fixed, so the first and the last probe pair up document by document: gained,
+    lost, and the exact two-sided sign test on them; one probe, or none, gives no pairing."""
+    from training.bench.selfplay_report import _probe_pairs
+
+    def line(r: int, doc: str, ok: bool) -> str:
+        return json.dumps({"round": r, "doc_id": doc, "accepted": ok})
+
+    docs = [f"d{i}" for i in range(6)]
+    first = [line(0, d, i < 2) for i, d in enumerate(docs)]  # d0, d1 accepted
+    last = [line(5, d, i in (1, 2, 3, 4, 5)) for i, d in enumerate(docs)]  # d0 lost; d2..d5 gained
+    middle = [line(2, d, False) for d in docs]  # only the first and the last probe count
+    pp = _probe_pairs(first + middle + last)
+    assert pp == {"documents": 6, "rounds": [0, 5], "gained": 4, "lost": 1, "p_value": pytest.approx(12 / 32)}
+    assert _probe_pairs(first) is None and _probe_pairs([]) is None
+    assert _probe_pairs(first + [line(5, d, i < 2) for i, d in enumerate(docs)])["p_value"] == 1.0  # no change
 
 
 def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 Targets checked (``targets``): acceptance rises by at least 15 points from round 0 (the warm
 start's proposals) to the last round, and so does the acceptance without the grammar where the
 run has ``selfplay.acceptance_probe`` (constrained acceptance starts near 1; from round 0's probe to
-the final policy's, after the last round); the final held-out
+the final policy's, after the last round; where the run kept the probe's proposals, the first and the last
+probe are paired on their fixed documents: gained, lost and the sign test's p); the final held-out
 pass rate of self-play is at least the baseline's (means over seeds); the environment's share of
 wall time stays below 2% in every round of every run.
 """
@@ -28,6 +29,7 @@ wall time stays below 2% in every round of every run.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import statistics
 from pathlib import Path
@@ -176,6 +178,25 @@ def _probe_lines(run: Path) -> list[str]:
     return [line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _probe_pairs(lines: list[str]) -> dict[str, Any] | None:
+    """The first and the last probe of a run (:func:`_probe_lines`) on the same documents: how many the last
+    accepted that the first did not (``gained``) and the reverse (``lost``), with the two-sided exact sign test's
+    p-value on them (the probe's documents are fixed, so each is its own control). None without two probes."""
+    by_round: dict[int, list[dict[str, Any]]] = {}
+    for line in lines:
+        e = json.loads(line)
+        by_round.setdefault(int(e["round"]), []).append(e)
+    if len(by_round) < 2:
+        return None
+    first, last = by_round[min(by_round)], by_round[max(by_round)]
+    pairs = [(a["accepted"], b["accepted"]) for a, b in zip(first, last, strict=False) if a["doc_id"] == b["doc_id"]]
+    gained, lost = sum(b and not a for a, b in pairs), sum(a and not b for a, b in pairs)
+    n, k = gained + lost, min(gained, lost)
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    return {"documents": len(pairs), "rounds": [min(by_round), max(by_round)], "gained": gained, "lost": lost,
+            "p_value": p}
+
+
 def _final_rewards(lines: list[str], mode: str | None = None) -> dict[tuple[str, str, int], float]:
     """Final held-out episode lines (:func:`_final_lines`) as reward by (environment, task, episode seed): the
     reward the run trained on, or the episode's score in ``mode`` (episodes without it left out)."""
@@ -263,7 +284,8 @@ def _markdown(res: dict[str, Any]) -> str:
     probes = [(seed, a, b) for seed, a, b in probes if a is not None and b is not None]
     if probes:
         lines += ["", "Acceptance without the grammar (the probe), warm start -> final policy: "
-                  + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}" for seed, a, b in probes) + "."]
+                  + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}{_pairs_words(res['selfplay'][seed])}"
+                              for seed, a, b in probes) + "."]
         why = [f"seed {seed[1:]} {when}: {_failures(f)}" for seed, run in res["selfplay"].items() if run["rounds"]
                for when, f in (("warm start", run["rounds"][0].get("probe_failures")),
                                ("final", run.get("probe_final_failures"))) if f]
@@ -285,6 +307,15 @@ def _markdown(res: dict[str, Any]) -> str:
               f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
               f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
+
+
+def _pairs_words(run: dict[str, Any]) -> str:
+    """`` (on the same N documents: G gained, L lost; sign test p P)`` where the run kept its probes' proposals."""
+    pp = run.get("probe_pairs")
+    if not pp:
+        return ""
+    return (f" (on the same {pp['documents']} documents: {pp['gained']} gained, {pp['lost']} lost; sign test "
+            f"p {pp['p_value']:.2f})")
 
 
 def _paired_words(p: dict[str, Any]) -> str:
@@ -419,6 +450,7 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
                               "eval_final_progress": _final(sp_run, "progress"),
                               "probe_final": _final(sp_run, "acceptance", "probe_final"),
                               "probe_final_failures": _final(sp_run, "failures", "probe_final"),
+                              "probe_pairs": _probe_pairs(_probe_lines(sp_run)),
                               "eval_final_by_source": _final(sp_run, "by_source"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
