@@ -287,6 +287,10 @@ class SelfPlayConfig:
     #: not parse are continued under the grammar from their first step it rejects, and the continuation is
     #: learnt (masked NLL); needs ``proposer.explore_constrained: false`` and the blueprint structure
     format_recovery: Bool = False
+    #: documents beyond the round's free stream that the policy writes one proposal for without the grammar each
+    #: round, for the format-recovery step only (never solved or scored): more samples where the free stream's
+    #: one document a round gives few; a seeded draw from the pool without the acceptance probe's documents
+    format_recovery_documents: Int = 0
     #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
     #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch
     eval_envs: list[str] = field(default_factory=list)
@@ -337,6 +341,14 @@ class SelfPlayConfig:
             raise ValueError("distill_episodes, eval_every, eval_attempts and acceptance_probe_every must be >= 1")
         if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
             raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
+        self._check_format_recovery()
+
+    def _check_format_recovery(self) -> None:
+        if self.format_recovery_documents < 0:
+            raise ValueError("format_recovery_documents must be >= 0 (documents a round; 0: the free stream's only)")
+        if self.format_recovery_documents and not self.format_recovery:
+            raise ValueError("format_recovery_documents writes proposals for the format-recovery step only: set "
+                             "selfplay.format_recovery=true, or selfplay.format_recovery_documents=0")
         p = self.proposer
         if self.format_recovery and (p.explore_constrained is not False
                                      or (p.explore_structure or p.structure) != "blueprint"):

@@ -17,7 +17,10 @@ not where it went wrong or what the format wanted there. The grammar knows both.
    solver's recovery-step distillation (:mod:`training.distill`) does.
 
 So the free stream is taught the format at the step where it lost it, in the policy's own words around it.
-Only the round's proposals are used, never the acceptance probe's (which measures the format).
+The round's free stream is 4 proposals for one document (``round.group_size``), so it gives a few samples a
+round; ``selfplay.format_recovery_documents`` adds N more documents a round, each written once without the
+grammar for this step only (never solved or scored). They are drawn from the pool without the acceptance
+probe's documents, whose proposals are never used (the probe measures the format).
 """
 
 from __future__ import annotations
@@ -33,14 +36,14 @@ from training.loss import Sample
 __all__ = ["recovery_samples"]
 
 
-def recovery_samples(candidates: Sequence[Any], record_for: Callable[[str | None], Any], generator: Generator,
+def recovery_samples(proposals: Sequence[Any], record_for: Callable[[str | None], Any], generator: Generator,
                      schema: dict[str, Any], parses: Callable[[str], bool], decode: Callable[[list[int]], str], *,
                      max_new_tokens: int, temperature: float, top_p: float = 1.0, seed: int = 0,
                      weight: float = 1.0) -> tuple[list[Sample], dict[str, Any]]:
     """NLL samples that take the round's unparsed proposals back to the format (module docstring).
 
-    ``candidates``: the round's candidates (``.proposal``: ``spec``, ``raw``, ``meta["error_code"]`` and
-    ``meta["stream"]``); only exploration proposals that failed to parse are used. ``record_for(raw)``: what
+    ``proposals``: the round's proposals (``spec``, ``raw``, ``meta["error_code"]`` and ``meta["stream"]``);
+    only exploration proposals that failed to parse are used. ``record_for(raw)``: what
     was sampled for a proposal (``prompt_ids``, ``completion_ids``). ``parses(text)``: whether a recovered text
     parses as the structure. ``decode(ids)``: token ids to text. Returns the samples and their statistics:
     ``unparsed`` (proposals taken), ``recovered`` (samples made), ``cut`` (continuations cut by the budget),
@@ -51,8 +54,7 @@ def recovery_samples(candidates: Sequence[Any], record_for: Callable[[str | None
     grammar = generator.grammar(schema)
     rows: list[tuple[list[int], list[int]]] = []
     shares: list[float] = []
-    for c in candidates:
-        p = c.proposal
+    for p in proposals:
         meta = p.meta or {}
         if p.spec is not None or meta.get("stream") != "explore" or meta.get("error_code") not in PARSE_FAILURES:
             continue

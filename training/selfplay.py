@@ -30,9 +30,11 @@ One round (:meth:`SelfPlay.round`):
    recovery-step distillation step on the round's failed episodes
    (:func:`training.distill.recovery_samples`; teacher ``distill.teacher``: the
    reference trajectories or a backend), and with ``selfplay.format_recovery`` a
-   format-recovery step: the free stream's unparsed proposals continued under the
-   grammar from their first step it rejects (:mod:`training.format_recovery`; the
-   decoding grammar is the teacher); the generator is synced (vLLM);
+   format-recovery step: the free stream's unparsed proposals (and, with
+   ``selfplay.format_recovery_documents``, those of N more documents written for it)
+   continued under the grammar from their first step it rejects
+   (:mod:`training.format_recovery`; the decoding grammar is the teacher); the
+   generator is synced (vLLM);
 6. **skills** -- statistics, prune / merge, and with ``selfplay.write_skills`` the
    policy writes refinements and new skills from successful exploration
    environments, each kept only if its probes pass the gate and its validator
@@ -366,8 +368,9 @@ class SelfPlay:
         sp = self.cfg.selfplay
         schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
         tok = self.tokenizer
+        extra = self._recovery_proposals(r)
         samples, stats = recovery_samples(
-            result.candidates, self.backend.record_for, self.generator, schema,
+            [c.proposal for c in result.candidates] + extra, self.backend.record_for, self.generator, schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
             decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
             # as constrained proposals are: the schema's worst case (a token is at least a character), so a
@@ -378,7 +381,30 @@ class SelfPlay:
         upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                      objective="nll")
         seconds = time.perf_counter() - t0
+        if sp.format_recovery_documents:
+            stats["documents"] = len(extra)
+            stats["documents_parsed"] = sum(p.spec is not None for p in extra)
         return {**stats, "update": upd, "seconds": seconds}, seconds
+
+    def _recovery_proposals(self, r: int) -> list[Any]:
+        """``selfplay.format_recovery_documents``: one proposal without the grammar for each of N documents of
+        the pool (a seeded draw each round, never the acceptance probe's), for the format-recovery step only.
+        Their decoding time counts as the step's, not as the round's generation."""
+        n = self.cfg.selfplay.format_recovery_documents
+        if not n:
+            return []
+        probe = {id(d) for d in self.probe_docs}
+        pool = [d for d in self.docs if id(d) not in probe]
+        docs = random.Random(self.cfg.run.seed * 1009 + r).sample(pool, min(n, len(pool)))
+        if not docs:
+            return []
+        free = self.explore_proposer or self.proposer  # config validation: the free stream writes without grammar
+        timer = self.backend.timer
+        seconds, tokens = timer.seconds, timer.tokens
+        try:
+            return list(free.propose_batch(docs, seed=self.cfg.run.seed * 13 + r))
+        finally:
+            timer.seconds, timer.tokens = seconds, tokens
 
     def round(self, r: int) -> dict[str, Any]:
         """Run round ``r`` (see the module docstring); returns its metrics."""

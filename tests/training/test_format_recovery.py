@@ -80,8 +80,8 @@ def test_vllm_refuses_a_grammar_prefix() -> None:
         gen.generate([[1, 2]], max_new_tokens=4, json_schemas=[FORCED], grammar_prefixes=[[2]])
 
 
-def _candidate(raw: str, *, stream: str = "explore", code: Any = FailureCode.JSON_SYNTAX, spec: Any = None) -> Any:
-    return SimpleNamespace(proposal=SimpleNamespace(spec=spec, raw=raw, meta={"stream": stream, "error_code": code}))
+def _proposal(raw: str, *, stream: str = "explore", code: Any = FailureCode.JSON_SYNTAX, spec: Any = None) -> Any:
+    return SimpleNamespace(spec=spec, raw=raw, meta={"stream": stream, "error_code": code})
 
 
 def test_recovery_samples_learn_the_continuation_not_the_prefix(tiny_dir: Path, tokenizer: Any) -> None:
@@ -102,13 +102,13 @@ def test_recovery_samples_learn_the_continuation_not_the_prefix(tiny_dir: Path, 
     prompt = _ids(tokenizer, "Write a blueprint:")
     records = {t: SimpleNamespace(prompt_ids=prompt, completion_ids=[*_ids(tokenizer, t), eos])
                for t in (broken, good, "no")}
-    candidates = [_candidate(broken), _candidate(broken, stream="skill"), _candidate(good),
-                  _candidate("no", code=FailureCode.COMPILE), _candidate(broken, spec=object())]
+    proposals = [_proposal(broken), _proposal(broken, stream="skill"), _proposal(good),
+                 _proposal("no", code=FailureCode.COMPILE), _proposal(broken, spec=object())]
     budget = len(records[broken].completion_ids) + max_completion_chars(schema)
     def record_for(raw: str | None) -> Any:
         return records.get(raw or "")
 
-    samples, stats = recovery_samples(candidates, record_for, gen, schema,
+    samples, stats = recovery_samples(proposals, record_for, gen, schema,
                                       parses=lambda text: parse_blueprint(text).ok,
                                       decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
                                       max_new_tokens=budget, temperature=1.0, seed=0)
@@ -122,7 +122,7 @@ def test_recovery_samples_learn_the_continuation_not_the_prefix(tiny_dir: Path, 
     assert parse_blueprint(tokenizer.decode(s.completion_ids, skip_special_tokens=True)).ok
     assert s.role == "proposer" and s.advantage == 1.0 and 0 < stats["divergence"] < 1
     # a budget the prefix already fills leaves nothing to continue
-    none, cut_stats = recovery_samples(candidates[:1], record_for, gen, schema, parses=lambda t: True,
+    none, cut_stats = recovery_samples(proposals[:1], record_for, gen, schema, parses=lambda t: True,
                                        decode=tokenizer.decode, max_new_tokens=k, temperature=1.0)
     assert none == [] and cut_stats["cut"] == 1
 
@@ -170,6 +170,46 @@ def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, t
     assert rec["seconds"] > 0
     with pytest.raises(ValueError, match="explore_constrained=false"):
         selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"format_recovery": True})
+
+
+def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path: Path, tiny_dir: Path,
+                                                                          tokenizer: Any) -> None:
+    """``selfplay.format_recovery_documents``: each round N more documents of the pool, never the acceptance
+    probe's, get one free proposal for the recovery step only; their unparsed ones join the round's, and their
+    decoding time is the step's, not the round's generation. The option needs ``format_recovery``."""
+    from training.selfplay import SelfPlay
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("bank", "shop", "zoo", "farm", "port", "mill"):
+        (corpus / f"{name}.py").write_text(f'class {name.title()}:\n    """A {name}."""\n'
+                                           f"    def add(self, item):\n        self.items.append(item)\n")
+    proposer = {"structure": "blueprint", "constrained": True, "explore_constrained": False,
+                "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
+    cfg = selfplay_config(tiny_dir, corpus, tmp_path / "run",
+                          {"rounds": 1, "docs": 6, "eval_envs": [], "proposer": proposer, "acceptance_probe": 2,
+                           "format_recovery": True, "format_recovery_documents": 3})
+    gen = _Proposals(tokenizer)
+    sp = SelfPlay(cfg, generator=gen)
+    probe = {d.id for d in sp.probe_docs}
+    assert len(probe) == 2
+    seconds, tokens = sp.backend.timer.seconds, sp.backend.timer.tokens
+    made = gen.proposals
+    extra = sp._recovery_proposals(0)
+    assert gen.proposals - made == 3 and (sp.backend.timer.seconds, sp.backend.timer.tokens) == (seconds, tokens)
+    assert len({p.doc_id for p in extra}) == 3 and not probe & {p.doc_id for p in extra}
+    assert all(p.meta["stream"] == "explore" and p.meta["constrained"] is False for p in extra)
+    assert [p.doc_id for p in sp._recovery_proposals(0)] == [p.doc_id for p in extra]  # seeded: a resume agrees
+    (h,) = sp.run()
+    rec = h["format_recovery"]
+    assert rec["documents"] == 3 and 0 <= rec["documents_parsed"] <= 3
+    unparsed_round = round(h["proposer"]["candidates"] * (1 - h["proposer"]["validity_by_stream"]["explore"]) / 2)
+    assert rec["unparsed"] == unparsed_round + 3 - rec["documents_parsed"], (rec, h["proposer"])
+    assert rec["recovered"] == rec["unparsed"] == rec["update"]["samples"]
+    with pytest.raises(ValueError, match="format_recovery=true"):
+        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"format_recovery_documents": 2})
+    with pytest.raises(ValueError, match="format_recovery_documents must be >= 0"):
+        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"format_recovery_documents": -1})
 
 
 @pytest.mark.slow
@@ -225,7 +265,7 @@ def test_smollm2_free_proposals_are_recovered_under_the_grammar_on_cpu() -> None
     props = free.propose_batch(docs, seed=0)
     assert len(props) == 2 and all(p.spec is None for p in props)
     schema = blueprint_json_schema()
-    samples, stats = recovery_samples([SimpleNamespace(proposal=p) for p in props], backend.record_for, gen, schema,
+    samples, stats = recovery_samples(props, backend.record_for, gen, schema,
                                       parses=lambda t: parse_blueprint(t).ok,
                                       decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
                                       max_new_tokens=max_completion_chars(schema), temperature=0.8, seed=0)
