@@ -288,8 +288,9 @@ class SelfPlayConfig:
     #: learnt (masked NLL); needs ``proposer.explore_constrained: false`` and the blueprint structure
     format_recovery: Bool = False
     #: documents beyond the round's free stream that the policy writes one proposal for without the grammar each
-    #: round, for the format-recovery step only (never solved or scored): more samples where the free stream's
-    #: one document a round gives few; a seeded draw from the pool without the acceptance probe's documents
+    #: round (in the free stream's batch), for the format-recovery step only (never solved, scored or kept): more
+    #: samples where the free stream's one document a round gives few; a seeded draw from the pool without the
+    #: acceptance probe's documents
     format_recovery_documents: Int = 0
     #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
     #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch

@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.library import Library
+from envgen.proposers.base import Proposal, Proposer
 from envgen.proposers.llm import LLMProposer
 from envgen.skills import Controller, SkillLibrary, run_round
 from envgen.skills.authoring import SkillWriter
@@ -115,6 +116,29 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
             fit += max_steps is None or t.reference_actions() <= max_steps
     chosen = fit_step_budget(seen, max_steps, "selfplay.eval_envs") if max_steps and seen else seen
     return [TaskRef(t.spec, t.task_id, seed + a, t.source) for t in chosen for a in range(attempts)]
+
+
+
+class _Riders(Proposer):
+    """A free-stream proposer whose batch also writes proposals for extra documents (``docs``), kept aside in
+    ``proposals`` for the format-recovery step: they are never scored, solved or kept. The first batch of the
+    round carries them (the free stream writes one batch a round); any later one is the inner proposer's."""
+
+    def __init__(self, inner: Proposer, docs: list[Any]):
+        self.inner, self.docs = inner, list(docs)
+        self.name, self.can_repair = inner.name, inner.can_repair
+        self.proposals: list[Proposal] | None = None
+
+    def propose_batch(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> list[Proposal]:
+        if self.proposals is not None or not docs:
+            return self.inner.propose_batch(docs, seed=seed, skills=skills)
+        out = self.inner.propose_batch(list(docs) + self.docs, seed=seed,
+                                       skills=None if skills is None else [*skills, *[None] * len(self.docs)])
+        self.proposals = out[len(docs):]
+        return out[:len(docs)]
+
+    def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
+        return self.inner.repair_batch(items, seed=seed)
 
 
 class SelfPlay:
@@ -356,9 +380,11 @@ class SelfPlay:
                      objective="nll")
         return {"episodes": len(failed), **stats, "update": upd}, time.perf_counter() - t0
 
-    def _format_recovery(self, result: RoundResult, r: int) -> tuple[dict[str, Any] | None, float]:
+    def _format_recovery(self, result: RoundResult, r: int,
+                         riders: _Riders | None = None) -> tuple[dict[str, Any] | None, float]:
         """The optional format-recovery step (:mod:`training.format_recovery`) on the round's unparsed free
-        proposals."""
+        proposals, and those of ``selfplay.format_recovery_documents`` (``riders``: written in the free stream's
+        batch)."""
         if not self.cfg.selfplay.format_recovery:
             return None, 0.0
         from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
@@ -368,7 +394,9 @@ class SelfPlay:
         sp = self.cfg.selfplay
         schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
         tok = self.tokenizer
-        extra = self._recovery_proposals(r)
+        rode = riders is not None and riders.proposals is not None
+        extra = riders.proposals if riders is not None and riders.proposals is not None \
+            else self._recovery_proposals(r)
         samples, stats = recovery_samples(
             [c.proposal for c in result.candidates] + extra, self.backend.record_for, self.generator, schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
@@ -384,18 +412,30 @@ class SelfPlay:
         if sp.format_recovery_documents:
             stats["documents"] = len(extra)
             stats["documents_parsed"] = sum(p.spec is not None for p in extra)
+            stats["documents_in_round_batch"] = rode
         return {**stats, "update": upd, "seconds": seconds}, seconds
 
-    def _recovery_proposals(self, r: int) -> list[Any]:
-        """``selfplay.format_recovery_documents``: one proposal without the grammar for each of N documents of
-        the pool (a seeded draw each round, never the acceptance probe's), for the format-recovery step only.
-        Their decoding time counts as the step's, not as the round's generation."""
+    def _recovery_docs(self, r: int) -> list[Any]:
+        """The documents of ``selfplay.format_recovery_documents`` in round ``r``: a seeded draw from the pool
+        without the acceptance probe's documents (a resumed round draws the same)."""
         n = self.cfg.selfplay.format_recovery_documents
         if not n:
             return []
         probe = {id(d) for d in self.probe_docs}
         pool = [d for d in self.docs if id(d) not in probe]
-        docs = random.Random(self.cfg.run.seed * 1009 + r).sample(pool, min(n, len(pool)))
+        return random.Random(self.cfg.run.seed * 1009 + r).sample(pool, min(n, len(pool)))
+
+    def _riders(self, r: int) -> _Riders | None:
+        """The free stream's proposer for round ``r``, carrying the format-recovery documents in its batch: the
+        round already decodes that batch to its longest proposal, so they cost few extra decoding steps."""
+        docs = self._recovery_docs(r)
+        return _Riders(self.explore_proposer or self.proposer, docs) if docs else None
+
+    def _recovery_proposals(self, r: int) -> list[Any]:
+        """The format-recovery documents' proposals in a batch of their own, where the round wrote no free
+        stream to carry them (``round.alpha`` 1); their decoding time counts as the recovery step's, not as the
+        round's generation."""
+        docs = self._recovery_docs(r)
         if not docs:
             return []
         free = self.explore_proposer or self.proposer  # config validation: the free stream writes without grammar
@@ -416,8 +456,9 @@ class SelfPlay:
         self.backend.timer.seconds = self.backend.timer.tokens = 0
         t0 = time.perf_counter()
         round_cfg = dataclasses.replace(sp.round, seed=cfg.run.seed + sp.round.seed)
+        riders = self._riders(r) if sp.format_recovery else None
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
-                           library=self.library, explore_proposer=self.explore_proposer,
+                           library=self.library, explore_proposer=riders or self.explore_proposer,
                            run_id=f"{self.run_tag}/round-{r:04d}")
         prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
         solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
@@ -430,7 +471,7 @@ class SelfPlay:
                                cfg=self.update_cfg, reference=self.reference, seed=r)
         t_update = time.perf_counter() - t1
         distill, t_distill = self._distill()
-        recovery, t_recovery = self._format_recovery(result, r)
+        recovery, t_recovery = self._format_recovery(result, r, riders)
         self.generator.sync()
         self._record_solve_rates(result)
         self._snapshot_skills(r)

@@ -175,8 +175,10 @@ def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, t
 def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path: Path, tiny_dir: Path,
                                                                           tokenizer: Any) -> None:
     """``selfplay.format_recovery_documents``: each round N more documents of the pool, never the acceptance
-    probe's, get one free proposal for the recovery step only; their unparsed ones join the round's, and their
-    decoding time is the step's, not the round's generation. The option needs ``format_recovery``."""
+    probe's, get one free proposal for the recovery step only, written in the free stream's batch (never
+    scored, solved or kept); their unparsed ones join the round's. Where the round writes no free stream they
+    get a batch of their own, whose decoding time is the step's, not the round's generation. The option needs
+    ``format_recovery``."""
     from training.selfplay import SelfPlay
 
     corpus = tmp_path / "corpus"
@@ -200,9 +202,19 @@ def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path:
     assert len({p.doc_id for p in extra}) == 3 and not probe & {p.doc_id for p in extra}
     assert all(p.meta["stream"] == "explore" and p.meta["constrained"] is False for p in extra)
     assert [p.doc_id for p in sp._recovery_proposals(0)] == [p.doc_id for p in extra]  # seeded: a resume agrees
+    made = gen.proposals
     (h,) = sp.run()
     rec = h["format_recovery"]
-    assert rec["documents"] == 3 and 0 <= rec["documents_parsed"] <= 3
+    assert rec["documents"] == 3 and 0 <= rec["documents_parsed"] <= 3 and rec["documents_in_round_batch"]
+    # the extras rode the round's free-stream batch: no batch of their own, and none among the candidates
+    # (the rest: the probe's documents at round 0 and after the last round)
+    assert gen.proposals - made == h["proposer"]["candidates"] + 3 + 2 * len(probe)
+    assert h["proposer"]["candidates"] == 6
+    # a round with no free stream (round.alpha 1) never runs the riders' batch: the extras get their own
+    riders = sp._riders(1)
+    assert riders is not None and riders.proposals is None
+    alone, _ = sp._format_recovery(SimpleNamespace(candidates=[]), 1, riders)  # type: ignore[arg-type]
+    assert alone is not None and alone["documents"] == 3 and not alone["documents_in_round_batch"]
     unparsed_round = round(h["proposer"]["candidates"] * (1 - h["proposer"]["validity_by_stream"]["explore"]) / 2)
     assert rec["unparsed"] == unparsed_round + 3 - rec["documents_parsed"], (rec, h["proposer"])
     assert rec["recovered"] == rec["unparsed"] == rec["update"]["samples"]
