@@ -362,6 +362,25 @@ def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
     assert "0.531 -> 0.625 (on the same 32 documents: 9 gained, 6 lost; sign test p 0.61)." in md
     assert md == (src / "selfplay.md").read_text().replace("training/results/h200/selfplay-v5", str(src))
     assert "seed 0 warm start: blueprint_schema 15; seed 0 final: blueprint_schema 12." in md
+    assert ("Format recovery, round by round (free proposals recovered under the grammar and learnt / free "
+            "proposals that did not parse): seed 0 2/2, 3/3, 2/2, 0/0, 3/3.") in md
+
+
+def test_the_report_counts_the_format_recovery_documents(tmp_path: Path) -> None:
+    """Runs with ``selfplay.format_recovery_documents`` show the extra documents beside each round's recovered /
+    unparsed count; runs without format recovery (``selfplay-v4``) get no such line."""
+    from training.bench.selfplay_report import merge
+
+    src = tmp_path / "src"
+    shutil.copytree(H200_SELFPLAY.parent / "selfplay-v5", src)
+    rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
+    for r in rows:
+        r["format_recovery"].update(documents=8, documents_parsed=5, documents_in_round_batch=True)
+    (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    merge(tmp_path / "out", [src])
+    md = (tmp_path / "out" / "selfplay.md").read_text()
+    assert "; +N: documents written for it alone): seed 0 2/2 (+8), 3/3 (+8), 2/2 (+8), 0/0 (+8), 3/3 (+8)." in md
+    assert "Format recovery" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 
 
 def test_probe_pairs_pair_the_first_and_last_probe_on_their_documents() -> None:

@@ -92,6 +92,8 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "probe_acceptance": (r.get("probe") or {}).get("acceptance"),
             "probe_failures": (r.get("probe") or {}).get("failures"), "proposer_failures": p.get("failures"),
             "format_recovered": (r.get("format_recovery") or {}).get("recovered"),
+            "format_unparsed": (r.get("format_recovery") or {}).get("unparsed"),
+            "format_documents": (r.get("format_recovery") or {}).get("documents"),
             "seconds": r["time"]["round"],
             "heldout_by_source": _checks_by_source(r)}
 
@@ -291,6 +293,14 @@ def _markdown(res: dict[str, Any]) -> str:
                                ("final", run.get("probe_final_failures"))) if f]
         if why:
             lines.append("Why the probe's unparsed proposals failed: " + "; ".join(why) + ".")
+    recovery = [(seed, run["rounds"]) for seed, run in res["selfplay"].items()
+                if any(r.get("format_recovered") is not None for r in run["rounds"])]
+    if recovery:  # selfplay.format_recovery: what the step had to learn from, round by round
+        extra = any(r.get("format_documents") for _, rows in recovery for r in rows)
+        lines += ["", "Format recovery, round by round (free proposals recovered under the grammar and learnt / "
+                  "free proposals that did not parse" + ("; +N: documents written for it alone" if extra else "")
+                  + "): " + "; ".join(f"seed {seed[1:]} " + ", ".join(_recovered_words(r) for r in rows)
+                              for seed, rows in recovery) + "."]
     left = [f"seed {', '.join(map(str, m['unfinished_seeds']))} of {m['folder']}"
             for m in res.get("merged_from") or [] if m.get("unfinished_seeds")]
     if left:
@@ -307,6 +317,14 @@ def _markdown(res: dict[str, Any]) -> str:
               f"self-play >= baseline: pass rate {t['heldout_met']}, check fraction {t['heldout_checks_met']}; "
               f"environment share max {_fmt(t['env_share_max'])} (< 0.02: {t['env_share_met']})."]
     return "\n".join(lines) + "\n"
+
+
+def _recovered_words(row: dict[str, Any]) -> str:
+    """``3/4`` (recovered / unparsed) for a round's format recovery, ``-`` where the round had none."""
+    if row.get("format_recovered") is None:
+        return "-"
+    extra = f" (+{row['format_documents']})" if row.get("format_documents") else ""
+    return f"{row['format_recovered']}/{row['format_unparsed']}{extra}"
 
 
 def _pairs_words(run: dict[str, Any]) -> str:
