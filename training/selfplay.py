@@ -118,7 +118,6 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
     return [TaskRef(t.spec, t.task_id, seed + a, t.source) for t in chosen for a in range(attempts)]
 
 
-
 class _Riders(Proposer):
     """A free-stream proposer whose batch also writes proposals for extra documents (``docs``), kept aside in
     ``proposals`` for the format-recovery step: they are never scored, solved or kept. The first batch of the
@@ -394,9 +393,8 @@ class SelfPlay:
         sp = self.cfg.selfplay
         schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
         tok = self.tokenizer
-        rode = riders is not None and riders.proposals is not None
-        extra = riders.proposals if riders is not None and riders.proposals is not None \
-            else self._recovery_proposals(r)
+        rode = riders.proposals if riders is not None else None  # None: the round wrote no free stream
+        extra = rode if rode is not None else self._recovery_proposals(r)
         samples, stats = recovery_samples(
             [c.proposal for c in result.candidates] + extra, self.backend.record_for, self.generator, schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
@@ -412,7 +410,7 @@ class SelfPlay:
         if sp.format_recovery_documents:
             stats["documents"] = len(extra)
             stats["documents_parsed"] = sum(p.spec is not None for p in extra)
-            stats["documents_in_round_batch"] = rode
+            stats["documents_in_round_batch"] = rode is not None
         return {**stats, "update": upd, "seconds": seconds}, seconds
 
     def _recovery_docs(self, r: int) -> list[Any]:
