@@ -379,7 +379,8 @@ def test_the_report_counts_the_format_recovery_documents(tmp_path: Path) -> None
     (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     merge(tmp_path / "out", [src])
     md = (tmp_path / "out" / "selfplay.md").read_text()
-    assert "; +N: documents written for it alone): seed 0 2/2 (+8), 3/3 (+8), 2/2 (+8), 0/0 (+8), 3/3 (+8)." in md
+    assert ("; +N: more documents written only for this step): seed 0 2/2 (+8), 3/3 (+8), 2/2 (+8), 0/0 (+8), "
+            "3/3 (+8).") in md
     assert "Format recovery" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 
 

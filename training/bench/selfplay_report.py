@@ -296,11 +296,12 @@ def _markdown(res: dict[str, Any]) -> str:
     recovery = [(seed, run["rounds"]) for seed, run in res["selfplay"].items()
                 if any(r.get("format_recovered") is not None for r in run["rounds"])]
     if recovery:  # selfplay.format_recovery: what the step had to learn from, round by round
-        extra = any(r.get("format_documents") for _, rows in recovery for r in rows)
+        extra = ("; +N: more documents written only for this step"
+                 if any(r.get("format_documents") for _, rows in recovery for r in rows) else "")
+        per_seed = "; ".join(f"seed {seed[1:]} " + ", ".join(_recovered_words(r) for r in rows)
+                             for seed, rows in recovery)
         lines += ["", "Format recovery, round by round (free proposals recovered under the grammar and learnt / "
-                  "free proposals that did not parse" + ("; +N: documents written for it alone" if extra else "")
-                  + "): " + "; ".join(f"seed {seed[1:]} " + ", ".join(_recovered_words(r) for r in rows)
-                              for seed, rows in recovery) + "."]
+                  f"free proposals that did not parse{extra}): {per_seed}."]
     left = [f"seed {', '.join(map(str, m['unfinished_seeds']))} of {m['folder']}"
             for m in res.get("merged_from") or [] if m.get("unfinished_seeds")]
     if left:
