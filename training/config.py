@@ -305,6 +305,9 @@ class SelfPlayConfig:
     #: rounds between probes (round 0 is always probed, and the final policy after the last round:
     #: ``probe_final`` in ``summary.json``); each probe costs a proposal batch decoded to its end
     acceptance_probe_every: Int = 1
+    #: proposals per probe document (from one prompt, in the probe's one batch): acceptance is over all of them,
+    #: so more samples lower the probe's noise for few more decoding steps (a batch decodes to its longest)
+    acceptance_probe_samples: Int = 1
     #: token budget of a probe proposal (at most ``proposer.max_new_tokens``, None: that); without the grammar a
     #: weak model may never close its JSON, and every probe costs as many decoding steps as its longest proposal
     acceptance_probe_max_tokens: Int | None = None
@@ -338,8 +341,9 @@ class SelfPlayConfig:
         if self.acceptance_probe_max_tokens is not None and self.acceptance_probe_max_tokens < 1:
             raise ValueError("acceptance_probe_max_tokens must be >= 1 or null (proposer.max_new_tokens)")
         if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1 \
-                or self.acceptance_probe_every < 1:
-            raise ValueError("distill_episodes, eval_every, eval_attempts and acceptance_probe_every must be >= 1")
+                or self.acceptance_probe_every < 1 or self.acceptance_probe_samples < 1:
+            raise ValueError("distill_episodes, eval_every, eval_attempts, acceptance_probe_every and "
+                             "acceptance_probe_samples must be >= 1")
         if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
             raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
         self._check_format_recovery()

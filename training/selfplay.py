@@ -237,25 +237,28 @@ class SelfPlay:
         from envgen.validate import validate_spec
 
         t0 = time.perf_counter()
-        props = self.free_proposer.propose_batch(self.probe_docs, seed=self.cfg.run.seed * 7 + r)
+        k = sp.acceptance_probe_samples  # proposals per document, in one batch
+        docs = [d for d in self.probe_docs for _ in range(k)]
+        props = self.free_proposer.propose_batch(docs, seed=self.cfg.run.seed * 7 + r)
         verdicts = [validate_spec(p.spec, executor=self.cfg.selfplay.round.validation) if p.spec is not None
                     else None for p in props]
         accepted = sum(v is not None and v.accepted for v in verdicts)
-        n = len(self.probe_docs)
-        self._keep_probe(r, props, verdicts)
-        return {"documents": n, "parsed": sum(p.spec is not None for p in props) / n, "acceptance": accepted / n,
-                "failures": failures(props), "seconds": time.perf_counter() - t0}
+        n = len(docs)
+        self._keep_probe(r, props, verdicts, k)
+        return {"documents": len(self.probe_docs), "samples": k, "parsed": sum(p.spec is not None for p in props) / n,
+                "acceptance": accepted / n, "failures": failures(props), "seconds": time.perf_counter() - t0}
 
-    def _keep_probe(self, r: int, props: Sequence[Any], verdicts: Sequence[Any]) -> None:
-        """``RUN/probes/round-R.jsonl``: each probe proposal's document, outcome, failure code, finish reason,
-        token count and completion, to read what the policy writes without the grammar."""
+    def _keep_probe(self, r: int, props: Sequence[Any], verdicts: Sequence[Any], samples: int = 1) -> None:
+        """``RUN/probes/round-R.jsonl``: each probe proposal's document (and sample, ``samples`` a document),
+        outcome, failure code, finish reason, token count and completion, to read what the policy writes without
+        the grammar."""
         from gym_envs.spec import atomic_write_text
 
         lines = []
-        for p, v in zip(props, verdicts, strict=True):
+        for i, (p, v) in enumerate(zip(props, verdicts, strict=True)):
             meta = p.meta or {}
-            lines.append(json.dumps({"round": r, "doc_id": p.doc_id, "parsed": p.spec is not None,
-                                     "accepted": bool(v is not None and v.accepted),
+            lines.append(json.dumps({"round": r, "doc_id": p.doc_id, "sample": i % samples,
+                                     "parsed": p.spec is not None, "accepted": bool(v is not None and v.accepted),
                                      "error_code": None if p.spec is not None else str(meta.get("error_code")),
                                      "error": p.error, "finish_reason": meta.get("finish_reason"),
                                      "completion_tokens": p.completion_tokens, "completion": p.raw}))

@@ -422,6 +422,11 @@ def test_probe_pairs_pair_the_first_and_last_probe_on_their_documents() -> None:
     assert _probe_pairs(first) is None and _probe_pairs([]) is None
     same = _probe_pairs(first + [line(5, d, i < 2) for i, d in enumerate(docs)])  # no change either way
     assert same is not None and (same["gained"], same["lost"], same["p_value"]) == (0, 0, 1.0)
+    # several samples a document (acceptance_probe_samples): a document counts once, by its share accepted
+    twice = [line(0, "a", True), line(0, "a", False), line(0, "b", False), line(0, "b", False),
+             line(5, "a", True), line(5, "a", True), line(5, "b", True), line(5, "b", False)]
+    both = _probe_pairs(twice)
+    assert both is not None and (both["documents"], both["gained"], both["lost"]) == (2, 2, 0)
 
 
 def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
@@ -433,6 +438,7 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     shutil.copytree(H200_SELFPLAY.parent / "selfplay-v4", src)
     rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
     rows[0]["probe"]["failures"] = {"codes": {"blueprint_schema": 10, "json_syntax": 5}, "truncated": 3}
+    rows[0]["probe"]["samples"] = 2  # acceptance_probe_samples: the report says so
     (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = json.loads((src / "selfplay-s0-summary.json").read_text())
     summary["probe_final"]["failures"] = {"codes": {"no_json": 15}, "truncated": 0}
@@ -446,6 +452,7 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     md = (tmp_path / "out" / "selfplay.md").read_text()
     assert ("Why the probe's unparsed proposals failed: seed 0 warm start: blueprint_schema 10, json_syntax 5 (3 cut "
             "off by the token budget); seed 0 final: no_json 15.") in md
+    assert "Acceptance without the grammar (the probe, 2 proposals a document), warm start" in md
     assert "Why the probe" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 
 

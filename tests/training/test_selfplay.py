@@ -190,9 +190,40 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
                                                                           "acceptance_probe_max_tokens": 1200})
     assert SelfPlay(capped, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))) \
         .free_proposer.max_new_tokens == 1200
-    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}, {"acceptance_probe_max_tokens": 0}):
+    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}, {"acceptance_probe_max_tokens": 0},
+                {"acceptance_probe_samples": 0}):
         with pytest.raises(ValueError, match="acceptance_probe"):
             selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", bad)
+
+
+def test_the_acceptance_probe_takes_several_samples_a_document(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                                               corpus_dir: Path) -> None:
+    """``selfplay.acceptance_probe_samples: 3``: each probe document gets 3 proposals in the probe's one batch;
+    acceptance is over all 6, and the kept file says each proposal's document and sample."""
+    from training.selfplay import SelfPlay
+
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
+                          {"rounds": 1, "acceptance_probe": 2, "acceptance_probe_samples": 3, "eval_envs": [],
+                           "proposer": {"structure": "spec", "constrained": True, "max_new_tokens": 3000,
+                                        "n_examples": 0, "excerpt_tokens": 60}})
+    gen = ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))
+    calls: list[int] = []
+    generate = gen.generate
+
+    def counting(contexts: list[list[int]], **kw: Any) -> Any:
+        calls.append(len(contexts))
+        return generate(contexts, **kw)
+
+    gen.generate = counting  # type: ignore[method-assign]
+    sp = SelfPlay(cfg, generator=gen)
+    (h,) = sp.run()
+    probe = h["probe"]
+    assert probe["documents"] == 2 and probe["samples"] == 3 and calls[0] == 6  # one batch of 2 x 3
+    kept = [json.loads(line) for line in (tmp_path / "run" / "probes" / "round-0.jsonl").open()]
+    assert [k["sample"] for k in kept] == [0, 1, 2, 0, 1, 2]
+    assert [k["doc_id"] for k in kept] == [d.id for d in sp.probe_docs for _ in range(3)]
+    assert probe["acceptance"] == pytest.approx(sum(k["accepted"] for k in kept) / 6)
+    assert probe["parsed"] == pytest.approx(sum(k["parsed"] for k in kept) / 6)
 
 
 def test_the_free_stream_can_write_without_the_grammar(tmp_path: Path, tiny_dir: Path, tokenizer: Any,

@@ -40,7 +40,8 @@ __all__ = ["MEASUREMENT_ONLY", "merge", "report", "rounds_of"]
 #: overrides that change what a run measures or where its files are, not how it trains: runs whose overrides
 #: differ only in these can be merged into one report (:func:`merge`)
 MEASUREMENT_ONLY = ("model.name_or_path", "selfplay.acceptance_probe", "selfplay.acceptance_probe_every",
-                    "selfplay.acceptance_probe_max_tokens", "selfplay.eval_attempts")
+                    "selfplay.acceptance_probe_max_tokens", "selfplay.acceptance_probe_samples",
+                    "selfplay.eval_attempts")
 
 COLUMNS = [("round", "round"), ("acceptance", "acceptance"), ("acceptance_explore", "free stream"),
            ("probe_acceptance", "acceptance, no grammar"),
@@ -91,6 +92,7 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "heldout_progress": (r.get("eval") or {}).get("progress"), "env_share": r["time"]["environment_share"],
             "probe_acceptance": (r.get("probe") or {}).get("acceptance"),
             "probe_failures": (r.get("probe") or {}).get("failures"), "proposer_failures": p.get("failures"),
+            "probe_samples": (r.get("probe") or {}).get("samples"),
             "format_recovered": (r.get("format_recovery") or {}).get("recovered"),
             "format_unparsed": (r.get("format_recovery") or {}).get("unparsed"),
             "format_documents": (r.get("format_recovery") or {}).get("documents"),
@@ -181,21 +183,22 @@ def _probe_lines(run: Path) -> list[str]:
 
 
 def _probe_pairs(lines: list[str]) -> dict[str, Any] | None:
-    """The first and the last probe of a run (:func:`_probe_lines`) on the same documents: how many the last
-    accepted that the first did not (``gained``) and the reverse (``lost``), with the two-sided exact sign test's
-    p-value on them (the probe's documents are fixed, so each is its own control). None without two probes."""
-    by_round: dict[int, list[dict[str, Any]]] = {}
+    """The first and the last probe of a run (:func:`_probe_lines`) on the same documents: how many documents the
+    last accepted more often than the first (``gained``; with one sample a document, accepted where the first
+    was not) and the reverse (``lost``), with the two-sided exact sign test's p-value on them (the probe's
+    documents are fixed, so each is its own control). None without two probes."""
+    by_round: dict[int, dict[str, list[bool]]] = {}
     for line in lines:
         e = json.loads(line)
-        by_round.setdefault(int(e["round"]), []).append(e)
+        by_round.setdefault(int(e["round"]), {}).setdefault(str(e["doc_id"]), []).append(bool(e.get("accepted")))
     if len(by_round) < 2:
         return None
     first, last = by_round[min(by_round)], by_round[max(by_round)]
-    pairs = [(a["accepted"], b["accepted"]) for a, b in zip(first, last, strict=False) if a["doc_id"] == b["doc_id"]]
-    gained, lost = sum(b and not a for a, b in pairs), sum(a and not b for a, b in pairs)
+    shares = [(statistics.fmean(first[d]), statistics.fmean(last[d])) for d in first if d in last]
+    gained, lost = sum(b > a for a, b in shares), sum(a > b for a, b in shares)
     n, k = gained + lost, min(gained, lost)
     p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
-    return {"documents": len(pairs), "rounds": [min(by_round), max(by_round)], "gained": gained, "lost": lost,
+    return {"documents": len(shares), "rounds": [min(by_round), max(by_round)], "gained": gained, "lost": lost,
             "p_value": p}
 
 
@@ -285,7 +288,9 @@ def _markdown(res: dict[str, Any]) -> str:
               for seed, run in res["selfplay"].items() if run["rounds"]]
     probes = [(seed, a, b) for seed, a, b in probes if a is not None and b is not None]
     if probes:
-        lines += ["", "Acceptance without the grammar (the probe), warm start -> final policy: "
+        k = max((run["rounds"][0].get("probe_samples") or 1) for run in res["selfplay"].values() if run["rounds"])
+        lines += ["", "Acceptance without the grammar (the probe" + (f", {k} proposals a document" if k > 1 else "")
+                  + "), warm start -> final policy: "
                   + ", ".join(f"seed {seed[1:]} {_fmt(a)} -> {_fmt(b)}{_pairs_words(res['selfplay'][seed])}"
                               for seed, a, b in probes) + "."]
         why = [f"seed {seed[1:]} {when}: {_failures(f)}" for seed, run in res["selfplay"].items() if run["rounds"]
