@@ -4,8 +4,9 @@ One round (:meth:`SelfPlay.round`):
 
 0. **probe** (``selfplay.acceptance_probe``: N documents, 0 to skip; every
    ``selfplay.acceptance_probe_every`` rounds, and once more after the last) -- the policy as it starts the round
-   writes a proposal for each of N fixed documents *without* the decoding grammar, and the gate judges
-   them: acceptance where constrained decoding does not carry the model (``probe`` in the metrics);
+   writes a proposal (``selfplay.acceptance_probe_samples`` of them) for each of N fixed documents *without*
+   the decoding grammar, and the gate judges them: acceptance where constrained decoding does not carry the
+   model (``probe`` in the metrics);
 1. **propose** -- envgen's dual stream (:func:`envgen.skills.run_round`): documents
    from the corpus, skills routed by the controller, ``group_size`` (G) proposals
    per document from the same prompt, written by the ``llm`` proposer over a
