@@ -398,7 +398,7 @@ class SelfPlay:
         schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
         tok = self.tokenizer
         rode = riders.proposals if riders is not None else None  # None: the round wrote no free stream
-        extra = rode if rode is not None else self._recovery_proposals(r)
+        extra = rode if rode is not None else self._recovery_proposals(riders.docs if riders else [], r)
         samples, stats = recovery_samples(
             [c.proposal for c in result.candidates] + extra, self.backend.record_for, self.generator, schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
@@ -433,11 +433,10 @@ class SelfPlay:
         docs = self._recovery_docs(r)
         return _Riders(self.explore_proposer or self.proposer, docs) if docs else None
 
-    def _recovery_proposals(self, r: int) -> list[Any]:
-        """The format-recovery documents' proposals in a batch of their own, where the round wrote no free
-        stream to carry them (``round.alpha`` 1); their decoding time counts as the recovery step's, not as the
-        round's generation."""
-        docs = self._recovery_docs(r)
+    def _recovery_proposals(self, docs: list[Any], r: int) -> list[Any]:
+        """The format-recovery documents' (``docs``, :meth:`_recovery_docs`) proposals in a batch of their own,
+        where round ``r`` wrote no free stream to carry them (``round.alpha`` 1); their decoding time counts as
+        the recovery step's, not as the round's generation."""
         if not docs:
             return []
         free = self.explore_proposer or self.proposer  # config validation: the free stream writes without grammar

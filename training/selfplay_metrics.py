@@ -67,26 +67,25 @@ def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:
            "reward": statistics.fmean([e.reward for e in episodes]) if episodes else 0.0,
            "episodes": len(episodes), "envs": len(per_env),
            "per_env": {k: solve_rate(v) for k, v in sorted(per_env.items())}}
-    if _progress(episodes) is not None:
-        out["progress"] = _progress(episodes)
+    out.update(_progress(episodes))
     if per_source:
         out["by_source"] = {src: {"pass_rate": solve_rate([e.passed for e in eps]),
                                   "reward": statistics.fmean([e.reward for e in eps]), "episodes": len(eps),
-                                  **({"progress": _progress(eps)} if _progress(eps) is not None else {})}
+                                  **_progress(eps)}
                             for src, eps in per_source.items()}
     return out
 
 
-def _progress(episodes: Sequence[Episode]) -> float | None:
-    """The mean progress fraction (``reward_mode: progress``: the checks passed, a turn's guards only beside
-    progress) of episodes whose scores all carry it; None otherwise (an episode that never started has no score,
-    and counts 0)."""
+def _progress(episodes: Sequence[Episode]) -> dict[str, float]:
+    """``{"progress": mean}``, the mean progress fraction (``reward_mode: progress``: the checks passed, a turn's
+    guards only beside progress) of episodes whose scores all carry it; ``{}`` otherwise (an episode that never
+    started has no score, and counts 0)."""
     if not episodes:
-        return None
+        return {}
     scores = [e.score or {} for e in episodes]
     if not any("progress" in sc for sc in scores) or any(sc and "progress" not in sc for sc in scores):
-        return None
-    return statistics.fmean(float(sc.get("progress", 0.0)) for sc in scores)
+        return {}
+    return {"progress": statistics.fmean(float(sc.get("progress", 0.0)) for sc in scores)}
 
 
 def failures(proposals: Sequence[Any]) -> dict[str, Any]:

@@ -197,11 +197,12 @@ def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path:
     assert len(probe) == 2
     seconds, tokens = sp.backend.timer.seconds, sp.backend.timer.tokens
     made = gen.proposals
-    extra = sp._recovery_proposals(0)
+    extra = sp._recovery_proposals(sp._recovery_docs(0), 0)
     assert gen.proposals - made == 3 and (sp.backend.timer.seconds, sp.backend.timer.tokens) == (seconds, tokens)
     assert len({p.doc_id for p in extra}) == 3 and not probe & {p.doc_id for p in extra}
     assert all(p.meta["stream"] == "explore" and p.meta["constrained"] is False for p in extra)
-    assert [p.doc_id for p in sp._recovery_proposals(0)] == [p.doc_id for p in extra]  # seeded: a resume agrees
+    again = sp._recovery_proposals(sp._recovery_docs(0), 0)  # seeded: a resume draws the same documents
+    assert [p.doc_id for p in again] == [p.doc_id for p in extra]
     made = gen.proposals
     (h,) = sp.run()
     rec = h["format_recovery"]

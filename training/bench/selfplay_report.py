@@ -208,10 +208,11 @@ def _final_rewards(lines: list[str], mode: str | None = None) -> dict[tuple[str,
     out = {}
     for line in lines:
         e = json.loads(line)
+        key = (e["env_id"], e["task_id"], int(e.get("seed", 0)))
         if mode is None:
-            out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["reward"])
+            out[key] = float(e["reward"])
         elif mode in (e.get("score") or {}):
-            out[(e["env_id"], e["task_id"], int(e.get("seed", 0)))] = float(e["score"][mode])
+            out[key] = float(e["score"][mode])
     return out
 
 
@@ -469,12 +470,13 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
     for seed in seeds:
         s = f"s{seed}"
         sp_run, b_run = work / f"selfplay-{s}", work / f"baseline-{s}"
+        probes = _probe_lines(sp_run)  # what the policy wrote without the grammar, round by round
         res["selfplay"][s] = {"rounds": [_selfplay_row(r) for r in rounds_of(sp_run)], "eval_final": _final(sp_run),
                               "eval_final_reward": _final(sp_run, "reward"),
                               "eval_final_progress": _final(sp_run, "progress"),
                               "probe_final": _final(sp_run, "acceptance", "probe_final"),
                               "probe_final_failures": _final(sp_run, "failures", "probe_final"),
-                              "probe_pairs": _probe_pairs(_probe_lines(sp_run)),
+                              "probe_pairs": _probe_pairs(probes),
                               "eval_final_by_source": _final(sp_run, "by_source"),
                               "seconds": (state.get(f"selfplay-{s}") or {}).get("seconds")}
         res["baseline"][s] = {"rounds": [_baseline_row(r) for r in rounds_of(b_run)], "eval_final": _final(b_run),
@@ -495,7 +497,6 @@ def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, 
             final = finals[name]
             if final:
                 (out / f"{name}-{s}-final-episodes.jsonl").write_text("\n".join(final) + "\n", encoding="utf-8")
-        probes = _probe_lines(sp_run)
         if probes:  # what the policy wrote without the grammar, round by round (RUN/probes/round-R.jsonl)
             (out / f"selfplay-{s}-probes.jsonl").write_text("\n".join(probes) + "\n", encoding="utf-8")
     sp_final = [v["eval_final"] for v in res["selfplay"].values() if v["eval_final"] is not None]
