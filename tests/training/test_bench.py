@@ -360,6 +360,7 @@ def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     md = (tmp_path / "selfplay.md").read_text()
     assert "0.641 -> 0.781 (on the same 32 documents: 10 gained, 5 lost; sign test p 0.30)." in md
     assert md == (src / "selfplay.md").read_text()  # the committed report is the merge's
+    assert "seed 0 6/6 (+8, 3 parsed), 3/3 (+8, 6 parsed), 2/2 (+8, 6 parsed), 2/2 (+8, 6 parsed)" in md
 
 
 def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
@@ -422,8 +423,9 @@ def test_the_report_counts_the_format_recovery_documents(tmp_path: Path) -> None
     (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     merge(tmp_path / "out", [src])
     md = (tmp_path / "out" / "selfplay.md").read_text()
-    assert ("; +N: more documents written only for this step): seed 0 2/2 (+8), 3/3 (+8), 2/2 (+8), 0/0 (+8), "
-            "3/3 (+8).") in md
+    assert ("the free stream's and the extra documents'; +N, M parsed: N more documents written only for this "
+            "step, M of whose proposals parsed): seed 0 2/2 (+8, 5 parsed), 3/3 (+8, 5 parsed), 2/2 (+8, 5 parsed), "
+            "0/0 (+8, 5 parsed), 3/3 (+8, 5 parsed).") in md
     assert "Format recovery" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 
 

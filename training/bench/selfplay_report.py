@@ -96,6 +96,7 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "format_recovered": (r.get("format_recovery") or {}).get("recovered"),
             "format_unparsed": (r.get("format_recovery") or {}).get("unparsed"),
             "format_documents": (r.get("format_recovery") or {}).get("documents"),
+            "format_documents_parsed": (r.get("format_recovery") or {}).get("documents_parsed"),
             "seconds": r["time"]["round"],
             "heldout_by_source": _checks_by_source(r)}
 
@@ -299,15 +300,7 @@ def _markdown(res: dict[str, Any]) -> str:
                                ("final", run.get("probe_final_failures"))) if f]
         if why:
             lines.append("Why the probe's unparsed proposals failed: " + "; ".join(why) + ".")
-    recovery = [(seed, run["rounds"]) for seed, run in res["selfplay"].items()
-                if any(r.get("format_recovered") is not None for r in run["rounds"])]
-    if recovery:  # selfplay.format_recovery: what the step had to learn from, round by round
-        extra = ("; +N: more documents written only for this step"
-                 if any(r.get("format_documents") for _, rows in recovery for r in rows) else "")
-        per_seed = "; ".join(f"seed {seed[1:]} " + ", ".join(_recovered_words(r) for r in rows)
-                             for seed, rows in recovery)
-        lines += ["", "Format recovery, round by round (free proposals recovered under the grammar and learnt / "
-                  f"free proposals that did not parse{extra}): {per_seed}."]
+    lines += _recovery_lines(res)
     left = [f"seed {', '.join(map(str, m['unfinished_seeds']))} of {m['folder']}"
             for m in res.get("merged_from") or [] if m.get("unfinished_seeds")]
     if left:
@@ -326,11 +319,33 @@ def _markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _recovery_lines(res: dict[str, Any]) -> list[str]:
+    """The report's format-recovery line (``selfplay.format_recovery``): what the step had to learn from, round by
+    round and seed by seed; none for runs without the step."""
+    recovery = [(seed, run["rounds"]) for seed, run in res["selfplay"].items()
+                if any(r.get("format_recovered") is not None for r in run["rounds"])]
+    if not recovery:
+        return []
+    per_seed = "; ".join(f"seed {seed[1:]} " + ", ".join(_recovered_words(r) for r in rows)
+                         for seed, rows in recovery)
+    if any(r.get("format_documents") for _, rows in recovery for r in rows):
+        what = ("proposals recovered under the grammar and learnt / proposals that did not parse, the free "
+                "stream's and the extra documents'; +N, M parsed: N more documents written only for this "
+                "step, M of whose proposals parsed")
+    else:
+        what = "free proposals recovered under the grammar and learnt / free proposals that did not parse"
+    return ["", f"Format recovery, round by round ({what}): {per_seed}."]
+
+
 def _recovered_words(row: dict[str, Any]) -> str:
-    """``3/4`` (recovered / unparsed) for a round's format recovery, ``-`` where the round had none."""
+    """``3/4`` (recovered / unparsed) for a round's format recovery, ``3/4 (+8, 5 parsed)`` with 8 extra documents
+    of which 5 parsed, ``-`` where the round had none."""
     if row.get("format_recovered") is None:
         return "-"
-    extra = f" (+{row['format_documents']})" if row.get("format_documents") else ""
+    extra = ""
+    if row.get("format_documents"):
+        parsed = row.get("format_documents_parsed")
+        extra = f" (+{row['format_documents']}" + (f", {parsed} parsed)" if parsed is not None else ")")
     return f"{row['format_recovered']}/{row['format_unparsed']}{extra}"
 
 
