@@ -251,8 +251,8 @@ class SelfPlay:
 
     def _keep_probe(self, r: int, props: Sequence[Any], verdicts: Sequence[Any], samples: int = 1) -> None:
         """``RUN/probes/round-R.jsonl``: each probe proposal's document (and sample, ``samples`` a document),
-        outcome, failure code, finish reason, token count and completion, to read what the policy writes without
-        the grammar."""
+        outcome, failure code (and a blueprint's schema problems), finish reason, token count and completion, to
+        read what the policy writes without the grammar."""
         from gym_envs.spec import atomic_write_text
 
         lines = []
@@ -261,7 +261,8 @@ class SelfPlay:
             lines.append(json.dumps({"round": r, "doc_id": p.doc_id, "sample": i % samples,
                                      "parsed": p.spec is not None, "accepted": bool(v is not None and v.accepted),
                                      "error_code": None if p.spec is not None else str(meta.get("error_code")),
-                                     "error": p.error, "finish_reason": meta.get("finish_reason"),
+                                     "error": p.error, "schema_errors": meta.get("schema_errors"),
+                                     "finish_reason": meta.get("finish_reason"),
                                      "completion_tokens": p.completion_tokens, "completion": p.raw}))
         (self.run_dir / "probes").mkdir(exist_ok=True)
         atomic_write_text(self.run_dir / "probes" / f"round-{r}.jsonl", "\n".join(lines) + "\n")

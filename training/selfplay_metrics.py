@@ -90,9 +90,12 @@ def _progress(episodes: Sequence[Episode]) -> dict[str, float]:
 
 def failures(proposals: Sequence[Any]) -> dict[str, Any]:
     """Why the proposals that hold no spec hold none: the count per failure code (``envgen.errors.FailureCode``),
-    and how many of them the token budget cut off (``finish_reason: length``), which tells a format the policy
-    does not write from a budget too small for it."""
+    how many of them the token budget cut off (``finish_reason: length``), which tells a format the policy
+    does not write from a budget too small for it, and, for blueprints that broke their schema, the count per
+    kind of their first problem (``schema``: a pydantic error type such as ``too_long`` or
+    ``string_pattern_mismatch``, with the top-level key it is under: ``operations: too_long``)."""
     codes: dict[str, int] = {}
+    schema: dict[str, int] = {}
     cut = 0
     for p in proposals:
         if p.spec is not None:
@@ -101,7 +104,14 @@ def failures(proposals: Sequence[Any]) -> dict[str, Any]:
         code = str(meta.get("error_code") or "no_spec")
         codes[code] = codes.get(code, 0) + 1
         cut += meta.get("finish_reason") == "length"
-    return {"codes": dict(sorted(codes.items())), "truncated": cut}
+        if meta.get("schema_errors"):
+            first = meta["schema_errors"][0]
+            kind = f"{str(first.get('loc', '')).split('.')[0] or '<root>'}: {first.get('type')}"
+            schema[kind] = schema.get(kind, 0) + 1
+    out: dict[str, Any] = {"codes": dict(sorted(codes.items())), "truncated": cut}
+    if schema:
+        out["schema"] = dict(sorted(schema.items(), key=lambda kv: (-kv[1], kv[0])))
+    return out
 
 
 def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates: Sequence[float],

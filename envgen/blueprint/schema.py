@@ -314,6 +314,9 @@ class ParsedBlueprint:
     code: str | None = None  #: ``no_json``, ``json_syntax``, ``not_object``, ``schema``
     error: str | None = None
     problems: list[str] = field(default_factory=list)
+    #: ``schema``: each problem's place and pydantic error type, in the order of ``problems``, e.g.
+    #: ``{"loc": "operations", "type": "too_long"}`` (what a report counts; ``problems`` is what the model reads)
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -339,6 +342,8 @@ def parse_blueprint(data: str | dict[str, Any]) -> ParsedBlueprint:
     try:
         return ParsedBlueprint(Blueprint.model_validate(obj))
     except ValidationError as e:
-        problems = [f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()]
+        errs = e.errors()
+        problems = [f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in errs]
+        kinds = [{"loc": ".".join(str(p) for p in err["loc"]) or "<root>", "type": str(err["type"])} for err in errs]
         return ParsedBlueprint(None, "schema", "the blueprint does not match its schema: " + "; ".join(problems[:8]),
-                               problems)
+                               problems, kinds)

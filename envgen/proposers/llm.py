@@ -236,11 +236,15 @@ class LLMProposer(Proposer):
 
     def _parse_blueprint(self, text: str, doc: Any, skill: Any, meta: dict[str, Any],
                          fill: dict[str, Any]) -> ParsedCompletion:
-        """A completion of the blueprint stream, compiled (failures typed as ``blueprint_schema``/``compile``)."""
+        """A completion of the blueprint stream, compiled. Failures are typed as the parse failed (``no_json``,
+        ``json_syntax``, ``not_object``, ``blueprint_schema``, with each schema problem's place and type in
+        ``meta["schema_errors"]``) or ``compile``."""
         pb = parse_blueprint(text)
         if pb.blueprint is None:
+            if pb.errors:
+                meta["schema_errors"] = pb.errors[:8]
             return ParsedCompletion(None, f"{pb.error}. Answer with one blueprint JSON object.",
-                                    FailureCode.BLUEPRINT_SCHEMA)
+                                    _BLUEPRINT_PARSE_CODES.get(pb.code or "", FailureCode.BLUEPRINT_SCHEMA))
         meta["blueprint"] = pb.blueprint.to_json()
         require = dict(getattr(skill, "blueprint", None) or {})
         try:
@@ -260,11 +264,17 @@ class LLMProposer(Proposer):
         if parsed.ok:
             return None
         if comp.finish_reason == "length" and parsed.code in (FailureCode.NO_JSON, FailureCode.JSON_SYNTAX):
+            smaller = ("a smaller blueprint: fewer entities and operations" if self.structure == "blueprint"
+                       else "a smaller environment: fewer tools, seed rows and tasks")
             return (f"your answer was cut off at the {self.max_new_tokens}-token limit before the JSON "
-                    f"was complete ({parsed.error}). Write a smaller environment: fewer tools, seed rows and "
-                    "tasks, shorter descriptions, no text outside the JSON.")
+                    f"was complete ({parsed.error}). Write {smaller}, shorter descriptions, no text outside "
+                    "the JSON.")
         return parsed.error
 
+
+_BLUEPRINT_PARSE_CODES = {"no_json": FailureCode.NO_JSON, "json_syntax": FailureCode.JSON_SYNTAX,
+                          "not_object": FailureCode.NOT_OBJECT}
+"""A blueprint that failed before its schema: the same codes as a spec's (``schema``: ``blueprint_schema``)."""
 
 CONSTRAINED_SPEC_NOTE = (
     "\n\nYour answer is decoded under a JSON Schema: write \"code\", \"state.schema_sql\" and "

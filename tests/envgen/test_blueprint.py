@@ -251,13 +251,20 @@ def test_grounding_counts_entity_and_field_names_found_in_the_document():
 def test_llm_blueprint_stream_compiles_what_the_model_writes():
     from envgen.proposers.llm import LLMProposer
 
-    answers = [bp().to_json(), "not json at all"]
+    long_title = json.loads(bp().to_json())
+    long_title["title"] = "A title far longer than the forty-eight characters a title may take"
+    answers = [bp().to_json(), "not json at all", '{"title": "Job queue",', json.dumps(long_title)]
     p = LLMProposer("scripted", backend_options={"completions": answers}, structure="blueprint",
                     constrained=False)
-    good, bad = p.propose_batch([JS, DOC], seed=0)
+    good, prose, cut, schema = p.propose_batch([JS, DOC, JS, DOC], seed=0)
     assert good.spec is not None and good.meta["structure"] == "blueprint" and "blueprint" in good.meta
     assert good.spec.provenance.generator == "llm:scripted"
-    assert bad.spec is None and bad.meta["error_code"] == "blueprint_schema"
+    # a failure keeps the parse's own code: no JSON, broken JSON, or a valid object that breaks the schema
+    assert prose.spec is None and prose.meta["error_code"] == "no_json"
+    assert cut.spec is None and cut.meta["error_code"] == "json_syntax"
+    assert schema.spec is None and schema.meta["error_code"] == "blueprint_schema"
+    assert schema.meta["schema_errors"] == [{"loc": "title", "type": "string_pattern_mismatch"}]
+    assert "schema_errors" not in prose.meta and "title" in (schema.error or "")
     # constrained: the scripted backend plays a grammar, so an answer outside the schema is a backend error
     strict = LLMProposer("scripted", backend_options={"completions": ["prose"]}, structure="blueprint")
     assert strict.constrained

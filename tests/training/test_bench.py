@@ -485,7 +485,8 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     rows[0]["probe"]["samples"] = 2  # acceptance_probe_samples: the report says so
     (src / "selfplay-s0-metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = json.loads((src / "selfplay-s0-summary.json").read_text())
-    summary["probe_final"]["failures"] = {"codes": {"no_json": 15}, "truncated": 0}
+    summary["probe_final"]["failures"] = {"codes": {"blueprint_schema": 3, "no_json": 15}, "truncated": 0,
+                                          "schema": {"operations: too_long": 2, "title: string_pattern_mismatch": 1}}
     (src / "selfplay-s0-summary.json").write_text(json.dumps(summary))
     kept = [{"round": 0, "doc_id": "d", "parsed": False, "error_code": "json_syntax", "completion": "{"}]
     (src / "selfplay-s0-probes.jsonl").write_text(json.dumps(kept[0]) + "\n")
@@ -495,7 +496,8 @@ def test_the_report_says_why_probe_proposals_failed(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "selfplay-s0-probes.jsonl").read_text()) == kept[0]
     md = (tmp_path / "out" / "selfplay.md").read_text()
     assert ("Why the probe's unparsed proposals failed: seed 0 warm start: blueprint_schema 10, json_syntax 5 (3 cut "
-            "off by the token budget); seed 0 final: no_json 15.") in md
+            "off by the token budget); seed 0 final: blueprint_schema 3, no_json 15; first schema problem: "
+            "operations: too_long 2, title: string_pattern_mismatch 1.") in md
     assert "Acceptance without the grammar (the probe, 2 proposals a document), warm start" in md
     assert "Why the probe" not in (H200_SELFPLAY.parent / "selfplay-v4" / "selfplay.md").read_text()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gym_envs.parsing import format_tool_call
@@ -115,3 +117,26 @@ def test_drop_rounds_from_keeps_earlier_rounds_only(tmp_path) -> None:
     assert [json.loads(x) for x in path.read_text().splitlines()] == [{"step": 0, "round": 0}]
     assert drop_rounds_from(path, 1) == 0 and drop_rounds_from(tmp_path / "missing.jsonl", 0) == 0
     assert drop_rounds_from(path, 0) == 1 and path.read_text() == ""
+
+
+def test_failures_count_codes_cut_offs_and_first_schema_problems() -> None:
+    """``failures``: proposals without a spec by failure code, those the budget cut off, and the blueprints that
+    broke their schema by the kind of their first problem (its top-level key and pydantic type)."""
+    from types import SimpleNamespace
+
+    from training.selfplay_metrics import failures
+
+    def prop(code: str | None, *, finish: str = "stop", errors: list[dict[str, str]] | None = None) -> Any:
+        meta: dict[str, Any] = {"error_code": code, "finish_reason": finish}
+        if errors:
+            meta["schema_errors"] = errors
+        return SimpleNamespace(spec=object() if code is None else None, meta=meta)
+
+    ops = [{"loc": "operations", "type": "too_long"}]
+    props = [prop(None), prop("json_syntax", finish="length"), prop("blueprint_schema", errors=ops),
+             prop("blueprint_schema", errors=[{"loc": "entities.0.description", "type": "string_pattern_mismatch"},
+                                              *ops]),
+             prop("blueprint_schema", errors=ops), prop("no_json")]
+    assert failures(props) == {"codes": {"blueprint_schema": 3, "json_syntax": 1, "no_json": 1}, "truncated": 1,
+                               "schema": {"operations: too_long": 2, "entities: string_pattern_mismatch": 1}}
+    assert "schema" not in failures([prop("no_json")])  # no blueprint broke its schema: no such count

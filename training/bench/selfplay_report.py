@@ -367,9 +367,11 @@ def _paired_words(p: dict[str, Any]) -> str:
 
 def _failures(f: dict[str, Any]) -> str:
     """A failure count (``training.selfplay_metrics.failures``) in words: ``blueprint_schema 3, json_syntax 2 (1 cut
-    off by the token budget)``."""
+    off by the token budget); first schema problem: operations: too_long 2, title: string_pattern_mismatch 1``."""
     codes = ", ".join(f"{code} {n}" for code, n in f.get("codes", {}).items()) or "none"
-    return codes + (f" ({f['truncated']} cut off by the token budget)" if f.get("truncated") else "")
+    schema = ("; first schema problem: " + ", ".join(f"{kind} {n}" for kind, n in f["schema"].items())
+              if f.get("schema") else "")
+    return codes + (f" ({f['truncated']} cut off by the token budget)" if f.get("truncated") else "") + schema
 
 
 def _points(x: float | None) -> str:
