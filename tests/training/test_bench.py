@@ -360,6 +360,10 @@ def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     md = (tmp_path / "selfplay.md").read_text()
     assert "0.641 -> 0.781 (on the same 32 documents: 10 gained, 5 lost; sign test p 0.30)." in md
     assert md == (src / "selfplay.md").read_text()  # the committed report is the merge's
+    # v4, v5 and v6 share the warm start (config and seed): their round-0 probes together, 75 of 128
+    warm = [(json.loads((src.parent / v / "selfplay.json").read_text())["selfplay"]["s0"]["rounds"][0], n)
+            for v, n in (("selfplay-v4", 32), ("selfplay-v5", 32), ("selfplay-v6", 64))]
+    assert sum(round(r["probe_acceptance"] * n) for r, n in warm) == 75
     assert "seed 0 6/6 (+8, 3 parsed), 3/3 (+8, 6 parsed), 2/2 (+8, 6 parsed), 2/2 (+8, 6 parsed)" in md
 
 
