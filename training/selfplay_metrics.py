@@ -13,8 +13,10 @@
   or refused (with counts: ``added_count``, ...);
 * ``update`` -- per role, the samples that carried a signal into the optimizer step(s),
   plus the step's loss and gradient norm; ``distill`` when the phase ran;
-* ``time`` -- generation, environment, validation, update and the whole round (wall
-  clock), and ``environment_share``: the environment's share of the round's wall time.
+* ``time`` -- generation (split into ``generation_proposals``, the proposer's batches, and
+  ``generation_episodes``, the solver's and held-out rollouts), environment, validation, update and
+  the whole round (wall clock), and ``environment_share``: the environment's share of the round's
+  wall time.
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates:
         "samples": dict(n_samples),
         "update": update,
         "throughput": {"tokens_per_second": tokens / gen_s if gen_s > 0 else 0.0, "generated_tokens": tokens},
-        "time": {"generation": gen_s, "environment": env_s, "update": seconds["update"],
+        "time": {"generation": gen_s, "generation_proposals": backend_timer.seconds,
+                 "generation_episodes": bs["gen_seconds"], "environment": env_s, "update": seconds["update"],
                  "validation": max(0.0, wall - gen_s - env_s - seconds["update"] - seconds.get("distill", 0.0)),
                  "round": wall, "environment_share": env_s / wall if wall > 0 else 0.0},
         "library_size": library_size,

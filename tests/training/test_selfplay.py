@@ -65,6 +65,10 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
         assert sum(h["skills"]["routing"].values()) == 1 and h["skills"]["weights"]
         assert set(h["time"]) >= {"generation", "environment", "validation", "update", "round", "environment_share"}
         assert 0.0 < h["time"]["environment_share"] < 1.0
+        # generation split into the proposals' and the episodes' (the solver's and the held-out's)
+        assert h["time"]["generation"] == pytest.approx(h["time"]["generation_proposals"]
+                                                        + h["time"]["generation_episodes"])
+        assert h["time"]["generation_proposals"] > 0 and h["time"]["generation_episodes"] > 0
         assert h["throughput"]["tokens_per_second"] > 0
     assert any(not (p.detach() == before[n]).all() for n, p in sp.model.named_parameters())
     eps = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
