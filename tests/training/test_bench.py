@@ -320,6 +320,24 @@ def test_selfplay_report_of_the_h200_v4_run(tmp_path: Path) -> None:
     assert all(r["update"]["proposer"]["samples"] == 8 for r in rows) and rows[1]["proposer"]["parsed"] < 1
 
 
+def _assert_heldout(res: dict[str, Any], *, passed: tuple[int, int], checks: tuple[float, float],
+                    paired: tuple[int, int, int, float, float], progress: tuple[float, float, float]) -> None:
+    """A one-seed H200 report's held-out figures (seed 0, 32 episodes): passes of self-play and the baseline, their
+    check fractions, the paired check-fraction difference (better, worse, equal, mean, standard error) and the
+    progress fractions with their paired mean; the baseline played as many episodes a round as self-play."""
+    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
+    assert (sp["eval_final"], base["eval_final"]) == (passed[0] / 32, passed[1] / 32)
+    assert (sp["eval_final_reward"], base["eval_final_reward"]) == (pytest.approx(checks[0], abs=1e-4),
+                                                                    pytest.approx(checks[1], abs=1e-4))
+    p = res["comparison"]["paired"]["all"]
+    assert (p["episodes"], p["better"], p["worse"], p["equal"]) == (32, *paired[:3])
+    assert (p["mean"], p["stderr"]) == (pytest.approx(paired[3], abs=1e-3), pytest.approx(paired[4], abs=1e-3))
+    prog = res["comparison"]["progress_fraction"]
+    assert (prog["selfplay"]["mean"], prog["baseline"]["mean"], prog["paired"]["mean"]) == pytest.approx(
+        progress, abs=1e-3)
+
+
 def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     """``selfplay-v6/`` (v5 with 8 more format-recovery documents a round and a two-sample probe; seed 0)
     re-rendered: the figures the README and h200.md quote, and the committed report is what the merge writes."""
@@ -328,21 +346,11 @@ def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     src = H200_SELFPLAY.parent / "selfplay-v6"
     res = merge(tmp_path, [src])
     assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
-    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    sp = res["selfplay"]["s0"]
     assert sp["rounds"][0]["probe_acceptance"] == 41 / 64 and sp["probe_final"] == 50 / 64
     assert sp["rounds"][0]["probe_samples"] == 2
-    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
-    assert sp["eval_final"] == 1 / 32 and base["eval_final"] == 0.0
-    assert sp["eval_final_reward"] == pytest.approx(0.6835, abs=1e-4)
-    assert base["eval_final_reward"] == pytest.approx(0.6172, abs=1e-4)
-    comp = res["comparison"]
-    paired = comp["paired"]["all"]
-    assert (paired["episodes"], paired["better"], paired["worse"], paired["equal"]) == (32, 13, 9, 10)
-    assert paired["mean"] == pytest.approx(0.066, abs=1e-3) and paired["stderr"] == pytest.approx(0.042, abs=1e-3)
-    prog = comp["progress_fraction"]
-    assert (prog["selfplay"]["mean"], prog["baseline"]["mean"]) == (pytest.approx(0.527, abs=1e-3),
-                                                                     pytest.approx(0.421, abs=1e-3))
-    assert prog["paired"]["mean"] == pytest.approx(0.106, abs=1e-3)
+    _assert_heldout(res, passed=(1, 0), checks=(0.6835, 0.6172), paired=(13, 9, 10, 0.066, 0.042),
+                    progress=(0.527, 0.421, 0.106))
     t = res["targets"]
     assert t["probe_acceptance_rise_points"] == pytest.approx(14.0625) and not t["probe_acceptance_met"]
     assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
@@ -375,21 +383,11 @@ def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
     src = H200_SELFPLAY.parent / "selfplay-v5"
     res = merge(tmp_path, [src])
     assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
-    sp, base = res["selfplay"]["s0"], res["baseline"]["s0"]
+    sp = res["selfplay"]["s0"]
     assert [r["acceptance_explore"] for r in sp["rounds"]] == [0.5, 0.25, 0.5, 1.0, 0.25]
     assert sp["rounds"][0]["probe_acceptance"] == 17 / 32 and sp["probe_final"] == 20 / 32
-    assert [r["solver_episodes"] for r in base["rounds"]] == [r["solver_episodes"] for r in sp["rounds"]]
-    assert sp["eval_final"] == 1 / 32 and base["eval_final"] == 0.0
-    assert sp["eval_final_reward"] == pytest.approx(0.6792, abs=1e-4)
-    assert base["eval_final_reward"] == pytest.approx(0.6446, abs=1e-4)
-    comp = res["comparison"]
-    paired = comp["paired"]["all"]
-    assert (paired["episodes"], paired["better"], paired["worse"], paired["equal"]) == (32, 10, 9, 13)
-    assert paired["mean"] == pytest.approx(0.035, abs=1e-3) and paired["stderr"] == pytest.approx(0.037, abs=1e-3)
-    prog = comp["progress_fraction"]
-    assert prog["selfplay"]["mean"] == pytest.approx(0.521, abs=1e-3)
-    assert prog["baseline"]["mean"] == pytest.approx(0.494, abs=1e-3)
-    assert prog["paired"]["mean"] == pytest.approx(0.026, abs=1e-3)
+    _assert_heldout(res, passed=(1, 0), checks=(0.6792, 0.6446), paired=(10, 9, 13, 0.035, 0.037),
+                    progress=(0.521, 0.494, 0.026))
     t = res["targets"]
     assert t["probe_acceptance_rise_points"] == pytest.approx(9.375) and not t["probe_acceptance_met"]
     assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
