@@ -106,7 +106,7 @@ def failures(proposals: Sequence[Any]) -> dict[str, Any]:
         code = str(meta.get("error_code") or "no_spec")
         codes[code] = codes.get(code, 0) + 1
         cut += meta.get("finish_reason") == "length"
-        if meta.get("schema_errors"):
+        if code == "blueprint_schema" and meta.get("schema_errors"):
             first = meta["schema_errors"][0]
             kind = f"{str(first.get('loc', '')).split('.')[0] or '<root>'}: {first.get('type')}"
             schema[kind] = schema.get(kind, 0) + 1

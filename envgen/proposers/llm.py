@@ -240,6 +240,7 @@ class LLMProposer(Proposer):
         ``json_syntax``, ``not_object``, ``blueprint_schema``, with each schema problem's place and type in
         ``meta["schema_errors"]``) or ``compile``."""
         pb = parse_blueprint(text)
+        meta.pop("schema_errors", None)  # a repair's meta starts as a copy of the attempt before
         if pb.blueprint is None:
             if pb.errors:
                 meta["schema_errors"] = pb.errors[:8]

@@ -265,6 +265,12 @@ def test_llm_blueprint_stream_compiles_what_the_model_writes():
     assert schema.spec is None and schema.meta["error_code"] == "blueprint_schema"
     assert schema.meta["schema_errors"] == [{"loc": "title", "type": "string_pattern_mismatch"}]
     assert "schema_errors" not in prose.meta and "title" in (schema.error or "")
+    # a repair that fixes the schema break, or breaks the JSON instead, leaves no stale schema problems behind
+    fixed, broken = LLMProposer("scripted", backend_options={"completions": [bp().to_json(), "{"]},
+                                structure="blueprint", constrained=False).repair_batch(
+        [(schema, "shorten the title"), (schema, "shorten the title")], seed=1)
+    assert fixed.spec is not None and "schema_errors" not in fixed.meta
+    assert broken.meta["error_code"] == "json_syntax" and "schema_errors" not in broken.meta
     # constrained: the scripted backend plays a grammar, so an answer outside the schema is a backend error
     strict = LLMProposer("scripted", backend_options={"completions": ["prose"]}, structure="blueprint")
     assert strict.constrained
