@@ -230,6 +230,8 @@ def test_selfplay_report_of_the_h200_v3_run(tmp_path: Path) -> None:
     from training.bench.selfplay_report import _plot
 
     plain = tmp_path / "plain.png"
+    for r in res["selfplay"]["s0"]["rounds"]:  # no timing either: no last row of extra panels
+        r["seconds_generation"] = None
     _plot(res, plain)
     for part in ("selfplay", "baseline"):
         for i, r in enumerate(res[part]["s0"]["rounds"]):
@@ -726,3 +728,38 @@ def test_the_final_policies_are_compared_episode_by_episode(tmp_path: Path) -> N
     assert "self-play minus baseline check fraction +0.062" in (tmp_path / "out" / "selfplay.md").read_text()
     kept = (tmp_path / "out" / "baseline-s0-final-episodes.jsonl").read_text().splitlines()
     assert len(kept) == 5 and all(json.loads(x)["final"] for x in kept)
+
+
+def test_the_plot_adds_the_panels_a_run_recorded(tmp_path: Path) -> None:
+    """The plot's last row has the panels whose figures the runs recorded: by source (v4 on), the free format on
+    the format-recovery documents (v6 on) and a round's seconds, split by generation's two parts where the round
+    recorded them."""
+    from training.bench.selfplay_report import (
+        _extra_panels,
+        _plot,
+        _plot_by_source,
+        _plot_recovery,
+        _plot_round_time,
+        merge,
+    )
+
+    v4 = merge(tmp_path / "v4", [H200_SELFPLAY.parent / "selfplay-v4"])
+    v6 = merge(tmp_path / "v6", [H200_SELFPLAY.parent / "selfplay-v6"])
+    assert _extra_panels(v4) == [_plot_by_source, _plot_round_time]
+    assert _extra_panels(v6) == [_plot_by_source, _plot_recovery, _plot_round_time]
+    rows = v6["selfplay"]["s0"]["rounds"]
+    assert [r["format_documents_parsed"] for r in rows] == [3, 6, 6, 6, 6]
+    assert all(r["seconds_generation"] < r["seconds"] and r["seconds_generation_proposals"] is None for r in rows)
+    from matplotlib.figure import Figure
+
+    def legend(res: dict[str, Any]) -> list[str]:
+        ax = Figure().add_subplot()
+        _plot_round_time(ax, res)
+        return [t.get_text() for t in ax.get_legend().get_texts()]
+
+    assert legend(v6) == ["generation", "update", "the rest"]
+    for r in rows:  # a run that split generation's time (the record since v6)
+        r["seconds_generation_proposals"] = r["seconds_generation"] / 2
+    assert legend(v6) == ["generation: proposals", "generation: episodes", "update", "the rest"]
+    _plot(v6, tmp_path / "split.png")
+    assert (tmp_path / "split.png").stat().st_size > 10_000

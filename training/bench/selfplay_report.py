@@ -97,7 +97,9 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "format_unparsed": (r.get("format_recovery") or {}).get("unparsed"),
             "format_documents": (r.get("format_recovery") or {}).get("documents"),
             "format_documents_parsed": (r.get("format_recovery") or {}).get("documents_parsed"),
-            "seconds": r["time"]["round"],
+            "seconds": r["time"]["round"], "seconds_generation": r["time"].get("generation"),
+            "seconds_update": r["time"].get("update"),
+            "seconds_generation_proposals": r["time"].get("generation_proposals"),
             "heldout_by_source": _checks_by_source(r)}
 
 
@@ -387,12 +389,11 @@ def _plot(res: dict[str, Any], path: Path) -> None:
               ("skills", "skills added / pruned / refined"), ("heldout_pass_rate", "held-out pass rate"),
               ("heldout_reward", "held-out check fraction"), ("env_share", "environment share of wall time"),
               ("samples", "samples in the update")]
-    by_source = any(r.get("heldout_by_source") for part in ("selfplay", "baseline") for run in res[part].values()
-                    for r in run["rounds"])
-    rows_of_panels = 4 if by_source else 3
+    extra = _extra_panels(res)
+    rows_of_panels = 4 if extra else 3
     fig = Figure(figsize=(12, 10 * rows_of_panels / 3))
-    if by_source:
-        _plot_by_source(fig.add_subplot(rows_of_panels, 3, len(panels) + 1), res)
+    for j, draw in enumerate(extra):
+        draw(fig.add_subplot(rows_of_panels, 3, len(panels) + 1 + j), res)
     for i, (key, title) in enumerate(panels):
         ax = fig.add_subplot(rows_of_panels, 3, i + 1)
         for seed, run in res["selfplay"].items():
@@ -445,6 +446,17 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _extra_panels(res: dict[str, Any]) -> list[Any]:
+    """The plot's last row, the panels whose figures the runs recorded: the held-out check fraction by source,
+    the free format on the format-recovery documents, and a round's seconds."""
+    rows = [r for part in ("selfplay", "baseline") for run in res[part].values() for r in run["rounds"]]
+    sp_rows = [r for run in res["selfplay"].values() for r in run["rounds"]]
+    return [draw for draw, on in ((_plot_by_source, any(r.get("heldout_by_source") for r in rows)),
+                                  (_plot_recovery, any(r.get("format_documents") for r in sp_rows)),
+                                  (_plot_round_time, any(r.get("seconds_generation") is not None for r in sp_rows)))
+            if on]
+
+
 def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
     """Held-out check fraction per source and round (the final policy's after the last round): self-play solid,
     the baseline dashed, one colour per source."""
@@ -469,6 +481,50 @@ def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
     ax.set_xlabel("round", fontsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def _plot_recovery(ax: Any, res: dict[str, Any]) -> None:
+    """``selfplay.format_recovery_documents``: the share of the extra documents, new each round and never trained
+    on before, whose proposal written without the grammar parsed (the free format on unseen documents)."""
+    from matplotlib.ticker import MaxNLocator
+
+    for seed, run in res["selfplay"].items():
+        pts = [(r["round"], r["format_documents_parsed"] / r["format_documents"]) for r in run["rounds"]
+               if r.get("format_documents") and r.get("format_documents_parsed") is not None]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker="o", label=f"parsed, extra documents {seed}")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("free format on new documents (format recovery)", fontsize=9)
+    ax.set_xlabel("round", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+
+
+def _plot_round_time(ax: Any, res: dict[str, Any]) -> None:
+    """Where a self-play round's wall time goes (the first seed), stacked: generation (split into the proposer's
+    batches and the episodes' where the run recorded it), the update, and the rest (validation, the
+    format-recovery and distillation steps, the environment)."""
+    from matplotlib.ticker import MaxNLocator
+
+    seed, run = next(iter(res["selfplay"].items()))
+    rows = [r for r in run["rounds"] if r.get("seconds_generation") is not None]
+    xs = [r["round"] for r in rows]
+    split = all(r.get("seconds_generation_proposals") is not None for r in rows)
+    parts = ([("generation: proposals", [r["seconds_generation_proposals"] for r in rows]),
+              ("generation: episodes", [r["seconds_generation"] - r["seconds_generation_proposals"] for r in rows])]
+             if split else [("generation", [r["seconds_generation"] for r in rows])])
+    parts.append(("update", [r.get("seconds_update") or 0.0 for r in rows]))
+    parts.append(("the rest", [max(0.0, r["seconds"] - sum(p[i] for _, p in parts)) for i, r in enumerate(rows)]))
+    bottom = [0.0] * len(rows)
+    for label, ys in parts:
+        ax.bar(xs, ys, bottom=bottom, label=label)
+        bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
+    ax.set_title(f"a self-play round's seconds ({seed})", fontsize=9)
+    ax.set_xlabel("round", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=6)
 
 
