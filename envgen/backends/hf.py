@@ -132,8 +132,9 @@ class PrefixedGrammars:
         if input_ids.shape[0] != len(self.matchers):
             raise RuntimeError(f"{input_ids.shape[0]} rows for {len(self.matchers)} grammars")
         if self.started:  # the token sampled at the previous step (the first call sees the context only)
+            last = input_ids[:, -1].tolist()  # one device-to-host copy a step, not one a row
             for i, matcher in enumerate(self.matchers):
-                if not matcher.is_terminated() and not matcher.accept_token(int(input_ids[i, -1])):
+                if not matcher.is_terminated() and not matcher.accept_token(int(last[i])):
                     raise RuntimeError(f"row {i}: a token the grammar masked out was sampled")
         self.started = True
         for i, matcher in enumerate(self.matchers):
