@@ -436,14 +436,21 @@ def _plot(res: dict[str, Any], path: Path) -> None:
         if key == "env_share":
             ax.axhline(0.02, color="0.5", linestyle=":", linewidth=1, label="2% target")
             ax.set_ylim(0, max(0.025, ax.get_ylim()[1]))
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("round", fontsize=8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        _round_axis(ax, title)
     fig.suptitle(f"envwright self-play vs fixed-environment baseline ({res['model']})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def _round_axis(ax: Any, title: str, *, grid: str = "both") -> None:
+    """A panel's title, its x axis of whole rounds, its grid and its legend (every panel of :func:`_plot`)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("round", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3, axis=grid)
+    ax.legend(fontsize=6)
 
 
 def _extra_panels(res: dict[str, Any]) -> list[Any]:
@@ -460,8 +467,6 @@ def _extra_panels(res: dict[str, Any]) -> list[Any]:
 def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
     """Held-out check fraction per source and round (the final policy's after the last round): self-play solid,
     the baseline dashed, one colour per source."""
-    from matplotlib.ticker import MaxNLocator
-
     sources = sorted({src for part in ("selfplay", "baseline") for run in res[part].values() for r in run["rounds"]
                       for src in r.get("heldout_by_source") or {}})
     for c, src in enumerate(sources):
@@ -477,37 +482,25 @@ def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
                     ax.plot(*zip(*pts, strict=True), linestyle=style, marker=marker, color=f"C{c}",
                             label=f"{part} {src} {seed}")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("held-out check fraction by source", fontsize=9)
-    ax.set_xlabel("round", fontsize=8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    _round_axis(ax, "held-out check fraction by source")
 
 
 def _plot_recovery(ax: Any, res: dict[str, Any]) -> None:
     """``selfplay.format_recovery_documents``: the share of the extra documents, new each round and never trained
     on before, whose proposal written without the grammar parsed (the free format on unseen documents)."""
-    from matplotlib.ticker import MaxNLocator
-
     for seed, run in res["selfplay"].items():
         pts = [(r["round"], r["format_documents_parsed"] / r["format_documents"]) for r in run["rounds"]
                if r.get("format_documents") and r.get("format_documents_parsed") is not None]
         if pts:
             ax.plot(*zip(*pts, strict=True), marker="o", label=f"parsed, extra documents {seed}")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("free format on new documents (format recovery)", fontsize=9)
-    ax.set_xlabel("round", fontsize=8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
+    _round_axis(ax, "free format on new documents (format recovery)")
 
 
 def _plot_round_time(ax: Any, res: dict[str, Any]) -> None:
     """Where a self-play round's wall time goes (the first seed), stacked: generation (split into the proposer's
     batches and the episodes' where the run recorded it), the update, and the rest (validation, the
     format-recovery and distillation steps, the environment)."""
-    from matplotlib.ticker import MaxNLocator
-
     seed, run = next(iter(res["selfplay"].items()))
     rows = [r for r in run["rounds"] if r.get("seconds_generation") is not None]
     xs = [r["round"] for r in rows]
@@ -521,11 +514,7 @@ def _plot_round_time(ax: Any, res: dict[str, Any]) -> None:
     for label, ys in parts:
         ax.bar(xs, ys, bottom=bottom, label=label)
         bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
-    ax.set_title(f"a self-play round's seconds ({seed})", fontsize=9)
-    ax.set_xlabel("round", fontsize=8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=6)
+    _round_axis(ax, f"a self-play round's seconds ({seed})", grid="y")
 
 
 def report(out: Path, work: Path, state: dict[str, Any], cfg: Any) -> dict[str, Any]:
