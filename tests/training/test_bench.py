@@ -340,15 +340,22 @@ def _assert_heldout(res: dict[str, Any], *, passed: tuple[int, int], checks: tup
         progress, abs=1e-3)
 
 
+def _rerendered(tmp_path: Path, folder: str) -> tuple[Path, dict[str, Any]]:
+    """A committed one-seed H200 run (``training/results/h200/FOLDER``) merged into ``tmp_path``: the folder and the
+    report; its seed 0 finished both runs."""
+    from training.bench.selfplay_report import merge
+
+    src = H200_SELFPLAY.parent / folder
+    res = merge(tmp_path, [src])
+    assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
+    return src, res
+
+
 def test_selfplay_report_of_the_h200_v7_run(tmp_path: Path) -> None:
     """``selfplay-v7/`` (v6 with 16 format-recovery documents a round and a four-sample probe; seed 0)
     re-rendered: the figures the README and h200.md quote (the run that meets the acceptance target), and the
     committed report is what the merge writes."""
-    from training.bench.selfplay_report import merge
-
-    src = H200_SELFPLAY.parent / "selfplay-v7"
-    res = merge(tmp_path, [src])
-    assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
+    src, res = _rerendered(tmp_path, "selfplay-v7")
     sp = res["selfplay"]["s0"]
     assert sp["rounds"][0]["probe_acceptance"] == 62 / 128 and sp["probe_final"] == 115 / 128
     assert sp["rounds"][0]["probe_samples"] == 4
@@ -384,11 +391,7 @@ def test_selfplay_report_of_the_h200_v7_run(tmp_path: Path) -> None:
 def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     """``selfplay-v6/`` (v5 with 8 more format-recovery documents a round and a two-sample probe; seed 0)
     re-rendered: the figures the README and h200.md quote, and the committed report is what the merge writes."""
-    from training.bench.selfplay_report import merge
-
-    src = H200_SELFPLAY.parent / "selfplay-v6"
-    res = merge(tmp_path, [src])
-    assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
+    src, res = _rerendered(tmp_path, "selfplay-v6")
     sp = res["selfplay"]["s0"]
     assert sp["rounds"][0]["probe_acceptance"] == 41 / 64 and sp["probe_final"] == 50 / 64
     assert sp["rounds"][0]["probe_samples"] == 2
@@ -421,11 +424,7 @@ def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
 def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
     """``selfplay-v5/`` (v4's run with ``selfplay.format_recovery`` on; seed 0) re-rendered: the figures the
     README and h200.md quote, the probe's kept proposals, and the committed report is what the merge writes."""
-    from training.bench.selfplay_report import merge
-
-    src = H200_SELFPLAY.parent / "selfplay-v5"
-    res = merge(tmp_path, [src])
-    assert res["seeds"] == [0] and not res["merged_from"][0].get("unfinished_seeds")
+    src, res = _rerendered(tmp_path, "selfplay-v5")
     sp = res["selfplay"]["s0"]
     assert [r["acceptance_explore"] for r in sp["rounds"]] == [0.5, 0.25, 0.5, 1.0, 0.25]
     assert sp["rounds"][0]["probe_acceptance"] == 17 / 32 and sp["probe_final"] == 20 / 32
