@@ -340,6 +340,16 @@ def _assert_heldout(res: dict[str, Any], *, passed: tuple[int, int], checks: tup
         progress, abs=1e-3)
 
 
+def _assert_probe_and_targets(res: dict[str, Any], *, warm: float, final: float, rise: float,
+                              probe_met: bool) -> None:
+    """A one-seed H200 report's probe (seed 0: acceptance without the grammar at the warm start and of the final
+    policy), its rise in points and whether that meets the +15 target; the held-out and environment targets met."""
+    sp, t = res["selfplay"]["s0"], res["targets"]
+    assert sp["rounds"][0]["probe_acceptance"] == warm and sp["probe_final"] == final
+    assert t["probe_acceptance_rise_points"] == pytest.approx(rise) and t["probe_acceptance_met"] is probe_met
+    assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+
+
 def _rerendered(tmp_path: Path, folder: str) -> tuple[Path, dict[str, Any]]:
     """A committed one-seed H200 run (``training/results/h200/FOLDER``) merged into ``tmp_path``: the folder and the
     report; its seed 0 finished both runs."""
@@ -357,13 +367,10 @@ def test_selfplay_report_of_the_h200_v7_run(tmp_path: Path) -> None:
     committed report is what the merge writes."""
     src, res = _rerendered(tmp_path, "selfplay-v7")
     sp = res["selfplay"]["s0"]
-    assert sp["rounds"][0]["probe_acceptance"] == 62 / 128 and sp["probe_final"] == 115 / 128
     assert sp["rounds"][0]["probe_samples"] == 4
     _assert_heldout(res, passed=(1, 1), checks=(0.6848, 0.6106), paired=(14, 6, 12, 0.074, 0.031),
                     progress=(0.529, 0.387, 0.143))
-    t = res["targets"]
-    assert t["probe_acceptance_rise_points"] == pytest.approx(41.40625) and t["probe_acceptance_met"]
-    assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    _assert_probe_and_targets(res, warm=62 / 128, final=115 / 128, rise=41.40625, probe_met=True)
     rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
     rec = [r["format_recovery"] for r in rows]
     assert [r["unparsed"] for r in rec] == [r["recovered"] for r in rec] == [8, 4, 6, 4, 7]
@@ -393,13 +400,10 @@ def test_selfplay_report_of_the_h200_v6_run(tmp_path: Path) -> None:
     re-rendered: the figures the README and h200.md quote, and the committed report is what the merge writes."""
     src, res = _rerendered(tmp_path, "selfplay-v6")
     sp = res["selfplay"]["s0"]
-    assert sp["rounds"][0]["probe_acceptance"] == 41 / 64 and sp["probe_final"] == 50 / 64
     assert sp["rounds"][0]["probe_samples"] == 2
     _assert_heldout(res, passed=(1, 0), checks=(0.6835, 0.6172), paired=(13, 9, 10, 0.066, 0.042),
                     progress=(0.527, 0.421, 0.106))
-    t = res["targets"]
-    assert t["probe_acceptance_rise_points"] == pytest.approx(14.0625) and not t["probe_acceptance_met"]
-    assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    _assert_probe_and_targets(res, warm=41 / 64, final=50 / 64, rise=14.0625, probe_met=False)
     rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
     rec = [r["format_recovery"] for r in rows]  # the free stream's and the extra documents' unparsed proposals
     assert [r["unparsed"] for r in rec] == [r["recovered"] for r in rec] == [6, 3, 2, 2, 3]
@@ -427,12 +431,9 @@ def test_selfplay_report_of_the_h200_v5_run(tmp_path: Path) -> None:
     src, res = _rerendered(tmp_path, "selfplay-v5")
     sp = res["selfplay"]["s0"]
     assert [r["acceptance_explore"] for r in sp["rounds"]] == [0.5, 0.25, 0.5, 1.0, 0.25]
-    assert sp["rounds"][0]["probe_acceptance"] == 17 / 32 and sp["probe_final"] == 20 / 32
     _assert_heldout(res, passed=(1, 0), checks=(0.6792, 0.6446), paired=(10, 9, 13, 0.035, 0.037),
                     progress=(0.521, 0.494, 0.026))
-    t = res["targets"]
-    assert t["probe_acceptance_rise_points"] == pytest.approx(9.375) and not t["probe_acceptance_met"]
-    assert t["heldout_met"] and t["heldout_checks_met"] and t["env_share_met"]
+    _assert_probe_and_targets(res, warm=17 / 32, final=20 / 32, rise=9.375, probe_met=False)
     rows = [json.loads(line) for line in (src / "selfplay-s0-metrics.jsonl").open()]
     rec = [r["format_recovery"] for r in rows]  # every unparsed free proposal recovered and learnt
     assert [r["unparsed"] for r in rec] == [r["recovered"] for r in rec] == [2, 3, 2, 0, 3]
