@@ -37,7 +37,7 @@ SPEC_VERSION: Literal[1] = 1
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
-CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls")
+CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls", "state")
 STREAMS = ("skill", "explore", "template", "manual")
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
@@ -280,8 +280,23 @@ class CallsCheck(_Model):
         return self
 
 
+class StateCheck(_Model):
+    """Passes when each named table's digest equals the one given: the state the reference reaches."""
+    kind: Literal["state"] = "state"
+    digests: dict[str, str] = Field(min_length=1, description="Table name -> the table's SHA-256 digest "
+                                                              "(gym_envs/ENVSPEC.md, 'Table digests').")
+
+    @field_validator("digests")
+    @classmethod
+    def _hex(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [t for t, d in v.items() if not re.fullmatch(r"[0-9a-f]{64}", d)]
+        if bad:
+            raise ValueError(f"digests of {bad} are not 64 lowercase hex digits (SHA-256)")
+        return v
+
+
 Check = Annotated[
-    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck,
+    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck | StateCheck,
     Field(discriminator="kind"),
 ]
 

@@ -1,0 +1,436 @@
+"""Task families: what a person asks a service for, and the trajectory a careful agent takes.
+
+Role: each method of :class:`Families` writes one :class:`~envgen.world.tasks.base.Draft` or ``None``
+(when the world or the draw does not allow it). A *scope* is the record a conversation is about: the
+customer who speaks (a person row, in a self-service world) or the container the staff member names (in
+an operator world); the *target* is one of the scope's main records, named the way a person names it:
+by its number, by its date, by a thing it contains, or by a filter ("my most recent pending order").
+
+* :meth:`write_goal`: a change to a target found through its scope (two hops when named by description);
+  a rule that asks for confirmation makes it two turns (the request, nothing changes; "yes", the change);
+* :meth:`add_line`: a new child record that refers to a catalog record found by its title;
+* :meth:`read_question`: a question whose answer the agent reads or computes (counts, totals, the latest);
+* :meth:`policy_refusal`: a request only the policy forbids (a state, another person's record, an amount
+  over the limit, which goes to a person through the escalation tool);
+* :meth:`tool_refusal`: a request a tool refuses (its guard), then the allowed alternative;
+* :meth:`missing_identity`: a request without who is asking; the agent must ask first.
+
+Every family respects the policy in its normal path (amounts under a limit, states a rule allows, the
+speaker's own records), so an agent that follows the policy can pass every task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgen.world.data import Pools
+from envgen.world.model import Op
+from envgen.world.phrase import Voice, sentence, verb_phrase
+from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
+
+__all__ = ["Families"]
+
+_DATE_KINDS = ("date", "datetime")
+
+
+class Families:
+    """The task families over one world (see the module docstring)."""
+
+    def __init__(self, w: Writer, pools: Pools):
+        self.w = w
+        self.world = w.world
+        self.rng = w.rng
+        self.pools = pools
+        self.main = next((e for e in self.world.entities if e.role == "main"), self.world.entities[0])
+        self.scope_ent = self.main.parent.entity if self.main.parent is not None else None
+
+    # -- policy ---------------------------------------------------------------------------------------
+    def rules(self, kind: str, op: Op | None = None) -> list[Any]:
+        return [r for r in self.world.policy if r.kind == kind and (op is None or r.op in (None, op.name))]
+
+    def allowed(self, op: Op, target: Row) -> bool:
+        """Whether the policy lets ``op`` act on ``target`` (its state is not one a rule forbids)."""
+        return not any(target.get("state") in r.states for r in self.rules("forbid_state", op) if r.op == op.name)
+
+    def confirm(self, op: Op) -> bool:
+        return any(r.op == op.name for r in self.rules("confirm"))
+
+    def limit(self, op: Op) -> Any:
+        return next((r for r in self.rules("limit") if r.op == op.name), None)
+
+    # -- scopes and targets ---------------------------------------------------------------------------
+    def scopes(self, least: int = 2) -> list[Row]:
+        if self.scope_ent is None:
+            return []
+        out = [s for s in self.w.rows(self.scope_ent) if len(self.w.owned(self.main, s)) >= least]
+        self.rng.shuffle(out)
+        return out
+
+    def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]:
+        """The reference calls that reach the scope's records, and how the user names the scope."""
+        s = self.scope_ent
+        assert s is not None
+        key = scope[s.key.name]
+        calls: list[dict[str, Any]] = []
+        look = self.w.tool("lookup", s)
+        if look is not None:
+            calls.append({"name": look.name, "arguments": {s.key.name: key}})
+        search = self.w.tool("search", self.main, by=self.main.parent.name if self.main.parent else None)
+        if search is not None and self.main.parent is not None:
+            calls.append({"name": search.name, "arguments": {self.main.parent.name: key}})
+        named = "" if not self.world.operator else f"{s.human} {key}"
+        return calls, named
+
+    def describe(self, target: Row, cands: list[Row], scope_named: str) -> tuple[str, int, bool] | None:
+        """How a person names ``target`` among ``cands``: (words, hops it adds, whether it is a choice)."""
+        m = self.main
+        mine = "my " if not self.world.operator else "the "
+        where = f" for {scope_named}" if scope_named else ""
+        options: list[tuple[str, int, bool]] = [(f"{m.human} {target[m.key.name]}", 0, False)]
+        for f in m.fields:
+            if f.kind in _DATE_KINDS and sum(1 for c in cands if c[f.name] == target[f.name]) == 1:
+                said = f.semantic.say(target[f.name], self.world.currency)
+                options.append((f"{mine}{m.human}{where} from {said}" if "placed" in f.name or "created" in f.name
+                                or "on" in f.name.split("_") else f"{mine}{m.human}{where} with the {f.human} {said}",
+                                1, False))
+        thing = self.child_title(target, cands)
+        if thing is not None:
+            options.append((f"{mine}{m.human}{where} with the {thing}", 1, False))
+        date = next((f for f in m.fields if f.kind in _DATE_KINDS), None)
+        if date is not None and m.states:
+            same = [c for c in cands if c.get("state") == target.get("state")]
+            if len(same) >= 2:
+                latest = max(same, key=lambda c: (c[date.name], c["id"]))
+                oldest = min(same, key=lambda c: (c[date.name], c["id"]))
+                if latest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
+                    options.append((f"{mine}most recent {target['state']} {m.human}{where}", 1, True))
+                elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
+                    options.append((f"{mine}oldest {target['state']} {m.human}{where}", 1, True))
+        weights = [1] + [3] * (len(options) - 1)
+        return self.rng.choices(options, weights=weights)[0]
+
+    def child_title(self, target: Row, cands: list[Row]) -> str | None:
+        """The title of a catalog thing only ``target`` among ``cands`` holds (``the Oak Desk Lamp``)."""
+        for child in self.world.children(self.main):
+            cat = next((r for r in child.refs if not r.owner), None)
+            title = next((f for f in cat.entity.fields if f.kind == "title"), None) if cat else None
+            if cat is None or title is None:
+                continue
+            holders: dict[str, set[int]] = {}
+            for c in cands:
+                for line in self.w.owned(child, c):
+                    thing = self.w.row(cat.entity, line[cat.column])
+                    if thing is not None:
+                        holders.setdefault(thing[title.name], set()).add(c["id"])
+            mine = [t for t, ids in holders.items() if ids == {target["id"]}]
+            if mine:
+                return self.rng.choice(sorted(mine))
+        return None
+
+    def details(self, target: Row) -> list[dict[str, Any]]:
+        look = self.w.tool("lookup", self.main)
+        return [] if look is None else [{"name": look.name, "arguments": {self.main.key.name: target[self.main.key.name]}}]
+
+    # -- the operation's arguments and words ----------------------------------------------------------
+    def act(self, op: Op, target: Row) -> tuple[dict[str, Any], str] | None:
+        """The call's arguments on ``target`` and the words for its ``{value}``."""
+        ent = op.entity
+        args: dict[str, Any] = {ent.key.name: target[ent.key.name]}
+        value = ""
+        if op.kind == "update" and op.fields:
+            f = ent.field(op.fields[0])
+            if f is None:
+                return None
+            new = f.semantic.draw(self.pools, {"field": f, "row": {}, "prefix": ent.prefix})
+            if new == target.get(f.name):
+                return None
+            args[f.name] = new / 100 if f.kind == "money" else (bool(new) if f.sqltype == "BOOLEAN" else new)
+            value = f.semantic.say(new, self.world.currency)
+        elif op.kind == "adjust" and op.fields:
+            f = ent.field(op.fields[0])
+            if f is None:
+                return None
+            lim = self.limit(op)
+            cap = int(lim.value) if lim is not None and lim.value is not None else None
+            if f.kind == "money":
+                cents = self.rng.choice([500, 1000, 1500, 2000, 2500, 5000, 7500])
+                if cap is not None and cents / 100 > cap:
+                    cents = max(100, int(cap * 100) // 2)
+                args["amount"] = cents / 100
+                value = f.semantic.say(cents, self.world.currency)
+            else:
+                n = self.rng.randint(1, 20)
+                if cap is not None:
+                    n = min(n, max(1, cap))
+                args["amount"] = n
+                value = str(n)
+        elif op.kind in ("create", "count", "total", "search", "take", "transfer", "acquire", "escalate"):
+            return None
+        return args, value
+
+    # -- families -------------------------------------------------------------------------------------
+    def write_goal(self, missing: bool = False) -> Draft | None:
+        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in ("transition", "update", "adjust",
+                                                                                 "delete")]
+        if not ops:
+            return None
+        op = self.rng.choice(ops)
+        for scope in self.scopes()[:6]:
+            cands = self.w.owned(self.main, scope)
+            targets = [t for t in cands if self.allowed(op, t)]
+            self.rng.shuffle(targets)
+            for target in targets[:4]:
+                acted = self.act(op, target)
+                if acted is None:
+                    continue
+                args, value = acted
+                voice = self.w.voice(scope if not self.world.operator else None)
+                find, named = self.find_scope(voice, scope)
+                call = {"name": op.name, "arguments": args}
+                ok, _ = self.w.attempt(find, call)
+                if not ok:
+                    continue
+                said = self.describe(target, cands, named)
+                if said is None:
+                    continue
+                words, hops, choose = said
+                looks = find + (self.details(target) if hops and not choose else [])
+                goal = verb_phrase(op).format(record=words, value=value)
+                request = sentence(voice.opener(identify=not missing), voice.ask(goal, voice.reason(op)))
+                if missing:
+                    if self.confirm(op):
+                        continue
+                    answer = self.rng.choice([f"Sure, it's {voice.key}.", f"Of course: {voice.key}.",
+                                              f"Yes - my email is {voice.key}.", f"It's {voice.key}."])
+                    return Draft("missing_parameter", "missing_identity",
+                                 [DraftTurn(request, [], kind="ask", forbid=[op.name]),
+                                  DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose)
+                if self.confirm(op):
+                    turns = [DraftTurn(request, looks, kind="ask", forbid=[op.name]),
+                             DraftTurn(voice.yes(), [call])]
+                else:
+                    turns = [DraftTurn(request, [*looks, call])]
+                return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose)
+        return None
+
+    def read_question(self) -> Draft | None:
+        m = self.main
+        for scope in self.scopes()[:6]:
+            cands = self.w.owned(m, scope)
+            voice = self.w.voice(scope if not self.world.operator else None)
+            find, named = self.find_scope(voice, scope)
+            where = f" for {named}" if named else ""
+            mine = "I have" if not self.world.operator else "there are"
+            options = []
+            if m.states:
+                state = self.rng.choice(sorted({c["state"] for c in cands}))
+                n = sum(1 for c in cands if c["state"] == state)
+                options.append((f"how many {state} {m.humans} {mine}{where}", [number_answers(n)], find, True))
+            total = self.total_of(self.rng.choice(cands))
+            if total is not None:
+                target, cents = total
+                said = self.describe(target, cands, named)
+                if said is not None:
+                    options.append((f"what the total of {said[0]} comes to", [money_answers(cents, self.world.currency)],
+                                    find + self.details(target), said[2]))
+            if not options:
+                continue
+            question, answers, calls, choose = self.rng.choice(options)
+            text = sentence(voice.opener(), voice.question(question))
+            return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers)],
+                         hops=1, choose=choose)
+        return None
+
+    def total_of(self, target: Row) -> tuple[Row, int] | None:
+        """A main record's computed total (quantity times price of its lines), if it has lines."""
+        for child in self.world.children(self.main):
+            q = next((f for f in child.fields if f.kind == "quantity"), None)
+            p = next((f for f in child.fields if f.kind == "money"), None)
+            lines = self.w.owned(child, target)
+            if q is not None and p is not None and lines:
+                return target, sum(int(r[q.name]) * int(r[p.name]) for r in lines)
+        return None
+
+    def policy_refusal(self) -> Draft | None:
+        options = []
+        for rule in self.rules("forbid_state"):
+            op = next((o for o in self.world.ops if o.name == rule.op), None)
+            if op is not None and op.entity is self.main:
+                options.append(("state", rule, op))
+        for rule in self.rules("own_records"):
+            ops = [o for o in self.world.ops if o.entity is self.main and o.kind in ("transition", "update")]
+            if ops:
+                options.append(("own", rule, self.rng.choice(ops)))
+        for rule in self.rules("limit"):
+            op = next((o for o in self.world.ops if o.name == rule.op), None)
+            if op is not None and op.kind == "adjust" and self.w.tool("escalate", op.entity) is not None:
+                options.append(("limit", rule, op))
+        self.rng.shuffle(options)
+        for how, rule, op in options:
+            draft = getattr(self, f"_refuse_{how}")(rule, op)
+            if draft is not None:
+                return draft
+        return None
+
+    def _refuse_state(self, rule: Any, op: Op) -> Draft | None:
+        for scope in self.scopes()[:8]:
+            cands = self.w.owned(self.main, scope)
+            stuck = [t for t in cands if t.get("state") in rule.states]
+            for target in stuck[:3]:
+                acted = self.act(op, target)
+                if acted is None:
+                    continue
+                args, value = acted
+                voice = self.w.voice(scope if not self.world.operator else None)
+                find, _named = self.find_scope(voice, scope)
+                ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
+                if not ok:  # the tool refuses it too: not a rule only the policy enforces
+                    continue
+                words = f"{self.main.human} {target[self.main.key.name]}"
+                goal = verb_phrase(op).format(record=words, value=value)
+                text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
+                return Draft("decline", f"policy_state_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
+                                                                                    forbid=[op.name])], policy=True)
+        return None
+
+    def _refuse_own(self, rule: Any, op: Op) -> Draft | None:
+        scopes = self.scopes(1)
+        if len(scopes) < 2 or self.world.operator:
+            return None
+        me, other = scopes[0], scopes[1]
+        theirs = [t for t in self.w.owned(self.main, other) if self.allowed(op, t)]
+        for target in theirs[:3]:
+            acted = self.act(op, target)
+            if acted is None:
+                continue
+            args, value = acted
+            voice = self.w.voice(me)
+            find, _ = self.find_scope(voice, me)
+            ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
+            if not ok:
+                continue
+            who = self.rng.choice(["my neighbour", "my brother", "a friend of mine", "my colleague", "my sister"])
+            words = f"{self.main.human} {target[self.main.key.name]}"
+            goal = verb_phrase(op).format(record=words, value=value)
+            text = sentence(voice.opener(), f"It's not mine, it belongs to {who}, but they asked me to handle it.",
+                            voice.ask(goal))
+            return Draft("decline", f"policy_own_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
+                                                                              forbid=[op.name])], policy=True)
+        return None
+
+    def _refuse_limit(self, rule: Any, op: Op) -> Draft | None:
+        esc = self.w.tool("escalate", op.entity)
+        f = op.entity.field(op.fields[0]) if op.fields else None
+        if esc is None or f is None or rule.value is None:
+            return None
+        subjects = self.w.rows(op.entity) if op.entity is not self.main else None
+        if op.entity is self.world.person and not self.world.operator:
+            scope = self.rng.choice(self.w.rows(op.entity))
+            voice = self.w.voice(scope)
+            target = scope
+            find = [{"name": self.w.tool("lookup", op.entity).name,  # type: ignore[union-attr]
+                     "arguments": {op.entity.key.name: scope[op.entity.key.name]}}] \
+                if self.w.tool("lookup", op.entity) else []
+            words = "my account"
+        else:
+            scopes = self.scopes()
+            if not scopes:
+                return None
+            scope = scopes[0]
+            voice = self.w.voice(scope if not self.world.operator else None)
+            find, _ = self.find_scope(voice, scope)
+            target = self.rng.choice(self.w.owned(self.main, scope))
+            words = f"{self.main.human} {target[self.main.key.name]}"
+        del subjects
+        amount = int(rule.value) * self.rng.choice([2, 3, 4]) + self.rng.choice([0, 15, 40])
+        cents = amount * 100
+        value = f.semantic.say(cents, self.world.currency) if f.kind == "money" else str(amount)
+        topic = rule.field or "policy_exception"
+        esc_call = {"name": esc.name, "arguments": {op.entity.key.name: target[op.entity.key.name], "topic": topic}}
+        goal = verb_phrase(op).format(record=words, value=value)
+        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
+        return Draft("decline", f"policy_limit_{op.name}"[:40], [DraftTurn(text, [*find, esc_call], forbid=[op.name])],
+                     policy=True)
+
+    def tool_refusal(self) -> Draft | None:
+        ops = [o for o in self.world.ops if o.entity is self.main and o.kind == "transition" and o.sources]
+        if not ops:
+            return None
+        op = self.rng.choice(ops)
+        for scope in self.scopes(3)[:8]:
+            cands = self.w.owned(self.main, scope)
+            stuck = [t for t in cands if t.get("state") not in op.sources and self.allowed(op, t)]
+            free = [t for t in cands if t.get("state") in op.sources and self.allowed(op, t)]
+            if not stuck or not free:
+                continue
+            bad, good = self.rng.choice(stuck), self.rng.choice(free)
+            voice = self.w.voice(scope if not self.world.operator else None)
+            find, _named = self.find_scope(voice, scope)
+            ok, _ = self.w.attempt(find, {"name": op.name, "arguments": {self.main.key.name: bad[self.main.key.name]}})
+            if ok:
+                continue
+            words = f"{self.main.human} {bad[self.main.key.name]}"
+            first = sentence(voice.opener(), voice.ask(verb_phrase(op).format(record=words, value="")))
+            other = f"{self.main.human} {good[self.main.key.name]}"
+            second_say = self.rng.choice([f"I see. In that case please do it for {other} instead.",
+                                          f"Oh, okay. Then {verb_phrase(op).format(record=other, value='')} instead.",
+                                          f"Fair enough. What about {other}? Please go ahead with that one."])
+            call = {"name": op.name, "arguments": {self.main.key.name: good[self.main.key.name]}}
+            turns = [DraftTurn(first, find, kind="refuse")]
+            if self.confirm(op):
+                turns += [DraftTurn(second_say, [], kind="ask", forbid=[op.name]), DraftTurn(voice.yes(), [call])]
+            else:
+                turns.append(DraftTurn(second_say, [call]))
+            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1)
+        return None
+
+    def missing_identity(self) -> Draft | None:
+        """A change asked for without saying who is asking: the agent asks, then the user answers."""
+        if self.world.operator or self.scope_ent is None or self.world.person is not self.scope_ent:
+            return None
+        return self.write_goal(missing=True)
+
+    def add_line(self) -> Draft | None:
+        children = self.world.children(self.main)
+        for child in children:
+            create = self.w.tool("create", child)
+            cat = next((r for r in child.refs if not r.owner), None)
+            if create is None or cat is None:
+                continue
+            search = self.w.tool("search", cat.entity)
+            title = next((f for f in cat.entity.fields if f.kind == "title"), None)
+            if search is None or title is None:
+                continue
+            things = [t for t in self.w.rows(cat.entity)
+                      if sum(1 for x in self.w.rows(cat.entity) if x[title.name] == t[title.name]) == 1]
+            self.rng.shuffle(things)
+            for scope in self.scopes()[:5]:
+                cands = self.w.owned(self.main, scope)
+                targets = [t for t in cands if t.get("state") == (self.main.states[0] if self.main.states else None)]
+                if not targets or not things:
+                    continue
+                target = self.rng.choice(targets)
+                thing = things[0]
+                voice = self.w.voice(scope if not self.world.operator else None)
+                find, named = self.find_scope(voice, scope)
+                said = self.describe(target, cands, named)
+                if said is None:
+                    continue
+                qty = self.rng.randint(1, 3)
+                args = {child.parent.name: target[self.main.key.name],  # type: ignore[union-attr]
+                        cat.name: thing[cat.entity.key.name]}
+                for fname in create.fields:
+                    f = child.field(fname)
+                    if f is not None and f.kind == "quantity":
+                        args[fname] = qty
+                look = {"name": search.name, "arguments": {"query": thing[title.name]}}
+                call = {"name": create.name, "arguments": args}
+                ok, _ = self.w.attempt([*find, look], call)
+                if not ok:
+                    continue
+                goal = (f"add {qty} x {thing[title.name]} to {said[0]}" if qty > 1 else
+                        f"add the {thing[title.name]} to {said[0]}")
+                text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
+                return Draft("read_then_write", f"add_{child.name}"[:40], [DraftTurn(text, [*find, look, call])],
+                             hops=2, choose=said[2])
+        return None
