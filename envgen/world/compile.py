@@ -20,6 +20,7 @@ from typing import Any
 
 from envgen.errors import CompileError
 from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compose import compose
 from envgen.world.data import TODAY, Pools, Vocabulary
 from envgen.world.model import World
 from envgen.world.normalize import to_world
@@ -47,25 +48,37 @@ class CompiledWorld:
 def describe_world(world: World) -> str:
     """The spec's description: what the service is, who the user is, and the numbered policy."""
     who = "a member of staff" if world.operator else world.persona
-    lines = [f"{world.title}: {world.domain}. You are the service's assistant; the user is {who}. "
-             f"Today is {TODAY:%A, %B} {TODAY.day}, {TODAY.year}. Records are named by their keys "
-             f"({', '.join(sorted({e.key.name.replace('_', ' ') for e in world.entities}))}).",
-             "", "Policy:"]
+    keys = ", ".join(sorted({e.key.name.replace("_", " ") for e in world.entities}))
+    if world.parts:
+        head = (f"{world.title}: one assistant for {len(world.parts)} services ("
+                + "; ".join(f"{p.title}, {p.domain}, tools prefixed {p.prefix}_" for p in world.parts) + "). ")
+    else:
+        head = f"{world.title}: {world.domain}. "
+    lines = [f"{head}You are the service's assistant; the user is {who}. Today is {TODAY:%A, %B} {TODAY.day}, "
+             f"{TODAY.year}. Records are named by their keys ({keys}).", "", "Policy:"]
     lines += [f"{i}. {r.text}" for i, r in enumerate(world.policy, 1)]
     return "\n".join(lines)
 
 
-def compile_world(bp: WorldBlueprint, *, env_id: str, seed: int = 0, n_tasks: int = 8,
-                  source: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> CompiledWorld:
-    """Compile ``bp`` into a spec called ``env_id`` (see the module docstring)."""
-    repairs: list[str] = []
-    world = to_world(bp, repairs)
-    rng = random.Random(stable_seed("world-rows", env_id, seed))
+def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
     vocab = Vocabulary(titles=list(bp.vocabulary.titles), adjectives=list(bp.vocabulary.adjectives),
                        notes=list(bp.vocabulary.notes), categories=list(bp.vocabulary.categories),
                        prefixes={e.name: e.prefix for e in world.entities})
-    pools = Pools(rng, vocab, bp.currency)
-    rows = fill_rows(world, pools)
+    return Pools(rng, vocab, bp.currency)
+
+
+def compile_world(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: int = 0, n_tasks: int = 8,
+                  source: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> CompiledWorld:
+    """Compile ``bp`` (or several, composed: :mod:`envgen.world.compose`) into a spec called ``env_id``."""
+    repairs: list[str] = []
+    bps = bp if isinstance(bp, list) else [bp]
+    world = compose(bps, repairs) if len(bps) > 1 else to_world(bps[0], repairs)
+    parts = world.parts or [world]
+    rng = random.Random(stable_seed("world-rows", env_id, seed))
+    pools = [_pools(b, p, rng) for b, p in zip(bps, parts, strict=True)]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for part, pool in zip(parts, pools, strict=True):
+        rows.update(fill_rows(part, pool))
     apply_copies(world, rows)
     schema_sql, seed_sql = render_state(world, rows)
     base: dict[str, Any] = {

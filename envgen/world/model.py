@@ -255,6 +255,8 @@ class World:
     operator: bool = False  #: the user is staff acting on anyone's records (else a customer acting on their own)
     path: str = ""  #: the source document
     words: list[str] = dataclasses.field(default_factory=list)  #: the domain's words (for grounding and phrasing)
+    parts: list[World] = dataclasses.field(default_factory=list)  #: a composed world's parts (:mod:`.compose`)
+    prefix: str = ""  #: a part's tool prefix in a composed world
 
     def entity(self, name: str) -> Entity:
         for e in self.entities:

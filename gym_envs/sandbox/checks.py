@@ -43,12 +43,13 @@ NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "
 _NUMBER_WORD = re.compile(r"(?<![\w-])(" + "|".join(NUMBER_WORDS) + r")(?![\w-])", re.IGNORECASE)
 
 
-def _numbers(text: str) -> list[Decimal]:
+def _numbers(text: str, words: bool = True) -> list[Decimal]:
     """The numbers a text names, each standing on its own: ``1,670.50`` is one number, ``3,4,5`` three, the
     digits inside ``T-1042`` or ``v2`` none; a ``-`` right before a number is its sign unless it joins two words
     or numbers (``2024-06-10``); a part with a leading zero (``06``, ``0042``) is a code, not a number; a whole
-    word from ``zero`` to ``twenty`` is that number ("two orders")."""
-    out: list[Decimal] = [Decimal(NUMBER_WORDS.index(m.group(1).lower())) for m in _NUMBER_WORD.finditer(text)]
+    word from ``zero`` to ``twenty`` is that number ("two orders") unless ``words`` is false."""
+    out: list[Decimal] = [Decimal(NUMBER_WORDS.index(m.group(1).lower())) for m in _NUMBER_WORD.finditer(text)] \
+        if words else []
     for m in _NUMBER_TOKEN.finditer(text):
         sign, body = m.group(1), m.group(2)
         if sign and m.start() > 0 and text[m.start() - 1].isalnum():
@@ -86,8 +87,8 @@ def reply_contains(reply: str, answer: str) -> bool:
     distinct numbers (a list of every candidate is no answer)."""
     s = answer.strip()
     numbers = _numbers(reply) if _NUMERIC.match(s) else None
-    if numbers is not None and len(set(numbers)) > MAX_REPLY_NUMBERS:
-        return False
+    if numbers is not None and len(set(_numbers(reply, words=False))) > MAX_REPLY_NUMBERS:
+        return False  # numbers written in digits are counted: "one of" is no listing
     return _find(reply, s, numbers)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from envgen.world.data import Pools
 from envgen.world.model import World
 from envgen.world.sim import Simulator
-from envgen.world.tasks.base import Draft, Writer
+from envgen.world.tasks.base import Draft, DraftTurn, Writer
 from envgen.world.tasks.families import Families
 
 __all__ = ["write_tasks"]
@@ -24,20 +24,26 @@ _PLAN = ["write_goal", "policy_refusal", "add_line", "read_question", "tool_refu
          "write_goal", "missing_identity", "read_question", "write_goal", "add_line", "policy_refusal"]
 
 
-def write_tasks(world: World, sim: Simulator, pools: Pools, rng: random.Random,
+def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random,
                 n: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """Up to ``n`` tasks over ``world`` and each one's family (see the module docstring)."""
+    """Up to ``n`` tasks over ``world`` and each one's family (see the module docstring). ``pools``: one per
+    part of a composed world (one in all otherwise)."""
     writer = Writer(world, sim, rng)
-    fam = Families(writer, pools)
+    parts = world.parts or [world]
+    fams = [Families(writer, pool, part if world.parts else None) for part, pool in zip(parts, pools, strict=True)]
     tasks: list[dict[str, Any]] = []
     names: list[str] = []
     seen: set[str] = set()
-    plan = list(_PLAN)
     attempts = 0
     while len(tasks) < n and attempts < 3 * len(_PLAN):
-        name = plan[attempts % len(plan)]
+        name = _PLAN[attempts % len(_PLAN)]
+        fam = fams[attempts % len(fams)]
         attempts += 1
         draft: Draft | None = getattr(fam, name)()
+        if draft is not None and len(fams) > 1 and attempts % 3 == 0:
+            other = fams[attempts % len(fams)]
+            second = other.write_goal() if other is not fam else None
+            draft = join_drafts(draft, second, fam) if second is not None else draft
         if draft is None:
             continue
         text = draft.turns[0].say
@@ -48,5 +54,17 @@ def write_tasks(world: World, sim: Simulator, pools: Pools, rng: random.Random,
             continue
         seen.add(text)
         tasks.append(task)
-        names.append(name)
+        names.append(draft.family if draft.family.startswith("cross") else name)
     return tasks, names
+
+
+def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
+    """One conversation with a request to one service, then one to another (a composed world's task)."""
+    if first.kind in ("decline", "missing_parameter") or second.kind != "read_then_write" or not second.turns[0].body:
+        return first  # only a staff member's request joins another: a customer's is about their own account
+    also = fam.rng.choice(["Also, ", "One more thing: ", "While I have you, ", "Oh, and "])
+    body = second.turns[0].body or second.turns[0].say
+    turns = [*first.turns, DraftTurn(also + body[:1].lower() + body[1:], second.turns[0].calls),
+             *second.turns[1:]]
+    return Draft("read_then_write", f"cross_{first.family}"[:40], turns, hops=max(first.hops, second.hops),
+                 choose=first.choose or second.choose, policy=first.policy)

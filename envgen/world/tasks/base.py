@@ -57,6 +57,7 @@ class DraftTurn:
     kind: str = "write"  #: ``write``, ``read``, ``refuse``, ``ask`` (the agent must ask, nothing changes)
     answers: list[list[str]] = dataclasses.field(default_factory=list)  #: read: each answer's spellings
     forbid: list[str] = dataclasses.field(default_factory=list)  #: tools the turn must not even try
+    body: str = ""  #: the request without its opener (to ask it mid-conversation)
 
 
 @dataclass
@@ -102,9 +103,9 @@ class Writer:
         ref = next((r for r in ent.refs if r.name == ref_name), None)
         return None if ref is None else self.row(ref.entity, row[ref.column])
 
-    def voice(self, person: Row | None) -> Voice:
-        p = self.world.person
-        if person is not None and p is not None and not self.world.operator:
+    def voice(self, person: Row | None, p: Entity | None = None) -> Voice:
+        """The speaker: ``person`` (a row of the person entity ``p``), or a member of staff when None."""
+        if person is not None and p is not None:
             name_field = next((f.name for f in p.fields if f.kind == "person_name"), None)
             name = person[name_field] if name_field else person[p.key.name]
             return Voice(self.rng, str(name), str(person[p.key.name]), operator=False)

@@ -36,12 +36,15 @@ _DATE_KINDS = ("date", "datetime")
 class Families:
     """The task families over one world (see the module docstring)."""
 
-    def __init__(self, w: Writer, pools: Pools):
+    def __init__(self, w: Writer, pools: Pools, part: World | None = None):
         self.w = w
         self.world = w.world
         self.rng = w.rng
         self.pools = pools
-        self.main = next((e for e in self.world.entities if e.role == "main"), self.world.entities[0])
+        part = part or self.world  # a composed world's tasks are written one part at a time
+        self.operator = part.operator
+        self.person = part.person
+        self.main = next((e for e in part.entities if e.role == "main"), part.entities[0])
         self.scope_ent = self.main.parent.entity if self.main.parent is not None else None
 
     # -- policy ---------------------------------------------------------------------------------------
@@ -57,6 +60,11 @@ class Families:
 
     def limit(self, op: Op) -> Any:
         return next((r for r in self.rules("limit") if r.op == op.name), None)
+
+    def speaker(self, scope: Row) -> Voice:
+        """Who asks about ``scope``'s records: that person (self-service), else a member of staff."""
+        own = not self.operator and self.person is not None and self.scope_ent is self.person
+        return self.w.voice(scope if own else None, self.person if own else None)
 
     # -- scopes and targets ---------------------------------------------------------------------------
     def scopes(self, least: int = 2) -> list[Row]:
@@ -78,13 +86,13 @@ class Families:
         search = self.w.tool("search", self.main, by=self.main.parent.name if self.main.parent else None)
         if search is not None and self.main.parent is not None:
             calls.append({"name": search.name, "arguments": {self.main.parent.name: key}})
-        named = "" if not self.world.operator else f"{s.human} {key}"
+        named = "" if not self.operator else f"{s.human} {key}"
         return calls, named
 
     def describe(self, target: Row, cands: list[Row], scope_named: str) -> tuple[str, int, bool] | None:
         """How a person names ``target`` among ``cands``: (words, hops it adds, whether it is a choice)."""
         m = self.main
-        mine = "my " if not self.world.operator else "the "
+        mine = "my " if not self.operator else "the "
         where = f" for {scope_named}" if scope_named else ""
         options: list[tuple[str, int, bool]] = [(f"{m.human} {target[m.key.name]}", 0, False)]
         for f in m.fields:
@@ -184,7 +192,7 @@ class Families:
                 if acted is None:
                     continue
                 args, value = acted
-                voice = self.w.voice(scope if not self.world.operator else None)
+                voice = self.speaker(scope)
                 find, named = self.find_scope(voice, scope)
                 call = {"name": op.name, "arguments": args}
                 ok, _ = self.w.attempt(find, call)
@@ -196,7 +204,8 @@ class Families:
                 words, hops, choose = said
                 looks = find + (self.details(target) if hops and not choose else [])
                 goal = verb_phrase(op).format(record=words, value=value)
-                request = sentence(voice.opener(identify=not missing), voice.ask(goal, voice.reason(op)))
+                body = voice.ask(goal, voice.reason(op))
+                request = sentence(voice.opener(identify=not missing), body)
                 if missing:
                     if self.confirm(op):
                         continue
@@ -209,7 +218,7 @@ class Families:
                     turns = [DraftTurn(request, looks, kind="ask", forbid=[op.name]),
                              DraftTurn(voice.yes(), [call])]
                 else:
-                    turns = [DraftTurn(request, [*looks, call])]
+                    turns = [DraftTurn(request, [*looks, call], body=body if not voice.key else "")]
                 return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose)
         return None
 
@@ -217,10 +226,10 @@ class Families:
         m = self.main
         for scope in self.scopes()[:6]:
             cands = self.w.owned(m, scope)
-            voice = self.w.voice(scope if not self.world.operator else None)
+            voice = self.speaker(scope)
             find, named = self.find_scope(voice, scope)
             where = f" for {named}" if named else ""
-            mine = "I have" if not self.world.operator else "there are"
+            mine = "I have" if not self.operator else "there are"
             options = []
             if m.states:
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
@@ -281,7 +290,7 @@ class Families:
                 if acted is None:
                     continue
                 args, value = acted
-                voice = self.w.voice(scope if not self.world.operator else None)
+                voice = self.speaker(scope)
                 find, _named = self.find_scope(voice, scope)
                 ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
                 if not ok:  # the tool refuses it too: not a rule only the policy enforces
@@ -295,7 +304,7 @@ class Families:
 
     def _refuse_own(self, rule: Any, op: Op) -> Draft | None:
         scopes = self.scopes(1)
-        if len(scopes) < 2 or self.world.operator:
+        if len(scopes) < 2 or self.operator:
             return None
         me, other = scopes[0], scopes[1]
         theirs = [t for t in self.w.owned(self.main, other) if self.allowed(op, t)]
@@ -304,7 +313,7 @@ class Families:
             if acted is None:
                 continue
             args, value = acted
-            voice = self.w.voice(me)
+            voice = self.speaker(me)
             find, _ = self.find_scope(voice, me)
             ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
             if not ok:
@@ -324,9 +333,9 @@ class Families:
         if esc is None or f is None or rule.value is None:
             return None
         subjects = self.w.rows(op.entity) if op.entity is not self.main else None
-        if op.entity is self.world.person and not self.world.operator:
+        if op.entity is self.person and not self.operator:
             scope = self.rng.choice(self.w.rows(op.entity))
-            voice = self.w.voice(scope)
+            voice = self.w.voice(scope, self.person)
             target = scope
             find = [{"name": self.w.tool("lookup", op.entity).name,  # type: ignore[union-attr]
                      "arguments": {op.entity.key.name: scope[op.entity.key.name]}}] \
@@ -337,7 +346,7 @@ class Families:
             if not scopes:
                 return None
             scope = scopes[0]
-            voice = self.w.voice(scope if not self.world.operator else None)
+            voice = self.speaker(scope)
             find, _ = self.find_scope(voice, scope)
             target = self.rng.choice(self.w.owned(self.main, scope))
             words = f"{self.main.human} {target[self.main.key.name]}"
@@ -364,7 +373,7 @@ class Families:
             if not stuck or not free:
                 continue
             bad, good = self.rng.choice(stuck), self.rng.choice(free)
-            voice = self.w.voice(scope if not self.world.operator else None)
+            voice = self.speaker(scope)
             find, _named = self.find_scope(voice, scope)
             ok, _ = self.w.attempt(find, {"name": op.name, "arguments": {self.main.key.name: bad[self.main.key.name]}})
             if ok:
@@ -386,7 +395,7 @@ class Families:
 
     def missing_identity(self) -> Draft | None:
         """A change asked for without saying who is asking: the agent asks, then the user answers."""
-        if self.world.operator or self.scope_ent is None or self.world.person is not self.scope_ent:
+        if self.operator or self.scope_ent is None or self.person is not self.scope_ent:
             return None
         return self.write_goal(missing=True)
 
@@ -411,7 +420,7 @@ class Families:
                     continue
                 target = self.rng.choice(targets)
                 thing = things[0]
-                voice = self.w.voice(scope if not self.world.operator else None)
+                voice = self.speaker(scope)
                 find, named = self.find_scope(voice, scope)
                 said = self.describe(target, cands, named)
                 if said is None:
