@@ -1,0 +1,213 @@
+"""The AST world writer: a document's own operations grafted onto a service from the domain catalog.
+
+Role: the offline writer of world blueprints (the ``world`` proposer, and the model's teacher for the
+world format). For one Python document it:
+
+1. reads what the code does (:func:`envgen.proposers.template.semantics.analyze_semantics`): its
+   pattern (a queue, a lock, a scheduler, a ledger...), its public operations with their roles, guards
+   (``if self.full(): raise Full``) and target states;
+2. picks a catalog domain that can host the pattern (:mod:`envgen.world.catalog`), preferring one whose
+   words the document shares, the rest decided by the seed;
+3. grafts the document's operations onto the domain's entities: each becomes a tool named after the
+   document's function and the domain's record (``put_print_job``, ``task_done``), doing what the code does
+   (``add`` creates a record in its container and refuses when the container is full, with the code's
+   exception name and message; ``take`` takes the oldest waiting one; ``change_state`` moves it to the
+   domain's state closest to the code's), and replaces a domain tool of the same effect.
+
+The domain supplies everything a document cannot: people, realistic values, a policy. Contract:
+deterministic given ``(document, seed)``; :func:`write_world` raises :class:`~envgen.errors.TemplateError`
+only when the catalog is empty.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from envgen.errors import TemplateError
+from envgen.world.blueprint import ConditionSpec, OperationSpec, WorldBlueprint
+from envgen.world.catalog import CatalogEntry, entries
+from gym_envs.seeding import stable_seed
+
+__all__ = ["WrittenWorld", "graft", "write_world"]
+
+_MAX_GRAFTED = 6
+
+
+@dataclass
+class WrittenWorld:
+    """A written world blueprint and how it was made."""
+
+    blueprint: WorldBlueprint
+    domain: str  #: the catalog domain's id
+    pattern: str  #: the document's pattern
+    grafted: list[str] = field(default_factory=list)  #: the tools named after the document's operations
+    module: str = ""  #: the document's module name
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip("_")).lower()
+    return re.sub(r"[^a-z0-9]+", "_", s).strip("_")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{3,}", _snake(text).replace("_", " "))}
+
+
+def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> CatalogEntry:
+    pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
+    hosts = [e for e in entries_ if pattern in e.patterns] or [e for e in entries_ if "generic" in e.patterns] \
+        or entries_
+    words = set(getattr(sem, "words", []) or [])
+
+    def score(e: CatalogEntry) -> tuple[int, int]:
+        bp = e.blueprint
+        mine = _words(" ".join([bp.title, bp.domain, *(x.name for x in bp.entities), *bp.vocabulary.titles]))
+        return len(mine & words), stable_seed("world-domain", doc_key, seed, bp.id)
+
+    return max(hosts, key=score)
+
+
+def _tool_name(doc_name: str, noun: str, taken: set[str]) -> str:
+    base = _snake(doc_name) or "act"
+    name = base if noun in base else f"{base}_{noun}"
+    name = re.sub(r"_+", "_", name)[:60].strip("_")
+    if not re.match(r"^[a-z][a-z0-9_]{1,63}$", name):
+        name = f"do_{name}"[:60]
+    n = 2
+    out = name
+    while out in taken:
+        out, n = f"{name}_{n}", n + 1
+    taken.add(out)
+    return out
+
+
+def _message(guard: Any, fallback: str) -> str:
+    exc = str(getattr(guard, "exception", "") or "").strip()
+    msg = str(getattr(guard, "message", "") or "").strip()
+    text = f"{exc}: {msg}" if exc and msg else (f"{exc}: {fallback}" if exc else (msg or fallback))
+    text = re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", text)
+    return text[:150] or fallback
+
+
+def _closest_state(target: str | None, states: list[str]) -> str | None:
+    if not target or not states:
+        return None
+    if target in states:
+        return target
+    close = difflib.get_close_matches(target, states, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
+def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBlueprint, list[str]]:
+    """The domain's blueprint with the document's operations grafted on (see the module docstring)."""
+    bp = entry.blueprint.model_copy(deep=True)
+    ents = {e.name: e for e in bp.entities}
+    host = entry.host(getattr(sem, "pattern", "generic") if sem is not None else "generic", bp)
+    item = ents.get(host.get("item") or "")
+    if item is None or sem is None:
+        return bp, []
+    container = ents.get(host.get("container") or "")
+    parent_ref = next((r for r in item.refs if r.owner), None)
+    if container is None and parent_ref is not None:
+        container = ents.get(parent_ref.entity)
+    states = list(item.states)
+    finals = list(item.final)
+    waiting = host.get("waiting") or (states[0] if states else None)
+    taken_state = host.get("taken") or next((s for s in states[1:] if s not in finals), None)
+    noun = item.name
+    names = {o.name for o in bp.operations}
+    grafted: list[OperationSpec] = []
+    replaced: set[tuple[str, str, str | None]] = set()
+    cap_field = container.capacity if container is not None else None
+    for op in list(getattr(sem, "ops", []))[: 3 * _MAX_GRAFTED]:
+        if len(grafted) >= _MAX_GRAFTED:
+            break
+        role = getattr(op, "role", "")
+        origin = f"{origin_module}.{getattr(op, 'origin', op.name)}"[:60].replace("..", ".")
+        origin = re.sub(r"[^A-Za-z0-9_.]", "", origin)
+        doc = re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", str(getattr(op, "doc", "") or ""))[:100]
+        guards = list(getattr(op, "guards", []) or [])
+        spec: OperationSpec | None = None
+        desc = f"{doc} ({op.name} in {origin_module})" if doc else f"Works like {op.name} in {origin_module}"
+        desc = desc[:160]
+        if role == "add" and container is not None and parent_ref is not None:
+            conds = []
+            full = next((g for g in guards if getattr(g, "kind", "") == "full"), None)
+            if cap_field is not None:
+                conds.append(ConditionSpec(kind="room", message=_message(
+                    full, f"the {container.name.replace('_', ' ')} {{key}} is full")))
+            fields = [f.name for f in item.fields if not f.nullable and f.kind not in ("date", "datetime")][:2]
+            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="create", entity=item.name,
+                                 description=desc, origin=origin, fields=fields, conditions=conds)
+        elif role == "take" and container is not None and waiting and taken_state and parent_ref is not None:
+            empty = next((g for g in guards if getattr(g, "kind", "") == "empty"), None)
+            conds = [ConditionSpec(kind="not_empty", message=_message(empty, f"no {waiting} {noun.replace('_', ' ')} "
+                                                                              f"for {{key}}"))]
+            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="take", entity=item.name,
+                                 description=desc, origin=origin, target=taken_state, sources=[waiting],
+                                 order="last" if getattr(op, "order", "") == "last" else "first", conditions=conds)
+        elif role == "count" and parent_ref is not None:
+            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="count", entity=item.name,
+                                 description=desc, origin=origin, sources=[waiting] if waiting else [])
+        elif role in ("change_state", "remove") and states:
+            target = _closest_state(getattr(op, "target_state", None), states)
+            if target is None and role == "remove":
+                target = next((s for s in finals if "cancel" in s or "remov" in s or "clos" in s), None)
+            if target is None:
+                continue
+            sources = [s for s in states if s != target and s not in finals]
+            if not sources:
+                continue
+            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="transition", entity=item.name,
+                                 description=desc, origin=origin, target=target, sources=sources,
+                                 phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
+        elif role == "adjust":
+            num = next((f for e in (item, container) if e is not None for f in e.fields
+                        if f.kind in ("money", "count", "integer")), None)
+            owner = next((e for e in (item, container) if e is not None and num in e.fields), None)
+            if num is None or owner is None:
+                continue
+            spec = OperationSpec(name=_tool_name(op.name, owner.name, names), kind="adjust", entity=owner.name,
+                                 description=desc, origin=origin, fields=[num.name])
+        elif role == "update":
+            text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")),
+                        None)
+            if text is None:
+                continue
+            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="update", entity=item.name,
+                                 description=desc, origin=origin, fields=[text.name])
+        if spec is None:
+            continue
+        grafted.append(spec)
+        replaced.add((spec.kind, spec.entity, spec.target))
+    kept = [o for o in bp.operations if (o.kind, o.entity, o.target) not in replaced
+            or o.kind in ("lookup", "search")]
+    bp.operations = [*kept, *grafted][:18]
+    policy_tools = {o.name for o in bp.operations}
+    bp.policy = [p for p in bp.policy if p.op is None or p.op in policy_tools]
+    return bp, [o.name for o in grafted]
+
+
+def write_world(doc: Any, seed: int = 0) -> WrittenWorld:
+    """The world blueprint of one document (see the module docstring)."""
+    from envgen.proposers.template.semantics import analyze_semantics
+
+    pool = entries()
+    if not pool:
+        raise TemplateError("the domain catalog is empty")
+    text = str(getattr(doc, "text", "") or "")
+    path = str(getattr(doc, "path", "") or getattr(doc, "id", "") or "")
+    sem = analyze_semantics(text, path)
+    key = str(getattr(doc, "id", "") or path)
+    entry = _choose(pool, sem, key, seed)
+    module = re.sub(r"\.py$", "", path.rsplit("/", 1)[-1]) or "doc"
+    bp, grafted = graft(entry, sem, module)
+    pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
+    if grafted:
+        bp.title = bp.title[:48]
+        extra = f", run like {getattr(sem, 'main_class', None) or module} in {module}.py"
+        bp.domain = (bp.domain + extra)[:80] if len(bp.domain + extra) <= 80 else bp.domain
+    return WrittenWorld(bp, entry.blueprint.id, pattern, grafted, module)
