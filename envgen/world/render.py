@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envgen.world.model import Condition, Effect, Entity, Op, World, human
+from envgen.world.model import Condition, Entity, Op, World, human
 from envgen.world.rows import NEW_CODE_BASE, Rows, order_entities
 
 __all__ = ["describe", "escalation_topics", "render_code", "render_state", "render_tools", "sql_literal"]
@@ -128,9 +128,9 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
     if k == "create":
         for ref in ent.refs:
             if ref.nullable:
-                props[ref.column.removesuffix("_id")] = _key_param(ref.entity, f" it is for (optional)")
+                props[ref.column.removesuffix("_id")] = _key_param(ref.entity, " it is for (optional)")
             else:
-                need(ref.name, _key_param(ref.entity, f" it belongs to" if ref.owner else f" it refers to"))
+                need(ref.name, _key_param(ref.entity, " it belongs to" if ref.owner else " it refers to"))
         if ent.key.kind != "code":
             need(key, {"type": "string", "minLength": 1,
                        "description": f"The new {ent.human}'s {human(key)} (unique)."})
@@ -146,12 +146,15 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
         elif k == "search":
             props["query"] = {"type": "string", "description": f"Words of the {ent.human}'s "
                               f"{human(_text_field(ent) or ent.key.name)} to look for (case-insensitive)."}
+            for f in _enum_fields(ent):
+                props[f.name] = {"type": "string", "enum": list(f.enum or []),
+                                 "description": f"Only {ent.humans} of this {f.human}."}
         if ent.states and k != "take":
             props["state"] = {"type": "string", "enum": list(ent.states),
                               "description": f"Only {ent.humans} in this state."}
     elif k in ("adjust",):
         f = ent.field(op.fields[0])
-        props["amount"] = {"type": "number" if f is not None and f.sqltype != "INTEGER" or
+        props["amount"] = {"type": "number" if (f is not None and f.sqltype != "INTEGER") or
                            (f is not None and f.kind == "money") else "integer",
                            "description": f"How much to add to the {human(op.fields[0])} (negative to take away)."}
         required.append("amount")
@@ -167,7 +170,7 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
         need(f"to_{par.name}", _key_param(par.entity, " it moves to"))
     elif k == "acquire":
         holder = _holder(op)
-        need(holder.name, _key_param(holder.entity, f" who takes it"))
+        need(holder.name, _key_param(holder.entity, " who takes it"))
     elif k == "escalate":
         need(key, _key_param(ent, " the request is about"))
         need("topic", {"type": "string", "enum": escalation_topics(op),
@@ -183,6 +186,11 @@ def _by_ref(op: Op) -> Any:
 
 def _holder(op: Op) -> Any:
     return next(r for r in op.entity.refs if r.name == op.holder)
+
+
+def _enum_fields(ent: Entity) -> list[Any]:
+    """The fields a catalog search filters on: those with a fixed set of values (a category)."""
+    return [f for f in ent.fields if f.enum and f.sqltype == "TEXT"][:2]
 
 
 def _text_field(ent: Entity) -> str | None:
@@ -441,6 +449,9 @@ def _b_search(world: World, op: Op) -> list[str]:
         lines = [f"sql = 'SELECT * FROM \"{ent.table}\" WHERE 1 = 1'", "params = []",
                  "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE ?'",
                  "    params.append('%' + query.strip().lower() + '%')"]
+        for f in _enum_fields(ent):
+            lines += [f"if {f.name} is not None:", f"    sql = sql + ' AND \"{f.name}\" = ?'",
+                      f"    params.append({f.name})"]
     _state_filter(ent, lines)
     lines += ["rows = db.query(sql + ' ORDER BY \"id\" LIMIT 60', params)",
               f"return [show(db, \"{ent.table}\", r) for r in rows]"]

@@ -20,8 +20,9 @@ from envgen.world.tasks.families import Families
 
 __all__ = ["write_tasks"]
 
-_PLAN = ["write_goal", "policy_refusal", "add_line", "read_question", "tool_refusal", "policy_refusal",
-         "write_goal", "missing_identity", "read_question", "write_goal", "add_line", "policy_refusal"]
+_PLAN = ["write_goal", "policy_refusal", "catalog_goal", "followup", "catalog_choice", "tool_refusal",
+         "policy_refusal", "add_line", "missing_identity", "read_question", "account_adjust", "write_goal",
+         "policy_refusal", "catalog_goal"]
 
 
 def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random,
