@@ -248,7 +248,7 @@ def reference_realism() -> list[tuple[str, Any]]:
     from envgen.realism import anchors
     from eval.errors import BfclError
 
-    name = "BFCL v4 multi-turn base"
+    name = "BFCL base"  # v4 multi-turn base
     try:
         from eval.bfcl.realism import bfcl_realism
 

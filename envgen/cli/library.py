@@ -532,7 +532,7 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
     console.print(t)
     console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
-    console.print(realism_table([(f"this library ({library.name})", st.realism), *beside]))
+    console.print(realism_table([("library", st.realism), *beside], title=f"Realism of {library}"))
 
 
 stats = stats_command()

@@ -72,11 +72,12 @@ def examples_realism(executor: Executor | str = "inprocess") -> Realism:
 
 
 def anchors() -> list[tuple[str, Realism | str]]:
-    """The sets a library is compared with that envgen can read: the shipped examples and τ²-bench's retail
-    and airline domains (a string saying why, when τ²-bench is not installed)."""
-    out: list[tuple[str, Realism | str]] = [("shipped examples", examples_realism())]
+    """The sets a library is compared with that envgen can read: the shipped examples (``examples``) and
+    τ²-bench's retail and airline domains (``τ² retail``, ``τ² airline``; one ``τ²-bench`` entry saying why
+    they are skipped when τ²-bench is not installed)."""
+    out: list[tuple[str, Realism | str]] = [("examples", examples_realism())]
     try:
-        out += [(w.name, realism([w])) for w in tau2_worlds()]
+        out += [(f"τ² {w.name.rsplit(' ', 1)[-1]}", realism([w])) for w in tau2_worlds()]
     except Tau2NotInstalled as e:
         out.append(("τ²-bench", f"skipped: {e}"))
     return out

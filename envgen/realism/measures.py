@@ -11,7 +11,9 @@ Role: pure functions; the definitions (each stated once, here or in :mod:`envgen
   a zone), and (2) the values task turns quote, less those that are such a category value or a table or
   field name (``'color'``).
 * **Tables**: tables per environment; rows per table (each environment's mean, then the mean over
-  environments); the main table's rows (the table with the most rows).
+  environments); the main table's rows (the table with the most rows); each over the environments that
+  have tables (a benchmark whose state is not tables has none, a spec whose state does not build is named
+  in the problems).
 * **Generic parents**: the share of environments with an invented ``<x>_groups(label, max_<x>)`` parent: a
   table another table points to by foreign key whose only columns besides its primary key are one label
   (``label``, ``name`` or ``title``) and one or more ``max_*`` capacities.
@@ -231,7 +233,7 @@ def realism(worlds: Iterable[World | EnvRealism]) -> Realism:
         crud_share=_share(sum(e.crud_tools for e in envs), sum(e.tools for e in envs)),
         slug_share=_share(sum(e.slugs for e in envs), sum(e.strings for e in envs)),
         strings=sum(e.strings for e in envs),
-        tables_per_env=_mean([e.tables for e in envs]) if with_tables else None,
+        tables_per_env=_mean([e.tables for e in with_tables]),
         rows_per_table=_mean([sum(e.rows) / len(e.rows) for e in with_tables]),
         main_table_rows=_mean([max(e.rows) for e in with_tables]),
         generic_parent_share=_share(sum(e.generic_parents > 0 for e in with_tables), len(with_tables)),

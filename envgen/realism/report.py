@@ -41,8 +41,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("policy tasks per env", "policy_tasks_per_env", "{:.1f}"),
 )
 
-#: The targets of issue 34 for a library, by field (shown as the last column; the skeleton target is for a
-#: library of 200 environments).
+#: The targets of issue 34 for a library, by field (shown after the measure's name; the skeleton target is for
+#: a library of 200 environments).
 TARGETS: dict[str, str] = {
     "crud_share": "<=50%", "slug_share": "<=5%", "tables_per_env": ">=4", "rows_per_table": ">=50",
     "main_table_rows": ">=200", "row_id_turn_share": "0%", "first_turn_words": ">=20", "skeletons": ">=300",
@@ -54,7 +54,7 @@ TARGETS: dict[str, str] = {
 def _cell(d: dict[str, Any], key: str, fmt: str) -> str:
     v = d.get(key)
     if key == "tasks":
-        return f"{d.get('tasks', 0)} / {d.get('turns', 0)}"
+        return f"{d.get('tasks', 0)}/{d.get('turns', 0)}"
     if v is None or (isinstance(v, float) and v != v):
         return "-"
     if fmt == "%":
@@ -63,13 +63,14 @@ def _cell(d: dict[str, Any], key: str, fmt: str) -> str:
 
 
 def realism_rows(sets: list[tuple[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """``(column names, rows of cells)``: the measure, one cell per set, the target."""
+    """``(column names, rows of cells)``: the measure (with its target, if it has one), one cell per set."""
     dicts = [(name, r if isinstance(r, dict | str) else r.to_dict()) for name, r in sets]
     rows = []
     for label, key, fmt in ROWS:
-        rows.append([label, *[d if isinstance(d, str) and key == "envs" else "" if isinstance(d, str)
-                              else _cell(d, key, fmt) for _, d in dicts], TARGETS.get(key, "")])
-    return ["measure", *[name for name, _ in dicts], "target"], rows
+        target = f" (target {TARGETS[key]})" if key in TARGETS else ""
+        rows.append([label + target, *[d if isinstance(d, str) and key == "envs" else "" if isinstance(d, str)
+                                       else _cell(d, key, fmt) for _, d in dicts]])
+    return ["measure", *[name for name, _ in dicts]], rows
 
 
 def realism_table(sets: list[tuple[str, Any]], title: str = "Realism") -> Table:
@@ -77,7 +78,9 @@ def realism_table(sets: list[tuple[str, Any]], title: str = "Realism") -> Table:
     columns, rows = realism_rows(sets)
     t = Table(title=display.text(title))
     for i, c in enumerate(columns):
-        t.add_column(display.text(c), justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
+        widest = max((len(row[i]) for row in rows), default=0)  # a figure is never cut; a narrow header folds
+        t.add_column(display.text(c), justify="left" if i == 0 else "right", overflow="fold",
+                     min_width=16 if i == 0 else widest)
     for row in rows:
         t.add_row(*[display.text(c) for c in row])
     return t

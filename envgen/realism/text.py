@@ -26,10 +26,10 @@ ways.
   restaurant, ``order 56``): that is its user-facing key, as BFCL's users name the ids they own; and a
   text key (τ²'s ``item ID 4107812777``) is a user-facing key too.
 * :func:`skeleton`: a turn's **skeleton** is its text with the values masked: emails, URLs, ISO dates and
-  times, quoted strings, the environment's key values (text of its unique columns), ``#``-ids and numbers
-  become placeholders; then lowercased, and the words of its table and column names become ``<e>`` and
-  ``<f>`` (a run of one placeholder collapses to one), so one shape instantiated over many entities counts
-  once.
+  times, quoted strings, the environment's key values (text of its unique columns, as a whole word, plural
+  too), ``#``-ids and numbers become placeholders; then lowercased, and the words of its table and column
+  names become ``<e>`` and ``<f>`` (a run of one placeholder collapses to one), so one shape instantiated
+  over many entities counts once.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ class Vocabulary:
         """One regex matching any key value as a whole word (longest first), built once."""
         if not self.key_values:
             return None
-        return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in self.key_values) + r")(?!\w)", re.I)
+        return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in self.key_values) + r")(?:e?s)?(?!\w)",
+                          re.I)
 
 
 def is_crud_tool(name: str, vocab: Vocabulary) -> bool:

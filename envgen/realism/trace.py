@@ -2,7 +2,7 @@
 
 Role: the measures that read a task's reference calls *with their results* (:class:`~envgen.realism.world.Call`).
 
-* A **traced value** is an argument leaf that is not too common to trace (booleans, None, 0, 1 and strings
+* A **traced value** is an argument leaf that is not too common to trace (booleans, None, 0 and strings
   under two characters are skipped) and that the user has not said in a turn so far (a number as a whole
   number, a string as a whole word, case-insensitively): the agent had to get it from a result.
 * Its **source** is the shallowest earlier call of the task (any turn; the earliest among equals) whose
@@ -12,8 +12,9 @@ Role: the measures that read a task's reference calls *with their results* (:cla
 * **Hop depth**: a call's depth is 0 when it traces no value, else one more than its deepest source's; a task's
   is its deepest call's. ``find(name) -> id``, then ``update(id)`` is 1 hop; a write whose argument comes from
   a record reached through another record is 2 hops.
-* **Filter and choose**: a traced value whose source holds it in one record of a list of at least 2 records,
-  and not in every record of that list (a list or search, then a call on one of the records it returned).
+* **Filter and choose**: a traced value whose source holds it in one item of a list of at least 2 records, or
+  of at least 2 distinct values (ids, names), and not in every item of that list (a list or search, then a call
+  on one of the records it returned).
 * **Repeated identical reads**: a read call (a tool known to only read, or a call that wrote no row) with the
   same tool and arguments as an earlier read of the same task.
 """
@@ -38,7 +39,7 @@ def _norm(v: Any) -> Any:
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int | float):
-        return None if v in (0, 1) or (isinstance(v, float) and not math.isfinite(v)) else float(v)
+        return None if v == 0 or (isinstance(v, float) and not math.isfinite(v)) else float(v)
     if isinstance(v, str):
         s = v.strip().lower()
         return s if len(s) >= 2 else None
@@ -70,31 +71,35 @@ def _said(v: Any, text: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.I) is not None
 
 
-def _record_lists(value: Any) -> Iterator[list[dict[str, Any]]]:
-    """Every list of at least 2 records (dicts) inside a result."""
+def _choices(value: Any) -> Iterator[list[set[Any]]]:
+    """Every list inside a result that offers a choice, as each item's traced values: a list of at least 2
+    records (dicts), or of at least 2 distinct values (ids, names)."""
     if isinstance(value, dict):
         for v in value.values():
-            yield from _record_lists(v)
+            yield from _choices(v)
     elif isinstance(value, list):
         records = [v for v in value if isinstance(v, dict)]
         if len(records) >= 2:
-            yield records
+            yield [{v for _, v in _leaves(r)} for r in records]
+        items = [n for n in map(_norm, value) if n is not None] if not records else []
+        if len(set(items)) >= 2:
+            yield [{n} for n in items]
         for v in value:
-            yield from _record_lists(v)
+            yield from _choices(v)
 
 
 @dataclass
 class _Source:
     depth: int
     fields: dict[Any, set[frozenset[str]]] = field(default_factory=dict)  #: value -> field-name words holding it
-    lists: list[list[set[Any]]] = field(default_factory=list)  #: per record list: each record's values
+    lists: list[list[set[Any]]] = field(default_factory=list)  #: per list offering a choice: each item's values
 
     @classmethod
     def of(cls, result: Any, depth: int) -> _Source:
         src = cls(depth)
         for key, v in _leaves(result):
             src.fields.setdefault(v, set()).add(_words(key))
-        src.lists = [[{v for _, v in _leaves(r)} for r in records] for records in _record_lists(result)]
+        src.lists = list(_choices(result))
         return src
 
     def holds(self, value: Any, arg_words: frozenset[str]) -> bool:
