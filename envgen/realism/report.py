@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from envgen.realism.measures import Realism
 from gym_envs import display
 
 __all__ = ["ROWS", "TARGETS", "realism_rows", "realism_table"]
@@ -74,9 +75,14 @@ def realism_rows(sets: list[tuple[str, Any]]) -> tuple[list[str], list[list[str]
 
 
 def realism_table(sets: list[tuple[str, Any]], title: str = "Realism") -> Table:
-    """The realism figures of sets side by side: ``(name, Realism, its dict, or why it is missing)``."""
+    """The realism figures of sets side by side: ``(name, Realism, its dict, or why it is missing)``; the
+    caption counts, per set, the environments not fully measured (:attr:`Realism.problems`)."""
     columns, rows = realism_rows(sets)
-    t = Table(title=display.text(title))
+    unread = [f"{name}: {len(r.problems if isinstance(r, Realism) else r.get('problems') or [])}"
+              for name, r in sets if not isinstance(r, str)
+              and (r.problems if isinstance(r, Realism) else r.get("problems"))]
+    caption = f"not fully measured (environments; --json lists why): {', '.join(unread)}" if unread else None
+    t = Table(title=display.text(title), caption=display.text(caption) if caption else None)
     for i, c in enumerate(columns):
         widest = max((len(row[i]) for row in rows), default=0)  # a figure is never cut; a narrow header folds
         t.add_column(display.text(c), justify="left" if i == 0 else "right", overflow="fold",

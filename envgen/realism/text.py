@@ -17,14 +17,14 @@ ways.
   (``'no croutons'`` reads as language, not a made-up name). Anything with a capital, a digit or other
   punctuation (names, emails, dates, codes, paths, file names) and anything of three or more words (a
   sentence) is not a slug.
-* :func:`names_row_id`: a user turn **names an internal row id** when it says ``#7``, ``id 8`` (``ID: 8``,
-  ``with id 8``), ``row 8`` or ``record 8`` and the number is a value of one of the environment's integer
-  primary keys (a source without tables, such as BFCL, counts every such number); or ``<noun> <n>`` where
-  ``<noun>`` is a word of a table's name and ``n`` a value of that table's integer primary key *while the
-  table has another unique column* (``item 12`` when menu items have unique names: the number is a
-  surrogate). A table whose integer key is its only key numbers its rows for people (``table 4`` in a
-  restaurant, ``order 56``): that is its user-facing key, as BFCL's users name the ids they own; and a
-  text key (τ²'s ``item ID 4107812777``) is a user-facing key too.
+* :func:`names_row_id`: a user turn **names an internal row id** when it says ``id 8`` (``ID: 8``, ``with id
+  8``), ``row 8`` or ``record 8`` and the number is a value of one of the environment's integer primary
+  keys; or ``#7`` or ``<noun> <n>`` (``<noun>`` a word of the table's name) where the number is a value of
+  the integer primary key of a table *that has another unique column* (``item 12`` or ``#12`` when menu
+  items have unique names: the number is a surrogate). A table whose integer key is its only key numbers
+  its rows for people (``table 4`` in a restaurant, ``order 56``, ``order #56``): that is its user-facing
+  key, as BFCL's users name the ids they own; and a text key (τ²'s ``item ID 4107812777``) is a
+  user-facing key too. A source without tables (BFCL) counts every ``#7`` and ``id 8``.
 * :func:`skeleton`: a turn's **skeleton** is its text with the values masked: emails, URLs, ISO dates and
   times, quoted strings, the environment's key values (text of its unique columns, as a whole word, plural
   too), ``#``-ids and numbers become placeholders; then lowercased, and the words of its table and column
@@ -155,9 +155,11 @@ def names_row_id(text: str, row_ids: frozenset[int] | None = None,
     values of the environment's integer primary keys (None: the source has no tables, so every ``#7`` or
     ``id 8`` counts); ``surrogate_keys`` maps an entity word (singular) to the integer primary key values of
     tables with another unique column."""
-    for m in (*_HASH_ID.finditer(text), *_ID_WORD.finditer(text)):
-        if row_ids is None or int(re.findall(r"\d+", m.group(0))[-1]) in row_ids:
-            return True
+    surrogates = frozenset().union(*surrogate_keys.values()) if surrogate_keys else frozenset()
+    for pattern, ids in ((_ID_WORD, row_ids), (_HASH_ID, surrogates if row_ids is not None else None)):
+        for m in pattern.finditer(text):
+            if ids is None or int(re.findall(r"\d+", m.group(0))[-1]) in ids:
+                return True
     if surrogate_keys:
         for m in _NOUN_NUMBER.finditer(text):
             ids = surrogate_keys.get(singular(m.group(1)))

@@ -15,7 +15,8 @@ Contract of :func:`world_of_spec`:
   ``"inprocess"``: for trusted or already validated ones): each task in a fresh episode from seed 0, its
   turns' calls in order, each recorded with its result and whether it wrote.
 * A spec whose state does not build, or whose code does not load, is still measured on what it has (tools,
-  texts); :attr:`World.problem` says what could not be read. Nothing here raises for a bad spec.
+  texts; without results, its hops are not traced); :attr:`World.problem` says what could not be read.
+  Nothing here raises for a bad spec.
 * The policy is read defensively (``getattr``): a spec without a ``policy`` field has 0 rules and 0 policy
   tasks.
 """
@@ -220,7 +221,7 @@ def world_of_spec(spec: EnvSpec, executor: Executor | str = "worker") -> World:
     policy = getattr(spec, "policy", None)
     return World(spec.id, tuple(t.name for t in spec.tools), tables, tasks, vocab,
                  policy_rules=count_policy_rules(policy), policy_tasks=sum(1 for t in tasks if t.policy),
-                 problem="; ".join(p for p in (problem, run_problem) if p) or None)
+                 has_results=run_problem is None, problem="; ".join(p for p in (problem, run_problem) if p) or None)
 
 
 def worlds_of_specs(specs: Iterable[EnvSpec], executor: Executor | str = "worker") -> list[World]:

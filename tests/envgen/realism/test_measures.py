@@ -85,7 +85,7 @@ def _spec(**changes: Any) -> dict[str, Any]:
                                {"name": "list_orders", "arguments": {"customer_id": 1}},
                                {"name": "cancel_order", "arguments": {"order_id": 11}}]}]},
             {"id": "order-by-id", "kind": "read", "turns": [
-                {"instruction": "What is the status of order #12?", "checks": [unchanged],
+                {"instruction": "What is the status of the order with id 12?", "checks": [unchanged],
                  "reference": [{"name": "get_order", "arguments": {"order_id": 12}}]},
                 {"instruction": "And is it 'readfunc raven' that holds it? Check again.", "checks": [unchanged],
                  "reference": [{"name": "get_order", "arguments": {"order_id": 12}}]}]},
@@ -126,8 +126,8 @@ def test_the_measures_of_one_environment(world: World) -> None:
     assert e.generic_parents == 1  # shelf_groups(label, max_shelves), pointed to by orders
     assert e.hops == [2, 0] and e.filter_choose == 1
     assert (e.repeated_reads, e.reads) == (1, 4)  # the second get_order(12)
-    assert (e.turns_naming_ids, e.tasks_naming_ids) == (1, 1)  # '#12'
-    assert e.first_turn_words == [7, 7] and e.policy_rules == 0 and e.policy_tasks == 0
+    assert (e.turns_naming_ids, e.tasks_naming_ids) == (1, 1)  # 'with id 12'
+    assert e.first_turn_words == [7, 10] and e.policy_rules == 0 and e.policy_tasks == 0
 
 
 def test_hops_and_filter_and_choose_read_results_not_coincidences() -> None:
@@ -189,6 +189,15 @@ def test_a_spec_that_does_not_build_or_parse_is_named_not_raised() -> None:
     assert r.envs == 2 and len(r.problems) == 2
     assert any(p.startswith("broken-shop: the state does not build") for p in r.problems)
     assert any(p.startswith("junk: not measured") for p in r.problems)
+
+
+def test_code_that_does_not_load_leaves_the_hops_untraced() -> None:
+    w = world_of_spec(parse_spec(_spec(id="no-code", code="def find_customer(db, email):\n    return (\n")),
+                      "inprocess")
+    assert w.problem is not None and w.problem.startswith("the code does not load")
+    assert not w.has_results and all(not c.ok for c in w.tasks[0].turns[0].calls)
+    e = env_realism(w)
+    assert e.hops is None and e.tools == 4 and e.tables == 3  # the rest is still measured
 
 
 def test_the_policy_is_read_defensively() -> None:

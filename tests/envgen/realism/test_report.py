@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from envgen.library import Library
-from envgen.realism import Realism, realism, realism_rows
+from envgen.realism import Realism, realism, realism_rows, realism_table
 from gym_envs.examples import example_path
 from gym_envs.spec import load_spec
 
@@ -58,3 +58,13 @@ def test_rows_render_figures_targets_and_missing_sets() -> None:
     assert by["CRUD-verb tools (target <=50%)"] == ["50.0%", ""]
     assert by["tables per env (target >=4)"] == ["-", ""] and by["hop depth per task"] == ["1.25", ""]
     assert by["distinct turn skeletons (target >=300)"] == ["7", ""]
+
+
+def test_the_table_counts_environments_not_fully_measured() -> None:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    ours = realism([]).to_dict() | {"problems": ["a: x", "b: y"]}
+    console.print(realism_table([("ours", ours), ("clean", realism([]))]))
+    text = console.export_text()
+    assert "not fully measured" in text and "ours: 2" in text and "clean" not in text.split("not fully")[1]

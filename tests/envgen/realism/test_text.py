@@ -57,15 +57,18 @@ def test_singular_forms() -> None:
         ["order", "category", "box", "status", "address", "analysis"]
 
 
+WRITERS = {"stream": frozenset({2, 7, 8}), "writer": frozenset({2, 7, 8})}  # writers have unique names too
+
+
 @pytest.mark.parametrize("text", ["Archive the stream writers #2, #8 and #10.", "Move 385 from the event with id 8.",
-                                  "Show record 8 please", "Fetch ID: 7 now"])
+                                  "Show record 8 please", "Fetch ID: 7 now", "Use writer #7"])
 def test_explicit_row_ids_are_named(text: str) -> None:
-    assert names_row_id(text, frozenset({2, 7, 8}))
+    assert names_row_id(text, frozenset({2, 7, 8}), WRITERS)
 
 
 @pytest.mark.parametrize("text", [
     "Table 4 just sat down with 3 guests.",  # table numbers are the table's only key: user-facing
-    "Pay order 56 by card.",
+    "Pay order 56 by card.", "Pay order #56 by card.",
     "You received your order #W2378156.",  # a text key
     "Item #99 please",  # 99 is no row of the environment
     "Exchange it to item ID 4107812777.",  # not one of the integer keys: τ²'s item ids are text keys
