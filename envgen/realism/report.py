@@ -83,8 +83,10 @@ def realism_table(sets: list[tuple[str, Any]], title: str = "Realism") -> Table:
               and (r.problems if isinstance(r, Realism) else r.get("problems"))]
     caption = f"not fully measured (environments; --json lists why): {', '.join(unread)}" if unread else None
     t = Table(title=display.text(title), caption=display.text(caption) if caption else None)
+    missing = {i + 1 for i, (_, r) in enumerate(sets) if isinstance(r, str)}
     for i, c in enumerate(columns):
-        widest = max((len(row[i]) for row in rows), default=0)  # a figure is never cut; a narrow header folds
+        # a figure is never cut; a narrow header folds, and so does the text saying why a set is missing
+        widest = 16 if i in missing else max((len(row[i]) for row in rows), default=0)
         t.add_column(display.text(c), justify="left" if i == 0 else "right", overflow="fold",
                      min_width=16 if i == 0 else widest)
     for row in rows:
