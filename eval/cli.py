@@ -5,8 +5,8 @@ Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report` and
 ``eval_cmd``, ``compare_cmd``, ``contamination_cmd`` and ``stats_cmd`` (the benchmarks of
 :mod:`eval.bench` are sub-commands of ``envwright bench``, :mod:`envgen.cli.bench`). ``stats_cmd`` is
 envgen's ``stats`` (:func:`envgen.cli.library.stats_command`) with BFCL multi-turn base beside the
-library in its depth table (:func:`reference_depths`): envgen never imports eval, so the command layer
-puts them together here.
+library in its depth table (:func:`reference_depths`) and, with ``--anchors``, beside its realism figures
+(:func:`reference_realism`): envgen never imports eval, so the command layer puts them together here.
 
 Contract: user errors (an unknown policy or suite, a missing library, BFCL not installed) end
 with one line naming the fix and exit status 1, never a traceback.
@@ -22,7 +22,7 @@ import click
 
 from envgen.errors import error_message
 
-__all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
+__all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths", "reference_realism"]  # and stats_cmd
 
 _USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
 
@@ -242,11 +242,27 @@ def reference_depths() -> list[tuple[str, Any]]:
         return [(name, f"not available: {error_message(e)}")]
 
 
+def reference_realism() -> list[tuple[str, Any]]:
+    """The sets ``stats --anchors`` prints beside a library's realism figures: the shipped examples and
+    τ²-bench (:func:`envgen.realism.anchors`), and BFCL multi-turn base (or why it is missing)."""
+    from envgen.realism import anchors
+    from eval.errors import BfclError
+
+    name = "BFCL base"  # v4 multi-turn base
+    try:
+        from eval.bfcl.realism import bfcl_realism
+
+        bfcl: Any = bfcl_realism("multi_turn_base")
+    except (BfclError, ImportError) as e:
+        bfcl = f"not available: {error_message(e)}"
+    return [*anchors(), (name, bfcl)]
+
+
 def __getattr__(name: str) -> Any:
     if name == "stats_cmd":  # built on first use: importing this module stays light
         from envgen.cli.library import stats_command
 
-        cmd = stats_command(reference_depths)
+        cmd = stats_command(reference_depths, reference_realism)
         globals()["stats_cmd"] = cmd
         return cmd
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

