@@ -46,7 +46,7 @@ class CompiledWorld:
 
 
 def describe_world(world: World) -> str:
-    """The spec's description: what the service is, who the user is, and the numbered policy."""
+    """The spec's description: what the service is and who the user is (the policy is the spec's own field)."""
     who = "a member of staff" if world.operator else world.persona
     keys = ", ".join(sorted({e.key.name.replace("_", " ") for e in world.entities}))
     if world.parts:
@@ -54,10 +54,8 @@ def describe_world(world: World) -> str:
                 + "; ".join(f"{p.title}, {p.domain}, tools prefixed {p.prefix}_" for p in world.parts) + "). ")
     else:
         head = f"{world.title}: {world.domain}. "
-    lines = [f"{head}You are the service's assistant; the user is {who}. Today is {TODAY:%A, %B} {TODAY.day}, "
-             f"{TODAY.year}. Records are named by their keys ({keys}).", "", "Policy:"]
-    lines += [f"{i}. {r.text}" for i, r in enumerate(world.policy, 1)]
-    return "\n".join(lines)
+    return (f"{head}You are the service's assistant; the user is {who}. Today is {TODAY:%A, %B} {TODAY.day}, "
+            f"{TODAY.year}. Records are named by their keys ({keys}).")
 
 
 def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
@@ -82,6 +80,7 @@ def compile_world(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, see
     apply_copies(world, rows)
     schema_sql, seed_sql = render_state(world, rows)
     base: dict[str, Any] = {
+        "spec_version": 2, "policy": [{"text": r.text, "enforced": r.enforced} for r in world.policy],
         "id": env_id, "title": world.title, "description": describe_world(world),
         "state": {"schema_sql": schema_sql, "seed_sql": seed_sql},
         "tools": render_tools(world), "code": render_code(world),

@@ -218,7 +218,7 @@ def _policy(bp: WorldBlueprint, world: World, repairs: list[str]) -> list[Policy
     for r in limited:
         ent = tools[r.op].entity  # type: ignore[index]
         if not world.ops_of("escalate", ent):
-            op = Op("transfer_to_human_agent" if "transfer_to_human_agent" not in tools else f"escalate_{ent.name}",
+            op = Op("hand_over_to_human_agent" if "hand_over_to_human_agent" not in tools else f"escalate_{ent.name}",
                     "escalate", ent, sources=[])
             world.ops.append(op)
             tools[op.name] = op

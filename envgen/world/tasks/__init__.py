@@ -68,4 +68,4 @@ def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
     turns = [*first.turns, DraftTurn(also + body[:1].lower() + body[1:], second.turns[0].calls),
              *second.turns[1:]]
     return Draft("read_then_write", f"cross_{first.family}"[:40], turns, hops=max(first.hops, second.hops),
-                 choose=first.choose or second.choose, policy=first.policy)
+                 choose=first.choose or second.choose, rules=first.rules + second.rules)

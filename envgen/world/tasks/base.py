@@ -69,7 +69,11 @@ class Draft:
     turns: list[DraftTurn]
     hops: int = 0  #: the dependency depth of its writes (what the family built it to need)
     choose: bool = False  #: it needs a filter-and-choose step
-    policy: bool = False  #: it tests a policy rule
+    rules: list[Any] = dataclasses.field(default_factory=list)  #: the policy rules it tests
+
+    @property
+    def policy(self) -> bool:
+        return bool(self.rules)
 
 
 class Writer:
@@ -159,7 +163,11 @@ class Writer:
                 turns.append({"instruction": t.say, "checks": checks, "reference": t.calls})
         finally:
             run.close()
-        return {"id": f"t{index}_{draft.family}", "kind": draft.kind, "turns": turns}
+        task: dict[str, Any] = {"id": f"t{index}_{draft.family}", "kind": draft.kind, "turns": turns}
+        numbers = sorted({i + 1 for i, r in enumerate(self.world.policy) if any(r is x for x in draft.rules)})
+        if numbers:
+            task["policy"] = numbers
+        return task
 
     def _distinct(self, t: DraftTurn, checks: list[dict[str, Any]]) -> bool:
         """Keep only the answer spellings the gate finds distinctive; False when an answer keeps none."""

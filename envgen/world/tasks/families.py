@@ -58,6 +58,9 @@ class Families:
     def confirm(self, op: Op) -> bool:
         return any(r.op == op.name for r in self.rules("confirm"))
 
+    def confirm_rules(self, op: Op) -> list[Any]:
+        return [r for r in self.rules("confirm") if r.op == op.name]
+
     def limit(self, op: Op) -> Any:
         return next((r for r in self.rules("limit") if r.op == op.name), None)
 
@@ -213,13 +216,15 @@ class Families:
                                               f"Yes - my email is {voice.key}.", f"It's {voice.key}."])
                     return Draft("missing_parameter", "missing_identity",
                                  [DraftTurn(request, [], kind="ask", forbid=[op.name]),
-                                  DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose)
+                                  DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose,
+                                 rules=self.rules("verify"))
                 if self.confirm(op):
                     turns = [DraftTurn(request, looks, kind="ask", forbid=[op.name]),
                              DraftTurn(voice.yes(), [call])]
                 else:
                     turns = [DraftTurn(request, [*looks, call], body=body if not voice.key else "")]
-                return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose)
+                return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose,
+                             rules=self.confirm_rules(op))
         return None
 
     def read_question(self) -> Draft | None:
@@ -299,7 +304,7 @@ class Families:
                 goal = verb_phrase(op).format(record=words, value=value)
                 text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
                 return Draft("decline", f"policy_state_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
-                                                                                    forbid=[op.name])], policy=True)
+                                                                                    forbid=[op.name])], rules=[rule])
         return None
 
     def _refuse_own(self, rule: Any, op: Op) -> Draft | None:
@@ -324,7 +329,7 @@ class Families:
             text = sentence(voice.opener(), f"It's not mine, it belongs to {who}, but they asked me to handle it.",
                             voice.ask(goal))
             return Draft("decline", f"policy_own_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
-                                                                              forbid=[op.name])], policy=True)
+                                                                              forbid=[op.name])], rules=[rule])
         return None
 
     def _refuse_limit(self, rule: Any, op: Op) -> Draft | None:
@@ -359,7 +364,7 @@ class Families:
         goal = verb_phrase(op).format(record=words, value=value)
         text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
         return Draft("decline", f"policy_limit_{op.name}"[:40], [DraftTurn(text, [*find, esc_call], forbid=[op.name])],
-                     policy=True)
+                     rules=[rule])
 
     def tool_refusal(self) -> Draft | None:
         ops = [o for o in self.world.ops if o.entity is self.main and o.kind == "transition" and o.sources]
@@ -390,7 +395,7 @@ class Families:
                 turns += [DraftTurn(second_say, [], kind="ask", forbid=[op.name]), DraftTurn(voice.yes(), [call])]
             else:
                 turns.append(DraftTurn(second_say, [call]))
-            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1)
+            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1, rules=self.confirm_rules(op))
         return None
 
     def missing_identity(self) -> Draft | None:
@@ -572,7 +577,7 @@ class Families:
         turn = DraftTurn(ask, self.details(target), kind="read",  # type: ignore[arg-type]
                          answers=[money_answers(cents, self.world.currency)])
         return Draft("read_then_write", f"followup_{base.family}"[:40], [*base.turns, turn], hops=base.hops,
-                     choose=base.choose)
+                     choose=base.choose, rules=base.rules)
 
     def account_adjust(self) -> Draft | None:
         """A change to the speaker's own account (store credit, points) within the policy's limit."""
