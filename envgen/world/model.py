@@ -109,6 +109,13 @@ class Ref:
     def column(self) -> str:
         return f"{self.name}_id"
 
+    @property
+    def param(self) -> str:
+        """How tools name it, in arguments and results: the referenced key, qualified by the relation
+        (``customer_email``, ``product_sku``; ``order_number`` already names its ``order``)."""
+        key = self.entity.key.name
+        return key if key.startswith(self.name) else f"{self.name}_{key}"
+
 
 @dataclass
 class Entity:

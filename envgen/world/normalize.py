@@ -186,6 +186,12 @@ def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:
                 f"{ent.humans} are found through their {par.entity.human}")
         if ent.role == "catalog" and not world.ops_of("search", ent):
             add(Op(f"search_{ent.table}", "search", ent), f"{ent.humans} are found by words of their title")
+        where = any(f.kind in ("postcode", "city") for f in ent.fields)
+        named = any(f.kind == "person_name" for f in ent.fields)
+        if ent.role == "person" and where and named and not any(o.by is None for o in world.ops_of("search", ent)):
+            add(Op(f"find_{ent.name}_by_name", "search", ent,
+                   description=f"Find {ent.humans} by name, and by where they live when several share it"),
+                f"a {ent.human} who does not give their {human(ent.key.name)} is found by name")
 
 
 def _tool_rule(op: Op, c: Condition) -> str | None:

@@ -28,6 +28,11 @@ _IDENTITY = [
     "My email is {key}.", "The account is under {key}.", "You can find me under {key}.",
     "I'm registered as {key}.", "My account email is {key}.", "It's {key} if you need to look me up.",
 ]
+_LOCATE = {
+    "postcode": ["My zip code is {value}.", "The zip code on my account is {value}.", "I'm at zip code {value}.",
+                 "My postcode is {value}, if that helps."],
+    "city": ["I live in {value}.", "I'm based in {value}.", "The account is from {value}."],
+}
 _OPENERS_OPERATOR = [
     "{greet}, {first} from the {team} here.", "{greet}! I'm covering the {team} today.",
     "{greet}, it's {first} on the {team}.", "{greet} - quick one from the {team}.",
@@ -44,8 +49,11 @@ _ASK_READ = [
 ]
 _BECAUSE = ["- {reason}.", "because {reason}.", "since {reason}.", "as {reason}.", "{Reason}, so that would help."]
 _THANKS = ["Thanks!", "Thank you.", "Thanks a lot.", "Appreciate it.", "Thanks in advance.", "", "", ""]
-_CONFIRM_YES = ["Yes, please go ahead.", "Yes, that's right - do it.", "Confirmed, go ahead.",
-                "Yes. Please proceed.", "That's correct, please continue.", "Sure, go ahead with it."]
+_YES = ["Yes", "Yep", "Sure", "Correct", "That's right", "Yes please", "Yes, that's the one", "Absolutely",
+        "Confirmed", "Right"]
+_GO = [", go ahead", ", please do it", " - proceed", ". Please go ahead and do that", ", you can do it now",
+       ". Go for it", ", I confirm", ". Please continue"]
+_AFTER = ["", "", " Thanks.", " Thank you!", " Appreciate the help.", " Cheers."]
 _ALSO = ["Also, ", "One more thing: ", "While you're at it, ", "And ", "Oh, and "]
 _GENERIC_REASONS = {
     "transition": ["plans changed", "I made a mistake when I placed it", "it is no longer needed",
@@ -92,6 +100,7 @@ class Voice:
         self.key = key
         self.operator = operator
         self.team = rng.choice(_TEAMS)
+        self.locator: tuple[str, str] | None = None  #: (field kind, value): identified by name and this
 
     def pick(self, options: list[str]) -> str:
         return self.rng.choice(options)
@@ -101,7 +110,9 @@ class Voice:
         if self.operator:
             return self.pick(_OPENERS_OPERATOR).format(greet=greet, first=self.first, team=self.team)
         text = self.pick(_OPENERS_CUSTOMER).format(greet=greet, name=self.name)
-        if identify and self.key:
+        if identify and self.locator is not None:
+            text += " " + self.pick(_LOCATE[self.locator[0]]).format(value=self.locator[1])
+        elif identify and self.key:
             text += " " + self.pick(_IDENTITY).format(key=self.key)
         return text
 
@@ -123,7 +134,8 @@ class Voice:
         return self.pick(_ASK_READ).format(question=question)
 
     def yes(self) -> str:
-        return self.pick(_CONFIRM_YES)
+        """An explicit confirmation, in one of many words (a reply to "shall I go ahead?")."""
+        return f"{self.pick(_YES)}{self.pick(_GO)}.{self.pick(_AFTER)}".replace("..", ".")
 
     def also(self) -> str:
         return self.pick(_ALSO)

@@ -128,9 +128,9 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
     if k == "create":
         for ref in ent.refs:
             if ref.nullable:
-                props[ref.column.removesuffix("_id")] = _key_param(ref.entity, " it is for (optional)")
+                props[ref.param] = _key_param(ref.entity, " it is for (optional)")
             else:
-                need(ref.name, _key_param(ref.entity, " it belongs to" if ref.owner else " it refers to"))
+                need(ref.param, _key_param(ref.entity, " it belongs to" if ref.owner else " it refers to"))
         if ent.key.kind != "code":
             need(key, {"type": "string", "minLength": 1,
                        "description": f"The new {ent.human}'s {human(key)} (unique)."})
@@ -142,13 +142,14 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
     elif k in ("search", "count", "total", "take"):
         by = _by_ref(op)
         if by is not None:
-            need(by.name, _key_param(by.entity, " whose records to read" if k != "take" else " to take from"))
+            need(by.param, _key_param(by.entity, " whose records to read" if k != "take" else " to take from"))
         elif k == "search":
             props["query"] = {"type": "string", "description": f"Words of the {ent.human}'s "
                               f"{human(_text_field(ent) or ent.key.name)} to look for (case-insensitive)."}
             for f in _enum_fields(ent):
-                props[f.name] = {"type": "string", "enum": list(f.enum or []),
-                                 "description": f"Only {ent.humans} of this {f.human}."}
+                props[f.name] = {"type": "string", "description": f"Only {ent.humans} of this {f.human}."}
+                if f.enum:
+                    props[f.name]["enum"] = list(f.enum)
         if ent.states and k != "take":
             props["state"] = {"type": "string", "enum": list(ent.states),
                               "description": f"Only {ent.humans} in this state."}
@@ -167,10 +168,10 @@ def _params(op: Op) -> tuple[dict[str, Any], list[str]]:
     elif k == "move":
         par = ent.parent
         assert par is not None
-        need(f"to_{par.name}", _key_param(par.entity, " it moves to"))
+        need(f"to_{par.param}", _key_param(par.entity, " it moves to"))
     elif k == "acquire":
         holder = _holder(op)
-        need(holder.name, _key_param(holder.entity, " who takes it"))
+        need(holder.param, _key_param(holder.entity, " who takes it"))
     elif k == "escalate":
         need(key, _key_param(ent, " the request is about"))
         need("topic", {"type": "string", "enum": escalation_topics(op),
@@ -189,14 +190,16 @@ def _holder(op: Op) -> Any:
 
 
 def _enum_fields(ent: Entity) -> list[Any]:
-    """The fields a catalog search filters on: those with a fixed set of values (a category)."""
-    return [f for f in ent.fields if f.enum and f.sqltype == "TEXT"][:2]
+    """The fields a search without a parent filters on (exact match): those with a fixed set of values (a
+    category), and a person's postcode or city (how a caller is found by name and where they live)."""
+    return [f for f in ent.fields if (f.enum and f.sqltype == "TEXT") or f.kind in ("postcode", "city")][:2]
 
 
 def _text_field(ent: Entity) -> str | None:
-    for f in ent.fields:
-        if f.kind in ("title", "person_name", "company", "description"):
-            return f.name
+    for kinds in (("title", "person_name", "company"), ("description",)):
+        for f in ent.fields:
+            if f.kind in kinds:
+                return f.name
     return None
 
 
@@ -299,7 +302,7 @@ def _tables(world: World) -> str:
     keys = {e.table: e.key.name for e in world.entities}
     nouns = {e.table: e.human for e in world.entities}
     columns = {e.table: e.columns() for e in world.entities}
-    refs = {e.table: {r.column: [r.name, r.entity.table] for r in e.refs} for e in world.entities}
+    refs = {e.table: {r.column: [r.param, r.entity.table] for r in e.refs} for e in world.entities}
     money = {e.table: [f.name for f in e.fields if f.kind == "money"] for e in world.entities}
     bools = {e.table: [f.name for f in e.fields if f.sqltype == "BOOLEAN"] for e in world.entities}
     lines = [f"{name} = {json.dumps(value, sort_keys=True)}" for name, value in
@@ -442,7 +445,7 @@ def _b_search(world: World, op: Op) -> list[str]:
     ent = op.entity
     by = _by_ref(op)
     if by is not None:
-        lines = [f"owner = find(db, \"{by.entity.table}\", {by.name})",
+        lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
                  f"sql = 'SELECT * FROM \"{ent.table}\" WHERE \"{by.column}\" = ?'", "params = [owner[\"id\"]]"]
     else:
         col = _text_field(ent) or ent.key.name
@@ -463,13 +466,13 @@ def _b_count(world: World, op: Op, total: bool = False) -> list[str]:
     by = _by_ref(op)
     assert by is not None
     what = f'sum("{op.fields[0]}")' if total else "count(*)"
-    lines = [f"owner = find(db, \"{by.entity.table}\", {by.name})",
+    lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
              f"sql = 'SELECT {what} AS n FROM \"{ent.table}\" WHERE \"{by.column}\" = ?'", "params = [owner[\"id\"]]"]
     _state_filter(ent, lines)
     f = ent.field(op.fields[0]) if total and op.fields else None
     value = "(n or 0) / 100" if f is not None and f.kind == "money" else "n or 0"
     lines += ["n = db.query(sql, params)[0][\"n\"]",
-              f"return {{\"{by.name}\": owner[\"{by.entity.key.name}\"], "
+              f"return {{\"{by.param}\": owner[\"{by.entity.key.name}\"], "
               f"\"{'total_' + op.fields[0] if total else 'count'}\": {value}}}"]
     return lines
 
@@ -483,7 +486,7 @@ def _b_create(world: World, op: Op) -> list[str]:
     lines: list[str] = []
     values: dict[str, str] = {}
     for ref in ent.refs:
-        arg = ref.column.removesuffix("_id") if ref.nullable else ref.name
+        arg = ref.param
         var = f"ref_{ref.name}"
         if ref.nullable:
             lines += [f"{var} = find(db, \"{ref.entity.table}\", {arg}) if {arg} is not None else None"]
@@ -642,7 +645,7 @@ def _b_move(world: World, op: Op) -> list[str]:
     ent = op.entity
     par = ent.parent
     assert par is not None
-    lines = _load(op) + [f"dest = find(db, \"{par.entity.table}\", to_{par.name})",
+    lines = _load(op) + [f"dest = find(db, \"{par.entity.table}\", to_{par.param})",
                          f"if rec[\"{par.column}\"] == dest[\"id\"]:",
                          f"    raise ToolError(\"The {ent.human} is already with that {par.entity.human}.\")"]
     for cond in op.conditions:
@@ -674,7 +677,7 @@ def _b_take(world: World, op: Op) -> list[str]:
     direction = "ASC" if op.order == "first" else "DESC"
     empty = next((c.message for c in op.conditions if c.kind == "not_empty"),
                  f"No {src} {ent.human} for {{key}}.")
-    lines = [f"owner = find(db, \"{by.entity.table}\", {by.name})",
+    lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
              f"rows = db.query('SELECT * FROM \"{ent.table}\" WHERE \"{by.column}\" = ? AND \"state\" = ? "
              f"ORDER BY \"id\" {direction} LIMIT 1', [owner[\"id\"], {src!r}])",
              "if not rows:",
@@ -689,7 +692,7 @@ def _b_acquire(world: World, op: Op) -> list[str]:
     holder = _holder(op)
     taken = next((c.message for c in op.conditions if c.kind == "free"),
                  f"The {ent.human} is already held by someone else.")
-    lines = _load(op) + [f"who = find(db, \"{holder.entity.table}\", {holder.name})",
+    lines = _load(op) + [f"who = find(db, \"{holder.entity.table}\", {holder.param})",
                          f"if rec[\"{holder.column}\"] is not None:",
                          f"    raise ToolError({json.dumps(taken)})",
                          f"db.execute('UPDATE \"{ent.table}\" SET \"{holder.column}\" = ? WHERE \"id\" = ?', "

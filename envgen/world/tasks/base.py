@@ -127,8 +127,11 @@ class Writer:
     # -- running drafts -------------------------------------------------------------------------------
     def attempt(self, prefix: list[Call], call: Call) -> tuple[bool, Any]:
         """Whether ``call`` succeeds after ``prefix`` (run from the seed), and its result or error."""
-        run = self.sim.run(prefix)
+        run = self.sim.run()
         try:
+            failed = next((r for r in run.calls(prefix) if not r.ok), None)
+            if failed is not None:
+                return False, f"the reference's own {failed.name} failed: {failed.error}"
             res = run.call(call["name"], call["arguments"])
             return res.ok, (res.result if res.ok else res.error)
         finally:

@@ -82,15 +82,32 @@ class Families:
         s = self.scope_ent
         assert s is not None
         key = scope[s.key.name]
-        calls: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = self.locate(voice, scope)
         look = self.w.tool("lookup", s)
         if look is not None:
             calls.append({"name": look.name, "arguments": {s.key.name: key}})
         search = self.w.tool("search", self.main, by=self.main.parent.name if self.main.parent else None)
         if search is not None and self.main.parent is not None:
-            calls.append({"name": search.name, "arguments": {self.main.parent.name: key}})
+            calls.append({"name": search.name, "arguments": {self.main.parent.param: key}})
         named = "" if not self.operator else f"{s.human} {key}"
         return calls, named
+
+    def locate(self, voice: Voice, person: Row) -> list[dict[str, Any]]:
+        """Most of the time a caller gives their name and where they live, not their key: the agent finds them
+        with the person search first (the key it then uses comes from that result)."""
+        p = self.person
+        if self.operator or p is None or self.scope_ent is not p or voice.key is None or self.rng.random() < 0.25:
+            return []
+        search = next((o for o in self.world.ops_of("search", p) if o.by is None), None)
+        name = next((f for f in p.fields if f.kind == "person_name"), None)
+        where = next((f for f in p.fields if f.kind in ("postcode", "city")), None)
+        if search is None or name is None or where is None:
+            return []
+        same = [r for r in self.w.rows(p) if r[name.name] == person[name.name] and r[where.name] == person[where.name]]
+        if len(same) != 1:
+            return []
+        voice.locator = (where.kind, str(person[where.name]))
+        return [{"name": search.name, "arguments": {"query": person[name.name], where.name: person[where.name]}}]
 
     def describe(self, target: Row, cands: list[Row], scope_named: str) -> tuple[str, int, bool] | None:
         """How a person names ``target`` among ``cands``: (words, hops it adds, whether it is a choice)."""
@@ -117,7 +134,7 @@ class Families:
                     options.append((f"{mine}most recent {target['state']} {m.human}{where}", 1, True))
                 elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
                     options.append((f"{mine}oldest {target['state']} {m.human}{where}", 1, True))
-        weights = [1] + [3] * (len(options) - 1)
+        weights = [1] + [5] * (len(options) - 1)
         return self.rng.choices(options, weights=weights)[0]
 
     def child_title(self, target: Row, cands: list[Row]) -> str | None:
@@ -213,7 +230,9 @@ class Families:
                     if self.confirm(op):
                         continue
                     answer = self.rng.choice([f"Sure, it's {voice.key}.", f"Of course: {voice.key}.",
-                                              f"Yes - my email is {voice.key}.", f"It's {voice.key}."])
+                                              f"Yes - my email is {voice.key}.", f"It's {voice.key}.",
+                                              f"Oh, sorry! It's {voice.key}.", f"My account is {voice.key}.",
+                                              f"Sure thing, {voice.key}.", f"Right, I forgot: {voice.key}."])
                     return Draft("missing_parameter", "missing_identity",
                                  [DraftTurn(request, [], kind="ask", forbid=[op.name]),
                                   DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose,
@@ -386,9 +405,15 @@ class Families:
             words = f"{self.main.human} {bad[self.main.key.name]}"
             first = sentence(voice.opener(), voice.ask(verb_phrase(op).format(record=words, value="")))
             other = f"{self.main.human} {good[self.main.key.name]}"
-            second_say = self.rng.choice([f"I see. In that case please do it for {other} instead.",
-                                          f"Oh, okay. Then {verb_phrase(op).format(record=other, value='')} instead.",
-                                          f"Fair enough. What about {other}? Please go ahead with that one."])
+            opener = self.rng.choice(["I see.", "Oh, okay.", "Fair enough.", "Ah, that's a shame.", "Understood.",
+                                      "Hm, I didn't know that.", "Right, makes sense.", "Okay then."])
+            ask = self.rng.choice([f"In that case please do it for {other} instead.",
+                                   f"Then {verb_phrase(op).format(record=other, value='')} instead, please.",
+                                   f"What about {other}? Please go ahead with that one.",
+                                   f"Could you do {other} instead?",
+                                   f"Let's do {other} then.",
+                                   f"Can we at least do it for {other}?"])
+            second_say = f"{opener} {ask}"
             call = {"name": op.name, "arguments": {self.main.key.name: good[self.main.key.name]}}
             turns = [DraftTurn(first, find, kind="refuse")]
             if self.confirm(op):
@@ -431,8 +456,8 @@ class Families:
                 if said is None:
                     continue
                 qty = self.rng.randint(1, 3)
-                args = {child.parent.name: target[self.main.key.name],  # type: ignore[union-attr]
-                        cat.name: thing[cat.entity.key.name]}
+                args = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
+                        cat.param: thing[cat.entity.key.name]}
                 for fname in create.fields:
                     f = child.field(fname)
                     if f is not None and f.kind == "quantity":
@@ -538,8 +563,8 @@ class Families:
             said = self.describe(target, cands, named)
             if said is None:
                 continue
-            args: dict[str, Any] = {child.parent.name: target[self.main.key.name],  # type: ignore[union-attr]
-                                    ref.name: best[ent.key.name]}
+            args: dict[str, Any] = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
+                                    ref.param: best[ent.key.name]}
             for fname in create.fields:
                 f = child.field(fname)
                 if f is not None and f.kind == "quantity":
@@ -573,7 +598,11 @@ class Families:
             return None
         _, cents = total
         ask = self.rng.choice(["And how much does it come to in total?", "One more thing: what is its total?",
-                               "Thanks. Remind me, what was its total?", "And what did it cost me altogether?"])
+                               "Thanks. Remind me, what was its total?", "And what did it cost me altogether?",
+                               "Great. Out of curiosity, how much was that order in total?",
+                               "Perfect. What's the total on it, by the way?",
+                               "Thanks! Can you also tell me its total amount?",
+                               "Nice. And the total for it was how much again?"])
         turn = DraftTurn(ask, self.details(target), kind="read",  # type: ignore[arg-type]
                          answers=[money_answers(cents, self.world.currency)])
         return Draft("read_then_write", f"followup_{base.family}"[:40], [*base.turns, turn], hops=base.hops,
