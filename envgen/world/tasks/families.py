@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from envgen.world.data import Pools
-from envgen.world.model import Op
+from envgen.world.model import Op, human
 from envgen.world.phrase import Voice, sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
 
@@ -131,9 +131,9 @@ class Families:
                 latest = max(same, key=lambda c: (c[date.name], c["id"]))
                 oldest = min(same, key=lambda c: (c[date.name], c["id"]))
                 if latest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}most recent {target['state']} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}most recent {human(target['state'])} {m.human}{where}", 1, True, []))
                 elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}oldest {target['state']} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}oldest {human(target['state'])} {m.human}{where}", 1, True, []))
         weights = [1] + [3] * (len(options) - 1)
         return self.rng.choices(options, weights=weights)[0]
 
@@ -269,7 +269,7 @@ class Families:
             if m.states:
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
                 n = sum(1 for c in cands if c["state"] == state)
-                options.append((f"how many {state} {m.humans} {mine}{where}", [number_answers(n)], find, True))
+                options.append((f"how many {human(state)} {m.humans} {mine}{where}", [number_answers(n)], find, True))
             total = self.total_of(self.rng.choice(cands))
             if total is not None:
                 target, cents = total

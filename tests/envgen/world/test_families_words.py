@@ -1,0 +1,19 @@
+"""What the task writer says is words: a state named ``awaiting_print`` is said "awaiting print"."""
+
+from __future__ import annotations
+
+import json
+
+from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compile import compile_world
+from tests.envgen.world.operator_world import operator_world
+
+
+def test_a_state_with_an_underscore_is_said_as_words() -> None:
+    raw = json.loads(operator_world().model_dump_json().replace('"queued"', '"awaiting_print"'))
+    bp = WorldBlueprint.model_validate(raw)
+    said = [turn.instruction for seed in range(3)
+            for task in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            for turn in task.turns]
+    assert not [s for s in said if "awaiting_print" in s]
+    assert [s for s in said if "awaiting print" in s]
