@@ -115,7 +115,9 @@ class Families:
             if f.kind in _DATE_KINDS and sum(1 for c in cands if c[f.name] == target[f.name]) == 1:
                 said = f.semantic.say(target[f.name], self.world.currency)
                 when = "placed" in f.name or "created" in f.name or "on" in f.name.split("_")
+                at = f.name.endswith("_at")  # a moment (starts_at, sent_at): "on March 3 at 10:15"
                 options.append(Said(f"{mine}{m.human}{where} from {said}" if when else
+                                    f"{mine}{m.human}{where} on {said}" if at else
                                     f"{mine}{m.human}{where} with the {f.human} {said}", 1, False, details))
         thing = self.child_title(target, cands)
         if thing is not None:
