@@ -390,7 +390,11 @@ class Families:
             find = self.by_key(self.find_scope(voice, scope)[0], target)
             words = f"{self.main.human} {target[self.main.key.name]}"
         del subjects
-        amount = int(rule.value) * self.rng.choice([2, 3, 4]) + self.rng.choice([0, 15, 40])
+        cap = int(rule.value)
+        if f.kind == "money":  # a sum a person would ask for: a multiple of the limit, rounded
+            amount = cap * self.rng.choice([2, 3, 4]) + self.rng.choice([0, 15, 40])
+        else:  # a count just over the limit (3 high chairs over a limit of 2), not tens over it
+            amount = cap + self.rng.randint(1, max(1, min(cap, 5) if cap < 100 else cap // 2))
         cents = amount * 100
         value = f.semantic.say(cents, self.world.currency) if f.kind == "money" else str(amount)
         topic = rule.field or "policy_exception"
