@@ -40,7 +40,7 @@ _FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts
 _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
          "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased", "booked",
          "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
-         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded")
+         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started")
 
 
 @functools.cache
@@ -212,7 +212,10 @@ class Pools:
 
     def _day_offset(self, ctx: dict[str, Any]) -> int:
         name = self._name(ctx)
-        if any(w in name for w in _FUTURE):
+        words = set(name.split("_"))
+        # whole words first (started_on is past although it contains "start"; paid_until is ahead), then parts
+        ahead = words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE))
+        if ahead:
             return self.rng.randint(1, 120)
         if any(w in name for w in _PAST):
             return -self.rng.randint(1, 400)

@@ -11,7 +11,8 @@ from envgen.world.model import Field
 
 
 @pytest.mark.parametrize("name", ["booked_on", "borrowed_on", "filed_on", "submitted_on", "incident_date",
-                                  "applied_on", "posted_on", "sent_at", "requested_on", "published_on"])
+                                  "applied_on", "posted_on", "sent_at", "requested_on", "published_on",
+                                  "started_on", "started_at"])
 def test_a_date_of_something_done_lies_in_the_past(name: str) -> None:
     pools = Pools(random.Random(7))
     for kind in ("date", "datetime"):
@@ -20,7 +21,8 @@ def test_a_date_of_something_done_lies_in_the_past(name: str) -> None:
         assert all(d[:10] < TODAY.isoformat() for d in drawn), (name, kind, max(drawn))
 
 
-@pytest.mark.parametrize("name", ["pickup_date", "renews_on", "valid_until", "visit_date"])
+@pytest.mark.parametrize("name", ["pickup_date", "renews_on", "valid_until", "visit_date", "starts_at", "paid_until",
+                                  "due_date", "checkout_date"])
 def test_a_date_of_something_to_come_lies_ahead(name: str) -> None:
     pools = Pools(random.Random(7))
     f = Field(name, "date")
