@@ -481,8 +481,10 @@ class Families:
                 ok, _ = self.w.attempt([*reads, look], call)
                 if not ok:
                     continue
-                goal = (f"add {qty} x {thing[title.name]} to {said.words}" if qty > 1 else
-                        f"add the {thing[title.name]} to {said.words}")
+                things_said = f"{qty} x {thing[title.name]}" if qty > 1 else f"the {thing[title.name]}"
+                # the create's own words when it has them ("redeem {value} with {record}"), else "add ... to ..."
+                goal = (create.phrase.format(record=said.words, value=things_said) if create.phrase else
+                        f"add {things_said} to {said.words}")
                 text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
                 return Draft("read_then_write", f"add_{child.name}"[:40], [DraftTurn(text, [*reads, look, call])],
                              hops=2, choose=said.choose)
