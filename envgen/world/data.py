@@ -35,9 +35,12 @@ _POOL_SIZE = 400
 _CLEAN = re.compile(r"['\"\\\x00-\x1f]")
 _EMAIL_DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com", "post.example.net")
 _FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "arrival",
-           "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event")
+           "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event",
+           "pickup", "renews", "valid", "visit")
 _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
-         "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased")
+         "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased", "booked",
+         "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
+         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started")
 
 
 @functools.cache
@@ -209,7 +212,10 @@ class Pools:
 
     def _day_offset(self, ctx: dict[str, Any]) -> int:
         name = self._name(ctx)
-        if any(w in name for w in _FUTURE):
+        words = set(name.split("_"))
+        # whole words first (started_on is past although it contains "start"; paid_until is ahead), then parts
+        ahead = words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE))
+        if ahead:
             return self.rng.randint(1, 120)
         if any(w in name for w in _PAST):
             return -self.rng.randint(1, 400)

@@ -61,6 +61,11 @@ def _say_text(v: Any, _c: str) -> str:
     return str(v)
 
 
+def _say_words(v: Any, _c: str) -> str:
+    """A category as a person says it: ``old-town`` -> ``old town``."""
+    return str(v).replace("-", " ").replace("_", " ")
+
+
 def _say_quoted(v: Any, _c: str) -> str:
     return f"'{v}'"
 
@@ -136,11 +141,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
     _k("hostname", "TEXT", _text(80), True, lambda p, c: p.hostname(c), _say_text, "a host name (db-3.example.org)"),
     _k("ip_address", "TEXT", _text(40), True, _pool("ipv4"), _say_text, "an IPv4 address"),
     _k("version", "TEXT", _text(16), False, lambda p, c: p.version(), _say_text, "a version number (2.4.1)"),
-    _k("color", "TEXT", _text(24), False, _pool("color"), _say_text, "a colour name"),
+    _k("color", "TEXT", _text(24), False, _pool("safe_color_name"), _say_text, "a colour name"),
     _k("language", "TEXT", _text(24), False, _pool("language"), _say_text, "a language name"),
-    _k("category", "TEXT", _text(40), False, lambda p, c: p.category(c), _say_text,
+    _k("category", "TEXT", _text(40), False, lambda p, c: p.category(c), _say_words,
        "one of a few domain categories (the field's values, or the domain's)"),
-    _k("status", "TEXT", _text(24), False, lambda p, c: p.category(c), _say_text,
+    _k("status", "TEXT", _text(24), False, lambda p, c: p.category(c), _say_words,
        "a lifecycle state (the entity's states)"),
     _k("money", "INTEGER", {"type": "number", "minimum": 0, "description": "an amount in the world's currency"},
        False, lambda p, c: p.money(c), lambda v, cur: say_money(v, cur),

@@ -202,7 +202,9 @@ def _tool_rule(op: Op, c: Condition) -> str | None:
     if c.kind == "ref_state" and c.ref:
         return f"`{op.name}` needs the {human(c.ref)} to be {' or '.join(c.values)}; explain this when it refuses."
     if c.kind in ("compare", "room"):
-        return f"`{op.name}` refuses when: {c.message.rstrip('.').replace('{key}', 'it')}. Explain why to the user."
+        par = op.entity.parent
+        named = f"the {par.entity.human}" if c.kind == "room" and par is not None else "it"  # whose key fills {key}
+        return f"`{op.name}` refuses when: {c.message.rstrip('.').replace('{key}', named)}. Explain why to the user."
     return None
 
 

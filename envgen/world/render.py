@@ -364,9 +364,9 @@ def _room(child: Entity, parent_var: str, msg: str) -> list[str]:
     assert par is not None and par.entity.capacity is not None
     cap = par.entity.capacity
     states = child.active_states
-    where = f' AND "state" IN ({", ".join(repr(s) for s in states)})' if child.states else ""
-    return [f"held = db.query('SELECT count(*) AS n FROM \"{child.table}\" WHERE \"{par.column}\" = ?{where}', "
-            f"[{parent_var}[\"id\"]])[0][\"n\"]",
+    where = f' AND "state" IN ({", ".join(sql_literal(s) for s in states)})' if child.states else ""
+    sql = f'SELECT count(*) AS n FROM "{child.table}" WHERE "{par.column}" = ?{where}'
+    return [f"held = db.query({sql!r}, [{parent_var}[\"id\"]])[0][\"n\"]",
             f"if held >= {parent_var}[\"{cap}\"]:",
             f"    raise ToolError({json.dumps(msg)}.replace(\"{{key}}\", {parent_var}[\"{par.entity.key.name}\"]))"]
 

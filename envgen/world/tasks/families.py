@@ -21,16 +21,26 @@ speaker's own records), so an agent that follows the policy can pass every task.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from envgen.world.data import Pools
-from envgen.world.model import Op
+from envgen.world.model import Entity, Op, World, human
 from envgen.world.phrase import Voice, sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
 
 __all__ = ["Families"]
 
 _DATE_KINDS = ("date", "datetime")
+Call = dict[str, Any]
+
+
+class Said(NamedTuple):
+    """How a person names a target record (:meth:`Families.describe`)."""
+
+    words: str  #: ``order ORD-20417``, ``my order from March 3``, ``Ada Byrne's print job for printer PRN-1``
+    hops: int  #: the dependency depth the naming adds (0: named by its key)
+    choose: bool  #: the agent picks it among the scope's records by a filter (the latest, the oldest)
+    reads: list[Call]  #: the reads that resolve the words once the scope's records are listed
 
 
 class Families:
@@ -109,21 +119,41 @@ class Families:
         voice.locator = (where.kind, str(person[where.name]))
         return [{"name": search.name, "arguments": {"query": person[name.name], where.name: person[where.name]}}]
 
-    def describe(self, target: Row, cands: list[Row], scope_named: str) -> tuple[str, int, bool] | None:
-        """How a person names ``target`` among ``cands``: (words, hops it adds, whether it is a choice)."""
+    def reach(self, find: list[Call], target: Row, said: Said) -> list[Call]:
+        """The reads a careful agent makes to find ``target`` named as ``said``, after the scope's ``find``.
+
+        A record named by its key in an operator world is looked up directly: the staff member did not name
+        its container, so the reference does not read it either."""
+        if said.hops == 0 and self.operator:
+            return self.details(target)
+        return [*find, *said.reads]
+
+    def by_key(self, find: list[Call], target: Row) -> list[Call]:
+        """The reads before acting on ``target`` named by its key (see :meth:`reach`)."""
+        return self.reach(find, target, Said("", 0, False, []))
+
+    def describe(self, target: Row, cands: list[Row], scope_named: str) -> Said | None:
+        """How a person names ``target`` among ``cands`` (the scope's records): see :class:`Said`."""
         m = self.main
         mine = "my " if not self.operator else "the "
         where = f" for {scope_named}" if scope_named else ""
-        options: list[tuple[str, int, bool]] = [(f"{m.human} {target[m.key.name]}", 0, False)]
+        details = self.details(target)
+        options: list[Said] = [Said(f"{m.human} {target[m.key.name]}", 0, False, [])]
         for f in m.fields:
             if f.kind in _DATE_KINDS and sum(1 for c in cands if c[f.name] == target[f.name]) == 1:
                 said = f.semantic.say(target[f.name], self.world.currency)
-                options.append((f"{mine}{m.human}{where} from {said}" if "placed" in f.name or "created" in f.name
-                                or "on" in f.name.split("_") else f"{mine}{m.human}{where} with the {f.human} {said}",
-                                1, False))
+                when = "placed" in f.name or "created" in f.name or "on" in f.name.split("_")
+                at = f.name.endswith("_at")  # a moment (starts_at, sent_at): "on March 3 at 10:15"
+                options.append(Said(f"{mine}{m.human}{where} from {said}" if when else
+                                    f"{mine}{m.human}{where} on {said}" if at else
+                                    f"{mine}{m.human}{where} with the {f.human} {said}", 1, False, details))
         thing = self.child_title(target, cands)
         if thing is not None:
-            options.append((f"{mine}{m.human}{where} with the {thing}", 1, False))
+            options.append(Said(f"{mine}{m.human}{where} with the {thing}", 1, False, details))
+        sender = self.sender(target, cands) if self.operator else None
+        if sender is not None:
+            name, search = sender
+            options.append(Said(f"{name}'s {m.human}{where}", 2, False, [search, *details]))
         date = next((f for f in m.fields if f.kind in _DATE_KINDS), None)
         if date is not None and m.states:
             same = [c for c in cands if c.get("state") == target.get("state")]
@@ -131,11 +161,27 @@ class Families:
                 latest = max(same, key=lambda c: (c[date.name], c["id"]))
                 oldest = min(same, key=lambda c: (c[date.name], c["id"]))
                 if latest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append((f"{mine}most recent {target['state']} {m.human}{where}", 1, True))
+                    options.append(Said(f"{mine}most recent {human(target['state'])} {m.human}{where}", 1, True, []))
                 elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append((f"{mine}oldest {target['state']} {m.human}{where}", 1, True))
+                    options.append(Said(f"{mine}oldest {human(target['state'])} {m.human}{where}", 1, True, []))
         weights = [1] + [5] * (len(options) - 1)
         return self.rng.choices(options, weights=weights)[0]
+
+    def sender(self, target: Row, cands: list[Row]) -> tuple[str, Call] | None:
+        """In an operator world, the name of the person ``target`` is for, when no other of ``cands`` is theirs
+        and no other person has that name, with the search that finds their key (``Ada Byrne``)."""
+        person = self.person
+        ref = next((r for r in self.main.refs if not r.owner and r.entity is person), None)
+        search = next((o for o in self.world.ops_of("search", person) if o.by is None), None) if person else None
+        name_field = next((f.name for f in person.fields if f.kind == "person_name"), None) if person else None
+        if person is None or ref is None or search is None or name_field is None or target[ref.column] is None:
+            return None
+        if sum(1 for c in cands if c[ref.column] == target[ref.column]) != 1:
+            return None
+        who = self.w.row(person, target[ref.column])
+        if who is None or sum(1 for p in self.w.rows(person) if p[name_field] == who[name_field]) != 1:
+            return None
+        return str(who[name_field]), {"name": search.name, "arguments": {"query": who[name_field]}}
 
     def child_title(self, target: Row, cands: list[Row]) -> str | None:
         """The title of a catalog thing only ``target`` among ``cands`` holds (``the Oak Desk Lamp``)."""
@@ -221,8 +267,8 @@ class Families:
                 said = self.describe(target, cands, named)
                 if said is None:
                     continue
-                words, hops, choose = said
-                looks = find + (self.details(target) if hops and not choose else [])
+                words, hops, choose, _ = said
+                looks = self.reach(find, target, said)
                 goal = verb_phrase(op).format(record=words, value=value)
                 body = voice.ask(goal, voice.reason(op))
                 request = sentence(voice.opener(identify=not missing), body)
@@ -258,14 +304,16 @@ class Families:
             if m.states:
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
                 n = sum(1 for c in cands if c["state"] == state)
-                options.append((f"how many {state} {m.humans} {mine}{where}", [number_answers(n)], find, True))
+                options.append((f"how many {human(state)} {m.humans} {mine}{where}", [number_answers(n)], find, True))
             total = self.total_of(self.rng.choice(cands))
             if total is not None:
                 target, cents = total
                 said = self.describe(target, cands, named)
                 if said is not None:
-                    options.append((f"what the total of {said[0]} comes to", [money_answers(cents, self.world.currency)],
-                                    find + self.details(target), said[2]))
+                    reads = self.reach(find, target, said)
+                    reads += [c for c in self.details(target) if c not in reads]
+                    options.append((f"what the total of {said.words} comes to",
+                                    [money_answers(cents, self.world.currency)], reads, said.choose))
             if not options:
                 continue
             question, answers, calls, choose = self.rng.choice(options)
@@ -315,7 +363,7 @@ class Families:
                     continue
                 args, value = acted
                 voice = self.speaker(scope)
-                find, _named = self.find_scope(voice, scope)
+                find = self.by_key(self.find_scope(voice, scope)[0], target)
                 ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
                 if not ok:  # the tool refuses it too: not a rule only the policy enforces
                     continue
@@ -371,11 +419,15 @@ class Families:
                 return None
             scope = scopes[0]
             voice = self.speaker(scope)
-            find, _ = self.find_scope(voice, scope)
             target = self.rng.choice(self.w.owned(self.main, scope))
+            find = self.by_key(self.find_scope(voice, scope)[0], target)
             words = f"{self.main.human} {target[self.main.key.name]}"
         del subjects
-        amount = int(rule.value) * self.rng.choice([2, 3, 4]) + self.rng.choice([0, 15, 40])
+        cap = int(rule.value)
+        if f.kind == "money":  # a sum a person would ask for: a multiple of the limit, rounded
+            amount = cap * self.rng.choice([2, 3, 4]) + self.rng.choice([0, 15, 40])
+        else:  # a count just over the limit (3 high chairs over a limit of 2), not tens over it
+            amount = cap + self.rng.randint(1, max(1, min(cap, 5) if cap < 100 else cap // 2))
         cents = amount * 100
         value = f.semantic.say(cents, self.world.currency) if f.kind == "money" else str(amount)
         topic = rule.field or "policy_exception"
@@ -398,7 +450,7 @@ class Families:
                 continue
             bad, good = self.rng.choice(stuck), self.rng.choice(free)
             voice = self.speaker(scope)
-            find, _named = self.find_scope(voice, scope)
+            find = self.by_key(self.find_scope(voice, scope)[0], bad)
             ok, _ = self.w.attempt(find, {"name": op.name, "arguments": {self.main.key.name: bad[self.main.key.name]}})
             if ok:
                 continue
@@ -464,14 +516,17 @@ class Families:
                         args[fname] = qty
                 look = {"name": search.name, "arguments": {"query": thing[title.name]}}
                 call = {"name": create.name, "arguments": args}
-                ok, _ = self.w.attempt([*find, look], call)
+                reads = self.reach(find, target, said)
+                ok, _ = self.w.attempt([*reads, look], call)
                 if not ok:
                     continue
-                goal = (f"add {qty} x {thing[title.name]} to {said[0]}" if qty > 1 else
-                        f"add the {thing[title.name]} to {said[0]}")
+                things_said = f"{qty} x {thing[title.name]}" if qty > 1 else f"the {thing[title.name]}"
+                # the create's own words when it has them ("redeem {value} with {record}"), else "add ... to ..."
+                goal = (create.phrase.format(record=said.words, value=things_said) if create.phrase else
+                        f"add {things_said} to {said.words}")
                 text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
-                return Draft("read_then_write", f"add_{child.name}"[:40], [DraftTurn(text, [*find, look, call])],
-                             hops=2, choose=said[2])
+                return Draft("read_then_write", f"add_{child.name}"[:40], [DraftTurn(text, [*reads, look, call])],
+                             hops=2, choose=said.choose)
         return None
 
     # -- the catalog: filter and choose ---------------------------------------------------------------

@@ -1,0 +1,33 @@
+"""A new child record is asked for in its create's own words when the blueprint gives them."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compile import compile_world
+from tests.envgen.world.operator_world import operator_world
+
+
+def _with_finishing(phrase: str) -> WorldBlueprint:
+    raw: dict[str, Any] = copy.deepcopy(operator_world().model_dump())
+    raw["entities"].append({"name": "finish", "role": "catalog", "key": {"name": "finish_code", "kind": "code"},
+                            "prefix": "FIN", "fields": [{"name": "title", "kind": "title"},
+                                                        {"name": "price", "kind": "money"}], "rows": 20})
+    raw["entities"][3]["refs"].append({"name": "finish", "entity": "finish"})
+    raw["entities"][3]["fields"].append({"name": "quantity", "kind": "quantity", "min": 1, "max": 5})
+    raw["operations"].append({"name": "apply_finish", "kind": "create", "entity": "job_note", "fields": ["quantity"],
+                              "phrase": phrase})
+    raw["vocabulary"] = {"titles": ["Spiral Binding", "Lamination", "Stapling", "Hole Punching", "Trimming",
+                                    "Clear Cover", "Foam Board", "Booklet Fold"]}
+    return WorldBlueprint.model_validate(raw)
+
+
+def test_an_added_line_is_asked_for_in_the_create_phrase() -> None:
+    bp = _with_finishing("have {value} applied to {record}")
+    adds = [t.turns[0].instruction for seed in range(4)
+            for t in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            if t.id.endswith("_add_job_note")]
+    assert adds and all(re.search(r"have (the|\d x) [A-Z][\w ]+ applied to ", s) for s in adds), adds
