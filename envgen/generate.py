@@ -54,7 +54,7 @@ class GenerateConfig:
     """Options of one generation run (each maps to an ``envwright generate`` flag)."""
 
     corpus: str = "stdlib"  #: ``stdlib``, a PATH (tree, .jsonl, .parquet) or ``hf:NAME``
-    proposer: str = "template"  #: ``template`` or ``llm``
+    proposer: str = "world"  #: ``world`` (the default), ``template`` (blueprint v1, no model) or ``llm``
     backend: str | None = None  #: model backend for ``llm`` (transformers, vllm, openai, scripted)
     model: str | None = None  #: model name or path for the backend
     n: int = 20  #: documents to attempt
@@ -119,9 +119,11 @@ class GenerateConfig:
     def validation_mode(self) -> str:
         if self.validation != "auto":
             return self.validation
-        return "inprocess" if self.proposer == "template" else "worker"
+        return "inprocess" if self.proposer in STATIC_PROPOSERS else "worker"
 
 
+STATIC_PROPOSERS = ("world", "template")
+"""Proposers without a model: each document is proposed and validated in a worker process."""
 REASON_EXAMPLES = 3  #: distinct reasons a summary keeps per rejection code
 REASON_CHARS = 300  #: characters a summary keeps of one reason
 
@@ -220,7 +222,7 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
 
     sel = SelectConfig(max_chars=cfg.max_doc_chars, min_stateful_score=cfg.min_stateful,
                        dedup="exact", sample=cfg.n, seed=cfg.seed, keep_tests=cfg.keep_tests,
-                       languages=("python",) if cfg.proposer == "template" else None)
+                       languages=("python",) if cfg.proposer in STATIC_PROPOSERS else None)
     report = SelectionReport()
     docs = select_documents(load_corpus(cfg.corpus, **cfg.corpus_options), sel, report)
     if not docs:
@@ -312,9 +314,9 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
                    mutation_score=verdict.mutation_score, mutants=verdict.mutants, **common)
 
 
-def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
-    """Propose with the template proposer and validate, inside a worker."""
-    proposer = make_proposer("template", **proposer_options)
+def static_job(name: str, doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
+    """Propose with a static proposer (:data:`STATIC_PROPOSERS`: no model) and validate, inside a worker."""
+    proposer = make_proposer(name, **proposer_options)
     proposal = proposer.propose(doc, seed=seed)
     verdict = validate_spec(proposal.spec, executor=validation) if proposal.spec is not None else None
     return _verdict_outcome(doc.id, proposal, verdict, doc)
@@ -478,10 +480,10 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
                  docs: Iterable[Any] | None = None) -> GenerateSummary:
     """Run (or resume) a generation run; returns its summary."""
     t0 = time.perf_counter()
-    if cfg.proposer == "template" and proposer is None:
+    if cfg.proposer in STATIC_PROPOSERS and proposer is None:
         # once here, before the workers start: bad options fail now, not once per document, and the
         # proposer's modules are imported once, by the process that fork-started workers inherit
-        make_proposer("template", **cfg.proposer_options)
+        make_proposer(cfg.proposer, **cfg.proposer_options)
     check_library_folder(cfg.out)  # before any work: a file, or a folder that holds something else, is refused
     all_docs = list(docs) if docs is not None else select_corpus(cfg)
     lib = Library(cfg.out, cfg.catalog_url)  # only once there is work to store: a failed run leaves no library
@@ -495,9 +497,9 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     runner = _Runner(cfg.workers, cfg.executor, cfg.inline_single_worker)
     try:
         with prog:
-            if cfg.proposer == "template" and proposer is None:
-                args = [(d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
-                for i, out in runner.map_unordered(template_job, args):
+            if cfg.proposer in STATIC_PROPOSERS and proposer is None:
+                args = [(cfg.proposer, d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
+                for i, out in runner.map_unordered(static_job, args):
                     recorder.record(todo[i].id, out)
             else:
                 prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,

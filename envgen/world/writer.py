@@ -58,8 +58,8 @@ def _words(text: str) -> set[str]:
 
 def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> CatalogEntry:
     pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
-    hosts = [e for e in entries_ if pattern in e.patterns] or [e for e in entries_ if "generic" in e.patterns] \
-        or entries_
+    hosts = [e for e in entries_ if pattern in e.meta.patterns] or \
+        [e for e in entries_ if "generic" in e.meta.patterns] or entries_
     words = set(getattr(sem, "words", []) or [])
 
     def score(e: CatalogEntry) -> tuple[int, int]:
@@ -101,22 +101,47 @@ def _closest_state(target: str | None, states: list[str]) -> str | None:
     return close[0] if close else None
 
 
+_ITEM_ROLE = {"queue": "item", "stack": "item", "lock": "resource", "scheduler": "event", "ledger": "entry",
+              "archive": "member", "registry": "entry", "lifecycle": "record", "set": "member", "tree": "leaf"}
+_CONTAINER_ROLE = {"queue": "container", "stack": "container", "scheduler": "calendar", "ledger": "account",
+                   "archive": "archive", "set": "container", "tree": "branch"}
+
+
+def _roles(pattern: str, host: dict[str, str], bp: WorldBlueprint) -> dict[str, Any]:
+    """The domain's entities and states playing the graft's parts for ``pattern`` (:data:`PATTERN_ROLES`)."""
+    ents = {e.name: e for e in bp.entities}
+    item = ents.get(host.get(_ITEM_ROLE.get(pattern, ""), ""))
+    if item is None:  # ledger without entries, generic: the main records
+        item = next((e for e in bp.entities if e.role == "main"), None)
+    container = ents.get(host.get(_CONTAINER_ROLE.get(pattern, ""), ""))
+    if container is None and item is not None:
+        owner = next((r for r in item.refs if r.owner), None)
+        container = ents.get(owner.entity) if owner is not None else None
+    account = ents.get(host.get("account", ""))
+    balance = host.get("balance")
+    return {"item": item, "container": container, "waiting": host.get("waiting"), "taken": host.get("taken"),
+            "cancelled": host.get("cancelled"), "holder": host.get("holder"), "account": account,
+            "balance": balance, "final": host.get("final")}
+
+
 def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBlueprint, list[str]]:
     """The domain's blueprint with the document's operations grafted on (see the module docstring)."""
     bp = entry.blueprint.model_copy(deep=True)
-    ents = {e.name: e for e in bp.entities}
-    host = entry.host(getattr(sem, "pattern", "generic") if sem is not None else "generic", bp)
-    item = ents.get(host.get("item") or "")
+    pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
+    host = entry.host(pattern)
+    if host is None:
+        host = {}
+    roles = _roles(pattern, host, bp)
+    item = roles["item"]
     if item is None or sem is None:
         return bp, []
-    container = ents.get(host.get("container") or "")
-    parent_ref = next((r for r in item.refs if r.owner), None)
-    if container is None and parent_ref is not None:
-        container = ents.get(parent_ref.entity)
+    container = roles["container"]
+    parent_ref = next((r for r in item.refs if r.owner and container is not None and r.entity == container.name),
+                      None) or next((r for r in item.refs if r.owner), None)
     states = list(item.states)
     finals = list(item.final)
-    waiting = host.get("waiting") or (states[0] if states else None)
-    taken_state = host.get("taken") or next((s for s in states[1:] if s not in finals), None)
+    waiting = roles["waiting"] or (states[0] if states else None)
+    taken_state = roles["taken"] or next((s for s in states[1:] if s not in finals), None)
     noun = item.name
     names = {o.name for o in bp.operations}
     grafted: list[OperationSpec] = []
@@ -126,59 +151,12 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
         if len(grafted) >= _MAX_GRAFTED:
             break
         role = getattr(op, "role", "")
-        origin = f"{origin_module}.{getattr(op, 'origin', op.name)}"[:60].replace("..", ".")
-        origin = re.sub(r"[^A-Za-z0-9_.]", "", origin)
+        origin = re.sub(r"[^A-Za-z0-9_.]", "", f"{origin_module}.{getattr(op, 'origin', op.name)}")[:60]
         doc = re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", str(getattr(op, "doc", "") or ""))[:100]
         guards = list(getattr(op, "guards", []) or [])
-        spec: OperationSpec | None = None
-        desc = f"{doc} ({op.name} in {origin_module})" if doc else f"Works like {op.name} in {origin_module}"
-        desc = desc[:160]
-        if role == "add" and container is not None and parent_ref is not None:
-            conds = []
-            full = next((g for g in guards if getattr(g, "kind", "") == "full"), None)
-            if cap_field is not None:
-                conds.append(ConditionSpec(kind="room", message=_message(
-                    full, f"the {container.name.replace('_', ' ')} {{key}} is full")))
-            fields = [f.name for f in item.fields if not f.nullable and f.kind not in ("date", "datetime")][:2]
-            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="create", entity=item.name,
-                                 description=desc, origin=origin, fields=fields, conditions=conds)
-        elif role == "take" and container is not None and waiting and taken_state and parent_ref is not None:
-            empty = next((g for g in guards if getattr(g, "kind", "") == "empty"), None)
-            conds = [ConditionSpec(kind="not_empty", message=_message(empty, f"no {waiting} {noun.replace('_', ' ')} "
-                                                                              f"for {{key}}"))]
-            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="take", entity=item.name,
-                                 description=desc, origin=origin, target=taken_state, sources=[waiting],
-                                 order="last" if getattr(op, "order", "") == "last" else "first", conditions=conds)
-        elif role == "count" and parent_ref is not None:
-            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="count", entity=item.name,
-                                 description=desc, origin=origin, sources=[waiting] if waiting else [])
-        elif role in ("change_state", "remove") and states:
-            target = _closest_state(getattr(op, "target_state", None), states)
-            if target is None and role == "remove":
-                target = next((s for s in finals if "cancel" in s or "remov" in s or "clos" in s), None)
-            if target is None:
-                continue
-            sources = [s for s in states if s != target and s not in finals]
-            if not sources:
-                continue
-            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="transition", entity=item.name,
-                                 description=desc, origin=origin, target=target, sources=sources,
-                                 phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
-        elif role == "adjust":
-            num = next((f for e in (item, container) if e is not None for f in e.fields
-                        if f.kind in ("money", "count", "integer")), None)
-            owner = next((e for e in (item, container) if e is not None and num in e.fields), None)
-            if num is None or owner is None:
-                continue
-            spec = OperationSpec(name=_tool_name(op.name, owner.name, names), kind="adjust", entity=owner.name,
-                                 description=desc, origin=origin, fields=[num.name])
-        elif role == "update":
-            text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")),
-                        None)
-            if text is None:
-                continue
-            spec = OperationSpec(name=_tool_name(op.name, noun, names), kind="update", entity=item.name,
-                                 description=desc, origin=origin, fields=[text.name])
+        desc = (f"{doc} ({op.name} in {origin_module})" if doc else f"Works like {op.name} in {origin_module}")[:160]
+        spec = _grafted_op(role, op, guards, desc, origin, roles, item, container, parent_ref, states, finals,
+                           waiting, taken_state, cap_field, noun, names)
         if spec is None:
             continue
         grafted.append(spec)
@@ -189,6 +167,59 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
     policy_tools = {o.name for o in bp.operations}
     bp.policy = [p for p in bp.policy if p.op is None or p.op in policy_tools]
     return bp, [o.name for o in grafted]
+
+
+def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, roles: dict[str, Any], item: Any,
+                container: Any, parent_ref: Any, states: list[str], finals: list[str], waiting: str | None,
+                taken_state: str | None, cap_field: str | None, noun: str, names: set[str]) -> OperationSpec | None:
+    """One document operation as a tool of the domain, or None when the domain has no part for it."""
+    def name(n: str = noun) -> str:
+        return _tool_name(op.name, n, names)
+
+    def guard(kind: str, fallback: str) -> str:
+        return _message(next((g for g in guards if getattr(g, "kind", "") == kind), None), fallback)
+
+    if role == "add" and container is not None and parent_ref is not None:
+        conds = [ConditionSpec(kind="room", message=guard("full", f"the {container.name.replace('_', ' ')} {{key}} "
+                                                                  f"is full"))] if cap_field is not None else []
+        fields = [f.name for f in item.fields if not f.nullable and f.kind not in ("date", "datetime")][:2]
+        return OperationSpec(name=name(), kind="create", entity=item.name, description=desc, origin=origin,
+                             fields=fields, conditions=conds)
+    if role == "take" and container is not None and waiting and taken_state and parent_ref is not None:
+        conds = [ConditionSpec(kind="not_empty", message=guard("empty", f"no {waiting} {noun.replace('_', ' ')} "
+                                                                        f"for {{key}}"))]
+        return OperationSpec(name=name(), kind="take", entity=item.name, description=desc, origin=origin,
+                             target=taken_state, sources=[waiting],
+                             order="last" if getattr(op, "order", "") == "last" else "first", conditions=conds)
+    if role == "count" and parent_ref is not None:
+        return OperationSpec(name=name(), kind="count", entity=item.name, description=desc, origin=origin,
+                             sources=[waiting] if waiting else [])
+    if role in ("change_state", "remove") and states:
+        target = _closest_state(getattr(op, "target_state", None), states)
+        if target is None and role == "remove":
+            target = roles.get("cancelled") or next((s for s in finals if any(w in s for w in ("cancel", "remov",
+                                                                                               "clos", "delet"))), None)
+        sources = [s for s in states if s != target and s not in finals]
+        if target is None or not sources:
+            return None
+        return OperationSpec(name=name(), kind="transition", entity=item.name, description=desc, origin=origin,
+                             target=target, sources=sources, phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
+    if role in ("adjust", "add") and roles.get("account") is not None and roles.get("balance"):
+        account = roles["account"]
+        return OperationSpec(name=name(account.name), kind="adjust", entity=account.name, description=desc,
+                             origin=origin, fields=[roles["balance"]])
+    if role in ("acquire", "release") and roles.get("holder"):
+        return OperationSpec(name=name(), kind=role, entity=item.name, description=desc, origin=origin,
+                             holder=roles["holder"])
+    if role == "update":
+        text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")), None)
+        if text is None:
+            return None
+        return OperationSpec(name=name(), kind="update", entity=item.name, description=desc, origin=origin,
+                             fields=[text.name])
+    if role == "move" and parent_ref is not None:
+        return OperationSpec(name=name(), kind="move", entity=item.name, description=desc, origin=origin)
+    return None
 
 
 def write_world(doc: Any, seed: int = 0) -> WrittenWorld:

@@ -158,11 +158,11 @@ from pathlib import Path
 import envgen.generate as g
 from tests.envgen.test_generate import _stdlib_docs
 
-job = g.template_job
+job = g.static_job
 def slow_job(*args):  # slow enough for the test to kill the run half-way
     time.sleep(0.15)
     return job(*args)
-g.template_job = slow_job
+g.static_job = slow_job
 cfg = g.GenerateConfig(out=Path(sys.argv[1]), n=16, commit_every=3, validation="inprocess")
 g.run_generate(cfg, progress=False, docs=_stdlib_docs())
 """
