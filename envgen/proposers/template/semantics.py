@@ -4,62 +4,92 @@ Role: tell a world graft (:mod:`envgen.world`) which operations a document defin
 behave: ``Queue.put`` adds an item and is refused with ``Full`` when the queue is full; ``get`` takes
 the oldest item; ``cancel`` moves a record to ``cancelled``. Pure static analysis with :mod:`ast`
 (the document is never imported or run); :func:`analyze_semantics` returns ``None`` when the text
-does not parse and never raises for bad input.
+does not parse and never raises for bad input. The body reader is :mod:`~envgen.proposers.template.bodies`.
 
 Contract (the rules, in the order they apply):
 
-* **Main class.** Every top-level class but exceptions, enums, protocols and named tuples is read;
-  the one whose public operations weigh most (strong roles, guards, a pattern that is not
-  ``generic``, a name matching the file's) gives :attr:`DocSemantics.ops`; a private class counts half.
-  A document without such a class reads its public module functions (``main_class`` is ``None``).
-* **Operations** are the public methods (properties included) and the dunders ``__contains__``,
-  ``__len__``, ``__getitem__``, ``__setitem__`` and ``__delitem__`` (read, count, lookup, update,
-  remove). At most :data:`MAX_OPS`, the most representative first (the role's weight, then guards, then
-  source order); a method whose body is only ``pass`` / ``raise NotImplementedError`` ranks last.
+* **Main class.** Every top-level class but exceptions, warnings, enums, protocols, named tuples, typed
+  dicts and ``Test*`` classes is a candidate, with the methods it inherits from bases in the same
+  document. The candidate whose ranked operations weigh most wins (:data:`ROLE_WEIGHTS` plus one per
+  guard up to two; inherited operations count half; +8 for a pattern other than ``generic``; +6 when
+  the class is named like the file, ``ZipFile`` in ``zipfile.py``); a private class counts half, and so
+  do the document's public module functions, read as one more candidate (``main_class`` is ``None``).
+* **Operations** are the public instance methods (properties included; class and static methods are
+  constructors or utilities and are left out) and the dunders ``__contains__``, ``__len__``,
+  ``__getitem__``, ``__setitem__`` and ``__delitem__`` (read, count, lookup, update, remove). At most
+  :data:`MAX_OPS`, the most representative first (role weight, guards, a docstring, then source order);
+  a method whose body is only ``pass`` / ``...`` / ``raise NotImplementedError`` is ``abstract``, ranks
+  last and takes no part in the pattern.
 * **Body first.** A method's body is read in statement order, and a call of another method of the class
-  (or of a base class in the same document) is read in place of the call, three levels deep, so
-  ``put`` -> ``_put`` -> ``self.queue.append`` counts. Changes made inside a ``while`` loop or an
-  ``except`` handler (waiting, clean-up) count only when the method makes no other change. The role is
-  the first that applies: a holder/owner attribute set (or ``self.<lock>.acquire()`` called) ->
-  ``acquire``, cleared -> ``release``; a ``popleft``/``pop(0)``/``heappop``/``get()`` (order ``first``)
-  or ``pop()``/``popitem()`` (``last``) whose value is returned -> ``take``; taking or removing from a
-  container and adding to one -> ``move``; ``append``/``appendleft``/``insert``/``add``/``put``/
-  ``heappush``/``insort`` on a container attribute -> ``add``; ``del self.x[k]``, ``remove``, ``discard``,
-  ``pop(key)`` or a take whose value is dropped -> ``remove``; ``clear()`` or an attribute reset to an
-  empty container -> ``clear``; a state-like attribute (``state``, ``status``, ``closed``, ``done``,
-  ``cancelled``, ``running``, ``is_*``, ``*_state`` ...) set to a constant -> ``change_state`` (``locked``
-  True/False -> ``acquire``/``release``); ``+=``/``-=`` (or ``x = x - 1``, also through a local) on a
-  number -> ``adjust``, or ``transfer`` when two targets move in opposite directions; ``self.x[k] = v`` ->
-  ``add`` (``update`` for a ``set``/``update`` name); any other attribute assignment -> ``update``.
-  A method that changes nothing returns ``sum(...)`` -> ``total``, ``len(...)`` or a counter ->
-  ``count``, ``self.x[k]``/``self.x.get(k)`` -> ``lookup``, an iteration -> ``search``, else ``read``.
-* **Name second.** The first word of the name decides when the body says nothing or only ``update``
-  (and ``acquire``/``release`` names win over any change): see :data:`NAME_ROLES`. A ``get`` with a
-  required key parameter is a ``lookup``. Dunders keep their fixed role.
-* **Guards** are ``raise`` statements under an ``if``/``elif``/``else``/``while`` test (the condition
-  is the test as it reads for the raise to happen: an ``else`` branch negates it), ``assert cond, msg``
-  (condition ``not cond``), and raises in an ``except <specific>`` handler (condition ``except KeyError``),
-  found before the method's first change (in its body or in a helper it calls directly, one level
-  deep). The message is the literal text (an f-string's placeholders as ``{name}``, the left side of
-  ``'...' % x``). The kind (:data:`GUARD_KINDS`) comes from the exception, the message and the condition,
-  in the order the list gives.
-* **Patterns**, decided in this order from the main class's operations (abstract ones excluded):
-  ``lock`` (acquire and release, without both add and take/remove); ``scheduler`` (an add with a
-  time/delay/priority/when parameter, and a cancel or remove); ``queue`` / ``stack`` (add and take: any
-  first-order take -> queue, else stack); ``archive`` (two of the archive member methods such as
-  ``namelist``/``extract``/``writestr``/``getmembers``, or a file-backed class with add and read or
-  remove operations); ``ledger`` (two or more adjust/transfer operations, or one on a money-like field
-  or with ``Decimal``/``Fraction`` in the class); ``lifecycle`` (change_state operations over two or more
-  states); ``registry`` (two mapping methods among ``__getitem__``/``__setitem__``/``__delitem__``/
-  ``get``/``set``/``register``/``unregister``/``lookup``, or a keyed store with a lookup or remove);
-  ``set`` (add with discard/remove and ``__contains__``); ``tree`` (a ``parent``/``children`` attribute
-  with a move op or two tree-named methods); else ``generic``.
-* **States** are the string constants (also module constants and enum members) assigned to or compared
-  with a state-like attribute, the initial one (``__init__``'s) first, then the targets of
-  ``change_state`` operations. **Capacity** is the bounding attribute a comparison checks (``max*``,
-  ``capacity``, ``limit``, ``maxlen`` or the other side of ``len(self.x)``), leading ``_`` dropped.
-  **Constants** are module and class ``UPPER_CASE`` names bound to an int, float or str (at most 24).
-  **Words** are identifier words, most frequent first (at most 40).
+  is read in place of the call, three levels deep (``get`` -> ``get_nowait`` -> ``_get`` ->
+  ``self._queue.popleft()``); a module function reads the functions it calls for their guards only.
+  Changes inside a ``while`` loop or an ``except`` handler (waiting, clean-up) count only when the
+  method makes no other change, and changes to an attribute named ``*cache*`` never count. The role is
+  the first that applies:
+
+  1. an owner/holder attribute set -> ``acquire``, cleared (``None``) -> ``release``; a ``locked`` flag set
+     True/False the same; ``self.<x>.acquire()``/``.release()`` the same when no container changes;
+  2. taking or removing from one container and adding to another -> ``move``;
+  3. ``popleft()``, ``pop(0)``, ``heappop``, ``get()`` on a queue-named attribute (order ``first``),
+     ``pop()``/``pop(-1)``/``popitem()`` (``last``; also through a parameter defaulting to 0 or -1)
+     whose value the method returns -> ``take``; when the value is dropped -> ``remove``;
+  4. ``append``/``appendleft``/``insert``/``add``/``put``/``extend``/``setdefault``/``heappush``/
+     ``insort`` on a container -> ``add``;
+  5. ``del x[k]``, ``remove``, ``discard``, ``pop(key)`` -> ``remove``; setting another object's
+     ``parent`` -> ``move``; ``clear()`` or an attribute reset to an empty container -> ``clear``;
+  6. a state-like attribute (``state``, ``status``, ``stage``, ``phase``, ``closed``, ``done``,
+     ``cancelled``, ``running``, ``finished``, ``stopped``, ``started``, ``active``, ``paused``,
+     ``shutdown``, ``is_*``, ``*_state``, ``*_status``) set to a constant (a literal, a module constant,
+     an enum member) -> ``change_state``;
+  7. ``+=``/``-=``, ``x = x - 1`` (also through a local) or ``d[k] = d[k] + n`` -> ``adjust``, or
+     ``transfer`` when two targets of one field move in opposite directions (``a.balance``/``b.balance``,
+     ``balances[x]``/``balances[y]``);
+  8. ``x[k] = v`` -> ``add`` (``update`` when the name's verb is ``update``); any other attribute
+     assignment (a slice assignment included) -> ``update``;
+  9. a method that changes nothing: ``return sum(...)`` -> ``total``; ``len(...)`` or an attribute some
+     method adjusts -> ``count``; ``x[k]``/``x.get(k)`` -> ``lookup``; an iteration (``list(x)``,
+     ``keys()``, a comprehension, ``yield``) -> ``search``.
+
+* **Name second.** The name (:data:`NAME_ROLES`, by its whole snake_case form, then its first word)
+  decides when the body gives no role, only ``update``, a role read only from helpers (a helper's
+  bookkeeping does not name the method: ``ZipFile.read`` is a lookup although ``open`` counts
+  references), or a read where the name gives another read; ``acquire``/``release`` names win over
+  any change. ``is_*``/``has_*``/``can_*``/``empty``/``full`` read; ``iter*`` search; ``find_*``/``get_by*`` look
+  up; a ``get*`` with a parameter other than ``block``/``timeout``/``default`` looks up, a bare
+  ``get_x()`` reads; ``pop``-like names with a required key remove. Otherwise the role is ``read``. A
+  ``change_state`` target comes from the constant (a string normalised to snake_case; True gives the
+  attribute's word, ``closed``; False the name's target or ``not_<word>``), else from the name
+  (``cancel`` -> ``cancelled``, ``start`` -> ``running``, ``shutdown`` -> ``shut_down``).
+* **Guards** are ``raise`` statements under an ``if``/``elif``/``else``/``while``/``match`` test (the
+  condition is the innermost test as it reads for the raise to happen: an ``else`` branch negates it),
+  ``assert cond, msg`` (the condition negated) and raises of a new exception in an ``except
+  <specific>`` handler (condition ``except KeyError``), found before the method's first change outside
+  loops, in its body or in a method it calls directly (one level deep); one per exception and message.
+  The message is the literal text (an f-string's placeholders as ``{name}``, the left side of
+  ``'...' % x``). The kind (:data:`GUARD_KINDS`) is the first rule that matches the message's words,
+  else the exception's name, else the condition's form (:func:`~envgen.proposers.template.bodies.guard_kind`).
+* **Patterns**, decided in this order from the operations (abstract ones left out): ``lock`` (acquire
+  and release, and not both add and take/remove); ``scheduler`` (an add with a time/when/delay/priority/
+  deadline parameter, and a remove or a ``cancel*`` operation); ``archive`` (two archive member methods
+  among ``namelist``/``infolist``/``getinfo``/``getnames``/``getmembers``/``getmember``/``extract*``/
+  ``writestr``/``addfile``, or a file-backed class, one storing ``fp``/``fileobj``/``file``/``path``...,
+  with add, remove and lookup or search); ``set`` (``add``, ``discard`` or ``remove``, and
+  ``__contains__``); ``queue`` / ``stack`` (add and a take other than ``popitem``: any first-order take
+  -> queue, else stack); ``ledger`` (a transfer, two adjusts of counted fields (not positions, offsets,
+  line numbers or sizes), or one with money words or ``Decimal``/``Fraction`` in the class);
+  ``lifecycle`` (a change_state operation and two or more states); ``registry`` (two mapping methods
+  among ``__getitem__``/``__setitem__``/``__delitem__``/``get``/``set``/``register``/``unregister``/
+  ``lookup``, or a keyed store with a lookup or remove); ``tree`` (a ``parent`` or ``children``
+  attribute, and a move or two tree-named methods); else ``generic``.
+* **States** are the strings (also module constants and enum members, with all the enum's members)
+  compared with or assigned to a state-like attribute, ``__init__``'s first, then each method's in
+  source order (comparisons before assignments), then the targets of ``change_state`` operations;
+  normalised to snake_case, 3 to 30 characters. **Capacity** is the first bounding attribute a
+  comparison checks (``max*``, ``*capacity``, ``*limit``, ``maxlen``, ``*maxsize``, or the other side
+  of ``len(self.x)``), leading ``_`` dropped. **Constants** are module and class ``UPPER_CASE`` names
+  (a leading ``_`` allowed) bound to an int, float or str, not a bool (at most 24, strings cut at 80).
+  **Words** are the code's identifier words (strings and comments left out, stop words dropped), most
+  frequent first (at most 40).
 """
 
 from __future__ import annotations
@@ -83,8 +113,8 @@ from envgen.proposers.template.bodies import (
 from envgen.proposers.template.model import snake
 from envgen.proposers.template.words import STATUS_TARGET, STOP_WORDS, word_set
 
-__all__ = ["GUARD_KINDS", "MAX_OPS", "NAME_ROLES", "PATTERNS", "ROLES", "DocOp", "DocSemantics", "Guard",
-           "analyze_semantics"]
+__all__ = ["GUARD_KINDS", "MAX_OPS", "NAME_ROLES", "PATTERNS", "ROLES", "ROLE_WEIGHTS", "DocOp", "DocSemantics",
+           "Guard", "analyze_semantics"]
 
 MAX_OPS = 12
 ROLES = ("add", "take", "remove", "read", "count", "total", "change_state", "update", "adjust", "transfer",
@@ -117,9 +147,10 @@ NAME_ROLES: dict[str, str] = _table({
 _TARGETS = {**STATUS_TARGET, "open": "open", "reset": "reset", "run": "running", "begin": "running"}
 _DUNDERS = {"__contains__": "read", "__len__": "count", "__getitem__": "lookup", "__setitem__": "update",
             "__delitem__": "remove"}
-_WEIGHT = {"take": 10, "add": 10, "acquire": 10, "release": 10, "remove": 8, "change_state": 8, "transfer": 8,
-           "move": 7, "adjust": 7, "clear": 5, "update": 5, "lookup": 4, "count": 4, "total": 4, "search": 3,
-           "read": 1}
+ROLE_WEIGHTS: dict[str, int] = {
+    "take": 10, "add": 10, "acquire": 10, "release": 10, "remove": 8, "change_state": 8, "transfer": 8, "move": 7,
+    "adjust": 7, "clear": 5, "update": 5, "lookup": 4, "count": 4, "total": 4, "search": 3, "read": 1}
+"""How representative each role is: ranks operations and weighs a candidate main class."""
 _SKIP_BASES = re.compile(r"(Error|Exception|Warning|Enum|IntEnum|StrEnum|Flag|IntFlag|Protocol|NamedTuple|"
                          r"TypedDict)$")
 _ENUM_BASES = word_set("Enum IntEnum StrEnum Flag IntFlag")
@@ -380,7 +411,7 @@ def _read_ops(reader: ClassReader, members: dict[str, tuple[str | None, Fn]], co
 def _rank(ops: list[DocOp]) -> list[DocOp]:
     def key(item: tuple[int, DocOp]) -> tuple[int, float, int]:
         i, op = item
-        weight = _WEIGHT.get(op.role, 1) + 2 * min(len(op.guards), 2) + (1 if op.doc else 0)
+        weight = ROLE_WEIGHTS.get(op.role, 1) + 2 * min(len(op.guards), 2) + (1 if op.doc else 0)
         return (1 if op.abstract else 0, -weight, i)
 
     return [op for _, op in sorted(enumerate(ops), key=key)]
@@ -390,8 +421,8 @@ def _states(reader: ClassReader, names: list[str], ops: list[DocOp], enums: dict
     raw: list[object] = []
     for name in sorted(names, key=lambda n: n != "__init__"):
         scan = reader.scan(name)
-        raw += [e.value for e in scan.events if isinstance(e, Effect) and e.kind == "state"]
         raw += scan.compared
+        raw += [e.value for e in scan.events if isinstance(e, Effect) and e.kind == "state"]
     for op in ops:
         raw.append(op.target_state)
     out: list[str] = []
@@ -456,7 +487,8 @@ def _candidate(name: str | None, members: dict[str, tuple[str | None, Fn]], modu
     pattern = _pattern(ops, attrs, used, states, stores)
     bounds = [b for n in every for b in reader.scan(n).bounds]
     ranked = _rank(ops)[:MAX_OPS]
-    score = sum((_WEIGHT.get(o.role, 1) + min(len(o.guards), 2)) * (1.0 if o.origin.startswith(f"{name}.") else 0.5)
+    score = sum((ROLE_WEIGHTS.get(o.role, 1) + min(len(o.guards), 2)) * (1.0 if o.origin.startswith(f"{name}.")
+                                                                           else 0.5)
                 for o in ranked if not o.abstract)
     score += 8 if pattern != "generic" else 0
     if name is not None and snake(name).replace("_", "") == module.stem:
