@@ -564,6 +564,12 @@ def test_archive_registry_set_and_tree_patterns() -> None:
         def move(self, new_parent): self.parent = new_parent
     """).pattern == "tree"
     assert sem("""
+    class Node:
+        def __init__(self): self.parentNode = None
+        def appendChild(self, node): node.parentNode = self
+        def removeChild(self, node): node.parentNode = None
+    """).pattern == "tree"
+    assert sem("""
     class Cursor:
         def __init__(self): self.x = 0
         def move(self, dx): self.x = dx

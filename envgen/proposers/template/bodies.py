@@ -8,10 +8,13 @@ layer decides roles from a method's whole effect.
 Contract:
 
 * An :class:`Effect` is one change: ``add``/``take``/``remove``/``clear``/``store`` on a container
-  attribute (its ``target``; a take's ``order`` is ``first`` or ``last``), ``state`` (a state-like
-  attribute set to the constant ``value``), ``adjust`` (``value`` is the sign, +1 or -1), ``owner``
-  and ``lock`` (``value`` is ``acquire`` or ``release``) and ``assign``. ``loop`` marks a change made
-  inside a ``while`` loop or an ``except`` handler.
+  (its ``target``; a take's ``order`` is ``first`` or ``last``), ``state`` (a state-like attribute set
+  to the constant ``value``), ``adjust`` (``value`` is the sign, +1 or -1; the target names the field,
+  ``balance`` of ``src.balance``, ``balances[a]``), ``owner``, ``lock`` (a ``locked`` flag) and
+  ``lockcall`` (``self.<x>.acquire()``), whose ``value`` is ``acquire`` or ``release``, ``move``
+  (another object's ``parent`` set) and ``assign``. ``loop`` marks a change made inside a ``while``
+  loop or an ``except`` handler, ``nested`` one made by a helper. A change to an attribute named
+  ``*cache*`` is not recorded.
 * A :class:`Guard` is a ``raise`` under a test, an ``assert`` with its negated test, or a raise in an
   ``except <specific exception>`` handler; the guards a summary keeps are those before its first change
   outside loops, its own and those of the helpers it calls directly.

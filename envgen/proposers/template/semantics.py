@@ -79,8 +79,8 @@ Contract (the rules, in the order they apply):
   line numbers or sizes), or one with money words or ``Decimal``/``Fraction`` in the class);
   ``lifecycle`` (a change_state operation and two or more states); ``registry`` (two mapping methods
   among ``__getitem__``/``__setitem__``/``__delitem__``/``get``/``set``/``register``/``unregister``/
-  ``lookup``, or a keyed store with a lookup or remove); ``tree`` (a ``parent`` or ``children``
-  attribute, and a move or two tree-named methods); else ``generic``.
+  ``lookup``, or a keyed store with a lookup or remove); ``tree`` (an attribute naming a parent or
+  children, ``parentNode``, ``_children``, and a move or two methods named with a tree word); else ``generic``.
 * **States** are the strings (also module constants and enum members, with all the enum's members)
   compared with or assigned to a state-like attribute, ``__init__``'s first, then each method's in
   source order (comparisons before assignments), then the targets of ``change_state`` operations;
@@ -166,6 +166,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NOISE = re.compile(r"(\"\"\"|''')[\s\S]*?\1|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|#[^\n]*")
 _MAX_WORDS = 40
 _MAX_CONSTANTS = 24
+_KIN = re.compile(r"parent|child")
 _TREE = word_set("parent children child subtree sibling siblings ancestors descendants move rename reparent "
                  "add_child remove_child")
 
@@ -465,8 +466,8 @@ def _pattern(ops: list[DocOp], attrs: set[str], used: set[str], states: list[str
     mapping = names & {"__getitem__", "__setitem__", "__delitem__", "get", "set", "register", "unregister", "lookup"}
     if len(mapping) >= 2 or (stores and (roles["lookup"] or roles["remove"])):
         return "registry"
-    words = {w for n in names for w in (n, *snake(n).split("_"))}
-    if {a.lstrip("_") for a in attrs} & {"parent", "children"} and (roles["move"] or len(words & _TREE) >= 2):
+    treeish = [n for n in names if {snake(n), *snake(n).split("_")} & _TREE]
+    if any(_KIN.search(snake(a)) for a in attrs) and (roles["move"] or len(treeish) >= 2):
         return "tree"
     return "generic"
 
