@@ -6,6 +6,8 @@ Modules:
   :func:`derive_compiled` (the contract is in its docstring);
 * :mod:`~envgen.proposers.template.extract` (what a document defines) and
   :mod:`~envgen.proposers.template.build` (the design: entities, operations);
+* :mod:`~envgen.proposers.template.semantics` (what a document's operations do: roles, guards, states and
+  a pattern, for the world graft) over :mod:`~envgen.proposers.template.bodies` (one body's changes and guards);
 * :mod:`~envgen.proposers.template.model` (the environment model), :mod:`~envgen.proposers.template.words`
   (verb and status vocabularies) and :mod:`~envgen.proposers.template.values` (seeded values);
 * the renderers the blueprint compiler uses: :mod:`~envgen.proposers.template.tools` (tools, code, SQL)
