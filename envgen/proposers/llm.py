@@ -115,7 +115,7 @@ class LLMProposer(Proposer):
         if structure not in STRUCTURES:
             raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
         self.structure = structure
-        self.constrained = (structure == "blueprint") if constrained is None else bool(constrained)
+        self.constrained = (structure in ("blueprint", "world")) if constrained is None else bool(constrained)
         self.compile_options = dict(compile_options or {})
         CompileOptions(**self.compile_options)  # bad options fail now, with the option's own message
 
@@ -131,6 +131,11 @@ class LLMProposer(Proposer):
     # -- prompts --------------------------------------------------------------------------------
     def messages_for(self, doc: Any, skill: Any = None) -> list[dict[str, str]]:
         """The chat this proposer sends for ``doc`` (and an optional routed skill)."""
+        if self.structure == "world":
+            from envgen.world.prompt import build_world_messages
+
+            return build_world_messages(doc, excerpt_tokens=self.excerpt_tokens, counter=self.backend.count_tokens,
+                                        n_examples=min(1, self.n_examples))
         if self.structure == "blueprint":
             return build_blueprint_messages(doc, skill=skill, excerpt_tokens=self.excerpt_tokens,
                                             counter=self.backend.count_tokens, n_examples=min(1, self.n_examples))
@@ -148,6 +153,10 @@ class LLMProposer(Proposer):
             return None
         if self.structure == "blueprint":
             return blueprint_json_schema(getattr(skill, "blueprint", None) or None)
+        if self.structure == "world":
+            from envgen.world.blueprint import world_json_schema
+
+            return world_json_schema()
         return spec_decoding_schema()
 
     def _generate(self, chats: list[list[dict[str, str]]], seed: int,
@@ -217,6 +226,8 @@ class LLMProposer(Proposer):
                 "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
         if self.structure == "blueprint":
             parsed = self._parse_blueprint(comp.text, doc, skill, meta, fill)
+        elif self.structure == "world":
+            parsed = self._parse_world(comp.text, doc, meta, fill)
         else:
             text = comp.text
             if self.constrained:
@@ -259,6 +270,35 @@ class LLMProposer(Proposer):
             return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", FailureCode.COMPILE)
         meta["repairs"] = compiled.repairs
         meta["difficulty"] = compiled.difficulty
+        return ParsedCompletion(compiled.spec, None, None)
+
+    def _parse_world(self, text: str, doc: Any, meta: dict[str, Any], fill: dict[str, Any]) -> ParsedCompletion:
+        """A completion of the world stream, compiled by the world compiler (failures typed as for blueprints)."""
+        import hashlib
+
+        from envgen.world.blueprint import parse_world
+        from envgen.world.compile import compile_world
+
+        pw = parse_world(text)
+        meta.pop("schema_errors", None)
+        if pw.blueprint is None:
+            meta["schema_errors"] = pw.problems[:8]
+            return ParsedCompletion(None, f"{pw.error}. Answer with one world blueprint JSON object.",
+                                    _BLUEPRINT_PARSE_CODES.get(pw.code or "", FailureCode.BLUEPRINT_SCHEMA))
+        meta["blueprint"] = pw.blueprint.to_json()
+        body = str(getattr(doc, "text", "") or "")
+        sha = getattr(doc, "sha256", "") or hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+        stem = str(getattr(doc, "path", None) or getattr(doc, "id", "doc")).rsplit("/", 1)[-1]
+        slug = "".join(c if c.isalnum() else "-" for c in stem.lower()).strip("-")[:40] or "doc"
+        source = {"corpus": str(getattr(doc, "corpus", "") or "unknown"), "doc_id": str(getattr(doc, "id", "")),
+                  "path": getattr(doc, "path", None), "sha256": sha}
+        provenance = {k: fill[k] for k in ("generator", "stream", "skill_id", "prompt_sha256", "seed", "created_at")}
+        try:
+            compiled = compile_world(pw.blueprint, env_id=f"llm-world-{slug}-{sha[:8]}-{fill['seed']}",
+                                     seed=int(fill["seed"]), source=source, provenance=provenance)
+        except CompileError as e:
+            return ParsedCompletion(None, f"the world blueprint cannot be compiled: {e}", FailureCode.COMPILE)
+        meta["repairs"] = compiled.repairs
         return ParsedCompletion(compiled.spec, None, None)
 
     def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:

@@ -51,6 +51,7 @@ def _text(n: int) -> str:
 Name = Annotated[str, Field(pattern=_NAME, description="snake_case, 2-40 characters, starts with a letter")]
 ToolName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")]
 Value = Annotated[str, Field(pattern=_VALUE, description="lowercase, 1-24 characters")]
+Int = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
 Word = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 &'-]{0,39}$")]
 FieldKind = Literal[tuple(KINDS)]  # type: ignore[valid-type]
 KeyKind = Literal[_KEY_KINDS]  # type: ignore[valid-type]
@@ -116,7 +117,7 @@ class ConditionSpec(_Model):
     field: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_.]{1,60}$")
     op: Literal["<", "<=", ">", ">=", "==", "!="] = ">="
     arg: Name | None = None
-    value: int | None = None
+    value: Int | None = None
     ref: Name | None = None
 
 
@@ -126,7 +127,7 @@ class EffectSpec(_Model):
     kind: Literal["set", "add", "copy"]
     field: Name
     arg: Name | None = None
-    value: int | Value | None = None
+    value: Int | Value | None = None
     sign: Literal[1, -1] = 1
     ref: Name | None = None
     scale: Name | None = None
@@ -150,7 +151,8 @@ class OperationSpec(_Model):
     conditions: list[ConditionSpec] = Field(default_factory=list, max_length=4)
     effects: list[EffectSpec] = Field(default_factory=list, max_length=3)
     phrase: str = Field(default="", pattern=_text(80), description="how a person asks: 'cancel {record}'")
-    reasons: list[str] = Field(default_factory=list, max_length=4, description="why a person would ask")
+    reasons: list[Annotated[str, Field(pattern=_text(80))]] = Field(default_factory=list, max_length=4,
+                                                                     description="why a person would ask")
 
 
 class PolicySpec(_Model):
@@ -160,7 +162,7 @@ class PolicySpec(_Model):
     text: str = Field(pattern=_text(200))
     op: ToolName | None = None
     field: Name | None = None
-    value: int | None = None
+    value: Int | None = None
     states: list[Value] = Field(default_factory=list, max_length=4)
 
 
@@ -169,7 +171,7 @@ class Vocabulary(_Model):
 
     titles: list[Word] = Field(default_factory=list, max_length=40)
     adjectives: list[Word] = Field(default_factory=list, max_length=20)
-    notes: list[str] = Field(default_factory=list, max_length=16)
+    notes: list[Annotated[str, Field(pattern=_text(100))]] = Field(default_factory=list, max_length=16)
     categories: list[Value] = Field(default_factory=list, max_length=8)
 
 

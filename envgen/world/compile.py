@@ -29,7 +29,7 @@ from envgen.world.rows import apply_copies, fill_rows
 from envgen.world.sim import Simulator
 from envgen.world.tasks import write_tasks
 from gym_envs.seeding import stable_seed
-from gym_envs.spec import EnvSpec, parse_spec
+from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
 __all__ = ["CompiledWorld", "compile_world", "describe_world"]
 
@@ -68,6 +68,16 @@ def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
 def compile_world(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: int = 0, n_tasks: int = 8,
                   source: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> CompiledWorld:
     """Compile ``bp`` (or several, composed: :mod:`envgen.world.compose`) into a spec called ``env_id``."""
+    try:
+        return _compile(bp, env_id=env_id, seed=seed, n_tasks=n_tasks, source=source, provenance=provenance)
+    except (SpecError, ValueError) as e:
+        if isinstance(e, CompileError):
+            raise
+        raise CompileError(f"the world does not compile: {e}") from None
+
+
+def _compile(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: int, n_tasks: int,
+             source: dict[str, Any] | None, provenance: dict[str, Any] | None) -> CompiledWorld:
     repairs: list[str] = []
     bps = bp if isinstance(bp, list) else [bp]
     world = compose(bps, repairs) if len(bps) > 1 else to_world(bps[0], repairs)
