@@ -52,6 +52,7 @@ class Families:
         self.rng = w.rng
         self.pools = pools
         part = part or self.world  # a composed world's tasks are written one part at a time
+        self.part = part
         self.operator = part.operator
         self.person = part.person
         self.main = next((e for e in part.entities if e.role == "main"), part.entities[0])
@@ -59,7 +60,8 @@ class Families:
 
     # -- policy ---------------------------------------------------------------------------------------
     def rules(self, kind: str, op: Op | None = None) -> list[Any]:
-        return [r for r in self.world.policy if r.kind == kind and (op is None or r.op in (None, op.name))]
+        """This part's policy rules of ``kind`` (about ``op``, or about no tool, when given)."""
+        return [r for r in self.part.policy if r.kind == kind and (op is None or r.op in (None, op.name))]
 
     def allowed(self, op: Op, target: Row) -> bool:
         """Whether the policy lets ``op`` act on ``target`` (its state is not one a rule forbids)."""
