@@ -320,7 +320,7 @@ def test_tasks_of_a_spec_trl_cannot_carry_are_counted_and_explained() -> None:
                                          rf"\({len(bad.tasks)} tasks\): tool name 'reset' is reserved"):
         rows = environment_dataset([good[0], bad, good[1]])
     assert len(rows) == total - len(bad.tasks)
-    with pytest.warns(UserWarning, match=rf"1 of {total} tasks left out"):
+    with pytest.warns(UserWarning, match="1 of 2 tasks left out"):
         environment_dataset([*good, bad], tasks=[(good[0].id, good[0].tasks[0].id), (bad.id, bad.tasks[0].id)])
     with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"no tasks for the dataset.*'reset' is reserved"):
         environment_dataset([bad])
