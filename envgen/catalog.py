@@ -71,6 +71,7 @@ ENVS = sa.Table(
     sa.Column("mutation_score", sa.Float, nullable=True),  #: the gate's killed / mutants (check adequacy)
     sa.Column("mutants", sa.Integer, nullable=True),  #: wrong trajectories the gate tried
     sa.Column("difficulty", sa.String(10), nullable=True),  #: the compiler's difficulty (easy/medium/hard)
+    sa.Column("spec_sha256", sa.String(64), nullable=True),  #: SHA-256 of the spec file as written (corruption check)
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,

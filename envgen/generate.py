@@ -6,7 +6,10 @@ Pipeline for one run (:func:`run_generate`):
    seeded sample: :mod:`corpora`);
 2. skip the documents this run already attempted (a run is identified by
    corpus, however its path is spelled, proposer, backend, model and seed, so
-   re-running the same command resumes a killed run);
+   re-running the same command resumes a killed run), except those whose
+   environment's spec file is corrupt: that file is set aside as
+   ``specs/<id>.json.corrupt`` and the document done again
+   (:mod:`envgen.library_health`);
 3. propose: the ``template`` proposer runs inside the worker processes with
    validation; model proposers generate in batches in this process, then fan
    validation out to the workers and feed rejection reasons back for up to
@@ -168,6 +171,9 @@ class GenerateSummary:
     first_backend_error: str | None = None
     #: per rejection code, up to :data:`REASON_EXAMPLES` distinct reasons (what ``generate`` prints)
     reason_examples: dict[str, list[str]] = field(default_factory=dict)
+    #: environments of this run whose spec file was corrupt, set aside (``specs/<id>.json.corrupt``) so their
+    #: documents are done again: env id -> why
+    redone_corrupt: dict[str, str] = field(default_factory=dict)
 
     @property
     def only_duplicates(self) -> bool:
@@ -486,6 +492,7 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
     all_docs = list(docs) if docs is not None else select_corpus(cfg)
     lib = Library(cfg.out, cfg.catalog_url)  # only once there is work to store: a failed run leaves no library
     summary = GenerateSummary(run_id=cfg.run_id)
+    summary.redone_corrupt = lib.set_aside_corrupt(cfg.run_id)  # their documents are attempted again
     done = lib.attempted_docs(cfg.run_id)
     todo = [d for d in all_docs if d.id not in done]
     summary.skipped_resumed = len(all_docs) - len(todo)

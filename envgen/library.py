@@ -43,6 +43,11 @@ transaction), so an attempt is never recorded without its environment. An
 environment whose tool signatures equal an existing one's and whose task texts
 are near-identical is refused with the original's id (:class:`DuplicateEnv`).
 
+Spec files that do not load (corrupt) are found by :meth:`Library.corrupt_specs` (cheaply: the catalog
+keeps each file's SHA-256) and set aside for a run to redo by :meth:`Library.set_aside_corrupt`
+(:mod:`envgen.library_health`). Ids from the catalog name files only inside the library
+(:meth:`Library.spec_path` refuses a separator or ``..``).
+
 This module owns the files; the catalog's tables, its rows (:class:`~envgen.catalog.PreparedEnv`,
 :class:`~envgen.catalog.AttemptRecord`), the dialect-aware upserts and the evaluation statistics'
 queries live in :mod:`envgen.catalog`; the WAL pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
@@ -84,7 +89,8 @@ from envgen.catalog import (
 )
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
-from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
+from envgen.library_health import corrupt_specs, set_aside_corrupt, text_sha256
+from gym_envs.spec import EnvSpec, atomic_write_text, load_spec, parse_spec
 
 __all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "LibraryReadOnly", "NotALibrary",
            "check_library_folder", "is_library"]
@@ -201,6 +207,14 @@ def _catalog_problem(root: Path, url: str, e: sa.exc.DBAPIError) -> LibraryNotWr
         where = u.render_as_string(hide_password=True)
         hint = "grant this database user write access to the catalog's tables, or choose another --catalog-url"
     return LibraryNotWritable(f"cannot write the catalog {where} of the library {root}: {why}; {hint}")
+
+
+def _file_name(key: str, what: str) -> str:
+    """``key`` when it can be a file name inside a library folder (no separator, not ``.`` or ``..``)."""
+    if not key or key in (".", "..") or "/" in key or "\\" in key or "\0" in key or (os.altsep and os.altsep in key):
+        raise ValueError(f"{what} {key!r} cannot name a file of the library (a path separator or '..'): the "
+                         "catalog was changed by hand, or is not this library's")
+    return key
 
 
 def _read(path: Path) -> str | None:
@@ -377,7 +391,9 @@ class Library:
 
     # -- writing -------------------------------------------------------------------------------
     def spec_path(self, env_id: str) -> Path:
-        return self.root / "specs" / f"{env_id}.json"
+        """``specs/<env_id>.json``; ``ValueError`` for an id that would name a file elsewhere (a tampered
+        catalog: a path separator, ``..``)."""
+        return self.root / "specs" / f"{_file_name(env_id, 'environment id')}.json"
 
     def find_duplicate(self, spec: EnvSpec) -> str | None:
         """The id of an existing env with the same signatures and near-identical tasks, if any."""
@@ -477,7 +493,7 @@ class Library:
                  mutants: int | None = None) -> dict[str, Any]:
         return {**p.entry, "model": model, "valid": True, "reasons": json.dumps(reasons), "run_id": run_id,
                 "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding,
-                "mutation_score": mutation_score, "mutants": mutants}
+                "mutation_score": mutation_score, "mutants": mutants, "spec_sha256": text_sha256(p.text)}
 
     def record_batch(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
         """Store a batch of attempts; returns them, with duplicates turned into rejections.
@@ -596,11 +612,12 @@ class Library:
         """Keep the gate's report on an environment (``gate/<env_id>.json``, atomic)."""
         self._refuse_if_readonly("write a gate report")
         (self.root / "gate").mkdir(exist_ok=True)
-        atomic_write_text(self.root / "gate" / f"{env_id}.json", json.dumps(report, indent=1, default=str))
+        atomic_write_text(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json",
+                          json.dumps(report, indent=1, default=str))
 
     def gate_report(self, env_id: str) -> dict[str, Any] | None:
         """The stored gate report of an environment (None when the library has none for it)."""
-        text = _read(self.root / "gate" / f"{env_id}.json")
+        text = _read(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json")
         try:
             return json.loads(text) if text else None
         except ValueError:
@@ -645,12 +662,15 @@ class Library:
             if path.stem in known:
                 continue
             try:
-                spec = load_spec(path)
+                text = path.read_text(encoding="utf-8")
+                spec = parse_spec(text, source=str(path))
             except (ValueError, OSError):
+                continue  # a corrupt file is not indexed: corrupt_specs() reports it
+            if spec.id != path.stem:
                 continue
             rows.append({**env_entry(spec), "model": None, "valid": True, "reasons": "[]", "run_id": None,
                          "path": str(path.relative_to(self.root)), "grounding": None, "mutation_score": None,
-                         "mutants": None})
+                         "mutants": None, "spec_sha256": text_sha256(text)})
         if rows:
             with self.engine.begin() as c:
                 _upsert(c, ENVS, rows)
@@ -664,6 +684,19 @@ class Library:
 
     def load(self, env_id: str) -> EnvSpec:
         return load_spec(self.spec_path(env_id))
+
+    def corrupt_specs(self, rows: Iterable[dict[str, Any]] | None = None) -> dict[str, str]:
+        """Environment id -> why its spec file is corrupt (missing, not JSON, not a valid spec, another id),
+        over ``rows`` (default: every row, and ``specs/*.json`` files without one). Cheap: a file with the
+        bytes it was written with is not parsed (:mod:`envgen.library_health`)."""
+        return corrupt_specs(self, rows)
+
+    def set_aside_corrupt(self, run_id: str) -> dict[str, str]:
+        """Set aside the corrupt environments of a run's accepted attempts (each file kept as
+        ``specs/<id>.json.corrupt``, its row and attempt dropped), so the run redoes their documents;
+        returns env id -> why it was corrupt (:func:`envgen.library_health.set_aside_corrupt`)."""
+        self._refuse_if_readonly("set aside corrupt spec files")
+        return set_aside_corrupt(self, run_id)
 
     def __len__(self) -> int:
         with self.engine.connect() as c:

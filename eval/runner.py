@@ -23,6 +23,8 @@ Contract:
   ``run.backend_failures`` (with ``run.backend_error``, the first such error).
 - **Run folder** (``out``): ``results.jsonl`` (one record per episode, transcript included),
   ``summary.json``, ``report.md``, ``report.html``.
+- **Corrupt spec files.** A ``library:`` suite skips environments whose spec file does not load; the
+  run warns (``log``) and records them under ``runs[suite]["skipped"]`` (id -> why).
 - **Labelled pools.** On a ``library:`` suite (unless ``write_back`` is false; by default every
   policy but the ``empty`` baseline writes), per-task results are added to the catalog with
   :meth:`~envgen.library.Library.record_task_result` under the policy's label, the scripted
@@ -329,6 +331,12 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
     suite = make_suite(spec, split=config.split, executor=config.executor, workers=workers,
                        limit=config.limit)
     info: dict[str, Any] = {"spec": spec, "name": suite.name}
+    skipped: dict[str, str] = getattr(suite, "skipped", {})
+    if skipped:
+        info["skipped"] = skipped
+        shown = "; ".join(f"{i}: {why}" for i, why in list(skipped.items())[:5])
+        log(f"warning: {suite.name}: skipped {len(skipped)} environment{'' if len(skipped) == 1 else 's'} whose "
+            f"spec file is corrupt ({shown}{' ...' if len(skipped) > 5 else ''})")
     try:
         tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
         jobs = [(t, trial) for t in tasks for trial in range(config.k)]
