@@ -90,6 +90,7 @@ from envgen.catalog import (
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
 from envgen.library_health import corrupt_specs, set_aside_corrupt, text_sha256
+from envgen.library_lock import LOCK_NAME
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec, parse_spec
 
 __all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "LibraryReadOnly", "NotALibrary",
@@ -168,8 +169,9 @@ def check_library_folder(root: str | Path) -> None:
         raise NotALibrary(f"cannot use {root} as a library folder: {problem}; give a new folder, an empty one, "
                           "or an existing library")
     if root.is_dir() and not is_library(root):
-        try:
-            entries = sorted(p.name for p in root.iterdir())
+        try:  # a generate run's lock (and the file it is written from) marks a library being made
+            entries = sorted(p.name for p in root.iterdir()
+                             if p.name != LOCK_NAME and not p.name.startswith(f".{LOCK_NAME}."))
         except OSError as e:
             raise LibraryNotWritable(f"cannot read the library folder {root}: {e.strerror or e}; choose a folder "
                                      "you can read and write, or fix its permissions") from None

@@ -283,6 +283,9 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
              max_new_tokens: int | None, temperature: float | None, keep_tests: bool, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
+    One run writes a library at a time: a run into a library that another live run is writing is refused,
+    naming that run (its lock file is LIBRARY/generate.lock; a lock whose process is gone is taken over).
+
     Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
     failed in the model backend, those documents are not marked done: a re-run retries them); a run
     whose every attempt gave an environment the library already has is not a failure. Ctrl-C keeps
