@@ -214,7 +214,9 @@ def make_engine(url: str, *, readonly: bool = False) -> sa.Engine:
     try:
         engine = sa.create_engine(u, pool_pre_ping=not sqlite)
     except ImportError as e:
-        extra = " (pip install 'envwright[postgres]')" if u.get_backend_name() == "postgresql" else ""
+        from envgen.errors import install_hint
+
+        extra = f" ({install_hint('psycopg')})" if u.get_backend_name() == "postgresql" else ""
         raise ValueError(f"the catalog {u.render_as_string(hide_password=True)!r} needs a database driver that is "
                          f"not installed: {e}{extra}") from None
     if sqlite and not readonly:

@@ -47,7 +47,7 @@ from typing import Any
 
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import AttemptRecord, PreparedEnv
-from envgen.errors import FailureCode, NoUsableDocuments
+from envgen.errors import FailureCode, NoUsableDocuments, install_hint
 from envgen.library import BACKEND_FAILURE, Library, LibraryNotWritable, check_library_folder
 from envgen.library_lock import library_lock
 from envgen.proposers import Proposal, Proposer, make_proposer
@@ -358,7 +358,7 @@ class _Runner:
             try:
                 import ray
             except ImportError:
-                raise RuntimeError("--executor ray needs Ray: pip install 'envwright[ray]'") from None
+                raise RuntimeError(f"--runner ray needs Ray: {install_hint('ray')}") from None
             if not ray.is_initialized():
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
                          ignore_reinit_error=True)

@@ -41,7 +41,7 @@ def _opt_value(text: str) -> tuple[str, Any]:
 
 def _missing(e: ModuleNotFoundError, extra: str) -> str:
     """A missing third-party package, with the extra that brings it."""
-    from envgen.cli.lazy import install_hint
+    from envgen.errors import install_hint
 
     package = (e.name or "").split(".")[0]
     return f"the package '{package}' is not installed. Install it: {install_hint(package, extra)}"
@@ -135,9 +135,10 @@ def _require_plots() -> None:
     from importlib.util import find_spec
 
     if find_spec("matplotlib") is None:
+        from envgen.errors import install_hint
+
         raise ImportError("'envwright eval' draws its report's plots with matplotlib, which is not installed. "
-                          "Install the extra: pip install 'envwright[eval]' (from a checkout: pip install -e "
-                          "'.[eval]')")
+                          f"Install the extra: {install_hint('matplotlib', 'eval')}")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
