@@ -199,8 +199,8 @@ def export_hf(library: Library, out: str | os.PathLike[str], *, overwrite: bool 
     for i, row in enumerate(rows):
         path = library.spec_path(row["id"])
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
+            text = library.inside(path).read_text(encoding="utf-8")
+        except (OSError, ValueError) as e:
             raise FileNotFoundError(f"the catalog lists {row['id']!r} but its spec file {path} cannot be read "
                                     f"({e}); restore the file or remove the row") from None
         env, tasks = _rows(parse_spec(text, source=str(path)), text, row,

@@ -618,12 +618,27 @@ class Library:
                           json.dumps(report, indent=1, default=str))
 
     def gate_report(self, env_id: str) -> dict[str, Any] | None:
-        """The stored gate report of an environment (None when the library has none for it)."""
-        text = _read(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json")
+        """The stored gate report of an environment (None when the library has none for it, or the file is
+        not one: not JSON, no ``accepted`` verdict, or a link that leads out of the library)."""
         try:
-            return json.loads(text) if text else None
+            path = self.inside(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json")
         except ValueError:
             return None
+        text = _read(path)
+        try:
+            report = json.loads(text) if text else None
+        except ValueError:
+            return None
+        return report if isinstance(report, dict) and isinstance(report.get("accepted"), bool) else None
+
+    def inside(self, path: Path) -> Path:
+        """``path`` resolved (links followed), when it lies inside the library; else ``ValueError``. A library
+        is data that may come from elsewhere: a spec or report file that is a link to another file of this
+        machine is never read."""
+        base, target = self.root.resolve(), path.resolve()
+        if base not in target.parents:
+            raise ValueError(f"{path} is a link that leads out of the library {self.root}: it is not read")
+        return target
 
     def record_attempt(self, *, attempt_id: str, run_id: str, doc_id: str, proposer: str, accepted: bool,
                        env_id: str | None = None, reasons: Iterable[str] = (), codes: Iterable[str] = (),
@@ -685,7 +700,8 @@ class Library:
         return dict(row) if row else None
 
     def load(self, env_id: str) -> EnvSpec:
-        return load_spec(self.spec_path(env_id))
+        """The spec of an environment (``ValueError``: its file is a link out of the library)."""
+        return load_spec(self.inside(self.spec_path(env_id)))
 
     def corrupt_specs(self, rows: Iterable[dict[str, Any]] | None = None) -> dict[str, str]:
         """Environment id -> why its spec file is corrupt (missing, not JSON, not a valid spec, another id),

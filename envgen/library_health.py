@@ -75,7 +75,9 @@ def corrupt_specs(lib: Library, rows: Iterable[dict[str, Any]] | None = None,
     for r in rows:
         try:
             path = lib.spec_path(str(r["id"]))
-        except ValueError as e:  # an id that names no file of specs/ (a tampered catalog)
+            if path.exists() or path.is_symlink():
+                path = lib.inside(path)
+        except ValueError as e:  # an id that names no file of specs/, a link out of the library
             out[str(r["id"])] = str(e)
             continue
         problem = spec_problem(path, str(r["id"]), r.get("spec_sha256"))
@@ -85,7 +87,10 @@ def corrupt_specs(lib: Library, rows: Iterable[dict[str, Any]] | None = None,
         known = {str(r["id"]) for r in every}
         for path in sorted((lib.root / "specs").glob("*.json")):
             if path.stem not in known and path.stem not in out:
-                problem = spec_problem(path, path.stem)
+                try:
+                    problem = spec_problem(lib.inside(path), path.stem)
+                except ValueError as e:
+                    problem = str(e)
                 if problem is not None:
                     out[path.stem] = problem + " (and the catalog has no row for it)"
     return out

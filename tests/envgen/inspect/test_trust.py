@@ -170,3 +170,31 @@ def test_the_episode_page_shows_assistant_calls_not_json(site: Path) -> None:
         for block in body.split('<div class="msg assistant">')[1:]:
             visible = block.split("<details>", 1)[0]
             assert "&#34;tool_calls&#34;" not in visible and '"tool_calls"' not in visible
+
+
+def test_a_library_whose_files_link_out_of_it_never_shows_their_targets(tmp_path: Path) -> None:
+    """A library is data from elsewhere: a spec or gate report that is a link to a file of this machine."""
+    from envgen.library import Library
+    from gym_envs.spec import parse_spec
+    from tests.cli.specs import lending_spec
+
+    secret = tmp_path / "creds.json"
+    secret.write_text(json.dumps({"id": "a-secret", "accepted": True, "token": SECRET, "reasons": [SECRET]}))
+    root = tmp_path / "lib"
+    with Library(root) as lib:
+        lib.add(parse_spec(lending_spec()))
+    spec_file = next((root / "specs").glob("*.json"))
+    env_id = spec_file.stem
+    (root / "gate").mkdir(exist_ok=True)
+    os.symlink(secret, root / "gate" / f"{env_id}.json")
+    out = tmp_path / "site"
+    build_site(str(root), out, executor="inprocess", gate="stored", rows=0)
+    assert SECRET not in _site_text(out)
+    spec_file.unlink()
+    os.symlink(secret, spec_file)
+    out2 = tmp_path / "site2"
+    build_site(str(root), out2, executor="inprocess", gate="stored", rows=0)
+    assert SECRET not in _site_text(out2) and "a link that leads out of the library" in _site_text(out2)
+    listed = CliRunner().invoke(cli, ["list", str(root)])
+    assert "(corrupt spec file)" in listed.output and "leads out of the library" in " ".join(listed.output.split())
+    assert SECRET not in listed.output
