@@ -48,10 +48,12 @@ keeps each file's SHA-256) and set aside for a run to redo by :meth:`Library.set
 (:mod:`envgen.library_health`). Ids from the catalog name files only inside the library
 (:meth:`Library.spec_path` refuses a separator or ``..``).
 
-This module owns the files; the catalog's tables, its rows (:class:`~envgen.catalog.PreparedEnv`,
-:class:`~envgen.catalog.AttemptRecord`), the dialect-aware upserts and the evaluation statistics'
-queries live in :mod:`envgen.catalog`; the WAL pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
-``postgresql+psycopg://user@host/envwright`` (``pip install 'envwright[postgres]'``).
+What a library folder may be, and the one-line errors of one that cannot be used, are in
+:mod:`envgen.library_folder` (re-exported here). This module owns the files; the catalog's tables, its
+rows (:class:`~envgen.catalog.PreparedEnv`, :class:`~envgen.catalog.AttemptRecord`), the dialect-aware
+upserts and the evaluation statistics' queries live in :mod:`envgen.catalog`; the WAL pragmas apply to
+SQLite only. Any SQLAlchemy URL works, for example ``postgresql+psycopg://user@host/envwright``
+(``pip install 'envwright[postgres]'``).
 """
 
 from __future__ import annotations
@@ -89,134 +91,25 @@ from envgen.catalog import (
 )
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
+from envgen.library_folder import (
+    LibraryNotWritable,
+    LibraryReadOnly,
+    catalog_problem,
+    check_library_folder,
+    file_in_the_way,
+    file_name,
+    is_library,
+    needs_recovery,
+    not_a_library,
+    os_problem,
+)
 from envgen.library_health import corrupt_specs, set_aside_corrupt, text_sha256
-from envgen.library_lock import LOCK_NAME
 from gym_envs.spec import EnvSpec, atomic_write_text, load_spec, parse_spec
 
 __all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "LibraryReadOnly", "NotALibrary",
            "check_library_folder", "is_library"]
 
 BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
-
-
-def is_library(root: str | Path) -> bool:
-    """Whether ``root`` looks like a library folder."""
-    root = Path(root)
-    return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
-
-
-class LibraryNotWritable(ValueError):
-    """The library folder, a file in it or its catalog cannot be written; the message names the path and the fix."""
-
-
-class LibraryReadOnly(LibraryNotWritable):
-    """A write asked of a library opened with ``readonly=True``."""
-
-
-def _not_a_library(root: Path) -> NotALibrary:
-    """Why ``root`` cannot be opened read-only, in one line that says what to pass instead."""
-    if not root.exists():
-        why = "does not exist"
-    elif not root.is_dir():
-        why = "is a file, not a folder"
-    else:
-        why = "is not an envwright library (it has no specs/ folder and no catalog.sqlite)"
-    return NotALibrary(f"{root} {why}; pass a library folder (the folder envwright generate --out wrote)")
-
-
-def _needs_recovery(catalog: Path) -> bool:
-    """Whether reading the SQLite file ``catalog`` read-only in place would need a file it lacks or would
-    change one: a rollback journal left by a killed writer, or a WAL without its ``-shm`` index (which no
-    connected writer lacks, and which SQLite would create)."""
-    def beside(suffix: str) -> bool:
-        return catalog.with_name(catalog.name + suffix).exists()
-
-    return beside("-journal") or (beside("-wal") and not beside("-shm"))
-
-
-def _file_in_the_way(root: Path) -> str | None:
-    """Why ``root`` cannot be (or become) a folder: it, or a folder above it, is a file (None: it can). One
-    ``stat`` per path: another process may create the folder between two looks (``is_dir`` false, then
-    ``exists`` true), which two calls took for a file."""
-    import stat
-
-    for p in (root, *root.parents):
-        try:
-            mode = p.stat().st_mode
-        except FileNotFoundError:
-            if p.is_symlink():  # a dangling link: no folder can be made there
-                return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
-            continue
-        except NotADirectoryError:  # a path below a file: the file is found further up
-            continue
-        if stat.S_ISDIR(mode):
-            return None
-        return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
-    return None
-
-
-def check_library_folder(root: str | Path) -> None:
-    """Raise :class:`NotALibrary` unless ``root`` can hold a library this run may write: a path that
-    does not exist yet, an empty folder, or an existing library.
-
-    A file (or a path below one) is refused, and so is a non-empty folder that is not a library: a
-    run writes ``specs/``, ``rejected/`` and ``catalog.sqlite`` into its library, and must not take
-    over a folder that holds something else.
-    """
-    root = Path(root)
-    problem = _file_in_the_way(root)
-    if problem is not None:
-        raise NotALibrary(f"cannot use {root} as a library folder: {problem}; give a new folder, an empty one, "
-                          "or an existing library")
-    if root.is_dir() and not is_library(root):
-        try:  # a generate run's lock (and the file it is written from) marks a library being made
-            entries = sorted(p.name for p in root.iterdir()
-                             if p.name != LOCK_NAME and not p.name.startswith(f".{LOCK_NAME}."))
-        except OSError as e:
-            raise LibraryNotWritable(f"cannot read the library folder {root}: {e.strerror or e}; choose a folder "
-                                     "you can read and write, or fix its permissions") from None
-        if entries:
-            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
-            raise NotALibrary(f"{root} is a folder that holds other files ({shown}) and is not an envwright "
-                              "library; give a new or empty folder, or an existing library, so that nothing "
-                              "in it is overwritten")
-
-
-def _os_problem(root: Path, e: OSError) -> LibraryNotWritable:
-    """A file system error while writing the library, as a message that names the path and the fix."""
-    where = e.filename or root
-    if isinstance(e, PermissionError):
-        return LibraryNotWritable(f"cannot write the library {root}: permission denied on {where}; choose a "
-                                  "folder you can write to, or fix its permissions")
-    return LibraryNotWritable(f"cannot write the library {root}: {e.strerror or e} ({where}); choose another "
-                              "library folder, or fix this one")
-
-
-_ACCESS_WORDS = ("readonly", "read-only", "read only", "unable to open", "permission denied", "access denied")
-
-
-def _catalog_problem(root: Path, url: str, e: sa.exc.DBAPIError) -> LibraryNotWritable | None:
-    """A catalog that cannot be opened or written, as a message that names it and the fix (None: another error)."""
-    why = str(e.orig) if e.orig is not None else str(e)
-    if not any(w in why.lower() for w in _ACCESS_WORDS):
-        return None
-    u = sa.engine.make_url(url)
-    if u.get_backend_name() == "sqlite":
-        where = u.database or url
-        hint = (f"make {where} and its folder writable (SQLite writes its journal beside the file), or choose "
-                "another library folder")
-    else:
-        where = u.render_as_string(hide_password=True)
-        hint = "grant this database user write access to the catalog's tables, or choose another --catalog-url"
-    return LibraryNotWritable(f"cannot write the catalog {where} of the library {root}: {why}; {hint}")
-
-
-def _file_name(key: str, what: str) -> str:
-    """``key`` when it can be a file name inside a library folder (no separator, not ``.`` or ``..``)."""
-    if not key or key in (".", "..") or "/" in key or "\\" in key or "\0" in key or (os.altsep and os.altsep in key):
-        raise ValueError(f"{what} {key!r} cannot name a file of the library (a path separator or '..'): the "
-                         "catalog was changed by hand, or is not this library's")
-    return key
 
 
 def _read(path: Path) -> str | None:
@@ -281,7 +174,7 @@ class Library:
         if not create and not is_library(self.root):
             raise NotALibrary(f"{self.root} is not an envwright library (it has no specs/ folder and no "
                               f"catalog.sqlite); make one with: envwright generate --out {self.root}")
-        problem = _file_in_the_way(self.root)
+        problem = file_in_the_way(self.root)
         if problem is not None:
             raise NotALibrary(f"cannot use {self.root} as a library folder: {problem}; give a new folder, an "
                               "empty one, or an existing library")
@@ -290,7 +183,7 @@ class Library:
             if create:
                 (self.root / "rejected").mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise _os_problem(self.root, e) from None
+            raise os_problem(self.root, e) from None
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = make_engine(self.url)
         try:
@@ -300,7 +193,7 @@ class Library:
             self.reindex()
         except sa.exc.DBAPIError as e:
             self.engine.dispose()
-            err = _catalog_problem(self.root, self.url, e)
+            err = catalog_problem(self.root, self.url, e)
             if err is None:
                 raise
             raise err from None
@@ -328,7 +221,7 @@ class Library:
     def _open_readonly(self, catalog_url: str | None) -> None:
         self.readonly = True
         if not is_library(self.root):
-            raise _not_a_library(self.root)
+            raise not_a_library(self.root)
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         file = sqlite_file(self.url)
         try:
@@ -338,7 +231,7 @@ class Library:
                                       "--catalog-url the library was made with")
                 self.engine = self._private_catalog(None)  # spec files only: index them into a private catalog
                 self._reindex()
-            elif file is not None and _needs_recovery(file):
+            elif file is not None and needs_recovery(file):
                 self.engine = self._private_catalog(file)  # SQLite recovers the copy, not the library
             else:
                 self.engine = make_engine(self.url, readonly=True)
@@ -395,7 +288,7 @@ class Library:
     def spec_path(self, env_id: str) -> Path:
         """``specs/<env_id>.json``; ``ValueError`` for an id that would name a file elsewhere (a tampered
         catalog: a path separator, ``..``)."""
-        return self.root / "specs" / f"{_file_name(env_id, 'environment id')}.json"
+        return self.root / "specs" / f"{file_name(env_id, 'environment id')}.json"
 
     def find_duplicate(self, spec: EnvSpec) -> str | None:
         """The id of an existing env with the same signatures and near-identical tasks, if any."""
@@ -542,7 +435,7 @@ class Library:
                 if not r.accepted and r.rejected_spec is not None:
                     self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
         except OSError as e:  # permissions changed, a full disk: nothing of the batch is recorded, say why
-            raise _os_problem(self.root, e) from None
+            raise os_problem(self.root, e) from None
         env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
                                      mutation_score=r.mutation_score, mutants=r.mutants),
                      "structure": r.structure, "repairs": json.dumps(r.repairs), "difficulty": r.difficulty}
@@ -552,7 +445,7 @@ class Library:
                 _upsert(c, ENVS, env_rows)
                 _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
         except sa.exc.DBAPIError as e:
-            err = _catalog_problem(self.root, self.url, e)
+            err = catalog_problem(self.root, self.url, e)
             if err is None:
                 raise
             raise err from None
@@ -614,14 +507,14 @@ class Library:
         """Keep the gate's report on an environment (``gate/<env_id>.json``, atomic)."""
         self._refuse_if_readonly("write a gate report")
         (self.root / "gate").mkdir(exist_ok=True)
-        atomic_write_text(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json",
+        atomic_write_text(self.root / "gate" / f"{file_name(env_id, 'environment id')}.json",
                           json.dumps(report, indent=1, default=str))
 
     def gate_report(self, env_id: str) -> dict[str, Any] | None:
         """The stored gate report of an environment (None when the library has none for it, or the file is
         not one: not JSON, no ``accepted`` verdict, or a link that leads out of the library)."""
         try:
-            path = self.inside(self.root / "gate" / f"{_file_name(env_id, 'environment id')}.json")
+            path = self.inside(self.root / "gate" / f"{file_name(env_id, 'environment id')}.json")
         except ValueError:
             return None
         text = _read(path)

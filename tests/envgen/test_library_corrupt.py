@@ -110,5 +110,4 @@ def test_a_catalog_id_that_names_a_file_elsewhere_is_refused(tmp_path: Path) -> 
         for bad in ("../../etc/passwd", "a/b", "..", ""):
             with pytest.raises(ValueError, match="cannot name a file of the library"):
                 lib.spec_path(bad)
-            with pytest.raises(ValueError, match="cannot name a file of the library"):
-                lib.gate_report(bad)
+            assert lib.gate_report(bad) is None
