@@ -288,11 +288,14 @@ def confined(root: Path, path: str) -> Path | Refused:
     corpus that points out of it would otherwise name any file of this machine.
     """
     base = root.resolve()
-    if Path(path).is_absolute() or Path(path).drive:
-        return Refused(f"the spec's source path {path!r} is absolute; a source path is relative to its corpus "
-                       f"({base}), so the file is not shown")
-    target = (base / path).resolve()
-    if target != base and base not in target.parents:
+    try:
+        if Path(path).is_absolute() or Path(path).drive:
+            return Refused(f"the spec's source path {path!r} is absolute; a source path is relative to its corpus "
+                           f"({base}), so the file is not shown")
+        target = (base / path).resolve()
+    except (ValueError, OSError) as e:  # a NUL byte, a name too long, a link loop
+        return Refused(f"the spec's source path {path[:200]!r} names no file ({e}), so nothing is shown")
+    if base not in target.parents:
         return Refused(f"the spec's source path {path!r} leads out of its corpus ({base}) to another file of "
                        "this machine, so it is not shown")
     return target

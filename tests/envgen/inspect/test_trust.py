@@ -50,6 +50,7 @@ def host(tmp_path: Path) -> dict[str, Path]:
     _spec_with_source(specs, "link", str(corpus), "pkg/link.py")
     _spec_with_source(specs, "stdlib-absolute", "stdlib", str(secret))
     _spec_with_source(specs, "stdlib-climb", "stdlib", os.path.relpath(secret, _stdlib_root()))
+    _spec_with_source(specs, "nul", str(corpus), "pkg/queue.py\x00../../secret/key.py")
     return {"secret": secret, "corpus": corpus, "specs": specs}
 
 
@@ -64,7 +65,8 @@ def test_a_source_path_outside_its_corpus_is_never_copied_into_the_site(host: di
     out = tmp_path / "site"
     summary = build_site(str(host["specs"]), out, corpus=str(host["corpus"]), executor="inprocess", gate="off",
                          rows=0)
-    assert summary.envs == 7
+    assert summary.envs == 8  # one bad path never stops the site
+    assert "names no file" in (out / "envs" / "src-nul.html").read_text()
     assert SECRET not in _site_text(out)  # no page holds the file, whichever way the path reached it
     good = (out / "envs" / "src-good.html").read_text()
     assert "JobQueue" in good  # a document inside the corpus is still shown
