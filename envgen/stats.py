@@ -142,9 +142,8 @@ def _spec_dicts(lib: Library, rows: list[dict[str, Any]]) -> list[dict[str, Any]
     """The library's specs as plain JSON (unreadable files are left out of the depth figures)."""
     out = []
     for r in rows:
-        try:
-            out.append(json.loads((lib.root / r["path"]).read_text(encoding="utf-8")) if r.get("path")
-                       else json.loads(lib.spec_path(r["id"]).read_text(encoding="utf-8")))
+        try:  # by id, inside the library (the catalog's path column is data)
+            out.append(json.loads(lib.inside(lib.spec_path(r["id"])).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
     return out

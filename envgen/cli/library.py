@@ -285,6 +285,9 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
              max_new_tokens: int | None, temperature: float | None, keep_tests: bool, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
+    One run writes a library at a time: a run into a library that another live run is writing is refused,
+    naming that run (its lock file is LIBRARY/generate.lock; a lock whose process is gone is taken over).
+
     Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
     failed in the model backend, those documents are not marked done: a re-run retries them); a run
     whose every attempt gave an environment the library already has is not a failure. Ctrl-C keeps
@@ -324,6 +327,12 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
         click.echo(json.dumps(summary.to_dict(), indent=1))
     else:
         _print_generate_summary(cfg, summary)
+    if summary.redone_corrupt:
+        shown = "; ".join(f"{i}: {why}" for i, why in list(summary.redone_corrupt.items())[:5])
+        more = f" and {len(summary.redone_corrupt) - 5} more" if len(summary.redone_corrupt) > 5 else ""
+        Console(stderr=True).print(display.text(
+            f"{len(summary.redone_corrupt)} environments of this run had a corrupt spec file, kept as "
+            f"specs/ID.json.corrupt; their documents were done again: {shown}{more}"), style="yellow")
     if summary.backend_failures:
         err = Console(stderr=True)
         err.print(Text(f"{summary.backend_failures} of {summary.attempted} documents failed in the model backend "
@@ -403,30 +412,59 @@ def _open_library(library: Path, catalog_url: str | None) -> Any:
 def list_library(library: Path, proposer: str | None, stream: str | None, skill: str | None, doc: str | None,
                  min_solve: float | None, max_solve: float | None, sort: str, desc: bool, limit: int | None,
                  catalog_url: str | None, as_json: bool) -> None:
-    """List the environments of a library, with filters and sorting."""
+    """List the environments of a library, with filters and sorting.
+
+    A listed environment whose spec file is corrupt (missing, not JSON, not a valid spec) is marked so, with
+    the reason; so is a spec file in specs/ that has no catalog row and does not load."""
     lib = _open_library(library, catalog_url)
     try:
         rows = lib.rows(proposer=proposer, stream=stream, skill=skill, doc=doc, min_solve=min_solve,
                         max_solve=max_solve, sort=sort, descending=desc, limit=limit)
+        corrupt = lib.corrupt_specs(rows)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     finally:
         lib.close()
+    listed = {r["id"] for r in rows}
+    stray = {i: why for i, why in corrupt.items() if i not in listed}
     if as_json:
         keep = ("id", "title", "doc_id", "proposer", "stream", "skill_id", "n_tools", "n_tasks", "solve_rate",
                 "grounding", "created_at", "path")
-        click.echo(json.dumps([{k: r[k] for k in keep} for r in rows], indent=1))
+        out = [{k: r[k] for k in keep} | {"corrupt": corrupt.get(r["id"])} for r in rows]
+        out += [{k: None for k in keep} | {"id": i, "path": f"specs/{i}.json", "corrupt": why}
+                for i, why in stray.items()]
+        click.echo(json.dumps(out, indent=1))
         return
     console = Console()
-    console.print(library_table(rows, console.width))
+    console.print(library_table(rows, console.width, corrupt))
+    _print_corrupt(console, corrupt, library)
 
 
-def library_table(rows: list[dict[str, Any]], width: int) -> Table:
+def _print_corrupt(console: Console, corrupt: dict[str, str], library: Path) -> None:
+    """Name each corrupt spec file and its reason, and what to do about them."""
+    if not corrupt:
+        return
+    console.print(Text(f"{len(corrupt)} corrupt spec file{'' if len(corrupt) == 1 else 's'} (not loaded by eval, "
+                       "train or serve):", style="bold red"))
+    for env_id, why in list(corrupt.items())[:20]:
+        console.print(display.text(f"  {env_id}: {why}", single_line=True))
+    if len(corrupt) > 20:
+        console.print(f"  ... and {len(corrupt) - 20} more")
+    console.print(display.text(f"Re-run the envwright generate command that made them (same --out {library}) to "
+                               "redo their documents, or replace the files."))
+
+
+def library_table(rows: list[dict[str, Any]], width: int, corrupt: dict[str, str] | None = None) -> Table:
     """The ``list`` table: ids are never cut. Wide terminals get one column per field; narrower ones
-    stack the id (on a line of its own) over title, source and proposer, and wrap those."""
-    longest = max((len(r["id"]) for r in rows), default=2)
-    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}"
-    solve = ["-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}" for r in rows]
+    stack the id (on a line of its own) over title, source and proposer, and wrap those. An id in
+    ``corrupt`` is marked ``(corrupt spec file)``, and its solve rate shows as ``!``."""
+    corrupt = corrupt or {}
+    longest = max((len(r["id"]) + (20 if r["id"] in corrupt else 0) for r in rows), default=2)
+    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}" + (
+        f", {sum(r['id'] in corrupt for r in rows)} with a corrupt spec file" if set(corrupt) & {
+            r["id"] for r in rows} else "")
+    solve = ["!" if r["id"] in corrupt else "-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}"
+             for r in rows]
     if width >= longest + 110:
         t = Table(title=title)
         t.add_column("id", no_wrap=True, min_width=longest)
@@ -435,7 +473,7 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
         for name in ("tools", "tasks", "solve"):
             t.add_column(name, justify="right", no_wrap=True)
         for r, sr in zip(rows, solve, strict=True):
-            t.add_row(display.text(r["id"]), display.text(r["title"]), display.text(r["doc_id"] or "-"),
+            t.add_row(_id_cell(r["id"], corrupt), display.text(r["title"]), display.text(r["doc_id"] or "-"),
                       display.text(r["proposer"] or "-"), display.text(r["stream"] or "-"),
                       str(r["n_tools"]), str(r["n_tasks"]), sr)
         return t
@@ -444,12 +482,19 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
     for name in ("tools", "tasks", "solve"):
         t.add_column(name, justify="right", no_wrap=True)
     for r, sr in zip(rows, solve, strict=True):
-        cell = display.text(r["id"], "bold")
+        cell = _id_cell(r["id"], corrupt, "bold")
         cell.append("\n" + display.clean(r["title"]))
         cell.append("\n" + display.clean(f"{r['doc_id'] or '-'} · {r['proposer'] or '-'} · {r['stream'] or '-'}"),
                     style="dim")
         t.add_row(cell, str(r["n_tools"]), str(r["n_tasks"]), sr)
     return t
+
+
+def _id_cell(env_id: str, corrupt: dict[str, str], style: str = "") -> Text:
+    cell = display.text(env_id, style)
+    if env_id in corrupt:
+        cell.append(" (corrupt spec file)", style="bold red")
+    return cell
 
 
 References = Callable[[], list[tuple[str, Any]]]
@@ -495,6 +540,7 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     lib = _open_library(library, catalog_url)
     try:
         st = library_stats(lib)
+        corrupt = lib.corrupt_specs()
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     finally:
@@ -502,8 +548,8 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     refs = references() if references is not None else []
     beside = anchors() if anchors is not None else []
     if as_json:
-        click.echo(json.dumps(st.to_dict() | {"references": {name: d if isinstance(d, str) else d.to_dict()
-                                                             for name, d in refs}}
+        click.echo(json.dumps(st.to_dict() | {"corrupt": corrupt}
+                              | {"references": {name: d if isinstance(d, str) else d.to_dict() for name, d in refs}}
                               | ({"realism_anchors": {name: r if isinstance(r, str) else r.to_dict()
                                                       for name, r in beside}} if anchors is not None else {}),
                               indent=1))
@@ -511,6 +557,7 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     console = Console()
     t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
     t.add_row("environments", str(st.envs))
+    t.add_row("corrupt spec files", Text(str(len(corrupt)), style="bold red") if corrupt else "0")
     t.add_row("attempts (accepted)", f"{st.attempts} ({st.accepted_attempts})")
     t.add_row("overall yield", f"{st.overall_yield:.1%}" if st.attempts else "-")
     for p, y in st.yield_by_proposer.items():
@@ -535,6 +582,7 @@ def _stats(library: Path, catalog_url: str | None, as_json: bool, references: Re
     console.print(t)
     console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
     console.print(realism_table([("library", st.realism), *beside], title=f"Realism of {library}"))
+    _print_corrupt(console, corrupt, library)
 
 
 stats = stats_command()
