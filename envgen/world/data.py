@@ -187,8 +187,8 @@ class Pools:
             lo, hi = 2, 60
         else:
             lo, hi = 5, 600
-        lo, hi = self._bounds(ctx, lo * 100, hi * 100)
-        cents = self.rng.randint(int(lo), int(hi))
+        low, high = self._bounds(ctx, lo * 100, hi * 100)
+        cents = self.rng.randint(int(low), int(high))
         return cents - cents % 5 if cents > 1000 else cents
 
     def integer(self, ctx: dict[str, Any], lo: int, hi: int) -> int:

@@ -148,8 +148,8 @@ def to_world(bp: WorldBlueprint, repairs: list[str] | None = None) -> World:
     world_ents = list(ents.values())
     ops: list[Op] = []
     names: set[str] = set()
-    for i, spec in enumerate(bp.operations):
-        op = _op(spec, ents, repairs, f"operations[{i}]")
+    for i, op_spec in enumerate(bp.operations):
+        op = _op(op_spec, ents, repairs, f"operations[{i}]")
         if op is None:
             continue
         if op.name in names:

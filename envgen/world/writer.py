@@ -209,8 +209,8 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
         return OperationSpec(name=name(account.name), kind="adjust", entity=account.name, description=desc,
                              origin=origin, fields=[roles["balance"]])
     if role in ("acquire", "release") and roles.get("holder"):
-        return OperationSpec(name=name(), kind=role, entity=item.name, description=desc, origin=origin,
-                             holder=roles["holder"])
+        return OperationSpec(name=name(), kind="acquire" if role == "acquire" else "release", entity=item.name,
+                             description=desc, origin=origin, holder=roles["holder"])
     if role == "update":
         text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")), None)
         if text is None:
