@@ -466,6 +466,8 @@ class Families:
                 voice = self.w.voice(scope if not self.world.operator else None)
                 find, named = self.find_scope(voice, scope)
                 said = self.describe(target, cands, named)
+                if said is not None and str(thing[title.name]) in said.words:  # not "add X to my order with the X"
+                    said = Said(f"{self.main.human} {target[self.main.key.name]}", 0, False, [])
                 if said is None:
                     continue
                 qty = self.rng.randint(1, 3)
