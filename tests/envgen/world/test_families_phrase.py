@@ -1,4 +1,4 @@
-"""A new child record is asked for in its create's own words when the blueprint gives them."""
+"""A new child record is asked for in its create's own words, and its target is not named by the thing added."""
 
 from __future__ import annotations
 
