@@ -380,6 +380,14 @@ class Families:
                      "arguments": {op.entity.key.name: scope[op.entity.key.name]}}] \
                 if self.w.tool("lookup", op.entity) else []
             words = "my account"
+        elif op.entity is not self.main:  # staff name any record by its key; a customer only their own
+            look = self.w.tool("lookup", op.entity)
+            if not self.world.operator or look is None or not self.w.rows(op.entity):
+                return None
+            target = self.rng.choice(self.w.rows(op.entity))
+            voice = self.w.voice(None)
+            find = [{"name": look.name, "arguments": {op.entity.key.name: target[op.entity.key.name]}}]
+            words = f"{op.entity.human} {target[op.entity.key.name]}"
         else:
             scopes = self.scopes()
             if not scopes:
