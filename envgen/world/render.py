@@ -102,10 +102,11 @@ def _field_param(ent: Entity, name: str) -> dict[str, Any]:
         unit = ""
     if f.enum:
         s["enum"] = list(f.enum)
+    scale = 100 if f.kind == "money" else 1  # money bounds are stored in cents; the tool takes currency units
     if f.minimum is not None and s.get("type") in ("integer", "number"):
-        s["minimum"] = f.minimum
+        s["minimum"] = f.minimum / scale
     if f.maximum is not None and s.get("type") in ("integer", "number"):
-        s["maximum"] = f.maximum
+        s["maximum"] = f.maximum / scale
     hint = {"date": " (YYYY-MM-DD)", "datetime": " (YYYY-MM-DDTHH:MM)"}.get(f.kind, "")
     s["description"] = f"The {ent.human}'s {f.human}{unit}{hint}" + (f": {f.description}" if f.description else "")
     return s

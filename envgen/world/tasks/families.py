@@ -415,6 +415,14 @@ class Families:
                      "arguments": {op.entity.key.name: scope[op.entity.key.name]}}] \
                 if self.w.tool("lookup", op.entity) else []
             words = "my account"
+        elif op.entity is not self.main:  # staff name any record by its key; a customer only their own
+            look = self.w.tool("lookup", op.entity)
+            if not self.world.operator or look is None or not self.w.rows(op.entity):
+                return None
+            target = self.rng.choice(self.w.rows(op.entity))
+            voice = self.w.voice(None)
+            find = [{"name": look.name, "arguments": {op.entity.key.name: target[op.entity.key.name]}}]
+            words = f"{op.entity.human} {target[op.entity.key.name]}"
         else:
             scopes = self.scopes()
             if not scopes:
@@ -507,6 +515,8 @@ class Families:
                 voice = self.speaker(scope)
                 find, named = self.find_scope(voice, scope)
                 said = self.describe(target, cands, named)
+                if said is not None and str(thing[title.name]) in said.words:  # not "add X to my order with the X"
+                    said = Said(f"{self.main.human} {target[self.main.key.name]}", 0, False, [])
                 if said is None:
                     continue
                 qty = self.rng.randint(1, 3)
