@@ -13,9 +13,10 @@ log up to it gives (a checkpoint a reset removed is replayed). Other programs ge
 The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
 ``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
 token is the running facade's (no ``db`` works outside its own call), an episode that imported ``decimal``
-computes in the sandbox's context (never the host thread's), and in a worker the soft deadline is armed.
+computes in its own decimal context (never the host thread's), and in a worker the soft deadline is armed.
 The generic path is :meth:`Engine._run_spec`; the hot paths (:meth:`Engine.call_plain` in process,
-:meth:`Engine.call_text` in a worker) write the same steps out. Episodes get fresh globals over shared
+:meth:`Engine.call_text` in a worker) write the same steps out. Spec code's failures become error text without
+memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get fresh globals over shared
 builtins, a connection reset to the template, their own ``random`` and their own facades; the state always
 equals the replay of the episode's logged calls.
 """
@@ -33,7 +34,6 @@ from gym_envs.errors import (
     ErrorKind,
     StateError,
     cap_text,
-    describe,
     error_response,
     exception_text,
 )
@@ -44,6 +44,7 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
+from gym_envs.sandbox.reprs import described, scrub
 from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
@@ -82,7 +83,7 @@ class Engine:
         self.in_worker = in_worker
         self.programs: dict[str, Program] = {}
         self.episodes: dict[str, _Episode] = {}
-        self._base_globals, self._decimal = spec_globals(self.limits)  # copied per episode (see _globals)
+        self._base_globals = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
         self._cap = cap
@@ -145,7 +146,7 @@ class Engine:
         guard.owner = owner
         try:
             if DECIMAL_KEY in glb:
-                use_decimal(self._decimal)
+                use_decimal(glb[DECIMAL_KEY])
             if self._deadline_s:
                 arm(self._deadline_s)
                 try:
@@ -175,7 +176,7 @@ class Engine:
         except BaseException as e:  # the boundary: the module-level code's failure (CallTimeout too) is a LoadError
             disarm()
             db.close()
-            return describe(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
+            return described(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
         if missing:
             db.close()
             return error_response(ErrorKind.LOAD_ERROR, f"the code defines no function for tools {missing}", cap)
@@ -275,7 +276,7 @@ class Engine:
         failure: BaseException | None = None
         try:
             if DECIMAL_KEY in ep.glb:  # type: ignore[union-attr]
-                use_decimal(self._decimal)
+                use_decimal(ep.glb[DECIMAL_KEY])  # type: ignore[union-attr]
             arm(self._deadline_s)
             try:
                 value = ep.tools[name](ep.db, **logged)  # type: ignore[union-attr]
@@ -283,7 +284,7 @@ class Engine:
                 disarm()
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes described()'s response
             disarm()
             failure = e
         finally:
@@ -291,7 +292,7 @@ class Engine:
             if HOST_CONTEXT:
                 restore_decimal()
         if failure is not None:
-            return self._settle(ep, name, logged, before, describe(failure, self._cap))  # type: ignore[arg-type]
+            return self._settle(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
         try:
             value, bound = plain_json(value)
             text = dumps(value)
@@ -359,7 +360,7 @@ class Engine:
                 failure: BaseException | None = None
                 try:
                     if DECIMAL_KEY in ep.glb:
-                        use_decimal(self._decimal)
+                        use_decimal(ep.glb[DECIMAL_KEY])
                     value = ep.tools[name](ep.db, **logged)
                 except (KeyboardInterrupt, SystemExit):
                     raise
@@ -370,7 +371,7 @@ class Engine:
                     if HOST_CONTEXT:
                         restore_decimal()
                 if failure is not None:
-                    return self._settle(ep, name, logged, before, describe(failure, self._cap))
+                    return self._settle(ep, name, logged, before, described(failure, self._cap))
                 try:
                     value, bound = plain_json(value)
                     fits = bound <= self._max_result or len(dumps(value)) <= self._max_result
@@ -413,9 +414,9 @@ class Engine:
             value = self._run_spec(ep.state, ep.token, ep.glb, ep.tools[name], (ep.db,), args)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes described()'s response
             disarm()
-            return describe(e, self._cap)
+            return described(e, self._cap)
         try:
             value, bound = plain_json(value)
             return self._result(ep, value, bound, before)
@@ -437,7 +438,7 @@ class Engine:
 
     def _not_json(self, e: BaseException) -> dict[str, Any]:
         return error_response(ErrorKind.NOT_JSON, f"the tool returned a value that is not plain JSON "
-                              f"({type(e).__name__}: {cap_text(str(e), 200)})", self._cap) | {"replay": True}
+                              f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its logged calls".

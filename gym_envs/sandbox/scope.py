@@ -2,11 +2,12 @@
 
 * The connection's **owner token** (:attr:`gym_envs.sandbox.db.Guard.owner`): a ``db`` works only while
   its own token is installed; the engine saves the previous one, installs it and restores it after.
-* The **decimal context**: an episode that imported ``decimal`` computes in the sandbox's own context,
-  never the host thread's. The import hook installs it (:func:`use_decimal`) the moment an episode imports
-  the module, the engine installs it on entry for episodes that did (their globals hold
-  :data:`DECIMAL_KEY`), and :func:`restore_decimal` puts the host's back on the way out. Episodes that
-  never import ``decimal`` pay nothing.
+* The **decimal context**: an episode that imported a module whose view holds ``decimal``'s classes
+  (``decimal``, ``fractions``, ``statistics``) computes in its own context, a copy of the sandbox's, never the
+  host thread's. The import hook installs it (:func:`use_decimal`) the moment an episode imports such a
+  module and keeps it in the episode's globals under :data:`DECIMAL_KEY`; the engine installs it on entry for
+  episodes that did, and :func:`restore_decimal` puts the host's back on the way out. Episodes that never
+  import one pay nothing.
 * The worker's **soft deadline**: :func:`arm` records the call's deadline and starts the interval timer
   only when none is pending; :func:`alarm_handler` (the worker's SIGALRM handler) raises
   :class:`~gym_envs.errors.CallTimeout` once the deadline has passed, re-arming the timer for the rest
@@ -25,7 +26,7 @@ from gym_envs.errors import CallTimeout
 
 __all__ = ["DECIMAL_KEY", "HOST_CONTEXT", "alarm_handler", "arm", "disarm", "restore_decimal", "use_decimal"]
 
-DECIMAL_KEY = "__envwright_decimal__"  #: in an episode's globals once it imported decimal (code cannot name it)
+DECIMAL_KEY = "__envwright_decimal__"  #: in an episode's globals: its decimal context (code cannot name it)
 
 _getcontext, _setcontext = decimal.getcontext, decimal.setcontext
 HOST_CONTEXT: list[decimal.Context] = []  #: the host thread's context while the sandbox's is installed

@@ -10,8 +10,17 @@ from collections.abc import Iterator
 import pytest
 
 from gym_envs.errors import CallTimeout
-from gym_envs.sandbox import scope
-from gym_envs.sandbox.scope import HOST_CONTEXT, alarm_handler, arm, disarm, restore_decimal, use_decimal
+from gym_envs.sandbox import Engine, program_request, scope
+from gym_envs.sandbox.scope import (
+    DECIMAL_KEY,
+    HOST_CONTEXT,
+    alarm_handler,
+    arm,
+    disarm,
+    restore_decimal,
+    use_decimal,
+)
+from tests.gym_envs.sandbox.attacks import LIMITS, make_spec
 
 
 @pytest.fixture
@@ -95,3 +104,17 @@ def test_the_decimal_context_is_swapped_and_restored() -> None:
     assert decimal.getcontext() is host and HOST_CONTEXT == []
     restore_decimal()  # nothing installed: nothing to do
     assert decimal.getcontext() is host
+
+
+def test_each_episode_computes_in_its_own_decimal_context() -> None:
+    """Importing a module that holds ``decimal``'s classes gives the episode a context of its own (before, one
+    context was shared by every episode of the engine), whichever module it was."""
+    engine = Engine(LIMITS)
+    req = program_request(make_spec("import statistics\ndef t(db, **kw):\n    return str(statistics.Decimal(1) / 3)"))
+    assert engine.handle(req)["ok"]
+    for ep in ("a", "b"):
+        assert engine.handle({"op": "open", "key": req["key"], "ep": ep, "seed": 1})["ok"]
+        assert engine.handle({"op": "call", "ep": ep, "name": "t", "arguments": {}})["ok"]
+    a, b = (engine.episodes[ep].glb[DECIMAL_KEY] for ep in ("a", "b"))
+    assert isinstance(a, decimal.Context) and isinstance(b, decimal.Context) and a is not b
+    assert a.flags[decimal.Inexact] and decimal.getcontext() is not a and not HOST_CONTEXT
