@@ -95,7 +95,8 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    checked before it runs, in both modes: the operators for every operand type (integers, fractions, anything
    with a length; decimals through their capped contexts), ``operator``'s functions under any name,
    ``math.prod``/``factorial``/``comb``/``perm``/``lcm``, ``itertools.repeat``/``product``/
-   ``combinations_with_replacement``, ``statistics.fmean`` (it multiplies with ``operator.mul`` inside),
+   ``combinations_with_replacement``/``tee``, ``statistics.fmean`` (it multiplies with ``operator.mul``
+   inside), ``json``'s ``indent`` (repeated at every nesting level),
    ``round``, ``random.getrandbits``/``randbytes``, and ``Decimal``/``Fraction`` values whose exponent would
    make a huge integer when converted. Action parsing (:mod:`gym_envs.parsing`) never raises: deep or huge
    actions become parse errors.
@@ -107,20 +108,21 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    a program whose code keeps no state between calls: :mod:`~gym_envs.sandbox.purity`) is a savepoint plus
    the connection's counters, so restoring it gives that same state; one a reset removed is replayed.
 
-Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite
-loop, a catastrophic regular expression, a C-level CPU burner (``hashlib.pbkdf2_hmac`` with 10**9 rounds, one
-SQLite function call over a megabyte such as an ``instr`` or a LIKE with a 100-character pattern) or a memory
-bomb that evades the size guards (a width: ``'x'.ljust(10**10)``, ``(0).to_bytes(10**10)``, an f-string or
-``%`` width; ``''.join`` of a repeated long string; allocation that grows with the time spent, as
-``list(itertools.count())``) can stall or exhaust the host. Use it only for trusted or already-validated specs.
-The worker mode's limits are per request, so a worker's own memory is shared by the episodes it holds. A tool
-that writes exactly the rows a check looks for is judged by state: that is correct (the checks define the
-task), not a hack. Set iteration order follows hashes, and spec code can observe it: for strings it depends on
-the hash seed (workers run with ``PYTHONHASHSEED=0``, the host with its own, so the order can differ between the
-modes), for identity-hashed objects (functions) on their addresses; the locale is the process's (the C locale
-unless host code changes it), and ``datetime.strptime``'s ``%Z`` matches the names of the process's time zone
-(workers inherit the host's ``TZ``). Timing (a call that times out in one run may not in another) is not
-deterministic.
+Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite loop, a
+catastrophic regular expression, a C-level CPU burner (``hashlib.pbkdf2_hmac`` with 10**9 rounds, one SQLite
+function call over a megabyte such as an ``instr`` or a LIKE with a 100-character pattern) or a memory bomb that
+evades the size guards (a width: ``'x'.ljust(10**10)``, ``(0).to_bytes(10**10)``, an f-string, ``%`` or ``strftime``
+width; ``''.join`` of a repeated long string, ``str.replace`` of an empty pattern; allocation that grows with the
+time spent, as ``list(itertools.count())``) can stall or exhaust the host. Use it only for trusted or
+already-validated specs. The worker mode's limits are per request, so a worker's own memory is shared by the
+episodes it holds. A tool that writes exactly the rows a check looks for is judged by state: that is correct (the
+checks define the task), not a hack. Set iteration order follows hashes, and spec code can observe it: for strings
+it depends on the hash seed (workers run with ``PYTHONHASHSEED=0``, the host with its own, so the order can differ
+between the modes), for identity-hashed objects (functions) on their addresses. The memo of compiled regular
+expressions is the process's: an episode that compiles hundreds of patterns could see through ``is`` when one was
+evicted. The locale is the process's (the C locale unless host code changes it), and ``datetime.strptime``'s ``%Z``
+matches the names of the process's time zone (workers inherit the host's ``TZ``). Timing (a call that times out in
+one run may not in another) is not deterministic.
 
 Layout
 ======

@@ -11,18 +11,20 @@ elements, ``max_int_bits`` bits; decimal digits are ``max_int_bits / log2(10)``)
   ``<<`` (and ``%``, whose text it scrubs: :mod:`~gym_envs.sandbox.reprs`) for every operand type: integers and
   fractions by their bits, anything with a length times an integer by the product; ``Decimal`` arithmetic is
   bounded by its context, and every context spec code can make is capped (:meth:`SizeGuard.decimal_context`).
-* :meth:`SizeGuard.replacements` maps each function that does the same to its guarded stand-in, by the
-  original's identity (so a re-export such as ``statistics.mul``, which is ``operator.mul``, is replaced too):
-  ``operator``'s ``mul``/``pow``/``lshift``/``mod`` and their in-place forms, ``math.prod``/``factorial``/
-  ``comb``/``perm``/``lcm``, ``itertools.repeat``/``product``/``combinations_with_replacement``,
-  ``statistics.fmean`` (it multiplies its arguments with ``operator.mul`` inside), and the ``Decimal``,
-  ``Context`` and ``Fraction`` constructors (a number with a huge exponent becomes a huge integer when
-  converted: ``int(Decimal('1e999999999'))``, ``Fraction('1e999999999')``).
+* :meth:`SizeGuard.replacements` maps each function that does the same to its guarded stand-in, by the original's
+  identity (so a re-export such as ``statistics.mul``, which is ``operator.mul``, is replaced too): ``operator``'s
+  ``mul``/``pow``/``lshift``/``mod`` and their in-place forms, ``math.prod``/``factorial``/
+  ``comb``/``perm``/``lcm``, ``itertools.repeat``/``product``/``combinations_with_replacement``/``tee``,
+  ``statistics.fmean`` (it multiplies its arguments with ``operator.mul`` inside), ``json``'s ``indent``
+  (repeated at every nesting level), and the ``Decimal``, ``Context`` and ``Fraction`` constructors (a number with
+  a huge exponent becomes a huge integer when converted: ``int(Decimal('1e999999999'))``,
+  ``Fraction('1e999999999')``).
 * :meth:`SizeGuard.builtins` gives ``range``, ``bytes``, ``pow`` and ``round``; :meth:`SizeGuard.random_class`
   the ``random.Random`` of spec code, whose ``getrandbits`` and ``randbytes`` are checked.
 
 Not covered (bounded only by the worker's limits; see the package's threat model): allocations that grow with
-the time spent (``list(itertools.count())``, ``s = s + s`` in a loop), and widths (``'x'.ljust(10**10)``).
+the time spent (``list(itertools.count())``, ``s = s + s`` in a loop), widths (``'x'.ljust(10**10)``), and text
+built from a repeated piece (``''.join([s] * n)``, ``str.replace`` of an empty pattern).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import decimal
 import fractions
 import itertools
+import json
 import math
 import operator
 import random
@@ -43,12 +46,14 @@ from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.reprs import scrubbed_mod
 from gym_envs.sandbox.surface import stand_in
 
-__all__ = ["MAX_DECIMAL_PREC", "SizeGuard"]
+__all__ = ["MAX_DECIMAL_PREC", "MAX_JSON_INDENT", "SizeGuard"]
 
 _Fraction, _Decimal = fractions.Fraction, decimal.Decimal
 #: the most digits a decimal context spec code makes may compute with: ``exp``, ``ln`` and ``power`` take
 #: cubic time in the precision (a tenth of a second at 1,000 digits, a minute at 30,000)
 MAX_DECIMAL_PREC = 1_000
+#: the longest ``indent`` of ``json.dumps``: each nesting level repeats it (``' ' * indent * level``)
+MAX_JSON_INDENT = 100
 _EXPONENT = re.compile(r"[eE]\s*([-+]?[0-9_]+)\s*$")
 
 
@@ -243,6 +248,28 @@ class SizeGuard:
         self.check_count(r, "combinations_with_replacement")
         return itertools.combinations_with_replacement(iterable, r)
 
+    def _tee(self, iterable: Any, n: Any = 2, /) -> tuple[Any, ...]:
+        self.check_count(n, "tee")
+        return itertools.tee(iterable, n)
+
+    @staticmethod
+    def _check_indent(indent: Any) -> None:
+        size = indent if isinstance(indent, int) else len(indent) if isinstance(indent, str) else 0
+        if size > MAX_JSON_INDENT:
+            raise ResourceLimit(f"a JSON indent of {size:,} exceeds {MAX_JSON_INDENT} (every nesting level repeats it)")
+
+    def _dumps(self, obj: Any, **kwargs: Any) -> str:
+        self._check_indent(kwargs.get("indent"))
+        return json.dumps(obj, **kwargs)
+
+    def _dump(self, obj: Any, fp: Any, **kwargs: Any) -> None:
+        self._check_indent(kwargs.get("indent"))
+        json.dump(obj, fp, **kwargs)
+
+    def _json_encoder(self, **kwargs: Any) -> json.JSONEncoder:
+        self._check_indent(kwargs.get("indent"))
+        return json.JSONEncoder(**kwargs)
+
     def _fmean(self, data: Any, weights: Any = None) -> float:
         """``statistics.fmean``, whose weighted form multiplies ``data`` by ``weights`` with ``operator.mul``."""
         if weights is None:
@@ -271,7 +298,8 @@ class SizeGuard:
             for name in names}
         out.update({original: _named(method, original) for original, method in (
             (math.prod, self._prod), (math.factorial, self._factorial), (math.comb, self._comb),
-            (math.perm, self._perm), (math.lcm, self._lcm), (statistics.fmean, self._fmean))})
+            (math.perm, self._perm), (math.lcm, self._lcm), (statistics.fmean, self._fmean), (itertools.tee, self._tee),
+            (json.dumps, self._dumps), (json.dump, self._dump))})
         out.update({
             itertools.repeat: stand_in(itertools.repeat, self._repeat),
             itertools.product: stand_in(itertools.product, self._product),
@@ -280,6 +308,7 @@ class SizeGuard:
             decimal.Decimal: stand_in(decimal.Decimal, self._decimal),
             decimal.Context: stand_in(decimal.Context, self.decimal_context),
             fractions.Fraction: stand_in(fractions.Fraction, self._fraction),
+            json.JSONEncoder: stand_in(json.JSONEncoder, self._json_encoder),
         })
         return out
 
@@ -299,8 +328,8 @@ class SizeGuard:
                 raise ResourceLimit(f"bytes({args[0]:,}) exceeds {max_seq:,}")
             return bytes(*args)
 
-        def safe_pow(a: Any, b: Any, m: Any = None) -> Any:
-            return pow(a, b, m) if m is not None else binop("pow", a, b)
+        def safe_pow(base: Any, exp: Any, mod: Any = None) -> Any:
+            return pow(base, exp, mod) if mod is not None else binop("pow", base, exp)
 
         def safe_round(number: Any, ndigits: Any = None) -> Any:
             """``round``: an integer or fraction rounded to ``ndigits`` computes ``10 ** abs(ndigits)``."""

@@ -190,7 +190,7 @@ ALLOWED: dict[str, str] = {
     **_group("a lazy iterator over its arguments: what it yields grows only with the time spent consuming it (the "
              "ones that allocate by an argument's value are replaced)", {
         "itertools": "accumulate chain combinations compress count cycle dropwhile filterfalse groupby islice "
-                     "pairwise permutations starmap takewhile tee zip_longest",
+                     "pairwise permutations starmap takewhile zip_longest",
         "itertools.chain": "from_iterable",
         "heapq": "merge",
     }),
@@ -259,10 +259,9 @@ ALLOWED: dict[str, str] = {
         "re": "Match Pattern RegexFlag escape",
         "re.Match": "end expand group groupdict groups span start",
         "re.Pattern": "findall finditer fullmatch match scanner search split sub subn",
-        "json": "detect_encoding dump dumps load loads",
+        "json": "detect_encoding load loads",
         "json.decoder": "JSONArray JSONDecoder JSONObject",
         "json.decoder.JSONDecoder": "decode raw_decode",
-        "json.encoder": "JSONEncoder",
         "json.encoder.JSONEncoder": "default encode iterencode",
         "_json": "Scanner() scanstring",
         "string": "capwords",

@@ -58,6 +58,9 @@ BOMBS = {  # name: the body of t(db, **kw), after `import collections, decimal, 
     "itertools.product(repeat=)": "return len(next(itertools.product('ab', repeat=10**5)))",
     "combinations_with_replacement": "return len(next(itertools.combinations_with_replacement('a', 10**5)))",
     "statistics.fmean's inner multiplication": "return statistics.fmean(['ab'], [10**5])",
+    "itertools.tee": "return len(itertools.tee(iter([]), 10**5))",
+    "json.dumps's indent": "return len(json.dumps([[1]], indent=10**4))",
+    "a JSONEncoder's indent": "return len(json.JSONEncoder(indent=' ' * 1000).encode([[1]]))",
     "round(5, -n)": "return round(5, -10**4)",
     "round(Fraction, n)": "return str(round(fractions.Fraction(1, 3), 10**4))[:5]",
     "random.getrandbits": "return random.getrandbits(10**5) > 0",
@@ -97,12 +100,14 @@ def t(db, **kw):
             list(itertools.repeat(1, 3)), len(list(itertools.product('ab', repeat=3))),
             statistics.fmean([1, 2], [3, 1]), round(1234, -2), str(round(F(1, 3), 3)), 1 << 10, 2 ** 10,
             random.getrandbits(8) < 256, len(random.randbytes(4)), str(decimal.Decimal('1.5') * 2),
-            str(decimal.Context(prec=5).divide(1, 3)), str(F('1.5e3')), '%d%%' % 5, 7 % 3]
+            str(decimal.Context(prec=5).divide(1, 3)), str(F('1.5e3')), '%d%%' % 5, 7 % 3, len(itertools.tee([1], 3)),
+            json.dumps([1], indent=2), pow(base=2, exp=3)]
 """
     where, r = attempt(small, code)
     assert where == "call" and r.ok, r
     assert r.result == [200, 200, 24, "ababab", 3628800, 120, 20, 12, "1/3", "8/27", "8", "1/4", 3, [1, 1, 1], 8,
-                        1.25, 1200, "333/1000", 1024, 1024, True, 4, "3.0", "0.33333", "1500", "5%", 1]
+                        1.25, 1200, "333/1000", 1024, 1024, True, 4, "3.0", "0.33333", "1500", "5%", 1, 3,
+                        "[\n  1\n]", 8]
 
 
 GUARD = SizeGuard(SMALL)

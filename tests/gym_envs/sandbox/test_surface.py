@@ -77,7 +77,7 @@ def test_removed_replaced_and_wrapped_originals_are_out_of_reach() -> None:
 
 @pytest.mark.skipif(sys.version_info[:2] != AUDITED_PYTHON, reason="the table was audited on another Python")
 def test_the_allowed_table_has_no_stale_entries() -> None:
-    names = {canonical_name(o) for o in _reachable().values() if callable(o)}
+    names = {canonical_name(o) for o in _reachable().values() if callable(o) and not isinstance(o, StandIn)}
     assert not sorted(set(ALLOWED) - names)
 
 
