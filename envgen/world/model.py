@@ -25,7 +25,7 @@ from typing import Any
 
 from envgen.world.kinds import Kind, kind
 
-__all__ = ["OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op", "PolicyRule",
+__all__ = ["LOCATOR_KINDS", "OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op", "PolicyRule",
            "Ref", "World", "human", "plural"]
 
 OP_KINDS = ("lookup", "search", "create", "update", "transition", "adjust", "transfer", "move", "delete", "take",
@@ -46,6 +46,8 @@ OP_KINDS = ("lookup", "search", "create", "update", "transition", "adjust", "tra
 """
 
 READ_KINDS = ("lookup", "search", "count", "total")
+LOCATOR_KINDS = ("postcode", "city", "phone")
+"""What a person gives besides their name to be found without their key (a person search filters on it)."""
 POLICY_KINDS = ("confirm", "limit", "forbid_state", "own_records", "verify", "tool", "info")
 """* ``confirm``: the agent states the change and waits for an explicit yes before ``op`` (policy only);
 * ``limit``: ``op`` with ``field`` over ``value`` is not done; the agent escalates instead (policy only);

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from envgen.errors import CompileError
 from envgen.world.blueprint import EntitySpec, OperationSpec, WorldBlueprint
-from envgen.world.model import Condition, Effect, Entity, Field, Op, PolicyRule, Ref, World, human
+from envgen.world.model import LOCATOR_KINDS, Condition, Effect, Entity, Field, Op, PolicyRule, Ref, World, human
 
 __all__ = ["to_world"]
 
@@ -167,7 +167,8 @@ def to_world(bp: WorldBlueprint, repairs: list[str] | None = None) -> World:
 
 
 def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:
-    """The lookups and searches a careful agent finds records with, added where the blueprint lacks them."""
+    """The lookups and searches a careful agent finds records with, added where the blueprint lacks them; a
+    person with a name but nothing else to be found by gets a postcode (a caller gives name and postcode)."""
     def add(op: Op, why: str) -> None:
         if op.name in names:
             return
@@ -176,6 +177,11 @@ def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:
         repairs.append(f"added {op.kind} tool {op.name!r}: {why}")
 
     for ent in world.entities:
+        named_only = any(f.kind == "person_name" for f in ent.fields) and \
+            not any(f.kind in LOCATOR_KINDS for f in ent.fields)
+        if ent.role == "person" and named_only and ent.field("postcode") is None:
+            ent.fields.append(Field("postcode", "postcode", "where the person lives"))
+            repairs.append(f"added field postcode to {ent.name}: a person is found by name and postcode")
         if ent.role in ("person", "main", "catalog", "container") and not world.ops_of("lookup", ent):
             verb = "find" if ent.role == "person" else "get"
             suffix = "_by_" + ent.key.name if ent.role == "person" else "_details"
@@ -186,7 +192,7 @@ def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:
                 f"{ent.humans} are found through their {par.entity.human}")
         if ent.role == "catalog" and not world.ops_of("search", ent):
             add(Op(f"search_{ent.table}", "search", ent), f"{ent.humans} are found by words of their title")
-        where = any(f.kind in ("postcode", "city") for f in ent.fields)
+        where = any(f.kind in LOCATOR_KINDS for f in ent.fields)
         named = any(f.kind == "person_name" for f in ent.fields)
         if ent.role == "person" and where and named and not any(o.by is None for o in world.ops_of("search", ent)):
             add(Op(f"find_{ent.name}_by_name", "search", ent,

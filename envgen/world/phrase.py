@@ -32,6 +32,7 @@ _LOCATE = {
     "postcode": ["My zip code is {value}.", "The zip code on my account is {value}.", "I'm at zip code {value}.",
                  "My postcode is {value}, if that helps."],
     "city": ["I live in {value}.", "I'm based in {value}.", "The account is from {value}."],
+    "phone": ["My phone number is {value}.", "You can reach me on {value}.", "The number on file is {value}."],
 }
 _OPENERS_OPERATOR = [
     "{greet}, {first} from the {team} here.", "{greet}! I'm covering the {team} today.",
@@ -110,11 +111,15 @@ class Voice:
         if self.operator:
             return self.pick(_OPENERS_OPERATOR).format(greet=greet, first=self.first, team=self.team)
         text = self.pick(_OPENERS_CUSTOMER).format(greet=greet, name=self.name)
-        if identify and self.locator is not None:
-            text += " " + self.pick(_LOCATE[self.locator[0]]).format(value=self.locator[1])
-        elif identify and self.key:
-            text += " " + self.pick(_IDENTITY).format(key=self.key)
+        if identify:
+            text = f"{text} {self.identity()}".strip()
         return text
+
+    def identity(self) -> str:
+        """How the speaker identifies: what they live by (with their name, said in the opener) or their key."""
+        if self.locator is not None:
+            return self.pick(_LOCATE[self.locator[0]]).format(value=self.locator[1])
+        return self.pick(_IDENTITY).format(key=self.key) if self.key else ""
 
     def reason(self, op: Op) -> str:
         pool = op.reasons or _GENERIC_REASONS.get(op.kind, ["it would help me a lot"])

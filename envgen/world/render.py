@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envgen.world.model import Condition, Entity, Op, World, human
+from envgen.world.model import LOCATOR_KINDS, Condition, Entity, Op, World, human
 from envgen.world.rows import NEW_CODE_BASE, Rows, order_entities
 
 __all__ = ["describe", "escalation_topics", "render_code", "render_state", "render_tools", "sql_literal"]
@@ -193,7 +193,7 @@ def _holder(op: Op) -> Any:
 def _enum_fields(ent: Entity) -> list[Any]:
     """The fields a search without a parent filters on (exact match): those with a fixed set of values (a
     category), and a person's postcode or city (how a caller is found by name and where they live)."""
-    return [f for f in ent.fields if (f.enum and f.sqltype == "TEXT") or f.kind in ("postcode", "city")][:2]
+    return [f for f in ent.fields if (f.enum and f.sqltype == "TEXT") or f.kind in LOCATOR_KINDS][:2]
 
 
 def _text_field(ent: Entity) -> str | None:

@@ -14,6 +14,8 @@ world format). For one Python document it:
    exception name and message; ``take`` takes the oldest waiting one; ``change_state`` moves it to the
    domain's state closest to the code's), and replaces a domain tool of the same effect.
 
+4. varies the domain (:func:`vary`): one to three of its own writing operations are left out, by the seed.
+
 The domain supplies everything a document cannot: people, realistic values, a policy. Contract:
 deterministic given ``(document, seed)``; :func:`write_world` raises :class:`~envgen.errors.TemplateError`
 only when the catalog is empty.
@@ -22,6 +24,7 @@ only when the catalog is empty.
 from __future__ import annotations
 
 import difflib
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -222,6 +225,20 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
     return None
 
 
+def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
+    """One service of a domain, not the domain's template: one to three of its own writing operations left out
+    (never a grafted one, a lookup or a search, and only while four writes remain), and the policy rules about
+    them with them; so two documents hosted by one domain get different tool sets, as two shops differ."""
+    optional = [o for o in bp.operations if o.kind not in ("lookup", "search", "escalate") and o.name not in keep]
+    writes = [o for o in bp.operations if o.kind not in ("lookup", "search")]
+    drop = rng.sample(optional, k=min(len(optional), rng.randint(1, 3), max(0, len(writes) - 4)))
+    if not drop:
+        return
+    gone = {o.name for o in drop}
+    bp.operations = [o for o in bp.operations if o.name not in gone]
+    bp.policy = [p for p in bp.policy if p.op not in gone]
+
+
 def write_world(doc: Any, seed: int = 0) -> WrittenWorld:
     """The world blueprint of one document (see the module docstring)."""
     from envgen.proposers.template.semantics import analyze_semantics
@@ -236,6 +253,7 @@ def write_world(doc: Any, seed: int = 0) -> WrittenWorld:
     entry = _choose(pool, sem, key, seed)
     module = re.sub(r"\.py$", "", path.rsplit("/", 1)[-1]) or "doc"
     bp, grafted = graft(entry, sem, module)
+    vary(bp, grafted, random.Random(stable_seed("world-vary", key, seed)))
     pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
     if grafted:
         bp.title = bp.title[:48]

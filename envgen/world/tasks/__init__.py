@@ -20,9 +20,15 @@ from envgen.world.tasks.families import Families
 
 __all__ = ["write_tasks"]
 
-_PLAN = ["write_goal", "policy_refusal", "catalog_goal", "followup", "catalog_choice", "tool_refusal",
-         "policy_refusal", "add_line", "missing_identity", "read_question", "account_adjust", "write_goal",
-         "policy_refusal", "catalog_goal"]
+_PLAN = ["write_goal", "take_next", "add_to_container", "hold_resource", "policy_refusal", "catalog_goal",
+         "free_resource", "followup", "take_empty", "move_record", "count_question", "transfer_amount",
+         "catalog_choice", "tool_refusal", "policy_refusal", "add_line", "missing_identity", "read_question",
+         "account_adjust", "write_goal", "catalog_goal"]
+
+
+_MAX_REFUSALS = 2
+"""Policy refusals a part gets at most: the other policy tasks (a confirmation, asking who is calling) and the
+families that act make up the rest."""
 
 
 def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random,
@@ -35,11 +41,14 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
     tasks: list[dict[str, Any]] = []
     names: list[str] = []
     seen: set[str] = set()
+    refusals = {id(f): 0 for f in fams}
     attempts = 0
     while len(tasks) < n and attempts < 3 * len(_PLAN):
         name = _PLAN[attempts % len(_PLAN)]
         fam = fams[attempts % len(fams)]
         attempts += 1
+        if name == "policy_refusal" and refusals[id(fam)] >= _MAX_REFUSALS:
+            continue
         draft: Draft | None = getattr(fam, name)()
         if draft is not None and len(fams) > 1 and attempts % 3 == 0:
             other = fams[attempts % len(fams)]
@@ -47,6 +56,7 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
             draft = join_drafts(draft, second, fam) if second is not None else draft
         if draft is None:
             continue
+        draft = confirmed(draft, fam)
         text = draft.turns[0].say
         if text in seen:
             continue
@@ -54,9 +64,32 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         if task is None:
             continue
         seen.add(text)
+        refusals[id(fam)] += name == "policy_refusal"
         tasks.append(task)
         names.append(draft.family if draft.family.startswith("cross") else name)
     return tasks, names
+
+
+def confirmed(draft: Draft, fam: Families) -> Draft:
+    """The draft with every change a policy rule wants confirmed asked first: the turn that asks for it changes
+    nothing (the agent states the change and waits), and a "yes" turn makes it. Every family goes through this,
+    so an agent that follows the confirmation rules passes every task."""
+    turns: list[DraftTurn] = []
+    rules = list(draft.rules)
+    for i, t in enumerate(draft.turns):
+        needs = [c for c in t.calls if fam.confirm_rules_by_name(c["name"])]
+        asked = i > 0 and draft.turns[i - 1].kind == "ask"
+        if t.kind != "write" or not needs or asked:
+            turns.append(t)
+            continue
+        first = t.calls.index(needs[0])
+        turns.append(DraftTurn(t.say, t.calls[:first], kind="ask", forbid=[c["name"] for c in needs]))
+        turns.append(DraftTurn(fam.w.voice(None).yes(), t.calls[first:], answers=t.answers))
+        rules += [r for c in needs for r in fam.confirm_rules_by_name(c["name"]) if r not in rules]
+    if len(turns) == len(draft.turns):
+        return draft
+    return Draft(draft.kind if draft.kind != "execute" else "read_then_write", draft.family, turns, draft.hops,
+                 draft.choose, rules)
 
 
 def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:

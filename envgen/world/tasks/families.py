@@ -24,9 +24,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from envgen.world.data import Pools
-from envgen.world.model import Entity, Op, World, human
+from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
 from envgen.world.phrase import Voice, sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
+from envgen.world.tasks.operations import Operations
 
 __all__ = ["Families"]
 
@@ -43,7 +44,7 @@ class Said(NamedTuple):
     reads: list[Call]  #: the reads that resolve the words once the scope's records are listed
 
 
-class Families:
+class Families(Operations):
     """The task families over one world (see the module docstring)."""
 
     def __init__(self, w: Writer, pools: Pools, part: World | None = None):
@@ -72,6 +73,10 @@ class Families:
 
     def confirm_rules(self, op: Op) -> list[Any]:
         return [r for r in self.rules("confirm") if r.op == op.name]
+
+    def confirm_rules_by_name(self, tool: str) -> list[Any]:
+        """The confirmation rules about the tool called ``tool`` (any part's: a tool belongs to one)."""
+        return [r for r in self.world.policy if r.kind == "confirm" and r.op == tool]
 
     def limit(self, op: Op) -> Any:
         return next((r for r in self.rules("limit") if r.op == op.name), None)
@@ -112,7 +117,7 @@ class Families:
             return []
         search = next((o for o in self.world.ops_of("search", p) if o.by is None), None)
         name = next((f for f in p.fields if f.kind == "person_name"), None)
-        where = next((f for f in p.fields if f.kind in ("postcode", "city")), None)
+        where = next((f for f in p.fields if f.kind in LOCATOR_KINDS), None)
         if search is None or name is None or where is None:
             return []
         same = [r for r in self.w.rows(p) if r[name.name] == person[name.name] and r[where.name] == person[where.name]]
@@ -281,6 +286,9 @@ class Families:
                                               f"Yes - my email is {voice.key}.", f"It's {voice.key}.",
                                               f"Oh, sorry! It's {voice.key}.", f"My account is {voice.key}.",
                                               f"Sure thing, {voice.key}.", f"Right, I forgot: {voice.key}."])
+                    if voice.locator is not None:
+                        answer = f"{self.rng.choice(['Sure.', 'Oh, sorry!', 'Of course.', 'Right.'])} " \
+                                 f"{voice.identity()}"
                     return Draft("missing_parameter", "missing_identity",
                                  [DraftTurn(request, [], kind="ask", forbid=[op.name]),
                                   DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose,
@@ -690,8 +698,9 @@ class Families:
             return None
         args, value = acted
         voice = self.speaker(person) if self.scope_ent is self.person else self.w.voice(person, self.person)
+        found = self.locate(voice, person) if self.scope_ent is self.person else []
         goal = verb_phrase(op).format(record="my account", value=value)
         text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-        calls = [{"name": look.name, "arguments": {self.person.key.name: person[self.person.key.name]}},
+        calls = [*found, {"name": look.name, "arguments": {self.person.key.name: person[self.person.key.name]}},
                  {"name": op.name, "arguments": args}]
         return Draft("read_then_write", f"account_{op.name}"[:40], [DraftTurn(text, calls)], hops=1)
