@@ -250,7 +250,7 @@ def _loader_skips(corpus: str, options: dict[str, Any] | None = None) -> str | N
     other corpora)."""
     from corpora import resolve_spec
     from corpora.loaders.tree import explain_tree
-    from corpora.registry import build_config, get_loader
+    from corpora.loaders.registry import build_config, get_loader
 
     try:
         name, source = resolve_spec(corpus)

@@ -48,9 +48,9 @@ from pydantic import BeforeValidator, ConfigDict, Strict, TypeAdapter, Validatio
 from pydantic.dataclasses import dataclass
 from pydantic_core import PydanticCustomError
 
+from corpora.errors import did_you_mean
 from envgen.skills.controller import ControllerConfig
 from envgen.skills.round import RoundConfig
-from gym_envs.errors import did_you_mean
 from training.errors import ConfigError
 
 __all__ = [
