@@ -249,8 +249,8 @@ def _loader_skips(corpus: str, options: dict[str, Any] | None = None) -> str | N
     """What a source-tree corpus's loader found and skipped, with the run's loader options (None for
     other corpora)."""
     from corpora import resolve_spec
-    from corpora.loaders.tree import explain_tree
     from corpora.loaders.registry import build_config, get_loader
+    from corpora.loaders.tree import explain_tree
 
     try:
         name, source = resolve_spec(corpus)

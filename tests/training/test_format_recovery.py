@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("xgrammar")
 
-from envgen.blueprint.prompt import example_blueprint
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
 from envgen.errors import FailureCode
+from envgen.proposers.template.prompt import example_blueprint
 from tests.training.conftest import SOLVER_MARK, solver_plan
 from tests.training.test_selfplay import selfplay_config
 from training.generation import HFGenerator, ScriptedGenerator

@@ -212,7 +212,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     import torch
     from tqdm.auto import tqdm
 
-    from envgen.blueprint.pairs import teaching_pairs
+    from envgen.proposers.template.pairs import teaching_pairs
     from training.chat import ChatFormat
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update

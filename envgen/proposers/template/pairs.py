@@ -1,7 +1,7 @@
 """Teaching pairs for the proposer warm start: a document's blueprint prompt and the AST writer's answer.
 
 The AST writer is the model's teacher: for every document it can read, the
-pair is (:func:`~envgen.blueprint.prompt.build_blueprint_messages` of the
+pair is (:func:`~envgen.proposers.template.prompt.build_blueprint_messages` of the
 document, the writer's blueprint as compact JSON), the exact prompt the model
 proposer sends and the exact layout constrained decoding produces.
 
@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envgen.blueprint.prompt import build_blueprint_messages
-from envgen.blueprint.writer import write_blueprint
-from envgen.proposers.template.build import TemplateError
+from envgen.errors import TemplateError
+from envgen.proposers.template.prompt import build_blueprint_messages
+from envgen.proposers.template.writer import write_blueprint
 
 __all__ = ["TeachingPair", "split_documents", "teaching_pairs"]
 
