@@ -32,8 +32,6 @@ from corpora.analysis import (
     ModuleProfile,
     analyze,
     identifiers,
-    method_category,
-    snake_case,
     stateful_classes,
     stateful_score,
 )
@@ -55,6 +53,7 @@ from corpora.pipeline import SelectConfig, select_documents
 from corpora.registry import Registry
 from corpora.sampling import keep_fraction, rank, sample, shuffle
 from corpora.similarity import jaccard, text_similarity, word_shingles
+from corpora.verbs import method_category, snake_case
 
 __all__ = [
     "ClassProfile",
