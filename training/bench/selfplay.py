@@ -69,7 +69,7 @@ TINY_OVERRIDES = [
     "proposer_sft.docs=24", "proposer_sft.epochs=1", "proposer_sft.batch_size=4", "proposer_sft.micro_batch_size=4",
     "proposer_sft.excerpt_tokens=80", "proposer_sft.max_length=12000", "selfplay.rounds=2",
     "selfplay.round.n=2", "selfplay.round.oversample=2.0", "selfplay.round.group_size=2", "selfplay.tasks_per_env=1",
-    "selfplay.solve_rate=reward", "selfplay.acceptance_probe=1", "selfplay.proposer.max_new_tokens=256",
+    "selfplay.solve_rate=reward", "selfplay.probe.documents=1", "selfplay.proposer.max_new_tokens=256",
     "selfplay.proposer.excerpt_tokens=80", "selfplay.proposer.n_examples=0", "selfplay.eval_attempts=1",
     "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12", "rollout.max_turn_tokens=48",
     "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
