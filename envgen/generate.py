@@ -43,6 +43,7 @@ from envgen.generate_config import GenerateConfig, GenerateSummary, corpus_key, 
 from envgen.library import BACKEND_FAILURE, Library, check_library_folder
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
+from gym_envs.seeding import stable_seed
 
 __all__ = ["GenerateConfig", "GenerateInterrupted", "GenerateSummary", "NoUsableDocuments", "corpus_key",
            "grounding", "run_generate", "select_corpus"]
@@ -422,5 +423,5 @@ def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
                 yield d, _verdict_outcome(d.id, p, verdict, d)
         if not retry:
             return
-        repaired = prop.repair_batch([(p, fb) for _, p, fb in retry], seed=cfg.seed + attempt + 1)
+        repaired = prop.repair_batch([(p, fb) for _, p, fb in retry], seed=stable_seed(cfg.seed, "repair", attempt))
         pending = [(d, r) for (d, _, _), r in zip(retry, repaired, strict=True)]

@@ -45,6 +45,7 @@ from envgen.blueprint.render.values import ValueMaker
 from envgen.blueprint.render.words import STOP_WORDS
 from envgen.blueprint.schema import Blueprint
 from envgen.errors import CompileError
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
 __all__ = ["CompileError", "CompileOptions", "Compiled", "compile_blueprint", "document_vocabulary"]
@@ -132,11 +133,8 @@ def _slug(text: str) -> str:
 
 
 def _rng(seed: int, sha: str) -> random.Random:
-    try:
-        mix = int(sha[:16], 16)
-    except ValueError:
-        mix = int(hashlib.sha256(sha.encode()).hexdigest()[:16], 16)
-    return random.Random(int(seed) ^ mix)
+    """The draws of one ``(seed, document)``: the seed and the document's digest, through :func:`stable_seed`."""
+    return random.Random(stable_seed(int(seed), sha))
 
 
 def _description(bp: Blueprint, model: EnvModel, path: str) -> str:

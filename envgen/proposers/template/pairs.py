@@ -13,7 +13,6 @@ documents to a corpus never moves an old one between the sides.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from envgen.errors import TemplateError
 from envgen.proposers.template.prompt import build_blueprint_messages
 from envgen.proposers.template.writer import write_blueprint
+from gym_envs.seeding import stable_seed
 
 __all__ = ["TeachingPair", "split_documents", "teaching_pairs"]
 
@@ -35,8 +35,7 @@ class TeachingPair:
 
 
 def _bucket(doc_id: str, seed: int) -> float:
-    digest = hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest()
-    return int(digest[:12], 16) / 16**12
+    return stable_seed(seed, doc_id) / 2**31
 
 
 def split_documents(docs: Sequence[Any], holdout: float, seed: int = 0) -> tuple[list[Any], list[Any]]:

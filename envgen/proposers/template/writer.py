@@ -35,6 +35,7 @@ from envgen.errors import TemplateError
 from envgen.proposers.template.build import build_model
 from envgen.proposers.template.deepen import deepen
 from envgen.proposers.template.extract import DocInfo, analyze_source
+from gym_envs.seeding import stable_seed
 
 __all__ = ["Written", "ascii_text", "module_name", "write_blueprint"]
 
@@ -73,11 +74,8 @@ def module_name(doc: Any, path: str) -> str:
 
 
 def _rng(seed: int, sha: str) -> random.Random:
-    try:
-        mix = int(sha[:16], 16)
-    except ValueError:
-        mix = int(hashlib.sha256(sha.encode()).hexdigest()[:16], 16)
-    return random.Random(int(seed) ^ mix)
+    """The draws of one ``(seed, document)``: the seed and the document's digest, through :func:`stable_seed`."""
+    return random.Random(stable_seed(int(seed), sha))
 
 
 def _entity(e: Entity) -> dict[str, Any]:
