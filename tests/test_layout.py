@@ -344,6 +344,33 @@ def test_the_results_rule_sees_the_ways_a_test_names_results() -> None:
     assert not _REPO_README_RE.search('(tmp_path / "export" / "README.md").read_text()')
 
 
+def test_run_data_stays_out_of_the_installed_package() -> None:
+    """The package data a wheel would hold (setuptools' own ``build_py``, from pyproject.toml) has every shipped
+    document, example and config, and nothing under :data:`RESULTS`: run data stays in the repository."""
+    import os
+    import warnings
+
+    setuptools = pytest.importorskip("setuptools")
+    from setuptools.config import pyprojecttoml
+
+    dist = setuptools.Distribution({"script_name": "setup.py"})
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pyprojecttoml.apply_configuration(dist, "pyproject.toml")
+            cmd = dist.get_command_obj("build_py")
+            cmd.ensure_finalized()
+            files = {Path(src, f).as_posix() for _, src, _, fs in cmd.get_data_files_without_manifest() for f in fs}
+    finally:
+        os.chdir(cwd)
+    shipped = [f for f in files if f.startswith(RESULTS)] + [p for p in dist.packages if "results" in p.split(".")]
+    assert not shipped, f"run data would ship in the wheel: {sorted(shipped)[:5]}"
+    assert {"gym_envs/ENVSPEC.md", "training/configs/smoke-cpu.yaml", "gym_envs/examples/library-loans.json",
+            "envgen/skills/builtin/records-crud/SKILL.md"} <= files
+
+
 def test_the_top_level_is_the_fixed_layout() -> None:
     """The user fixed the top level: these packages, the README, pyproject and CI; no other folder (no docs/,
     no scripts/). Documentation lives beside the code it describes."""
