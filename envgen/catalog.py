@@ -71,6 +71,7 @@ ENVS = sa.Table(
     sa.Column("mutation_score", sa.Float, nullable=True),  #: the gate's killed / mutants (check adequacy)
     sa.Column("mutants", sa.Integer, nullable=True),  #: wrong trajectories the gate tried
     sa.Column("difficulty", sa.String(10), nullable=True),  #: the compiler's difficulty (easy/medium/hard)
+    sa.Column("spec_sha256", sa.String(64), nullable=True),  #: SHA-256 of the spec file as written (corruption check)
 )
 ATTEMPTS = sa.Table(
     "attempts", _META,
@@ -213,7 +214,9 @@ def make_engine(url: str, *, readonly: bool = False) -> sa.Engine:
     try:
         engine = sa.create_engine(u, pool_pre_ping=not sqlite)
     except ImportError as e:
-        extra = " (pip install 'envwright[postgres]')" if u.get_backend_name() == "postgresql" else ""
+        from envgen.errors import install_hint
+
+        extra = f" ({install_hint('psycopg')})" if u.get_backend_name() == "postgresql" else ""
         raise ValueError(f"the catalog {u.render_as_string(hide_password=True)!r} needs a database driver that is "
                          f"not installed: {e}{extra}") from None
     if sqlite and not readonly:

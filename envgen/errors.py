@@ -33,6 +33,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "CPU_TORCH",
+    "EXTRA_OF",
     "PARSE_FAILURES",
     "BackendError",
     "BackendNotInstalledError",
@@ -43,6 +45,7 @@ __all__ = [
     "NotALibrary",
     "TemplateError",
     "error_message",
+    "install_hint",
 ]
 
 
@@ -107,14 +110,50 @@ class BackendError(RuntimeError):
 
 
 class BackendNotInstalledError(BackendError, ImportError):
-    """An optional dependency of a backend is missing; the message names the install command."""
+    """An optional dependency of a backend is missing; the message names the install command (:func:`install_hint`)."""
 
     def __init__(self, backend: str, package: str, extra: str | None = None):
         self.backend = backend
         self.package = package
-        hint = f"pip install 'envwright[{extra}]'" if extra else f"pip install {package}"
         super().__init__(f"the {backend!r} backend needs the {package!r} package, which is not installed: "
-                         f"{hint}")
+                         f"{install_hint(package, extra)}")
+
+
+#: The pip extra (pyproject's optional-dependencies) that brings a third-party package, by import name.
+EXTRA_OF = {"torch": "train", "transformers": "train", "trl": "train", "peft": "train", "accelerate": "train",
+            "tensorboard": "train", "gguf": "train", "tokenizers": "train", "xgrammar": "constrained",
+            "tvm_ffi": "constrained", "datasets": "hf", "pyarrow": "hf", "openai": "openai", "vllm": "vllm",
+            "ray": "ray", "psycopg": "postgres", "mpmath": "eval", "bfcl_eval": "eval"}
+
+#: The pinned CPU build of torch, and where it is found off this project's machines (the README's first step).
+CPU_TORCH = ("torch==2.13.0", "https://download.pytorch.org/whl/cpu")
+_NEEDS_TORCH = ("train",)  #: extras that pull torch: a CPU install takes CPU torch first
+
+
+def install_hint(package: str, extra: str | None = None) -> str:
+    """How to install ``package`` (an import name), in one line: the extra that brings it, else the package.
+
+    The one place every "not installed" message takes its instruction from. An extra that pulls torch
+    (``train``) comes with the CPU-first step the README gives (with no torch installed, it would pull a
+    CUDA build of several GB). Constrained decoding's ``xgrammar`` (extra ``constrained``) declares triton,
+    about 1 GB that only CUDA uses: on a CPU machine it is installed without its dependencies.
+    """
+    extra = EXTRA_OF.get(package, extra)
+    if package == "bfcl_eval":
+        return "pip install --no-deps bfcl-eval mpmath (its declared dependencies pull CUDA)"
+    if extra == "constrained":
+        return ("on a CPU-only machine: pip install --no-deps 'xgrammar>=0.1.25' apache-tvm-ffi (its triton "
+                "dependency, about 1 GB, serves only CUDA); on a GPU machine: pip install 'envwright[constrained]' "
+                "(from a checkout: pip install -e '.[constrained]')")
+    if extra is None:
+        return f"pip install {package}"
+    line = f"pip install 'envwright[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+    if extra in _NEEDS_TORCH:
+        torch, index = CPU_TORCH
+        return (f"install CPU torch first: pip install {torch} (where that wheel is not at hand: pip install {torch} "
+                f"--index-url {index}), then {line}; installed before torch, the extra pulls a CUDA build of "
+                "several GB")
+    return line
 
 
 def error_message(e: BaseException) -> str:

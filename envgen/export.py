@@ -9,10 +9,12 @@
       data/environments.parquet   config "environments": one row per environment (its catalog row)
 
 so ``datasets.load_dataset(DIR_OR_REPO, "tasks")`` and ``load_dataset("parquet", data_files=...)``
-both read it. Every column is listed once, with its type and meaning, in
-:mod:`envgen.export_columns` (the card's column tables come from there too). ``spec_json`` is the spec file's
-exact text, so :func:`import_hf` (``envwright import``) writes byte-identical spec files and
-restores the catalog rows (solve rates, grounding, per-task statistics) into a library.
+both read it. Every column is listed once, with its type and meaning, in :mod:`envgen.export_columns`
+(the card's column tables come from there too). ``spec_json`` is the spec file's exact text, so
+:func:`import_hf` (``envwright import``) writes byte-identical spec files and restores the catalog rows
+(solve rates, grounding, per-task statistics) into a library. Each environment row carries the gate
+report the library kept (``gate_report``); import trusts neither it nor the ``valid`` flag: it runs the
+gate again on every spec, refuses what the gate rejects, and keeps the fresh reports.
 
 Writes are atomic: the dataset is built in a temporary folder next to ``DIR`` and renamed into
 place; an existing ``DIR`` is refused unless ``overwrite`` (and even then only when it is an export
@@ -28,7 +30,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +60,13 @@ class ExportSummary:
 
 @dataclass
 class ImportSummary:
-    """What :func:`import_hf` did: the environments added and those already present."""
+    """What :func:`import_hf` did: the environments added, those already present, and those refused
+    (env id -> why: the gate rejects it, or its row says it was not accepted)."""
     library: Path
     added: list[str]
     present: list[str]
     seconds: float
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def _arrow(type_text: str) -> Any:
@@ -114,9 +118,9 @@ def _task_solve(stats: list[dict[str, Any]]) -> dict[str, tuple[float | None, in
     return {k: ((p / n) if n else None, n) for k, (n, p) in tot.items()}
 
 
-def _rows(spec: EnvSpec, text: str, row: dict[str, Any], stats: list[dict[str, Any]]) -> tuple[dict[str, Any],
-                                                                                                 list[dict[str, Any]]]:
-    """The environment's row and its task rows."""
+def _rows(spec: EnvSpec, text: str, row: dict[str, Any], stats: list[dict[str, Any]],
+          gate: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The environment's row (with its gate report, when the library kept one) and its task rows."""
     prov = spec.provenance.model_dump()
     source = spec.source.model_dump() if spec.source else None
     tool_names = [t.name for t in spec.tools]
@@ -139,7 +143,8 @@ def _rows(spec: EnvSpec, text: str, row: dict[str, Any], stats: list[dict[str, A
            "doc_id": row.get("doc_id"), "doc_path": row.get("doc_path"),
            **{k: row.get(k) for k in _CATALOG},
            "signature": row.get("signature"), "task_stats": json.dumps(stats, ensure_ascii=False, default=str),
-           "spec_sha256": _sha(text), "spec_json": text}
+           "spec_sha256": _sha(text), "spec_json": text,
+           "gate_report": json.dumps(gate, ensure_ascii=False, default=str) if gate is not None else None}
     env["valid"] = bool(env["valid"]) if env["valid"] is not None else True
     env["n_evals"] = int(env["n_evals"] or 0)
     return env, tasks
@@ -194,12 +199,13 @@ def export_hf(library: Library, out: str | os.PathLike[str], *, overwrite: bool 
     for i, row in enumerate(rows):
         path = library.spec_path(row["id"])
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
+            text = library.inside(path).read_text(encoding="utf-8")
+        except (OSError, ValueError) as e:
             raise FileNotFoundError(f"the catalog lists {row['id']!r} but its spec file {path} cannot be read "
                                     f"({e}); restore the file or remove the row") from None
         env, tasks = _rows(parse_spec(text, source=str(path)), text, row,
-                           sorted(stats_by_env.get(row["id"], []), key=lambda s: (s["task_id"], s["policy"])))
+                           sorted(stats_by_env.get(row["id"], []), key=lambda s: (s["task_id"], s["policy"])),
+                           library.gate_report(row["id"]))
         env_rows.append(env)
         task_rows.extend(tasks)
         if progress is not None:
@@ -271,38 +277,105 @@ def _resolve_source(src: str, token: str | None = None) -> Path:
     return _resolve_source(str(folder))
 
 
-def read_export(src: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def read_export(src: str | os.PathLike[str], *, strict: bool = True) -> list[dict[str, Any]]:
     """The environments table of an export folder as dicts, each ``spec_json`` checked against its
-    ``spec_sha256`` and parsed (a ``ValueError`` names the first bad row)."""
+    ``spec_sha256`` and parsed into ``spec``. A bad row raises a ``ValueError`` naming it; with
+    ``strict=False`` it is kept with ``spec`` None and ``problem`` saying what is wrong."""
     import pyarrow.parquet as pq
 
     path = _resolve_source(str(src))
     rows = pq.read_table(path / DATA_FILES["environments"]).to_pylist()
     for r in rows:
-        if _sha(r["spec_json"]) != r["spec_sha256"]:
-            raise ValueError(f"{path}: the spec of {r['env_id']!r} does not match its spec_sha256 (damaged export)")
-        spec = parse_spec(r["spec_json"], source=f"{path}:{r['env_id']}")
-        if spec.id != r["env_id"]:
-            raise ValueError(f"{path}: row {r['env_id']!r} holds the spec of {spec.id!r}")
+        r["spec"], r["problem"] = None, None
+        try:
+            if _sha(r["spec_json"]) != r["spec_sha256"]:
+                raise ValueError(f"{path}: the spec of {r['env_id']!r} does not match its spec_sha256 (a damaged "
+                                 "or altered export)")
+            spec = parse_spec(r["spec_json"], source=f"{path}:{r['env_id']}")
+            if spec.id != r["env_id"]:
+                raise ValueError(f"{path}: row {r['env_id']!r} holds the spec of {spec.id!r}")
+        except ValueError as e:  # SpecError is a ValueError
+            if strict:
+                raise
+            r["problem"] = str(e)
+            continue
         r["spec"] = spec
     return rows
 
 
-def import_hf(src: str | os.PathLike[str], library: Library, *, token: str | None = None) -> ImportSummary:
+def _exported_gate(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The gate report a row carries (None: none, or an export from before gate reports were exported)."""
+    text = row.get("gate_report")
+    try:
+        report = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return {"accepted": False, "reasons": [{"text": "the exported gate report is not JSON"}]}
+    return report if isinstance(report, dict) else None
+
+
+def _refusal(row: dict[str, Any], exported: dict[str, Any] | None, fresh: Any) -> str | None:
+    """Why a row may not be imported (None: it may): the gate, run here, must accept its spec, and the row
+    must say it was accepted (``valid``, and its own gate report when it has one)."""
+    if not fresh.accepted:
+        said = " (its exported gate report says accepted)" if exported and exported.get("accepted") else ""
+        return f"the validity gate, run on import, rejects it{said}: " + "; ".join(str(r) for r in fresh.reasons)
+    if row.get("valid") is False:
+        return "its row says it was not accepted (valid is false)"
+    if exported is not None and not exported.get("accepted"):
+        why = "; ".join(str(r.get("text", r)) if isinstance(r, dict) else str(r) for r in exported.get("reasons") or [])
+        return f"its exported gate report says it was rejected{': ' + why if why else ''}"
+    return None
+
+
+def import_hf(src: str | os.PathLike[str], library: Library, *, token: str | None = None,
+              executor: str = "worker", progress: Callable[[int, int], None] | None = None) -> ImportSummary:
     """Add the environments of an export (a folder or a Hub dataset id) to ``library``: spec files byte
-    for byte, catalog rows and per-task statistics as exported. All or nothing (see
-    :meth:`Library.restore`); environments already there with identical spec files are skipped."""
+    for byte, catalog rows and per-task statistics as exported, and a gate report each.
+
+    An export is data from elsewhere, so every spec goes through the validity gate again (spec code in
+    ``executor``: isolated ``worker`` processes, or ``inprocess`` for exports you trust), and a row is
+    refused, with the reason, when the gate rejects it now, when the row says it was not accepted (its
+    ``valid`` flag, or its exported gate report), or when its spec does not match its ``spec_sha256`` or
+    does not parse. The gate's fresh report is kept (``gate/<id>.json``), and
+    its mutation score goes into the catalog. Refused rows are left out; the rest is all or nothing (see
+    :meth:`Library.restore`), and environments already there with identical spec files are skipped.
+    ``progress(done, total)`` is called after each spec is validated.
+    """
+    from envgen.validate import validate_spec
+    from gym_envs.sandbox import make_executor
+
     t0 = time.perf_counter()
-    rows = read_export(_resolve_source(str(src), token))
-    envs = []
+    rows = read_export(_resolve_source(str(src), token), strict=False)
+    envs: list[tuple[PreparedEnv, dict[str, Any]]] = []
     stats: list[dict[str, Any]] = []
-    for r in rows:
-        prepared = PreparedEnv(r["env_id"], r["spec_json"], PreparedEnv.of(r["spec"]).entry)
-        catalog = {k: r[k] for k in _CATALOG}
-        catalog.update({k: r[k] for k in ("proposer", "skill_id", "stream", "corpus", "doc_id", "doc_path")
-                        if r.get(k) is not None})
-        envs.append((prepared, catalog))
-        stats.extend(json.loads(r["task_stats"] or "[]"))
+    refused: dict[str, str] = {}
+    reports: dict[str, dict[str, Any]] = {}
+    ex = make_executor(executor)
+    try:
+        for i, r in enumerate(rows):
+            why: str | None
+            if r["spec"] is None:
+                why = str(r["problem"])
+            else:
+                fresh = validate_spec(r["spec"], executor=ex, source=f"{src}:{r['env_id']}")
+                why = _refusal(r, _exported_gate(r), fresh)
+            if progress is not None:
+                progress(i + 1, len(rows))
+            if why is not None:
+                refused[r["env_id"]] = why
+                continue
+            reports[r["env_id"]] = fresh.to_dict()
+            prepared = PreparedEnv(r["env_id"], r["spec_json"], PreparedEnv.of(r["spec"]).entry)
+            catalog = {k: r[k] for k in _CATALOG} | {"mutation_score": fresh.mutation_score,
+                                                     "mutants": fresh.mutants}
+            catalog.update({k: r[k] for k in ("proposer", "skill_id", "stream", "corpus", "doc_id", "doc_path")
+                            if r.get(k) is not None})
+            envs.append((prepared, catalog))
+            stats.extend(json.loads(r["task_stats"] or "[]"))
+    finally:
+        ex.close()
     added, present = library.restore(envs, stats)
-    return ImportSummary(library.root, added, present, time.perf_counter() - t0)
+    for env_id in added:
+        library.write_gate_report(env_id, reports[env_id])
+    return ImportSummary(library.root, added, present, time.perf_counter() - t0, refused)
 

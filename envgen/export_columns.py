@@ -63,5 +63,7 @@ ENV_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("task_stats", "string", "JSON list of per-task, per-policy results (env_id, task_id, policy, n, passes, "
                              "reference_passes, updated_at)"),
     ("spec_sha256", "string", "SHA-256 of spec_json"),
+    ("gate_report", "string", "the validity gate's report on it, as the library kept it (JSON; null: none kept); "
+                              "import runs the gate again and compares"),
     ("spec_json", "string", "the spec file, byte for byte"),
 )

@@ -6,7 +6,10 @@ Pipeline for one run (:func:`run_generate`):
    seeded sample: :mod:`corpora`);
 2. skip the documents this run already attempted (a run is identified by
    corpus, however its path is spelled, proposer, backend, model and seed, so
-   re-running the same command resumes a killed run);
+   re-running the same command resumes a killed run), except those whose
+   environment's spec file is corrupt: that file is set aside as
+   ``specs/<id>.json.corrupt`` and the document done again
+   (:mod:`envgen.library_health`);
 3. propose: the ``template`` proposer runs inside the worker processes with
    validation; model proposers generate in batches in this process, then fan
    validation out to the workers and feed rejection reasons back for up to
@@ -22,6 +25,9 @@ Pipeline for one run (:func:`run_generate`):
    with the workers, only writes. Results count (summary, progress bar) once
    their batch is committed; a killed run re-attempts the uncommitted ones.
 
+One run writes a library at a time (:mod:`envgen.library_lock`): a second run into a library that
+another live run is writing is refused with :class:`~envgen.library_lock.LibraryBusy`, naming it.
+
 Workers are local processes (``executor="local"``) or Ray tasks
 (``executor="ray"``), running the same job function. The run's options, its
 documents and its summary are :mod:`envgen.generate_config`'s (re-exported here).
@@ -33,14 +39,16 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import AttemptRecord, PreparedEnv
-from envgen.errors import FailureCode, NoUsableDocuments
+from envgen.errors import FailureCode, NoUsableDocuments, install_hint
 from envgen.generate_config import GenerateConfig, GenerateSummary, corpus_key, select_corpus
-from envgen.library import BACKEND_FAILURE, Library, check_library_folder
+from envgen.library import BACKEND_FAILURE, Library, LibraryNotWritable, check_library_folder
+from envgen.library_lock import library_lock
 from envgen.proposers import Proposal, Proposer, make_proposer
 from envgen.validate import Verdict, validate_spec
 from gym_envs.seeding import stable_seed
@@ -135,7 +143,7 @@ class _Runner:
             try:
                 import ray
             except ImportError:
-                raise RuntimeError("--executor ray needs Ray: pip install 'envwright[ray]'") from None
+                raise RuntimeError(f"--runner ray needs Ray: {install_hint('ray')}") from None
             if not ray.is_initialized():
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
                          ignore_reinit_error=True)
@@ -272,8 +280,23 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
         make_proposer("template", **cfg.proposer_options)
     check_library_folder(cfg.out)  # before any work: a file, or a folder that holds something else, is refused
     all_docs = list(docs) if docs is not None else select_corpus(cfg)
-    lib = Library(cfg.out, cfg.catalog_url)  # only once there is work to store: a failed run leaves no library
+    with ExitStack() as held:  # the lock before the library is opened: opening it for writing re-indexes
+        try:  # only once there is work to store: a failed run leaves no library
+            cfg.out.mkdir(parents=True, exist_ok=True)
+            held.enter_context(library_lock(cfg.out, f"run {cfg.run_id} ({cfg.proposer}, corpus {cfg.corpus})"))
+        except OSError as e:
+            raise LibraryNotWritable(f"cannot write the library {cfg.out}: {e.strerror or e} ({e.filename or cfg.out});"
+                                     " choose a folder you can write to, or fix its permissions") from None
+        lib = Library(cfg.out, cfg.catalog_url)
+        held.callback(lib.close)
+        return _run(cfg, lib, all_docs, t0, progress, proposer)
+
+
+def _run(cfg: GenerateConfig, lib: Library, all_docs: list[Any], t0: float, progress: bool,
+         proposer: Proposer | None) -> GenerateSummary:
+    """The run itself, with the library open and its lock held."""
     summary = GenerateSummary(run_id=cfg.run_id)
+    summary.redone_corrupt = lib.set_aside_corrupt(cfg.run_id)  # their documents are attempted again
     done = lib.attempted_docs(cfg.run_id)
     todo = [d for d in all_docs if d.id not in done]
     summary.skipped_resumed = len(all_docs) - len(todo)
@@ -310,7 +333,6 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
         raise GenerateInterrupted(summary, len(todo)) from None
     finally:
         runner.close()
-        lib.close()
     summary.wall_seconds = time.perf_counter() - t0
     return summary
 

@@ -143,6 +143,9 @@ class GenerateSummary:
     first_backend_error: str | None = None
     #: per rejection code, up to :data:`REASON_EXAMPLES` distinct reasons (what ``generate`` prints)
     reason_examples: dict[str, list[str]] = field(default_factory=dict)
+    #: environments of this run whose spec file was corrupt, set aside (``specs/<id>.json.corrupt``) so their
+    #: documents are done again: env id -> why
+    redone_corrupt: dict[str, str] = field(default_factory=dict)
 
     @property
     def only_duplicates(self) -> bool:

@@ -43,10 +43,17 @@ transaction), so an attempt is never recorded without its environment. An
 environment whose tool signatures equal an existing one's and whose task texts
 are near-identical is refused with the original's id (:class:`DuplicateEnv`).
 
-This module owns the files; the catalog's tables, its rows (:class:`~envgen.catalog.PreparedEnv`,
-:class:`~envgen.catalog.AttemptRecord`), the dialect-aware upserts and the evaluation statistics'
-queries live in :mod:`envgen.catalog`; the WAL pragmas apply to SQLite only. Any SQLAlchemy URL works, for example
-``postgresql+psycopg://user@host/envwright`` (``pip install 'envwright[postgres]'``).
+Spec files that do not load (corrupt) are found by :meth:`Library.corrupt_specs` (cheaply: the catalog
+keeps each file's SHA-256) and set aside for a run to redo by :meth:`Library.set_aside_corrupt`
+(:mod:`envgen.library_health`). Ids from the catalog name files only inside the library
+(:meth:`Library.spec_path` refuses a separator or ``..``).
+
+What a library folder may be, and the one-line errors of one that cannot be used, are in
+:mod:`envgen.library_folder` (re-exported here). This module owns the files; the catalog's tables, its
+rows (:class:`~envgen.catalog.PreparedEnv`, :class:`~envgen.catalog.AttemptRecord`), the dialect-aware
+upserts and the evaluation statistics' queries live in :mod:`envgen.catalog`; the WAL pragmas apply to
+SQLite only. Any SQLAlchemy URL works, for example ``postgresql+psycopg://user@host/envwright``
+(``pip install 'envwright[postgres]'``).
 """
 
 from __future__ import annotations
@@ -84,123 +91,25 @@ from envgen.catalog import (
 )
 from envgen.catalog import upsert as _upsert  # a module global: tests replace it to simulate a kill
 from envgen.errors import DuplicateEnv, FailureCode, NotALibrary
-from gym_envs.spec import EnvSpec, atomic_write_text, load_spec
+from envgen.library_folder import (
+    LibraryNotWritable,
+    LibraryReadOnly,
+    catalog_problem,
+    check_library_folder,
+    file_in_the_way,
+    file_name,
+    is_library,
+    needs_recovery,
+    not_a_library,
+    os_problem,
+)
+from envgen.library_health import corrupt_specs, set_aside_corrupt, text_sha256
+from gym_envs.spec import EnvSpec, atomic_write_text, load_spec, parse_spec
 
 __all__ = ["BACKEND_FAILURE", "DuplicateEnv", "Library", "LibraryNotWritable", "LibraryReadOnly", "NotALibrary",
            "check_library_folder", "is_library"]
 
 BACKEND_FAILURE = FailureCode.GENERATION  #: the code of an attempt the model backend failed (retried on resume)
-
-
-def is_library(root: str | Path) -> bool:
-    """Whether ``root`` looks like a library folder."""
-    root = Path(root)
-    return (root / "specs").is_dir() or (root / "catalog.sqlite").is_file()
-
-
-class LibraryNotWritable(ValueError):
-    """The library folder, a file in it or its catalog cannot be written; the message names the path and the fix."""
-
-
-class LibraryReadOnly(LibraryNotWritable):
-    """A write asked of a library opened with ``readonly=True``."""
-
-
-def _not_a_library(root: Path) -> NotALibrary:
-    """Why ``root`` cannot be opened read-only, in one line that says what to pass instead."""
-    if not root.exists():
-        why = "does not exist"
-    elif not root.is_dir():
-        why = "is a file, not a folder"
-    else:
-        why = "is not an envwright library (it has no specs/ folder and no catalog.sqlite)"
-    return NotALibrary(f"{root} {why}; pass a library folder (the folder envwright generate --out wrote)")
-
-
-def _needs_recovery(catalog: Path) -> bool:
-    """Whether reading the SQLite file ``catalog`` read-only in place would need a file it lacks or would
-    change one: a rollback journal left by a killed writer, or a WAL without its ``-shm`` index (which no
-    connected writer lacks, and which SQLite would create)."""
-    def beside(suffix: str) -> bool:
-        return catalog.with_name(catalog.name + suffix).exists()
-
-    return beside("-journal") or (beside("-wal") and not beside("-shm"))
-
-
-def _file_in_the_way(root: Path) -> str | None:
-    """Why ``root`` cannot be (or become) a folder: it, or a folder above it, is a file (None: it can). One
-    ``stat`` per path: another process may create the folder between two looks (``is_dir`` false, then
-    ``exists`` true), which two calls took for a file."""
-    import stat
-
-    for p in (root, *root.parents):
-        try:
-            mode = p.stat().st_mode
-        except FileNotFoundError:
-            if p.is_symlink():  # a dangling link: no folder can be made there
-                return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
-            continue
-        except NotADirectoryError:  # a path below a file: the file is found further up
-            continue
-        if stat.S_ISDIR(mode):
-            return None
-        return "it is a file, not a folder" if p == root else f"{p} is a file, not a folder"
-    return None
-
-
-def check_library_folder(root: str | Path) -> None:
-    """Raise :class:`NotALibrary` unless ``root`` can hold a library this run may write: a path that
-    does not exist yet, an empty folder, or an existing library.
-
-    A file (or a path below one) is refused, and so is a non-empty folder that is not a library: a
-    run writes ``specs/``, ``rejected/`` and ``catalog.sqlite`` into its library, and must not take
-    over a folder that holds something else.
-    """
-    root = Path(root)
-    problem = _file_in_the_way(root)
-    if problem is not None:
-        raise NotALibrary(f"cannot use {root} as a library folder: {problem}; give a new folder, an empty one, "
-                          "or an existing library")
-    if root.is_dir() and not is_library(root):
-        try:
-            entries = sorted(p.name for p in root.iterdir())
-        except OSError as e:
-            raise LibraryNotWritable(f"cannot read the library folder {root}: {e.strerror or e}; choose a folder "
-                                     "you can read and write, or fix its permissions") from None
-        if entries:
-            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
-            raise NotALibrary(f"{root} is a folder that holds other files ({shown}) and is not an envwright "
-                              "library; give a new or empty folder, or an existing library, so that nothing "
-                              "in it is overwritten")
-
-
-def _os_problem(root: Path, e: OSError) -> LibraryNotWritable:
-    """A file system error while writing the library, as a message that names the path and the fix."""
-    where = e.filename or root
-    if isinstance(e, PermissionError):
-        return LibraryNotWritable(f"cannot write the library {root}: permission denied on {where}; choose a "
-                                  "folder you can write to, or fix its permissions")
-    return LibraryNotWritable(f"cannot write the library {root}: {e.strerror or e} ({where}); choose another "
-                              "library folder, or fix this one")
-
-
-_ACCESS_WORDS = ("readonly", "read-only", "read only", "unable to open", "permission denied", "access denied")
-
-
-def _catalog_problem(root: Path, url: str, e: sa.exc.DBAPIError) -> LibraryNotWritable | None:
-    """A catalog that cannot be opened or written, as a message that names it and the fix (None: another error)."""
-    why = str(e.orig) if e.orig is not None else str(e)
-    if not any(w in why.lower() for w in _ACCESS_WORDS):
-        return None
-    u = sa.engine.make_url(url)
-    if u.get_backend_name() == "sqlite":
-        where = u.database or url
-        hint = (f"make {where} and its folder writable (SQLite writes its journal beside the file), or choose "
-                "another library folder")
-    else:
-        where = u.render_as_string(hide_password=True)
-        hint = "grant this database user write access to the catalog's tables, or choose another --catalog-url"
-    return LibraryNotWritable(f"cannot write the catalog {where} of the library {root}: {why}; {hint}")
 
 
 def _read(path: Path) -> str | None:
@@ -265,7 +174,7 @@ class Library:
         if not create and not is_library(self.root):
             raise NotALibrary(f"{self.root} is not an envwright library (it has no specs/ folder and no "
                               f"catalog.sqlite); make one with: envwright generate --out {self.root}")
-        problem = _file_in_the_way(self.root)
+        problem = file_in_the_way(self.root)
         if problem is not None:
             raise NotALibrary(f"cannot use {self.root} as a library folder: {problem}; give a new folder, an "
                               "empty one, or an existing library")
@@ -274,7 +183,7 @@ class Library:
             if create:
                 (self.root / "rejected").mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise _os_problem(self.root, e) from None
+            raise os_problem(self.root, e) from None
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         self.engine = make_engine(self.url)
         try:
@@ -284,7 +193,7 @@ class Library:
             self.reindex()
         except sa.exc.DBAPIError as e:
             self.engine.dispose()
-            err = _catalog_problem(self.root, self.url, e)
+            err = catalog_problem(self.root, self.url, e)
             if err is None:
                 raise
             raise err from None
@@ -312,7 +221,7 @@ class Library:
     def _open_readonly(self, catalog_url: str | None) -> None:
         self.readonly = True
         if not is_library(self.root):
-            raise _not_a_library(self.root)
+            raise not_a_library(self.root)
         self.url = catalog_url or f"sqlite:///{(self.root / 'catalog.sqlite').resolve()}"
         file = sqlite_file(self.url)
         try:
@@ -322,7 +231,7 @@ class Library:
                                       "--catalog-url the library was made with")
                 self.engine = self._private_catalog(None)  # spec files only: index them into a private catalog
                 self._reindex()
-            elif file is not None and _needs_recovery(file):
+            elif file is not None and needs_recovery(file):
                 self.engine = self._private_catalog(file)  # SQLite recovers the copy, not the library
             else:
                 self.engine = make_engine(self.url, readonly=True)
@@ -377,7 +286,9 @@ class Library:
 
     # -- writing -------------------------------------------------------------------------------
     def spec_path(self, env_id: str) -> Path:
-        return self.root / "specs" / f"{env_id}.json"
+        """``specs/<env_id>.json``; ``ValueError`` for an id that would name a file elsewhere (a tampered
+        catalog: a path separator, ``..``)."""
+        return self.root / "specs" / f"{file_name(env_id, 'environment id')}.json"
 
     def find_duplicate(self, spec: EnvSpec) -> str | None:
         """The id of an existing env with the same signatures and near-identical tasks, if any."""
@@ -477,7 +388,7 @@ class Library:
                  mutants: int | None = None) -> dict[str, Any]:
         return {**p.entry, "model": model, "valid": True, "reasons": json.dumps(reasons), "run_id": run_id,
                 "path": str(self.spec_path(p.id).relative_to(self.root)), "grounding": grounding,
-                "mutation_score": mutation_score, "mutants": mutants}
+                "mutation_score": mutation_score, "mutants": mutants, "spec_sha256": text_sha256(p.text)}
 
     def record_batch(self, records: Sequence[AttemptRecord]) -> list[AttemptRecord]:
         """Store a batch of attempts; returns them, with duplicates turned into rejections.
@@ -524,7 +435,7 @@ class Library:
                 if not r.accepted and r.rejected_spec is not None:
                     self._write_rejected(r.attempt_id, r.doc_id, r.reasons, r.rejected_spec, r.gate)
         except OSError as e:  # permissions changed, a full disk: nothing of the batch is recorded, say why
-            raise _os_problem(self.root, e) from None
+            raise os_problem(self.root, e) from None
         env_rows = [{**self._env_row(r.env, model=r.model, run_id=r.run_id, reasons=[], grounding=r.grounding,
                                      mutation_score=r.mutation_score, mutants=r.mutants),
                      "structure": r.structure, "repairs": json.dumps(r.repairs), "difficulty": r.difficulty}
@@ -534,7 +445,7 @@ class Library:
                 _upsert(c, ENVS, env_rows)
                 _upsert(c, ATTEMPTS, [r.attempt_row() for r in records])
         except sa.exc.DBAPIError as e:
-            err = _catalog_problem(self.root, self.url, e)
+            err = catalog_problem(self.root, self.url, e)
             if err is None:
                 raise
             raise err from None
@@ -596,15 +507,31 @@ class Library:
         """Keep the gate's report on an environment (``gate/<env_id>.json``, atomic)."""
         self._refuse_if_readonly("write a gate report")
         (self.root / "gate").mkdir(exist_ok=True)
-        atomic_write_text(self.root / "gate" / f"{env_id}.json", json.dumps(report, indent=1, default=str))
+        atomic_write_text(self.root / "gate" / f"{file_name(env_id, 'environment id')}.json",
+                          json.dumps(report, indent=1, default=str))
 
     def gate_report(self, env_id: str) -> dict[str, Any] | None:
-        """The stored gate report of an environment (None when the library has none for it)."""
-        text = _read(self.root / "gate" / f"{env_id}.json")
+        """The stored gate report of an environment (None when the library has none for it, or the file is
+        not one: not JSON, no ``accepted`` verdict, or a link that leads out of the library)."""
         try:
-            return json.loads(text) if text else None
+            path = self.inside(self.root / "gate" / f"{file_name(env_id, 'environment id')}.json")
         except ValueError:
             return None
+        text = _read(path)
+        try:
+            report = json.loads(text) if text else None
+        except ValueError:
+            return None
+        return report if isinstance(report, dict) and isinstance(report.get("accepted"), bool) else None
+
+    def inside(self, path: Path) -> Path:
+        """``path`` resolved (links followed), when it lies inside the library; else ``ValueError``. A library
+        is data that may come from elsewhere: a spec or report file that is a link to another file of this
+        machine is never read."""
+        base, target = self.root.resolve(), path.resolve()
+        if base not in target.parents:
+            raise ValueError(f"{path} is a link that leads out of the library {self.root}: it is not read")
+        return target
 
     def record_attempt(self, *, attempt_id: str, run_id: str, doc_id: str, proposer: str, accepted: bool,
                        env_id: str | None = None, reasons: Iterable[str] = (), codes: Iterable[str] = (),
@@ -645,12 +572,15 @@ class Library:
             if path.stem in known:
                 continue
             try:
-                spec = load_spec(path)
+                text = path.read_text(encoding="utf-8")
+                spec = parse_spec(text, source=str(path))
             except (ValueError, OSError):
+                continue  # a corrupt file is not indexed: corrupt_specs() reports it
+            if spec.id != path.stem:
                 continue
             rows.append({**env_entry(spec), "model": None, "valid": True, "reasons": "[]", "run_id": None,
                          "path": str(path.relative_to(self.root)), "grounding": None, "mutation_score": None,
-                         "mutants": None})
+                         "mutants": None, "spec_sha256": text_sha256(text)})
         if rows:
             with self.engine.begin() as c:
                 _upsert(c, ENVS, rows)
@@ -663,7 +593,21 @@ class Library:
         return dict(row) if row else None
 
     def load(self, env_id: str) -> EnvSpec:
-        return load_spec(self.spec_path(env_id))
+        """The spec of an environment (``ValueError``: its file is a link out of the library)."""
+        return load_spec(self.inside(self.spec_path(env_id)))
+
+    def corrupt_specs(self, rows: Iterable[dict[str, Any]] | None = None) -> dict[str, str]:
+        """Environment id -> why its spec file is corrupt (missing, not JSON, not a valid spec, another id),
+        over ``rows`` (default: every row, and ``specs/*.json`` files without one). Cheap: a file with the
+        bytes it was written with is not parsed (:mod:`envgen.library_health`)."""
+        return corrupt_specs(self, rows)
+
+    def set_aside_corrupt(self, run_id: str) -> dict[str, str]:
+        """Set aside the corrupt environments of a run's accepted attempts (each file kept as
+        ``specs/<id>.json.corrupt``, its row and attempt dropped), so the run redoes their documents;
+        returns env id -> why it was corrupt (:func:`envgen.library_health.set_aside_corrupt`)."""
+        self._refuse_if_readonly("set aside corrupt spec files")
+        return set_aside_corrupt(self, run_id)
 
     def __len__(self) -> int:
         with self.engine.connect() as c:

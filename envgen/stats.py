@@ -15,6 +15,9 @@
   wrong trajectories tried per environment, and the mean score of rejected
   candidates (how close they came). Environments indexed without a verdict
   (re-indexed files, older catalogs) have no score and are not counted.
+* **Realism** (:mod:`envgen.realism`): CRUD-verb tools, slug strings, tables and rows, tools in scope, row
+  ids in user text, words per turn, turn skeletons, hop depth, filter-and-choose, repeated reads, policy;
+  each reference is run in the sandbox's worker processes to trace where its arguments come from.
 * **Depth** (:mod:`envgen.depth`): reference calls per task, the share of
   tasks with at least three calls, turns per task and tables per
   environment, over the library's spec files; and the **difficulty mix** (how
@@ -34,6 +37,7 @@ from typing import Any
 from corpora.similarity import jaccard, word_shingles
 from envgen.depth import spec_depth
 from envgen.library import Library
+from envgen.realism import measure_specs
 
 __all__ = ["LibraryStats", "library_stats"]
 
@@ -60,6 +64,7 @@ class LibraryStats:
     rejected_mean_mutation_score: float = float("nan")  #: over rejected attempts with a score
     depth: dict[str, Any] = field(default_factory=dict)  #: :class:`envgen.depth.Depth` of the library's tasks
     difficulty_mix: dict[str, int] = field(default_factory=dict)  #: environments per difficulty level
+    realism: dict[str, Any] = field(default_factory=dict)  #: :class:`envgen.realism.Realism` of the library's specs
 
     @property
     def overall_yield(self) -> float:
@@ -118,7 +123,9 @@ def library_stats(lib: Library, *, max_pairs_envs: int = 200, seed: int = 0) -> 
     if rejected:
         st.rejected_mean_mutation_score = sum(rejected) / len(rejected)
     st.by_stream = dict(Counter(r["stream"] or "?" for r in rows))
-    st.depth = spec_depth(_spec_dicts(lib, rows)).to_dict()
+    specs = _spec_dicts(lib, rows)
+    st.depth = spec_depth(specs).to_dict()
+    st.realism = measure_specs(specs).to_dict()
     st.difficulty_mix = dict(sorted(Counter(r.get("difficulty") or "unknown" for r in rows).items()))
     bins: Counter[str] = Counter()
     for r in rows:
@@ -135,9 +142,8 @@ def _spec_dicts(lib: Library, rows: list[dict[str, Any]]) -> list[dict[str, Any]
     """The library's specs as plain JSON (unreadable files are left out of the depth figures)."""
     out = []
     for r in rows:
-        try:
-            out.append(json.loads((lib.root / r["path"]).read_text(encoding="utf-8")) if r.get("path")
-                       else json.loads(lib.spec_path(r["id"]).read_text(encoding="utf-8")))
+        try:  # by id, inside the library (the catalog's path column is data)
+            out.append(json.loads(lib.inside(lib.spec_path(r["id"])).read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
     return out

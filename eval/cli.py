@@ -4,12 +4,14 @@ Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report` and
 :mod:`eval.contamination`; the root command (:mod:`envgen.cli`) loads them lazily from here:
 ``eval_cmd``, ``compare_cmd``, ``contamination_cmd`` and ``stats_cmd`` (the benchmarks of
 :mod:`eval.bench` are sub-commands of ``envwright bench``, :mod:`envgen.cli.bench`). ``stats_cmd`` is
-envgen's ``stats`` (:func:`envgen.cli.library.stats_command`) with BFCL multi-turn base beside the
-library in its depth table (:func:`reference_depths`): envgen never imports eval, so the command layer
-puts them together here.
+envgen's ``stats`` (:func:`envgen.cli.stats.stats_command`) with BFCL multi-turn base beside the
+library in its depth table (:func:`reference_depths`) and, with ``--anchors``, beside its realism figures
+(:func:`reference_realism`): envgen never imports eval, so the command layer puts them together here.
 
 Contract: user errors (an unknown policy or suite, a missing library, BFCL not installed) end
-with one line naming the fix and exit status 1, never a traceback.
+with one line naming the fix and exit status 1, never a traceback. A run whose every episode failed in
+the model backend (no completion came back) measured nothing: ``eval`` writes its run folder, then says so
+and exits 1; a run with some such episodes warns.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import click
 
 from envgen.errors import error_message
 
-__all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths"]  # and stats_cmd
+__all__ = ["compare_cmd", "contamination_cmd", "eval_cmd", "reference_depths", "reference_realism"]  # and stats_cmd
 
 _USER_ERRORS = (ValueError, KeyError, FileNotFoundError, FileExistsError, ImportError, RuntimeError)
 
@@ -39,7 +41,7 @@ def _opt_value(text: str) -> tuple[str, Any]:
 
 def _missing(e: ModuleNotFoundError, extra: str) -> str:
     """A missing third-party package, with the extra that brings it."""
-    from envgen.cli.lazy import install_hint
+    from envgen.errors import install_hint
 
     package = (e.name or "").split(".")[0]
     return f"the package '{package}' is not installed. Install it: {install_hint(package, extra)}"
@@ -84,7 +86,11 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
              max_new_tokens: int, temperature: float, pass_tools: bool, backend_opts: tuple[str, ...],
              calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
              progress: bool) -> None:
-    """Score a policy on suites; writes results.jsonl, summary.json, report.md and report.html."""
+    """Score a policy on suites; writes results.jsonl, summary.json, report.md and report.html.
+
+    An episode whose model backend gave no completion (a server that is down, an engine error) is a backend
+    failure, not the model's: it is not scored and is counted apart. Exits 1 when every episode was one
+    (the run folder is still written), and warns when some were."""
     from eval.runner import EvalConfig, run_eval
 
     opts: dict[str, Any] = {"max_new_tokens": max_new_tokens, "temperature": temperature,
@@ -107,6 +113,21 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
     _print_summary(run.summary)
     for name, path in run.files.items():
         click.echo(f"{name}: {path}")
+    _backend_verdict(run.summary)
+
+
+def _backend_verdict(summary: dict[str, Any]) -> None:
+    """Warn when some episodes failed in the model backend; exit 1 when every one did (nothing was measured)."""
+    from eval.report import backend_note
+
+    note = backend_note(summary)
+    if note is None:
+        return
+    run = summary["run"]
+    if run["backend_failures"] == run["episodes"]:
+        raise click.ClickException(f"nothing was measured: {note} (check that the model server or engine runs and "
+                                   "that --model and --backend-option name it)")
+    click.secho(f"warning: {note}", err=True, fg="yellow")
 
 
 def _require_plots() -> None:
@@ -114,9 +135,10 @@ def _require_plots() -> None:
     from importlib.util import find_spec
 
     if find_spec("matplotlib") is None:
+        from envgen.errors import install_hint
+
         raise ImportError("'envwright eval' draws its report's plots with matplotlib, which is not installed. "
-                          "Install the extra: pip install 'envwright[eval]' (from a checkout: pip install -e "
-                          "'.[eval]')")
+                          f"Install the extra: {install_hint('matplotlib', 'eval')}")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -127,7 +149,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     from gym_envs import display
 
     table = Table(title=display.text(f"policy {summary['run']['policy']}"))
-    keep = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "checks", "errors"]
+    keep = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "checks", "errors", "backend failures"]
     for h in keep:
         table.add_column(h, overflow="fold", no_wrap=h == "95% CI", min_width=len(h))
     for row in _suite_rows(summary):
@@ -242,11 +264,27 @@ def reference_depths() -> list[tuple[str, Any]]:
         return [(name, f"not available: {error_message(e)}")]
 
 
+def reference_realism() -> list[tuple[str, Any]]:
+    """The sets ``stats --anchors`` prints beside a library's realism figures: the shipped examples and
+    τ²-bench (:func:`envgen.realism.anchors`), and BFCL multi-turn base (or why it is missing)."""
+    from envgen.realism import anchors
+    from eval.errors import BfclError
+
+    name = "BFCL base"  # v4 multi-turn base
+    try:
+        from eval.bfcl.realism import bfcl_realism
+
+        bfcl: Any = bfcl_realism("multi_turn_base")
+    except (BfclError, ImportError) as e:
+        bfcl = f"not available: {error_message(e)}"
+    return [*anchors(), (name, bfcl)]
+
+
 def __getattr__(name: str) -> Any:
     if name == "stats_cmd":  # built on first use: importing this module stays light
-        from envgen.cli.library import stats_command
+        from envgen.cli.stats import stats_command
 
-        cmd = stats_command(reference_depths)
+        cmd = stats_command(reference_depths, reference_realism)
         globals()["stats_cmd"] = cmd
         return cmd
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,12 @@ with the :class:`FailureStage` it happened in, and the record keeps ``error`` (t
 :func:`episode_failure` writes) and ``error_stage``. A failure to close an episode after it was scored is
 recorded as ``close_error``, the score standing.
 
+A **backend failure** is not a model failure: when the model backend gives no completion (a server that is
+down or refuses the connection, an engine error), the policy returns a :class:`PolicyFailure` with
+``backend=True`` and the episode ends at stage ``backend``. Such an episode never reached the model, so it
+is not scored (:func:`is_backend_failure`; :mod:`eval.metrics` counts these apart, the library's solve
+rates leave them out, and ``envwright eval`` exits 1 when a run has nothing else).
+
 Exceptions are reserved for the harness itself: a bad configuration (``ValueError`` at construction),
 and BFCL that is not installed or whose data is not what we expect (:class:`BfclError` and its kinds).
 Everything the *model* does wrong on BFCL (an unknown function, bad arguments, a call the backend
@@ -16,8 +22,10 @@ rejects) is data too: an error string returned to the model and a failed turn, n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from gym_envs.errors import exception_text
 
@@ -30,6 +38,7 @@ __all__ = [
     "FailureStage",
     "PolicyFailure",
     "episode_failure",
+    "is_backend_failure",
 ]
 
 INSTALL_HINT = "pip install --no-deps bfcl-eval mpmath"
@@ -40,6 +49,7 @@ class FailureStage(StrEnum):
 
     RESET = "reset"  #: the environment could not open the episode
     POLICY = "policy"  #: the policy raised or returned a :class:`PolicyFailure`
+    BACKEND = "backend"  #: the model backend gave no completion (the episode never reached the model)
     STEP = "step"  #: the environment raised on a step
     BUDGET = "budget"  #: the episode ran past its step budget
     SCORING = "scoring"  #: the finished episode could not be scored
@@ -48,13 +58,21 @@ class FailureStage(StrEnum):
 @dataclass(frozen=True)
 class PolicyFailure:
     """Returned in place of an action when the policy could not produce one (the runner ends
-    that episode with ``error`` set; the other episodes of the batch carry on)."""
+    that episode with ``error`` set; the other episodes of the batch carry on). ``backend``: the model
+    backend gave no completion, so the episode ends at stage ``backend`` and is not scored."""
 
     message: str
+    backend: bool = False
 
 
 _LEAD = {FailureStage.RESET: "reset failed", FailureStage.POLICY: "policy failed", FailureStage.STEP: "step failed",
-         FailureStage.BUDGET: "step budget exceeded", FailureStage.SCORING: "scoring failed"}
+         FailureStage.BUDGET: "step budget exceeded", FailureStage.SCORING: "scoring failed",
+         FailureStage.BACKEND: "no completion from the model"}
+
+
+def is_backend_failure(record: Mapping[str, Any]) -> bool:
+    """Whether an episode record ended because the model backend gave no completion (not scored)."""
+    return record.get("error_stage") == FailureStage.BACKEND.value
 
 
 def episode_failure(stage: FailureStage, cause: BaseException | PolicyFailure | str = "") -> str:

@@ -22,6 +22,9 @@ Contract:
   states an inability, ``acted`` when it wrote, ``replied`` otherwise. Independently, every call
   to a function listed in the turn's ``withheld`` tag (BFCL ``miss_func``: not yet offered) is a
   *withheld call*.
+- **Backend failures** (:func:`eval.errors.is_backend_failure`: the model backend gave no completion)
+  are not the model's: they are left out of every number above and counted apart, as
+  ``backend_failures`` of each block (``episodes`` counts the scored ones).
 - Bootstraps are deterministic given ``seed``.
 """
 
@@ -34,6 +37,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from eval.errors import is_backend_failure
 
 __all__ = [
     "INABILITY",
@@ -234,11 +239,14 @@ def _ks(k: int) -> list[int]:
 
 def _block(records: list[Mapping[str, Any]], k: int, *, n_boot: int, seed: int) -> dict[str, Any]:
     ks = _ks(k)
+    backend = sum(1 for r in records if is_backend_failure(r))
+    records = [r for r in records if not is_backend_failure(r)]  # never reached the model: not scored
     per_task = [task_values(trials, ks) for trials in group_by_task(records).values()]
     p1 = [t["pass@1"] for t in per_task]
     out: dict[str, Any] = {
         "tasks": len(per_task),
         "episodes": len(records),
+        "backend_failures": backend,
         "passed": sum(bool(r.get("passed")) for r in records),
         "errors": sum(1 for r in records if r.get("error")),
         "pass@1": mean(p1),
@@ -273,6 +281,6 @@ def summarize(records: Iterable[Mapping[str, Any]], k: int, *, n_boot: int = 200
             kinds[str(rec.get("kind"))].append(rec)
         block["by_kind"] = {kind: _block(rs, k, n_boot=n_boot, seed=seed)
                             for kind, rs in sorted(kinds.items())}
-        block["diagnostics"] = diagnostics(recs)
+        block["diagnostics"] = diagnostics(r for r in recs if not is_backend_failure(r))
         out[suite] = block
     return out

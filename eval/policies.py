@@ -13,7 +13,9 @@ Registry (:data:`POLICIES`, built by :func:`make_policy`):
   ``envgen.backends.make_backend(name, model=..., **opts)``; ``act_batch`` sends all histories in
   one ``generate`` call (the runner advances active episodes in lockstep for these), with
   ``tools=`` only when ``pass_tools=True`` (the system prompt already lists the tools) and a
-  per-call seed derived from the policy seed. Token counts land in ``History.usage``.
+  per-call seed derived from the policy seed. Token counts land in ``History.usage``. A request that
+  gives no completion (the backend raises, or returns ``finish_reason == "error"``) is a
+  :class:`PolicyFailure` with ``backend=True``: a backend failure, not the model's.
 - ``scripted``: :class:`ScriptedPolicy`, ``model`` selects the script: ``reference`` replays
   each turn's reference calls (all in one step, as parallel calls, so a turn with more calls than
   BFCL's 20-step limit still fits; ``calls_per_step=N`` paces them) then
@@ -40,6 +42,7 @@ from typing import Any
 from corpora.registry import Registry
 from eval.errors import PolicyFailure
 from eval.suites import History
+from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 
 __all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "Policy", "PolicyFailure", "ScriptedPolicy", "make_policy",
@@ -210,17 +213,23 @@ class ModelPolicy(Policy):
             if self.pass_tools:
                 kwargs["tools"] = batch[0].tools
             seed = stable_seed(self.seed, next(self._calls))
-            completions = self.backend.generate(self._prompts(batch), max_new_tokens=self.max_new_tokens,
-                                                temperature=self.temperature, seed=seed, **kwargs)
-            if len(completions) != len(batch):
-                raise RuntimeError(f"backend returned {len(completions)} completions for "
-                                   f"{len(batch)} prompts")
+            try:
+                completions = self.backend.generate(self._prompts(batch), max_new_tokens=self.max_new_tokens,
+                                                    temperature=self.temperature, seed=seed, **kwargs)
+                if len(completions) != len(batch):
+                    raise RuntimeError(f"backend returned {len(completions)} completions for "
+                                       f"{len(batch)} prompts")
+            except Exception as e:  # the policy's boundary: no completion came back, a backend failure for each
+                for i in idx:
+                    actions[i] = PolicyFailure(f"the {self.backend_name} backend failed: {exception_text(e)}",
+                                               backend=True)
+                continue
             for i, h, c in zip(idx, batch, completions, strict=True):
                 h.add_usage(getattr(c, "prompt_tokens", 0), getattr(c, "completion_tokens", 0))
                 calls = getattr(c, "tool_calls", None)
                 if getattr(c, "finish_reason", None) == "error":
                     error = getattr(c, "error", "")
-                    actions[i] = PolicyFailure(f"the {self.backend_name} backend failed: {error}")
+                    actions[i] = PolicyFailure(f"the {self.backend_name} backend failed: {error}", backend=True)
                 else:
                     actions[i] = {"content": c.text or "", "tool_calls": calls} if calls else c.text
         return [a if a is not None else "" for a in actions]

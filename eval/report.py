@@ -16,6 +16,9 @@ Contract:
   (per-suite pass@1 / pass^k bars with bootstrap intervals, per-kind breakdown, action-class
   diagnostics), an index of every episode linking to its transcript, anchored
   ``id="ep-EPISODE_ID"``. Long messages are cut in the HTML (``results.jsonl`` keeps them whole).
+- Episodes the model backend failed (:func:`eval.errors.is_backend_failure`) are counted in the
+  ``backend failures`` column and said in one sentence (:func:`backend_note`) at the top of both
+  reports; they are in no other figure, nor in :func:`compare_runs`.
 - :func:`compare_runs` puts two run folders side by side per suite and task kind (pass@1 and
   partial credit per check), with a paired bootstrap interval of the difference B - A over the
   tasks both runs share (unpaired when they share none); :func:`compare_markdown` renders it.
@@ -44,12 +47,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.errors import is_backend_failure
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
 from gym_envs.errors import exception_text
 
-__all__ = ["claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text", "kinds_figure",
-           "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
+__all__ = ["backend_note", "claim_run_folder", "compare_markdown", "compare_runs", "diagnostics_figure", "json_text",
+           "kinds_figure", "load_run", "md_code", "render_html", "render_markdown", "suites_figure", "write_run"]
 
 _HTML_MESSAGE_CHARS = 6_000
 _DIAG_KEYS = ("fabricated_rate", "asked_rate", "declined_rate", "acted_rate", "withheld_call_rate")
@@ -192,12 +196,27 @@ def _suite_rows(summary: Mapping[str, Any]) -> list[list[str]]:
         run = (summary.get("runs") or {}).get(name, {})
         rows.append([name, str(s["tasks"]), str(s["episodes"]), _fmt(s["pass@1"]), _ci(s["pass@1_ci"]),
                      _fmt(hat.get("value")), _fmt(at.get("value")), _fmt(s["avg@k"]), _fmt(s["turns@k"]),
-                     _fmt(s["checks@k"]), str(s["errors"]), _fmt(run.get("episodes_per_s"), 1)])
+                     _fmt(s["checks@k"]), str(s["errors"]), str(s.get("backend_failures", 0)),
+                     _fmt(run.get("episodes_per_s"), 1)])
     return rows
 
 
 _SUITE_HEAD = ["suite", "tasks", "episodes", "pass@1", "95% CI", "pass^k", "pass@k", "avg@k", "turns",
-               "checks", "errors", "episodes/s"]
+               "checks", "errors", "backend failures", "episodes/s"]
+
+
+def backend_note(summary: Mapping[str, Any]) -> str | None:
+    """What a run's backend failures mean, in one sentence (None: every episode reached the model)."""
+    run = summary.get("run") or {}
+    n, total = int(run.get("backend_failures") or 0), int(run.get("episodes") or 0)
+    if not n:
+        return None
+    first = f"First error: {run.get('backend_error') or '?'}"
+    if n == total:
+        return (f"no episode reached the model: all {n} failed in the model backend (no completion came back), so "
+                f"none is scored. {first}")
+    return (f"{n} of {total} episodes failed in the model backend (no completion came back) and are not scored; "
+            f"they are not the model's failures. {first}")
 
 
 def _md_table(head: list[str], rows: Iterable[list[str]], untrusted: tuple[int, ...] = ()) -> str:
@@ -267,6 +286,7 @@ def render_markdown(records: list[dict[str, Any]], summary: Mapping[str, Any]) -
              f"{_fmt(run.get('seconds'), 1)} s ({_fmt(run.get('episodes_per_s'), 1)} episodes/s)",
              f"- suites: {', '.join(md_code(x) for x in cfg.get('suites', []))}; k = {_fmt(cfg.get('k', 1))}; "
              f"seed = {_fmt(cfg.get('seed', 0))}",
+             *([f"- **backend failures**: {md_code(backend_note(summary))}"] if backend_note(summary) else []),
              "", "## Suites", "", _md_table(_SUITE_HEAD, _suite_rows(summary), untrusted=(0,)),
              "", "## By task kind", "", _md_table(_KIND_HEAD, _kind_rows(summary), untrusted=(0, 1)),
              "", "## Action classes", "", _md_table(_DIAG_HEAD, _diag_rows(summary), untrusted=(0,))]
@@ -514,7 +534,8 @@ def render_html(records: list[dict[str, Any]], summary: Mapping[str, Any]) -> st
         f"episodes in {_e(_fmt(run.get('seconds'), 1))} s ({_e(_fmt(run.get('episodes_per_s'), 1))} episodes/s); "
         f"suites {_e(', '.join(str(x) for x in cfg.get('suites', [])))}; k = {_e(cfg.get('k', 1))}; "
         f"seed = {_e(cfg.get('seed', 0))}</p>"
-        f"<h2>Suites</h2>{_html_table(_SUITE_HEAD, _suite_rows(summary))}"
+        + (f'<p class="fail">{_e(backend_note(summary))}</p>' if backend_note(summary) else "")
+        + f"<h2>Suites</h2>{_html_table(_SUITE_HEAD, _suite_rows(summary))}"
         f"<h2>Plots</h2>{plots}"
         f"<h2>By task kind</h2>{_html_table(_KIND_HEAD, _kind_rows(summary))}"
         f"<h2>Action classes</h2>{_html_table(_DIAG_HEAD, _diag_rows(summary))}"
@@ -529,7 +550,7 @@ def render_html(records: list[dict[str, Any]], summary: Mapping[str, Any]) -> st
 def _per_task(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
     """(suite, kind) -> task key -> {"pass@1", "checks"}; kind ``(all)`` holds every task."""
     out: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    for key, trials in group_by_task(records).items():
+    for key, trials in group_by_task(r for r in records if not is_backend_failure(r)).items():
         v = task_values(trials, [1])
         vals = {"pass@1": v["pass@1"], "checks": v["checks"]}
         suite, kind = trials[0]["suite"], str(trials[0].get("kind"))

@@ -18,9 +18,13 @@ Contract:
 - **Failures are data.** An exception in the policy or the harness ends that episode with
   ``error`` and ``error_stage`` set and ``passed = False`` (:mod:`eval.errors`); the run carries
   on. An episode that cannot be closed after it was scored keeps its score and records
-  ``close_error``.
+  ``close_error``. An episode whose model backend gave no completion ends at stage ``backend``:
+  it is not scored, not written back to a library, and counted in the summary's
+  ``run.backend_failures`` (with ``run.backend_error``, the first such error).
 - **Run folder** (``out``): ``results.jsonl`` (one record per episode, transcript included),
   ``summary.json``, ``report.md``, ``report.html``.
+- **Corrupt spec files.** A ``library:`` suite skips environments whose spec file does not load; the
+  run warns (``log``) and records them under ``runs[suite]["skipped"]`` (id -> why).
 - **Labelled pools.** On a ``library:`` suite (unless ``write_back`` is false; by default every
   policy but the ``empty`` baseline writes), per-task results are added to the catalog with
   :meth:`~envgen.library.Library.record_task_result` under the policy's label, the scripted
@@ -43,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.errors import FailureStage, PolicyFailure
+from eval.errors import FailureStage, PolicyFailure, is_backend_failure
 from eval.metrics import group_by_task, summarize
 from eval.policies import Policy, ScriptedPolicy, make_policy
 from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite
@@ -130,7 +134,7 @@ def _open(suite: Suite, task: TaskRef, trial: int, seed: int, max_turn_steps: in
 
 def _step(ep: Episode, action: Any) -> None:
     if isinstance(action, PolicyFailure):
-        ep.fail(FailureStage.POLICY, action)
+        ep.fail(FailureStage.BACKEND if action.backend else FailureStage.POLICY, action)
         return
     try:
         ep.step(action)
@@ -247,7 +251,8 @@ def write_back(library: Any, records: list[dict[str, Any]], label: str,
         ref_ok.setdefault((r["env_id"], r["task_id"]), []).append(bool(r["passed"]))
     have_ref = {(r["env_id"], r["task_id"]) for r in library.task_stats() if r["policy"] == "reference"}
     written = 0
-    for trials in group_by_task(records).values():
+    scored = [r for r in records if not is_backend_failure(r)]  # a backend failure says nothing of the task
+    for trials in group_by_task(scored).values():
         key = (trials[0]["env_id"], trials[0]["task_id"])
         if label == "reference":
             ref_ok.setdefault(key, []).extend(bool(t["passed"]) for t in trials)
@@ -262,7 +267,7 @@ def write_back(library: Any, records: list[dict[str, Any]], label: str,
             library.record_task_result(key[0], key[1], "reference", n=len(oks), passes=sum(oks),
                                        reference_passes=all(oks))
             written += 1
-    evaluated = {r["env_id"] for r in records}
+    evaluated = {r["env_id"] for r in scored}
     suspicious = [s for s in library.suspicious_tasks() if s["env_id"] in evaluated]
     return {"written": written, "suspicious": suspicious}
 
@@ -326,6 +331,12 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
     suite = make_suite(spec, split=config.split, executor=config.executor, workers=workers,
                        limit=config.limit)
     info: dict[str, Any] = {"spec": spec, "name": suite.name}
+    skipped: dict[str, str] = getattr(suite, "skipped", {})
+    if skipped:
+        info["skipped"] = skipped
+        shown = "; ".join(f"{i}: {why}" for i, why in list(skipped.items())[:5])
+        log(f"warning: {suite.name}: skipped {len(skipped)} environment{'' if len(skipped) == 1 else 's'} whose "
+            f"spec file is corrupt ({shown}{' ...' if len(skipped) > 5 else ''})")
     try:
         tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
         jobs = [(t, trial) for t in tasks for trial in range(config.k)]
@@ -384,10 +395,12 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         if own_policy:
             policy.close()
     seconds = time.perf_counter() - t0
+    backend = [r for r in records if is_backend_failure(r)]
     summary = {
         "run": {"policy": policy.label, "config": config.to_dict(), "started": started,
                 "seconds": round(seconds, 3), "episodes": len(records),
-                "episodes_per_s": round(len(records) / seconds, 3) if seconds > 0 else None},
+                "episodes_per_s": round(len(records) / seconds, 3) if seconds > 0 else None,
+                "backend_failures": len(backend), "backend_error": backend[0].get("error") if backend else None},
         "suites": summarize(records, config.k, n_boot=config.n_boot, seed=config.seed),
         "runs": suites,
     }

@@ -17,9 +17,10 @@ SDK's own ``mcp.Client``) then sees:
     instruction;
   - ``envwright_instruction``: where the episode stands (task, turn, the current instruction, or the
     score once it is over);
-  - ``envwright_end_turn`` ``{reply}``: the agent's message that ends the turn; returns each check's
-    verdict, whether the turn passed, the reward (``episode`` mode by default: 1.0 at the end iff
-    every check of every turn passed), and the next instruction or the final score.
+  - ``envwright_end_turn`` ``{reply}``: the agent's message that ends the turn
+    (:func:`gym_envs.turns.end_turn`, shared with the TRL adapter); returns each check's verdict,
+    whether the turn passed, the reward (``episode`` mode by default: 1.0 at the end iff every check
+    of every turn passed), and the next instruction or the final score.
 
 One server holds **one episode** at a time (an MCP tool has no episode argument, and the spec's
 schemas are kept as they are): requests are served one at a time, and every client of an HTTP
@@ -45,6 +46,7 @@ from gym_envs import Limits, make_executor
 from gym_envs.env import ToolEnv
 from gym_envs.errors import ErrorKind, exception_text
 from gym_envs.spec import MCP_CONTROL_TOOLS, EnvSpec, as_spec, naming_problems
+from gym_envs.turns import END_TURN_TOOL, end_turn
 
 if TYPE_CHECKING:
     from gym_envs.sandbox import Executor
@@ -88,7 +90,7 @@ def control_tool_schemas(spec: EnvSpec) -> list[dict[str, Any]]:
          "description": ("Episode control: the current user instruction, the task and turn; once the episode "
                          "is over, its score."),
          "inputSchema": {"type": "object", "properties": {}}},
-        {"name": "envwright_end_turn", "title": "End the turn",
+        {"name": END_TURN_TOOL, "title": "End the turn",
          "description": ("Episode control: send the agent's reply, which ends the current turn. Returns each "
                          "check's verdict, whether the turn passed, the reward and the next instruction (or "
                          "the episode's score after the last turn)."),
@@ -160,19 +162,11 @@ class EpisodeHost:
             raise ControlError(f"reply must be a string, got {type(reply).__name__}")
         with self._lock:
             self._live()
-            turn = self.env.turn_index
-            obs, reward, terminated, truncated, info = self.env.reply(reply)
-            out: dict[str, Any] = {"turn": turn, "checks": info.get("checks", []),
-                                   "turn_passed": bool(info.get("turn_passed")), "reward": reward,
-                                   "done": terminated or truncated}
-            if out["done"]:
-                self._final = {"score": info["score"], "episode_passed": info["episode_passed"],
-                               "truncated": truncated}
-                out.update(self._final)
-            else:
-                out["next_instruction"] = obs
-                out["next_turn"] = self.env.turn_index
-            return out
+            ended = end_turn(self.env, reply)
+            if ended.done:
+                self._final = {"score": ended.score, "episode_passed": ended.episode_passed,
+                               "truncated": ended.truncated}
+            return ended.to_dict()
 
     # -- the environment's tools ---------------------------------------------------------------
     def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[bool, list[str]]:

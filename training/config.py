@@ -188,7 +188,8 @@ class SolverConfig:
     loop: Literal["envwright", "trl"] = "envwright"
     """``envwright``: our multi-turn rollout function (every turn and check; environment tokens masked);
     ``trl``: TRL's own ``environment_factory`` tool loop over the same environments
-    (:mod:`training.trl_env`; single-turn tasks only, tool rounds capped by ``rollout.max_steps``)."""
+    (:mod:`training.trl_env`; later turns come through a turn-ending tool, tool rounds capped by
+    ``rollout.max_steps``)."""
 
     def __post_init__(self) -> None:
         if self.num_generations < 1:

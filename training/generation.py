@@ -306,10 +306,11 @@ class VLLMGenerator(Generator):
         self.eos_ids = sorted({int(e) for e in eos_ids})
         if engine is None:
             if not vllm_available():
+                from envgen.errors import install_hint
                 from training.errors import ConfigError
 
-                raise ConfigError("generation.engine is vllm but vLLM is not installed: pip install "
-                                  "'envwright[vllm]', or set --set generation.engine=hf")
+                raise ConfigError(f"generation.engine is vllm but vLLM is not installed: {install_hint('vllm')}, "
+                                  "or set --set generation.engine=hf")
             from trl.generation.vllm_generation import VLLMGeneration
 
             engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,

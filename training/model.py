@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envgen.errors import install_hint
 from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
@@ -66,7 +67,7 @@ def peft_config(cfg: TrainConfig) -> Any:
     try:
         from peft import LoraConfig
     except ImportError:
-        raise ConfigError("model.lora_r > 0 needs peft: pip install 'envwright[train]'") from None
+        raise ConfigError(f"model.lora_r > 0 needs peft: {install_hint('peft')}") from None
     return LoraConfig(r=cfg.model.lora_r, lora_alpha=cfg.model.lora_alpha, lora_dropout=cfg.model.lora_dropout,
                       target_modules=cfg.model.lora_target_modules, task_type="CAUSAL_LM")
 

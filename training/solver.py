@@ -109,7 +109,7 @@ class TaskPool:
             tasks = [TaskRef(s, t.id) for s in train for t in s.tasks[len(s.tasks) - n:]] if n else []
             return cls(tasks + [TaskRef(s, t.id) for s in held_envs for t in s.tasks])
         tasks = tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks)
-        if tasks and cfg.solver.loop == "envwright":  # TRL's loop counts tool-calling rounds, not actions
+        if tasks:  # TRL's loop: rounds of tool calls, one per reference call and one turn-ending call per turn
             tasks = fit_step_budget(tasks, cfg.rollout.max_steps, "solver.envs")
         return cls(tasks)
 
@@ -260,7 +260,7 @@ def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any 
 def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenizer: Any,
                             callbacks: Sequence[Any]) -> Any:
     """``solver.loop: trl``: GRPOTrainer with TRL's ``environment_factory`` tool loop over the pool's
-    single-turn tasks (see :mod:`training.trl_env`)."""
+    tasks, every turn of each (see :mod:`training.trl_env`)."""
     from trl import GRPOTrainer
 
     from training.metrics import metrics_callback
@@ -272,10 +272,9 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
     specs = list({t.spec.id: t.spec for t in refs}.values())
     try:
         dataset = environment_dataset(specs, tasks=[(t.spec.id, t.task_id) for t in refs])
-    except ValueError:
-        raise ConfigError(f"solver.loop is trl, but none of the {len(refs)} training tasks has a single turn "
-                          "(TRL's loop shows only the first instruction): add environments with single-turn "
-                          "tasks to solver.envs, raise solver.tasks_per_env, or set solver.loop=envwright") from None
+    except ValueError as e:
+        raise ConfigError(f"solver.loop is trl, but TRL's loop can serve none of the {len(refs)} training tasks "
+                          f"({e}): fix those specs, add others to solver.envs, or set solver.loop=envwright") from None
     args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, wrap_lora=False)

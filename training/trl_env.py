@@ -19,24 +19,30 @@ such a class from a spec, so generated environments plug into that loop unchange
   ``enum`` becomes ``(choices: [...])``). Each call is a structured action of a
   :class:`~gym_envs.env.ToolEnv` (same executor, guards and state as everywhere else); the method
   returns the observation text the agent would see.
+* **Turns**: every class also has the tool :data:`~gym_envs.turns.END_TURN_TOOL` ``(reply)``, which
+  ends the current turn with the agent's reply (:func:`gym_envs.turns.end_turn`, the mechanism the MCP
+  server's control tool of the same name uses) and returns the user's next instruction, or says the
+  conversation is over. So every task is served, whatever its number of turns: the model sees each
+  later instruction as that tool's result (it sees no check verdict, as in the engine's own loop). A
+  plain message (no tool call) ends TRL's rollout; the reward then ends the current turn with it, and
+  the turns never reached count as failed.
 * :func:`environment_dataset` -- one row per task: the first instruction as a chat prompt with a
   short system message (TRL's chat template lists the tools itself), and the ids ``reset`` reads.
-* :func:`envwright_reward` -- a reward function (``reward_funcs=[envwright_reward]``): the final reply
-  of each rollout ends the environment's turn, and the episode is scored on its checks (``checks``
-  fraction by default; ``episode`` and ``turns`` as in :class:`~gym_envs.env.ToolEnv`).
+* :func:`envwright_reward` -- a reward function (``reward_funcs=[envwright_reward]``): the episode is
+  scored on its checks (``checks`` fraction by default; ``episode`` and ``turns`` as in
+  :class:`~gym_envs.env.ToolEnv`), the same reward ToolEnv pays for the same calls and replies.
 
 Names: the class's methods are the spec's tool names and their arguments the parameter names, so a
 tool named ``reset`` or a parameter named ``from`` cannot be carried. The spec module owns those rules
 (:func:`gym_envs.spec.naming_problems`; parsing refuses such specs). A spec that breaks them anyway (one
 built or changed without parsing) is skipped by :func:`environment_factories` and
-:func:`environment_dataset` with a warning that gives the reason, so one bad spec never stops training on
-the others; :func:`environment_class` raises ``ValueError`` with the same reason.
+:func:`environment_dataset` with a warning that gives the reason (and how many tasks it takes with
+it), so one bad spec never stops training on the others; :func:`environment_class` raises
+``ValueError`` with the same reason.
 
-Limits of TRL's loop, where envwright's own rollout function (``envwright train solver``) is the
-better choice: the environment never gets to show instructions after the first, so
-:func:`environment_dataset` keeps single-turn tasks unless ``multi_turn=True`` (later turns then
-count as failed); and TRL caps tool rounds with ``max_tool_calling_iterations``, not the env's
-``max_steps``.
+TRL caps tool rounds with ``max_tool_calling_iterations``, not the env's ``max_steps``; a reference
+play takes one round per reference call and one :data:`~gym_envs.turns.END_TURN_TOOL` call per turn
+(``Task.reference_actions``), which ``solver.loop: trl`` fits to ``rollout.max_steps``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.errors import ErrorKind
 from gym_envs.sandbox import Executor, default_executor
 from gym_envs.spec import EnvSpec, naming_problems
+from gym_envs.turns import END_TURN_TOOL, end_turn
 
 __all__ = ["SpecEnvironment", "environment_class", "environment_dataset", "environment_factories",
            "envwright_reward", "python_type", "trl_system_prompt", "usable_specs"]
@@ -75,7 +82,9 @@ def trl_system_prompt(spec: EnvSpec) -> str:
     """The system message of :func:`environment_dataset` (the chat template adds the tool list)."""
     return (f"You are an assistant operating {spec.title}. {spec.description}\n\n"
             "Use the tools to do what the user asks. When the request is done, or if you need information "
-            "from the user, or if it cannot be done with these tools, reply with a plain message (no tool call).")
+            f"from the user, or if it cannot be done with these tools, send your reply to the user with "
+            f"{END_TURN_TOOL}: it returns the user's next request, or says that the conversation is over. "
+            "Then end with a short plain message (no tool call); a plain message ends the conversation.")
 
 
 class SpecEnvironment:
@@ -113,11 +122,29 @@ class SpecEnvironment:
         obs, _, _, _, _ = self.env.step({"name": name, "arguments": arguments})
         return obs
 
+    def envwright_end_turn(self, reply: str) -> str:
+        """Reply to the user, ending this request: returns the user's next request, or says the conversation is over.
+
+        Args:
+            reply: your message to the user about this request (what you did, what you found, or what you need)
+        """
+        if self.env.done:
+            return json.dumps({"error": "the conversation is over", "type": ErrorKind.EPISODE_OVER.value})
+        if not isinstance(reply, str):
+            return json.dumps({"error": f"{END_TURN_TOOL}: reply must be a string, not {type(reply).__name__}",
+                               "type": ErrorKind.INVALID_ARGUMENTS.value})
+        ended = end_turn(self.env, reply)
+        if ended.done:
+            return json.dumps({"conversation_over": True,
+                               "note": "That was the user's last request: end with a short plain message."})
+        return json.dumps({"next_request": ended.next_instruction}, ensure_ascii=False)
+
     def _finish(self, reply: str) -> dict[str, Any]:
-        """End the turn with ``reply`` (once; later calls return the same result) and score the episode."""
+        """End the current turn with ``reply`` (unless the episode is over) and score the episode (once;
+        later calls return the same result)."""
         if self.result is None:
             if not self.env.done:
-                self.env.reply(reply)
+                end_turn(self.env, reply)
             score = self.env.score()
             self.result = {"score": score, "reward": score[self.reward_mode], "passed": score["episode"] == 1.0,
                            "turns": [t.to_dict() for t in self.env.turns]}
@@ -221,24 +248,28 @@ def environment_factories(specs: Sequence[EnvSpec], **kwargs: Any) -> Callable[[
     return next(iter(classes.values())) if len(classes) == 1 else classes
 
 
-def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, tasks_per_env: int | None = None,
-                        repeat: int = 1, tasks: Sequence[tuple[str, str]] | None = None) -> Any:
+def environment_dataset(specs: Sequence[EnvSpec], *, tasks_per_env: int | None = None, repeat: int = 1,
+                        tasks: Sequence[tuple[str, str]] | None = None) -> Any:
     """A ``datasets.Dataset`` with one row per task (``repeat`` times): ``prompt`` (system + first
     instruction), ``env_id``, ``task_id`` and, for several environments, ``environment``.
 
-    ``tasks``: only these ``(env id, task id)`` pairs (e.g. a solver pool's training tasks). Pass the
-    same ``specs`` to :func:`environment_factories`: with several, rows name their ``environment``."""
+    Every task is served, single- or multi-turn (later turns come through the turn-ending tool). The
+    tasks of a spec TRL cannot carry (:func:`usable_specs`) are left out with a warning that says how many
+    and why; ``ValueError`` if no task is left. ``tasks``: only these ``(env id, task id)`` pairs (e.g. a
+    solver pool's training tasks). Pass the same ``specs`` to :func:`environment_factories`: with several,
+    rows name their ``environment``."""
     from datasets import Dataset
 
-    specs, _ = usable_specs(specs, warn=False)  # environment_factories warns about the ones it skips
     wanted = set(tasks) if tasks is not None else None
-    chosen = {s.id: [t for t in s.tasks if (multi_turn or len(t.turns) == 1)
-                     and (wanted is None or (s.id, t.id) in wanted)][:tasks_per_env] for s in specs}
+    chosen = {s.id: [t for t in s.tasks if wanted is None or (s.id, t.id) in wanted][:tasks_per_env] for s in specs}
+    usable, skipped = usable_specs(specs, warn=False)  # environment_factories warns about each spec it skips
+    _warn_dropped({env_id: (len(chosen[env_id]), why) for env_id, why in skipped if chosen[env_id]},
+                  sum(len(v) for v in chosen.values()))
     rows: dict[str, list[Any]] = {"prompt": [], "env_id": [], "task_id": []}
-    several = len(chosen) > 1  # as environment_factories: a dict of classes for several specs
+    several = len(usable) > 1  # as environment_factories: a dict of classes for several specs
     if several:
         rows["environment"] = []
-    for spec in specs:
+    for spec in usable:
         for task in chosen[spec.id]:
             for _ in range(repeat):
                 rows["prompt"].append([{"role": "system", "content": trl_system_prompt(spec)},
@@ -248,9 +279,20 @@ def environment_dataset(specs: Sequence[EnvSpec], *, multi_turn: bool = False, t
                 if several:
                     rows["environment"].append(spec.id)
     if not rows["prompt"]:
-        raise ValueError("no tasks for the dataset: every task has several turns (pass multi_turn=True to "
-                         "include them; their later turns then count as failed)")
+        why = "; ".join(f"{i}: {r}" for i, r in skipped) or "no spec has a task" + (
+            " among the requested (env id, task id) pairs" if wanted is not None else "")
+        raise ValueError(f"no tasks for the dataset: {why}")
     return Dataset.from_dict(rows)
+
+
+def _warn_dropped(dropped: dict[str, tuple[int, str]], total: int) -> None:
+    """Warn that the tasks of the environments in ``dropped`` (env id -> (tasks, reason)) are left out."""
+    if not dropped:
+        return
+    n = sum(k for k, _ in dropped.values())
+    reasons = "; ".join(f"{env_id} ({k} tasks): {why}" for env_id, (k, why) in dropped.items())
+    warnings.warn(f"TRL dataset: {n} of {total} tasks left out, those of {len(dropped)} environment(s) whose "
+                  f"names TRL's environment_factory cannot carry: {reasons}", stacklevel=3)
 
 
 def _final_reply(completion: Any) -> str:

@@ -78,7 +78,8 @@ class JsonGrammars:
         try:
             import xgrammar as xgr
         except ImportError as e:
-            raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar", "train") from None
+            raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar",
+                                           "constrained") from None
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size,
                                                   stop_token_ids=list(stop_token_ids or []) or None)
         self.compiler = xgr.GrammarCompiler(info)

@@ -49,8 +49,8 @@ COMMANDS: dict[str, LazyEntry] = {
     "generate": LazyEntry("envgen.cli.library:generate", "Generate environments from a corpus into a library.",
                           section=LIB),
     "list": LazyEntry("envgen.cli.library:list_library", "List the environments of a library.", section=LIB),
-    "stats": LazyEntry("eval.cli:stats_cmd", "Statistics of a library (yield, diversity, depth beside BFCL).",
-                       section=LIB),
+    "stats": LazyEntry("eval.cli:stats_cmd", "Statistics of a library (yield, diversity, depth and realism; "
+                       "--anchors: beside τ²-bench and BFCL).", section=LIB),
     "export": LazyEntry("envgen.cli.interop:export", "Export a library as a Hugging Face dataset (Parquet + "
                         "card).", extra="hf", section=LIB),
     "import": LazyEntry("envgen.cli.interop:import_cmd", "Import an exported dataset (folder or Hub) into a "

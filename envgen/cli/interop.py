@@ -6,7 +6,8 @@ Loaded lazily by the root command (:mod:`envgen.cli`).
   dataset folder (:func:`envgen.export.export_hf`), optionally uploaded as a dataset repository;
   prints the time it took.
 * ``import SOURCE --out LIBRARY``: an export folder or Hub dataset back into a library
-  (:func:`envgen.export.import_hf`).
+  (:func:`envgen.export.import_hf`): every spec re-validated by the gate, what fails refused per row
+  (exit 1), the fresh gate reports kept.
 * ``serve SPEC_OR_ID --mcp``: one environment as an MCP server over stdio or streamable HTTP
   (:mod:`gym_envs.mcp_server`). ``SPEC_OR_ID`` is a spec file, a shipped example's name, or the id
   of an environment in ``--library DIR``. Over stdio, stdout is the protocol channel, so everything
@@ -102,23 +103,45 @@ def export(library: Path, fmt: str, out: Path, overwrite: bool, repo_id: str | N
               help="Library folder to add the environments to (created when missing).")
 @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
               help="SQLAlchemy URL of the catalog (default: sqlite in --out; env: ENVWRIGHT_CATALOG_URL).")
-def import_cmd(source: str, library: Path, catalog_url: str | None) -> None:
+@click.option("--executor", type=click.Choice(["worker", "inprocess"]), default="worker", show_default=True,
+              help="Where the gate runs each spec's code: isolated workers, or this process (exports you trust).")
+def import_cmd(source: str, library: Path, catalog_url: str | None, executor: str) -> None:
     """Import an export (a folder from `envwright export`, or a Hub dataset owner/name) into a library.
 
-    Spec files are written byte for byte and catalog rows restored. Nothing is written when an
-    environment conflicts with one already in the library (same id, different spec; or a near-duplicate).
+    Every spec goes through the validity gate again, and a row is refused, with the reason, when the
+    gate rejects it, when the row says it was not accepted (its valid flag or its gate report), or when
+    its spec is damaged; the others are imported, each with its fresh gate report. Spec files are
+    written byte for byte and catalog rows restored. Nothing is written when an environment conflicts
+    with one already in the library (same id, different spec; or a near-duplicate). Exits 1 when any
+    row was refused.
     """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from envgen.export import import_hf
+    from gym_envs import display
 
     lib = _open_library(library, catalog_url, create=True)
+    err = Console(stderr=True)
+    bar = Progress(TextColumn("[bold]import: the gate on each spec"), BarColumn(), MofNCompleteColumn(),
+                   console=err, transient=True, disable=not err.is_terminal)
+    task = bar.add_task("import", total=None)
     try:
-        summary = import_hf(source, lib)
+        with bar:
+            summary = import_hf(source, lib, executor=executor,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     finally:
         lib.close()
     same = f" ({len(summary.present):,} already there, identical)" if summary.present else ""
-    click.echo(f"imported {len(summary.added):,} environments into {summary.library}{same} in {summary.seconds:.2f} s")
+    click.echo(f"imported {len(summary.added):,} environments into {summary.library}{same}, each with a fresh gate "
+               f"report, in {summary.seconds:.2f} s")
+    if summary.refused:
+        for env_id, why in summary.refused.items():
+            err.print(display.text(f"refused {env_id}: {why}", single_line=True), style="red")
+        raise click.ClickException(f"{len(summary.refused):,} environment{'' if len(summary.refused) == 1 else 's'} "
+                                   f"of {source} refused (reasons above); the others were imported")
 
 
 def _resolve(ref: str, library: Path | None) -> Path:

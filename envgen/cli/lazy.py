@@ -10,8 +10,9 @@ or a third-party package it needs is not installed, running the command (``--hel
 one line that says so and how to fix it (``pip install -e '.[train]'``) and exits with status 1, never
 a traceback. That holds too when the missing package is imported only while the command runs
 (matplotlib for ``eval``'s plots): the extra named is the one that brings that package
-(:data:`EXTRA_OF`), else the entry's own. An unknown name is answered with the closest names in the
-table.
+(:data:`~envgen.errors.EXTRA_OF`), else the entry's own, in the words of
+:func:`envgen.errors.install_hint` (CPU torch first for ``train``). An unknown name is answered with the
+closest names in the table.
 """
 
 from __future__ import annotations
@@ -22,17 +23,13 @@ from typing import Any
 
 import click
 
+from envgen.errors import EXTRA_OF, install_hint
+
 __all__ = ["EXTRA_OF", "HELP_OPTIONS", "OWN_PACKAGES", "CommandUnavailable", "LazyEntry", "LazyGroup",
            "install_hint", "load_target"]
 
 #: Our own top-level packages: a missing module among them means "not built yet", not "install X".
 OWN_PACKAGES = ("envgen", "gym_envs", "corpora", "eval", "training")
-
-#: The pip extra (pyproject's optional-dependencies) that brings a third-party package, by import name.
-EXTRA_OF = {"torch": "train", "transformers": "train", "trl": "train", "peft": "train", "accelerate": "train",
-            "tensorboard": "train", "gguf": "train", "tokenizers": "train", "datasets": "hf", "pyarrow": "hf",
-            "openai": "openai", "vllm": "vllm", "ray": "ray", "psycopg": "postgres", "mpmath": "eval",
-            "bfcl_eval": "eval"}
 
 #: Options that ask for help on every command (click's default knows only --help).
 HELP_OPTIONS = ["-h", "--help"]
@@ -55,16 +52,6 @@ class LazyEntry:
 
 class CommandUnavailable(click.ClickException):
     """A sub-command whose code is not importable here; the message says why and what to do."""
-
-
-def install_hint(package: str, extra: str | None) -> str:
-    """How to install ``package``: the extra that brings it, else the package itself."""
-    extra = EXTRA_OF.get(package, extra)
-    if package == "bfcl_eval":
-        return "pip install --no-deps bfcl-eval mpmath (its declared dependencies pull CUDA)"
-    if extra is None:
-        return f"pip install {package}"
-    return f"pip install 'envwright[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
 
 
 def _missing_message(display: str, entry: LazyEntry, err: ModuleNotFoundError) -> str:

@@ -1,4 +1,4 @@
-"""envgen's commands: ``validate``, ``generate``, ``list`` and ``stats``.
+"""envgen's commands: ``validate``, ``generate`` and ``list`` (``stats`` is :mod:`envgen.cli.stats`).
 
 Loaded lazily by the root command (:mod:`envgen.cli`), which maps each command
 name to an attribute of this module; a command that is not defined here yet is
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor
 
-__all__ = ["depth_table", "generate", "list_library", "stats", "stats_command", "validate"]
+__all__ = ["generate", "library_table", "list_library", "open_library", "print_corrupt", "validate"]
 
 
 @dataclass(frozen=True)
@@ -283,6 +282,9 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
              max_new_tokens: int | None, temperature: float | None, keep_tests: bool, as_json: bool) -> None:
     """Generate validated environments from a corpus into a library (resumes a killed run).
 
+    One run writes a library at a time: a run into a library that another live run is writing is refused,
+    naming that run (its lock file is LIBRARY/generate.lock; a lock whose process is gone is taken over).
+
     Exits 1 when the corpus has no usable document or no environment was accepted (when every attempt
     failed in the model backend, those documents are not marked done: a re-run retries them); a run
     whose every attempt gave an environment the library already has is not a failure. Ctrl-C keeps
@@ -322,6 +324,12 @@ def generate(corpus: str, corpus_options: tuple[str, ...], proposer: str, backen
         click.echo(json.dumps(summary.to_dict(), indent=1))
     else:
         _print_generate_summary(cfg, summary)
+    if summary.redone_corrupt:
+        shown = "; ".join(f"{i}: {why}" for i, why in list(summary.redone_corrupt.items())[:5])
+        more = f" and {len(summary.redone_corrupt) - 5} more" if len(summary.redone_corrupt) > 5 else ""
+        Console(stderr=True).print(display.text(
+            f"{len(summary.redone_corrupt)} environments of this run had a corrupt spec file, kept as "
+            f"specs/ID.json.corrupt; their documents were done again: {shown}{more}"), style="yellow")
     if summary.backend_failures:
         err = Console(stderr=True)
         err.print(Text(f"{summary.backend_failures} of {summary.attempted} documents failed in the model backend "
@@ -374,7 +382,7 @@ def _print_reasons(console: Console, summary: Any) -> None:
             console.print(display.text(f"    • {reason}", single_line=True))
 
 
-def _open_library(library: Path, catalog_url: str | None) -> Any:
+def open_library(library: Path, catalog_url: str | None) -> Any:
     """An existing library, opened only to read it (nothing is written into it or beside its catalog)."""
     from envgen.library import Library
 
@@ -401,30 +409,59 @@ def _open_library(library: Path, catalog_url: str | None) -> Any:
 def list_library(library: Path, proposer: str | None, stream: str | None, skill: str | None, doc: str | None,
                  min_solve: float | None, max_solve: float | None, sort: str, desc: bool, limit: int | None,
                  catalog_url: str | None, as_json: bool) -> None:
-    """List the environments of a library, with filters and sorting."""
-    lib = _open_library(library, catalog_url)
+    """List the environments of a library, with filters and sorting.
+
+    A listed environment whose spec file is corrupt (missing, not JSON, not a valid spec) is marked so, with
+    the reason; so is a spec file in specs/ that has no catalog row and does not load."""
+    lib = open_library(library, catalog_url)
     try:
         rows = lib.rows(proposer=proposer, stream=stream, skill=skill, doc=doc, min_solve=min_solve,
                         max_solve=max_solve, sort=sort, descending=desc, limit=limit)
+        corrupt = lib.corrupt_specs(rows)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     finally:
         lib.close()
+    listed = {r["id"] for r in rows}
+    stray = {i: why for i, why in corrupt.items() if i not in listed}
     if as_json:
         keep = ("id", "title", "doc_id", "proposer", "stream", "skill_id", "n_tools", "n_tasks", "solve_rate",
                 "grounding", "created_at", "path")
-        click.echo(json.dumps([{k: r[k] for k in keep} for r in rows], indent=1))
+        out = [{k: r[k] for k in keep} | {"corrupt": corrupt.get(r["id"])} for r in rows]
+        out += [{k: None for k in keep} | {"id": i, "path": f"specs/{i}.json", "corrupt": why}
+                for i, why in stray.items()]
+        click.echo(json.dumps(out, indent=1))
         return
     console = Console()
-    console.print(library_table(rows, console.width))
+    console.print(library_table(rows, console.width, corrupt))
+    print_corrupt(console, corrupt, library)
 
 
-def library_table(rows: list[dict[str, Any]], width: int) -> Table:
+def print_corrupt(console: Console, corrupt: dict[str, str], library: Path) -> None:
+    """Name each corrupt spec file and its reason, and what to do about them."""
+    if not corrupt:
+        return
+    console.print(Text(f"{len(corrupt)} corrupt spec file{'' if len(corrupt) == 1 else 's'} (not loaded by eval, "
+                       "train or serve):", style="bold red"))
+    for env_id, why in list(corrupt.items())[:20]:
+        console.print(display.text(f"  {env_id}: {why}", single_line=True))
+    if len(corrupt) > 20:
+        console.print(f"  ... and {len(corrupt) - 20} more")
+    console.print(display.text(f"Re-run the envwright generate command that made them (same --out {library}) to "
+                               "redo their documents, or replace the files."))
+
+
+def library_table(rows: list[dict[str, Any]], width: int, corrupt: dict[str, str] | None = None) -> Table:
     """The ``list`` table: ids are never cut. Wide terminals get one column per field; narrower ones
-    stack the id (on a line of its own) over title, source and proposer, and wrap those."""
-    longest = max((len(r["id"]) for r in rows), default=2)
-    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}"
-    solve = ["-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}" for r in rows]
+    stack the id (on a line of its own) over title, source and proposer, and wrap those. An id in
+    ``corrupt`` is marked ``(corrupt spec file)``, and its solve rate shows as ``!``."""
+    corrupt = corrupt or {}
+    longest = max((len(r["id"]) + (20 if r["id"] in corrupt else 0) for r in rows), default=2)
+    title = f"{len(rows)} env{'' if len(rows) == 1 else 's'}" + (
+        f", {sum(r['id'] in corrupt for r in rows)} with a corrupt spec file" if set(corrupt) & {
+            r["id"] for r in rows} else "")
+    solve = ["!" if r["id"] in corrupt else "-" if r["solve_rate"] is None else f"{r['solve_rate']:.2f}"
+             for r in rows]
     if width >= longest + 110:
         t = Table(title=title)
         t.add_column("id", no_wrap=True, min_width=longest)
@@ -433,7 +470,7 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
         for name in ("tools", "tasks", "solve"):
             t.add_column(name, justify="right", no_wrap=True)
         for r, sr in zip(rows, solve, strict=True):
-            t.add_row(display.text(r["id"]), display.text(r["title"]), display.text(r["doc_id"] or "-"),
+            t.add_row(_id_cell(r["id"], corrupt), display.text(r["title"]), display.text(r["doc_id"] or "-"),
                       display.text(r["proposer"] or "-"), display.text(r["stream"] or "-"),
                       str(r["n_tools"]), str(r["n_tasks"]), sr)
         return t
@@ -442,7 +479,7 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
     for name in ("tools", "tasks", "solve"):
         t.add_column(name, justify="right", no_wrap=True)
     for r, sr in zip(rows, solve, strict=True):
-        cell = display.text(r["id"], "bold")
+        cell = _id_cell(r["id"], corrupt, "bold")
         cell.append("\n" + display.clean(r["title"]))
         cell.append("\n" + display.clean(f"{r['doc_id'] or '-'} · {r['proposer'] or '-'} · {r['stream'] or '-'}"),
                     style="dim")
@@ -450,89 +487,8 @@ def library_table(rows: list[dict[str, Any]], width: int) -> Table:
     return t
 
 
-References = Callable[[], list[tuple[str, Any]]]
-"""Other task sets whose depth ``stats`` prints beside the library's: ``(name, Depth or why it is missing)``."""
-
-
-def stats_command(references: References | None = None) -> click.Command:
-    """The ``stats`` command; ``references`` adds other task sets to its depth table (the command layer
-    passes BFCL multi-turn base's, computed by :mod:`eval.bfcl.depth`: envgen itself never imports eval)."""
-
-    @click.command("stats", context_settings={"help_option_names": ["-h", "--help"]})
-    @click.argument("library", type=click.Path(path_type=Path, exists=True, file_okay=False))
-    @click.option("--catalog-url", default=None, envvar="ENVWRIGHT_CATALOG_URL",
-                  help="SQLAlchemy URL of the catalog (default: sqlite in LIBRARY; env: ENVWRIGHT_CATALOG_URL).")
-    @click.option("--json", "as_json", is_flag=True)
-    def stats(library: Path, catalog_url: str | None, as_json: bool) -> None:
-        """Yield, diversity, grounding, mutation score, depth and difficulty mix of a library."""
-        _stats(library, catalog_url, as_json, references)
-
-    return stats
-
-
-def _stats(library: Path, catalog_url: str | None, as_json: bool, references: References | None) -> None:
-    from envgen.stats import library_stats
-
-    lib = _open_library(library, catalog_url)
-    try:
-        st = library_stats(lib)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    finally:
-        lib.close()
-    refs = references() if references is not None else []
-    if as_json:
-        click.echo(json.dumps(st.to_dict() | {"references": {name: d if isinstance(d, str) else d.to_dict()
-                                                             for name, d in refs}}, indent=1))
-        return
-    console = Console()
-    t = Table("measure", "value", title=display.text(f"Statistics of {library}"))
-    t.add_row("environments", str(st.envs))
-    t.add_row("attempts (accepted)", f"{st.attempts} ({st.accepted_attempts})")
-    t.add_row("overall yield", f"{st.overall_yield:.1%}" if st.attempts else "-")
-    for p, y in st.yield_by_proposer.items():
-        t.add_row(display.text(f"yield: {p}"), f"{y['accepted']}/{y['attempted']} = {y['yield']:.1%}")
-    for code, k in st.rejections_by_reason.items():
-        t.add_row(display.text(f"rejected: {code}"), str(k))
-    t.add_row("distinct tool-signature sets", str(st.distinct_signatures))
-    t.add_row("mean pairwise task-text distance", _num(st.mean_task_distance, "{:.3f}"))
-    t.add_row("grounded share (>= 0.5 of names)", _num(st.grounded_share, "{:.1%}"))
-    t.add_row("mean grounding", _num(st.mean_grounding, "{:.3f}"))
-    for key, g in st.grounding_by.items():
-        t.add_row(display.text(f"  grounding: {key}"), f"{g['mean_grounding']:.3f} over {g['envs']} envs")
-    if st.mutation_scored:
-        t.add_row("mutation score (checks catch wrong trajectories)",
-                  f"{st.mean_mutation_score:.3f} over {st.mutation_scored} envs, {st.mean_mutants:.1f} mutants each")
-    else:
-        t.add_row("mutation score (checks catch wrong trajectories)", "- (no environment has a gate verdict)")
-    t.add_row("mutation score of rejected candidates", _num(st.rejected_mean_mutation_score, "{:.3f}"))
-    t.add_row("by stream", display.text(json.dumps(st.by_stream, ensure_ascii=False)))
-    t.add_row("difficulty mix", display.text(json.dumps(st.difficulty_mix)))
-    t.add_row("solve-rate histogram", display.text(json.dumps(st.solve_rate_histogram)))
-    console.print(t)
-    console.print(depth_table([(f"this library ({library.name})", st.depth), *refs]))
-
-
-stats = stats_command()
-
-
-def depth_table(rows: list[tuple[str, Any]], title: str = "Depth of the reference trajectories") -> Table:
-    """The depth figures of task sets side by side (:mod:`envgen.depth`): a row per set, a
-    :class:`~envgen.depth.Depth`, its dict, or a string saying why it is missing."""
-    t = Table("set", "tasks", "calls / task", "tasks with >= 3 calls", "turns / task", "tables / env",
-              title=display.text(title))
-    for name, d in rows:
-        if isinstance(d, str):
-            t.add_row(display.text(name), display.text(d), "", "", "", "")
-            continue
-        d = d if isinstance(d, dict) else d.to_dict()
-        tables = d.get("tables_per_env")
-        t.add_row(display.text(name), str(d.get("tasks", 0)), _num(d.get("calls_per_task", float("nan")), "{:.2f}"),
-                  _num(d.get("share_3_calls", float("nan")), "{:.0%}"),
-                  _num(d.get("turns_per_task", float("nan")), "{:.2f}"),
-                  "-" if tables is None else f"{tables:.2f}")
-    return t
-
-
-def _num(x: float, fmt: str) -> str:
-    return "-" if x != x else fmt.format(x)  # NaN: nothing to measure yet
+def _id_cell(env_id: str, corrupt: dict[str, str], style: str = "") -> Text:
+    cell = display.text(env_id, style)
+    if env_id in corrupt:
+        cell.append(" (corrupt spec file)", style="bold red")
+    return cell

@@ -5,7 +5,9 @@ Jinja2 templates and no external assets (it works offline, from ``file://``):
 
 * an index of every environment (proposer, stream, skill, source document,
   task kinds, table and tool counts, grounding, solve rate, validation time,
-  mutants killed), sortable and filterable in the page;
+  mutants killed), sortable and filterable in the page, with the library's
+  realism figures (:mod:`envgen.realism`) beside the shipped examples' and
+  τ²-bench's;
 * one page per environment: the source document's excerpt beside what was
   made of it, tools with their schemas, tables with seed rows, every task with
   its turns, checks and reference, the validity gate's report (which wrong

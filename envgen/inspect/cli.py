@@ -14,8 +14,11 @@ __all__ = ["inspect"]
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("source", metavar="LIBRARY_OR_SPEC")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the site: new, empty, or a site this command wrote before, which is replaced (refused "
-                   "when it holds files the inspector did not write, or holds or sits in what is inspected).")
+              help="Folder for the site: new, empty, or a site this command wrote before. A site of the same "
+                   "library or spec is rebuilt (the output says so); a site of another one is refused unless "
+                   "--force. Always refused when it holds files the inspector did not write, or holds or sits in "
+                   "what is inspected.")
+@click.option("--force", is_flag=True, help="Replace a site at --out that shows another library or spec.")
 @click.option("--run", "runs", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               metavar="RUN_DIR", help="An evaluation run folder (envwright eval --out) whose episodes to link; "
                                       "repeatable.")
@@ -33,10 +36,12 @@ __all__ = ["inspect"]
                    "ENVWRIGHT_CATALOG_URL).")
 @click.option("--serve", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Then serve the site on http://127.0.0.1:PORT until Ctrl-C (0 picks a free port).")
-def inspect(source: str, out: Path, runs: tuple[Path, ...], corpus: str | None, gate: str, executor: str,
-            rows: int, catalog_url: str | None, serve: int | None) -> None:
+def inspect(source: str, out: Path, force: bool, runs: tuple[Path, ...], corpus: str | None, gate: str,
+            executor: str, rows: int, catalog_url: str | None, serve: int | None) -> None:
     """Write a static HTML site to browse LIBRARY_OR_SPEC (a library folder, a spec file, a folder of specs, or
-    an example's name): an index, one page per environment, rejected proposals, and linked eval episodes."""
+    an example's name): an index, one page per environment, rejected proposals, and linked eval episodes.
+
+    Exits 1 when LIBRARY_OR_SPEC holds no spec that loads, or --out may not be used (see --out)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from envgen.inspect.site import build_site
@@ -46,12 +51,14 @@ def inspect(source: str, out: Path, runs: tuple[Path, ...], corpus: str | None, 
     try:
         with bar:
             summary = build_site(source, out, runs=runs, corpus=corpus, gate=gate, executor=executor, rows=rows,
-                                 catalog_url=catalog_url,
+                                 catalog_url=catalog_url, force=force,
                                  progress=lambda done, total: bar.update(task, completed=done, total=total))
     except (FileNotFoundError, FileExistsError, ValueError) as e:
         raise click.ClickException(str(e)) from None
     for problem in summary.problems[:20]:
         click.echo(f"note: {problem}", err=True)
+    if summary.replaced is not None:
+        click.echo(f"replaced the site that was in {out}: {summary.replaced}", err=True)
     click.echo(f"wrote {summary.envs} environment pages, {summary.rejected} rejected proposals and "
                f"{summary.episodes} episodes from {summary.runs} runs in {summary.seconds:.1f} s")
     click.echo(f"open {summary.index.resolve().as_uri()}")

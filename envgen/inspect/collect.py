@@ -27,10 +27,61 @@ from gym_envs.cli import check_summary, format_call, source_label, tool_paramete
 from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
-__all__ = ["EnvPage", "RejectedPage", "RunPage", "SourceDoc", "collect_env", "collect_rejected", "collect_runs",
-           "find_documents", "page_name"]
+__all__ = ["RULE_MEANINGS", "EnvPage", "Refused", "RejectedPage", "RunPage", "SourceDoc", "assistant_view", "call_text",
+           "collect_env", "collect_rejected", "collect_runs", "confined", "find_documents", "gate_rules", "page_name"]
 
 EXCERPT_TOKENS = 2_000  #: source excerpt budget (about 8,000 characters)
+
+#: What each rule of the validity gate (:data:`envgen.validate.RULES` names them) asks, in one line: shown
+#: beside every rule number of a gate report.
+RULE_MEANINGS = {
+    1: "the spec parses, its code compiles in the sandbox, and each tool's function matches its schema",
+    2: "the tables and seed rows build the database within the limits",
+    3: "each task's reference calls run without error and pass every check",
+    4: "doing nothing in a turn that changes state or must answer fails a check",
+    5: "the reference with one call dropped or one argument changed fails a check (unless nothing differs)",
+    6: "the reference run twice from one seed gives the same results and end state",
+    7: "more wrong trajectories (another entity, an extra write, a wrong or missing answer) fail a check",
+    8: "tool and parameter names, and parameter schemas, follow the spec's rules",
+}
+
+
+def gate_rules() -> list[dict[str, Any]]:
+    """Every rule of the validity gate: ``n``, ``name`` and ``meaning`` (empty for a rule not described here)."""
+    from envgen.validate import RULES
+
+    return [{"n": n, "name": name, "meaning": RULE_MEANINGS.get(n, "")} for n, name in sorted(RULES.items())]
+
+
+def call_text(name: str, arguments: Any) -> str:
+    """A tool call as a person reads it: ``borrow_book(member_id=1, title="Emma")`` (values as JSON)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return f"{name}({arguments})"
+    if not isinstance(arguments, dict):
+        return f"{name}({json.dumps(arguments, ensure_ascii=False, default=str)})"
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items())
+    return f"{name}({args})"
+
+
+def assistant_view(message: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message of a transcript as a person reads it: its ``text``, its ``calls`` (each as
+    :func:`call_text`), and ``raw``, what the policy wrote, when it says more than those (tags, JSON)."""
+    text = message.get("content")
+    text = text if isinstance(text, str) else ("" if text is None else json.dumps(text, ensure_ascii=False))
+    calls = []
+    for c in message.get("tool_calls") or []:
+        if isinstance(c, dict):
+            fn: dict[str, Any] = c["function"] if isinstance(c.get("function"), dict) else c
+            calls.append(call_text(str(fn.get("name", "?")), fn.get("arguments", {})))
+    raw = message.get("raw")
+    if raw is not None and not isinstance(raw, str):
+        raw = json.dumps(raw, ensure_ascii=False, indent=1, default=str)
+    if raw is not None and (raw.strip() == text.strip() and not calls):
+        raw = None
+    return {"text": text, "calls": calls, "raw": raw}
 
 
 def page_name(key: str) -> str:
@@ -191,6 +242,9 @@ def _source(spec: EnvSpec, doc: Any) -> SourceDoc | None:
     if spec.source is None:
         return None
     out = SourceDoc(spec.source.doc_id)
+    if isinstance(doc, Refused):
+        out.problem = doc.reason
+        return out
     if doc is None:
         out.problem = ("the document was not found: pass the corpus it came from with --corpus "
                        "(a source tree's folder, a .jsonl/.parquet file or hf:NAME)")
@@ -220,13 +274,41 @@ def _history(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- documents ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A source document the inspector will not read, and why (its page says so instead of showing it)."""
+
+    reason: str
+
+
+def confined(root: Path, path: str) -> Path | Refused:
+    """``root / path`` resolved (links followed), when it lies inside ``root`` (also resolved); else why not.
+
+    A spec's ``source.path`` is spec data: an absolute path, a ``..`` that climbs out, or a link inside the
+    corpus that points out of it would otherwise name any file of this machine.
+    """
+    base = root.resolve()
+    try:
+        if Path(path).is_absolute() or Path(path).drive:
+            return Refused(f"the spec's source path {path!r} is absolute; a source path is relative to its corpus "
+                           f"({base}), so the file is not shown")
+        target = (base / path).resolve()
+    except (ValueError, OSError) as e:  # a NUL byte, a name too long, a link loop
+        return Refused(f"the spec's source path {path[:200]!r} names no file ({e}), so nothing is shown")
+    if base not in target.parents:
+        return Refused(f"the spec's source path {path!r} leads out of its corpus ({base}) to another file of "
+                       "this machine, so it is not shown")
+    return target
+
+
 def find_documents(wanted: dict[str, tuple[str, str | None]], corpus: str | None = None,
                    on_problem: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Documents by id for ``wanted`` (doc id -> (corpus name, path)).
 
     ``stdlib`` documents are read from this interpreter's standard library; others from ``corpus`` (a
     source tree's folder is read file by file; any other corpus spec is scanned until every wanted id is
-    found). Ids not found are simply absent.
+    found). Ids not found are simply absent. A path that leads out of its corpus's folder (absolute,
+    ``..``, a link pointing out) is never read: its id maps to a :class:`Refused` saying why.
     """
     from corpora import Document, load_corpus, resolve_spec
     from corpora.loaders.stdlib import stdlib_root
@@ -246,7 +328,11 @@ def find_documents(wanted: dict[str, tuple[str, str | None]], corpus: str | None
         root = stdlib_root() if corpus_name == "stdlib" else tree_root
         if root is None or not path:
             continue
-        text = read_source(root / path, max_bytes=50_000_000)
+        where = confined(root, path)
+        if isinstance(where, Refused):
+            found[doc_id] = where
+            continue
+        text = read_source(where, max_bytes=50_000_000)
         if text is not None:
             found[doc_id] = Document.create(text, corpus=corpus_name, path=path)
     rest = {d for d in wanted if d not in found}
@@ -287,9 +373,9 @@ def collect_rejected(root: Path, attempts: Iterable[dict[str, Any]]) -> list[Rej
             continue
         page = RejectedPage(a["attempt_id"], dict(a), json.loads(a.get("reasons") or "[]"),
                             json.loads(a.get("codes") or "[]"))
-        path = root / "rejected" / f"{a['attempt_id']}.json"
+        path = confined(root / "rejected", f"{a['attempt_id']}.json")  # the id is catalog data: kept inside
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
+            payload = None if isinstance(path, Refused) else json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             payload = None
         if isinstance(payload, dict):

@@ -18,8 +18,14 @@ temporary folder beside ``OUT`` and swapped in at the end, so ``OUT`` is always 
 whole site. ``OUT`` is replaced only when every file in it is one the manifest
 lists (a non-empty ``OUT`` that is not a site, or a site with files added to it,
 is refused, naming them), and never when it holds, or sits inside, what is being
-inspected (the library, a ``--run`` folder, a ``--corpus`` folder). Environment
-pages are written as they are collected, so memory stays flat on large libraries.
+inspected (the library, a ``--run`` folder, a ``--corpus`` folder). A site of the
+same library or spec is rebuilt in place (the summary's ``replaced`` says what was
+there); a site of something else is replaced only with ``force`` (else refused,
+naming what it shows), so one command never silently takes over another's site.
+A spec's source path is read only inside its corpus (:func:`~envgen.inspect.collect.confined`).
+Environment pages are written as they are collected, so memory stays flat on large
+libraries. A ``ref`` that holds no spec (a file that does not load as one, a folder
+whose every ``*.json`` fails) is an error, not an empty site.
 """
 
 from __future__ import annotations
@@ -39,12 +45,15 @@ from envgen.depth import spec_depth
 from envgen.inspect.collect import (
     EnvPage,
     RunPage,
+    assistant_view,
     collect_env,
     collect_rejected,
     collect_runs,
     find_documents,
+    gate_rules,
     page_name,
 )
+from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, SpecError, load_spec
 
 __all__ = ["MARKER", "SiteSummary", "build_site", "isolate", "template_env"]
@@ -67,6 +76,7 @@ class SiteSummary:
     episodes: int
     seconds: float
     problems: list[str]
+    replaced: str | None = None  #: the earlier site at ``out`` that this one replaced (None: there was none)
 
     @property
     def index(self) -> Path:
@@ -166,6 +176,11 @@ def template_env() -> Any:
     env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
     env.filters["page"] = page_name
     env.filters["fromjson"] = lambda v: json.loads(v) if isinstance(v, str) else (v or [])
+    env.filters["assistant"] = assistant_view
+    rules = gate_rules()
+    env.globals["gate_rules"] = rules
+    env.globals["rule_names"] = {r["n"]: r["name"] for r in rules}
+    env.globals["rule_meanings"] = {r["n"]: r["meaning"] for r in rules}
     return env
 
 
@@ -190,14 +205,19 @@ def _chart(history: list[dict[str, Any]], width: int = 560, height: int = 160) -
 # -- the build ------------------------------------------------------------------------------------
 
 
-def _manifest(out: Path) -> set[str] | None:
-    """The files a site's marker lists (relative POSIX paths); None for a marker of a site written before
-    manifests (then the site's own layout stands in for it)."""
+def _marker(out: Path) -> dict[str, Any]:
+    """A site's marker as a dict (empty for a marker of a site written before manifests)."""
     try:
         data = json.loads((out / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    files = data.get("files") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _manifest(out: Path) -> set[str] | None:
+    """The files a site's marker lists (relative POSIX paths); None for a marker of a site written before
+    manifests (then the site's own layout stands in for it)."""
+    files = _marker(out).get("files")
     return {str(f) for f in files} if isinstance(files, list) else None
 
 
@@ -235,8 +255,10 @@ def _inside(a: Path, b: Path) -> bool:
     return a == b or b in a.parents
 
 
-def _check_out(out: Path, keep: Iterable[Path]) -> None:
-    """Refuse an ``out`` that would put what is inspected at risk, or that holds something else."""
+def _check_out(out: Path, keep: Iterable[Path], source: _Source | None = None, force: bool = False) -> str | None:
+    """Refuse an ``out`` that would put what is inspected at risk, that holds something else, or that is the
+    site of another library or spec (unless ``force``). Returns what an existing site showed (None: no site)."""
+    keep = list(keep)
     out_r = out.expanduser().resolve()
     for what in keep:
         p = what.expanduser().resolve()
@@ -253,7 +275,7 @@ def _check_out(out: Path, keep: Iterable[Path]) -> None:
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder; give an empty or new folder to --out")
     if not out.exists() or not any(out.iterdir()):
-        return
+        return None
     if not (out / MARKER).is_file():
         raise FileExistsError(f"{out} exists and is not an inspector site (no {MARKER}); give an empty or new "
                               "folder to --out")
@@ -262,6 +284,23 @@ def _check_out(out: Path, keep: Iterable[Path]) -> None:
         shown = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
         raise FileExistsError(f"{out} is an inspector site, but these files in it are not the inspector's: {shown}; "
                               "move them out (or give another folder to --out): rebuilding replaces the whole folder")
+    marker = _marker(out)
+    was = _describe(marker)
+    if source is not None and marker.get("source_key") != source.key and not force:
+        raise FileExistsError(f"{out} holds the inspector site of {was}, not of {source.label}; give another folder "
+                              f"to --out, or add --force to replace that site")
+    return was
+
+
+def _describe(marker: dict[str, Any]) -> str:
+    """What an existing site shows, from its marker (``library/ (20 environments, built 2025-01-01T10:00Z)``)."""
+    label = marker.get("source")
+    if not isinstance(label, str):
+        return "something this version cannot name (a site from an older version)"
+    envs, built = marker.get("envs"), marker.get("built_at")
+    parts = ([f"{envs} environment{'' if envs == 1 else 's'}"] if isinstance(envs, int) else []) + (
+        [f"built {built}"] if isinstance(built, str) else [])
+    return f"{label}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _prepare(out: Path) -> Path:
@@ -287,11 +326,16 @@ def _swap(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_manifest(site: Path) -> None:
-    """The marker, listing every file of the site (what a later build may replace)."""
+def _write_manifest(site: Path, source: _Source, envs: int) -> None:
+    """The marker: what the site shows (so a later build knows whether it is a rebuild) and every file of the
+    site (what a later build may replace)."""
+    import datetime as dt
+
     files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
-    (site / MARKER).write_text(json.dumps({"built_by": "envwright inspect", "files": files}, indent=0) + "\n",
-                               encoding="utf-8")
+    built = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    data = {"built_by": "envwright inspect", "source": source.label, "source_key": source.key, "envs": envs,
+            "built_at": built, "files": files}
+    (site / MARKER).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
 
 
 def _write(path: Path, text: str) -> None:
@@ -307,6 +351,11 @@ class _Source:
     library: Any = None  #: an open :class:`~envgen.library.Library`
     files: list[Path] | None = None
     roots: tuple[Path, ...] = ()  #: what the site must never hold or sit in (the library, the folder, the file)
+
+    @property
+    def key(self) -> str:
+        """What the site shows, however it was spelled: the resolved library, folder or file."""
+        return "\n".join(sorted(str(r.expanduser().resolve()) for r in self.roots))
 
 
 def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
@@ -333,12 +382,13 @@ def _open_source(ref: str, catalog_url: str | None = None) -> _Source:
 
 def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), corpus: str | None = None,
                gate: str = "auto", executor: str = "worker", rows: int = 5, catalog_url: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> SiteSummary:
+               progress: Callable[[int, int], None] | None = None, force: bool = False) -> SiteSummary:
     """Write the site for ``ref`` (a library folder, a spec file, a folder of specs or an example's name).
 
     Args:
         ref: a library folder, a spec file, a folder of specs or a shipped example's name.
-        out: the site's folder (built beside it and swapped in whole; an existing one must be empty or a site).
+        out: the site's folder (built beside it and swapped in whole; an existing one must be empty, or a site
+            of the same ``ref``, or any site with ``force``).
         runs: evaluation run folders whose episodes are linked from env pages.
         corpus: the corpus the library was generated from, to show source documents that are not in
             this interpreter's standard library.
@@ -347,6 +397,11 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
         rows: seed rows shown per table.
         catalog_url: the library's catalog when it is not ``LIBRARY/catalog.sqlite`` (e.g. PostgreSQL).
         progress: called with ``(done, total)`` after each environment.
+        force: replace a site of another library or spec at ``out`` (its files only, never others').
+
+    Raises:
+        FileNotFoundError: ``ref`` is not found, or holds no spec that loads.
+        FileExistsError: ``out`` is not a folder the site may take (see the module docstring).
     """
     if gate not in GATE_MODES:
         raise ValueError(f"gate must be one of {GATE_MODES}, got {gate!r}")
@@ -356,7 +411,7 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
     source = _open_source(ref, catalog_url)
     try:
         keep = [*source.roots, *run_dirs] + ([Path(corpus)] if corpus and Path(corpus).expanduser().exists() else [])
-        _check_out(out, keep)
+        replaced = _check_out(out, keep, source, force)
         run_pages = collect_runs(run_dirs)
     except BaseException:
         if source.library is not None:
@@ -366,7 +421,7 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
     try:
         summary = _build(source, tmp, run_pages, corpus=corpus, gate=gate, executor=executor, rows=rows,
                          progress=progress)
-        _write_manifest(tmp)
+        _write_manifest(tmp, source, summary.envs)
         _swap(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -374,7 +429,7 @@ def build_site(ref: str, out: str | Path, *, runs: Iterable[str | Path] = (), co
     finally:
         if source.library is not None:
             source.library.close()
-    summary.out, summary.seconds = out, time.perf_counter() - t0
+    summary.out, summary.seconds, summary.replaced = out, time.perf_counter() - t0, replaced
     return summary
 
 
@@ -411,6 +466,10 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
     env = template_env()
     problems: list[str] = []
     items = _specs(source, problems)
+    if source.files is not None and not items:
+        raise ValueError(f"{source.label} holds no environment spec that loads: {'; '.join(problems[:5])}"
+                         f"{' ...' if len(problems) > 5 else ''} (envwright inspect takes a library folder, a spec "
+                         "file, a folder of spec files or an example's name)")
     lib = source.library
     wanted = {s.source.doc_id: (s.source.corpus, s.source.path) for s, _, _ in items if s.source is not None}
     docs = find_documents(wanted, corpus, on_problem=problems.append)
@@ -433,6 +492,7 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
             index_rows.append(page.index_row())
             if progress:
                 progress(i + 1, len(items))
+        realism = _realism([spec for spec, _, _ in items], ex, problems) if items else None
     finally:
         ex.close()
     rejected = collect_rejected(Path(source.label), lib.attempts()) if lib is not None else []
@@ -461,10 +521,23 @@ def _build(source: _Source, tmp: Path, run_pages: list[RunPage], *, corpus: str 
     depth = spec_depth(spec for spec, _, _ in items) if items else None
     _write(tmp / "index.html", env.get_template("index.html.jinja").render(
         site=site, root="", envs=index_rows, n_rejected=len(rejected), problems=problems,
-        options=_options(index_rows), page=INDEX_PAGE, depth=depth))
+        options=_options(index_rows), page=INDEX_PAGE, depth=depth, realism=realism))
     for name in ("site.css", "site.js"):
         _write(tmp / "assets" / name, (TEMPLATES / name).read_text(encoding="utf-8"))
     return SiteSummary(tmp, len(index_rows), len(rejected), len(run_pages), n_episodes, 0.0, problems)
+
+
+def _realism(specs: list[EnvSpec], executor: Any, problems: list[str]) -> dict[str, Any] | None:
+    """The realism figures of the environments beside the shipped examples' and τ²-bench's
+    (:mod:`envgen.realism`), as the index's table: ``{"columns", "rows"}``; None (and a problem) on failure."""
+    from envgen.realism import anchors, measure_specs, realism_rows
+
+    try:
+        columns, rows = realism_rows([("these environments", measure_specs(specs, executor)), *anchors()])
+    except Exception as e:  # the inspector's boundary: figures that cannot be computed are said on the page
+        problems.append(f"realism figures: {exception_text(e)}")
+        return None
+    return {"columns": columns, "rows": rows}
 
 
 def _options(rows: list[dict[str, Any]]) -> dict[str, list[str]]:

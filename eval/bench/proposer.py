@@ -14,13 +14,19 @@ is not Python (``--other-corpus``, default the npm packages of :data:`NPM_PACKAG
 TypeScript; ``npm pack`` fetches them once into ``$ENVWRIGHT_CACHE/npm``), where the AST writer
 yields nothing.
 
-Per setup and document set it reports: parsed (the completion is a JSON object of the structure),
+Per setup and document set it reports: parsed (the model wrote a completion, and it is a JSON object of
+the structure; a proposal the model backend failed, with no completion, is not parsed but counted as
+``backend_failures``),
 compiled (a spec came out: it parsed as a spec, or the blueprint compiled), accepted by the gate
 (isolated workers), mean grounding of the accepted ones, distinct tool sets, tokens per accepted
 environment (prompt and completion, all proposals) and generation tokens/s; constrained setups also
 count ``constrained_parse`` failures, which must be 0. Every setup's documents go through the backend
 in one batch. Results are written to ``--out/proposer.json`` after each setup (``--resume`` skips the
 setups already there), with a bar chart ``proposer.png``.
+
+A setup whose every proposal failed in the model backend (a missing dependency of constrained decoding, an
+engine error) measured nothing: the bench stops with an error naming the backend's first error (exit 1;
+the setups before it are kept, and ``--resume`` retries it); a setup with some such proposals warns.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import click
 
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import signature_key
-from envgen.errors import PARSE_FAILURES
+from envgen.errors import PARSE_FAILURES, FailureCode
 
 __all__ = ["NPM_PACKAGES", "SETUPS", "ProposerBench", "command", "run"]
 
@@ -115,9 +121,12 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
     tokens = sum(p.prompt_tokens + p.completion_tokens for p in props)
     completion = sum(p.completion_tokens for p in props)
     ground = [grounding(p.spec, d) for p, d in accepted]
+    backend = codes.get(FailureCode.GENERATION, 0)
     return {
         "documents": len(docs),
-        "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in PARSE_FAILURES),
+        "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in PARSE_FAILURES | {
+            FailureCode.GENERATION}),  # only what the model wrote: a backend failure wrote nothing
+        "backend_failures": backend,
         "compiled": sum(1 for p in props if p.spec is not None),
         "accepted": len(accepted),
         "accepted_share": len(accepted) / len(docs) if docs else 0.0,
@@ -145,6 +154,15 @@ def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
     t0 = time.perf_counter()
     props = prop.propose_batch(docs, seed=args.seed)
     gen = time.perf_counter() - t0
+    failed = [p for p in props if p.meta.get("error_code") == FailureCode.GENERATION]
+    if props and len(failed) == len(props):
+        raise click.ClickException(f"setup {setup}: every one of the {len(props)} proposals failed in the model "
+                                   f"backend (no completion came back), so nothing was measured. First error: "
+                                   f"{failed[0].error}")
+    if failed:
+        click.secho(f"warning: setup {setup}: {len(failed)} of {len(props)} proposals failed in the model backend "
+                    f"and are counted as backend_failures, not as parse failures. First error: {failed[0].error}",
+                    err=True, fg="yellow")
     ex = make_executor("worker")
     try:
         verdicts = [validate_spec(p.spec, executor=ex) if p.spec is not None else None for p in props]
@@ -228,7 +246,7 @@ def _table(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=f"envwright bench proposer ({result.get('model')})")
-    for col in ("setup", "documents", "parsed", "accepted", "grounding", "distinct tool sets",
+    for col in ("setup", "documents", "parsed", "accepted", "backend failures", "grounding", "distinct tool sets",
                 "tokens / accepted env", "generation tok/s", "constrained parse failures"):
         t.add_column(col, overflow="fold")
     for setup, by_set in result["setups"].items():
@@ -237,6 +255,7 @@ def _table(result: dict[str, Any]) -> None:
             if r is None:
                 continue
             t.add_row(setup, name, f"{r['parsed']}/{r['documents']}", f"{r['accepted']}/{r['documents']}",
+                      str(r.get("backend_failures", "-")),
                       "-" if r["mean_grounding"] is None else f"{r['mean_grounding']:.2f}",
                       str(r["distinct_tool_sets"]),
                       "-" if r["tokens_per_accepted"] is None else f"{r['tokens_per_accepted']:,.0f}",

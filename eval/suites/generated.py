@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from envgen.errors import error_message
 from envgen.validate import oracle_reply
 from eval.suites.base import (
     MAX_RESULT_CHARS,
@@ -27,7 +28,7 @@ from eval.suites.base import (
 from gym_envs.env import ToolEnv, step_many
 from gym_envs.parsing import parse_action
 from gym_envs.sandbox import CallResult, Executor, make_executor
-from gym_envs.spec import EnvSpec, Task, as_spec
+from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
 __all__ = ["ExamplesSuite", "LibrarySuite", "SpecSuite", "ToolEnvEpisode", "load_examples"]
 
@@ -192,7 +193,10 @@ class SpecSuite(Suite):
 
 
 class LibrarySuite(SpecSuite):
-    """``library:PATH``: a generated library, optionally one split of it (see :mod:`eval.suites`)."""
+    """``library:PATH``: a generated library, optionally one split of it (see :mod:`eval.suites`).
+
+    An environment whose spec file does not load (corrupt: missing, not JSON, not a valid spec) is skipped,
+    never the whole library: :attr:`skipped` maps its id to why (the runner warns with it)."""
 
     def __init__(self, path: str | Path, *, split: str = "all", heldout_fraction: float = 0.2,
                  executor: str | Executor = "worker", workers: int = 1, write_splits: bool = True):
@@ -206,6 +210,7 @@ class LibrarySuite(SpecSuite):
         # only written to keep the splits it assigns; otherwise only read (nothing written into the folder)
         self.library = Library(root) if write_splits else Library.open_readonly(root)
         self.split = split
+        self.skipped: dict[str, str] = {}  #: env id -> why its spec file was not loaded
         specs, splits = [], {}
         for row in self.library.rows(sort="id"):
             which = row.get("split") or split_of(row.get("doc_id") or row["id"], heldout_fraction)
@@ -213,7 +218,13 @@ class LibrarySuite(SpecSuite):
                 self.library.set_split(row["id"], which)
             if split != "all" and which != split:
                 continue
-            specs.append(self.library.load(row["id"]))
+            try:
+                spec = self.library.load(row["id"])
+            except (SpecError, OSError, ValueError) as e:
+                why = self.library.corrupt_specs([row]).get(row["id"]) or error_message(e)
+                self.skipped[row["id"]] = why
+                continue
+            specs.append(spec)
             splits[row["id"]] = which
         super().__init__(f"library:{root}", specs, executor=executor, workers=workers, splits=splits)
 

@@ -19,13 +19,22 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    out read-only **views** of pure modules (:mod:`~gym_envs.sandbox.modules`): classes, functions and immutable
    constants, never a module, a mutable module-level container or shared mutable state; functions that would
    bypass the guards, run source text (``functools.singledispatch``) or reach process-wide state are replaced or
-   left out. Views cannot be written (``_write_`` refuses attribute writes on anything but the code's own dicts
-   and lists). SQL (:mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db`) is allowed, not filtered:
-   the authorizer allows reads and writes of the schema's own tables, ``CREATE TABLE``/``INDEX`` at setup, and
-   calls of an allow-list of SQL functions, and denies every other action, table and function whatever the SQLite
-   build compiles in (``sqlite_stmt``, ``dbstat``, ``fts3_tokenizer``...); every function off the list is also
-   replaced on the connection by one that refuses, so a column's ``DEFAULT`` (which the authorizer never sees)
-   cannot call it either. Untrusted SQL may not contain the host statements' tag.
+   left out. **Re-exports reached through allowed modules**: an allowed module's public name can be another
+   module's function (``statistics.mul`` is ``operator.mul``, ``fractions.Decimal`` is ``decimal.Decimal``), so
+   what a view holds is decided by the identity of each object, whichever module hands it on: a removed object
+   is left out of every view, a replaced one replaced in every view (a class by a stand-in that keeps
+   ``isinstance`` and its class attributes working). :mod:`~gym_envs.sandbox.surface` classifies every callable
+   reachable from the builtins and each view, through attributes and instances, as removed, replaced, wrapped by
+   ``_getattr_`` or allowed as it is with its reason; ``test_surface.py`` enumerates the reachable set afresh
+   and fails, naming it, on anything unclassified (a new Python version adding a function) and on any removed or
+   replaced original still reachable under another name. Views cannot be written (``_write_`` refuses attribute
+   writes on anything but the code's own dicts and lists). SQL (:mod:`~gym_envs.sandbox.sqlpolicy`,
+   :mod:`~gym_envs.sandbox.db`) is allowed, not filtered: the authorizer allows reads and writes of the schema's
+   own tables, ``CREATE TABLE``/``INDEX`` at setup, and calls of an allow-list of SQL functions, and denies every
+   other action, table and function whatever the SQLite build compiles in (``sqlite_stmt``, ``dbstat``,
+   ``fts3_tokenizer``...); every function off the list is also replaced on the connection by one that refuses, so
+   a column's ``DEFAULT`` (which the authorizer never sees) cannot call it either. Untrusted SQL may not contain
+   the host statements' tag.
 2. **Spec code runs only inside its own call.** A ``db`` facade works only while the engine runs a call
    (or check) of its own episode: every statement checks the connection's owner token, which the engine
    installs around each piece of spec code and removes after it. A statement started while another runs
@@ -49,8 +58,22 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    ``re`` refuses ``re.DEBUG`` (it printed to the host's stdout) and leaves out ``purge``,
    ``functools.total_ordering`` (it writes the class it is given) is left out, SQL's date functions refuse
    ``'now'``, ``'localtime'`` and ``'utc'``, and ``random()`` and ``current_*`` are refused. An episode that
-   imports ``decimal`` computes in the sandbox's own context, never the host thread's (whose precision the
-   host may set, and whose flags would collect the spec's). An audit test
+   imports a module from which ``decimal`` is reachable (``decimal``, ``fractions`` and ``statistics``, which
+   re-export ``Decimal``: the red team reached the host's context through them) computes in a context of its
+   own, never the host thread's (whose precision the host may set, and whose flags would collect the spec's):
+   a copy of the sandbox's, made at that import and installed around all the episode's later code
+   (:class:`~gym_envs.sandbox.scope.CallScope`); ``decimal.Context()`` fills what it is not given from Python's
+   defaults spelled out, not from the process's ``DefaultContext``, and the host's own ``Decimal`` parsing of
+   replies uses no context. **Process state visible through text, identity and counters** is out of reach, so
+   nothing spec code observes differs between a worker and the host or between runs: the text of an object has
+   no memory address in it (``<function f>``, not ``<function f at 0x7f...>``), however it is made (``repr``,
+   ``str``, f-strings, ``%`` formatting, ``print``, an exception's ``args`` and the error text the agent sees:
+   :mod:`~gym_envs.sandbox.reprs`), and a fuzz of every reachable callable finds none handing one back
+   (``collections.UserString`` did, and is removed); ``id`` and ``hash`` are not builtins, ``random.seed``
+   refuses objects it would seed from their hash, and the audit finds nothing reachable that calls them or reads
+   ``gc``, ``sys`` or locks; nothing reachable from the views is mutable (no shared counter, cache or registry;
+   ``functools.get_cache_token``, the process-wide ABC counter, is removed), and what an episode makes at
+   module level (``itertools.count()``, an ``lru_cache``) is made afresh for each episode. An audit test
    (``tests/gym_envs/sandbox/test_audit.py``) walks every attribute reachable from the builtins and the
    module views, judges the code behind each (transitively, Python by the globals it loads, C by a table)
    and fails on anything that reaches such state, or ``eval``/``exec``/``compile``, and is not listed there as
@@ -67,10 +90,16 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    or RLIMIT_CPU), a low recursion limit, capped ``print`` output, capped result and exception text, and its
    stdin/stdout moved off the protocol pipes. SQL runs under a progress-handler deadline, length, row and
    result-size limits, and ``printf``/``format`` widths and precisions capped for any argument type (the
-   call runs SQLite's own code on a canonical format whose widths are checked literals). Arithmetic that
-   could allocate without bound (``'a' * 10**10``, ``10**10**8``, huge shifts) is checked before it runs,
-   in both modes. Action parsing (:mod:`gym_envs.parsing`) never raises: deep or huge actions become
-   parse errors.
+   call runs SQLite's own code on a canonical format whose widths are checked literals). Every way to
+   multiply, raise to a power, shift or repeat by an argument's value (:mod:`~gym_envs.sandbox.sizes`) is
+   checked before it runs, in both modes: the operators for every operand type (integers, fractions, anything
+   with a length; decimals through their capped contexts), ``operator``'s functions under any name,
+   ``math.prod``/``factorial``/``comb``/``perm``/``lcm``, ``itertools.repeat``/``product``/
+   ``combinations_with_replacement``/``tee``, ``statistics.fmean`` (it multiplies with ``operator.mul``
+   inside), ``json``'s ``indent`` (repeated at every nesting level),
+   ``round``, ``random.getrandbits``/``randbytes``, and ``Decimal``/``Fraction`` values whose exponent would
+   make a huge integer when converted. Action parsing (:mod:`gym_envs.parsing`) never raises: deep or huge
+   actions become parse errors.
 5. **Reward integrity.** Checks run on a read-only view after the turn (authorizer in ``ro`` mode plus
    ``PRAGMA query_only``) and only JSON crosses back. The state always equals the replay of the episode's
    logged calls (successes, and failures that a replay reproduces): a call that fails after writing is
@@ -79,28 +108,34 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    a program whose code keeps no state between calls: :mod:`~gym_envs.sandbox.purity`) is a savepoint plus
    the connection's counters, so restoring it gives that same state; one a reset removed is replayed.
 
-Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite
-loop, a catastrophic regular expression, a C-level CPU burner (``math.factorial(10**8)``,
-``hashlib.pbkdf2_hmac`` with 10**9 rounds, one SQLite function call over a megabyte such as an ``instr`` or
-a LIKE with a 100-character pattern) or a memory bomb that evades the arithmetic guard (``'x'.ljust(10**10)``,
-an f-string width) can stall or exhaust the host. Use it only for trusted or already-validated specs. The
-worker mode's limits are per request, so a worker's own memory is shared by the episodes it holds. A tool
-that writes exactly the rows a check looks for is judged by state: that is correct (the checks define the
-task), not a hack. Set iteration order of strings depends on the hash seed (workers run with
-``PYTHONHASHSEED=0``); the locale is the process's (the C locale unless host code changes it), and
-``datetime.strptime``'s ``%Z`` matches the names of the process's time zone (workers inherit the host's
-``TZ``). Timing (a call that times out in one run may not in another) is not deterministic.
+Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite loop, a
+catastrophic regular expression, a C-level CPU burner (``hashlib.pbkdf2_hmac`` with 10**9 rounds, one SQLite
+function call over a megabyte such as an ``instr`` or a LIKE with a 100-character pattern) or a memory bomb that
+evades the size guards (a width: ``'x'.ljust(10**10)``, ``(0).to_bytes(10**10)``, an f-string, ``%`` or ``strftime``
+width; ``''.join`` of a repeated long string, ``str.replace`` of an empty pattern; allocation that grows with the
+time spent, as ``list(itertools.count())``) can stall or exhaust the host. Use it only for trusted or
+already-validated specs. The worker mode's limits are per request, so a worker's own memory is shared by the
+episodes it holds. A tool that writes exactly the rows a check looks for is judged by state: that is correct (the
+checks define the task), not a hack. Set iteration order follows hashes, and spec code can observe it: for strings
+it depends on the hash seed (workers run with ``PYTHONHASHSEED=0``, the host with its own, so the order can differ
+between the modes), for identity-hashed objects (functions) on their addresses. The memo of compiled regular
+expressions is the process's: an episode that compiles hundreds of patterns could see through ``is`` when one was
+evicted. The locale is the process's (the C locale unless host code changes it), and ``datetime.strptime``'s ``%Z``
+matches the names of the process's time zone (workers inherit the host's ``TZ``). Timing (a call that times out in
+one run may not in another) is not deterministic.
 
 Layout
 ======
 :mod:`~gym_envs.sandbox.guards` (compilation and run-time guards), :mod:`~gym_envs.sandbox.modules`
-(builtins and module views), :mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db` and
-:mod:`~gym_envs.sandbox.binding` (the SQL policy, the connection and the ``db`` facade, bound parameters
-and result rows), :mod:`~gym_envs.sandbox.values` and :mod:`~gym_envs.sandbox.arguments` (plain JSON,
-argument checks), :mod:`~gym_envs.sandbox.engine`, :mod:`~gym_envs.sandbox.program` and
-:mod:`~gym_envs.sandbox.checks` (the engine, the programs it loads, checks), :mod:`~gym_envs.sandbox.host`
-and :mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol`
-and :mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
+(builtins and module views), :mod:`~gym_envs.sandbox.surface` (what is reachable, and what is removed or
+replaced), :mod:`~gym_envs.sandbox.sizes` (the size guards), :mod:`~gym_envs.sandbox.reprs` (text without
+addresses), :mod:`~gym_envs.sandbox.scope` (the call scope), :mod:`~gym_envs.sandbox.sqlpolicy`,
+:mod:`~gym_envs.sandbox.db` and :mod:`~gym_envs.sandbox.binding` (the SQL policy, the connection and the ``db``
+facade, bound parameters and result rows), :mod:`~gym_envs.sandbox.values` and :mod:`~gym_envs.sandbox.arguments`
+(plain JSON, argument checks), :mod:`~gym_envs.sandbox.engine`, :mod:`~gym_envs.sandbox.program` and
+:mod:`~gym_envs.sandbox.checks` (the engine, the programs it loads, checks), :mod:`~gym_envs.sandbox.host` and
+:mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol` and
+:mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from gym_envs.errors import CallTimeout, cap_text, describe
+from gym_envs.errors import CallTimeout, cap_text
+from gym_envs.sandbox.reprs import described
 
 __all__ = ["MAX_REPLY_NUMBERS", "evaluate", "python_verdict", "reply_contains", "text_contains"]
 
@@ -54,7 +55,7 @@ def _numbers(text: str) -> list[Decimal]:
                 value = Decimal(part)
             except InvalidOperation:
                 continue
-            out.append(-value if sign else value)
+            out.append(value.copy_negate() if sign else value)  # exact: no decimal context involved
     return out
 
 
@@ -116,7 +117,7 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
     except CallTimeout:
         return {"passed": False, "detail": "check timed out"}
     except Exception as e:  # the boundary: a check whose evaluation raises (its SQL, its values) fails
-        return {"passed": False, "detail": describe(e, 500)["error"]}
+        return {"passed": False, "detail": described(e, 500)["error"]}
 
 
 def _plain_rows(rows: Any) -> bool:

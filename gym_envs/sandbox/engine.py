@@ -10,14 +10,15 @@ Checkpoints (``fork``, ``restore``): when the code keeps no state between calls 
 a checkpoint is a savepoint plus the connection's counters; restoring it gives the state a replay of the
 log up to it gives (a checkpoint a reset removed is replayed). Other programs get none: the caller replays.
 
-The call scope (:mod:`gym_envs.sandbox.scope`). Spec code (a program's module level, a tool call, a
-``python`` check) runs only inside the engine's scope, entered and left around it: the connection's owner
-token is the running facade's (no ``db`` works outside its own call), an episode that imported ``decimal``
-computes in the sandbox's context (never the host thread's), and in a worker the soft deadline is armed.
-The generic path is :meth:`Engine._run_spec`; the hot paths (:meth:`Engine.call_plain` in process,
-:meth:`Engine.call_text` in a worker) write the same steps out. Episodes get fresh globals over shared
-builtins, a connection reset to the template, their own ``random`` and their own facades; the state always
-equals the replay of the episode's logged calls.
+The call scope (:class:`gym_envs.sandbox.scope.CallScope`). Spec code (a program's module level, a tool call, a
+``python`` check) runs only inside the scope, entered and left around it: the connection's owner token is the
+running facade's (no ``db`` works outside its own call), an episode that imported ``decimal`` computes in its own
+decimal context (never the host thread's), and in a worker the soft deadline is armed. The generic path
+(:meth:`Engine._run_spec`) and the hot paths (:meth:`Engine.call_plain` in process, :meth:`Engine.call_text` in a
+worker) all enter it through that one context manager; each episode keeps its own for its calls. Spec code's
+failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
+fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
+the state always equals the replay of the episode's logged calls.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from gym_envs.errors import (
     ErrorKind,
     StateError,
     cap_text,
-    describe,
     error_response,
     exception_text,
 )
@@ -44,7 +44,8 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
-from gym_envs.sandbox.scope import DECIMAL_KEY, HOST_CONTEXT, arm, disarm, restore_decimal, use_decimal
+from gym_envs.sandbox.reprs import described, scrub
+from gym_envs.sandbox.scope import CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
 __all__ = ["Engine"]
@@ -61,6 +62,7 @@ class _Episode:
     glb: dict[str, Any]  #: the episode's globals
     marks: dict[str, str]
     log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
+    scope: CallScope  #: the call scope of its tool calls (its facade's token, its globals)
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
@@ -82,7 +84,7 @@ class Engine:
         self.in_worker = in_worker
         self.programs: dict[str, Program] = {}
         self.episodes: dict[str, _Episode] = {}
-        self._base_globals, self._decimal = spec_globals(self.limits)  # copied per episode (see _globals)
+        self._base_globals = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
         self._cap = cap
@@ -138,24 +140,9 @@ class Engine:
     def _run_spec(self, state: StateDB, owner: object | None, glb: dict[str, Any], fn: Callable[..., Any],
                   args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, /) -> Any:
         """``fn(*args, **kwargs)``, spec code of the episode whose globals are ``glb``, inside the call scope
-        (:mod:`gym_envs.sandbox.scope`)."""
-        kwargs = kwargs or {}
-        guard = state.guard
-        saved_owner = guard.owner
-        guard.owner = owner
-        try:
-            if DECIMAL_KEY in glb:
-                use_decimal(self._decimal)
-            if self._deadline_s:
-                arm(self._deadline_s)
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    disarm()
-            return fn(*args, **kwargs)
-        finally:
-            guard.owner = saved_owner
-            restore_decimal()
+        (:class:`~gym_envs.sandbox.scope.CallScope`)."""
+        with CallScope(state.guard, owner, glb, self._deadline_s):
+            return fn(*args, **(kwargs or {}))
 
     # -- load ----------------------------------------------------------------------------------
     def _op_load(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +162,7 @@ class Engine:
         except BaseException as e:  # the boundary: the module-level code's failure (CallTimeout too) is a LoadError
             disarm()
             db.close()
-            return describe(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
+            return described(e, cap) | {"error_type": ErrorKind.LOAD_ERROR.value, "replay": False}
         if missing:
             db.close()
             return error_response(ErrorKind.LOAD_ERROR, f"the code defines no function for tools {missing}", cap)
@@ -196,7 +183,8 @@ class Engine:
         tools = {name: glb.get(name) for name in prog.tool_schemas}
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
-        return _Episode(prog, state, seed, tools, db, token, glb, {}, [])  # type: ignore[arg-type]
+        scope = CallScope(state.guard, token, glb, self._deadline_s)
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
 
     def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
@@ -261,37 +249,26 @@ class Engine:
     def call_text(self, ep_id: str, name: str, args: Any) -> str | dict[str, Any]:
         """:meth:`call` for an in-worker engine: a successful call with valid flat arguments is answered with
         its response already encoded (``{"ok":true,"changes":N,"result":...}``), anything else as :meth:`call`
-        answers. The worker's hot path: the call scope of :meth:`_run_spec`, written out."""
+        answers. The worker's hot path."""
         ep = self.episodes.get(ep_id)
         admit = ep.program.arguments.get(name) if ep is not None and ep.lost is None else None
         logged = admit(args) if admit is not None and args.__class__ is dict else None
         if logged is None:
             return self.call(ep_id, name, args)
         state = ep.state  # type: ignore[union-attr]
-        conn, guard = state.conn, state.guard
+        conn = state.conn
         before = conn.total_changes
-        saved_owner = guard.owner
-        guard.owner = ep.token  # type: ignore[union-attr]
         failure: BaseException | None = None
         try:
-            if DECIMAL_KEY in ep.glb:  # type: ignore[union-attr]
-                use_decimal(self._decimal)
-            arm(self._deadline_s)
-            try:
+            with ep.scope:  # type: ignore[union-attr]
                 value = ep.tools[name](ep.db, **logged)  # type: ignore[union-attr]
-            finally:
-                disarm()
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes described()'s response
             disarm()
             failure = e
-        finally:
-            guard.owner = saved_owner
-            if HOST_CONTEXT:
-                restore_decimal()
         if failure is not None:
-            return self._settle(ep, name, logged, before, describe(failure, self._cap))  # type: ignore[arg-type]
+            return self._settle(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
         try:
             value, bound = plain_json(value)
             text = dumps(value)
@@ -344,33 +321,25 @@ class Engine:
     def call_plain(self, ep_id: str, name: str, args: dict[str, Any]) -> tuple[Any, int] | dict[str, Any]:
         """:meth:`call` for an in-process engine and an exact ``dict`` of arguments, without building a
         response for the common case: ``(result, changes)`` when the call succeeded, else the same
-        error response :meth:`call` gives. The in-process executor's hot path: the call scope of
-        :meth:`_run_spec`, written out."""
+        error response :meth:`call` gives. The in-process executor's hot path."""
         ep = self.episodes.get(ep_id)
         if ep is not None and ep.lost is None and not self.in_worker:
             admit = ep.program.arguments.get(name)
             logged = admit(args) if admit is not None else None
             if logged is not None:
                 state = ep.state
-                conn, guard = state.conn, state.guard
+                conn = state.conn
                 before = conn.total_changes
-                saved_owner = guard.owner
-                guard.owner = ep.token
                 failure: BaseException | None = None
                 try:
-                    if DECIMAL_KEY in ep.glb:
-                        use_decimal(self._decimal)
-                    value = ep.tools[name](ep.db, **logged)
+                    with ep.scope:
+                        value = ep.tools[name](ep.db, **logged)
                 except (KeyboardInterrupt, SystemExit):
                     raise
                 except BaseException as e:  # the boundary, as above (the batched path)
                     failure = e
-                finally:
-                    guard.owner = saved_owner
-                    if HOST_CONTEXT:
-                        restore_decimal()
                 if failure is not None:
-                    return self._settle(ep, name, logged, before, describe(failure, self._cap))
+                    return self._settle(ep, name, logged, before, described(failure, self._cap))
                 try:
                     value, bound = plain_json(value)
                     fits = bound <= self._max_result or len(dumps(value)) <= self._max_result
@@ -410,12 +379,13 @@ class Engine:
         """Run one tool call in the call scope (no savepoint: see :meth:`_rebuild`); a typed response.
         ``before``: the connection's ``total_changes`` before the call."""
         try:
-            value = self._run_spec(ep.state, ep.token, ep.glb, ep.tools[name], (ep.db,), args)
+            with ep.scope:
+                value = ep.tools[name](ep.db, **args)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes describe()'s response
+        except BaseException as e:  # the boundary: spec code's failure (CallTimeout too) becomes described()'s response
             disarm()
-            return describe(e, self._cap)
+            return described(e, self._cap)
         try:
             value, bound = plain_json(value)
             return self._result(ep, value, bound, before)
@@ -437,7 +407,7 @@ class Engine:
 
     def _not_json(self, e: BaseException) -> dict[str, Any]:
         return error_response(ErrorKind.NOT_JSON, f"the tool returned a value that is not plain JSON "
-                              f"({type(e).__name__}: {cap_text(str(e), 200)})", self._cap) | {"replay": True}
+                              f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its logged calls".
@@ -455,8 +425,8 @@ class Engine:
             else:
                 state.reset_episode()
             fresh = self._new_episode(ep.program, state, ep.seed)
-            ep.tools, ep.db, ep.token, ep.glb, ep.ro_db, ep.ro_token = fresh.tools, fresh.db, fresh.token, fresh.glb, \
-                None, None
+            ep.tools, ep.db, ep.token, ep.glb, ep.scope = fresh.tools, fresh.db, fresh.token, fresh.glb, fresh.scope
+            ep.ro_db = ep.ro_token = None
             for name, args in ep.log:
                 state.savepoint()
                 resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)

@@ -1,15 +1,17 @@
 """Restricted compilation and the run-time guards that every piece of spec code runs under.
 
 * :class:`Policy` is RestrictedPython's policy plus our rules: no ``yield`` (a generator's cleanup
-  would run whenever the garbage collector frees it, outside any call), size guards on ``*``, ``**``
-  and ``<<``, bare ``except:`` narrowed to ``Exception``; :func:`compile_code` compiles with it.
+  would run whenever the garbage collector frees it, outside any call), ``*``, ``**``, ``<<`` and ``%``
+  through ``_binop_`` (the size guards of :mod:`~gym_envs.sandbox.sizes`; ``%`` for the addresses
+  :mod:`~gym_envs.sandbox.reprs` removes), f-strings through ``_fstring_``, bare ``except:`` narrowed to
+  ``Exception``; :func:`compile_code` compiles with it.
 * :func:`guarded_getattr` (``_getattr_``) refuses ``_`` names, frame/code/traceback attributes,
   ``format``/``format_map``, exception attributes but ``args`` and ``register`` on ABCs, and refuses or
   wraps the attributes of shared classes that reach the clock, the host's time zone or a process-wide
   random generator (:data:`SHARED_ATTRIBUTES`).
-* :func:`guarded_getitem`, :func:`make_binop` / :func:`make_inplacevar` (arithmetic size guards),
-  :func:`guarded_format` (f-string fields with a format spec), :data:`write_guard` and
-  :class:`PrintCollector` complete the names the compiled code calls.
+* :func:`guarded_getitem`, :func:`make_inplacevar` (augmented assignment, the guarded operators through
+  ``_binop_``), :func:`guarded_format` (f-string fields with a format spec), :data:`write_guard` and
+  :class:`PrintCollector` (printed text, addresses removed) complete the names the compiled code calls.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import abc
 import ast
 import datetime
-import fractions
 import operator
 import random
 import re
@@ -29,9 +30,10 @@ from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import full_write_guard
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from gym_envs.errors import ResourceLimit, SandboxViolation
+from gym_envs.errors import SandboxViolation
 from gym_envs.sandbox.db import DbFacade
-from gym_envs.sandbox.limits import Limits
+from gym_envs.sandbox.reprs import scrub
+from gym_envs.sandbox.surface import StandIn
 
 __all__ = [
     "BLOCKED_ATTRS",
@@ -46,7 +48,6 @@ __all__ = [
     "guarded_getitem",
     "guarded_setitem",
     "host_time_directive",
-    "make_binop",
     "make_inplacevar",
     "write_guard",
 ]
@@ -72,15 +73,15 @@ _FAST_ATTRS[DbFacade] = frozenset({"query", "execute"})
 
 
 class Policy(RestrictingNodeTransformer):
-    """RestrictedPython's policy plus: no ``yield``, size guards on ``*``, ``**``, ``<<``, no bare ``except:``, and
-    no annotations.
+    """RestrictedPython's policy plus: no ``yield``, ``*``, ``**``, ``<<`` and ``%`` through ``_binop_``, f-strings
+    through ``_fstring_``, no bare ``except:``, and no annotations.
 
     Annotations are dropped, not refused: they change nothing when code runs, but they are kept as values
     (``__annotations__``) that library code may later read as source. ``typing.get_type_hints``, which
     ``functools.singledispatch`` calls, ``eval``s a string annotation with the real builtins, outside every guard.
     Without annotations, no string reaches such code as source text."""
 
-    _GUARDED = {ast.Mult: "mul", ast.Pow: "pow", ast.LShift: "lshift"}
+    _GUARDED = {ast.Mult: "mul", ast.Pow: "pow", ast.LShift: "lshift", ast.Mod: "mod"}
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         node.annotation = None
@@ -120,6 +121,14 @@ class Policy(RestrictingNodeTransformer):
         call = ast.Call(func=ast.Name("_format_", ast.Load()),
                         args=[node.value, node.format_spec, ast.Constant(node.conversion)], keywords=[])
         return ast.fix_missing_locations(ast.copy_location(ast.FormattedValue(call, -1, None), node))
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        # f"...{obj}...": the text of an object may hold its address; the whole string goes through _fstring_
+        node = self.node_contents_visit(node)
+        if not any(isinstance(v, ast.FormattedValue) for v in node.values):
+            return node
+        call = ast.Call(func=ast.Name("_fstring_", ast.Load()), args=[node], keywords=[])
+        return ast.fix_missing_locations(ast.copy_location(call, node))
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -301,10 +310,14 @@ def guarded_getattr(obj: Any, name: str, default: Any = _MISSING) -> Any:
         raise SandboxViolation("attribute names must be str")
     if name[:1] == "_" or name in BLOCKED_ATTRS:
         raise SandboxViolation(f"attribute {name!r} is not allowed")
-    if isinstance(obj, BaseException) and name != "args":
-        raise SandboxViolation(f"only '.args' of an exception may be read, not {name!r}")
+    if isinstance(obj, BaseException):
+        if name != "args":
+            raise SandboxViolation(f"only '.args' of an exception may be read, not {name!r}")
+        return tuple(scrub(a) if a.__class__ is str else a for a in obj.args)  # messages may quote a repr
     owner = obj if isinstance(obj, type) else obj.__class__
     if obj is owner:
+        if obj.__class__ is StandIn:  # a guarded constructor: its attributes are the real class's, checked as such
+            obj = owner = obj._real
         if issubclass(obj, BaseException):
             raise SandboxViolation("attributes of exception classes may not be read")
         if name == "register" and isinstance(obj, abc.ABCMeta):
@@ -346,48 +359,12 @@ def guarded_delitem(obj: Any, key: Any) -> None:
     del write_guard(obj)[key]
 
 
-def make_binop(limits: Limits) -> Callable[[str, Any, Any], Any]:
-    """``_binop_``: ``*``, ``**`` and ``<<`` with their results' sizes checked before they are computed."""
-    max_seq, max_bits = limits.max_sequence, limits.max_int_bits
-    seq_types = (str, bytes, bytearray, list, tuple)
-
-    def binop(op: str, a: Any, b: Any) -> Any:
-        if op == "mul":
-            if isinstance(a, int) and isinstance(b, int):
-                if a.bit_length() + b.bit_length() > max_bits:
-                    raise ResourceLimit(f"integer product would exceed {max_bits:,} bits")
-            elif isinstance(a, seq_types) and isinstance(b, int):
-                if len(a) * b > max_seq:
-                    raise ResourceLimit(f"sequence repetition would create {len(a) * b:,} elements "
-                                        f"(limit {max_seq:,})")
-            elif isinstance(b, seq_types) and isinstance(a, int) and len(b) * a > max_seq:
-                raise ResourceLimit(f"sequence repetition would create {len(b) * a:,} elements "
-                                    f"(limit {max_seq:,})")
-            return a * b
-        if op == "pow":
-            if isinstance(b, int) and b > 0:
-                if isinstance(a, int) and abs(a) > 1:
-                    bits = abs(a).bit_length()
-                elif isinstance(a, fractions.Fraction):
-                    bits = max(abs(a.numerator).bit_length(), a.denominator.bit_length())
-                else:
-                    bits = 0
-                if bits > 1 and b * bits > max_bits:
-                    raise ResourceLimit(f"power would exceed {max_bits:,} bits")
-            return a**b
-        if isinstance(a, int) and isinstance(b, int) and b > 0 and a and a.bit_length() + b > max_bits:
-            raise ResourceLimit(f"shift by {b} exceeds {max_bits:,} bits")
-        return a << b
-
-    return binop
-
-
 def make_inplacevar(binop: Callable[[str, Any, Any], Any]) -> Callable[[str, Any, Any], Any]:
     """``_inplacevar_``: augmented assignment, the guarded operators through ``binop``."""
     ops = {"+=": operator.iadd, "-=": operator.isub, "/=": operator.itruediv,
-           "//=": operator.ifloordiv, "%=": operator.imod, "|=": operator.ior, "&=": operator.iand,
+           "//=": operator.ifloordiv, "|=": operator.ior, "&=": operator.iand,
            "^=": operator.ixor, ">>=": operator.irshift, "@=": operator.imatmul}
-    guarded = {"*=": "mul", "**=": "pow", "<<=": "lshift"}
+    guarded = {"*=": "mul", "**=": "pow", "<<=": "lshift", "%=": "mod"}
 
     def inplace(op: str, x: Any, y: Any) -> Any:
         if op in guarded:
@@ -409,6 +386,7 @@ class PrintCollector:
         self.cap = cap
 
     def write(self, text: str) -> None:
+        text = scrub(text)
         if self.size < self.cap:
             self.parts.append(text[: self.cap - self.size])
         self.size += len(text)

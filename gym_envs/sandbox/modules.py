@@ -2,14 +2,19 @@
 
 A view (:func:`module_view`) holds only a module's public classes, functions and immutable constants:
 never a module (``statistics.sys``, ``re.enum`` would reach ``sys.modules``), a mutable module-level
-container (copied frozen) or shared mutable state. Functions that would bypass the guards, or reach
-process-wide state, are replaced or left out (:data:`VIEW_DROP`, :func:`views`): ``operator``'s getters
-and setters go through the guards, its ``mul``/``pow``/``lshift`` through the size guard,
-``functools.wraps`` and ``update_wrapper`` copy nothing, ``re``'s functions refuse ``re.DEBUG`` (it prints
-to the process's stdout), ``time.strftime`` needs its time tuple and refuses the directives that read the
-host's time zone. ``random`` is each episode's own generator (:func:`random_module`), created on first
-import from the episode's seed. :func:`make_import` is the ``__import__`` of the shared builtins
-(:func:`builtins_template`); :func:`spec_globals` puts them together with the guards' names into the
+container (copied frozen) or shared mutable state. What a view holds is decided by the identity of each
+object, whichever module re-exports it (:mod:`~gym_envs.sandbox.surface`): :data:`~gym_envs.sandbox.surface.REMOVED`
+objects are left out, and every object :func:`views` replaces is replaced in every view (``statistics.mul`` is
+``operator.mul``, so both are the guarded one): ``operator``'s getters and setters go through the guards, the
+functions that multiply, raise to a power, shift or repeat through the size guards
+(:meth:`~gym_envs.sandbox.sizes.SizeGuard.replacements`), ``functools.wraps`` and ``update_wrapper`` copy
+nothing, ``re``'s functions refuse ``re.DEBUG`` (it prints to the process's stdout), ``time.strftime`` needs its
+time tuple and refuses the directives that read the host's time zone. ``random`` is each episode's own generator
+(:func:`random_module`), created on first import from the episode's seed; importing a module whose view holds
+``decimal``'s classes (``decimal``, and ``fractions`` and ``statistics``, which re-export ``Decimal``) gives the
+episode its own decimal context (:func:`make_import`). :func:`make_import` is the ``__import__`` of the shared
+builtins (:func:`builtins_template`), whose ``repr`` and ``str`` write no memory addresses
+(:mod:`~gym_envs.sandbox.reprs`); :func:`spec_globals` puts them together with the guards' names into the
 globals every piece of spec code starts from.
 """
 
@@ -40,7 +45,7 @@ from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 
-from gym_envs.errors import ResourceLimit, SandboxViolation, ToolError
+from gym_envs.errors import SandboxViolation, ToolError
 from gym_envs.sandbox.guards import (
     PrintCollector,
     guarded_delitem,
@@ -49,25 +54,25 @@ from gym_envs.sandbox.guards import (
     guarded_getitem,
     guarded_setitem,
     host_time_directive,
-    make_binop,
     make_inplacevar,
     write_guard,
 )
 from gym_envs.sandbox.limits import Limits
+from gym_envs.sandbox.reprs import STR, safe_repr, scrub
 from gym_envs.sandbox.scope import DECIMAL_KEY, use_decimal
+from gym_envs.sandbox.sizes import SizeGuard
+from gym_envs.sandbox.surface import REMOVED
 
 __all__ = [
     "ALLOWED_MODULES",
     "RANDOM_KEY",
     "SEED_KEY",
-    "VIEW_DROP",
+    "Views",
     "builtins_template",
     "make_import",
     "module_view",
     "random_module",
-    "sandbox_decimal_context",
     "spec_globals",
-    "views",
 ]
 
 _IMPORT_ALLOW: dict[str, ModuleType] = {
@@ -79,17 +84,6 @@ _IMPORT_ALLOW: dict[str, ModuleType] = {
 #: every module tool code may import (``random`` is the episode's own generator, ``time`` a two-name view)
 ALLOWED_MODULES: tuple[str, ...] = (*_IMPORT_ALLOW, "random")
 
-#: names left out of a module's view, and why
-VIEW_DROP: dict[str, frozenset[str]] = {
-    "string": frozenset({"Formatter", "Template"}),  # attribute walks through format strings
-    # the thread's shared decimal context and the templates new contexts copy
-    "decimal": frozenset({"getcontext", "setcontext", "localcontext", "DefaultContext", "BasicContext",
-                          "ExtendedContext"}),
-    "re": frozenset({"purge", "Scanner", "template"}),  # clears the process-wide cache; flags unchecked
-    # total_ordering adds methods to the class it is given (a shared one); the dispatchers read a function's
-    # annotations through typing.get_type_hints, which evals strings as source with the real builtins
-    "functools": frozenset({"total_ordering", "singledispatch", "singledispatchmethod"}),
-}
 _VIEW_TYPES = (type, BuiltinFunctionType, FunctionType, int, float, complex, str, bytes, tuple, frozenset,
                type(None), datetime.timezone)
 
@@ -168,14 +162,22 @@ def _without_debug(fn: Callable[..., Any], index: int) -> Callable[..., Any]:
     return call
 
 
-def module_view(name: str, mod: ModuleType, overrides: dict[str, Any] | None = None) -> SimpleNamespace:
-    """A read-only namespace of ``mod``'s public classes, functions and immutable constants."""
-    drop = VIEW_DROP.get(name, frozenset())
+_REMOVED_IDS = frozenset(map(id, REMOVED))
+
+
+def module_view(mod: ModuleType, replaced: dict[int, Any] | None = None) -> SimpleNamespace:
+    """A read-only namespace of ``mod``'s public classes, functions and immutable constants: objects in
+    :data:`~gym_envs.sandbox.surface.REMOVED` left out, those in ``replaced`` (``{id(original): stand-in}``)
+    replaced, whatever name ``mod`` gives them."""
+    replaced = replaced or {}
     names: dict[str, Any] = {}
     for k in dir(mod):
-        if k.startswith("_") or k in drop:
+        if k.startswith("_"):
             continue
         v = getattr(mod, k)
+        if id(v) in _REMOVED_IDS:
+            continue
+        v = replaced.get(id(v), v)
         if isinstance(v, set | frozenset):
             v = frozenset(v)
         elif isinstance(v, list):
@@ -185,40 +187,46 @@ def module_view(name: str, mod: ModuleType, overrides: dict[str, Any] | None = N
         elif isinstance(v, ModuleType) or not isinstance(v, _VIEW_TYPES):
             continue
         names[k] = v
-    names.update(overrides or {})
     return SimpleNamespace(**names)
 
 
-def views(binop: Callable[[str, Any, Any], Any]) -> dict[str, SimpleNamespace]:
-    """The view of every allowed module but ``random``; ``binop`` is the size guard ``operator`` routes through."""
-    def guarded(op: str) -> Callable[[Any, Any], Any]:
-        return lambda a, b: binop(op, a, b)
+def _holds_decimal(view: SimpleNamespace) -> bool:
+    return any(getattr(v, "__module__", None) in ("decimal", "_decimal", "_pydecimal") for v in vars(view).values())
 
-    overrides: dict[str, dict[str, Any]] = {
-        "operator": {"attrgetter": _guarded_attrgetter, "methodcaller": _guarded_methodcaller,
-                     "itemgetter": _guarded_itemgetter, "getitem": guarded_getitem,
-                     "setitem": guarded_setitem, "delitem": guarded_delitem,
-                     "mul": guarded("mul"), "imul": guarded("mul"), "pow": guarded("pow"),
-                     "ipow": guarded("pow"), "lshift": guarded("lshift"), "ilshift": guarded("lshift")},
-        "functools": {"wraps": _no_wraps, "update_wrapper": _no_update_wrapper},
-        "re": {name: _without_debug(getattr(re, name), i) for name, i in _RE_FLAGS_AT.items()},
-    }
-    out = {name: module_view(name, mod, overrides.get(name)) for name, mod in _IMPORT_ALLOW.items()}
-    out["time"] = SimpleNamespace(strftime=_strftime, struct_time=time.struct_time)
-    return out
+
+class Views:
+    """The views of every allowed module but ``random`` (:attr:`modules`), what replaced what in them
+    (:attr:`replaced`, ``{id(original): (original, stand-in)}``) and which views hold ``decimal``'s classes
+    (:attr:`decimal`: importing one gives the episode its own decimal context)."""
+
+    def __init__(self, sized: SizeGuard):
+        pairs: dict[Any, Any] = {
+            operator.attrgetter: _guarded_attrgetter, operator.methodcaller: _guarded_methodcaller,
+            operator.itemgetter: _guarded_itemgetter, operator.getitem: guarded_getitem,
+            operator.setitem: guarded_setitem, operator.delitem: guarded_delitem,
+            functools.wraps: _no_wraps, functools.update_wrapper: _no_update_wrapper,
+            **{getattr(re, name): _without_debug(getattr(re, name), i) for name, i in _RE_FLAGS_AT.items()},
+            **sized.replacements(),
+        }
+        self.replaced: dict[int, tuple[Any, Any]] = {id(k): (k, v) for k, v in pairs.items()}
+        by_id = {i: v for i, (_, v) in self.replaced.items()}
+        self.modules: dict[str, SimpleNamespace] = {name: module_view(mod, by_id)
+                                                    for name, mod in _IMPORT_ALLOW.items()}
+        self.modules["time"] = SimpleNamespace(strftime=_strftime, struct_time=time.struct_time)
+        self.decimal: frozenset[str] = frozenset(n for n, view in self.modules.items() if _holds_decimal(view))
 
 
 _RANDOM_NAMES = ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
                  "gauss", "normalvariate", "lognormvariate", "triangular", "betavariate", "expovariate",
-                 "gammavariate", "paretovariate", "weibullvariate", "vonmisesvariate", "getrandbits", "randbytes",
-                 "binomialvariate")
+                 "gammavariate", "paretovariate", "weibullvariate", "vonmisesvariate", "binomialvariate")
 
 
-def random_module(rng: random.Random) -> SimpleNamespace:
-    """The ``random`` an episode imports: the functions of its own generator ``rng``."""
+def random_module(rng: random.Random, sized: SizeGuard, random_class: type[random.Random]) -> SimpleNamespace:
+    """The ``random`` an episode imports: the functions of its own generator ``rng``; ``getrandbits`` and
+    ``randbytes`` sized; ``Random`` makes instances of ``random_class`` (:meth:`SizeGuard.random_class`)."""
     def make_random(seed: Any = None) -> random.Random:
         """A new generator; without a seed it is seeded from the episode's generator."""
-        return random.Random(rng.getrandbits(64) if seed is None else seed)
+        return random_class(rng.getrandbits(64) if seed is None else seed)
 
     def seed(a: Any = None, version: int = 2) -> None:
         """Re-seed the episode's generator (a value is required: without one Python draws from the
@@ -228,25 +236,28 @@ def random_module(rng: random.Random) -> SimpleNamespace:
                                    "pass a value")
         rng.seed(a, version)
 
+    def getrandbits(k: int, /) -> int:
+        """``k`` random bits (at most ``max_int_bits``)."""
+        sized.check_int_bits(k if isinstance(k, int) else 0, f"getrandbits({k})")
+        return rng.getrandbits(k)
+
+    def randbytes(n: int) -> bytes:
+        """``n`` random bytes (at most ``max_sequence``)."""
+        sized.check_count(n, "randbytes")
+        return rng.randbytes(n)
+
     names = {n: getattr(rng, n) for n in _RANDOM_NAMES if hasattr(rng, n)}
-    return SimpleNamespace(**names, seed=seed, Random=make_random)
+    return SimpleNamespace(**names, seed=seed, Random=make_random, getrandbits=getrandbits, randbytes=randbytes)
 
 
-def sandbox_decimal_context() -> decimal.Context:
-    """The decimal context spec code computes in: Python's defaults, spelled out (not copied from the
-    process's ``DefaultContext``, which the host may change). Installed for every piece of code of an
-    episode that imported ``decimal`` (:mod:`gym_envs.sandbox.scope`), so decimal arithmetic neither reads
-    nor writes the host thread's context."""
-    return decimal.Context(prec=28, rounding=decimal.ROUND_HALF_EVEN, Emin=-999999, Emax=999999, capitals=1,
-                           clamp=0, flags=[], traps=[decimal.InvalidOperation, decimal.DivisionByZero,
-                                                     decimal.Overflow])
-
-
-def make_import(module_views: dict[str, SimpleNamespace], decimal_context: decimal.Context) -> Callable[..., Any]:
+def make_import(views: Views, decimal_context: decimal.Context, sized: SizeGuard) -> Callable[..., Any]:
     """The ``__import__`` of the shared builtins: module views, and each episode's own ``random``, kept in
     the globals of the importing code (the interpreter passes them; tool code cannot call ``__import__``
-    itself, nor name either key). Importing ``decimal`` installs ``decimal_context`` and marks the
-    globals, so the engine installs it for every later piece of the episode's code too."""
+    itself, nor name either key). Importing a view that holds ``decimal``'s classes gives the episode its own
+    copy of ``decimal_context``, kept in its globals under :data:`~gym_envs.sandbox.scope.DECIMAL_KEY` and
+    installed at once; the engine installs it around every later piece of the episode's code too."""
+    module_views, decimal_views = views.modules, views.decimal
+    random_class = sized.random_class()
 
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
                        level: int = 0) -> Any:
@@ -254,16 +265,21 @@ def make_import(module_views: dict[str, SimpleNamespace], decimal_context: decim
             raise SandboxViolation("relative imports are not allowed")
         view = module_views.get(name)
         if view is not None:
-            if name == "decimal" and globals.__class__ is dict:
-                globals[DECIMAL_KEY] = True
-                use_decimal(decimal_context)
+            if name in decimal_views:
+                if globals.__class__ is dict:
+                    ctx = globals.get(DECIMAL_KEY)
+                    if ctx is None:
+                        ctx = globals[DECIMAL_KEY] = decimal_context.copy()
+                    use_decimal(ctx)
+                else:  # not the code's own globals: the sandbox's context still, for this piece of code
+                    use_decimal(decimal_context.copy())
             return view
         if name == "random":
             if globals.__class__ is not dict or SEED_KEY not in globals:
                 raise SandboxViolation("random can only be imported by episode code")
             rng = globals.get(RANDOM_KEY)
             if rng is None:
-                rng = globals[RANDOM_KEY] = random_module(random.Random(globals[SEED_KEY]))
+                rng = globals[RANDOM_KEY] = random_module(random.Random(globals[SEED_KEY]), sized, random_class)
             return rng
         if name == "_strptime":  # datetime.strptime imports it from C; code cannot name it
             return sys.modules["_strptime"]
@@ -272,35 +288,20 @@ def make_import(module_views: dict[str, SimpleNamespace], decimal_context: decim
     return guarded_import
 
 
-def builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) -> dict[str, Any]:
+def builtins_template(sized: SizeGuard) -> dict[str, Any]:
     """The builtins of episode code (the engine adds ``__import__``); shared by every episode, which
-    cannot reach the dict: ``__builtins__`` is a name tool code may not use."""
-    max_seq = limits.max_sequence
-
-    def safe_range(*args: int) -> range:
-        r = range(*args)
-        if len(r) > max_seq:
-            raise ResourceLimit(f"range of {len(r):,} elements exceeds {max_seq:,}")
-        return r
-
-    def safe_bytes(*args: Any) -> bytes:
-        if args and isinstance(args[0], int) and args[0] > max_seq:
-            raise ResourceLimit(f"bytes({args[0]:,}) exceeds {max_seq:,}")
-        return bytes(*args)
-
-    def safe_pow(a: Any, b: Any, m: Any = None) -> Any:
-        return pow(a, b, m) if m is not None else binop("pow", a, b)
-
+    cannot reach the dict: ``__builtins__`` is a name tool code may not use. ``range``, ``bytes``, ``pow`` and
+    ``round`` are sized (:meth:`SizeGuard.builtins`), ``repr`` and ``str`` write no addresses."""
     b: dict[str, Any] = {
         "None": None, "True": True, "False": False,
         "abs": abs, "all": all, "any": any, "bool": bool, "callable": callable, "chr": chr,
         "divmod": divmod, "enumerate": enumerate, "filter": filter, "float": float,
         "frozenset": frozenset, "int": int, "isinstance": isinstance, "len": len, "list": list,
-        "map": map, "max": max, "min": min, "next": next, "ord": ord, "range": safe_range,
-        "repr": repr, "reversed": reversed, "round": round, "set": set, "sorted": sorted,
-        "str": str, "sum": sum, "tuple": tuple, "zip": zip, "dict": dict, "bytes": safe_bytes,
+        "map": map, "max": max, "min": min, "next": next, "ord": ord,
+        "repr": safe_repr, "reversed": reversed, "set": set, "sorted": sorted,
+        "str": STR, "sum": sum, "tuple": tuple, "zip": zip, "dict": dict,
         "hex": hex, "oct": oct, "bin": bin, "slice": slice, "iter": iter, "complex": complex,
-        "pow": safe_pow, "ToolError": ToolError,
+        "ToolError": ToolError, **sized.builtins(),
     }
     for exc in (Exception, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError,
                 ArithmeticError, LookupError, RuntimeError, StopIteration, AttributeError,
@@ -309,14 +310,13 @@ def builtins_template(limits: Limits, binop: Callable[[str, Any, Any], Any]) -> 
     return b
 
 
-def spec_globals(limits: Limits) -> tuple[dict[str, Any], decimal.Context]:
-    """The globals every piece of spec code starts from (the engine copies them per episode) and the
-    sandbox's decimal context its ``decimal`` computes in: the shared builtins with :func:`make_import`,
+def spec_globals(limits: Limits) -> dict[str, Any]:
+    """The globals every piece of spec code starts from (the engine copies them per episode): the shared
+    builtins with :func:`make_import` (whose decimal context is :meth:`SizeGuard.decimal_context`'s default),
     and the names RestrictedPython's compiled code calls, bound to the guards."""
-    binop = make_binop(limits)
-    builtins = builtins_template(limits, binop)
-    context = sandbox_decimal_context()
-    builtins["__import__"] = make_import(views(binop), context)
+    sized = SizeGuard(limits)
+    builtins = builtins_template(sized)
+    builtins["__import__"] = make_import(Views(sized), sized.decimal_context(), sized)
     cap = limits.max_output_chars
     return {
         "__builtins__": builtins,  # shared: episode code cannot reach the dict (see builtins_template)
@@ -328,9 +328,10 @@ def spec_globals(limits: Limits) -> tuple[dict[str, Any], decimal.Context]:
         "_write_": write_guard,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
-        "_inplacevar_": make_inplacevar(binop),
-        "_binop_": binop,
+        "_inplacevar_": make_inplacevar(sized.binop),
+        "_binop_": sized.binop,
         "_format_": guarded_format,
+        "_fstring_": scrub,
         "_print_": lambda _getattr_=None: PrintCollector(cap),
         "_apply_": lambda f, *a, **kw: f(*a, **kw),
-    }, context
+    }

@@ -61,7 +61,9 @@ def _spec_files(root: Path) -> dict[str, bytes]:
 
 
 def _catalog(lib: Library) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "path"} for r in lib.rows(sort="id")]
+    """The catalog rows, but for what import measures afresh (the gate's mutation score and mutants)."""
+    return [{k: v for k, v in r.items() if k not in ("path", "mutation_score", "mutants")}
+            for r in lib.rows(sort="id")]
 
 
 def test_export_loads_with_datasets_and_imports_byte_for_byte(library: Library, tmp_path: Path,
@@ -94,8 +96,10 @@ def test_export_loads_with_datasets_and_imports_byte_for_byte(library: Library, 
     assert "You can call these tools" in demo["system_prompt"]
 
     target = Library(tmp_path / "imported")
-    result = import_hf(out, target)
+    result = import_hf(out, target, executor="inprocess")
     assert sorted(result.added) == sorted(p.removesuffix(".json") for p in files) and not result.present
+    assert not result.refused and all(r["mutation_score"] == 1.0 for r in target.rows())  # the gate, re-run
+    assert all((target.gate_report(i) or {}).get("accepted") for i in result.added)  # its reports kept
     assert _spec_files(target.root) == files
     _, mismatch, errors = filecmp.cmpfiles(library.root / "specs", target.root / "specs", list(files),
                                                shallow=False)
@@ -108,7 +112,7 @@ def test_export_loads_with_datasets_and_imports_byte_for_byte(library: Library, 
     assert sorted([{k: v for k, v in s.items() if k != "updated_at"} for s in target.task_stats()],
                   key=str) == sorted(strip, key=str)
 
-    again = import_hf(out, target)  # importing twice adds nothing and changes nothing
+    again = import_hf(out, target, executor="inprocess")  # importing twice adds nothing and changes nothing
     assert not again.added and len(again.present) == 5 and _spec_files(target.root) == files
 
 
@@ -163,22 +167,80 @@ def test_import_refuses_a_conflicting_library_and_writes_nothing(library: Librar
     before = _spec_files(target.root)
     with pytest.raises(ValueError, match=r"(?s)nothing was imported.*library-demo: an environment with id "
                                          r".* different spec file"):
-        import_hf(tmp_path / "export", target)
+        import_hf(tmp_path / "export", target, executor="inprocess")
     assert _spec_files(target.root) == before and len(target) == 1
 
 
-def test_import_rejects_a_damaged_export(library: Library, tmp_path: Path) -> None:
+def _tamper(out: Path, change: Any) -> str:
+    """Rewrite the first environment row of an export with ``change(row)``; returns its id."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    table = pq.read_table(out / DATA_FILES["environments"]).to_pylist()
+    change(table[0])
+    pq.write_table(pa.Table.from_pylist(table), out / DATA_FILES["environments"])
+    return str(table[0]["env_id"])
+
+
+def test_import_refuses_a_damaged_row(library: Library, tmp_path: Path) -> None:
     out = tmp_path / "export"
     export_hf(library, out)
-    table = pq.read_table(out / DATA_FILES["environments"]).to_pylist()
-    table[0]["spec_json"] = table[0]["spec_json"].replace("a", "b", 1)
-    import pyarrow as pa
+    bad = _tamper(out, lambda r: r.update(spec_json=r["spec_json"].replace("a", "b", 1)))
+    result = import_hf(out, target := Library(tmp_path / "target"), executor="inprocess")
+    assert list(result.refused) == [bad] and "does not match its spec_sha256" in result.refused[bad]
+    assert bad not in {r["id"] for r in target.rows()} and len(result.added) == 4
 
-    pq.write_table(pa.Table.from_pylist(table), out / DATA_FILES["environments"])
-    with pytest.raises(ValueError, match="does not match its spec_sha256"):
-        import_hf(out, Library(tmp_path / "target"))
+
+def _break_reference(row: dict[str, Any]) -> None:
+    """A spec whose first check expects what its reference does not do, its hash updated, marked valid."""
+    spec = json.loads(row["spec_json"])
+    checks = spec["tasks"][0]["turns"][0]["checks"]
+    sql = next(c for c in checks if c["kind"] == "sql")
+    sql["expect"] = [[987654]]
+    row["spec_json"] = json.dumps(spec, indent=2) + "\n"
+    row["spec_sha256"] = __import__("hashlib").sha256(row["spec_json"].encode()).hexdigest()
+    row["valid"] = True
+
+
+def test_import_runs_the_gate_again_and_refuses_a_tampered_row_marked_valid(library: Library,
+                                                                             tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    export_hf(library, out)
+    bad = _tamper(out, _break_reference)
+    target = tmp_path / "target"
+    result = CliRunner().invoke(cli, ["import", str(out), "--out", str(target)])  # the default: worker sandbox
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())  # rich folds long lines
+    assert f"refused {bad}: the validity gate, run on import, rejects it" in said
+    assert "rule 3" in result.output and "1 environment of" in result.output
+    assert not (target / "specs" / f"{bad}.json").exists()  # never installed: train, serve and eval never see it
+    with Library.open_readonly(target) as lib:
+        assert bad not in {r["id"] for r in lib.rows()} and len(lib) == 4
+
+
+def test_import_refuses_a_row_whose_own_gate_report_or_flag_says_rejected(library: Library, tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    export_hf(library, out)
+
+    def rejected_report(row: dict[str, Any]) -> None:
+        row["gate_report"] = json.dumps({"accepted": False, "reasons": [{"text": "rule 7 (adequacy): a survivor"}]})
+
+    bad = _tamper(out, rejected_report)
+    result = import_hf(out, Library(tmp_path / "t1"), executor="inprocess")
+    assert result.refused == {bad: "its exported gate report says it was rejected: rule 7 (adequacy): a survivor"}
+    bad = _tamper(out, lambda r: r.update(gate_report=None, valid=False))
+    result = import_hf(out, Library(tmp_path / "t2"), executor="inprocess")
+    assert result.refused == {bad: "its row says it was not accepted (valid is false)"}
+
+
+def test_export_carries_the_gate_reports_the_library_kept(library: Library, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    library.write_gate_report("library-demo", {"accepted": True, "mutation_score": 1.0, "reasons": []})
+    export_hf(library, tmp_path / "export")
+    rows = {r["env_id"]: r for r in pq.read_table(tmp_path / "export" / DATA_FILES["environments"]).to_pylist()}
+    assert json.loads(rows["library-demo"]["gate_report"])["accepted"] is True
+    assert rows["bank-ledger"]["gate_report"] is None  # none kept for it
 
 
 def test_push_to_hub_uploads_the_export_folder(library: Library, tmp_path: Path) -> None:

@@ -260,6 +260,17 @@ def test_text_space_deep_copies_share_the_charset_but_not_the_rng():
     assert space.contains(twin.sample()) and twin.np_random is not space.np_random
 
 
+def test_the_spaces_have_a_short_repr():
+    env = ToolEnv("bank-ledger", task="pay-rent", executor="inprocess")
+    try:
+        for space in (env.action_space, env.observation_space):
+            text = repr(space)
+            assert len(text) < 200 and str(space) == text, text
+            assert text.startswith(f"Text(0, {space.max_length}, ") and "63,488 characters" in text
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("action", [FIND, FIND + FIND, BORROW, '<tool_call>{"name": "find_book", "arguments": '
                                     '{"title": "Ünïcødé ✓"}}</tool_call><tool_call>{oops}</tool_call>',
                                     {"tool_calls": [{"name": "nope", "arguments": {}}, {"name": "find_book"}]}])

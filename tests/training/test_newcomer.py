@@ -88,3 +88,24 @@ def test_plot_command_still_writes_every_png(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["plot", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert {p.name for p in (tmp_path / "plots").glob("*.png")} == {"rewards.png", "solve_rate_histogram.png"}
+
+
+@pytest.mark.slow
+def test_the_guides_trl_loop_command_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``envwright train solver --config smoke-cpu --set solver.loop=trl --output-dir runs/smoke-trl`` from a
+    fresh folder where the guide's self-play smoke run came first: the tiny model is built, the smoke config's
+    multi-turn tasks go through TRL's loop, and both GRPO steps are taken (about 70 s on 2 cores)."""
+    from training.metrics import read_metrics
+    from training.solver import TaskPool
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "smoke").mkdir(parents=True)  # the guide's `train selfplay ... --output-dir runs/smoke`
+    (tmp_path / "runs" / "smoke" / "metrics.jsonl").write_text('{"step": 0}\n')
+    cfg = load_config("smoke-cpu", ["solver.loop=trl"])
+    assert any(len(r.spec.task(r.task_id).turns) > 1 for r in TaskPool.from_config(cfg).tasks.values())
+    result = runner.invoke(train, ["solver", "--config", "smoke-cpu", "--set", "solver.loop=trl",
+                                   "--output-dir", "runs/smoke-trl"])
+    assert result.exit_code == 0, result.output
+    assert '"global_step": 2' in result.output
+    records = [r for r in read_metrics(tmp_path / "runs" / "smoke-trl") if "reward" in r]
+    assert len(records) == 2 and all("rewards/envwright_reward/mean" in r for r in records)

@@ -10,6 +10,7 @@ import pytest
 
 from envgen.validate import oracle_reply
 from gym_envs.examples import load_all
+from gym_envs.turns import END_TURN_TOOL
 from training.trl_env import (
     SpecEnvironment,
     environment_class,
@@ -42,21 +43,25 @@ def test_tool_schemas_survive_transformers_schema_reader() -> None:
 
 @pytest.mark.parametrize("spec", load_all(), ids=lambda s: s.id)
 def test_reference_calls_through_methods_earn_full_reward(spec: Any) -> None:
-    task = next((t for t in spec.tasks if len(t.turns) == 1), None)
-    if task is None:
-        pytest.skip("no single-turn task")
+    """Every task, each later instruction coming back from the turn-ending tool, earns 1.0; scored once."""
     env = environment_class(spec)()
-    env.reset(task_id=task.id, prompt=[])
-    for call in task.turns[0].reference:
-        obs = getattr(env, call.name)(**dict(call.arguments))
-        assert "error" not in json.loads(obs) if obs.startswith("{") else True
-    reply = oracle_reply(task.turns[0])
-    assert envwright_reward([[{"role": "assistant", "content": reply}]], environments=[env]) == [1.0]
-    assert env._finish("ignored")["passed"]  # scored once: later calls return the same result
-    # the same task, untouched: the checks fail (unless the task's state checks hold without calls)
-    env.reset(task_id=task.id)
+    for task in spec.tasks:
+        env.reset(task_id=task.id, prompt=[])
+        for i, turn in enumerate(task.turns):
+            for call in turn.reference:
+                obs = getattr(env, call.name)(**dict(call.arguments))
+                assert "error" not in json.loads(obs) if obs.startswith("{") else True
+            answer = json.loads(env.envwright_end_turn(oracle_reply(turn)))
+            if i + 1 < len(task.turns):
+                assert answer == {"next_request": task.turns[i + 1].instruction}
+            else:
+                assert answer["conversation_over"] is True
+        assert envwright_reward([[{"role": "assistant", "content": "Bye."}]], environments=[env]) == [1.0], task.id
+        assert env._finish("ignored")["passed"]  # scored once: later calls return the same result
+    # the first task, untouched: the checks fail (unless the task's state checks hold without calls)
+    env.reset(task_id=spec.tasks[0].id)
     wrong = envwright_reward([[{"role": "assistant", "content": "I cannot help."}]], environments=[env])[0]
-    assert wrong is not None and 0.0 <= wrong <= 1.0
+    assert wrong is not None and 0.0 <= wrong < 1.0
     env._close()
 
 
@@ -77,8 +82,8 @@ def test_dataset_and_factories() -> None:
     specs = load_all()
     ds = environment_dataset(specs)
     assert set(ds.column_names) == {"prompt", "env_id", "task_id", "environment"}
-    singles = sum(len(t.turns) == 1 for s in specs for t in s.tasks)
-    assert len(ds) == singles and len(environment_dataset(specs, multi_turn=True)) == sum(len(s.tasks) for s in specs)
+    assert len(ds) == sum(len(s.tasks) for s in specs)  # every task, whatever its number of turns
+    assert any(len(t.turns) > 1 for s in specs for t in s.tasks)
     row = ds[0]
     assert row["prompt"][0]["role"] == "system" and row["prompt"][1]["role"] == "user"
     factories = environment_factories(specs)
@@ -135,11 +140,12 @@ def test_grpo_trainer_with_environment_factory(tiny_dir: Path, tmp_path: Path) -
     trainer = GRPOTrainer(model=model, reward_funcs=[envwright_reward], args=args, processing_class=tok,
                           train_dataset=environment_dataset([spec], tasks_per_env=2),
                           environment_factory=environment_factories([spec]))
-    # TRL found one tool per spec tool, and the chat template renders their schemas into the prompt
-    assert sorted(m.__name__ for m in trainer.tools) == sorted(t.name for t in spec.tools)
+    # TRL found one tool per spec tool and the turn-ending tool; the chat template renders their schemas
+    names = [t.name for t in spec.tools] + [END_TURN_TOOL]
+    assert sorted(m.__name__ for m in trainer.tools) == sorted(names)
     rendered = tok.apply_chat_template(environment_dataset([spec])[0]["prompt"], tools=trainer.tools,
                                        tokenize=False, add_generation_prompt=True)
-    assert all(f'"name": "{t.name}"' in rendered for t in spec.tools)
+    assert all(f'"name": "{n}"' in rendered for n in names)
     out = trainer.train()
     assert out.global_step == 1
     logged = [r for r in trainer.state.log_history if "reward" in r]
@@ -196,6 +202,69 @@ def test_trl_tool_loop_calls_the_methods_and_state_decides(tiny_dir: Path, tmp_p
         assert log["rewards/envwright_reward/mean"] < 1.0
 
 
+def test_a_multi_turn_task_played_through_trls_loop_earns_toolenvs_reward(tiny_dir: Path, tmp_path: Path,
+                                                                          spec: Any) -> None:
+    """TRL's own loop, scripted generation: turn 1's reference calls and its reply through the turn-ending
+    tool, whose result is turn 2's instruction; turn 2 answered wrongly, then a closing message. The reward
+    is what ToolEnv pays for the same calls and replies, and neither 0 nor 1."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from gym_envs.env import ToolEnv
+    from training.chat import load_chat_template
+
+    task = spec.tasks[0]
+    assert len(task.turns) == 2
+    replies = ["Done: Dune is lent to member 7.", "I could not count them."]  # the second fails its reply check
+    plan: list[dict[str, Any] | str] = [{"name": c.name, "arguments": dict(c.arguments)}
+                                        for c in task.turns[0].reference]
+    plan += [{"name": END_TURN_TOOL, "arguments": {"reply": r}} for r in replies]
+    plan.append("Goodbye.")
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    tok.chat_template = load_chat_template("trl:qwen3")
+    seen: dict[int, str] = {}  # the rollout's text when the script was asked for action k of the plan
+
+    def scripted(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], None]:
+        out = []
+        for ids in prompt_ids:
+            text = tok.decode(ids)
+            k = text.count("<tool_response>")  # one call per round: one result per action so far
+            seen[k] = text
+            action = plan[k]
+            body = action if isinstance(action, str) else f"<tool_call>\n{json.dumps(action)}\n</tool_call>"
+            out.append(tok.encode(body + "<|im_end|>", add_special_tokens=False))
+        return out, None
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+                      max_completion_length=1024, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
+                      bf16=False, max_tool_calling_iterations=len(plan))
+    ds = environment_dataset([spec]).map(lambda r: {"episode_seed": 11})
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(tiny_dir), reward_funcs=[envwright_reward],
+                          args=args, processing_class=tok, train_dataset=ds,
+                          environment_factory=environment_factories([spec], reward_mode="checks"))
+    trainer._generate_single_turn = scripted
+    trainer.train()
+
+    # the turn-ending tool's result put turn 2's instruction before the model, and only after turn 1 ended
+    n = len(task.turns[0].reference)
+    before, after = seen[n], seen[n + 1]  # asked for turn 1's reply, then for turn 2's first action
+    assert task.turns[1].instruction not in before
+    assert json.dumps({"next_request": task.turns[1].instruction}) in after
+    log = next(r for r in trainer.state.log_history if "reward" in r)
+    assert log["tools/call_frequency"] > 0 and log["tools/failure_frequency"] == 0
+    results = [e.result for e in trainer.environments]
+    assert [len(r["turns"]) for r in results] == [2, 2] and [t["reply"] for t in results[0]["turns"]] == replies
+
+    env = ToolEnv(spec, reward_mode="checks", executor="inprocess")  # the same trajectory, straight on ToolEnv
+    env.reset(options={"task": task.id, "episode_seed": 11})
+    total = sum(env.step({"name": c.name, "arguments": dict(c.arguments)})[1] for c in task.turns[0].reference)
+    total += sum(env.reply(r)[1] for r in replies)
+    assert env.done and 0.0 < total < 1.0
+    assert [r["reward"] for r in results] == [pytest.approx(total)] * 2
+    assert log["rewards/envwright_reward/mean"] == pytest.approx(total)
+    env.close()
+
+
 def test_solver_config_selects_trls_tool_loop(tiny_dir: Path, tmp_path: Path) -> None:
     """``solver.loop: trl`` builds a GRPOTrainer over TRL's environment_factory loop from the typed config."""
     from training.config import config_from_dict
@@ -223,14 +292,35 @@ def test_solver_config_selects_trls_tool_loop(tiny_dir: Path, tmp_path: Path) ->
     assert records and "rewards/envwright_reward/mean" in records[0]
 
 
-def test_trl_loop_without_single_turn_tasks_says_what_to_change() -> None:
+def test_trl_loop_keeps_multi_turn_tasks_and_fits_them_to_the_round_budget() -> None:
+    """``solver.loop: trl`` trains on every task, leaving out (with a warning that names how many and why) only
+    those whose reference needs more tool rounds than ``rollout.max_steps`` allows."""
     from training.config import config_from_dict
-    from training.errors import ConfigError
-    from training.solver import build_solver_trainer
+    from training.solver import TaskPool
 
     spec = next(s for s in load_all() if s.id == "library-loans")
-    assert len(spec.tasks[0].turns) > 1  # the first task has several turns: nothing for TRL's loop
-    cfg = config_from_dict({"model": {"name_or_path": "unused", "device": "cpu"},
-                            "solver": {"envs": ["examples:library-loans"], "tasks_per_env": 1, "loop": "trl"}})
-    with pytest.raises(ConfigError, match=r"set solver\.loop=envwright"):
-        build_solver_trainer(cfg, model=object(), tokenizer=object())
+    need = {t.id: t.reference_actions() for t in spec.tasks}
+    budget = sorted(need.values())[len(need) // 2]
+    cfg = config_from_dict({"model": {"name_or_path": "unused", "device": "cpu"}, "rollout": {"max_steps": budget},
+                            "solver": {"envs": ["examples:library-loans"], "loop": "trl"}})
+    over = [t for t, n in need.items() if n > budget]
+    assert over and any(len(spec.task(t).turns) > 1 for t in need if t not in over)
+    with pytest.warns(UserWarning, match=rf"{len(over)} of {len(need)} tasks need more actions than "
+                                         rf"rollout.max_steps={budget}"):
+        pool = TaskPool.from_config(cfg)
+    assert {r.task_id for r in pool.tasks.values()} == {t for t, n in need.items() if n <= budget}
+
+
+def test_tasks_of_a_spec_trl_cannot_carry_are_counted_and_explained() -> None:
+    good = load_all()[:2]
+    bad = load_all()[2].model_copy(deep=True)
+    bad.tools[0].name = "reset"
+    total = sum(len(s.tasks) for s in [*good, bad])
+    with pytest.warns(UserWarning, match=rf"{len(bad.tasks)} of {total} tasks left out.*{bad.id} "
+                                         rf"\({len(bad.tasks)} tasks\): tool name 'reset' is reserved"):
+        rows = environment_dataset([good[0], bad, good[1]])
+    assert len(rows) == total - len(bad.tasks)
+    with pytest.warns(UserWarning, match="1 of 2 tasks left out"):
+        environment_dataset([*good, bad], tasks=[(good[0].id, good[0].tasks[0].id), (bad.id, bad.tasks[0].id)])
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"no tasks for the dataset.*'reset' is reserved"):
+        environment_dataset([bad])

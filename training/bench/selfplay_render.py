@@ -119,7 +119,7 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def _recovery_lines(res: dict[str, Any]) -> list[str]:
-    """The report's format-recovery line (``selfplay.format_recovery``): what the step had to learn from, round by
+    """The report's format-recovery line (``selfplay.recovery``): what the step had to learn from, round by
     round and seed by seed; none for runs without the step."""
     recovery = [(seed, run["rounds"]) for seed, run in res["selfplay"].items()
                 if any(r.get("format_recovered") is not None for r in run["rounds"])]
@@ -284,7 +284,7 @@ def _plot_by_source(ax: Any, res: dict[str, Any]) -> None:
 
 
 def _plot_recovery(ax: Any, res: dict[str, Any]) -> None:
-    """``selfplay.format_recovery_documents``: the share of the extra documents, new each round and never trained
+    """``selfplay.recovery.documents``: the share of the extra documents, new each round and never trained
     on before, whose proposal written without the grammar parsed (the free format on unseen documents)."""
     for seed, run in res["selfplay"].items():
         pts = [(r["round"], r["format_documents_parsed"] / r["format_documents"]) for r in run["rounds"]

@@ -4,7 +4,7 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 
 * self-play: proposer acceptance (overall and of the free exploration stream, which
   ``selfplay.proposer.explore_constrained: false`` decodes without the grammar; with
-  ``selfplay.acceptance_probe``, acceptance without the grammar on fixed documents), the share of
+  ``selfplay.probe``, acceptance without the grammar on fixed documents), the share of
   accepted environments at the frontier (solve rate in ``[frontier_low, frontier_high]``), mean
   grounding, distinct tool sets, skills added / pruned / refined (and active), proposer and solver samples in the
   update, solver episodes, the held-out pass rate **of the policy that played the
@@ -19,7 +19,7 @@ From the runs under ``OUT/work`` (:mod:`training.bench.selfplay`), per seed and 
 
 Targets checked (``targets``): acceptance rises by at least 15 points from round 0 (the warm
 start's proposals) to the last round, and so does the acceptance without the grammar where the
-run has ``selfplay.acceptance_probe`` (constrained acceptance starts near 1; from round 0's probe to
+run has ``selfplay.probe`` (constrained acceptance starts near 1; from round 0's probe to
 the final policy's, after the last round; where the run kept the probe's proposals, the first and the last
 probe are paired on their fixed documents: gained, lost and the sign test's p); the final held-out
 pass rate of self-play is at least the baseline's (means over seeds); the environment's share of

@@ -114,7 +114,9 @@ def test_out_is_refused_when_it_holds_something_else_and_replaced_when_it_is_a_s
     out = tmp_path / "site"
     build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
     assert (out / "envs" / "library-loans.html").is_file()
-    summary = build_site(str(library), out, executor="inprocess", gate="off", rows=0)
+    rebuilt = build_site("library-loans", out, executor="inprocess", gate="off", rows=0)  # the same: rebuilt
+    assert rebuilt.replaced is not None and "library-loans (1 environment" in rebuilt.replaced
+    summary = build_site(str(library), out, executor="inprocess", gate="off", rows=0, force=True)
     assert summary.envs == 5 and not (out / "envs" / "library-loans.html").exists()  # whole and fresh
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no temporary left
     manifest = json.loads((out / MARKER).read_text())["files"]
@@ -136,14 +138,16 @@ def test_a_site_with_files_added_to_it_is_not_replaced(library: Path, tmp_path: 
     assert result.exit_code == 1 and "NOTES.txt" in result.output and "mywork/data.csv" in result.output
     (out / "NOTES.txt").unlink()
     shutil.rmtree(out / "mywork")
-    build_site(str(library), out, executor="inprocess", gate="off", rows=0)  # only its own files: replaced
+    build_site(str(library), out, executor="inprocess", gate="off", rows=0, force=True)  # only its own files
     assert not (out / "envs" / "library-loans.html").exists()
     (out / MARKER).write_text("built by envwright inspect\n")  # a site from before manifests: its layout counts
     (out / "envs" / "mine.txt").write_text("x")
     with pytest.raises(FileExistsError, match=r"envs/mine\.txt"):
-        build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+        build_site("library-loans", out, executor="inprocess", gate="off", rows=0, force=True)
     (out / "envs" / "mine.txt").unlink()
-    build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    with pytest.raises(FileExistsError, match="an older version"):  # what it shows is unknown: --force
+        build_site("library-loans", out, executor="inprocess", gate="off", rows=0)
+    build_site("library-loans", out, executor="inprocess", gate="off", rows=0, force=True)
 
 
 def test_an_empty_library_says_it_is_empty(tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def host_snapshot() -> dict[str, Any]:
         "json.dumps": (json.dumps, json.dumps.__code__, json.dumps.__defaults__, dict(json.dumps.__dict__)),
         "math.sqrt": math.sqrt,
         "random": random.getstate(),
-        "decimal": (ctx.prec, ctx.rounding, dict(ctx.traps), decimal.DefaultContext.prec),
+        "decimal": (ctx.prec, ctx.rounding, dict(ctx.traps), dict(ctx.flags), decimal.DefaultContext.prec),
         "abc": (isinstance({}, collections.abc.Sequence), issubclass(dict, collections.UserDict),
                 issubclass(int, fractions.Fraction)),
         "hashlib": sorted(hashlib.algorithms_available),

@@ -1,9 +1,9 @@
 """The audit: everything tool code can reach, and whether any of it reaches process-wide state or runs source.
 
-Starting from the builtins and the module views an episode gets, the walk follows every attribute the
-sandbox's own ``_getattr_`` hands out (so what it refuses is not walked and what it wraps is walked as
-the wrapper), on classes, functions and sample instances of the classes it finds. Every callable found is
-judged: Python code by the globals it loads (followed through attribute chains, calls of other Python
+Starting from the builtins and the module views an episode gets, the walk (:mod:`tests.gym_envs.sandbox.reach`)
+follows every attribute the sandbox's own ``_getattr_`` hands out (so what it refuses is not walked and what it
+wraps is walked as the wrapper), on classes, functions and instances of the classes it finds. Every callable found
+is judged: Python code by the globals it loads (followed through attribute chains, calls of other Python
 functions, ``self.`` and ``super().`` methods, transitively), C code by :data:`C_STATE`, the table of C
 callables known to read or write process state. A callable fails the audit when it reaches
 
@@ -29,7 +29,6 @@ import datetime
 import decimal
 import dis
 import functools
-import json
 import os
 import random
 import re
@@ -43,10 +42,9 @@ from typing import Any
 
 import pytest
 
-from gym_envs.errors import SandboxViolation, StateError
-from gym_envs.sandbox import ALLOWED_MODULES, Engine, SqlLimits, StateDB
-from gym_envs.sandbox.guards import guarded_getattr
-from gym_envs.sandbox.modules import SEED_KEY
+from gym_envs.errors import StateError
+from gym_envs.sandbox import SqlLimits, StateDB
+from tests.gym_envs.sandbox.reach import walk
 
 _MISSING = object()
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, range, re.Pattern,
@@ -122,9 +120,9 @@ ALLOWED: dict[str, str] = {
     "collections._sys._getframe": "namedtuple reads its caller's __name__ for __module__: the episode's own "
                                   "globals ('envspec')",
     "sys._getframe": "namedtuple reads its caller's __name__ for __module__: the episode's own globals",
-    "decimal": "Decimal and Context operations use the thread's decimal context; the engine installs the "
-               "sandbox's own around all spec code (test_modules.py::test_decimal_arithmetic_runs_in_the_sandboxs_"
-               "context) and getcontext/setcontext/localcontext are left out of the view",
+    "decimal": "Decimal and Context operations use the thread's decimal context; every view that reaches decimal "
+               "gives the episode its own, installed around all its code (test_modules.py::test_decimal_arithmetic_"
+               "runs_in_the_episodes_context, test_surface.py) and getcontext/setcontext/localcontext are removed",
     "functools.update_wrapper -> builtins.setattr": "it writes the wrapper it is given; reachable only through "
                                                     "lru_cache and cache, which give it the "
                                                     "wrapper they just made (the view's update_wrapper and wraps copy "
@@ -140,60 +138,6 @@ ALLOWED: dict[str, str] = {
     "re._casefix": "a constant case-folding table, never written after import",
     "re._special_chars_map": "re.escape's constant translation table, never written after import",
 }
-
-
-def _reach(*names: str) -> Iterator[tuple[str, Any]]:
-    """The module views (through the sandbox's own ``__import__``) and the builtins."""
-    engine = Engine()
-    builtins_ = engine._base_globals["__builtins__"]
-    glb = {SEED_KEY: 0}
-    for name in (*ALLOWED_MODULES, "time"):
-        yield name, builtins_["__import__"](name, glb)
-    for k, v in builtins_.items():
-        if k != "__import__":
-            yield k, v
-
-
-def _samples() -> list[tuple[str, Any]]:
-    """Instances of reachable classes whose attributes differ from their class's (or that need arguments)."""
-    engine = Engine()
-    imp = engine._base_globals["__builtins__"]["__import__"]
-    glb = {SEED_KEY: 0}
-    rnd, st, dt = imp("random", glb), imp("statistics", glb), imp("datetime", glb)
-    out = [("random.Random()", rnd.Random(1)), ("NormalDist()", st.NormalDist(0, 1)),
-           ("datetime.datetime(...)", dt.datetime(2024, 1, 1)), ("datetime.date(...)", dt.date(2024, 1, 1)),
-           ("datetime.time(...)", dt.time(1, 2)), ("re.compile('x')", re.compile("x")),
-           ("re.match", re.match("x", "x")), ("json.JSONDecoder()", json.JSONDecoder()),
-           ("json.JSONEncoder()", json.JSONEncoder()), ("hashlib.sha256()", imp("hashlib", glb).sha256())]
-    nt = imp("collections", glb).namedtuple("P", "x y")
-    out.append(("a namedtuple", nt(1, 2)))
-    return out
-
-
-def _walk() -> dict[str, Any]:
-    """``path -> object`` for everything reachable through ``_getattr_`` (breadth first, first path wins)."""
-    seen: dict[int, str] = {}
-    found: dict[str, Any] = {}
-    queue: collections.deque[tuple[str, Any, int]] = collections.deque(
-        (path, obj, 0) for path, obj in [*_reach(), *_samples()])
-    while queue:
-        path, obj, depth = queue.popleft()
-        if id(obj) in seen or depth > 4:
-            continue
-        seen[id(obj)] = path
-        found[path] = obj
-        if isinstance(obj, _IMMUTABLE[:8]) and not isinstance(obj, type):  # str, int, ... values: their methods
-            names = [n for n in dir(type(obj)) if not n.startswith("_")]   # are walked on their type
-            obj = type(obj)
-        else:
-            names = [n for n in dir(obj) if not n.startswith("_")]
-        for name in names:
-            try:
-                value = guarded_getattr(obj, name)
-            except (SandboxViolation, AttributeError, TypeError, ValueError):
-                continue
-            queue.append((f"{path}.{name}", value, depth + 1))
-    return found
 
 
 def _owner_name(obj: Any) -> str:
@@ -408,7 +352,7 @@ def test_nothing_reachable_reaches_process_state() -> None:
     """The red team's case was ``statistics.NormalDist(...).samples()`` drawing from the process-wide
     ``random``; this walks everything of that kind."""
     judge = _Judge()
-    reachable = _walk()
+    reachable = walk()
     assert len(reachable) > 1000  # the walk reaches the modules' classes, functions and methods
     problems: dict[str, list[str]] = {}
     for path, obj in reachable.items():

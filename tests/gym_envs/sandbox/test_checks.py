@@ -129,3 +129,18 @@ def test_a_reply_listing_every_candidate_number_is_no_answer() -> None:
     v = evaluate({"kind": "reply_contains", "any_of": ["105"]}, listing, [], [], sql=None, python=None,  # type: ignore[arg-type]
                  digests=None, marks={})  # type: ignore[arg-type]
     assert not v["passed"] and "at most 20 numbers" in v["detail"]
+
+
+def test_reply_numbers_do_not_depend_on_the_hosts_decimal_context() -> None:
+    """A negative number in a reply was negated in the host thread's decimal context: under a host precision of
+    3, ``-12345`` became ``-1.23E+4`` (the check failed) and the host's flags collected Inexact and Rounded."""
+    import decimal
+
+    from gym_envs.sandbox.checks import text_contains
+
+    with decimal.localcontext() as ctx:
+        ctx.prec = 3
+        ctx.clear_flags()
+        assert text_contains("the balance is -12345 now", "-12345")
+        assert not text_contains("the balance is -12346 now", "-12345")
+        assert not any(ctx.flags.values())

@@ -284,6 +284,7 @@ GUARDED_BOMBS = {
     "Fraction ** huge": "import fractions\ndef t(db, **kw):\n    return str(fractions.Fraction(3, 2) ** 10**7)",
     "range(10**12)": "def t(db, **kw):\n    return len(list(range(10**12)))",
     "bytes(10**12)": "def t(db, **kw):\n    return len(bytes(10**12))",
+    "math.factorial(10**8)": "import math\ndef t(db, **kw):\n    return math.factorial(10**8) > 0",
 }
 
 

@@ -123,13 +123,21 @@ def test_normaldist_samples_are_the_episodes(executors: dict[str, Executor], hos
     assert runs[0]["ok"] and all(r == runs[0] for r in runs), runs
 
 
-def test_decimal_arithmetic_runs_in_the_sandboxs_context(executors: dict[str, Executor]) -> None:
-    """Decimal arithmetic neither reads the host thread's context (its precision) nor writes it (its flags):
-    the same digits in both modes whatever the host set, and the host's flags stay clear."""
+DECIMAL_PATHS = {  # the red team's case: decimal arithmetic reached through another allowed module
+    "decimal": "import decimal\nD = decimal.Decimal",
+    "fractions.Decimal": "import fractions\nD = fractions.Decimal",
+    "statistics.Decimal": "import statistics\nD = statistics.Decimal",
+}
+
+
+@pytest.mark.parametrize("path", list(DECIMAL_PATHS))
+def test_decimal_arithmetic_runs_in_the_episodes_context(path: str, executors: dict[str, Executor]) -> None:
+    """Decimal arithmetic, however it is reached, neither reads the host thread's context (its precision) nor
+    writes it (its flags): the same digits in both modes whatever the host set, and the host's flags stay clear."""
     import decimal
 
-    code = "import decimal\nQ = decimal.Decimal(2) / decimal.Decimal(3)\n" \
-           "def t(db, **kw):\n    return [str(Q), str(decimal.Decimal(1) / decimal.Decimal(7))]"
+    code = DECIMAL_PATHS[path] + "\nQ = D(2) / D(3)\n" \
+        "def t(db, **kw):\n    return [str(Q), str(D(1) / D(7)), str(sum([D('0.1')] * 3) / 3)]"
     results = []
     with decimal.localcontext() as host_ctx:
         host_ctx.prec = 5
@@ -139,7 +147,27 @@ def test_decimal_arithmetic_runs_in_the_sandboxs_context(executors: dict[str, Ex
             results.append(s.call("t", {}).result)
             s.close()
         assert not any(host_ctx.flags.values()) and host_ctx.prec == 5
-    assert results[0] == results[1] == ["0.6666666666666666666666666667", "0.1428571428571428571428571429"]
+    assert results[0] == results[1] == ["0.6666666666666666666666666667", "0.1428571428571428571428571429",
+                                        "0.1"]
+
+
+def test_new_decimal_contexts_do_not_copy_the_hosts_template(executors: dict[str, Executor]) -> None:
+    """``decimal.Context()`` used to copy the process's ``DefaultContext``, which the host may change."""
+    import decimal
+
+    code = "import decimal\ndef t(db, **kw):\n    c = decimal.Context()\n    return [c.prec, c.Emax > 0, " \
+           "str(c.divide(1, 3))]"
+    saved = decimal.DefaultContext.prec
+    decimal.DefaultContext.prec = 5
+    try:
+        results = []
+        for ex in executors.values():
+            s = ex.session(make_spec(code))
+            results.append(s.call("t", {}).result)
+            s.close()
+    finally:
+        decimal.DefaultContext.prec = saved
+    assert results[0] == results[1] == [28, True, "0.3333333333333333333333333333"]
 
 
 def test_imports_outside_the_allow_list_are_refused(ex: Executor) -> None:

@@ -1,4 +1,5 @@
-"""``gym_envs.sandbox.scope``: the soft deadline's lazy timer and the decimal context swap, in this process."""
+"""``gym_envs.sandbox.scope``: the call scope, the soft deadline's lazy timer and the decimal context swap, in this
+process."""
 
 from __future__ import annotations
 
@@ -10,8 +11,19 @@ from collections.abc import Iterator
 import pytest
 
 from gym_envs.errors import CallTimeout
-from gym_envs.sandbox import scope
-from gym_envs.sandbox.scope import HOST_CONTEXT, alarm_handler, arm, disarm, restore_decimal, use_decimal
+from gym_envs.sandbox import Engine, program_request, scope
+from gym_envs.sandbox.db import Guard
+from gym_envs.sandbox.scope import (
+    DECIMAL_KEY,
+    HOST_CONTEXT,
+    CallScope,
+    alarm_handler,
+    arm,
+    disarm,
+    restore_decimal,
+    use_decimal,
+)
+from tests.gym_envs.sandbox.attacks import LIMITS, make_spec
 
 
 @pytest.fixture
@@ -95,3 +107,35 @@ def test_the_decimal_context_is_swapped_and_restored() -> None:
     assert decimal.getcontext() is host and HOST_CONTEXT == []
     restore_decimal()  # nothing installed: nothing to do
     assert decimal.getcontext() is host
+
+
+def test_the_call_scope_installs_and_removes_everything_even_on_failure(alarm: None) -> None:
+    guard, token, ctx = Guard(), object(), decimal.Context(prec=7)
+    host = decimal.getcontext()
+    guard.owner = "previous"
+    scope_ = CallScope(guard, token, {DECIMAL_KEY: ctx}, 5.0)
+    for _ in range(2):  # a scope is entered again for each call
+        with scope_:
+            assert guard.owner is token and decimal.getcontext() is ctx and scope._ARMED[0]
+        assert guard.owner == "previous" and decimal.getcontext() is host and not scope._ARMED[0]
+        assert not HOST_CONTEXT
+    with pytest.raises(ZeroDivisionError), scope_:
+        1 / 0  # noqa: B018
+    assert guard.owner == "previous" and decimal.getcontext() is host and not scope._ARMED[0] and not HOST_CONTEXT
+    with CallScope(guard, None, {}, 0.0):  # no context, no deadline: only the owner changes
+        assert guard.owner is None and decimal.getcontext() is host and not scope._ARMED[0]
+    assert guard.owner == "previous"
+
+
+def test_each_episode_computes_in_its_own_decimal_context() -> None:
+    """Importing a module that holds ``decimal``'s classes gives the episode a context of its own (before, one
+    context was shared by every episode of the engine), whichever module it was."""
+    engine = Engine(LIMITS)
+    req = program_request(make_spec("import statistics\ndef t(db, **kw):\n    return str(statistics.Decimal(1) / 3)"))
+    assert engine.handle(req)["ok"]
+    for ep in ("a", "b"):
+        assert engine.handle({"op": "open", "key": req["key"], "ep": ep, "seed": 1})["ok"]
+        assert engine.handle({"op": "call", "ep": ep, "name": "t", "arguments": {}})["ok"]
+    a, b = (engine.episodes[ep].glb[DECIMAL_KEY] for ep in ("a", "b"))
+    assert isinstance(a, decimal.Context) and isinstance(b, decimal.Context) and a is not b
+    assert a.flags[decimal.Inexact] and decimal.getcontext() is not a and not HOST_CONTEXT
