@@ -10,9 +10,12 @@ Loaders are registered by short name (:func:`register_loader`) and reached
 through :func:`load_corpus`; every result is deterministic for the same
 source, options and seed. Importing the package imports no loader's
 dependencies: the built-in loaders are ``"module:attr"`` entry points
-(:mod:`corpora.builtin`), imported when first used. :class:`Registry` is the
-project's one registry implementation (``envgen`` and ``eval`` build theirs
-with it).
+(:mod:`corpora.builtin`), imported when first used.
+
+The base layer of the project lives here: :mod:`corpora.registry` (:class:`Registry`, the one
+registry implementation every package builds its registries with) and :mod:`corpora.errors`
+(:func:`~corpora.errors.did_you_mean`, the one "did you mean") import only the standard library,
+and ``gym_envs`` and the packages above may import them.
 
 Quick start::
 
@@ -29,8 +32,6 @@ from corpora.analysis import (
     ModuleProfile,
     analyze,
     identifiers,
-    method_category,
-    snake_case,
     stateful_classes,
     stateful_score,
 )
@@ -45,12 +46,14 @@ from corpora.loaders.hf import HFConfig
 from corpora.loaders.jsonl import JsonlConfig
 from corpora.loaders.parquet import ParquetConfig
 from corpora.loaders.records import RecordFields
+from corpora.loaders.registry import LoaderEntry, LoaderOptions, get_loader, loader_names, register_loader
 from corpora.loaders.stdlib import StdlibConfig
 from corpora.loaders.tree import TreeConfig
 from corpora.pipeline import SelectConfig, select_documents
-from corpora.registry import LoaderEntry, LoaderOptions, Registry, get_loader, loader_names, register_loader
+from corpora.registry import Registry
 from corpora.sampling import keep_fraction, rank, sample, shuffle
 from corpora.similarity import jaccard, text_similarity, word_shingles
+from corpora.verbs import method_category, snake_case
 
 __all__ = [
     "ClassProfile",

@@ -2,7 +2,7 @@
 
 Role: the one place where built-in loaders get their short names. It is data only: each name maps
 to the ``"module:attr"`` entry points of the loader function and of its config dataclass, which
-:mod:`corpora.registry` registers and imports on first use (as Gymnasium's ``entry_point``). So
+:mod:`corpora.loaders.registry` registers and imports on first use (as Gymnasium's ``entry_point``). So
 this module imports nothing, and the registry never imports a loader module to list the loaders.
 
 Contract: :data:`BUILTIN_LOADERS` names ``tree``, ``jsonl``, ``parquet``, ``hf``, ``stdlib`` and

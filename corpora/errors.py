@@ -19,8 +19,9 @@ Contract:
   source file) are not errors: the file is skipped or analysed as text, and the
   skip is logged at DEBUG level on the ``corpora`` logger.
 
-:func:`did_you_mean` is the package's one "did you mean" (``difflib``'s close matches); packages
-above ``corpora`` that cannot import it use :func:`gym_envs.errors.did_you_mean`, the same function.
+:func:`did_you_mean` is the project's one "did you mean" (``difflib``'s close matches). This module and
+:mod:`corpora.registry` import only the standard library: they are the base layer that ``gym_envs`` and
+every package above may import (see :mod:`corpora.registry`).
 """
 
 from __future__ import annotations

@@ -33,8 +33,9 @@ import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from corpora.analysis import ClassProfile, analyze, method_category
+from corpora.analysis import ClassProfile, analyze
 from corpora.document import Document, TokenCounter, approx_tokens
+from corpora.verbs import method_category
 
 __all__ = ["Excerpt", "excerpt", "excerpt_parts", "truncate_text"]
 

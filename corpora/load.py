@@ -33,7 +33,7 @@ from corpora.document import Document
 from corpora.errors import CorpusError, UnknownNameError, did_you_mean
 from corpora.loaders.hf import is_saved_dataset
 from corpora.loaders.jsonl import JSONL_SUFFIXES, is_jsonl_path
-from corpora.registry import build_config, get_loader, loader_names
+from corpora.loaders.registry import build_config, get_loader, loader_names
 
 __all__ = ["load_corpus", "resolve_spec"]
 

@@ -1,10 +1,16 @@
-"""Registries keyed by short names: the project's one implementation, and the corpus loader registry.
+"""The project's one registry and its name helpers: the base layer every package may import.
 
-Role: :class:`Registry` is what every registry of the project is (corpus loaders here; proposers,
-model backends, evaluation policies and suites in the packages above): names validated, duplicates
-refused, a typo answered with the closest names, as in Gymnasium's ``register``/``make``. An entry
-is an object or a lazy ``"module:attr"`` entry point, imported on first :meth:`Registry.get`, so a
-registry can list what it offers without importing it (and without import cycles).
+Role: :class:`Registry` is what every registry of the project is (corpus loaders in
+:mod:`corpora.loaders.registry`; proposers, model backends, evaluation policies and suites in the
+packages above): names validated, duplicates refused, a typo answered with the closest names, as in
+Gymnasium's ``register``/``make``. An entry is an object or a lazy ``"module:attr"`` entry point,
+imported on first :meth:`Registry.get`, so a registry can list what it offers without importing it
+(and without import cycles). :func:`entry_point` resolves one such reference.
+
+Layer: this module and :mod:`corpora.errors` (the errors it raises, and the one "did you mean",
+:func:`~corpora.errors.did_you_mean`) import only the standard library. They are the base layer:
+``gym_envs`` (which otherwise imports nothing of ours) and every package above may import them
+(``tests/test_layout.py`` holds the rule).
 
 Contract:
 
@@ -12,41 +18,19 @@ Contract:
   raises :class:`~corpora.errors.RegistryError`; an entry point that does not import raises it too,
   naming the entry point.
 * Looking up an unknown name raises :class:`~corpora.errors.UnknownNameError` (a ``KeyError`` and a
-  ``CorpusError``) with close matches and the registered names.
-* Corpus loaders: a loader is a function ``fn(config) -> Iterable[Document]`` together with its config
-  dataclass; register it with ``@register_loader(name, config=Cls)`` (or ``@register_loader(name)``,
-  and ``fn`` gets a :class:`LoaderOptions`). The built-in loaders are entry points listed in one
-  module, :mod:`corpora.builtin` (data only); their modules are imported when first used.
-* :func:`build_config` turns ``(source, **options)`` into the loader's config and refuses unknown
-  options with a close-match suggestion.
+  ``ValueError``, through :class:`~corpora.errors.CorpusError`) with close matches and the registered names.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
 
-from corpora.builtin import BUILTIN_LOADERS
-from corpora.document import Document
-from corpora.errors import CorpusError, RegistryError, UnknownNameError, did_you_mean
+from corpora.errors import RegistryError, UnknownNameError, did_you_mean
 
-__all__ = [
-    "LOADERS",
-    "LoaderConfig",
-    "LoaderEntry",
-    "LoaderOptions",
-    "Registry",
-    "build_config",
-    "entry_point",
-    "get_loader",
-    "loader_names",
-    "register_loader",
-]
+__all__ = ["Registry", "entry_point"]
 
 T = TypeVar("T")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,39}$")
@@ -151,185 +135,3 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
-
-
-# ================================================================================================
-# Corpus loaders
-# ================================================================================================
-class LoaderConfig(Protocol):
-    """What a loader config class provides: a dataclass naming its source field.
-
-    ``source_field`` is the name of the field that receives the spec's source
-    (the path, directory or dataset name); ``None`` when the loader takes no
-    source (``stdlib``).
-    """
-
-    source_field: ClassVar[str | None]
-
-
-@dataclass(kw_only=True)
-class LoaderOptions:
-    """The config of a loader registered without a config class: the source and free options.
-
-    Attributes:
-        source: The spec's source (``"x"`` in ``"name:x"``), or ``None``.
-        options: The keyword options given to ``load_corpus``, unchecked.
-    """
-
-    source_field: ClassVar[str | None] = "source"
-
-    source: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-LoaderFn = Callable[[Any], Iterable[Document]]
-F = TypeVar("F", bound=LoaderFn)
-
-
-def _check_config(name: str, config: Any) -> type:
-    if not dataclasses.is_dataclass(config) or not isinstance(config, type) or not hasattr(config, "source_field"):
-        raise RegistryError(f"loader {name!r}: config must be a dataclass class with a 'source_field' attribute")
-    return config
-
-
-@dataclass(frozen=True)
-class LoaderEntry:
-    """A registered loader: its name, function and config class (each may be a ``"module:attr"`` entry point).
-
-    A built-in loader's module is imported when its :attr:`fn`, :attr:`config_type` or :attr:`summary`
-    is first read.
-    """
-
-    name: str
-    target: LoaderFn | str
-    config: type | str = LoaderOptions
-
-    @cached_property
-    def fn(self) -> LoaderFn:
-        """The loader function."""
-        return entry_point(self.target) if isinstance(self.target, str) else self.target
-
-    @cached_property
-    def config_type(self) -> type:
-        """The loader's config dataclass."""
-        return _check_config(self.name, entry_point(self.config) if isinstance(self.config, str) else self.config)
-
-    @property
-    def summary(self) -> str:
-        """The first line of the loader function's docstring."""
-        doc = (self.fn.__doc__ or "").strip().splitlines()
-        return doc[0] if doc else ""
-
-    def options(self) -> list[str]:
-        """Return the names of the options (config fields) the loader accepts."""
-        return [f.name for f in dataclasses.fields(self.config_type)]
-
-
-LOADERS: Registry[LoaderEntry] = Registry("corpus loader")
-"""The corpus loaders by name; the built-ins (:data:`corpora.builtin.BUILTIN_LOADERS`) are entry points."""
-for _name, (_fn, _config) in BUILTIN_LOADERS.items():
-    LOADERS.register(_name, LoaderEntry(_name, _fn, _config))
-
-
-def register_loader(name: str, *, config: type = LoaderOptions) -> Callable[[F], F]:
-    """Decorator registering ``fn(config) -> Iterable[Document]`` under ``name``.
-
-    Args:
-        name: Short name of two characters or more, matching ``[a-z][a-z0-9_-]+``.
-        config: The loader's config dataclass; it must define the class
-            attribute ``source_field`` (a field name or ``None``). Without
-            one, the loader receives a :class:`LoaderOptions` holding the
-            source and the options as given.
-
-    Raises:
-        RegistryError: the name is malformed or already registered, or
-            ``config`` is not a dataclass with ``source_field``.
-    """
-    LOADERS.check_name(name)
-    _check_config(name, config)
-
-    def decorator(fn: F) -> F:
-        LOADERS.register(name, LoaderEntry(name, fn, config))
-        return fn
-
-    return decorator
-
-
-def get_loader(name: str) -> LoaderEntry:
-    """Return the loader registered under ``name``.
-
-    Raises:
-        UnknownNameError: no such loader; the message suggests close matches.
-    """
-    return LOADERS.get(name)
-
-
-def loader_names() -> list[str]:
-    """Return the registered loader names, sorted."""
-    return LOADERS.names()
-
-
-def _required(config_type: type, name: str) -> bool:
-    for f in dataclasses.fields(config_type):
-        if f.name == name:
-            return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    return False
-
-
-_SCALARS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-
-
-def _check_type(entry: LoaderEntry, key: str, value: Any) -> None:
-    """Refuse a value of the wrong kind for an option whose default is a bool, int, float or string
-    (``None`` passes where the field's annotation allows it), naming the option and what it takes."""
-    f = next(f for f in dataclasses.fields(entry.config_type) if f.name == key)
-    default = f.default
-    kind = type(default)
-    if default is dataclasses.MISSING or default is None or kind not in _SCALARS:
-        return
-    if value is None and "None" in str(f.type):
-        return
-    ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-    if not ok:
-        raise CorpusError(f"option {key!r} of corpus loader {entry.name!r} must be {_SCALARS[kind]}, "
-                          f"got {value!r} (e.g. {key}={default!r})")
-
-
-def build_config(entry: LoaderEntry, source: str | None, options: Mapping[str, Any]) -> Any:
-    """Build ``entry``'s config from the spec's ``source`` and keyword ``options``.
-
-    Raises:
-        UnknownNameError: an option is not a field of the config (with a suggestion).
-        CorpusError: the loader needs a source and none was given, an option's value is not of the
-            kind its default is (a bool, an integer, a number, a string), or the config rejected a value.
-    """
-    if entry.config_type is LoaderOptions:
-        return LoaderOptions(source=source, options=dict(options))
-    allowed = entry.options()
-    for key, value in options.items():
-        if key not in allowed:
-            raise UnknownNameError(
-                f"unknown option {key!r} for corpus loader {entry.name!r}{did_you_mean(key, allowed)} "
-                f"(accepted: {', '.join(allowed)})"
-            )
-        _check_type(entry, key, value)
-    kwargs = dict(options)
-    source_field: str | None = entry.config_type.source_field  # type: ignore[attr-defined]
-    if source is not None:
-        if source_field is None:
-            raise CorpusError(f"corpus loader {entry.name!r} takes no source, got {source!r}")
-        if source_field in kwargs:
-            raise CorpusError(f"{source_field!r} given twice: in the spec ({source!r}) and as an option")
-        kwargs[source_field] = source
-    elif (
-        source_field is not None and source_field not in kwargs and _required(entry.config_type, source_field)
-    ):
-        raise CorpusError(
-            f"corpus loader {entry.name!r} needs a source: use the spec '{entry.name}:<{source_field}>'"
-        )
-    try:
-        return entry.config_type(**kwargs)
-    except TypeError as exc:
-        raise CorpusError(f"corpus loader {entry.name!r}: {exc}") from None

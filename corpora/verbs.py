@@ -1,9 +1,10 @@
 """Method-name verbs: the project's one vocabulary of what a method's first word does to state.
 
-Role: static analysis reads a method's first word (``add_item`` -> ``add``) to tell what the method
-does. :mod:`corpora.analysis` needs its CRUD category (a document's stateful score, the excerpt's
-priorities); the template proposer (``envgen``) needs the operation a tool is made of. Both read this
-one table, where each verb is listed once with both facts.
+Role: static analysis reads a method's first word (``add_item`` -> ``add``, :func:`snake_case` splitting
+``addItem`` the same way) to tell what the method does. :mod:`corpora.analysis` needs its CRUD
+category (a document's stateful score, the excerpt's priorities); the template proposer (``envgen``)
+needs the operation a tool is made of. Both read this one table, where each verb is listed once with
+both facts.
 
 Contract:
 
@@ -18,11 +19,19 @@ Contract:
     count as deletes). The status each verb reaches is the template proposer's business.
 
 * A word appears in one row only. Lookups take a lower-case word; anything else is ``None``.
+* :func:`method_category` reads a whole method name (``getName`` -> ``read``, ``__delitem__`` ->
+  ``delete``): its first word after :func:`snake_case`, or the container dunder's category.
+* :data:`MUTATORS` are the names of calls that change the container they are called on (Python's
+  ``list``/``dict``/``set``/``deque`` methods).
 """
 
 from __future__ import annotations
 
-__all__ = ["CRUD_CATEGORIES", "OPERATIONS", "VERBS", "verb_category", "verb_operation"]
+import re
+from functools import lru_cache
+
+__all__ = ["CRUD_CATEGORIES", "MUTATORS", "OPERATIONS", "VERBS", "method_category", "snake_case", "verb_category",
+           "verb_operation"]
 
 CRUD_CATEGORIES = ("create", "read", "update", "delete")
 OPERATIONS = ("create", "get", "find", "list", "update", "delete", "status")
@@ -64,3 +73,46 @@ def verb_category(word: str) -> str | None:
 def verb_operation(word: str) -> str | None:
     """The single-record operation a method's first word names (``add`` -> ``create``), or ``None``."""
     return _OPERATION.get(word)
+
+
+_DUNDER_CATEGORY: dict[str, str] = {
+    "__setitem__": "update",
+    "__getitem__": "read",
+    "__contains__": "read",
+    "__iter__": "read",
+    "__len__": "read",
+    "__delitem__": "delete",
+    "__iadd__": "create",
+    "__isub__": "delete",
+}
+
+MUTATORS = _words(
+    "append add appendleft extend insert update setdefault pop popitem popleft remove discard clear "
+    "put put_nowait push sort reverse"
+)
+"""Calls that change the container they are called on."""
+
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@lru_cache(maxsize=65536)
+def snake_case(name: str) -> str:
+    """Return ``name`` in lower snake_case without surrounding underscores.
+
+    >>> snake_case("OrderedDict"), snake_case("_maxsize"), snake_case("HTTPServer"), snake_case("getName")
+    ('ordered_dict', 'maxsize', 'http_server', 'get_name')
+    """
+    words = _CAMEL_RE.sub("_", name.strip("_")).lower()
+    return re.sub(r"_+", "_", words)
+
+
+def method_category(name: str) -> str | None:
+    """Return the CRUD category of a method name, or ``None``.
+
+    >>> method_category("add_item"), method_category("getName"), method_category("__delitem__")
+    ('create', 'read', 'delete')
+    """
+    if name.startswith("__") and name.endswith("__"):
+        return _DUNDER_CATEGORY.get(name)
+    first = snake_case(name).split("_", 1)[0]
+    return verb_category(first)

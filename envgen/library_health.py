@@ -20,19 +20,30 @@ import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
 from envgen.catalog import ATTEMPTS, ENVS
 from gym_envs.spec import SpecError, parse_spec
 
-if TYPE_CHECKING:
-    from envgen.library import Library
-
 __all__ = ["CORRUPT_SUFFIX", "corrupt_specs", "set_aside_corrupt", "spec_problem", "text_sha256"]
 
 CORRUPT_SUFFIX = ".json.corrupt"  #: what a corrupt spec file is renamed to when ``generate`` redoes it
+
+
+class Library(Protocol):
+    """What this module uses of an :class:`envgen.library.Library` (which imports this module, so it is
+    typed by its shape here rather than imported)."""
+
+    root: Path
+    engine: sa.Engine
+
+    def rows(self, *, sort: str = ...) -> list[dict[str, Any]]: ...
+
+    def spec_path(self, env_id: str) -> Path: ...
+
+    def inside(self, path: Path) -> Path: ...
 
 
 def text_sha256(text: str) -> str:

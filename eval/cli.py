@@ -4,7 +4,7 @@ Role: thin click commands over :mod:`eval.runner`, :mod:`eval.report` and
 :mod:`eval.contamination`; the root command (:mod:`envgen.cli`) loads them lazily from here:
 ``eval_cmd``, ``compare_cmd``, ``contamination_cmd`` and ``stats_cmd`` (the benchmarks of
 :mod:`eval.bench` are sub-commands of ``envwright bench``, :mod:`envgen.cli.bench`). ``stats_cmd`` is
-envgen's ``stats`` (:func:`envgen.cli.library.stats_command`) with BFCL multi-turn base beside the
+envgen's ``stats`` (:func:`envgen.cli.stats.stats_command`) with BFCL multi-turn base beside the
 library in its depth table (:func:`reference_depths`) and, with ``--anchors``, beside its realism figures
 (:func:`reference_realism`): envgen never imports eval, so the command layer puts them together here.
 
@@ -282,7 +282,7 @@ def reference_realism() -> list[tuple[str, Any]]:
 
 def __getattr__(name: str) -> Any:
     if name == "stats_cmd":  # built on first use: importing this module stays light
-        from envgen.cli.library import stats_command
+        from envgen.cli.stats import stats_command
 
         cmd = stats_command(reference_depths, reference_realism)
         globals()["stats_cmd"] = cmd

@@ -31,8 +31,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from corpora.errors import did_you_mean
 from gym_envs import display
-from gym_envs.errors import did_you_mean
 from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import EnvSpec, SpecError, Tool, Turn, atomic_write_text, json_schema, load_spec
 

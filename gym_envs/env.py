@@ -38,7 +38,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from gymnasium import spaces
 
 from gym_envs import display
 from gym_envs.errors import ErrorKind
+from gym_envs.outcome import TurnOutcome
 from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.replay import EpisodeCheckpoint, Replays
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
@@ -118,45 +118,6 @@ def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str
         "information from the user, or if it cannot be done with these tools, reply with a plain "
         "message (no tool call); that ends your turn."
     )
-
-
-@dataclass
-class TurnOutcome:
-    """How one turn went."""
-
-    index: int
-    instruction: str
-    calls: list[CallResult] = field(default_factory=list)
-    reply: str = ""
-    checks: list[CheckResult] = field(default_factory=list)
-    scored: bool = False
-    #: per check, whether it passes if the agent does nothing in this turn (judged as the turn begins, in the
-    #: ``progress`` reward mode or with ``track_progress``; else None)
-    free: list[bool] | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.scored and all(c.passed for c in self.checks)
-
-    @property
-    def credited(self) -> int:
-        """The checks the ``progress`` mode credits: those passed that doing nothing fails, and the passed ones
-        doing nothing keeps (the guards) only beside one of those, or where every check of the turn is kept by
-        doing nothing (doing nothing is then the task). Without ``free``: every passed check."""
-        passed = [c.passed for c in self.checks]
-        if self.free is None or len(self.free) != len(passed):
-            return sum(passed)
-        progress = sum(p and not f for p, f in zip(passed, self.free, strict=True))
-        guards = sum(p and f for p, f in zip(passed, self.free, strict=True))
-        return progress + (guards if progress or all(self.free) else 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"index": self.index, "instruction": self.instruction, "reply": self.reply,
-               "calls": [c.to_dict() for c in self.calls], "checks": [c.to_dict() for c in self.checks],
-               "passed": self.passed}
-        if self.free is not None:
-            out["free"] = list(self.free)
-        return out
 
 
 def resolve_spec_ref(spec: Any) -> Any:

@@ -16,16 +16,10 @@ in-process executor's mirror of it, check evaluation (a check that raises fails)
 (never raises), :func:`reset_many` / :func:`step_many` with ``return_exceptions`` (one env's failure is
 its entry) and the MCP server (a request that fails is an error result; the server stays up). They
 write the exception with :func:`exception_text`.
-
-:func:`did_you_mean` is the one "did you mean" of every package above ``corpora`` (``gym_envs``,
-``envgen``, ``training``, ``eval``); ``corpora``, which imports nothing of ours, has the same function
-as :func:`corpora.errors.did_you_mean`.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -39,7 +33,6 @@ __all__ = [
     "ToolError",
     "cap_text",
     "describe",
-    "did_you_mean",
     "error_response",
     "exception_text",
 ]
@@ -104,20 +97,6 @@ class LoadFailure(Exception):
     def __init__(self, response: dict[str, Any]):
         self.response = response
         super().__init__(f"{response.get('error_type')}: {response.get('error')}")
-
-
-def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
-                 show: Callable[[str], str] = repr) -> str:
-    """``"; did you mean 'a' or 'b'?"`` naming the known names closest to ``name``, or ``""`` when none is.
-
-    The candidates are :func:`difflib.get_close_matches`'s (``n`` and ``cutoff`` are its own), then the
-    known names that start with ``name``, at most ``n`` in all; ``show`` writes one name (``repr``).
-    """
-    typed, names = str(name), sorted({str(k) for k in known})
-    close = difflib.get_close_matches(typed, names, n=n, cutoff=cutoff)
-    if typed:
-        close += [k for k in names if k.startswith(typed) and k not in close]
-    return f"; did you mean {' or '.join(show(c) for c in close[:n])}?" if close else ""
 
 
 def cap_text(text: str, n: int) -> str:

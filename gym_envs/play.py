@@ -25,10 +25,10 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
+from corpora.errors import did_you_mean
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, check_summary, format_call
 from gym_envs.env import REWARD_MODES, ToolEnv
-from gym_envs.errors import did_you_mean
 from gym_envs.parsing import load_json, parse_action
 from gym_envs.sandbox import LoadFailure, make_executor
 from gym_envs.spec import Turn

@@ -20,11 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gym_envs.outcome import TurnOutcome
 from gym_envs.sandbox import CallResult, Executor, Session
 from gym_envs.spec import EnvSpec, Task
-
-if TYPE_CHECKING:
-    from gym_envs.env import TurnOutcome
 
 __all__ = ["EpisodeCheckpoint", "Replays"]
 

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.checkpoint import load_training_state, save_checkpoint
@@ -105,14 +106,16 @@ class FixedEnvGRPO:
         counts = [max(1, round(e / k)) if e else 0 for e in self.episodes]
         order: list[int] = []
         while len(order) < sum(counts):
-            order += random.Random(self.cfg.run.seed * 31 + len(order)).sample(range(len(self.pool)), len(self.pool))
+            rng = random.Random(stable_seed(self.cfg.run.seed, "plan", len(order)))
+            order += rng.sample(range(len(self.pool)), len(self.pool))
         starts = [sum(counts[:i]) for i in range(len(counts))]
         return [order[s0:s0 + c] for s0, c in zip(starts, counts, strict=True)]
 
     def draw(self, r: int) -> list[TaskRef]:
         """Round ``r``'s tasks, ``k`` episodes each (about ``episodes[r]`` in all; module docstring)."""
         k = self.cfg.solver.num_generations
-        return [TaskRef(self.pool[i][0], self.pool[i][1], self.cfg.run.seed + r) for i in self._plan()[r]
+        seed = stable_seed(self.cfg.run.seed, "episodes", r)  # as self-play's episodes of round r
+        return [TaskRef(self.pool[i][0], self.pool[i][1], seed) for i in self._plan()[r]
                 for _ in range(k)]
 
     def round(self, r: int) -> dict[str, Any]:

@@ -7,7 +7,9 @@ One config file drives every trainer (``envwright train selfplay|solver|distill`
     rollout:    RolloutConfig     episodes over ToolEnv: budgets, reward mode, sampling
     solver:     SolverConfig      G rollouts per task; which environments the solver trainer uses
     selfplay:   SelfPlayConfig    rounds, corpus, the dual stream (envgen's RoundConfig and
-                                  ControllerConfig, nested as they are), the proposer's sampling
+                                  ControllerConfig, nested as they are), the proposer's sampling,
+                                  the acceptance probe (``selfplay.probe``) and the format-recovery
+                                  step (``selfplay.recovery``)
     distill:    DistillConfig     recovery-step self-distillation: teacher, iterations
     proposer_sft: ProposerSFTConfig  the proposer warm start: SFT on the AST writer's blueprints
     run:        RunConfig         output folder, seed, report_to, resume
@@ -15,7 +17,9 @@ One config file drives every trainer (``envwright train selfplay|solver|distill`
                                   epsilon, loss_type, batch sizes, ...), validated by TRL itself
                                   (:func:`training.trl_config.to_grpo_config`)
 
-Each field is documented once, here (or in TRL for ``grpo``). Fields that several
+Each field is documented once, in its section's class (the self-play sections are in
+:mod:`training.config_selfplay`, the field types every section shares in :mod:`training.config_fields`),
+or in TRL for ``grpo``. Fields that several
 components share live in our sections and are *derived* into ``GRPOConfig``
 (:data:`DERIVED_GRPO_FIELDS`); setting one of them under ``grpo`` is an error
 that names the key to use instead.
@@ -41,16 +45,15 @@ import typing
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, ConfigDict, Strict, TypeAdapter, ValidationError, field_validator
+from pydantic import TypeAdapter, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
-from pydantic_core import PydanticCustomError
 
-from envgen.skills.controller import ControllerConfig
-from envgen.skills.round import RoundConfig
-from gym_envs.errors import did_you_mean
+from corpora.errors import did_you_mean
+from training.config_fields import CONFIG, Bool, Float, Int, Section
+from training.config_selfplay import ProbeConfig, ProposerConfig, RecoveryConfig, SelfPlayConfig
 from training.errors import ConfigError
 
 __all__ = [
@@ -61,8 +64,10 @@ __all__ = [
     "GenerationConfig",
     "Int",
     "ModelConfig",
+    "ProbeConfig",
     "ProposerConfig",
     "ProposerSFTConfig",
+    "RecoveryConfig",
     "RolloutConfig",
     "RunConfig",
     "Section",
@@ -77,36 +82,16 @@ __all__ = [
     "yaml_number",
 ]
 
-_CONFIG = ConfigDict(extra="forbid")  #: every section: an unknown key is an error (which names the keys)
-
-
-def _refuse(types: tuple[type, ...], error_type: str) -> BeforeValidator:
-    """Refuse values of ``types`` that pydantic would convert (YAML's ``true`` to 1, ``"4"`` to 4)."""
-    def check(value: Any) -> Any:
-        if isinstance(value, types):
-            raise PydanticCustomError(error_type, "wrong type")
-        return value
-    return BeforeValidator(check)
-
-
-Int = Annotated[int, _refuse((bool, str), "int_type")]  #: an integer (``4.0`` is one; ``true``, ``"4"``, 4.5 not)
-Float = Annotated[float, _refuse((bool,), "float_type")]  #: a number (YAML 1.1's ``"1e-5"`` is one; ``true`` is not)
-Bool = Annotated[bool, Strict()]  #: ``true`` or ``false`` only
-_S = TypeVar("_S")
-#: a section: a mapping of its fields (one left empty in YAML, ``selfplay:`` and nothing under it, has its defaults)
-Section = Annotated[_S, BeforeValidator(lambda value: {} if value is None else value)]
-
-
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class ModelConfig:
     """The policy model (the one model that proposes and solves)."""
 
     name_or_path: str = ""  #: hub id, local folder, or a ``.gguf`` file
     gguf_file: str | None = None  #: GGUF file inside ``name_or_path`` (de-quantised by transformers)
     #: ``auto`` (bf16 on CUDA, fp32 on CPU), ``bf16``, ``bf16-mixed``, ``fp16``, ``fp32``: the dtype of
-    #: the trained weights. ``bf16`` halves their memory but drops optimizer steps smaller than its
-    #: resolution (about 1/256 of a weight), which stalled small-model runs at lr 1e-5; with LoRA, peft
-    #: keeps the adapters fp32, so a bf16 base is fine. ``bf16-mixed`` keeps fp32 weights and runs the
+    #: the trained weights. ``bf16`` halves their memory but rounds away optimizer steps smaller than its
+    #: resolution (about 1/256 of a weight), so small learning rates may not move the weights at all; with
+    #: LoRA, peft keeps the adapters fp32, so a bf16 base is fine. ``bf16-mixed`` keeps fp32 weights and runs the
     #: training forward passes under bf16 autocast (TRL's ``bf16=True`` does so on an fp32 model); HF
     #: generation then runs in fp32 (vLLM keeps its own bf16 copy). On CPU it is plain fp32.
     dtype: str = "auto"
@@ -129,7 +114,7 @@ class ModelConfig:
             raise ValueError("lora_r must be >= 0 (0 trains every weight)")
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class GenerationConfig:
     """The engine that samples completions for both roles."""
 
@@ -142,8 +127,8 @@ class GenerationConfig:
     sort_by_length: Bool = True  #: HF: batch rows of similar length together (less padding)
     #: HF: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call seen
     #: so far, and each new batch size is a new shape to compile, so a workload that mixes long calls with many
-    #: short ones of changing size (self-play: blueprint prompts, then rollout steps) does not suit it: with
-    #: ``compile`` it was much slower than the dynamic cache there (training/results/h200.md, `selfplay-v3/`)
+    #: short ones of changing size (self-play: blueprint prompts, then rollout steps) is slower with it, and
+    #: with ``compile`` recompiles often; the dynamic cache suits such workloads
     static_cache: Bool = False
     compile: Bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
 
@@ -157,7 +142,7 @@ class GenerationConfig:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class RolloutConfig:
     """Solver episodes over :class:`~gym_envs.env.ToolEnv`."""
 
@@ -189,7 +174,7 @@ class RolloutConfig:
             raise ValueError("parse_error_penalty must be >= 0 (it is subtracted)")
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class SolverConfig:
     """The solver role: G rollouts per task, and the task set of ``envwright train solver``."""
 
@@ -219,151 +204,7 @@ class SolverConfig:
             raise ValueError("holdout_envs must be >= 0")
 
 
-@dataclass(config=_CONFIG)
-class ProposerConfig:
-    """The proposer role's sampling and prompt (options of envgen's ``llm`` proposer)."""
-
-    #: what the proposer writes: ``blueprint`` (a short typed proposal the one compiler turns into a spec; the
-    #: stream a small model can write) or ``spec`` (a whole spec)
-    structure: Literal["blueprint", "spec"] = "blueprint"
-    #: the exploration stream's structure (None: ``structure``; ``spec``: free exploration by strong models)
-    explore_structure: Literal["blueprint", "spec"] | None = None
-    constrained: Bool = True  #: decode under the structure's JSON Schema (every completion parses)
-    #: decode the exploration stream (no skill) under the grammar too (None: as ``constrained``). ``false``: the
-    #: free stream writes on its own, so a proposal may not parse (``round.unparsable_reward``) and its group's
-    #: advantages teach the format, while the skill stream keeps the grammar's structure; acceptance then has
-    #: room to rise (constrained acceptance starts near 1)
-    explore_constrained: Bool | None = None
-    #: token budget of an exploration proposal (None: ``max_new_tokens``, which also caps it); an unconstrained
-    #: proposal that never closes its JSON decodes to the budget
-    explore_max_tokens: Int | None = None
-    max_new_tokens: Int = 4096
-    temperature: Float = 0.7
-    top_p: Float = 0.95
-    excerpt_tokens: Int = 1500  #: token budget of the document excerpt
-    n_examples: Int = 1  #: example specs shown in the prompt
-    example_tokens: Int | None = 3500
-    skill_level: Literal["name", "summary", "rules", "full"] = "rules"  #: how much of a routed skill is shown
-    system_prompt: str | None = None  #: replaces envgen's proposer system prompt (small models, smoke runs)
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be >= 1")
-        if self.explore_max_tokens is not None and self.explore_max_tokens < 1:
-            raise ValueError("explore_max_tokens must be >= 1 or null (max_new_tokens)")
-        if self.temperature < 0:
-            raise ValueError("temperature must be >= 0")
-
-
-@dataclass(config=_CONFIG)
-class SelfPlayConfig:
-    """Self-play rounds: the same model proposes environments and solves them."""
-
-    rounds: Int = 10
-    corpus: str = "stdlib"  #: ``stdlib``, a PATH (tree, .jsonl, .parquet) or ``hf:NAME``
-    docs: Int = 200  #: documents in the pool the rounds draw from
-    min_stateful: Float | None = 0.0  #: stateful-score filter of documents (None: no filter)
-    skills: str | None = None  #: skill library to start from (None: the built-in skills)
-    library: str | None = None  #: environment library folder (None: RUN/library)
-    round: Section[RoundConfig] = field(default_factory=RoundConfig)  #: envgen's dual-stream round (n, alpha, ...)
-    controller: Section[ControllerConfig] = field(default_factory=ControllerConfig)  #: envgen's skill controller
-    proposer: Section[ProposerConfig] = field(default_factory=ProposerConfig)
-    #: tasks of each valid proposed environment the solver plays (a seeded draw), ``solver.num_generations``
-    #: (k) times each; None: every task
-    tasks_per_env: Int | None = 4
-    #: p̂, the solve rate the proposer reward is computed from: ``passed`` (the share of an environment's
-    #: episodes that passed every check) or ``reward`` (their mean reward in ``rollout.reward_mode``)
-    solve_rate: Literal["passed", "reward"] = "passed"
-    train_proposer: Bool = True
-    train_solver: Bool = True
-    proposer_weight: Float = 1.0  #: loss weight of proposer-role samples
-    solver_weight: Float = 1.0  #: loss weight of solver-role samples
-    #: optimizer steps a round: ``joint`` (one step on both roles' samples) or ``sequential`` (a proposer step,
-    #: then a solver step); the distillation phase, when on, is one more step after them
-    schedule: Literal["joint", "sequential"] = "joint"
-    write_skills: Bool = True  #: the policy writes refinements and new skills (probed before they are kept)
-    distill: Bool = False  #: a recovery-step distillation phase each round (teacher: ``distill.teacher``)
-    distill_episodes: Int = 16  #: the round's failed solver episodes the distillation phase learns from (at most)
-    #: a format-recovery step each round (:mod:`training.format_recovery`): the free stream's proposals that did
-    #: not parse are continued under the grammar from their first step it rejects, and the continuation is
-    #: learnt (masked NLL); needs ``proposer.explore_constrained: false`` and the blueprint structure
-    format_recovery: Bool = False
-    #: documents beyond the round's free stream that the policy writes one proposal for without the grammar each
-    #: round (in the free stream's batch), for the format-recovery step only (never solved, scored or kept): more
-    #: samples where the free stream's one document a round gives few; a seeded draw from the pool without the
-    #: acceptance probe's documents
-    format_recovery_documents: Int = 0
-    #: held-out environments the solver is scored on every ``eval_every`` rounds and after the last one
-    #: (sources as in ``solver.envs``; never trained on); their episodes share the round's rollout batch
-    eval_envs: list[str] = field(default_factory=list)
-    eval_every: Int = 1
-    eval_attempts: Int = 2  #: episodes per held-out task (sampled at ``rollout.temperature``)
-    eval_tasks_per_env: Int | None = None  #: first N tasks of each held-out environment (None: all)
-    #: documents the policy writes a proposal for *without* the decoding grammar at the start of every round,
-    #: gated (0: off): acceptance where constrained decoding does not carry the model, which has room to rise
-    #: when constrained acceptance starts near 1 (``probe`` in the round's metrics; a fixed sample of the docs)
-    acceptance_probe: Int = 0
-    #: rounds between probes (round 0 is always probed, and the final policy after the last round:
-    #: ``probe_final`` in ``summary.json``); each probe costs a proposal batch decoded to its end
-    acceptance_probe_every: Int = 1
-    #: proposals per probe document (from one prompt, in the probe's one batch): acceptance is over all of them,
-    #: so more samples lower the probe's noise for few more decoding steps (a batch decodes to its longest)
-    acceptance_probe_samples: Int = 1
-    #: token budget of a probe proposal (at most ``proposer.max_new_tokens``, None: that); without the grammar a
-    #: weak model may never close its JSON, and every probe costs as many decoding steps as its longest proposal
-    acceptance_probe_max_tokens: Int | None = None
-    checkpoint_every: Int = 1  #: rounds between checkpoints
-    keep_checkpoints: Int | None = None  #: keep only the newest N (None: all)
-    histogram_bins: Int = 5  #: bins of the per-round solve-rate histogram
-
-    def __post_init__(self) -> None:
-        if self.rounds < 1:
-            raise ValueError("rounds must be >= 1")
-        if self.docs < 1:
-            raise ValueError("docs must be >= 1")
-        if self.tasks_per_env is not None and self.tasks_per_env < 1:
-            raise ValueError("tasks_per_env must be >= 1 or null (every task)")
-        if not (self.train_proposer or self.train_solver):
-            raise ValueError("train_proposer and train_solver are both false: nothing would be trained")
-        if self.train_proposer and self.round.group_size < 2:
-            raise ValueError("round.group_size is 1: a proposal alone in its group has no GRPO baseline, so the "
-                             "proposer would never learn; set selfplay.round.group_size=4 (G proposals per prompt) "
-                             "or selfplay.train_proposer=false")
-        if self.proposer_weight < 0 or self.solver_weight < 0:
-            raise ValueError("proposer_weight and solver_weight must be >= 0")
-        if self.checkpoint_every < 1:
-            raise ValueError("checkpoint_every must be >= 1")
-        if self.keep_checkpoints is not None and self.keep_checkpoints < 1:
-            raise ValueError("keep_checkpoints must be >= 1 or null")
-        if self.histogram_bins < 1:
-            raise ValueError("histogram_bins must be >= 1")
-        if self.acceptance_probe < 0:
-            raise ValueError("acceptance_probe must be >= 0 (documents; 0: off)")
-        if self.acceptance_probe_max_tokens is not None and self.acceptance_probe_max_tokens < 1:
-            raise ValueError("acceptance_probe_max_tokens must be >= 1 or null (proposer.max_new_tokens)")
-        if self.distill_episodes < 1 or self.eval_every < 1 or self.eval_attempts < 1 \
-                or self.acceptance_probe_every < 1 or self.acceptance_probe_samples < 1:
-            raise ValueError("distill_episodes, eval_every, eval_attempts, acceptance_probe_every and "
-                             "acceptance_probe_samples must be >= 1")
-        if self.eval_tasks_per_env is not None and self.eval_tasks_per_env < 1:
-            raise ValueError("eval_tasks_per_env must be >= 1 or null (every task)")
-        self._check_format_recovery()
-
-    def _check_format_recovery(self) -> None:
-        if self.format_recovery_documents < 0:
-            raise ValueError("format_recovery_documents must be >= 0 (documents a round; 0: the free stream's only)")
-        if self.format_recovery_documents and not self.format_recovery:
-            raise ValueError("format_recovery_documents writes proposals for the format-recovery step only: set "
-                             "selfplay.format_recovery=true, or selfplay.format_recovery_documents=0")
-        p = self.proposer
-        if self.format_recovery and (p.explore_constrained is not False
-                                     or (p.explore_structure or p.structure) != "blueprint"):
-            raise ValueError("format_recovery learns the format where the free stream lost it, so the free stream "
-                             "must write blueprints without the grammar: set selfplay.proposer.explore_constrained="
-                             "false (and the blueprint structure), or selfplay.format_recovery=false")
-
-
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class DistillConfig:
     """Recovery-step self-distillation (see :mod:`training.distill`)."""
 
@@ -387,7 +228,7 @@ class DistillConfig:
             raise ValueError(f"teacher {self.teacher!r} needs distill.teacher_model (or use teacher: reference)")
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class ProposerSFTConfig:
     """The proposer warm start (``envwright train proposer``): SFT on the AST writer's blueprints."""
 
@@ -412,7 +253,7 @@ class ProposerSFTConfig:
             raise ValueError("max_length must be >= 256 tokens (a blueprint alone is a few hundred)")
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class RunConfig:
     """Where a run writes, how it is seeded and reported."""
 
@@ -437,7 +278,7 @@ class RunConfig:
         self.report_to = [r for r in self.report_to if r != "none"]
 
 
-@dataclass(config=_CONFIG)
+@dataclass(config=CONFIG)
 class TrainConfig:
     """The whole configuration (see the module docstring)."""
 

@@ -46,6 +46,7 @@ from envgen.validate import oracle_reply
 from gym_envs.env import ToolEnv
 from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig, TrainConfig, config_to_dict
@@ -369,7 +370,7 @@ class Distiller:
     def _draw(self, it: int) -> list[TaskRef]:
         n = self.cfg.distill.episodes_per_iteration
         picks = [self.rng.choice(self.tasks) for _ in range(n)]
-        return [TaskRef(t.spec, t.task_id, self.cfg.run.seed + it) for t in picks]
+        return [TaskRef(t.spec, t.task_id, stable_seed(self.cfg.run.seed, "episodes", it)) for t in picks]
 
     def iteration(self, it: int) -> dict[str, Any]:
         """One iteration (module docstring); returns its metrics."""
@@ -377,7 +378,8 @@ class Distiller:
         from training.rollout import batch_stats
 
         t0 = time.perf_counter()
-        episodes = rollout(self._draw(it), self.generator, self.chat, self.cfg.rollout, seed=self.cfg.run.seed + it)
+        episodes = rollout(self._draw(it), self.generator, self.chat, self.cfg.rollout,
+                           seed=stable_seed(self.cfg.run.seed, "rollout", it))
         t1 = time.perf_counter()
         samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg)
         t2 = time.perf_counter()

@@ -18,7 +18,7 @@ not where it went wrong or what the format wanted there. The grammar knows both.
 
 So the free stream is taught the format at the step where it lost it, in the policy's own words around it.
 The round's free stream is 4 proposals for one document (``round.group_size``), so it gives a few samples a
-round; ``selfplay.format_recovery_documents`` adds N more documents a round, each written once without the
+round; ``selfplay.recovery.documents`` adds N more documents a round, each written once without the
 grammar for this step only (never solved, scored or kept), in the free stream's batch. They are drawn from the
 pool without the acceptance probe's documents, whose proposals are never used (the probe measures the format).
 """

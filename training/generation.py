@@ -37,6 +37,7 @@ from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from gym_envs.errors import exception_text
+from gym_envs.seeding import stable_seed
 
 __all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
            "vllm_available"]
@@ -227,7 +228,8 @@ class HFGenerator(Generator):
                 try:
                     grammars = [self.grammar(schemas[i]) for i in idx] if schemas[idx[0]] is not None else None  # type: ignore[arg-type]
                     rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
-                                       temperature=temperature, top_p=top_p, seed=seed + ci, grammars=grammars,
+                                       temperature=temperature, top_p=top_p, seed=stable_seed(seed, ci),
+                                       grammars=grammars,
                                        prefixes=[prefixes[i] for i in idx] if grammars is not None else None)
                 except Exception as e:  # the boundary: a failure is data, these rows end with an error
                     msg = exception_text(e)
@@ -323,7 +325,7 @@ class VLLMGenerator(Generator):
             from training.errors import ConfigError
 
             raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
-                              "(selfplay.format_recovery): set generation.engine=hf")
+                              "(selfplay.recovery.enabled): set generation.engine=hf")
         schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
         groups: dict[str, list[int]] = {}  # one engine call per schema (vLLM's sampling params hold one)
         for i, sch in enumerate(schemas):

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gym_envs.seeding import stable_seed
+
 __all__ = ["Sample", "UpdateConfig", "make_optimizer", "nll_loss", "pad_batch", "policy_loss", "reference_logprobs",
            "token_logprobs", "update", "update_config"]
 
@@ -267,7 +269,7 @@ def update(model: Any, optimizer: Any, samples: Sequence[Sample], *, pad_id: int
         return _step(model, optimizer, samples, None, pad_id=pad_id, cfg=cfg, objective=objective,
                      reference=reference, backward=backward, into=stats)
     old = _old_logprobs(model, samples, pad_id, cfg) if objective != "nll" else [None] * len(samples)
-    rng = random.Random(cfg.seed * 1_000_003 + seed)
+    rng = random.Random(stable_seed(cfg.seed, seed))
     steps: list[dict[str, float]] = []
     for _ in range(cfg.num_iterations):
         order = rng.sample(range(len(samples)), len(samples))

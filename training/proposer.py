@@ -1,8 +1,8 @@
 """The proposer warm start: supervised fine-tuning on (document excerpt → blueprint) pairs.
 
 ``envwright train proposer --config FILE`` teaches the policy to write what the
-AST writer writes (:mod:`envgen.blueprint.pairs`): the prompt is exactly the one
-the blueprint stream sends (:func:`envgen.blueprint.prompt.build_blueprint_messages`)
+AST writer writes (:mod:`envgen.proposers.template.pairs`): the prompt is exactly the one
+the blueprint stream sends (:func:`envgen.proposers.template.prompt.build_blueprint_messages`)
 and the target exactly the compact JSON that constrained decoding produces, so
 the trained model is used as it was trained. Only the blueprint's tokens (and
 the end-of-sequence token) carry loss.
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envgen.blueprint.pairs import TeachingPair, split_documents, teaching_pairs
+from envgen.proposers.template.pairs import TeachingPair, split_documents, teaching_pairs
 from training.config import TrainConfig
 from training.errors import ConfigError
 from training.loss import Sample, UpdateConfig, update

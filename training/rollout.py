@@ -39,6 +39,7 @@ from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.errors import ErrorKind, exception_text
 from gym_envs.parsing import parse_action
 from gym_envs.sandbox import CallResult, Executor, default_executor
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.config import RolloutConfig
@@ -366,7 +367,7 @@ def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cf
                        for lv in active]
             t0 = time.perf_counter()
             outs = generator.generate([lv.context() for lv in active], max_new_tokens=max(budgets, default=1),
-                                      temperature=temp, top_p=cfg.top_p, seed=seed * 1_000_003 + step)
+                                      temperature=temp, top_p=cfg.top_p, seed=stable_seed(seed, step))
             share = (time.perf_counter() - t0) / max(1, len(active))
             todo: list[tuple[_Live, str]] = []
             for lv, out, budget in zip(active, outs, budgets, strict=True):

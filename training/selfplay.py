@@ -2,9 +2,9 @@
 
 One round (:meth:`SelfPlay.round`):
 
-0. **probe** (``selfplay.acceptance_probe``: N documents, 0 to skip; every
-   ``selfplay.acceptance_probe_every`` rounds, and once more after the last) -- the policy as it starts the round
-   writes a proposal (``selfplay.acceptance_probe_samples`` of them) for each of N fixed documents *without*
+0. **probe** (``selfplay.probe.documents``: N documents, 0 to skip; every
+   ``selfplay.probe.every`` rounds, and once more after the last) -- the policy as it starts the round
+   writes a proposal (``selfplay.probe.samples`` of them) for each of N fixed documents *without*
    the decoding grammar, and the gate judges them: acceptance where constrained decoding does not carry the
    model (``probe`` in the metrics);
 1. **propose** -- envgen's dual stream (:func:`envgen.skills.run_round`): documents
@@ -30,9 +30,9 @@ One round (:meth:`SelfPlay.round`):
    (environment tokens masked out), then, with ``selfplay.distill``, a
    recovery-step distillation step on the round's failed episodes
    (:func:`training.distill.recovery_samples`; teacher ``distill.teacher``: the
-   reference trajectories or a backend), and with ``selfplay.format_recovery`` a
+   reference trajectories or a backend), and with ``selfplay.recovery.enabled`` a
    format-recovery step: the free stream's unparsed proposals (and, with
-   ``selfplay.format_recovery_documents``, those of N more documents written for it)
+   ``selfplay.recovery.documents``, those of N more documents written for it)
    continued under the grammar from their first step it rejects
    (:mod:`training.format_recovery`; the decoding grammar is the teacher); the
    generator is synced (vLLM);
@@ -71,6 +71,7 @@ from envgen.proposers.llm import LLMProposer
 from envgen.skills import Controller, SkillLibrary, run_round
 from envgen.skills.authoring import SkillWriter
 from envgen.skills.round import RoundResult
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from training.chat import ChatFormat
 from training.checkpoint import (
@@ -95,7 +96,7 @@ __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "rollout_
 def rollout_seed(run_seed: int, r: int) -> int:
     """The rollout seed of round ``r`` (``rounds + 1``: the final held-out scoring), the same in self-play and in
     its baseline, so the two runs play their held-out tasks with the same episode seeds, round by round."""
-    return run_seed * 7919 + r * 104729
+    return stable_seed(run_seed, "rollout", r)
 
 
 def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int,
@@ -116,7 +117,8 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
             seen.append(TaskRef(s, t.id, source=source))
             fit += max_steps is None or t.reference_actions() <= max_steps
     chosen = fit_step_budget(seen, max_steps, "selfplay.eval_envs") if max_steps and seen else seen
-    return [TaskRef(t.spec, t.task_id, seed + a, t.source) for t in chosen for a in range(attempts)]
+    return [TaskRef(t.spec, t.task_id, stable_seed(seed, "heldout", a), t.source) for t in chosen
+            for a in range(attempts)]
 
 
 class _Riders(Proposer):
@@ -180,7 +182,7 @@ class SelfPlay:
         self.docs = docs if docs is not None else self._load_docs()
         self.probe_docs = self._probe_docs()
         self.free_proposer = self._proposer(sp.proposer.structure, constrained=False,
-                                            max_new_tokens=sp.acceptance_probe_max_tokens)
+                                            max_new_tokens=sp.probe.max_tokens)
         self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
                                         cfg.rollout.max_steps)
         self.teacher = teacher
@@ -222,25 +224,25 @@ class SelfPlay:
         return self._proposer(structure, constrained=constrained, max_new_tokens=budget)
 
     def _probe_docs(self) -> list[Any]:
-        """The fixed documents of ``selfplay.acceptance_probe`` (a seeded order of the pool, the same every round;
+        """The fixed documents of ``selfplay.probe`` (a seeded order of the pool, the same every round;
         a pool smaller than the probe is gone through again)."""
-        n = self.cfg.selfplay.acceptance_probe
-        order = random.Random(self.cfg.run.seed * 31 + 7).sample(self.docs, len(self.docs))
+        n = self.cfg.selfplay.probe.documents
+        order = random.Random(stable_seed(self.cfg.run.seed, "probe-documents")).sample(self.docs, len(self.docs))
         return [order[i % len(order)] for i in range(n)] if n and order else []
 
     def _probe(self, r: int) -> dict[str, Any] | None:
-        """``selfplay.acceptance_probe``: the policy as it starts round ``r`` (``rounds``: the final policy)
+        """``selfplay.probe``: the policy as it starts round ``r`` (``rounds``: the final policy)
         writes a proposal for each probe document without the decoding grammar; the share the gate accepts
-        (round 0: the warm start). None when off or not due (``selfplay.acceptance_probe_every``)."""
+        (round 0: the warm start). None when off or not due (``selfplay.probe.every``)."""
         sp = self.cfg.selfplay
-        if not self.probe_docs or (r % sp.acceptance_probe_every and r != sp.rounds):
+        if not self.probe_docs or (r % sp.probe.every and r != sp.rounds):
             return None
         from envgen.validate import validate_spec
 
         t0 = time.perf_counter()
-        k = sp.acceptance_probe_samples  # proposals per document, in one batch
+        k = sp.probe.samples  # proposals per document, in one batch
         docs = [d for d in self.probe_docs for _ in range(k)]
-        props = self.free_proposer.propose_batch(docs, seed=self.cfg.run.seed * 7 + r)
+        props = self.free_proposer.propose_batch(docs, seed=stable_seed(self.cfg.run.seed, "probe", r))
         verdicts = [validate_spec(p.spec, executor=self.cfg.selfplay.round.validation) if p.spec is not None
                     else None for p in props]
         accepted = sum(v is not None and v.accepted for v in verdicts)
@@ -350,9 +352,9 @@ class SelfPlay:
         k = cfg.solver.num_generations
         refs, groups, owner = [], [], []
         for i, spec in enumerate(specs):
-            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, cfg.run.seed * 1009 + self._round,
+            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, stable_seed(cfg.run.seed, "tasks", self._round),
                                   max_actions=cfg.rollout.max_steps):
-                refs += [TaskRef(spec, tid, cfg.run.seed + self._round)] * k
+                refs += [TaskRef(spec, tid, stable_seed(cfg.run.seed, "episodes", self._round))] * k
                 groups += [f"{self._round}:{i}/{tid}"] * k  # by position: two proposals may share an id
                 owner += [i] * k
         extra = self.eval_tasks if self._eval_due(self._round) else []
@@ -387,9 +389,9 @@ class SelfPlay:
     def _format_recovery(self, result: RoundResult, r: int,
                          riders: _Riders | None = None) -> tuple[dict[str, Any] | None, float]:
         """The optional format-recovery step (:mod:`training.format_recovery`) on the round's unparsed free
-        proposals, and those of ``selfplay.format_recovery_documents`` (``riders``: written in the free stream's
+        proposals, and those of ``selfplay.recovery.documents`` (``riders``: written in the free stream's
         batch)."""
-        if not self.cfg.selfplay.format_recovery:
+        if not self.cfg.selfplay.recovery.enabled:
             return None, 0.0
         from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
         from training.format_recovery import recovery_samples
@@ -408,25 +410,25 @@ class SelfPlay:
             # continuation under the grammar always closes its text
             max_new_tokens=max(sp.proposer.max_new_tokens, max_completion_chars(schema)),
             temperature=sp.proposer.temperature,
-            top_p=sp.proposer.top_p, seed=self.cfg.run.seed * 7919 + r, weight=sp.proposer_weight)
+            top_p=sp.proposer.top_p, seed=stable_seed(self.cfg.run.seed, "recovery", r), weight=sp.proposer_weight)
         upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                      objective="nll")
         seconds = time.perf_counter() - t0
-        if sp.format_recovery_documents:
+        if sp.recovery.documents:
             stats["documents"] = len(extra)
             stats["documents_parsed"] = sum(p.spec is not None for p in extra)
             stats["documents_in_round_batch"] = rode is not None
         return {**stats, "update": upd, "seconds": seconds}, seconds
 
     def _recovery_docs(self, r: int) -> list[Any]:
-        """The documents of ``selfplay.format_recovery_documents`` in round ``r``: a seeded draw from the pool
+        """The documents of ``selfplay.recovery.documents`` in round ``r``: a seeded draw from the pool
         without the acceptance probe's documents (a resumed round draws the same)."""
-        n = self.cfg.selfplay.format_recovery_documents
+        n = self.cfg.selfplay.recovery.documents
         if not n:
             return []
         probe = {id(d) for d in self.probe_docs}
         pool = [d for d in self.docs if id(d) not in probe]
-        return random.Random(self.cfg.run.seed * 1009 + r).sample(pool, min(n, len(pool)))
+        return random.Random(stable_seed(self.cfg.run.seed, "recovery-documents", r)).sample(pool, min(n, len(pool)))
 
     def _riders(self, r: int) -> _Riders | None:
         """The free stream's proposer for round ``r``, carrying the format-recovery documents in its batch: the
@@ -444,7 +446,7 @@ class SelfPlay:
         timer = self.backend.timer
         seconds, tokens = timer.seconds, timer.tokens
         try:
-            return list(free.propose_batch(docs, seed=self.cfg.run.seed * 13 + r))
+            return list(free.propose_batch(docs, seed=stable_seed(self.cfg.run.seed, "recovery-proposals", r)))
         finally:
             timer.seconds, timer.tokens = seconds, tokens
 
@@ -457,8 +459,8 @@ class SelfPlay:
         self.backend.take_records()
         self.backend.timer.seconds = self.backend.timer.tokens = 0
         t0 = time.perf_counter()
-        round_cfg = dataclasses.replace(sp.round, seed=cfg.run.seed + sp.round.seed)
-        riders = self._riders(r) if sp.format_recovery else None
+        round_cfg = dataclasses.replace(sp.round, seed=stable_seed(cfg.run.seed, "round", sp.round.seed))
+        riders = self._riders(r) if sp.recovery.enabled else None
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
                            library=self.library, explore_proposer=riders or self.explore_proposer,
                            run_id=f"{self.run_tag}/round-{r:04d}")

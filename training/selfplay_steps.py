@@ -19,11 +19,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from training.advantages import selfplay_advantages
 from training.loss import Sample, update
@@ -43,8 +43,7 @@ def draw_tasks(spec: EnvSpec, n: int | None, seed: int, *, max_actions: int | No
         ids = [t.id for t in spec.tasks if t.reference_actions() <= max_actions] or ids
     if n is None or n >= len(ids):
         return ids
-    digest = int.from_bytes(hashlib.sha256(f"{seed}:{spec.id}".encode()).digest()[:8], "big")
-    keep = set(random.Random(digest).sample(ids, n))
+    keep = set(random.Random(stable_seed(seed, spec.id)).sample(ids, n))
     return [i for i in ids if i in keep]
 
 

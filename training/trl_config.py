@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from gym_envs.errors import did_you_mean
+from corpora.errors import did_you_mean
 from training.config import TrainConfig, value_problem, yaml_number
 from training.errors import ConfigError
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
+from gym_envs.seeding import stable_seed
 
 __all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "first_rejected", "grammar_processor",
            "resolve_device", "resolve_dtype"]
@@ -292,8 +293,8 @@ class TransformersBackend(Backend):
                 part = idx[start:start + size]
                 grammars = [self.grammar(row_schemas[i]) for i in part] if constrained else None  # type: ignore[arg-type]
                 done = self._generate_chunk([rows[i] for i in part], max_new_tokens=max_new_tokens,
-                                            temperature=temperature, top_p=top_p, seed=seed + chunk, stop=stop,
-                                            grammars=grammars)
+                                            temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
+                                            stop=stop, grammars=grammars)
                 chunk += 1
                 for i, c in zip(part, done, strict=True):
                     out[i] = c

@@ -6,11 +6,14 @@ The format and its rules are in ``envgen/blueprint/BLUEPRINT.md``. Modules:
   JSON Schema every backend decodes under (narrowed by a skill's requirements), lenient parsing;
 * :mod:`~envgen.blueprint.normalize` and :mod:`~envgen.blueprint.compiler` -- blueprint + document +
   seed to a full :class:`~gym_envs.spec.EnvSpec`, with every repair recorded;
-* :mod:`~envgen.blueprint.writer` -- the AST writer (a Python document's analysis as a blueprint);
-* :mod:`~envgen.blueprint.prompt` -- the blueprint stream's prompt; :mod:`~envgen.blueprint.pairs` --
-  (prompt, blueprint) teaching pairs for the proposer warm start and the shared held-out split;
+* :mod:`~envgen.blueprint.render` -- the compiler's renderers (environment model, seed values and
+  rows, tools and code, tasks and checks, difficulty);
 * :mod:`~envgen.blueprint.grounding` -- the share of an environment's entity and field names that
   occur in its source document.
+
+The writers of blueprints sit above this package: the AST writer, the blueprint stream's prompt and
+the teaching pairs are the template proposer's (:mod:`envgen.proposers.template`), and a model
+writes blueprints through :mod:`envgen.proposers.llm`. Nothing here imports :mod:`envgen.proposers`.
 """
 
 from __future__ import annotations

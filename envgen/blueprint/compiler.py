@@ -1,6 +1,6 @@
 """The one compiler: a blueprint (plus its source document and a seed) becomes a full environment spec.
 
-Both writers of blueprints feed it: the AST writer (:mod:`envgen.blueprint.writer`,
+Both writers of blueprints feed it: the AST writer (:mod:`envgen.proposers.template.writer`,
 the template proposer and the model's teacher) and a model decoding under the
 blueprint schema (:class:`envgen.proposers.llm.LLMProposer` with
 ``structure="blueprint"``). It is host code we ship, deterministic given
@@ -12,12 +12,12 @@ blueprint schema (:class:`envgen.proposers.llm.LLMProposer` with
    short string literals: :func:`document_vocabulary`), within each column's
    rules;
 3. the difficulty (the options', else the blueprint's, else ``medium``:
-   :mod:`envgen.blueprint.difficulty`) adds its distractors (near-duplicate
+   :mod:`envgen.blueprint.render.difficulty`) adds its distractors (near-duplicate
    rows, sibling tools; each recorded with the repairs) and sets how deep the
    tasks go;
-4. tools, restricted code, DDL and seed SQL come from the template renderers
-   (:mod:`envgen.proposers.template.tools`), tasks with checks and reference
-   trajectories from :mod:`envgen.proposers.template.tasks`, by the blueprint's
+4. tools, restricted code, DDL and seed SQL come from the compiler's renderers
+   (:mod:`envgen.blueprint.render.tools`), tasks with checks and reference
+   trajectories from :mod:`envgen.blueprint.render.tasks`, by the blueprint's
    task mix and the difficulty;
 5. the spec is parsed (:func:`gym_envs.spec.parse_spec`); the gate runs later.
 
@@ -35,16 +35,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.blueprint.difficulty import add_distractors, profile_of
 from envgen.blueprint.normalize import Normalizer
+from envgen.blueprint.render.difficulty import add_distractors, profile_of
+from envgen.blueprint.render.model import EnvModel, human
+from envgen.blueprint.render.rows import fill_entity_rows
+from envgen.blueprint.render.tasks import build_tasks
+from envgen.blueprint.render.tools import render_code, render_state, render_tools
+from envgen.blueprint.render.values import ValueMaker
+from envgen.blueprint.render.words import STOP_WORDS
 from envgen.blueprint.schema import Blueprint
 from envgen.errors import CompileError
-from envgen.proposers.template.build import fill_entity_rows
-from envgen.proposers.template.model import EnvModel, human
-from envgen.proposers.template.tasks import build_tasks
-from envgen.proposers.template.tools import render_code, render_state, render_tools
-from envgen.proposers.template.values import ValueMaker
-from envgen.proposers.template.words import STOP_WORDS
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
 __all__ = ["CompileError", "CompileOptions", "Compiled", "compile_blueprint", "document_vocabulary"]
@@ -132,11 +133,8 @@ def _slug(text: str) -> str:
 
 
 def _rng(seed: int, sha: str) -> random.Random:
-    try:
-        mix = int(sha[:16], 16)
-    except ValueError:
-        mix = int(hashlib.sha256(sha.encode()).hexdigest()[:16], 16)
-    return random.Random(int(seed) ^ mix)
+    """The draws of one ``(seed, document)``: the seed and the document's digest, through :func:`stable_seed`."""
+    return random.Random(stable_seed(int(seed), sha))
 
 
 def _description(bp: Blueprint, model: EnvModel, path: str) -> str:

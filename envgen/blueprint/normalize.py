@@ -35,10 +35,10 @@ import random
 import re
 from typing import Any
 
+from envgen.blueprint.render.model import Column, Entity, Op, safe_name, singular, snake
+from envgen.blueprint.render.ops import complete_ops, free_tool_name, join_tool_name
+from envgen.blueprint.render.words import STATUS_TARGET
 from envgen.blueprint.schema import MAX_STATES, Blueprint, BlueprintEntity, Operation, Rule
-from envgen.proposers.template.build import _complete_ops, _singular, _tool_name, free_tool_name
-from envgen.proposers.template.model import Column, Entity, Op, safe_name, snake
-from envgen.proposers.template.words import STATUS_TARGET
 
 __all__ = ["RESERVED_TOOL_NAMES", "Normalizer"]
 
@@ -84,7 +84,7 @@ class Normalizer:
             words = words[1:]
         if not words:
             return None
-        words[-1] = _singular(words[-1])
+        words[-1] = singular(words[-1])
         name = "_".join(words)[:24].strip("_")
         return name if len(name) >= 2 and name[0].isalpha() and not keyword.iskeyword(name) else None
 
@@ -317,7 +317,7 @@ class Normalizer:
                 ops.append(made)
         self.require_features(main, ops)
         mine = [o for o in ops if o.entity is main]
-        completed = _complete_ops(main, mine, self.rng, taken={o.tool for o in ops})
+        completed = complete_ops(main, mine, self.rng, taken={o.tool for o in ops})
         for o in completed:
             if o not in mine:
                 self.repair("operations", f"added {o.kind} tool {o.tool!r} (every main entity has create, get, "
@@ -431,18 +431,20 @@ class Normalizer:
 
     def default_tool(self, kind: str, ent: Entity, col: Column | None, target: str | None = None) -> str:
         if kind == "list":
-            return _tool_name("list", ent.table)
+            return join_tool_name("list", ent.table)
         if kind == "update" and col is not None:
-            return _tool_name("rename", ent.name) if col is ent.key else _tool_name("set", ent.name, col.name)
+            return join_tool_name("rename", ent.name) if col is ent.key else join_tool_name("set", ent.name, col.name)
         if kind == "adjust" and col is not None:
-            return _tool_name("adjust", ent.name, col.name)
+            return join_tool_name("adjust", ent.name, col.name)
         if kind == "transfer":
-            return _tool_name("transfer", ent.name, col.name) if col is not None else _tool_name("move", ent.name)
+            if col is None:
+                return join_tool_name("move", ent.name)
+            return join_tool_name("transfer", ent.name, col.name)
         if kind == "status":
             verb = _VERB_OF_TARGET.get(target or "")
-            return _tool_name(verb, ent.name) if verb else _tool_name("mark", ent.name, target or "")
+            return join_tool_name(verb, ent.name) if verb else join_tool_name("mark", ent.name, target or "")
         verb = {"create": "add", "get": "get", "find": "find", "delete": "delete"}[kind]
-        return _tool_name(verb, ent.name)
+        return join_tool_name(verb, ent.name)
 
     def unique_tool(self, name: str, done: list[Op], where: str = "operations") -> str:
         alt = free_tool_name(name, {o.tool for o in done}, tries=20)

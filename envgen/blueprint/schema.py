@@ -62,7 +62,7 @@ FIELD_TYPES = ("string", "integer", "number", "boolean")
 OP_KINDS = ("create", "get", "find", "list", "update", "delete", "status", "adjust", "transfer")
 RULE_KINDS = ("unique", "required", "range", "non_negative", "enum", "states", "capacity", "final")
 DIFFICULTIES = ("easy", "medium", "hard")
-"""How deep the compiled tasks go (:mod:`envgen.blueprint.difficulty`): chain length, turns, distractors."""
+"""How deep the compiled tasks go (:mod:`envgen.blueprint.render.difficulty`): chain length, turns, distractors."""
 
 MAX_ENTITIES = 3
 MAX_FIELDS = 5

@@ -146,8 +146,8 @@ def import_cmd(source: str, library: Path, catalog_url: str | None, executor: st
 
 def _resolve(ref: str, library: Path | None) -> Path:
     """A spec file for SPEC_OR_ID: an environment of ``library`` by id, a file, or a shipped example."""
+    from corpora.errors import did_you_mean
     from gym_envs.cli import locate_spec
-    from gym_envs.errors import did_you_mean
 
     if library is not None:
         if not (library / "specs").is_dir():

@@ -129,7 +129,7 @@ class LazyGroup(click.Group):
         name = args[0]
         if self.get_command(ctx, name) is None and not name.startswith("-") and not ctx.resilient_parsing:
             names = self.list_commands(ctx)
-            from gym_envs.errors import did_you_mean  # only on this error path: the table stays instant
+            from corpora.errors import did_you_mean  # only on this error path: the table stays instant
 
             raise click.UsageError(f"No such command '{name}'{did_you_mean(name, names, cutoff=0.5)}", ctx)
         return super().resolve_command(ctx, args)

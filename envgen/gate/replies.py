@@ -5,7 +5,7 @@ trajectory ends each turn with :func:`oracle_reply`; a ``reply_contains`` string
 (:func:`answer_problem`, :func:`reply_problems`): at least 3 characters unless numeric, and not contained
 in the turn's instruction, a tool's description or a generic reply (for a number: not as a number of its
 own), or a reply that repeats them would be paid without answering. Task writers use the same functions
-to pick answers the gate accepts (:mod:`envgen.proposers.template.tasks`).
+to pick answers the gate accepts (:mod:`envgen.blueprint.render.tasks`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Two structures (``structure=``, :mod:`envgen.structure`):
 
 * ``spec`` (the free stream, the default): the model writes a whole spec;
 * ``blueprint``: the model writes a blueprint
-  (:func:`envgen.blueprint.prompt.build_blueprint_messages`), which the one
+  (:func:`envgen.proposers.template.prompt.build_blueprint_messages`), which the one
   compiler (:func:`envgen.blueprint.compiler.compile_blueprint`) turns into a
   spec; a routed skill's requirements narrow the blueprint schema and are
   compiler options. ``meta["repairs"]`` lists what the compiler changed.
@@ -42,7 +42,6 @@ from typing import Any
 from envgen.backends import Backend, Completion, make_backend
 from envgen.backends.base import check_sampling, prompt_text
 from envgen.blueprint.compiler import CompileError, CompileOptions, compile_blueprint
-from envgen.blueprint.prompt import build_blueprint_messages
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
 from envgen.completions import ParsedCompletion, parse_completion
 from envgen.errors import PARSE_FAILURES, FailureCode
@@ -55,6 +54,7 @@ from envgen.prompts import (
     skill_id_of,
 )
 from envgen.proposers.base import Proposal, Proposer
+from envgen.proposers.template.prompt import build_blueprint_messages
 from envgen.structure import STRUCTURES, spec_decoding_schema, spec_from_decoded
 from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, as_spec
@@ -132,7 +132,7 @@ class LLMProposer(Proposer):
     def messages_for(self, doc: Any, skill: Any = None) -> list[dict[str, str]]:
         """The chat this proposer sends for ``doc`` (and an optional routed skill)."""
         if self.structure == "world":
-            from envgen.world.prompt import build_world_messages
+            from envgen.proposers.world.prompt import build_world_messages
 
             return build_world_messages(doc, excerpt_tokens=self.excerpt_tokens, counter=self.backend.count_tokens,
                                         n_examples=min(1, self.n_examples))

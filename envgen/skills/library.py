@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from corpora.errors import did_you_mean
 from corpora.similarity import jaccard, text_similarity
 from envgen.skills.skill import Skill, load_skill, save_skill
-from gym_envs.errors import did_you_mean
 from gym_envs.spec import EnvSpec
 
 __all__ = ["SkillLibrary", "builtin_skills_dir", "content_similarity", "spec_tokens"]

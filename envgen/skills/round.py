@@ -39,6 +39,7 @@ from envgen.skills.controller import Candidate, Controller, RoundLog
 from envgen.skills.rewards import proposal_reward, proposer_reward
 from envgen.skills.skill import run_validator
 from envgen.validate import validate_spec
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 
 __all__ = ["RoundConfig", "RoundResult", "Scored", "gate_validator", "run_round", "select_dual_stream"]
@@ -275,12 +276,13 @@ def run_round(controller: Controller, proposer: Proposer, docs: Sequence[Any],
     skills = [controller.library.get(s) for s in routed]
     picked = [doc_list[(iteration * n_groups + i) % len(doc_list)] for i in range(n_groups)]
     g = cfg.group_size
+    seed = stable_seed(cfg.seed, iteration)  # both streams' proposals of this iteration
     groups = [_Group("skill", d, sid, ps) for d, sid, ps in
-              zip(picked[:n_skill], routed, _propose(proposer, picked[:n_skill], skills, g, cfg.seed + iteration),
+              zip(picked[:n_skill], routed, _propose(proposer, picked[:n_skill], skills, g, seed),
                   strict=True)]
     groups += [_Group("explore", d, None, ps) for d, ps in
                zip(picked[n_skill:], _propose(explore_proposer or proposer, picked[n_skill:], None, g,
-                                              cfg.seed + iteration), strict=True)]
+                                              seed), strict=True)]
     scored = _score(groups, check, solve, cfg, iteration)
     for s in scored:
         if s.skill_id is not None:

@@ -31,6 +31,7 @@ from envgen.skills.controller import Controller, ControllerConfig
 from envgen.skills.library import SkillLibrary
 from envgen.skills.round import RoundConfig, RoundResult, run_round
 from envgen.skills.skill import Skill
+from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, parse_spec
 
 __all__ = ["TOPICS", "SimulationConfig", "run_simulation", "synthetic_spec"]
@@ -61,7 +62,7 @@ DUPLICATE = ("helpdesk", "tickets")
 def synthetic_spec(topic: str, index: int, seed: int) -> EnvSpec:
     """A small structurally valid spec about ``topic`` (content for similarity checks)."""
     words = TOPICS[topic][1]
-    rng = random.Random(f"{topic}:{index}:{seed}")
+    rng = random.Random(stable_seed(topic, index, seed))
     main = words[0]
     tools = [
         {"name": f"add_{main}", "description": f"Create a {main}.",
@@ -122,8 +123,9 @@ class _SyntheticWorld:
     def __init__(self, cfg: SimulationConfig):
         self.cfg = cfg
         self.rng = random.Random(cfg.seed)  # the proposer's draws
-        self.solve_rng = random.Random(cfg.seed + 1)  # the solver's and the gate's: independent of call order
-        self.gate_rng = random.Random(cfg.seed + 2)
+        # the solver's and the gate's draws: each its own stream, independent of call order
+        self.solve_rng = random.Random(stable_seed(cfg.seed, "solve"))
+        self.gate_rng = random.Random(stable_seed(cfg.seed, "gate"))
         self.competence = 0.0
         self.offset: dict[str, float] = {}  # per-skill difficulty change from refinement
         self.difficulty: dict[str, float] = {}

@@ -9,7 +9,7 @@ user-facing keys, semantic fields and relations), its **operations** (kinds from
 ``envgen/world/WORLDS.md``; these pydantic models are its one source.
 
 Three writers fill it: the domain catalog (``envgen/world/domains/*.yaml``, hand-written worlds that are
-blueprints too), the AST writer (:mod:`envgen.world.writer`: a catalog domain with the document's own
+blueprints too), the AST writer (:mod:`envgen.proposers.world.writer`: a catalog domain with the document's own
 operations grafted on) and a model, decoding under :func:`world_json_schema`. One compiler
 (:mod:`envgen.world.compile`) turns any of them into a spec.
 

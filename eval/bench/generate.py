@@ -166,7 +166,7 @@ def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str,
     t.add_row("rejected_by_reason", json.dumps(res["rejected_by_reason"]))
     t.add_row("difficulty_mix", json.dumps(res["difficulty_mix"]))
     Console().print(t)
-    from envgen.cli.library import depth_table
+    from envgen.cli.stats import depth_table
 
     Console().print(depth_table([(f"template, stdlib (n={n})", res["depth"]),
                                  ("BFCL v4 multi-turn base (ground truth)", res["bfcl_depth"])]))

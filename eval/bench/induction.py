@@ -35,7 +35,7 @@ MODES = ("unbounded", "within")
 def _environments(corpus: str, n: int) -> list[tuple[Any, str]]:
     from corpora import load_corpus
     from envgen.blueprint.compiler import compile_blueprint
-    from envgen.blueprint.writer import write_blueprint
+    from envgen.proposers.template.writer import write_blueprint
 
     envs: list[tuple[Any, str]] = []
     for doc in load_corpus(corpus):

@@ -36,6 +36,7 @@ from eval.bfcl.checks import FORCE_TERMINATED, EpisodeScore
 from eval.bfcl.data import MULTI_TURN_CATEGORIES, BfclEntry, load_entries
 from eval.bfcl.episode import BfclEpisode, ToolCall
 from eval.errors import BfclDataError
+from gym_envs.seeding import stable_seed
 
 Trajectory = list[list[ToolCall]]
 
@@ -167,7 +168,7 @@ def sample_perturbations(
 ) -> list[Perturbation]:
     """Up to ``drops`` dropped-call and ``argument_changes`` changed-argument perturbations."""
     reference = reference_trajectory(entry) if reference is None else reference
-    rng = random.Random(f"{seed}:{entry.id}")
+    rng = random.Random(stable_seed(seed, entry.id))
     dropped = drop_call_perturbations(entry, reference)
     changed = argument_perturbations(entry, reference)
     return rng.sample(dropped, min(drops, len(dropped))) + rng.sample(

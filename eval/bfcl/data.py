@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from corpora.errors import did_you_mean
 from eval.bfcl._backend import bfcl
 from eval.errors import BfclDataError
-from gym_envs.errors import did_you_mean
 
 MULTI_TURN_CATEGORIES: Final[tuple[str, ...]] = (
     "multi_turn_base",

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from corpora.errors import did_you_mean
 from eval.suites.base import (
     MAX_RESULT_CHARS,
     Episode,
@@ -22,7 +23,6 @@ from eval.suites.base import (
     tool_messages,
 )
 from gym_envs.env import tool_system_prompt
-from gym_envs.errors import did_you_mean
 from gym_envs.parsing import parse_action
 
 __all__ = ["BFCL_VARIANTS", "BfclSuite", "BfclSuiteEpisode"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gym_envs.errors import did_you_mean
+from corpora.errors import did_you_mean
 from gym_envs.spec import EnvSpec, load_spec
 
 __all__ = ["EXAMPLES_DIR", "UnknownExample", "example_path", "list_examples", "load_all", "load_example"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from corpora import Document, registry
+from corpora import Document
+from corpora.loaders import registry
 
 STATEFUL_SOURCE = '''"""An inventory of items."""
 

@@ -19,8 +19,8 @@ from envgen.blueprint import (
     parse_blueprint,
 )
 from envgen.blueprint.grounding import data_model_names, name_occurs
-from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.template import derive_compiled
+from envgen.proposers.template.writer import write_blueprint
 from envgen.validate import validate_spec
 
 DOC = Document.create('''\
@@ -224,7 +224,7 @@ def test_ast_writer_blueprints_validate_and_compile_to_the_template_spec():
 
 
 def test_ast_writer_needs_python():
-    from envgen.proposers.template.build import TemplateError
+    from envgen.errors import TemplateError
 
     with pytest.raises(TemplateError, match="not parsable Python"):
         write_blueprint(JS)
@@ -279,7 +279,7 @@ def test_llm_blueprint_stream_compiles_what_the_model_writes():
 
 
 def test_the_blueprint_prompt_shows_an_example_and_the_document():
-    from envgen.blueprint.prompt import build_blueprint_messages, example_blueprint
+    from envgen.proposers.template.prompt import build_blueprint_messages, example_blueprint
 
     system, user = build_blueprint_messages(JS)
     assert "blueprint" in system["content"] and "adjust" in system["content"]
@@ -289,9 +289,9 @@ def test_the_blueprint_prompt_shows_an_example_and_the_document():
 
 def test_deepened_holder_name_starts_with_a_letter() -> None:
     """A main entity whose last word is a number (``ipv_32``) still gets a valid holder name (``ipv_group``)."""
-    from envgen.blueprint.deepen import _add_holder
+    from envgen.blueprint.render.model import Column, Entity
     from envgen.blueprint.schema import NAME_RE
-    from envgen.proposers.template.model import Column, Entity
+    from envgen.proposers.template.deepen import _add_holder
 
     main = Entity(name="ipv_32", key=Column("label", "TEXT"), columns=[])
     data = {"entities": [{"name": "ipv_32", "parent": None}]}
@@ -303,8 +303,8 @@ def test_deepened_holder_name_starts_with_a_letter() -> None:
 
 def test_writer_bug_skips_the_document_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """An invalid blueprint from the AST writer is a TemplateError (the document is skipped), not a crash."""
-    from envgen.blueprint import writer
-    from envgen.proposers.template.build import TemplateError
+    from envgen.errors import TemplateError
+    from envgen.proposers.template import writer
 
     def broken(*a: object, **k: object) -> object:
         from envgen.blueprint.schema import Blueprint
@@ -371,7 +371,7 @@ def test_a_completed_tool_whose_name_is_taken_gets_a_free_one() -> None:
 
 def test_the_description_lists_each_tables_columns_without_empty_slots():
     from envgen.blueprint.compiler import _description
-    from envgen.proposers.template.model import Column, Entity, EnvModel
+    from envgen.blueprint.render.model import Column, Entity, EnvModel
 
     base = Entity("base_transport", Column("name", "TEXT"), [])  # a table with its key column only
     job = Entity("job", Column("title", "TEXT"), [Column("priority", "INTEGER")], parent=base,

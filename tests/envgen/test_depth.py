@@ -31,7 +31,7 @@ def test_spec_depth_reads_specs_and_their_dicts() -> None:
 
 
 def test_stats_prints_depth_and_difficulty_mix(tmp_path: Path) -> None:
-    from envgen.cli.library import stats_command
+    from envgen.cli.stats import stats_command
     from envgen.depth import Depth
 
     lib = Library(tmp_path / "lib")

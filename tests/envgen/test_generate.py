@@ -227,7 +227,7 @@ def test_bad_template_options_fail_once_before_any_work(tmp_path):
 def test_the_catalog_keeps_each_envs_mutation_score_and_stats_shows_it(tmp_path):
     from click.testing import CliRunner
 
-    from envgen.cli.library import stats
+    from envgen.cli.stats import stats
     from envgen.stats import library_stats
 
     docs = _docs(3)

@@ -179,7 +179,8 @@ def test_a_failed_commit_rolls_back_the_whole_batch(pg_url: str, tmp_path: Any, 
 def test_cli_generate_list_stats_on_postgres(pg_url: str, tmp_path: Any) -> None:
     from click.testing import CliRunner
 
-    from envgen.cli.library import generate, list_library, stats
+    from envgen.cli.library import generate, list_library
+    from envgen.cli.stats import stats
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 from corpora import Document
 from envgen.blueprint.compiler import compile_blueprint
-from envgen.blueprint.prompt import EXAMPLE_DOCUMENT
 from envgen.blueprint.schema import OP_KINDS, RULE_KINDS, max_completion_chars
-from envgen.blueprint.writer import write_blueprint
 from envgen.proposers.llm import LLMProposer
+from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
+from envgen.proposers.template.writer import write_blueprint
 from envgen.skills import Candidate, Controller, ControllerConfig, Skill, SkillLibrary
 from envgen.skills.authoring import SkillWriter, parse_skill_json, skill_json_schema
 from envgen.skills.requirements import requirement_problems, requirements_validator, structure_of

@@ -246,7 +246,7 @@ def test_main_job_target_on_200_stdlib_modules() -> None:
 
 
 def test_template_operations_come_from_the_one_verb_table() -> None:
-    from envgen.proposers.template.words import verb_kind
+    from envgen.blueprint.render.words import verb_kind
 
     assert verb_kind("cancel") == "status" and verb_kind("add") == "create" and verb_kind("fetch") == "get"
     assert verb_kind("has") is None and verb_kind("sort") is None  # state as a whole: no single-record tool

@@ -1,4 +1,4 @@
-"""Deep task shapes (``envgen.proposers.template.tasks``): for each shape, the reference passes, doing
+"""Deep task shapes (``envgen.blueprint.render.tasks``): for each shape, the reference passes, doing
 nothing fails, a near miss fails, and the validity gate accepts it (every wrong trajectory it derives is
 caught, on every turn)."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from corpora import Document
 from envgen.blueprint import Blueprint, CompileOptions, compile_blueprint
-from envgen.blueprint.difficulty import PROFILES
-from envgen.proposers.template.tasks import TaskMaker
-from envgen.proposers.template.values import ValueMaker
+from envgen.blueprint.render.difficulty import PROFILES
+from envgen.blueprint.render.tasks import TaskMaker
+from envgen.blueprint.render.values import ValueMaker
 from envgen.validate import validate_spec
 from gym_envs.env import ToolEnv
 from gym_envs.spec import parse_spec

@@ -15,9 +15,9 @@ import pytest
 
 pytest.importorskip("xgrammar")
 
-from envgen.blueprint.prompt import example_blueprint
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
 from envgen.errors import FailureCode
+from envgen.proposers.template.prompt import example_blueprint
 from tests.training.conftest import SOLVER_MARK, solver_plan
 from tests.training.test_selfplay import selfplay_config
 from training.generation import HFGenerator, ScriptedGenerator
@@ -151,7 +151,7 @@ class _Proposals(ScriptedGenerator):
 
 def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
                                                corpus_dir: Path) -> None:
-    """``selfplay.format_recovery``: each round the free stream's unparsed proposals become recovery samples
+    """``selfplay.recovery``: each round the free stream's unparsed proposals become recovery samples
     and a masked-NLL step learns them (``format_recovery`` in the round's record); the option needs the free
     stream to write blueprints without the grammar."""
     from training.selfplay import SelfPlay
@@ -159,7 +159,7 @@ def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, t
     proposer = {"structure": "blueprint", "constrained": True, "explore_constrained": False,
                 "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1, "eval_envs": [], "proposer": proposer,
-                                                                   "format_recovery": True})
+                                                                   "recovery": {"enabled": True}})
     sp = SelfPlay(cfg, generator=_Proposals(tokenizer))
     (h,) = sp.run()
     rec = h["format_recovery"]
@@ -169,16 +169,16 @@ def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, t
     assert rec["update"]["samples"] == rec["recovered"] and rec["update"]["trained_tokens"] > 0
     assert rec["seconds"] > 0
     with pytest.raises(ValueError, match="explore_constrained=false"):
-        selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"format_recovery": True})
+        selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"recovery": {"enabled": True}})
 
 
 def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path: Path, tiny_dir: Path,
                                                                           tokenizer: Any) -> None:
-    """``selfplay.format_recovery_documents``: each round N more documents of the pool, never the acceptance
+    """``selfplay.recovery.documents``: each round N more documents of the pool, never the acceptance
     probe's, get one free proposal for the recovery step only, written in the free stream's batch (never
     scored, solved or kept); their unparsed ones join the round's. Where the round writes no free stream they
     get a batch of their own, whose decoding time is the step's, not the round's generation. The option needs
-    ``format_recovery``."""
+    ``recovery.enabled``."""
     from training.selfplay import SelfPlay
 
     corpus = tmp_path / "corpus"
@@ -189,8 +189,8 @@ def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path:
     proposer = {"structure": "blueprint", "constrained": True, "explore_constrained": False,
                 "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
     cfg = selfplay_config(tiny_dir, corpus, tmp_path / "run",
-                          {"rounds": 1, "docs": 6, "eval_envs": [], "proposer": proposer, "acceptance_probe": 2,
-                           "format_recovery": True, "format_recovery_documents": 3})
+                          {"rounds": 1, "docs": 6, "eval_envs": [], "proposer": proposer,
+                           "probe": {"documents": 2}, "recovery": {"enabled": True, "documents": 3}})
     gen = _Proposals(tokenizer)
     sp = SelfPlay(cfg, generator=gen)
     probe = {d.id for d in sp.probe_docs}
@@ -219,22 +219,22 @@ def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path:
     unparsed_round = round(h["proposer"]["candidates"] * (1 - h["proposer"]["validity_by_stream"]["explore"]) / 2)
     assert rec["unparsed"] == unparsed_round + 3 - rec["documents_parsed"], (rec, h["proposer"])
     assert rec["recovered"] == rec["unparsed"] == rec["update"]["samples"]
-    with pytest.raises(ValueError, match="format_recovery=true"):
-        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"format_recovery_documents": 2})
-    with pytest.raises(ValueError, match="format_recovery_documents must be >= 0"):
-        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"format_recovery_documents": -1})
+    with pytest.raises(ValueError, match=r"selfplay\.recovery\.enabled=true"):
+        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"recovery": {"documents": 2}})
+    with pytest.raises(ValueError, match=r"selfplay\.recovery: documents must be >= 0"):
+        selfplay_config(tiny_dir, corpus, tmp_path / "x", {"recovery": {"documents": -1}})
 
 
 @pytest.mark.slow
 def test_the_smoke_config_recovers_the_format_with_a_real_model(tmp_path: Path, tiny_dir: Path) -> None:
-    """The smoke config with the free stream unconstrained and ``format_recovery`` on: the random tiny model's
+    """The smoke config with the free stream unconstrained and ``recovery.enabled`` on: the random tiny model's
     free proposals do not parse, their continuations under the real blueprint grammar do, and a masked-NLL step
     learns them (minutes)."""
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "smoke"
     cmd = [sys.executable, "-m", "envgen", "train", "selfplay", "--config", "smoke-cpu", "--output-dir", str(out),
            "--set", f"model.name_or_path={tiny_dir}", "--set", "run.report_to=[]",
-           "--set", "selfplay.proposer.explore_constrained=false", "--set", "selfplay.format_recovery=true"]
+           "--set", "selfplay.proposer.explore_constrained=false", "--set", "selfplay.recovery.enabled=true"]
     proc = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
                           text=True, timeout=3000)
     assert proc.returncode == 0, proc.stderr[-3000:]

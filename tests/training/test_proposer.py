@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corpora import Document
-from envgen.blueprint.pairs import split_documents, teaching_pairs
+from envgen.proposers.template.pairs import split_documents, teaching_pairs
 from tests.envgen.test_blueprint import DOC, JS
 
 

@@ -165,13 +165,13 @@ def test_distill_phase_and_sequential_schedule(tmp_path: Path, tiny_dir: Path, t
 
 def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
                                                          corpus_dir: Path) -> None:
-    """``selfplay.acceptance_probe``: at the start of a round the policy writes proposals for fixed documents
+    """``selfplay.probe``: at the start of a round the policy writes proposals for fixed documents
     unconstrained and the gate judges them (the script answers valid, unparsable, valid, ...); with
-    ``acceptance_probe_every: 2`` round 1 has no probe, and the final policy is probed after the last round."""
+    ``probe.every: 2`` round 1 has no probe, and the final policy is probed after the last round."""
     from training.selfplay import SelfPlay
 
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
-                          {"rounds": 2, "acceptance_probe": 2, "acceptance_probe_every": 2, "eval_envs": [],
+                          {"rounds": 2, "probe": {"documents": 2, "every": 2}, "eval_envs": [],
                            "proposer": {"structure": "spec", "constrained": True, "max_new_tokens": 3000,
                                         "n_examples": 0, "excerpt_tokens": 60}})
     sp = SelfPlay(cfg, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2))))
@@ -190,24 +190,23 @@ def test_the_acceptance_probe_writes_without_the_grammar(tmp_path: Path, tiny_di
     assert (tmp_path / "run" / "probes" / "round-2.jsonl").is_file()  # the final policy's
     final = json.loads((tmp_path / "run" / "summary.json").read_text())["probe_final"]
     assert final["documents"] == 2 and final["seconds"] > 0 and final["acceptance"] > 0  # the script's turn
-    capped = selfplay_config(tiny_dir, corpus_dir, tmp_path / "capped", {"acceptance_probe": 1,
-                                                                          "acceptance_probe_max_tokens": 1200})
+    capped = selfplay_config(tiny_dir, corpus_dir, tmp_path / "capped", {"probe": {"documents": 1,
+                                                                                    "max_tokens": 1200}})
     assert SelfPlay(capped, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))) \
         .free_proposer.max_new_tokens == 1200
-    for bad in ({"acceptance_probe": -1}, {"acceptance_probe_every": 0}, {"acceptance_probe_max_tokens": 0},
-                {"acceptance_probe_samples": 0}):
-        with pytest.raises(ValueError, match="acceptance_probe"):
-            selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", bad)
+    for bad in ({"documents": -1}, {"every": 0}, {"max_tokens": 0}, {"samples": 0}):
+        with pytest.raises(ValueError, match=rf"selfplay\.probe: .*{next(iter(bad))}"):
+            selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"probe": bad})
 
 
 def test_the_acceptance_probe_takes_several_samples_a_document(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
                                                                corpus_dir: Path) -> None:
-    """``selfplay.acceptance_probe_samples: 3``: each probe document gets 3 proposals in the probe's one batch;
+    """``selfplay.probe.samples: 3``: each probe document gets 3 proposals in the probe's one batch;
     acceptance is over all 6, and the kept file says each proposal's document and sample."""
     from training.selfplay import SelfPlay
 
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
-                          {"rounds": 1, "acceptance_probe": 2, "acceptance_probe_samples": 3, "eval_envs": [],
+                          {"rounds": 1, "probe": {"documents": 2, "samples": 3}, "eval_envs": [],
                            "proposer": {"structure": "spec", "constrained": True, "max_new_tokens": 3000,
                                         "n_examples": 0, "excerpt_tokens": 60}})
     gen = ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))
@@ -344,7 +343,11 @@ def test_held_out_tasks_are_the_first_that_fit_and_only_a_skip_warns() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         first = heldout_tasks(["examples:library-loans"], 1, 2, seed=7, max_steps=5)
-    assert [(t.task_id, t.episode_seed) for t in first] == [(first[0].task_id, 7), (first[0].task_id, 8)]
+    from gym_envs.seeding import stable_seed  # each attempt's episode seed derives from the run seed
+
+    assert [(t.task_id, t.episode_seed) for t in first] == [(first[0].task_id, stable_seed(7, "heldout", a))
+                                                            for a in (0, 1)]
+    assert first[0].episode_seed != first[1].episode_seed
     with pytest.warns(UserWarning, match="selfplay.eval_envs: 1 of 2 tasks need more actions"):
         second = heldout_tasks(["examples:library-loans"], 1, 1, seed=0, max_steps=4)
     assert len(second) == 1 and second[0].spec.task(second[0].task_id).reference_actions() == 4

@@ -10,7 +10,9 @@ module's command lazily:
   share of wall time;
 * :mod:`training.bench.learning` -- held-out pass rate untrained, after SFT, after GRPO;
 * :mod:`training.bench.selfplay` -- self-play against a compute-matched fixed-environment
-  baseline (its report: :mod:`training.bench.selfplay_report`).
+  baseline (its figures: :mod:`training.bench.selfplay_report`; their tables and plots:
+  :mod:`training.bench.selfplay_render`; merging sessions and checking committed results
+  against the docs: :mod:`training.bench.selfplay_merge`).
 
 Shared pieces (the random-weight models, result files, options) are in :mod:`training.bench.common`;
 the logs of past runs, their JSON and plots are in ``training/results/h200/``.

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from envgen.cli.options import ManyOption, ManyValuesCommand
+from gym_envs.seeding import stable_seed
 from training.bench.common import (
     bench_options,
     device_of,
@@ -181,7 +182,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         per_epoch = -(-len(samples) // sft_batch)
         with tqdm(total=sft_epochs * per_epoch, desc="SFT on reference trajectories", unit="batch") as bar:
             for _ in range(sft_epochs):
-                order = random.Random(len(losses)).sample(range(len(samples)), len(samples))
+                rng = random.Random(stable_seed(cfg.run.seed, "sft", len(losses)))
+                order = rng.sample(range(len(samples)), len(samples))
                 for i in range(0, len(order), sft_batch):
                     batch = [samples[j] for j in order[i:i + sft_batch]]
                     stats = update(model, opt, batch, pad_id=tok.pad_token_id, cfg=ucfg, objective="nll")

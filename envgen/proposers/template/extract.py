@@ -14,7 +14,7 @@ Contract:
   ``Optional[str]``, ``float | None``), the assigned value or default
   (``0`` → INTEGER, ``''`` → TEXT, ``False`` → BOOLEAN, a parameter's own
   type), then the name (``timeout`` → REAL, see
-  :func:`~envgen.proposers.template.words.hint_type`). Containers, calls of
+  :func:`~envgen.blueprint.render.words.hint_type`). Containers, calls of
   other classes and other objects are not scalar and are dropped.
 * A field's ``rank`` orders how representative it is: dataclass / NamedTuple
   fields first, then ``__init__`` attributes and stored parameters, then
@@ -27,8 +27,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from envgen.proposers.template.model import safe_name, snake
-from envgen.proposers.template.words import STOP_WORDS, hint_type, verb_kind
+from envgen.blueprint.render.model import safe_name, snake
+from envgen.blueprint.render.words import STOP_WORDS, hint_type, verb_kind
 
 __all__ = ["ClassInfo", "DocInfo", "FieldInfo", "MethodInfo", "analyze_source"]
 

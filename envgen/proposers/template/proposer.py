@@ -4,7 +4,7 @@ Its public names are importable from the package, :mod:`envgen.proposers.templat
 
 Role: the competence floor, the default proposer of ``envwright generate``,
 and the model's teacher. For each document the AST writer
-(:mod:`envgen.blueprint.writer`) finds what the code manages (a class's
+(:mod:`envgen.proposers.template.writer`) finds what the code manages (a class's
 instances, the items a container class adds and removes, or what a module's
 functions operate on) and writes it as a **blueprint**: one to three
 entities, their fields, relations and lifecycle states, operations named
@@ -14,11 +14,10 @@ through, turns it into tables, seed rows, tools, restricted code and tasks of
 every kind whose checks pin the resulting state.
 
 Analysis and design live in :mod:`~envgen.proposers.template.extract` and
-:mod:`~envgen.proposers.template.build`; the renderers the compiler uses in
-:mod:`~envgen.proposers.template.tools` (tools, code, SQL) and
-:mod:`~envgen.proposers.template.tasks` (instructions, references, checks),
-over the model of :mod:`~envgen.proposers.template.model`, with seeded values
-from :mod:`~envgen.proposers.template.values`.
+:mod:`~envgen.proposers.template.build`, the blueprint writing in
+:mod:`~envgen.proposers.template.writer`; everything after the blueprint (the
+environment model, seed values, tools, code, SQL and tasks) is the compiler's,
+in :mod:`envgen.blueprint`.
 
 Contract:
 
@@ -40,9 +39,9 @@ import re
 from typing import Any
 
 from envgen.blueprint.compiler import Compiled, CompileError, CompileOptions, compile_blueprint
-from envgen.blueprint.writer import write_blueprint
+from envgen.errors import TemplateError
 from envgen.proposers.base import Proposal, Proposer
-from envgen.proposers.template.build import TemplateError
+from envgen.proposers.template.writer import write_blueprint
 from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
 

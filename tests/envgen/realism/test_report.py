@@ -23,7 +23,7 @@ def _library(tmp_path: Path) -> Path:
 
 
 def test_stats_reports_the_library_realism_and_the_anchors_beside_it(tmp_path: Path) -> None:
-    from envgen.cli.library import stats_command
+    from envgen.cli.stats import stats_command
 
     lib = _library(tmp_path)
     other = realism([])

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template.model import Column, Entity, Op, human
-from envgen.proposers.template.tasks.base import (
+from envgen.blueprint.render.model import Column, Entity, Op, human
+from envgen.blueprint.render.tasks.base import (
     Base,
     Row,
     Task,

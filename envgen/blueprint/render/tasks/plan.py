@@ -18,11 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from envgen.blueprint.difficulty import PROFILES, Profile
-from envgen.proposers.template.model import EnvModel
-from envgen.proposers.template.tasks.base import Task
-from envgen.proposers.template.tasks.talks import Talks
-from envgen.proposers.template.values import ValueMaker
+from envgen.blueprint.render.difficulty import PROFILES, Profile
+from envgen.blueprint.render.model import EnvModel
+from envgen.blueprint.render.tasks.base import Task
+from envgen.blueprint.render.tasks.talks import Talks
+from envgen.blueprint.render.values import ValueMaker
 
 __all__ = ["TaskMaker", "build_tasks"]
 

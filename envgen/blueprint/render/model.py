@@ -1,8 +1,9 @@
-"""The template proposer's intermediate model: entities, columns and operations.
+"""The compiler's environment model: entities, columns and operations.
 
-Role: the typed middle layer between static analysis of a document
-(:mod:`envgen.proposers.template.extract`) and the emitted spec (tools, code,
-tasks). Everything here is plain data plus the naming rules shared by every
+Role: the typed middle layer between a blueprint (normalized by
+:mod:`envgen.blueprint.normalize`; the AST writer designs one from a document's
+analysis, :mod:`envgen.proposers.template.build`) and the emitted spec (tools,
+code, tasks). Everything here is plain data plus the naming rules shared by every
 stage, so that a table, its tool parameters and its checks always agree.
 
 Contract:
@@ -44,6 +45,7 @@ __all__ = [
     "human",
     "plural",
     "safe_name",
+    "singular",
     "snake",
 ]
 
@@ -101,6 +103,17 @@ def plural(word: str) -> str:
     if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
         return word[:-1] + "ies"
     return word + "s"
+
+
+def singular(noun: str) -> str:
+    """A simple English singular of a noun (``categories`` → ``category``, ``boxes`` → ``box``)."""
+    if noun.endswith("ies") and len(noun) > 4:
+        return noun[:-3] + "y"
+    if noun.endswith(("sses", "xes", "ches", "shes")):
+        return noun[:-2]
+    if noun.endswith("s") and not noun.endswith(("ss", "us", "is", "os")) and len(noun) > 3:
+        return noun[:-1]
+    return noun
 
 
 def human(name: str) -> str:

@@ -1,4 +1,4 @@
-"""Word tables of the template proposer: verbs by operation, name-based type hints, stop words.
+"""Word tables of the compiler and the AST writer: verbs by operation, name-based type hints, stop words.
 
 Role: the vocabulary that maps a document's method names to operations
 (``add_item`` → create of ``item``; the verbs are :mod:`corpora.verbs`) and its attribute / parameter names to

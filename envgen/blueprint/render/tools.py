@@ -1,8 +1,8 @@
-"""Render the template proposer's operations as tool schemas, restricted tool code and SQL.
+"""Render the compiler's operations as tool schemas, restricted tool code and SQL.
 
-Role: the code-generation step. Each :class:`~envgen.proposers.template.model.Op`
+Role: the code-generation step. Each :class:`~envgen.blueprint.render.model.Op`
 becomes one OpenAI-format tool and one ``def NAME(db, ...)`` in the spec's
-``code``; each :class:`~envgen.proposers.template.model.Entity` becomes one
+``code``; each :class:`~envgen.blueprint.render.model.Entity` becomes one
 ``CREATE TABLE`` and its seed ``INSERT`` statements.
 
 Contract (what the validity gate and the near-miss rule rely on):
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template.model import Column, Entity, EnvModel, Op, human
-from envgen.proposers.template.values import sql_literal
+from envgen.blueprint.render.model import Column, Entity, EnvModel, Op, human
+from envgen.blueprint.render.values import sql_literal
 
 __all__ = ["list_filter", "render_code", "render_state", "render_tools"]
 

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from envgen.blueprint.render.model import Entity, EnvModel, Op
 from envgen.blueprint.schema import DIFFICULTIES
-from envgen.proposers.template.model import Entity, EnvModel, Op
 
 __all__ = ["DEFAULT_DIFFICULTY", "PROFILES", "Profile", "add_distractors", "profile_of"]
 

@@ -1,7 +1,7 @@
 """Business rules that refuse: the agent reads the error and takes the allowed path or says why not.
 
 Role: ``read_then_write`` shapes over the tools' refusals
-(:mod:`envgen.proposers.template.tools`): each first turn asks for what a rule
+(:mod:`envgen.blueprint.render.tools`): each first turn asks for what a rule
 forbids, so the tool raises a ``ToolError`` and changes nothing; its checks
 pin that nothing was written (``unchanged`` on every table) and that the
 reply gives the reason (the value that is too low) or refuses. The next turn
@@ -17,9 +17,9 @@ takes the allowed path, checked like any write.
 
 from __future__ import annotations
 
-from envgen.proposers.template.model import Op, human
-from envgen.proposers.template.tasks.base import DECLINE_WORDS, Task, Turn, say
-from envgen.proposers.template.tasks.chains import Chains
+from envgen.blueprint.render.model import Op, human
+from envgen.blueprint.render.tasks.base import DECLINE_WORDS, Task, Turn, say
+from envgen.blueprint.render.tasks.chains import Chains
 
 __all__ = ["Rules"]
 

@@ -1,7 +1,7 @@
 """Teaching pairs for the proposer warm start: a document's blueprint prompt and the AST writer's answer.
 
 The AST writer is the model's teacher: for every document it can read, the
-pair is (:func:`~envgen.blueprint.prompt.build_blueprint_messages` of the
+pair is (:func:`~envgen.proposers.template.prompt.build_blueprint_messages` of the
 document, the writer's blueprint as compact JSON), the exact prompt the model
 proposer sends and the exact layout constrained decoding produces.
 
@@ -13,14 +13,14 @@ documents to a corpus never moves an old one between the sides.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envgen.blueprint.prompt import build_blueprint_messages
-from envgen.blueprint.writer import write_blueprint
-from envgen.proposers.template.build import TemplateError
+from envgen.errors import TemplateError
+from envgen.proposers.template.prompt import build_blueprint_messages
+from envgen.proposers.template.writer import write_blueprint
+from gym_envs.seeding import stable_seed
 
 __all__ = ["TeachingPair", "split_documents", "teaching_pairs"]
 
@@ -35,8 +35,7 @@ class TeachingPair:
 
 
 def _bucket(doc_id: str, seed: int) -> float:
-    digest = hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest()
-    return int(digest[:12], 16) / 16**12
+    return stable_seed(seed, doc_id) / 2**31
 
 
 def split_documents(docs: Sequence[Any], holdout: float, seed: int = 0) -> tuple[list[Any], list[Any]]:

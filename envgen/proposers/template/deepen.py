@@ -30,8 +30,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from envgen.blueprint.render.model import Column, Entity, EnvModel, human, plural
 from envgen.blueprint.schema import MAX_ENTITIES, MAX_OPERATIONS, MAX_RULES, MAX_STATES, NAME_RE
-from envgen.proposers.template.model import Column, Entity, EnvModel, human, plural
 
 __all__ = ["DIFFICULTY_WEIGHTS", "deepen"]
 

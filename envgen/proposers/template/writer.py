@@ -12,7 +12,7 @@ training example for the model (the proposer warm start,
 ``envwright train proposer``).
 
 Contract: deterministic for ``(document, seed)``; raises
-:class:`~envgen.proposers.template.build.TemplateError` when the document
+:class:`~envgen.errors.TemplateError` when the document
 yields nothing (not Python, nothing to model). Text fields are cut to the
 schema's ASCII patterns, so every blueprint it writes validates.
 """
@@ -27,13 +27,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from envgen.blueprint.deepen import deepen
+from envgen.blueprint.render.model import Entity, EnvModel, Op, human
+from envgen.blueprint.render.values import ValueMaker
+from envgen.blueprint.render.words import STOP_WORDS
 from envgen.blueprint.schema import MAX_OPERATIONS, Blueprint
-from envgen.proposers.template.build import TemplateError, build_model
+from envgen.errors import TemplateError
+from envgen.proposers.template.build import build_model
+from envgen.proposers.template.deepen import deepen
 from envgen.proposers.template.extract import DocInfo, analyze_source
-from envgen.proposers.template.model import Entity, EnvModel, Op, human
-from envgen.proposers.template.values import ValueMaker
-from envgen.proposers.template.words import STOP_WORDS
+from gym_envs.seeding import stable_seed
 
 __all__ = ["Written", "ascii_text", "module_name", "write_blueprint"]
 
@@ -72,11 +74,8 @@ def module_name(doc: Any, path: str) -> str:
 
 
 def _rng(seed: int, sha: str) -> random.Random:
-    try:
-        mix = int(sha[:16], 16)
-    except ValueError:
-        mix = int(hashlib.sha256(sha.encode()).hexdigest()[:16], 16)
-    return random.Random(int(seed) ^ mix)
+    """The draws of one ``(seed, document)``: the seed and the document's digest, through :func:`stable_seed`."""
+    return random.Random(stable_seed(int(seed), sha))
 
 
 def _entity(e: Entity) -> dict[str, Any]:

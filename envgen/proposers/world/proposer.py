@@ -1,7 +1,7 @@
 """The ``world`` proposer: a service from the domain catalog running the document's own operations, no model.
 
 Role: the default proposer of ``envwright generate``. For each document the AST world writer
-(:func:`envgen.world.writer.write_world`) reads what the code does (a queue, a lock, a ledger...) and grafts
+(:func:`envgen.proposers.world.writer.write_world`) reads what the code does (a queue, a lock, a ledger...) and grafts
 its operations onto a catalog domain that can host them; the world compiler
 (:func:`envgen.world.compile.compile_world`) turns that into a spec (spec_version 2): four or more tables of
 realistic related rows, tools named after the document's functions and the domain's records, a policy,
@@ -57,7 +57,7 @@ class WorldProposer(Proposer):
         """The compiled world of one document and its meta (raises TemplateError / CompileError)."""
         from envgen.world.catalog import entries
         from envgen.world.compile import compile_world
-        from envgen.world.writer import write_world
+        from envgen.proposers.world.writer import write_world
 
         written = write_world(doc, seed)
         bps = [written.blueprint]

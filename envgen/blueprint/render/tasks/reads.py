@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template.model import Column, Entity
-from envgen.proposers.template.tasks.base import Row, Task, Turn, call, join
-from envgen.proposers.template.tasks.writes import Writes
+from envgen.blueprint.render.model import Column, Entity
+from envgen.blueprint.render.tasks.base import Row, Task, Turn, call, join
+from envgen.blueprint.render.tasks.writes import Writes
 
 __all__ = ["Reads"]
 

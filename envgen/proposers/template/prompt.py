@@ -95,7 +95,7 @@ class _Doc:
 @lru_cache(maxsize=1)
 def example_blueprint() -> str:
     """The AST writer's blueprint of :data:`EXAMPLE_DOCUMENT`, as compact JSON."""
-    from envgen.blueprint.writer import write_blueprint
+    from envgen.proposers.template.writer import write_blueprint
 
     return write_blueprint(_Doc(), seed=0).blueprint.to_json()
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.proposers.template.model import Column, Entity, Op
-from envgen.proposers.template.tasks.base import Row, Task, Turn, call, say
-from envgen.proposers.template.tasks.reads import Reads
+from envgen.blueprint.render.model import Column, Entity, Op
+from envgen.blueprint.render.tasks.base import Row, Task, Turn, call, say
+from envgen.blueprint.render.tasks.reads import Reads
 
 __all__ = ["Chains"]
 

@@ -1,4 +1,4 @@
-"""Seeded value generation for the template proposer: keys, column values, seed rows.
+"""Seeded value generation for the compiler: keys, column values, seed rows.
 
 Role: make the rows of a generated database and the new values tasks ask
 for. Every draw comes from the :class:`random.Random` it is given, so a
@@ -22,8 +22,8 @@ import random
 import re
 from typing import Any
 
-from envgen.proposers.template.model import Column, Entity
-from envgen.proposers.template.words import word_list
+from envgen.blueprint.render.model import Column, Entity
+from envgen.blueprint.render.words import word_list
 
 __all__ = ["GENERIC_WORDS", "ValueMaker", "sql_literal"]
 

@@ -26,12 +26,12 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from envgen.blueprint.difficulty import Profile
+from envgen.blueprint.render.difficulty import Profile
+from envgen.blueprint.render.model import Column, Entity, EnvModel, Op
+from envgen.blueprint.render.tools import render_tools
+from envgen.blueprint.render.values import ValueMaker, sql_literal
 from envgen.gate.replies import GENERIC_REPLIES, answer_problem, tool_texts
 from envgen.gate.values import answer_text, same_answer
-from envgen.proposers.template.model import Column, Entity, EnvModel, Op
-from envgen.proposers.template.tools import render_tools
-from envgen.proposers.template.values import ValueMaker, sql_literal
 
 __all__ = ["DECLINE_WORDS", "Base", "Picked", "Task", "Turn", "call", "count_check", "others_check", "row_check",
            "say"]

@@ -18,9 +18,9 @@ its own checks.
 
 from __future__ import annotations
 
-from envgen.proposers.template.model import Column, Entity
-from envgen.proposers.template.tasks.base import DECLINE_WORDS, ORDINALS, Row, Task, Turn, call, say
-from envgen.proposers.template.tasks.rules import Rules
+from envgen.blueprint.render.model import Column, Entity
+from envgen.blueprint.render.tasks.base import DECLINE_WORDS, ORDINALS, Row, Task, Turn, call, say
+from envgen.blueprint.render.tasks.rules import Rules
 
 __all__ = ["Talks"]
 

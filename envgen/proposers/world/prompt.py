@@ -8,7 +8,7 @@ sees at inference what it saw in training. It holds:
   the fixed vocabularies (field kinds, operation kinds, condition and policy kinds) read from the modules
   that own them, and what makes a world good (four or more entities, user-facing keys, the document's
   operations with its guards, a policy of at least five rules);
-* one worked example: :data:`envgen.blueprint.prompt.EXAMPLE_DOCUMENT` and the AST world writer's blueprint
+* one worked example: :data:`envgen.proposers.template.prompt.EXAMPLE_DOCUMENT` and the AST world writer's blueprint
   of it (computed, so it always matches the compiler and the schema);
 * the document excerpt (:func:`envgen.prompts.document_excerpt` within ``excerpt_tokens``).
 """
@@ -48,8 +48,8 @@ Answer with the JSON object only."""
 @lru_cache(maxsize=1)
 def example_world() -> str:
     """The AST world writer's blueprint of the prompt's example document, as compact JSON."""
-    from envgen.blueprint.prompt import _Doc
-    from envgen.world.writer import write_world
+    from envgen.proposers.template.prompt import _Doc
+    from envgen.proposers.world.writer import write_world
 
     return write_world(_Doc(), seed=0).blueprint.to_json()
 
@@ -57,7 +57,7 @@ def example_world() -> str:
 def build_world_messages(doc: Any, *, excerpt_tokens: int = 900, counter: TokenCounter | None = None,
                          n_examples: int = 1) -> list[dict[str, str]]:
     """The world stream's chat for one document (see the module docstring)."""
-    from envgen.blueprint.prompt import EXAMPLE_DOCUMENT
+    from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
     from envgen.prompts import document_excerpt
 
     parts: list[str] = []

@@ -1,8 +1,8 @@
 """Tasks of a compiled environment: instructions, reference calls and state-pinning checks.
 
-Role: given an :class:`~envgen.proposers.template.model.EnvModel` (entities
+Role: given an :class:`~envgen.blueprint.render.model.EnvModel` (entities
 with seed rows, operations) and a difficulty profile
-(:mod:`envgen.blueprint.difficulty`), write the tasks of a task mix, covering
+(:mod:`envgen.blueprint.render.difficulty`), write the tasks of a task mix, covering
 the task kinds of gym_envs/ENVSPEC.md with deep shapes: dependent chains (a lookup
 whose answer the next call needs; list, pick by a rule, act; read a balance,
 then decide), cross-entity tasks (transfers and moves with both sides checked,
@@ -21,7 +21,7 @@ Contract (what the validity gate checks):
 
 * Each instruction states every value its reference passes or that the
   reference reads from the state (ids, keys, new values, rules to pick by);
-  values come from the seeded :class:`~envgen.proposers.template.values.ValueMaker`,
+  values come from the seeded :class:`~envgen.blueprint.render.values.ValueMaker`,
   and a new value always differs from the current one.
 * Every turn that writes pins each written row with exact values, every
   other row of each written table and every other table (``unchanged``), so
@@ -37,7 +37,7 @@ Contract (what the validity gate checks):
   changes between turns.
 """
 
-from envgen.proposers.template.tasks.base import DECLINE_WORDS
-from envgen.proposers.template.tasks.plan import TaskMaker, build_tasks
+from envgen.blueprint.render.tasks.base import DECLINE_WORDS
+from envgen.blueprint.render.tasks.plan import TaskMaker, build_tasks
 
 __all__ = ["DECLINE_WORDS", "TaskMaker", "build_tasks"]
