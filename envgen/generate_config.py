@@ -21,7 +21,8 @@ from typing import Any
 
 from envgen.errors import NoUsableDocuments
 
-__all__ = ["REASON_CHARS", "REASON_EXAMPLES", "STATIC_PROPOSERS", "GenerateConfig", "GenerateSummary", "corpus_key", "select_corpus"]
+__all__ = ["REASON_CHARS", "REASON_EXAMPLES", "STATIC_PROPOSERS", "GenerateConfig", "GenerateSummary", "corpus_key",
+           "select_corpus"]
 
 
 STATIC_PROPOSERS = ("world", "template")

@@ -77,8 +77,8 @@ def _changed(before: dict[str, Any], after: dict[str, Any]) -> set[tuple[str, An
     """Records (table, row key) that differ between two dumps."""
     out: set[tuple[str, Any]] = set()
     for t in set(before) | set(after):
-        old = {tuple(r)[0]: tuple(r) for r in before.get(t, {}).get("rows", [])}
-        new = {tuple(r)[0]: tuple(r) for r in after.get(t, {}).get("rows", [])}
+        old = {next(iter(r)): tuple(r) for r in before.get(t, {}).get("rows", [])}
+        new = {next(iter(r)): tuple(r) for r in after.get(t, {}).get("rows", [])}
         out |= {(t, k) for k in set(old) | set(new) if old.get(k) != new.get(k)}
     return out
 

@@ -32,8 +32,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from corpora.errors import did_you_mean
 from envgen.world.blueprint import EntitySpec, WorldBlueprint
-from gym_envs.errors import did_you_mean
 
 __all__ = ["DOMAINS_DIR", "PATTERNS", "PATTERN_ROLES", "CatalogEntry", "CatalogError", "DomainMeta", "Role",
            "UnknownDomain", "domain", "domains", "entries", "entry", "hosting", "load_domain"]

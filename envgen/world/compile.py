@@ -20,11 +20,12 @@ from typing import Any
 
 from envgen.errors import CompileError
 from envgen.world.blueprint import WorldBlueprint
+from envgen.world.code import render_code
 from envgen.world.compose import compose
 from envgen.world.data import TODAY, Pools, Vocabulary
 from envgen.world.model import World
 from envgen.world.normalize import to_world
-from envgen.world.render import render_code, render_state, render_tools
+from envgen.world.render import render_state, render_tools
 from envgen.world.rows import apply_copies, fill_rows
 from envgen.world.sim import Simulator
 from envgen.world.tasks import write_tasks

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gym_envs.errors import did_you_mean
+from corpora.errors import did_you_mean
 
 if TYPE_CHECKING:
     from envgen.world.data import Pools
@@ -46,7 +46,7 @@ class Kind:
     key: bool
     draw: Draw
     say: Callable[[Any, str], str]  #: ``say(value, currency)``
-    blurb: str  #: one line for BLUEPRINT.md and the model's prompt
+    blurb: str  #: one line for envgen/world/WORLDS.md and the model's prompt
 
 
 def say_money(cents: Any, currency: str = "USD") -> str:

@@ -25,7 +25,8 @@ from typing import Any
 
 from envgen.world.kinds import Kind, kind
 
-__all__ = ["LOCATOR_KINDS", "OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op", "PolicyRule",
+__all__ = ["LOCATOR_KINDS", "OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op",
+           "PolicyRule",
            "Ref", "World", "human", "plural"]
 
 OP_KINDS = ("lookup", "search", "create", "update", "transition", "adjust", "transfer", "move", "delete", "take",
@@ -217,7 +218,8 @@ class Op:
     entity: Entity
     description: str = ""
     origin: str = ""  #: the document's function it is modelled on (``Queue.put``)
-    fields: list[str] = dataclasses.field(default_factory=list)  #: create/update: the fields it takes; adjust/transfer/total
+    #: create/update: the fields it takes; adjust/transfer/total: the number it changes
+    fields: list[str] = dataclasses.field(default_factory=list)
     target: str | None = None  #: transition/take: the state it moves to
     sources: list[str] = dataclasses.field(default_factory=list)  #: transition/take/count: the states it acts on
     order: str = "first"  #: take: ``first`` (FIFO) or ``last`` (LIFO)

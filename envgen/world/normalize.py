@@ -73,34 +73,47 @@ def _op(spec: OperationSpec, world_ents: dict[str, Entity], repairs: list[str], 
 
 
 def _op_problem(op: Op) -> str | None:
-    ent = op.entity
-    k = op.kind
-    ref_names = {r.name for r in ent.refs}
+    """Why an operation cannot be compiled as written (its kind's needs, its conditions, its effects), or None."""
+    return _kind_problem(op) or _condition_problem(op) or _effect_problem(op)
+
+
+def _kind_problem(op: Op) -> str | None:
+    ent, k = op.entity, op.kind
     if k in ("transition", "take") and (not ent.states or op.target not in ent.states):
         return f"target state {op.target!r} is not one of {ent.name}'s states"
     if k in ("transition", "take", "count", "total") and any(s not in ent.states for s in op.sources):
         return f"source states {op.sources} are not all states of {ent.name}"
-    if k in ("adjust", "transfer", "total"):
-        f = ent.field(op.fields[0]) if op.fields else None
-        if f is None or f.sqltype not in ("INTEGER", "REAL"):
-            return f"{k} needs a number field of {ent.name}"
+    number = ent.field(op.fields[0]) if op.fields else None
+    if k in ("adjust", "transfer", "total") and (number is None or number.sqltype not in ("INTEGER", "REAL")):
+        return f"{k} needs a number field of {ent.name}"
     if k == "update" and not op.fields:
         return "an update needs the fields it sets"
     if k in ("take", "count", "total", "move") and ent.parent is None:
         return f"{k} needs {ent.name} to belong to a parent record"
-    if k in ("acquire", "release"):
-        holder = next((r for r in ent.refs if r.name == op.holder), None)
-        if holder is None or not holder.nullable:
-            return f"{k} needs a nullable reference 'holder' of {ent.name}"
-    if op.by is not None and op.by not in ref_names:
+    holder = next((r for r in ent.refs if r.name == op.holder), None)
+    if k in ("acquire", "release") and (holder is None or not holder.nullable):
+        return f"{k} needs a nullable reference 'holder' of {ent.name}"
+    if op.by is not None and op.by not in {r.name for r in ent.refs}:
         return f"'by' names {op.by!r}, not a reference of {ent.name}"
+    return None
+
+
+def _condition_problem(op: Op) -> str | None:
+    ent = op.entity
+    refs = {r.name for r in ent.refs}
     for c in op.conditions:
-        if c.kind == "ref_state" and c.ref not in ref_names:
+        if c.kind == "ref_state" and c.ref not in refs:
             return f"a condition reads the unknown reference {c.ref!r}"
         if c.kind == "compare" and c.field and "." not in c.field and ent.field(c.field) is None:
             return f"a condition reads the unknown field {c.field!r}"
         if c.kind == "room" and (ent.parent is None or ent.parent.entity.capacity is None):
             return "a 'room' condition needs a parent with a capacity field"
+    return None
+
+
+def _effect_problem(op: Op) -> str | None:
+    ent = op.entity
+    refs = {r.name for r in ent.refs}
     for e in op.effects:
         target = ent
         if e.ref is not None:
@@ -110,7 +123,7 @@ def _op_problem(op: Op) -> str | None:
             target = ref.entity
         if target.field(e.field) is None:
             return f"an effect changes the unknown field {e.field!r} of {target.name}"
-        if e.kind == "copy" and (not e.source or e.source.split(".")[0] not in ref_names):
+        if e.kind == "copy" and (not e.source or e.source.split(".")[0] not in refs):
             return f"a copy effect needs 'source' as ref.field, got {e.source!r}"
     return None
 
@@ -187,7 +200,8 @@ def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:
             suffix = "_by_" + ent.key.name if ent.role == "person" else "_details"
             add(Op(f"{verb}_{ent.name}{suffix}", "lookup", ent), f"{ent.name} records need a lookup by key")
         par = ent.parent
-        if ent.role == "main" and par is not None and not any(o.by in (None, par.name) for o in world.ops_of("search", ent)):
+        listed = par is not None and any(o.by in (None, par.name) for o in world.ops_of("search", ent))
+        if ent.role == "main" and par is not None and not listed:
             add(Op(f"list_{par.name}_{ent.table}", "search", ent, by=par.name),
                 f"{ent.humans} are found through their {par.entity.human}")
         if ent.role == "catalog" and not world.ops_of("search", ent):
@@ -215,33 +229,50 @@ def _tool_rule(op: Op, c: Condition) -> str | None:
 
 
 def _policy(bp: WorldBlueprint, world: World, repairs: list[str]) -> list[PolicyRule]:
+    """The world's policy: the blueprint's rules that hold, an escalation tool for each limit, and defaults."""
     tools = {o.name: o for o in world.ops}
+    rules = _stated_rules(bp, tools, repairs)
+    _escalations(world, rules, tools, repairs)
+    _default_rules(world, rules, repairs)
+    return rules
+
+
+def _stated_rules(bp: WorldBlueprint, tools: dict[str, Op], repairs: list[str]) -> list[PolicyRule]:
     rules: list[PolicyRule] = []
     for i, p in enumerate(bp.policy):
         if p.op is not None and p.op not in tools:
             repairs.append(f"policy[{i}]: unknown tool {p.op!r}: dropped")
-            continue
-        if p.kind == "forbid_state" and p.op is not None and any(s not in tools[p.op].entity.states for s in p.states):
+        elif p.kind == "forbid_state" and p.op is not None and \
+                any(s not in tools[p.op].entity.states for s in p.states):
             repairs.append(f"policy[{i}]: states {p.states} are not all states of {tools[p.op].entity.name}: dropped")
-            continue
-        if p.kind in ("limit", "confirm", "forbid_state") and p.op is None:
+        elif p.kind in ("limit", "confirm", "forbid_state") and p.op is None:
             repairs.append(f"policy[{i}]: a {p.kind} rule needs the tool it is about: dropped")
+        else:
+            rules.append(PolicyRule(p.kind, p.text, p.op, p.field, p.value, list(p.states)))
+    return rules
+
+
+def _escalations(world: World, rules: list[PolicyRule], tools: dict[str, Op], repairs: list[str]) -> None:
+    """Each limit rule sends what is over the limit to a person: an escalation tool taking its topic."""
+    for r in rules:
+        if r.kind != "limit" or r.op is None:
             continue
-        rules.append(PolicyRule(p.kind, p.text, p.op, p.field, p.value, list(p.states)))
-    limited = [r for r in rules if r.kind == "limit" and r.op is not None]
-    for r in limited:
-        ent = tools[r.op].entity  # type: ignore[index]
+        ent = tools[r.op].entity
         if not world.ops_of("escalate", ent):
-            op = Op("hand_over_to_human_agent" if "hand_over_to_human_agent" not in tools else f"escalate_{ent.name}",
-                    "escalate", ent, sources=[])
+            name = "hand_over_to_human_agent" if "hand_over_to_human_agent" not in tools else f"escalate_{ent.name}"
+            op = Op(name, "escalate", ent, sources=[])
             world.ops.append(op)
             tools[op.name] = op
             repairs.append(f"added escalation tool {op.name!r}: a limit rule sends requests to a person")
         esc = world.ops_of("escalate", ent)[0]
-        topic = r.field or "over_limit"
-        r.field = topic
-        if topic not in esc.sources:
-            esc.sources.append(topic)
+        r.field = r.field or "over_limit"
+        if r.field not in esc.sources:
+            esc.sources.append(r.field)
+
+
+def _default_rules(world: World, rules: list[PolicyRule], repairs: list[str]) -> None:
+    """What every world's policy says when the blueprint does not: who is served, the tools' own rules, conduct;
+    at least five rules in all."""
     person = world.person
     have = {r.kind for r in rules}
 
@@ -250,8 +281,10 @@ def _policy(bp: WorldBlueprint, world: World, repairs: list[str]) -> list[Policy
         repairs.append(f"policy: added a {rule.kind} rule ({why})")
 
     if person is not None and not world.operator and "verify" not in have:
+        also = next((f for f in person.fields if f.kind in LOCATOR_KINDS), None)
+        by = human(person.key.name) + (f", or by their name and {human(also.name)}" if also is not None else "")
         default(PolicyRule("verify", f"Before you read or change anything, identify the {person.human} by their "
-                                     f"{human(person.key.name)} and look them up.", field=person.key.name),
+                                     f"{by}, and look them up.", field=person.key.name),
                 "a self-service world identifies who is asking")
     if person is not None and not world.operator and "own_records" not in have:
         default(PolicyRule("own_records", f"Act only on the records of the {person.human} you are talking to; "
@@ -259,18 +292,14 @@ def _policy(bp: WorldBlueprint, world: World, repairs: list[str]) -> list[Policy
                 "a self-service world serves one person per conversation")
     for op in world.ops:
         for c in op.conditions:
-            if len(rules) >= 10:
-                break
             text = _tool_rule(op, c)
-            if text:
+            if text and len(rules) < 10:
                 rules.append(PolicyRule("tool", text, op=op.name))
     if "info" not in have:
         default(PolicyRule("info", "Never make up information: state only what the tools return, and ask when a "
                                    "detail you need is missing."), "conduct")
-    if len(rules) < 5:
-        default(PolicyRule("info", "Make one change at a time and tell the user what changed, in plain words."),
-                "a policy has at least five rules")
-    while len(rules) < 5:
-        default(PolicyRule("info", "Do not share one person's details with another."), "a policy has at least "
-                                                                                         "five rules")
-    return rules
+    fillers = ["Make one change at a time and tell the user what changed, in plain words.",
+               "Do not share one person's details with another.",
+               "When a request is outside what the tools can do, say so plainly instead of improvising."]
+    while len(rules) < 5 and fillers:
+        default(PolicyRule("info", fillers.pop(0)), "a policy has at least five rules")

@@ -30,12 +30,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from envgen.proposers.template.guard_kinds import GUARD_KINDS, guard_kind
 from envgen.proposers.template.words import word_set
 
 __all__ = ["GUARD_KINDS", "ClassReader", "Effect", "Guard", "Summary", "first_line", "guard_kind", "is_abstract",
            "name_of", "source", "state_attr", "walk"]
 
-GUARD_KINDS = ("full", "empty", "closed", "unlocked", "locked", "exists", "missing", "negative", "state", "other")
 
 _ADD_CALLS = word_set("append appendleft insert add put put_nowait extend extendleft setdefault")
 _HEAP = {"heappush": "add", "insort": "add", "insort_left": "add", "insort_right": "add", "heappop": "take",
@@ -147,41 +147,6 @@ def _negate(test: ast.expr) -> str:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
         return f"{source(test.left, 60)} {_INVERSE[type(test.ops[0])]} {source(test.comparators[0], 60)}"
     return f"not ({source(test, 110)})" if isinstance(test, ast.BoolOp | ast.Compare) else f"not {source(test)}"
-
-
-def _rules(*pairs: tuple[str, str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((kind, re.compile(pattern)) for kind, pattern in pairs)
-
-
-_BY_EXCEPTION = _rules(("full", r"full"), ("empty", r"empty"), ("closed", r"closed"), ("exists", r"exists|duplicate"),
-                       ("missing", r"^(keyerror|lookuperror|indexerror)$|notfound|nosuch"), ("state", r"state"))
-_BY_MESSAGE = _rules(
-    ("full", r"\bfull\b|too many items|\bcapacity\b|\boverflow"), ("empty", r"\bempty\b"),
-    ("closed", r"\bclosed\b|\bnot open\b"), ("unlocked", r"\bunlocked\b|un-?acquired|not (acquired|locked|held|owned)"),
-    ("locked", r"already (locked|acquired|held)|\bis locked\b"),
-    ("state", r"\bstate\b|not started|already started|not running|\bfinished\b"),
-    ("exists", r"\balready\b|\bexists\b|\bduplicate\b"),
-    ("missing", r"not found|no such|\bunknown\b|does not exist|\bmissing\b|\bno \w+ (with|named|for)\b"),
-    ("negative", r"negative|>=? ?0\b|must be positive|too many times|one or more"))
-_BY_CONDITION = _rules(
-    ("full", r"full\(\)|maxsize|capacity|maxlen|>= ?(self\.)?_?max"),
-    ("empty", r"empty\(\)|^not len\(|len\(.*\) ?(==|<=) ?0$|^not (self\.)?_?q?size\(\)$|^not (self\.)?_?\w+[^s]s$"
-              r"|^not (self\.)?_?(queue|heap|stack|data|entries|pending|buffer|deque|pool)$"),
-    ("closed", r"closed"), ("unlocked", r"^not (self\.)?_?locked\b"), ("locked", r"(self\.)?_?locked\b"),
-    ("state", r"state|status|_started|_done|running|stage|phase"),
-    ("missing", r" not in (?![(\[{])| is none$"), ("exists", r"(?<!not) in (?![(\[{])"),
-    ("negative", r"<=? ?-?[01](\.0)?$|^-?[01](\.0)? ?>=?"))
-
-
-def guard_kind(exception: str, message: str, condition: str) -> str:
-    """A guard's kind (one of :data:`GUARD_KINDS`): the first rule that matches the message's words, else the
-    exception's name, else the condition's form (``self.full()``, ``key not in self._data``, ``n < 0``)."""
-    for rules, text in ((_BY_MESSAGE, message.lower()), (_BY_EXCEPTION, exception.lower()),
-                        (_BY_CONDITION, condition.strip().lower())):
-        for kind, pattern in rules:
-            if pattern.search(text):
-                return kind
-    return "other"
 
 
 def state_attr(attr: str) -> bool:

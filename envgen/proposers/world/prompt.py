@@ -57,8 +57,8 @@ def example_world() -> str:
 def build_world_messages(doc: Any, *, excerpt_tokens: int = 900, counter: TokenCounter | None = None,
                          n_examples: int = 1) -> list[dict[str, str]]:
     """The world stream's chat for one document (see the module docstring)."""
-    from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
     from envgen.prompts import document_excerpt
+    from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
 
     parts: list[str] = []
     if n_examples > 0:

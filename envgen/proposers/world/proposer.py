@@ -55,9 +55,9 @@ class WorldProposer(Proposer):
 
     def derive(self, doc: Any, seed: int = 0, created_at: str | None = None) -> tuple[Any, dict[str, Any]]:
         """The compiled world of one document and its meta (raises TemplateError / CompileError)."""
+        from envgen.proposers.world.writer import write_world
         from envgen.world.catalog import entries
         from envgen.world.compile import compile_world
-        from envgen.proposers.world.writer import write_world
 
         written = write_world(doc, seed)
         bps = [written.blueprint]

@@ -206,7 +206,8 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
         if target is None or not sources:
             return None
         return OperationSpec(name=name(), kind="transition", entity=item.name, description=desc, origin=origin,
-                             target=target, sources=sources, phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
+                             target=target, sources=sources,
+                             phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
     if role in ("adjust", "add") and roles.get("account") is not None and roles.get("balance"):
         account = roles["account"]
         return OperationSpec(name=name(account.name), kind="adjust", entity=account.name, description=desc,

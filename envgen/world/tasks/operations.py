@@ -20,7 +20,7 @@ Each returns ``None`` when the world has no such operation or no rows that allow
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envgen.world.model import Entity, Op, Ref, human
 from envgen.world.phrase import Voice, sentence
@@ -42,17 +42,11 @@ class Operations:
     main: Entity
     scope_ent: Entity | None
 
-    def speaker(self, scope: Row) -> Voice:  # pragma: no cover - provided by Families
-        raise NotImplementedError
-
-    def find_scope(self, voice: Voice, scope: Row) -> tuple[list[Call], str]:  # pragma: no cover
-        raise NotImplementedError
-
-    def locate(self, voice: Voice, person: Row) -> list[Call]:  # pragma: no cover
-        raise NotImplementedError
-
-    def confirm_rules(self, op: Op) -> list[Any]:  # pragma: no cover
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what Families defines
+        def speaker(self, scope: Row) -> Voice: ...
+        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[Call], str]: ...
+        def locate(self, voice: Voice, person: Row) -> list[Call]: ...
+        def confirm_rules(self, op: Op) -> list[Any]: ...
 
     # -- shared ---------------------------------------------------------------------------------------
     def _op(self, kind: str, ent: Entity | None = None) -> Op | None:
@@ -107,7 +101,8 @@ class Operations:
         goal = self.rng.choice([f"start the next {human(src)} {op.entity.human} for {where}",
                                 f"take the next {op.entity.human} waiting at {where}",
                                 f"pull the next {op.entity.human} off the queue of {where}"])
-        tail = self.rng.choice([" and tell me which one it is", " - which one comes up?", " and let me know its number"])
+        tail = self.rng.choice([" and tell me which one it is", " - which one comes up?",
+                                " and let me know its number"])
         text = sentence(voice.opener(), voice.ask(goal + tail))
         call = {"name": op.name, "arguments": {par.param: c[par.entity.key.name]}}
         return Draft("execute", f"take_{op.name}"[:40], [DraftTurn(text, [call],

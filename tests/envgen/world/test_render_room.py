@@ -22,7 +22,8 @@ def test_a_room_guard_admits_records_up_to_the_capacity_then_refuses() -> None:
         args = {"printer_code": printer["printer_code"], "patron_email": patron, "copies": 1}
         for _ in range(printer["queue_limit"] - active(printer)):
             made = run.call("submit_job", args)
-            assert made.ok and made.result["printer_code"] == printer["printer_code"] and made.result["state"] == "queued"
+            assert made.ok and made.result["printer_code"] == printer["printer_code"]
+            assert made.result["state"] == "queued"
         refused = run.call("submit_job", args)
         assert not refused.ok and refused.error == f"The queue of {printer['printer_code']} is full."
         assert run.call("hold_job", {"job_number": made.result["job_number"]}).ok  # a held job still waits
