@@ -30,8 +30,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from envgen.blueprint.render.words import word_set
 from envgen.proposers.template.guard_kinds import GUARD_KINDS, guard_kind
-from envgen.proposers.template.words import word_set
 
 __all__ = ["GUARD_KINDS", "ClassReader", "Effect", "Guard", "Summary", "first_line", "guard_kind", "is_abstract",
            "name_of", "source", "state_attr", "walk"]

@@ -100,6 +100,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgen.blueprint.render.model import snake
+from envgen.blueprint.render.words import STATUS_TARGET, STOP_WORDS, word_set
 from envgen.proposers.template.bodies import (
     GUARD_KINDS,
     ClassReader,
@@ -110,8 +112,6 @@ from envgen.proposers.template.bodies import (
     is_abstract,
     name_of,
 )
-from envgen.proposers.template.model import snake
-from envgen.proposers.template.words import STATUS_TARGET, STOP_WORDS, word_set
 
 __all__ = ["GUARD_KINDS", "MAX_OPS", "NAME_ROLES", "PATTERNS", "ROLES", "ROLE_WEIGHTS", "DocOp", "DocSemantics",
            "Guard", "analyze_semantics"]
