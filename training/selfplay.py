@@ -235,7 +235,7 @@ class SelfPlay:
         sp = self.cfg.selfplay
         if not self.probe_docs or (r % sp.acceptance_probe_every and r != sp.rounds):
             return None
-        from envgen.validate import validate_spec
+        from envgen.gate import validate_spec
 
         t0 = time.perf_counter()
         k = sp.acceptance_probe_samples  # proposals per document, in one batch

@@ -4,7 +4,7 @@ Loaded lazily by the root command (:mod:`envgen.cli`), which maps each command
 name to an attribute of this module; a command that is not defined here yet is
 reported as "not available yet" there.
 
-``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
+``validate PATH...`` runs the validity gate (:func:`envgen.gate.validate_spec`,
 the rules of gym_envs/ENVSPEC.md) on spec files, on every ``*.json`` directly inside
 a directory (a library's ``specs/``), on shipped examples named by their name, or on all of them with
 ``--all-examples``. It prints one row per spec with every rejection reason (or
@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envgen.errors import error_message
-from envgen.validate import Reason, Verdict, validate_spec
+from envgen.gate import Reason, Verdict, validate_spec
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor

@@ -82,7 +82,7 @@ _CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone ne
 
 @dataclass
 class Finding:
-    """A failed rule (validate.py turns it into a ``Reason``)."""
+    """A failed rule (:mod:`envgen.gate.rules` turns it into a ``Reason``)."""
 
     rule: int
     code: str

@@ -148,7 +148,7 @@ def _gate(spec: EnvSpec, stored: dict[str, Any] | None, mode: str, executor: Any
         return stored, "stored"
     if mode == "stored":
         return None, "none"
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     return validate_spec(spec, executor=executor).to_dict(), "run"
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from envgen.validate import oracle_reply
+from envgen.gate import oracle_reply
 from eval.suites.base import (
     MAX_RESULT_CHARS,
     SPLITS,

@@ -20,8 +20,8 @@ from envgen.blueprint import (
 )
 from envgen.blueprint.grounding import data_model_names, name_occurs
 from envgen.blueprint.writer import write_blueprint
+from envgen.gate import validate_spec
 from envgen.proposers.template import derive_compiled
-from envgen.validate import validate_spec
 
 DOC = Document.create('''\
 """Bank accounts: deposits, withdrawals and transfers in cents."""

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from envgen.gate import validate_spec
 from envgen.gate.values import Column, Snapshot, argument_values
-from envgen.validate import validate_spec
 
 CODE = '''
 def get_ticket(db, ticket_id):
@@ -344,7 +344,7 @@ def test_code_that_draws_from_random_is_judged_under_a_second_episode_seed() -> 
     theirs) it ignored its argument, so every wrong call left the right state and was paid. Code that uses
     ``random`` (the only way the episode seed reaches it) is judged under a second seed, and each wrong
     trajectory must be judged alike under both."""
-    from envgen.validate import uses_episode_random
+    from envgen.gate import uses_episode_random
 
     honest = helpdesk([GOOD_CLOSE, GOOD_NOTE, GOOD_READ, DECLINE])
     assert not uses_episode_random(validate_spec_parsed(honest))

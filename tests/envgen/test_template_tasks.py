@@ -12,9 +12,9 @@ import pytest
 from corpora import Document
 from envgen.blueprint import Blueprint, CompileOptions, compile_blueprint
 from envgen.blueprint.difficulty import PROFILES
+from envgen.gate import validate_spec
 from envgen.proposers.template.tasks import TaskMaker
 from envgen.proposers.template.values import ValueMaker
-from envgen.validate import validate_spec
 from gym_envs.env import ToolEnv
 from gym_envs.spec import parse_spec
 

@@ -1,47 +1,8 @@
-"""The validity gate: what makes a generated spec acceptable (gym_envs/ENVSPEC.md, "Validity").
+"""The gate's driver: :func:`validate_spec` runs the validity rules on one spec (:mod:`envgen.gate` lists them).
 
-:func:`validate_spec` runs a spec through :mod:`gym_envs` (isolated workers by
-default) and returns a :class:`Verdict` whose ``reasons`` record every failed
-rule. The rules and how each is decided:
-
-1. **Parse.** The spec parses into ``EnvSpec`` (names unique, references to
-   known tools); the code compiles under the sandbox policy; every tool has a
-   top-level ``def NAME(db, ...)`` whose parameters are exactly the schema's
-   properties, with a default for every optional one.
-2. **State.** ``schema_sql`` (tables and indexes only) and ``seed_sql`` build the
-   database inside the limits.
-3. **Reference.** Replaying each task's reference calls raises no error and
-   passes every check. The reference's final message of a turn is the first
-   string of each ``reply_contains`` check (the oracle knows the answer), else
-   ``"Done."``.
-4. **No-op.** Doing nothing in a turn (no calls, an empty reply, after the
-   reference's earlier turns) fails a check other than ``calls`` in every turn
-   that changes the database or must answer (has ``reply_contains`` checks).
-5. **Near-miss.** For every turn that makes calls, read turns included: the
-   trajectory with one call dropped, and each trajectory with one argument
-   replaced by another valid value taken from the state (another existing id,
-   another existing value of the argument's column, a value that does not
-   exist), fails a check of that turn, unless it leaves the same state and
-   gives the same answer as the reference (then it is no wrong trajectory).
-6. **Determinism.** A second run of the reference's calls from the same seed gives
-   the same results and the same end state (a check's verdict is a function of the
-   state, the reply and the calls, so the reward is the same too).
-7. **Check adequacy.** More wrong trajectories fail (mutation testing of the
-   checks, :mod:`envgen.gate`): the calls aimed at another entity of the same
-   table, an extra state-changing call on another row, a reply that omits an
-   answer and one that gives another entity's value. A failing ``calls`` check
-   alone never catches a wrong trajectory. ``reply_contains`` strings are
-   distinctive (at least 3 characters unless numeric; not in the instruction, a
-   tool description or a generic reply). The surviving wrong trajectory is named
-   in the reason; :attr:`Verdict.mutation_score` is the share caught.
-8. **Names.** Tool and parameter names follow the spec's naming rules and
-   parameter schemas are valid JSON Schema (:mod:`gym_envs.spec` refuses them
-   at parse time; the gate reports them under this rule).
-
-Rejection reasons carry the rule number, a short code and a message that says
-what to fix (turns and checks counted from 1); they are fed back to LLM proposers
-verbatim. Every wrong trajectory played for rules 4, 5 and 7 is also recorded, with
-what became of it, in :attr:`Verdict.mutations` (the inspector shows them).
+Rules 1 and 8 are decided on the spec's text (:mod:`gym_envs.spec`, :mod:`envgen.gate.signature`), rule 2 by
+loading it, rules 3 to 7 by playing trajectories on a :class:`~gym_envs.env.ToolEnv`
+(:mod:`envgen.gate.adequacy`).
 """
 
 from __future__ import annotations
@@ -50,107 +11,18 @@ import ast
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envgen.gate.adequacy import MutationRun, oracle_reply, reply_problems
+from envgen.gate.adequacy import MutationRun
 from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
+from envgen.gate.replies import reply_problems
+from envgen.gate.signature import signature_problems
+from envgen.gate.verdict import Reason, Verdict
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
-__all__ = ["Reason", "Verdict", "oracle_reply", "signature_problems", "validate_many", "validate_spec"]
-
-RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
-         8: "names"}
-
-
-@dataclass
-class Reason:
-    """One failed rule."""
-
-    rule: int
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"rule {self.rule} ({RULES[self.rule]}): {self.message}"
-
-
-@dataclass
-class Verdict:
-    """The gate's decision on one spec."""
-
-    spec_id: str | None
-    accepted: bool
-    reasons: list[Reason] = field(default_factory=list)
-    trajectories: int = 0
-    seconds: float = 0.0
-    source: str | None = None
-    mutants: int = 0  #: wrong trajectories tried (rules 4, 5, 7): killed + survived
-    killed: int = 0  #: of which a check caught
-    mutation_score: float | None = None  #: killed / mutants (None: none tried); 1.0 for an accepted spec
-    #: every wrong trajectory the gate tried and what became of it: dicts with ``task``, ``turn`` (from 1),
-    #: ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a check other than ``calls``
-    #: failed; ``tolerated``: same state and answer as the reference; ``survived``: rejected) and ``detail``
-    mutations: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def codes(self) -> list[str]:
-        return sorted({r.code for r in self.reasons})
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["reasons"] = [asdict(r) | {"text": str(r)} for r in self.reasons]
-        return d
-
-    def feedback(self) -> str:
-        """The reasons as a bullet list (for repair prompts)."""
-        return "\n".join(f"- {r}" for r in self.reasons)
-
-
-# -- rule 1: tool functions match their schemas ---------------------------------------------------
-
-
-def signature_problems(spec: EnvSpec) -> list[str]:
-    """Mismatches between each tool's JSON Schema and its ``def NAME(db, ...)``."""
-    try:
-        tree = ast.parse(spec.code)
-    except SyntaxError as e:
-        return [f"code: syntax error at line {e.lineno}: {e.msg}"]
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    problems: list[str] = []
-    for tool in spec.tools:
-        fn = funcs.get(tool.name)
-        if fn is None:
-            problems.append(f"tool {tool.name!r}: the code defines no top-level function {tool.name}(db, ...)")
-            continue
-        a = fn.args
-        if a.posonlyargs or a.vararg:
-            problems.append(f"tool {tool.name!r}: use plain keyword parameters (no positional-only or *args)")
-        params = [x.arg for x in a.args]
-        if not params or params[0] != "db":
-            problems.append(f"tool {tool.name!r}: the first parameter must be 'db'")
-            continue
-        names = params[1:] + [x.arg for x in a.kwonlyargs]
-        n_defaults = len(a.defaults)
-        defaults = set(params[len(params) - n_defaults:] if n_defaults else [])
-        defaults |= {x.arg for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None}
-        props = set(tool.parameters.get("properties", {}))
-        required = set(tool.parameters.get("required", []))
-        extra = [n for n in names if n not in props]
-        if extra and a.kwarg is None:
-            problems.append(f"tool {tool.name!r}: parameters {extra} are not in its JSON Schema properties")
-        missing = sorted(props - set(names))
-        if missing and a.kwarg is None:
-            problems.append(f"tool {tool.name!r}: schema properties {missing} have no matching parameter")
-        optional_no_default = sorted((set(names) & props) - required - defaults)
-        if optional_no_default:
-            problems.append(f"tool {tool.name!r}: optional properties {optional_no_default} need a default "
-                            f"value in the function (or list them in 'required')")
-        if "db" in props:
-            problems.append(f"tool {tool.name!r}: 'db' is injected and must not be a schema property")
-    return problems
+__all__ = ["uses_episode_random", "validate_many", "validate_spec"]
 
 
 # -- rules 3-7 ----------------------------------------------------------------------------------------
@@ -315,7 +187,7 @@ def _guess_id(spec: Any) -> str | None:
 
 
 def validate_many(specs: Iterable[Any], *, executor: Executor | str = "worker", seed: int = 0) -> list[Verdict]:
-    """Validate several specs in order (see :mod:`envgen.parallel` for process-parallel runs)."""
+    """Validate several specs in order."""
     out = []
     for s in specs:
         src = str(s) if not isinstance(s, EnvSpec | dict) else None

@@ -1,0 +1,61 @@
+"""The gate's decision on one spec: :class:`Verdict`, with a :class:`Reason` per failed rule.
+
+A verdict is plain data (``to_dict`` is JSON): the library stores it as the spec's gate report
+(``LIBRARY/gate/ID.json``), the inspector shows it and LLM proposers get its reasons back verbatim
+(:meth:`Verdict.feedback`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["RULES", "Reason", "Verdict"]
+
+#: the validity rules by number (gym_envs/ENVSPEC.md, "Validity"; the package docstring says how each is decided)
+RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
+         8: "names"}
+
+
+@dataclass
+class Reason:
+    """One failed rule."""
+
+    rule: int
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"rule {self.rule} ({RULES[self.rule]}): {self.message}"
+
+
+@dataclass
+class Verdict:
+    """The gate's decision on one spec."""
+
+    spec_id: str | None
+    accepted: bool
+    reasons: list[Reason] = field(default_factory=list)
+    trajectories: int = 0
+    seconds: float = 0.0
+    source: str | None = None
+    mutants: int = 0  #: wrong trajectories tried (rules 4, 5, 7): killed + survived
+    killed: int = 0  #: of which a check caught
+    mutation_score: float | None = None  #: killed / mutants (None: none tried); 1.0 for an accepted spec
+    #: every wrong trajectory the gate tried and what became of it: dicts with ``task``, ``turn`` (from 1),
+    #: ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a check other than ``calls``
+    #: failed; ``tolerated``: same state and answer as the reference; ``survived``: rejected) and ``detail``
+    mutations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def codes(self) -> list[str]:
+        return sorted({r.code for r in self.reasons})
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["reasons"] = [asdict(r) | {"text": str(r)} for r in self.reasons]
+        return d
+
+    def feedback(self) -> str:
+        """The reasons as a bullet list (for repair prompts)."""
+        return "\n".join(f"- {r}" for r in self.reasons)
