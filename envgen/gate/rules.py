@@ -1,8 +1,11 @@
 """The gate's driver: :func:`validate_spec` runs the validity rules on one spec (:mod:`envgen.gate` lists them).
 
 Rules 1 and 8 are decided on the spec's text (:mod:`gym_envs.spec`, :mod:`envgen.gate.signature`), rule 2 by
-loading it, rules 3 to 7 by playing trajectories on a :class:`~gym_envs.env.ToolEnv`
-(:mod:`envgen.gate.adequacy`).
+loading it, rules 3 to 7 by playing trajectories on a :class:`~envgen.gate.budget.GateEnv`
+(:mod:`envgen.gate.adequacy`), and rule 9 by the budget that env charges. Spec code runs on the executor
+given (an isolated worker by default), under episode seeds drawn fresh for each run: a spec cannot tell the
+gate's episodes from any others by their seed. The verdict records the seeds, so a run can be replayed
+exactly (``validate_spec(spec, seed=verdict.seeds[0])``).
 """
 
 from __future__ import annotations
@@ -14,18 +17,26 @@ from collections.abc import Iterable
 from typing import Any
 
 from envgen.gate.adequacy import MutationRun
+from envgen.gate.budget import BudgetExceeded, BudgetMeter, GateBudget, GateEnv
 from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
 from envgen.gate.replies import reply_problems
 from envgen.gate.signature import signature_problems
 from envgen.gate.verdict import Reason, Verdict
-from gym_envs.env import ToolEnv
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
+from gym_envs.seeding import fresh_seed, stable_seed
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
-__all__ = ["uses_episode_random", "validate_many", "validate_spec"]
+__all__ = ["gate_seeds", "uses_episode_random", "validate_many", "validate_spec"]
 
 
-# -- rules 3-7 ----------------------------------------------------------------------------------------
+def gate_seeds(seed: int | None = None) -> tuple[int, int]:
+    """The two episode seeds of a run: ``seed`` (a replay), else one drawn fresh
+    (:func:`~gym_envs.seeding.fresh_seed`), and the second seed of rule 6, derived from the first."""
+    if seed is None:
+        seed = fresh_seed()
+    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise ValueError(f"seed must be an integer in [0, 2**31) (a gate report's seeds[0]), got {seed!r}")
+    return seed, stable_seed(seed, "gate second episode seed")
 
 
 def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
@@ -48,9 +59,9 @@ def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
     return out
 
 
-def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) -> MutationRun:
-    """Rules 3-7 for every task of ``spec``."""
-    run = MutationRun(env, spec, seed)
+def _check_tasks(run: MutationRun, reasons: list[Reason]) -> None:
+    """Rules 3-7 for every task of the run's spec (rule 9 raises :class:`BudgetExceeded` out of it)."""
+    spec = run.spec
     refs: dict[str, list[RefTurn]] = {}
     for task in spec.tasks:  # each last turn's own writes aimed elsewhere follow its reference as extra writes
         played = run.reference(task, extras=lambda ref: extra_writes(spec, ref, []))
@@ -65,6 +76,7 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
     pool = unused_tool_calls(spec, start, used) if start is not None else []
     run.uncap(pool)
     pool += [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
+    run.inputs_from([c for played in refs.values() for ref in played for c in ref.calls] + pool)
     for task in spec.tasks:
         for ti in range(len(task.turns)):
             reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")
@@ -78,23 +90,30 @@ def _check_tasks(env: ToolEnv, spec: EnvSpec, seed: int, reasons: list[Reason]) 
                                   "seed gave different results or state; avoid time, randomness without the "
                                   "episode seed, and unordered iteration"))
     reasons += [Reason(f.rule, f.code, f.message) for f in run.findings]
-    return run
 
 
-def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int = 0,
-                  source: str | None = None) -> Verdict:
-    """Run the rules on a spec (an ``EnvSpec``, dict, JSON text or path)."""
+def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int | None = None,
+                  budget: GateBudget | None = None, source: str | None = None) -> Verdict:
+    """Run the rules on a spec (an ``EnvSpec``, dict, JSON text or path).
+
+    ``executor``: where spec code runs (``worker``: isolated processes, the kind every mode that pays a
+    reward runs generated specs on; ``inprocess``: trusted specs only; or an executor to share). ``seed``:
+    the run's first episode seed, to replay a run (a gate report's ``seeds[0]``); None draws a fresh one.
+    ``budget``: what the run may use (rule 9; default :class:`~envgen.gate.budget.GateBudget`)."""
     t0 = time.perf_counter()
+    seeds = gate_seeds(seed)
+    meter = BudgetMeter(budget or GateBudget(), start=t0)
     try:
         parsed = as_spec(spec)
     except SpecError as e:
         reasons = [_parse_reason(r) for r in e.reasons]
-        return Verdict(_guess_id(spec), False, reasons, 0, time.perf_counter() - t0, source)
+        return Verdict(_guess_id(spec), False, reasons, 0, time.perf_counter() - t0, source, seeds=list(seeds))
     except (FileNotFoundError, OSError) as e:
-        return Verdict(None, False, [Reason(1, "parse", str(e))], 0, time.perf_counter() - t0, source)
+        return Verdict(None, False, [Reason(1, "parse", str(e))], 0, time.perf_counter() - t0, source,
+                       seeds=list(seeds))
     reasons = [Reason(1, "signature", p) for p in signature_problems(parsed)]
     if reasons:
-        return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
+        return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source, seeds=list(seeds))
     ex = default_executor(executor) if isinstance(executor, str) else executor
     loaded = ex.load(parsed)  # compiles the code under the sandbox policy and builds the state
     if not loaded.get("ok"):
@@ -104,28 +123,33 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int =
         else:
             rule = 2 if kind == "SchemaError" else 1
             reasons.append(Reason(rule, "state" if rule == 2 else "load", f"{kind}: {loaded.get('error')}"))
-        return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source)
-    env = ToolEnv(parsed, executor=ex, max_steps=10_000)
-    run: MutationRun | None = None
+        return Verdict(parsed.id, False, reasons, 0, time.perf_counter() - t0, source, seeds=list(seeds),
+                       executor=ex.mode)
+    env = GateEnv(parsed, meter, executor=ex, max_steps=10_000)
+    runs = [MutationRun(env, parsed, seeds[0])]
     try:
-        run = _check_tasks(env, parsed, seed, reasons)
+        _check_tasks(runs[0], reasons)
         if not reasons and uses_episode_random(parsed):
-            reasons += _second_seed_problems(env, parsed, seed, run)
+            runs.append(MutationRun(env, parsed, seeds[1]))
+            reasons += _second_seed_problems(runs[1], runs[0])
     except LoadFailure as e:
         reasons.append(Reason(2, "state", str(e)))
+    except BudgetExceeded as e:
+        judged = len({m["task"] for r in runs for m in r.tried})
+        reasons.append(Reason(9, f"budget_{'time' if e.which == 'wall_s' else 'calls'}",
+                              f"the gate stopped this spec: {e}, with {judged} of {len(parsed.tasks)} tasks "
+                              "judged; make its tools and checks cheaper, or the spec smaller (fewer tasks, turns "
+                              "and tools)"))
     finally:
         env.close()
-    verdict = Verdict(parsed.id, not reasons, reasons, 0, time.perf_counter() - t0, source)
-    if run is not None:
-        verdict.trajectories = run.played
-        verdict.mutations = run.tried
-        verdict.killed = run.count("killed")
-        verdict.mutants = verdict.killed + run.count("survived")
-        verdict.mutation_score = run.score
+    run = runs[0]
+    verdict = Verdict(parsed.id, not reasons, reasons, run.played, time.perf_counter() - t0, source,
+                      seeds=list(seeds), executor=ex.mode, calls=meter.calls)
+    verdict.mutations = run.tried
+    verdict.killed = run.count("killed")
+    verdict.mutants = verdict.killed + run.count("survived")
+    verdict.mutation_score = run.score
     return verdict
-
-
-SECOND_SEED = 7919  #: the offset of the second episode seed a spec whose code uses ``random`` is judged under
 
 
 def uses_episode_random(spec: EnvSpec) -> bool:
@@ -134,6 +158,8 @@ def uses_episode_random(spec: EnvSpec) -> bool:
     sources = [spec.code] + [c.code for task in spec.tasks for turn in task.turns for c in turn.checks
                              if c.kind == "python" and c.code]
     for src in sources:
+        if "random" not in src:  # no import of it, without parsing
+            continue
         try:
             tree = ast.parse(src)
         except SyntaxError:
@@ -146,16 +172,13 @@ def uses_episode_random(spec: EnvSpec) -> bool:
     return False
 
 
-def _second_seed_problems(env: ToolEnv, spec: EnvSpec, seed: int, first: MutationRun) -> list[Reason]:
+def _second_seed_problems(second: MutationRun, first: MutationRun) -> list[Reason]:
     """Rule 6 across episode seeds, for code that uses ``random`` (the only way the episode seed reaches it):
-    the rules again under a second seed, and every wrong trajectory judged alike under both. Episodes draw
-    their seeds, so what the gate judged under its own seed must hold under any: an outside red team's tool
-    was honest under the gate's seed only, and under others ignored its argument (every wrong call then left
-    the right state)."""
-    other_seed = seed + SECOND_SEED
+    the rules again under the run's second seed, and every wrong trajectory judged alike under both. Episodes
+    draw their seeds, so what the gate judged under its own seed must hold under any."""
     other: list[Reason] = []
-    second = _check_tasks(env, spec, other_seed, other)
-    note = (f" (under episode seed {other_seed}: the code draws from random, and its tools or checks behave "
+    _check_tasks(second, other)
+    note = (f" (under episode seed {second.seed}: the code draws from random, and its tools or checks behave "
             "differently under another seed)")
     out = [Reason(r.rule, r.code, r.message + note) for r in other]
     before = {(m["task"], m["turn"], m["mutation"]): m["outcome"] for m in first.tried}
@@ -163,8 +186,8 @@ def _second_seed_problems(env: ToolEnv, spec: EnvSpec, seed: int, first: Mutatio
         was = before.get((m["task"], m["turn"], m["mutation"]))
         if was is not None and was != m["outcome"]:
             out.append(Reason(6, "seed_dependent", f"task {m['task']!r} turn {m['turn']}: the wrong trajectory "
-                              f"{m['mutation']} was {was} under episode seed {seed} but {m['outcome']} under "
-                              f"seed {other_seed}: the tools or checks depend on the episode's random draws; "
+                              f"{m['mutation']} was {was} under episode seed {first.seed} but {m['outcome']} under "
+                              f"seed {second.seed}: the tools or checks depend on the episode's random draws; "
                               "use random only for values no check depends on"))
             break
     return out
@@ -186,10 +209,11 @@ def _guess_id(spec: Any) -> str | None:
     return None
 
 
-def validate_many(specs: Iterable[Any], *, executor: Executor | str = "worker", seed: int = 0) -> list[Verdict]:
-    """Validate several specs in order."""
+def validate_many(specs: Iterable[Any], *, executor: Executor | str = "worker", seed: int | None = None,
+                  budget: GateBudget | None = None) -> list[Verdict]:
+    """Validate several specs in order (each under fresh seeds unless ``seed`` replays them all)."""
     out = []
     for s in specs:
         src = str(s) if not isinstance(s, EnvSpec | dict) else None
-        out.append(validate_spec(s, executor=executor, seed=seed, source=src))
+        out.append(validate_spec(s, executor=executor, seed=seed, budget=budget, source=src))
     return out

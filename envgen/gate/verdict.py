@@ -2,7 +2,9 @@
 
 A verdict is plain data (``to_dict`` is JSON): the library stores it as the spec's gate report
 (``LIBRARY/gate/ID.json``), the inspector shows it and LLM proposers get its reasons back verbatim
-(:meth:`Verdict.feedback`).
+(:meth:`Verdict.feedback`). It records what a replay of the run needs: the episode seeds the gate drew
+(:attr:`Verdict.seeds`; :func:`envgen.gate.validate_spec` takes them back as ``seeds=``) and the executor
+kind spec code ran on (:attr:`Verdict.executor`).
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ __all__ = ["RULES", "Reason", "Verdict"]
 
 #: the validity rules by number (gym_envs/ENVSPEC.md, "Validity"; the package docstring says how each is decided)
 RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
-         8: "names"}
+         8: "names", 9: "budget"}
 
 
 @dataclass
 class Reason:
-    """One failed rule."""
+    """One failed rule: its number, a short code and a message that says what to fix."""
 
     rule: int
     code: str
@@ -46,6 +48,11 @@ class Verdict:
     #: ``rule``, ``mutation`` (what was changed), ``outcome`` (``killed``: a check other than ``calls``
     #: failed; ``tolerated``: same state and answer as the reference; ``survived``: rejected) and ``detail``
     mutations: list[dict[str, Any]] = field(default_factory=list)
+    #: the episode seeds of the run, drawn fresh for each run unless given: every trajectory's, then the second
+    #: seed of rule 6 (judged under only when the code uses ``random``). ``validate_spec(spec, seeds=...)`` replays it
+    seeds: list[int] = field(default_factory=list)
+    executor: str | None = None  #: the executor kind spec code ran on (``worker`` or ``inprocess``)
+    calls: int = 0  #: tool calls and check evaluations the run made (counted against the call budget, rule 9)
 
     @property
     def codes(self) -> list[str]:

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from gym_envs.errors import (
@@ -67,6 +69,16 @@ class _Episode:
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
 
 
+def _frames() -> int:
+    """The number of Python frames on the stack up to the caller's (the engine's frame that runs spec code)."""
+    f: FrameType | None = sys._getframe(1)
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
 class Engine:
     """Holds compiled programs, template images and live episodes; answers JSON requests.
 
@@ -85,6 +97,9 @@ class Engine:
         self._base_globals, self._decimal = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
+        #: in a worker, spec code always starts with exactly this many frames of recursion left, whatever path
+        #: called it (a single call, a batch, a check): it cannot tell how it was called, or by whom
+        self._headroom = self.limits.recursion_limit if in_worker else 0
         self._cap = cap
         self._max_result = self.limits.max_result_bytes
         self._sql_timeout = self.limits.sql.statement_timeout_s
@@ -146,6 +161,8 @@ class Engine:
         try:
             if DECIMAL_KEY in glb:
                 use_decimal(self._decimal)
+            if self._headroom:
+                sys.setrecursionlimit(_frames() + self._headroom)
             if self._deadline_s:
                 arm(self._deadline_s)
                 try:
@@ -276,6 +293,7 @@ class Engine:
         try:
             if DECIMAL_KEY in ep.glb:  # type: ignore[union-attr]
                 use_decimal(self._decimal)
+            sys.setrecursionlimit(_frames() + self._headroom)
             arm(self._deadline_s)
             try:
                 value = ep.tools[name](ep.db, **logged)  # type: ignore[union-attr]
@@ -534,8 +552,15 @@ class Engine:
         def python(code: str) -> dict[str, Any]:
             return self._check_python(ep, code)
 
+        held: dict[str, list[tuple[str, list[str]]]] = {}
+
+        def columns(answer: str) -> list[tuple[str, list[str]]]:
+            if answer not in held:
+                held[answer] = state.columns_holding(answer, self.limits.sql.max_rows)
+            return held[answer]
+
         results = [evaluate(c, reply, calls, attempted, sql=sql, python=python, digests=state.table_digests,
-                            marks=ep.marks or {}) for c in req["checks"]]
+                            marks=ep.marks or {}, columns=columns) for c in req["checks"]]
         if state.lost:
             self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}
