@@ -368,7 +368,7 @@ class AttemptRecord:
     structure: str | None = None  #: what the proposer wrote: ``blueprint`` or ``spec``
     repairs: list[str] = field(default_factory=list)  #: what the blueprint compiler changed
     gate: dict[str, Any] | None = None  #: the gate's report (``Verdict.to_dict()``), kept under ``gate/``
-    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.validate.Verdict`)
+    mutation_score: float | None = None  #: the gate's killed / mutants (:attr:`envgen.gate.Verdict`)
     mutants: int | None = None  #: wrong trajectories the gate tried
     difficulty: str | None = None  #: the blueprint compiler's difficulty level
 

@@ -341,7 +341,7 @@ def import_hf(src: str | os.PathLike[str], library: Library, *, token: str | Non
     :meth:`Library.restore`), and environments already there with identical spec files are skipped.
     ``progress(done, total)`` is called after each spec is validated.
     """
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
     from gym_envs.sandbox import make_executor
 
     t0 = time.perf_counter()

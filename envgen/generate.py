@@ -14,7 +14,7 @@ Pipeline for one run (:func:`run_generate`):
    validation; model proposers generate in batches in this process, then fan
    validation out to the workers and feed rejection reasons back for up to
    ``max_retries`` repairs;
-4. validate through the gate (:mod:`envgen.validate`): in-process for the
+4. validate through the gate (:mod:`envgen.gate`): in-process for the
    template proposer (our own code generator is trusted), in isolated sandbox
    workers for model output;
 5. write accepted specs to the library (refusing duplicates) and record every
@@ -46,11 +46,11 @@ from typing import Any
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import AttemptRecord, PreparedEnv
 from envgen.errors import FailureCode, NoUsableDocuments, install_hint
+from envgen.gate import Verdict, validate_spec
 from envgen.generate_config import STATIC_PROPOSERS, GenerateConfig, GenerateSummary, corpus_key, select_corpus
 from envgen.library import BACKEND_FAILURE, Library, LibraryNotWritable, check_library_folder
 from envgen.library_lock import library_lock
 from envgen.proposers import Proposal, Proposer, make_proposer
-from envgen.validate import Verdict, validate_spec
 from gym_envs.seeding import stable_seed
 
 __all__ = ["GenerateConfig", "GenerateInterrupted", "GenerateSummary", "NoUsableDocuments", "corpus_key",

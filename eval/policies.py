@@ -19,7 +19,7 @@ Registry (:data:`POLICIES`, built by :func:`make_policy`):
 - ``scripted``: :class:`ScriptedPolicy`, ``model`` selects the script: ``reference`` replays
   each turn's reference calls (all in one step, as parallel calls, so a turn with more calls than
   BFCL's 20-step limit still fits; ``calls_per_step=N`` paces them) then
-  :func:`envgen.validate.oracle_reply`;
+  :func:`envgen.gate.oracle_reply`;
   ``empty`` ends every turn at once with an empty message; a path to a ``.jsonl`` file replays
   recorded actions (lines ``{"env_id", "task_id", "trial"?, "actions": [...]}`` or the records of
   a previous run's ``results.jsonl``), then ends turns with empty messages. Scripted policies

@@ -50,6 +50,7 @@ from gym_envs.outcome import TurnOutcome
 from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.replay import EpisodeCheckpoint, Replays
 from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
+from gym_envs.sandbox.checks import with_turn_answers
 from gym_envs.spec import EnvSpec, Task, as_spec
 
 __all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt",
@@ -366,7 +367,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         """A turn's checks as the executor takes them (dumped once: the spec does not change under the env)."""
         checks = self._check_dicts.get(id(turn))
         if checks is None:
-            checks = self._check_dicts[id(turn)] = [c.model_dump() for c in turn.checks]
+            checks = self._check_dicts[id(turn)] = with_turn_answers([c.model_dump() for c in turn.checks])
         return checks
 
     def _score_turn(self, reply: str) -> TurnOutcome:

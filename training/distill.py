@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.validate import oracle_reply
+from envgen.gate import oracle_reply
 from gym_envs.env import ToolEnv
 from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor

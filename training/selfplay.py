@@ -237,7 +237,7 @@ class SelfPlay:
         sp = self.cfg.selfplay
         if not self.probe_docs or (r % sp.probe.every and r != sp.rounds):
             return None
-        from envgen.validate import validate_spec
+        from envgen.gate import validate_spec
 
         t0 = time.perf_counter()
         k = sp.probe.samples  # proposals per document, in one batch

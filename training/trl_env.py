@@ -17,8 +17,9 @@ such a class from a spec, so generated environments plug into that loop unchange
   the tool's JSON Schema (integer -> ``int``, number -> ``float``, string -> ``str``, boolean ->
   ``bool``, array -> ``list``, object -> ``dict``; optional parameters default to ``None``; an
   ``enum`` becomes ``(choices: [...])``). Each call is a structured action of a
-  :class:`~gym_envs.env.ToolEnv` (same executor, guards and state as everywhere else); the method
-  returns the observation text the agent would see.
+  :class:`~gym_envs.env.ToolEnv` (same executor, guards and state as everywhere else: by default the
+  isolated worker the validity gate judged the spec on, so spec code cannot tell training from the gate);
+  the method returns the observation text the agent would see.
 * **Turns**: every class also has the tool :data:`~gym_envs.turns.END_TURN_TOOL` ``(reply)``, which
   ends the current turn with the agent's reply (:func:`gym_envs.turns.end_turn`, the mechanism the MCP
   server's control tool of the same name uses) and returns the user's next instruction, or says the
@@ -56,6 +57,7 @@ from typing import Any, Optional
 from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.errors import ErrorKind
 from gym_envs.sandbox import Executor, default_executor
+from gym_envs.seeding import fresh_seed
 from gym_envs.spec import EnvSpec, naming_problems
 from gym_envs.turns import END_TURN_TOOL, end_turn
 
@@ -91,28 +93,28 @@ class SpecEnvironment:
     """Base class of the generated environment classes (one per spec; see :func:`environment_class`).
 
     ``reset(**row)`` starts the row's task (``task_id``; the spec's first task by default) on a fresh
-    episode; tool methods act on it; :meth:`_finish` ends the turn with the final reply and returns the
-    score. Instances are pooled and reused by TRL (``reset`` between rollouts). TRL offers every public
-    method but ``reset`` and ``get_reward`` to the model as a tool, so the adapter's own methods are
-    private.
+    episode, with the row's ``episode_seed`` or one drawn fresh (:attr:`episode_seed`); tool methods act on it;
+    :meth:`_finish` ends the turn with the final reply and returns the score. Instances are pooled and reused
+    by TRL (``reset`` between rollouts). TRL offers every public method but ``reset`` and ``get_reward`` to the
+    model as a tool, so the adapter's own methods are private.
     """
 
     spec: EnvSpec
     reward_mode: str = "checks"
-    executor: str | Executor = "inprocess"
+    executor: str | Executor = "worker"
 
     def __init__(self) -> None:
         self.env = ToolEnv(self.spec, reward_mode=self.reward_mode, executor=self.executor,
                            max_steps=1_000_000)  # TRL bounds the tool rounds itself
-        self._episodes = 0
+        self.episode_seed: int | None = None  #: the current episode's seed
         self.result: dict[str, Any] | None = None
 
     def reset(self, **row: Any) -> None:
         task = row.get("task_id") or self.spec.tasks[0].id
         seed = row.get("episode_seed")
-        self._episodes += 1
-        self.env.reset(seed=None, options={"task": task,
-                                           "episode_seed": int(seed) if seed is not None else self._episodes})
+        # a row without a seed gets one drawn as the gate draws its own: spec code cannot single out training's
+        self.episode_seed = int(seed) if seed is not None else fresh_seed()
+        self.env.reset(seed=None, options={"task": task, "episode_seed": self.episode_seed})
         self.result = None
         return None  # the prompt already holds the instruction
 
@@ -195,10 +197,12 @@ def _tool_method(name: str, description: str, parameters: dict[str, Any]) -> Cal
 
 
 def environment_class(spec: EnvSpec, *, reward_mode: str = "checks",
-                      executor: str | Executor = "inprocess") -> type[SpecEnvironment]:
+                      executor: str | Executor = "worker") -> type[SpecEnvironment]:
     """A :class:`SpecEnvironment` subclass with one typed method per tool of ``spec``.
 
-    ``executor``: ``inprocess`` (default: validated specs, the fastest), ``worker`` (isolated) or an
+    ``executor``: ``worker`` (default: isolated, with the limits the validity gate judges specs under, so
+    nothing spec code can observe tells training from the gate), ``inprocess`` (trusted specs only: its
+    process differs, and generated code could behave differently there than under the gate) or an
     :class:`~gym_envs.sandbox.Executor` to share. A shared executor is resolved once here.
     """
     if reward_mode not in REWARD_MODES:

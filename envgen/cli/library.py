@@ -4,7 +4,7 @@ Loaded lazily by the root command (:mod:`envgen.cli`), which maps each command
 name to an attribute of this module; a command that is not defined here yet is
 reported as "not available yet" there.
 
-``validate PATH...`` runs the validity gate (:func:`envgen.validate.validate_spec`,
+``validate PATH...`` runs the validity gate (:func:`envgen.gate.validate_spec`,
 the rules of gym_envs/ENVSPEC.md) on spec files, on every ``*.json`` directly inside
 a directory (a library's ``specs/``), on shipped examples named by their name, or on all of them with
 ``--all-examples``. It prints one row per spec with every rejection reason (or
@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envgen.errors import error_message
-from envgen.validate import Reason, Verdict, validate_spec
+from envgen.gate import GateBudget, Reason, Verdict, validate_spec
 from gym_envs import display
 from gym_envs.cli import EXECUTORS, example_names, locate_spec
 from gym_envs.sandbox import make_executor
@@ -111,6 +111,8 @@ def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
             label.append("\n")
             label.append_text(verdict)
             label.append(f" · {v.trajectories} traj. · {v.seconds:.2f}s", style="dim")
+            if v.seeds:
+                label.append(f"\nseed {v.seeds[0]} (--seed replays it)", style="dim")
             table.add_row(label, _reasons_text(v))
         else:
             table.add_row(label, verdict, str(v.trajectories), f"{v.seconds:.2f}s")
@@ -122,12 +124,20 @@ def _table(rows: list[tuple[_Input, Verdict]], width: int = 80) -> Table:
 @click.option("--all-examples", is_flag=True, help="Validate every shipped example.")
 @click.option("--executor", type=click.Choice(EXECUTORS), default="worker", show_default=True,
               help="Where spec code runs: 'worker' (isolated processes) or 'inprocess' (trusted specs only).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Episode seed of every trajectory.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
+              help="Replay a run: its first episode seed (a gate report's seeds[0]). Default: fresh seeds for each "
+                   "spec, drawn so that no spec can predict them.")
+@click.option("--budget-seconds", type=click.FloatRange(min=0, min_open=True), default=GateBudget.wall_s,
+              show_default=True, help="Wall-time budget of one spec's run (rule 9).")
+@click.option("--budget-calls", type=click.IntRange(min=1), default=GateBudget.calls, show_default=True,
+              help="Tool calls and check evaluations one spec's run may make (rule 9).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: int, as_json: bool) -> None:
+def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: int | None, budget_seconds: float,
+             budget_calls: int, as_json: bool) -> None:
     """Run the validity gate on spec files, directories of *.json, or shipped example names.
 
-    Exits 1 when any spec is rejected (every reason is printed), 0 when all are accepted.
+    Exits 1 when any spec is rejected (every reason is printed), 0 when all are accepted. Each spec's episode
+    seeds are drawn fresh and printed with a rejection (and in --json); --seed replays a run.
     """
     if not paths and not all_examples:
         raise click.UsageError("give spec files, directories or example names, or --all-examples")
@@ -136,6 +146,7 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
     rows: list[tuple[_Input, Verdict]] = []
     err = Console(stderr=True)
     ex = make_executor(executor)
+    budget = GateBudget(wall_s=budget_seconds, calls=budget_calls)
     try:
         with err.status("validating…") if err.is_terminal and not as_json else nullcontext():
             for item in items:
@@ -143,7 +154,7 @@ def validate(paths: tuple[str, ...], all_examples: bool, executor: str, seed: in
                     verdict = Verdict(None, False, [Reason(1, "not_found", item.problem or "not found")],
                                       source=item.label)
                 else:
-                    verdict = validate_spec(item.path, executor=ex, seed=seed, source=str(item.path))
+                    verdict = validate_spec(item.path, executor=ex, seed=seed, budget=budget, source=str(item.path))
                 rows.append((item, verdict))
     finally:
         ex.close()

@@ -2,7 +2,8 @@
 
 Role: :class:`MutationRun` plays, for every task of one spec, the reference trajectory (recording what
 each turn saw: :class:`~envgen.gate.mutants.RefTurn`), the do-nothing trajectory, and the wrong
-trajectories of :mod:`envgen.gate.mutants`, and judges each wrong one against the turn's checks.
+trajectories of :mod:`envgen.gate.mutants` and :mod:`envgen.gate.inputs` (writes to the state a check
+reads), and judges each wrong one against the turn's checks.
 
 How a wrong trajectory (a *mutant*) is judged, turn by turn:
 
@@ -17,8 +18,10 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
 How each is played, cheapest first (the verdict is the one a replay from the episode start gives):
 
 * ``reply_contains`` and ``calls`` checks read no state: they are judged here with the runtime's own
-  :func:`~gym_envs.sandbox.checks.evaluate`; the state checks are scored in stages (the first ``sql``
-  check, the other cheap ones, then ``python`` and ``unchanged``), stopping at the first that fails;
+  :func:`~gym_envs.sandbox.checks.evaluate` (:mod:`envgen.gate.scoring`), but for a reply that contains a
+  string answer, which the runtime judges on the trajectory's state (the candidates the reply may name come
+  from the answer's column); the state checks are scored in stages (the first ``sql`` check, the other
+  cheap ones, then ``python`` and ``unchanged``), stopping at the first that fails;
 * reply mutants keep the reference's state, so its state verdicts stand and only the reply is judged;
   doing nothing (rule 4: no calls, an empty reply) and dropping a turn's only call are scored on the
   turn's start state; the argument mutants of a last turn that only reads are made after its reference
@@ -32,7 +35,7 @@ How each is played, cheapest first (the verdict is the one a replay from the epi
   then run as in the reference), leaving it out is judged without a replay, and a turn's extra writes
   follow its reference calls from one checkpoint;
 * a turn with an ``unchanged`` check on every table catches every extra write by construction (a call
-  that changes the state changes some table), so its extra-write mutants are not played.
+  that changes the state changes some table), so its extra-write and input-write mutants are not played.
 
 A turn stops at its first survivor. The state is digested only for a mutant that no check killed.
 ``reply_contains`` strings must also be distinctive (:mod:`envgen.gate.replies`).
@@ -43,11 +46,11 @@ specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outco
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgen.gate.extras import WritesElsewhere, call_dicts, call_key
 from envgen.gate.mutants import (
     Locator,
     Mutant,
@@ -55,16 +58,16 @@ from envgen.gate.mutants import (
     argument_mutants,
     call_mutants,
     derive_reply,
-    extra_mutants,
     extra_writes,
     locate_answers,
     reply_mutants,
     short_call,
 )
 from envgen.gate.replies import GENERIC_REPLIES, answer_problem, oracle_reply, reply_problems, tool_texts
+from envgen.gate.scoring import CHECK_NOTES, LOCAL, caught, detail, guards_all, local_verdicts, stages
 from envgen.gate.values import Snapshot
 from gym_envs.env import ToolEnv
-from gym_envs.sandbox.checks import evaluate
+from gym_envs.sandbox.checks import with_turn_answers
 from gym_envs.sandbox.purity import stateless
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
@@ -72,33 +75,19 @@ __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracl
            "tool_texts"]
 
 SNAPSHOT_ROWS = 200  #: rows per table read from the state to draw other values from
-MAX_EXTRA = 2  #: extra-write mutants per turn
-MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
-_COSTLY = ("python", "unchanged")  #: check kinds scored only when the cheap ones catch nothing
-_LOCAL = ("reply_contains", "calls")  #: check kinds that read no state: judged here, without the runtime
-_CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
-                "pass": "it passes every check"}
 
 
 @dataclass
 class Finding:
-    """A failed rule (validate.py turns it into a ``Reason``)."""
+    """A failed rule (:mod:`envgen.gate.rules` turns it into a ``Reason``)."""
 
     rule: int
     code: str
     message: str
 
 
-def _key(call: ToolCall) -> str:
-    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
-
-
-def _calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
-    return [{"name": c.name, "arguments": c.arguments} for c in calls]
-
-
 @dataclass
-class MutationRun:
+class MutationRun(WritesElsewhere):
     """Rules 4, 5 and 7 for the tasks of one spec, on one env (see the module docstring)."""
 
     env: ToolEnv
@@ -114,13 +103,21 @@ class MutationRun:
     #: reference makes (:func:`~envgen.gate.mutants.unused_tool_calls`; padding a spec with such tools must
     #: not use up the tries before its destructive one)
     uncapped: set[str] = field(default_factory=set)
+    _dicts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  #: id(turn) -> its checks as dicts
+    input_calls: list[ToolCall] = field(default_factory=list)  #: what input-write mutants start from (inputs_from)
+    _writes: dict[str, set[str]] | None = None  #: the tables each tool writes (:func:`~envgen.gate.inputs.tool_writes`)
 
     def __post_init__(self) -> None:
         self.stateless = stateless(self.spec.code)
 
+    def inputs_from(self, calls: Iterable[ToolCall]) -> None:
+        """The calls the input-write mutants start from (:func:`~envgen.gate.inputs.input_mutants`): the
+        references' and the extra-write pool's."""
+        self.input_calls = list(calls)
+
     def uncap(self, calls: Iterable[ToolCall]) -> None:
         """Try these extra calls at every turn outside the per-turn caps (:attr:`uncapped`)."""
-        self.uncapped = {_key(c) for c in calls}
+        self.uncapped = {call_key(c) for c in calls}
 
     # -- counts ------------------------------------------------------------------------------------
     def count(self, outcome: str) -> int:
@@ -170,7 +167,7 @@ class MutationRun:
             if turn.reference and replies and self.stateless:
                 ref.results, in_place = self._calls_with_lookups(ref)
             elif turn.reference:
-                env.call_tools(_calls(turn.reference))
+                env.call_tools(call_dicts(turn.reference))
                 ref.results = list(env.turns[-1].calls)
             if env.done:
                 break
@@ -203,42 +200,59 @@ class MutationRun:
         """The turn's checks on the current state with ``reply`` and the turn's ``calls`` (default: those the
         env's current turn made), in stages, stopping at the first stage where a check other than ``calls``
         failed, which is all a wrong trajectory's verdict needs: the checks of the reply and the calls first
-        (judged here, by the runtime's own :func:`~gym_envs.sandbox.checks.evaluate`; they read no state),
-        then the state checks in the stages of :func:`_stages`. ``state``: verdicts of state stages already
+        (judged here, by the runtime's own :func:`~gym_envs.sandbox.checks.evaluate`; they read no state, except a
+        reply check whose string answer the reply contains, which goes with the first stage), then the state
+        checks in the stages of :func:`~envgen.gate.scoring.stages`. ``state``: verdicts of state stages already
         scored on this same state (read and filled: two replies on one state score it once)."""
         if calls is None:
             calls = list(self.env.turns[-1].calls)
-        checks = self._local(turn, reply, calls)
-        if _caught(checks):
+        checks, pending = local_verdicts(self._check_dicts(turn), reply, calls)
+        if caught(checks):
             return checks
-        for k, stage in enumerate(_stages(turn)):
+        for k, stage in enumerate(stages(turn) or [[]]):
             done = state.get(k) if state is not None else None
             if done is None:
-                done = [c.to_dict() for c in self.env.score_reply(reply, stage)]
+                done = [c.to_dict() for c in self.env.score_reply(reply, stage + pending)] if stage + pending else []
                 if state is not None:
-                    state[k] = done
+                    state[k] = [c for c in done if c["index"] not in pending]
+            elif pending:
+                done = done + [c.to_dict() for c in self.env.score_reply(reply, pending)]
+            pending = []  # the reply checks that read the state go with the first stage
             checks += done
-            if _caught(checks):
+            if caught(checks):
                 break
         return checks
 
     def _local(self, turn: Turn, reply: str, calls: list[Any]) -> list[dict[str, Any]]:
-        """The verdicts of the turn's ``reply_contains`` and ``calls`` checks (they read no state)."""
-        ok = [c.name for c in calls if c.ok]
-        attempted = [c.name for c in calls]
-        out = []
-        for i, check in enumerate(turn.checks):
-            if check.kind in _LOCAL:
-                v = evaluate(check.model_dump(), reply, ok, attempted, sql=_no_state, python=_no_state,
-                             digests=_no_state, marks={})
-                out.append({"index": i, "kind": check.kind, "passed": v.get("passed") is True,
-                            "detail": str(v.get("detail", ""))})
+        """The verdicts of the turn's ``reply_contains`` and ``calls`` checks: judged here
+        (:func:`~envgen.gate.scoring.local_verdicts`), except a reply check whose verdict reads the state, which
+        the runtime judges on the current state (the trajectory's own)."""
+        dicts = self._check_dicts(turn)
+        out, pending = local_verdicts(dicts, reply, calls)
+        if pending:
+            assert self.env.session is not None
+            self._charge(len(pending))
+            results = self.env.session.check([dicts[i] for i in pending], reply, [], attempted=[])
+            out += [r.to_dict() | {"index": i} for r, i in zip(results, pending, strict=True)]
         return out
 
+    def _check_dicts(self, turn: Turn) -> list[dict[str, Any]]:
+        got = self._dicts.get(id(turn))
+        if got is None:
+            got = self._dicts[id(turn)] = with_turn_answers([c.model_dump() for c in turn.checks])
+        return got
+
+    def _charge(self, calls: int) -> None:
+        """Count checks the run makes outside the env's own methods against its budget (a gate env's meter)."""
+        meter = getattr(self.env, "meter", None)
+        if meter is not None:
+            meter.charge(calls)
+
     def _known(self, ref: RefTurn, reply: str, calls: list[Any]) -> list[dict[str, Any]]:
-        """The checks of a reply on the reference's own end state (its state verdicts are the reference's)."""
+        """The checks of a reply on the reference's own end state (its state verdicts are the reference's); the
+        env is at that state."""
         checks = self._local(ref.turn, reply, calls)
-        return checks + [c for c in ref.checks if c["kind"] not in _LOCAL]
+        return checks + [c for c in ref.checks if c["kind"] not in LOCAL]
 
     def _start_drop(self, ref: RefTurn, start: dict[int, list[dict[str, Any]]]
                     ) -> tuple[Mutant, list[dict[str, Any]], str | None]:
@@ -246,7 +260,7 @@ class MutationRun:
         start state's digest when no check other than ``calls`` caught it."""
         m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
         checks = self._score(ref.turn, ref.reply, [], start)
-        return m, checks, None if _caught(checks) else self.env.state_digest()
+        return m, checks, None if caught(checks) else self.env.state_digest()
 
     def _calls_with_lookups(self, ref: RefTurn) -> tuple[list[Any], list[tuple[Mutant, list[Any]]]]:
         """Make the turn's reference calls one at a time (stateless code only: :mod:`gym_envs.sandbox.purity`).
@@ -260,7 +274,7 @@ class MutationRun:
         done: list[tuple[Mutant, list[Any]]] = []
         mine: list[Any] = []
         for ci, call in enumerate(ref.calls):
-            env.call_tools(_calls([call]))
+            env.call_tools(call_dicts([call]))
             made = env.turns[-1].calls[-1]
             mine.append(made)
             if not (made.ok and made.changes == 0):
@@ -271,7 +285,7 @@ class MutationRun:
                 if m.key() in seen:
                     continue
                 seen.add(m.key())
-                env.call_tools(_calls([m.calls[ci]]))
+                env.call_tools(call_dicts([m.calls[ci]]))
                 tried = env.turns[-1].calls[-1]
                 if tried.changes > 0:  # it wrote: the episode left the reference; start it again
                     self._rewind(ref, mine)
@@ -288,7 +302,7 @@ class MutationRun:
         self.env.reset_to_turn(ref.index, calls, options={"task": ref.task.id, "episode_seed": self.seed})
         self.played += 1
         if made:
-            self.env.call_tools(_calls([ToolCall(name=c.name, arguments=c.arguments) for c in made]))
+            self.env.call_tools(call_dicts([ToolCall(name=c.name, arguments=c.arguments) for c in made]))
 
     def _judge_in_place(self, ref: RefTurn, in_place: list[tuple[Mutant, list[Any]]]) -> None:
         """Judge the lookup mutants made in place (:meth:`_calls_with_lookups`) and the reference without
@@ -317,7 +331,7 @@ class MutationRun:
             if m.kind != "argument" or ref.stopped or m.key() in ref.done_in_place:
                 continue
             ci = next(i for i, (a, b) in enumerate(zip(m.calls, ref.calls, strict=True)) if a != b)
-            env.call_tools(_calls([m.calls[ci]]))
+            env.call_tools(call_dicts([m.calls[ci]]))
             made = env.turns[-1].calls[-1]
             if made.changes > 0:
                 ref.dirty = True  # this one changed the state: replayed with the others left
@@ -328,28 +342,6 @@ class MutationRun:
             # nothing changed, so the state checks' verdicts are the reference's own
             checks = self._known(ref, reply, list(env.turns[-1].calls))
             ref.stopped = self._verdict(ref, m, checks, results, reply, digest=ref.digest)
-
-    def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
-        """After the reference's last turn, in its own episode: make candidate extra calls until one
-        changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
-        env = self.env
-        if _guards_all(ref.turn):
-            return
-        for call in candidates:
-            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
-                return
-            ref.extra_tried.add(_key(call))
-            ref.extra_tries += 1
-            env.call_tools(_calls([call]))
-            result = env.turns[-1].calls[-1]
-            if not (result.ok and result.changes > 0):
-                continue  # no mutant: a failed call is undone, so the state is still the reference's
-            ref.extra_made += 1
-            m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
-                       [*ref.calls, call], [*range(len(ref.calls)), None])
-            checks = self._score(ref.turn, ref.reply)
-            ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
-            return
 
     def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:
         """The reply mutants, scored on the reference's end state: only their reply differs."""
@@ -366,7 +358,7 @@ class MutationRun:
         """Record a reply mutant (wrong by construction); True if it survived."""
         hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
         if hard:
-            self._note(ref, m, "killed", _detail(hard[0]))
+            self._note(ref, m, "killed", detail(hard[0]))
             return False
         self._survivor(ref, m, "pass", "it gives a wrong answer")
         return True
@@ -381,9 +373,9 @@ class MutationRun:
         hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
         entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
         if hard:
-            self.tried.append(entry | {"outcome": "killed", "detail": _detail(hard[0])})
+            self.tried.append(entry | {"outcome": "killed", "detail": detail(hard[0])})
             return
-        note = _CHECK_NOTES["calls" if any(not c["passed"] for c in checks) else "pass"]
+        note = CHECK_NOTES["calls" if any(not c["passed"] for c in checks) else "pass"]
         self.tried.append(entry | {"outcome": "survived", "detail": note})
         self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no calls, "
                                      f"an empty reply) is not caught: {note}; add a check on the state this turn "
@@ -391,64 +383,18 @@ class MutationRun:
 
     # -- mutants ---------------------------------------------------------------------------------------
     def mutate(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> None:
-        """Rules 5 and 7: every turn's call mutants, then its extra-write mutants (those the reference
-        runs did not already make, :meth:`_chain_extra`)."""
+        """Rules 5 and 7: every turn's call mutants, then its input-write mutants, then its extra-write mutants
+        (those the reference runs did not already make, :meth:`_chain_extra`)."""
         for ti, ref in enumerate(refs):
             if ref.stopped:
                 continue
             locators = ref.locators or locate_answers(ref)
             mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
                        if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
-            if any(self._judge(refs, ti, m, locators) for m in mutants) or _guards_all(ref.turn):
+            if any(self._judge(refs, ti, m, locators) for m in mutants) or guards_all(ref.turn):
                 continue
-            if self.stateless and self._extras_at_end(refs, ti, pool):
-                continue
-            for m in extra_mutants(self.spec, ref, pool):
-                key = _key(m.calls[-1])
-                capped = key not in self.uncapped
-                if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
-                                                          or ref.extra_tries >= MAX_EXTRA_TRIES)):
-                    continue
-                ref.extra_tried.add(key)
-                ref.extra_tries += capped
-                verdict = self._judge(refs, ti, m, locators, extra=True)
-                if verdict is None:
-                    continue
-                ref.extra_made += capped
-                if verdict:
-                    break
-
-    def _extras_at_end(self, refs: list[RefTurn], ti: int, pool: list[ToolCall]) -> bool:
-        """The extra-write mutants of turn ``ti`` made after its reference calls in one episode (stateless
-        code): a checkpoint after the reference calls, each candidate call, then back to the checkpoint.
-        False when no checkpoint could be made (the caller replays each one instead)."""
-        env, ref = self.env, refs[ti]
-        self._to_start(refs, ti)
-        if ref.calls:
-            env.call_tools(_calls(ref.calls))
-        cp = env.checkpoint()
-        if cp is None:
-            return False
-        for m in extra_mutants(self.spec, ref, pool):
-            if ref.stopped:
-                break
-            key = _key(m.calls[-1])
-            capped = key not in self.uncapped
-            if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
-                                                      or ref.extra_tries >= MAX_EXTRA_TRIES)):
-                continue
-            ref.extra_tried.add(key)
-            ref.extra_tries += capped
-            env.call_tools(_calls(m.calls[-1:]))
-            made = env.turns[-1].calls[-1]
-            if made.ok and made.changes > 0:
-                ref.extra_made += capped
-                self.played += 1
-                checks = self._score(ref.turn, ref.reply)
-                ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
-            if not env.restore(cp):
-                return True  # the checkpoint is gone (the episode was rebuilt): stop here
-        return True
+            if not self._inputs(refs, ti, locators):
+                self._extras(refs, ti, pool, locators)
 
     def replay(self, task: Task, refs: list[RefTurn], pool: list[ToolCall]) -> bool:
         """Rule 6: the reference's calls made again from the same seed give the same results and the same
@@ -465,7 +411,7 @@ class MutationRun:
         theirs = [(x.ok, x.result) for ref in refs[:ti] for x in ref.results]
         same = [(r["ok"], r["result"]) for r in info.get("prior_results", [])] == theirs
         if last.calls:
-            env.call_tools(_calls(last.calls))
+            env.call_tools(call_dicts(last.calls))
         again = RefTurn(task, ti, last.start, results=list(env.turns[-1].calls), reply=last.reply,
                         digest=env.state_digest(), passed=last.passed, checks=last.checks)
         same = same and again.digest == last.digest and \
@@ -475,7 +421,7 @@ class MutationRun:
             again.extra_made, again.extra_tries, again.extra_tried = last.extra_made, last.extra_tries, \
                 last.extra_tried
             again.stopped = last.stopped
-            fresh = [c for c in extra_writes(self.spec, last, pool) if _key(c) not in last.extra_tried]
+            fresh = [c for c in extra_writes(self.spec, last, pool) if call_key(c) not in last.extra_tried]
             self._chain_extra(again, fresh)
             last.extra_made, last.extra_tries, last.stopped = again.extra_made, again.extra_tries, again.stopped
         return same
@@ -491,7 +437,7 @@ class MutationRun:
         ref = refs[ti]
         self._to_start(refs, ti)
         if m.calls:
-            env.call_tools(_calls(m.calls))
+            env.call_tools(call_dicts(m.calls))
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
@@ -536,7 +482,7 @@ class MutationRun:
         failed = [c for c in checks if not c["passed"]]
         hard = [c for c in failed if c["kind"] != "calls"]
         if hard:
-            self._note(ref, m, "killed", _detail(hard[0]))
+            self._note(ref, m, "killed", detail(hard[0]))
             return False
         why = self._wrong(ref, m, results, reply, digest)
         if why is None:
@@ -564,42 +510,13 @@ class MutationRun:
                            "outcome": outcome, "detail": detail[:300]})
 
     def _survivor(self, ref: RefTurn, m: Mutant, note: str, why: str) -> None:
-        self._note(ref, m, "survived", f"{why}; {_CHECK_NOTES[note]}")
-        code = "near_miss_passes" if m.rule == 5 else "mutant_survives"
-        advice = ("make the checks pin the state this turn must produce: the written rows' exact values and "
+        self._note(ref, m, "survived", f"{why}; {CHECK_NOTES[note]}")
+        code = "near_miss_passes" if m.rule == 5 else "writable_input" if m.kind == "input" else "mutant_survives"
+        advice = ("take each check's expected values from the turn's starting state or constants, not from state "
+                  "the agent can change, and check that such state is unchanged" if m.kind == "input" else
+                  "make the checks pin the state this turn must produce: the written rows' exact values and "
                   "that nothing else changed (an unchanged check on the other tables)" if "state" in why else
                   "check the answer: a reply_contains string that only the right answer contains")
         self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
-                                     f"trajectory {m.label} is not caught ({why}; {_CHECK_NOTES[note]}); "
+                                     f"trajectory {m.label} is not caught ({why}; {CHECK_NOTES[note]}); "
                                      f"{advice}"))
-
-
-def _guards_all(turn: Turn) -> bool:
-    """Whether the turn has an ``unchanged`` check on every table: then every extra write is caught by
-    construction (a call that changes the state changes some table), so no extra-write mutant is played."""
-    return any(c.kind == "unchanged" and not c.tables for c in turn.checks)
-
-
-def _caught(checks: list[dict[str, Any]]) -> bool:
-    """Whether a check other than ``calls`` failed (what catches a wrong trajectory)."""
-    return any(not c["passed"] and c["kind"] != "calls" for c in checks)
-
-
-def _stages(turn: Turn) -> list[list[int]]:
-    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one fails.
-
-    The first ``sql`` check alone (it catches most mutants), the other cheap ones, then the costly ones
-    (``python``, ``unchanged``). Reply and calls checks are judged before, without the runtime."""
-    kinds = [c.kind for c in turn.checks]
-    cheap = [i for i, k in enumerate(kinds) if k not in _COSTLY and k not in _LOCAL]
-    first = cheap[:1]
-    stages = [first, [i for i in cheap if i not in first], [i for i, k in enumerate(kinds) if k in _COSTLY]]
-    return [s for s in stages if s]
-
-
-def _no_state(*_: Any) -> Any:
-    raise RuntimeError("a reply or calls check read the state")
-
-
-def _detail(check: dict[str, Any]) -> str:
-    return f"check {check['index'] + 1} ({check['kind']}) failed: {check.get('detail', '')}"

@@ -8,7 +8,10 @@ trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7
   other valid values taken from the state (:func:`envgen.gate.values.argument_values`): another
   existing id (the same action aimed at another entity of the table; two of them for a write, in
   case one cannot take it), another existing value of the argument's column, a value of the right
-  type that exists nowhere;
+  type that exists nowhere; in a turn with a check that matches text by pattern or substring
+  (:func:`matches_patterns`), a string argument also with each of
+  :func:`envgen.gate.values.pattern_probes` (text added before it, after it, changed inside, another
+  case, the empty string), since such a check can miss one kind of change and catch another;
 * **drop** (rule 5): the reference without one of its calls;
 * **retarget** (rule 7): every argument that names an entity (its id, its key, any of its column
   values) moved together to another row of the same table;
@@ -16,8 +19,9 @@ trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7
   write aimed elsewhere, a tool no reference calls (:func:`unused_tool_calls`), or a write another
   reference makes);
 * **reply** (rule 7, scored without replaying: the reference calls with another final message): a
-  reply that omits one answer, and replies that give another entity's value instead of it (another
-  value of the answer's column, another element of the list the answer was read from).
+  reply that omits one answer, replies that give another entity's value instead of it (another
+  value of the answer's column, another element of the list the answer was read from), and, for a
+  string answer, a reply that lists every candidate: the answer with every other such value.
 
 A mutant's reply is either fixed (reply mutants) or *derived* (:func:`derive_reply`): the oracle
 reply with each answer that was read from a reference call's result replaced by what the mutant's
@@ -28,21 +32,33 @@ state can tell such a mutant apart (the strongest test of the state checks).
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.gate.values import Column, Snapshot, answer_text, argument_values, is_numeric, same_answer
+from envgen.gate.values import (
+    Column,
+    Snapshot,
+    answer_text,
+    argument_values,
+    is_numeric,
+    pattern_probes,
+    same_answer,
+)
 from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
            "extra_mutants",
-           "locate_answers", "reply_mutants", "short_call", "unused_tool_calls"]
+           "locate_answers", "matches_patterns", "reply_mutants", "short_call", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
 _REPLY_ALTERNATIVES = 3  # other entities' values tried per answer
+_SHOTGUN = 60  # other values a reply that lists every candidate names at most
 
 
 @dataclass
@@ -96,16 +112,20 @@ class RefTurn:
 class Mutant:
     """One wrong trajectory of a turn."""
 
-    rule: int  #: 5 (near-miss: argument, drop) or 7 (adequacy: retarget, extra, reply)
-    kind: str  #: argument, drop, retarget, extra, reply
+    rule: int  #: 5 (near-miss: argument, drop) or 7 (adequacy: retarget, extra, reply, input)
+    kind: str  #: argument, drop, retarget, extra, reply, input
     label: str  #: what was changed, for people and for self-repair
     calls: list[ToolCall]
     origin: list[int | None]  #: per call, the index of the reference call it stands for
     reply: str | None = None  #: a fixed reply (reply mutants); None: derived from the calls' results
+    _key: str | None = field(default=None, repr=False, compare=False)
 
     def key(self) -> str:
-        return json.dumps([[c.name, c.arguments] for c in self.calls], sort_keys=True, default=str) + \
-            f"|{self.reply}"
+        """The trajectory as text (its calls and fixed reply): equal for the same wrong trajectory."""
+        if self._key is None:
+            self._key = json.dumps([[c.name, c.arguments] for c in self.calls], sort_keys=True, default=str) + \
+                f"|{self.reply}"
+        return self._key
 
 
 def short_call(call: ToolCall, limit: int = 160) -> str:
@@ -141,6 +161,40 @@ def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
     return made
 
 
+_SQL_PATTERN = re.compile(r"\b(?:LIKE|GLOB|REGEXP|MATCH|instr|substr|substring)\b", re.IGNORECASE)
+_PY_PATTERN = ("startswith", "endswith", "find", "rfind", "index", "rindex", "count", "search", "match", "fullmatch",
+               "fnmatch", "fnmatchcase", "removeprefix", "removesuffix", "partition", "rpartition", "split")
+
+
+def matches_patterns(turn: Turn) -> bool:
+    """Whether a check of the turn matches text by pattern or substring: a ``sql`` check with ``LIKE``, ``GLOB``,
+    ``REGEXP``, ``MATCH``, ``instr`` or ``substr``; a ``python`` check with an ``in`` test or a string method or
+    regular expression that looks inside text (``startswith``, ``endswith``, ``find``, ``re.search``, ...)."""
+    for check in turn.checks:
+        if check.kind == "sql" and check.query and _SQL_PATTERN.search(check.query):
+            return True
+        if check.kind == "python" and check.code and _python_patterns(check.code):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _python_patterns(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
+            return True
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else ""
+            if name in _PY_PATTERN:
+                return True
+    return False
+
+
 def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
     """The argument mutants of call ``ci`` of the turn (each argument replaced by other values)."""
     calls = ref.calls
@@ -151,11 +205,15 @@ def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
     except KeyError:
         props = {}
     writes = ci in ref.effectful
+    probe = matches_patterns(ref.turn)
     out: list[Mutant] = []
     for arg, value in call.arguments.items():
         col = ref.start.column_of(arg, value)
         n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
-        for new, why in argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n):
+        values = argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n)
+        if probe and isinstance(value, str):
+            values += pattern_probes(value)
+        for new, why in values:
             changed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
             what = (f"aimed at {col.table} row {new!r} instead of {value!r} ({arg})"
                     if col is not None and col.name == "id" and why == "another existing id"
@@ -411,8 +469,9 @@ def derive_reply(ref: RefTurn, locators: list[Locator | None], mutant: Mutant, r
     return compose(parts) if ref.answers else ref.reply
 
 
-def _alternatives(ref: RefTurn, loc: Locator | None, answer: str) -> list[tuple[str, str]]:
-    """Other entities' values for ``answer``: ``(text, where it comes from)``, closest first."""
+def _alternatives(ref: RefTurn, loc: Locator | None, answer: str,
+                  limit: int = _REPLY_ALTERNATIVES) -> list[tuple[str, str]]:
+    """Other entities' values for ``answer``: ``(text, where it comes from)``, closest first, at most ``limit``."""
     found: list[tuple[str, str]] = []
     if loc is not None and loc.path and loc.path[-1] != "#len":
         r = ref.results[loc.call]
@@ -441,7 +500,7 @@ def _alternatives(ref: RefTurn, loc: Locator | None, answer: str) -> list[tuple[
             uniq[k] = (text, where)
     # values a reply check could confuse with the answer (one contains the other) first; stable otherwise
     ranked = sorted(uniq.values(), key=lambda tw: low not in tw[0].lower() and tw[0].lower() not in low)
-    return ranked[:_REPLY_ALTERNATIVES]
+    return ranked[:limit]
 
 
 def reply_mutants(ref: RefTurn, locators: list[Locator | None]) -> list[Mutant]:
@@ -455,8 +514,17 @@ def reply_mutants(ref: RefTurn, locators: list[Locator | None]) -> list[Mutant]:
                           ref.calls, same, omitted))
         if ref.task.kind == "decline":
             continue
-        for text, where in _alternatives(ref, locators[k], answer):
+        numeric = is_numeric(answer)
+        others = _alternatives(ref, locators[k], answer, _REPLY_ALTERNATIVES if numeric else _SHOTGUN)
+        for text, where in others[:_REPLY_ALTERNATIVES]:
             reply = compose([*answers[:k], text, *answers[k + 1:]])
             out.append(Mutant(7, "reply", f"the reference calls and the reply {reply!r}, which gives {where} "
                               f"instead of {answer!r}", ref.calls, same, reply))
+        if not numeric:  # (a reply naming more numbers than the runtime's cap passes no numeric check)
+            every = [text for text, _ in others]
+            if every:
+                shown = ", ".join(repr(t) for t in every[:3]) + (", ..." if len(every) > 3 else "")
+                out.append(Mutant(7, "reply", f"the reference calls and a reply that lists every candidate: {answer!r} "
+                                  f"with {len(every)} other values ({shown})", ref.calls, same,
+                                  compose([*answers, *every])))
     return out

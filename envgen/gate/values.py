@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Column", "Snapshot", "answer_text", "argument_values", "same_answer"]
+__all__ = ["Column", "Snapshot", "answer_text", "argument_values", "pattern_probes", "same_answer"]
 
 _NUMERIC = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
 
@@ -209,6 +209,22 @@ def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
         picks = _spread(existing, n_existing, by_extremes=column.name == "id")
         out += [(v, f"{what}") for v in picks]
     out.append((_missing_value(value, column, schema), "a value that does not exist"))
+    return out
+
+
+def pattern_probes(value: str) -> list[tuple[str, str]]:
+    """Altered versions of a string argument, one of each kind a substring or pattern check can miss
+    (``LIKE``, ``GLOB``, ``instr``, ``startswith``, ``endswith``, a regular expression): text added before it,
+    text added after it, a character changed inside it, the other case, and the empty string."""
+    out = [("x_" + value, "text added before it"), (value + "_x", "text added after it")]
+    if len(value) >= 2:
+        mid = len(value) // 2
+        out.append((value[:mid] + ("x" if value[mid].lower() != "x" else "y") + value[mid + 1:],
+                    "a character inside it changed"))
+    if value.swapcase() != value:
+        out.append((value.swapcase(), "in the other case"))
+    if value:
+        out.append(("", "the empty string"))
     return out
 
 

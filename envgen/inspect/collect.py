@@ -27,28 +27,14 @@ from gym_envs.cli import check_summary, format_call, source_label, tool_paramete
 from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
-__all__ = ["RULE_MEANINGS", "EnvPage", "Refused", "RejectedPage", "RunPage", "SourceDoc", "assistant_view", "call_text",
+__all__ = ["EnvPage", "Refused", "RejectedPage", "RunPage", "SourceDoc", "assistant_view", "call_text",
            "collect_env", "collect_rejected", "collect_runs", "confined", "find_documents", "gate_rules", "page_name"]
 
 EXCERPT_TOKENS = 2_000  #: source excerpt budget (about 8,000 characters)
 
-#: What each rule of the validity gate (:data:`envgen.validate.RULES` names them) asks, in one line: shown
-#: beside every rule number of a gate report.
-RULE_MEANINGS = {
-    1: "the spec parses, its code compiles in the sandbox, and each tool's function matches its schema",
-    2: "the tables and seed rows build the database within the limits",
-    3: "each task's reference calls run without error and pass every check",
-    4: "doing nothing in a turn that changes state or must answer fails a check",
-    5: "the reference with one call dropped or one argument changed fails a check (unless nothing differs)",
-    6: "the reference run twice from one seed gives the same results and end state",
-    7: "more wrong trajectories (another entity, an extra write, a wrong or missing answer) fail a check",
-    8: "tool and parameter names, and parameter schemas, follow the spec's rules",
-}
-
-
 def gate_rules() -> list[dict[str, Any]]:
     """Every rule of the validity gate: ``n``, ``name`` and ``meaning`` (empty for a rule not described here)."""
-    from envgen.validate import RULES
+    from envgen.gate.verdict import RULE_MEANINGS, RULES
 
     return [{"n": n, "name": name, "meaning": RULE_MEANINGS.get(n, "")} for n, name in sorted(RULES.items())]
 
@@ -199,7 +185,7 @@ def _gate(spec: EnvSpec, stored: dict[str, Any] | None, mode: str, executor: Any
         return stored, "stored"
     if mode == "stored":
         return None, "none"
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     return validate_spec(spec, executor=executor).to_dict(), "run"
 

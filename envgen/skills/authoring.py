@@ -217,7 +217,7 @@ class SkillWriter:
         probes: probe environments per candidate (0: no probing; the example check still applies).
         executor: where the gate and the validators run.
         constrained: decode under :func:`skill_json_schema`.
-        gate: ``gate(spec) -> reasons`` (default: :func:`envgen.validate.validate_spec`).
+        gate: ``gate(spec) -> reasons`` (default: :func:`envgen.gate.validate_spec`).
     """
 
     def __init__(self, backend: Any, proposer: Any, *, probes: int = 2, executor: Any = "worker",
@@ -235,7 +235,7 @@ class SkillWriter:
         self.gate = gate or self._gate
 
     def _gate(self, spec: EnvSpec) -> list[str]:
-        from envgen.validate import validate_spec
+        from envgen.gate import validate_spec
 
         return [str(r) for r in validate_spec(spec, executor=self.executor).reasons]
 

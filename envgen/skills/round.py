@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from envgen.gate import validate_spec
 from envgen.proposers.base import Proposal, Proposer
 from envgen.skills.controller import Candidate, Controller, RoundLog
 from envgen.skills.rewards import proposal_reward, proposer_reward
 from envgen.skills.skill import run_validator
-from envgen.validate import validate_spec
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 

@@ -145,7 +145,7 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
 
 def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
                backends: dict[str, Any]) -> dict[str, Any]:
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
     from gym_envs.sandbox import make_executor
 
     prop = _proposer(setup, args, backends)

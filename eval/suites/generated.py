@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import error_message
-from envgen.validate import oracle_reply
+from envgen.gate import oracle_reply
 from eval.suites.base import (
     MAX_RESULT_CHARS,
     SPLITS,

@@ -3,7 +3,7 @@
 Each ``*.json`` file next to this module is one environment spec (``spec_version``
 1, the contract in ``gym_envs/ENVSPEC.md``) written by a person, not a
 proposer: ``provenance.generator`` is ``"manual"`` and ``source`` is null. Every
-example passes the validity gate (:func:`envgen.validate.validate_spec`), and
+example passes the validity gate (:func:`envgen.gate.validate_spec`), and
 together they use every task kind and every check kind, so they serve as smoke
 tests of the runtime, as worked examples for proposers and as a small built-in
 suite. The file name is the spec id::

@@ -87,7 +87,9 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    enforced by the parent (which kills the worker, starts a fresh one and replays the surviving episodes'
    logged calls, so they continue), an in-worker timer for cheap recovery from Python loops (it re-fires,
    so a ``finally:`` loop is interrupted too; C code that ignores signals is left to the parent's timeout
-   or RLIMIT_CPU), a low recursion limit, capped ``print`` output, capped result and exception text, and its
+   or RLIMIT_CPU), a low recursion limit (spec code starts every call and check with exactly
+   ``Limits.recursion_limit`` frames left, whatever path called it: a single call, a batch, a replay),
+   capped ``print`` output, capped result and exception text, and its
    stdin/stdout moved off the protocol pipes. SQL runs under a progress-handler deadline, length, row and
    result-size limits, and ``printf``/``format`` widths and precisions capped for any argument type (the
    call runs SQLite's own code on a canonical format whose widths are checked literals). Every way to
@@ -108,21 +110,33 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    a program whose code keeps no state between calls: :mod:`~gym_envs.sandbox.purity`) is a savepoint plus
    the connection's counters, so restoring it gives that same state; one a reset removed is replayed.
 
+6. **Validation cannot be told from use.** What spec code can observe (its limits, recursion headroom, hash
+   order, the draws of its episode's ``random``) is the same in every episode a worker runs: the validity
+   gate judges generated specs on the worker, under episode seeds drawn fresh for each run
+   (:func:`gym_envs.seeding.fresh_seed`), and every mode that pays a reward (the TRL adapter, GRPO rollouts,
+   evaluation, the MCP server, ``ToolEnv`` and its vector env) runs them on the worker with the default
+   limits unless told otherwise, so a spec cannot behave honestly only while the gate watches.
+
 Not defended: the **in-process** mode has the same guards minus the process boundary, so an infinite loop, a
 catastrophic regular expression, a C-level CPU burner (``hashlib.pbkdf2_hmac`` with 10**9 rounds, one SQLite
 function call over a megabyte such as an ``instr`` or a LIKE with a 100-character pattern) or a memory bomb that
 evades the size guards (a width: ``'x'.ljust(10**10)``, ``(0).to_bytes(10**10)``, an f-string, ``%`` or ``strftime``
 width; ``''.join`` of a repeated long string, ``str.replace`` of an empty pattern; allocation that grows with the
-time spent, as ``list(itertools.count())``) can stall or exhaust the host. Use it only for trusted or
-already-validated specs. The worker mode's limits are per request, so a worker's own memory is shared by the
-episodes it holds. A tool that writes exactly the rows a check looks for is judged by state: that is correct (the
-checks define the task), not a hack. Set iteration order follows hashes, and spec code can observe it: for strings
-it depends on the hash seed (workers run with ``PYTHONHASHSEED=0``, the host with its own, so the order can differ
-between the modes), for identity-hashed objects (functions) on their addresses. The memo of compiled regular
-expressions is the process's: an episode that compiles hundreds of patterns could see through ``is`` when one was
-evicted. The locale is the process's (the C locale unless host code changes it), and ``datetime.strptime``'s ``%Z``
-matches the names of the process's time zone (workers inherit the host's ``TZ``). Timing (a call that times out in
-one run may not in another) is not deterministic.
+time spent, as ``list(itertools.count())``) can stall or exhaust the host, and what spec code can observe there
+differs from a worker's (the host's recursion depth and hash seed, no memory limit): a spec judged on a worker
+could tell it runs in process. Use it only for trusted specs (the shipped examples, the compilers' own output).
+Episode seeds are as unpredictable as their source: the gate's and the TRL adapter's are drawn fresh, while
+rollouts and evaluation derive theirs from the run's seed (for reproducible runs), so an author who knows a run's
+seed could compute its episodes' seeds; give runs over untrusted specs a seed that is not public. The worker
+mode's limits are per request, so a worker's own memory is shared by the episodes it holds. A tool that writes
+exactly the rows a check looks for is judged by state: that is correct (the checks define the task), not a hack.
+Set iteration order follows hashes, and spec code can observe it: for strings it depends on the hash seed
+(workers run with ``PYTHONHASHSEED=0``, the host with its own, so the order can differ between the modes), for
+identity-hashed objects (functions) on their addresses. The memo of compiled regular expressions is the
+process's: an episode that compiles hundreds of patterns could see through ``is`` when one was evicted. The
+locale is the process's (the C locale unless host code changes it), and ``datetime.strptime``'s ``%Z`` matches
+the names of the process's time zone (workers inherit the host's ``TZ``). Timing (a call that times out in one
+run may not in another) is not deterministic.
 
 Layout
 ======

@@ -6,6 +6,15 @@ read-only mode, ``python(code)`` runs a ``check(db)`` function on the read-only 
 verdict (:func:`python_verdict`). Only JSON crosses
 back: a verdict ``{"passed": bool, "detail": str}``, and a ``python`` check passes only when it returns
 the real ``True``.
+
+A ``reply_contains`` check reads the state in one case: a reply that contains a string answer (not a number)
+names the answer, unless it lists the candidates instead. The engine's ``columns(text)`` gives each column
+that holds the text as a value (else each whose values contain it) with its distinct values; a reply that
+names too many values of the columns holding any of the check's strings passes no check of that answer
+(:func:`names_too_many`). A number is found in no reply that names more than :data:`MAX_REPLY_NUMBERS`
+numbers. Each ``reply_contains`` check dict carries ``turn_answers``, the strings
+of every ``reply_contains`` check of its turn (:func:`with_turn_answers`): the other answers a turn asks for
+are no candidates.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ from typing import Any
 from gym_envs.errors import CallTimeout, cap_text
 from gym_envs.sandbox.reprs import described
 
-__all__ = ["MAX_REPLY_NUMBERS", "NUMBER_WORDS", "evaluate", "python_verdict", "reply_contains", "text_contains"]
+__all__ = ["MAX_REPLY_NAMES", "MAX_REPLY_NUMBERS", "NUMBER_WORDS", "ColumnValues", "allowed_other_names", "evaluate",
+           "names_too_many", "needs_state", "python_verdict", "reply_contains", "text_contains", "with_turn_answers"]
 
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -31,6 +41,11 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 #: a reply that names more distinct numbers than this passes no numeric ``reply_contains`` check: a list of every
 #: candidate is no answer
 MAX_REPLY_NUMBERS = 20
+#: a reply names at most this many values of the column holding a string answer (the answer included), and at
+#: most half of them (:func:`allowed_other_names`): a list of the candidates is no answer
+MAX_REPLY_NAMES = 5
+#: ``columns(text)``: ``(table.column, its distinct values)`` for each column that holds ``text`` (else contains it)
+ColumnValues = Callable[[str], list[tuple[str, list[str]]]]
 
 
 def _is_code(digits: str) -> bool:
@@ -93,11 +108,84 @@ def reply_contains(reply: str, answer: str) -> bool:
     return _find(reply, s, numbers)
 
 
+def allowed_other_names(others: int) -> int:
+    """How many of ``others`` other values of an answer's column a reply may name beside the answer: with the
+    answer, at most half of the column's values and at most :data:`MAX_REPLY_NAMES` (so none of up to two
+    others, one of 3 or 4, two of 5 or 6, three of 7 or 8, four of 9 or more)."""
+    return min(MAX_REPLY_NAMES, max(1, (others + 1) // 2)) - 1
+
+
+def names_too_many(reply: str, wanted: list[str], columns: list[tuple[str, list[str]]]) -> str | None:
+    """Why ``reply`` lists candidates instead of answering: for the first of ``columns`` (those holding the
+    check's answer) of whose other values it names more than :func:`allowed_other_names` allows, how many it
+    names; None when it names few enough. The other values are the column's distinct values of 3 characters or
+    more that neither contain nor are contained in a string of ``wanted`` (every answer of the turn: the value
+    an answer was read from is no other candidate); a value is named as a ``reply_contains`` string is found
+    (:func:`text_contains`)."""
+    for label, values in columns:
+        others: dict[str, str] = {}
+        for v in values:
+            key = v.strip().lower()
+            if len(key) >= 3 and key not in others and not any(text_contains(w, v) or text_contains(v, w)
+                                                               for w in wanted):
+                others[key] = v
+        named = [v for v in others.values() if text_contains(reply, v)]
+        if len(named) > allowed_other_names(len(others)):
+            shown = ", ".join(repr(v) for v in named[:5]) + (", ..." if len(named) > 5 else "")
+            return (f"it also names {len(named)} of the {len(others)} other values of {label} ({shown}), and a reply "
+                    f"may name at most {allowed_other_names(len(others))} of them")
+    return None
+
+
+def _is_number(s: str) -> bool:
+    return bool(_NUMERIC.match(s.strip()))
+
+
+def needs_state(check: dict[str, Any], reply: str) -> bool:
+    """Whether the verdict of ``check`` on ``reply`` reads the state: a ``reply_contains`` check of which the reply
+    contains a string answer (not a number) and no number (the candidates it may name come from the state)."""
+    if check.get("kind") != "reply_contains":
+        return False
+    found = [s for s in check.get("any_of") or [] if reply_contains(reply, s)]
+    return bool(found) and not any(_is_number(s) for s in found)
+
+
+def with_turn_answers(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn's check dicts as the engine takes them: each ``reply_contains`` one with ``turn_answers``, the
+    strings of every ``reply_contains`` check of the turn (see the module docstring)."""
+    answers = [s for c in checks if c.get("kind") == "reply_contains" for s in c.get("any_of") or []]
+    return [c | {"turn_answers": answers} if c.get("kind") == "reply_contains" else c for c in checks]
+
+
+def _reply_verdict(check: dict[str, Any], reply: str, columns: ColumnValues) -> dict[str, Any]:
+    """A ``reply_contains`` verdict: a string found, and (for one that is no number) few enough candidates named,
+    of every column that holds one of the check's strings (its answer, however the check spells it)."""
+    found = [s for s in check["any_of"] if reply_contains(reply, s)]
+    if not found:
+        return {"passed": False, "detail": f"the reply contains none of {check['any_of']} (a number counts as a "
+                f"number of its own, in a reply that names at most {MAX_REPLY_NUMBERS} numbers)"}
+    number = next((s for s in found if _is_number(s)), None)
+    if number is not None:
+        return {"passed": True, "detail": f"found {number!r}"}
+    held: dict[str, list[str]] = {}
+    for s in check["any_of"]:
+        if not _is_number(s):
+            for label, values in columns(s):
+                held.setdefault(label, values)
+    why = names_too_many(reply, check.get("turn_answers") or check["any_of"], list(held.items()))
+    if why is None:
+        return {"passed": True, "detail": f"found {found[0]!r}"}
+    return {"passed": False, "detail": cap_text(f"found {found[0]!r}, but {why}: a list of the candidates is no "
+                                                "answer", 300)}
+
+
 def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: list[str], *,
              sql: Callable[[str], list[dict[str, Any]]], python: Callable[[str], dict[str, Any]],
-             digests: Callable[[list[str] | None], dict[str, str]], marks: dict[str, str]) -> dict[str, Any]:
+             digests: Callable[[list[str] | None], dict[str, str]], marks: dict[str, str],
+             columns: ColumnValues) -> dict[str, Any]:
     """One check's verdict. ``calls``: the turn's successful calls (``require``); ``attempted``: every call
-    it tried (``forbid``); ``digests(tables)``: table digests now; ``marks``: the digests at the turn's start."""
+    it tried (``forbid``); ``digests(tables)``: table digests now; ``marks``: the digests at the turn's start;
+    ``columns(answer)``: the columns holding a string answer, with their values (``reply_contains``)."""
     kind = check.get("kind")
     try:
         if kind == "sql":
@@ -105,10 +193,7 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
         if kind == "python":
             return python(check["code"])
         if kind == "reply_contains":
-            hit = [s for s in check["any_of"] if reply_contains(reply, s)]
-            return {"passed": bool(hit), "detail": f"found {hit[0]!r}" if hit else
-                    f"the reply contains none of {check['any_of']} (a number counts as a number of its own, "
-                    f"in a reply that names at most {MAX_REPLY_NUMBERS} numbers)"}
+            return _reply_verdict(check, reply, columns)
         if kind == "unchanged":
             now = digests(check.get("tables") or None)
             changed = [t for t, d in now.items() if marks.get(t) != d]

@@ -493,6 +493,24 @@ class StateDB:
         """SHA-256 of every table's digest."""
         return digest_of(self.table_digests())
 
+    def columns_holding(self, text: str, limit: int) -> list[tuple[str, list[str]]]:
+        """``("table.column", its distinct string values)`` for each column with a string value equal to
+        ``text`` (ignoring case and surrounding space), else for each with a value that contains it, read from
+        the first ``limit`` rows of each table."""
+        want = text.strip().lower()
+        equal: list[tuple[str, list[str]]] = []
+        within: list[tuple[str, list[str]]] = []
+        for t in self.tables():
+            rows = self.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
+            for i in range(len(rows[0]) if rows else 0):
+                values = [r[i] for r in rows if isinstance(r[i], str)]
+                lows = [v.strip().lower() for v in values]
+                if want in lows:
+                    equal.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
+                elif want and not equal and any(want in v for v in lows):
+                    within.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
+        return equal or within
+
     def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
         """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON."""
         known = self.tables()

@@ -71,6 +71,8 @@ class _Episode:
     cache: tuple[int, dict[str, str]] | None = None  #: total_changes when the digests were last computed, and them
 
 
+
+
 class Engine:
     """Holds compiled programs, template images and live episodes; answers JSON requests.
 
@@ -89,6 +91,9 @@ class Engine:
         self._base_globals = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
+        #: in a worker, spec code always starts with exactly this many frames of recursion left, whatever path
+        #: called it (a single call, a batch, a check): it cannot tell how it was called, or by whom
+        self._headroom = self.limits.recursion_limit if in_worker else 0
         self._cap = cap
         self._max_result = self.limits.max_result_bytes
         self._sql_timeout = self.limits.sql.statement_timeout_s
@@ -143,7 +148,7 @@ class Engine:
                   args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, /) -> Any:
         """``fn(*args, **kwargs)``, spec code of the episode whose globals are ``glb``, inside the call scope
         (:class:`~gym_envs.sandbox.scope.CallScope`)."""
-        with CallScope(state.guard, owner, glb, self._deadline_s):
+        with CallScope(state.guard, owner, glb, self._deadline_s, self._headroom):
             return fn(*args, **(kwargs or {}))
 
     # -- load ----------------------------------------------------------------------------------
@@ -185,7 +190,7 @@ class Engine:
         tools = {name: glb.get(name) for name in prog.tool_schemas}
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
-        scope = CallScope(state.guard, token, glb, self._deadline_s)
+        scope = CallScope(state.guard, token, glb, self._deadline_s, self._headroom)
         return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope,  # type: ignore[arg-type]
                         base_changes=state.total_changes)
 
@@ -518,8 +523,15 @@ class Engine:
         def python(code: str) -> dict[str, Any]:
             return self._check_python(ep, code)
 
+        held: dict[str, list[tuple[str, list[str]]]] = {}
+
+        def columns(answer: str) -> list[tuple[str, list[str]]]:
+            if answer not in held:
+                held[answer] = state.columns_holding(answer, self.limits.sql.max_rows)
+            return held[answer]
+
         results = [evaluate(c, reply, calls, attempted, sql=sql, python=python, digests=state.table_digests,
-                            marks=ep.marks or {}) for c in req["checks"]]
+                            marks=ep.marks or {}, columns=columns) for c in req["checks"]]
         if state.lost:
             self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import decimal
 import signal
+import sys
 import time
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from gym_envs.errors import CallTimeout
@@ -71,23 +73,37 @@ def disarm() -> None:
     _ARMED[0] = False
 
 
+def _frames() -> int:
+    """The number of Python frames on the stack up to the frame that entered the scope."""
+    f: FrameType | None = sys._getframe(2)
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
 class CallScope:
     """``with scope:`` runs its block as spec code of one episode (a scope is entered by one block at a time; the
     engine keeps one per episode for its calls).
 
     On entry the connection guard's owner token becomes ``owner`` (the previous one is saved), the episode's
     decimal context is installed when its globals ``glb`` hold one (:data:`DECIMAL_KEY`), and a ``deadline_s``
-    above 0 is armed (:func:`arm`; a worker's engine). On exit the deadline is disarmed, the owner restored and
-    the host's decimal context put back, even when the block raised (the exception goes on).
+    above 0 is armed (:func:`arm`; a worker's engine); with a ``headroom`` (a worker's engine) the recursion
+    limit leaves spec code exactly that many frames above the frame that entered the scope, whatever path called
+    it (a single call, a batch, a check), so it cannot tell how it was called. On exit the deadline is disarmed,
+    the owner restored and the host's decimal context put back, even when the block raised (the exception goes on).
     """
 
-    __slots__ = ("_deadline_s", "_glb", "_guard", "_owner", "_saved")
+    __slots__ = ("_deadline_s", "_glb", "_guard", "_headroom", "_owner", "_saved")
 
-    def __init__(self, guard: Guard, owner: object | None, glb: dict[str, Any], deadline_s: float):
+    def __init__(self, guard: Guard, owner: object | None, glb: dict[str, Any], deadline_s: float,
+                 headroom: int = 0):
         self._guard = guard
         self._owner = owner
         self._glb = glb
         self._deadline_s = deadline_s
+        self._headroom = headroom
         self._saved: object | None = None
 
     def __enter__(self) -> None:
@@ -98,6 +114,8 @@ class CallScope:
             context = self._glb.get(DECIMAL_KEY)
             if context is not None:
                 use_decimal(context)
+            if self._headroom:  # spec code starts with this many frames left, whatever path called it
+                sys.setrecursionlimit(_frames() + self._headroom)
             if self._deadline_s:
                 arm(self._deadline_s)
         except BaseException:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import gym_envs.cli as gcli
 from envgen.cli import cli
-from envgen.validate import oracle_reply
+from envgen.gate import oracle_reply
 from gym_envs.spec import load_spec
 from tests.cli.specs import lending_spec, write_spec
 

@@ -19,9 +19,9 @@ from envgen.blueprint import (
     parse_blueprint,
 )
 from envgen.blueprint.grounding import data_model_names, name_occurs
+from envgen.gate import validate_spec
 from envgen.proposers.template import derive_compiled
 from envgen.proposers.template.writer import write_blueprint
-from envgen.validate import validate_spec
 
 DOC = Document.create('''\
 """Bank accounts: deposits, withdrawals and transfers in cents."""

@@ -39,7 +39,7 @@ def _spec(env_id: str, words: str = "") -> EnvSpec:
 
 def _make_library(root: Path) -> Path:
     """A closed library with every part: specs, a gate report, a rejected candidate, attempts, statistics."""
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     with Library(root) as lib:
         lib.add(_spec("env-a"), model="m", run_id="r1")

@@ -16,6 +16,7 @@ import pytest
 from corpora import Document
 from envgen.backends.scripted import ScriptedBackend
 from envgen.completions import balanced_objects, extract_json_text, loads_lenient, parse_completion
+from envgen.gate import validate_spec
 from envgen.generate import GenerateConfig, run_generate
 from envgen.library import Library
 from envgen.prompts import (
@@ -28,7 +29,6 @@ from envgen.prompts import (
 )
 from envgen.proposers import make_proposer
 from envgen.proposers.llm import LLMProposer
-from envgen.validate import validate_spec
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 

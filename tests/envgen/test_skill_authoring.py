@@ -129,7 +129,7 @@ def test_the_compiler_supplies_every_requirement_a_skill_can_name(require: dict[
     """Whatever a skill's blueprint section asks for, the compiler adds when the model's blueprint lacks it, so
     a skill-routed proposal can meet its skill (delete, range, enum, capacity and final could not before)."""
     from envgen.blueprint.compiler import CompileOptions
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     spec = compile_blueprint(write_blueprint(DOC, 0).blueprint, DOC, seed=0,
                              options=CompileOptions(require=require)).spec

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from envgen.gate import validate_spec
 from envgen.skills.library import SkillLibrary, builtin_skills_dir
 from envgen.skills.skill import DISCLOSURE_LEVELS, Skill, load_skill, run_validator
-from envgen.validate import validate_spec
 from gym_envs.sandbox import StateDB, WorkerExecutor
 from gym_envs.spec import load_spec
 

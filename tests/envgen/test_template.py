@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from envgen.gate import validate_spec
 from envgen.proposers import make_proposer
 from envgen.proposers.template import TemplateError, TemplateProposer, derive_spec
-from envgen.validate import validate_spec
 from gym_envs.spec import TASK_KINDS, EnvSpec
 
 INVENTORY = textwrap.dedent('''

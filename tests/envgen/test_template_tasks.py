@@ -14,7 +14,7 @@ from envgen.blueprint import Blueprint, CompileOptions, compile_blueprint
 from envgen.blueprint.render.difficulty import PROFILES
 from envgen.blueprint.render.tasks import TaskMaker
 from envgen.blueprint.render.values import ValueMaker
-from envgen.validate import validate_spec
+from envgen.gate import validate_spec
 from gym_envs.env import ToolEnv
 from gym_envs.spec import parse_spec
 

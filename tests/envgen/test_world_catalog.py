@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envgen.validate import validate_spec
+from envgen.gate import validate_spec
 from envgen.world.catalog import (
     DOMAINS_DIR,
     PATTERN_ROLES,

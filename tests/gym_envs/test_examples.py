@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gym_envs  # noqa: F401  (registers envwright/ToolEnv-v0)
-from envgen.validate import oracle_reply, validate_spec
+from envgen.gate import oracle_reply, validate_spec
 from gym_envs.examples import (
     EXAMPLES_DIR,
     UnknownExample,

@@ -72,7 +72,7 @@ def test_good_names_and_schemas_parse_and_the_lists_are_one_set() -> None:
 
 
 def test_the_gate_reports_names_and_schemas_under_rule_8() -> None:
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     data = copy.deepcopy(SPEC)
     data["tools"][1]["parameters"]["properties"]["member_id"]["type"] = "strng"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from envgen.validate import oracle_reply
+from envgen.gate import oracle_reply
 from gym_envs.examples import load_all
 from gym_envs.turns import END_TURN_TOOL
 from training.trl_env import (

@@ -170,7 +170,7 @@ def split_documents_of(holdout_json: Path) -> tuple[list[Any], list[Any]]:
 
 
 def _gated(specs: list[Any], limit: int, executor: Any) -> list[Any]:
-    from envgen.validate import validate_spec
+    from envgen.gate import validate_spec
 
     kept: list[Any] = []
     for s in specs:

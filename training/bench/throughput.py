@@ -37,7 +37,7 @@ __all__ = ["ReplayGenerator", "command", "reference_plan", "throughput"]
 
 def reference_plan(spec: Any, task_id: str) -> list[str]:
     """The reference trajectory of a task as action texts, one per env step."""
-    from envgen.validate import oracle_reply
+    from envgen.gate import oracle_reply
     from gym_envs.parsing import format_tool_call
 
     out = []

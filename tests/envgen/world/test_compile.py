@@ -8,7 +8,7 @@ import re
 import pytest
 
 from envgen.errors import CompileError
-from envgen.validate import validate_spec
+from envgen.gate import validate_spec
 from envgen.world.compile import compile_world
 from envgen.world.sim import Simulator
 from tests.envgen.world.store_world import store_world

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envgen.validate import validate_spec
+from envgen.gate import validate_spec
 from envgen.world.compile import compile_world
 from tests.envgen.world.operator_world import operator_world
 from tests.envgen.world.store_world import store_world

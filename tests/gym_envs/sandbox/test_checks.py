@@ -127,7 +127,7 @@ def test_a_reply_listing_every_candidate_number_is_no_answer() -> None:
     assert reply_contains(listing.rsplit(",", 1)[0], "105")  # MAX_REPLY_NUMBERS numbers: still an answer
     assert reply_contains(listing + " Paris", "paris")  # a word is still found
     v = evaluate({"kind": "reply_contains", "any_of": ["105"]}, listing, [], [], sql=None, python=None,  # type: ignore[arg-type]
-                 digests=None, marks={})  # type: ignore[arg-type]
+                 digests=None, marks={}, columns=None)  # type: ignore[arg-type]
     assert not v["passed"] and "at most 20 numbers" in v["detail"]
 
 
@@ -144,3 +144,78 @@ def test_reply_numbers_do_not_depend_on_the_hosts_decimal_context() -> None:
         assert text_contains("the balance is -12345 now", "-12345")
         assert not text_contains("the balance is -12346 now", "-12345")
         assert not any(ctx.flags.values())
+
+
+def _crew(names: list[str]) -> Any:
+    """A spec whose ``crew`` table holds ``names`` (and a ``role`` column of two values)."""
+    from gym_envs.spec import parse_spec
+
+    rows = ", ".join(f"({i}, '{n}', '{'pilot' if i % 2 else 'cook'}')" for i, n in enumerate(names, 1))
+    return parse_spec({
+        "id": "crew", "title": "Crew", "state": {"schema_sql": "CREATE TABLE crew (id INTEGER PRIMARY KEY, "
+                                                               "name TEXT, role TEXT);",
+                                                "seed_sql": f"INSERT INTO crew VALUES {rows};"},
+        "tools": [{"name": "noop", "parameters": {"type": "object", "properties": {}}}],
+        "code": "def noop(db):\n    return None\n",
+        "tasks": [{"id": "t0", "kind": "read", "turns": [{"instruction": "Who?", "checks": [
+            {"kind": "reply_contains", "any_of": ["x"]}]}]}]})
+
+
+def _said(ex: Executor, names: list[str], reply: str, *answers: list[str]) -> list[Any]:
+    from gym_envs.sandbox.checks import with_turn_answers
+
+    s = ex.session(_crew(names))
+    checks = with_turn_answers([{"kind": "reply_contains", "any_of": a} for a in answers])
+    return s.check(checks, reply, [])
+
+
+NINE = ["Ada Byron", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth",
+        "Frances Allen", "John Backus", "Niklaus Wirth"]
+
+
+def test_a_reply_listing_the_candidate_names_is_no_answer(ex: Executor) -> None:
+    """A string answer counts only in a reply that answers: one that names the answer among too many other values
+    of its column (at most half of them, at most MAX_REPLY_NAMES in all) passes no check for it, on both
+    executors; a reply that names the answer alone, or with a few others, still passes."""
+    assert _said(ex, NINE, "It is Grace Hopper.", ["Grace Hopper"])[0].passed
+    assert _said(ex, NINE, "grace hopper, not Alan Turing or Ada Byron", ["Grace Hopper"])[0].passed
+    shotgun = _said(ex, NINE, "One of: " + ", ".join(NINE), ["Grace Hopper"])[0]
+    assert not shotgun.passed and "list of the candidates" in shotgun.detail and "crew.name" in shotgun.detail
+    four = ", ".join(NINE[:4])  # the answer and 3 of the 8 others: at the cap for 9 values (half of them)
+    assert _said(ex, NINE, four, ["Grace Hopper"])[0].passed
+    assert not _said(ex, NINE, four + ", Donald Knuth", ["Grace Hopper"])[0].passed
+    ten = [*NINE, "Radia Perlman"]  # 10 values: 5 named at most, the answer included
+    assert _said(ex, ten, ", ".join(ten[:5]), ["Grace Hopper"])[0].passed
+    assert not _said(ex, ten, ", ".join(ten[:6]), ["Grace Hopper"])[0].passed
+    # a small column: the answer and none of the others (naming both of two candidates is no answer)
+    assert not _said(ex, NINE[:2], "Ada Byron or Grace Hopper", ["Grace Hopper"])[0].passed
+    assert _said(ex, NINE[:2], "Grace Hopper", ["Grace Hopper"])[0].passed
+    # the enum-like column: "pilot or cook" names both of its values
+    assert not _said(ex, NINE, "a pilot or a cook", ["pilot"])[0].passed
+
+
+def test_the_turns_other_answers_are_no_candidates(ex: Executor) -> None:
+    """Every reply_contains string of the turn is wanted: a reply naming two asked-for names passes both checks,
+    and the value an answer is part of (``Ada Byron`` for ``Byron``) is no other candidate."""
+    both = _said(ex, NINE[:3], "Ada Byron and Alan Turing", ["Ada Byron"], ["Alan Turing"])
+    assert [r.passed for r in both] == [True, True]
+    assert _said(ex, NINE[:3], "Ada Byron", ["Byron"])[0].passed
+
+
+def test_a_check_is_capped_by_every_column_that_holds_one_of_its_strings(ex: Executor) -> None:
+    """The answer's column is found from any spelling of it: a shorter spelling (a surname, part of a phone
+    number) that no value equals is capped by the column whose values contain it, or by the column holding the
+    check's other spelling; a string no column holds (a computed answer) has no candidates."""
+    shotgun = "One of: " + ", ".join(NINE)
+    assert not _said(ex, NINE, shotgun, ["Hopper"])[0].passed  # no value equals it: the column containing it
+    assert not _said(ex, NINE, shotgun, ["Grace Hopper", "Hopper"])[0].passed
+    assert _said(ex, NINE, "Hopper", ["Grace Hopper", "Hopper"])[0].passed
+    assert _said(ex, NINE, "Status: overdue. " + ", ".join(NINE), ["overdue"])[0].passed
+
+
+@pytest.mark.parametrize("others, allowed", [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (6, 2), (7, 3), (8, 3),
+                                             (9, 4), (100, 4)])
+def test_allowed_other_names(others: int, allowed: int) -> None:
+    from gym_envs.sandbox.checks import MAX_REPLY_NAMES, allowed_other_names
+
+    assert allowed_other_names(others) == allowed and allowed < MAX_REPLY_NAMES

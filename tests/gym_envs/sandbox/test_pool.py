@@ -182,3 +182,24 @@ def test_open_many_survives_a_dead_worker() -> None:
         assert [s.call("get", {"item_id": 1}).result["qty"] for s in sessions] == [3, 3, 3]
     finally:
         ex.close()
+
+
+DEPTH = ("def probe(n):\n    try:\n        return probe(n + 1)\n    except Exception:\n        return n\n\n"
+         "START = probe(0)\n\n"
+         "def t(db, **kw):\n    return [probe(0), START]\n")
+
+
+def test_spec_code_cannot_tell_how_a_worker_was_asked_to_run_it(worker: WorkerExecutor) -> None:
+    """The recursion headroom spec code sees is the same for a single call and a call in a batch, and at module
+    level on a single or batched open: no path (the validity gate's or a trainer's) can be told from another
+    by probing the stack."""
+    spec = make_spec(DEPTH, "t")
+    one = worker.session(spec)
+    single = one.call("t", {})
+    batched = worker.call_many([(one, "t", {}), (one, "t", {})])
+    two = worker.session(spec, start=False)
+    worker.open_many([(two, 1)])
+    opened = two.call("t", {})
+    seen = {tuple(r.result) for r in (single, *batched, opened)}
+    assert single.ok and len(seen) == 1, seen
+    assert LIMITS.recursion_limit - 10 <= single.result[0] <= LIMITS.recursion_limit  # its own frames only

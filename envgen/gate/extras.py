@@ -1,0 +1,167 @@
+"""Writes elsewhere (validity rule 7): the extra-write and input-write mutants of a turn, as a mixin of the run.
+
+Role: the methods of :class:`~envgen.gate.adequacy.MutationRun` that play a turn's reference with a write it
+must not make. An **extra write** is the reference plus one more state-changing call on another row
+(:func:`~envgen.gate.mutants.extra_mutants`): at most :data:`MAX_EXTRA` per turn, out of
+:data:`MAX_EXTRA_TRIES` candidates, besides the calls of tools no reference makes, tried at every turn
+(:attr:`~envgen.gate.adequacy.MutationRun.uncapped`). An **input write** writes a table a ``sql`` or ``python``
+check reads and the reference does not write, instead of the turn's calls and after them
+(:mod:`envgen.gate.inputs`): at most :data:`MAX_INPUT` per turn out of :data:`MAX_INPUT_TRIES`. A candidate
+call that changes nothing is no mutant. The last turn's extra writes follow its reference in the reference's
+own episode (:meth:`WritesElsewhere._chain_extra`); with stateless code a turn's extra writes follow its
+reference calls from one checkpoint (:meth:`WritesElsewhere._extras_at_end`); the others are replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from envgen.gate.inputs import input_mutants, tool_writes
+from envgen.gate.mutants import Locator, Mutant, RefTurn, extra_mutants, short_call
+from envgen.gate.scoring import guards_all
+from gym_envs.env import ToolEnv
+from gym_envs.spec import EnvSpec, ToolCall, Turn
+
+__all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_dicts",
+           "call_key"]
+
+MAX_EXTRA = 2  #: extra-write mutants per turn
+MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
+MAX_INPUT = 6  #: input-write mutants per turn
+MAX_INPUT_TRIES = 12  #: input writes tried per turn (one that changes nothing is no mutant)
+
+
+def call_key(call: ToolCall) -> str:
+    """A call as text (its name and arguments): equal for the same call."""
+    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+
+
+def call_dicts(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+    """Calls as the env takes them (``{"name", "arguments"}``)."""
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
+
+
+class WritesElsewhere:
+    """The extra-write and input-write methods of :class:`~envgen.gate.adequacy.MutationRun` (module docstring)."""
+
+    # what these methods use of MutationRun, which sets it
+    env: ToolEnv
+    spec: EnvSpec
+    played: int
+    stateless: bool
+    uncapped: set[str]
+    input_calls: list[ToolCall]
+    _writes: dict[str, set[str]] | None
+
+    if TYPE_CHECKING:
+        def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
+                   state: dict[int, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]: ...
+        def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
+                     reply: str, digest: str | None = None) -> bool: ...
+        def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
+                   extra: bool = False) -> bool | None: ...
+        def _to_start(self, refs: list[RefTurn], ti: int) -> None: ...
+
+    def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
+        """After the reference's last turn, in its own episode: make candidate extra calls until one
+        changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
+        env = self.env
+        if guards_all(ref.turn):
+            return
+        for call in candidates:
+            if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
+                return
+            ref.extra_tried.add(call_key(call))
+            ref.extra_tries += 1
+            env.call_tools(call_dicts([call]))
+            result = env.turns[-1].calls[-1]
+            if not (result.ok and result.changes > 0):
+                continue  # no mutant: a failed call is undone, so the state is still the reference's
+            ref.extra_made += 1
+            m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
+                       [*ref.calls, call], [*range(len(ref.calls)), None])
+            checks = self._score(ref.turn, ref.reply)
+            ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+            return
+
+    def _extras(self, refs: list[RefTurn], ti: int, pool: list[ToolCall], locators: list[Locator | None]) -> None:
+        """The extra-write mutants of turn ``ti`` that the reference runs did not make already: from a
+        checkpoint after its reference calls (stateless code), else each replayed."""
+        ref = refs[ti]
+        if self.stateless and self._extras_at_end(refs, ti, pool):
+            return
+        for m in extra_mutants(self.spec, ref, pool):
+            key = call_key(m.calls[-1])
+            capped = key not in self.uncapped
+            if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
+                                                      or ref.extra_tries >= MAX_EXTRA_TRIES)):
+                continue
+            ref.extra_tried.add(key)
+            ref.extra_tries += capped
+            verdict = self._judge(refs, ti, m, locators, extra=True)
+            if verdict is None:
+                continue
+            ref.extra_made += capped
+            if verdict:
+                return
+
+    def _inputs(self, refs: list[RefTurn], ti: int, locators: list[Locator | None]) -> bool:
+        """The input-write mutants of turn ``ti`` (:mod:`envgen.gate.inputs`: writes to the tables its checks
+        read and its reference does not write); True if one survived. A write that changes nothing is no
+        mutant; a turn makes at most :data:`MAX_INPUT` of them out of :data:`MAX_INPUT_TRIES` tries."""
+        ref = refs[ti]
+        made = tries = 0
+        seen: set[str] = set()
+        for m in input_mutants(self.spec, ref, self._tool_writes(), self.input_calls):
+            if made >= MAX_INPUT or tries >= MAX_INPUT_TRIES:
+                break
+            if m.key() in seen:
+                continue
+            seen.add(m.key())
+            tries += 1
+            verdict = self._judge(refs, ti, m, locators, extra=True)
+            if verdict is None:
+                continue
+            made += 1
+            if verdict:
+                return True
+        return False
+
+    def _tool_writes(self) -> dict[str, set[str]]:
+        if self._writes is None:
+            self._writes = tool_writes(self.spec)
+        return self._writes
+
+    def _extras_at_end(self, refs: list[RefTurn], ti: int, pool: list[ToolCall]) -> bool:
+        """The extra-write mutants of turn ``ti`` made after its reference calls in one episode (stateless
+        code): a checkpoint after the reference calls, each candidate call, then back to the checkpoint.
+        False when no checkpoint could be made (the caller replays each one instead)."""
+        env, ref = self.env, refs[ti]
+        self._to_start(refs, ti)
+        if ref.calls:
+            env.call_tools(call_dicts(ref.calls))
+        cp = env.checkpoint()
+        if cp is None:
+            return False
+        for m in extra_mutants(self.spec, ref, pool):
+            if ref.stopped:
+                break
+            key = call_key(m.calls[-1])
+            capped = key not in self.uncapped
+            if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
+                                                      or ref.extra_tries >= MAX_EXTRA_TRIES)):
+                continue
+            ref.extra_tried.add(key)
+            ref.extra_tries += capped
+            env.call_tools(call_dicts(m.calls[-1:]))
+            made = env.turns[-1].calls[-1]
+            if made.ok and made.changes > 0:
+                ref.extra_made += capped
+                self.played += 1
+                checks = self._score(ref.turn, ref.reply)
+                ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+            if not env.restore(cp):
+                return True  # the checkpoint is gone (the episode was rebuilt): stop here
+        return True
