@@ -40,6 +40,8 @@ def _spec(first: str | None = None, extra_call: bool = False, second: str | None
         t0["instruction"] = first
     if extra_call:
         t0["reference"].append({"name": "paint", "arguments": {"code": "GDG-1002", "colour": "black"}})
+        t0["checks"].append({"kind": "sql", "query": "SELECT colour FROM gadgets WHERE code = 'GDG-1002'",
+                             "expect": [["black"]]})
     if second is not None:
         t1["instruction"] = second
     return parse_spec(d)
@@ -72,3 +74,12 @@ def test_the_speaker_is_never_it():
 def test_scan_counts_turns_that_refer_back_and_the_ambiguous_ones():
     refer, ambiguous, shown = scan([_spec(), _spec(extra_call=True)])
     assert (refer, ambiguous) == (2, 1) and shown and shown[0].startswith("antecedents:")
+
+
+def test_the_gate_rejects_an_ambiguous_antecedent_as_rule_10():
+    from envgen.gate import validate_spec
+
+    good = validate_spec(_spec(), executor="inprocess")
+    bad = validate_spec(_spec(extra_call=True), executor="inprocess")
+    assert not any(r.rule == 10 for r in good.reasons)
+    assert not bad.accepted and any(r.rule == 10 and r.code == "antecedent" for r in bad.reasons)
