@@ -41,6 +41,7 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
 CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls", "state")
 STREAMS = ("skill", "explore", "template", "manual")
+SETUP_KEYWORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE")  #: what a task's ``setup_sql`` statements may begin with
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
 
@@ -328,6 +329,19 @@ class Task(_Model):
     turns: list[Turn] = Field(min_length=1)
     policy: list[int] = Field(default_factory=list, description="spec_version 2: the policy rules (1-based "
                                                                 "numbers) this task tests.")
+    setup_sql: list[str] = Field(default_factory=list, description="spec_version 2: statements (INSERT, UPDATE, "
+                                 "DELETE or REPLACE, one each) run in order when an episode of this task starts, "
+                                 "after the env's seed: the task's own starting state.")
+
+    @field_validator("setup_sql")
+    @classmethod
+    def _writes_only(cls, v: list[str]) -> list[str]:
+        for i, stmt in enumerate(v):
+            head = re.sub(r"^\s*(--[^\n]*\n|/\*.*?\*/|\s)*", "", stmt, flags=re.S).split(None, 1)
+            if not head or head[0].upper() not in SETUP_KEYWORDS:
+                raise ValueError(f"statement {i}: a setup statement is one INSERT, UPDATE, DELETE or REPLACE, got "
+                                 f"{stmt[:40]!r}")
+        return v
 
     def reference_actions(self) -> int:
         """The actions the reference takes: one per reference call and a reply ending each turn (the fewest
@@ -392,6 +406,8 @@ class EnvSpec(_Model):
             used.append("'policy'")
         if any(t.policy for t in self.tasks):
             used.append("a task's 'policy'")
+        if any(t.setup_sql for t in self.tasks):
+            used.append("a task's 'setup_sql'")
         if any(isinstance(c, StateCheck) for t in self.tasks for u in t.turns for c in u.checks):
             used.append("'state' checks")
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []

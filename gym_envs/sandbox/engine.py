@@ -18,7 +18,8 @@ decimal context (never the host thread's), and in a worker the soft deadline is 
 worker) all enter it through that one context manager; each episode keeps its own for its calls. Spec code's
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
-the state always equals the replay of the episode's logged calls.
+the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class _Episode:
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
     base_changes: int = -1  #: the connection's total_changes when the episode began on the template
     cache: tuple[int, dict[str, str]] | None = None  #: total_changes when the digests were last computed, and them
+    setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
 
 
 
@@ -228,12 +230,29 @@ class Engine:
                 self._pool_put(old.program, old.state)
             state = self._pool_get(prog)
         try:
-            self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
+            ep = self._new_episode(prog, state, int(req.get("seed") or 0))
         except BaseException:
             disarm()
             self._pool_put(prog, state)
             raise
+        ep.setup = tuple(req.get("setup") or ())
+        failure = self._apply_setup(ep)
+        if failure is not None:
+            self._pool_put(prog, state)
+            return error_response(ErrorKind.SCHEMA_ERROR, failure, self._cap)
+        self.episodes[ep_id] = ep
         return {"ok": True}
+
+    @staticmethod
+    def _apply_setup(ep: _Episode) -> str | None:
+        """Run the episode's setup statements (its task's ``setup_sql``) in ``rw`` mode, as the seed runs;
+        why one failed, or None."""
+        for i, stmt in enumerate(ep.setup):
+            try:
+                ep.state.run(stmt, (), mode="rw", fetch=False)
+            except StateError as e:
+                return f"task setup statement {i + 1} ({str(stmt)[:60]!r}...): {e}"
+        return None
 
     def _op_close(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self.episodes.pop(req["ep"], None)
@@ -418,7 +437,7 @@ class Engine:
                               f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
-        """Bring an episode back to "template + its logged calls".
+        """Bring an episode back to "template + its setup statements + its logged calls".
 
         Used when a call failed after writing (its writes must not stay: roll back to the episode start)
         and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
@@ -435,6 +454,9 @@ class Engine:
                 state.reset_episode()
             fresh = self._new_episode(ep.program, state, ep.seed)
             ep.tools, ep.db, ep.token, ep.glb, ep.scope = fresh.tools, fresh.db, fresh.token, fresh.glb, fresh.scope
+            failure = self._apply_setup(ep)
+            if failure is not None:
+                raise StateError(failure)
             ep.ro_db = ep.ro_token = None
             for name, args in ep.log:
                 state.savepoint()
