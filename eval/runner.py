@@ -31,7 +31,9 @@ Contract:
   reference is run once per task and recorded as ``reference`` (if the task has no reference
   row yet), and :meth:`~envgen.library.Library.suspicious_tasks` is reported.
 - **Checker agreement** (:func:`checker_agreement`): the reference trajectory must pass every
-  task and the empty one must fail every task whose reference changes state (for BFCL: acts).
+  task and the empty one must fail every task whose reference changes state (for BFCL: acts). A suite
+  converted from a benchmark adds its agreement with the benchmark's own evaluator
+  (:meth:`~eval.suites.Suite.benchmark_agreement`, τ²) under ``agreement["benchmark"]``.
 """
 
 from __future__ import annotations
@@ -330,7 +332,7 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
     workers = max(1, min(config.concurrency, os.cpu_count() or 1))
     suite = make_suite(spec, split=config.split, executor=config.executor, workers=workers,
                        limit=config.limit)
-    info: dict[str, Any] = {"spec": spec, "name": suite.name}
+    info: dict[str, Any] = {"spec": spec, "name": suite.name, **suite.info()}
     skipped: dict[str, str] = getattr(suite, "skipped", {})
     if skipped:
         info["skipped"] = skipped
@@ -359,6 +361,10 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
                 f"{len(info['library']['suspicious'])} suspicious tasks")
         if config.agreement:
             info["agreement"] = checker_agreement(suite, limit=config.limit, **kw)
+            bench = suite.benchmark_agreement(limit=config.limit, seed=config.seed)
+            if bench is not None:
+                info["agreement"]["benchmark"] = bench
+                info["notes"] = [*info.get("notes", []), *bench.get("notes", [])]
     finally:
         suite.close()
     return records, info

@@ -390,9 +390,9 @@ class EnvSpec(_Model):
                         problems.append(f"{where}.reference[{ci}].name: unknown tool {call.name!r}")
                 for ki, check in enumerate(turn.checks):
                     if isinstance(check, CallsCheck):
-                        bad = [n for n in [*check.require, *check.forbid] if n not in known]
-                        if bad:
-                            problems.append(f"{where}.checks[{ki}]: unknown tool names {bad}")
+                        unknown = [n for n in [*check.require, *check.forbid] if n not in known]
+                        if unknown:
+                            problems.append(f"{where}.checks[{ki}]: unknown tool names {unknown}")
         if problems:
             raise ValueError("; ".join(problems))
         return self

