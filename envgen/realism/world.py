@@ -188,6 +188,7 @@ def _run_references(spec: EnvSpec, ex: Executor) -> tuple[list[list[list[Call]]]
                 for task in spec.tasks], f"the code does not load: {e}"
     try:
         for task in spec.tasks:
+            session.setup = tuple(task.setup_sql)  # the task's own starting state
             session.open(0)
             turns = []
             for turn in task.turns:

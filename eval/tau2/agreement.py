@@ -33,7 +33,8 @@ from typing import Any
 
 from envgen.gate import oracle_reply
 from eval.tau2 import _backend
-from eval.tau2.convert import Conversion, Tau2Task, convert, converted
+from eval.tau2.convert import Conversion, Tau2Task, converted
+from eval.tau2.telecom import status_text, telecom_status
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox import Executor, InProcessExecutor
 from gym_envs.seeding import stable_seed
@@ -275,10 +276,13 @@ def agreement_report(domains: Sequence[str] = ("retail", "airline"), *, task_ids
     per: dict[str, Any] = {}
     everything: list[AgreementCase] = []
     for name in domains:
+        if name == "telecom":
+            per[name] = {"status": status_text(), **telecom_status()}
+            continue
         if task_ids and name in task_ids:
-            conv = convert(name, task_ids=task_ids[name])
+            conv = converted(name, tuple(str(t) for t in task_ids[name]))
         elif limit is not None:
-            conv = convert(name, limit=limit)
+            conv = converted(name, tuple(str(t.id) for t in _backend.tasks(name))[:limit])
         else:
             conv = converted(name)
         report = domain_report(conv, seed=seed, drops=drops, argument_changes=argument_changes, executor=executor)

@@ -196,7 +196,8 @@ def convert(name: str, *, task_ids: Sequence[str] | None = None, limit: int | No
                       {t.tau2_id: t.id for t in side.values()})
 
 
-@functools.cache
-def converted(name: str) -> Conversion:
-    """:func:`convert` of every task of ``name``, made once per process."""
-    return convert(name)
+@functools.lru_cache(maxsize=8)
+def converted(name: str, task_ids: tuple[str, ...] | None = None) -> Conversion:
+    """:func:`convert` of the tasks ``task_ids`` of ``name`` (default: all), made once per process (the
+    conversion is read, never changed, by its users)."""
+    return convert(name) if task_ids is None else convert(name, task_ids=task_ids)

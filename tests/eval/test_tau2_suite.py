@@ -48,3 +48,11 @@ def test_the_heldout_split_is_taus_test_split() -> None:
 def test_an_unknown_domain_is_refused_with_the_close_match() -> None:
     with pytest.raises(ValueError, match="did you mean 'airline'"):
         Tau2Suite("airlines")
+
+
+def test_telecom_is_refused_with_the_reason_measured_from_taus_data() -> None:
+    with pytest.raises(ValueError, match="not converted") as info:
+        make_suite("tau2:telecom")
+    tasks = _backend.tasks("telecom")
+    user = sum(a.requestor == "user" for t in tasks for a in t.evaluation_criteria.actions or [])
+    assert f"all {len(tasks)} tasks" in str(info.value) and f"{user} of the" in str(info.value)
