@@ -8,11 +8,12 @@ for every turn after the first whose instruction holds such a word, the records 
 * the records the same instruction names by a key before the word (a value of a table's unique text
   column: ``ORD-20417``), when it names any: the nearest antecedent;
 * else the records the previous turn's instruction names by a key, and the records the previous turn's
-  reference changed (rows inserted, updated or deleted, found by running the reference), each counted once.
+  reference changed (rows inserted, updated or deleted, found by running the reference) in tables whose
+  records have a key (a log row a tool writes on the side is nothing a person calls "it"), each counted once.
 
 "It" never means a person: records of a table whose unique column holds email addresses are not counted.
 
-More than one is an ambiguous antecedent when the turn's reference acts or its checks ask for an answer (a turn
+Two or more of one kind (two accounts, two orders: records of one table) is an ambiguous antecedent when the turn's reference acts or its checks ask for an answer (a turn
 that only refuses depends on no record): the spec is rejected with a reason naming the turn, the word and
 the candidates. :func:`scan` counts the ambiguous turns of any set of specs (``envwright stats``).
 
@@ -154,7 +155,8 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
                         problem = _ambiguity(turn, match, keys, previous, people, _changed(before, after))
                         if problem:
                             problems.append(f"task {task.id!r} turn {i + 1}: {problem}")
-                    previous = _named(turn.instruction, _dump_keys(after, columns)) | _changed(before, after)
+                    changed = {r for r in _changed(before, after) if columns.get(r[0])}
+                    previous = _named(turn.instruction, _dump_keys(after, columns)) | changed
             finally:
                 session.close()
     finally:
@@ -188,13 +190,17 @@ def _ambiguity(turn: Any, match: re.Match[str], keys: dict[str, tuple[str, Any]]
                 acted.add(keys[v.lower()][0])
             elif isinstance(v, int) and name.endswith("_id"):  # a row id: the table its name names
                 acted |= {t for t in tables if t.startswith(name[:-3].split("_")[-1])}
-    if acted and {r[0] for r in could} & acted:
+    if acted:  # the word means a record of a kind the turn acts on: records of other kinds are no rivals
         could = {r for r in could if r[0] in acted}
-    if len(could) <= 1:
-        return None
-    shown = sorted(f"{t}#{k}" for t, k in could)[:4]
-    return (f"{match.group(0)!r} could mean any of {len(could)} records ({', '.join(shown)}): the turn named, or the "
-            "turn before named or changed, more than one; name the record instead")
+    by_table: dict[str, list[Any]] = {}
+    for t, k in could:
+        by_table.setdefault(t, []).append(k)
+    rivals = next(((t, sorted(ks, key=str)) for t, ks in sorted(by_table.items()) if len(ks) > 1), None)
+    if rivals is None:
+        return None  # one record of each kind: "its best seller" after a store and its report is the pair's
+    shown = [f"{rivals[0]}#{k}" for k in rivals[1][:4]]
+    return (f"{match.group(0)!r} could mean any of {len(rivals[1])} records of {rivals[0]} ({', '.join(shown)}): the "
+            "turn named, or the turn before named or changed, more than one; name the record instead")
 
 
 def scan(specs: Iterable[EnvSpec]) -> tuple[int, int, list[str]]:
