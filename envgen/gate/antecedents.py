@@ -35,9 +35,10 @@ from gym_envs.spec import EnvSpec
 __all__ = ["PRONOUN", "antecedent_problems", "scan", "without_ambiguous_tasks"]
 
 PRONOUN = re.compile(r"\b(it|its|it's|the same one|the same|that one)\b", re.IGNORECASE)
-#: an ordinal that picks the record before the word refers back ("undo that for the second one: put its ... back")
-_ORDINAL = re.compile(r"\b(the|that) (first|second|third|fourth|last|other|former|latter)( one)?\b",
-                      re.IGNORECASE)
+#: an ordinal or a description that picks the record before the word refers back ("undo that for the second one:
+#: put its ... back", "the one you took it from")
+_ORDINAL = re.compile(r"\b(the|that) (first|second|third|fourth|last|other|former|latter)( one)?\b"
+                      r"|\bthe one (you|that|which|whose|with)\b", re.IGNORECASE)
 #: "it" that stands for a value asked about, not a record ("which has the lowest limit, and what is it?")
 _VALUE_IT = re.compile(r"\b(what|how much|how many|which)( \w+)? (is|was) it\b|\bwhat it (is|was)\b", re.IGNORECASE)
 _MIN_KEY = 4  # shorter key values (a "1", "ok") are too common to be a mention
