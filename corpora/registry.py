@@ -17,8 +17,10 @@ Contract:
   dataclass; register it with ``@register_loader(name, config=Cls)`` (or ``@register_loader(name)``,
   and ``fn`` gets a :class:`LoaderOptions`). The built-in loaders are entry points listed in one
   module, :mod:`corpora.builtin` (data only); their modules are imported when first used.
-* :func:`build_config` turns ``(source, **options)`` into the loader's config and refuses unknown
-  options with a close-match suggestion.
+* :func:`build_config` turns keyword options into a typed config and refuses unknown options with a
+  close-match suggestion: a loader's config (with the spec's source), and the options class of every
+  other registered component (a proposer, a model backend, an evaluation suite), so no package lets a
+  misspelt option pass in silence.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from corpora.builtin import BUILTIN_LOADERS
 from corpora.document import Document
-from corpora.errors import CorpusError, RegistryError, UnknownNameError, did_you_mean
+from corpora.errors import CorpusError, OptionError, RegistryError, UnknownNameError, did_you_mean
 
 __all__ = [
     "LOADERS",
@@ -45,6 +47,7 @@ __all__ = [
     "entry_point",
     "get_loader",
     "loader_names",
+    "option_names",
     "register_loader",
 ]
 
@@ -279,42 +282,69 @@ def _required(config_type: type, name: str) -> bool:
 _SCALARS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
-def _check_type(entry: LoaderEntry, key: str, value: Any) -> None:
+def _check_type(config_type: type, owner: str, key: str, value: Any) -> None:
     """Refuse a value of the wrong kind for an option whose default is a bool, int, float or string
     (``None`` passes where the field's annotation allows it), naming the option and what it takes."""
-    f = next(f for f in dataclasses.fields(entry.config_type) if f.name == key)
+    f = next(f for f in dataclasses.fields(config_type) if f.name == key)
     default = f.default
     kind = type(default)
     if default is dataclasses.MISSING or default is None or kind not in _SCALARS:
         return
-    if value is None and "None" in str(f.type):
+    annotated = {part.strip() for part in str(getattr(f.type, "__name__", f.type)).split("|")}
+    if annotated - {"None"} != {kind.__name__}:  # an option that takes other kinds too (``Any``, a union)
+        return
+    if value is None and "None" in annotated:
         return
     ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         ok = True
     if not ok:
-        raise CorpusError(f"option {key!r} of corpus loader {entry.name!r} must be {_SCALARS[kind]}, "
-                          f"got {value!r} (e.g. {key}={default!r})")
+        raise OptionError(f"option {key!r} of {owner} must be {_SCALARS[kind]}, got {value!r} "
+                          f"(e.g. {key}={default!r})")
 
 
-def build_config(entry: LoaderEntry, source: str | None, options: Mapping[str, Any]) -> Any:
-    """Build ``entry``'s config from the spec's ``source`` and keyword ``options``.
+def option_names(config_type: type) -> list[str]:
+    """The options an options dataclass accepts (its init fields), in declaration order."""
+    return [f.name for f in dataclasses.fields(config_type) if f.init]
+
+
+def build_config(config: LoaderEntry | type[T], source: str | None = None,
+                 options: Mapping[str, Any] | None = None, *, owner: str | None = None) -> Any:
+    """Build a typed config from keyword ``options``, refusing unknown ones with a close-match suggestion.
+
+    ``config`` is a corpus loader's entry (its config gets the spec's ``source`` too) or any options
+    dataclass: the options class of a proposer, a model backend, an evaluation suite. ``owner`` names
+    what the options are for in messages (``"backend 'scripted'"``; a loader names itself).
 
     Raises:
-        UnknownNameError: an option is not a field of the config (with a suggestion).
-        CorpusError: the loader needs a source and none was given, an option's value is not of the
-            kind its default is (a bool, an integer, a number, a string), or the config rejected a value.
+        UnknownNameError: an option is not a field of the config (with a suggestion and the accepted ones).
+        OptionError: an option's value is not of the kind its default is (a bool, an integer, a number,
+            a string).
+        CorpusError: a loader needs a source and none was given, or its config rejected a value.
     """
-    if entry.config_type is LoaderOptions:
-        return LoaderOptions(source=source, options=dict(options))
-    allowed = entry.options()
+    options = dict(options or {})
+    if isinstance(config, LoaderEntry):
+        return _loader_config(config, source, options)
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise TypeError(f"build_config takes a loader entry or an options dataclass, not {config!r}")
+    what = owner or config.__name__
+    _check_options(config, what, options)
+    return config(**options)
+
+
+def _check_options(config_type: type, owner: str, options: Mapping[str, Any]) -> None:
+    allowed = option_names(config_type)
     for key, value in options.items():
         if key not in allowed:
-            raise UnknownNameError(
-                f"unknown option {key!r} for corpus loader {entry.name!r}{did_you_mean(key, allowed)} "
-                f"(accepted: {', '.join(allowed)})"
-            )
-        _check_type(entry, key, value)
+            raise UnknownNameError(f"unknown option {key!r} for {owner}{did_you_mean(key, allowed)} "
+                                   f"(accepted: {', '.join(allowed) or 'none'})")
+        _check_type(config_type, owner, key, value)
+
+
+def _loader_config(entry: LoaderEntry, source: str | None, options: dict[str, Any]) -> Any:
+    if entry.config_type is LoaderOptions:
+        return LoaderOptions(source=source, options=dict(options))
+    _check_options(entry.config_type, f"corpus loader {entry.name!r}", options)
     kwargs = dict(options)
     source_field: str | None = entry.config_type.source_field  # type: ignore[attr-defined]
     if source is not None:

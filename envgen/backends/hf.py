@@ -30,14 +30,16 @@ Contract (beyond :mod:`envgen.backends.base`):
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 
-__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "first_rejected", "grammar_processor",
-           "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
+           "first_rejected", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -184,16 +186,34 @@ class StepBar:
         self.bar.close()
 
 
+@dataclass(kw_only=True)
+class TransformersOptions:
+    """Options of the ``transformers`` backend."""
+
+    gguf_file: str | None = None  #: a GGUF file in ``model``'s folder (a ``model`` path ending in .gguf sets it)
+    device: str = "auto"  #: ``auto`` (CUDA when visible), ``cpu``, ``cuda``, ``cuda:1``, ...
+    dtype: Any = "auto"  #: ``auto`` (bf16 on CUDA, fp32 elsewhere), ``bf16``, ``fp16``, ``fp32`` or a torch dtype
+    tokenizer: str | None = None  #: the tokenizer's id or path (default: the model's)
+    batch_size: int | None = None  #: rows per ``generate`` call (None: the whole batch)
+    chat_template: str | None = None  #: a Jinja chat template replacing the tokenizer's
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  #: e.g. ``{"enable_thinking": False}``
+    skip_special_tokens: bool = False  #: drop special tokens (``<tool_call>``, ...) from the decoded text
+    trust_remote_code: bool = False  #: let ``from_pretrained`` run the model repository's code
+    model_kwargs: dict[str, Any] = field(default_factory=dict)  #: more ``from_pretrained`` keyword arguments
+
+
 class TransformersBackend(Backend):
-    """A local causal LM through ``transformers``."""
+    """A local causal LM through ``transformers``; ``options`` are :class:`TransformersOptions`' fields."""
 
     name = "transformers"
+    Options = TransformersOptions
 
-    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, device: str = "auto",
-                 dtype: Any = "auto", tokenizer: str | None = None, batch_size: int | None = None,
-                 chat_template: str | None = None, chat_template_kwargs: dict[str, Any] | None = None,
-                 skip_special_tokens: bool = False, trust_remote_code: bool = False,
-                 model_kwargs: dict[str, Any] | None = None, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: TransformersOptions = build_config(TransformersOptions, options=options, owner="backend 'transformers'")
+        gguf_file, device, dtype, tokenizer = opts.gguf_file, opts.device, opts.dtype, opts.tokenizer
+        batch_size, chat_template, chat_template_kwargs = opts.batch_size, opts.chat_template, opts.chat_template_kwargs
+        skip_special_tokens, trust_remote_code, model_kwargs = (opts.skip_special_tokens, opts.trust_remote_code,
+                                                                opts.model_kwargs)
         if not model:
             raise BackendError("the transformers backend needs a model name or path (--model)")
         try:
