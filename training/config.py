@@ -50,6 +50,7 @@ from pydantic_core import PydanticCustomError
 
 from envgen.skills.controller import ControllerConfig
 from envgen.skills.round import RoundConfig
+from gym_envs.engine import OBSERVATION_CHARS
 from gym_envs.errors import did_you_mean
 from training.errors import ConfigError
 
@@ -170,7 +171,7 @@ class RolloutConfig:
     reward_mode: Literal["episode", "turns", "checks", "progress"] = "episode"
     executor: Literal["worker", "inprocess"] = "worker"  #: sandbox of tool code (``inprocess``: trusted specs)
     pass_tools: Bool = False  #: also pass ``tools=`` to the chat template (the system prompt lists them anyway)
-    max_observation_chars: Int = 4000  #: tool results are cut to this length
+    max_observation_chars: Int = OBSERVATION_CHARS  #: tool results are cut to this length (as in evaluation)
     temperature: Float = 1.0
     top_p: Float = 1.0
     parse_error_penalty: Float = 0.0  #: subtracted from the reward once per unparsable tool call

@@ -432,7 +432,7 @@ class _Timer:
 
 
 class PolicyBackend(Backend):
-    """envgen's backend contract over a :class:`Generator` and a :class:`~training.chat.ChatFormat`.
+    """envgen's backend contract over a :class:`Generator` and a :class:`~gym_envs.messages.ChatFormat`.
 
     Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
     trainer can match proposals to what was sampled; :meth:`take_records` empties the list. A

@@ -30,12 +30,13 @@ Contract (beyond :mod:`envgen.backends.base`):
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corpora.registry import build_config
-from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 
 __all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
@@ -207,6 +208,7 @@ class TransformersBackend(Backend):
 
     name = "transformers"
     Options = TransformersOptions
+    token_level = True
 
     def __init__(self, model: str | None = None, **options: Any):
         opts: TransformersOptions = build_config(TransformersOptions, options=options, owner="backend 'transformers'")
@@ -380,7 +382,19 @@ class TransformersBackend(Backend):
         if stopped:
             finish = "stop"
         return Completion(text=text, prompt_tokens=len(prompt_ids), completion_tokens=used,
-                          finish_reason=finish)
+                          finish_reason=finish, token_ids=list(toks[:used]))
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """Continue token contexts as they are (no chat template), in chunks of ``batch_size``."""
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        rows = [list(c) for c in contexts]
+        size = self.batch_size or max(1, len(rows))
+        out: list[Completion] = []
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, top_p=top_p, seed=seed + chunk, stop=None)
+        return out
 
     def close(self) -> None:
         self.lm = None

@@ -9,7 +9,9 @@ Contract (beyond :mod:`envgen.backends.base`):
 
 * ``base_url`` defaults to ``$OPENAI_BASE_URL`` or ``http://localhost:8000/v1``,
   ``api_key`` to ``$OPENAI_API_KEY`` or ``"EMPTY"``;
-* a string prompt is sent as one user message;
+* a string prompt is sent as one user message; a chat is made valid for the API first
+  (:func:`gym_envs.messages.openai_messages`: a ``tool`` message must answer a call id of the assistant
+  message before it, any other tool output becomes a user message);
 * a batch is sent as concurrent requests (a thread pool of ``max_workers``),
   one per prompt, each with ``n`` and its own seed
   (:func:`~gym_envs.seeding.stable_seed`);
@@ -38,6 +40,7 @@ from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text
 from envgen.errors import BackendError
 from gym_envs.errors import exception_text
+from gym_envs.messages import openai_messages
 from gym_envs.seeding import stable_seed
 
 __all__ = ["OpenAIBackend", "OpenAIOptions"]
@@ -104,7 +107,7 @@ class OpenAIBackend(Backend):
     def _body(self, prompt: Prompt, *, max_new_tokens: int, temperature: float, top_p: float, seed: int,
               n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
               schema: dict[str, Any] | None = None) -> dict[str, Any]:
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else openai_messages(prompt)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens,
                                 "temperature": temperature, "top_p": top_p, "n": n, "seed": seed}
         if stop:

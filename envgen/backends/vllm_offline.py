@@ -6,7 +6,8 @@ and raises :class:`~envgen.errors.BackendNotInstalledError` with the
 install command when it is missing.
 
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
-given), strings through ``LLM.generate``; each prompt gets its own
+given), strings through ``LLM.generate``, token contexts (:meth:`VLLMBackend.generate_tokens`) through
+``LLM.generate`` with ``prompt_token_ids``; each prompt gets its own
 ``SamplingParams`` seeded with :func:`~gym_envs.seeding.stable_seed`, so a
 prompt's completions do not depend on what else is in the batch. Under a
 ``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
@@ -17,11 +18,12 @@ with whitespace disabled as for the other backends.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from corpora.registry import build_config
-from envgen.backends.base import Backend, Completion, Prompt
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
@@ -56,6 +58,7 @@ class VLLMBackend(Backend):
 
     name = "vllm"
     Options = VLLMOptions
+    token_level = True
 
     def __init__(self, model: str | None = None, **options: Any):
         opts: VLLMOptions = build_config(VLLMOptions, options=options, owner="backend 'vllm'")
@@ -73,6 +76,25 @@ class VLLMBackend(Backend):
                 kwargs["max_model_len"] = opts.max_model_len
             llm = self._vllm.LLM(**kwargs, **(opts.engine_kwargs or {}))
         self.llm = llm
+
+    @property
+    def tokenizer(self) -> Any:  # type: ignore[override]
+        return self.llm.get_tokenizer() if self.llm is not None else None
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """Continue token contexts as they are (``prompt_token_ids``), one ``SamplingParams`` per context."""
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                               n=1, stop=None) for i in range(len(contexts))]
+        outs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
+        completions = []
+        for ctx, req in zip(contexts, outs, strict=True):
+            o = req.outputs[0]
+            completions.append(Completion(text=o.text, prompt_tokens=len(ctx), completion_tokens=len(o.token_ids),
+                                          finish_reason="length" if o.finish_reason == "length" else "stop",
+                                          token_ids=list(o.token_ids)))
+        return completions
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.get_tokenizer().encode(text, add_special_tokens=False))

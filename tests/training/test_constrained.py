@@ -36,7 +36,7 @@ def test_hf_generator_decodes_under_a_schema_row_by_row(tiny_dir: Any, tokenizer
 
 
 def test_policy_backend_passes_schemas_and_records_tokens(tiny_dir: Any, tokenizer: Any) -> None:
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.generation import PolicyBackend
 
     backend = PolicyBackend(_generator(tiny_dir, tokenizer), ChatFormat(tokenizer))

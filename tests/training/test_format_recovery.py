@@ -258,7 +258,7 @@ def test_smollm2_free_proposals_are_recovered_under_the_grammar_on_cpu() -> None
 
     from corpora import load_corpus
     from envgen.proposers.llm import LLMProposer
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.format_recovery import recovery_samples
     from training.generation import PolicyBackend
 

@@ -101,7 +101,9 @@ class Broken(Generator):
 
 def test_failures_are_data(spec: Any, chat: Any, tokenizer: Any) -> None:
     ep, = rollout([TaskRef(spec, "t0")], Broken(), chat, RolloutConfig(executor="inprocess"))
-    assert ep.status == "generation_error" and ep.failed and ep.error == "CUDA out of memory" and ep.reward == 0.0
+    assert ep.status == "generation_error" and ep.failed
+    assert ep.error == "no completion from the model: CUDA out of memory"
+    assert ep.stage == "backend" and ep.reward == 0.0
     bad = spec.model_copy(deep=True)
     bad.state.schema_sql = "CREATE TABLE broken ("
     ep, = rollout([TaskRef(bad, "t0")], ScriptedGenerator(tokenizer, solver_plan()), chat,

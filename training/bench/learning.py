@@ -108,7 +108,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     bf16 weights (no fp32 master copy) drop small updates; a 4-epoch bf16 SFT on 175 generated tasks
     ended in a NaN loss. For a 135M model fp32 costs little.
     """
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.config import config_from_dict
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update

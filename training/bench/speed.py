@@ -74,7 +74,7 @@ def _episode_prompts(rows: int) -> tuple[Any, list[list[int]]]:
     from transformers import AutoTokenizer
 
     from gym_envs.examples import load_all
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.rollout import TaskRef
 
     with tempfile.TemporaryDirectory() as tmp:

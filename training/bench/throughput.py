@@ -102,7 +102,7 @@ def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: in
     import torch
     from transformers import AutoTokenizer, TrainerCallback
 
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.config import config_from_dict
     from training.generation import HFGenerator
     from training.metrics import read_metrics
