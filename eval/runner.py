@@ -292,7 +292,7 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         claim_run_folder(config.out, overwrite=config.overwrite)  # before anything runs
     own_policy = policy is None
     if policy is None:
-        seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # the run's seed, if it takes one
+        seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where the policy takes one
         policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records: list[dict[str, Any]] = []

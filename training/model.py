@@ -21,7 +21,7 @@ from envgen.errors import install_hint
 from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
-from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
+from training.generation import Generator, TransformersGenerator, VLLMGenerator, vllm_available
 from training.loss import UpdateConfig, make_optimizer, update_config
 from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name, to_grpo_config
 
@@ -145,7 +145,7 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
     g = cfg.generation
     engine = g.engine
     if engine == "auto":
-        engine = "vllm" if vllm_available() and resolve_device(cfg).startswith("cuda") else "hf"
+        engine = "vllm" if vllm_available() and resolve_device(cfg).startswith("cuda") else "transformers"
     eos = eos_ids_of(model, tokenizer)
     if engine == "vllm":
         if accelerator is None:
@@ -155,9 +155,9 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
         return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer, mode=g.vllm_mode,
                              gpu_memory_utilization=g.vllm_gpu_memory_utilization,
                              server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
-    return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
-                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
-                       autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)
+    return TransformersGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
+                                 sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
+                                 autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)
 
 
 @dataclass

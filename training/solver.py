@@ -35,7 +35,7 @@ from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, load_spec
 from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
-from training.generation import Generator, HFGenerator, VLLMGenerator
+from training.generation import Generator, TransformersGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
@@ -144,9 +144,9 @@ def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id
                                            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs)
 
     g = cfg.generation
-    return HFGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
-                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile, unwrap=unwrap,
-                       autocast_bf16=generation_autocast(cfg))
+    return TransformersGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
+                                 sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
+                                 unwrap=unwrap, autocast_bf16=generation_autocast(cfg))
 
 
 def process_sync(accelerator: Any) -> Callable[[bool], bool] | None:

@@ -148,7 +148,7 @@ def test_transformers_n_strings_tools_and_chunks(tiny_qwen3_dir, tiny_backend):
 
 
 def test_transformers_from_objects_wraps_a_loaded_model(tiny_backend):
-    from envgen.backends.hf import TransformersBackend
+    from envgen.backends.transformers_local import TransformersBackend
 
     wrapped = TransformersBackend.from_objects(tiny_backend.lm, tiny_backend.tokenizer, name="tiny")
     assert wrapped.model_id == "tiny"

@@ -17,7 +17,8 @@ from gym_envs.spec import as_spec
 from tests.fixtures.library_spec import SPEC
 
 PLAN = [format_tool_call("find_book", {"title": "Dune"}),
-        format_tool_call("borrow_book", {"member_id": 7, "book_id": 3}), "Done.", format_tool_call("list_loans", {"member_id": 7}), "Member 7 has 2 books out."]
+        format_tool_call("borrow_book", {"member_id": 7, "book_id": 3}), "Done.",
+        format_tool_call("list_loans", {"member_id": 7}), "Member 7 has 2 books out."]
 
 
 def _episode(spec: Any = None, **kw: Any) -> Episode:

@@ -14,10 +14,11 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0
 def _generator(tiny_dir: Any, tokenizer: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
-    from training.generation import HFGenerator
+    from training.generation import TransformersGenerator
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    return HFGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, tokenizer=tokenizer)
+    return TransformersGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id,
+                                 tokenizer=tokenizer)
 
 
 def test_hf_generator_decodes_under_a_schema_row_by_row(tiny_dir: Any, tokenizer: Any) -> None:

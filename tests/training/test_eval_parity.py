@@ -15,7 +15,7 @@ from gym_envs.episode import Episode, TaskRef
 from gym_envs.seeding import stable_seed
 from tests.training.conftest import solver_plan
 from training.config import RolloutConfig
-from training.generation import HFGenerator, ScriptedGenerator
+from training.generation import ScriptedGenerator, TransformersGenerator
 from training.rollout import rollout
 
 
@@ -75,12 +75,12 @@ def test_a_model_samples_from_the_same_tokens_in_training_and_in_evaluation(tiny
     drives the backend through the episode's tokens, so both sample the same action from the same context."""
     from transformers import AutoModelForCausalLM
 
-    from envgen.backends.hf import TransformersBackend
+    from envgen.backends.transformers_local import TransformersBackend
     from training.model import eos_ids_of
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     cfg = RolloutConfig(max_turn_tokens=12, max_completion_tokens=200, executor="inprocess", temperature=0.0)
-    generator = HFGenerator(model, eos_ids=eos_ids_of(model, tokenizer), pad_id=chat.pad_id)
+    generator = TransformersGenerator(model, eos_ids=eos_ids_of(model, tokenizer), pad_id=chat.pad_id)
     policy = ModelPolicy("transformers", "tiny", backend=TransformersBackend.from_objects(model, tokenizer),
                          max_new_tokens=cfg.max_turn_tokens, temperature=0.0)
     assert policy.chat is not None  # the token path
@@ -93,7 +93,7 @@ def test_a_model_samples_from_the_same_tokens_in_training_and_in_evaluation(tiny
 def test_the_chat_path_is_there_when_asked_for(tiny_dir: Any, tokenizer: Any) -> None:
     from transformers import AutoModelForCausalLM
 
-    from envgen.backends.hf import TransformersBackend
+    from envgen.backends.transformers_local import TransformersBackend
 
     backend = TransformersBackend.from_objects(AutoModelForCausalLM.from_pretrained(tiny_dir), tokenizer)
     assert ModelPolicy("transformers", "tiny", backend=backend, tokens=False).chat is None

@@ -74,7 +74,7 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
 
 class JsonGrammars:
     """xgrammar grammars of JSON Schemas for one tokenizer, compiled once per schema (compact JSON: no free
-    whitespace). The trainer's generator (:class:`training.generation.HFGenerator`) uses the same cache."""
+    whitespace). The trainer's generator (:class:`training.generation.TransformersGenerator`) uses the same cache."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Any = None):
         try:
