@@ -2,16 +2,16 @@
 
 Role: every place that runs a policy against environments (GRPO rollouts, self-play, distillation, the
 benches, every evaluation suite) calls :func:`play` (the lifecycle of one episode is in
-:mod:`gym_envs.episode`). Each round of the loop:
+:mod:`gym_envs.episode`; what it steps, in :mod:`gym_envs.episode_env`). Each round of the loop:
 
 1. up to ``concurrency`` episodes are active; a finished one's slot is refilled at once (continuous
-   batching), and the episodes that join are opened together (:meth:`EpisodeEnv.reset_many`);
+   batching), and the episodes that join are opened together (``EpisodeEnv.reset_many``);
 2. **one** ``policy.act_batch`` call answers every unfinished episode (a token-level policy samples every
    context in one batch); an exception there fails the batch's episodes at stage ``policy``;
 3. the answers are applied (:meth:`Episode.apply`: tokens, messages, the simulated user) and the environments
-   step together (:meth:`EpisodeEnv.step_many`: for ``ToolEnv``, :func:`gym_envs.env.step_many`, one round
-   trip per worker process for all of their tool calls); the time spent generating and in the
-   environments is shared equally among the episodes;
+   step together (``EpisodeEnv.step_many``: for ``ToolEnv``, :func:`gym_envs.env.step_many`, one round trip
+   per worker process for all of their tool calls); the time spent generating and in the environments is
+   shared equally among the episodes;
 4. finished episodes are settled (score, per-turn records, environment closed) and reported to ``on_done``.
 
 ``chat`` (a :class:`~gym_envs.messages.ChatFormat`) makes every episode keep its token record (prompt,
@@ -19,9 +19,6 @@ completion, ``env_mask``, log-probabilities), which token-level policies read (:
 ``max_completion_tokens`` and ``max_turn_tokens`` bound it. ``sync(any_active_here) -> any_active_anywhere``
 keeps several processes in step: each calls ``act_batch`` (with no episodes once its own are done) until every
 process is done, as the collective operations inside vLLM's server mode and DeepSpeed ZeRO-3 require.
-
-What the engine steps is an :class:`~gym_envs.episode_env.EpisodeEnv`: :class:`~gym_envs.episode_env.ToolEnvAdapter`
-for generated environments, a suite's own for others (BFCL).
 """
 
 from __future__ import annotations

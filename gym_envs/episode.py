@@ -7,9 +7,10 @@ Training's rollouts, self-play, distillation, the benches and every evaluation s
 
 The lifecycle of an episode (after verifiers' single rollout lifecycle):
 
-1. **open** -- its environment is made (``env`` factory) and reset (:meth:`EpisodeEnv.reset_many`: the resets
-   of every episode of a batch share the executor's round trips); the chat starts with the system prompt and
-   the first instruction; with a :class:`~gym_envs.messages.ChatFormat` the prompt is rendered to tokens.
+1. **open** -- its environment (:class:`~gym_envs.episode_env.EpisodeEnv`) is made (``env`` factory) and reset
+   (``EpisodeEnv.reset_many``: the resets of every episode of a batch share the executor's round trips); the
+   chat starts with the system prompt and the first instruction; with a :class:`~gym_envs.messages.ChatFormat`
+   the prompt is rendered to tokens.
 2. **act** -- the policy answers every unfinished episode of the batch at once (``act_batch``); an answer is
    text (``<tool_call>`` blocks or a plain message), a structured ``{"content", "tool_calls"}`` action, an
    :class:`Action` carrying sampled token ids and log-probabilities, or a :class:`PolicyFailure`.
@@ -19,7 +20,7 @@ The lifecycle of an episode (after verifiers' single rollout lifecycle):
    A plain message (no call) then goes to the episode's **user** (:class:`User`): a reply continues the turn
    as a user message and the environment is not stepped; ``None`` (the default user, :data:`END_TURN`)
    lets the message end the turn in the environment.
-4. **step** -- the environments of the batch step together (:meth:`EpisodeEnv.step_many`; ``ToolEnv``'s tool
+4. **step** -- the environments of the batch step together (``EpisodeEnv.step_many``; ``ToolEnv``'s tool
    calls travel to each worker process in one round trip) and :meth:`Episode.observe` records the answer: one
    ``tool`` message per result or parse error, the next instruction as a user message when a turn ended, the
    environment tokens (``env_mask`` 0) up to the next generation prompt.
@@ -40,6 +41,9 @@ message ends the turn, as today).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,15 +52,14 @@ from typing import TYPE_CHECKING, Any
 
 from gym_envs.episode_env import EpisodeEnv, Opening, Outcome
 from gym_envs.errors import exception_text
-from gym_envs.messages import ChatFormat, assistant_message, tool_messages, user_message
+from gym_envs.messages import ChatFormat, assistant_message, chat_messages, tool_messages, user_message
 from gym_envs.parsing import action_text, parse_action
 
 if TYPE_CHECKING:
     from gym_envs.spec import EnvSpec
 
 __all__ = ["END_TURN", "EPISODE_STATUSES", "FAILURE_STATUSES", "TRUNCATION_STATUSES", "Action", "Episode",
-           "EpisodeEnv", "FailureStage", "Opening", "Outcome", "PolicyFailure", "Step", "TaskRef", "User",
-           "episode_failure"]
+           "FailureStage", "PolicyFailure", "Step", "TaskRef", "User", "episode_failure", "episode_id"]
 
 #: How an episode ended.
 #:
@@ -312,8 +315,6 @@ class Episode:
 
     def chat(self) -> list[dict[str, Any]]:
         """The messages without the bookkeeping keys (what a backend receives)."""
-        from gym_envs.messages import chat_messages
-
         return chat_messages(self.messages)
 
     def reference(self) -> tuple[list[dict[str, Any]], str]:
@@ -551,8 +552,6 @@ class Episode:
 
 
 def _slug(text: str) -> str:
-    import re
-
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
@@ -561,8 +560,5 @@ def episode_id(task: TaskRef, trial: int) -> str:
     of those exact parts. The slug alone is lossy (env ``a-b`` with task ``c`` and env ``a`` with task
     ``b-c`` share it); the hash makes ids differ whenever the parts do. Letters, digits, ``_.-`` only, so
     it is safe as an HTML anchor and a file name."""
-    import hashlib
-    import json
-
     parts = json.dumps([task.suite, task.env_id, task.task_id, trial], ensure_ascii=True)
     return f"{_slug(f'{task.key}/{trial}')}-{hashlib.sha256(parts.encode()).hexdigest()[:12]}"

@@ -170,3 +170,17 @@ def test_transformers_policy_smoke_with_a_tiny_model(tmp_path: Path) -> None:
     assert len(records) == 2 and all(r["error"] is None for r in records)
     assert all(r["usage"]["completion_tokens"] > 0 and r["usage"]["calls"] >= 1 for r in records)
     assert all(m["role"] != "assistant" or "raw" in m for r in records for m in r["transcript"])
+
+
+def test_a_misspelt_policy_option_names_the_close_match() -> None:
+    """Policy options and the backend's own (under ``backend_options``) are typed: a typo is refused before any
+    model loads, naming what was meant."""
+    from corpora.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="'max_new_token' for policy 'transformers'; did you mean "
+                                               "'max_new_tokens'"):
+        make_policy("transformers", model="m", max_new_token=5)
+    with pytest.raises(UnknownNameError, match="'calls_per_stp' for policy 'scripted'; did you mean 'calls_per_step'"):
+        make_policy("scripted", calls_per_stp=1)
+    with pytest.raises(UnknownNameError, match="'base_ulr' for backend 'openai'; did you mean 'base_url'"):
+        make_policy("openai", model="m", backend_options={"base_ulr": "http://localhost:1"})
