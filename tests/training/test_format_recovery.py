@@ -76,7 +76,7 @@ def test_vllm_refuses_a_grammar_prefix() -> None:
     from training.generation import VLLMGenerator
 
     gen = VLLMGenerator(eos_ids=[0], engine=object())
-    with pytest.raises(ConfigError, match=r"generation\.engine=hf"):
+    with pytest.raises(ConfigError, match=r"generation\.engine=transformers"):
         gen.generate([[1, 2]], max_new_tokens=4, json_schemas=[FORCED], grammar_prefixes=[[2]])
 
 
