@@ -134,12 +134,12 @@ def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy
     order. ``chat`` keeps every episode's token record with that rendering (default: the policy's own)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    render = chat if chat is not None else policy.chat
-    budget = policy.action_tokens if render is not None and chat is None else None
+    render = chat if chat is not None else getattr(policy, "chat", None)
+    budget = getattr(policy, "action_tokens", None) if render is not None and chat is None else None
     episodes = [suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
                               max_turn_steps=max_turn_steps) for task, trial in jobs]
     done = (lambda _ep: progress(1)) if progress else None
-    if mode == "lockstep" or (mode == "auto" and policy.batched):
+    if mode == "lockstep" or (mode == "auto" and getattr(policy, "batched", False)):
         return play(episodes, policy, chat=render, max_turn_tokens=budget, concurrency=max(1, concurrency),
                     on_done=done)
     with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:

@@ -13,7 +13,9 @@ One iteration (:meth:`Distiller.iteration`):
 3. **recovery** -- the environment is rebuilt in the state *after* that step
    (a fresh episode replaying the student's actions; episodes are
    deterministic from their seed, gym_envs/ENVSPEC.md rule 6), and the teacher acts from
-   there until the turn ends (at most ``distill.max_recovery_steps``); with
+   there until the turn ends (at most ``distill.max_recovery_steps``), through the one episode engine
+   (:func:`gym_envs.engine.play`, the episode resumed in that state: the same messages and tokens as a
+   rollout's); with
    ``distill.require_success`` a recovery counts only if the turn's checks
    then pass;
 4. **samples** -- the student's own tokens up to and including the off-support

@@ -2,7 +2,7 @@
 
 :class:`SpecSuite` is a suite over a list of specs; :class:`LibrarySuite` reads a generated library
 (one split of it: :func:`~eval.suites.base.split_of`), :class:`ExamplesSuite` the shipped examples.
-Each task's episode steps a :class:`~gym_envs.engine.ToolEnvAdapter` (the engine steps several episodes'
+Each task's episode steps a :class:`~gym_envs.episode_env.ToolEnvAdapter` (the engine steps several episodes'
 envs together: one round trip per worker process) with the turn tags of :func:`turn_tags` and the spec's
 reference plan as its oracle. Tool results are cut at :data:`~gym_envs.engine.OBSERVATION_CHARS` characters,
 as in training.
@@ -11,6 +11,7 @@ as in training.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
     return tags
 
 
-def _oracle(task: Task) -> Any:
+def _oracle(task: Task) -> Callable[[int], tuple[list[dict[str, Any]], str]]:
+    """The reference plan of each turn of ``task``: its calls and the oracle's reply."""
     def reference_turn(turn: int) -> tuple[list[dict[str, Any]], str]:
         t = task.turns[turn]
         return [{"name": c.name, "arguments": dict(c.arguments)} for c in t.reference], oracle_reply(t)
