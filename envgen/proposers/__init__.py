@@ -13,7 +13,9 @@ PROPOSERS.register("llm", "envgen.proposers.llm:LLMProposer")
 
 
 def make_proposer(name: str, **options: Any) -> Proposer:
-    """Instantiate a registered proposer."""
+    """Instantiate a registered proposer; ``options`` are its options class's fields (``template``:
+    :class:`~envgen.proposers.template.TemplateOptions`; ``llm``: ``backend``, ``model`` and
+    :class:`~envgen.proposers.llm.LLMOptions`), an unknown one refused with the closest names."""
     return PROPOSERS.get(name)(**options)
 
 
