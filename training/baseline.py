@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_envs.messages import ChatFormat
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
-from training.chat import ChatFormat
 from training.checkpoint import load_training_state, save_checkpoint
 from training.config import TrainConfig, config_to_dict
 from training.generation import Generator

@@ -4,7 +4,7 @@ The trainer samples from the policy in two places: solver rollouts (token
 contexts that grow turn by turn) and proposals (chats through envgen's ``llm``
 proposer). Both go through a :class:`Generator`:
 
-* :class:`HFGenerator` -- ``model.generate`` on the training model. The fast
+* :class:`TransformersGenerator` -- ``model.generate`` on the training model. The fast
   path (``generation.*``): rows sorted by length and cut into batches of
   ``batch_size`` (less padding), a static KV cache and ``torch.compile`` of the
   decoding step. The log-probability of each sampled token under the sampling
@@ -39,8 +39,15 @@ from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
 from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 
-__all__ = ["Generated", "Generator", "HFGenerator", "PolicyBackend", "ScriptedGenerator", "VLLMGenerator",
-           "vllm_available"]
+__all__ = [
+    "Generated",
+    "Generator",
+    "PolicyBackend",
+    "ScriptedGenerator",
+    "TransformersGenerator",
+    "VLLMGenerator",
+    "vllm_available",
+]
 
 
 def vllm_available() -> bool:
@@ -84,13 +91,13 @@ class Generator:
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The compiled xgrammar grammar of ``schema`` for this generator's tokenizer, compiled once (see
-        :class:`envgen.backends.hf.JsonGrammars`): constrained rows, and the format recovery's look at where
-        a completion left it."""
+        :class:`envgen.backends.transformers_local.JsonGrammars`): constrained rows, and the format recovery's look at
+        where a completion left it."""
         if self._grammars is None:
             if self.tokenizer is None:
                 raise ValueError(f"compiling a grammar needs the generator's tokenizer ({type(self).__name__}(..., "
-                                 "tokenizer=...)); a vLLM generator compiles none: use generation.engine=hf")
-            from envgen.backends.hf import JsonGrammars
+                                 "tokenizer=...)); a vLLM generator compiles none: use generation.engine=transformers")
+            from envgen.backends.transformers_local import JsonGrammars
 
             self._grammars = JsonGrammars(self.tokenizer, self._vocab_size(), self.eos_ids)
         return self._grammars.get(schema)
@@ -144,7 +151,7 @@ def _checkpointing(model: Any) -> bool:
     return False
 
 
-class HFGenerator(Generator):
+class TransformersGenerator(Generator):
     """``model.generate`` on a model in memory (see the module docstring for the fast path).
 
     Args:
@@ -165,7 +172,7 @@ class HFGenerator(Generator):
             autocast was also faster than the fp32 static cache (462 vs 341 tokens/s, Qwen3-0.6B shape).
     """
 
-    name = "hf"
+    name = "transformers"
 
     def __init__(self, model: Any, *, eos_ids: Sequence[int], pad_id: int, batch_size: int | None = None,
                  sort_by_length: bool = True, static_cache: bool = False, compile: bool = False,
@@ -259,7 +266,7 @@ class HFGenerator(Generator):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         processors: list[Any] = []
         if grammars is not None:  # the grammar masks first, so the recorded log-probabilities are what was sampled from
-            from envgen.backends.hf import grammar_processor
+            from envgen.backends.transformers_local import grammar_processor
 
             processors.append(grammar_processor(grammars, prefixes))
         if recorder is not None:
@@ -310,7 +317,7 @@ class VLLMGenerator(Generator):
                 from training.errors import ConfigError
 
                 raise ConfigError(f"generation.engine is vllm but vLLM is not installed: {install_hint('vllm')}, "
-                                  "or set --set generation.engine=hf")
+                                  "or set --set generation.engine=transformers")
             from trl.generation.vllm_generation import VLLMGeneration
 
             engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
@@ -325,7 +332,7 @@ class VLLMGenerator(Generator):
             from training.errors import ConfigError
 
             raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
-                              "(selfplay.recovery.enabled): set generation.engine=hf")
+                              "(selfplay.recovery.enabled): set generation.engine=transformers")
         schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
         groups: dict[str, list[int]] = {}  # one engine call per schema (vLLM's sampling params hold one)
         for i, sch in enumerate(schemas):
@@ -434,7 +441,7 @@ class _Timer:
 
 
 class PolicyBackend(Backend):
-    """envgen's backend contract over a :class:`Generator` and a :class:`~training.chat.ChatFormat`.
+    """envgen's backend contract over a :class:`Generator` and a :class:`~gym_envs.messages.ChatFormat`.
 
     Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
     trainer can match proposals to what was sampled; :meth:`take_records` empties the list. A

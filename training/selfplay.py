@@ -71,9 +71,9 @@ from envgen.proposers.llm import LLMProposer
 from envgen.skills import Controller, SkillLibrary, run_round
 from envgen.skills.authoring import SkillWriter
 from envgen.skills.round import RoundResult
+from gym_envs.messages import ChatFormat
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
-from training.chat import ChatFormat
 from training.checkpoint import (
     load_training_state,
     prune_checkpoints,
@@ -541,8 +541,8 @@ class SelfPlay:
         kept = {s.spec.id for s in result.kept if s.spec is not None}
         groups: dict[tuple[str, str], list[bool]] = {}
         for e in self._episodes:
-            if e.task.spec.id in kept:
-                groups.setdefault((e.task.spec.id, e.task.task_id), []).append(e.passed)
+            if e.task.env_id in kept:
+                groups.setdefault((e.task.env_id, e.task.task_id), []).append(e.passed)
         for (env_id, task_id), passed in groups.items():
             if self.library.get_row(env_id) is not None:
                 self.library.record_task_result(env_id, task_id, f"selfplay:{self.backend.model_id}", n=len(passed),

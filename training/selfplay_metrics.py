@@ -62,7 +62,7 @@ def pass_rate(episodes: Sequence[Episode]) -> dict[str, Any]:
     per_env: dict[str, list[bool]] = {}
     per_source: dict[str, list[Episode]] = {}
     for e in episodes:
-        per_env.setdefault(e.task.spec.id, []).append(e.passed)
+        per_env.setdefault(e.task.env_id, []).append(e.passed)
         if e.task.source:
             per_source.setdefault(e.task.source, []).append(e)
     out = {"pass_rate": solve_rate([e.passed for e in episodes]),

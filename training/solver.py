@@ -30,12 +30,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gym_envs.messages import ChatFormat
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, load_spec
-from training.chat import ChatFormat
 from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
-from training.generation import Generator, HFGenerator, VLLMGenerator
+from training.generation import Generator, TransformersGenerator, VLLMGenerator
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
@@ -90,7 +90,7 @@ class TaskPool:
     """Task keys and the tasks they stand for."""
 
     def __init__(self, tasks: Sequence[TaskRef]):
-        self.tasks = {task_key(t.spec.id, t.task_id): t for t in tasks}
+        self.tasks = {task_key(t.env_id, t.task_id): t for t in tasks}
         if not self.tasks:
             raise ConfigError("no tasks to train on (check solver.envs, solver.tasks_per_env, solver.holdout_tasks)")
 
@@ -144,9 +144,9 @@ def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id
                                            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs)
 
     g = cfg.generation
-    return HFGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
-                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile, unwrap=unwrap,
-                       autocast_bf16=generation_autocast(cfg))
+    return TransformersGenerator(trainer.model, eos_ids=eos_ids, pad_id=pad_id, batch_size=g.batch_size,
+                                 sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
+                                 unwrap=unwrap, autocast_bf16=generation_autocast(cfg))
 
 
 def process_sync(accelerator: Any) -> Callable[[bool], bool] | None:
@@ -177,7 +177,7 @@ def rollout_fields(episodes: Sequence[Episode], eos_id: int) -> dict[str, list[A
         comp, mask, lps = ep.completion_ids, ep.env_mask, ep.logprobs
         if not comp:  # TRL needs at least one completion token; an untrained EOS stands in
             comp, mask, lps = [eos_id], [0], [0.0]
-        out["prompt_ids"].append(list(ep.prompt_ids))
+        out["prompt_ids"].append(list(ep.prompt_ids) or [eos_id])  # an episode that never opened has no prompt
         out["completion_ids"].append(list(comp))
         out["env_mask"].append(list(mask))
         out["logprobs"].append(list(lps))
@@ -269,9 +269,9 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
 
     pool = TaskPool.from_config(cfg)
     refs = list(pool.tasks.values())
-    specs = list({t.spec.id: t.spec for t in refs}.values())
+    specs = [s for s in {t.env_id: t.spec for t in refs}.values() if s is not None]
     try:
-        dataset = environment_dataset(specs, tasks=[(t.spec.id, t.task_id) for t in refs])
+        dataset = environment_dataset(specs, tasks=[(t.env_id, t.task_id) for t in refs])
     except ValueError as e:
         raise ConfigError(f"solver.loop is trl, but TRL's loop can serve none of the {len(refs)} training tasks "
                           f"({e}): fix those specs, add others to solver.envs, or set solver.loop=envwright") from None

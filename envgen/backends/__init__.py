@@ -25,7 +25,7 @@ from envgen.backends.base import Backend, Completion, Message, Prompt, approx_to
 from envgen.errors import BackendError, BackendNotInstalledError
 
 BACKENDS: Registry[Any] = Registry("backend")
-BACKENDS.register("transformers", "envgen.backends.hf:TransformersBackend")
+BACKENDS.register("transformers", "envgen.backends.transformers_local:TransformersBackend")
 BACKENDS.register("vllm", "envgen.backends.vllm_offline:VLLMBackend")
 BACKENDS.register("openai", "envgen.backends.openai_compat:OpenAIBackend")
 BACKENDS.register("scripted", "envgen.backends.scripted:ScriptedBackend")

@@ -18,6 +18,12 @@ swap them by name:
   ``finish_reason == "length"``;
 * a request that fails at generation time comes back as a completion with
   ``finish_reason == "error"`` and ``error`` set (a failure is data);
+* a chat's messages may be an episode's (:mod:`gym_envs.messages`): the engine's bookkeeping keys
+  (``raw``, ``step``) are dropped before the backend sees them;
+* a backend that samples tokens itself (``token_level``: ``transformers``, ``vllm``) also continues token
+  contexts (:meth:`Backend.generate_tokens`): the episode engine renders an episode as the trainer does and
+  the backend samples from those exact tokens, so a model is evaluated on what it was trained on; each
+  completion then carries its ``token_ids`` (the end-of-sequence token included when one was produced);
 * ``json_schema`` (one JSON Schema for every prompt, or one per prompt, ``None``
   for unconstrained ones) constrains decoding so the completion is a JSON text
   the schema admits: xgrammar's logits processor for ``transformers``, structured
@@ -33,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from gym_envs.messages import chat_messages
 
 __all__ = [
     "Backend",
@@ -113,6 +121,7 @@ class Completion:
     finish_reason: str = "stop"  #: ``stop``, ``length``, ``tool_calls`` or ``error``
     tool_calls: list[dict[str, Any]] | None = None  #: structured ``{name, arguments}`` calls (``openai``)
     error: str | None = None  #: why the request failed (``finish_reason == "error"``)
+    token_ids: list[int] | None = None  #: the sampled tokens (:meth:`Backend.generate_tokens`)
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -125,9 +134,12 @@ class Completion:
 
 
 class Backend:
-    """Base class of model backends. Subclasses set ``name`` and implement :meth:`_generate`."""
+    """Base class of model backends. Subclasses set ``name`` and implement :meth:`_generate` (and, when they
+    sample tokens themselves, set ``token_level`` and ``tokenizer`` and implement :meth:`generate_tokens`)."""
 
     name = "base"
+    token_level = False  #: the backend continues token contexts (:meth:`generate_tokens`)
+    tokenizer: Any = None  #: the model's tokenizer, for a token-level backend
 
     def __init__(self, model: str | None = None):
         self.model = model
@@ -161,6 +173,7 @@ class Backend:
                                 f"got {type(p).__name__}")
         if not prompts:
             return []
+        prompts = [p if isinstance(p, str) else chat_messages(p) for p in prompts]
         schemas = schema_list(json_schema, len(prompts))
         kwargs: dict[str, Any] = {"schemas": schemas} if any(x is not None for x in schemas) else {}
         out = self._generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
@@ -175,6 +188,12 @@ class Backend:
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         """The backend's batch generation; ``schemas`` (one per prompt) is passed only when one is set."""
         raise NotImplementedError
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """One completion per token context, in one batch: the context is used as it is (no chat template),
+        and each completion's ``token_ids`` are the sampled tokens (module docstring)."""
+        raise NotImplementedError(f"the {self.name} backend samples text only (it continues chats, not tokens)")
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` for this model (exact where the backend has a tokenizer)."""

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text, truncate_at_stop
 from envgen.errors import BackendError
 
-__all__ = ["ScriptedBackend", "load_script"]
+__all__ = ["ScriptedBackend", "ScriptedOptions", "load_script"]
 
 
 def load_script(path: str | Path) -> list[str]:
@@ -51,15 +53,25 @@ def load_script(path: str | Path) -> list[str]:
     return out
 
 
+@dataclass(kw_only=True)
+class ScriptedOptions:
+    """Options of the ``scripted`` backend."""
+
+    #: the script: a list of strings, a JSONL file, or ``fn(prompt) -> str`` (default: ``model`` as a JSONL path)
+    completions: Sequence[str] | str | Path | Callable[[Prompt], str] | None = None
+    cycle: bool = False  #: start the script over when it runs out (else the backend raises)
+
+
 class ScriptedBackend(Backend):
-    """Hands out prepared completions in order."""
+    """Hands out prepared completions in order; ``options`` are :class:`ScriptedOptions`' fields."""
 
     name = "scripted"
+    Options = ScriptedOptions
 
-    def __init__(self, model: str | None = None, *,
-                 completions: Sequence[str] | str | Path | Callable[[Prompt], str] | None = None,
-                 cycle: bool = False, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: ScriptedOptions = build_config(ScriptedOptions, options=options, owner="backend 'scripted'")
         super().__init__(model)
+        completions, cycle = opts.completions, opts.cycle
         source = completions if completions is not None else model
         self._fn: Callable[[Prompt], str] | None = None
         self._script: list[str] = []

@@ -46,7 +46,7 @@ def tokenizer(tiny_dir: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def chat(tokenizer: Any) -> Any:
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
 
     return ChatFormat(tokenizer)
 

@@ -80,7 +80,7 @@ def test_pass_rate_counts_generation_errors(chat: Any, spec: Any, monkeypatch: p
     cfg = config_from_dict({"rollout": {"executor": "inprocess"}})
     res = _pass_rate(None, None, chat, [TaskRef(spec, "t0")] * 2, cfg)
     assert res["pass_rate"] == 0.0 and res["generation_errors"] == 2
-    assert res["first_generation_error"].startswith("RuntimeError: index_copy_")
+    assert res["first_generation_error"].endswith("RuntimeError: index_copy_(): dtype")
 
 
 def test_plot_learning_draws_the_stages_present(tmp_path: Path) -> None:

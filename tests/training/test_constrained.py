@@ -14,10 +14,11 @@ SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0
 def _generator(tiny_dir: Any, tokenizer: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
-    from training.generation import HFGenerator
+    from training.generation import TransformersGenerator
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    return HFGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, tokenizer=tokenizer)
+    return TransformersGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id,
+                                 tokenizer=tokenizer)
 
 
 def test_hf_generator_decodes_under_a_schema_row_by_row(tiny_dir: Any, tokenizer: Any) -> None:
@@ -36,7 +37,7 @@ def test_hf_generator_decodes_under_a_schema_row_by_row(tiny_dir: Any, tokenizer
 
 
 def test_policy_backend_passes_schemas_and_records_tokens(tiny_dir: Any, tokenizer: Any) -> None:
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.generation import PolicyBackend
 
     backend = PolicyBackend(_generator(tiny_dir, tokenizer), ChatFormat(tokenizer))

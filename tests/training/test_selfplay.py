@@ -364,11 +364,11 @@ def test_the_held_out_score_is_also_given_per_source(tmp_path: Path) -> None:
     sources = ["examples:library-loans", "examples:bank-ledger"]
     tasks = heldout_tasks(sources, 1, 2, seed=0)
     assert [t.source for t in tasks] == [sources[0]] * 2 + [sources[1]] * 2
-    eps = [Episode(t, [], []) for t in tasks]
+    eps = [Episode(t) for t in tasks]
     for e, (passed, reward) in zip(eps, [(True, 1.0), (False, 0.5), (False, 0.25), (False, 0.0)], strict=True):
         e.score, e.reward = {"episode": 1.0 if passed else 0.0}, reward
     res = pass_rate(eps)
     assert res["pass_rate"] == 0.25 and res["by_source"] == {
         sources[0]: {"pass_rate": 0.5, "reward": 0.75, "episodes": 2},
         sources[1]: {"pass_rate": 0.0, "reward": 0.125, "episodes": 2}}
-    assert "by_source" not in pass_rate([Episode(TaskRef(tasks[0].spec, tasks[0].task_id), [], [])])  # no source
+    assert "by_source" not in pass_rate([Episode(TaskRef(tasks[0].spec, tasks[0].task_id))])  # no source

@@ -15,7 +15,7 @@ import pytest
 
 from training.config import config_from_dict
 from training.errors import ConfigError
-from training.generation import HFGenerator, VLLMGenerator, vllm_available
+from training.generation import TransformersGenerator, VLLMGenerator, vllm_available
 from training.solver import trainer_generator
 from training.trl_config import to_grpo_config
 
@@ -83,7 +83,7 @@ def test_missing_vllm_says_how_to_fix() -> None:
 
 
 def test_trainer_generator_picks_the_engine() -> None:
-    cfg = config_from_dict({"model": {"name_or_path": "x"}, "generation": {"engine": "hf"}})
+    cfg = config_from_dict({"model": {"name_or_path": "x"}, "generation": {"engine": "transformers"}})
     engine = StandInEngine([[EOS]])
     with_vllm = SimpleNamespace(use_vllm=True, vllm_generation=engine)
     gen = trainer_generator(with_vllm, cfg, [EOS], 0)
@@ -91,7 +91,7 @@ def test_trainer_generator_picks_the_engine() -> None:
     without = SimpleNamespace(use_vllm=False, model=object(), model_wrapped=object(), accelerator=None,
                               args=SimpleNamespace(ds3_gather_for_generation=True,
                                                    gradient_checkpointing_kwargs=None))
-    assert isinstance(trainer_generator(without, cfg, [EOS], 0), HFGenerator)
+    assert isinstance(trainer_generator(without, cfg, [EOS], 0), TransformersGenerator)
 
 
 def test_grpo_config_for_vllm_server() -> None:

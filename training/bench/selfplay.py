@@ -218,7 +218,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     from tqdm.auto import tqdm
 
     from envgen.proposers.template.pairs import teaching_pairs
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update
     from training.model import load_policy
@@ -267,8 +267,8 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
 def phase_heldout(cfg: Any, work: Path, held_docs: list[Any], *, n_held: int) -> dict[str, Any]:
     """The frozen snapshot: held-out environments the warm model writes (blueprints, gated)."""
     from envgen.proposers.llm import LLMProposer
+    from gym_envs.messages import ChatFormat
     from gym_envs.sandbox import make_executor
-    from training.chat import ChatFormat
     from training.generation import PolicyBackend
     from training.model import load_policy, make_generator
 

@@ -2,7 +2,7 @@
 
 * **speed** -- generation throughput on the same batch of real episode prompts: TRL's default
   Hugging Face path (one padded ``generate`` per ``per_device_train_batch_size`` rows, dynamic
-  cache) against our fast path (:class:`training.generation.HFGenerator`: all rows in one call
+  cache) against our fast path (:class:`training.generation.TransformersGenerator`: all rows in one call
   sorted by length, static KV cache, ``torch.compile``); reports both and the ratio
   (``OUT/speed.json``).
 * **precision** -- HF generation tokens/s of the Qwen3-0.6B shape by ``model.dtype``: fp32 weights
@@ -74,7 +74,7 @@ def _episode_prompts(rows: int) -> tuple[Any, list[list[int]]]:
     from transformers import AutoTokenizer
 
     from gym_envs.examples import load_all
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.rollout import TaskRef
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +112,7 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
     """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
     import torch
 
-    from training.generation import HFGenerator
+    from training.generation import TransformersGenerator
 
     device = device_of(device)
     if tiny:
@@ -123,9 +123,9 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
 
     base = lambda: _trl_default_generate(model, prompts, batch=baseline_batch, max_new_tokens=max_new_tokens,  # noqa: E731
                                          pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, temperature=1.0)
-    fast_gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
-                           sort_by_length=True, static_cache=True, compile=compile,
-                           record_logprobs=True)
+    fast_gen = TransformersGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                                     sort_by_length=True, static_cache=True, compile=compile,
+                                     record_logprobs=True)
 
     def fast() -> int:
         outs = fast_gen.generate(prompts, max_new_tokens=max_new_tokens, temperature=1.0)
@@ -157,7 +157,7 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
     (fp32 weights under bf16 autocast; always the dynamic cache) and bf16 weights (static cache)."""
     import torch
 
-    from training.generation import HFGenerator
+    from training.generation import TransformersGenerator
 
     device = device_of(device)
     if tiny:
@@ -168,8 +168,8 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
     for label, weights, autocast, static in PRECISIONS:
         dtype = torch.float32 if weights == "fp32" or device == "cpu" else torch.bfloat16
         model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
-        gen = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
-                          static_cache=static, autocast_bf16=autocast)
+        gen = TransformersGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, batch_size=rows,
+                                    static_cache=static, autocast_bf16=autocast)
         runs = iter(range(repeats + 1))
 
         def run(gen: Any = gen, label: str = label, runs: Any = runs) -> int:

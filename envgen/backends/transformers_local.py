@@ -30,15 +30,18 @@ Contract (beyond :mod:`envgen.backends.base`):
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from corpora.registry import build_config
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "first_rejected", "grammar_processor",
-           "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
+           "first_rejected", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -72,7 +75,7 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
 
 class JsonGrammars:
     """xgrammar grammars of JSON Schemas for one tokenizer, compiled once per schema (compact JSON: no free
-    whitespace). The trainer's generator (:class:`training.generation.HFGenerator`) uses the same cache."""
+    whitespace). The trainer's generator (:class:`training.generation.TransformersGenerator`) uses the same cache."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Any = None):
         try:
@@ -185,16 +188,35 @@ class StepBar:
         self.bar.close()
 
 
+@dataclass(kw_only=True)
+class TransformersOptions:
+    """Options of the ``transformers`` backend."""
+
+    gguf_file: str | None = None  #: a GGUF file in ``model``'s folder (a ``model`` path ending in .gguf sets it)
+    device: str = "auto"  #: ``auto`` (CUDA when visible), ``cpu``, ``cuda``, ``cuda:1``, ...
+    dtype: Any = "auto"  #: ``auto`` (bf16 on CUDA, fp32 elsewhere), ``bf16``, ``fp16``, ``fp32`` or a torch dtype
+    tokenizer: str | None = None  #: the tokenizer's id or path (default: the model's)
+    batch_size: int | None = None  #: rows per ``generate`` call (None: the whole batch)
+    chat_template: str | None = None  #: a Jinja chat template replacing the tokenizer's
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  #: e.g. ``{"enable_thinking": False}``
+    skip_special_tokens: bool = False  #: drop special tokens (``<tool_call>``, ...) from the decoded text
+    trust_remote_code: bool = False  #: let ``from_pretrained`` run the model repository's code
+    model_kwargs: dict[str, Any] = field(default_factory=dict)  #: more ``from_pretrained`` keyword arguments
+
+
 class TransformersBackend(Backend):
-    """A local causal LM through ``transformers``."""
+    """A local causal LM through ``transformers``; ``options`` are :class:`TransformersOptions`' fields."""
 
     name = "transformers"
+    Options = TransformersOptions
+    token_level = True
 
-    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, device: str = "auto",
-                 dtype: Any = "auto", tokenizer: str | None = None, batch_size: int | None = None,
-                 chat_template: str | None = None, chat_template_kwargs: dict[str, Any] | None = None,
-                 skip_special_tokens: bool = False, trust_remote_code: bool = False,
-                 model_kwargs: dict[str, Any] | None = None, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: TransformersOptions = build_config(TransformersOptions, options=options, owner="backend 'transformers'")
+        gguf_file, device, dtype, tokenizer = opts.gguf_file, opts.device, opts.dtype, opts.tokenizer
+        batch_size, chat_template, chat_template_kwargs = opts.batch_size, opts.chat_template, opts.chat_template_kwargs
+        skip_special_tokens, trust_remote_code, model_kwargs = (opts.skip_special_tokens, opts.trust_remote_code,
+                                                                opts.model_kwargs)
         if not model:
             raise BackendError("the transformers backend needs a model name or path (--model)")
         try:
@@ -361,7 +383,19 @@ class TransformersBackend(Backend):
         if stopped:
             finish = "stop"
         return Completion(text=text, prompt_tokens=len(prompt_ids), completion_tokens=used,
-                          finish_reason=finish)
+                          finish_reason=finish, token_ids=list(toks[:used]))
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """Continue token contexts as they are (no chat template), in chunks of ``batch_size``."""
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        rows = [list(c) for c in contexts]
+        size = self.batch_size or max(1, len(rows))
+        out: list[Completion] = []
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, top_p=top_p, seed=seed + chunk, stop=None)
+        return out
 
     def close(self) -> None:
         self.lm = None
