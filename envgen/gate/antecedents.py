@@ -13,9 +13,12 @@ for every turn after the first whose instruction holds such a word, the records 
 
 "It" never means a person: records of a table whose unique column holds email addresses are not counted.
 
-Two or more of one kind (two accounts, two orders: records of one table) is an ambiguous antecedent when the turn's reference acts or its checks ask for an answer (a turn
-that only refuses depends on no record): the spec is rejected with a reason naming the turn, the word and
-the candidates. :func:`scan` counts the ambiguous turns of any set of specs (``envwright stats``).
+An ordinal or a description before the word ("the second one", "the one you took it from") picks one record,
+and an "it" that stands for a value asked about ("and what is it?") is no reference. Of the records left,
+only those of the tables the turn's reference acts on are rivals. Two or more of one kind (two accounts, two
+orders: records of one table) is an ambiguous antecedent when the turn's reference acts or its checks ask for
+an answer (a turn that only refuses depends on no record): the spec is rejected with a reason naming the
+turn, the word and the candidates. :func:`scan` counts the ambiguous turns of any set of specs (``envwright stats``).
 
 Contract: never raises for a spec whose state builds; a reference call that fails is ignored here (rule 3
 reports it).
