@@ -221,8 +221,8 @@ def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str,
 
     Console(width=120).print(realism_table([(f"{proposer}, stdlib (n={n})", res["realism"])]))
     a = res["antecedents"]
-    Console().print(f"antecedent scan: {a['ambiguous']} ambiguous of {a['turns_referring_back']} turns that refer back, "
-                    f"over {a['tasks']} tasks")
+    Console().print(f"antecedent scan: {a['ambiguous']} ambiguous of {a['turns_referring_back']} turns that refer "
+                    f"back, over {a['tasks']} tasks")
     for name, ok in res["targets"].items():
         Console().print(f"{'PASS' if ok else 'MISS'}  {name}")
     if json_out:
