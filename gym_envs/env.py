@@ -97,8 +97,11 @@ _TEXT_SPACES: dict[int, spaces.Text] = {}
 
 
 def system_prompt(spec: EnvSpec) -> str:
-    """The solver's system prompt: what the system is and how to call its tools."""
-    return tool_system_prompt(spec.title, spec.description, [t.model_dump() for t in spec.tools])
+    """The solver's system prompt: what the system is, its policy (numbered) and how to call its tools."""
+    description = spec.description
+    if spec.policy:
+        description += "\n\nPolicy:\n" + "\n".join(f"{i}. {r.text}" for i, r in enumerate(spec.policy, 1))
+    return tool_system_prompt(spec.title, description, [t.model_dump() for t in spec.tools])
 
 
 def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:

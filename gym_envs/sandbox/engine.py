@@ -67,6 +67,8 @@ class _Episode:
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
+    base_changes: int = -1  #: the connection's total_changes when the episode began on the template
+    cache: tuple[int, dict[str, str]] | None = None  #: total_changes when the digests were last computed, and them
 
 
 
@@ -189,7 +191,8 @@ class Engine:
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         scope = CallScope(state.guard, token, glb, self._deadline_s, self._headroom)
-        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope,  # type: ignore[arg-type]
+                        base_changes=state.total_changes)
 
     def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
@@ -423,6 +426,7 @@ class Engine:
         first time fail again without leaving writes. The episode keeps its facades (and their tokens).
         """
         state = ep.state
+        ep.cache, ep.base_changes = None, -1  # rebuilt content: never taken for the template's
         try:
             if reload or state.lost:
                 state.load_image(ep.program.image)
@@ -479,6 +483,7 @@ class Engine:
         size, marks, saved = entry
         del ep.log[size:]
         kept = ep.state.back_to(n, saved)
+        ep.cache = None  # the content went back; the change counter did not
         if not kept:
             del forks[n]
             self._rebuild(ep, reload=ep.state.lost)
@@ -486,11 +491,20 @@ class Engine:
         return {"ok": True, "kept": kept}
 
     def _digests(self, ep: _Episode) -> dict[str, str]:
-        """The episode's table digests: the template's while it has logged no call (its state is the
-        template's then: the state always equals the replay of the log), else computed."""
-        if not ep.log and ep.lost is None and not ep.state.lost:
-            return dict(ep.program.digests)
-        return ep.state.table_digests()
+        """The episode's table digests: the template's while no row has changed since the episode began (its
+        state is the template's then), else computed, and kept until the next change: the connection's change
+        counter only grows, and a checkpoint's restore, which takes content back, forgets them."""
+        state = ep.state
+        if ep.lost is None and not state.lost:
+            now = state.total_changes
+            if not ep.log or now == ep.base_changes:
+                return dict(ep.program.digests)
+            if ep.cache is not None and ep.cache[0] == now:
+                return dict(ep.cache[1])
+            digests = state.table_digests()
+            ep.cache = (now, digests)
+            return dict(digests)
+        return state.table_digests()
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
