@@ -249,7 +249,8 @@ def _interrupted(e: Any, out: Path) -> None:
               help="Corpus loader option, repeatable (value read as YAML): e.g. text_field=code, path_field=null, "
                    "encoding=cp1252, max_bytes=5000000, include='[\"*.go\"]'.")
 @click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
-@click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
+@click.option("--engine", "--backend", "backend", default=None,
+              help="The engine (model backend) of --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
 @click.option("--backend-option", "--backend-opt", "backend_options", multiple=True, metavar="KEY=VALUE",
               help="Backend option, repeatable: e.g. gguf_file=x.gguf, device=cuda, base_url=http://host:8000/v1.")
