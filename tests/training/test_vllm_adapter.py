@@ -238,7 +238,7 @@ def test_grpo_config_for_vllm() -> None:
                             "run": {"output_dir": "/tmp/x", "report_to": []}})
     args = to_grpo_config(cfg, "/tmp/x/trainer")
     assert args.vllm_enable_sleep_mode and args.vllm_max_model_length == 4096
-    with pytest.raises(ConfigError, match="generation.vllm_sleep"):
+    with pytest.raises(ConfigError, match=r"generation\.vllm_sleep"):
         config_from_dict({"grpo": {"vllm_enable_sleep_mode": True}})
     with pytest.raises(ConfigError, match="vllm_sleep needs vllm_mode=colocate"):
         config_from_dict({"generation": {"vllm_sleep": True, "vllm_mode": "server"}})

@@ -37,7 +37,7 @@ def test_the_gap_is_taken_over_the_masked_tokens_and_skips_what_the_engine_could
         logprob_gap([[0.0, 0.0]], [[0.0]], [[1, 1]])
     check_gap(SamplerGap(0.4, 3.0, 10), 0.5, engine="vllm", syncs=1)  # the max alone does not fail
     check_gap(SamplerGap(9.0, 9.0, 10), None, engine="vllm", syncs=1)  # no limit: reported only
-    with pytest.raises(StaleWeightsError, match="differ from the trainer's by 0.700"):
+    with pytest.raises(StaleWeightsError, match=r"differ from the trainer's by 0\.700"):
         check_gap(SamplerGap(0.7, 2.0, 10), 0.5, engine="vllm", syncs=3)
 
 
