@@ -29,8 +29,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
-__all__ = ["CorpusError", "MissingDependencyError", "RecordFieldError", "RegistryError", "UnknownNameError",
-           "did_you_mean", "option_hint"]
+__all__ = ["CorpusError", "MissingDependencyError", "OptionError", "RecordFieldError", "RegistryError",
+           "UnknownNameError", "did_you_mean", "option_hint"]
 
 
 def did_you_mean(name: object, known: Iterable[object], *, n: int = 3, cutoff: float = 0.6,
@@ -62,6 +62,11 @@ class UnknownNameError(CorpusError, KeyError):
 
     def __str__(self) -> str:  # KeyError's own __str__ would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class OptionError(CorpusError):
+    """An option's value is not of the kind the option takes (:func:`corpora.registry.build_config`: a
+    loader's, a proposer's, a backend's or a suite's option); the message names the option and an example."""
 
 
 class RegistryError(CorpusError):

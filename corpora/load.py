@@ -33,7 +33,7 @@ from corpora.document import Document
 from corpora.errors import CorpusError, UnknownNameError, did_you_mean
 from corpora.loaders.hf import is_saved_dataset
 from corpora.loaders.jsonl import JSONL_SUFFIXES, is_jsonl_path
-from corpora.loaders.registry import build_config, get_loader, loader_names
+from corpora.loaders.registry import get_loader, loader_config, loader_names
 
 __all__ = ["load_corpus", "resolve_spec"]
 
@@ -109,6 +109,6 @@ def load_corpus(spec: str, *, limit: int | None = None, **options: Any) -> Itera
         raise CorpusError(f"limit must be >= 0 or None, got {limit}")
     name, source = resolve_spec(spec)
     entry = get_loader(name)
-    config = build_config(entry, source, options)
+    config = loader_config(entry, source, options)
     docs = iter(entry.fn(config))
     return docs if limit is None else itertools.islice(docs, limit)

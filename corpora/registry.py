@@ -19,18 +19,23 @@ Contract:
   naming the entry point.
 * Looking up an unknown name raises :class:`~corpora.errors.UnknownNameError` (a ``KeyError`` and a
   ``ValueError``, through :class:`~corpora.errors.CorpusError`) with close matches and the registered names.
+* :func:`build_config` turns keyword options into a component's typed options dataclass (a proposer's, a
+  model backend's, a policy's, a suite's; a corpus loader's config through
+  :func:`corpora.loaders.registry.loader_config`) and refuses an unknown option with a close-match
+  suggestion, or a value of the wrong kind, so no package lets a misspelt option pass in silence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
-from corpora.errors import RegistryError, UnknownNameError, did_you_mean
+from corpora.errors import OptionError, RegistryError, UnknownNameError, did_you_mean
 
-__all__ = ["Registry", "entry_point"]
+__all__ = ["Registry", "build_config", "check_options", "entry_point", "option_names"]
 
 T = TypeVar("T")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,39}$")
@@ -135,3 +140,60 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+# -- typed options ------------------------------------------------------------------------------------------
+_SCALARS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def option_names(config_type: type) -> list[str]:
+    """The options an options dataclass accepts (its init fields), in declaration order."""
+    return [f.name for f in dataclasses.fields(config_type) if f.init]
+
+
+def _check_type(config_type: type, owner: str, key: str, value: Any) -> None:
+    """Refuse a value of the wrong kind for an option whose default is a bool, int, float or string
+    (``None`` passes where the field's annotation allows it), naming the option and what it takes."""
+    f = next(f for f in dataclasses.fields(config_type) if f.name == key)
+    default = f.default
+    kind = type(default)
+    if default is dataclasses.MISSING or default is None or kind not in _SCALARS:
+        return
+    annotated = {part.strip() for part in str(getattr(f.type, "__name__", f.type)).split("|")}
+    if annotated - {"None"} != {kind.__name__}:  # an option that takes other kinds too (``Any``, a union)
+        return
+    if value is None and "None" in annotated:
+        return
+    ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise OptionError(f"option {key!r} of {owner} must be {_SCALARS[kind]}, got {value!r} "
+                          f"(e.g. {key}={default!r})")
+
+
+def check_options(config_type: type, owner: str, options: Mapping[str, Any]) -> None:
+    """Refuse an option ``config_type`` does not take (naming the closest ones) or a value of the wrong kind."""
+    allowed = option_names(config_type)
+    for key, value in options.items():
+        if key not in allowed:
+            raise UnknownNameError(f"unknown option {key!r} for {owner}{did_you_mean(key, allowed)} "
+                                   f"(accepted: {', '.join(allowed) or 'none'})")
+        _check_type(config_type, owner, key, value)
+
+
+def build_config(config: type[T], options: Mapping[str, Any] | None = None, *, owner: str | None = None) -> T:
+    """Build an options dataclass from keyword ``options``, refusing unknown ones with a close-match suggestion.
+
+    ``owner`` names what the options are for in messages (``"backend 'scripted'"``).
+
+    Raises:
+        UnknownNameError: an option is not a field of the config (with a suggestion and the accepted ones).
+        OptionError: an option's value is not of the kind its default is (a bool, an integer, a number,
+            a string).
+    """
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise TypeError(f"build_config takes an options dataclass, not {config!r}")
+    opts = dict(options or {})
+    check_options(config, owner or config.__name__, opts)
+    return config(**opts)

@@ -232,13 +232,13 @@ def _loader_skips(corpus: str, options: dict[str, Any] | None = None) -> str | N
     """What a source-tree corpus's loader found and skipped, with the run's loader options (None for
     other corpora)."""
     from corpora import resolve_spec
-    from corpora.loaders.registry import build_config, get_loader
+    from corpora.loaders.registry import get_loader, loader_config
     from corpora.loaders.tree import explain_tree
 
     try:
         name, source = resolve_spec(corpus)
         if name != "tree" or not source:
             return None
-        return explain_tree(build_config(get_loader("tree"), source, options or {}))
+        return explain_tree(loader_config(get_loader("tree"), source, options or {}))
     except (ValueError, OSError):  # a diagnosis must never hide the error it explains
         return None

@@ -39,6 +39,12 @@ def _opt_value(text: str) -> tuple[str, Any]:
         return key, value
 
 
+def _policy_help() -> str:
+    from eval.policies import policy_help
+
+    return policy_help()
+
+
 def _missing(e: ModuleNotFoundError, extra: str) -> str:
     """A missing third-party package, with the extra that brings it."""
     from envgen.errors import install_hint
@@ -48,7 +54,7 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 
 
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--policy", required=True, help="transformers, vllm, openai or scripted (scripted:empty ok).")
+@click.option("--policy", "--engine", "policy", required=True, help=_policy_help())
 @click.option("--model", default=None, help="Model id/path; for scripted: reference, empty or a JSONL file.")
 @click.option("--suite", "suites", multiple=True, required=True,
               help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context, "
@@ -74,6 +80,9 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
               help="Also pass tools= to the backend (the system prompt always lists them).")
 @click.option("--backend-option", "--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
               help="Extra option for the backend (JSON values), repeatable.")
+@click.option("--tokens/--no-tokens", default=None,
+              help="Drive a token-level backend (transformers, vllm) through each episode's tokens as training "
+                   "renders them (default: when its chat template allows; --no-tokens sends the chat).")
 @click.option("--calls-per-step", default=0, show_default=True, type=int,
               help="Scripted reference: calls per step (0: all of a turn's calls in one step).")
 @click.option("--write-back/--no-write-back", default=None,
@@ -86,7 +95,7 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
              concurrency: int,
              limit: int | None, seed: int, split: str, max_turn_steps: int, executor: str, mode: str,
              max_new_tokens: int, temperature: float, pass_tools: bool, backend_opts: tuple[str, ...],
-             calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
+             tokens: bool | None, calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
              progress: bool) -> None:
     """Score a policy on suites; writes results.jsonl, summary.json, report.md and report.html.
 
@@ -96,10 +105,13 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
     from eval.runner import EvalConfig, run_eval
 
     opts: dict[str, Any] = {"max_new_tokens": max_new_tokens, "temperature": temperature,
-                            "pass_tools": pass_tools}
+                            "pass_tools": pass_tools, "tokens": tokens,
+                            "backend_options": dict(_opt_value(o) for o in backend_opts)}
     if policy.partition(":")[0] == "scripted":
+        if backend_opts:
+            raise click.UsageError("--backend-option configures a model policy's backend; the scripted policy has "
+                                   "none (it takes --calls-per-step)")
         opts = {"calls_per_step": calls_per_step}
-    opts.update(dict(_opt_value(o) for o in backend_opts))
     try:
         config = EvalConfig(policy=policy, model=model, suites=list(suites), k=k, out=out,
                             concurrency=concurrency, limit=limit, seed=seed, split=split,

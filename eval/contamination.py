@@ -75,11 +75,14 @@ def contamination_report(a: Any, b: Any, *, k: int = 3, top: int = 10,
 
     ``a`` and ``b`` are :class:`eval.suites.Suite` objects or suite spec strings.
     """
-    from eval.suites import Suite, make_suite
+    from eval.suites import Suite, make_suite, suite_options
 
-    # a library is only read: its splits do not matter here, and nothing is written into it
-    sa = a if isinstance(a, Suite) else make_suite(str(a), write_splits=False)
-    sb = b if isinstance(b, Suite) else make_suite(str(b), write_splits=False)
+    def read_only(spec: str) -> Suite:
+        """A library is only read: its splits do not matter here, and nothing is written into it."""
+        return make_suite(spec, **({"write_splits": False} if "write_splits" in suite_options(spec) else {}))
+
+    sa = a if isinstance(a, Suite) else read_only(str(a))
+    sb = b if isinstance(b, Suite) else read_only(str(b))
     try:
         tools_a, tools_b = sa.tool_docs(), sb.tool_docs()
         names_a, names_b = {t["name"] for t in tools_a}, {t["name"] for t in tools_b}

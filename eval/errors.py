@@ -2,11 +2,11 @@
 
 A failure is data: whatever goes wrong while an episode is played (the policy raises or returns a
 :class:`PolicyFailure`, the environment raises on reset or on a step, scoring or closing the episode
-fails, the step budget runs out) is recorded on *that* episode, and the run carries on. The boundary is
-:meth:`eval.suites.Episode.fail`: every ``except Exception`` of the runner hands the exception to it
-with the :class:`FailureStage` it happened in, and the record keeps ``error`` (the text
-:func:`episode_failure` writes) and ``error_stage``. A failure to close an episode after it was scored is
-recorded as ``close_error``, the score standing.
+fails) is recorded on *that* episode, and the run carries on. The boundary is the episode engine's
+(:meth:`gym_envs.episode.Episode.fail`, which owns :class:`FailureStage`, :class:`PolicyFailure` and
+:func:`episode_failure`, re-exported here): every exception caught while an episode is played goes there
+with the stage it happened in, and the record keeps ``error`` and ``error_stage``. A failure to close an
+episode after it was scored is recorded as ``close_error``, the score standing.
 
 A **backend failure** is not a model failure: when the model backend gives no completion (a server that is
 down or refuses the connection, an engine error), the policy returns a :class:`PolicyFailure` with
@@ -24,11 +24,9 @@ rejects) is data too: an error string returned to the model and a failed turn, n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from gym_envs.errors import exception_text
+from gym_envs.episode import FailureStage, PolicyFailure, episode_failure
 
 __all__ = [
     "INSTALL_HINT",
@@ -48,47 +46,9 @@ __all__ = [
 INSTALL_HINT = "pip install --no-deps bfcl-eval mpmath"
 
 
-class FailureStage(StrEnum):
-    """Where an episode failed (a record's ``error_stage``)."""
-
-    RESET = "reset"  #: the environment could not open the episode
-    POLICY = "policy"  #: the policy raised or returned a :class:`PolicyFailure`
-    BACKEND = "backend"  #: the model backend gave no completion (the episode never reached the model)
-    STEP = "step"  #: the environment raised on a step
-    BUDGET = "budget"  #: the episode ran past its step budget
-    SCORING = "scoring"  #: the finished episode could not be scored
-
-
-@dataclass(frozen=True)
-class PolicyFailure:
-    """Returned in place of an action when the policy could not produce one (the runner ends
-    that episode with ``error`` set; the other episodes of the batch carry on). ``backend``: the model
-    backend gave no completion, so the episode ends at stage ``backend`` and is not scored."""
-
-    message: str
-    backend: bool = False
-
-
-_LEAD = {FailureStage.RESET: "reset failed", FailureStage.POLICY: "policy failed", FailureStage.STEP: "step failed",
-         FailureStage.BUDGET: "step budget exceeded", FailureStage.SCORING: "scoring failed",
-         FailureStage.BACKEND: "no completion from the model"}
-
-
 def is_backend_failure(record: Mapping[str, Any]) -> bool:
     """Whether an episode record ended because the model backend gave no completion (not scored)."""
     return record.get("error_stage") == FailureStage.BACKEND.value
-
-
-def episode_failure(stage: FailureStage, cause: BaseException | PolicyFailure | str = "") -> str:
-    """The ``error`` text of an episode that failed at ``stage`` because of ``cause`` (``"step failed:
-    KeyError: 'x'"``; an exception is written with :func:`gym_envs.errors.exception_text`)."""
-    if isinstance(cause, BaseException):
-        why = exception_text(cause)
-    elif isinstance(cause, PolicyFailure):
-        why = cause.message
-    else:
-        why = cause
-    return f"{_LEAD[stage]}: {why}" if why else _LEAD[stage]
 
 
 class BfclError(Exception):

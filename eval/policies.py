@@ -1,79 +1,97 @@
-"""Policies: what maps an episode's chat history to the agent's next action.
+"""Policies: what maps an episode to the agent's next action.
 
-Role: the one interface the runner drives, for models and for the checker's sanity baselines.
-A policy receives :class:`eval.suites.History` views (chat ``messages`` in OpenAI form with the
-system prompt that describes the tools first, tool results as ``tool`` messages; ``tools`` in
-OpenAI ``tools=`` form) and returns one action per history: text (``<tool_call>`` blocks or a
-plain message) or a structured ``{"content", "tool_calls": [{"name", "arguments"}]}``, or a
-:class:`PolicyFailure` when it could not produce one (a failed request: a failure is data).
+Role: the one interface the runner drives, for models and for the checker's sanity baselines. A policy is
+the episode engine's policy (:class:`gym_envs.engine.Policy`): ``act_batch`` receives
+:class:`~gym_envs.episode.Episode` objects (the chat ``messages`` in OpenAI form with the system prompt that
+describes the tools first, tool results as ``tool`` messages answering call ids; ``tools`` in OpenAI
+``tools=`` form; the token context when the episode keeps one) and returns one action per episode: text
+(``<tool_call>`` blocks or a plain message), a structured ``{"content", "tool_calls": [{"name",
+"arguments"}]}``, an :class:`~gym_envs.episode.Action` of sampled tokens, or a :class:`PolicyFailure` when
+it could not produce one (a failed request: a failure is data).
 
-Registry (:data:`POLICIES`, built by :func:`make_policy`):
+Registry (:data:`POLICIES`, built by :func:`make_policy`; :func:`policy_help` describes it):
 
-- ``transformers``, ``vllm``, ``openai``: :class:`ModelPolicy` over
-  ``envgen.backends.make_backend(name, model=..., **opts)``; ``act_batch`` sends all histories in
-  one ``generate`` call (the runner advances active episodes in lockstep for these), with
-  ``tools=`` only when ``pass_tools=True`` (the system prompt already lists the tools) and a
-  per-call seed derived from the policy seed. Token counts land in ``History.usage``. A request that
-  gives no completion (the backend raises, or returns ``finish_reason == "error"``) is a
+- one **model policy** (:class:`ModelPolicy`) per model backend of :data:`envgen.backends.BACKENDS`
+  (``transformers``, ``vllm``, ``openai``), over ``make_backend(name, model=..., **backend_options)``;
+  ``act_batch`` answers every episode in one backend call (the runner advances episodes in lock-step for
+  these). A backend that samples tokens itself (``transformers``, ``vllm``: ``Backend.token_level``) is
+  driven **as in training**: the episode's token context (:class:`~gym_envs.messages.ChatFormat`, the
+  trainer's rendering: turns appended as tokens, never re-rendered) goes in, sampled token ids come out, and
+  an action that reaches ``max_new_tokens`` without ending its turn ends the episode (``turn_too_long``),
+  as a training rollout does; ``tokens=False`` (or a chat template that cannot be appended to turn by turn)
+  sends the chat instead, with ``tools=`` only when ``pass_tools=True`` (the system prompt already lists
+  the tools). Each call's seed derives from the policy seed. Token counts land in ``Episode.usage``. A
+  request that gives no completion (the backend raises, or returns ``finish_reason == "error"``) is a
   :class:`PolicyFailure` with ``backend=True``: a backend failure, not the model's.
-- ``scripted``: :class:`ScriptedPolicy`, ``model`` selects the script: ``reference`` replays
-  each turn's reference calls (all in one step, as parallel calls, so a turn with more calls than
-  BFCL's 20-step limit still fits; ``calls_per_step=N`` paces them) then
-  :func:`envgen.gate.oracle_reply`;
-  ``empty`` ends every turn at once with an empty message; a path to a ``.jsonl`` file replays
-  recorded actions (lines ``{"env_id", "task_id", "trial"?, "actions": [...]}`` or the records of
-  a previous run's ``results.jsonl``), then ends turns with empty messages. Scripted policies
-  never fail, so they measure the checker and the harness, not a model.
+- ``scripted``: :class:`ScriptedPolicy` (it takes the name of the ``scripted`` backend, which replays canned
+  completions and has no use as an evaluated policy); ``model`` selects the script: ``reference`` replays
+  each turn's reference calls (all in one step, as parallel calls, so a turn with more calls than BFCL's
+  20-step limit still fits; ``calls_per_step=N`` paces them) then the oracle reply
+  (:func:`envgen.gate.oracle_reply`); ``empty`` ends every turn at once with an empty message; a path to a
+  ``.jsonl`` file replays recorded actions (lines ``{"env_id", "task_id", "trial"?, "actions": [...]}`` or the
+  records of a previous run's ``results.jsonl``), then ends turns with empty messages. Scripted policies never
+  fail, so they measure the checker and the harness, not a model.
 
-``make_policy("scripted:empty")`` is shorthand for ``make_policy("scripted", model="empty")``.
-``Policy.label`` names the policy in reports and in a library's ``task_stats``; the scripted
-reference is labelled ``reference``, as :meth:`envgen.library.Library.suspicious_tasks` expects.
+Options are typed (:class:`ModelPolicyOptions`, :class:`ScriptedPolicyOptions`, and the backend's own
+options class for ``backend_options``), built through :func:`corpora.registry.build_config`: an option the
+policy does not take is refused with the closest names. ``make_policy("scripted:empty")`` is shorthand for
+``make_policy("scripted", model="empty")``. ``Policy.label`` names the policy in reports and in a library's
+``task_stats``; the scripted reference is labelled ``reference``, as
+:meth:`envgen.library.Library.suspicious_tasks` expects.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corpora.registry import Registry
+from corpora.registry import Registry, build_config
+from envgen.backends import BACKENDS
 from eval.errors import PolicyFailure
-from eval.suites import History
+from gym_envs.episode import Action, Episode
 from gym_envs.errors import exception_text
+from gym_envs.messages import ChatFormat, ChatTemplateError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "Policy", "PolicyFailure", "ScriptedPolicy", "make_policy",
-           "openai_messages"]
+__all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "ModelPolicyOptions", "Policy", "PolicyFailure", "ScriptedPolicy",
+           "ScriptedPolicyOptions", "make_policy", "model_policies", "policy_help", "policy_options"]
 
-Action = Any  # str | dict[str, Any] | PolicyFailure
+Answer = Any  # str | dict[str, Any] | Action | PolicyFailure
 SCRIPTS = ("reference", "empty")
 
 
 class Policy(ABC):
-    """Maps histories to actions. ``batched`` policies prefer lockstep batches of episodes."""
+    """Maps episodes to actions. ``batched`` policies prefer lock-step batches of episodes; ``chat`` (a
+    :class:`~gym_envs.messages.ChatFormat`) makes the runner keep every episode's token record, and
+    ``action_tokens`` bounds each action's tokens then."""
 
     label: str = "policy"
     batched: bool = False
+    chat: ChatFormat | None = None
+    action_tokens: int | None = None
 
     @abstractmethod
-    def act_batch(self, histories: list[History]) -> list[Action]:
-        """One action per history, in order."""
+    def act_batch(self, episodes: Sequence[Episode]) -> list[Answer]:
+        """One action per episode, in order."""
 
-    def act(self, history: History) -> Action:
-        return self.act_batch([history])[0]
+    def act(self, episode: Episode) -> Answer:
+        return self.act_batch([episode])[0]
 
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Release the model or connection."""
 
 
 # -- scripted -------------------------------------------------------------------------------------
-def _recorded_actions(rec: dict[str, Any]) -> list[Action]:
+def _recorded_actions(rec: dict[str, Any]) -> list[Answer]:
     if isinstance(rec.get("actions"), list):
         return list(rec["actions"])
-    out: list[Action] = []
+    out: list[Answer] = []
     for m in rec.get("transcript") or rec.get("messages") or []:
         if m.get("role") != "assistant":
             continue
@@ -86,6 +104,13 @@ def _recorded_actions(rec: dict[str, Any]) -> list[Action]:
     return out
 
 
+@dataclass(kw_only=True)
+class ScriptedPolicyOptions:
+    """Options of the ``scripted`` policy."""
+
+    calls_per_step: int | None = None  #: the reference's calls per step (0 or None: all of a turn's in one step)
+
+
 class ScriptedPolicy(Policy):
     """The checker's sanity baselines: ``reference``, ``empty`` or a recorded JSONL file."""
 
@@ -93,7 +118,7 @@ class ScriptedPolicy(Policy):
         if calls_per_step is not None and calls_per_step < 1:
             raise ValueError("calls_per_step must be >= 1 (or 0 / unset: all of a turn's calls in one step)")
         self.calls_per_step = calls_per_step
-        self.recorded: dict[tuple[str, str, int | None], list[Action]] = {}
+        self.recorded: dict[tuple[str, str, int | None], list[Answer]] = {}
         if script in SCRIPTS:
             self.script = script
             self.label = "reference" if script == "reference" else f"scripted:{script}"
@@ -121,118 +146,145 @@ class ScriptedPolicy(Policy):
                 self.recorded.setdefault((*key, int(trial) if trial is not None else None), actions)
                 self.recorded.setdefault((*key, None), actions)
 
-    def act_batch(self, histories: list[History]) -> list[Action]:
-        return [self._act(h) for h in histories]
+    def act_batch(self, episodes: Sequence[Episode]) -> list[Answer]:
+        return [self._act(ep) for ep in episodes]
 
-    def _act(self, h: History) -> Action:
+    def _act(self, ep: Episode) -> Answer:
         if self.script == "empty":
             return {"content": "", "tool_calls": []}
         if self.script == "replay":
-            actions = (self.recorded.get((h.task.env_id, h.task.task_id, h.trial))
-                       or self.recorded.get((h.task.env_id, h.task.task_id, None)) or [])
-            done = sum(1 for m in h.messages if m.get("role") == "assistant")
+            actions = (self.recorded.get((ep.task.env_id, ep.task.task_id, ep.trial))
+                       or self.recorded.get((ep.task.env_id, ep.task.task_id, None)) or [])
+            done = sum(1 for m in ep.messages if m.get("role") == "assistant")
             return actions[done] if done < len(actions) else {"content": "", "tool_calls": []}
-        calls, reply = h.reference()
+        calls, reply = ep.reference()
         per = self.calls_per_step or max(1, len(calls))
-        start = h.steps_in_turn * per
+        start = ep.steps_in_turn * per
         if start < len(calls):
             return {"content": "", "tool_calls": calls[start:start + per]}
         return {"content": reply, "tool_calls": []}
 
 
 # -- models ---------------------------------------------------------------------------------------
-def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages valid for an OpenAI-compatible API: a ``tool`` message must answer a call id of
-    the preceding assistant message; any other tool output becomes a user message."""
-    out: list[dict[str, Any]] = []
-    open_ids: set[str] = set()
-    for m in messages:
-        m = {k: v for k, v in m.items() if k not in ("raw", "step")}
-        if m.get("role") == "assistant":
-            open_ids = {c["id"] for c in m.get("tool_calls") or []}
-            if not m.get("tool_calls"):
-                m.pop("tool_calls", None)
-        elif m.get("role") == "tool":
-            if m.get("tool_call_id") in open_ids:
-                m = {"role": "tool", "tool_call_id": m["tool_call_id"], "content": m.get("content", "")}
-            else:
-                m = {"role": "user", "content": f"[tool output] {m.get('content', '')}"}
-        else:
-            open_ids = set()
-        out.append(m)
-    return out
+@dataclass(kw_only=True)
+class ModelPolicyOptions:
+    """Options of a model policy (beside the backend's own, in ``backend_options``)."""
+
+    max_new_tokens: int = 1024  #: tokens of one action
+    temperature: float = 0.0  #: sampling temperature (0 is greedy)
+    seed: int = 0  #: every call's seed derives from it
+    pass_tools: bool = False  #: also pass ``tools=`` to the chat template or the API
+    #: drive a token-level backend through the episode's token context, as training does (None: when the backend
+    #: samples tokens and its chat template appends turn by turn; False: send the chat)
+    tokens: bool | None = None
+    backend_options: dict[str, Any] = field(default_factory=dict)  #: the backend's options (its Options class)
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
 
 
 class ModelPolicy(Policy):
-    """A model behind an ``envgen.backends`` backend (see the module docstring)."""
+    """A model behind an ``envgen.backends`` backend (see the module docstring); ``options`` are
+    :class:`ModelPolicyOptions`' fields. ``backend`` gives a backend already built instead."""
 
     batched = True
 
-    def __init__(self, backend_name: str, model: str | None, *, max_new_tokens: int = 1024,
-                 temperature: float = 0.0, seed: int = 0, pass_tools: bool = False, backend: Any = None,
-                 **backend_opts: Any):
-        if max_new_tokens < 1:
-            raise ValueError("max_new_tokens must be >= 1")
-        if temperature < 0:
-            raise ValueError("temperature must be >= 0")
+    def __init__(self, backend_name: str, model: str | None, *, backend: Any = None, **options: Any):
+        opts: ModelPolicyOptions = build_config(ModelPolicyOptions, options=options, owner=f"policy {backend_name!r}")
         if backend is None:
             if not model:
                 raise ValueError(f"the {backend_name} policy needs --model (a model id or path)")
-            try:
-                from envgen.backends import make_backend
-            except ImportError as e:
-                raise RuntimeError(f"the {backend_name} policy needs envgen.backends, which is not "
-                                   f"importable here: {e}") from e
-            backend = make_backend(backend_name, model=model, **backend_opts)
+            from envgen.backends import make_backend
+
+            backend = make_backend(backend_name, model=model, **opts.backend_options)
         self.backend = backend
         self.backend_name = backend_name
         self.model = model
         self.label = f"{backend_name}:{model}"
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.seed = seed
-        self.pass_tools = pass_tools
+        self.max_new_tokens = opts.max_new_tokens
+        self.temperature = opts.temperature
+        self.seed = opts.seed
+        self.pass_tools = opts.pass_tools
         self._calls = itertools.count()  # atomic under the GIL: safe when episodes run in threads
+        self.chat = self._token_format(opts.tokens)
+        self.action_tokens = self.max_new_tokens if self.chat is not None else None
 
-    def _prompts(self, histories: list[History]) -> list[list[dict[str, Any]]]:
-        if self.backend_name == "openai":
-            return [openai_messages(h.messages) for h in histories]
-        return [h.chat() for h in histories]
+    def _token_format(self, tokens: bool | None) -> ChatFormat | None:
+        """The token rendering of a backend that samples tokens (None: the chat goes to the backend)."""
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokens is False or not getattr(self.backend, "token_level", False) or tokenizer is None:
+            if tokens:
+                raise ValueError(f"the {self.backend_name} backend samples text only: drop tokens=true")
+            return None
+        try:
+            return ChatFormat(tokenizer, pass_tools=self.pass_tools,
+                              chat_template_kwargs=getattr(self.backend, "chat_template_kwargs", None))
+        except ChatTemplateError as e:
+            if tokens:
+                raise
+            warnings.warn(f"{self.label}: the chat goes to the backend whole each step, not as training renders it "
+                          f"({e})", stacklevel=3)
+            return None
 
-    def act_batch(self, histories: list[History]) -> list[Action]:
-        if not histories:
+    def _failure(self, why: str) -> PolicyFailure:
+        return PolicyFailure(f"the {self.backend_name} backend failed: {why}", backend=True)
+
+    def act_batch(self, episodes: Sequence[Episode]) -> list[Answer]:
+        if not episodes:
             return []
+        if self.chat is not None:
+            return self._act_tokens(episodes)
         groups: dict[str, list[int]] = {}
-        for i, h in enumerate(histories):
-            key = json.dumps(h.tools, sort_keys=True) if self.pass_tools else ""
+        for i, ep in enumerate(episodes):
+            key = json.dumps(ep.tools, sort_keys=True) if self.pass_tools else ""
             groups.setdefault(key, []).append(i)
-        actions: list[Action | None] = [None] * len(histories)
+        answers: list[Answer] = [None] * len(episodes)
         for idx in groups.values():
-            batch = [histories[i] for i in idx]
-            kwargs: dict[str, Any] = {}
-            if self.pass_tools:
-                kwargs["tools"] = batch[0].tools
-            seed = stable_seed(self.seed, next(self._calls))
+            batch = [episodes[i] for i in idx]
+            kwargs: dict[str, Any] = {"tools": batch[0].tools} if self.pass_tools else {}
             try:
-                completions = self.backend.generate(self._prompts(batch), max_new_tokens=self.max_new_tokens,
-                                                    temperature=self.temperature, seed=seed, **kwargs)
+                completions = self.backend.generate([ep.chat() for ep in batch], max_new_tokens=self.max_new_tokens,
+                                                    temperature=self.temperature,
+                                                    seed=stable_seed(self.seed, next(self._calls)), **kwargs)
                 if len(completions) != len(batch):
-                    raise RuntimeError(f"backend returned {len(completions)} completions for "
-                                       f"{len(batch)} prompts")
+                    raise RuntimeError(f"backend returned {len(completions)} completions for {len(batch)} prompts")
             except Exception as e:  # the policy's boundary: no completion came back, a backend failure for each
                 for i in idx:
-                    actions[i] = PolicyFailure(f"the {self.backend_name} backend failed: {exception_text(e)}",
-                                               backend=True)
+                    answers[i] = self._failure(exception_text(e))
                 continue
-            for i, h, c in zip(idx, batch, completions, strict=True):
-                h.add_usage(getattr(c, "prompt_tokens", 0), getattr(c, "completion_tokens", 0))
+            for i, ep, c in zip(idx, batch, completions, strict=True):
+                ep.add_usage(getattr(c, "prompt_tokens", 0), getattr(c, "completion_tokens", 0))
                 calls = getattr(c, "tool_calls", None)
                 if getattr(c, "finish_reason", None) == "error":
-                    error = getattr(c, "error", "")
-                    actions[i] = PolicyFailure(f"the {self.backend_name} backend failed: {error}", backend=True)
+                    answers[i] = self._failure(getattr(c, "error", "") or "")
                 else:
-                    actions[i] = {"content": c.text or "", "tool_calls": calls} if calls else c.text
-        return [a if a is not None else "" for a in actions]
+                    answers[i] = {"content": c.text or "", "tool_calls": calls} if calls else c.text
+        return answers
+
+    def _act_tokens(self, episodes: Sequence[Episode]) -> list[Answer]:
+        """Sample from every episode's token context in one call (the training path)."""
+        budgets = [ep.budget for ep in episodes]
+        try:
+            completions = self.backend.generate_tokens(
+                [ep.context() for ep in episodes], temperature=self.temperature,
+                max_new_tokens=max((b for b in budgets if b is not None), default=self.max_new_tokens),
+                seed=stable_seed(self.seed, next(self._calls)))
+            if len(completions) != len(episodes):
+                raise RuntimeError(f"backend returned {len(completions)} completions for {len(episodes)} contexts")
+        except Exception as e:  # the policy's boundary, as above
+            return [self._failure(exception_text(e)) for _ in episodes]
+        answers: list[Answer] = []
+        for ep, c in zip(episodes, completions, strict=True):
+            ep.add_usage(c.prompt_tokens, c.completion_tokens)
+            if c.finish_reason == "error" or c.token_ids is None:
+                answers.append(self._failure(c.error or "no token ids came back"))
+            else:
+                finish = "length" if c.finish_reason == "length" else "stop"
+                answers.append(Action(ids=list(c.token_ids), finish=finish))
+        return answers
 
     def close(self) -> None:
         close = getattr(self.backend, "close", None)
@@ -244,8 +296,6 @@ class ModelPolicy(Policy):
 PolicyFactory = Callable[..., Policy]
 POLICIES: Registry[PolicyFactory] = Registry("policy")
 
-_SCRIPTED_OPTS = {"calls_per_step"}
-
 
 def _model_factory(name: str) -> PolicyFactory:
     def factory(model: str | None = None, **opts: Any) -> Policy:
@@ -256,23 +306,41 @@ def _model_factory(name: str) -> PolicyFactory:
 
 
 def _scripted(model: str | None = None, **opts: Any) -> Policy:
-    kept = {k: v for k, v in opts.items() if k in _SCRIPTED_OPTS}
-    if kept.get("calls_per_step") == 0:
-        kept["calls_per_step"] = None
-    return ScriptedPolicy(model or "reference", **kept)
+    o: ScriptedPolicyOptions = build_config(ScriptedPolicyOptions, options=opts, owner="policy 'scripted'")
+    return ScriptedPolicy(model or "reference", calls_per_step=o.calls_per_step or None)
 
 
-for _name in ("transformers", "vllm", "openai"):
-    POLICIES.register(_name, _model_factory(_name))
 POLICIES.register("scripted", _scripted)
+for _name in BACKENDS.names():  # a model policy per model backend (scripted is the scripted policy's name)
+    if _name not in POLICIES:
+        POLICIES.register(_name, _model_factory(_name))
+
+
+def policy_options(name: str) -> list[str]:
+    """The options the policy a name names takes (``scripted:empty`` names ``scripted``)."""
+    from corpora.registry import option_names
+
+    base = name.partition(":")[0]
+    POLICIES.get(base)  # an unknown name fails here, with the closest names
+    return option_names(ScriptedPolicyOptions if base == "scripted" else ModelPolicyOptions)
+
+
+def model_policies() -> list[str]:
+    """The names of the model policies (one per model backend)."""
+    return [n for n in POLICIES.names() if n != "scripted"]
+
+
+def policy_help() -> str:
+    """What ``--policy`` takes, from the registry."""
+    return (f"{', '.join(model_policies())} (a model through the backend of that name: --model, "
+            "--backend-option) or scripted (--model reference, empty or a JSONL of actions; scripted:empty ok).")
 
 
 def make_policy(name: str, model: str | None = None, **opts: Any) -> Policy:
     """Build a policy by registry name (``scripted:empty`` == ``scripted`` with ``model="empty"``).
 
-    Options reach :class:`ModelPolicy` (``max_new_tokens``, ``temperature``, ``seed``,
-    ``pass_tools``, backend options) or :class:`ScriptedPolicy` (``calls_per_step``; the model
-    options are ignored there).
+    Options are :class:`ModelPolicyOptions`' fields for a model policy (``backend_options`` for the backend)
+    and :class:`ScriptedPolicyOptions`' for ``scripted``; an unknown one is refused with the closest names.
     """
     base, _, rest = name.partition(":")
     if rest:

@@ -7,12 +7,14 @@ catalog (labelled pools, :func:`write_back`).
 
 Contract:
 
-- **Concurrency.** ``threads`` mode plays whole episodes in a thread pool, one action at a time
-  (API policies, scripted policies). ``lockstep`` mode keeps up to ``concurrency`` episodes
-  active and advances them together: one ``policy.act_batch`` over every active history, then
-  every environment step, generated environments' all at once (:meth:`Episode.step_many`: one
-  round trip per worker process), the others in a thread pool; a finished episode's slot is
-  refilled at once (continuous batching for local model backends). ``auto`` picks ``lockstep``
+- **One engine.** Every episode is played by the one episode engine (:func:`gym_envs.engine.play`), the
+  code training plays through: the same messages (:mod:`gym_envs.messages`) and, for a policy with a
+  token rendering (``Policy.chat``: a model policy over a token-level backend), the same token record.
+- **Concurrency.** ``lockstep`` mode keeps up to ``concurrency`` episodes active and advances them
+  together: one ``policy.act_batch`` over every active episode, then every environment step, generated
+  environments' all at once (one round trip per worker process); a finished episode's slot is refilled at
+  once (continuous batching for local model backends). ``threads`` mode plays whole episodes in a thread
+  pool, each through the engine on its own (API policies, scripted policies). ``auto`` picks ``lockstep``
   for policies with ``batched = True``.
 - **Seeds.** Episode ``trial`` of a task gets ``stable_seed(seed, task key, trial)``.
 - **Failures are data.** An exception in the policy or the harness ends that episode with
@@ -43,20 +45,22 @@ import dataclasses
 import datetime as dt
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.errors import FailureStage, PolicyFailure, is_backend_failure
+from eval.errors import is_backend_failure
 from eval.metrics import group_by_task, summarize
-from eval.policies import Policy, ScriptedPolicy, make_policy
-from eval.suites import SPLITS, Episode, LibrarySuite, Suite, TaskRef, make_suite
-from gym_envs.errors import exception_text
+from eval.policies import Policy, ScriptedPolicy, make_policy, policy_options
+from eval.suites import SPLITS, LibrarySuite, Suite, TaskRef, eval_record, make_suite, suite_options
+from gym_envs.engine import play
+from gym_envs.episode import Episode
+from gym_envs.messages import ChatFormat
 from gym_envs.seeding import stable_seed
 
-__all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "run_episodes", "run_eval", "write_back"]
+__all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "play_suite", "run_episodes", "run_eval",
+           "write_back"]
 
 MODES = ("auto", "lockstep", "threads")
 Progress = Callable[[int], None]
@@ -82,7 +86,9 @@ class EvalConfig:
     agreement: bool = False  #: also run the reference/empty checker-agreement test per suite
     progress: bool = True  #: show a progress bar
     n_boot: int = 2000  #: bootstrap resamples for confidence intervals
-    policy_opts: dict[str, Any] = field(default_factory=dict)  #: options for make_policy
+    #: options for make_policy (a model policy's :class:`~eval.policies.ModelPolicyOptions`, its backend's under
+    #: ``backend_options``; the scripted policy's ``calls_per_step``)
+    policy_opts: dict[str, Any] = field(default_factory=dict)
     overwrite: bool = False  #: replace a run already in ``out`` (else refused before anything runs)
 
     def __post_init__(self) -> None:
@@ -123,124 +129,34 @@ class EvalRun:
 
 
 # -- playing episodes -------------------------------------------------------------------------------
-def _open(suite: Suite, task: TaskRef, trial: int, seed: int, max_turn_steps: int) -> Episode:
-    ep = suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
-                       max_turn_steps=max_turn_steps)
-    ep.started = time.perf_counter()  # type: ignore[attr-defined]
-    try:
-        ep.reset()
-    except Exception as e:  # the boundary (Episode.fail): this episode fails, the run goes on
-        ep.fail(FailureStage.RESET, e)
-    return ep
-
-
-def _step(ep: Episode, action: Any) -> None:
-    if isinstance(action, PolicyFailure):
-        ep.fail(FailureStage.BACKEND if action.backend else FailureStage.POLICY, action)
-        return
-    try:
-        ep.step(action)
-    except Exception as e:  # the boundary (Episode.fail), as above
-        ep.fail(FailureStage.STEP, e)
-    _check_budget(ep)
-
-
-def _check_budget(ep: Episode) -> None:
-    if not ep.done and ep.steps > ep.max_turn_steps * ep.task.n_turns + 1:
-        ep.fail(FailureStage.BUDGET)
-
-
-def _step_all(live: list[Episode], actions: list[Any], pool: concurrent.futures.ThreadPoolExecutor) -> None:
-    """:func:`_step` for every live episode: the episodes of a class that batches its steps
-    (:meth:`Episode.step_many`, generated environments) step together, the others on the pool."""
-    groups: dict[type[Episode], list[int]] = {}
-    for j, (ep, action) in enumerate(zip(live, actions, strict=True)):
-        if isinstance(action, PolicyFailure):
-            _step(ep, action)
-        else:
-            groups.setdefault(type(ep), []).append(j)
-    for cls, js in groups.items():
-        eps, acts = [live[j] for j in js], [actions[j] for j in js]
-        if cls.step_many.__func__ is Episode.step_many.__func__:  # type: ignore[attr-defined]
-            list(pool.map(_step, eps, acts))
-            continue
-        for ep, outcome in zip(eps, cls.step_many(eps, acts), strict=True):
-            if isinstance(outcome, Exception):
-                ep.fail(FailureStage.STEP, outcome)
-            _check_budget(ep)
-
-
-def _finish(ep: Episode) -> dict[str, Any]:
-    rec = ep.record()
-    rec["seconds"] = round(time.perf_counter() - getattr(ep, "started", time.perf_counter()), 4)
-    try:
-        ep.close()
-    except Exception as e:  # the boundary: the episode was scored; its result stands, the failure is recorded
-        rec["close_error"] = exception_text(e)
-    return rec
-
-
-def _play_one(suite: Suite, task: TaskRef, trial: int, policy: Policy, seed: int,
-              max_turn_steps: int) -> dict[str, Any]:
-    ep = _open(suite, task, trial, seed, max_turn_steps)
-    while not ep.done:
-        try:
-            action = policy.act(ep.history)
-        except Exception as e:  # the boundary (Episode.fail), as above
-            ep.fail(FailureStage.POLICY, e)
-            break
-        _step(ep, action)
-    return _finish(ep)
+def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy, *, concurrency: int = 4,
+               seed: int = 0, max_turn_steps: int = 20, mode: str = "auto", progress: Progress | None = None,
+               chat: ChatFormat | None = None) -> list[Episode]:
+    """Play ``(task, trial)`` jobs with ``policy`` through the episode engine; the settled episodes, in job
+    order. ``chat`` keeps every episode's token record with that rendering (default: the policy's own)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    render = chat if chat is not None else getattr(policy, "chat", None)
+    budget = getattr(policy, "action_tokens", None) if render is not None and chat is None else None
+    episodes = [suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
+                              max_turn_steps=max_turn_steps) for task, trial in jobs]
+    done = (lambda _ep: progress(1)) if progress else None
+    if mode == "lockstep" or (mode == "auto" and getattr(policy, "batched", False)):
+        return play(episodes, policy, chat=render, max_turn_tokens=budget, concurrency=max(1, concurrency),
+                    on_done=done)
+    with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
+        list(pool.map(lambda ep: play([ep], policy, chat=render, max_turn_tokens=budget, on_done=done), episodes))
+    return episodes
 
 
 def run_episodes(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy, *, concurrency: int = 4,
                  seed: int = 0, max_turn_steps: int = 20, mode: str = "auto",
                  progress: Progress | None = None) -> list[dict[str, Any]]:
-    """Play ``(task, trial)`` jobs with ``policy``; records sorted by task key and trial."""
-    jobs = list(jobs)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    lockstep = mode == "lockstep" or (mode == "auto" and policy.batched)
-    records: list[dict[str, Any]] = []
-    with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
-        if not lockstep:
-            futures = [pool.submit(_play_one, suite, t, trial, policy, seed, max_turn_steps)
-                       for t, trial in jobs]
-            for fut in concurrent.futures.as_completed(futures):
-                records.append(fut.result())
-                if progress:
-                    progress(1)
-        else:
-            records = _lockstep(suite, jobs, policy, pool, concurrency, seed, max_turn_steps, progress)
+    """Play ``(task, trial)`` jobs with ``policy`` (:func:`play_suite`); records sorted by task key and trial."""
+    episodes = play_suite(suite, jobs, policy, concurrency=concurrency, seed=seed, max_turn_steps=max_turn_steps,
+                          mode=mode, progress=progress)
+    records = [eval_record(ep) for ep in episodes]
     records.sort(key=lambda r: (r["suite"], r["env_id"], r["task_id"], r["trial"]))
-    return records
-
-
-def _lockstep(suite: Suite, jobs: list[tuple[TaskRef, int]], policy: Policy,
-              pool: concurrent.futures.ThreadPoolExecutor, concurrency: int, seed: int, max_turn_steps: int,
-              progress: Progress | None) -> list[dict[str, Any]]:
-    pending = deque(jobs)
-    active: list[Episode] = []
-    records: list[dict[str, Any]] = []
-    while pending or active:
-        fresh: list[tuple[TaskRef, int]] = []
-        while pending and len(active) + len(fresh) < concurrency:
-            fresh.append(pending.popleft())
-        active += list(pool.map(lambda j: _open(suite, j[0], j[1], seed, max_turn_steps), fresh))
-        live = [ep for ep in active if not ep.done]
-        if live:
-            try:
-                actions = policy.act_batch([ep.history for ep in live])
-            except Exception as e:  # the boundary (Episode.fail): the batch's episodes fail alike
-                for ep in live:
-                    ep.fail(FailureStage.POLICY, e)
-            else:
-                _step_all(live, actions, pool)
-        for ep in [ep for ep in active if ep.done]:
-            records.append(_finish(ep))
-            if progress:
-                progress(1)
-        active = [ep for ep in active if not ep.done]
     return records
 
 
@@ -330,8 +246,10 @@ def _default_write_back(policy: Policy, config: EvalConfig) -> bool:
 def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None]
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-    suite = make_suite(spec, split=config.split, executor=config.executor, workers=workers,
-                       limit=config.limit)
+    # the run's settings, each given to the suites whose options take it (split: libraries and τ²; limit: BFCL
+    # and τ² load only their first entries, and the runner applies it to every suite)
+    offered = {"split": config.split, "executor": config.executor, "workers": workers, "limit": config.limit}
+    suite = make_suite(spec, **{k: v for k, v in offered.items() if k in suite_options(spec)})
     info: dict[str, Any] = {"spec": spec, "name": suite.name, **suite.info()}
     skipped: dict[str, str] = getattr(suite, "skipped", {})
     if skipped:
@@ -380,7 +298,8 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         claim_run_folder(config.out, overwrite=config.overwrite)  # before anything runs
     own_policy = policy is None
     if policy is None:
-        policy = make_policy(config.policy, config.model, seed=config.seed, **config.policy_opts)
+        seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where the policy takes one
+        policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records: list[dict[str, Any]] = []
     suites: dict[str, Any] = {}

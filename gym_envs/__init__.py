@@ -1,4 +1,6 @@
-"""envwright's runtime: the environment spec, the restricted executor, and ``ToolEnv``.
+"""envwright's runtime: the environment spec, the restricted executor, ``ToolEnv``, and the one episode engine
+(:mod:`gym_envs.engine`: training and evaluation play their episodes through it, with the messages and tokens
+of :mod:`gym_envs.messages`).
 
 ``import gym_envs`` registers ``envwright/ToolEnv-v0`` with Gymnasium::
 

@@ -37,6 +37,7 @@ Hidden from the agent: checks, references, code. The env's own spec lives in
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from corpora.errors import did_you_mean
 from gym_envs import display
 from gym_envs.errors import ErrorKind
 from gym_envs.outcome import TurnOutcome
@@ -54,8 +56,8 @@ from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default
 from gym_envs.sandbox.checks import with_turn_answers
 from gym_envs.spec import EnvSpec, Task, as_spec
 
-__all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "reset_many", "step_many", "system_prompt",
-           "text_space", "tool_system_prompt"]
+__all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "check_tool_env_options", "reset_many",
+           "step_many", "system_prompt", "text_space", "tool_system_prompt"]
 
 REWARD_MODES = ("episode", "turns", "checks", "progress")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
@@ -469,6 +471,15 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         self.executor = default_executor(self._executor_arg if self._executor_arg in ("worker", "inprocess")
                                          else "worker")
         self.done = True
+
+
+def check_tool_env_options(options: Mapping[str, Any]) -> None:
+    """Refuse a keyword :class:`ToolEnv` does not take, naming the closest ones (``TypeError``, as Python's own)."""
+    params = [n for n in inspect.signature(ToolEnv.__init__).parameters if n != "self"]
+    for key in options:
+        if key not in params:
+            raise TypeError(f"ToolEnv takes no option {key!r}{did_you_mean(key, params)} (its options: "
+                            f"{', '.join(params)})")
 
 
 # -- several envs at once ------------------------------------------------------------------------

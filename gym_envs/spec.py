@@ -379,9 +379,9 @@ class EnvSpec(_Model):
         known = set(tool_names)
         problems += self._version_problems()
         for ti, task in enumerate(self.tasks):
-            bad = [n for n in task.policy if not 1 <= n <= len(self.policy)]
-            if bad:
-                problems.append(f"tasks[{ti}].policy: rules {bad} are not numbers of the policy's "
+            bad_rules = [n for n in task.policy if not 1 <= n <= len(self.policy)]
+            if bad_rules:
+                problems.append(f"tasks[{ti}].policy: rules {bad_rules} are not numbers of the policy's "
                                 f"{len(self.policy)} rules")
             for ui, turn in enumerate(task.turns):
                 where = f"tasks[{ti}].turns[{ui}]"

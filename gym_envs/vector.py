@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, iterate
 
-from gym_envs.env import ToolEnv, reset_many, step_many
+from gym_envs.env import ToolEnv, check_tool_env_options, reset_many, step_many
 
 __all__ = ["ToolVectorEnv"]
 
@@ -49,6 +49,7 @@ class ToolVectorEnv(SyncVectorEnv):
             if limit is not None and env_kwargs.setdefault("max_steps", limit) != limit:
                 raise ValueError(f"max_episode_steps={limit} and max_steps={env_kwargs['max_steps']} disagree; "
                                  "give one of them")
+            check_tool_env_options(env_kwargs)
             env_fns = [lambda: ToolEnv(**env_kwargs)] * num_envs
         elif env_kwargs or num_envs is not None:
             raise ValueError("give either env_fns or num_envs with ToolEnv arguments, not both")

@@ -5,10 +5,10 @@ Modules (each opens with its contract):
 
 * :mod:`training.config` -- typed config (pydantic dataclasses + TRL's ``GRPOConfig`` keywords), YAML,
   ``--set`` overrides; :mod:`training.trl_config` -- the device, dtype and ``trl.GRPOConfig`` it sets;
-* :mod:`training.chat` -- episode tokens from the chat template (model tokens vs environment tokens);
 * :mod:`training.generation` -- generators (HF fast path, vLLM, scripted) and the policy as an envgen backend;
 * :mod:`training.model` -- loading the policy (LoRA, GGUF, chat template) and choosing its generator;
-* :mod:`training.rollout` -- batched multi-turn episodes with ``env_mask``; failures as data;
+* :mod:`training.rollout` -- the solver's episodes through the one episode engine (:mod:`gym_envs.engine`, whose
+  :mod:`gym_envs.messages` builds the messages and tokens, ``env_mask`` included, that evaluation shows too);
 * :mod:`training.rewards`, :mod:`training.advantages`, :mod:`training.loss` -- small pure pieces of the update;
 * :mod:`training.solver` -- ``envwright train solver``: TRL ``GRPOTrainer`` with our ``rollout_func``;
 * :mod:`training.selfplay` -- ``envwright train selfplay``: dual-stream rounds, per-role advantages, checkpoints;

@@ -3,7 +3,7 @@
 One config file drives every trainer (``envwright train selfplay|solver|distill``)::
 
     model:      ModelConfig       what to load (hub id, folder or GGUF), dtype, LoRA, chat template
-    generation: GenerationConfig  the engine that samples (HF generate, its fast path, or vLLM)
+    generation: GenerationConfig  the engine that samples (transformers generate, its fast path, or vLLM)
     rollout:    RolloutConfig     episodes over ToolEnv: budgets, reward mode, sampling
     solver:     SolverConfig      G rollouts per task; which environments the solver trainer uses
     selfplay:   SelfPlayConfig    rounds, corpus, the dual stream (envgen's RoundConfig and
@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
@@ -52,6 +53,7 @@ from pydantic import TypeAdapter, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
 from corpora.errors import did_you_mean
+from gym_envs.engine import OBSERVATION_CHARS
 from training.config_fields import CONFIG, Bool, Float, Int, Section
 from training.config_selfplay import ProbeConfig, ProposerConfig, RecoveryConfig, SelfPlayConfig
 from training.errors import ConfigError
@@ -118,19 +120,40 @@ class ModelConfig:
 class GenerationConfig:
     """The engine that samples completions for both roles."""
 
-    engine: Literal["auto", "hf", "vllm"] = "auto"  #: ``auto``: vLLM when installed and on CUDA, else HF
+    #: ``transformers`` or ``vllm`` (the names of envgen's backends; ``--engine`` on the command line sets it);
+    #: ``auto``: vLLM when installed and on CUDA, else ``transformers``
+    engine: Literal["auto", "transformers", "vllm"] = "auto"
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: Float = 0.3  #: colocate: share of GPU memory for vLLM
     vllm_server_base_url: str | None = None  #: server: e.g. ``http://localhost:8000``
     vllm_max_model_length: Int | None = None
-    batch_size: Int | None = None  #: HF: rows per ``generate`` call (None: all at once)
-    sort_by_length: Bool = True  #: HF: batch rows of similar length together (less padding)
-    #: HF: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call seen
-    #: so far, and each new batch size is a new shape to compile, so a workload that mixes long calls with many
-    #: short ones of changing size (self-play: blueprint prompts, then rollout steps) is slower with it, and
-    #: with ``compile`` recompiles often; the dynamic cache suits such workloads
+    #: colocate: vLLM's sleep mode, its weights and KV cache released while the trainer updates (less memory, a
+    #: weight push and a wake-up a step); TRL's ``vllm_enable_sleep_mode`` for ``train solver``
+    vllm_sleep: Bool = False
+    #: fail when the sampler's and the trainer's log-probabilities of the sampled tokens differ by more than this
+    #: on average (nats), measured every step right after a weight sync: the weights did not reach the engine
+    #: (:mod:`training.weight_sync`); null: report the gap, never fail
+    max_logprob_gap: Float | None = 0.5
+    #: rows decoded at once: transformers, rows per ``generate`` call (None: all at once); vLLM, its
+    #: ``max_num_seqs`` (None: vLLM's default)
+    batch_size: Int | None = None
+    sort_by_length: Bool = True  #: transformers: batch rows of similar length together (less padding)
+    #: transformers: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call
+    #: seen so far, and each new batch size is a new shape to compile, so a workload that mixes long calls with many
+    #: short ones of changing size (self-play: blueprint prompts, then rollout steps) does not suit it: with
+    #: ``compile`` it was much slower than the dynamic cache there (see training/results/h200.md)
     static_cache: Bool = False
-    compile: Bool = False  #: HF: torch.compile the decoding step (needs ``static_cache``)
+    compile: Bool = False  #: transformers: torch.compile the decoding step (needs ``static_cache``)
+
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _engine_name(cls, value: Any) -> Any:
+        """``hf``, the name runs written before the engines were named like the backends used, still loads."""
+        if value == "hf":
+            warnings.warn("generation.engine: 'hf' is now called 'transformers' (the backend's name); this config "
+                          "still loads, write engine: transformers", DeprecationWarning, stacklevel=2)
+            return "transformers"
+        return value
 
     def __post_init__(self) -> None:
         if self.compile and not self.static_cache:
@@ -140,6 +163,10 @@ class GenerationConfig:
             raise ValueError("batch_size must be >= 1 or null (all rows in one call)")
         if not 0.0 < self.vllm_gpu_memory_utilization <= 1.0:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
+        if self.max_logprob_gap is not None and self.max_logprob_gap <= 0:
+            raise ValueError("max_logprob_gap must be > 0 (nats), or null to report the gap without a limit")
+        if self.vllm_sleep and self.vllm_mode != "colocate":
+            raise ValueError("vllm_sleep needs vllm_mode=colocate (a vLLM server manages its own memory)")
 
 
 @dataclass(config=CONFIG)
@@ -155,7 +182,7 @@ class RolloutConfig:
     reward_mode: Literal["episode", "turns", "checks", "progress"] = "episode"
     executor: Literal["worker", "inprocess"] = "worker"  #: sandbox of tool code (``inprocess``: trusted specs)
     pass_tools: Bool = False  #: also pass ``tools=`` to the chat template (the system prompt lists them anyway)
-    max_observation_chars: Int = 4000  #: tool results are cut to this length
+    max_observation_chars: Int = OBSERVATION_CHARS  #: tool results are cut to this length (as in evaluation)
     temperature: Float = 1.0
     top_p: Float = 1.0
     parse_error_penalty: Float = 0.0  #: subtracted from the reward once per unparsable tool call
@@ -319,6 +346,8 @@ DERIVED_GRPO_FIELDS: dict[str, str] = {
     "vllm_mode": "generation.vllm_mode",
     "vllm_gpu_memory_utilization": "generation.vllm_gpu_memory_utilization",
     "vllm_server_base_url": "generation.vllm_server_base_url",
+    "vllm_enable_sleep_mode": "generation.vllm_sleep",
+    "vllm_max_model_length": "generation.vllm_max_model_length",
     "use_cpu": "model.device (cpu)",
     "bf16": "model.dtype (bf16 or bf16-mixed)",
     "fp16": "model.dtype (fp16)",

@@ -13,7 +13,9 @@ One iteration (:meth:`Distiller.iteration`):
 3. **recovery** -- the environment is rebuilt in the state *after* that step
    (a fresh episode replaying the student's actions; episodes are
    deterministic from their seed, gym_envs/ENVSPEC.md rule 6), and the teacher acts from
-   there until the turn ends (at most ``distill.max_recovery_steps``); with
+   there until the turn ends (at most ``distill.max_recovery_steps``), through the one episode engine
+   (:func:`gym_envs.engine.play`, the episode resumed in that state: the same messages and tokens as a
+   rollout's); with
    ``distill.require_success`` a recovery counts only if the turn's checks
    then pass;
 4. **samples** -- the student's own tokens up to and including the off-support
@@ -21,8 +23,10 @@ One iteration (:meth:`Distiller.iteration`):
    prefix is not re-taught); the teacher's recovery actions have mask 1 and the
    environment tokens between them mask 0. With ``distill.include_correction``
    the teacher's action at the divergence state is a second sample;
-5. **update** -- masked negative log-likelihood (:func:`training.loss.update`,
-   ``objective="nll"``), ``distill.epochs`` passes; metrics and a checkpoint.
+5. **update** -- the student's engine sleeps (vLLM's sleep mode) and the sampler-trainer gap is measured
+   on its episodes (:func:`training.weight_sync.sampler_report`), then masked negative log-likelihood
+   (:func:`training.loss.update`, ``objective="nll"``), ``distill.epochs`` passes; the engine is synced;
+   metrics and a checkpoint.
 
 Teachers (:class:`Teacher`): :class:`ReferenceTeacher` (the spec's reference
 trajectory: at a state, the first reference call of the turn not yet made
@@ -39,23 +43,27 @@ import random
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from envgen.gate import oracle_reply
+from gym_envs.engine import play
 from gym_envs.env import ToolEnv
+from gym_envs.episode_env import ToolEnvAdapter
+from gym_envs.messages import ChatFormat
 from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
-from training.chat import ChatFormat
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
-from training.rollout import Episode, TaskRef, env_messages, fit_step_budget, rollout
+from training.rollout import Episode, TaskRef, fit_step_budget, rollout
+from training.selfplay_steps import solver_samples
+from training.weight_sync import sampler_report
 
-__all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherView", "find_divergence",
-           "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
+__all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherPolicy", "TeacherView",
+           "find_divergence", "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
 
 
 @dataclass
@@ -144,6 +152,16 @@ def make_teacher(cfg: TrainConfig) -> Teacher:
 # -- divergence -----------------------------------------------------------------------------------
 
 
+def _spec(ep: Episode) -> EnvSpec:
+    if ep.task.spec is None:
+        raise ValueError(f"distillation plays tasks of environment specs; {ep.task.key} has none")
+    return ep.task.spec
+
+
+def _calls(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]} for r in results]
+
+
 def _views(ep: Episode) -> list[TeacherView]:
     """The state before each of the episode's steps."""
     views: list[TeacherView] = []
@@ -152,9 +170,9 @@ def _views(ep: Episode) -> list[TeacherView]:
     for st in ep.steps:
         if st.turn != turn:
             turn, turn_calls = st.turn, []
-        views.append(TeacherView(ep.task.spec, ep.task.task_id, st.turn, list(turn_calls),
+        views.append(TeacherView(_spec(ep), ep.task.task_id, st.turn, list(turn_calls),
                                  ep.messages[: st.message_index]))
-        turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]} for r in st.results]
+        turn_calls += _calls(st.results)
     return views
 
 
@@ -178,71 +196,43 @@ def find_divergence(episodes: Sequence[Episode], teacher: Teacher) -> list[tuple
 # -- playing a teacher ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Play:
-    """A teacher playing one episode from some state."""
+class TeacherPolicy:
+    """A :class:`Teacher` as the episode engine's policy: each episode's state as a :class:`TeacherView` (the
+    calls made so far in the turn include those made before a resumed state, ``meta["turn_calls"]`` of turn
+    ``meta["turn"]``)."""
 
-    env: ToolEnv
-    task: TaskRef
-    turn: int
-    turn_calls: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
-    ids: list[int] = field(default_factory=list)
-    mask: list[int] = field(default_factory=list)
-    steps: int = 0
-    done: bool = False
-    turn_passed: bool | None = None
-    error: str | None = None
+    def __init__(self, teacher: Teacher):
+        self.teacher = teacher
+
+    @staticmethod
+    def view(ep: Episode) -> TeacherView:
+        calls = list(ep.meta.get("turn_calls", [])) if ep.turn == ep.meta.get("turn", 0) else []
+        for st in ep.steps:
+            if st.turn == ep.turn:
+                calls += _calls(st.results)
+        return TeacherView(_spec(ep), ep.task.task_id, ep.turn, calls, list(ep.messages))
+
+    def act_batch(self, episodes: Sequence[Episode]) -> list[str]:
+        return self.teacher.act_batch([self.view(ep) for ep in episodes]) if episodes else []
 
 
-def _teacher_play(plays: list[_Play], teacher: Teacher, chat: ChatFormat, *, max_steps: int,
-                  stop_at_turn_end: bool) -> None:
-    """Advance every play with the teacher's actions (batched) until it ends or runs out of steps."""
-    while True:
-        active = [p for p in plays if not p.done]
-        if not active:
-            return
-        actions = teacher.act_batch([TeacherView(p.task.spec, p.task.task_id, p.turn, list(p.turn_calls),
-                                                 list(p.messages)) for p in active])
-        for p, text in zip(active, actions, strict=True):
-            p.steps += 1
-            p.ids += chat.assistant_ids(text)
-            p.mask += [1] * (len(p.ids) - len(p.mask))
-            p.messages.append({"role": "assistant", "content": text})
-            try:
-                obs, _, terminated, truncated, info = p.env.step(text)
-            except Exception as e:  # the boundary: a failure is data, this play ends
-                p.done, p.error = True, f"{type(e).__name__}: {e}"
-                continue
-            p.turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}
-                             for r in info.get("tool_results") or []]
-            msgs, ended = env_messages(info, obs)
-            if ended:
-                p.turn_passed = bool(info.get("turn_passed"))
-                p.turn += 1
-                p.turn_calls = []
-            if terminated or truncated or (ended and stop_at_turn_end) or p.steps >= max_steps:
-                p.done = True
-                continue
-            suffix = chat.user_suffix_ids(obs) if ended else chat.tool_suffix_ids(msgs)
-            p.messages += msgs
-            p.ids += suffix
-            p.mask += [0] * len(suffix)
+def _turn_passed(ep: Episode) -> bool | None:
+    """The verdict of the last turn the episode ended (None: it ended none)."""
+    return next((st.turn_passed for st in reversed(ep.steps) if st.turn_ended), None)
 
 
 def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tuple[ToolEnv, list[dict[str, Any]]]:
     """A fresh env in the state after the episode's steps ``0..upto``; returns it and the turn's calls so far."""
-    env = ToolEnv(ep.task.spec, ep.task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
+    env = ToolEnv(_spec(ep), ep.task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
                   executor=executor, max_observation_chars=cfg.max_observation_chars)
-    env.reset(options={"task": ep.task.task_id, "episode_seed": ep.task.episode_seed})
+    env.reset(options={"task": ep.task.task_id, "episode_seed": ep.seed})
     turn_calls: list[dict[str, Any]] = []
     for st in ep.steps[: upto + 1]:
         _, _, _, _, info = env.step(st.text)
         if "turn_passed" in info:
             turn_calls = []
         else:
-            turn_calls += [{"name": r["name"], "arguments": r["arguments"], "ok": r["ok"]}
-                           for r in info.get("tool_results") or []]
+            turn_calls += _calls(info.get("tool_results") or [])
     return env, turn_calls
 
 
@@ -253,7 +243,7 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
     ex = executor or default_executor(cfg.rollout.executor)
     found = find_divergence(episodes, teacher)
     samples: list[Sample] = []
-    plays: list[tuple[Episode, int, _Play]] = []
+    plays: list[tuple[Episode, int, Episode]] = []
     stats = {"divergences": 0.0, "recovery_attempts": 0.0, "recovery_successes": 0.0, "recovery_samples": 0.0,
              "correction_samples": 0.0, "supported_episodes": 0.0}
     for ep, (k, teacher_action) in zip(episodes, found, strict=True):
@@ -271,24 +261,22 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
         if st.turn_ended or k + 1 >= len(ep.steps) or st.finish != "stop":
             continue  # the off-support step ended the turn or the episode: nothing to recover within it
         env, turn_calls = _replay_env(ep, k, cfg.rollout, ex)
-        prefix_end = ep.steps[k + 1].start
-        messages = ep.messages[: ep.steps[k + 1].message_index]
-        plays.append((ep, prefix_end, _Play(env, ep.task, st.turn, turn_calls, list(messages))))
+        play_ep = Episode(ep.task, max_actions=d.max_recovery_steps, stop_at_turn_end=True,
+                          meta={"turn": st.turn, "turn_calls": turn_calls})
+        play_ep.resume(ToolEnvAdapter(env, ep.task.task_id), ep.messages[: ep.steps[k + 1].message_index],
+                       turn=st.turn, tools=ep.tools)
+        plays.append((ep, ep.steps[k + 1].start, play_ep))
         stats["recovery_attempts"] += 1
-    try:
-        _teacher_play([p for _, _, p in plays], teacher, chat, max_steps=d.max_recovery_steps, stop_at_turn_end=True)
-        for ep, prefix_end, p in plays:
-            ok = bool(p.turn_passed) and p.error is None
-            stats["recovery_successes"] += float(ok)
-            if (d.require_success and not ok) or not any(p.mask):
-                continue
-            samples.append(Sample(ep.prompt_ids, ep.completion_ids[:prefix_end] + p.ids,
-                                  [0] * prefix_end + p.mask, role="recovery",
-                                  meta={"task": ep.task.key, "steps": p.steps, "turn_passed": p.turn_passed}))
-            stats["recovery_samples"] += 1
-    finally:
-        for _, _, p in plays:
-            p.env.close()
+    play([p for _, _, p in plays], TeacherPolicy(teacher), chat=chat)
+    for ep, prefix_end, p in plays:
+        ok = bool(_turn_passed(p)) and p.error is None
+        stats["recovery_successes"] += float(ok)
+        if (d.require_success and not ok) or not any(p.env_mask):
+            continue
+        samples.append(Sample(ep.prompt_ids, ep.completion_ids[:prefix_end] + p.completion_ids,
+                              [0] * prefix_end + p.env_mask, role="recovery",
+                              meta={"task": ep.task.key, "steps": len(p.steps), "turn_passed": _turn_passed(p)}))
+        stats["recovery_samples"] += 1
     return samples, stats
 
 
@@ -297,30 +285,29 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
     """Whole episodes played by the teacher from the start (SFT data; env tokens masked)."""
     tasks = fit_step_budget(tasks, cfg.max_steps, "the teacher's tasks") if tasks else tasks
     ex = executor or default_executor(cfg.executor)
-    plays, prompts = [], []
-    for t in tasks:
-        env = ToolEnv(t.spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps, executor=ex,
-                      max_observation_chars=cfg.max_observation_chars)
-        obs, info = env.reset(options={"task": t.task_id, "episode_seed": t.episode_seed})
-        messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": obs}]
-        prompts.append(chat.prompt_ids(messages, t.spec.openai_tools()))
-        plays.append(_Play(env, t, 0, [], messages))
-    try:
-        _teacher_play(plays, teacher, chat, max_steps=cfg.max_steps, stop_at_turn_end=False)
-        out, failed = [], []
-        for t, prompt, p in zip(tasks, prompts, plays, strict=True):
-            passed = p.env.task is not None and p.env.score()["episode"] == 1.0
-            if require_success and not passed:
-                failed.append(f"{t.key}" + (f" ({p.error})" if p.error else ""))
-                continue
-            out.append(Sample(prompt, p.ids, p.mask, role="teacher", meta={"task": t.key, "passed": passed}))
-        if failed:  # a drop is data lost from a warm start: say so rather than train on less in silence
-            warnings.warn(f"the {teacher.name} teacher did not pass {len(failed)} of {len(tasks)} tasks; they are "
-                          f"left out of its samples (first: {'; '.join(failed[:3])})", stacklevel=2)
-        return out
-    finally:
-        for p in plays:
-            p.env.close()
+
+    def episode(t: TaskRef) -> Episode:
+        spec = t.spec
+
+        def make() -> ToolEnvAdapter:
+            return ToolEnvAdapter(ToolEnv(spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
+                                          executor=ex, max_observation_chars=cfg.max_observation_chars), t.task_id)
+
+        return Episode(t, make, max_actions=cfg.max_steps)
+
+    plays = play([episode(t) for t in tasks], TeacherPolicy(teacher), chat=chat)
+    out, failed = [], []
+    for t, p in zip(tasks, plays, strict=True):
+        passed = float(p.score.get("episode", 0.0)) == 1.0
+        if (require_success and not passed) or not p.prompt_ids:
+            failed.append(f"{t.key}" + (f" ({p.error})" if p.error else ""))
+            continue
+        out.append(Sample(p.prompt_ids, p.completion_ids, p.env_mask, role="teacher",
+                          meta={"task": t.key, "passed": passed}))
+    if failed:  # a drop is data lost from a warm start: say so rather than train on less in silence
+        warnings.warn(f"the {teacher.name} teacher did not pass {len(failed)} of {len(tasks)} tasks; they are "
+                      f"left out of its samples (first: {'; '.join(failed[:3])})", stacklevel=2)
+    return out
 
 
 # -- the trainer ----------------------------------------------------------------------------------
@@ -353,6 +340,7 @@ class Distiller:
         self.optimizer = run.optimizer
         self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
+        self.generator.track(self.optimizer)
         self.teacher = teacher or make_teacher(cfg)
         self.tasks = list(tasks) if tasks is not None else list(TaskPool.from_config(cfg).tasks.values())
         self.rng = random.Random(cfg.run.seed)
@@ -370,7 +358,7 @@ class Distiller:
     def _draw(self, it: int) -> list[TaskRef]:
         n = self.cfg.distill.episodes_per_iteration
         picks = [self.rng.choice(self.tasks) for _ in range(n)]
-        return [TaskRef(t.spec, t.task_id, stable_seed(self.cfg.run.seed, "episodes", it)) for t in picks]
+        return [TaskRef(t.spec, t.task_id, stable_seed(self.cfg.run.seed, "episodes", it), t.source) for t in picks]
 
     def iteration(self, it: int) -> dict[str, Any]:
         """One iteration (module docstring); returns its metrics."""
@@ -383,19 +371,23 @@ class Distiller:
         t1 = time.perf_counter()
         samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg)
         t2 = time.perf_counter()
+        engine = sampler_report(self.generator, self.model, solver_samples(episodes, [""] * len(episodes), 1.0),
+                                pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                                limit=self.cfg.generation.max_logprob_gap)
         upd: dict[str, float] = {}
         for _ in range(self.cfg.distill.epochs):
             upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                          objective="nll")
-        self.generator.sync()
         t3 = time.perf_counter()
+        self.generator.sync()
+        t4 = time.perf_counter()
         bs = batch_stats(episodes)
         metrics = {"iteration": it,
                    "student": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "statuses": bs["statuses"]},
-                   "distill": stats, "update": upd,
+                   "distill": stats, "update": upd, "generation": engine,
                    "throughput": {"tokens_per_second": bs["tokens_per_second"]},
                    "time": {"generation": bs["gen_seconds"], "environment": bs["env_seconds"],
-                            "teacher": t2 - t1, "update": t3 - t2, "round": t3 - t0}}
+                            "teacher": t2 - t1, "update": t3 - t2, "weight_sync": t4 - t3, "round": t4 - t0}}
         self.metrics.log(metrics, step=it)
         self.history.append(metrics)
         save_checkpoint(self.run_dir, it, model=self.model, tokenizer=self.tokenizer, optimizer=self.optimizer,

@@ -6,8 +6,8 @@ not where it went wrong or what the format wanted there. The grammar knows both.
 (:func:`recovery_samples`):
 
 1. **divergence** -- the completion's tokens are fed to the schema's grammar (the one the skill stream decodes
-   under) until it rejects one (:func:`envgen.backends.hf.first_rejected`): the first step that leaves the
-   states the grammar supports, or the end of an unfinished text;
+   under) until it rejects one (:func:`envgen.backends.transformers_local.first_rejected`): the first step that
+   leaves the states the grammar supports, or the end of an unfinished text;
 2. **recovery** -- the policy goes on from the prompt and the tokens before that step, now under the grammar
    (``Generator.generate(grammar_prefixes=...)``), within the proposer's token budget;
 3. **sample** -- the proposal's own tokens up to the divergence are context with loss mask 0 (its valid
@@ -49,7 +49,7 @@ def recovery_samples(proposals: Sequence[Any], record_for: Callable[[str | None]
     ``unparsed`` (proposals taken), ``recovered`` (samples made), ``cut`` (continuations cut by the budget),
     ``still_unparsed``, ``divergence`` (mean share of the completion kept before the divergence) and
     ``new_tokens`` (mean tokens of a recovered continuation)."""
-    from envgen.backends.hf import first_rejected
+    from envgen.backends.transformers_local import first_rejected
 
     grammar = generator.grammar(schema)
     rows: list[tuple[list[int], list[int]]] = []

@@ -4,8 +4,8 @@
 that transformers de-quantises), sets the chat template (``trl:qwen3`` loads
 TRL's bundled template), pads on the left with a pad token, and wraps the model
 in a PEFT LoRA adapter when ``model.lora_r > 0``. :func:`make_generator` picks
-the engine of ``generation:`` (vLLM when installed on CUDA for ``auto``, else
-Hugging Face ``generate`` with the configured fast path). :func:`open_policy_run` is the
+the engine of ``generation:`` (:func:`~training.trl_config.resolve_engine`: vLLM when installed on CUDA for
+``auto``, else Hugging Face ``generate`` with the configured fast path). :func:`open_policy_run` is the
 start every in-process trainer shares (self-play, distillation, the fixed-environment
 baseline): run folder, seeds, the checkpoint to resume, the policy, its GRPO settings and
 optimizer.
@@ -21,11 +21,17 @@ from envgen.errors import install_hint
 from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
-from training.generation import Generator, HFGenerator, VLLMGenerator, vllm_available
+from training.generation import Generator, TransformersGenerator
 from training.loss import UpdateConfig, make_optimizer, update_config
-from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name, to_grpo_config
+from training.trl_config import (
+    generation_autocast,
+    resolve_device,
+    resolve_dtype_name,
+    resolve_engine,
+    to_grpo_config,
+)
 
-__all__ = ["eos_ids_of", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
+__all__ = ["eos_ids_of", "load_chat_template", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
 
 _TORCH_DTYPES = {"bf16": "bfloat16", "bf16-mixed": "float32", "fp16": "float16", "fp32": "float32"}  # weights
 
@@ -42,11 +48,27 @@ def _source(cfg: TrainConfig, path: str | None = None) -> tuple[str, dict[str, A
     return name, kwargs
 
 
+def load_chat_template(spec: str) -> str:
+    """A chat template (``model.chat_template``) from ``trl:NAME`` (TRL's bundled ``NAME.jinja``) or a file path."""
+    if spec.startswith("trl:"):
+        import trl
+
+        name = spec[4:].removesuffix(".jinja")
+        path = Path(trl.__file__).parent / "chat_templates" / f"{name}.jinja"
+        if not path.is_file():
+            names = sorted(p.stem for p in path.parent.glob("*.jinja"))
+            raise ConfigError(f"model.chat_template: TRL bundles no template {name!r}; choose one of "
+                              f"{', '.join('trl:' + n for n in names)}")
+        return path.read_text(encoding="utf-8")
+    path = Path(spec)
+    if not path.is_file():
+        raise ConfigError(f"model.chat_template: no template file at {path}; use trl:qwen3 or a .jinja path")
+    return path.read_text(encoding="utf-8")
+
+
 def load_tokenizer(cfg: TrainConfig, path: str | None = None) -> Any:
     """The tokenizer, left-padded, with a pad token and the configured chat template."""
     from transformers import AutoTokenizer
-
-    from training.chat import load_chat_template
 
     name, kwargs = _source(cfg, path)
     tok = AutoTokenizer.from_pretrained(name, **kwargs)
@@ -127,21 +149,21 @@ def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
 def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator: Any = None) -> Generator:
     """The generator ``generation.engine`` asks for (see the module docstring)."""
     g = cfg.generation
-    engine = g.engine
-    if engine == "auto":
-        engine = "vllm" if vllm_available() and resolve_device(cfg).startswith("cuda") else "hf"
     eos = eos_ids_of(model, tokenizer)
-    if engine == "vllm":
+    if resolve_engine(cfg) == "vllm":
+        from training.vllm_generator import VLLMGenerator
+
         if accelerator is None:
             from accelerate import Accelerator
 
             accelerator = Accelerator()
         return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer, mode=g.vllm_mode,
                              gpu_memory_utilization=g.vllm_gpu_memory_utilization,
-                             server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
-    return HFGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
-                       sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
-                       autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)
+                             server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length,
+                             max_num_seqs=g.batch_size, sleep=g.vllm_sleep)
+    return TransformersGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
+                                 sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
+                                 autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)
 
 
 @dataclass

@@ -9,7 +9,7 @@ Contract:
   and ``fn`` gets a :class:`LoaderOptions`). The built-in loaders are entry points listed in one
   module, :mod:`corpora.builtin` (data only); their modules are imported when first used.
 * :func:`get_loader` raises :class:`~corpora.errors.UnknownNameError` with close matches.
-* :func:`build_config` turns ``(source, **options)`` into the loader's config and refuses unknown
+* :func:`loader_config` turns ``(source, **options)`` into the loader's config and refuses unknown
   options with a close-match suggestion.
 """
 
@@ -23,16 +23,16 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from corpora.builtin import BUILTIN_LOADERS
 from corpora.document import Document
-from corpora.errors import CorpusError, RegistryError, UnknownNameError, did_you_mean
-from corpora.registry import Registry, entry_point
+from corpora.errors import CorpusError, RegistryError
+from corpora.registry import Registry, check_options, entry_point
 
 __all__ = [
     "LOADERS",
     "LoaderConfig",
     "LoaderEntry",
     "LoaderOptions",
-    "build_config",
     "get_loader",
+    "loader_config",
     "loader_names",
     "register_loader",
 ]
@@ -158,45 +158,17 @@ def _required(config_type: type, name: str) -> bool:
     return False
 
 
-_SCALARS: dict[type, str] = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-
-
-def _check_type(entry: LoaderEntry, key: str, value: Any) -> None:
-    """Refuse a value of the wrong kind for an option whose default is a bool, int, float or string
-    (``None`` passes where the field's annotation allows it), naming the option and what it takes."""
-    f = next(f for f in dataclasses.fields(entry.config_type) if f.name == key)
-    default = f.default
-    kind = type(default)
-    if default is dataclasses.MISSING or default is None or kind not in _SCALARS:
-        return
-    if value is None and "None" in str(f.type):
-        return
-    ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-    if not ok:
-        raise CorpusError(f"option {key!r} of corpus loader {entry.name!r} must be {_SCALARS[kind]}, "
-                          f"got {value!r} (e.g. {key}={default!r})")
-
-
-def build_config(entry: LoaderEntry, source: str | None, options: Mapping[str, Any]) -> Any:
+def loader_config(entry: LoaderEntry, source: str | None, options: Mapping[str, Any]) -> Any:
     """Build ``entry``'s config from the spec's ``source`` and keyword ``options``.
 
     Raises:
         UnknownNameError: an option is not a field of the config (with a suggestion).
-        CorpusError: the loader needs a source and none was given, an option's value is not of the
-            kind its default is (a bool, an integer, a number, a string), or the config rejected a value.
+        OptionError: an option's value is not of the kind its default is (a bool, an integer, a number, a string).
+        CorpusError: the loader needs a source and none was given, or the config rejected a value.
     """
     if entry.config_type is LoaderOptions:
         return LoaderOptions(source=source, options=dict(options))
-    allowed = entry.options()
-    for key, value in options.items():
-        if key not in allowed:
-            raise UnknownNameError(
-                f"unknown option {key!r} for corpus loader {entry.name!r}{did_you_mean(key, allowed)} "
-                f"(accepted: {', '.join(allowed)})"
-            )
-        _check_type(entry, key, value)
+    check_options(entry.config_type, f"corpus loader {entry.name!r}", options)
     kwargs = dict(options)
     source_field: str | None = entry.config_type.source_field  # type: ignore[attr-defined]
     if source is not None:

@@ -9,7 +9,9 @@ Contract (beyond :mod:`envgen.backends.base`):
 
 * ``base_url`` defaults to ``$OPENAI_BASE_URL`` or ``http://localhost:8000/v1``,
   ``api_key`` to ``$OPENAI_API_KEY`` or ``"EMPTY"``;
-* a string prompt is sent as one user message;
+* a string prompt is sent as one user message; a chat is made valid for the API first
+  (:func:`gym_envs.messages.openai_messages`: a ``tool`` message must answer a call id of the assistant
+  message before it, any other tool output becomes a user message);
 * a batch is sent as concurrent requests (a thread pool of ``max_workers``),
   one per prompt, each with ``n`` and its own seed
   (:func:`~gym_envs.seeding.stable_seed`);
@@ -31,14 +33,17 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text
 from envgen.errors import BackendError
 from gym_envs.errors import exception_text
+from gym_envs.messages import openai_messages
 from gym_envs.seeding import stable_seed
 
-__all__ = ["OpenAIBackend"]
+__all__ = ["OpenAIBackend", "OpenAIOptions"]
 
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -49,14 +54,30 @@ class _HttpError(Exception):
         super().__init__(message)
 
 
+@dataclass(kw_only=True)
+class OpenAIOptions:
+    """Options of the ``openai`` backend."""
+
+    base_url: str | None = None  #: the server (default: ``$OPENAI_BASE_URL`` or ``http://localhost:8000/v1``)
+    api_key: str | None = None  #: the key (default: ``$OPENAI_API_KEY`` or ``"EMPTY"``)
+    max_workers: int = 8  #: concurrent requests of one batch
+    timeout: float = 600.0  #: seconds per request
+    max_retries: int = 2  #: retries of a request that failed for a transient reason
+    use_client: bool | None = None  #: use the ``openai`` package (None: when installed; False: plain HTTP)
+    extra_body: dict[str, Any] = field(default_factory=dict)  #: more fields of every request body
+
+
 class OpenAIBackend(Backend):
-    """Chat completions from an OpenAI-compatible server."""
+    """Chat completions from an OpenAI-compatible server; ``options`` are :class:`OpenAIOptions`' fields."""
 
     name = "openai"
+    per_prompt_budgets = True
+    Options = OpenAIOptions
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 max_workers: int = 8, timeout: float = 600.0, max_retries: int = 2,
-                 use_client: bool | None = None, extra_body: dict[str, Any] | None = None, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: OpenAIOptions = build_config(OpenAIOptions, options=options, owner="backend 'openai'")
+        base_url, api_key, max_workers, timeout = opts.base_url, opts.api_key, opts.max_workers, opts.timeout
+        max_retries, use_client, extra_body = opts.max_retries, opts.use_client, opts.extra_body
         if not model:
             raise BackendError("the openai backend needs the served model's name (--model)")
         if max_workers < 1:
@@ -87,7 +108,7 @@ class OpenAIBackend(Backend):
     def _body(self, prompt: Prompt, *, max_new_tokens: int, temperature: float, top_p: float, seed: int,
               n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
               schema: dict[str, Any] | None = None) -> dict[str, Any]:
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else openai_messages(prompt)
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens,
                                 "temperature": temperature, "top_p": top_p, "n": n, "seed": seed}
         if stop:
@@ -166,14 +187,15 @@ class OpenAIBackend(Backend):
                                   error=f"the server returned {len(choices)} choices for n={n}"))
         return out[:n]
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
-              "stop": stop, "tools": tools}
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
+        kw = {"temperature": temperature, "top_p": top_p, "seed": seed, "stop": stop, "tools": tools}
         workers = min(self.max_workers, len(prompts))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self._one, p, i, n, **kw, schema=schemas[i] if schemas else None)
+            futures = [pool.submit(self._one, p, i, n, **kw, max_new_tokens=budgets[i],
+                                   schema=schemas[i] if schemas else None)
                        for i, p in enumerate(prompts)]
             return [c for f in futures for c in f.result()]
 

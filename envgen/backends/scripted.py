@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text, truncate_at_stop
 from envgen.errors import BackendError
 
-__all__ = ["ScriptedBackend", "load_script"]
+__all__ = ["ScriptedBackend", "ScriptedOptions", "load_script"]
 
 
 def load_script(path: str | Path) -> list[str]:
@@ -51,15 +53,26 @@ def load_script(path: str | Path) -> list[str]:
     return out
 
 
+@dataclass(kw_only=True)
+class ScriptedOptions:
+    """Options of the ``scripted`` backend."""
+
+    #: the script: a list of strings, a JSONL file, or ``fn(prompt) -> str`` (default: ``model`` as a JSONL path)
+    completions: Sequence[str] | str | Path | Callable[[Prompt], str] | None = None
+    cycle: bool = False  #: start the script over when it runs out (else the backend raises)
+
+
 class ScriptedBackend(Backend):
-    """Hands out prepared completions in order."""
+    """Hands out prepared completions in order; ``options`` are :class:`ScriptedOptions`' fields."""
 
     name = "scripted"
+    per_prompt_budgets = True
+    Options = ScriptedOptions
 
-    def __init__(self, model: str | None = None, *,
-                 completions: Sequence[str] | str | Path | Callable[[Prompt], str] | None = None,
-                 cycle: bool = False, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: ScriptedOptions = build_config(ScriptedOptions, options=options, owner="backend 'scripted'")
         super().__init__(model)
+        completions, cycle = opts.completions, opts.cycle
         source = completions if completions is not None else model
         self._fn: Callable[[Prompt], str] | None = None
         self._script: list[str] = []
@@ -100,9 +113,10 @@ class ScriptedBackend(Backend):
         self.position += 1
         return text
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
         out: list[Completion] = []
         for i, prompt in enumerate(prompts):
             schema = schemas[i] if schemas else None
@@ -110,8 +124,8 @@ class ScriptedBackend(Backend):
                 self.prompts.append(prompt)
                 text, stopped = truncate_at_stop(self._next(prompt), stop)
                 finish = "stop"
-                if not stopped and approx_tokens(text) > max_new_tokens:
-                    text, finish = text[:4 * max_new_tokens], "length"
+                if not stopped and approx_tokens(text) > budgets[i]:
+                    text, finish = text[:4 * budgets[i]], "length"
                 comp = Completion(text=text, prompt_tokens=approx_tokens(prompt_text(prompt)),
                                   completion_tokens=max(1, approx_tokens(text)), finish_reason=finish)
                 out.append(_check_schema(comp, schema) if schema is not None else comp)

@@ -6,9 +6,10 @@ and raises :class:`~envgen.errors.BackendNotInstalledError` with the
 install command when it is missing.
 
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
-given), strings through ``LLM.generate``; each prompt gets its own
-``SamplingParams`` seeded with :func:`~gym_envs.seeding.stable_seed`, so a
-prompt's completions do not depend on what else is in the batch. Under a
+given), strings through ``LLM.generate``, token contexts (:meth:`VLLMBackend.generate_tokens`) through
+``LLM.generate`` with ``prompt_token_ids``; each prompt gets its own
+``SamplingParams`` (its own ``max_tokens`` too) seeded with
+:func:`~gym_envs.seeding.stable_seed`, so a prompt's completions do not depend on what else is in the batch. Under a
 ``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
 (``structured_outputs=StructuredOutputsParams(json=schema)``, vLLM >= 0.11; the
 older ``guided_decoding=GuidedDecodingParams(json=schema)`` on earlier releases),
@@ -17,13 +18,16 @@ with whitespace disabled as for the other backends.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt
+from corpora.registry import build_config
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["VLLMBackend"]
+__all__ = ["VLLMBackend", "VLLMOptions"]
 
 
 def _import_vllm() -> Any:
@@ -34,28 +38,64 @@ def _import_vllm() -> Any:
     return vllm
 
 
+@dataclass(kw_only=True)
+class VLLMOptions:
+    """Options of the ``vllm`` backend (what ``vllm.LLM`` is built with)."""
+
+    tensor_parallel_size: int = 1  #: GPUs the model is split over
+    dtype: str = "auto"  #: weights' dtype (``auto``, ``bfloat16``, ``float16``, ...)
+    gpu_memory_utilization: float = 0.9  #: share of each GPU's memory vLLM may take
+    max_model_len: int | None = None  #: context length (default: the model's)
+    seed: int = 0  #: the engine's seed
+    enable_prefix_caching: bool = True  #: reuse the KV cache of shared prompt prefixes
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  #: e.g. ``{"enable_thinking": False}``
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)  #: more ``vllm.LLM`` keyword arguments
+    llm: Any = None  #: an engine already built (``model`` may then be left out)
+
+
 class VLLMBackend(Backend):
-    """An in-process vLLM engine."""
+    """An in-process vLLM engine; ``options`` are :class:`VLLMOptions`' fields."""
 
     name = "vllm"
+    Options = VLLMOptions
+    token_level = True
+    per_prompt_budgets = True
 
-    def __init__(self, model: str | None = None, *, tensor_parallel_size: int = 1, dtype: str = "auto",
-                 gpu_memory_utilization: float = 0.9, max_model_len: int | None = None, seed: int = 0,
-                 enable_prefix_caching: bool = True, chat_template_kwargs: dict[str, Any] | None = None,
-                 engine_kwargs: dict[str, Any] | None = None, llm: Any = None, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: VLLMOptions = build_config(VLLMOptions, options=options, owner="backend 'vllm'")
+        llm = opts.llm
         if not model and llm is None:
             raise BackendError("the vllm backend needs a model name or path (--model)")
         super().__init__(model)
         self._vllm = _import_vllm()
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.chat_template_kwargs = dict(opts.chat_template_kwargs or {})
         if llm is None:
-            kwargs: dict[str, Any] = {"model": model, "tensor_parallel_size": tensor_parallel_size,
-                                      "dtype": dtype, "gpu_memory_utilization": gpu_memory_utilization,
-                                      "seed": seed, "enable_prefix_caching": enable_prefix_caching}
-            if max_model_len:
-                kwargs["max_model_len"] = max_model_len
-            llm = self._vllm.LLM(**kwargs, **(engine_kwargs or {}))
+            kwargs: dict[str, Any] = {"model": model, "tensor_parallel_size": opts.tensor_parallel_size,
+                                      "dtype": opts.dtype, "gpu_memory_utilization": opts.gpu_memory_utilization,
+                                      "seed": opts.seed, "enable_prefix_caching": opts.enable_prefix_caching}
+            if opts.max_model_len:
+                kwargs["max_model_len"] = opts.max_model_len
+            llm = self._vllm.LLM(**kwargs, **(opts.engine_kwargs or {}))
         self.llm = llm
+
+    @property
+    def tokenizer(self) -> Any:  # type: ignore[override]
+        return self.llm.get_tokenizer() if self.llm is not None else None
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """Continue token contexts as they are (``prompt_token_ids``), one ``SamplingParams`` per context."""
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                               n=1, stop=None) for i in range(len(contexts))]
+        outs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
+        completions = []
+        for ctx, req in zip(contexts, outs, strict=True):
+            o = req.outputs[0]
+            completions.append(Completion(text=o.text, prompt_tokens=len(ctx), completion_tokens=len(o.token_ids),
+                                          finish_reason="length" if o.finish_reason == "length" else "stop",
+                                          token_ids=list(o.token_ids)))
+        return completions
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.get_tokenizer().encode(text, add_special_tokens=False))
@@ -77,10 +117,11 @@ class VLLMBackend(Backend):
                                          top_p=top_p if temperature > 0 else 1.0,
                                          seed=stable_seed(seed, index), stop=stop or None, **extra)
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
+        params = [self._params(i, max_new_tokens=budgets[i], temperature=temperature, top_p=top_p,
                                seed=seed, n=n, stop=stop, schema=schemas[i] if schemas else None)
                   for i in range(len(prompts))]
         chats = [i for i, p in enumerate(prompts) if not isinstance(p, str)]

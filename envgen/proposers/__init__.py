@@ -14,7 +14,9 @@ PROPOSERS.register("world", "envgen.proposers.world:WorldProposer")
 
 
 def make_proposer(name: str, **options: Any) -> Proposer:
-    """Instantiate a registered proposer."""
+    """Instantiate a registered proposer; ``options`` are its options class's fields (``template``:
+    :class:`~envgen.proposers.template.TemplateOptions`; ``llm``: ``backend``, ``model`` and
+    :class:`~envgen.proposers.llm.LLMOptions`), an unknown one refused with the closest names."""
     return PROPOSERS.get(name)(**options)
 
 

@@ -2,7 +2,8 @@
 
 :meth:`LLMProposer.propose_batch` builds one chat per document
 (:func:`envgen.prompts.build_messages`: contract, example, skill guidance,
-document excerpt) and generates them all in **one** batched backend call;
+document excerpt) and generates them all in **one** batched backend call (or shares it with another
+proposer's: :meth:`LLMProposer.batch_request`, :func:`envgen.proposers.base.propose_together`);
 :meth:`LLMProposer.repair_batch` does the same for the repair conversations
 (:func:`envgen.prompts.build_repair_messages`: the previous answer plus the
 gate's feedback). Completions are parsed by
@@ -17,19 +18,22 @@ outright turns every proposal of the batch into such a failure. Token counts
 on a proposal are cumulative over its repairs (``meta["rounds"]`` has each
 round's counts), so a run's total is the sum over its final proposals.
 
-Two structures (``structure=``, :mod:`envgen.structure`):
+Three structures (``structure=``, :mod:`envgen.structure`):
 
 * ``spec`` (the free stream, the default): the model writes a whole spec;
 * ``blueprint``: the model writes a blueprint
   (:func:`envgen.proposers.template.prompt.build_blueprint_messages`), which the one
   compiler (:func:`envgen.blueprint.compiler.compile_blueprint`) turns into a
   spec; a routed skill's requirements narrow the blueprint schema and are
-  compiler options. ``meta["repairs"]`` lists what the compiler changed.
+  compiler options. ``meta["repairs"]`` lists what the compiler changed;
+* ``world``: the model writes a world blueprint (blueprint version 2,
+  :func:`envgen.proposers.world.prompt.build_world_messages`), which the world compiler
+  (:func:`envgen.world.compile.compile_world`) turns into a spec.
 
-With ``constrained=True`` (the default for ``blueprint``) every backend decodes
+With ``constrained=True`` (the default for ``blueprint`` and ``world``) every backend decodes
 under the structure's JSON Schema (``json_schema=`` of
-:meth:`~envgen.backends.Backend.generate`), and ``max_new_tokens`` is raised to
-the schema's worst case, so every completion parses; a constrained completion
+:meth:`~envgen.backends.Backend.generate`), and each constrained prompt's ``max_new_tokens`` is raised to
+its schema's worst case, so every completion parses; a constrained completion
 that does not is reported with the code ``constrained_parse`` (a bug).
 """
 
@@ -37,8 +41,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.backends import Backend, Completion, make_backend
 from envgen.backends.base import check_sampling, prompt_text
 from envgen.blueprint.compiler import CompileError, CompileOptions, compile_blueprint
@@ -53,13 +59,46 @@ from envgen.prompts import (
     shipped_examples,
     skill_id_of,
 )
-from envgen.proposers.base import Proposal, Proposer
+from envgen.proposers.base import BatchRequest, Proposal, Proposer, run_requests
 from envgen.proposers.template.prompt import build_blueprint_messages
 from envgen.structure import STRUCTURES, spec_decoding_schema, spec_from_decoded
-from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, as_spec
 
-__all__ = ["LLMProposer"]
+__all__ = ["LLMOptions", "LLMProposer"]
+
+
+@dataclass(kw_only=True)
+class LLMOptions:
+    """Options of the ``llm`` proposer (beside its backend and model)."""
+
+    max_new_tokens: int = 4096  #: the token budget of every generation
+    temperature: float = 0.7  #: sampling temperature (0 is greedy)
+    top_p: float = 0.95  #: nucleus sampling
+    excerpt_tokens: int = 1500  #: token budget of the document excerpt
+    n_examples: int = 1  #: example specs shown in the prompt (0 for none)
+    example_tokens: int | None = 3500  #: token budget for all examples together (tasks are trimmed to fit)
+    examples: Sequence[Any] | None = None  #: example specs to use instead of the shipped ones (specs, dicts, paths)
+    #: disclosure level passed to ``skill.render(level)`` for skill-conditioned documents (``name``, ``summary``,
+    #: ``rules``, ``full``; examples are shown separately, within budget)
+    skill_level: Any = "rules"
+    backend_options: dict[str, Any] = field(default_factory=dict)  #: options of the backend (its Options class)
+    stop: Sequence[str] | None = None  #: stop strings for generation
+    system_prompt: str | None = None  #: replaces the contract's system prompt
+    structure: str = "spec"  #: ``spec`` (a whole spec, the free stream), ``blueprint`` or ``world`` (compiled)
+    #: decode under the structure's JSON Schema (default: ``True`` for ``blueprint`` and ``world``, else ``False``)
+    constrained: bool | None = None
+    compile_options: dict[str, Any] = field(default_factory=dict)  #: sizes for the compiler (``max_tasks``, ``rows``)
+
+    def __post_init__(self) -> None:
+        check_sampling(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p)
+        if self.excerpt_tokens < 0:
+            raise ValueError(f"excerpt_tokens must be >= 0, got {self.excerpt_tokens}")
+        if self.n_examples < 0:
+            raise ValueError(f"n_examples must be >= 0, got {self.n_examples}")
+        if self.structure not in STRUCTURES:
+            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {self.structure!r}")
+        # bad options fail now, an unknown one named with the closest (the compiler's own options class)
+        build_config(CompileOptions, options=self.compile_options, owner="the llm proposer's compile_options")
 
 
 class LLMProposer(Proposer):
@@ -68,56 +107,33 @@ class LLMProposer(Proposer):
     Args:
         backend: a registered backend name or a :class:`~envgen.backends.Backend`.
         model: model name or path for the backend (ignored when ``backend`` is an instance).
-        max_new_tokens, temperature, top_p: sampling of every generation.
-        excerpt_tokens: token budget of the document excerpt.
-        n_examples: example specs shown in the prompt (0 for none).
-        example_tokens: token budget for all examples together (tasks are trimmed to fit).
-        examples: example specs to use instead of the shipped ones (specs, dicts or paths).
-        skill_level: disclosure level passed to ``skill.render(level)`` for skill-conditioned documents
-            (``name``, ``summary``, ``rules``, ``full``; examples are shown separately, within budget).
-        backend_options: keyword options for :func:`~envgen.backends.make_backend`.
-        stop: stop strings for generation.
-        structure: ``spec`` (a whole spec, the free stream) or ``blueprint`` (compiled; see the module docstring).
-        constrained: decode under the structure's JSON Schema (default: ``True`` for ``blueprint``, ``False``
-            for ``spec``, today's unconstrained free stream).
-        compile_options: sizes for the compiler (``max_tasks``, ``rows``), blueprint structure only.
+        options: :class:`LLMOptions`' fields (sampling, prompt budgets, structure, the backend's options).
     """
 
     name = "llm"
     can_repair = True
+    Options = LLMOptions
 
-    def __init__(self, backend: str | Backend, model: str | None = None, max_new_tokens: int = 4096,
-                 temperature: float = 0.7, excerpt_tokens: int = 1500, n_examples: int = 1,
-                 backend_options: dict[str, Any] | None = None, *, top_p: float = 0.95,
-                 example_tokens: int | None = 3500, examples: Sequence[Any] | None = None,
-                 skill_level: Any = "rules", stop: Sequence[str] | None = None,
-                 system_prompt: str | None = None, structure: str = "spec", constrained: bool | None = None,
-                 compile_options: dict[str, Any] | None = None, **_: Any):
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
-        if excerpt_tokens < 0:
-            raise ValueError(f"excerpt_tokens must be >= 0, got {excerpt_tokens}")
-        if n_examples < 0:
-            raise ValueError(f"n_examples must be >= 0, got {n_examples}")
+    def __init__(self, backend: str | Backend, model: str | None = None, **options: Any):
+        opts: LLMOptions = build_config(LLMOptions, options=options, owner="proposer 'llm'")
         if not backend:
             raise ValueError("the llm proposer needs a backend (transformers, vllm, openai or scripted)")
-        self.backend = make_backend(backend, model=model, **(backend_options or {}))
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.excerpt_tokens = excerpt_tokens
-        self.n_examples = n_examples
-        self.example_tokens = example_tokens
-        self.skill_level = skill_level
-        self.stop = list(stop) if stop else None
-        self.system_prompt = system_prompt
-        self.examples: list[EnvSpec] = ([as_spec(e) for e in examples] if examples is not None
+        self.backend = make_backend(backend, model=model, **(opts.backend_options or {}))
+        self.max_new_tokens = opts.max_new_tokens
+        self.temperature = opts.temperature
+        self.top_p = opts.top_p
+        self.excerpt_tokens = opts.excerpt_tokens
+        self.n_examples = opts.n_examples
+        self.example_tokens = opts.example_tokens
+        self.skill_level = opts.skill_level
+        self.stop = list(opts.stop) if opts.stop else None
+        self.system_prompt = opts.system_prompt
+        self.examples: list[EnvSpec] = ([as_spec(e) for e in opts.examples] if opts.examples is not None
                                         else shipped_examples())
-        if structure not in STRUCTURES:
-            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
-        self.structure = structure
-        self.constrained = (structure in ("blueprint", "world")) if constrained is None else bool(constrained)
-        self.compile_options = dict(compile_options or {})
-        CompileOptions(**self.compile_options)  # bad options fail now, with the option's own message
+        self.structure = opts.structure
+        self.constrained = (opts.structure in ("blueprint", "world")) if opts.constrained is None \
+            else bool(opts.constrained)
+        self.compile_options = dict(opts.compile_options or {})
 
     @property
     def reserved_ids(self) -> list[str]:
@@ -159,33 +175,38 @@ class LLMProposer(Proposer):
             return world_json_schema()
         return spec_decoding_schema()
 
-    def _generate(self, chats: list[list[dict[str, str]]], seed: int,
-                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion] | str:
-        limit = self.max_new_tokens
-        if schemas and any(x is not None for x in schemas):
-            limit = max(limit, *(max_completion_chars(x) for x in schemas if x is not None))
-        try:
-            return self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature,
-                                         top_p=self.top_p, seed=seed, n=1, stop=self.stop, json_schema=schemas)
-        except Exception as e:  # the boundary: a failure is data, the batch's proposals record it
-            return f"generation failed ({self.backend.name}): {exception_text(e)}"
+    def _budget(self, schema: dict[str, Any] | None) -> int:
+        """A prompt's token budget: ``max_new_tokens``, raised to its schema's worst case when constrained."""
+        return max(self.max_new_tokens, max_completion_chars(schema)) if schema is not None else self.max_new_tokens
+
+    def _request(self, chats: list[list[dict[str, str]]], schemas: list[dict[str, Any] | None],
+                 finish: Any) -> BatchRequest:
+        return BatchRequest(self.backend, chats, [self._budget(x) for x in schemas], schemas, self.temperature,
+                            self.top_p, self.stop, finish)
 
     # -- proposer API ---------------------------------------------------------------------------
-    def propose_batch(self, docs: list[Any], *, seed: int = 0,
-                      skills: list[Any] | None = None) -> list[Proposal]:
+    def batch_request(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> BatchRequest:
+        """:meth:`propose_batch`'s backend call, to share with other proposers' (module docstring)."""
         if skills is not None and len(skills) != len(docs):
             raise ValueError(f"skills has {len(skills)} entries for {len(docs)} documents")
         skills = list(skills) if skills is not None else [None] * len(docs)
         chats = [self.messages_for(d, s) for d, s in zip(docs, skills, strict=True)]
-        schemas = [self.schema_for(s) for s in skills]
-        completions = self._generate(chats, seed, schemas) if docs else []
-        out = []
-        for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
-            meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": [], "structure": self.structure,
-                    "constrained": self.constrained}
-            comp = completions if isinstance(completions, str) else completions[i]
-            out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
-        return out
+
+        def finish(completions: list[Completion] | str) -> list[Proposal]:
+            out = []
+            for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
+                meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": [], "structure": self.structure,
+                        "constrained": self.constrained}
+                comp = completions if isinstance(completions, str) else completions[i]
+                out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
+            return out
+
+        return self._request(chats, [self.schema_for(s) for s in skills], finish)
+
+    def propose_batch(self, docs: list[Any], *, seed: int = 0,
+                      skills: list[Any] | None = None) -> list[Proposal]:
+        request = self.batch_request(docs, seed=seed, skills=skills)
+        return run_requests([request], seed=seed)[0] if docs else []
 
     def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
         chats = []
@@ -194,15 +215,20 @@ class LLMProposer(Proposer):
             if not base and p.meta.get("doc") is not None:
                 base = self.messages_for(p.meta["doc"], p.meta.get("skill"))
             chats.append(build_repair_messages(base or [], p.raw or "", feedback))
-        schemas = [self.schema_for(p.meta.get("skill")) for p, _ in items]
-        completions = self._generate(chats, seed, schemas) if items else []
-        out = []
-        for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
-            meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
-            comp = completions if isinstance(completions, str) else completions[i]
-            out.append(self._proposal(p.meta.get("doc"), meta.get("messages") or chat, chat, comp, meta,
-                                      seed=seed, retries=p.retries + 1, prev=p))
-        return out
+
+        def finish(completions: list[Completion] | str) -> list[Proposal]:
+            out = []
+            for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
+                meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
+                comp = completions if isinstance(completions, str) else completions[i]
+                out.append(self._proposal(p.meta.get("doc"), meta.get("messages") or chat, chat, comp, meta,
+                                          seed=seed, retries=p.retries + 1, prev=p))
+            return out
+
+        if not items:
+            return []
+        request = self._request(chats, [self.schema_for(p.meta.get("skill")) for p, _ in items], finish)
+        return run_requests([request], seed=seed)[0]
 
     # -- completions to proposals ---------------------------------------------------------------
     def _proposal(self, doc: Any, base_chat: list[dict[str, str]], chat: list[dict[str, str]],

@@ -183,7 +183,9 @@ class _RefineBackend:
     def __init__(self, world: _SyntheticWorld, library: SkillLibrary):
         self.world, self.library = world, library
 
-    def generate(self, prompts: list[Any], **_: Any) -> list[str]:
+    def generate(self, prompts: list[Any], *, max_new_tokens: int = 512, temperature: float = 0.7,
+                 seed: int = 0) -> list[str]:
+        """The refinement of each prompt's skill (the sampling settings do not change it)."""
         out = []
         for p in prompts:
             text = p[-1]["content"]

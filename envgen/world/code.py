@@ -35,20 +35,26 @@ def find(db, table, value):
     return rows[0]
 
 
-def key_of(db, table, row_id):
+def key_of(db, table, row_id, memo=None):
     if row_id is None:
         return None
+    seen = table + ":" + str(row_id)
+    if memo is not None and seen in memo:
+        return memo[seen]
     rows = db.query('SELECT "' + KEYS[table] + '" AS k FROM "' + table + '" WHERE "id" = ?', [row_id])
-    return rows[0]["k"] if rows else None
+    key = rows[0]["k"] if rows else None
+    if memo is not None:
+        memo[seen] = key
+    return key
 
 
-def show(db, table, row):
+def show(db, table, row, memo=None):
     out = {}
     refs = REFS.get(table, {})
     for name in COLUMNS[table]:
         value = row[name]
         if name in refs:
-            out[refs[name][0]] = key_of(db, refs[name][1], value)
+            out[refs[name][0]] = key_of(db, refs[name][1], value, memo)
         elif name in MONEY.get(table, ()):
             out[name] = None if value is None else value / 100
         elif name in BOOLS.get(table, ()):
@@ -188,7 +194,7 @@ def _today() -> str:
 def _b_lookup(world: World, op: Op) -> list[str]:
     ent = op.entity
     key = ent.key.name
-    lines = [f"rec = find(db, \"{ent.table}\", {key})", f"out = show(db, \"{ent.table}\", rec)"]
+    lines = [f"rec = find(db, \"{ent.table}\", {key})", "memo = {}", f"out = show(db, \"{ent.table}\", rec, memo)"]
     for child in world.children(ent):
         par = child.parent
         assert par is not None
@@ -197,8 +203,9 @@ def _b_lookup(world: World, op: Op) -> list[str]:
                          f"FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" LIMIT 50', "
                          "[rec[\"id\"]])]")
         else:
-            lines.append(f"out[\"{child.table}\"] = [show(db, \"{child.table}\", r) for r in db.query('SELECT * FROM "
-                         f"\"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" LIMIT 50', [rec[\"id\"]])]")
+            lines.append(f"out[\"{child.table}\"] = [show(db, \"{child.table}\", r, memo) for r in "
+                         f"db.query('SELECT * FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" "
+                         "LIMIT 50', [rec[\"id\"]])]")
     lines.append("return out")
     return lines
 
@@ -224,7 +231,7 @@ def _b_search(world: World, op: Op) -> list[str]:
                       f"    params.append({f.name})"]
     _state_filter(ent, lines)
     lines += ["rows = db.query(sql + ' ORDER BY \"id\" LIMIT 60', params)",
-              f"return [show(db, \"{ent.table}\", r) for r in rows]"]
+              "memo = {}", f"return [show(db, \"{ent.table}\", r, memo) for r in rows]"]
     return lines
 
 

@@ -21,16 +21,20 @@ Registry (:data:`SUITES`, spec strings as the CLI takes them, via :func:`make_su
   ``[tau2]`` extra), each converted into one spec by :mod:`eval.tau2` and played through ``ToolEnv``
   (:mod:`eval.suites.tau2`); each task carries τ²'s split (``train``/``test``), ``split="heldout"`` is τ²'s test.
 
-Episode contract (:class:`Episode`): ``reset()`` opens the episode and returns the first user
-message; :attr:`Episode.history` is what a policy sees (chat ``messages`` in OpenAI form, the
-system prompt describing the tools first, ``tools`` in OpenAI ``tools=`` form); ``step(action)``
-takes text (``<tool_call>`` blocks or JSON) or a structured ``{"content", "tool_calls"}`` action
-and returns a :class:`StepOutcome`. Tool calls are executed and their results appended as
-``tool`` messages; a message without calls ends the turn and the next user message is appended;
-the last turn ends the episode. ``record()`` returns the JSON-able record (score, per-turn calls,
-replies, checks and action-class tags, transcript). Step limits: generated environments use
-``ToolEnv``'s episode budget (``max_turn_steps`` x turns, then truncation); BFCL stops an
-episode whose turn exceeds ``max_turn_steps`` (BFCL's force-termination; later turns fail).
+Episodes: every suite opens episodes of the one episode engine (:class:`~gym_envs.episode.Episode`, played
+by :func:`gym_envs.engine.play`, the same code training plays through): the chat in OpenAI form
+(:mod:`gym_envs.messages`: the system prompt describing the tools first, ``tool`` messages answering call ids,
+the next instruction as a user message when a turn ends), ``tools`` in OpenAI ``tools=`` form, the turn's
+reference plan as the episode's oracle. Actions are text (``<tool_call>`` blocks or JSON) or a structured
+``{"content", "tool_calls"}``; the last turn ends the episode. :func:`~eval.suites.base.eval_record` writes a
+played episode's record (score, per-turn calls, replies, checks and action-class tags, transcript). Step
+limits: generated environments use ``ToolEnv``'s episode budget (``max_turn_steps`` x turns, then
+truncation); BFCL stops an episode whose turn exceeds ``max_turn_steps`` (BFCL's force-termination; later
+turns fail).
+
+Options: each suite has a typed options class (``Suite.Options``: :class:`LibraryOptions`,
+:class:`ExamplesOptions`, :class:`BfclOptions`, :class:`Tau2Options`); :func:`make_suite` builds it through
+:func:`corpora.registry.build_config`, so an option the suite does not take is refused with the closest names.
 
 Turn tags (read by :func:`eval.metrics.classify_turn`): ``role`` ``ask`` (a parameter is
 missing) or ``decline`` (the request cannot be served), ``write_tools`` (calls that would act on
@@ -39,75 +43,72 @@ the request) and ``withheld`` (functions not offered yet, BFCL ``miss_func``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from corpora.registry import Registry
-from eval.suites.base import SPLITS, Episode, History, StepOutcome, Suite, TaskRef, episode_id, split_of
-from eval.suites.bfcl import BFCL_VARIANTS, BfclSuite
-from eval.suites.generated import ExamplesSuite, LibrarySuite, SpecSuite, ToolEnvEpisode
-from eval.suites.tau2 import TAU2_VARIANTS, Tau2Suite
-from gym_envs.sandbox import Executor
+from corpora.registry import Registry, build_config
+from eval.suites.base import SPLITS, Suite, eval_record, split_of
+from eval.suites.bfcl import BFCL_VARIANTS, BfclEnv, BfclOptions, BfclSuite
+from eval.suites.generated import (
+    ExamplesOptions,
+    ExamplesSuite,
+    LibraryOptions,
+    LibrarySuite,
+    SpecSuite,
+    turn_tags,
+)
+from eval.suites.tau2 import TAU2_VARIANTS, Tau2Options, Tau2Suite
+from gym_envs.episode import Episode, TaskRef, episode_id
 
 __all__ = [
     "BFCL_VARIANTS",
     "SPLITS",
     "SUITES",
     "TAU2_VARIANTS",
+    "BfclEnv",
+    "BfclOptions",
     "BfclSuite",
     "Episode",
+    "ExamplesOptions",
     "ExamplesSuite",
-    "History",
+    "LibraryOptions",
     "LibrarySuite",
     "SpecSuite",
-    "StepOutcome",
     "Suite",
     "TaskRef",
+    "Tau2Options",
     "Tau2Suite",
-    "ToolEnvEpisode",
     "episode_id",
+    "eval_record",
     "make_suite",
     "split_of",
+    "suite_options",
+    "turn_tags",
 ]
 
-SuiteFactory = Callable[..., Suite]
-SUITES: Registry[SuiteFactory] = Registry("suite")
+SUITES: Registry[type[Suite]] = Registry("suite")
+SUITES.register("library", LibrarySuite)
+SUITES.register("examples", ExamplesSuite)
+SUITES.register("bfcl", BfclSuite)
+SUITES.register("tau2", Tau2Suite)
 
 
-def _library(arg: str, *, split: str = "all", executor: str | Executor = "worker", workers: int = 1,
-             limit: int | None = None, write_splits: bool = True, **_: Any) -> Suite:
-    if not arg:
-        raise ValueError("the library suite needs a path: library:PATH")
-    return LibrarySuite(arg, split=split, executor=executor, workers=workers, write_splits=write_splits)
+def suite_options(spec: str) -> list[str]:
+    """The options the suite a spec names takes (the fields of its ``Options`` class)."""
+    from corpora.registry import option_names
 
-
-def _examples(arg: str, *, executor: str | Executor = "worker", workers: int = 1, **_: Any) -> Suite:
-    if arg:
-        raise ValueError(f"the examples suite takes no argument (got 'examples:{arg}')")
-    return ExamplesSuite(executor=executor, workers=workers)
-
-
-def _bfcl(arg: str, *, limit: int | None = None, **_: Any) -> Suite:
-    return BfclSuite(arg or "base", limit=limit)
-
-
-def _tau2(arg: str, *, split: str = "all", executor: str | Executor = "worker", workers: int = 1,
-          limit: int | None = None, **_: Any) -> Suite:
-    return Tau2Suite(arg or "retail", split=split, limit=limit, executor=executor, workers=workers)
-
-
-SUITES.register("library", _library)
-SUITES.register("examples", _examples)
-SUITES.register("bfcl", _bfcl)
-SUITES.register("tau2", _tau2)
+    return option_names(SUITES.get(spec.partition(":")[0]).Options)
 
 
 def make_suite(spec: str, **options: Any) -> Suite:
     """Open a suite from its CLI spec (``library:PATH``, ``examples``, ``bfcl:base``, ...).
 
-    Options: ``split`` (library, τ²), ``executor`` and ``workers`` (generated envs, τ²), ``limit`` (BFCL and τ²
-    load only the first ``limit`` entries; the runner applies ``limit`` to every suite),
-    ``write_splits`` (library: False opens it read-only, not storing the splits it assigns).
+    ``options`` are the suite's ``Options`` fields (``library``: ``split``, ``executor``, ``workers``,
+    ``heldout_fraction``, ``write_splits`` (False opens it read-only, not storing the splits it assigns);
+    ``examples``: ``executor``, ``workers``; ``bfcl``: ``limit``, its first entries only; ``tau2``: ``split``
+    (τ²'s train or test tasks), ``limit`` (converts only the split's first tasks), ``executor``, ``workers``);
+    an option the suite does not take is refused with the closest names.
     """
     name, _, arg = spec.partition(":")
-    return SUITES.get(name)(arg, **options)
+    cls = SUITES.get(name)
+    opts: Any = build_config(cls.Options, options=options, owner=f"suite {name!r}")
+    return cls.from_spec(arg, opts)

@@ -1,31 +1,26 @@
 """``bfcl:base|miss_func|miss_param|long_context``: BFCL v4 multi-turn categories as a suite.
 
-Each entry is played through :class:`eval.bfcl.BfclEpisode` (BFCL's own backends) and scored by its
-per-turn checker semantics (final state and execution results); needs ``pip install --no-deps
-bfcl-eval mpmath``. An episode whose turn exceeds ``max_turn_steps`` is stopped (BFCL's
-force-termination; later turns fail).
+Each entry's episode steps a :class:`BfclEnv`: BFCL's own backends (:class:`eval.bfcl.BfclEpisode`), scored
+by its per-turn checker semantics (final state and execution results); needs ``pip install --no-deps
+bfcl-eval mpmath``. An episode whose turn exceeds ``max_turn_steps`` is stopped (BFCL's force-termination:
+the episode is truncated and later turns fail).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from corpora.errors import did_you_mean
-from eval.suites.base import (
-    MAX_RESULT_CHARS,
-    Episode,
-    StepOutcome,
-    Suite,
-    TaskRef,
-    assistant_message,
-    tool_messages,
-)
+from eval.suites.base import MAX_RESULT_CHARS, Suite
 from gym_envs.env import tool_system_prompt
+from gym_envs.episode import Episode, TaskRef
+from gym_envs.episode_env import EpisodeEnv, Opening, Outcome
 from gym_envs.parsing import parse_action
 
-__all__ = ["BFCL_VARIANTS", "BfclSuite", "BfclSuiteEpisode"]
+__all__ = ["BFCL_VARIANTS", "BfclEnv", "BfclOptions", "BfclSuite"]
 
 BFCL_VARIANTS = {"base": "multi_turn_base", "miss_func": "multi_turn_miss_func",
                  "miss_param": "multi_turn_miss_param", "long_context": "multi_turn_long_context"}
@@ -51,87 +46,80 @@ def _bfcl_tags(entry: Any) -> list[dict[str, Any]]:
     return tags
 
 
-class BfclSuiteEpisode(Episode):
-    """A BFCL multi-turn entry played through :class:`eval.bfcl.BfclEpisode`."""
+class BfclEnv(EpisodeEnv):
+    """A BFCL multi-turn entry as the engine steps it, played through :class:`eval.bfcl.BfclEpisode`.
 
-    def __init__(self, entry: Any, task: TaskRef, *, trial: int, seed: int, max_turn_steps: int,
-                 reference: Callable[[], list[list[Any]]]):
-        super().__init__(task, trial=trial, seed=seed, max_turn_steps=max_turn_steps)
+    A turn's tools are those BFCL offers then; functions revealed later (``miss_func``) are shown in the
+    instruction of the turn that reveals them. A plain message ends the turn; the last turn, or a turn of more
+    than ``max_turn_steps`` actions (BFCL's force-termination: truncated), ends the episode.
+    """
+
+    def __init__(self, entry: Any, *, max_turn_steps: int):
         self.entry = entry
-        self._reference = reference
+        self.max_turn_steps = max_turn_steps
+        self.tags = _bfcl_tags(entry)
         self._ep: Any = None
         self._turns: list[dict[str, Any]] = []
         self._offered: set[str] = set()
         self._final: Any = None
-        self.tags = _bfcl_tags(entry)
+        self._steps_in_turn = 0
+
+    def _tools(self) -> list[dict[str, Any]]:
+        return [{"type": "function", "function": t} for t in self._ep.tools_for_turn()]
 
     def _open_turn(self) -> str:
         messages = self._ep.begin_turn()
         tools = self._ep.tools_for_turn()
         new = [t for t in tools if t["name"] not in self._offered]
         self._offered |= {t["name"] for t in tools}
-        self.history.tools = [{"type": "function", "function": t} for t in tools]
         text = "\n".join(m.get("content", "") for m in messages)
         if new and self._turns:  # withheld functions revealed: show them (tools= users get them too)
             text += "\n\nNew tools (JSON Schema of each):\n" + "\n".join(json.dumps(t) for t in new)
         self._turns.append({"index": len(self._turns), "instruction": text, "calls": [], "reply": "",
                             "tags": self.tags[len(self._turns)]})
-        self.history.messages.append({"role": "user", "content": text})
+        self._steps_in_turn = 0
         return text
 
-    def reset(self) -> str:
+    def reset(self, seed: int) -> Opening:
         from eval.bfcl import BfclEpisode
 
         self._ep = BfclEpisode(self.entry)
         tools = self._ep.tools_for_turn(0)
         classes = ", ".join(self.entry.involved_classes)
         system = tool_system_prompt(f"the tools of {classes}", "Help the user with their requests.", tools)
-        self.history.messages[:] = [{"role": "system", "content": system}]
-        return self._open_turn()
+        instruction = self._open_turn()
+        return Opening(system, instruction, [{"type": "function", "function": t} for t in tools])
 
-    def step(self, action: Any) -> StepOutcome:
-        if self.done:
-            raise RuntimeError("the episode is over")
-        self.steps += 1
-        self.history.steps_in_turn += 1
+    def step(self, action: Any) -> Outcome:
         parsed = parse_action(action)
-        self.history.messages.append(assistant_message(action, parsed, self.steps))
         turn = self._turns[-1]
+        self._steps_in_turn += 1
         if parsed.is_message:
             turn["reply"] = parsed.content
             self._ep.end_turn()
             if self._ep.done:
-                return self._finish("", turn_ended=True)
-            self.history.turn += 1
-            self.history.steps_in_turn = 0
-            return StepOutcome(self._open_turn(), True, False)
-        results = []
+                self._finish()
+                return Outcome(turn_ended=True, terminated=True)
+            instruction = self._open_turn()
+            return Outcome(turn_ended=True, instruction=instruction, tools=self._tools())
+        results, contents = [], []
         for c in parsed.calls:
             text = self._ep.call(c["name"], c["arguments"])
-            ok = not text.startswith("Error during execution")
             short = text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + "..."
-            rec = {"name": c["name"], "arguments": c["arguments"], "ok": ok, "result": short, "changes": None}
+            rec = {"name": c["name"], "arguments": c["arguments"], "ok": not text.startswith("Error during execution"),
+                   "result": short, "changes": None}
             turn["calls"].append(rec)
-            results.append((rec, text))
-        texts = [t for _, t in results]
-        self.history.messages += tool_messages(parsed.calls, texts, parsed.errors, self.steps)
-        obs = json.dumps([t for _, t in results] + [{"error": e} for e in parsed.errors], ensure_ascii=False)
-        if self.history.steps_in_turn >= self.max_turn_steps:  # BFCL force-terminates the entry
-            self.truncated = True
+            results.append(rec)
+            contents.append(text)
+        if self._steps_in_turn >= self.max_turn_steps:  # BFCL force-terminates the entry
             self._ep.end_turn()
-            return self._finish(obs, turn_ended=True)
-        return StepOutcome(obs, False, False, [r for r, _ in results])
+            self._finish()
+            return Outcome(results, contents, list(parsed.errors), turn_ended=True, truncated=True)
+        return Outcome(results, contents, list(parsed.errors))
 
-    def _finish(self, obs: str, *, turn_ended: bool) -> StepOutcome:
-        self.done = True
+    def _finish(self) -> None:
         self._final = self._ep.score()
         self._ep.close()
-        return StepOutcome(obs, turn_ended, True)
-
-    def reference_turn(self, turn: int) -> tuple[list[dict[str, Any]], str]:
-        calls = self._reference()[turn]
-        reply = _BFCL_ORACLE_REPLIES.get(str(self.tags[turn].get("role")), "Done.")
-        return [{"name": c.name, "arguments": dict(c.arguments)} for c in calls], reply
 
     def _scored(self) -> Any:
         if self._final is None and self._ep is not None:
@@ -163,8 +151,21 @@ class BfclSuiteEpisode(Episode):
             self._ep.close()
 
 
+@dataclass(kw_only=True)
+class BfclOptions:
+    """Options of the ``bfcl:VARIANT`` suite."""
+
+    limit: int | None = None  #: load only the first N entries (the runner's --limit)
+
+
 class BfclSuite(Suite):
     """``bfcl:VARIANT``: one BFCL v4 multi-turn category."""
+
+    Options = BfclOptions
+
+    @classmethod
+    def from_spec(cls, arg: str, options: Any) -> BfclSuite:
+        return cls(arg or "base", **vars(options))
 
     def __init__(self, variant: str = "base", *, limit: int | None = None):
         from eval.bfcl import load_entries
@@ -185,14 +186,26 @@ class BfclSuite(Suite):
             self._refs[entry_id] = reference_trajectory(self.entries[entry_id])
         return self._refs[entry_id]
 
+    def _oracle(self, entry: Any) -> Callable[[int], tuple[list[dict[str, Any]], str]]:
+        tags = _bfcl_tags(entry)
+
+        def reference_turn(turn: int) -> tuple[list[dict[str, Any]], str]:
+            calls = self._reference(entry.id)[turn]
+            reply = _BFCL_ORACLE_REPLIES.get(str(tags[turn].get("role")), "Done.")
+            return [{"name": c.name, "arguments": dict(c.arguments)} for c in calls], reply
+
+        return reference_turn
+
     def tasks(self) -> list[TaskRef]:
-        return [TaskRef(self.name, self.category, e.id, self.variant, e.num_turns,
+        return [TaskRef(task_id=e.id, suite=self.name, env_id=self.category, kind=self.variant, n_turns=e.num_turns,
                         meta={"involved_classes": list(e.involved_classes)}) for e in self.entries.values()]
 
     def episode(self, task: TaskRef, *, trial: int, seed: int, max_turn_steps: int = 20) -> Episode:
+        if max_turn_steps < 1:
+            raise ValueError("max_turn_steps must be >= 1")
         entry = self.entries[task.task_id]
-        return BfclSuiteEpisode(entry, task, trial=trial, seed=seed, max_turn_steps=max_turn_steps,
-                                reference=lambda: self._reference(entry.id))
+        return Episode(task, lambda: BfclEnv(entry, max_turn_steps=max_turn_steps), trial=trial, seed=seed,
+                       oracle=self._oracle(entry), max_actions=max_turn_steps * task.n_turns + 1)
 
     def tool_docs(self) -> list[dict[str, Any]]:
         seen: dict[str, dict[str, Any]] = {}

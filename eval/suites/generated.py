@@ -2,38 +2,35 @@
 
 :class:`SpecSuite` is a suite over a list of specs; :class:`LibrarySuite` reads a generated library
 (one split of it: :func:`~eval.suites.base.split_of`), :class:`ExamplesSuite` the shipped examples.
-Each task is a :class:`ToolEnvEpisode`, which steps several episodes' envs together
-(:func:`gym_envs.env.step_many`: one round trip per worker process).
+Each task's episode steps a :class:`~gym_envs.episode_env.ToolEnvAdapter` (the engine steps several episodes'
+envs together: one round trip per worker process) with the turn tags of :func:`turn_tags` and the spec's
+reference plan as its oracle. Tool results are cut at :data:`~gym_envs.engine.OBSERVATION_CHARS` characters,
+as in training.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envgen.errors import error_message
 from envgen.gate import oracle_reply
-from eval.suites.base import (
-    MAX_RESULT_CHARS,
-    SPLITS,
-    Episode,
-    StepOutcome,
-    Suite,
-    TaskRef,
-    assistant_message,
-    split_of,
-    tool_messages,
-)
-from gym_envs.env import ToolEnv, step_many
-from gym_envs.parsing import parse_action
-from gym_envs.sandbox import CallResult, Executor, make_executor
+from eval.suites.base import MAX_RESULT_CHARS, SPLITS, Suite, split_of
+from gym_envs.engine import OBSERVATION_CHARS
+from gym_envs.env import ToolEnv
+from gym_envs.episode import Episode, TaskRef
+from gym_envs.episode_env import ToolEnvAdapter
+from gym_envs.sandbox import Executor, make_executor
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
-__all__ = ["ExamplesSuite", "LibrarySuite", "SpecSuite", "ToolEnvEpisode", "load_examples"]
+__all__ = ["ExamplesOptions", "ExamplesSuite", "LibraryOptions", "LibrarySuite", "SpecSuite", "load_examples",
+           "turn_tags"]
 
 
-def _turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
+def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
     """Action-class tags of each turn of a generated task (see :mod:`eval.suites`)."""
     tags: list[dict[str, Any]] = []
     for i, turn in enumerate(task.turns):
@@ -49,108 +46,40 @@ def _turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
     return tags
 
 
-class ToolEnvEpisode(Episode):
-    """A task of a generated environment, played through :class:`gym_envs.env.ToolEnv`."""
-
-    def __init__(self, spec: EnvSpec, task: TaskRef, *, executor: Executor, trial: int, seed: int,
-                 max_turn_steps: int):
-        super().__init__(task, trial=trial, seed=seed, max_turn_steps=max_turn_steps)
-        self.spec = spec
-        self.spec_task = spec.task(task.task_id)
-        self.env = ToolEnv(spec, task.task_id, executor=executor,
-                           max_steps=max_turn_steps * len(self.spec_task.turns))
-        self.tags = _turn_tags(spec, self.spec_task)
-
-    def reset(self) -> str:
-        obs, info = self.env.reset(options={"task": self.task.task_id, "episode_seed": self.seed})
-        self.history.messages[:] = [{"role": "system", "content": info["system_prompt"]},
-                                    {"role": "user", "content": obs}]
-        self.history.tools = self.spec.openai_tools()
-        return obs
-
-    def step(self, action: Any) -> StepOutcome:
-        parsed = self._begin(action)
-        return self._end(action, parsed, self.env.step(action))
-
-    @classmethod
-    def step_many(cls, episodes: list[Episode], actions: list[Any]) -> list[StepOutcome | Exception]:
-        """Step the episodes' envs together (:func:`gym_envs.env.step_many`): the tool calls of all of
-        them travel to each worker process in one round trip."""
-        eps: list[ToolEnvEpisode] = episodes  # type: ignore[assignment]
-        out: list[StepOutcome | Exception | None] = [None] * len(eps)
-        live: list[tuple[int, Any]] = []
-        for j, (ep, action) in enumerate(zip(eps, actions, strict=True)):
-            try:
-                live.append((j, ep._begin(action)))
-            except Exception as e:  # the batch's boundary, as in Episode.step_many
-                out[j] = e
-        try:
-            stepped: list[Any] = step_many([eps[j].env for j, _ in live], [actions[j] for j, _ in live],
-                                           return_exceptions=True)
-        except Exception as e:  # the batch's boundary: step_many itself refused (an env twice, say), all fail alike
-            stepped = [e] * len(live)
-        for (j, parsed), result in zip(live, stepped, strict=True):
-            if isinstance(result, Exception):
-                out[j] = result
-                continue
-            try:
-                out[j] = eps[j]._end(actions[j], parsed, result)
-            except Exception as e:  # the batch's boundary, as above
-                out[j] = e
-        return out  # type: ignore[return-value]
-
-    def _begin(self, action: Any) -> Any:
-        if self.done:
-            raise RuntimeError("the episode is over")
-        self.steps += 1
-        self.history.steps_in_turn += 1
-        return parse_action(action)
-
-    def _end(self, action: Any, parsed: Any, stepped: tuple[str, float, bool, bool, dict[str, Any]]) -> StepOutcome:
-        obs, _, terminated, truncated, info = stepped
-        self.history.messages.append(assistant_message(action, parsed, self.steps))
-        results = info.get("tool_results") or []
-        if results or info.get("parse_errors"):
-            contents = [CallResult(**r).observation() for r in results]
-            calls = [{"name": r["name"]} for r in results]
-            errors = info.get("parse_errors") or []
-            self.history.messages += tool_messages(calls, contents, errors, self.steps)
-        turn_ended = "turn_passed" in info
-        self.done = terminated or truncated
-        self.truncated = truncated
-        if turn_ended and not self.done:
-            self.history.turn += 1
-            self.history.steps_in_turn = 0
-            self.history.messages.append({"role": "user", "content": obs})
-        return StepOutcome(obs, turn_ended, self.done, results)
-
-    def reference_turn(self, turn: int) -> tuple[list[dict[str, Any]], str]:
-        t = self.spec_task.turns[turn]
+def _oracle(task: Task) -> Callable[[int], tuple[list[dict[str, Any]], str]]:
+    """The reference plan of each turn of ``task``: its calls and the oracle's reply."""
+    def reference_turn(turn: int) -> tuple[list[dict[str, Any]], str]:
+        t = task.turns[turn]
         return [{"name": c.name, "arguments": dict(c.arguments)} for c in t.reference], oracle_reply(t)
 
-    def score(self) -> dict[str, float]:
-        return self.env.score()
+    return reference_turn
 
-    def turn_records(self) -> list[dict[str, Any]]:
-        out = []
-        for t in self.env.turns:
-            calls = []
-            for c in t.calls:
-                d = c.to_dict()
-                text = c.observation()
-                d["result"] = text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + "..."
-                calls.append(d)
-            out.append({"index": t.index, "instruction": t.instruction, "calls": calls, "reply": t.reply,
-                        "passed": t.passed, "scored": t.scored, "checks": [c.to_dict() for c in t.checks],
-                        "tags": self.tags[t.index]})
-        return out
 
-    def close(self) -> None:
-        self.env.close()
+@dataclass(kw_only=True)
+class ExamplesOptions:
+    """Options of the ``examples`` suite."""
+
+    executor: str | Executor = "worker"  #: executor of the tool code: ``worker`` (isolated) or ``inprocess``
+    workers: int = 1  #: worker processes of the executor
+
+
+@dataclass(kw_only=True)
+class LibraryOptions(ExamplesOptions):
+    """Options of the ``library:PATH`` suite."""
+
+    split: str = "all"  #: ``train``, ``heldout`` or ``all``
+    heldout_fraction: float = 0.2  #: the share of documents held out (envs without a split in the catalog)
+    write_splits: bool = True  #: store the splits it assigns in the catalog (False: open it read-only)
 
 
 class SpecSuite(Suite):
     """A suite over a list of environment specs (the base of ``library:`` and ``examples``)."""
+
+    Options = ExamplesOptions
+
+    @classmethod
+    def from_spec(cls, arg: str, options: Any) -> SpecSuite:
+        raise ValueError("a spec suite is made from its specs (SpecSuite(name, specs)), not from a CLI spec")
 
     def __init__(self, name: str, specs: list[EnvSpec], *, executor: str | Executor = "worker",
                  workers: int = 1, splits: dict[str, str] | None = None):
@@ -171,12 +100,22 @@ class SpecSuite(Suite):
             return self._executor
 
     def tasks(self) -> list[TaskRef]:
-        return [TaskRef(self.name, s.id, t.id, t.kind, len(t.turns), self.splits.get(s.id))
+        return [TaskRef(s, t.id, suite=self.name, split=self.splits.get(s.id))
                 for s in self.specs.values() for t in s.tasks]
 
     def episode(self, task: TaskRef, *, trial: int, seed: int, max_turn_steps: int = 20) -> Episode:
-        return ToolEnvEpisode(self.specs[task.env_id], task, executor=self.executor, trial=trial, seed=seed,
-                              max_turn_steps=max_turn_steps)
+        if max_turn_steps < 1:
+            raise ValueError("max_turn_steps must be >= 1")
+        spec = self.specs[task.env_id]
+        spec_task = spec.task(task.task_id)
+        steps = max_turn_steps * len(spec_task.turns)
+
+        def make() -> ToolEnvAdapter:
+            env = ToolEnv(spec, task.task_id, executor=self.executor, max_steps=steps,
+                          max_observation_chars=OBSERVATION_CHARS)
+            return ToolEnvAdapter(env, task.task_id, tags=turn_tags(spec, spec_task), max_result_chars=MAX_RESULT_CHARS)
+
+        return Episode(task, make, trial=trial, seed=seed, oracle=_oracle(spec_task), max_actions=steps + 1)
 
     def tool_docs(self) -> list[dict[str, Any]]:
         return [{"env_id": s.id, **t.model_dump()} for s in self.specs.values() for t in s.tools]
@@ -197,6 +136,14 @@ class LibrarySuite(SpecSuite):
 
     An environment whose spec file does not load (corrupt: missing, not JSON, not a valid spec) is skipped,
     never the whole library: :attr:`skipped` maps its id to why (the runner warns with it)."""
+
+    Options = LibraryOptions
+
+    @classmethod
+    def from_spec(cls, arg: str, options: Any) -> LibrarySuite:
+        if not arg:
+            raise ValueError("the library suite needs a path: library:PATH")
+        return cls(arg, **vars(options))
 
     def __init__(self, path: str | Path, *, split: str = "all", heldout_fraction: float = 0.2,
                  executor: str | Executor = "worker", workers: int = 1, write_splits: bool = True):
@@ -247,6 +194,14 @@ def load_examples() -> list[EnvSpec]:
 
 class ExamplesSuite(SpecSuite):
     """``examples``: the hand-written example environments."""
+
+    Options = ExamplesOptions
+
+    @classmethod
+    def from_spec(cls, arg: str, options: Any) -> ExamplesSuite:
+        if arg:
+            raise ValueError(f"the examples suite takes no argument (got 'examples:{arg}')")
+        return cls(**vars(options))
 
     def __init__(self, *, executor: str | Executor = "worker", workers: int = 1):
         super().__init__("examples", load_examples(), executor=executor, workers=workers)

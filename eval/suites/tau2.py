@@ -17,21 +17,37 @@ Splits: each task carries τ²'s split (``train`` or ``test``) as its :attr:`Tas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from corpora.errors import did_you_mean
-from eval.suites.base import SPLITS, TaskRef
-from eval.suites.generated import SpecSuite
+from eval.suites.base import SPLITS
+from eval.suites.generated import ExamplesOptions, SpecSuite
+from gym_envs.episode import TaskRef
 from gym_envs.sandbox import Executor
 
-__all__ = ["TAU2_VARIANTS", "Tau2Suite"]
+__all__ = ["TAU2_VARIANTS", "Tau2Options", "Tau2Suite"]
 
 TAU2_VARIANTS = ("retail", "airline", "telecom")
 _SPLIT_NAMES = {"train": "train", "heldout": "test"}  #: the runner's split -> τ²'s
 
 
+@dataclass(kw_only=True)
+class Tau2Options(ExamplesOptions):
+    """Options of the ``tau2:DOMAIN`` suite (and ``executor``, ``workers`` of the ported tool code)."""
+
+    split: str = "all"  #: ``train`` (τ²'s train tasks), ``heldout`` (τ²'s test tasks) or ``all``
+    limit: int | None = None  #: convert only the split's first N tasks (the runner's --limit)
+
+
 class Tau2Suite(SpecSuite):
     """``tau2:DOMAIN``: one τ² domain's evaluable tasks (see the module docstring)."""
+
+    Options = Tau2Options
+
+    @classmethod
+    def from_spec(cls, arg: str, options: Any) -> Tau2Suite:
+        return cls(arg or "retail", **vars(options))
 
     def __init__(self, variant: str = "retail", *, split: str = "all", limit: int | None = None,
                  executor: str | Executor = "worker", workers: int = 1):
@@ -62,7 +78,7 @@ class Tau2Suite(SpecSuite):
 
     def tasks(self) -> list[TaskRef]:
         spec = self.conversion.spec
-        return [TaskRef(self.name, spec.id, t.id, spec.task(t.id).kind, 1, t.split,
+        return [TaskRef(spec, t.id, suite=self.name, split=t.split,
                         meta={"tau2_id": t.tau2_id, "reward_basis": list(t.reward_basis)}) for t in self.played]
 
     def task_texts(self) -> list[tuple[str, str]]:

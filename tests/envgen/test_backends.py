@@ -148,7 +148,7 @@ def test_transformers_n_strings_tools_and_chunks(tiny_qwen3_dir, tiny_backend):
 
 
 def test_transformers_from_objects_wraps_a_loaded_model(tiny_backend):
-    from envgen.backends.hf import TransformersBackend
+    from envgen.backends.transformers_local import TransformersBackend
 
     wrapped = TransformersBackend.from_objects(tiny_backend.lm, tiny_backend.tokenizer, name="tiny")
     assert wrapped.model_id == "tiny"
@@ -303,17 +303,17 @@ def test_vllm_backend_maps_requests_and_outputs(monkeypatch):
 
 def test_transformers_shows_decoding_steps_on_a_bar(tiny_backend, monkeypatch):
     """Each generate call moves a progress bar once per decoding step (CPU batches take minutes) and closes it."""
-    from envgen.backends import hf
+    from envgen.backends import transformers_local
 
-    bars: list[hf.StepBar] = []
-    real = hf.StepBar
+    bars: list[transformers_local.StepBar] = []
+    real = transformers_local.StepBar
 
     def spy(total, rows):
         bar = real(total, rows)
         bars.append(bar)
         return bar
 
-    monkeypatch.setattr(hf, "StepBar", spy)
+    monkeypatch.setattr(transformers_local, "StepBar", spy)
     out = tiny_backend.generate(CHATS, max_new_tokens=7, temperature=0)
     assert len(bars) == 1 and bars[0].total == 7
     assert bars[0].steps == max(c.completion_tokens for c in out)  # one update per step of the batch

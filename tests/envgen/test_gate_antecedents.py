@@ -53,7 +53,7 @@ def test_one_record_named_and_changed_is_a_clear_antecedent():
 
 def test_two_records_named_before_it_are_ambiguous():
     problems = antecedent_problems(_spec(first="I'm ada@example.com. Paint GDG-1001 black, not GDG-1003."))
-    assert len(problems) == 1 and "'it' could mean any of 2 records" in problems[0]
+    assert len(problems) == 1 and "'it' could mean any of 2 records of gadgets" in problems[0]
 
 
 def test_two_records_changed_before_it_are_ambiguous():

@@ -218,7 +218,7 @@ def test_a_killed_run_loses_nothing_and_resumes_where_it_stopped(tmp_path):
 def test_bad_template_options_fail_once_before_any_work(tmp_path):
     import pytest
 
-    cfg = GenerateConfig(out=tmp_path / "lib", n=2, workers=2, proposer_options={"max_tables": 9})
+    cfg = GenerateConfig(out=tmp_path / "lib", n=2, workers=2, proposer="template", proposer_options={"max_tables": 9})
     with pytest.raises(ValueError, match="max_tables"):
         run_generate(cfg, progress=False, docs=_docs(2))
     assert not (tmp_path / "lib").exists()

@@ -177,7 +177,7 @@ def test_not_a_document_is_a_typed_error() -> None:
 
 
 def test_registry_and_config() -> None:
-    proposer = make_proposer("template", max_tasks=6, rows=(5, 8), unknown_option=1)
+    proposer = make_proposer("template", max_tasks=6, rows=(5, 8))
     assert isinstance(proposer, TemplateProposer) and proposer.name == "template" and not proposer.can_repair
     spec = proposer.propose(_doc(INVENTORY, "inventory.py")).spec
     assert spec is not None and len(spec.tasks) <= 6

@@ -96,3 +96,16 @@ def test_the_eval_command_warns_when_some_episodes_failed_in_the_backend(tmp_pat
                                       "--bootstrap", "50"])
     assert result.exit_code == 0, result.output
     assert "warning:" in result.output and "failed in the model backend" in result.output
+
+
+def test_the_eval_command_takes_backend_options_for_model_policies_only(tmp_path: Path) -> None:
+    from envgen.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", "--policy", "scripted", "--suite", "examples", "--out",
+                                      str(tmp_path / "run"), "--backend-option", "device=cpu"])
+    assert result.exit_code == 2 and "the scripted policy has none" in result.output
+    result = CliRunner().invoke(cli, ["eval", "--policy", "openai", "--model", "m", "--suite", "examples", "--out",
+                                      str(tmp_path / "run"), "--backend-option", "base_ulr=http://127.0.0.1:9/v1"])
+    assert result.exit_code == 1 and "did you mean 'base_url'" in result.output
+    help_text = CliRunner().invoke(cli, ["eval", "--help"]).output
+    assert "openai, transformers, vllm" in " ".join(help_text.split())  # from the backend registry

@@ -26,13 +26,14 @@ def _env(env_id: str, task_id: str, tag: str) -> dict:
 
 
 def test_ids_of_different_episodes_differ_even_when_their_slugs_agree() -> None:
-    a = TaskRef("library:x", "aaa-bbb", "ccc", "read", 1)
-    b = TaskRef("library:x", "aaa", "bbb-ccc", "read", 1)
-    ids = {episode_id(a, 0), episode_id(b, 0), episode_id(a, 1), episode_id(TaskRef("library:x-aaa", "bbb", "ccc",
-                                                                                     "read", 1), 0)}
+    a = TaskRef(suite="library:x", env_id="aaa-bbb", task_id="ccc", kind="read", n_turns=1)
+    b = TaskRef(suite="library:x", env_id="aaa", task_id="bbb-ccc", kind="read", n_turns=1)
+    c = TaskRef(suite="library:x-aaa", env_id="bbb", task_id="ccc", kind="read", n_turns=1)
+    ids = {episode_id(a, 0), episode_id(b, 0), episode_id(a, 1), episode_id(c, 0)}
     assert len(ids) == 4
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+", i) for i in ids)  # safe as an HTML anchor and a file name
-    assert episode_id(a, 0) == episode_id(TaskRef("library:x", "aaa-bbb", "ccc", "execute", 2), 0)  # stable
+    same = TaskRef(suite="library:x", env_id="aaa-bbb", task_id="ccc", kind="execute", n_turns=2)
+    assert episode_id(a, 0) == episode_id(same, 0)  # stable
 
 
 def test_agreement_and_report_anchors_keep_both_tasks(tmp_path: Path) -> None:

@@ -8,22 +8,32 @@ from typing import Any
 
 import pytest
 
-from eval.policies import POLICIES, ModelPolicy, PolicyFailure, ScriptedPolicy, make_policy, openai_messages
-from eval.suites import History, TaskRef
+from eval.policies import POLICIES, ModelPolicy, PolicyFailure, ScriptedPolicy, make_policy, policy_help
+from gym_envs.episode import Episode, TaskRef
+from gym_envs.messages import openai_messages
 
-TASK = TaskRef("examples", "bank-ledger", "pay-rent", "execute", 1)
+TASK = TaskRef(suite="examples", env_id="bank-ledger", task_id="pay-rent", kind="execute", n_turns=1)
 CALLS = [{"name": "find_accounts", "arguments": {"customer_name": "Maria"}},
          {"name": "transfer", "arguments": {"from_account_id": 1, "to_account_id": 2, "amount_cents": 5}}]
 
 
 def _history(steps_in_turn: int = 0, messages: list[dict[str, Any]] | None = None, trial: int = 0,
-             tools: list[dict[str, Any]] | None = None) -> History:
-    return History("ep", TASK, trial, 0, messages or [{"role": "system", "content": "s"}], tools or [],
-                   steps_in_turn=steps_in_turn, _oracle=lambda turn: (CALLS, "Paid."))
+             tools: list[dict[str, Any]] | None = None) -> Episode:
+    """An episode as a policy sees it, in a given state."""
+    ep = Episode(TASK, trial=trial, oracle=lambda turn: (CALLS, "Paid."))
+    ep.messages = messages or [{"role": "system", "content": "s"}]
+    ep.tools = tools or []
+    ep.steps_in_turn = steps_in_turn
+    return ep
 
 
 def test_registry_names_and_lookup() -> None:
+    """A model policy per model backend of the one backend registry, beside the scripted policy."""
+    from envgen.backends import BACKENDS
+
     assert POLICIES.names() == ["openai", "scripted", "transformers", "vllm"]
+    assert set(POLICIES.names()) == set(BACKENDS.names())
+    assert policy_help().startswith("openai, transformers, vllm (a model through the backend of that name")
     assert make_policy("scripted:empty").label == "scripted:empty"
     assert make_policy("scripted", model="reference").label == "reference"
     with pytest.raises(KeyError, match="did you mean 'scripted'"):
@@ -97,7 +107,7 @@ def test_model_policy_batches_records_usage_and_groups_by_tools() -> None:
     assert p.label == "transformers:m" and p.batched
     hs = [_history(), _history(messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u",
                                                                               "raw": "x"}])]
-    assert p.act_batch(hs) == ["turns=1", "turns=2"]
+    assert p.act_batch(hs) == ["turns=1", "turns=2"] and p.chat is None  # this backend samples text only
     assert len(backend.calls) == 1 and "tools" not in backend.calls[0]
     assert backend.calls[0]["max_new_tokens"] == 7 and backend.calls[0]["temperature"] == 0.5
     assert "raw" not in backend.calls[0]["prompts"][1][1]
@@ -160,3 +170,17 @@ def test_transformers_policy_smoke_with_a_tiny_model(tmp_path: Path) -> None:
     assert len(records) == 2 and all(r["error"] is None for r in records)
     assert all(r["usage"]["completion_tokens"] > 0 and r["usage"]["calls"] >= 1 for r in records)
     assert all(m["role"] != "assistant" or "raw" in m for r in records for m in r["transcript"])
+
+
+def test_a_misspelt_policy_option_names_the_close_match() -> None:
+    """Policy options and the backend's own (under ``backend_options``) are typed: a typo is refused before any
+    model loads, naming what was meant."""
+    from corpora.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="'max_new_token' for policy 'transformers'; did you mean "
+                                               "'max_new_tokens'"):
+        make_policy("transformers", model="m", max_new_token=5)
+    with pytest.raises(UnknownNameError, match="'calls_per_stp' for policy 'scripted'; did you mean 'calls_per_step'"):
+        make_policy("scripted", calls_per_stp=1)
+    with pytest.raises(UnknownNameError, match="'base_ulr' for backend 'openai'; did you mean 'base_url'"):
+        make_policy("openai", model="m", backend_options={"base_ulr": "http://localhost:1"})

@@ -11,7 +11,8 @@ import pytest
 
 from eval.policies import ModelPolicy, Policy, ScriptedPolicy
 from eval.runner import EvalConfig, checker_agreement, run_episodes, run_eval
-from eval.suites import ExamplesSuite, History
+from eval.suites import ExamplesSuite
+from gym_envs.episode import Episode
 from gym_envs.spec import parse_spec
 from tests.fixtures.library_spec import SPEC
 
@@ -82,7 +83,7 @@ def test_runs_are_deterministic_and_lockstep_matches_threads(reference_run) -> N
 
 
 def test_lockstep_on_worker_processes_batches_env_steps_and_matches_threads() -> None:
-    """Lockstep steps generated environments together (ToolEnvEpisode.step_many: one round trip per
+    """Lockstep steps generated environments together (ToolEnvAdapter.step_many: one round trip per
     worker for all their tool calls); the records are those of one-at-a-time threads."""
     from gym_envs.sandbox import WorkerExecutor
     from tests.fixtures.trips import counted_trips
@@ -104,7 +105,9 @@ def test_lockstep_on_worker_processes_batches_env_steps_and_matches_threads() ->
 
     assert strip(lockstep) == strip(threads) and all(r["passed"] for r in lockstep)
     calls = sum(len(t["calls"]) for r in lockstep for t in r["turns"])
-    assert max(trips) > 1 and sum(trips) == calls  # every call travelled, several per round trip
+    # every call and every episode's opening travelled (the engine resets its episodes together too), several
+    # per round trip
+    assert max(trips) > 1 and sum(trips) == calls + len(jobs)
 
 
 class StepFailures(Policy):
@@ -114,7 +117,7 @@ class StepFailures(Policy):
     label = "step-failures"
     batched = True
 
-    def act_batch(self, histories: list[History]) -> list[Any]:
+    def act_batch(self, histories: list[Episode]) -> list[Any]:
         from eval.policies import PolicyFailure
 
         return [PolicyFailure("no answer") if k == 1 else _Unprintable() if k == 2 else "I give up."
@@ -163,7 +166,7 @@ def test_lockstep_batches_active_episodes_for_model_policies() -> None:
 class BrokenPolicy(Policy):
     label = "broken"
 
-    def act_batch(self, histories: list[History]) -> list[Any]:
+    def act_batch(self, histories: list[Episode]) -> list[Any]:
         if histories[0].task.task_id.startswith("p"):
             raise RuntimeError("model server unreachable")
         return ["I give up."] * len(histories)
@@ -190,7 +193,7 @@ class GiveUp(Policy):
 
     label = "give-up"
 
-    def act_batch(self, histories: list[History]) -> list[Any]:
+    def act_batch(self, histories: list[Episode]) -> list[Any]:
         return ["I give up."] * len(histories)
 
 
@@ -201,7 +204,7 @@ class SolvesOneEnv(ScriptedPolicy):
         super().__init__("reference")
         self.label = "solves-lib-0"
 
-    def _act(self, h: History) -> Any:
+    def _act(self, h: Episode) -> Any:
         return super()._act(h) if h.task.env_id == "lib-0" else "No."
 
 
@@ -273,12 +276,12 @@ def test_failures_are_typed_by_stage_and_a_failed_close_is_recorded(monkeypatch)
     """The evaluator's boundary (Episode.fail): a record says where its episode failed (``error_stage``); an
     episode that cannot be closed after scoring keeps its score and says so (``close_error``)."""
     from eval.errors import FailureStage, PolicyFailure, episode_failure
-    from eval.suites import ToolEnvEpisode
+    from gym_envs.episode_env import ToolEnvAdapter
 
     def broken_close(self) -> None:
         raise OSError("the worker is gone")
 
-    monkeypatch.setattr(ToolEnvEpisode, "close", broken_close)
+    monkeypatch.setattr(ToolEnvAdapter, "close", broken_close)
     suite = ExamplesSuite(executor="inprocess")
     try:
         recs = run_episodes(suite, [(suite.tasks()[0], 0)], ScriptedPolicy("reference"), mode="threads")
@@ -291,11 +294,11 @@ def test_failures_are_typed_by_stage_and_a_failed_close_is_recorded(monkeypatch)
     assert failed[0]["error"] == "policy failed: RuntimeError: model server unreachable"
     assert episode_failure(FailureStage.STEP, KeyError("x")) == "step failed: KeyError: 'x'"
     assert episode_failure(FailureStage.POLICY, PolicyFailure("no answer")) == "policy failed: no answer"
-    assert episode_failure(FailureStage.BUDGET) == "step budget exceeded"
+    assert episode_failure(FailureStage.BACKEND) == "no completion from the model"
 
 
 class _AlwaysRaises(Policy):
     label = "always-raises"
 
-    def act_batch(self, histories: list[History]) -> list[Any]:
+    def act_batch(self, histories: list[Episode]) -> list[Any]:
         raise RuntimeError("model server unreachable")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.suites import SUITES, ExamplesSuite, LibrarySuite, make_suite, split_of
+from eval.suites import SUITES, ExamplesSuite, LibrarySuite, eval_record, make_suite, split_of, turn_tags
 from gym_envs.spec import TASK_KINDS, parse_spec
 from tests.fixtures.library_spec import SPEC
 
@@ -54,25 +54,25 @@ def test_examples_suite_lists_every_task(examples: ExamplesSuite) -> None:
 def test_tool_env_episode_loop(examples: ExamplesSuite) -> None:
     ep = examples.episode(_task(examples, "bank-ledger", "pay-rent"), trial=0, seed=1)
     first = ep.reset()
-    h = ep.history
-    assert [m["role"] for m in h.messages] == ["system", "user"] and h.messages[1]["content"] == first
-    assert "transfer" in h.messages[0]["content"] and {t["function"]["name"] for t in h.tools} >= {"transfer"}
-    calls, reply = h.reference()
+    assert [m["role"] for m in ep.messages] == ["system", "user"] and ep.messages[1]["content"] == first
+    assert "transfer" in ep.messages[0]["content"] and {t["function"]["name"] for t in ep.tools} >= {"transfer"}
+    calls, reply = ep.reference()
     out = ep.step("<tool_call>{bad json</tool_call>")
-    assert not out.turn_ended and h.messages[-1]["name"] == "parse_error"
+    assert out is not None and not out.turn_ended and ep.messages[-1]["name"] == "parse_error"
     text = "".join(f'<tool_call>{json.dumps(c)}</tool_call>' for c in calls)
     out = ep.step(text)
-    assert not out.turn_ended and out.tool_results[0]["ok"]
-    assert h.messages[-2]["role"] == "assistant" and h.messages[-2]["raw"] == text
-    assert h.messages[-2]["tool_calls"][0]["function"]["name"] == calls[0]["name"]
-    assert h.messages[-1]["role"] == "tool" and h.messages[-1]["tool_call_id"] == h.messages[-2]["tool_calls"][-1]["id"]
+    assert out is not None and not out.turn_ended and out.results[0]["ok"]
+    assert ep.messages[-2]["role"] == "assistant" and ep.messages[-2]["raw"] == text
+    assert ep.messages[-2]["tool_calls"][0]["function"]["name"] == calls[0]["name"]
+    assert ep.messages[-1]["role"] == "tool"
+    assert ep.messages[-1]["tool_call_id"] == ep.messages[-2]["tool_calls"][-1]["id"]
     out = ep.step(reply)
-    assert out.turn_ended and out.done and ep.done
-    rec = ep.record()
+    assert out is not None and out.turn_ended and out.done and ep.done
+    ep.settle()
+    rec = eval_record(ep)
     assert rec["passed"] and rec["score"]["episode"] == 1.0 and rec["steps"] == 3
     assert rec["turns"][0]["calls"][0]["name"] == calls[0]["name"] and rec["turns"][0]["reply"] == reply
-    assert rec["transcript"] is h.messages
-    ep.close()
+    assert rec["transcript"] is ep.messages
 
 
 def test_multi_turn_episode_appends_the_next_instruction(examples: ExamplesSuite) -> None:
@@ -80,18 +80,22 @@ def test_multi_turn_episode_appends_the_next_instruction(examples: ExamplesSuite
     ep = examples.episode(task, trial=0, seed=0)
     ep.reset()
     out = ep.step("What amount should I transfer?")
-    assert out.turn_ended and not out.done and ep.history.turn == 1
-    assert ep.history.messages[-1] == {"role": "user", "content": out.observation}
-    ep.close()
+    assert out is not None and out.turn_ended and not out.done and ep.turn == 1
+    assert ep.messages[-1] == {"role": "user", "content": out.instruction}
+    ep.settle()
 
 
 def test_turn_tags_for_missing_parameter_and_decline(examples: ExamplesSuite) -> None:
-    ask = examples.episode(_task(examples, "bank-ledger", "transfer-missing-amount"), trial=0, seed=0)
-    assert ask.tags[0] == {"role": "ask", "write_tools": ["transfer"]} and ask.tags[1] == {}
-    decline = examples.episode(_task(examples, "bank-ledger", "external-wire"), trial=0, seed=0)
-    assert decline.tags[0] == {"role": "decline", "write_tools": ["freeze_account", "transfer"]}
-    for ep in (ask, decline):
-        ep.close()
+    spec = examples.specs["bank-ledger"]
+    ask = turn_tags(spec, spec.task("transfer-missing-amount"))
+    assert ask[0] == {"role": "ask", "write_tools": ["transfer"]} and ask[1] == {}
+    decline = turn_tags(spec, spec.task("external-wire"))
+    assert decline[0] == {"role": "decline", "write_tools": ["freeze_account", "transfer"]}
+    ep = examples.episode(_task(examples, "bank-ledger", "external-wire"), trial=0, seed=0)
+    ep.reset()
+    ep.step("I cannot wire money abroad.")
+    ep.settle()
+    assert eval_record(ep)["turns"][0]["tags"] == decline[0]  # the records carry them
 
 
 def _library(root: Path):
@@ -134,12 +138,13 @@ def test_bfcl_suite_episode_with_the_reference() -> None:
     task = suite.tasks()[0]
     ep = suite.episode(task, trial=0, seed=0)
     ep.reset()
-    assert ep.history.messages[0]["role"] == "system" and ep.history.messages[1]["role"] == "user"
+    assert ep.messages[0]["role"] == "system" and ep.messages[1]["role"] == "user"
     while not ep.done:
-        calls, reply = ep.history.reference()
-        step = ep.history.steps_in_turn
+        calls, reply = ep.reference()
+        step = ep.steps_in_turn
         ep.step({"content": "", "tool_calls": [calls[step]]} if step < len(calls) else reply)
-    rec = ep.record()
+    ep.settle()
+    rec = eval_record(ep)
     assert rec["passed"] and len(rec["turns"]) == task.n_turns
     assert all(t["checks"][0]["kind"] == "bfcl" for t in rec["turns"])
     assert len(suite.tool_docs()) > 5 and suite.task_texts()[0][0] == f"bfcl:base/{task.task_id}"
@@ -149,15 +154,31 @@ def test_bfcl_suite_episode_with_the_reference() -> None:
 
 def test_bfcl_miss_func_tags_and_the_step_limit() -> None:
     pytest.importorskip("bfcl_eval")
+    from eval.suites.bfcl import BfclEnv
+
     suite = make_suite("bfcl:miss_func", limit=1)
     task = suite.tasks()[0]
     ep = suite.episode(task, trial=0, seed=0, max_turn_steps=1)
     entry = suite.entries[task.task_id]
     reveal = min(entry.missed_function)
-    assert ep.tags[reveal - 1]["role"] == "decline"
-    assert set(ep.tags[0]["withheld"]) == set(entry.missed_function[reveal])
+    tags = BfclEnv(entry, max_turn_steps=1).tags
+    assert tags[reveal - 1]["role"] == "decline"
+    assert set(tags[0]["withheld"]) == set(entry.missed_function[reveal])
     ep.reset()
     out = ep.step({"content": "", "tool_calls": [{"name": "ls", "arguments": {}}]})
-    assert out.done and ep.truncated  # BFCL force-terminates a turn over the step limit
-    rec = ep.record()
+    assert out is not None and out.done and ep.truncated  # BFCL force-terminates a turn over the step limit
+    ep.settle()
+    rec = eval_record(ep)
     assert not rec["passed"] and rec["turns"][-1]["error_type"] == "multi_turn:force_terminated"
+
+
+def test_a_misspelt_suite_option_names_the_close_match() -> None:
+    """Each suite builds its typed options through build_config: an option it does not take is refused."""
+    from corpora.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match="'wokers' for suite 'examples'; did you mean 'workers'"):
+        make_suite("examples", wokers=2)
+    with pytest.raises(UnknownNameError, match="'splt' for suite 'library'; did you mean 'split'"):
+        make_suite("library:x", splt="train")
+    with pytest.raises(UnknownNameError, match="'limt' for suite 'bfcl'; did you mean 'limit'"):
+        make_suite("bfcl:base", limt=2)

@@ -350,3 +350,15 @@ def test_checkpoints_restore_the_episode_or_are_refused():
         assert worker.checkpoint() is None  # a worker replays a log after a crash: replay instead
     finally:
         worker.close()
+
+
+def test_gym_make_refuses_a_misspelt_option_naming_the_close_match() -> None:
+    """``gym.make``/``make_vec`` with an option ToolEnv does not take: an error that names the option it meant,
+    not Python's bare "unexpected keyword argument"."""
+    with pytest.raises(TypeError, match="takes no option 'rewad_mode'; did you mean 'reward_mode'"):
+        gym.make("envwright/ToolEnv-v0", spec=SPEC, task="t0", executor="inprocess", rewad_mode="checks")
+    with pytest.raises(TypeError, match="takes no option 'max_step'; did you mean 'max_steps'"):
+        gym.make_vec("envwright/ToolEnv-v0", num_envs=2, spec=SPEC, executor="inprocess", max_step=3)
+    env = gym.make("envwright/ToolEnv-v0", spec=SPEC, task="t0", executor="inprocess", reward_mode="checks")
+    assert env.unwrapped.reward_mode == "checks"
+    env.close()

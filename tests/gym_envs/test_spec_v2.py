@@ -92,7 +92,8 @@ def test_a_state_digest_must_be_a_sha256():
 
 def test_the_state_check_compares_each_named_table():
     v = evaluate({"kind": "state", "digests": {"a": "1" * 64, "b": "2" * 64}}, "", [], [], sql=None,  # type: ignore[arg-type]
-                 python=None, digests=lambda t: {"a": "1" * 64, "b": "3" * 64}, marks={})  # type: ignore[arg-type]
+                 python=None, digests=lambda t: {"a": "1" * 64, "b": "3" * 64}, marks={},
+                 columns=lambda a: [])  # type: ignore[arg-type]
     assert not v["passed"] and "['b']" in v["detail"]
 
 

@@ -127,3 +127,14 @@ def test_bf16_mixed_keeps_fp32_weights_and_asks_for_autocast() -> None:
     assert update_config(args, 1.0).autocast_bf16
     with pytest.raises(ConfigError, match="bf16-mixed"):
         load_config("smoke-cpu.yaml", ["model.dtype=bf16mixed"])
+
+
+def test_the_engine_is_called_by_its_backend_name_and_old_configs_still_load() -> None:
+    """``transformers``, as the backend is named everywhere; a config written with ``hf`` loads with a
+    deprecation warning, and nothing writes ``hf`` again."""
+    assert config_from_dict({"generation": {"engine": "transformers"}}).generation.engine == "transformers"
+    with pytest.warns(DeprecationWarning, match="'hf' is now called 'transformers'"):
+        cfg = config_from_dict({"generation": {"engine": "hf"}})
+    assert cfg.generation.engine == "transformers" and config_to_dict(cfg)["generation"]["engine"] == "transformers"
+    with pytest.raises(ConfigError, match="engine"):
+        config_from_dict({"generation": {"engine": "hg"}})

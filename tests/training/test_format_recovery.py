@@ -20,7 +20,7 @@ from envgen.errors import FailureCode
 from envgen.proposers.template.prompt import example_blueprint
 from tests.training.conftest import SOLVER_MARK, solver_plan
 from tests.training.test_selfplay import selfplay_config
-from training.generation import HFGenerator, ScriptedGenerator
+from training.generation import ScriptedGenerator, TransformersGenerator
 
 #: a schema whose every text is short and nearly forced (a random model finishes it in a few tokens)
 FORCED = {"type": "object", "properties": {"a": {"enum": [1, 2]}, "b": {"enum": ["x"]}}, "required": ["a", "b"],
@@ -32,7 +32,7 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
 
 
 def test_first_rejected_finds_where_a_completion_leaves_the_grammar(tokenizer: Any) -> None:
-    from envgen.backends.hf import first_rejected
+    from envgen.backends.transformers_local import first_rejected
 
     grammar = ScriptedGenerator(tokenizer, str).grammar(FORCED)
     eos = [int(tokenizer.eos_token_id)]
@@ -54,8 +54,8 @@ def test_the_policy_goes_on_under_the_grammar_from_a_prefix(tiny_dir: Path, toke
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    gen = HFGenerator(model, eos_ids=[int(tokenizer.eos_token_id)], pad_id=int(tokenizer.pad_token_id or 0),
-                      tokenizer=tokenizer)
+    gen = TransformersGenerator(model, eos_ids=[int(tokenizer.eos_token_id)], pad_id=int(tokenizer.pad_token_id or 0),
+                                tokenizer=tokenizer)
     prompt = _ids(tokenizer, "Write it:")
     for text, a in (('{"a": 2', 2), ('{"a": 1, "b":', 1)):
         prefix = _ids(tokenizer, text)
@@ -73,10 +73,10 @@ def test_the_policy_goes_on_under_the_grammar_from_a_prefix(tiny_dir: Path, toke
 
 def test_vllm_refuses_a_grammar_prefix() -> None:
     from training.errors import ConfigError
-    from training.generation import VLLMGenerator
+    from training.vllm_generator import VLLMGenerator
 
     gen = VLLMGenerator(eos_ids=[0], engine=object())
-    with pytest.raises(ConfigError, match=r"generation\.engine=hf"):
+    with pytest.raises(ConfigError, match=r"generation\.engine=transformers"):
         gen.generate([[1, 2]], max_new_tokens=4, json_schemas=[FORCED], grammar_prefixes=[[2]])
 
 
@@ -94,7 +94,7 @@ def test_recovery_samples_learn_the_continuation_not_the_prefix(tiny_dir: Path, 
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     eos = int(tokenizer.eos_token_id)
-    gen = HFGenerator(model, eos_ids=[eos], pad_id=int(tokenizer.pad_token_id or 0), tokenizer=tokenizer)
+    gen = TransformersGenerator(model, eos_ids=[eos], pad_id=int(tokenizer.pad_token_id or 0), tokenizer=tokenizer)
     schema = blueprint_json_schema()
     good = example_blueprint()
     cut = good.index(', "', 120) + 1
@@ -258,7 +258,7 @@ def test_smollm2_free_proposals_are_recovered_under_the_grammar_on_cpu() -> None
 
     from corpora import load_corpus
     from envgen.proposers.llm import LLMProposer
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.format_recovery import recovery_samples
     from training.generation import PolicyBackend
 
@@ -270,7 +270,7 @@ def test_smollm2_free_proposals_are_recovered_under_the_grammar_on_cpu() -> None
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).eval()
     chat = ChatFormat(tok)
-    gen = HFGenerator(model, eos_ids=[chat.eos_id], pad_id=chat.pad_id, tokenizer=tok)
+    gen = TransformersGenerator(model, eos_ids=[chat.eos_id], pad_id=chat.pad_id, tokenizer=tok)
     backend = PolicyBackend(gen, chat)
     docs = [d for d in load_corpus("stdlib") if d.id in ("stdlib:queue.py", "stdlib:sched.py")]
     free = LLMProposer(backend, max_new_tokens=200, temperature=0.8, excerpt_tokens=300, n_examples=1,

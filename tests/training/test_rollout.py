@@ -11,7 +11,7 @@ from gym_envs.parsing import format_tool_call
 from tests.fixtures.trips import counted_trips
 from tests.training.conftest import solver_plan
 from training.config import RolloutConfig
-from training.generation import Generated, Generator, HFGenerator, ScriptedGenerator
+from training.generation import Generated, Generator, ScriptedGenerator, TransformersGenerator
 from training.rollout import TaskRef, rollout
 
 
@@ -101,7 +101,9 @@ class Broken(Generator):
 
 def test_failures_are_data(spec: Any, chat: Any, tokenizer: Any) -> None:
     ep, = rollout([TaskRef(spec, "t0")], Broken(), chat, RolloutConfig(executor="inprocess"))
-    assert ep.status == "generation_error" and ep.failed and ep.error == "CUDA out of memory" and ep.reward == 0.0
+    assert ep.status == "generation_error" and ep.failed
+    assert ep.error == "no completion from the model: CUDA out of memory"
+    assert ep.stage == "backend" and ep.reward == 0.0
     bad = spec.model_copy(deep=True)
     bad.state.schema_sql = "CREATE TABLE broken ("
     ep, = rollout([TaskRef(bad, "t0")], ScriptedGenerator(tokenizer, solver_plan()), chat,
@@ -115,7 +117,7 @@ def test_hf_generator_batches_and_records_sampling_logprobs(tiny_dir: Any, token
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    gen = HFGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, batch_size=2)
+    gen = TransformersGenerator(model, eos_ids=[tokenizer.eos_token_id], pad_id=tokenizer.pad_token_id, batch_size=2)
     contexts = [tokenizer("hello")["input_ids"], tokenizer("a longer context about books")["input_ids"],
                 tokenizer("x")["input_ids"]]
     outs = gen.generate(contexts, max_new_tokens=6, temperature=0.7, seed=1)
@@ -143,7 +145,7 @@ def test_hf_generator_under_bf16_autocast(tiny_dir: Any, tokenizer: Any, static_
     from training.config import config_from_dict
 
     cfg = config_from_dict({"model": {"name_or_path": str(tiny_dir), "device": "cpu", "dtype": "bf16-mixed"},
-                            "generation": {"engine": "hf", "static_cache": static_cache}})
+                            "generation": {"engine": "transformers", "static_cache": static_cache}})
     model, tok = tm.load_policy(cfg)
     assert model.dtype == torch.float32
     assert not tm.make_generator(cfg, model, tok).autocast_bf16  # on CPU, bf16-mixed is plain fp32

@@ -97,7 +97,7 @@ def test_grpo_step_with_the_trainers_own_generation(tmp_path: Path, tiny_dir: Pa
     save_spec(spec, tmp_path / "envs" / "library-demo.json")
     cfg = config_from_dict({
         "model": {"name_or_path": str(tiny_dir), "device": "cpu"},
-        "generation": {"engine": "hf", "batch_size": 2},
+        "generation": {"engine": "transformers", "batch_size": 2},
         "rollout": {"max_turn_tokens": 4, "max_completion_tokens": 12, "executor": "inprocess"},
         "solver": {"num_generations": 2, "envs": [str(tmp_path / "envs")]},
         "run": {"output_dir": str(tmp_path / "run"), "report_to": []},

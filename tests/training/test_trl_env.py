@@ -128,7 +128,7 @@ def test_grpo_trainer_with_environment_factory(tiny_dir: Path, tmp_path: Path) -
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from training.chat import load_chat_template
+    from training.model import load_chat_template
 
     spec = next(s for s in load_all() if s.id == "library-loans")
     tok = AutoTokenizer.from_pretrained(tiny_dir)
@@ -159,7 +159,7 @@ def _scripted_trainer(tiny_dir: Path, tmp_path: Path, spec: Any, task: Any, *, c
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from training.chat import load_chat_template
+    from training.model import load_chat_template
 
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     tok.chat_template = load_chat_template("trl:qwen3")
@@ -211,7 +211,7 @@ def test_a_multi_turn_task_played_through_trls_loop_earns_toolenvs_reward(tiny_d
     from trl import GRPOConfig, GRPOTrainer
 
     from gym_envs.env import ToolEnv
-    from training.chat import load_chat_template
+    from training.model import load_chat_template
 
     task = spec.tasks[0]
     assert len(task.turns) == 2

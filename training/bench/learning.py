@@ -40,7 +40,7 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
     from training.model import make_generator
     from training.rollout import rollout
 
-    gen = make_generator(cfg, model, tok)  # generation.engine is hf: the configured fast path
+    gen = make_generator(cfg, model, tok)  # generation.engine is transformers: the configured fast path
     eps = rollout(tasks, gen, chat, cfg.rollout, temperature=0.0)
     checks = [e.score.get("checks", 0.0) if e.score else 0.0 for e in eps]
     failed = [e for e in eps if e.status == "generation_error"]  # a failure is data: count it, show one
@@ -109,7 +109,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     bf16 weights (no fp32 master copy) drop small updates; a 4-epoch bf16 SFT on 175 generated tasks
     ended in a NaN loss. For a 135M model fp32 costs little.
     """
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.config import config_from_dict
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update
@@ -133,7 +133,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     cfg = config_from_dict({
         "model": {"name_or_path": source, "gguf_file": gguf_file, "chat_template": "trl:qwen3",
                   "device": "cpu" if device == "cpu" else "cuda", "dtype": "fp32" if device == "cpu" else dtype},
-        "generation": {"engine": "hf", "batch_size": 64, "static_cache": static_cache,
+        "generation": {"engine": "transformers", "batch_size": 64, "static_cache": static_cache,
                        "compile": compile and static_cache},
         "rollout": {"max_steps": 12, "max_turn_tokens": max_turn_tokens,
                     "max_completion_tokens": 512 if tiny else 4096, "executor": executor,

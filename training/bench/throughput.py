@@ -102,9 +102,9 @@ def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: in
     import torch
     from transformers import AutoTokenizer, TrainerCallback
 
-    from training.chat import ChatFormat
+    from gym_envs.messages import ChatFormat
     from training.config import config_from_dict
-    from training.generation import HFGenerator
+    from training.generation import TransformersGenerator
     from training.metrics import read_metrics
     from training.solver import TaskPool, build_solver_trainer
 
@@ -122,7 +122,7 @@ def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: in
         cfg = config_from_dict({
             "model": {"name_or_path": "random-qwen3", "device": "cpu" if device == "cpu" else "cuda",
                       "dtype": "fp32" if device == "cpu" else "bf16"},
-            "generation": {"engine": "hf", "static_cache": static_cache, "compile": compile and static_cache},
+            "generation": {"engine": "transformers", "static_cache": static_cache, "compile": compile and static_cache},
             "rollout": {"max_steps": 24, "max_turn_tokens": max_turn_tokens,
                         "max_completion_tokens": max_completion_tokens, "executor": executor},
             "solver": {"num_generations": num_generations, "envs": ["examples"]},
@@ -132,8 +132,9 @@ def throughput(out: Path, *, tiny: bool = False, device: str = "auto", steps: in
         chat = ChatFormat(tok)
         plans = {tuple(episode_prompt(chat, t)): reference_plan(t.spec, t.task_id)
                  for t in TaskPool.from_config(cfg).tasks.values()}
-        compute = HFGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, static_cache=static_cache,
-                              compile=compile and static_cache, record_logprobs=True)
+        compute = TransformersGenerator(model, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id,
+                                        static_cache=static_cache, compile=compile and static_cache,
+                                        record_logprobs=True)
         gen = ReplayGenerator(compute, plans, [tok.eos_token_id])
 
         def seen(episodes: list[Any]) -> None:

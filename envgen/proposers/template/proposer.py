@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.blueprint.compiler import Compiled, CompileError, CompileOptions, compile_blueprint
 from envgen.errors import TemplateError
 from envgen.proposers.base import Proposal, Proposer
@@ -45,7 +47,7 @@ from envgen.proposers.template.writer import write_blueprint
 from gym_envs.errors import exception_text
 from gym_envs.spec import TASK_KINDS, EnvSpec
 
-__all__ = ["TemplateError", "TemplateProposer", "derive_compiled", "derive_spec"]
+__all__ = ["TemplateError", "TemplateOptions", "TemplateProposer", "derive_compiled", "derive_spec"]
 
 GENERATOR = "template:ast"
 
@@ -84,23 +86,39 @@ def derive_spec(doc: Any, seed: int = 0, *, max_tables: int = 3, max_tasks: int 
                            created_at=created_at).spec
 
 
+@dataclass(kw_only=True)
+class TemplateOptions:
+    """Options of the ``template`` proposer (the sizes of what it derives)."""
+
+    max_tables: int = 3  #: entities of an environment (1, 2 or 3)
+    max_tasks: int = 8  #: tasks of an environment (at least 4; 5 or more gives one task of every kind)
+    rows: tuple[int, int] = (5, 20)  #: seed rows per table, (low, high) with 1 <= low <= high <= 200
+
+    def __post_init__(self) -> None:
+        if not 1 <= int(self.max_tables) <= 3:
+            raise ValueError(f"max_tables must be 1, 2 or 3, got {self.max_tables}")
+        if int(self.max_tasks) < 4:
+            raise ValueError(f"max_tasks must be at least 4 (5 or more gives one task of every kind), "
+                             f"got {self.max_tasks}")
+        lo, hi = (int(self.rows[0]), int(self.rows[1]))
+        if not 1 <= lo <= hi <= 200:
+            raise ValueError(f"rows must be (low, high) with 1 <= low <= high <= 200, got {self.rows}")
+        self.max_tables, self.max_tasks, self.rows = int(self.max_tables), int(self.max_tasks), (lo, hi)
+
+
 class TemplateProposer(Proposer):
-    """Static-analysis proposer (no model): see the module docstring."""
+    """Static-analysis proposer (no model): see the module docstring; ``options`` are
+    :class:`TemplateOptions`' fields."""
 
     name = "template"
     can_repair = False
+    Options = TemplateOptions
 
-    def __init__(self, max_tables: int = 3, max_tasks: int = 8, rows: tuple[int, int] = (5, 20), **_: Any):
-        if not 1 <= int(max_tables) <= 3:
-            raise ValueError(f"max_tables must be 1, 2 or 3, got {max_tables}")
-        if int(max_tasks) < 4:
-            raise ValueError(f"max_tasks must be at least 4 (5 or more gives one task of every kind), got {max_tasks}")
-        lo, hi = (int(rows[0]), int(rows[1]))
-        if not 1 <= lo <= hi <= 200:
-            raise ValueError(f"rows must be (low, high) with 1 <= low <= high <= 200, got {rows}")
-        self.max_tables = int(max_tables)
-        self.max_tasks = int(max_tasks)
-        self.rows = (lo, hi)
+    def __init__(self, **options: Any):
+        opts: TemplateOptions = build_config(TemplateOptions, options=options, owner="proposer 'template'")
+        self.max_tables = opts.max_tables
+        self.max_tasks = opts.max_tasks
+        self.rows = opts.rows
 
     def derive(self, doc: Any, seed: int = 0) -> EnvSpec:
         return self.derive_compiled(doc, seed).spec

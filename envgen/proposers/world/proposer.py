@@ -22,14 +22,16 @@ import datetime
 import hashlib
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from corpora.registry import build_config
 from envgen.errors import CompileError, TemplateError
 from envgen.proposers.base import Proposal, Proposer
 from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 
-__all__ = ["GENERATOR", "WorldProposer"]
+__all__ = ["GENERATOR", "WorldOptions", "WorldProposer"]
 
 GENERATOR = "template:world"
 
@@ -39,19 +41,32 @@ def _slug(module: str) -> str:
     return slug[:50].strip("-") or "doc"
 
 
+@dataclass(kw_only=True)
+class WorldOptions:
+    """Options of the ``world`` proposer."""
+
+    max_tasks: int = 8  #: tasks of an environment (at least 3)
+    compose: int = 1  #: worlds joined into one environment: 1, 2 or 3 (:mod:`envgen.world.compose`)
+
+    def __post_init__(self) -> None:
+        if int(self.max_tasks) < 3:
+            raise ValueError(f"max_tasks must be at least 3, got {self.max_tasks}")
+        if int(self.compose) not in (1, 2, 3):
+            raise ValueError(f"compose must be 1 (one world), 2 or 3 (worlds joined into one), got {self.compose}")
+
+
 class WorldProposer(Proposer):
-    """Static-analysis proposer over the domain catalog (see the module docstring)."""
+    """Static-analysis proposer over the domain catalog (see the module docstring); ``options`` are
+    :class:`WorldOptions`' fields."""
 
     name = "world"
     can_repair = False
+    Options = WorldOptions
 
-    def __init__(self, max_tasks: int = 8, compose: int = 1):
-        if int(max_tasks) < 3:
-            raise ValueError(f"max_tasks must be at least 3, got {max_tasks}")
-        if int(compose) not in (1, 2, 3):
-            raise ValueError(f"compose must be 1 (one world), 2 or 3 (worlds joined into one), got {compose}")
-        self.max_tasks = int(max_tasks)
-        self.compose = int(compose)
+    def __init__(self, **options: Any):
+        opts: WorldOptions = build_config(WorldOptions, options=options, owner="proposer 'world'")
+        self.max_tasks = int(opts.max_tasks)
+        self.compose = int(opts.compose)
 
     def derive(self, doc: Any, seed: int = 0, created_at: str | None = None) -> tuple[Any, dict[str, Any]]:
         """The compiled world of one document and its meta (raises TemplateError / CompileError)."""

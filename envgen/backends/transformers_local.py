@@ -21,7 +21,9 @@ Contract (beyond :mod:`envgen.backends.base`):
   processor (``xgrammar.contrib.hf.LogitsProcessor``) with the grammar compiled
   from that row's schema (compact JSON: ``", "`` and ``": "`` separators, no
   free whitespace); compiled grammars are cached per schema. Rows with and
-  without a schema are generated as separate batches;
+  without a schema share a batch (:class:`RowGrammars` masks only the
+  constrained ones), and each prompt may have its own ``max_new_tokens``
+  (the batch decodes to the largest; each completion is cut to its own);
 * each ``generate`` call shows a progress bar of decoding steps on a terminal
   (:class:`StepBar`; silent when stderr is not a terminal), since a CPU batch
   takes minutes.
@@ -30,15 +32,18 @@ Contract (beyond :mod:`envgen.backends.base`):
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from corpora.registry import build_config
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "first_rejected", "grammar_processor",
-           "resolve_device", "resolve_dtype"]
+__all__ = ["JsonGrammars", "RowGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
+           "first_rejected", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
 def resolve_device(device: str) -> str:
@@ -72,7 +77,7 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
 
 class JsonGrammars:
     """xgrammar grammars of JSON Schemas for one tokenizer, compiled once per schema (compact JSON: no free
-    whitespace). The trainer's generator (:class:`training.generation.HFGenerator`) uses the same cache."""
+    whitespace). The trainer's generator (:class:`training.generation.TransformersGenerator`) uses the same cache."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Any = None):
         try:
@@ -95,37 +100,47 @@ class JsonGrammars:
         return self.cache[key]
 
 
-def grammar_processor(grammars: Any, prefixes: Any = None) -> Any:
+def grammar_processor(grammars: Sequence[Any], prefixes: Sequence[Any] | None = None) -> RowGrammars:
     """A ``transformers`` logits processor that constrains row ``i`` of one ``generate`` call to ``grammars[i]``
-    (a fresh one per call: it holds the rows' matchers). ``prefixes[i]`` (token ids, or None): row ``i``'s
-    context ends with these tokens of the grammar's text already, so its matcher starts after them."""
-    if prefixes is None or not any(prefixes):
-        from xgrammar.contrib.hf import LogitsProcessor
-
-        return LogitsProcessor(list(grammars))
-    return PrefixedGrammars(list(grammars), [list(p or []) for p in prefixes])
+    (``None``: row ``i`` decodes freely), a fresh one per call (it holds the rows' matchers). ``prefixes[i]``
+    (token ids, or None): row ``i``'s context ends with these tokens of its grammar's text already, so its
+    matcher starts after them."""
+    return RowGrammars(list(grammars), [list(p or []) for p in prefixes] if prefixes is not None else None)
 
 
-class PrefixedGrammars:
-    """A ``transformers`` logits processor like xgrammar's, whose row ``i`` continues a text the grammar has
-    already accepted ``prefixes[i]`` of (the format recovery of :mod:`training.format_recovery` goes on from
-    where a completion written without the grammar left it). Raises ``ValueError`` when the grammar rejects a
-    prefix: the caller cut it at the first rejected token (:func:`first_rejected`)."""
+class RowGrammars:
+    """A ``transformers`` logits processor with one xgrammar matcher per constrained row of a batch.
 
-    def __init__(self, grammars: list[Any], prefixes: list[list[int]]):
+    Row ``i`` is masked to what ``grammars[i]`` admits next; a row whose grammar is ``None`` is left as it is,
+    so constrained and free rows decode in one batch (self-play's two proposal streams). Row ``i`` may also
+    continue a text its grammar has already accepted ``prefixes[i]`` of (the format recovery of
+    :mod:`training.format_recovery` goes on from where a completion written without the grammar left it).
+    Raises ``ValueError`` when a grammar rejects its prefix (the caller cuts it at the first rejected token:
+    :func:`first_rejected`) or a prefix is given for a free row.
+    """
+
+    def __init__(self, grammars: list[Any], prefixes: list[list[int]] | None = None):
         import xgrammar as xgr
 
+        prefixes = prefixes if prefixes is not None else [[] for _ in grammars]
         if len(grammars) != len(prefixes):
             raise ValueError(f"{len(prefixes)} prefixes for {len(grammars)} grammars")
-        self.matchers = []
+        self.matchers: list[Any] = []
         for row, (grammar, prefix) in enumerate(zip(grammars, prefixes, strict=True)):
+            if grammar is None:
+                if prefix:
+                    raise ValueError(f"row {row}: a grammar prefix for a row without a grammar")
+                self.matchers.append(None)
+                continue
             matcher = xgr.GrammarMatcher(grammar)
             for i, token in enumerate(prefix):
                 if matcher.is_terminated() or not matcher.accept_token(int(token)):
                     raise ValueError(f"row {row}: the grammar rejects token {i} ({token}) of its prefix; cut the "
                                      "prefix before it (first_rejected)")
             self.matchers.append(matcher)
-        self.bitmask = xgr.allocate_token_bitmask(len(grammars), grammars[0].tokenizer_info.vocab_size)
+        first = next((g for g in grammars if g is not None), None)
+        self.bitmask = (xgr.allocate_token_bitmask(len(grammars), first.tokenizer_info.vocab_size)
+                        if first is not None else None)
         self.started = False
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -133,18 +148,22 @@ class PrefixedGrammars:
 
         if input_ids.shape[0] != len(self.matchers):
             raise RuntimeError(f"{input_ids.shape[0]} rows for {len(self.matchers)} grammars")
+        if self.bitmask is None:  # no constrained row
+            return scores
         if self.started:  # the token sampled at the previous step (the first call sees the context only)
             last = input_ids[:, -1].tolist()  # one device-to-host copy a step, not one a row
             for i, matcher in enumerate(self.matchers):
-                if not matcher.is_terminated() and not matcher.accept_token(int(last[i])):
+                if matcher is not None and not matcher.is_terminated() and not matcher.accept_token(int(last[i])):
                     raise RuntimeError(f"row {i}: a token the grammar masked out was sampled")
         self.started = True
-        for i, matcher in enumerate(self.matchers):
-            if not matcher.is_terminated():
-                matcher.fill_next_token_bitmask(self.bitmask, i)
+        rows = [i for i, m in enumerate(self.matchers) if m is not None and not m.is_terminated()]
+        if not rows:
+            return scores
+        for i in rows:
+            self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
         on_gpu = scores.device.type == "cuda"
         target = scores if on_gpu else scores.to("cpu")
-        xgr.apply_token_bitmask_inplace(target, self.bitmask.to(target.device))
+        xgr.apply_token_bitmask_inplace(target, self.bitmask.to(target.device), indices=rows)
         return target if on_gpu else target.to(scores.device)
 
 
@@ -185,16 +204,36 @@ class StepBar:
         self.bar.close()
 
 
+@dataclass(kw_only=True)
+class TransformersOptions:
+    """Options of the ``transformers`` backend."""
+
+    gguf_file: str | None = None  #: a GGUF file in ``model``'s folder (a ``model`` path ending in .gguf sets it)
+    device: str = "auto"  #: ``auto`` (CUDA when visible), ``cpu``, ``cuda``, ``cuda:1``, ...
+    dtype: Any = "auto"  #: ``auto`` (bf16 on CUDA, fp32 elsewhere), ``bf16``, ``fp16``, ``fp32`` or a torch dtype
+    tokenizer: str | None = None  #: the tokenizer's id or path (default: the model's)
+    batch_size: int | None = None  #: rows per ``generate`` call (None: the whole batch)
+    chat_template: str | None = None  #: a Jinja chat template replacing the tokenizer's
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  #: e.g. ``{"enable_thinking": False}``
+    skip_special_tokens: bool = False  #: drop special tokens (``<tool_call>``, ...) from the decoded text
+    trust_remote_code: bool = False  #: let ``from_pretrained`` run the model repository's code
+    model_kwargs: dict[str, Any] = field(default_factory=dict)  #: more ``from_pretrained`` keyword arguments
+
+
 class TransformersBackend(Backend):
-    """A local causal LM through ``transformers``."""
+    """A local causal LM through ``transformers``; ``options`` are :class:`TransformersOptions`' fields."""
 
     name = "transformers"
+    Options = TransformersOptions
+    token_level = True
+    per_prompt_budgets = True
 
-    def __init__(self, model: str | None = None, *, gguf_file: str | None = None, device: str = "auto",
-                 dtype: Any = "auto", tokenizer: str | None = None, batch_size: int | None = None,
-                 chat_template: str | None = None, chat_template_kwargs: dict[str, Any] | None = None,
-                 skip_special_tokens: bool = False, trust_remote_code: bool = False,
-                 model_kwargs: dict[str, Any] | None = None, **_: Any):
+    def __init__(self, model: str | None = None, **options: Any):
+        opts: TransformersOptions = build_config(TransformersOptions, options=options, owner="backend 'transformers'")
+        gguf_file, device, dtype, tokenizer = opts.gguf_file, opts.device, opts.dtype, opts.tokenizer
+        batch_size, chat_template, chat_template_kwargs = opts.batch_size, opts.chat_template, opts.chat_template_kwargs
+        skip_special_tokens, trust_remote_code, model_kwargs = (opts.skip_special_tokens, opts.trust_remote_code,
+                                                                opts.model_kwargs)
         if not model:
             raise BackendError("the transformers backend needs a model name or path (--model)")
         try:
@@ -274,31 +313,26 @@ class TransformersBackend(Backend):
                                                   tokenize=False, **self.chat_template_kwargs)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         encoded = [self.encode(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        row_budgets = [b for b in budgets for _ in range(n)]
         row_schemas = [s for s in (schemas or [None] * len(prompts)) for _ in range(n)]
-        # rows with and without a grammar go in separate batches (an unconstrained row has no matcher)
-        groups: dict[bool, list[int]] = {}
-        for i, sch in enumerate(row_schemas):
-            groups.setdefault(sch is not None, []).append(i)
         size = self.batch_size or len(rows)
-        out: list[Completion | None] = [None] * len(rows)
-        chunk = 0
-        for constrained in (False, True):
-            idx = groups.get(constrained, [])
-            for start in range(0, len(idx), size):
-                part = idx[start:start + size]
-                grammars = [self.grammar(row_schemas[i]) for i in part] if constrained else None  # type: ignore[arg-type]
-                done = self._generate_chunk([rows[i] for i in part], max_new_tokens=max_new_tokens,
-                                            temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
-                                            stop=stop, grammars=grammars)
-                chunk += 1
-                for i, c in zip(part, done, strict=True):
-                    out[i] = c
-        return [c for c in out if c is not None]
+        out: list[Completion] = []
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            part = range(start, min(start + size, len(rows)))
+            # constrained and free rows share a batch: the grammar processor masks only the constrained ones
+            schemas_here = [row_schemas[i] for i in part]
+            grammars = ([self.grammar(x) if x is not None else None for x in schemas_here]
+                        if any(x is not None for x in schemas_here) else None)
+            out += self._generate_chunk([rows[i] for i in part], max_new_tokens=[row_budgets[i] for i in part],
+                                        temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
+                                        stop=stop, grammars=grammars)
+        return out
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
@@ -308,10 +342,14 @@ class TransformersBackend(Backend):
             cache = self.__dict__["_grammars"] = JsonGrammars(self.tokenizer, vocab, self.eos_ids)
         return cache.get(schema)
 
-    def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-                        seed: int, stop: list[str] | None, grammars: list[Any] | None = None) -> list[Completion]:
+    def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int | list[int], temperature: float,
+                        top_p: float, seed: int, stop: list[str] | None,
+                        grammars: list[Any] | None = None) -> list[Completion]:
+        """One ``generate`` call; a row's completion is cut to its own budget (``max_new_tokens`` per row)."""
         import torch
 
+        budgets = [max_new_tokens] * len(rows) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        max_new_tokens = max(budgets)
         width = max(len(r) for r in rows)
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(rows), width), dtype=torch.long)
@@ -341,8 +379,8 @@ class TransformersBackend(Backend):
         finally:
             bar.close()
         new = generated[:, width:].tolist()
-        return [self._completion(row, toks, max_new_tokens, stop)
-                for row, toks in zip(rows, new, strict=True)]
+        return [self._completion(row, toks[:budget], budget, stop)
+                for row, toks, budget in zip(rows, new, budgets, strict=True)]
 
     def _completion(self, prompt_ids: list[int], toks: list[int], max_new_tokens: int,
                     stop: list[str] | None) -> Completion:
@@ -361,7 +399,19 @@ class TransformersBackend(Backend):
         if stopped:
             finish = "stop"
         return Completion(text=text, prompt_tokens=len(prompt_ids), completion_tokens=used,
-                          finish_reason=finish)
+                          finish_reason=finish, token_ids=list(toks[:used]))
+
+    def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
+                        temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
+        """Continue token contexts as they are (no chat template), in chunks of ``batch_size``."""
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        rows = [list(c) for c in contexts]
+        size = self.batch_size or max(1, len(rows))
+        out: list[Completion] = []
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
+                                        temperature=temperature, top_p=top_p, seed=seed + chunk, stop=None)
+        return out
 
     def close(self) -> None:
         self.lm = None
