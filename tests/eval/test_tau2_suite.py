@@ -56,3 +56,26 @@ def test_telecom_is_refused_with_the_reason_measured_from_taus_data() -> None:
     tasks = _backend.tasks("telecom")
     user = sum(a.requestor == "user" for t in tasks for a in t.evaluation_criteria.actions or [])
     assert f"all {len(tasks)} tasks" in str(info.value) and f"{user} of the" in str(info.value)
+
+
+def test_a_model_policy_plays_a_task_end_to_end_on_cpu(tmp_path) -> None:
+    """``envwright eval --policy transformers --suite tau2:retail`` with a tiny random Qwen3: the policy document
+    and the tools are its system prompt, the scenario its first user message, and the episode is scored."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("trl")
+    from eval.tau2.convert import converted
+    from training.tiny_model import build_tiny_qwen3
+
+    build_tiny_qwen3(tmp_path / "tiny")
+    config = EvalConfig(policy="transformers", model=str(tmp_path / "tiny"), suites=["tau2:retail"], limit=1,
+                        max_turn_steps=1, out=tmp_path / "run", progress=False, n_boot=10,
+                        policy_opts={"max_new_tokens": 6, "temperature": 0.0})
+    run = run_eval(config)
+    (rec,) = run.records
+    assert rec["error"] is None and rec["usage"]["completion_tokens"] > 0 and rec["score"]["checks"] < 1.0
+    spec = converted("retail", (rec["task_id"],)).spec
+    system, user = rec["transcript"][0], rec["transcript"][1]
+    assert system["role"] == "system" and spec.policy[0].text in system["content"]
+    assert all(t.name in system["content"] for t in spec.tools)
+    assert user == {"role": "user", "content": spec.tasks[0].turns[0].instruction}
+    assert run.summary["suites"]["tau2:retail"]["episodes"] == 1
