@@ -78,3 +78,15 @@ def test_every_task_agrees_with_tau2(name: str) -> None:
     assert d["tasks"] == d["conversion"]["tasks"] == len(_backend.tasks(name))
     assert d["disagreements"] == [], d["disagreements"][:3]
     assert d["hash_agreement_all"] == 1.0 and d["verdict_agreement_all"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["retail", "telecom"])
+def test_each_environment_starts_from_its_own_copy_of_taus_database(name: str) -> None:
+    """A write in one environment reaches no other, and a fresh one hashes as τ²'s own loaded database."""
+    first, second = _backend.environment(name), _backend.environment(name)
+    loaded = _backend.db_hash(first)
+    db = first.tools.db
+    field = next(iter(type(db).model_fields))
+    getattr(db, field).clear()  # the first collection of the agent's database, emptied
+    assert _backend.db_hash(first) != loaded == _backend.db_hash(second) == _backend.db_hash(_backend.environment(name))
+    assert _backend.db_dump(second) == _backend.db_dump(_backend.environment(name))
