@@ -1,6 +1,7 @@
 """The evaluation runner: a policy x suites x k trials, concurrently, into records and reports.
 
-Role: what ``envwright eval`` runs. :func:`run_eval` opens each suite, plays every task ``k``
+Role: what ``envwright eval`` runs. :func:`run_eval` opens every suite (all of them before the policy is
+built and any episode is played: a suite that cannot open fails the run at once), plays every task ``k``
 times (:func:`run_episodes`), summarises with :mod:`eval.metrics`, writes the run folder with
 :mod:`eval.report`, and for ``library:`` suites writes solve rates back to the library's
 catalog (labelled pools, :func:`write_back`).
@@ -243,13 +244,16 @@ def _default_write_back(policy: Policy, config: EvalConfig) -> bool:
     return policy.label != "scripted:empty"
 
 
-def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None]
-               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _open_suite(spec: str, config: EvalConfig) -> Suite:
+    """The suite ``spec`` names, opened with the run's settings that its options take (split: libraries and τ²;
+    limit: BFCL and τ² load only their first entries, and the runner applies it to every suite)."""
     workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-    # the run's settings, each given to the suites whose options take it (split: libraries and τ²; limit: BFCL
-    # and τ² load only their first entries, and the runner applies it to every suite)
     offered = {"split": config.split, "executor": config.executor, "workers": workers, "limit": config.limit}
-    suite = make_suite(spec, **{k: v for k, v in offered.items() if k in suite_options(spec)})
+    return make_suite(spec, **{k: v for k, v in offered.items() if k in suite_options(spec)})
+
+
+def _run_suite(spec: str, suite: Suite, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None]
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     info: dict[str, Any] = {"spec": spec, "name": suite.name, **suite.info()}
     skipped: dict[str, str] = getattr(suite, "skipped", {})
     if skipped:
@@ -296,10 +300,15 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         from eval.report import claim_run_folder
 
         claim_run_folder(config.out, overwrite=config.overwrite)  # before anything runs
+    opened: list[Suite] = []
+    try:  # every suite opens before the policy is built and any episode runs: one that cannot open costs no work
+        for spec in config.suites:
+            opened.append(_open_suite(spec, config))
+    except BaseException:
+        for suite in opened:
+            suite.close()
+        raise
     own_policy = policy is None
-    if policy is None:
-        seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where the policy takes one
-        policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records: list[dict[str, Any]] = []
     suites: dict[str, Any] = {}
@@ -308,16 +317,21 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         say = bar.console.print
     t0 = time.perf_counter()
     try:
+        if policy is None:
+            seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where it takes one
+            policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
         if bar is not None:
             bar.start()
-        for spec in config.suites:
-            recs, info = _run_suite(spec, policy, config, bar, say)
+        for spec, suite in zip(config.suites, opened, strict=True):
+            recs, info = _run_suite(spec, suite, policy, config, bar, say)
             records += recs
             suites[info["name"]] = info
     finally:
         if bar is not None:
             bar.stop()
-        if own_policy:
+        for suite in opened:  # those a failure left unrun (a suite closes itself after its run; again is harmless)
+            suite.close()
+        if own_policy and policy is not None:
             policy.close()
     seconds = time.perf_counter() - t0
     backend = [r for r in records if is_backend_failure(r)]
