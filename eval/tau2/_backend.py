@@ -29,8 +29,8 @@ from typing import Any
 
 from eval.errors import Tau2NotInstalledError
 
-__all__ = ["DOMAINS", "Call", "Replay", "db_dump", "db_hash", "dict_hash", "environment", "installed", "replay",
-           "reward", "splits", "tasks", "tool_schemas", "version"]
+__all__ = ["DOMAINS", "Call", "Replay", "db_dump", "db_hash", "dict_hash", "environment", "installed", "missing",
+           "replay", "reward", "splits", "tasks", "tool_schemas", "version"]
 
 DOMAINS = ("retail", "airline", "telecom")
 _JUDGED = "NL_ASSERTION"
@@ -54,11 +54,16 @@ def _loaded() -> None:
 
 def installed() -> bool:
     """Whether τ² and what its environments import are installed (no exception)."""
+    return missing() is None
+
+
+def missing() -> str | None:
+    """Why τ² cannot be used (the module that is missing and how to install it), or None when it can."""
     try:
         _loaded()
-    except Tau2NotInstalledError:
-        return False
-    return True
+    except Tau2NotInstalledError as e:
+        return str(e)
+    return None
 
 
 def version() -> str:

