@@ -3,7 +3,8 @@
 Episode semantics (gym_envs/ENVSPEC.md):
 
 * ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
-  rebuilt from a cached image) and returns the first instruction. Without a
+  rebuilt from a cached image, then the task's ``setup_sql`` runs) and returns
+  the first instruction. Without a
   task option the env's ``task`` argument is used, else a task is drawn with
   the env's seeded ``np_random``. The episode's own seed (the tool code's
   ``random``) is ``options["episode_seed"]`` when given, else drawn from
@@ -97,8 +98,11 @@ _TEXT_SPACES: dict[int, spaces.Text] = {}
 
 
 def system_prompt(spec: EnvSpec) -> str:
-    """The solver's system prompt: what the system is and how to call its tools."""
-    return tool_system_prompt(spec.title, spec.description, [t.model_dump() for t in spec.tools])
+    """The solver's system prompt: what the system is, its policy (numbered) and how to call its tools."""
+    description = spec.description
+    if spec.policy:
+        description += "\n\nPolicy:\n" + "\n".join(f"{i}. {r.text}" for i, r in enumerate(spec.policy, 1))
+    return tool_system_prompt(spec.title, description, [t.model_dump() for t in spec.tools])
 
 
 def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
@@ -196,11 +200,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
 
     # -- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        episode_seed = self._choose_episode(seed, options)
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
+        self._open_episode(self._choose_episode(seed, options))
         return self._start_episode()
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -222,6 +222,15 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         if "episode_seed" in options:  # drawn only when not given (the draw advances np_random)
             return int(options["episode_seed"])
         return int(self.np_random.integers(2**31 - 1))
+
+    def _open_episode(self, episode_seed: int) -> None:
+        """Open the chosen task's episode on the session (made first if there is none): the template state,
+        then the task's ``setup_sql``."""
+        assert self.task is not None
+        if self.session is None or self.session.lost:
+            self.session = self.executor.session(self.env_spec, seed=episode_seed, start=False)
+        self.session.setup = tuple(self.task.setup_sql)
+        self.session.open(episode_seed)
 
     def _start_episode(self) -> tuple[str, dict[str, Any]]:
         """After the session's episode is open: the first turn's observation and info."""
@@ -526,6 +535,8 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
             episode_seed = env._choose_episode(seeds[j], options[j])
             if env.session is None or env.session.lost:
                 env.session = env.executor.session(env.env_spec, seed=episode_seed, start=False)
+            assert env.task is not None
+            env.session.setup = tuple(env.task.setup_sql)
         except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue

@@ -58,6 +58,7 @@ class Replays:
 
     if TYPE_CHECKING:
         def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int: ...
+        def _open_episode(self, episode_seed: int) -> None: ...
         def _begin_turn(self) -> str: ...
         def _check_live(self) -> None: ...
         def _truncate(self, info: dict[str, Any]) -> float: ...
@@ -76,11 +77,9 @@ class Replays:
         assert self.task is not None
         if not 0 <= turn < len(self.task.turns):
             raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
+        self._open_episode(episode_seed)
         session = self.session
+        assert session is not None
         results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
         self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn

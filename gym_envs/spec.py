@@ -1,4 +1,4 @@
-"""The environment spec (``spec_version`` 1): the contract in ``gym_envs/ENVSPEC.md``.
+"""The environment spec (``spec_version`` 1 and 2): the contract in ``gym_envs/ENVSPEC.md``.
 
 An environment is data: one JSON document that a proposer (a model, a skill, a
 template or a person) emits and that :mod:`gym_envs.env` interprets. This module
@@ -33,12 +33,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-SPEC_VERSION: Literal[1] = 1
+SPEC_VERSION: Literal[2] = 2
+"""The newest version this reader knows; it reads every version in :data:`SPEC_VERSIONS`."""
+SPEC_VERSIONS = (1, 2)
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
-CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls")
+CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls", "state")
 STREAMS = ("skill", "explore", "template", "manual")
+SETUP_KEYWORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE")  #: what a task's ``setup_sql`` statements may begin with
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
 
@@ -280,10 +283,34 @@ class CallsCheck(_Model):
         return self
 
 
+class StateCheck(_Model):
+    """Passes when each named table's digest equals the one given: the state the reference reaches."""
+    kind: Literal["state"] = "state"
+    digests: dict[str, str] = Field(min_length=1, description="Table name -> the table's SHA-256 digest "
+                                                              "(gym_envs/ENVSPEC.md, 'Table digests').")
+
+    @field_validator("digests")
+    @classmethod
+    def _hex(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [t for t, d in v.items() if not re.fullmatch(r"[0-9a-f]{64}", d)]
+        if bad:
+            raise ValueError(f"digests of {bad} are not 64 lowercase hex digits (SHA-256)")
+        return v
+
+
 Check = Annotated[
-    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck,
+    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck | StateCheck,
     Field(discriminator="kind"),
 ]
+
+
+class PolicyRule(_Model):
+    """One rule of the environment's policy (spec_version 2): the solver's system prompt states it."""
+
+    text: str = Field(min_length=1, description="The rule, as the agent reads it.")
+    enforced: Literal["tool", "policy"] = Field(
+        default="policy", description="'tool': a tool refuses what the rule forbids; 'policy': only the policy "
+                                      "says so (only an agent that reads it passes the tasks testing it).")
 
 
 class Turn(_Model):
@@ -300,6 +327,21 @@ class Task(_Model):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     kind: TaskKind
     turns: list[Turn] = Field(min_length=1)
+    policy: list[int] = Field(default_factory=list, description="spec_version 2: the policy rules (1-based "
+                                                                "numbers) this task tests.")
+    setup_sql: list[str] = Field(default_factory=list, description="spec_version 2: statements (INSERT, UPDATE, "
+                                 "DELETE or REPLACE, one each) run in order when an episode of this task starts, "
+                                 "after the env's seed: the task's own starting state.")
+
+    @field_validator("setup_sql")
+    @classmethod
+    def _writes_only(cls, v: list[str]) -> list[str]:
+        for i, stmt in enumerate(v):
+            head = re.sub(r"^\s*(--[^\n]*\n|/\*.*?\*/|\s)*", "", stmt, flags=re.S).split(None, 1)
+            if not head or head[0].upper() not in SETUP_KEYWORDS:
+                raise ValueError(f"statement {i}: a setup statement is one INSERT, UPDATE, DELETE or REPLACE, got "
+                                 f"{stmt[:40]!r}")
+        return v
 
     def reference_actions(self) -> int:
         """The actions the reference takes: one per reference call and a reply ending each turn (the fewest
@@ -310,7 +352,7 @@ class Task(_Model):
 class EnvSpec(_Model):
     """A whole environment. See gym_envs/ENVSPEC.md for every field's meaning."""
 
-    spec_version: Literal[1] = SPEC_VERSION
+    spec_version: Literal[1, 2] = 1
     id: str = Field(pattern=ID_PATTERN)
     title: str = Field(min_length=1)
     description: str = ""
@@ -320,6 +362,8 @@ class EnvSpec(_Model):
     tools: list[Tool] = Field(min_length=1)
     code: str
     tasks: list[Task] = Field(min_length=1)
+    policy: list[PolicyRule] = Field(default_factory=list, description="spec_version 2: the rules the agent must "
+                                                                       "follow (the system prompt states them).")
 
     @model_validator(mode="after")
     def _cross_references(self) -> EnvSpec:
@@ -333,7 +377,12 @@ class EnvSpec(_Model):
         if dupes:
             problems.append(f"tasks: duplicate task ids {dupes}")
         known = set(tool_names)
+        problems += self._version_problems()
         for ti, task in enumerate(self.tasks):
+            bad = [n for n in task.policy if not 1 <= n <= len(self.policy)]
+            if bad:
+                problems.append(f"tasks[{ti}].policy: rules {bad} are not numbers of the policy's "
+                                f"{len(self.policy)} rules")
             for ui, turn in enumerate(task.turns):
                 where = f"tasks[{ti}].turns[{ui}]"
                 for ci, call in enumerate(turn.reference):
@@ -347,6 +396,21 @@ class EnvSpec(_Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _version_problems(self) -> list[str]:
+        """What a spec_version 1 document uses that only version 2 has."""
+        if self.spec_version >= 2:
+            return []
+        used = []
+        if self.policy:
+            used.append("'policy'")
+        if any(t.policy for t in self.tasks):
+            used.append("a task's 'policy'")
+        if any(t.setup_sql for t in self.tasks):
+            used.append("a task's 'setup_sql'")
+        if any(isinstance(c, StateCheck) for t in self.tasks for u in t.turns for c in u.checks):
+            used.append("'state' checks")
+        return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []
 
     # -- convenience -------------------------------------------------------------------------
     def task(self, task_id: str | int | None = None) -> Task:
@@ -387,7 +451,7 @@ def _format_errors(err: ValidationError) -> list[tuple[str, str]]:
                 loc_parts.append(("." if loc_parts else "") + str(part))
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
-            msg = "unknown field (not part of spec_version 1; remove it or check its spelling)"
+            msg = "unknown field (not part of the environment spec; remove it or check its spelling)"
         elif e["type"] == "missing":
             msg = "required field is missing"
         elif e["type"] == "union_tag_invalid":
@@ -412,9 +476,10 @@ def parse_spec(data: Mapping[str, Any] | str | bytes, source: str | None = None)
             raise SpecError([("", f"not valid JSON: {e}")], source) from None
     if not isinstance(data, Mapping):
         raise SpecError([("", f"expected a JSON object, got {type(data).__name__}")], source)
-    version = data.get("spec_version", SPEC_VERSION)
-    if version != SPEC_VERSION:
-        raise SpecError([("spec_version", f"unsupported version {version!r}; this reader knows 1")], source)
+    version = data.get("spec_version", 1)
+    if version not in SPEC_VERSIONS:
+        raise SpecError([("spec_version", f"unsupported version {version!r}; this reader knows "
+                                          f"{', '.join(map(str, SPEC_VERSIONS))}")], source)
     try:
         return EnvSpec.model_validate(dict(data))
     except ValidationError as e:
@@ -479,8 +544,8 @@ def save_spec(spec: EnvSpec, path: str | os.PathLike[str]) -> Path:
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of spec_version 1 (what ``envwright schema`` prints)."""
+    """The JSON Schema of the environment spec, every version (what ``envwright schema`` prints)."""
     schema = EnvSpec.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://envwright.dev/schema/envspec-v1.json"
+    schema["$id"] = f"https://envwright.dev/schema/envspec-v{SPEC_VERSION}.json"
     return schema

@@ -29,8 +29,8 @@ from typing import Any
 from gym_envs.errors import CallTimeout, cap_text
 from gym_envs.sandbox.reprs import described
 
-__all__ = ["MAX_REPLY_NAMES", "MAX_REPLY_NUMBERS", "ColumnValues", "allowed_other_names", "evaluate", "names_too_many",
-           "needs_state", "python_verdict", "reply_contains", "text_contains", "with_turn_answers"]
+__all__ = ["MAX_REPLY_NAMES", "MAX_REPLY_NUMBERS", "NUMBER_WORDS", "ColumnValues", "allowed_other_names", "evaluate",
+           "names_too_many", "needs_state", "python_verdict", "reply_contains", "text_contains", "with_turn_answers"]
 
 _SCALARS = (bool, int, float, str, type(None))
 
@@ -53,11 +53,19 @@ def _is_code(digits: str) -> bool:
     return len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()
 
 
-def _numbers(text: str) -> list[Decimal]:
+#: numbers a reply may write as a word (whole words only: "one" in "someone" or "done" is no number)
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_NUMBER_WORD = re.compile(r"(?<![\w-])(" + "|".join(NUMBER_WORDS) + r")(?![\w-])", re.IGNORECASE)
+
+
+def _numbers(text: str, words: bool = True) -> list[Decimal]:
     """The numbers a text names, each standing on its own: ``1,670.50`` is one number, ``3,4,5`` three, the
     digits inside ``T-1042`` or ``v2`` none; a ``-`` right before a number is its sign unless it joins two words
-    or numbers (``2024-06-10``); a part with a leading zero (``06``, ``0042``) is a code, not a number."""
-    out: list[Decimal] = []
+    or numbers (``2024-06-10``); a part with a leading zero (``06``, ``0042``) is a code, not a number; a whole
+    word from ``zero`` to ``twenty`` is that number ("two orders") unless ``words`` is false."""
+    out: list[Decimal] = [Decimal(NUMBER_WORDS.index(m.group(1).lower())) for m in _NUMBER_WORD.finditer(text)] \
+        if words else []
     for m in _NUMBER_TOKEN.finditer(text):
         sign, body = m.group(1), m.group(2)
         if sign and m.start() > 0 and text[m.start() - 1].isalnum():
@@ -95,8 +103,8 @@ def reply_contains(reply: str, answer: str) -> bool:
     distinct numbers (a list of every candidate is no answer)."""
     s = answer.strip()
     numbers = _numbers(reply) if _NUMERIC.match(s) else None
-    if numbers is not None and len(set(numbers)) > MAX_REPLY_NUMBERS:
-        return False
+    if numbers is not None and len(set(_numbers(reply, words=False))) > MAX_REPLY_NUMBERS:
+        return False  # numbers written in digits are counted: "one of" is no listing
     return _find(reply, s, numbers)
 
 
@@ -192,6 +200,12 @@ def evaluate(check: dict[str, Any], reply: str, calls: list[str], attempted: lis
             if not check.get("tables"):
                 changed += [t for t in marks if t not in now]
             return {"passed": not changed, "detail": f"changed: {sorted(changed)}" if changed else "unchanged"}
+        if kind == "state":
+            want = check["digests"]
+            now = digests(sorted(want))
+            differ = sorted(t for t, d in want.items() if now.get(t) != d)
+            return {"passed": not differ, "detail": f"differs from the expected state: {differ}" if differ else
+                    "the expected state"}
         if kind == "calls":
             missing = [n for n in check.get("require", []) if n not in calls]
             bad = [n for n in check.get("forbid", []) if n in attempted]

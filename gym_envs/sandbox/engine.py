@@ -18,7 +18,8 @@ decimal context (never the host thread's), and in a worker the soft deadline is 
 worker) all enter it through that one context manager; each episode keeps its own for its calls. Spec code's
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
-the state always equals the replay of the episode's logged calls.
+the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class _Episode:
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
+    base_changes: int = -1  #: the connection's total_changes when the episode began on the template
+    cache: tuple[int, dict[str, str]] | None = None  #: total_changes when the digests were last computed, and them
+    setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
 
 
 
@@ -189,7 +193,8 @@ class Engine:
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         scope = CallScope(state.guard, token, glb, self._deadline_s, self._headroom)
-        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope,  # type: ignore[arg-type]
+                        base_changes=state.total_changes)
 
     def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
@@ -225,12 +230,29 @@ class Engine:
                 self._pool_put(old.program, old.state)
             state = self._pool_get(prog)
         try:
-            self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
+            ep = self._new_episode(prog, state, int(req.get("seed") or 0))
         except BaseException:
             disarm()
             self._pool_put(prog, state)
             raise
+        ep.setup = tuple(req.get("setup") or ())
+        failure = self._apply_setup(ep)
+        if failure is not None:
+            self._pool_put(prog, state)
+            return error_response(ErrorKind.SCHEMA_ERROR, failure, self._cap)
+        self.episodes[ep_id] = ep
         return {"ok": True}
+
+    @staticmethod
+    def _apply_setup(ep: _Episode) -> str | None:
+        """Run the episode's setup statements (its task's ``setup_sql``) in ``rw`` mode, as the seed runs;
+        why one failed, or None."""
+        for i, stmt in enumerate(ep.setup):
+            try:
+                ep.state.run(stmt, (), mode="rw", fetch=False)
+            except StateError as e:
+                return f"task setup statement {i + 1} ({str(stmt)[:60]!r}...): {e}"
+        return None
 
     def _op_close(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self.episodes.pop(req["ep"], None)
@@ -415,7 +437,7 @@ class Engine:
                               f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
-        """Bring an episode back to "template + its logged calls".
+        """Bring an episode back to "template + its setup statements + its logged calls".
 
         Used when a call failed after writing (its writes must not stay: roll back to the episode start)
         and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
@@ -423,6 +445,7 @@ class Engine:
         first time fail again without leaving writes. The episode keeps its facades (and their tokens).
         """
         state = ep.state
+        ep.cache, ep.base_changes = None, -1  # rebuilt content: never taken for the template's
         try:
             if reload or state.lost:
                 state.load_image(ep.program.image)
@@ -431,6 +454,9 @@ class Engine:
                 state.reset_episode()
             fresh = self._new_episode(ep.program, state, ep.seed)
             ep.tools, ep.db, ep.token, ep.glb, ep.scope = fresh.tools, fresh.db, fresh.token, fresh.glb, fresh.scope
+            failure = self._apply_setup(ep)
+            if failure is not None:
+                raise StateError(failure)
             ep.ro_db = ep.ro_token = None
             for name, args in ep.log:
                 state.savepoint()
@@ -479,6 +505,7 @@ class Engine:
         size, marks, saved = entry
         del ep.log[size:]
         kept = ep.state.back_to(n, saved)
+        ep.cache = None  # the content went back; the change counter did not
         if not kept:
             del forks[n]
             self._rebuild(ep, reload=ep.state.lost)
@@ -486,11 +513,20 @@ class Engine:
         return {"ok": True, "kept": kept}
 
     def _digests(self, ep: _Episode) -> dict[str, str]:
-        """The episode's table digests: the template's while it has logged no call (its state is the
-        template's then: the state always equals the replay of the log), else computed."""
-        if not ep.log and ep.lost is None and not ep.state.lost:
-            return dict(ep.program.digests)
-        return ep.state.table_digests()
+        """The episode's table digests: the template's while no row has changed since the episode began (its
+        state is the template's then), else computed, and kept until the next change: the connection's change
+        counter only grows, and a checkpoint's restore, which takes content back, forgets them."""
+        state = ep.state
+        if ep.lost is None and not state.lost:
+            now = state.total_changes
+            if not ep.log or now == ep.base_changes:
+                return dict(ep.program.digests)
+            if ep.cache is not None and ep.cache[0] == now:
+                return dict(ep.cache[1])
+            digests = state.table_digests()
+            ep.cache = (now, digests)
+            return dict(digests)
+        return state.table_digests()
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}

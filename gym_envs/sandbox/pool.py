@@ -274,7 +274,7 @@ class WorkerExecutor(Executor):
         try:
             loaded = self._ensure_loaded(w, s.key)
             if loaded.get("ok"):
-                frames = [dumps({"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}).encode()]
+                frames = [dumps(s.open_body()).encode()]
                 frames += [f if isinstance(f, bytes) else dumps(f).encode() for f in s.log]
                 resp = w.roundtrip(_batch_frame(frames), self.limits.call_timeout_s * len(frames) + 5)
                 if resp["results"][0].get("ok"):
