@@ -3,8 +3,9 @@
 Building (:func:`build_messages`, :func:`build_repair_messages`):
 
 * the **system message** is a compact version of the contract in gym_envs/ENVSPEC.md:
-  the fields, the restricted-Python rules of the tool code, the check kinds and
-  the validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
+  the fields, the restricted-Python rules of the tool code, the check kinds (each kind's own prompt line,
+  :data:`CHECK_LINES`, from the registry of :mod:`gym_envs.checks`) and the validity rules the gate enforces
+  (the reserved names imported from :mod:`gym_envs.spec`);
 * the **user message** holds one or two example specs (a routed skill's
   examples when a skill is given, else the shipped examples of
   :mod:`gym_envs.examples`, else a small built-in one), each as compact JSON
@@ -24,6 +25,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gym_envs.checks import check_kinds
 from gym_envs.parsing import strip_think
 from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
@@ -37,6 +39,7 @@ from gym_envs.spec import (
 
 __all__ = [
     "BUILTIN_EXAMPLE",
+    "CHECK_LINES",
     "SYSTEM_PROMPT",
     "build_messages",
     "build_repair_messages",
@@ -50,6 +53,9 @@ __all__ = [
 
 TokenCounter = Callable[[str], int]
 
+
+#: one line per check kind a spec_version 1 document may use, each kind's own (:mod:`gym_envs.checks`)
+CHECK_LINES = "\n".join(f"- {kind.prompt}" for kind in check_kinds(1))
 
 SYSTEM_PROMPT = f"""\
 You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
@@ -89,12 +95,7 @@ read_then_write (look something up, then change it), missing_parameter (a needed
 must ask, and the next turn supplies it), decline (the tools cannot do it: the agent must say so and change \
 nothing). Each turn is one user instruction; "reference" is the correct sequence of tool calls for that \
 turn. Check kinds, evaluated on the database after the turn:
-- {{"kind": "sql", "query": "SELECT ...", "expect": [[value, ...], ...]}}: the query's rows equal expect \
-(add "ordered": true to compare in order)
-- {{"kind": "reply_contains", "any_of": ["answer", ...]}}: the agent's final reply contains one of them
-- {{"kind": "unchanged", "tables": []}}: those tables did not change ([] means all tables)
-- {{"kind": "calls", "require": ["tool"], "forbid": ["tool"]}}: tools the turn must / must not call
-- {{"kind": "python", "code": "def check(db):\\n    return ..."}}: must return True
+{CHECK_LINES}
 
 # A spec is accepted only if
 1. It is valid JSON with the fields above, unique tool names and task ids, a function for every tool.

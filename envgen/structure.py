@@ -112,7 +112,7 @@ def _bound(node: Any, defs: dict[str, Any], name: str | None) -> Any:
 
 def spec_decoding_schema() -> dict[str, Any]:
     """The finite EnvSpec decoding schema of the free stream (see the module docstring)."""
-    raw = json_schema()
+    raw = json_schema(1)
     out = _bound(raw, raw.get("$defs", {}), None)
     out["title"] = "envwright spec v1 (decoding form)"
     return out

@@ -3,7 +3,8 @@
 A line is a tool call (``name {"arg": 1}``, ``name(arg=1)``, JSON
 ``{"name": .., "arguments": ..}`` or ``<tool_call>..</tool_call>``), a
 ``:command`` (``:help`` lists them) or a plain message, which ends the turn
-and shows each check's verdict. With stdin not a terminal it reads the lines
+and shows each check's verdict (in a task with a scenario, unless the simulated
+user answers it: its reply is shown and the turn goes on). With stdin not a terminal it reads the lines
 as a script (blank lines and ``#`` comments skipped, no prompts) and exits 0
 if the episode's reward is 1.0, else 1. Everything a spec or a tool wrote is
 printed through :mod:`gym_envs.display` (shown, never acted on). ``PATH`` is
@@ -27,11 +28,12 @@ from rich.text import Text
 
 from corpora.errors import did_you_mean
 from gym_envs import display
+from gym_envs.checks import ReplyContainsCheck
 from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, check_summary, format_call
 from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.parsing import load_json, parse_action
 from gym_envs.sandbox import LoadFailure, make_executor
-from gym_envs.spec import Turn
+from gym_envs.spec import ToolCall, Turn
 
 __all__ = ["HELP", "Player", "parse_line", "play"]
 
@@ -176,11 +178,13 @@ class Player:
         self.total += reward
         if not is_message:
             self._show_calls(info, obs)
+        if "user_reply" in info:
+            self.say(Text.assemble(("[user] ", "bold blue"), display.clean(info["user_reply"])))
         if "checks" in info:
             self._show_checks(turn_index, info, reward)
         if terminated or truncated:
             self._finish(info, truncated)
-        elif is_message:
+        elif is_message and "user_reply" not in info:
             self.instruction(obs)
 
     def _show_calls(self, info: dict[str, Any], obs: str) -> None:
@@ -274,9 +278,10 @@ class Player:
             return
         if not turn.reference:
             self.say(Text("(the reference makes no calls this turn)", style="dim"))
-        for call in turn.reference:
-            self.say(display.text(format_call(call.name, call.arguments)))
-        replies = [c.any_of for c in turn.checks if c.kind == "reply_contains"]
+        for item in turn.reference:
+            self.say(display.text(format_call(item.name, item.arguments) if isinstance(item, ToolCall) else
+                                  f"say {json.dumps(item.say, ensure_ascii=False)} (the user answers it)"))
+        replies = [c.any_of for c in turn.checks if isinstance(c, ReplyContainsCheck)]
         for any_of in replies:
             self.say(display.text(f"then reply with a message containing one of {json.dumps(any_of)}", "dim"))
         if not replies:

@@ -52,7 +52,7 @@ from gym_envs.messages import ChatFormat
 from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
 from gym_envs.seeding import stable_seed
-from gym_envs.spec import EnvSpec
+from gym_envs.spec import EnvSpec, Say
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
@@ -71,6 +71,7 @@ class TeacherView:
     turn: int
     turn_calls: list[dict[str, Any]]  #: calls made so far in this turn, with ``ok`` (the env's results)
     messages: list[dict[str, Any]]  #: the chat up to this state (ends with a user or tool message)
+    turn_said: int = 0  #: plain messages of this turn the user answered so far (a scenario task's ``say`` items)
 
 
 class Teacher:
@@ -101,14 +102,22 @@ class ReferenceTeacher(Teacher):
 
     def act(self, view: TeacherView) -> str:
         turn = view.spec.task(view.task_id).turns[view.turn]
-        ref = turn.reference
+        ref = turn.calls()
         done = 0
         for c in view.turn_calls:
             if done < len(ref) and c.get("ok", True) and _canonical([c]) == _canonical(
                     [{"name": ref[done].name, "arguments": ref[done].arguments}]):
                 done += 1
-        if done < len(ref):
-            return format_tool_call(ref[done].name, dict(ref[done].arguments))
+        calls = says = 0  # the reference's items in order: its calls made so far, its messages the user answered
+        for item in turn.reference:
+            if isinstance(item, Say):
+                if says >= view.turn_said:
+                    return item.say
+                says += 1
+            elif calls >= done:
+                return format_tool_call(item.name, dict(item.arguments))
+            else:
+                calls += 1
         return oracle_reply(turn)
 
     def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
@@ -163,12 +172,14 @@ def _views(ep: Episode) -> list[TeacherView]:
     views: list[TeacherView] = []
     turn_calls: list[dict[str, Any]] = []
     turn = 0
+    said = 0
     for st in ep.steps:
         if st.turn != turn:
-            turn, turn_calls = st.turn, []
+            turn, turn_calls, said = st.turn, [], 0
         views.append(TeacherView(_spec(ep), ep.task.task_id, st.turn, list(turn_calls),
-                                 ep.messages[: st.message_index]))
+                                 ep.messages[: st.message_index], said))
         turn_calls += _calls(st.results)
+        said += st.user_reply is not None
     return views
 
 
@@ -203,10 +214,12 @@ class TeacherPolicy:
     @staticmethod
     def view(ep: Episode) -> TeacherView:
         calls = list(ep.meta.get("turn_calls", [])) if ep.turn == ep.meta.get("turn", 0) else []
+        said = 0
         for st in ep.steps:
             if st.turn == ep.turn:
                 calls += _calls(st.results)
-        return TeacherView(_spec(ep), ep.task.task_id, ep.turn, calls, list(ep.messages))
+                said += st.user_reply is not None
+        return TeacherView(_spec(ep), ep.task.task_id, ep.turn, calls, list(ep.messages), said)
 
     def act_batch(self, episodes: Sequence[Episode]) -> list[str]:
         return self.teacher.act_batch([self.view(ep) for ep in episodes]) if episodes else []

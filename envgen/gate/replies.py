@@ -15,7 +15,8 @@ from typing import Any
 
 from envgen.gate.mutants import GENERIC_REPLY
 from envgen.gate.values import is_numeric
-from gym_envs.sandbox.checks import text_contains
+from gym_envs.checks import ReplyContainsCheck
+from gym_envs.checks.text import text_contains
 from gym_envs.spec import EnvSpec, Task, Turn
 
 __all__ = ["GENERIC_REPLIES", "answer_problem", "oracle_reply", "reply_problems", "tool_texts"]
@@ -28,7 +29,7 @@ GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of i
 def oracle_reply(turn: Turn) -> str:
     """The reference trajectory's final message for a turn: the first string of each ``reply_contains``
     check (the oracle knows the answer), else ``"Done."``."""
-    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
+    parts = [c.any_of[0] for c in turn.checks if isinstance(c, ReplyContainsCheck)]
     return " ".join(parts) if parts else GENERIC_REPLY
 
 
@@ -75,6 +76,6 @@ def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
     tools = [] if about_tools else tool_texts(spec.tools)
     out = []
     for check in turn.checks:
-        if check.kind == "reply_contains":
+        if isinstance(check, ReplyContainsCheck):
             out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
     return out

@@ -22,6 +22,7 @@ from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
 from envgen.gate.replies import reply_problems
 from envgen.gate.signature import signature_problems
 from envgen.gate.verdict import Reason, Verdict
+from gym_envs.checks import PythonCheck
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.seeding import fresh_seed, stable_seed
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
@@ -44,6 +45,12 @@ def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
     where = f"task {task.id!r}"
     out: list[Reason] = []
     for ref in refs:
+        if ref.unanswered is not None:
+            what = (f"the scripted user does not answer its message {ref.unanswered!r} (ask for a fact of the "
+                    "scenario, or to confirm)" if ref.unanswered else
+                    f"the scripted user answers the oracle's reply {ref.reply!r}, so it does not end the turn")
+            out.append(Reason(3, "reference_unanswered", f"{where} turn {ref.index + 1}: {what}"))
+            continue
         for r in ref.results:
             if not r.ok:
                 out.append(Reason(3, "reference_error", f"{where} turn {ref.index + 1}: reference call {r.name}"
@@ -156,7 +163,7 @@ def uses_episode_random(spec: EnvSpec) -> bool:
     """Whether the spec's code, or a ``python`` check's, imports ``random`` (the episode's own generator, seeded
     by the episode seed: the only way the seed reaches spec code)."""
     sources = [spec.code] + [c.code for task in spec.tasks for turn in task.turns for c in turn.checks
-                             if c.kind == "python" and c.code]
+                             if isinstance(c, PythonCheck) and c.code]
     for src in sources:
         if "random" not in src:  # no import of it, without parsing
             continue

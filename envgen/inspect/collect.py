@@ -25,7 +25,7 @@ from typing import Any
 
 from gym_envs.cli import check_summary, format_call, source_label, tool_parameters
 from gym_envs.errors import exception_text
-from gym_envs.spec import EnvSpec, SpecError, parse_spec
+from gym_envs.spec import EnvSpec, SpecError, ToolCall, parse_spec
 
 __all__ = ["EnvPage", "Refused", "RejectedPage", "RunPage", "SourceDoc", "assistant_view", "call_text",
            "collect_env", "collect_rejected", "collect_runs", "confined", "find_documents", "gate_rules", "page_name"]
@@ -144,20 +144,16 @@ def _tasks(spec: EnvSpec) -> list[dict[str, Any]]:
         for i, turn in enumerate(task.turns):
             checks = [{"n": ci + 1, "kind": c.kind, "summary": check_summary(c), "detail": _check_detail(c)}
                       for ci, c in enumerate(turn.checks)]
-            calls = [format_call(c.name, c.arguments) for c in turn.reference]
+            calls = [format_call(c.name, c.arguments) if isinstance(c, ToolCall) else f"say {json.dumps(c.say)}"
+                     for c in turn.reference]
             turns.append({"n": i + 1, "instruction": turn.instruction, "checks": checks, "reference": calls})
         out.append({"id": task.id, "kind": task.kind, "turns": turns})
     return out
 
 
 def _check_detail(check: Any) -> str:
-    """The full text of a check (query and expected rows, the python code, ...)."""
-    c = check.model_dump()
-    if c["kind"] == "sql":
-        return f"{c['query']}\n-- expect{' (ordered)' if c.get('ordered') else ''}: {json.dumps(c['expect'])}"
-    if c["kind"] == "python":
-        return str(c["code"])
-    return json.dumps({k: v for k, v in c.items() if k != "kind"}, ensure_ascii=False)
+    """The full text of a check (query and expected rows, the python code, ...: its kind's ``detail``)."""
+    return str(check.detail())
 
 
 def _dump_tables(spec: EnvSpec, executor: Any, rows: int) -> tuple[dict[str, Any] | None, str | None]:

@@ -456,7 +456,7 @@ def _bench_progress(n: int, rounds: int, inproc: InProcessExecutor, worker: Work
             for t in tasks:
                 env.reset(options={"task": t.id, "episode_seed": i})
                 for turn in t.turns:
-                    for call in turn.reference:
+                    for call in turn.calls():
                         env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
                     env.step({"content": oracle_reply(turn), "tool_calls": []})
         return run

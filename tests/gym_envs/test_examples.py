@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 
 import gym_envs  # noqa: F401  (registers envwright/ToolEnv-v0)
 from envgen.gate import oracle_reply, validate_spec
+from gym_envs.checks import TurnView, judge
 from gym_envs.examples import (
     EXAMPLES_DIR,
     UnknownExample,
@@ -24,7 +25,7 @@ from gym_envs.examples import (
     load_example,
 )
 from gym_envs.sandbox import make_executor
-from gym_envs.spec import CHECK_KINDS, TASK_KINDS, EnvSpec, Task
+from gym_envs.spec import CHECK_KINDS, TASK_KINDS, EnvSpec, Say, Task
 
 NAMES = list_examples()
 SPECS: dict[str, EnvSpec] = {s.id: s for s in load_all()}
@@ -220,10 +221,11 @@ def test_the_free_verdicts_skip_only_what_running_them_would_pass(name):
         for task in spec.tasks:
             env.reset(options={"task": task.id, "episode_seed": 0})
             for k, turn in enumerate(task.turns):
-                every = env.session.check(env._turn_checks(turn), "", [], attempted=[])
+                every = judge(env.session, turn.checks, TurnView())
                 assert env.turns[k].free == [c.passed for c in every], (task.id, k)
-                for call in turn.reference:
-                    env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
+                for action in turn.plan():
+                    env.step({"content": action.say, "tool_calls": []} if isinstance(action, Say) else
+                             {"content": "", "tool_calls": [c.model_dump() for c in action]})
                 env.step({"content": oracle_reply(turn), "tool_calls": []})
     finally:
         env.close()
