@@ -274,6 +274,12 @@ def _extras_md(summary: Mapping[str, Any]) -> list[str]:
                         f"{', '.join(md_code(p) for p in s['policies'])})" for s in lib["suspicious"][:500]]
                 if len(lib["suspicious"]) > 500:
                     out.append(f"- ... {len(lib['suspicious']) - 500} more")
+    judged = summary.get("judged") or {}
+    if judged.get("suites"):
+        out += ["\n### Judged assertions (apart from the score)\n",
+                f"judge: {md_code(judged.get('judge') or 'none: undecided')}"]
+        out += [f"- {md_code(s)}: {b['passed']} of {b['decided']} decided passed (pass rate {_fmt(b['pass_rate'])}); "
+                f"{b['assertions']} assertions" for s, b in judged["suites"].items()]
     return out
 
 

@@ -53,10 +53,11 @@ from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, Say
+from gym_envs.users import END_TURN, UserReply, is_confirmation
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
-from training.rollout import Episode, TaskRef, fit_step_budget, rollout
+from training.rollout import Episode, TaskRef, fit_step_budget, rollout, scenario_user
 
 __all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherPolicy", "TeacherView",
            "find_divergence", "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
@@ -237,6 +238,10 @@ def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tu
     env.reset(options={"task": ep.task.task_id, "episode_seed": ep.seed})
     turn_calls: list[dict[str, Any]] = []
     for st in ep.steps[: upto + 1]:
+        if st.user_reply is not None:  # the user's answer as it was (a model-backed user's too)
+            env.preset_reply(UserReply(st.user_reply, is_confirmation(st.user_reply)))
+        elif st.turn_ended:
+            env.preset_reply(END_TURN)
         _, _, _, _, info = env.step(st.text)
         if "turn_passed" in info:
             turn_calls = []
@@ -271,7 +276,7 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
             continue  # the off-support step ended the turn or the episode: nothing to recover within it
         env, turn_calls = _replay_env(ep, k, cfg.rollout, ex)
         play_ep = Episode(ep.task, max_actions=d.max_recovery_steps, stop_at_turn_end=True,
-                          meta={"turn": st.turn, "turn_calls": turn_calls})
+                          user=scenario_user(cfg.rollout), meta={"turn": st.turn, "turn_calls": turn_calls})
         play_ep.resume(ToolEnvAdapter(env, ep.task.task_id), ep.messages[: ep.steps[k + 1].message_index],
                        turn=st.turn, tools=ep.tools)
         plays.append((ep, ep.steps[k + 1].start, play_ep))
@@ -302,7 +307,7 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
             return ToolEnvAdapter(ToolEnv(spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
                                           executor=ex, max_observation_chars=cfg.max_observation_chars), t.task_id)
 
-        return Episode(t, make, max_actions=cfg.max_steps)
+        return Episode(t, make, max_actions=cfg.max_steps, user=scenario_user(cfg))
 
     plays = play([episode(t) for t in tasks], TeacherPolicy(teacher), chat=chat)
     out, failed = [], []

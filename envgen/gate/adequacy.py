@@ -368,8 +368,8 @@ class MutationRun(WritesElsewhere):
             results = [*ref.results[:ci], made, *ref.results[ci + 1:]]
             reply = derive_reply(ref, ref.locators, m, results)
             ref.done_in_place.add(m.key())
-            # nothing changed, so the state checks' verdicts are the reference's own
-            checks = self._known(ref, reply, list(env.turns[-1].calls))
+            # nothing changed, so the state checks' verdicts are the reference's own; the calls are the mutant's
+            checks = self._known(ref, reply, results)
             ref.stopped = self._verdict(ref, m, checks, results, reply, digest=ref.digest)
 
     def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:

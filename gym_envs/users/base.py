@@ -65,6 +65,9 @@ class UserSimulator:
             raise NotImplementedError(f"{type(self).__name__} must implement reply or reply_batch")
         return [self.reply(c) for c in contexts]
 
+    def close(self) -> None:
+        """Release what the user holds (a model)."""
+
 
 _YES = re.compile(r"^\W*(?:yes|yeah|yep|sure|ok|okay|go ahead|please do|please proceed|please go ahead|confirm|"
                   r"confirmed|correct|that's right|that is right|absolutely|of course)\b", re.IGNORECASE)

@@ -74,3 +74,8 @@ class ModelUser(UserSimulator):
         if len(texts) != len(contexts):
             raise RuntimeError(f"the user model gave {len(texts)} replies for {len(contexts)} messages")
         return [parse_reply(t) for t in texts]
+
+    def close(self) -> None:
+        close = getattr(self.generate, "close", None)
+        if callable(close):
+            close()
