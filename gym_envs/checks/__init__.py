@@ -18,7 +18,7 @@ from typing import Any
 
 from corpora.errors import UnknownNameError, did_you_mean
 from corpora.registry import Registry
-from gym_envs.checks.base import MUTANTS, BaseCheck, CallView, Probe, Said, TurnView, Verdict
+from gym_envs.checks.base import MUTANTS, BaseCheck, CallView, Cost, Probe, Said, TurnView, Verdict
 from gym_envs.checks.calls import CallPattern, CallsCheck
 from gym_envs.checks.confirmed import ConfirmedCheck
 from gym_envs.checks.judge import answers_of, judge
@@ -31,9 +31,9 @@ from gym_envs.checks.state import StateCheck
 from gym_envs.checks.unchanged import UnchangedCheck
 
 __all__ = ["CHECKS", "MUTANTS", "BaseCheck", "CallPattern", "CallView", "CallsCheck", "CallsPerMessageCheck",
-           "ConfirmedCheck", "JudgedCheck", "Probe", "PythonCheck", "ReplyContainsCheck", "Said", "SqlCheck",
+           "ConfirmedCheck", "Cost", "JudgedCheck", "Probe", "PythonCheck", "ReplyContainsCheck", "Said", "SqlCheck",
            "StateCheck", "TurnView", "UnchangedCheck", "Verdict", "answers_of", "check_kind", "check_kinds",
-           "judge", "kind_names", "parse_check", "register_check"]
+           "judge", "kind_names", "parse_check", "register_check", "unregister_check"]
 
 #: every check kind by name (its ``kind``)
 CHECKS: Registry[type[BaseCheck]] = Registry("check kind")
