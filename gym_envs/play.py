@@ -41,11 +41,12 @@ _SHORTHAND = re.compile(r"^([A-Za-z_]\w*)\s*(\{.*\})?\s*$", re.S)
 _PYCALL = re.compile(r"^[A-Za-z_]\w*\s*\(.*\)\s*$", re.S)
 
 HELP = """\
-Type a tool call to see its result, or a plain message to end the turn.
+Type a tool call to see its result, or a plain message to end the turn (a scenario's user may answer it).
   name {"arg": 1}                      call a tool (JSON arguments; a bare tool name calls it with none)
   name(arg=1, other="x")               the same, Python style
   {"name": .., "arguments": {..}}      JSON call (also a list of them, or <tool_call>..</tool_call>)
   anything else                        a message to the user: ends the turn and scores its checks
+                                       (in a task with a scenario, unless the user answers it)
 Commands:
   :tools              the tools and their parameters
   :state [TABLE]      the database now (every table, or one)
@@ -53,7 +54,8 @@ Commands:
   :checks             what this turn's checks require
   :system             the full system prompt the agent sees
   :transcript         the episode so far
-  :end [TEXT]         end the turn with TEXT (or an empty reply)
+  :end [TEXT]         send TEXT (or an empty reply) as a plain message: it ends the turn, unless
+                      the task's simulated user answers it
   :help               this text
   :quit               stop (the episode counts as failed)"""
 

@@ -113,9 +113,8 @@ def test_a_judge_decides_judged_checks_apart_from_the_score(tmp_path: Path) -> N
 def test_the_eval_command_takes_a_user_model_and_a_judge(tmp_path: Path) -> None:
     lib = Library(tmp_path / "lib")
     lib.add(load_example("shop-support"))
-    replies = tmp_path / "user.jsonl"
-    replies.write_text("\n".join(json.dumps(s) for s in ["My email is ana@example.com.", "A-1042.",
-                                                          "Yes, go ahead.", STOP, "C-3001.", STOP]) + "\n")
+    replies = tmp_path / "user.jsonl"  # a user that ends every turn at once (the first say of each task)
+    replies.write_text(json.dumps(f"Bye. {STOP}") + "\n")
     verdicts = tmp_path / "judge.jsonl"
     verdicts.write_text(json.dumps("NO, it did not.") + "\n")
     out = tmp_path / "run"
@@ -123,10 +122,13 @@ def test_the_eval_command_takes_a_user_model_and_a_judge(tmp_path: Path) -> None
                                       f"library:{tmp_path / 'lib'}", "--out", str(out), "--executor", "inprocess",
                                       "--concurrency", "1", "--no-progress", "--no-write-back",
                                       "--user-backend", "scripted", "--user-model", str(replies),
+                                      "--user-option", 'backend_options={"cycle": true}',
                                       "--judge-backend", "scripted", "--judge-model", str(verdicts)])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["run"]["user"]["requests"] == 6 and summary["run"]["user"]["failures"] == 0
+    assert summary["run"]["user"] == {"model": "scripted:scripted", "requests": 4, "failures": 0}
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert not any(r["passed"] for r in records) and all(len(r["turns"][0].get("said", [])) == 0 for r in records)
     assert summary["judged"]["suites"] and "judged assertions" in result.output
     assert "Judged assertions" in (out / "report.md").read_text()
     bad = CliRunner().invoke(cli, ["eval", "--policy", "scripted", "--model", "reference", "--suite", "examples",
