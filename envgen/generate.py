@@ -47,7 +47,7 @@ from envgen.blueprint.grounding import grounding
 from envgen.catalog import AttemptRecord, PreparedEnv
 from envgen.errors import FailureCode, NoUsableDocuments, install_hint
 from envgen.gate import Verdict, validate_spec
-from envgen.generate_config import GenerateConfig, GenerateSummary, corpus_key, select_corpus
+from envgen.generate_config import STATIC_PROPOSERS, GenerateConfig, GenerateSummary, corpus_key, select_corpus
 from envgen.library import BACKEND_FAILURE, Library, LibraryNotWritable, check_library_folder
 from envgen.library_lock import library_lock
 from envgen.proposers import Proposal, Proposer, make_proposer
@@ -108,9 +108,9 @@ def _verdict_outcome(doc_id: str, proposal: Proposal, verdict: Verdict | None, d
                    mutation_score=verdict.mutation_score, mutants=verdict.mutants, **common)
 
 
-def template_job(doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
-    """Propose with the template proposer and validate, inside a worker."""
-    proposer = make_proposer("template", **proposer_options)
+def static_job(name: str, doc: Any, seed: int, proposer_options: dict[str, Any], validation: str) -> Outcome:
+    """Propose with a static proposer (:data:`STATIC_PROPOSERS`: no model) and validate, inside a worker."""
+    proposer = make_proposer(name, **proposer_options)
     proposal = proposer.propose(doc, seed=seed)
     verdict = validate_spec(proposal.spec, executor=validation) if proposal.spec is not None else None
     return _verdict_outcome(doc.id, proposal, verdict, doc)
@@ -274,10 +274,10 @@ def run_generate(cfg: GenerateConfig, *, progress: bool = True, proposer: Propos
                  docs: Iterable[Any] | None = None) -> GenerateSummary:
     """Run (or resume) a generation run; returns its summary."""
     t0 = time.perf_counter()
-    if cfg.proposer == "template" and proposer is None:
+    if cfg.proposer in STATIC_PROPOSERS and proposer is None:
         # once here, before the workers start: bad options fail now, not once per document, and the
         # proposer's modules are imported once, by the process that fork-started workers inherit
-        make_proposer("template", **cfg.proposer_options)
+        make_proposer(cfg.proposer, **cfg.proposer_options)
     check_library_folder(cfg.out)  # before any work: a file, or a folder that holds something else, is refused
     all_docs = list(docs) if docs is not None else select_corpus(cfg)
     with ExitStack() as held:  # the lock before the library is opened: opening it for writing re-indexes
@@ -306,9 +306,9 @@ def _run(cfg: GenerateConfig, lib: Library, all_docs: list[Any], t0: float, prog
     runner = _Runner(cfg.workers, cfg.executor, cfg.inline_single_worker)
     try:
         with prog:
-            if cfg.proposer == "template" and proposer is None:
-                args = [(d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
-                for i, out in runner.map_unordered(template_job, args):
+            if cfg.proposer in STATIC_PROPOSERS and proposer is None:
+                args = [(cfg.proposer, d, cfg.seed, cfg.proposer_options, cfg.validation_mode) for d in todo]
+                for i, out in runner.map_unordered(static_job, args):
                     recorder.record(todo[i].id, out)
             else:
                 prop = proposer or make_proposer(cfg.proposer, backend=cfg.backend, model=cfg.model,

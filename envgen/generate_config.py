@@ -21,15 +21,20 @@ from typing import Any
 
 from envgen.errors import NoUsableDocuments
 
-__all__ = ["REASON_CHARS", "REASON_EXAMPLES", "GenerateConfig", "GenerateSummary", "corpus_key", "select_corpus"]
+__all__ = ["REASON_CHARS", "REASON_EXAMPLES", "STATIC_PROPOSERS", "GenerateConfig", "GenerateSummary", "corpus_key",
+           "select_corpus"]
 
+
+STATIC_PROPOSERS = ("world", "template")
+"""Proposers without a model: each document is proposed and validated in a worker process, validation in
+process (their code is the compiler's own rendering)."""
 
 @dataclass
 class GenerateConfig:
     """Options of one generation run (each maps to an ``envwright generate`` flag)."""
 
     corpus: str = "stdlib"  #: ``stdlib``, a PATH (tree, .jsonl, .parquet) or ``hf:NAME``
-    proposer: str = "template"  #: ``template`` or ``llm``
+    proposer: str = "world"  #: ``world`` (the default), ``template`` (blueprint v1, no model) or ``llm``
     backend: str | None = None  #: model backend for ``llm`` (transformers, vllm, openai, scripted)
     model: str | None = None  #: model name or path for the backend
     n: int = 20  #: documents to attempt
@@ -43,7 +48,7 @@ class GenerateConfig:
     min_stateful: float | None = 0.0  #: stateful-score filter (None: no filter)
     keep_tests: bool = False  #: keep test code (dropped by default: :func:`corpora.filters.is_test_path`)
     max_doc_chars: int = 200_000
-    validation: str = "auto"  #: ``auto`` (inprocess for template, worker otherwise), ``worker``, ``inprocess``
+    validation: str = "auto"  #: ``auto`` (inprocess for static proposers, worker otherwise), ``worker``, ``inprocess``
     proposer_options: dict[str, Any] = field(default_factory=dict)
     skills: Path | None = None  #: skill library folder (skill-conditioned stream)
     alpha: float = 0.5  #: share of skill-conditioned documents when ``skills`` is given
@@ -94,7 +99,7 @@ class GenerateConfig:
     def validation_mode(self) -> str:
         if self.validation != "auto":
             return self.validation
-        return "inprocess" if self.proposer == "template" else "worker"
+        return "inprocess" if self.proposer in STATIC_PROPOSERS else "worker"
 
 
 REASON_EXAMPLES = 3  #: distinct reasons a summary keeps per rejection code
@@ -198,7 +203,7 @@ def select_corpus(cfg: GenerateConfig) -> list[Any]:
 
     sel = SelectConfig(max_chars=cfg.max_doc_chars, min_stateful_score=cfg.min_stateful,
                        dedup="exact", sample=cfg.n, seed=cfg.seed, keep_tests=cfg.keep_tests,
-                       languages=("python",) if cfg.proposer == "template" else None)
+                       languages=("python",) if cfg.proposer in STATIC_PROPOSERS else None)
     report = SelectionReport()
     docs = select_documents(load_corpus(cfg.corpus, **cfg.corpus_options), sel, report)
     if not docs:

@@ -1,10 +1,12 @@
 r"""What a model proposer writes, and the JSON Schema it decodes under: a blueprint or a full spec.
 
-Two structures (``STRUCTURES``):
+Three structures (``STRUCTURES``):
 
 * ``blueprint``: the compact proposal of :mod:`envgen.blueprint`, decoded under
   :func:`envgen.blueprint.schema.blueprint_json_schema` (narrowed by a routed
   skill's requirements), then compiled;
+* ``world``: a world blueprint (blueprint_version 2, :mod:`envgen.world`), decoded under
+  :func:`envgen.world.blueprint.world_json_schema`, then compiled by the world compiler;
 * ``spec``: a whole environment (the free stream, for strong models), decoded
   under :func:`spec_decoding_schema`, the EnvSpec JSON Schema
   (:func:`gym_envs.spec.json_schema`) made finite.
@@ -41,7 +43,7 @@ __all__ = [
     "spec_from_decoded",
 ]
 
-STRUCTURES = ("blueprint", "spec")
+STRUCTURES = ("blueprint", "world", "spec")
 MULTILINE = {"code": 28, "schema_sql": 8, "seed_sql": 12}  #: field → most lines (a python check's code: 3)
 CHECK_CODE_LINES = 3
 LINE_CHARS = 80

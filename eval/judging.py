@@ -11,13 +11,13 @@ Without a judge every entry stays undecided.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from envgen.errors import BackendError
 from envgen.users import Judge
 
-__all__ = ["conversation", "judge_records", "judged_summary"]
+__all__ = ["conversation", "judge_records", "judged_markdown", "judged_summary"]
 
 _RESULT_CHARS = 1_000  #: characters of a tool result the judge reads
 
@@ -77,4 +77,19 @@ def judged_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                     block["passed"] += entry["passed"] is True
     for block in out.values():
         block["pass_rate"] = block["passed"] / block["decided"] if block["decided"] else None
+    return out
+
+
+def judged_markdown(summary: Mapping[str, Any], code: Callable[[Any], str]) -> list[str]:
+    """The report's lines on the judged assertions (none when the run had no judged check); ``code`` quotes the
+    untrusted names (the report's ``md_code``)."""
+    judged = summary.get("judged") or {}
+    if not judged.get("suites"):
+        return []
+    out = ["\n### Judged assertions (apart from the score)\n",
+           f"judge: {code(judged.get('judge') or 'none: undecided')}"]
+    for suite, b in judged["suites"].items():
+        rate = "undecided" if b["pass_rate"] is None else f"{b['pass_rate']:.3f}"
+        out.append(f"- {code(suite)}: {b['passed']} of {b['decided']} decided passed (pass rate {rate}); "
+                   f"{b['assertions']} assertions")
     return out

@@ -45,6 +45,7 @@ from envgen.blueprint.render.values import ValueMaker
 from envgen.blueprint.render.words import STOP_WORDS
 from envgen.blueprint.schema import Blueprint
 from envgen.errors import CompileError
+from envgen.gate.antecedents import without_ambiguous_tasks
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
@@ -214,4 +215,5 @@ def compile_blueprint(bp: Blueprint, doc: Any, *, seed: int = 0, options: Compil
         spec = parse_spec(data, source=d.doc_id)
     except SpecError as e:
         raise CompileError(f"the compiled spec does not parse (a compiler bug): {e}", norm.repairs) from None
+    spec = without_ambiguous_tasks(spec, norm.repairs, MIN_TASKS)
     return Compiled(spec, model, list(norm.repairs), bp, profile.name)

@@ -248,7 +248,9 @@ def _interrupted(e: Any, out: Path) -> None:
 @click.option("--corpus-option", "corpus_options", multiple=True, metavar="KEY=VALUE",
               help="Corpus loader option, repeatable (value read as YAML): e.g. text_field=code, path_field=null, "
                    "encoding=cp1252, max_bytes=5000000, include='[\"*.go\"]'.")
-@click.option("--proposer", default="template", show_default=True, help="'template' (no model) or 'llm'.")
+@click.option("--proposer", default="world", show_default=True,
+              help="'world' (a catalog service running the document's operations; no model), 'template' "
+                   "(blueprint v1 from the AST, no model) or 'llm'.")
 @click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
 @click.option("--backend-option", "--backend-opt", "backend_options", multiple=True, metavar="KEY=VALUE",

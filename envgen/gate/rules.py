@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from envgen.gate.adequacy import MutationRun
+from envgen.gate.antecedents import antecedent_problems
 from envgen.gate.budget import BudgetExceeded, BudgetMeter, GateBudget, GateEnv
 from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
 from envgen.gate.replies import reply_problems
@@ -136,6 +137,8 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int |
     runs = [MutationRun(env, parsed, seeds[0])]
     try:
         _check_tasks(runs[0], reasons)
+        if not reasons:
+            reasons += [Reason(10, "antecedent", p) for p in antecedent_problems(parsed, ex)]
         if not reasons and uses_episode_random(parsed):
             runs.append(MutationRun(env, parsed, seeds[1]))
             reasons += _second_seed_problems(runs[1], runs[0])

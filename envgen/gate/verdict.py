@@ -16,7 +16,7 @@ __all__ = ["RULES", "RULE_MEANINGS", "Reason", "Verdict"]
 
 #: the validity rules by number (gym_envs/ENVSPEC.md, "Validity"; the package docstring says how each is decided)
 RULES = {1: "parse", 2: "state", 3: "reference", 4: "no-op", 5: "near-miss", 6: "determinism", 7: "adequacy",
-         8: "names", 9: "budget"}
+         8: "names", 9: "budget", 10: "antecedent"}
 #: What each rule asks, in one line: shown beside every rule number of a gate report (``envwright inspect``).
 RULE_MEANINGS = {
     1: "the spec parses, its code compiles in the sandbox, and each tool's function matches its schema",
@@ -28,6 +28,7 @@ RULE_MEANINGS = {
     7: "more wrong trajectories (another entity, an extra write, a wrong or missing answer) fail a check",
     8: "tool and parameter names, and parameter schemas, follow the spec's rules",
     9: "validating the spec stays within the gate's time and call budget",
+    10: "a turn's 'it', 'its' or 'the same' leaves exactly one record it can mean",
 }
 
 

@@ -10,6 +10,7 @@ from envgen.proposers.base import Proposal, Proposer
 PROPOSERS: Registry[Any] = Registry("proposer")
 PROPOSERS.register("template", "envgen.proposers.template:TemplateProposer")
 PROPOSERS.register("llm", "envgen.proposers.llm:LLMProposer")
+PROPOSERS.register("world", "envgen.proposers.world:WorldProposer")
 
 
 def make_proposer(name: str, **options: Any) -> Proposer:

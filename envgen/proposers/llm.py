@@ -17,16 +17,19 @@ outright turns every proposal of the batch into such a failure. Token counts
 on a proposal are cumulative over its repairs (``meta["rounds"]`` has each
 round's counts), so a run's total is the sum over its final proposals.
 
-Two structures (``structure=``, :mod:`envgen.structure`):
+Three structures (``structure=``, :mod:`envgen.structure`):
 
 * ``spec`` (the free stream, the default): the model writes a whole spec;
 * ``blueprint``: the model writes a blueprint
   (:func:`envgen.proposers.template.prompt.build_blueprint_messages`), which the one
   compiler (:func:`envgen.blueprint.compiler.compile_blueprint`) turns into a
   spec; a routed skill's requirements narrow the blueprint schema and are
-  compiler options. ``meta["repairs"]`` lists what the compiler changed.
+  compiler options. ``meta["repairs"]`` lists what the compiler changed;
+* ``world``: the model writes a world blueprint (blueprint version 2,
+  :func:`envgen.proposers.world.prompt.build_world_messages`), which the world compiler
+  (:func:`envgen.world.compile.compile_world`) turns into a spec.
 
-With ``constrained=True`` (the default for ``blueprint``) every backend decodes
+With ``constrained=True`` (the default for ``blueprint`` and ``world``) every backend decodes
 under the structure's JSON Schema (``json_schema=`` of
 :meth:`~envgen.backends.Backend.generate`), and ``max_new_tokens`` is raised to
 the schema's worst case, so every completion parses; a constrained completion
@@ -81,8 +84,8 @@ class LLMOptions:
     backend_options: dict[str, Any] = field(default_factory=dict)  #: options of the backend (its Options class)
     stop: Sequence[str] | None = None  #: stop strings for generation
     system_prompt: str | None = None  #: replaces the contract's system prompt
-    structure: str = "spec"  #: ``spec`` (a whole spec, the free stream) or ``blueprint`` (compiled)
-    #: decode under the structure's JSON Schema (default: ``True`` for ``blueprint``, ``False`` for ``spec``)
+    structure: str = "spec"  #: ``spec`` (a whole spec, the free stream), ``blueprint`` or ``world`` (compiled)
+    #: decode under the structure's JSON Schema (default: ``True`` for ``blueprint`` and ``world``, else ``False``)
     constrained: bool | None = None
     compile_options: dict[str, Any] = field(default_factory=dict)  #: sizes for the compiler (``max_tasks``, ``rows``)
 
@@ -128,7 +131,8 @@ class LLMProposer(Proposer):
         self.examples: list[EnvSpec] = ([as_spec(e) for e in opts.examples] if opts.examples is not None
                                         else shipped_examples())
         self.structure = opts.structure
-        self.constrained = (opts.structure == "blueprint") if opts.constrained is None else bool(opts.constrained)
+        self.constrained = (opts.structure in ("blueprint", "world")) if opts.constrained is None \
+            else bool(opts.constrained)
         self.compile_options = dict(opts.compile_options or {})
 
     @property
@@ -143,6 +147,11 @@ class LLMProposer(Proposer):
     # -- prompts --------------------------------------------------------------------------------
     def messages_for(self, doc: Any, skill: Any = None) -> list[dict[str, str]]:
         """The chat this proposer sends for ``doc`` (and an optional routed skill)."""
+        if self.structure == "world":
+            from envgen.proposers.world.prompt import build_world_messages
+
+            return build_world_messages(doc, excerpt_tokens=self.excerpt_tokens, counter=self.backend.count_tokens,
+                                        n_examples=min(1, self.n_examples))
         if self.structure == "blueprint":
             return build_blueprint_messages(doc, skill=skill, excerpt_tokens=self.excerpt_tokens,
                                             counter=self.backend.count_tokens, n_examples=min(1, self.n_examples))
@@ -160,6 +169,10 @@ class LLMProposer(Proposer):
             return None
         if self.structure == "blueprint":
             return blueprint_json_schema(getattr(skill, "blueprint", None) or None)
+        if self.structure == "world":
+            from envgen.world.blueprint import world_json_schema
+
+            return world_json_schema()
         return spec_decoding_schema()
 
     def _generate(self, chats: list[list[dict[str, str]]], seed: int,
@@ -229,6 +242,8 @@ class LLMProposer(Proposer):
                 "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
         if self.structure == "blueprint":
             parsed = self._parse_blueprint(comp.text, doc, skill, meta, fill)
+        elif self.structure == "world":
+            parsed = self._parse_world(comp.text, doc, meta, fill)
         else:
             text = comp.text
             if self.constrained:
@@ -271,6 +286,35 @@ class LLMProposer(Proposer):
             return ParsedCompletion(None, f"the blueprint cannot be compiled: {e}", FailureCode.COMPILE)
         meta["repairs"] = compiled.repairs
         meta["difficulty"] = compiled.difficulty
+        return ParsedCompletion(compiled.spec, None, None)
+
+    def _parse_world(self, text: str, doc: Any, meta: dict[str, Any], fill: dict[str, Any]) -> ParsedCompletion:
+        """A completion of the world stream, compiled by the world compiler (failures typed as for blueprints)."""
+        import hashlib
+
+        from envgen.world.blueprint import parse_world
+        from envgen.world.compile import compile_world
+
+        pw = parse_world(text)
+        meta.pop("schema_errors", None)
+        if pw.blueprint is None:
+            meta["schema_errors"] = pw.problems[:8]
+            return ParsedCompletion(None, f"{pw.error}. Answer with one world blueprint JSON object.",
+                                    _BLUEPRINT_PARSE_CODES.get(pw.code or "", FailureCode.BLUEPRINT_SCHEMA))
+        meta["blueprint"] = pw.blueprint.to_json()
+        body = str(getattr(doc, "text", "") or "")
+        sha = getattr(doc, "sha256", "") or hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+        stem = str(getattr(doc, "path", None) or getattr(doc, "id", "doc")).rsplit("/", 1)[-1]
+        slug = "".join(c if c.isalnum() else "-" for c in stem.lower()).strip("-")[:40] or "doc"
+        source = {"corpus": str(getattr(doc, "corpus", "") or "unknown"), "doc_id": str(getattr(doc, "id", "")),
+                  "path": getattr(doc, "path", None), "sha256": sha}
+        provenance = {k: fill[k] for k in ("generator", "stream", "skill_id", "prompt_sha256", "seed", "created_at")}
+        try:
+            compiled = compile_world(pw.blueprint, env_id=f"llm-world-{slug}-{sha[:8]}-{fill['seed']}",
+                                     seed=int(fill["seed"]), source=source, provenance=provenance)
+        except CompileError as e:
+            return ParsedCompletion(None, f"the world blueprint cannot be compiled: {e}", FailureCode.COMPILE)
+        meta["repairs"] = compiled.repairs
         return ParsedCompletion(compiled.spec, None, None)
 
     def _error(self, parsed: ParsedCompletion, comp: Completion) -> str | None:

@@ -1,6 +1,7 @@
 """``envwright bench generate``: yield, diversity, validation latency and worker scaling of generation.
 
-Measured in one run on the built-in stdlib corpus with the template proposer:
+Measured in one run on the built-in stdlib corpus with one static proposer (``--proposer``: ``world``, the
+default, or ``template``, blueprint v1):
 
 1. ``n`` documents (default 200) generated with ``workers`` processes: yield
    (accepted / attempted), distinct tool-signature sets, median validation time
@@ -18,10 +19,14 @@ Measured in one run on the built-in stdlib corpus with the template proposer:
    the ratio of the median runs and the CPU time other processes used during
    each run (from ``/proc/stat``, Linux) are printed next to it.
 
-Targets printed with PASS/MISS: yield >= 80%, >= 150 distinct signature sets
-(for n = 200), validation <= 50 ms median, 2 workers >= 1.7x one worker, and
-the depth targets of issue 19: >= 4 reference calls per task, >= 60% of tasks
-with >= 3 calls, >= 2.5 turns per task, >= 2 tables per environment.
+3. the realism measures of the library (:mod:`envgen.realism`: CRUD-verb tools, slug strings, tables and
+   rows, row ids in user text, words per first turn, turn skeletons, hop depth, filter-and-choose, policy
+   rules and tasks) and the antecedent scan (:func:`envgen.gate.antecedents.scan`).
+
+Targets printed with PASS/MISS: yield >= 80% (90% for worlds), >= 150 distinct signature sets
+(for n = 200), validation <= 50 ms median (100 ms for worlds, whose tables hold hundreds of rows), 2 workers
+>= 1.7x one worker, the depth targets of issue 19 (>= 4 reference calls per task, >= 60% of tasks with >= 3
+calls, >= 2.5 turns per task, >= 2 tables per environment) and, for worlds, issue 34's realism targets.
 """
 
 from __future__ import annotations
@@ -57,12 +62,13 @@ def _own_cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int) -> tuple[Any, float, float | None]:
+def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int,
+         proposer: str = "world") -> tuple[Any, float, float | None]:
     """One generation run; returns its summary, wall seconds and the CPU seconds other processes used meanwhile.
 
     Both scaling measurements use a process pool (of 1 or 2 workers), so the ratio compares like with like.
     """
-    cfg = GenerateConfig(corpus="stdlib", proposer="template", n=len(docs), out=out, workers=workers, seed=seed,
+    cfg = GenerateConfig(corpus="stdlib", proposer=proposer, n=len(docs), out=out, workers=workers, seed=seed,
                          validation=validation, inline_single_worker=False)
     busy0, own0 = _busy_cpu_seconds(), _own_cpu_seconds()
     t0 = time.perf_counter()
@@ -74,16 +80,16 @@ def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int) -
 
 
 def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = "inprocess",
-        workdir: str | None = None, repeats: int = 3) -> dict[str, Any]:
+        workdir: str | None = None, repeats: int = 3, proposer: str = "world") -> dict[str, Any]:
     """Measure everything; returns a JSON-able dict."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     base = Path(workdir or tempfile.mkdtemp(prefix="envwright-bench-gen-"))
-    cfg = GenerateConfig(corpus="stdlib", proposer="template", n=n, seed=seed)
+    cfg = GenerateConfig(corpus="stdlib", proposer=proposer, n=n, seed=seed)
     t0 = time.perf_counter()
     docs = select_corpus(cfg)
     select_s = time.perf_counter() - t0
-    summary, wall, _ = _run(docs, base / "main", 2, validation, seed)
+    summary, wall, _ = _run(docs, base / "main", 2, validation, seed, proposer)
     lib = Library(base / "main")
     rows = lib.rows()
     sigs = {r["signature"] for r in rows}
@@ -93,7 +99,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
     runs: dict[int, list[tuple[Any, float, float | None]]] = {1: [], 2: []}
     for k in range(repeats):  # 1, 2, 2, 1, 1, 2, ...: neither configuration always runs first
         for workers in ((1, 2) if k % 2 == 0 else (2, 1)):
-            runs[workers].append(_run(scale_docs, base / f"w{workers}-{k}", workers, validation, seed))
+            runs[workers].append(_run(scale_docs, base / f"w{workers}-{k}", workers, validation, seed, proposer))
     t1 = min(r[1] for r in runs[1])
     t2 = min(r[1] for r in runs[2])
     s1 = min(runs[1], key=lambda r: r[1])[0]
@@ -119,19 +125,57 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
         "other_cpu_seconds_2_workers_runs": [None if r[2] is None else round(r[2], 2) for r in runs[2]],
         "scaling_accepted_1_worker": s1.accepted, "scaling_accepted_2_workers": s2.accepted,
         "validation_executor": validation, "library": str(base / "main"),
-        "depth": st.depth, "difficulty_mix": st.difficulty_mix, "bfcl_depth": _bfcl_depth(),
+        "depth": st.depth, "difficulty_mix": st.difficulty_mix, "bfcl_depth": _bfcl_depth(), "proposer": proposer,
     }
+    result["realism"], result["antecedents"] = _realism(lib)
+    world = proposer == "world"
     result["targets"] = {
-        "yield >= 0.80": result["yield"] >= 0.80,
+        f"yield >= {0.9 if world else 0.8:.2f}": result["yield"] >= (0.9 if world else 0.8),
         "distinct signature sets >= 150 (n=200)": len(sigs) >= 150 * n / 200,
-        "median validation <= 50 ms": result["median_validation_ms"] <= 50,
+        f"median validation <= {100 if world else 50} ms": result["median_validation_ms"] <= (100 if world else 50),
         "2 workers >= 1.7x 1 worker": result["speedup_2_vs_1"] >= 1.7,
         "reference calls per task >= 4": st.depth.get("calls_per_task", 0) >= 4,
         "tasks with >= 3 calls >= 60%": st.depth.get("share_3_calls", 0) >= 0.6,
         "turns per task >= 2.5": st.depth.get("turns_per_task", 0) >= 2.5,
         "tables per environment >= 2": (st.depth.get("tables_per_env") or 0) >= 2,
     }
+    if world:
+        result["targets"].update(_realism_targets(result["realism"], result["antecedents"]))
     return result
+
+
+def _realism(lib: Library) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The library's realism measures and its antecedent scan."""
+    from envgen.gate.antecedents import scan
+    from envgen.realism import measure_specs
+
+    specs = [lib.load(r["id"]) for r in lib.rows()]
+    refer, ambiguous, shown = scan(specs)
+    return measure_specs(specs).to_dict(), {"turns_referring_back": refer, "ambiguous": ambiguous,
+                                            "tasks": sum(len(s.tasks) for s in specs), "examples": shown}
+
+
+def _realism_targets(r: dict[str, Any], ante: dict[str, Any]) -> dict[str, bool]:
+    """Issue 34's targets over a stdlib library of worlds."""
+    def at(key: str) -> float:
+        v = r.get(key)
+        return float(v) if isinstance(v, int | float) else float("nan")
+
+    return {
+        "CRUD-verb tools <= 50%": at("crud_share") <= 0.5,
+        "slug strings <= 5%": at("slug_share") <= 0.05,
+        "tables per env >= 4": at("tables_per_env") >= 4,
+        "rows per table >= 50": at("rows_per_table") >= 50,
+        "user turns naming a row id: 0%": at("row_id_turn_share") == 0,
+        "words per first turn (median) >= 20": at("first_turn_words") >= 20,
+        "distinct turn skeletons >= 300": at("skeletons") >= 300,
+        "top 20 skeletons < 5% of turns": at("top20_coverage") < 0.05,
+        "tasks of >= 2 hops >= 40%": at("hop2_share") >= 0.4,
+        "filter-and-choose tasks >= 30%": at("filter_choose_share") >= 0.3,
+        "policy rules per env >= 5": at("policy_rules_per_env") >= 5,
+        "policy tasks per env >= 2": at("policy_tasks_per_env") >= 2,
+        "ambiguous antecedents: 0 (scan of >= 1,000 tasks)": ante["ambiguous"] == 0 and ante["tasks"] >= 1000,
+    }
 
 
 def _bfcl_depth() -> dict[str, Any] | str:
@@ -148,14 +192,17 @@ def _bfcl_depth() -> dict[str, Any] | str:
 @click.option("--scaling-docs", type=int, default=120, help="Documents of each scaling run.")
 @click.option("--repeats", type=int, default=3, help="scaling runs per configuration (best one counts)")
 @click.option("--validation", type=click.Choice(["inprocess", "worker"]), default="inprocess")
+@click.option("--proposer", type=click.Choice(["world", "template"]), default="world",
+              help="the static proposer: worlds (the default) or blueprint v1 from the AST")
 @click.option("--json", "json_out", default=None, help="also write the results to this file")
-def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str, json_out: str | None) -> None:
-    """Yield, diversity, validation latency and worker scaling of generation (stdlib, template proposer)."""
-    res = run(n, seed, scaling_docs, validation, repeats=repeats)
+def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str, proposer: str,
+            json_out: str | None) -> None:
+    """Yield, diversity, validation latency, worker scaling and realism of generation (stdlib)."""
+    res = run(n, seed, scaling_docs, validation, repeats=repeats, proposer=proposer)
     from rich.console import Console
     from rich.table import Table
 
-    t = Table("measure", "value", title=f"envwright bench generate (stdlib, template, n={n})")
+    t = Table("measure", "value", title=f"envwright bench generate (stdlib, {proposer}, n={n})")
     for k in ("documents", "attempted", "accepted", "yield", "distinct_signature_sets", "median_validation_ms",
               "p90_validation_ms", "mean_mutation_score", "mean_mutants_per_env", "wall_seconds_2_workers",
               "docs_per_s_1_worker", "docs_per_s_2_workers",
@@ -168,8 +215,14 @@ def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str,
     Console().print(t)
     from envgen.cli.stats import depth_table
 
-    Console().print(depth_table([(f"template, stdlib (n={n})", res["depth"]),
+    Console().print(depth_table([(f"{proposer}, stdlib (n={n})", res["depth"]),
                                  ("BFCL v4 multi-turn base (ground truth)", res["bfcl_depth"])]))
+    from envgen.realism import realism_table
+
+    Console(width=120).print(realism_table([(f"{proposer}, stdlib (n={n})", res["realism"])]))
+    a = res["antecedents"]
+    Console().print(f"antecedent scan: {a['ambiguous']} ambiguous of {a['turns_referring_back']} turns that refer "
+                    f"back, over {a['tasks']} tasks")
     for name, ok in res["targets"].items():
         Console().print(f"{'PASS' if ok else 'MISS'}  {name}")
     if json_out:

@@ -158,11 +158,11 @@ from pathlib import Path
 import envgen.generate as g
 from tests.envgen.test_generate import _stdlib_docs
 
-job = g.template_job
+job = g.static_job
 def slow_job(*args):  # slow enough for the test to kill the run half-way
     time.sleep(0.15)
     return job(*args)
-g.template_job = slow_job
+g.static_job = slow_job
 cfg = g.GenerateConfig(out=Path(sys.argv[1]), n=16, commit_every=3, validation="inprocess")
 g.run_generate(cfg, progress=False, docs=_stdlib_docs())
 """
@@ -218,7 +218,7 @@ def test_a_killed_run_loses_nothing_and_resumes_where_it_stopped(tmp_path):
 def test_bad_template_options_fail_once_before_any_work(tmp_path):
     import pytest
 
-    cfg = GenerateConfig(out=tmp_path / "lib", n=2, workers=2, proposer_options={"max_tables": 9})
+    cfg = GenerateConfig(out=tmp_path / "lib", n=2, workers=2, proposer="template", proposer_options={"max_tables": 9})
     with pytest.raises(ValueError, match="max_tables"):
         run_generate(cfg, progress=False, docs=_docs(2))
     assert not (tmp_path / "lib").exists()

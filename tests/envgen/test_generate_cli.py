@@ -155,7 +155,8 @@ def test_rejections_the_summary_table_only_counts_are_printed_with_their_reason(
     py2 = ("class Shelf:\n    def add_item(self, x):\n        self.items.append(x)\n        print 'added'\n\n"
            "    def get_item(self, i):\n        return self.items[i]\n")
     corpus = _corpus(tmp_path, {"shelf.py": py2})
-    code, text = _generate("--corpus", str(corpus), "--n", "1", "--out", str(tmp_path / "lib"))
+    code, text = _generate("--corpus", str(corpus), "--n", "1", "--out", str(tmp_path / "lib"),
+                           "--proposer", "template")
     flat = " ".join(text.split())
     assert code == 1 and "no_spec (1):" in flat and "document is not parsable Python" in flat
 

@@ -128,15 +128,15 @@ class _Eval:
     def __call__(self, spec: EnvSpec, t: Trajectory, seed: int) -> float:
         suite = self.suites.setdefault(spec.id + spec.code, SpecSuite("modes", [spec]))
         task = next(x for x in suite.tasks() if x.task_id == t[0])
-        ep = suite.episode(task, trial=0, seed=seed)
-        try:
-            ep.reset()
-            for c in t[1]:
-                ep.step({"content": "", "tool_calls": [c]})
-            ep.step({"content": t[2], "tool_calls": []})
-            return float(ep.score()["episode"])
-        finally:
-            ep.close()
+        ep = suite.episode(task, trial=0, seed=seed)  # the one engine's episode, played a step at a time
+        ep.reset()
+        for c in t[1]:
+            ep.step({"content": "", "tool_calls": [c]})
+        ep.step({"content": t[2], "tool_calls": []})
+        if ep.status == "pending":
+            ep.end("max_steps")
+        ep.settle()  # scores and closes the environment
+        return float(ep.score["episode"])
 
     def close(self) -> None:
         for suite in self.suites.values():

@@ -6,6 +6,8 @@ Modules:
   :func:`derive_compiled` (the contract is in its docstring);
 * :mod:`~envgen.proposers.template.extract` (what a document defines, by AST analysis) and
   :mod:`~envgen.proposers.template.build` (the design: entities, operations);
+* :mod:`~envgen.proposers.template.semantics` (what a document's operations do: roles, guards, states and
+  a pattern, for the world graft) over :mod:`~envgen.proposers.template.bodies` (one body's changes and guards);
 * :mod:`~envgen.proposers.template.writer` (the AST writer: the design as a blueprint) and
   :mod:`~envgen.proposers.template.deepen` (what it adds so deep tasks have something to work on);
 * the AST writer is the model's teacher: :mod:`~envgen.proposers.template.prompt` is the blueprint

@@ -35,7 +35,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.envgen.test_generate import FixtureProposer, _docs
 
     root = tmp_path_factory.mktemp("inspect") / "lib"
-    cfg = GenerateConfig(out=root, n=2, validation="inprocess")
+    cfg = GenerateConfig(out=root, n=2, proposer="template", validation="inprocess")
     run_generate(cfg, progress=False, docs=_stdlib_docs(["sched.py", "queue.py"]))
     docs = _docs(3)
     cfg = GenerateConfig(proposer="fixture", out=root, n=3, max_retries=0, validation="inprocess")

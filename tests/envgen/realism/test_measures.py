@@ -24,7 +24,7 @@ from envgen.realism import (
     slug_counts,
     world_of_spec,
 )
-from gym_envs.spec import EnvSpec, Task, parse_spec
+from gym_envs.spec import EnvSpec, parse_spec
 
 SCHEMA = """
 CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE, name TEXT NOT NULL);
@@ -200,17 +200,11 @@ def test_code_that_does_not_load_leaves_the_hops_untraced() -> None:
     assert e.hops is None and e.tools == 4 and e.tables == 3  # the rest is still measured
 
 
-def test_the_policy_is_read_defensively() -> None:
-    class PolicyTask(Task):
-        policy: bool = False
-
-    class PolicySpec(EnvSpec):
-        policy: list[str] = []
-        tasks: list[PolicyTask]  # type: ignore[assignment]
-
+def test_the_policy_and_policy_tasks_are_read_from_a_v2_spec() -> None:
     data = _spec()
-    data["tasks"][1]["policy"] = True
-    spec = PolicySpec.model_validate(data | {"policy": ["Never cancel a shipped order.", "Confirm first."]})
-    w = world_of_spec(spec, "inprocess")
+    data["spec_version"] = 2
+    data["policy"] = [{"text": "Never cancel a shipped order."}, {"text": "Confirm first.", "enforced": "policy"}]
+    data["tasks"][1]["policy"] = [2]
+    w = world_of_spec(EnvSpec.model_validate(data), "inprocess")
     assert (w.policy_rules, w.policy_tasks) == (2, 1)
     assert [t.policy for t in w.tasks] == [False, True]

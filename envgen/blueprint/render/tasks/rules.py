@@ -78,11 +78,11 @@ class Rules(Chains):
         if second is None:
             return None
         above = f" above {lo:g}" if lo else ""
-        second["instruction"] = self.choose(f"I see. Then take all it has{above}.",
-                                            f"OK, then use everything it has{above}.")
+        second["instruction"] = self.choose(f"I see. Then take all {name} has{above}.",
+                                            f"OK, then use everything {name} has{above}.")
         if op.kind == "transfer":
-            second["instruction"] = self.choose(f"I see. Then move all it has{above}.",
-                                                f"OK, then move everything it has{above} to {to}.")
+            second["instruction"] = self.choose(f"I see. Then move all {name} has{above}.",
+                                                f"OK, then move everything {name} has{above} to {to}.")
         return {"kind": "read_then_write", "turns": [first, second]}
 
     def refuse_capacity(self) -> Task | None:

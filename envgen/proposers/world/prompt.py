@@ -1,0 +1,70 @@
+"""The world stream's prompt: a document in, a world blueprint (JSON, blueprint_version 2) out.
+
+:func:`build_world_messages` is the one prompt a model proposer sends for ``structure="world"``, and the one a
+warm start trains on (pairs of the same prompt with the AST world writer's blueprint), so a trained model
+sees at inference what it saw in training. It holds:
+
+* a system message: what a world is (a service a person would use, doing what the document's code does),
+  the fixed vocabularies (field kinds, operation kinds, condition and policy kinds) read from the modules
+  that own them, and what makes a world good (four or more entities, user-facing keys, the document's
+  operations with its guards, a policy of at least five rules);
+* one worked example: :data:`envgen.proposers.template.prompt.EXAMPLE_DOCUMENT` and the AST world writer's blueprint
+  of it (computed, so it always matches the compiler and the schema);
+* the document excerpt (:func:`envgen.prompts.document_excerpt` within ``excerpt_tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from envgen.world.kinds import KINDS
+from envgen.world.model import OP_KINDS, POLICY_KINDS
+
+__all__ = ["WORLD_SYSTEM", "build_world_messages", "example_world"]
+
+TokenCounter = Callable[[str], int]
+
+WORLD_SYSTEM = f"""\
+You read a source document and design a small service a person would use whose operations work like the \
+document's code: one JSON object, a world blueprint. A compiler turns it into database tables with \
+realistic rows, tools, a policy and conversations with users.
+- "domain" and "persona": what the service is and who talks to its assistant (a customer, or staff when \
+"operator" is true).
+- "entities": 4 to 6 kinds of records. Each has a singular snake_case "name", a "role" (person, main, \
+container, catalog, child, record), a user-facing "key" (kinds such as email, code, title, file_name: what \
+a person names a record by, never a row number), "fields" with semantic kinds ({", ".join(KINDS)}), \
+"refs" to other entities ("owner": true for the one it belongs to), lifecycle "states" and "final" states.
+- "operations": the tools, kinds {", ".join(OP_KINDS)}, named after the document's functions and the \
+domain's records (put_print_job, cancel_order); the code's guards become "conditions" (a refusal with the \
+code's exception and message), its updates "effects"; "phrase" says how a person asks for it.
+- "policy": at least 5 rules, kinds {", ".join(POLICY_KINDS)}; some must be enforced only by the policy \
+(confirm before a change, a limit that goes to a person, states a change is not allowed in).
+- "vocabulary": the domain's words (titles of things, adjectives, notes).
+Answer with the JSON object only."""
+
+
+@lru_cache(maxsize=1)
+def example_world() -> str:
+    """The AST world writer's blueprint of the prompt's example document, as compact JSON."""
+    from envgen.proposers.template.prompt import _Doc
+    from envgen.proposers.world.writer import write_world
+
+    return write_world(_Doc(), seed=0).blueprint.to_json()
+
+
+def build_world_messages(doc: Any, *, excerpt_tokens: int = 900, counter: TokenCounter | None = None,
+                         n_examples: int = 1) -> list[dict[str, str]]:
+    """The world stream's chat for one document (see the module docstring)."""
+    from envgen.prompts import document_excerpt
+    from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
+
+    parts: list[str] = []
+    if n_examples > 0:
+        parts.append(f"Document (library.py):\n```python\n{EXAMPLE_DOCUMENT}```\nWorld:\n{example_world()}")
+    path = getattr(doc, "path", None) or getattr(doc, "id", None) or "document"
+    lang = getattr(doc, "language", "") or ""
+    fence = lang if lang and lang != "unknown" else ""
+    parts.append(f"Document ({path}):\n```{fence}\n{document_excerpt(doc, excerpt_tokens, counter)}\n```\nWorld:")
+    return [{"role": "system", "content": WORLD_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

@@ -1,0 +1,510 @@
+"""Render a world's operations as restricted tool code: one ``def NAME(db, ...)`` per tool.
+
+Role: the code-generation step of the world compiler, beside :mod:`envgen.world.render` (state and tool
+schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns, columns,
+references, money and boolean columns) and a few helpers (find a record by key, show a record with its
+references as keys and money in currency units); each operation kind has one body renderer.
+
+Contract: the same as :mod:`envgen.world.render`'s: tools speak keys, money crosses as currency units,
+every guard refuses before anything is written, and the code keeps no state between calls.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envgen.world.model import Condition, Entity, Op, World, human
+from envgen.world.render import by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
+from envgen.world.rows import NEW_CODE_BASE
+
+__all__ = ["render_code"]
+
+_OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+
+_HELPERS = '''
+def cents(amount):
+    return int(round(amount * 100))
+
+
+def find(db, table, value):
+    key = KEYS[table]
+    rows = db.query('SELECT * FROM "' + table + '" WHERE "' + key + '" = ?', [str(value).strip()])
+    if not rows:
+        raise ToolError("No " + NOUNS[table] + " with " + key.replace("_", " ") + " " + str(value) + ".")
+    return rows[0]
+
+
+def key_of(db, table, row_id, memo=None):
+    if row_id is None:
+        return None
+    seen = table + ":" + str(row_id)
+    if memo is not None and seen in memo:
+        return memo[seen]
+    rows = db.query('SELECT "' + KEYS[table] + '" AS k FROM "' + table + '" WHERE "id" = ?', [row_id])
+    key = rows[0]["k"] if rows else None
+    if memo is not None:
+        memo[seen] = key
+    return key
+
+
+def show(db, table, row, memo=None):
+    out = {}
+    refs = REFS.get(table, {})
+    for name in COLUMNS[table]:
+        value = row[name]
+        if name in refs:
+            out[refs[name][0]] = key_of(db, refs[name][1], value, memo)
+        elif name in MONEY.get(table, ()):
+            out[name] = None if value is None else value / 100
+        elif name in BOOLS.get(table, ()):
+            out[name] = None if value is None else bool(value)
+        else:
+            out[name] = value
+    return out
+
+
+def reload(db, table, row_id):
+    return db.query('SELECT * FROM "' + table + '" WHERE "id" = ?', [row_id])[0]
+'''
+
+
+def _tables(world: World) -> str:
+    """The module-level tables the helpers read: keys, nouns, columns, references, money and booleans."""
+    keys = {e.table: e.key.name for e in world.entities}
+    nouns = {e.table: e.human for e in world.entities}
+    columns = {e.table: e.columns() for e in world.entities}
+    refs = {e.table: {r.column: [r.param, r.entity.table] for r in e.refs} for e in world.entities}
+    money = {e.table: [f.name for f in e.fields if f.kind == "money"] for e in world.entities}
+    bools = {e.table: [f.name for f in e.fields if f.sqltype == "BOOLEAN"] for e in world.entities}
+    lines = [f"{name} = {json.dumps(value, sort_keys=True)}" for name, value in
+             (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns), ("REFS", refs), ("MONEY", money),
+              ("BOOLS", bools))]
+    return "\n".join(lines)
+
+
+def render_code(world: World) -> str:
+    """The spec's ``code``: the lookup tables, the helpers and one function per operation."""
+    parts = [f'"""{world.title}: {world.domain}. Tools take and return keys, never row ids."""', "",
+             _tables(world), _HELPERS]
+    for op in world.ops:
+        parts.append(_function(world, op))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _q(name: str) -> str:
+    return '"' + name + '"'
+
+
+def _signature(op: Op) -> str:
+    props, required = params_of(op)
+    args = [n for n in props if n in required] + [f"{n}=None" for n in props if n not in required]
+    return f"def {op.name}(db" + "".join(f", {a}" for a in args) + "):"
+
+
+def _function(world: World, op: Op) -> str:
+    body = _BODIES[op.kind](world, op)
+    return _signature(op) + "\n" + "\n".join("    " + line if line else "" for line in body) + "\n"
+
+
+def _guard(cond: Condition, rec: str, ent: Entity) -> list[str]:
+    """The lines of one condition on the record variable ``rec`` (its row)."""
+    msg = json.dumps(cond.message)
+    if cond.kind == "state_in":
+        return [f"if {rec}[\"state\"] not in {tuple(cond.values)!r}:",
+                f"    raise ToolError({msg}.replace(\"{{state}}\", {rec}[\"state\"]))"]
+    if cond.kind == "compare":
+        assert cond.field is not None
+        left = f'{rec}["{cond.field}"]'
+        f = ent.field(cond.field)
+        if cond.arg is not None:
+            right = f"cents({cond.arg})" if f is not None and f.kind == "money" else cond.arg
+            guard = f"{cond.arg} is not None and not ({left} {_OPS[cond.op]} {right})"
+        else:
+            guard = f"not ({left} {_OPS[cond.op]} {cond.value!r})"
+        return [f"if {guard}:", f"    raise ToolError({msg})"]
+    if cond.kind == "ref_state":
+        ref = next(r for r in ent.refs if r.name == cond.ref)
+        return [f"other = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])",
+                f"if other[\"state\"] not in {tuple(cond.values)!r}:",
+                f"    raise ToolError({msg}.replace(\"{{state}}\", other[\"state\"]))"]
+    raise ValueError(f"condition kind {cond.kind!r} is not rendered on a record")
+
+
+def _room(child: Entity, parent_var: str, msg: str) -> list[str]:
+    par = child.parent
+    assert par is not None and par.entity.capacity is not None
+    cap = par.entity.capacity
+    states = child.active_states
+    where = f' AND "state" IN ({", ".join(sql_literal(s) for s in states)})' if child.states else ""
+    sql = f'SELECT count(*) AS n FROM "{child.table}" WHERE "{par.column}" = ?{where}'
+    return [f"held = db.query({sql!r}, [{parent_var}[\"id\"]])[0][\"n\"]",
+            f"if held >= {parent_var}[\"{cap}\"]:",
+            f"    raise ToolError({json.dumps(msg)}.replace(\"{{key}}\", {parent_var}[\"{par.entity.key.name}\"]))"]
+
+
+def _effects(op: Op, rec: str) -> list[str]:
+    """The lines that apply the operation's extra effects to ``rec`` (or its referenced records)."""
+    out: list[str] = []
+    ent = op.entity
+    for i, eff in enumerate(op.effects):
+        if eff.kind == "copy" and eff.source:
+            ref_name, fname = eff.source.split(".", 1)
+            ref = next(r for r in ent.refs if r.name == ref_name)
+            out += [f"src{i} = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])",
+                    f"db.execute('UPDATE \"{ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
+                    f"[src{i}[\"{fname}\"], {rec}[\"id\"]])",
+                    f"{rec} = reload(db, \"{ent.table}\", {rec}[\"id\"])"]
+            continue
+        target_ent, target = ent, rec
+        if eff.ref is not None:
+            ref = next(r for r in ent.refs if r.name == eff.ref)
+            target_ent, target = ref.entity, f"eff{i}"
+            out.append(f"{target} = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])")
+        f = target_ent.field(eff.field)
+        money = f is not None and f.kind == "money"
+        if eff.arg is not None:
+            amount = f"cents({eff.arg})" if money else eff.arg
+        elif eff.value == "today":
+            amount = repr(_today())
+        else:
+            amount = repr(eff.value)
+        if eff.scale is not None:
+            amount = f"{amount} * {rec}[\"{eff.scale}\"]"
+        if eff.kind == "set":
+            value = amount
+        else:
+            value = f"{target}[\"{eff.field}\"] {'+' if eff.sign > 0 else '-'} {amount}"
+            if f is not None and (f.minimum is not None or f.kind in ("money", "count", "quantity")):
+                floor = f.minimum if f.minimum is not None else 0
+                out += [f"if {value} < {floor!r}:",
+                        f"    raise ToolError(\"Not enough {human(eff.field)}: the {target_ent.human} "
+                        f"has \" + str({target}[\"{eff.field}\"]{' / 100' if money else ''}) + \".\")"]
+        out.append(f"db.execute('UPDATE \"{target_ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
+                   f"[{value}, {target}[\"id\"]])")
+    return out
+
+
+def _today() -> str:
+    from envgen.world.data import TODAY
+
+    return TODAY.isoformat()
+
+
+def _b_lookup(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    key = ent.key.name
+    lines = [f"rec = find(db, \"{ent.table}\", {key})", "memo = {}", f"out = show(db, \"{ent.table}\", rec, memo)"]
+    for child in world.children(ent):
+        par = child.parent
+        assert par is not None
+        if ent.role == "person" or child.rows > 4 * max(1, ent.rows):
+            lines.append(f"out[\"{child.table}\"] = [r[\"k\"] for r in db.query('SELECT \"{child.key.name}\" AS k "
+                         f"FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" LIMIT 50', "
+                         "[rec[\"id\"]])]")
+        else:
+            lines.append(f"out[\"{child.table}\"] = [show(db, \"{child.table}\", r, memo) for r in "
+                         f"db.query('SELECT * FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" "
+                         "LIMIT 50', [rec[\"id\"]])]")
+    lines.append("return out")
+    return lines
+
+
+def _state_filter(ent: Entity, lines: list[str]) -> None:
+    if ent.states:
+        lines += ["if state is not None:", "    sql = sql + ' AND \"state\" = ?'", "    params.append(state)"]
+
+
+def _b_search(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    by = by_ref(op)
+    if by is not None:
+        lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
+                 f"sql = 'SELECT * FROM \"{ent.table}\" WHERE \"{by.column}\" = ?'", "params = [owner[\"id\"]]"]
+    else:
+        col = text_field(ent) or ent.key.name
+        lines = [f"sql = 'SELECT * FROM \"{ent.table}\" WHERE 1 = 1'", "params = []",
+                 "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE ?'",
+                 "    params.append('%' + query.strip().lower() + '%')"]
+        for f in filter_fields(ent):
+            lines += [f"if {f.name} is not None:", f"    sql = sql + ' AND \"{f.name}\" = ?'",
+                      f"    params.append({f.name})"]
+    _state_filter(ent, lines)
+    lines += ["rows = db.query(sql + ' ORDER BY \"id\" LIMIT 60', params)",
+              "memo = {}", f"return [show(db, \"{ent.table}\", r, memo) for r in rows]"]
+    return lines
+
+
+def _b_count(world: World, op: Op, total: bool = False) -> list[str]:
+    ent = op.entity
+    by = by_ref(op)
+    assert by is not None
+    what = f'sum("{op.fields[0]}")' if total else "count(*)"
+    lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
+             f"sql = 'SELECT {what} AS n FROM \"{ent.table}\" WHERE \"{by.column}\" = ?'", "params = [owner[\"id\"]]"]
+    _state_filter(ent, lines)
+    f = ent.field(op.fields[0]) if total and op.fields else None
+    value = "(n or 0) / 100" if f is not None and f.kind == "money" else "n or 0"
+    lines += ["n = db.query(sql, params)[0][\"n\"]",
+              f"return {{\"{by.param}\": owner[\"{by.entity.key.name}\"], "
+              f"\"{'total_' + op.fields[0] if total else 'count'}\": {value}}}"]
+    return lines
+
+
+def _b_total(world: World, op: Op) -> list[str]:
+    return _b_count(world, op, total=True)
+
+
+def _b_create(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    lines: list[str] = []
+    values: dict[str, str] = {}
+    for ref in ent.refs:
+        arg = ref.param
+        var = f"ref_{ref.name}"
+        if ref.nullable:
+            lines += [f"{var} = find(db, \"{ref.entity.table}\", {arg}) if {arg} is not None else None"]
+            values[ref.column] = f"{var}[\"id\"] if {var} is not None else None"
+        else:
+            lines.append(f"{var} = find(db, \"{ref.entity.table}\", {arg})")
+            values[ref.column] = f"{var}[\"id\"]"
+    for cond in op.conditions:
+        if cond.kind == "room":
+            par = ent.parent
+            assert par is not None
+            lines += _room(ent, f"ref_{par.name}", cond.message)
+        elif cond.kind == "ref_state":
+            lines += [f"if ref_{cond.ref}[\"state\"] not in {tuple(cond.values)!r}:",
+                      f"    raise ToolError({json.dumps(cond.message)}"
+                      f".replace(\"{{state}}\", ref_{cond.ref}[\"state\"]))"]
+        elif cond.kind == "compare" and cond.field and "." in cond.field:
+            ref_name, fname = cond.field.split(".", 1)
+            ref = next(r for r in ent.refs if r.name == ref_name)
+            fref = ref.entity.field(fname)
+            left = f"ref_{ref_name}[\"{fname}\"]"
+            right = (f"cents({cond.arg})" if fref is not None and fref.kind == "money" else cond.arg) \
+                if cond.arg is not None else repr(cond.value)
+            lines += [f"if not ({left} {_OPS[cond.op]} {right}):", f"    raise ToolError({json.dumps(cond.message)})"]
+    key = ent.key.name
+    if ent.key.kind != "code":
+        lines += [f"if db.query('SELECT \"id\" FROM \"{ent.table}\" WHERE \"{key}\" = ?', [{key}.strip()]):",
+                  f"    raise ToolError(\"A {ent.human} with {human(key)} \" + {key}.strip() + \" already exists.\")"]
+        values[key] = f"{key}.strip()"
+    else:
+        lines.append(f"new_id = db.query('SELECT coalesce(max(\"id\"), 0) + 1 AS n FROM \"{ent.table}\"')[0][\"n\"]")
+        values[key] = f"\"{ent.prefix}-\" + str({NEW_CODE_BASE} + new_id)"
+    for f in ent.fields:
+        if f.name in op.fields:
+            if f.kind == "money":
+                values[f.name] = f"cents({f.name})"
+            elif f.sqltype == "BOOLEAN":
+                values[f.name] = f"1 if {f.name} else 0"
+            elif f.sqltype == "TEXT":
+                values[f.name] = f"{f.name}.strip()"
+            else:
+                values[f.name] = f.name
+        else:
+            values[f.name] = _default_value(world, ent, f.name)
+    if ent.states:
+        values["state"] = repr(ent.states[0])
+    cols = list(values)
+    lines.append(f"made = db.execute('INSERT INTO \"{ent.table}\" ({', '.join(_q(c) for c in cols)}) VALUES "
+                 f"({', '.join('?' for _ in cols)})', [{', '.join(values[c] for c in cols)}])")
+    lines.append(f"rec = reload(db, \"{ent.table}\", made[\"lastrowid\"])")
+    lines += _effects(op, "rec")
+    lines.append(f"return show(db, \"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))")
+    return lines
+
+
+def _default_value(world: World, ent: Entity, name: str) -> str:
+    f = ent.field(name)
+    assert f is not None
+    if f.nullable:
+        return "None"
+    if f.kind in ("date", "datetime"):
+        return repr(_today() + ("T09:00" if f.kind == "datetime" else ""))
+    if f.sqltype in ("INTEGER", "REAL", "BOOLEAN"):
+        if f.kind == "money" and any(ef.scale for o in world.ops for ef in o.effects):
+            pass
+        return repr(int(f.minimum) if f.minimum is not None else 0)
+    if f.enum:
+        return repr(f.enum[0])
+    return "''"
+
+
+def _load(op: Op) -> list[str]:
+    ent = op.entity
+    lines = [f"rec = find(db, \"{ent.table}\", {ent.key.name})"]
+    for cond in op.conditions:
+        if cond.kind in ("state_in", "compare", "ref_state") and not (cond.field and "." in cond.field):
+            lines += _guard(cond, "rec", ent)
+    return lines
+
+
+def _done(op: Op) -> list[str]:
+    ent = op.entity
+    return [*_effects(op, "rec"), f"return show(db, \"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))"]
+
+
+def _b_update(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    lines = _load(op)
+    given = " or ".join(f"{n} is not None" for n in op.fields)
+    lines += [f"if not ({given}):",
+              f"    raise ToolError(\"Nothing to change: give at least one of {', '.join(op.fields)}.\")"]
+    for name in op.fields:
+        f = ent.field(name)
+        assert f is not None
+        value = f"cents({name})" if f.kind == "money" else (f"1 if {name} else 0" if f.sqltype == "BOOLEAN" else
+                                                            (f"{name}.strip()" if f.sqltype == "TEXT" else name))
+        lines += [f"if {name} is not None:",
+                  f"    db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = ? WHERE \"id\" = ?', "
+                  f"[{value}, rec[\"id\"]])"]
+    return lines + _done(op)
+
+
+def _b_transition(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    lines = _load(op)
+    if op.sources:
+        msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; only "
+               f"{' or '.join(op.sources)} {ent.humans} can be set to {op.target}.")
+        lines += [f"if rec[\"state\"] not in {tuple(op.sources)!r}:", f"    raise ToolError(\"{msg}\")"]
+    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', "
+                 f"[{op.target!r}, rec[\"id\"]])")
+    return lines + _done(op)
+
+
+def _b_adjust(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    name = op.fields[0]
+    f = ent.field(name)
+    assert f is not None
+    money = f.kind == "money"
+    lines = _load(op)
+    amount = "cents(amount)" if money else "amount"
+    floor = f.minimum if f.minimum is not None else 0
+    shown = f"str(rec[\"{name}\"]{' / 100' if money else ''})"
+    lines += [f"new = rec[\"{name}\"] + {amount}",
+              f"if new < {floor!r}:",
+              f"    raise ToolError(\"The {ent.human}'s {f.human} would go below {floor}: it is \" + {shown} + \".\")"]
+    if f.maximum is not None:
+        lines += [f"if new > {f.maximum!r}:", f"    raise ToolError(\"The {f.human} may not exceed {f.maximum}.\")"]
+    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = ? WHERE \"id\" = ?', [new, rec[\"id\"]])")
+    return lines + _done(op)
+
+
+def _b_transfer(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    key = ent.key.name
+    name = op.fields[0]
+    f = ent.field(name)
+    assert f is not None
+    money = f.kind == "money"
+    amount = "cents(amount)" if money else "amount"
+    lines = [f"src = find(db, \"{ent.table}\", from_{key})", f"dst = find(db, \"{ent.table}\", to_{key})",
+             "if src[\"id\"] == dst[\"id\"]:",
+             f"    raise ToolError(\"The two {ent.humans} are the same; name two different ones.\")"]
+    for cond in op.conditions:
+        if cond.kind in ("state_in", "compare", "ref_state"):
+            lines += _guard(cond, "src", ent) + _guard(cond, "dst", ent)
+    lines += [f"if src[\"{name}\"] < {amount}:",
+              f"    raise ToolError(\"Not enough {f.human}: \" + src[\"{key}\"] + \" has \" + "
+              f"str(src[\"{name}\"]{' / 100' if money else ''}) + \".\")",
+              f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = \"{name}\" - ? WHERE \"id\" = ?', "
+              f"[{amount}, src[\"id\"]])",
+              f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = \"{name}\" + ? WHERE \"id\" = ?', "
+              f"[{amount}, dst[\"id\"]])",
+              f"return {{\"from\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", src[\"id\"])), "
+              f"\"to\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", dst[\"id\"]))}}"]
+    return lines
+
+
+def _b_move(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    par = ent.parent
+    assert par is not None
+    lines = [*_load(op), f"dest = find(db, \"{par.entity.table}\", to_{par.param})",
+                         f"if rec[\"{par.column}\"] == dest[\"id\"]:",
+                         f"    raise ToolError(\"The {ent.human} is already with that {par.entity.human}.\")"]
+    for cond in op.conditions:
+        if cond.kind == "room":
+            lines += _room(ent, "dest", cond.message)
+    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"{par.column}\" = ? WHERE \"id\" = ?', "
+                 "[dest[\"id\"], rec[\"id\"]])")
+    return lines + _done(op)
+
+
+def _b_delete(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    lines = _load(op)
+    for child in world.children(ent):
+        par = child.parent
+        assert par is not None
+        lines += [f"if db.query('SELECT \"id\" FROM \"{child.table}\" WHERE \"{par.column}\" = ? LIMIT 1', "
+                  "[rec[\"id\"]]):",
+                  f"    raise ToolError(\"The {ent.human} still has {child.humans}; it is kept.\")"]
+    lines += _effects(op, "rec")
+    lines += [f"db.execute('DELETE FROM \"{ent.table}\" WHERE \"id\" = ?', [rec[\"id\"]])",
+              f"return {{\"deleted\": rec[\"{ent.key.name}\"]}}"]
+    return lines
+
+
+def _b_take(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    by = by_ref(op)
+    assert by is not None and op.target is not None
+    src = op.sources[0] if op.sources else ent.states[0]
+    direction = "ASC" if op.order == "first" else "DESC"
+    empty = next((c.message for c in op.conditions if c.kind == "not_empty"),
+                 f"No {src} {ent.human} for {{key}}.")
+    lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
+             f"rows = db.query('SELECT * FROM \"{ent.table}\" WHERE \"{by.column}\" = ? AND \"state\" = ? "
+             f"ORDER BY \"id\" {direction} LIMIT 1', [owner[\"id\"], {src!r}])",
+             "if not rows:",
+             f"    raise ToolError({json.dumps(empty)}.replace(\"{{key}}\", owner[\"{by.entity.key.name}\"]))",
+             "rec = rows[0]",
+             f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', [{op.target!r}, rec[\"id\"]])"]
+    return lines + _done(op)
+
+
+def _b_acquire(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    holder = holder_of(op)
+    taken = next((c.message for c in op.conditions if c.kind == "free"),
+                 f"The {ent.human} is already held by someone else.")
+    lines = [*_load(op), f"who = find(db, \"{holder.entity.table}\", {holder.param})",
+                         f"if rec[\"{holder.column}\"] is not None:",
+                         f"    raise ToolError({json.dumps(taken)})",
+                         f"db.execute('UPDATE \"{ent.table}\" SET \"{holder.column}\" = ? WHERE \"id\" = ?', "
+                         f"[who[\"id\"], rec[\"id\"]])"]
+    return lines + _done(op)
+
+
+def _b_release(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    holder = holder_of(op)
+    free = next((c.message for c in op.conditions if c.kind == "held"), f"The {ent.human} is not held by anyone.")
+    lines = [*_load(op), f"if rec[\"{holder.column}\"] is None:", f"    raise ToolError({json.dumps(free)})",
+                         f"db.execute('UPDATE \"{ent.table}\" SET \"{holder.column}\" = NULL WHERE \"id\" = ?', "
+                         f"[rec[\"id\"]])"]
+    return lines + _done(op)
+
+
+
+
+def _b_escalate(world: World, op: Op) -> list[str]:
+    ent = op.entity
+    return [f"rec = find(db, \"{ent.table}\", {ent.key.name})",
+            "db.execute('INSERT INTO \"escalations\" (\"subject\", \"topic\") VALUES (?, ?)', "
+            f"[rec[\"{ent.key.name}\"], topic])",
+            f"return {{\"transferred\": True, \"{ent.key.name}\": rec[\"{ent.key.name}\"], \"topic\": topic, "
+            "\"message\": \"A member of staff will take over this request.\"}"]
+
+
+_BODIES: dict[str, Any] = {
+    "lookup": _b_lookup, "search": _b_search, "count": _b_count, "total": _b_total, "create": _b_create,
+    "update": _b_update, "transition": _b_transition, "adjust": _b_adjust, "transfer": _b_transfer,
+    "move": _b_move, "delete": _b_delete, "take": _b_take, "acquire": _b_acquire, "release": _b_release,
+    "escalate": _b_escalate,
+}

@@ -1,0 +1,229 @@
+"""Realistic, seeded values for a world's rows: people, addresses, money, dates, codes, titles.
+
+Role: :class:`Pools` is what every :class:`~envgen.world.kinds.Kind` draws from. Text that needs a
+real-world generator (names, streets, cities, companies, job titles, IP addresses) comes from
+`Faker <https://faker.readthedocs.io>`_ (offline, deterministic with a seed): a pool of each is made
+once per process with a fixed Faker seed (:func:`faker_pool`), and an environment draws from the pools
+with its own :class:`random.Random`. So a ``(document, seed)`` pair always gives the same rows, and a
+library of hundreds of environments pays for Faker once, not once per value.
+
+Everything else (money, counts, dates, codes, file names, titles from the domain's vocabulary) is drawn
+from the environment's ``rng`` directly, shaped by the field's name and the domain (:class:`Vocabulary`):
+a ``due_date`` lies ahead of the world's today, a ``created_at`` behind it; a ``price`` is tens of
+dollars and a ``balance`` thousands.
+
+Contract: no value contains a quote character or a control character; dates are ISO text; money is in
+cents; :meth:`Pools.person` gives one consistent person per row (the name, email and username of a row
+agree).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TODAY", "Pools", "Vocabulary", "faker_pool"]
+
+TODAY = dt.date(2026, 3, 16)
+"""The world's today: fixed, so a task's "next week" and a row's ``due_date`` agree in every run."""
+
+_POOL_SIZE = 400
+_CLEAN = re.compile(r"['\"\\\x00-\x1f]")
+_EMAIL_DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com", "post.example.net")
+_FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "arrival",
+           "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event",
+           "pickup", "renews", "valid", "visit")
+_PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
+         "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased", "booked",
+         "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
+         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started")
+
+
+@functools.cache
+def faker_pool(provider: str, size: int = _POOL_SIZE) -> tuple[str, ...]:
+    """``size`` distinct values of a Faker provider (``"city"``, ``"company"``...), made once per process.
+
+    The Faker instance is seeded with a constant, so the pool is the same in every process of one Faker
+    version; quotes and control characters are removed.
+    """
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(20260316)
+    fn = getattr(fake, provider)
+    out: dict[str, None] = {}
+    for _ in range(size * 4):
+        value = _CLEAN.sub("", str(fn())).strip()
+        if value:
+            out[value] = None
+        if len(out) >= size:
+            break
+    return tuple(out)
+
+
+@dataclass
+class Vocabulary:
+    """The domain's words that values are made of (from the domain catalog, or the blueprint's nouns)."""
+
+    titles: list[str] = field(default_factory=list)  #: names of things (products, rooms, courses)
+    adjectives: list[str] = field(default_factory=list)  #: to vary titles (``Compact``, ``Deluxe``)
+    notes: list[str] = field(default_factory=list)  #: sentences for free-text fields (notes, reasons)
+    categories: list[str] = field(default_factory=list)  #: values of a category field without its own
+    prefixes: dict[str, str] = field(default_factory=dict)  #: entity name -> code prefix (``order`` -> ``ORD``)
+    extensions: list[str] = field(default_factory=lambda: ["pdf", "docx", "xlsx", "csv", "png", "txt"])
+
+
+_GENERIC_NOTES = [
+    "Please call before delivery", "Customer asked for a paper receipt", "Leave at the front desk",
+    "Follow up next week", "Urgent: needed before the weekend", "Second request from the same person",
+    "Approved by the team lead", "Waiting on a reply from the supplier", "Handle with care",
+    "Reported through the web form", "Gift: do not include the invoice", "Requested a morning slot",
+]
+
+
+class Pools:
+    """Value sources for one environment (see the module docstring); every draw comes from ``rng``."""
+
+    def __init__(self, rng: random.Random, vocabulary: Vocabulary | None = None, currency: str = "USD"):
+        self.rng = rng
+        self.vocab = vocabulary or Vocabulary()
+        self.currency = currency
+        self._codes: dict[str, set[int]] = {}
+
+    # -- Faker pools ---------------------------------------------------------------------------------
+    def pick(self, provider: str) -> str:
+        return self.rng.choice(faker_pool(provider))
+
+    def person(self, ctx: dict[str, Any]) -> dict[str, str]:
+        """One person per row: the row's name, email and username agree."""
+        row = ctx.setdefault("row", {})
+        found = row.get("__person")
+        if found is None:
+            first = self.rng.choice(faker_pool("first_name"))
+            last = self.rng.choice(faker_pool("last_name"))
+            n = self.rng.randint(1, 999)
+            local = self.rng.choice([f"{first}.{last}", f"{first[0]}{last}", f"{first}{n}", f"{first}_{last}{n}"])
+            found = {"name": f"{first} {last}", "email": f"{local.lower()}@{self.rng.choice(_EMAIL_DOMAINS)}",
+                     "username": f"{first.lower()}_{last.lower()}_{n}"}
+            row["__person"] = found
+        return found
+
+    def phone(self) -> str:
+        r = self.rng
+        return f"+1-{r.randint(201, 989)}-{r.randint(200, 999)}-{r.randint(0, 9999):04d}"
+
+    # -- the domain's vocabulary ---------------------------------------------------------------------
+    def title(self, ctx: dict[str, Any]) -> str:
+        titles = self.vocab.titles or [w.capitalize() for w in faker_pool("word")[:60]]
+        base = self.rng.choice(titles)
+        if self.vocab.adjectives and self.rng.random() < 0.7:
+            return f"{self.rng.choice(self.vocab.adjectives)} {base}"
+        return base
+
+    def sentence(self, ctx: dict[str, Any]) -> str:
+        return self.rng.choice(self.vocab.notes or _GENERIC_NOTES)
+
+    def category(self, ctx: dict[str, Any]) -> str:
+        f = ctx.get("field")
+        values = list(getattr(f, "enum", None) or []) or self.vocab.categories or ["standard", "priority", "basic"]
+        return self.rng.choice(values)
+
+    def code(self, ctx: dict[str, Any]) -> str:
+        """A prefix and five digits, distinct within the prefix (``ORD-20417``)."""
+        prefix = ctx.get("prefix") or "REF"
+        used = self._codes.setdefault(prefix, set())
+        while True:
+            n = self.rng.randint(10000, 99999)
+            if n not in used:
+                used.add(n)
+                return f"{prefix}-{n}"
+
+    def file_name(self, ctx: dict[str, Any]) -> str:
+        words = [w.lower() for w in faker_pool("word")]
+        stem = "-".join(self.rng.sample(words, 2))
+        if self.rng.random() < 0.5:
+            stem += f"-{self.rng.choice(['2025', '2026', 'q1', 'q2', 'q3', 'q4', 'v2', 'final', 'draft'])}"
+        return f"{stem}.{self.rng.choice(self.vocab.extensions)}"
+
+    def file_path(self, ctx: dict[str, Any]) -> str:
+        root = self.rng.choice(["/srv/archive", "/home/shared", "/data/projects", "/var/reports"])
+        return f"{root}/{self.rng.choice(['2025', '2026'])}/{self.file_name(ctx)}"
+
+    def url(self, ctx: dict[str, Any]) -> str:
+        host = self.hostname(ctx)
+        path = "-".join(self.rng.sample([w.lower() for w in faker_pool("word")], 2))
+        return f"https://{host}/{path}"
+
+    def hostname(self, ctx: dict[str, Any]) -> str:
+        word = self.rng.choice(faker_pool("word")).lower()
+        return f"{word}-{self.rng.randint(1, 40)}.{self.rng.choice(['example.com', 'example.org', 'internal.net'])}"
+
+    def version(self) -> str:
+        r = self.rng
+        return f"{r.randint(0, 5)}.{r.randint(0, 20)}.{r.randint(0, 9)}"
+
+    # -- numbers and dates, shaped by the field's name -----------------------------------------------
+    def _name(self, ctx: dict[str, Any]) -> str:
+        return str(getattr(ctx.get("field"), "name", "") or "")
+
+    def _bounds(self, ctx: dict[str, Any], lo: float, hi: float) -> tuple[float, float]:
+        f = ctx.get("field")
+        low = getattr(f, "minimum", None)
+        high = getattr(f, "maximum", None)
+        lo = max(lo, low) if low is not None else lo
+        hi = min(hi, high) if high is not None else hi
+        return (lo, hi) if lo <= hi else (hi, hi)
+
+    def money(self, ctx: dict[str, Any]) -> int:
+        """Cents: a price tens of dollars, a fee a few, a balance or limit thousands."""
+        name = self._name(ctx)
+        if any(w in name for w in ("balance", "limit", "budget", "salary", "credit", "deposit", "rent")):
+            lo, hi = 200, 12000
+        elif any(w in name for w in ("fee", "charge", "fine", "tip", "shipping", "penalty")):
+            lo, hi = 2, 60
+        else:
+            lo, hi = 5, 600
+        low, high = self._bounds(ctx, lo * 100, hi * 100)
+        cents = self.rng.randint(int(low), int(high))
+        return cents - cents % 5 if cents > 1000 else cents
+
+    def integer(self, ctx: dict[str, Any], lo: int, hi: int) -> int:
+        a, b = self._bounds(ctx, lo, hi)
+        return self.rng.randint(int(a), int(b))
+
+    def quantity(self, ctx: dict[str, Any]) -> int:
+        """A count of items in one line: mostly 1 to 3."""
+        a, b = self._bounds(ctx, 1, 12)
+        return max(int(a), min(int(b), self.rng.choice([1, 1, 1, 2, 2, 3, 4, 6])))
+
+    def real(self, ctx: dict[str, Any], lo: float, hi: float) -> float:
+        a, b = self._bounds(ctx, lo, hi)
+        return round(self.rng.uniform(a, b), 1) or 0.5
+
+    def minutes(self, ctx: dict[str, Any]) -> int:
+        return self.rng.choice([15, 20, 30, 45, 60, 75, 90, 120, 150, 180])
+
+    def boolean(self, ctx: dict[str, Any]) -> int:
+        return int(self.rng.random() < 0.4)
+
+    def _day_offset(self, ctx: dict[str, Any]) -> int:
+        name = self._name(ctx)
+        words = set(name.split("_"))
+        # whole words first (started_on is past although it contains "start"; paid_until is ahead), then parts
+        ahead = words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE))
+        if ahead:
+            return self.rng.randint(1, 120)
+        if any(w in name for w in _PAST):
+            return -self.rng.randint(1, 400)
+        return self.rng.randint(-200, 60)
+
+    def date(self, ctx: dict[str, Any]) -> str:
+        return (TODAY + dt.timedelta(days=self._day_offset(ctx))).isoformat()
+
+    def datetime(self, ctx: dict[str, Any]) -> str:
+        day = TODAY + dt.timedelta(days=self._day_offset(ctx))
+        return f"{day.isoformat()}T{self.rng.randint(8, 18):02d}:{self.rng.choice([0, 15, 30, 45]):02d}"

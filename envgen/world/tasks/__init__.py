@@ -1,0 +1,104 @@
+"""The world compiler's task writer: families of requests a person makes, run to derive their checks.
+
+:func:`write_tasks` draws a mix of families (:mod:`.families`) for one world, finishes each draft on the
+simulator (:mod:`.base`) and returns the tasks with their family names. The mix aims at what the targets
+of a realistic library ask for: writes found through another record (two hops), filter-and-choose steps,
+at least two policy tasks, a refusal by a tool, a question, and a request that first needs the user's
+identity.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envgen.world.data import Pools
+from envgen.world.model import World
+from envgen.world.sim import Simulator
+from envgen.world.tasks.base import Draft, DraftTurn, Writer
+from envgen.world.tasks.families import Families
+
+__all__ = ["write_tasks"]
+
+_PLAN = ["write_goal", "take_next", "add_to_container", "hold_resource", "policy_refusal", "catalog_goal",
+         "free_resource", "followup", "take_empty", "move_record", "count_question", "transfer_amount",
+         "catalog_choice", "tool_refusal", "policy_refusal", "add_line", "missing_identity", "read_question",
+         "account_adjust", "write_goal", "catalog_goal"]
+
+
+_MAX_REFUSALS = 2
+"""Policy refusals a part gets at most: the other policy tasks (a confirmation, asking who is calling) and the
+families that act make up the rest."""
+
+
+def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random,
+                n: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Up to ``n`` tasks over ``world`` and each one's family (see the module docstring). ``pools``: one per
+    part of a composed world (one in all otherwise)."""
+    writer = Writer(world, sim, rng)
+    parts = world.parts or [world]
+    fams = [Families(writer, pool, part if world.parts else None) for part, pool in zip(parts, pools, strict=True)]
+    tasks: list[dict[str, Any]] = []
+    names: list[str] = []
+    seen: set[str] = set()
+    refusals = {id(f): 0 for f in fams}
+    attempts = 0
+    while len(tasks) < n and attempts < 3 * len(_PLAN):
+        name = _PLAN[attempts % len(_PLAN)]
+        fam = fams[attempts % len(fams)]
+        attempts += 1
+        if name == "policy_refusal" and refusals[id(fam)] >= _MAX_REFUSALS:
+            continue
+        draft: Draft | None = getattr(fam, name)()
+        if draft is not None and len(fams) > 1 and attempts % 3 == 0:
+            other = fams[attempts % len(fams)]
+            second = other.write_goal() if other is not fam else None
+            draft = join_drafts(draft, second, fam) if second is not None else draft
+        if draft is None:
+            continue
+        draft = confirmed(draft, fam)
+        text = draft.turns[0].say
+        if text in seen:
+            continue
+        task = writer.finish(draft, len(tasks))
+        if task is None:
+            continue
+        seen.add(text)
+        refusals[id(fam)] += name == "policy_refusal"
+        tasks.append(task)
+        names.append(draft.family if draft.family.startswith("cross") else name)
+    return tasks, names
+
+
+def confirmed(draft: Draft, fam: Families) -> Draft:
+    """The draft with every change a policy rule wants confirmed asked first: the turn that asks for it changes
+    nothing (the agent states the change and waits), and a "yes" turn makes it. Every family goes through this,
+    so an agent that follows the confirmation rules passes every task."""
+    turns: list[DraftTurn] = []
+    rules = list(draft.rules)
+    for i, t in enumerate(draft.turns):
+        needs = [c for c in t.calls if fam.confirm_rules_by_name(c["name"])]
+        asked = i > 0 and draft.turns[i - 1].kind == "ask"
+        if t.kind != "write" or not needs or asked:
+            turns.append(t)
+            continue
+        first = t.calls.index(needs[0])
+        turns.append(DraftTurn(t.say, t.calls[:first], kind="ask", forbid=[c["name"] for c in needs]))
+        turns.append(DraftTurn(fam.w.voice(None).yes(), t.calls[first:], answers=t.answers))
+        rules += [r for c in needs for r in fam.confirm_rules_by_name(c["name"]) if r not in rules]
+    if len(turns) == len(draft.turns):
+        return draft
+    return Draft(draft.kind if draft.kind != "execute" else "read_then_write", draft.family, turns, draft.hops,
+                 draft.choose, rules)
+
+
+def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
+    """One conversation with a request to one service, then one to another (a composed world's task)."""
+    if first.kind in ("decline", "missing_parameter") or second.kind != "read_then_write" or not second.turns[0].body:
+        return first  # only a staff member's request joins another: a customer's is about their own account
+    also = fam.rng.choice(["Also, ", "One more thing: ", "While I have you, ", "Oh, and "])
+    body = second.turns[0].body or second.turns[0].say
+    turns = [*first.turns, DraftTurn(also + body[:1].lower() + body[1:], second.turns[0].calls),
+             *second.turns[1:]]
+    return Draft("read_then_write", f"cross_{first.family}"[:40], turns, hops=max(first.hops, second.hops),
+                 choose=first.choose or second.choose, rules=first.rules + second.rules)

@@ -1,0 +1,237 @@
+"""The task writer's ground: the seed state, the simulator, drafts, and checks derived from what happens.
+
+Role: a task family (:mod:`envgen.world.tasks.families`) writes a :class:`Draft`: turns, each with what
+the user says, the reference calls a careful agent makes, and what the turn is (a write, a read with
+answers, a refusal). :meth:`Writer.finish` then **runs** the draft on the simulator, turn by turn, and
+derives each turn's checks from the state the reference reaches:
+
+* a write turn: each row it changed or inserted, pinned by its key with every value (``sql``), each row
+  it deleted counted (``sql``), and the digest of every table (``state``), so nothing else may change;
+* a read turn: nothing changes (``unchanged``) and the reply gives each answer (``reply_contains``, with
+  the answer's other spellings: ``$1,250.00`` and ``1250.00``; ``3`` and ``three``);
+* a refusal: nothing changes (``unchanged``), and for a rule only the policy enforces, the forbidden
+  tool was not even tried (``calls`` with ``forbid``).
+
+Contract: a draft whose reference call fails, or whose write turn changes nothing, is dropped (the
+family's own bug, never the agent's); :meth:`Writer.finish` returns ``None`` for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from envgen.gate.replies import GENERIC_REPLIES, answer_problem, tool_texts
+from envgen.world.kinds import say_money
+from envgen.world.model import Entity, Op, World
+from envgen.world.phrase import Voice
+from envgen.world.sim import Run, Simulator
+
+__all__ = ["Draft", "DraftTurn", "Writer", "number_answers"]
+
+Row = dict[str, Any]
+Call = dict[str, Any]
+
+
+def number_answers(n: Any) -> list[str]:
+    """A count as a ``reply_contains`` string: the runtime also finds it written as a word (``three``)."""
+    return [str(n)]
+
+
+def money_answers(cents: int, currency: str) -> list[str]:
+    """``$1,250.00``, ``1,250.00`` and ``1250.00`` (and ``1250`` for a whole amount)."""
+    text = say_money(cents, currency)
+    plain = f"{cents / 100:.2f}"
+    out = [text.lstrip("$€£").split(" ")[0], plain]
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class DraftTurn:
+    """One turn of a draft."""
+
+    say: str
+    calls: list[Call] = dataclasses.field(default_factory=list)
+    kind: str = "write"  #: ``write``, ``read``, ``refuse``, ``ask`` (the agent must ask, nothing changes)
+    answers: list[list[str]] = dataclasses.field(default_factory=list)  #: read: each answer's spellings
+    forbid: list[str] = dataclasses.field(default_factory=list)  #: tools the turn must not even try
+    body: str = ""  #: the request without its opener (to ask it mid-conversation)
+
+
+@dataclass
+class Draft:
+    """A task before its checks: a kind (gym_envs' task kinds), a family name and turns."""
+
+    kind: str
+    family: str
+    turns: list[DraftTurn]
+    hops: int = 0  #: the dependency depth of its writes (what the family built it to need)
+    choose: bool = False  #: it needs a filter-and-choose step
+    rules: list[Any] = dataclasses.field(default_factory=list)  #: the policy rules it tests
+
+    @property
+    def policy(self) -> bool:
+        return bool(self.rules)
+
+
+class Writer:
+    """Everything a family needs: the world, the seed rows, the simulator, the seeded choices."""
+
+    def __init__(self, world: World, sim: Simulator, rng: random.Random):
+        self.world = world
+        self.sim = sim
+        self.rng = rng
+        run = sim.run()
+        self.tables = run.tables()
+        run.close()
+        self.by_id = {t: {r["id"]: r for r in rows} for t, rows in self.tables.items()}
+        self.tool_texts = tool_texts(sim.spec.tools)
+
+    # -- reading the seed state -----------------------------------------------------------------------
+    def rows(self, ent: Entity) -> list[Row]:
+        return self.tables.get(ent.table, [])
+
+    def row(self, ent: Entity, row_id: Any) -> Row | None:
+        return self.by_id.get(ent.table, {}).get(row_id)
+
+    def owned(self, ent: Entity, owner: Row) -> list[Row]:
+        """The records of ``ent`` that belong to ``owner`` (through ``ent``'s parent reference)."""
+        par = ent.parent
+        if par is None:
+            return []
+        return [r for r in self.rows(ent) if r[par.column] == owner["id"]]
+
+    def ref_row(self, ent: Entity, row: Row, ref_name: str) -> Row | None:
+        ref = next((r for r in ent.refs if r.name == ref_name), None)
+        return None if ref is None else self.row(ref.entity, row[ref.column])
+
+    def voice(self, person: Row | None, p: Entity | None = None) -> Voice:
+        """The speaker: ``person`` (a row of the person entity ``p``), or a member of staff when None."""
+        if person is not None and p is not None:
+            name_field = next((f.name for f in p.fields if f.kind == "person_name"), None)
+            name = person[name_field] if name_field else person[p.key.name]
+            return Voice(self.rng, str(name), str(person[p.key.name]), operator=False)
+        from envgen.world.data import faker_pool
+
+        name = f"{self.rng.choice(faker_pool('first_name'))} {self.rng.choice(faker_pool('last_name'))}"
+        return Voice(self.rng, name, None, operator=True)
+
+    def tool(self, kind: str, ent: Entity, by: str | None = None) -> Op | None:
+        for op in self.world.ops_of(kind, ent):
+            if by is None or op.by == by or (op.by is None and ent.parent is not None and ent.parent.name == by):
+                return op
+        return None
+
+    # -- running drafts -------------------------------------------------------------------------------
+    def attempt(self, prefix: list[Call], call: Call) -> tuple[bool, Any]:
+        """Whether ``call`` succeeds after ``prefix`` (run from the seed), and its result or error."""
+        run = self.sim.run()
+        try:
+            failed = next((r for r in run.calls(prefix) if not r.ok), None)
+            if failed is not None:
+                return False, f"the reference's own {failed.name} failed: {failed.error}"
+            res = run.call(call["name"], call["arguments"])
+            return res.ok, (res.result if res.ok else res.error)
+        finally:
+            run.close()
+
+    def finish(self, draft: Draft, index: int) -> dict[str, Any] | None:
+        """The task of a draft, with checks from running it (see the module docstring), or None.
+
+        A turn that changes nothing and has no answer to give (a refusal, a question back to the user) keeps
+        no reference calls: the reads a careful agent makes there move to the next turn's reference (the
+        state they read is the same), so no reference call is left that no check could miss."""
+        carry: list[Call] = []
+        for t in draft.turns:
+            if t.kind in ("ask", "refuse") and not t.answers:
+                carry += [c for c in t.calls if c not in carry]
+                t.calls = []
+            elif carry:
+                t.calls = [c for c in carry if c not in t.calls] + t.calls
+                carry = []
+        run = self.sim.run()
+        try:
+            turns = []
+            for t in draft.turns:
+                before = run.digests()
+                start = run.tables()
+                results = run.calls(t.calls)
+                if any(not r.ok for r in results):
+                    return None
+                checks = self._checks(t, start, run, before)
+                if checks is None or not self._distinct(t, checks):
+                    return None
+                turns.append({"instruction": t.say, "checks": checks, "reference": t.calls})
+        finally:
+            run.close()
+        task: dict[str, Any] = {"id": f"t{index}_{draft.family}", "kind": draft.kind, "turns": turns}
+        numbers = sorted({i + 1 for i, r in enumerate(self.world.policy) if any(r is x for x in draft.rules)})
+        if numbers:
+            task["policy"] = numbers
+        return task
+
+    def _distinct(self, t: DraftTurn, checks: list[dict[str, Any]]) -> bool:
+        """Keep only the answer spellings the gate finds distinctive; False when an answer keeps none."""
+        for c in checks:
+            if c["kind"] == "reply_contains":
+                c["any_of"] = [a for a in c["any_of"]
+                               if answer_problem(a, t.say, self.tool_texts, GENERIC_REPLIES) is None]
+                if not c["any_of"]:
+                    return False
+        return True
+
+    def _checks(self, t: DraftTurn, start: dict[str, list[Row]], run: Run,
+                before: dict[str, str]) -> list[dict[str, Any]] | None:
+        after = run.digests()
+        changed = [name for name, d in after.items() if before.get(name) != d]
+        if t.kind != "write":
+            if changed:
+                return None
+            checks: list[dict[str, Any]] = [{"kind": "unchanged", "tables": []}]
+            checks += [{"kind": "reply_contains", "any_of": a} for a in t.answers]
+            if t.forbid:
+                checks.append({"kind": "calls", "forbid": list(t.forbid)})
+            return checks
+        if not changed:
+            return None
+        now = run.tables()
+        checks = []
+        for table in changed:
+            checks += self._row_checks(table, start.get(table, []), now.get(table, []))
+        checks.append({"kind": "state", "digests": {name: after[name] for name in sorted(after)}})
+        checks += [{"kind": "reply_contains", "any_of": a} for a in t.answers]
+        return checks
+
+    def _row_checks(self, table: str, old: list[Row], new: list[Row]) -> list[dict[str, Any]]:
+        ent = next((e for e in self.world.entities if e.table == table), None)
+        key = ent.key.name if ent is not None else "id"
+        olds = {r["id"]: r for r in old}
+        news = {r["id"]: r for r in new}
+        out = []
+        for rid, row in news.items():
+            prev = olds.get(rid)
+            if prev == row:
+                continue
+            cols = [c for c in row if c != "id" and (prev is None or prev.get(c) != row[c])]
+            shown = [c for c in row if c not in ("id", key)]
+            cols = cols if prev is not None else shown
+            where = f'"{key}" = ' + _lit(row[key])
+            out.append({"kind": "sql", "query": f'SELECT {", ".join(_q(c) for c in cols)} FROM "{table}" WHERE {where}',
+                        "expect": [[row[c] for c in cols]]})
+        for rid, row in olds.items():
+            if rid not in news:
+                out.append({"kind": "sql", "query": f'SELECT count(*) FROM "{table}" WHERE "{key}" = {_lit(row[key])}',
+                            "expect": [[0]]})
+        return out
+
+
+def _q(name: str) -> str:
+    return f'"{name}"'
+
+
+def _lit(v: Any) -> str:
+    if isinstance(v, int | float):
+        return repr(v)
+    return "'" + str(v).replace("'", "''") + "'"

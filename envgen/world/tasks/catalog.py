@@ -1,0 +1,203 @@
+"""Task families over the catalog and the speaker's own account: filter and choose, follow up, adjust.
+
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (it uses the scope, speaker and describe
+helpers Families defines):
+
+* :meth:`catalog_choice`: a question that needs a search, a filter and a choice (the cheapest available thing
+  of a kind, named by a title no other title contains, with its price);
+* :meth:`catalog_goal`: a change that needs a choice in the catalog (add the cheapest thing of a kind to a
+  record the user names);
+* :meth:`followup`: a change, then a question about the same record ("and what does it come to?");
+* :meth:`account_adjust`: a change to the speaker's own account within the policy's limit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from envgen.world.model import Entity, Op
+from envgen.world.phrase import sentence, verb_phrase
+from envgen.world.tasks.base import Draft, DraftTurn, Row, money_answers
+
+__all__ = ["Catalog"]
+
+
+class Catalog:
+    """The catalog and account families (a mixin: see the module docstring)."""
+
+    w: Any
+    world: Any
+    rng: Any
+    operator: bool
+    person: Entity | None
+    main: Entity
+    scope_ent: Entity | None
+
+    if TYPE_CHECKING:  # what Families defines
+        from envgen.world.phrase import Voice
+
+        def scopes(self, least: int = 2) -> list[Row]: ...
+        def speaker(self, scope: Row) -> Voice: ...
+        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]: ...
+        def locate(self, voice: Voice, person: Row) -> list[dict[str, Any]]: ...
+        def describe(self, target: Row, cands: list[Row], scope_named: str) -> Any: ...
+        def details(self, target: Row) -> list[dict[str, Any]]: ...
+        def act(self, op: Op, target: Row) -> tuple[dict[str, Any], str] | None: ...
+        def total_of(self, target: Row) -> tuple[Row, int] | None: ...
+        def write_goal(self, missing: bool = False) -> Draft | None: ...
+
+    # -- the catalog: filter and choose ---------------------------------------------------------------
+    def _catalog(self) -> tuple[Entity, Op, Any, Any, Any] | None:
+        """A catalog entity with a search tool, its title, price and category fields (None when missing)."""
+        for ent in self.world.entities:
+            if ent.role != "catalog" or (self.person is not None and ent not in self._part_entities()):
+                continue
+            search = next((o for o in self.world.ops_of("search", ent) if o.by is None), None)
+            title = next((f for f in ent.fields if f.kind == "title"), None)
+            price = next((f for f in ent.fields if f.kind == "money"), None)
+            cat = next((f for f in ent.fields if f.enum and f.sqltype == "TEXT"), None)
+            if search is not None and title is not None and price is not None and cat is not None:
+                return ent, search, title, price, cat
+        return None
+
+    def _part_entities(self) -> list[Entity]:
+        """The entities of this family's part (all of the world's when it is not composed)."""
+        for part in self.world.parts:
+            if self.main in part.entities:
+                return part.entities
+        return self.world.entities
+
+    def _cheapest(self, ent: Entity, title: Any, price: Any, cat: Any) -> tuple[str, Row] | None:
+        """A category and its cheapest available thing, when exactly one is cheapest."""
+        rows = [r for r in self.w.rows(ent) if not ent.states or r.get("state") == ent.states[0]]
+        cats = sorted({r[cat.name] for r in rows})
+        self.rng.shuffle(cats)
+        for c in cats:
+            mine = [r for r in rows if r[cat.name] == c]
+            if len(mine) < 3:
+                continue
+            low = min(r[price.name] for r in mine)
+            best = [r for r in mine if r[price.name] == low]
+            name = str(best[0][title.name]).lower()
+            rivals = [r for r in self.w.rows(ent) if r is not best[0] and name in str(r[title.name]).lower()]
+            if len(best) == 1 and not rivals:  # a title no other title contains: the answer names one thing
+                return c, best[0]
+        return None
+
+    def catalog_choice(self) -> Draft | None:
+        """A question that needs a search, a filter and a choice: the cheapest available thing of a kind."""
+        found = self._catalog()
+        if found is None:
+            return None
+        ent, search, title, price, cat = found
+        pick = self._cheapest(ent, title, price, cat)
+        if pick is None:
+            return None
+        c, best = pick
+        scopes = self.scopes(1)
+        voice = self.speaker(scopes[0]) if scopes else self.w.voice(None)
+        args: dict[str, Any] = {cat.name: c}
+        if ent.states:
+            args["state"] = ent.states[0]
+        question = self.rng.choice([
+            f"which {c} {ent.human} is the cheapest one you have right now, and what does it cost",
+            f"what the least expensive {c} {ent.human} is at the moment",
+            f"which of your {c} {ent.humans} costs the least today"])
+        text = sentence(voice.opener(identify=False), voice.question(question))
+        answers = [[str(best[title.name])], money_answers(int(best[price.name]), self.world.currency)]
+        return Draft("read", "catalog_choice", [DraftTurn(text, [{"name": search.name, "arguments": args}],
+                                                           kind="read", answers=answers)], hops=1, choose=True)
+
+    def catalog_goal(self) -> Draft | None:
+        """A change that needs a choice in the catalog: add the cheapest thing of a kind to a named record."""
+        found = self._catalog()
+        if found is None:
+            return None
+        ent, search, title, price, cat = found
+        child = next((c for c in self.world.children(self.main)
+                      if any(r.entity is ent and not r.owner for r in c.refs)), None)
+        create = self.w.tool("create", child) if child is not None else None
+        if child is None or create is None:
+            return None
+        pick = self._cheapest(ent, title, price, cat)
+        if pick is None:
+            return None
+        c, best = pick
+        ref = next(r for r in child.refs if r.entity is ent)
+        for scope in self.scopes()[:5]:
+            cands = self.w.owned(self.main, scope)
+            open_ = [t for t in cands if t.get("state") == (self.main.states[0] if self.main.states else None)]
+            if not open_:
+                continue
+            target = self.rng.choice(open_)
+            voice = self.speaker(scope)
+            find, named = self.find_scope(voice, scope)
+            said = self.describe(target, cands, named)
+            if said is None:
+                continue
+            args: dict[str, Any] = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
+                                    ref.param: best[ent.key.name]}
+            for fname in create.fields:
+                f = child.field(fname)
+                if f is not None and f.kind == "quantity":
+                    args[fname] = 1
+            look_args: dict[str, Any] = {cat.name: c}
+            if ent.states:
+                look_args["state"] = ent.states[0]
+            look = {"name": search.name, "arguments": look_args}
+            call = {"name": create.name, "arguments": args}
+            ok, _ = self.w.attempt([*find, look], call)
+            if not ok:
+                continue
+            goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said[0]}",
+                                    f"put your least expensive {c} {ent.human} on {said[0]}",
+                                    f"add one {c} {ent.human}, whichever costs least, to {said[0]}"])
+            text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
+            return Draft("read_then_write", f"catalog_{create.name}"[:40], [DraftTurn(text, [*find, look, call])],
+                         hops=2, choose=True)
+        return None
+
+    def followup(self) -> Draft | None:
+        """A change, then a question about the same record ("and what does it come to?")."""
+        base = self.write_goal()
+        if base is None or len(base.turns) != 1 or base.turns[0].kind != "write":
+            return None
+        call = base.turns[0].calls[-1]
+        key = call["arguments"].get(self.main.key.name)
+        target = next((r for r in self.w.rows(self.main) if r[self.main.key.name] == key), None)
+        total = self.total_of(target) if target is not None else None
+        if total is None:
+            return None
+        _, cents = total
+        ask = self.rng.choice(["And how much does it come to in total?", "One more thing: what is its total?",
+                               "Thanks. Remind me, what was its total?", "And what did it cost me altogether?",
+                               "Great. Out of curiosity, how much was that order in total?",
+                               "Perfect. What's the total on it, by the way?",
+                               "Thanks! Can you also tell me its total amount?",
+                               "Nice. And the total for it was how much again?"])
+        turn = DraftTurn(ask, self.details(target), kind="read",  # type: ignore[arg-type]
+                         answers=[money_answers(cents, self.world.currency)])
+        return Draft("read_then_write", f"followup_{base.family}"[:40], [*base.turns, turn], hops=base.hops,
+                     choose=base.choose, rules=base.rules)
+
+    def account_adjust(self) -> Draft | None:
+        """A change to the speaker's own account (store credit, points) within the policy's limit."""
+        if self.operator or self.person is None:
+            return None
+        ops = [o for o in self.world.ops_of("adjust", self.person)]
+        look = self.w.tool("lookup", self.person)
+        if not ops or look is None:
+            return None
+        op = self.rng.choice(ops)
+        person = self.rng.choice(self.w.rows(self.person))
+        acted = self.act(op, person)
+        if acted is None:
+            return None
+        args, value = acted
+        voice = self.speaker(person) if self.scope_ent is self.person else self.w.voice(person, self.person)
+        found = self.locate(voice, person) if self.scope_ent is self.person else []
+        goal = verb_phrase(op).format(record="my account", value=value)
+        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
+        calls = [*found, {"name": look.name, "arguments": {self.person.key.name: person[self.person.key.name]}},
+                 {"name": op.name, "arguments": args}]
+        return Draft("read_then_write", f"account_{op.name}"[:40], [DraftTurn(text, calls)], hops=1)

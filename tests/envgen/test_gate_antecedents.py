@@ -1,0 +1,85 @@
+"""The antecedent rule: a turn's "it" / "its" / "the same" must leave exactly one record it can mean."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from envgen.gate.antecedents import antecedent_problems, scan
+from gym_envs.spec import parse_spec
+
+_SPEC: dict[str, Any] = {
+    "id": "antecedents", "title": "Gadgets", "description": "gadgets",
+    "state": {"schema_sql": "CREATE TABLE owners (id INTEGER PRIMARY KEY, email TEXT UNIQUE);\n"
+                            "CREATE TABLE gadgets (id INTEGER PRIMARY KEY, code TEXT UNIQUE, colour TEXT);",
+              "seed_sql": "INSERT INTO owners VALUES (1, 'ada@example.com');\n"
+                          "INSERT INTO gadgets VALUES (1, 'GDG-1001', 'red'), (2, 'GDG-1002', 'blue'), "
+                          "(3, 'GDG-1003', 'green');"},
+    "tools": [{"name": "paint", "description": "Paint a gadget.", "parameters": {
+        "type": "object", "properties": {"code": {"type": "string"}, "colour": {"type": "string"}},
+        "required": ["code", "colour"]}}],
+    "code": "def paint(db, code, colour):\n"
+            "    db.execute('UPDATE gadgets SET colour = ? WHERE code = ?', [colour, code])\n"
+            "    return {'code': code, 'colour': colour}\n",
+    "tasks": [{"id": "t0", "kind": "execute", "turns": [
+        {"instruction": "I'm ada@example.com. Paint GDG-1001 black.",
+         "checks": [{"kind": "sql", "query": "SELECT colour FROM gadgets WHERE code = 'GDG-1001'",
+                     "expect": [["black"]]}],
+         "reference": [{"name": "paint", "arguments": {"code": "GDG-1001", "colour": "black"}}]},
+        {"instruction": "Now paint it white instead.",
+         "checks": [{"kind": "sql", "query": "SELECT colour FROM gadgets WHERE code = 'GDG-1001'",
+                     "expect": [["white"]]}],
+         "reference": [{"name": "paint", "arguments": {"code": "GDG-1001", "colour": "white"}}]}]}],
+}
+
+
+def _spec(first: str | None = None, extra_call: bool = False, second: str | None = None) -> Any:
+    d = copy.deepcopy(_SPEC)
+    t0, t1 = d["tasks"][0]["turns"]
+    if first is not None:
+        t0["instruction"] = first
+    if extra_call:
+        t0["reference"].append({"name": "paint", "arguments": {"code": "GDG-1002", "colour": "black"}})
+        t0["checks"].append({"kind": "sql", "query": "SELECT colour FROM gadgets WHERE code = 'GDG-1002'",
+                             "expect": [["black"]]})
+    if second is not None:
+        t1["instruction"] = second
+    return parse_spec(d)
+
+
+def test_one_record_named_and_changed_is_a_clear_antecedent():
+    assert antecedent_problems(_spec()) == []
+
+
+def test_two_records_named_before_it_are_ambiguous():
+    problems = antecedent_problems(_spec(first="I'm ada@example.com. Paint GDG-1001 black, not GDG-1003."))
+    assert len(problems) == 1 and "'it' could mean any of 2 records of gadgets" in problems[0]
+
+
+def test_two_records_changed_before_it_are_ambiguous():
+    problems = antecedent_problems(_spec(extra_call=True))
+    assert problems and "turn 2" in problems[0]
+
+
+def test_a_record_named_in_the_same_turn_before_the_word_is_the_antecedent():
+    spec = _spec(extra_call=True, second="What about GDG-1002? Paint that one white.")
+    assert antecedent_problems(spec) == []
+
+
+def test_the_speaker_is_never_it():
+    """The email the user gives for themselves names a person, which "it" never means."""
+    assert antecedent_problems(_spec(first="I'm ada@example.com, please paint GDG-1001 black.")) == []
+
+
+def test_scan_counts_turns_that_refer_back_and_the_ambiguous_ones():
+    refer, ambiguous, shown = scan([_spec(), _spec(extra_call=True)])
+    assert (refer, ambiguous) == (2, 1) and shown and shown[0].startswith("antecedents:")
+
+
+def test_the_gate_rejects_an_ambiguous_antecedent_as_rule_10():
+    from envgen.gate import validate_spec
+
+    good = validate_spec(_spec(), executor="inprocess")
+    bad = validate_spec(_spec(extra_call=True), executor="inprocess")
+    assert not any(r.rule == 10 for r in good.reasons)
+    assert not bad.accepted and any(r.rule == 10 and r.code == "antecedent" for r in bad.reasons)

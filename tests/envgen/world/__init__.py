@@ -1,0 +1,1 @@
+"""Tests of envgen.world: the world compiler and its domain catalog."""

@@ -1,0 +1,59 @@
+"""Tasks of an operator world: staff name a record by its key, through its container, or by whose it is,
+and the reference reads only what the request names."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from envgen.world.compile import CompiledWorld, compile_world
+from envgen.world.sim import Simulator
+from tests.envgen.world.operator_world import operator_world
+
+
+@pytest.fixture(scope="module")
+def compiled() -> list[CompiledWorld]:
+    return [compile_world(operator_world(), env_id="test-print-room", seed=seed, n_tasks=10) for seed in range(3)]
+
+
+def test_the_reference_reads_a_container_only_when_the_request_names_it(compiled: list[CompiledWorld]) -> None:
+    checked = 0
+    for cw in compiled:
+        printers = _keys(cw, "printers", "printer_code")
+        for task in cw.spec.tasks:
+            said = ""
+            for turn in task.turns:
+                said += " " + turn.instruction
+                for call in turn.reference:
+                    for value in call.arguments.values():
+                        if value in printers:
+                            checked += 1
+                            assert value in said, (task.id, call.name, value, said)
+    assert checked  # some tasks do name a printer
+
+
+def test_a_job_named_by_whose_it_is_is_found_through_the_person_search(compiled: list[CompiledWorld]) -> None:
+    found = 0
+    for cw in compiled:
+        for task in cw.spec.tasks:
+            for turn in task.turns:
+                m = re.search(r"([A-Z][\w'-]+ [A-Z][\w'-]+)'s print job for printer (PRN-\d+)", turn.instruction)
+                if m is None:
+                    continue
+                found += 1
+                names = [c.name for c in turn.reference]
+                assert {"name": "search_patrons", "arguments": {"query": m.group(1)}} in \
+                    [c.model_dump(include={"name", "arguments"}) for c in turn.reference]
+                assert names.index("list_printer_queue") < names.index("search_patrons")
+    assert found
+
+
+def _keys(cw: CompiledWorld, table: str, key: str) -> set[str]:
+    sim = Simulator(cw.spec)
+    run = sim.run()
+    try:
+        return {row[key] for row in run.tables()[table]}
+    finally:
+        run.close()
+        sim.close()

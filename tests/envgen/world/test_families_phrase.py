@@ -1,0 +1,55 @@
+"""A new child record is asked for in its create's own words, and its target is not named by the thing added."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+
+from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compile import compile_world
+from envgen.world.tasks.families import Families
+from tests.envgen.world.operator_world import operator_world
+
+
+def _with_finishing(phrase: str, finishes: int = 12) -> WorldBlueprint:
+    raw: dict[str, Any] = copy.deepcopy(operator_world().model_dump())
+    raw["entities"].append({"name": "finish", "role": "catalog", "key": {"name": "finish_code", "kind": "code"},
+                            "prefix": "FIN", "fields": [{"name": "title", "kind": "title"},
+                                                        {"name": "price", "kind": "money"}], "rows": finishes})
+    raw["entities"][3]["refs"].append({"name": "finish", "entity": "finish"})
+    raw["entities"][3]["fields"].append({"name": "quantity", "kind": "quantity", "min": 1, "max": 5})
+    raw["entities"][3]["rows"] = 200
+    raw["operations"].append({"name": "apply_finish", "kind": "create", "entity": "job_note", "fields": ["quantity"],
+                              "phrase": phrase})
+    raw["vocabulary"] = {"titles": [f"{a} {b}" for a in ("Spiral", "Comb", "Thermal", "Wire", "Glued", "Sewn")
+                                    for b in ("Binding", "Cover", "Spine", "Backing", "Wrap")]}
+    return WorldBlueprint.model_validate(raw)
+
+
+def test_an_added_line_is_asked_for_in_the_create_phrase() -> None:
+    bp = _with_finishing("have {value} applied to {record}")
+    adds = [t.turns[0].instruction for seed in range(4)
+            for t in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            if t.id.endswith("_add_job_note")]
+    assert adds and all(re.search(r"have (the|\d x) [A-Z][\w ]+ applied to ", s) for s in adds), adds
+
+
+def test_a_record_is_never_named_by_the_thing_being_added_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one finishing, and every job "holds" it: describing a job by its lines names the thing being added
+    bp = _with_finishing("add {value} to {record}", finishes=1)
+    monkeypatch.setattr(Families, "child_title", lambda self, target, cands: _only_title(bp, self))
+    adds = [t.turns[0].instruction for seed in range(6)
+            for t in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            if t.id.endswith("_add_job_note")]
+    assert adds
+    for text in adds:
+        m = re.search(r"add (?:the|\d x) (.+?) to ", text)
+        assert m is not None and text.count(m.group(1)) == 1, text
+
+
+def _only_title(bp: WorldBlueprint, fam: Families) -> str:
+    (row,) = fam.w.rows(fam.world.entity("finish"))
+    return str(row["title"])

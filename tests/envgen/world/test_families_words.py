@@ -1,0 +1,31 @@
+"""What the task writer says is words: a state named ``awaiting_print`` is said "awaiting print"."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compile import compile_world
+from tests.envgen.world.operator_world import operator_world
+
+
+def test_a_state_with_an_underscore_is_said_as_words() -> None:
+    raw = json.loads(operator_world().model_dump_json().replace('"queued"', '"awaiting_print"'))
+    bp = WorldBlueprint.model_validate(raw)
+    said = [turn.instruction for seed in range(3)
+            for task in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            for turn in task.turns]
+    assert not [s for s in said if "awaiting_print" in s]
+    assert [s for s in said if "awaiting print" in s]
+
+
+def test_a_record_named_by_a_moment_is_named_on_that_moment() -> None:
+    raw = json.loads(operator_world().model_dump_json().replace(
+        '{"name":"submitted_on","kind":"date"', '{"name":"starts_at","kind":"datetime"'))
+    bp = WorldBlueprint.model_validate(raw)
+    said = [turn.instruction for seed in range(4)
+            for task in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            for turn in task.turns]
+    assert not [s for s in said if "starts at" in s]
+    assert [s for s in said if re.search(r"print job for printer PRN-\d+ on [A-Z][a-z]+ \d+ at \d\d:\d\d", s)]
