@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 __all__ = ["FACT_NAME", "Scenario", "fact_text"]
 
@@ -40,6 +40,17 @@ class Scenario(BaseModel):
     unknown: str = Field(default="I don't know.", min_length=1,
                          description="The reply to a question no fact answers.")
     max_replies: int = Field(default=5, ge=0, le=50, description="Replies per turn; then a plain message ends it.")
+    _said: tuple[tuple[str, str], ...] | None = PrivateAttr(default=None)
+
+    def facts_said(self) -> tuple[tuple[str, str], ...]:
+        """``(key, value as the user says it)`` of each fact, in order (made once per scenario; read from the private
+        store directly: pydantic's attribute fallback costs microseconds, and the scripted user reads it for every
+        message)."""
+        private = self.__pydantic_private__
+        said = private.get("_said") if private is not None else None
+        if said is None:
+            said = self._said = tuple((k, fact_text(v)) for k, v in self.facts.items())
+        return said
 
     @field_validator("facts")
     @classmethod
