@@ -226,11 +226,16 @@ def _errors(e: ValidationError, prefix: str = "") -> list[str]:
     return [f"{prefix}{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()]
 
 
+# libyaml's safe loader when PyYAML's wheel has it (10x faster: the 30 domains load in 0.6 s, not 6 s, once per
+# process); the pure-Python one reads the same documents the same way
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_domain(path: str | Path) -> CatalogEntry:
     """One domain file, checked (see the module docstring); a bad file raises :class:`CatalogError`."""
     path = Path(path)
     try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw: Any = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as e:
         raise CatalogError(f"{path}: cannot read the domain: {e}") from None
     if not isinstance(raw, dict):
