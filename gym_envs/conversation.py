@@ -128,7 +128,7 @@ class Conversation:
     @staticmethod
     def _undecided(turn: Turn) -> list[dict[str, Any]]:
         """The turn's ``judged`` checks, undecided (a judge in evaluation decides them)."""
-        return [{"index": i, "kind": c.kind, "assertion": getattr(c, "assertion", ""), "passed": None,
+        return [{"index": i, "kind": c.kind, "assertion": c.question() or "", "passed": None,
                  "detail": "undecided: no judge"} for i, c in enumerate(turn.checks) if not c.scored]
 
     def _scored_checks(self) -> int:

@@ -28,7 +28,6 @@ from rich.text import Text
 
 from corpora.errors import did_you_mean
 from gym_envs import display
-from gym_envs.checks import ReplyContainsCheck
 from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, check_summary, format_call
 from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.parsing import load_json, parse_action
@@ -283,7 +282,7 @@ class Player:
         for item in turn.reference:
             self.say(display.text(format_call(item.name, item.arguments) if isinstance(item, ToolCall) else
                                   f"say {json.dumps(item.say, ensure_ascii=False)} (the user answers it)"))
-        replies = [c.any_of for c in turn.checks if isinstance(c, ReplyContainsCheck)]
+        replies = [a for c in turn.checks if (a := c.answers())]
         for any_of in replies:
             self.say(display.text(f"then reply with a message containing one of {json.dumps(any_of)}", "dim"))
         if not replies:

@@ -552,9 +552,9 @@ def save_spec(spec: EnvSpec, path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
-#: what only spec_version 2 has, by schema definition: left out of the version 1 schema
-_V2_FIELDS = {"EnvSpec": ("policy",), "Task": ("policy", "setup_sql", "scenario"),
-              "ReplyContainsCheck": ("scope",), "CallsCheck": ("ordered",)}
+#: what only spec_version 2 has, by schema definition: left out of the version 1 schema (each check kind narrows
+#: its own: :meth:`~gym_envs.checks.BaseCheck.version_1_schema`)
+_V2_FIELDS = {"EnvSpec": ("policy",), "Task": ("policy", "setup_sql", "scenario")}
 
 
 def json_schema(version: int | None = None) -> dict[str, Any]:
@@ -574,13 +574,17 @@ def json_schema(version: int | None = None) -> dict[str, Any]:
                                                                                         strict=True)}}}
     if version == 1:
         _version_1(schema)
+        for k in kinds:
+            k.version_1_schema(defs[refs[(k, "validation")]["$ref"].rsplit("/", 1)[-1]])
+        _drop_unreferenced(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://envwright.dev/schema/envspec-v{version or SPEC_VERSION}.json"
     return schema
 
 
 def _version_1(schema: dict[str, Any]) -> None:
-    """Narrow a schema of every version to version 1: no v2 field, tool names only in a calls check, no say item."""
+    """Narrow a schema of every version to version 1: no v2 field of the spec or a task, no say item (the check kinds
+    narrow their own)."""
     defs = schema["$defs"]
     schema["properties"]["spec_version"] = {"const": 1, "default": 1, "title": "Spec Version", "type": "integer"}
     for name, fields in _V2_FIELDS.items():
@@ -588,10 +592,27 @@ def _version_1(schema: dict[str, Any]) -> None:
         if node is not None:
             for f in fields:
                 node.get("properties", {}).pop(f, None)
-    calls = defs.get("CallsCheck", {}).get("properties", {})
-    for f in ("require", "forbid"):
-        if f in calls:
-            calls[f]["items"] = {"type": "string"}
     defs["Turn"]["properties"]["reference"]["items"] = {"$ref": "#/$defs/ToolCall"}
-    for unused in ("CallPattern", "Say", "Scenario", "PolicyRule"):
-        defs.pop(unused, None)
+
+
+def _drop_unreferenced(schema: dict[str, Any]) -> None:
+    """Remove the ``$defs`` nothing reaches any more from the top of ``schema`` (those of version 2 fields)."""
+    defs = schema["$defs"]
+
+    def refs(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            out = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
+            return out.union(*(refs(v) for k, v in node.items() if k != "$defs"))
+        if isinstance(node, list):
+            return set().union(*(refs(v) for v in node))
+        return set()
+
+    reached: set[str] = set()
+    todo = refs(schema)
+    while todo:
+        name = todo.pop()
+        if name not in reached and name in defs:
+            reached.add(name)
+            todo |= refs(defs[name])
+    for name in [n for n in defs if n not in reached]:
+        del defs[name]

@@ -31,7 +31,6 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from gym_envs.checks import ReplyContainsCheck
 from gym_envs.sandbox import Executor
 from gym_envs.sandbox.inprocess import InProcessExecutor
 from gym_envs.spec import EnvSpec
@@ -182,7 +181,7 @@ def _ambiguity(turn: Any, match: re.Match[str], keys: dict[str, tuple[str, Any]]
     before = turn.instruction[:match.start()]
     if _ORDINAL.search(before):  # "the second one" picks one of the records the word could mean
         return None
-    answers = [a.lower() for c in turn.checks if isinstance(c, ReplyContainsCheck) for a in c.any_of]
+    answers = [a.lower() for c in turn.checks for a in c.answers()]
     if not turn.calls() and not any(a in keys for a in answers):
         return None  # nothing the turn checks depends on which record the word means (a refusal)
     here = {r for r in _named(before, keys) if r[0] not in people}

@@ -51,7 +51,6 @@ from envgen.gate.values import (
     pattern_probes,
     same_answer,
 )
-from gym_envs.checks import ReplyContainsCheck
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
@@ -107,8 +106,8 @@ class RefTurn:
 
     @property
     def answers(self) -> list[str]:
-        """The answer each ``reply_contains`` check wants (its first string, what the oracle says)."""
-        return [c.any_of[0] for c in self.turn.checks if isinstance(c, ReplyContainsCheck)]
+        """The answer each check that reads a message wants (its first string, what the oracle says)."""
+        return [a[0] for c in self.turn.checks if (a := c.answers())]
 
     @property
     def answering(self) -> bool:

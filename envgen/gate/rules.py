@@ -23,7 +23,6 @@ from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
 from envgen.gate.replies import reply_problems
 from envgen.gate.signature import signature_problems
 from envgen.gate.verdict import Reason, Verdict
-from gym_envs.checks import PythonCheck
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.seeding import fresh_seed, stable_seed
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
@@ -165,8 +164,8 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int |
 def uses_episode_random(spec: EnvSpec) -> bool:
     """Whether the spec's code, or a ``python`` check's, imports ``random`` (the episode's own generator, seeded
     by the episode seed: the only way the seed reaches spec code)."""
-    sources = [spec.code] + [c.code for task in spec.tasks for turn in task.turns for c in turn.checks
-                             if isinstance(c, PythonCheck) and c.code]
+    sources = [spec.code] + [code for task in spec.tasks for turn in task.turns for c in turn.checks
+                             if (code := c.python_code())]
     for src in sources:
         if "random" not in src:  # no import of it, without parsing
             continue

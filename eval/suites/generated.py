@@ -19,7 +19,6 @@ from typing import Any
 from envgen.errors import error_message
 from envgen.gate import oracle_reply
 from eval.suites.base import MAX_RESULT_CHARS, SPLITS, Suite, split_of
-from gym_envs.checks import CallsCheck
 from gym_envs.engine import OBSERVATION_CHARS
 from gym_envs.env import ToolEnv
 from gym_envs.episode import Episode, TaskRef
@@ -35,8 +34,7 @@ def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
     """Action-class tags of each turn of a generated task (see :mod:`eval.suites`)."""
     tags: list[dict[str, Any]] = []
     for i, turn in enumerate(task.turns):
-        forbid = {n if isinstance(n, str) else n.name for c in turn.checks if isinstance(c, CallsCheck)
-                  for n in c.forbid}
+        forbid = {n for c in turn.checks for n in c.forbidden_tools()}
         role = None
         write = set(forbid)
         if task.kind == "missing_parameter" and not turn.reference and i + 1 < len(task.turns):

@@ -1,9 +1,12 @@
-"""Check kinds: one class per kind, registered by name; the spec, ``show``, the inspector, the prompts and the gate
-read them from here.
+"""Check kinds: one class per kind, registered by name; the spec and its schemas, ``show``, the inspector, the
+prompts, evaluation and the gate read them from here.
 
 Each kind is a :class:`~gym_envs.checks.base.BaseCheck` subclass in its own module: its pydantic model, its
-evaluation (the state it reads through sandbox probes, and its verdict), its one-line summary, its prompt line and
-its adequacy hints for the validity gate. :data:`CHECKS` holds them by name (the ``kind`` of a check); the built-in
+evaluation (the state it reads through sandbox probes, and its verdict), its one-line summary, its prompt line,
+what other parts read of it without knowing its kind (answer strings, forbidden tools, its version 1 schema, the
+fields decoded as lines) and its adequacy hints for the validity gate. Scoring, presentation, evaluation and the
+gate never test a check's ``kind``; only the writers that emit checks (the compilers, the skills) name kinds.
+:data:`CHECKS` holds them by name (the ``kind`` of a check); the built-in
 kinds are registered below, in one place, in the order prompts list them. :func:`parse_check` validates a check
 through the registry, so :class:`gym_envs.spec.Turn` accepts every registered kind, and :func:`judge` scores a
 turn's checks with one round trip to the sandbox (:mod:`gym_envs.checks.judge`).

@@ -9,6 +9,10 @@ one subclass in its own module of this package, registered by name (:mod:`gym_en
   :class:`TurnView` and the probes' answers);
 * its **presentation**: :meth:`BaseCheck.summary` (``envwright show``, the inspector), :meth:`BaseCheck.detail`
   (the full text) and :attr:`BaseCheck.prompt` (its line in a proposer's prompt);
+* what other parts read of a check without knowing its kind: :meth:`BaseCheck.answers` (the strings a message
+  must contain), :meth:`BaseCheck.forbidden_tools`, :meth:`BaseCheck.python_code`, :meth:`BaseCheck.question` (what
+  a judge is asked), :attr:`BaseCheck.decoded_lines` and :meth:`BaseCheck.version_1_schema` (its schema under
+  constrained decoding and in version 1);
 * its **adequacy hints** for the validity gate: :meth:`BaseCheck.catches` (whether failing it catches a wrong
   trajectory of a kind of :data:`MUTANTS`), :attr:`BaseCheck.idle_passes` (doing nothing in a turn passes it by
   definition), :attr:`BaseCheck.cost` (the stage it is scored in), :meth:`BaseCheck.state_text` (the SQL or code
@@ -77,8 +81,8 @@ class TurnView:
 
     ``reply`` is the turn's final message; ``calls`` every call the turn attempted, in order; ``said`` the messages
     the user answered within the turn; ``history`` the agent's messages of the earlier turns (what a
-    ``conversation``-scope reply check reads besides this turn's); ``answers`` the strings of every
-    ``reply_contains`` check of the turn (none of them is another candidate of the others)."""
+    ``conversation``-scope reply check reads besides this turn's); ``answers`` the answer strings of every
+    check of the turn (:meth:`BaseCheck.answers`; none of them is another candidate of the others)."""
 
     reply: str = ""
     calls: Sequence[CallView] = ()
@@ -122,6 +126,9 @@ class BaseCheck(BaseModel):
     idle_passes: ClassVar[bool] = False
     #: it compares with table digests marked as the turn begins
     marks_turn: ClassVar[bool] = False
+    #: fields a model writes as arrays of lines under constrained decoding, with the most lines of each
+    #: (:mod:`envgen.structure`: inside a line there are no escape sequences, so decoding always closes)
+    decoded_lines: ClassVar[dict[str, int]] = {}
 
     # -- evaluation ------------------------------------------------------------------------------------------
     def probes(self, view: TurnView) -> list[Probe]:
@@ -150,6 +157,30 @@ class BaseCheck(BaseModel):
     def v2_features(self) -> list[str]:
         """What of this check only spec_version 2 has (empty for a version 1 check)."""
         return [f"'{self.kind}' checks"] if self.since >= 2 else []
+
+    @classmethod
+    def version_1_schema(cls, schema: dict[str, Any]) -> None:
+        """Narrow the kind's JSON Schema (its ``$defs`` entry, in place) to what a spec_version 1 document may hold:
+        drop the fields only version 2 has (nothing by default)."""
+
+    # -- what other parts read of a check without knowing its kind -------------------------------------------
+    def answers(self) -> list[str]:
+        """The strings a message of the agent must contain for the check to pass, alternatives of one answer (the
+        reference's oracle says the first); none for a kind that reads no message."""
+        return []
+
+    def forbidden_tools(self) -> list[str]:
+        """The tools the check forbids calling in its turn (what tags a turn's write tools in evaluation)."""
+        return []
+
+    def python_code(self) -> str | None:
+        """The restricted Python this check runs in the sandbox, if any (the gate looks in it for imports)."""
+        return None
+
+    def question(self) -> str | None:
+        """What a judge model is asked about the conversation, for a kind the runtime never decides (``scored``
+        false); None for a kind the runtime decides."""
+        return None
 
     # -- adequacy hints for the validity gate ----------------------------------------------------------------
     def catches(self, mutant: str) -> bool:

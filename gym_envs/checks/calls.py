@@ -147,6 +147,18 @@ class CallsCheck(BaseCheck):
             out.append("call patterns in a calls check")
         return out
 
+    @classmethod
+    def version_1_schema(cls, schema: dict[str, Any]) -> None:
+        """Version 1: tool names only (no call patterns), no ``ordered``."""
+        props = schema.get("properties", {})
+        props.pop("ordered", None)
+        for f in ("require", "forbid"):
+            if f in props:
+                props[f]["items"] = {"type": "string"}
+
+    def forbidden_tools(self) -> list[str]:
+        return [i if isinstance(i, str) else i.name for i in self.forbid]
+
     def pins_arguments(self) -> bool:
         """Whether a pattern of it compares arguments (it then tells a call from the same call with other ones)."""
         return any(isinstance(i, CallPattern) and i.pins_arguments() for i in [*self.require, *self.forbid])

@@ -26,8 +26,9 @@ __all__ = ["answers_of", "judge"]
 
 
 def answers_of(checks: Sequence[BaseCheck]) -> tuple[str, ...]:
-    """Every ``reply_contains`` string of a turn's checks (what :attr:`TurnView.answers` holds)."""
-    return tuple(s for c in checks for s in getattr(c, "any_of", None) or () if c.kind == "reply_contains")
+    """Every answer string of a turn's checks (each kind's :meth:`~gym_envs.checks.BaseCheck.answers`: what
+    :attr:`TurnView.answers` holds)."""
+    return tuple(s for c in checks for s in c.answers())
 
 
 def judge(session: Session | None, checks: Sequence[BaseCheck], view: TurnView,

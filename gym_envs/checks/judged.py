@@ -38,6 +38,9 @@ class JudgedCheck(BaseCheck):
     def summary(self) -> str:
         return f"judged: {self.assertion}"
 
+    def question(self) -> str:
+        return self.assertion
+
     def catches(self, mutant: str) -> bool:
         return False
 

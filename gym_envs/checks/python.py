@@ -48,6 +48,7 @@ class PythonCheck(BaseCheck):
 
     prompt: ClassVar[str] = '{"kind": "python", "code": "def check(db):\\n    return ..."}: must return True'
     cost: ClassVar[Cost] = "costly"
+    decoded_lines: ClassVar[dict[str, int]] = {"code": 3}
 
     @field_validator("code")
     @classmethod
@@ -70,6 +71,9 @@ class PythonCheck(BaseCheck):
         return self.code
 
     def state_text(self) -> str:
+        return self.code
+
+    def python_code(self) -> str:
         return self.code
 
     def matches_patterns(self) -> bool:

@@ -95,3 +95,10 @@ class ReplyContainsCheck(BaseCheck):
 
     def v2_features(self) -> list[str]:
         return ["a reply_contains check's 'scope'"] if self.scope != "turn" else []
+
+    @classmethod
+    def version_1_schema(cls, schema: dict[str, Any]) -> None:
+        schema.get("properties", {}).pop("scope", None)
+
+    def answers(self) -> list[str]:
+        return list(self.any_of)
