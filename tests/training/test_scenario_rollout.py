@@ -14,7 +14,7 @@ from tests.training.test_rollout import segments
 from training.config import RolloutConfig, config_from_dict
 from training.errors import ConfigError
 from training.generation import ScriptedGenerator, TransformersGenerator
-from training.rollout import TaskRef, rollout
+from training.rollout import TaskRef, rollout, scenario_user
 
 PLAN = ["I can help. What is the email address on your account?",
         format_tool_call("find_customer", {"email": "ana@example.com"}),
@@ -79,3 +79,24 @@ def test_the_tiny_model_plays_scenario_tasks_on_cpu(tiny_dir: Any, chat: Any) ->
 def test_the_user_model_options_need_a_backend() -> None:
     with pytest.raises(ConfigError, match=r"rollout\.user_backend"):
         config_from_dict({"rollout": {"user_model": "some/model"}})
+
+
+def test_a_transformers_model_plays_the_user_through_the_backend_registry(tiny_dir: Any, chat: Any,
+                                                                          tokenizer: Any) -> None:
+    """The model-backed user on a real ``transformers`` backend (the tiny random model, on CUDA when visible): it is
+    asked once per plain message of the agent, in batches, and whatever it writes is the next user message or ends
+    the turn; the episodes end as data."""
+    cfg = _cfg(user_backend="transformers", user_model=str(tiny_dir),
+               user_options={"max_new_tokens": 6, "seed": 3, "backend_options": {"dtype": "fp32"}})
+    spec = load_example("shop-support")
+    episodes = rollout([TaskRef(spec, "cancel-with-confirmation", 4), TaskRef(spec, "order-status", 5)],
+                       ScriptedGenerator(tokenizer, _cancel_plan), chat, cfg)
+    user = scenario_user(cfg)
+    assert user is not None and user.label.startswith("transformers:")
+    asked = user.generate.requests  # type: ignore[attr-defined]
+    assert asked >= 2 and user.generate.failures == 0  # type: ignore[attr-defined]
+    for ep in episodes:
+        assert ep.done and not ep.failed, ep.error
+        replies = [s.user_reply for s in ep.steps if s.user_reply]
+        assert all(isinstance(r, str) and r.strip() and "###STOP###" not in r for r in replies)
+        assert len(ep.completion_ids) == len(ep.env_mask)
