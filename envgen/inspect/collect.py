@@ -1,6 +1,7 @@
 """What the inspector shows, gathered from a library (or one spec) into plain dicts for the templates.
 
-Role: read, never write. For each environment: its spec, its catalog row,
+Role: read, never write. For each environment: its spec (a scenario task's
+simulated user included), its catalog row,
 the validity gate's report (stored under ``LIBRARY/gate/`` by ``generate``,
 else re-run when asked), a few seed rows of each table (built through an
 executor session, so untrusted specs run isolated), the source document's
@@ -147,8 +148,21 @@ def _tasks(spec: EnvSpec) -> list[dict[str, Any]]:
             calls = [format_call(c.name, c.arguments) if isinstance(c, ToolCall) else f"say {json.dumps(c.say)}"
                      for c in turn.reference]
             turns.append({"n": i + 1, "instruction": turn.instruction, "checks": checks, "reference": calls})
-        out.append({"id": task.id, "kind": task.kind, "turns": turns})
+        out.append({"id": task.id, "kind": task.kind, "turns": turns, "scenario": _scenario(task)})
     return out
+
+
+def _scenario(task: Any) -> list[str]:
+    """A scenario task's simulated user as lines a person reads (none for a task without a scenario)."""
+    sc = task.scenario
+    if sc is None:
+        return []
+    lines = [f"persona: {sc.persona}"] if sc.persona else []
+    lines.append(f"goal: {sc.goal}")
+    lines += [f"knows {key}: {value}" for key, value in sc.facts.items()]
+    lines.append(f"asked to confirm: {sc.on_confirm}; a question it cannot answer: {sc.unknown!r}; "
+                 f"at most {sc.max_replies} replies a turn")
+    return lines
 
 
 def _check_detail(check: Any) -> str:

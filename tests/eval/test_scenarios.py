@@ -131,6 +131,13 @@ def test_the_eval_command_takes_a_user_model_and_a_judge(tmp_path: Path) -> None
     assert not any(r["passed"] for r in records) and all(len(r["turns"][0].get("said", [])) == 0 for r in records)
     assert summary["judged"]["suites"] and "judged assertions" in result.output
     assert "Judged assertions" in (out / "report.md").read_text()
+    # the inspector's episode page shows the judge's verdict apart from the checks
+    site = CliRunner().invoke(cli, ["inspect", str(tmp_path / "lib"), "--out", str(tmp_path / "site"), "--run",
+                                    str(out), "--gate", "off", "--executor", "inprocess"])
+    assert site.exit_code == 0, site.output
+    pages = [p.read_text() for p in (tmp_path / "site" / "runs").rglob("*.html") if p.name != "index.html"]
+    judged = [p for p in pages if "The agent told the user that the 37.50 refund" in p]
+    assert len(judged) == 1 and "(apart from the score) NO, it did not." in judged[0]
     bad = CliRunner().invoke(cli, ["eval", "--policy", "scripted", "--model", "reference", "--suite", "examples",
                                    "--out", str(tmp_path / "bad"), "--user-model", "m"])
     assert bad.exit_code != 0 and "--user-backend" in bad.output
