@@ -9,7 +9,7 @@ Three structures (``STRUCTURES``):
   :func:`envgen.world.blueprint.world_json_schema`, then compiled by the world compiler;
 * ``spec``: a whole environment (the free stream, for strong models), decoded
   under :func:`spec_decoding_schema`, the EnvSpec JSON Schema
-  (:func:`gym_envs.spec.json_schema`) made finite.
+  (:func:`gym_envs.spec_schema.json_schema`) made finite.
 
 Making the EnvSpec schema finite, so a constrained completion always closes
 before the token limit (grammar engines bound a string's length only when it
@@ -33,7 +33,7 @@ import copy
 from typing import Any
 
 from gym_envs.checks import CHECKS
-from gym_envs.spec import json_schema
+from gym_envs.spec_schema import json_schema
 
 __all__ = [
     "ARRAY_CAPS",

@@ -35,7 +35,8 @@ from corpora.errors import did_you_mean
 from gym_envs import display
 from gym_envs.checks import parse_check
 from gym_envs.sandbox import LoadFailure, make_executor
-from gym_envs.spec import EnvSpec, SpecError, Tool, ToolCall, Turn, atomic_write_text, json_schema, load_spec
+from gym_envs.spec import EnvSpec, SpecError, Tool, ToolCall, Turn, atomic_write_text, load_spec
+from gym_envs.spec_schema import json_schema
 from gym_envs.users import Scenario
 
 __all__ = ["EXECUTORS", "LocatedSpec", "check_summary", "describe", "example_names", "format_call", "locate_spec",

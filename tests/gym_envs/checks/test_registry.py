@@ -34,7 +34,8 @@ from gym_envs.checks import (
 from gym_envs.checks import unregister_check as unregister
 from gym_envs.cli import check_summary
 from gym_envs.env import ToolEnv
-from gym_envs.spec import SpecError, json_schema, parse_spec
+from gym_envs.spec import SpecError, parse_spec
+from gym_envs.spec_schema import json_schema
 from tests.cli.specs import lending_spec, write_spec
 
 
