@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gym_envs.checks import CallView, Said, TurnView, answers_of, judge
+from gym_envs.checks import BaseCheck, CallView, Said, TurnView, answers_of, judge
 from gym_envs.outcome import TurnOutcome
 from gym_envs.sandbox import CheckResult, Session
 from gym_envs.spec import Task, Turn
@@ -105,12 +105,14 @@ class Conversation:
         self._check_live()
         return self.score_view(self.turn_view(reply), only)
 
-    def score_view(self, view: TurnView, only: Sequence[int] | None = None) -> list[CheckResult]:
-        """The current turn's checks (those at ``only``, default every scored one) on ``view`` and the current state,
-        without ending the turn (:meth:`score_reply` is this with the turn's own view)."""
+    def score_view(self, view: TurnView, only: Sequence[int] | None = None,
+                   checks: Sequence[BaseCheck] | None = None) -> list[CheckResult]:
+        """The current turn's checks, or ``checks`` (another turn's), those at ``only`` (default every scored one), on
+        ``view`` and the current state, without ending the turn (:meth:`score_reply` is this with the turn's own
+        view)."""
         self._check_live()
         assert self.task is not None
-        return judge(self.session, self.task.turns[self.turn_index].checks, view, only)
+        return judge(self.session, self.task.turns[self.turn_index].checks if checks is None else checks, view, only)
 
     def _check_turn(self, reply: str, only: Sequence[int] | None = None) -> list[CheckResult]:
         assert self.task is not None

@@ -73,7 +73,7 @@ from envgen.gate.mutants import (
 from envgen.gate.replies import GENERIC_REPLIES, answer_problem, oracle_reply, reply_problems, tool_texts
 from envgen.gate.scoring import catches, caught, detail, guards_all, local_verdicts, stages, uncaught_note
 from envgen.gate.values import Snapshot
-from gym_envs.checks import CallView, TurnView
+from gym_envs.checks import CallView, TurnView, answers_of
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox.purity import stateless
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn, reference_plan
@@ -251,10 +251,10 @@ class MutationRun(WritesElsewhere):
     def _local(self, turn: Turn, reply: str, calls: list[Any] | None) -> list[dict[str, Any]]:
         """The verdicts of the turn's checks that read no state but the reply's candidates (the runtime judges
         those on the current state: the trajectory's own)."""
-        view = self._view(reply, calls)
+        view = replace(self._view(reply, calls), answers=answers_of(turn.checks))  # the env may be past ``turn``
         out, pending = local_verdicts(turn.checks, view)
         if pending:
-            out += [c.to_dict() for c in self.env.score_view(view, pending)]
+            out += [c.to_dict() for c in self.env.score_view(view, pending, turn.checks)]
         return out
 
     def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None:

@@ -105,10 +105,11 @@ class GateEnv(ToolEnv):
         self.meter.charge(1)
         return super().say(text)
 
-    def score_view(self, view: Any, only: Sequence[int] | None = None) -> list[Any]:
+    def score_view(self, view: Any, only: Sequence[int] | None = None,
+                   checks: Sequence[Any] | None = None) -> list[Any]:
         if only is not None:
             only = list(only)
-        n = len(only) if only is not None else (len(self.task.turns[self.turn_index].checks)
-                                                if self.task is not None else 0)
-        self.meter.charge(n)
-        return super().score_view(view, only)
+        if checks is None and self.task is not None:
+            checks = self.task.turns[self.turn_index].checks
+        self.meter.charge(len(only) if only is not None else len(checks or ()))
+        return super().score_view(view, only, checks)

@@ -87,6 +87,7 @@ class TaskRecord:
     turns: tuple[Turn, ...]
     tools_in_scope: int
     policy: bool = False
+    scenario: bool = False  #: a simulated user answers the agent (the task has a ``scenario``)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def world_of_spec(spec: EnvSpec, executor: Executor | str = "worker") -> World:
     vocab = Vocabulary.of([t.name for t in tables], [c for t in tables for c in t.columns], keys)
     tasks = tuple(TaskRecord(task.id, tuple(Turn(turn.instruction, tuple(calls))
                                             for turn, calls in zip(task.turns, run, strict=True)),
-                             len(spec.tools), _policy_task(task))
+                             len(spec.tools), _policy_task(task), getattr(task, "scenario", None) is not None)
                   for task, run in zip(spec.tasks, runs, strict=True))
     policy = getattr(spec, "policy", None)
     return World(spec.id, tuple(t.name for t in spec.tools), tables, tasks, vocab,
