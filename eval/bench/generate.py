@@ -174,6 +174,7 @@ def _realism_targets(r: dict[str, Any], ante: dict[str, Any]) -> dict[str, bool]
         "filter-and-choose tasks >= 30%": at("filter_choose_share") >= 0.3,
         "policy rules per env >= 5": at("policy_rules_per_env") >= 5,
         "policy tasks per env >= 2": at("policy_tasks_per_env") >= 2,
+        "scenario tasks >= 25%": at("scenario_share") >= 0.25,
         "ambiguous antecedents: 0 (scan of >= 1,000 tasks)": ante["ambiguous"] == 0 and ante["tasks"] >= 1000,
     }
 
