@@ -38,18 +38,8 @@ from eval.tau2 import _backend
 from eval.tau2.domain import Domain, domain
 from eval.tau2.policy import split_policy
 from eval.tau2.tables import Rows, check_rows, digests, schema_sql, seed_sql, setup_statements
-from gym_envs.spec import (
-    EnvSpec,
-    Provenance,
-    ReplyContainsCheck,
-    State,
-    StateCheck,
-    Task,
-    TaskKind,
-    Tool,
-    ToolCall,
-    Turn,
-)
+from gym_envs.checks import ReplyContainsCheck, StateCheck
+from gym_envs.spec import EnvSpec, Provenance, Say, State, Task, TaskKind, Tool, ToolCall, Turn
 
 __all__ = ["Conversion", "Tau2Task", "convert", "task_id"]
 
@@ -140,7 +130,8 @@ def _task(d: Domain, task: Any, base: Rows, types: dict[str, str], split: str | 
         start_rows = d.to_tables(_backend.db_dump(_backend.initial_environment(d.name, task)))
         checks.append(StateCheck(digests=digests(d.tables, start_rows)))
     ours = task_id(str(task.id))
-    reference = [ToolCall(name=a.name, arguments=dict(a.arguments)) for a in actions if a.requestor == "assistant"]
+    reference: list[ToolCall | Say] = [ToolCall(name=a.name, arguments=dict(a.arguments)) for a in actions
+                                       if a.requestor == "assistant"]
     instruction = _instruction(task.user_scenario)
     spec_task = Task(id=ours, kind=_kind(actions, types), setup_sql=setup,
                      turns=[Turn(instruction=instruction, checks=checks, reference=reference)])

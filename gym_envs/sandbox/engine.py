@@ -1,8 +1,9 @@
 """The engine: compiled programs, template images and live episodes, answering JSON requests.
 
 Both executors drive one :class:`Engine` with the same requests (``load``, ``open``, ``call``, ``mark``,
-``check``, ``digest``, ``dump``, ``close``, ``fork``, ``restore``, ``batch``, ``ping``), so they give identical
-results on the same trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+``probe`` (what a turn's checks read of the state), ``digest``, ``dump``, ``close``, ``fork``, ``restore``,
+``batch``, ``ping``), so they give identical results on the same trajectory; :meth:`Engine.handle` never raises (a
+failure is a typed error response).
 A ``load`` compiles the program and builds its template database (:mod:`~gym_envs.sandbox.program`); the
 globals spec code starts from are :func:`gym_envs.sandbox.modules.spec_globals`.
 
@@ -39,7 +40,7 @@ from gym_envs.errors import (
     exception_text,
 )
 from gym_envs.sandbox.arguments import validate_arguments
-from gym_envs.sandbox.checks import evaluate, python_verdict
+from gym_envs.sandbox.checks import json_rows, probe, python_verdict
 from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
@@ -103,7 +104,7 @@ class Engine:
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "load": self._op_load, "open": self._op_open, "close": self._op_close,
             "call": self._op_call_text if in_worker and self._deadline_s else self._op_call,
-            "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
+            "mark": self._op_mark, "probe": self._op_probe, "digest": self._op_digest,
             "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
         self._fork_ids = itertools.count(1)
@@ -531,29 +532,23 @@ class Engine:
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
 
-    def _op_check(self, req: dict[str, Any]) -> dict[str, Any]:
+    def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:
+        """What the checks of a turn read of the state (:mod:`gym_envs.sandbox.checks`): each probe answered in
+        order, SQL and ``check(db)`` code run inside the call scope on the read-only view."""
         ep = self._episode(req)
-        reply = req.get("reply") or ""
-        calls = req.get("calls") or []
-        attempted = req.get("attempted") or calls
         state = ep.state
 
-        def sql(query: str) -> list[dict[str, Any]]:
-            return self._run_spec(state, None, {}, state.run, (query, ()),  # type: ignore[no-any-return]
-                                  {"mode": "ro", "fetch": True})
+        def sql(query: Any) -> list[list[Any]]:
+            return json_rows(self._run_spec(state, None, {}, state.run, (query, ()), {"mode": "ro", "fetch": True}))
 
-        def python(code: str) -> dict[str, Any]:
-            return self._check_python(ep, code)
+        def digests(tables: Any) -> dict[str, str]:
+            now = self._digests(ep)
+            return {t: now.get(t, "<missing>") for t in tables} if tables else now
 
-        held: dict[str, list[tuple[str, list[str]]]] = {}
-
-        def columns(answer: str) -> list[tuple[str, list[str]]]:
-            if answer not in held:
-                held[answer] = state.columns_holding(answer, self.limits.sql.max_rows)
-            return held[answer]
-
-        results = [evaluate(c, reply, calls, attempted, sql=sql, python=python, digests=state.table_digests,
-                            marks=ep.marks or {}, columns=columns) for c in req["checks"]]
+        readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
+                   "marks": lambda _: dict(ep.marks or {}),
+                   "columns": lambda text: state.columns_holding(str(text), self.limits.sql.max_rows)}
+        results = [probe(p, readers) for p in req.get("probes") or []]
         if state.lost:
             self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}

@@ -198,19 +198,10 @@ class Session:
         """Record table digests at the start of a turn (for ``unchanged`` checks)."""
         self._send({"op": "mark"}, logged=True)
 
-    def check(self, checks: list[dict[str, Any]], reply: str, calls: list[str],
-              attempted: list[str] | None = None) -> list[CheckResult]:
-        """Score checks on the current state. ``calls``: successful calls of the turn (for
-        ``require``); ``attempted``: every call tried (for ``forbid``; defaults to ``calls``)."""
-        req = {"op": "check", "checks": checks, "reply": reply, "calls": calls,
-               "attempted": calls if attempted is None else attempted}
-        resp = self._send(req, logged=False)
-        if not resp.get("ok"):
-            detail = f"{resp.get('error_type')}: {resp.get('error')}"
-            return [CheckResult(i, c.get("kind", "?"), False, detail) for i, c in enumerate(checks)]
-        return [CheckResult(i, c.get("kind", "?"), r.get("passed") is True,
-                            str(r.get("detail", ""))) for i, (c, r) in enumerate(zip(checks, resp["results"],
-                                                                                    strict=True))]
+    def probe(self, probes: list[dict[str, Any]]) -> dict[str, Any]:
+        """Read the current state for checks (:mod:`gym_envs.sandbox.checks`): ``{"ok": True, "results": [...]}``,
+        one answer per probe, or the engine's error response. :func:`gym_envs.checks.judge` scores checks with it."""
+        return self._send({"op": "probe", "probes": probes}, logged=False)
 
     def fork(self) -> int | None:
         """A checkpoint of the episode as it is now (between calls), for :meth:`restore`; None when there is

@@ -153,8 +153,8 @@ class WorkerExecutor(Executor):
     def _timeout_for(self, req: dict[str, Any]) -> float:
         base = self.limits.call_timeout_s
         op = req.get("op")
-        if op == "check":
-            return base * max(1, len(req.get("checks") or ())) + 1.0
+        if op == "probe":
+            return base * max(1, len(req.get("probes") or ())) + 1.0
         if op == "batch":
             return base * max(1, len(req["reqs"])) + 1.0
         return base + 1.0
