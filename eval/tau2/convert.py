@@ -2,9 +2,9 @@
 
 Role: :func:`convert` reads a domain through :mod:`eval.tau2._backend` and writes its spec: the database as
 tables (``state``), τ²'s tool schemas with the hand-ported restricted code (:mod:`eval.tau2.domain`), the policy
-document as description and rules (:mod:`eval.tau2.policy`), and one task per τ² task. It also returns what the
-spec has no field for yet, per task (:class:`Tau2Task`): the user scenario, the gold actions of every requestor,
-the reward basis and the judged assertions.
+document as description and rules (:mod:`eval.tau2.policy`), and one task per τ² task. It also returns, per task,
+what the agreement with τ² reads (:class:`Tau2Task`): τ²'s user scenario, the gold actions of every requestor, the
+reward basis and the judged assertions.
 
 Contract, per τ² task:
 
@@ -12,13 +12,16 @@ Contract, per τ² task:
   into the rows of τ²'s environment after its ``set_state`` (τ²'s own code computes that state).
 - **Checks** follow τ²'s reward basis: ``DB`` is a ``state`` check whose digests are those of τ²'s environment
   after the gold actions (replayed by τ²'s code, as its evaluator builds its reference), every table compared;
-  ``COMMUNICATE`` is one ``reply_contains`` check per ``communicate_info`` string. ``ENV_ASSERTION`` and
-  ``ACTION`` have no check kind here yet, nor ``NL_ASSERTION`` (judged): a task whose basis holds one is not
-  *evaluable* (:attr:`Tau2Task.evaluable`), and is still converted.
+  ``COMMUNICATE`` is one ``reply_contains`` check per ``communicate_info`` string read as τ²'s evaluator reads it:
+  in any message of the agent (``scope: conversation``), as text (``match: substring``). Each natural-language
+  assertion is a ``judged`` check (decided only by a judge, reported apart, never in the score). ``ENV_ASSERTION``
+  and ``ACTION`` are not converted: a task whose basis holds one, or ``NL_ASSERTION``, is not *evaluable*
+  (:attr:`Tau2Task.evaluable`), and is still converted.
 - **Reference**: the gold actions the assistant makes, with their arguments, in τ²'s order.
-- **Instruction**: the user scenario's known info, reason for call, unknown info and task instructions (the
-  user's side of the conversation, in one turn, until the spec has scenarios); the scenario itself is kept in
-  :attr:`Tau2Task.scenario`.
+- **Instruction and user**: the turn's instruction is the user scenario's known info, reason for call, unknown info
+  and task instructions (so the agent has what the scripted user cannot tell); the task's ``scenario`` is the
+  simulated user: τ²'s persona, the same text as its goal (what a model-backed user plays, as τ²'s user simulator
+  does), no facts, a confirmation answered yes, any other question answered :data:`UNKNOWN`.
 - **Kind**: ``read_then_write`` (reads and writes), ``execute`` (writes only), ``read``, or ``decline`` (no gold
   action: the request is to be refused), from τ²'s tool types.
 - Task ids are τ²'s, with characters outside ``[A-Za-z0-9_.-]`` replaced and long ids shortened with a hash.
@@ -38,10 +41,14 @@ from eval.tau2 import _backend
 from eval.tau2.domain import Domain, domain
 from eval.tau2.policy import split_policy
 from eval.tau2.tables import Rows, check_rows, digests, schema_sql, seed_sql, setup_statements
-from gym_envs.checks import ReplyContainsCheck, StateCheck
+from gym_envs.checks import JudgedCheck, ReplyContainsCheck, StateCheck
 from gym_envs.spec import EnvSpec, Provenance, Say, State, Task, TaskKind, Tool, ToolCall, Turn
+from gym_envs.users import Scenario
 
-__all__ = ["Conversion", "Tau2Task", "convert", "task_id"]
+__all__ = ["UNKNOWN", "Conversion", "Tau2Task", "convert", "task_id"]
+
+#: the scripted user's answer to a question other than a confirmation (all it knows is in its first message)
+UNKNOWN = "I've told you everything I know."
 
 _EXPRESSED = frozenset({"DB", "COMMUNICATE"})  #: reward parts the spec's checks express
 
@@ -125,20 +132,23 @@ def _task(d: Domain, task: Any, base: Rows, types: dict[str, str], split: str | 
         checks.append(StateCheck(digests=digests(d.tables, final)))
     info = tuple(s for s in (ec.communicate_info or []) if s.strip()) if ec is not None else ()
     if "COMMUNICATE" in basis:
-        checks += [ReplyContainsCheck(any_of=[s]) for s in info]
+        checks += [ReplyContainsCheck(any_of=[s], scope="conversation", match="substring") for s in info]
     if not checks:  # a basis this spec cannot express: the state must at least stay τ²'s starting one
         start_rows = d.to_tables(_backend.db_dump(_backend.initial_environment(d.name, task)))
         checks.append(StateCheck(digests=digests(d.tables, start_rows)))
+    nl = tuple(a for a in (ec.nl_assertions or []) if a.strip()) if ec is not None else ()
+    checks += [JudgedCheck(assertion=a) for a in nl]
     ours = task_id(str(task.id))
     reference: list[ToolCall | Say] = [ToolCall(name=a.name, arguments=dict(a.arguments)) for a in actions
                                        if a.requestor == "assistant"]
     instruction = _instruction(task.user_scenario)
-    spec_task = Task(id=ours, kind=_kind(actions, types), setup_sql=setup,
+    user = Scenario(persona=str(task.user_scenario.persona or ""), goal=instruction, unknown=UNKNOWN)
+    spec_task = Task(id=ours, kind=_kind(actions, types), setup_sql=setup, scenario=user,
                      turns=[Turn(instruction=instruction, checks=checks, reference=reference)])
     side = Tau2Task(
         id=ours, tau2_id=str(task.id), split=split, scenario=task.user_scenario.model_dump(mode="json"),
         actions=[a.model_dump(mode="json") for a in actions], reward_basis=basis, communicate_info=info,
-        nl_assertions=tuple(ec.nl_assertions or []) if ec is not None else (), judged=_backend.judged(task))
+        nl_assertions=nl, judged=_backend.judged(task))
     return spec_task, side
 
 
