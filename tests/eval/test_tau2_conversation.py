@@ -97,3 +97,25 @@ def test_natural_language_assertions_are_judged_checks_outside_the_score() -> No
     judged = [c.assertion for c in task.turns[0].checks if isinstance(c, JudgedCheck)]
     assert judged == list(conv.tasks[task.id].nl_assertions) and len(judged) == 3
     assert conv.tasks[task.id].evaluable  # the judged checks are not in τ²'s reward basis: the task is scored
+
+
+def test_a_judge_decides_taus_assertions_apart_from_the_score(tmp_path) -> None:
+    """``--judge-backend``: τ²'s assertions are decided and reported apart; the pass rate is the same without it."""
+    from eval.runner import EvalConfig, run_eval
+
+    def judge(prompt: Any) -> str:  # the assertion is the question after the conversation
+        asked = prompt[-1]["content"].rsplit("Is this true of the conversation:", 1)[-1]
+        return "YES" if "refuse" in asked.lower() else "NO"
+
+    config = EvalConfig(policy="scripted", model="reference", suites=["tau2:airline"], limit=2, executor="inprocess",
+                        progress=False, n_boot=10, judge_backend="scripted",
+                        judge_opts={"backend_options": {"completions": judge}})
+    run = run_eval(config)
+    assertions = [c for t in convert("airline", task_ids=[r["task_id"] for r in run.records]).spec.tasks
+                  for c in t.turns[0].checks if isinstance(c, JudgedCheck)]
+    block = run.summary["judged"]["suites"]["tau2:airline"]
+    assert block["assertions"] == block["decided"] == len(assertions) > 0
+    assert 0 < block["passed"] == sum("refuse" in c.assertion.lower() for c in assertions) < len(assertions)
+    plain = run_eval(EvalConfig(**{**config.__dict__, "judge_backend": None, "judge_opts": {}}))
+    assert plain.summary["judged"]["suites"]["tau2:airline"]["decided"] == 0
+    assert [r["passed"] for r in plain.records] == [r["passed"] for r in run.records] == [True, True]
