@@ -63,6 +63,7 @@ def test_the_measures_agree_where_both_readers_see_the_same_thing(read: tuple[st
     assert (ours.tasks, ours.turns) == (anchor.tasks, anchor.turns) == (len(ids), len(ids))
     assert ours.tools_per_env == anchor.tools_per_env == ours.tools_in_scope == anchor.tools_in_scope
     assert ours.row_id_turn_share == anchor.row_id_turn_share == 0.0  # τ²'s users name no row id
+    assert ours.scenario_share == anchor.scenario_share == 1.0  # a simulated user in every task
     assert ours.policy_rules_per_env and ours.policy_rules_per_env >= 20  # the policy document's rules
     # the spec's first turn is the scenario's whole text (what the user knows, wants and must do), τ²'s anchor reads
     # only the reason for the call and what the user knows
