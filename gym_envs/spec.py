@@ -33,6 +33,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from gym_envs.availability import availability_problems
+
 SPEC_VERSION: Literal[2] = 2
 """The newest version this reader knows; it reads every version in :data:`SPEC_VERSIONS`."""
 SPEC_VERSIONS = (1, 2)
@@ -318,6 +320,8 @@ class Turn(_Model):
     instruction: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
     reference: list[ToolCall] = Field(default_factory=list)
+    reveal_tools: list[str] = Field(default_factory=list, description="spec_version 2: tools of the task's "
+                                    "withheld_tools offered from this turn on (its instruction shows them).")
 
 
 class Task(_Model):
@@ -328,6 +332,14 @@ class Task(_Model):
     turns: list[Turn] = Field(min_length=1)
     policy: list[int] = Field(default_factory=list, description="spec_version 2: the policy rules (1-based "
                                                                 "numbers) this task tests.")
+    withheld_tools: list[str] = Field(default_factory=list, description="spec_version 2: tools not offered as "
+                                      "the task begins; a later turn's reveal_tools offers each.")
+
+    def withheld_at(self, turn: int) -> frozenset[str]:
+        """The tools not offered at turn ``turn`` (from 0): withheld, and not revealed by it or a turn before."""
+        if not self.withheld_tools:
+            return frozenset()
+        return frozenset(self.withheld_tools).difference(*(t.reveal_tools for t in self.turns[: turn + 1]))
 
     def reference_actions(self) -> int:
         """The actions the reference takes: one per reference call and a reply ending each turn (the fewest
@@ -369,6 +381,7 @@ class EnvSpec(_Model):
             if bad_rules:
                 problems.append(f"tasks[{ti}].policy: rules {bad_rules} are not numbers of the policy's "
                                 f"{len(self.policy)} rules")
+            problems += availability_problems(f"tasks[{ti}]", task, known)
             for ui, turn in enumerate(task.turns):
                 where = f"tasks[{ti}].turns[{ui}]"
                 for ci, call in enumerate(turn.reference):
@@ -394,6 +407,8 @@ class EnvSpec(_Model):
             used.append("a task's 'policy'")
         if any(isinstance(c, StateCheck) for t in self.tasks for u in t.turns for c in u.checks):
             used.append("'state' checks")
+        if any(t.withheld_tools or any(u.reveal_tools for u in t.turns) for t in self.tasks):
+            used.append("'withheld_tools' and 'reveal_tools'")
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []
 
     # -- convenience -------------------------------------------------------------------------
@@ -414,9 +429,11 @@ class EnvSpec(_Model):
                 return t
         raise KeyError(name)
 
-    def openai_tools(self) -> list[dict[str, Any]]:
-        """Tools as the OpenAI / chat-template ``tools=`` list."""
-        return [{"type": "function", "function": t.model_dump()} for t in self.tools]
+    def openai_tools(self, task: Task | None = None, turn: int = 0) -> list[dict[str, Any]]:
+        """Tools as the OpenAI / chat-template ``tools=`` list: all of them, or with ``task`` those it offers at
+        ``turn`` (:meth:`Task.withheld_at`)."""
+        hidden = task.withheld_at(turn) if task is not None else frozenset()
+        return [{"type": "function", "function": t.model_dump()} for t in self.tools if t.name not in hidden]
 
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent, exclude_none=False)

@@ -58,6 +58,7 @@ from envgen.gate.mutants import (
     argument_mutants,
     call_mutants,
     derive_reply,
+    early_mutants,
     extra_writes,
     locate_answers,
     reply_mutants,
@@ -391,7 +392,9 @@ class MutationRun(WritesElsewhere):
             locators = ref.locators or locate_answers(ref)
             mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
                        if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
-            if any(self._judge(refs, ti, m, locators) for m in mutants) or guards_all(ref.turn):
+            if any(self._judge(refs, ti, m, locators) for m in mutants) or \
+                    any(self._judge(refs, ti, m, locators, extra=True) for m in early_mutants(ref)) or \
+                    guards_all(ref.turn):
                 continue
             if not self._inputs(refs, ti, locators):
                 self._extras(refs, ti, pool, locators)
@@ -437,7 +440,7 @@ class MutationRun(WritesElsewhere):
         ref = refs[ti]
         self._to_start(refs, ti)
         if m.calls:
-            env.call_tools(call_dicts(m.calls))
+            env.call_tools(call_dicts(m.calls), offer_all=m.kind == "early")
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
