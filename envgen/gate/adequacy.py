@@ -34,6 +34,8 @@ How each is played, cheapest first (the verdict is the one a replay from the epi
   row) has its wrong arguments tried at its own place in the reference's episode (the calls after it
   then run as in the reference), leaving it out is judged without a replay, and a turn's extra writes
   follow its reference calls from one checkpoint;
+* a turn where the task still withholds a tool plays that tool's call early
+  (:func:`~envgen.gate.mutants.early_mutants`, made with ``offer_all``), judged as an extra write;
 * a turn with an ``unchanged`` check on every table catches every extra write by construction (a call
   that changes the state changes some table), so its extra-write and input-write mutants are not played.
 
