@@ -13,8 +13,9 @@ Families defines). :meth:`Withheld.withheld_tool` writes a task that withholds t
 
 Only a tool no other tool can stand in for is withheld (no other tool of the world writes a field it writes on
 the same records), and none whose change the policy wants confirmed (the confirmation would split the turn
-that reveals it). Written in about every other world (a coin seeded by the world's title, so the others draw
-their tasks exactly as before), at most once per world (:func:`~envgen.world.tasks.write_tasks`).
+that reveals it). Tried in two worlds in three (a draw seeded by the environment's id, so the others draw their
+tasks exactly as before), which gives about every other world one such task (a world without a tool that fits
+gets none), and at most one per world (:func:`~envgen.world.tasks.write_tasks`).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class Withheld:
     def withheld_tool(self) -> Draft | None:
         """A change asked for while its tool is withheld, then asked again once the person says it is there
         (module docstring); None when this world does not get one or has no change that fits."""
-        if stable_seed("world withheld tool", self.world.title) % 2:
+        if stable_seed("world withheld tool", self.w.sim.spec.id) % 3 == 0:  # two worlds in three try (some fail)
             return None
         ops = [o for o in self.world.ops if o.entity is self.main and o.kind in _KINDS and not self.confirm(o)
                and self.only_way(o)]

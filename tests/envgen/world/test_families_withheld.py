@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from envgen.gate import validate_spec
 from envgen.world.compile import compile_world
 from envgen.world.tasks.withheld import _NEWS
 from gym_envs.spec import EnvSpec, Task
@@ -20,7 +21,7 @@ def _withheld(spec: EnvSpec) -> list[Task]:
 
 @pytest.fixture(scope="module")
 def shop() -> Any:
-    return compile_world(store_world(), env_id="test-shop", seed=3)
+    return compile_world(store_world(), env_id="test-shop-2", seed=3)
 
 
 def test_the_task_asks_first_changes_nothing_then_reveals_the_tool_and_acts(shop: Any) -> None:
@@ -42,17 +43,25 @@ def test_the_task_asks_first_changes_nothing_then_reveals_the_tool_and_acts(shop
 def test_the_phrasing_of_the_news_varies() -> None:
     said = set()
     for seed in range(6):
-        for task in _withheld(compile_world(store_world(), env_id="test-shop", seed=seed).spec):
+        for task in _withheld(compile_world(store_world(), env_id="test-shop-2", seed=seed).spec):
             said.add(next(n for n in _NEWS if task.turns[1].instruction.startswith(n)))
     assert len(said) >= 3
 
 
-def test_about_every_other_world_gets_one() -> None:
-    assert not _withheld(compile_world(store_world(title="Tea shop"), env_id="test-shop", seed=3).spec)
+def test_the_gate_accepts_the_world_and_kills_the_early_change(shop: Any) -> None:
+    verdict = validate_spec(shop.spec, executor="inprocess")
+    assert verdict.accepted, verdict.reasons
+    task = _withheld(shop.spec)[0]
+    early = [m for m in verdict.mutations if m["task"] == task.id and m["turn"] == 1 and "reveals" in m["mutation"]]
+    assert [m["outcome"] for m in early] == ["killed"]
+
+
+def test_not_every_world_gets_one() -> None:
+    assert not _withheld(compile_world(store_world(), env_id="test-shop", seed=3).spec)  # its draw says no
 
 
 def test_a_tool_another_tool_can_stand_in_for_is_never_withheld() -> None:
     ops = copy.deepcopy(_WORLD["operations"])
     ops.append({"name": "fix_address", "kind": "update", "entity": "order", "fields": ["address"]})
-    world = compile_world(store_world(operations=ops), env_id="test-shop", seed=3)
+    world = compile_world(store_world(operations=ops), env_id="test-shop-2", seed=3)
     assert not _withheld(world.spec)  # change_address and fix_address write the same field; cancel is confirmed
