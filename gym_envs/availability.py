@@ -70,13 +70,14 @@ def availability_problems(where: str, task: Any, known: Collection[str]) -> list
             "turn that offers it" for n in dict.fromkeys(withheld) if n in known and n not in revealed_by]
     for ui, turn in enumerate(task.turns):
         early = {n: at for n, at in revealed_by.items() if at > ui}
-        for ci, call in enumerate(turn.reference):
-            if call.name in early:
-                out.append(f"{where}.turns[{ui}].reference[{ci}]: calls {call.name!r}, which is withheld until "
-                           f"{where}.turns[{early[call.name]}] (its reveal_tools): move the call to that turn or "
+        for ci, item in enumerate(turn.reference):
+            name = getattr(item, "name", None)  # a tool call (a reference's ``say`` item names no tool)
+            if name in early:
+                out.append(f"{where}.turns[{ui}].reference[{ci}]: calls {name!r}, which is withheld until "
+                           f"{where}.turns[{early[name]}] (its reveal_tools): move the call to that turn or "
                            "a later one, or reveal the tool earlier")
         for ki, check in enumerate(turn.checks):
-            required = [n for n in getattr(check, "require", None) or [] if n in early]
+            required = [n for i in getattr(check, "require", None) or [] if (n := getattr(i, "name", i)) in early]
             if required:
                 out.append(f"{where}.turns[{ui}].checks[{ki}]: requires {required}, withheld at this turn (no "
                            "call of a withheld tool succeeds): require them from the turn that reveals them")

@@ -7,7 +7,10 @@ at least two policy tasks, a refusal by a tool, a question, a request that first
 identity, and in about every other world one request whose tool is offered only once the user says it is
 there (:mod:`.withheld`).
 
-Most tasks are **sessions** (:func:`session`): once a request is drafted, the same person goes on with one
+Some one-request drafts become **scenario tasks** (:mod:`.scenario`): a simulated user who must be asked who they
+are, or to confirm a change, before the agent acts.
+
+Most other tasks are **sessions** (:func:`session`): once a request is drafted, the same person goes on with one
 or two more about their own records ("Also, ..."), each drawn on the world as the earlier requests left it
 (:meth:`~envgen.world.tasks.base.Writer.after`), so what it says and expects holds at that point of the
 conversation. A careful agent does not repeat a read it already made, so the next request's reference drops
@@ -25,6 +28,7 @@ from envgen.world.phrase import also
 from envgen.world.sim import Simulator
 from envgen.world.tasks.base import Draft, DraftTurn, Writer
 from envgen.world.tasks.families import Families
+from envgen.world.tasks.scenario import scenario_ready, scenario_task
 
 __all__ = ["write_tasks"]
 
@@ -42,8 +46,12 @@ _STAFF_SESSION = ["take_next", "move_record", "count_question", "free_resource",
                   "transfer_amount", "write_goal", "read_question", "tool_refusal", "policy_refusal"]
 """The families a member of staff's next request is drawn from (about any record: staff act for no one person)."""
 
-_SESSION_ODDS = (0.85, 0.5)
+_SESSION_ODDS = (0.9, 0.6)
 """The chance a task goes on with a second request, and with a third after that."""
+
+_SCENARIO_ODDS = 0.8
+"""The chance a one-request draft is written as a scenario task (a simulated user who must be asked who they are,
+or to confirm a change: :mod:`.scenario`)."""
 
 _MAX_REFUSALS = 2
 """Policy refusals a part gets at most: the other policy tasks (a confirmation, asking who is calling) and the
@@ -80,6 +88,23 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         if text in seen:
             continue
         task = None
+        if name == "missing_identity" and fam.rng.random() < _SCENARIO_ODDS:  # the scenario form: asked, not told
+            plain = fam.write_goal()
+            task = scenario_task(plain, fam, writer, len(tasks)) if plain is not None and scenario_ready(plain) \
+                else None
+            if task is not None and task["scenario"]["facts"] and plain is not None:
+                seen.add(text)
+                tasks.append(task)
+                names.append("scenario_missing_identity")
+                continue
+            task = None
+        if scenario_ready(draft) and fam.rng.random() < _SCENARIO_ODDS:
+            task = scenario_task(draft, fam, writer, len(tasks))
+            if task is not None:
+                seen.add(text)
+                tasks.append(task)
+                names.append(f"scenario_{name}")
+                continue
         joined = session(draft, fam)
         if joined is not draft:
             task = writer.finish(confirmed(joined, fam), len(tasks))

@@ -155,7 +155,7 @@ class Catalog:
             body = voice.ask(goal, voice.reason(create))
             return Draft("read_then_write", f"catalog_{create.name}"[:40],
                          [DraftTurn(sentence(voice.opener(), body), [*find, look, call], body=body)], hops=2,
-                         choose=True, scope=scope["id"])
+                         choose=True, scope=scope["id"], voice=voice)
         return None
 
     def followup(self) -> Draft | None:
@@ -203,4 +203,4 @@ class Catalog:
                  {"name": op.name, "arguments": args}]
         return Draft("read_then_write", f"account_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), calls,
                                                                                 body=body)], hops=1,
-                     scope=person["id"] if self.scope_ent is self.person else None)
+                     scope=person["id"] if self.scope_ent is self.person else None, voice=voice)

@@ -314,7 +314,7 @@ class Families(Operations, Catalog, Withheld):
                 else:
                     turns = [DraftTurn(request, [*looks, call], body=body)]
                 return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose,
-                             rules=self.confirm_rules(op), scope=scope["id"])
+                             rules=self.confirm_rules(op), scope=scope["id"], voice=voice)
         return None
 
     def read_question(self) -> Draft | None:
@@ -345,7 +345,7 @@ class Families(Operations, Catalog, Withheld):
             body = voice.question(question)
             text = sentence(voice.opener(), body)
             return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers, body=body)],
-                         hops=1, choose=choose, scope=scope["id"])
+                         hops=1, choose=choose, scope=scope["id"], voice=voice)
         return None
 
     def total_of(self, target: Row) -> tuple[Row, int] | None:
@@ -589,5 +589,5 @@ class Families(Operations, Catalog, Withheld):
                 text = sentence(voice.opener(), body)
                 return Draft("read_then_write", f"add_{child.name}"[:40],
                              [DraftTurn(text, [*reads, look, call], body=body)], hops=2, choose=said.choose,
-                             scope=scope["id"])
+                             scope=scope["id"], voice=voice)
         return None

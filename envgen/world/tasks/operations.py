@@ -107,7 +107,7 @@ class Operations:
         call = {"name": op.name, "arguments": {par.param: c[par.entity.key.name]}}
         return Draft("execute", f"take_{op.name}"[:40],
                      [DraftTurn(sentence(voice.opener(), body), [call], answers=[[str(taken[op.entity.key.name])]],
-                                body=body)], staff=True)
+                                body=body)], staff=True, voice=voice)
 
     def take_empty(self) -> Draft | None:
         op = self._op("take")
@@ -208,7 +208,8 @@ class Operations:
                          [DraftTurn(first, looks, kind="refuse"), DraftTurn(second, [call])], hops=1)
         body = voice.ask(f"add {thing} to {par.entity.human} {to[par.entity.key.name]}")
         return Draft("execute", f"add_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [*looks, call],
-                                                                   body=body)], hops=1, staff=voice.operator)
+                                                                   body=body)], hops=1, staff=voice.operator,
+                     voice=voice)
 
     # -- hold and free --------------------------------------------------------------------------------
     def _holder(self, op: Op) -> Ref | None:
@@ -244,7 +245,8 @@ class Operations:
             return None
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"hold_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [*looks, call],
-                                                                    body=body)], hops=1, staff=voice.operator)
+                                                                    body=body)], hops=1, staff=voice.operator,
+                     voice=voice)
 
     def free_resource(self) -> Draft | None:
         op = self._op("release")
@@ -267,7 +269,7 @@ class Operations:
             goal = self.rng.choice([f"free {op.entity.human} {key}", f"mark {op.entity.human} {key} as returned"])
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"free_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call], body=body)],
-                     staff=voice.operator)
+                     staff=voice.operator, voice=voice)
 
     # -- move, count, transfer ------------------------------------------------------------------------
     def move_record(self) -> Draft | None:
@@ -295,7 +297,7 @@ class Operations:
                                     f"{to[par.entity.key.name]} instead"])
             body = voice.ask(goal, voice.reason(op))
             return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
-                                                                        body=body)], staff=voice.operator)
+                                                                        body=body)], staff=voice.operator, voice=voice)
         return None
 
     def count_question(self) -> Draft | None:
@@ -318,7 +320,7 @@ class Operations:
         return Draft("read", f"count_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body),
                                                                   [{"name": op.name, "arguments": args}], kind="read",
                                                                   answers=[number_answers(n)], body=body)],
-                     staff=voice.operator)
+                     staff=voice.operator, voice=voice)
 
     def transfer_amount(self) -> Draft | None:
         op = self._op("transfer")
@@ -353,4 +355,4 @@ class Operations:
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"transfer_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], rules=self.confirm_rules(op),
-                     staff=voice.operator, scope=owner["id"] if not voice.operator else None)
+                     staff=voice.operator, voice=voice, scope=owner["id"] if not voice.operator else None)
