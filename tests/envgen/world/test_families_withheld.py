@@ -31,7 +31,7 @@ def test_the_task_asks_first_changes_nothing_then_reveals_the_tool_and_acts(shop
     assert task.withheld_tools == ["change_address"] and task.kind == "read_then_write"
     first, second = task.turns[:2]
     assert first.reference == [] and [c.kind for c in first.checks] == ["unchanged"] and not first.checks[0].tables
-    assert "change the address of my order" in first.instruction
+    assert "change the address of my" in first.instruction
     assert second.reveal_tools == ["change_address"] and second.reference[-1].name == "change_address"
     assert any(second.instruction.startswith(news) for news in _NEWS)
     assert "change the address" in second.instruction  # the request is said again, in the person's words
