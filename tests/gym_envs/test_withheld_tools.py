@@ -61,6 +61,15 @@ def test_spec_version_1_has_no_withheld_tools() -> None:
     _refused(d, "spec_version 1 has no 'withheld_tools' and 'reveal_tools': set spec_version to 2")
 
 
+def test_the_json_schema_has_the_fields_in_version_2_only() -> None:
+    from gym_envs.spec_schema import json_schema
+
+    for version, present in ((None, True), (1, False)):
+        defs = json_schema(version)["$defs"]
+        assert ("withheld_tools" in defs["Task"]["properties"]) is present
+        assert ("reveal_tools" in defs["Turn"]["properties"]) is present
+
+
 def test_an_unknown_tool_is_refused_with_the_closest_names() -> None:
     d = withheld_spec()
     _task(d)["withheld_tools"] = ["renew_loan", "renew_lone"]
