@@ -106,8 +106,9 @@ def test_vllm_constrains_only_the_grammar_rows(engine: Any) -> None:
 
 
 def test_a_weight_sync_changes_what_vllm_writes(engine: Any) -> None:
-    """An optimizer step makes one token the likeliest next token; until the sync vLLM refuses to generate,
-    after it vLLM writes that token, and its log-probabilities agree with the trainer's (bf16 numerics)."""
+    """An optimizer step makes one token the likeliest next token; until the sync the awake engine refuses to
+    generate; asleep, the sync is the push on waking, after which vLLM writes that token, and its
+    log-probabilities agree with the trainer's (bf16 numerics)."""
     import torch
 
     from training.errors import StaleWeightsError
@@ -122,10 +123,10 @@ def test_a_weight_sync_changes_what_vllm_writes(engine: Any) -> None:
         (-torch.log_softmax(logits, -1)[target]).backward()
     engine.opt.step()
     engine.opt.zero_grad()
-    engine.gen.sleep()  # as the trainers do before their update
-    with pytest.raises(StaleWeightsError):
+    with pytest.raises(StaleWeightsError):  # awake, holding the weights of before the step
         engine.gen.generate(ctx, max_new_tokens=4, temperature=0.0)
-    engine.gen.sync()
+    engine.gen.sleep()  # level 2 drops the engine's weights ...
+    engine.gen.sync()  # ... so the sync is recorded here and the push happens when it wakes
     after = engine.gen.generate(ctx, max_new_tokens=4, temperature=0.0)
     assert [g.ids[0] for g in after] == [target, target]
     sampled = engine.gen.generate(ctx, max_new_tokens=16, temperature=1.0, seed=3)
