@@ -142,7 +142,7 @@ def test_two_grpo_steps_through_trls_colocated_vllm(model_dir: Path, tmp_path: P
     under ``generation.max_logprob_gap``."""
     from training.solver import TRL_GAP_KEYS, train_solver
 
-    cfg = _cfg(model_dir, tmp_path / "run", vllm_sleep=True)
+    cfg = _cfg(model_dir, tmp_path / "run", vllm_sleep=False)  # one sleep-mode engine a process: the fixture's
     out = train_solver(cfg)
     assert out["global_step"] == 2
     logs = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
