@@ -203,7 +203,7 @@ class Engine:
                 return state
             state.close()
         state = StateDB(self.limits.sql)
-        state.load_image(prog.image)
+        state.load_image(prog.image, prog.digests)
         state.open_episode()
         return state
 
@@ -429,7 +429,7 @@ class Engine:
         ep.cache, ep.base_changes = None, -1  # rebuilt content: never taken for the template's
         try:
             if reload or state.lost:
-                state.load_image(ep.program.image)
+                state.load_image(ep.program.image, ep.program.digests)
                 state.open_episode()
             else:
                 state.reset_episode()
