@@ -54,7 +54,7 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 
 
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--policy", required=True, help=_policy_help())
+@click.option("--policy", "--engine", "policy", required=True, help=_policy_help())
 @click.option("--model", default=None, help="Model id/path; for scripted: reference, empty or a JSONL file.")
 @click.option("--suite", "suites", multiple=True, required=True,
               help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context (repeatable).")

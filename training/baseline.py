@@ -44,6 +44,7 @@ from training.rollout import TaskRef, batch_stats, fit_step_budget, rollout
 from training.selfplay import heldout_tasks, rollout_seed
 from training.selfplay_metrics import append_episodes, pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
+from training.weight_sync import sampler_report
 
 __all__ = ["FixedEnvGRPO", "matched_episodes"]
 
@@ -79,6 +80,7 @@ class FixedEnvGRPO:
         self.update_cfg, self.optimizer = run.update_cfg, run.optimizer
         self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
+        self.generator.track(self.optimizer)
         fits = fit_step_budget([TaskRef(s, t.id) for s in specs for t in s.tasks], cfg.rollout.max_steps,
                                "the baseline's fixed environments")
         self.pool = [(t.spec, t.task_id) for t in fits]
@@ -128,19 +130,24 @@ class FixedEnvGRPO:
         samples = solver_samples(train, [f"{r}:{e.task.key}" for e in train], sp.solver_weight)
         assign_advantages(samples)
         t1 = time.perf_counter()
+        engine = sampler_report(self.generator, self.model, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                                limit=cfg.generation.max_logprob_gap)
         upd = scheduled_update(self.model, self.optimizer, samples, schedule="joint", pad_id=self.chat.pad_id,
                                cfg=self.update_cfg, seed=r)
+        t2 = time.perf_counter()
         self.generator.sync()
-        t_update = time.perf_counter() - t1
+        t_sync = time.perf_counter() - t2
+        t_update = t2 - t1
         bs, allb = batch_stats(train), batch_stats(eps)
         wall = time.perf_counter() - t0
         rec: dict[str, Any] = {
             "round": r,
             "solver": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "episodes": bs["episodes"],
                        "tasks": len(refs) // max(1, cfg.solver.num_generations), "statuses": bs["statuses"]},
-            "samples": {"solver": len(samples)}, "update": upd,
+            "samples": {"solver": len(samples)}, "update": upd, "generation": engine,
             "time": {"generation": allb["gen_seconds"], "environment": allb["env_seconds"], "update": t_update,
-                     "round": wall, "environment_share": allb["env_seconds"] / wall if wall > 0 else 0.0}}
+                     "weight_sync": t_sync, "round": wall,
+                     "environment_share": allb["env_seconds"] / wall if wall > 0 else 0.0}}
         if held:
             rec["eval"] = pass_rate(held)
         self.metrics.log(rec, step=r)

@@ -3,7 +3,8 @@
 The root command (:mod:`envgen.cli`) loads :data:`train` (a click group) and
 :data:`plot` lazily. Each train command reads a YAML config (``--config FILE``, or the name
 of a bundled config such as ``smoke-cpu``), applies ``--set key=value``
-overrides and validates everything before any model is loaded; a bad config
+overrides (``--engine NAME`` is ``--set generation.engine=NAME``) and validates everything before any
+model is loaded; a bad config
 prints one line that says what to change and exits with status 2.
 
 A run folder that already holds a run (``metrics.jsonl``) is refused unless
@@ -44,6 +45,8 @@ output_option = click.option("--output-dir", "-o", type=click.Path(path_type=Pat
                              help="Run folder (overrides run.output_dir).")
 overwrite_option = click.option("--overwrite", is_flag=True, help="Replace the run already in the run folder (its "
                                 "metrics, checkpoints, plots) instead of refusing to start.")
+engine_option = click.option("--engine", type=click.Choice(["auto", "transformers", "vllm"]), default=None,
+                             help="The generation engine (sets generation.engine; default: the config's).")
 
 #: What a training run writes into its folder (removed by --overwrite; nothing else there is touched).
 RUN_ARTEFACTS = ("metrics.jsonl", "checkpoints", "plots", "tensorboard", "final", "wandb", "model", "holdout.json",
@@ -56,8 +59,10 @@ def _fail(message: str) -> click.exceptions.Exit:
 
 
 def _config(config: Path, overrides: tuple[str, ...], resume: str | None, output_dir: Path | None,
-            overwrite: bool = False) -> TrainConfig:
+            overwrite: bool = False, engine: str | None = None) -> TrainConfig:
     sets = list(overrides)
+    if engine:
+        sets.append(f"generation.engine={engine}")
     if resume:
         sets.append(f"run.resume={resume}")
     if output_dir:
@@ -120,10 +125,11 @@ def _summary(history: list[dict], keys: tuple[str, ...]) -> None:
 @resume_option
 @output_option
 @overwrite_option
+@engine_option
 def selfplay_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
-                 overwrite: bool) -> None:
+                 overwrite: bool, engine: str | None) -> None:
     """Self-play rounds: the model proposes environments (dual stream with skills) and learns to solve them."""
-    cfg = _config(config, set_, resume, output_dir, overwrite)
+    cfg = _config(config, set_, resume, output_dir, overwrite, engine)
     from training.selfplay import SelfPlay
 
     try:
@@ -142,10 +148,11 @@ def selfplay_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output
 @resume_option
 @output_option
 @overwrite_option
+@engine_option
 def solver_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
-               overwrite: bool) -> None:
+               overwrite: bool, engine: str | None) -> None:
     """GRPO on environment tasks with TRL's GRPOTrainer and our multi-turn rollout function."""
-    cfg = _config(config, set_, resume, output_dir, overwrite)
+    cfg = _config(config, set_, resume, output_dir, overwrite, engine)
     from training.solver import close_process_group, train_solver
 
     try:
@@ -184,10 +191,11 @@ def proposer_cmd(config: Path, set_: tuple[str, ...], output_dir: Path | None, o
 @resume_option
 @output_option
 @overwrite_option
+@engine_option
 def distill_cmd(config: Path, set_: tuple[str, ...], resume: str | None, output_dir: Path | None,
-                overwrite: bool) -> None:
+                overwrite: bool, engine: str | None) -> None:
     """Recovery-step self-distillation: the teacher shows the student how to recover from its own mistakes."""
-    cfg = _config(config, set_, resume, output_dir, overwrite)
+    cfg = _config(config, set_, resume, output_dir, overwrite, engine)
     from training.distill import Distiller
 
     try:

@@ -120,13 +120,23 @@ class ModelConfig:
 class GenerationConfig:
     """The engine that samples completions for both roles."""
 
-    #: ``auto``: vLLM when installed and on CUDA, else ``transformers`` (the names of envgen's backends)
+    #: ``transformers`` or ``vllm`` (the names of envgen's backends; ``--engine`` on the command line sets it);
+    #: ``auto``: vLLM when installed and on CUDA, else ``transformers``
     engine: Literal["auto", "transformers", "vllm"] = "auto"
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: Float = 0.3  #: colocate: share of GPU memory for vLLM
     vllm_server_base_url: str | None = None  #: server: e.g. ``http://localhost:8000``
     vllm_max_model_length: Int | None = None
-    batch_size: Int | None = None  #: transformers: rows per ``generate`` call (None: all at once)
+    #: colocate: vLLM's sleep mode, its weights and KV cache released while the trainer updates (less memory, a
+    #: weight push and a wake-up a step); TRL's ``vllm_enable_sleep_mode`` for ``train solver``
+    vllm_sleep: Bool = False
+    #: fail when the sampler's and the trainer's log-probabilities of the sampled tokens differ by more than this
+    #: on average (nats), measured every step right after a weight sync: the weights did not reach the engine
+    #: (:mod:`training.weight_sync`); null: report the gap, never fail
+    max_logprob_gap: Float | None = 0.5
+    #: rows decoded at once: transformers, rows per ``generate`` call (None: all at once); vLLM, its
+    #: ``max_num_seqs`` (None: vLLM's default)
+    batch_size: Int | None = None
     sort_by_length: Bool = True  #: transformers: batch rows of similar length together (less padding)
     #: transformers: static KV cache (the fast path for calls of one size). Transformers sizes it to the longest call
     #: seen so far, and each new batch size is a new shape to compile, so a workload that mixes long calls with many
@@ -153,6 +163,10 @@ class GenerationConfig:
             raise ValueError("batch_size must be >= 1 or null (all rows in one call)")
         if not 0.0 < self.vllm_gpu_memory_utilization <= 1.0:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1]")
+        if self.max_logprob_gap is not None and self.max_logprob_gap <= 0:
+            raise ValueError("max_logprob_gap must be > 0 (nats), or null to report the gap without a limit")
+        if self.vllm_sleep and self.vllm_mode != "colocate":
+            raise ValueError("vllm_sleep needs vllm_mode=colocate (a vLLM server manages its own memory)")
 
 
 @dataclass(config=CONFIG)
@@ -332,6 +346,8 @@ DERIVED_GRPO_FIELDS: dict[str, str] = {
     "vllm_mode": "generation.vllm_mode",
     "vllm_gpu_memory_utilization": "generation.vllm_gpu_memory_utilization",
     "vllm_server_base_url": "generation.vllm_server_base_url",
+    "vllm_enable_sleep_mode": "generation.vllm_sleep",
+    "vllm_max_model_length": "generation.vllm_max_model_length",
     "use_cpu": "model.device (cpu)",
     "bf16": "model.dtype (bf16 or bf16-mixed)",
     "fp16": "model.dtype (fp16)",

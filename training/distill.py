@@ -23,8 +23,10 @@ One iteration (:meth:`Distiller.iteration`):
    prefix is not re-taught); the teacher's recovery actions have mask 1 and the
    environment tokens between them mask 0. With ``distill.include_correction``
    the teacher's action at the divergence state is a second sample;
-5. **update** -- masked negative log-likelihood (:func:`training.loss.update`,
-   ``objective="nll"``), ``distill.epochs`` passes; metrics and a checkpoint.
+5. **update** -- the student's engine sleeps (vLLM's sleep mode) and the sampler-trainer gap is measured
+   on its episodes (:func:`training.weight_sync.sampler_report`), then masked negative log-likelihood
+   (:func:`training.loss.update`, ``objective="nll"``), ``distill.epochs`` passes; the engine is synced;
+   metrics and a checkpoint.
 
 Teachers (:class:`Teacher`): :class:`ReferenceTeacher` (the spec's reference
 trajectory: at a state, the first reference call of the turn not yet made
@@ -57,6 +59,8 @@ from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout
+from training.selfplay_steps import solver_samples
+from training.weight_sync import sampler_report
 
 __all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherPolicy", "TeacherView",
            "find_divergence", "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
@@ -336,6 +340,7 @@ class Distiller:
         self.optimizer = run.optimizer
         self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
+        self.generator.track(self.optimizer)
         self.teacher = teacher or make_teacher(cfg)
         self.tasks = list(tasks) if tasks is not None else list(TaskPool.from_config(cfg).tasks.values())
         self.rng = random.Random(cfg.run.seed)
@@ -366,19 +371,23 @@ class Distiller:
         t1 = time.perf_counter()
         samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg)
         t2 = time.perf_counter()
+        engine = sampler_report(self.generator, self.model, solver_samples(episodes, [""] * len(episodes), 1.0),
+                                pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                                limit=self.cfg.generation.max_logprob_gap)
         upd: dict[str, float] = {}
         for _ in range(self.cfg.distill.epochs):
             upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                          objective="nll")
-        self.generator.sync()
         t3 = time.perf_counter()
+        self.generator.sync()
+        t4 = time.perf_counter()
         bs = batch_stats(episodes)
         metrics = {"iteration": it,
                    "student": {"reward": bs["reward"], "pass_rate": bs["pass_rate"], "statuses": bs["statuses"]},
-                   "distill": stats, "update": upd,
+                   "distill": stats, "update": upd, "generation": engine,
                    "throughput": {"tokens_per_second": bs["tokens_per_second"]},
                    "time": {"generation": bs["gen_seconds"], "environment": bs["env_seconds"],
-                            "teacher": t2 - t1, "update": t3 - t2, "round": t3 - t0}}
+                            "teacher": t2 - t1, "update": t3 - t2, "weight_sync": t4 - t3, "round": t4 - t0}}
         self.metrics.log(metrics, step=it)
         self.history.append(metrics)
         save_checkpoint(self.run_dir, it, model=self.model, tokenizer=self.tokenizer, optimizer=self.optimizer,

@@ -12,11 +12,15 @@ The boundaries, the only places where an exception of any type becomes a result 
 generators (:mod:`training.generation`: a failed generation is a row that ends with ``"error"``,
 ``generation_error``) and the rollout (:mod:`training.rollout`: an environment that cannot be made,
 reset or stepped ends its episode with ``env_error``; self-distillation's plays likewise).
+
+One failure is not data: an engine whose weights were not synced (:class:`StaleWeightsError`), since every
+sample it gives is then from another policy than the one being trained.
 """
 
 from __future__ import annotations
 
-__all__ = ["EPISODE_STATUSES", "FAILURE_STATUSES", "TRUNCATION_STATUSES", "CheckpointError", "ConfigError"]
+__all__ = ["EPISODE_STATUSES", "FAILURE_STATUSES", "TRUNCATION_STATUSES", "CheckpointError", "ConfigError",
+           "StaleWeightsError"]
 
 #: How an episode ended.
 #:
@@ -37,3 +41,9 @@ class ConfigError(ValueError):
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not match the run; the message says why."""
+
+
+class StaleWeightsError(RuntimeError):
+    """The generation engine samples from weights the trainer has moved past (it was not synced after an
+    optimizer step, or a sync did not reach it); training on those samples would be off-policy without saying
+    so. The message says what was seen (:mod:`training.weight_sync`)."""

@@ -1,27 +1,31 @@
 """Generators: token contexts in, sampled continuations (ids and log-probabilities) out.
 
-The trainer samples from the policy in two places: solver rollouts (token
-contexts that grow turn by turn) and proposals (chats through envgen's ``llm``
-proposer). Both go through a :class:`Generator`:
+Everything that samples from the policy goes through a :class:`Generator`: the solver's rollouts (token
+contexts that grow turn by turn), the proposals of both self-play streams (chats through envgen's ``llm``
+proposer, over :class:`PolicyBackend`), the format recovery, distillation's student and the benchmarks.
+The engine is picked by name (``generation.engine``, ``--engine``), the names of envgen's backends:
 
-* :class:`TransformersGenerator` -- ``model.generate`` on the training model. The fast
-  path (``generation.*``): rows sorted by length and cut into batches of
-  ``batch_size`` (less padding), a static KV cache and ``torch.compile`` of the
-  decoding step. The log-probability of each sampled token under the sampling
-  distribution (after temperature and top-p) is recorded by a logits processor,
-  so no ``B x T x V`` score tensor is ever kept.
-* :class:`VLLMGenerator` -- TRL's ``VLLMGeneration`` (colocate or server);
-  needs ``vllm`` (optional: imported only when chosen). :meth:`Generator.sync`
-  pushes the trainer's weights after an update.
-* :class:`ScriptedGenerator` -- text from a function of the decoded context,
-  for tests, dry runs and benchmarks that need a deterministic tool call.
+* :class:`TransformersGenerator` (``transformers``) -- ``model.generate`` on the training model. The fast
+  path (``generation.*``): rows sorted by length and cut into batches of ``batch_size`` (less padding), a
+  static KV cache and ``torch.compile`` of the decoding step. The log-probability of each sampled token under
+  the sampling distribution (after temperature and top-p) is recorded by a logits processor, so no
+  ``B x T x V`` score tensor is ever kept.
+* :class:`~training.vllm_generator.VLLMGenerator` (``vllm``) -- vLLM colocated with the trainer (or a vLLM
+  server), through TRL's ``VLLMGeneration``; needs ``vllm`` (imported only when chosen).
+* :class:`ScriptedGenerator` -- text from a function of the decoded context, for tests, dry runs and
+  benchmarks that need a deterministic tool call.
 
-:class:`PolicyBackend` adapts a generator to envgen's
-:class:`~envgen.backends.base.Backend` contract so the ``llm`` proposer (and the
-skill writer) can write with the policy, under a JSON Schema when asked
-(``json_schemas=``: xgrammar on HF ``generate``, structured outputs on vLLM); it
-records the token ids of every completion so the proposer role can be trained on
-exactly what was sampled.
+The contract of :meth:`Generator.generate`: one :class:`Generated` per context, in order; ``max_new_tokens``
+is one budget or one per context; ``json_schemas`` (one JSON Schema or ``None`` per context) constrains only
+the rows that have one, in the same batch as the free rows (self-play's two proposal streams decode
+together). An engine that holds its own copy of the weights (``shares_weights = False``) is synced after
+every optimizer step (:meth:`Generator.sync`), may release its memory while the trainer updates
+(:meth:`Generator.sleep`), and refuses to generate from weights the trainer has moved past
+(:mod:`training.weight_sync`: it counts the steps of the optimizer it tracks, :meth:`Generator.track`).
+
+:class:`PolicyBackend` adapts a generator to envgen's :class:`~envgen.backends.base.Backend` contract so the
+``llm`` proposer (and the skill writer) can write with the policy, under a JSON Schema when asked; it records
+the token ids of every completion so the proposer role can be trained on exactly what was sampled.
 
 A generation that fails is data: its rows come back with ``finish == "error"``.
 """
@@ -29,15 +33,15 @@ A generation that fails is data: its rows come back with ``finish == "error"``.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envgen.backends.base import Backend, Completion, Prompt, truncate_at_stop
+from envgen.backends.base import Backend, Completion, Prompt, budget_list, truncate_at_stop
 from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
+from training.weight_sync import WeightSync
 
 __all__ = [
     "Generated",
@@ -45,7 +49,6 @@ __all__ = [
     "PolicyBackend",
     "ScriptedGenerator",
     "TransformersGenerator",
-    "VLLMGenerator",
     "vllm_available",
 ]
 
@@ -71,17 +74,26 @@ class Generated:
 class Generator:
     """Base class: ``generate(contexts, ...)`` returns one :class:`Generated` per context, in order.
 
-    ``json_schemas`` (one JSON Schema or ``None`` per context) constrains a row's decoding to JSON that
-    its schema admits (the proposer's blueprints): xgrammar on HF ``generate``, structured outputs on vLLM.
-    ``grammar_prefixes[i]`` (token ids, or None): context ``i`` ends with these tokens of its schema's text
-    already, and decoding goes on from there under the schema (the format recovery of
+    ``max_new_tokens`` is one budget for every context or one per context. ``json_schemas`` (one JSON Schema or
+    ``None`` per context) constrains a row's decoding to JSON that its schema admits (the proposer's
+    blueprints), leaving the other rows of the batch free: xgrammar on HF ``generate``, structured outputs on
+    vLLM. ``grammar_prefixes[i]`` (token ids, or None): context ``i`` ends with these tokens of its schema's
+    text already, and decoding goes on from there under the schema (the format recovery of
     :mod:`training.format_recovery`; HF only).
+
+    Weights: ``shares_weights`` says whether generation runs on the trainer's own weights. An engine with its
+    own copy is brought up to date by :meth:`sync` (the trainers call it after every update) and refuses to
+    generate while steps of the optimizer it tracks (:meth:`track`) are pending (:attr:`weights`).
+    ``records_logprobs``: ``Generated.logprobs`` are the sampling distribution's (the sampler-trainer gap is
+    measured on them).
     """
 
     name = "base"
     eos_ids: list[int]
+    shares_weights = True
+    records_logprobs = True
 
-    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         raise NotImplementedError
@@ -106,8 +118,30 @@ class Generator:
         """The size of the vocabulary the grammar's token masks cover."""
         return len(self.tokenizer)
 
+    @property
+    def weights(self) -> WeightSync:
+        """The optimizer steps seen and the syncs made (:class:`~training.weight_sync.WeightSync`)."""
+        ws = self.__dict__.get("_weight_sync")
+        if ws is None:
+            ws = self.__dict__["_weight_sync"] = WeightSync()
+        return ws
+
+    def track(self, optimizer: Any) -> None:
+        """Count ``optimizer``'s steps, so that generating after one without :meth:`sync` fails loudly."""
+        self.weights.track(optimizer)
+
     def sync(self) -> None:
-        """Make generation use the trainer's current weights (a no-op when they are shared)."""
+        """Make generation use the trainer's current weights (nothing to push when they are shared)."""
+        t0 = time.perf_counter()
+        self._push_weights()
+        self.weights.synced(time.perf_counter() - t0)
+
+    def _push_weights(self) -> None:
+        """Give the engine the trainer's weights (engines with their own copy)."""
+
+    def sleep(self) -> None:
+        """Release the memory the engine holds while the trainer updates (vLLM's sleep mode, when on); the next
+        :meth:`generate` wakes it. A no-op for an engine that holds nothing apart."""
 
 
 # -- Hugging Face generate ------------------------------------------------------------------------
@@ -211,7 +245,7 @@ class TransformersGenerator(Generator):
     def _vocab_size(self) -> int:
         return int(self.model.get_output_embeddings().weight.shape[0])  # the logits' width (padded past the tokenizer)
 
-    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
@@ -220,21 +254,21 @@ class TransformersGenerator(Generator):
         prefixes = list(grammar_prefixes) if grammar_prefixes is not None else [None] * len(contexts)
         if len(prefixes) != len(contexts) or any(p and schemas[i] is None for i, p in enumerate(prefixes)):
             raise ValueError("grammar_prefixes: one per context, and only for contexts with a json_schema")
+        budgets = budget_list(max_new_tokens, len(contexts))
         order = list(range(len(contexts)))  # no rows: the model is still unwrapped (a collective op under ZeRO-3)
         if self.sort_by_length:
             order.sort(key=lambda i: -len(contexts[i]))
         size = self.batch_size or max(1, len(order))
-        # rows with and without a grammar go in separate chunks (a grammar processor constrains every row)
-        chunks = [c for part in ([i for i in order if schemas[i] is None], [i for i in order if schemas[i] is not None])
-                  for c in (part[k:k + size] for k in range(0, len(part), size))] or [[]]
+        chunks = [order[k:k + size] for k in range(0, len(order), size)] or [[]]
         out: list[Generated | None] = [None] * len(contexts)
         with self._model() as model:
             for ci, idx in enumerate(chunks):
                 if not idx:
                     continue
-                try:
-                    grammars = [self.grammar(schemas[i]) for i in idx] if schemas[idx[0]] is not None else None  # type: ignore[arg-type]
-                    rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=max_new_tokens,
+                try:  # constrained and free rows share a chunk: the grammar processor masks only the constrained
+                    grammars = ([self.grammar(schemas[i]) if schemas[i] is not None else None  # type: ignore[arg-type]
+                                 for i in idx] if any(schemas[i] is not None for i in idx) else None)
+                    rows = self._chunk(model, [contexts[i] for i in idx], max_new_tokens=[budgets[i] for i in idx],
                                        temperature=temperature, top_p=top_p, seed=stable_seed(seed, ci),
                                        grammars=grammars,
                                        prefixes=[prefixes[i] for i in idx] if grammars is not None else None)
@@ -245,9 +279,10 @@ class TransformersGenerator(Generator):
                     out[i] = g
         return [g for g in out if g is not None]
 
-    def _chunk(self, model: Any, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-               seed: int, grammars: list[Any] | None = None,
+    def _chunk(self, model: Any, rows: list[list[int]], *, max_new_tokens: list[int], temperature: float,
+               top_p: float, seed: int, grammars: list[Any] | None = None,
                prefixes: list[list[int] | None] | None = None) -> list[Generated]:
+        """One ``generate`` call, to the largest budget; each row is cut to its own (``finish == "length"``)."""
         import torch
 
         device = next(model.parameters()).device
@@ -258,7 +293,7 @@ class TransformersGenerator(Generator):
             input_ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
             attention[i, width - len(r):] = 1
         recorder = _SampledLogprobs(temperature) if self.record_logprobs else None
-        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.pad_id,
+        kwargs: dict[str, Any] = {"max_new_tokens": max(max_new_tokens), "pad_token_id": self.pad_id,
                                   "eos_token_id": self.eos_ids}
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
@@ -286,89 +321,14 @@ class TransformersGenerator(Generator):
         lp_rows = logps.tolist() if logps is not None else [[0.0] * len(r) for r in ids_rows]
         eos = set(self.eos_ids)
         out = []
-        for ids, lps in zip(ids_rows, lp_rows, strict=True):
+        for ids, lps, budget in zip(ids_rows, lp_rows, max_new_tokens, strict=True):
+            ids, lps = ids[:budget], lps[:budget]
             end = next((i for i, t in enumerate(ids) if t in eos), None)
             if end is not None:
                 out.append(Generated(ids[: end + 1], lps[: end + 1], "stop"))
             else:
                 out.append(Generated(ids, lps, "length"))
         return out
-
-
-# -- vLLM (optional) ------------------------------------------------------------------------------
-
-
-class VLLMGenerator(Generator):
-    """Generation through TRL's ``VLLMGeneration`` (``colocate`` or ``server``); needs ``vllm``.
-
-    Pass ``engine`` (an existing ``VLLMGeneration``, e.g. a TRL trainer's ``vllm_generation``) or the
-    arguments to build one. Sampling parameters are set on the engine for each call.
-    """
-
-    name = "vllm"
-
-    def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
-                 tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
-                 server_base_url: str | None = None, max_model_length: int | None = None):
-        self.eos_ids = sorted({int(e) for e in eos_ids})
-        if engine is None:
-            if not vllm_available():
-                from envgen.errors import install_hint
-                from training.errors import ConfigError
-
-                raise ConfigError(f"generation.engine is vllm but vLLM is not installed: {install_hint('vllm')}, "
-                                  "or set --set generation.engine=transformers")
-            from trl.generation.vllm_generation import VLLMGeneration
-
-            engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
-                                    gpu_memory_utilization=gpu_memory_utilization,
-                                    server_base_url=server_base_url, max_model_length=max_model_length)
-        self.engine = engine
-
-    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
-                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
-        if grammar_prefixes is not None and any(grammar_prefixes):
-            from training.errors import ConfigError
-
-            raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
-                              "(selfplay.recovery.enabled): set generation.engine=transformers")
-        schemas = list(json_schemas) if json_schemas is not None else [None] * len(contexts)
-        groups: dict[str, list[int]] = {}  # one engine call per schema (vLLM's sampling params hold one)
-        for i, sch in enumerate(schemas):
-            groups.setdefault(json.dumps(sch, sort_keys=True), []).append(i)
-        out: list[Generated | None] = [None] * len(contexts)
-        for idx in groups.values():
-            for i, g in zip(idx, self._generate([contexts[i] for i in idx], max_new_tokens, temperature, top_p,
-                                                schemas[idx[0]]), strict=True):
-                out[i] = g
-        return [g for g in out if g is not None]
-
-    def _generate(self, contexts: list[list[int]], max_new_tokens: int, temperature: float, top_p: float,
-                  schema: dict[str, Any] | None) -> list[Generated]:
-        eng = self.engine
-        eng.max_completion_length = max_new_tokens
-        eng.temperature = max(temperature, 1e-5)
-        eng.top_p = top_p
-        saved = dict(getattr(eng, "generation_kwargs", None) or {})
-        if schema is not None:  # vLLM structured outputs (TRL builds StructuredOutputsParams from the dict)
-            eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema}}
-        try:
-            _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
-        except Exception as e:  # the boundary: a failure is data, these rows end with an error
-            msg = exception_text(e)
-            return [Generated([], [], "error", msg) for _ in contexts]
-        finally:
-            eng.generation_kwargs = saved
-        eos = set(self.eos_ids)
-        out = []
-        for ids, lps in zip(completion_ids, logprobs, strict=True):
-            flat = [float(x[0]) if isinstance(x, list | tuple) else float(x) for x in lps]
-            out.append(Generated(list(ids), flat, "stop" if ids and ids[-1] in eos else "length"))
-        return out
-
-    def sync(self) -> None:
-        self.engine.sync_weights()
 
 
 # -- scripted -------------------------------------------------------------------------------------
@@ -385,6 +345,7 @@ class ScriptedGenerator(Generator):
     """
 
     name = "scripted"
+    records_logprobs = False  #: the script's text has no log-probabilities (0.0 each, or the compute generator's)
 
     def __init__(self, tokenizer: Any, script: Callable[[str], str], *, compute: Generator | None = None):
         self.tokenizer = tokenizer
@@ -393,10 +354,11 @@ class ScriptedGenerator(Generator):
         self.eos_ids = [int(tokenizer.eos_token_id)]
         self.calls = 0
 
-    def generate(self, contexts: list[list[int]], *, max_new_tokens: int, temperature: float = 1.0,
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
         self.calls += 1
+        budgets = budget_list(max_new_tokens, len(contexts))
         computed = (self.compute.generate(contexts, max_new_tokens=max_new_tokens, temperature=temperature,
                                           top_p=top_p, seed=seed, json_schemas=json_schemas,
                                           grammar_prefixes=grammar_prefixes)
@@ -413,8 +375,8 @@ class ScriptedGenerator(Generator):
                 out.append(Generated(g.ids, g.logprobs, g.finish if g.finish == "error" else "stop", g.error, text))
                 continue
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + self.eos_ids
-            if len(ids) > max_new_tokens:
-                out.append(Generated(ids[:max_new_tokens], [0.0] * max_new_tokens, "length"))
+            if len(ids) > budgets[i]:
+                out.append(Generated(ids[:budgets[i]], [0.0] * budgets[i], "length"))
             else:
                 out.append(Generated(ids, [0.0] * len(ids), "stop"))
         return out
@@ -446,10 +408,12 @@ class PolicyBackend(Backend):
     Every completion's token ids are appended to :attr:`records` (and to ``Completion.meta``) so the
     trainer can match proposals to what was sampled; :meth:`take_records` empties the list. A
     ``json_schema`` reaches the generator as one schema per row (constrained decoding: the proposer's
-    blueprints, the skill writer's skills), so the recorded tokens are the constrained ones.
+    blueprints, the skill writer's skills), so the recorded tokens are the constrained ones; each prompt keeps
+    its own ``max_new_tokens`` (two proposers' batches share one call: :func:`envgen.proposers.base.propose_together`).
     """
 
     name = "policy"
+    per_prompt_budgets = True
 
     def __init__(self, generator: Generator, chat: Any, *, model_id: str = "policy"):
         super().__init__(model_id)
@@ -466,14 +430,15 @@ class PolicyBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return len(self.chat.encode(text))
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         encoded = [self.chat.encode(p) if isinstance(p, str) else self.chat.prompt_ids(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
         row_schemas = [sch for sch in schemas for _ in range(n)] if schemas is not None else None
+        budgets = [b for b in budget_list(max_new_tokens, len(prompts)) for _ in range(n)]
         t0 = time.perf_counter()
-        outs = self.generator.generate(rows, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+        outs = self.generator.generate(rows, max_new_tokens=budgets, temperature=temperature, top_p=top_p,
                                        seed=seed, json_schemas=row_schemas)
         self.timer.seconds += time.perf_counter() - t0
         completions = []

@@ -3,7 +3,8 @@
 A :class:`Sample` is one sequence to learn from: prompt tokens, completion tokens
 and a per-token ``loss_mask`` (1 = trained: the model's own tokens of a rollout,
 the teacher's recovery tokens of a distillation sample; 0 = environment tokens,
-a student prefix, padding), plus its advantage and its role.
+a student prefix, padding), plus its advantage and its role (and, where the sampler recorded them, its
+log-probabilities of the completion tokens).
 
 * :func:`token_logprobs` -- per-token log-probabilities of the completions
   (TRL's ``selective_log_softmax``, logits divided by the sampling temperature);
@@ -46,10 +47,16 @@ class Sample:
     role: str = "solver"
     weight: float = 1.0
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the sampler's log-probability of each completion token, where it sampled them at the update's temperature
+    #: without a grammar (the sampler-trainer gap is measured on them: :mod:`training.weight_sync`)
+    sampler_logprobs: list[float] | None = None
 
     def __post_init__(self) -> None:
         if len(self.loss_mask) != len(self.completion_ids):
             raise ValueError(f"loss_mask has {len(self.loss_mask)} entries for {len(self.completion_ids)} tokens")
+        if self.sampler_logprobs is not None and len(self.sampler_logprobs) != len(self.completion_ids):
+            raise ValueError(f"sampler_logprobs has {len(self.sampler_logprobs)} entries for "
+                             f"{len(self.completion_ids)} tokens")
 
     @property
     def trained_tokens(self) -> int:

@@ -4,8 +4,8 @@
 that transformers de-quantises), sets the chat template (``trl:qwen3`` loads
 TRL's bundled template), pads on the left with a pad token, and wraps the model
 in a PEFT LoRA adapter when ``model.lora_r > 0``. :func:`make_generator` picks
-the engine of ``generation:`` (vLLM when installed on CUDA for ``auto``, else
-Hugging Face ``generate`` with the configured fast path). :func:`open_policy_run` is the
+the engine of ``generation:`` (:func:`~training.trl_config.resolve_engine`: vLLM when installed on CUDA for
+``auto``, else Hugging Face ``generate`` with the configured fast path). :func:`open_policy_run` is the
 start every in-process trainer shares (self-play, distillation, the fixed-environment
 baseline): run folder, seeds, the checkpoint to resume, the policy, its GRPO settings and
 optimizer.
@@ -21,9 +21,15 @@ from envgen.errors import install_hint
 from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
-from training.generation import Generator, TransformersGenerator, VLLMGenerator, vllm_available
+from training.generation import Generator, TransformersGenerator
 from training.loss import UpdateConfig, make_optimizer, update_config
-from training.trl_config import generation_autocast, resolve_device, resolve_dtype_name, to_grpo_config
+from training.trl_config import (
+    generation_autocast,
+    resolve_device,
+    resolve_dtype_name,
+    resolve_engine,
+    to_grpo_config,
+)
 
 __all__ = ["eos_ids_of", "load_chat_template", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
 
@@ -143,18 +149,18 @@ def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
 def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator: Any = None) -> Generator:
     """The generator ``generation.engine`` asks for (see the module docstring)."""
     g = cfg.generation
-    engine = g.engine
-    if engine == "auto":
-        engine = "vllm" if vllm_available() and resolve_device(cfg).startswith("cuda") else "transformers"
     eos = eos_ids_of(model, tokenizer)
-    if engine == "vllm":
+    if resolve_engine(cfg) == "vllm":
+        from training.vllm_generator import VLLMGenerator
+
         if accelerator is None:
             from accelerate import Accelerator
 
             accelerator = Accelerator()
         return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer, mode=g.vllm_mode,
                              gpu_memory_utilization=g.vllm_gpu_memory_utilization,
-                             server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length)
+                             server_base_url=g.vllm_server_base_url, max_model_length=g.vllm_max_model_length,
+                             max_num_seqs=g.batch_size, sleep=g.vllm_sleep)
     return TransformersGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                                  sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
                                  autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)

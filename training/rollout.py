@@ -83,8 +83,8 @@ def tasks_of(specs: Sequence[EnvSpec], *, per_env: int | None = None, skip_last:
 
 class GeneratorPolicy:
     """A :class:`~training.generation.Generator` as the engine's policy: one ``generate`` over the token
-    contexts of every unfinished episode, as many new tokens as the largest budget (each episode's action is
-    cut to its own); sampling seeded from ``seed`` and the call's number."""
+    contexts of every unfinished episode, each with its own budget of new tokens (an episode without one gets
+    the largest); sampling seeded from ``seed`` and the call's number."""
 
     def __init__(self, generator: Generator, *, temperature: float, top_p: float, seed: int):
         self.generator = generator
@@ -95,8 +95,9 @@ class GeneratorPolicy:
 
     def act_batch(self, episodes: Sequence[Episode]) -> list[Action]:
         budgets = [ep.budget for ep in episodes]
+        largest = max((b for b in budgets if b is not None), default=1)
         outs = self.generator.generate([ep.context() for ep in episodes],
-                                       max_new_tokens=max((b for b in budgets if b is not None), default=1),
+                                       max_new_tokens=[max(1, b) if b is not None else largest for b in budgets],
                                        temperature=self.temperature, top_p=self.top_p,
                                        seed=stable_seed(self.seed, self.calls))
         self.calls += 1

@@ -26,7 +26,9 @@ One round (:meth:`SelfPlay.round`):
    episodes of its task; proposer samples: the proposal's reward, baseline over the G
    proposals of its prompt; then each role standardised on its own
    (:mod:`training.selfplay_steps`);
-5. **update** -- the optimizer step(s) of ``selfplay.schedule`` on the one model
+5. **update** -- the engine sleeps (vLLM's sleep mode, ``generation.vllm_sleep``), the sampler-trainer
+   log-probability gap is measured on the round's solver episodes (and checked:
+   :mod:`training.weight_sync`), then the optimizer step(s) of ``selfplay.schedule`` on the one model
    (environment tokens masked out), then, with ``selfplay.distill``, a
    recovery-step distillation step on the round's failed episodes
    (:func:`training.distill.recovery_samples`; teacher ``distill.teacher``: the
@@ -88,6 +90,7 @@ from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout
 from training.selfplay_metrics import append_episodes, failures, histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
+from training.weight_sync import sampler_report
 
 __all__ = ["SelfPlay", "heldout_tasks", "histogram", "make_optimizer", "rollout_seed", "seed_everything",
            "update_config"]
@@ -168,6 +171,7 @@ class SelfPlay:
         self.reference = reference_logprobs(model, self._reference_model()) if self.grpo.beta else None
         self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, model, tokenizer)
+        self.generator.track(self.optimizer)  # an engine with its own weights refuses to generate unsynced
         self.backend = PolicyBackend(self.generator, self.chat, model_id=cfg.model.name_or_path or "policy")
         self.proposer = self._proposer(sp.proposer.structure)
         self.explore_proposer = self._explore_proposer()
@@ -471,21 +475,26 @@ class SelfPlay:
         trained = [s for s in samples if (s.role == "proposer" and sp.train_proposer)
                    or (s.role == "solver" and sp.train_solver)]
         t1 = time.perf_counter()
+        engine = sampler_report(self.generator, self.model, solv, pad_id=self.chat.pad_id, cfg=self.update_cfg,
+                                limit=cfg.generation.max_logprob_gap)
         upd = scheduled_update(self.model, self.optimizer, trained, schedule=sp.schedule, pad_id=self.chat.pad_id,
                                cfg=self.update_cfg, reference=self.reference, seed=r)
         t_update = time.perf_counter() - t1
         distill, t_distill = self._distill()
         recovery, t_recovery = self._format_recovery(result, r, riders)
+        t2 = time.perf_counter()
         self.generator.sync()
+        t_sync = time.perf_counter() - t2
         self._record_solve_rates(result)
         self._snapshot_skills(r)
-        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill + t_recovery}
+        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill + t_recovery,
+                   "weight_sync": t_sync}
         metrics = round_record(r, result=result, episodes=self._episodes, env_rates=self._env_rates,
                                eval_episodes=self._eval_episodes, missing=missing,
                                n_samples={"proposer": len(prop), "solver": len(solv)}, update=upd, distill=distill,
                                backend_timer=self.backend.timer, seconds=seconds,
                                skills_active=len(self.controller.library), library_size=len(self.library),
-                               bins=sp.histogram_bins)
+                               bins=sp.histogram_bins, generation=engine)
         if probe is not None:
             metrics["probe"] = probe
         if recovery is not None:

@@ -15,8 +15,11 @@
   plus the step's loss and gradient norm; ``distill`` when the phase ran;
 * ``time`` -- generation (split into ``generation_proposals``, the proposer's batches, and
   ``generation_episodes``, the solver's and held-out rollouts), environment, validation, update and
-  the whole round (wall clock), and ``environment_share``: the environment's share of the round's
-  wall time.
+  the whole round (wall clock), ``weight_sync`` (pushing the weights into an engine with its own copy
+  after the update), and ``environment_share``: the environment's share of the round's wall time;
+* ``generation`` -- the engine, the sampler-trainer log-probability gap measured before the update
+  (``logprob_gap``: mean, max, tokens) and the engine's weight syncs
+  (:func:`training.weight_sync.sampler_report`).
 """
 
 from __future__ import annotations
@@ -119,8 +122,10 @@ def failures(proposals: Sequence[Any]) -> dict[str, Any]:
 def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates: Sequence[float],
                  eval_episodes: Sequence[Episode] | None, missing: int, n_samples: dict[str, int],
                  update: dict[str, Any], distill: dict[str, Any] | None, backend_timer: Any, seconds: dict[str, float],
-                 skills_active: int, library_size: int, bins: int) -> dict[str, Any]:
-    """The round's record (module docstring). ``seconds``: ``round`` (wall clock), ``update``, ``distill``."""
+                 skills_active: int, library_size: int, bins: int,
+                 generation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The round's record (module docstring). ``seconds``: ``round`` (wall clock), ``update``, ``distill``,
+    ``weight_sync``; ``generation``: the engine's report (:func:`training.weight_sync.sampler_report`)."""
     rm = result.metrics()
     bs = batch_stats(list(episodes) + list(eval_episodes or []))
     solver = batch_stats(episodes)
@@ -156,10 +161,14 @@ def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates:
         "throughput": {"tokens_per_second": tokens / gen_s if gen_s > 0 else 0.0, "generated_tokens": tokens},
         "time": {"generation": gen_s, "generation_proposals": backend_timer.seconds,
                  "generation_episodes": bs["gen_seconds"], "environment": env_s, "update": seconds["update"],
-                 "validation": max(0.0, wall - gen_s - env_s - seconds["update"] - seconds.get("distill", 0.0)),
+                 "weight_sync": seconds.get("weight_sync", 0.0),
+                 "validation": max(0.0, wall - gen_s - env_s - seconds["update"] - seconds.get("distill", 0.0)
+                                   - seconds.get("weight_sync", 0.0)),
                  "round": wall, "environment_share": env_s / wall if wall > 0 else 0.0},
         "library_size": library_size,
     }
+    if generation is not None:
+        rec["generation"] = generation
     if distill is not None:
         rec["distill"] = distill
         rec["time"]["distill"] = seconds.get("distill", 0.0)

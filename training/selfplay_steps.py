@@ -62,9 +62,12 @@ def proposer_samples(candidates: Sequence[Any], record_for: Callable[[str | None
 
 
 def solver_samples(episodes: Sequence[Episode], groups: Sequence[str], weight: float) -> list[Sample]:
-    """Samples of the solver's episodes; ``groups[i]`` is episode ``i``'s GRPO group."""
+    """Samples of the solver's episodes; ``groups[i]`` is episode ``i``'s GRPO group. Each carries the sampler's
+    log-probabilities of its tokens (the episodes were sampled at the update's temperature, without a grammar:
+    the sampler-trainer gap is measured on them)."""
     return [Sample(e.prompt_ids, e.completion_ids, e.env_mask, role="solver", weight=weight,
-                   meta={"reward": e.reward, "group": g})
+                   meta={"reward": e.reward, "group": g},
+                   sampler_logprobs=list(e.logprobs) if len(e.logprobs) == len(e.completion_ids) else None)
             for e, g in zip(episodes, groups, strict=True) if e.completion_ids]
 
 

@@ -19,8 +19,12 @@ checkpoints, accelerate/DeepSpeed, vLLM weight sync); we own the rollout:
   it also logs rollout statistics (``env/*``) through TRL's ``log_metric``.
 
 Generation uses the trainer's vLLM engine when ``generation.engine`` is
-``vllm`` (TRL syncs its weights before the call) and otherwise Hugging Face
-``generate`` on the unwrapped training model (DeepSpeed ZeRO-3 gathers it).
+``vllm`` (TRL syncs its weights before the call; :func:`require_trl_synced` fails loudly
+if it did not, and with ``generation.vllm_sleep`` the engine sleeps from the end of the
+rollout to the next) and otherwise Hugging Face ``generate`` on the unwrapped training
+model (DeepSpeed ZeRO-3 gathers it). TRL reports the sampler-trainer log-probability
+gap every step (``sampling/sampling_logp_difference/{mean,max}``); :func:`gap_callback`
+fails the run when its mean is above ``generation.max_logprob_gap``.
 """
 
 from __future__ import annotations
@@ -35,12 +39,12 @@ from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, load_spec
 from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
-from training.generation import Generator, TransformersGenerator, VLLMGenerator
+from training.generation import Generator, TransformersGenerator
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
-__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "load_sourced_specs", "load_specs",
-           "make_rollout_func", "task_key", "train_solver"]
+__all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "gap_callback",
+           "load_sourced_specs", "load_specs", "make_rollout_func", "task_key", "train_solver"]
 
 KEY_PREFIX = "envwright-task:"
 
@@ -135,6 +139,8 @@ class TaskPool:
 def trainer_generator(trainer: Any, cfg: TrainConfig, eos_ids: list[int], pad_id: int) -> Generator:
     """The trainer's vLLM engine, or HF generate on the unwrapped training model."""
     if getattr(trainer, "use_vllm", False):
+        from training.vllm_generator import VLLMGenerator
+
         return VLLMGenerator(eos_ids=eos_ids, engine=trainer.vllm_generation)
     from trl.models.utils import unwrap_model_for_generation
 
@@ -216,8 +222,12 @@ def make_rollout_func(pool: TaskPool, chat: ChatFormat, cfg: TrainConfig, *,
             gen = trainer_generator(trainer, cfg, eos_ids_of(trainer.model, chat.tokenizer), chat.pad_id)
         else:
             gen = generator(trainer) if callable(generator) and not isinstance(generator, Generator) else generator
-        episodes = rollout(tasks, gen, chat, cfg.rollout, seed=stable_seed(cfg.run.seed, step, rank, training),
-                           sync=process_sync(trainer.accelerator))
+        require_trl_synced(trainer)
+        try:
+            episodes = rollout(tasks, gen, chat, cfg.rollout, seed=stable_seed(cfg.run.seed, step, rank, training),
+                               sync=process_sync(trainer.accelerator))
+        finally:
+            gen.sleep()  # vLLM's sleep mode: the engine's memory is the trainer's until the next rollout
         calls.append({"prompts": len(prompts), "repeated": repeated, "episodes": len(episodes)})
         if on_episodes is not None:
             on_episodes(episodes)
@@ -225,6 +235,45 @@ def make_rollout_func(pool: TaskPool, chat: ChatFormat, cfg: TrainConfig, *,
 
     rollout_func.calls = calls  # type: ignore[attr-defined]
     return rollout_func
+
+
+def require_trl_synced(trainer: Any) -> None:
+    """Raise :class:`~training.errors.StaleWeightsError` when TRL's vLLM engine was not synced since the
+    trainer's last optimizer step (TRL syncs it before it calls the rollout function; its ``_last_loaded_step``
+    records the step of the last sync)."""
+    if not getattr(trainer, "use_vllm", False):
+        return
+    loaded, step = getattr(trainer, "_last_loaded_step", None), trainer.state.global_step
+    if loaded is not None and loaded != step:
+        from training.errors import StaleWeightsError
+
+        raise StaleWeightsError(f"TRL's vLLM engine holds the weights of step {loaded} but the trainer is at step "
+                                f"{step}: its rollouts would come from an older policy")
+
+
+#: TRL's per-step sampler-trainer gap (``|log p_vllm - log p_trainer|`` over completion tokens), logged when
+#: ``use_vllm`` and ``vllm_importance_sampling_correction`` (TRL's default) are on.
+TRL_GAP_KEYS = ("sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max")
+
+
+def gap_callback(limit: float | None) -> Any:
+    """A ``TrainerCallback`` that reads TRL's logged sampler-trainer gap (:data:`TRL_GAP_KEYS`) every step and
+    raises :class:`~training.errors.StaleWeightsError` when its mean is above ``limit``
+    (``generation.max_logprob_gap``; :func:`training.weight_sync.check_gap`)."""
+    from transformers import TrainerCallback
+
+    from training.weight_sync import SamplerGap, check_gap
+
+    class GapCheck(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:
+            mean = (logs or {}).get(TRL_GAP_KEYS[0])
+            if mean is None:
+                return
+            gap = SamplerGap(float(mean), float((logs or {}).get(TRL_GAP_KEYS[1], mean)), 1)
+            check_gap(gap, limit, engine="vllm", syncs=int(state.global_step))
+
+    return GapCheck()
 
 
 def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
@@ -252,7 +301,8 @@ def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any 
     reward_funcs: list[Any] = [env_reward]
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=pool.dataset(),
                           processing_class=tokenizer, rollout_func=rollout_func, peft_config=peft_config(cfg),
-                          callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
+                          callbacks=[metrics_callback(run / "metrics.jsonl"),
+                                     gap_callback(cfg.generation.max_logprob_gap), *callbacks])
     trainer.envwright_rollout_func = rollout_func  # type: ignore[attr-defined]
     return trainer
 
@@ -284,7 +334,8 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
                        processing_class=tokenizer, peft_config=peft_config(cfg),
                        environment_factory=environment_factories(specs, reward_mode=cfg.rollout.reward_mode,
                                                                   executor=cfg.rollout.executor),
-                       callbacks=[metrics_callback(run / "metrics.jsonl"), *callbacks])
+                       callbacks=[metrics_callback(run / "metrics.jsonl"),
+                                  gap_callback(cfg.generation.max_logprob_gap), *callbacks])
 
 
 def train_solver(cfg: TrainConfig, **kwargs: Any) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """What a training config sets in the libraries: the device, the dtype and TRL's ``GRPOConfig``.
 
-:func:`resolve_device` and :func:`resolve_dtype_name` read ``model.device`` and ``model.dtype``
-(``auto`` becomes what this machine has); :func:`generation_autocast` says whether HF generation
-runs under bf16 autocast. :func:`to_grpo_config` builds ``trl.GRPOConfig`` from the ``grpo`` section
-plus the fields our sections own (:data:`training.config.DERIVED_GRPO_FIELDS`), naming a misspelt
-``grpo`` key and TRL's own objections as :class:`~training.errors.ConfigError`.
+:func:`resolve_device`, :func:`resolve_dtype_name` and :func:`resolve_engine` read ``model.device``,
+``model.dtype`` and ``generation.engine`` (``auto`` becomes what this machine has);
+:func:`generation_autocast` says whether HF generation runs under bf16 autocast. :func:`to_grpo_config`
+builds ``trl.GRPOConfig`` from the ``grpo`` section plus the fields our sections own
+(:data:`training.config.DERIVED_GRPO_FIELDS`), naming a misspelt ``grpo`` key and TRL's own objections as
+:class:`~training.errors.ConfigError`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from corpora.errors import did_you_mean
 from training.config import TrainConfig, value_problem, yaml_number
 from training.errors import ConfigError
 
-__all__ = ["generation_autocast", "resolve_device", "resolve_dtype_name", "to_grpo_config"]
+__all__ = ["generation_autocast", "resolve_device", "resolve_dtype_name", "resolve_engine", "to_grpo_config"]
 
 
 def resolve_device(cfg: TrainConfig) -> str:
@@ -39,6 +40,16 @@ def resolve_dtype_name(cfg: TrainConfig, device: str) -> str:
     if d == "bf16-mixed":
         return d if device.startswith("cuda") else "fp32"
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(d, d)
+
+
+def resolve_engine(cfg: TrainConfig) -> str:
+    """``transformers`` or ``vllm`` for ``generation.engine`` (``auto``: vLLM when installed and on CUDA)."""
+    import importlib.util
+
+    if cfg.generation.engine != "auto":
+        return cfg.generation.engine
+    vllm = importlib.util.find_spec("vllm") is not None
+    return "vllm" if vllm and resolve_device(cfg).startswith("cuda") else "transformers"
 
 
 def generation_autocast(cfg: TrainConfig) -> bool:
@@ -68,11 +79,12 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
     )
     if cfg.model.gradient_checkpointing:
         kwargs["gradient_checkpointing"] = True
-    if cfg.generation.engine == "vllm":
-        kwargs.update(use_vllm=True, vllm_mode=cfg.generation.vllm_mode,
-                      vllm_gpu_memory_utilization=cfg.generation.vllm_gpu_memory_utilization)
-        if cfg.generation.vllm_server_base_url:
-            kwargs["vllm_server_base_url"] = cfg.generation.vllm_server_base_url
+    if resolve_engine(cfg) == "vllm":
+        g = cfg.generation
+        kwargs.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization,
+                      vllm_enable_sleep_mode=g.vllm_sleep, vllm_max_model_length=g.vllm_max_model_length)
+        if g.vllm_server_base_url:
+            kwargs["vllm_server_base_url"] = g.vllm_server_base_url
     if not for_trl:
         bs = int(kwargs.get("per_device_train_batch_size", 8))
         spg = kwargs.pop("steps_per_generation", None)

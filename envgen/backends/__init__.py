@@ -1,7 +1,11 @@
 """Model backends, keyed by short name: ``transformers``, ``vllm``, ``openai``, ``scripted``.
 
 One registry serves the generator's LLM proposer, the evaluator's policies and
-the trainer. Every backend implements :meth:`Backend.generate` (a batch of
+the trainer. The two that sample from a local model, :data:`ENGINES` (``transformers``: the CPU default;
+``vllm``: a GPU), are the *generation engines*: ``--engine`` on every command and ``generation.engine`` in a
+training config take these names, and :func:`make_engine` builds one from the options both understand.
+
+Every backend implements :meth:`Backend.generate` (a batch of
 chats or strings in, ``len(prompts) * n`` :class:`Completion` objects out,
 prompt-major; see :mod:`envgen.backends.base` for the full contract). Entries
 are lazy, so importing this package imports neither torch nor vLLM nor the
@@ -31,6 +35,10 @@ BACKENDS.register("openai", "envgen.backends.openai_compat:OpenAIBackend")
 BACKENDS.register("scripted", "envgen.backends.scripted:ScriptedBackend")
 
 
+#: The generation engines: the backends that sample from a local model (module docstring).
+ENGINES = ("transformers", "vllm")
+
+
 def make_backend(name: str | Backend, model: str | None = None, **options: Any) -> Backend:
     """Build the backend registered as ``name`` for ``model`` (a :class:`Backend` passes through)."""
     if isinstance(name, Backend):
@@ -38,8 +46,27 @@ def make_backend(name: str | Backend, model: str | None = None, **options: Any) 
     return BACKENDS.get(name)(model=model, **options)
 
 
+def make_engine(name: str, model: str, *, device: str = "auto", dtype: str = "auto",
+                batch_size: int | None = None) -> Backend:
+    """The generation engine ``name`` (:data:`ENGINES`) for ``model``: ``device`` and ``dtype`` of the weights,
+    ``batch_size`` rows decoded at once (transformers: rows per ``generate`` call; vLLM: its ``max_num_seqs``;
+    None: all / vLLM's default). vLLM runs on the GPU it finds: a ``device`` other than ``auto`` or ``cuda`` is
+    refused."""
+    from corpora.errors import did_you_mean
+
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}{did_you_mean(name, ENGINES, n=1)} (engines: {', '.join(ENGINES)})")
+    if name == "transformers":
+        return make_backend(name, model, device=device, dtype=dtype, batch_size=batch_size)
+    if device != "auto" and not device.startswith("cuda"):
+        raise BackendError(f"the vllm engine runs on a GPU; device {device!r} cannot be used with it (leave the "
+                           "device at auto, or use the transformers engine)")
+    return make_backend(name, model, dtype=dtype, engine_kwargs={"max_num_seqs": batch_size} if batch_size else {})
+
+
 __all__ = [
     "BACKENDS",
+    "ENGINES",
     "Backend",
     "BackendError",
     "BackendNotInstalledError",
@@ -48,4 +75,5 @@ __all__ = [
     "Prompt",
     "approx_tokens",
     "make_backend",
+    "make_engine",
 ]

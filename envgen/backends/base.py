@@ -24,6 +24,10 @@ swap them by name:
   contexts (:meth:`Backend.generate_tokens`): the episode engine renders an episode as the trainer does and
   the backend samples from those exact tokens, so a model is evaluated on what it was trained on; each
   completion then carries its ``token_ids`` (the end-of-sequence token included when one was produced);
+* ``max_new_tokens`` is one budget for every prompt or one per prompt (two proposal streams with their own
+  budgets decode in one batch); ``_generate`` receives an int when every prompt has the same budget, and a
+  list (one per prompt) otherwise, only on a backend that sets ``per_prompt_budgets`` (every built-in one
+  does); another is called once per distinct budget;
 * ``json_schema`` (one JSON Schema for every prompt, or one per prompt, ``None``
   for unconstrained ones) constrains decoding so the completion is a JSON text
   the schema admits: xgrammar's logits processor for ``transformers``, structured
@@ -48,6 +52,7 @@ __all__ = [
     "Message",
     "Prompt",
     "approx_tokens",
+    "budget_list",
     "check_sampling",
     "prompt_text",
     "schema_list",
@@ -73,6 +78,17 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float) -> 
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
+def budget_list(max_new_tokens: int | Sequence[int], n_prompts: int) -> list[int]:
+    """``max_new_tokens`` as one budget per prompt; refuses a list of the wrong length or a budget below 1."""
+    if isinstance(max_new_tokens, int):
+        return [max_new_tokens] * n_prompts
+    out = [int(b) for b in max_new_tokens]
+    if len(out) != n_prompts:
+        raise ValueError(f"max_new_tokens has {len(out)} entries for {n_prompts} prompts (give one budget, or one "
+                         "per prompt)")
+    return out
+
+
 def schema_list(json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
                 n_prompts: int) -> list[dict[str, Any] | None]:
     """``json_schema`` as one entry (a schema or ``None``) per prompt; refuses a list of the wrong length."""
@@ -88,6 +104,10 @@ def schema_list(json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | 
         if x is not None and not isinstance(x, dict):
             raise TypeError(f"json_schema[{i}] must be a JSON Schema dict or None, got {type(x).__name__}")
     return out
+
+
+def _schemas_kwarg(schemas: list[dict[str, Any] | None]) -> dict[str, Any]:
+    return {"schemas": schemas} if any(x is not None for x in schemas) else {}
 
 
 def prompt_text(prompt: Prompt) -> str:
@@ -139,6 +159,7 @@ class Backend:
 
     name = "base"
     token_level = False  #: the backend continues token contexts (:meth:`generate_tokens`)
+    per_prompt_budgets = False  #: ``_generate`` takes one ``max_new_tokens`` per prompt (module docstring)
     tokenizer: Any = None  #: the model's tokenizer, for a token-level backend
 
     def __init__(self, model: str | None = None):
@@ -153,7 +174,7 @@ class Backend:
         self,
         prompts: Sequence[Prompt],
         *,
-        max_new_tokens: int = 512,
+        max_new_tokens: int | Sequence[int] = 512,
         temperature: float = 0.7,
         top_p: float = 1.0,
         seed: int = 0,
@@ -165,8 +186,10 @@ class Backend:
         """Generate ``n`` completions for every prompt, in one batch (see the module docstring)."""
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
         prompts = list(prompts)
+        budgets = budget_list(max_new_tokens, len(prompts))
+        for b in budgets or [max_new_tokens if isinstance(max_new_tokens, int) else 1]:
+            check_sampling(max_new_tokens=b, temperature=temperature, top_p=top_p)
         for i, p in enumerate(prompts):
             if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(m, dict) for m in p)):
                 raise TypeError(f"prompt {i} must be a string or a list of message dicts, "
@@ -175,18 +198,32 @@ class Backend:
             return []
         prompts = [p if isinstance(p, str) else chat_messages(p) for p in prompts]
         schemas = schema_list(json_schema, len(prompts))
-        kwargs: dict[str, Any] = {"schemas": schemas} if any(x is not None for x in schemas) else {}
-        out = self._generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                             seed=seed, n=n, stop=list(stop) if stop else None, tools=tools, **kwargs)
+        common: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "seed": seed, "n": n,
+                                  "stop": list(stop) if stop else None, "tools": tools}
+        if len(set(budgets)) == 1 or self.per_prompt_budgets:
+            out = self._generate(prompts, max_new_tokens=budgets[0] if len(set(budgets)) == 1 else budgets,
+                                 **common, **_schemas_kwarg(schemas))
+        else:  # one call per distinct budget, reassembled in prompt order
+            parts: dict[int, list[int]] = {}
+            for i, b in enumerate(budgets):
+                parts.setdefault(b, []).append(i)
+            by_prompt: dict[int, list[Completion]] = {}
+            for b, idx in parts.items():
+                done = self._generate([prompts[i] for i in idx], max_new_tokens=b, **common,
+                                      **_schemas_kwarg([schemas[i] for i in idx]))
+                for k, i in enumerate(idx):
+                    by_prompt[i] = done[k * n:(k + 1) * n]
+            out = [c for i in range(len(prompts)) for c in by_prompt.get(i, [])]
         if len(out) != len(prompts) * n:
             raise RuntimeError(f"backend {self.name!r} returned {len(out)} completions for "
                                f"{len(prompts)} prompts x n={n}")
         return out
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        """The backend's batch generation; ``schemas`` (one per prompt) is passed only when one is set."""
+        """The backend's batch generation; ``schemas`` (one per prompt) is passed only when one is set, and
+        ``max_new_tokens`` is a list (one per prompt) only when ``per_prompt_budgets`` is set."""
         raise NotImplementedError
 
     def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,

@@ -71,6 +71,7 @@ class OpenAIBackend(Backend):
     """Chat completions from an OpenAI-compatible server; ``options`` are :class:`OpenAIOptions`' fields."""
 
     name = "openai"
+    per_prompt_budgets = True
     Options = OpenAIOptions
 
     def __init__(self, model: str | None = None, **options: Any):
@@ -186,14 +187,15 @@ class OpenAIBackend(Backend):
                                   error=f"the server returned {len(choices)} choices for n={n}"))
         return out[:n]
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed,
-              "stop": stop, "tools": tools}
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
+        kw = {"temperature": temperature, "top_p": top_p, "seed": seed, "stop": stop, "tools": tools}
         workers = min(self.max_workers, len(prompts))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self._one, p, i, n, **kw, schema=schemas[i] if schemas else None)
+            futures = [pool.submit(self._one, p, i, n, **kw, max_new_tokens=budgets[i],
+                                   schema=schemas[i] if schemas else None)
                        for i, p in enumerate(prompts)]
             return [c for f in futures for c in f.result()]
 

@@ -66,6 +66,7 @@ class ScriptedBackend(Backend):
     """Hands out prepared completions in order; ``options`` are :class:`ScriptedOptions`' fields."""
 
     name = "scripted"
+    per_prompt_budgets = True
     Options = ScriptedOptions
 
     def __init__(self, model: str | None = None, **options: Any):
@@ -112,9 +113,10 @@ class ScriptedBackend(Backend):
         self.position += 1
         return text
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
         out: list[Completion] = []
         for i, prompt in enumerate(prompts):
             schema = schemas[i] if schemas else None
@@ -122,8 +124,8 @@ class ScriptedBackend(Backend):
                 self.prompts.append(prompt)
                 text, stopped = truncate_at_stop(self._next(prompt), stop)
                 finish = "stop"
-                if not stopped and approx_tokens(text) > max_new_tokens:
-                    text, finish = text[:4 * max_new_tokens], "length"
+                if not stopped and approx_tokens(text) > budgets[i]:
+                    text, finish = text[:4 * budgets[i]], "length"
                 comp = Completion(text=text, prompt_tokens=approx_tokens(prompt_text(prompt)),
                                   completion_tokens=max(1, approx_tokens(text)), finish_reason=finish)
                 out.append(_check_schema(comp, schema) if schema is not None else comp)

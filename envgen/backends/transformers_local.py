@@ -21,7 +21,9 @@ Contract (beyond :mod:`envgen.backends.base`):
   processor (``xgrammar.contrib.hf.LogitsProcessor``) with the grammar compiled
   from that row's schema (compact JSON: ``", "`` and ``": "`` separators, no
   free whitespace); compiled grammars are cached per schema. Rows with and
-  without a schema are generated as separate batches;
+  without a schema share a batch (:class:`RowGrammars` masks only the
+  constrained ones), and each prompt may have its own ``max_new_tokens``
+  (the batch decodes to the largest; each completion is cut to its own);
 * each ``generate`` call shows a progress bar of decoding steps on a terminal
   (:class:`StepBar`; silent when stderr is not a terminal), since a CPU batch
   takes minutes.
@@ -40,7 +42,7 @@ from envgen.backends.base import Backend, Completion, Prompt, check_sampling, tr
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["JsonGrammars", "PrefixedGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
+__all__ = ["JsonGrammars", "RowGrammars", "StepBar", "TransformersBackend", "TransformersOptions",
            "first_rejected", "grammar_processor", "resolve_device", "resolve_dtype"]
 
 
@@ -98,37 +100,47 @@ class JsonGrammars:
         return self.cache[key]
 
 
-def grammar_processor(grammars: Any, prefixes: Any = None) -> Any:
+def grammar_processor(grammars: Sequence[Any], prefixes: Sequence[Any] | None = None) -> RowGrammars:
     """A ``transformers`` logits processor that constrains row ``i`` of one ``generate`` call to ``grammars[i]``
-    (a fresh one per call: it holds the rows' matchers). ``prefixes[i]`` (token ids, or None): row ``i``'s
-    context ends with these tokens of the grammar's text already, so its matcher starts after them."""
-    if prefixes is None or not any(prefixes):
-        from xgrammar.contrib.hf import LogitsProcessor
-
-        return LogitsProcessor(list(grammars))
-    return PrefixedGrammars(list(grammars), [list(p or []) for p in prefixes])
+    (``None``: row ``i`` decodes freely), a fresh one per call (it holds the rows' matchers). ``prefixes[i]``
+    (token ids, or None): row ``i``'s context ends with these tokens of its grammar's text already, so its
+    matcher starts after them."""
+    return RowGrammars(list(grammars), [list(p or []) for p in prefixes] if prefixes is not None else None)
 
 
-class PrefixedGrammars:
-    """A ``transformers`` logits processor like xgrammar's, whose row ``i`` continues a text the grammar has
-    already accepted ``prefixes[i]`` of (the format recovery of :mod:`training.format_recovery` goes on from
-    where a completion written without the grammar left it). Raises ``ValueError`` when the grammar rejects a
-    prefix: the caller cut it at the first rejected token (:func:`first_rejected`)."""
+class RowGrammars:
+    """A ``transformers`` logits processor with one xgrammar matcher per constrained row of a batch.
 
-    def __init__(self, grammars: list[Any], prefixes: list[list[int]]):
+    Row ``i`` is masked to what ``grammars[i]`` admits next; a row whose grammar is ``None`` is left as it is,
+    so constrained and free rows decode in one batch (self-play's two proposal streams). Row ``i`` may also
+    continue a text its grammar has already accepted ``prefixes[i]`` of (the format recovery of
+    :mod:`training.format_recovery` goes on from where a completion written without the grammar left it).
+    Raises ``ValueError`` when a grammar rejects its prefix (the caller cuts it at the first rejected token:
+    :func:`first_rejected`) or a prefix is given for a free row.
+    """
+
+    def __init__(self, grammars: list[Any], prefixes: list[list[int]] | None = None):
         import xgrammar as xgr
 
+        prefixes = prefixes if prefixes is not None else [[] for _ in grammars]
         if len(grammars) != len(prefixes):
             raise ValueError(f"{len(prefixes)} prefixes for {len(grammars)} grammars")
-        self.matchers = []
+        self.matchers: list[Any] = []
         for row, (grammar, prefix) in enumerate(zip(grammars, prefixes, strict=True)):
+            if grammar is None:
+                if prefix:
+                    raise ValueError(f"row {row}: a grammar prefix for a row without a grammar")
+                self.matchers.append(None)
+                continue
             matcher = xgr.GrammarMatcher(grammar)
             for i, token in enumerate(prefix):
                 if matcher.is_terminated() or not matcher.accept_token(int(token)):
                     raise ValueError(f"row {row}: the grammar rejects token {i} ({token}) of its prefix; cut the "
                                      "prefix before it (first_rejected)")
             self.matchers.append(matcher)
-        self.bitmask = xgr.allocate_token_bitmask(len(grammars), grammars[0].tokenizer_info.vocab_size)
+        first = next((g for g in grammars if g is not None), None)
+        self.bitmask = (xgr.allocate_token_bitmask(len(grammars), first.tokenizer_info.vocab_size)
+                        if first is not None else None)
         self.started = False
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -136,18 +148,22 @@ class PrefixedGrammars:
 
         if input_ids.shape[0] != len(self.matchers):
             raise RuntimeError(f"{input_ids.shape[0]} rows for {len(self.matchers)} grammars")
+        if self.bitmask is None:  # no constrained row
+            return scores
         if self.started:  # the token sampled at the previous step (the first call sees the context only)
             last = input_ids[:, -1].tolist()  # one device-to-host copy a step, not one a row
             for i, matcher in enumerate(self.matchers):
-                if not matcher.is_terminated() and not matcher.accept_token(int(last[i])):
+                if matcher is not None and not matcher.is_terminated() and not matcher.accept_token(int(last[i])):
                     raise RuntimeError(f"row {i}: a token the grammar masked out was sampled")
         self.started = True
-        for i, matcher in enumerate(self.matchers):
-            if not matcher.is_terminated():
-                matcher.fill_next_token_bitmask(self.bitmask, i)
+        rows = [i for i, m in enumerate(self.matchers) if m is not None and not m.is_terminated()]
+        if not rows:
+            return scores
+        for i in rows:
+            self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
         on_gpu = scores.device.type == "cuda"
         target = scores if on_gpu else scores.to("cpu")
-        xgr.apply_token_bitmask_inplace(target, self.bitmask.to(target.device))
+        xgr.apply_token_bitmask_inplace(target, self.bitmask.to(target.device), indices=rows)
         return target if on_gpu else target.to(scores.device)
 
 
@@ -210,6 +226,7 @@ class TransformersBackend(Backend):
     name = "transformers"
     Options = TransformersOptions
     token_level = True
+    per_prompt_budgets = True
 
     def __init__(self, model: str | None = None, **options: Any):
         opts: TransformersOptions = build_config(TransformersOptions, options=options, owner="backend 'transformers'")
@@ -296,31 +313,26 @@ class TransformersBackend(Backend):
                                                   tokenize=False, **self.chat_template_kwargs)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
         encoded = [self.encode(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        row_budgets = [b for b in budgets for _ in range(n)]
         row_schemas = [s for s in (schemas or [None] * len(prompts)) for _ in range(n)]
-        # rows with and without a grammar go in separate batches (an unconstrained row has no matcher)
-        groups: dict[bool, list[int]] = {}
-        for i, sch in enumerate(row_schemas):
-            groups.setdefault(sch is not None, []).append(i)
         size = self.batch_size or len(rows)
-        out: list[Completion | None] = [None] * len(rows)
-        chunk = 0
-        for constrained in (False, True):
-            idx = groups.get(constrained, [])
-            for start in range(0, len(idx), size):
-                part = idx[start:start + size]
-                grammars = [self.grammar(row_schemas[i]) for i in part] if constrained else None  # type: ignore[arg-type]
-                done = self._generate_chunk([rows[i] for i in part], max_new_tokens=max_new_tokens,
-                                            temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
-                                            stop=stop, grammars=grammars)
-                chunk += 1
-                for i, c in zip(part, done, strict=True):
-                    out[i] = c
-        return [c for c in out if c is not None]
+        out: list[Completion] = []
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            part = range(start, min(start + size, len(rows)))
+            # constrained and free rows share a batch: the grammar processor masks only the constrained ones
+            schemas_here = [row_schemas[i] for i in part]
+            grammars = ([self.grammar(x) if x is not None else None for x in schemas_here]
+                        if any(x is not None for x in schemas_here) else None)
+            out += self._generate_chunk([rows[i] for i in part], max_new_tokens=[row_budgets[i] for i in part],
+                                        temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
+                                        stop=stop, grammars=grammars)
+        return out
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
@@ -330,10 +342,14 @@ class TransformersBackend(Backend):
             cache = self.__dict__["_grammars"] = JsonGrammars(self.tokenizer, vocab, self.eos_ids)
         return cache.get(schema)
 
-    def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, top_p: float,
-                        seed: int, stop: list[str] | None, grammars: list[Any] | None = None) -> list[Completion]:
+    def _generate_chunk(self, rows: list[list[int]], *, max_new_tokens: int | list[int], temperature: float,
+                        top_p: float, seed: int, stop: list[str] | None,
+                        grammars: list[Any] | None = None) -> list[Completion]:
+        """One ``generate`` call; a row's completion is cut to its own budget (``max_new_tokens`` per row)."""
         import torch
 
+        budgets = [max_new_tokens] * len(rows) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+        max_new_tokens = max(budgets)
         width = max(len(r) for r in rows)
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(rows), width), dtype=torch.long)
@@ -363,8 +379,8 @@ class TransformersBackend(Backend):
         finally:
             bar.close()
         new = generated[:, width:].tolist()
-        return [self._completion(row, toks, max_new_tokens, stop)
-                for row, toks in zip(rows, new, strict=True)]
+        return [self._completion(row, toks[:budget], budget, stop)
+                for row, toks, budget in zip(rows, new, budgets, strict=True)]
 
     def _completion(self, prompt_ids: list[int], toks: list[int], max_new_tokens: int,
                     stop: list[str] | None) -> Completion:

@@ -8,8 +8,8 @@ install command when it is missing.
 Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
 given), strings through ``LLM.generate``, token contexts (:meth:`VLLMBackend.generate_tokens`) through
 ``LLM.generate`` with ``prompt_token_ids``; each prompt gets its own
-``SamplingParams`` seeded with :func:`~gym_envs.seeding.stable_seed`, so a
-prompt's completions do not depend on what else is in the batch. Under a
+``SamplingParams`` (its own ``max_tokens`` too) seeded with
+:func:`~gym_envs.seeding.stable_seed`, so a prompt's completions do not depend on what else is in the batch. Under a
 ``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
 (``structured_outputs=StructuredOutputsParams(json=schema)``, vLLM >= 0.11; the
 older ``guided_decoding=GuidedDecodingParams(json=schema)`` on earlier releases),
@@ -59,6 +59,7 @@ class VLLMBackend(Backend):
     name = "vllm"
     Options = VLLMOptions
     token_level = True
+    per_prompt_budgets = True
 
     def __init__(self, model: str | None = None, **options: Any):
         opts: VLLMOptions = build_config(VLLMOptions, options=options, owner="backend 'vllm'")
@@ -116,10 +117,11 @@ class VLLMBackend(Backend):
                                          top_p=top_p if temperature > 0 else 1.0,
                                          seed=stable_seed(seed, index), stop=stop or None, **extra)
 
-    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int, temperature: float, top_p: float,
-                  seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
+    def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
+                  top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
-        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+        budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else max_new_tokens
+        params = [self._params(i, max_new_tokens=budgets[i], temperature=temperature, top_p=top_p,
                                seed=seed, n=n, stop=stop, schema=schemas[i] if schemas else None)
                   for i in range(len(prompts))]
         chats = [i for i, p in enumerate(prompts) if not isinstance(p, str)]

@@ -28,8 +28,8 @@ BENCHMARKS: dict[str, LazyEntry] = {
                           "spec vs blueprint, untrained vs warm-started.", extra="train", section=RUNTIME),
     "induction": LazyEntry("eval.bench.induction:command", "Does a model write skills that hold on their own "
                            "example? Unbounded vs within the example's structure.", extra="train", section=RUNTIME),
-    "speed": LazyEntry("training.bench.speed:speed_command", "Generation tokens/s: TRL's default HF path vs "
-                       "our static-cache path.", extra="train", section=TRAINER),
+    "speed": LazyEntry("training.bench.speed:speed_command", "Generation tokens/s: TRL's default HF path, our "
+                       "static-cache path and vLLM.", extra="train", section=TRAINER),
     "precision": LazyEntry("training.bench.speed:precision_command", "Generation tokens/s by model.dtype "
                            "(fp32, bf16-mixed, bf16).", extra="train", section=TRAINER),
     "throughput": LazyEntry("training.bench.throughput:command", "Rollout tokens/s, seconds per GRPO step, the "

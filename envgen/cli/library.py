@@ -251,7 +251,8 @@ def _interrupted(e: Any, out: Path) -> None:
 @click.option("--proposer", default="world", show_default=True,
               help="'world' (a catalog service running the document's operations; no model), 'template' "
                    "(blueprint v1 from the AST, no model) or 'llm'.")
-@click.option("--backend", default=None, help="Model backend for --proposer llm: transformers, vllm, openai, scripted.")
+@click.option("--engine", "--backend", "backend", default=None,
+              help="The engine (model backend) of --proposer llm: transformers, vllm, openai, scripted.")
 @click.option("--model", default=None, help="Model name or path for the backend.")
 @click.option("--backend-option", "--backend-opt", "backend_options", multiple=True, metavar="KEY=VALUE",
               help="Backend option, repeatable: e.g. gguf_file=x.gguf, device=cuda, base_url=http://host:8000/v1.")

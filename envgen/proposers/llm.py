@@ -2,7 +2,8 @@
 
 :meth:`LLMProposer.propose_batch` builds one chat per document
 (:func:`envgen.prompts.build_messages`: contract, example, skill guidance,
-document excerpt) and generates them all in **one** batched backend call;
+document excerpt) and generates them all in **one** batched backend call (or shares it with another
+proposer's: :meth:`LLMProposer.batch_request`, :func:`envgen.proposers.base.propose_together`);
 :meth:`LLMProposer.repair_batch` does the same for the repair conversations
 (:func:`envgen.prompts.build_repair_messages`: the previous answer plus the
 gate's feedback). Completions are parsed by
@@ -31,8 +32,8 @@ Three structures (``structure=``, :mod:`envgen.structure`):
 
 With ``constrained=True`` (the default for ``blueprint`` and ``world``) every backend decodes
 under the structure's JSON Schema (``json_schema=`` of
-:meth:`~envgen.backends.Backend.generate`), and ``max_new_tokens`` is raised to
-the schema's worst case, so every completion parses; a constrained completion
+:meth:`~envgen.backends.Backend.generate`), and each constrained prompt's ``max_new_tokens`` is raised to
+its schema's worst case, so every completion parses; a constrained completion
 that does not is reported with the code ``constrained_parse`` (a bug).
 """
 
@@ -58,10 +59,9 @@ from envgen.prompts import (
     shipped_examples,
     skill_id_of,
 )
-from envgen.proposers.base import Proposal, Proposer
+from envgen.proposers.base import BatchRequest, Proposal, Proposer, run_requests
 from envgen.proposers.template.prompt import build_blueprint_messages
 from envgen.structure import STRUCTURES, spec_decoding_schema, spec_from_decoded
-from gym_envs.errors import exception_text
 from gym_envs.spec import EnvSpec, as_spec
 
 __all__ = ["LLMOptions", "LLMProposer"]
@@ -175,33 +175,38 @@ class LLMProposer(Proposer):
             return world_json_schema()
         return spec_decoding_schema()
 
-    def _generate(self, chats: list[list[dict[str, str]]], seed: int,
-                  schemas: list[dict[str, Any] | None] | None = None) -> list[Completion] | str:
-        limit = self.max_new_tokens
-        if schemas and any(x is not None for x in schemas):
-            limit = max(limit, *(max_completion_chars(x) for x in schemas if x is not None))
-        try:
-            return self.backend.generate(chats, max_new_tokens=limit, temperature=self.temperature,
-                                         top_p=self.top_p, seed=seed, n=1, stop=self.stop, json_schema=schemas)
-        except Exception as e:  # the boundary: a failure is data, the batch's proposals record it
-            return f"generation failed ({self.backend.name}): {exception_text(e)}"
+    def _budget(self, schema: dict[str, Any] | None) -> int:
+        """A prompt's token budget: ``max_new_tokens``, raised to its schema's worst case when constrained."""
+        return max(self.max_new_tokens, max_completion_chars(schema)) if schema is not None else self.max_new_tokens
+
+    def _request(self, chats: list[list[dict[str, str]]], schemas: list[dict[str, Any] | None],
+                 finish: Any) -> BatchRequest:
+        return BatchRequest(self.backend, chats, [self._budget(x) for x in schemas], schemas, self.temperature,
+                            self.top_p, self.stop, finish)
 
     # -- proposer API ---------------------------------------------------------------------------
-    def propose_batch(self, docs: list[Any], *, seed: int = 0,
-                      skills: list[Any] | None = None) -> list[Proposal]:
+    def batch_request(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> BatchRequest:
+        """:meth:`propose_batch`'s backend call, to share with other proposers' (module docstring)."""
         if skills is not None and len(skills) != len(docs):
             raise ValueError(f"skills has {len(skills)} entries for {len(docs)} documents")
         skills = list(skills) if skills is not None else [None] * len(docs)
         chats = [self.messages_for(d, s) for d, s in zip(docs, skills, strict=True)]
-        schemas = [self.schema_for(s) for s in skills]
-        completions = self._generate(chats, seed, schemas) if docs else []
-        out = []
-        for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
-            meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": [], "structure": self.structure,
-                    "constrained": self.constrained}
-            comp = completions if isinstance(completions, str) else completions[i]
-            out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
-        return out
+
+        def finish(completions: list[Completion] | str) -> list[Proposal]:
+            out = []
+            for i, (doc, skill, chat) in enumerate(zip(docs, skills, chats, strict=True)):
+                meta = {"doc": doc, "skill": skill, "messages": chat, "rounds": [], "structure": self.structure,
+                        "constrained": self.constrained}
+                comp = completions if isinstance(completions, str) else completions[i]
+                out.append(self._proposal(doc, chat, chat, comp, meta, seed=seed, retries=0, prev=None))
+            return out
+
+        return self._request(chats, [self.schema_for(s) for s in skills], finish)
+
+    def propose_batch(self, docs: list[Any], *, seed: int = 0,
+                      skills: list[Any] | None = None) -> list[Proposal]:
+        request = self.batch_request(docs, seed=seed, skills=skills)
+        return run_requests([request], seed=seed)[0] if docs else []
 
     def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
         chats = []
@@ -210,15 +215,20 @@ class LLMProposer(Proposer):
             if not base and p.meta.get("doc") is not None:
                 base = self.messages_for(p.meta["doc"], p.meta.get("skill"))
             chats.append(build_repair_messages(base or [], p.raw or "", feedback))
-        schemas = [self.schema_for(p.meta.get("skill")) for p, _ in items]
-        completions = self._generate(chats, seed, schemas) if items else []
-        out = []
-        for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
-            meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
-            comp = completions if isinstance(completions, str) else completions[i]
-            out.append(self._proposal(p.meta.get("doc"), meta.get("messages") or chat, chat, comp, meta,
-                                      seed=seed, retries=p.retries + 1, prev=p))
-        return out
+
+        def finish(completions: list[Completion] | str) -> list[Proposal]:
+            out = []
+            for i, ((p, _), chat) in enumerate(zip(items, chats, strict=True)):
+                meta = {**p.meta, "rounds": list(p.meta.get("rounds", []))}
+                comp = completions if isinstance(completions, str) else completions[i]
+                out.append(self._proposal(p.meta.get("doc"), meta.get("messages") or chat, chat, comp, meta,
+                                          seed=seed, retries=p.retries + 1, prev=p))
+            return out
+
+        if not items:
+            return []
+        request = self._request(chats, [self.schema_for(p.meta.get("skill")) for p, _ in items], finish)
+        return run_requests([request], seed=seed)[0]
 
     # -- completions to proposals ---------------------------------------------------------------
     def _proposal(self, doc: Any, base_chat: list[dict[str, str]], chat: list[dict[str, str]],

@@ -6,7 +6,10 @@ prompt and its blueprint requirements into the decoding schema and the compiler)
 and free exploration (no skill; ``explore_proposer`` may write whole specs, the
 free stream for strong models). Candidates come in **groups**: ``group_size``
 (G) proposals sampled from the same prompt (one document, one routed skill), so
-the proposer's GRPO baseline is the mean over its own group.
+the proposer's GRPO baseline is the mean over its own group. Both streams decode in
+one batch when their proposers share a backend and its sampling settings
+(:func:`envgen.proposers.base.propose_together`: the grammar applies only to the
+rows that need it, each row keeps its own token budget).
 
 Every candidate is validated by the gate plus its skill's check (the skill's
 validator for whole specs; for the blueprint stream, by default, the skill's
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from envgen.gate import validate_spec
-from envgen.proposers.base import Proposal, Proposer
+from envgen.proposers.base import Proposal, Proposer, propose_together
 from envgen.skills.controller import Candidate, Controller, RoundLog
 from envgen.skills.rewards import proposal_reward, proposer_reward
 from envgen.skills.skill import run_validator
@@ -202,13 +205,16 @@ class _Group:
     proposals: list[Proposal]
 
 
-def _propose(proposer: Proposer, docs: list[Any], skills: list[Any] | None, g: int, seed: int) -> list[list[Proposal]]:
-    """``g`` proposals per document from the same prompt, in one batch; grouped per document."""
-    if not docs:
-        return []
-    rows = [d for d in docs for _ in range(g)]
-    props = proposer.propose_batch(rows, seed=seed, skills=[s for s in skills for _ in range(g)] if skills else None)
-    return [props[i * g:(i + 1) * g] for i in range(len(docs))]
+def _propose(streams: list[tuple[Proposer, list[Any], list[Any] | None]], g: int,
+             seed: int) -> list[list[list[Proposal]]]:
+    """``g`` proposals per document from the same prompt for each stream ``(proposer, docs, skills)``, the
+    streams in one decoding batch where their proposers can share it
+    (:func:`envgen.proposers.base.propose_together`); per stream, the proposals grouped per document."""
+    jobs = [(p, [d for d in docs for _ in range(g)], [s for s in skills for _ in range(g)] if skills else None)
+            for p, docs, skills in streams]
+    out = propose_together(jobs, seed=seed)
+    return [[props[i * g:(i + 1) * g] for i in range(len(docs))] for props, (_, docs, _) in zip(out, streams,
+                                                                                                 strict=True)]
 
 
 def _score(groups: list[_Group], check: Validator, solve: Callable[[Sequence[EnvSpec]], Sequence[float]],
@@ -277,12 +283,10 @@ def run_round(controller: Controller, proposer: Proposer, docs: Sequence[Any],
     picked = [doc_list[(iteration * n_groups + i) % len(doc_list)] for i in range(n_groups)]
     g = cfg.group_size
     seed = stable_seed(cfg.seed, iteration)  # both streams' proposals of this iteration
-    groups = [_Group("skill", d, sid, ps) for d, sid, ps in
-              zip(picked[:n_skill], routed, _propose(proposer, picked[:n_skill], skills, g, seed),
-                  strict=True)]
-    groups += [_Group("explore", d, None, ps) for d, ps in
-               zip(picked[n_skill:], _propose(explore_proposer or proposer, picked[n_skill:], None, g,
-                                              seed), strict=True)]
+    skill_props, explore_props = _propose([(proposer, picked[:n_skill], skills),
+                                           (explore_proposer or proposer, picked[n_skill:], None)], g, seed)
+    groups = [_Group("skill", d, sid, ps) for d, sid, ps in zip(picked[:n_skill], routed, skill_props, strict=True)]
+    groups += [_Group("explore", d, None, ps) for d, ps in zip(picked[n_skill:], explore_props, strict=True)]
     scored = _score(groups, check, solve, cfg, iteration)
     for s in scored:
         if s.skill_id is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.errors import CompileError
+from envgen.gate.antecedents import without_ambiguous_tasks
 from envgen.world.blueprint import WorldBlueprint
 from envgen.world.code import render_code
 from envgen.world.compose import compose
@@ -112,4 +113,9 @@ def _compile(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: in
         raise CompileError(f"only {len(tasks)} tasks could be written for this world (at least 3 are needed): "
                            f"give the main entity more operations that change it")
     spec = parse_spec({**base, "tasks": tasks}, source=env_id)
+    kept = without_ambiguous_tasks(spec, repairs, least=3)
+    if kept is not spec:
+        ids = {t.id for t in kept.tasks}
+        families = [f for t, f in zip(spec.tasks, families, strict=True) if t.id in ids]
+        spec = kept
     return CompiledWorld(spec, world, repairs, families, {"tables": {t: len(r) for t, r in rows.items()}})

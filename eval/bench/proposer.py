@@ -63,6 +63,7 @@ class ProposerBench:
     stdlib_docs: int = 64
     other_docs: int = 64
     other_corpus: str | None = None
+    engine: str = "transformers"
     device: str = "auto"
     dtype: str = "auto"
     batch_size: int | None = None
@@ -98,15 +99,15 @@ def _documents(args: ProposerBench) -> dict[str, list[Any]]:
 
 
 def _proposer(setup: str, args: ProposerBench, backends: dict[str, Any]) -> Any:
-    from envgen.backends import make_backend
+    from envgen.backends import make_engine
     from envgen.proposers.llm import LLMProposer
 
     model = args.warm if setup == "blueprint-warm" else args.model
     if model is None:
         raise SystemExit("blueprint-warm needs --warm (the model/ folder of `envwright train proposer`)")
     if model not in backends:
-        backends[model] = make_backend("transformers", model, device=args.device, dtype=args.dtype,
-                                       batch_size=args.batch_size)
+        backends[model] = make_engine(args.engine, model, device=args.device, dtype=args.dtype,
+                                      batch_size=args.batch_size)
     structure = "blueprint" if setup.startswith("blueprint") else "spec"
     return LLMProposer(backends[model], structure=structure, constrained=setup != "free",
                        max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -223,7 +224,7 @@ def run(args: ProposerBench) -> dict[str, Any]:
     if path.exists() and not args.resume and not args.overwrite:
         raise SystemExit(f"{path} holds an earlier run: --resume to continue it or --overwrite to replace it")
     sets = _documents(args)
-    result.update(model=args.model, warm=args.warm, seed=args.seed, temperature=args.temperature,
+    result.update(model=args.model, warm=args.warm, engine=args.engine, seed=args.seed, temperature=args.temperature,
                   document_sets=list(sets), documents={k: [d.id for d in v] for k, v in sets.items()})
     result.setdefault("setups", {})
     backends: dict[str, Any] = {}
@@ -280,9 +281,11 @@ def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
 @click.option("--stdlib-docs", type=int, default=64)
 @click.option("--other-docs", type=int, default=64)
 @click.option("--other-corpus", default=None, help="a corpus that is not Python (default: npm packages)")
+@click.option("--engine", type=click.Choice(["transformers", "vllm"]), default="transformers",
+              help="the generation engine")
 @click.option("--device", default="auto")
 @click.option("--dtype", default="auto")
-@click.option("--batch-size", type=int, default=None, help="rows per generate call (default: all)")
+@click.option("--batch-size", type=int, default=None, help="rows decoded at once (default: all)")
 @click.option("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained setups raise "
               "it to the schema's worst case)")
 @click.option("--temperature", type=float, default=0.7)

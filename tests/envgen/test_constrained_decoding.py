@@ -43,17 +43,27 @@ def test_transformers_output_always_matches_the_schema(tiny_backend):
         assert list(json.loads(c.text)) == list(schema["properties"])
 
 
-def test_transformers_per_prompt_schemas_and_unconstrained_rows(tiny_backend):
+def test_transformers_per_prompt_schemas_and_unconstrained_rows(tiny_backend, monkeypatch):
+    """Constrained and free rows, each with its own budget, decode in one ``generate`` call: the grammar masks
+    only the constrained rows, and each completion is cut to its own budget."""
     pytest.importorskip("xgrammar")
+    rows: list[int] = []
+    real = tiny_backend.lm.generate
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        rows.append(int(kw["input_ids"].shape[0]))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(tiny_backend.lm, "generate", counting)
     prompts = [CHAT, "free text", CHAT]
-    out = tiny_backend.generate(prompts, max_new_tokens=64, temperature=0.8, seed=3,
+    out = tiny_backend.generate(prompts, max_new_tokens=[64, 5, 64], temperature=0.8, seed=3,
                                 json_schema=[SMALL, None, SMALL])
+    assert rows == [3]
     for i in (0, 2):
         jsonschema.validate(json.loads(out[i].text), SMALL)
-    free = tiny_backend.generate(["free text"], max_new_tokens=64, temperature=0.8, seed=3)
-    assert out[1].text  # the unconstrained row went through its own batch
-    assert isinstance(free[0].text, str)
-    again = tiny_backend.generate(prompts, max_new_tokens=64, temperature=0.8, seed=3, json_schema=[SMALL, None, SMALL])
+    assert out[1].completion_tokens <= 5 and out[1].finish_reason in ("stop", "length")
+    again = tiny_backend.generate(prompts, max_new_tokens=[64, 5, 64], temperature=0.8, seed=3,
+                                  json_schema=[SMALL, None, SMALL])
     assert [c.text for c in again] == [c.text for c in out]  # seeded: the same call gives the same text
 
 

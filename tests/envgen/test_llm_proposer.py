@@ -242,6 +242,63 @@ def test_propose_batch_is_one_backend_call_and_proposals_carry_tokens():
     assert all(len(r.meta["rounds"]) == 2 for r in repaired)
 
 
+class _BudgetRecorder(ScriptedBackend):
+    """Records each ``_generate`` call's prompts' documents and budgets."""
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self.calls: list[tuple[list[str], Any]] = []
+
+    def _generate(self, prompts, **kw):
+        self.calls.append(([_doc_of(p) for p in prompts], kw["max_new_tokens"]))
+        return super()._generate(prompts, **kw)
+
+
+def test_two_proposers_on_one_backend_decode_in_one_call_each_prompt_with_its_budget():
+    """Self-play's two streams: proposers that share a backend and its sampling go out as one call, each
+    prompt keeping its own token budget, and each proposer gets its own proposals back, in order."""
+    from envgen.proposers.base import propose_together
+
+    backend = _BudgetRecorder(completions=lambda p: _answer(_spec_for(_doc_of(p)[:-1])))
+    skill = LLMProposer(backend, examples=[builtin_example()], max_new_tokens=3000)
+    free = LLMProposer(backend, examples=[builtin_example()], max_new_tokens=1200)
+    skill_props, free_props = propose_together([(skill, _docs("lamps", "books"), None),
+                                               (free, _docs("tools"), None)], seed=2)
+    assert backend.calls == [(["lamps", "books", "tools"], [3000, 3000, 1200])]
+    assert [p.doc_id for p in skill_props] == [d.id for d in _docs("lamps", "books")]
+    assert [p.doc_id for p in free_props] == [d.id for d in _docs("tools")]
+    assert all(p.spec is not None and p.spec.provenance.seed == 2 for p in skill_props + free_props)
+    # other sampling settings cannot share a call; an empty stream sends nothing
+    other = LLMProposer(backend, examples=[builtin_example()], temperature=0.2)
+    backend.calls.clear()
+    a, b, c = propose_together([(skill, _docs("lamps"), None), (other, _docs("seeds"), None), (free, [], None)])
+    assert backend.calls == [(["lamps"], 3000), (["seeds"], 4096)] and c == [] and len(a) == len(b) == 1
+
+
+def test_a_backend_without_per_prompt_budgets_is_called_once_per_budget():
+    from envgen.backends.base import Backend, Completion
+
+    class OneBudget(Backend):
+        name = "one-budget"
+
+        def __init__(self) -> None:
+            super().__init__("m")
+            self.calls: list[tuple[list[str], int]] = []
+
+        def _generate(self, prompts, *, max_new_tokens, n, **kw):
+            self.calls.append((list(prompts), max_new_tokens))
+            return [Completion(text=f"{p}:{max_new_tokens}") for p in prompts for _ in range(n)]
+
+    b = OneBudget()
+    out = b.generate(["a", "b", "c"], max_new_tokens=[5, 7, 5], n=2)
+    assert sorted(b.calls) == [(["a", "c"], 5), (["b"], 7)]
+    assert [c.text for c in out] == ["a:5", "a:5", "b:7", "b:7", "c:5", "c:5"]  # prompt-major, in order
+    with pytest.raises(ValueError, match="max_new_tokens has 2 entries for 3 prompts"):
+        b.generate(["a", "b", "c"], max_new_tokens=[5, 7])
+    with pytest.raises(ValueError, match="max_new_tokens must be >= 1"):
+        b.generate(["a"], max_new_tokens=[0])
+
+
 def test_backend_failure_becomes_proposal_errors():
     prop = LLMProposer(ScriptedBackend(completions=[]), examples=[builtin_example()])
     out = prop.propose_batch(_docs("lamps", "books"))

@@ -102,3 +102,29 @@ def corpus_dir(tmp_path: Path) -> Path:
         "    def withdraw(self, name, amount):\n        if self.accounts[name] < amount:\n"
         "            raise ValueError('insufficient funds')\n        self.accounts[name] -= amount\n")
     return d
+
+
+class SamplingParamsRecord:
+    """vLLM's ``SamplingParams`` (or ``StructuredOutputsParams``) as a record of its keyword arguments."""
+
+    def __init__(self, **kw: Any):
+        self.__dict__.update(kw)
+        self.kw = kw
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``vllm.SamplingParams`` and ``vllm.sampling_params.StructuredOutputsParams`` as records (vLLM itself
+    cannot be installed on a CPU machine): what :mod:`training.vllm_generator` builds its requests from."""
+    import sys
+    import types
+
+    import trl.generation.vllm_generation  # noqa: F401  (TRL looks for vLLM when imported: before the stand-in)
+
+    sampling = types.ModuleType("vllm.sampling_params")
+    sampling.StructuredOutputsParams = SamplingParamsRecord  # type: ignore[attr-defined]
+    vllm = types.ModuleType("vllm")
+    vllm.SamplingParams = SamplingParamsRecord  # type: ignore[attr-defined]
+    vllm.sampling_params = sampling  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)

@@ -40,6 +40,23 @@ def test_replay_generator_hands_out_the_plan() -> None:
     assert [g.text for g in second] == ["b", "Done."]
 
 
+def test_speed_says_why_vllm_has_no_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where vLLM cannot run, the speed benchmark's vLLM row names the reason and holds no figures."""
+    import importlib.util
+
+    from training.bench.speed import _vllm_speed, vllm_unavailable
+    from training.generation import vllm_available
+
+    row = _vllm_speed(None, None, [[1, 2]], max_new_tokens=4, repeats=1, device="cpu")
+    assert row["available"] is False and set(row) == {"available", "reason"}
+    if not vllm_available():
+        assert "pip install 'envwright[vllm]'" in row["reason"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "vllm" else real(name, *a))
+    assert vllm_unavailable("cpu") == "vLLM needs a CUDA device; this run is on cpu"
+    assert vllm_unavailable("cuda") is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["throughput", "learning", "speed", "precision"])
 def test_bench_tiny(name: str, tmp_path: Path) -> None:
@@ -51,6 +68,8 @@ def test_bench_tiny(name: str, tmp_path: Path) -> None:
         assert result["rollout_tokens_per_second"] > 0 and 0 <= result["env_share_of_wall_time"] <= 1
     elif name == "speed":
         assert result["speedup"] > 0
+        assert result["vllm"] == {"available": False, "reason": result["vllm"]["reason"]}  # CPU: why, no figures
+        assert result["vllm_speedup"] is None
     elif name == "precision":
         from training.bench.speed import PRECISIONS
 

@@ -36,11 +36,30 @@ def test_distill_command_runs(tmp_path: Path, tiny_dir: Path) -> None:
         "distill", "--config", "smoke-cpu.yaml", "--output-dir", str(out),
         "--set", f"model.name_or_path={tiny_dir}", "--set", "distill.episodes_per_iteration=1",
         "--set", "rollout.max_turn_tokens=4", "--set", "rollout.max_completion_tokens=16",
-        "--set", "solver.envs=[examples:library-loans]", "--set", "run.report_to=[]"])
+        "--set", "solver.envs=[examples:library-loans]", "--set", "run.report_to=[]", "--engine", "transformers"])
     assert result.exit_code == 0, result.output
     rec = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
     assert rec["iteration"] == 0 and rec["student"]["statuses"]
+    assert rec["generation"]["engine"] == "transformers" and set(rec["generation"]["logprob_gap"]) == {
+        "mean", "max", "tokens"}
     assert (out / "checkpoints" / "round-0000" / "model").is_dir()
+
+
+def test_engine_option_sets_the_config_key_and_a_missing_vllm_says_how_to_fix(tmp_path: Path,
+                                                                               tiny_dir: Path) -> None:
+    from training.cli import _config
+    from training.generation import vllm_available
+
+    cfg = _config(Path("smoke-cpu"), (f"model.name_or_path={tiny_dir}",), None, tmp_path / "a", engine="vllm")
+    assert cfg.generation.engine == "vllm"
+    if vllm_available():
+        return
+    result = runner.invoke(train, ["distill", "--config", "smoke-cpu.yaml", "--output-dir", str(tmp_path / "b"),
+                                   "--set", f"model.name_or_path={tiny_dir}", "--engine", "vllm"])
+    assert result.exit_code == 2 and "pip install 'envwright[vllm]'" in result.output
+    assert "--engine transformers" in result.output
+    result = runner.invoke(train, ["selfplay", "--config", "smoke-cpu.yaml", "--engine", "hf"])
+    assert result.exit_code == 2 and "'transformers'" in result.output  # one name per engine
 
 
 def test_plot_writes_pngs(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
-"""Constrained decoding through the policy: HF ``generate`` under xgrammar, vLLM structured outputs by schema,
-and the policy backend's records of what was sampled."""
+"""Constrained decoding through the policy: HF ``generate`` under xgrammar (grammar and free rows in one batch)
+and the policy backend's records of what was sampled (vLLM's structured outputs: test_vllm_adapter.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import pytest
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
                                            "b": {"type": "string", "pattern": "^[a-z]{1,4}$"}},
@@ -50,21 +52,28 @@ def test_policy_backend_passes_schemas_and_records_tokens(tiny_dir: Any, tokeniz
         assert rec is not None and rec.completion_ids == c.meta["completion_ids"]
 
 
-def test_vllm_generator_calls_the_engine_once_per_schema() -> None:
-    from training.generation import VLLMGenerator
+def test_a_mixed_batch_constrains_only_its_grammar_rows_in_one_generate_call(tiny_dir: Any, tokenizer: Any) -> None:
+    """Self-play's two streams in one batch: the grammar rows decode JSON their schema admits, and the free rows
+    decode exactly what they decode alone (greedy: the grammar processor leaves their logits untouched), all in
+    one ``generate`` call, each row cut to its own budget."""
+    gen = _generator(tiny_dir, tokenizer)
+    calls: list[int] = []
+    real = gen.model.generate
 
-    class Engine:
-        def __init__(self) -> None:
-            self.generation_kwargs: dict[str, Any] = {"seed": 1}
-            self.calls: list[tuple[int, Any]] = []
+    def counting(*args: Any, **kw: Any) -> Any:
+        calls.append(int(kw["input_ids"].shape[0]))
+        return real(*args, **kw)
 
-        def generate(self, *, prompts: list[list[int]], images: Any, num_generations: int) -> Any:
-            self.calls.append((len(prompts), self.generation_kwargs.get("structured_outputs")))
-            return None, [[7, 2] for _ in prompts], [[-0.5, -0.1] for _ in prompts], None
-
-    eng = Engine()
-    gen = VLLMGenerator(eos_ids=[2], engine=eng)
-    outs = gen.generate([[1], [1], [1]], max_new_tokens=8, json_schemas=[SCHEMA, None, SCHEMA])
-    assert sorted(eng.calls, key=str) == sorted([(2, {"json": SCHEMA}), (1, None)], key=str)
-    assert eng.generation_kwargs == {"seed": 1}  # restored after each call
-    assert [o.finish for o in outs] == ["stop"] * 3
+    gen.model.generate = counting
+    a = tokenizer("Write JSON:", add_special_tokens=False)["input_ids"]
+    b = tokenizer("Say hello:", add_special_tokens=False)["input_ids"]
+    b = b + [b[-1]] * (len(a) - len(b)) if len(b) < len(a) else b[:len(a)]  # one width: no padding differences
+    mixed = gen.generate([a, b, a, b], max_new_tokens=[40, 12, 40, 5], temperature=0.0,
+                         json_schemas=[SCHEMA, None, SCHEMA, None])
+    assert calls == [4]
+    for o in (mixed[0], mixed[2]):
+        assert o.finish == "stop" and set(json.loads(tokenizer.decode(o.ids[:-1]))) == {"a", "b"}
+    alone = gen.generate([b], max_new_tokens=12, temperature=0.0)
+    assert mixed[1].ids == alone[0].ids and mixed[1].logprobs == pytest.approx(alone[0].logprobs, abs=1e-5)
+    assert len(mixed[3].ids) <= 5 and mixed[3].ids == alone[0].ids[:len(mixed[3].ids)]
+    assert mixed[3].finish == ("stop" if mixed[3].ids[-1] == tokenizer.eos_token_id else "length")

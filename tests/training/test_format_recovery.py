@@ -73,7 +73,7 @@ def test_the_policy_goes_on_under_the_grammar_from_a_prefix(tiny_dir: Path, toke
 
 def test_vllm_refuses_a_grammar_prefix() -> None:
     from training.errors import ConfigError
-    from training.generation import VLLMGenerator
+    from training.vllm_generator import VLLMGenerator
 
     gen = VLLMGenerator(eos_ids=[0], engine=object())
     with pytest.raises(ConfigError, match=r"generation\.engine=transformers"):

@@ -71,6 +71,10 @@ def test_two_selfplay_rounds_then_resume(tmp_path: Path, tiny_dir: Path, tokeniz
         assert h["time"]["generation_proposals"] > 0 and h["time"]["generation_episodes"] > 0
         assert h["throughput"]["tokens_per_second"] > 0
     assert any(not (p.detach() == before[n]).all() for n, p in sp.model.named_parameters())
+    for h in history:  # a scripted generator records no log-probabilities: the gap is not measured
+        assert h["generation"]["engine"] == "scripted" and h["generation"]["logprob_gap"]["tokens"] == 0
+        assert h["time"]["weight_sync"] >= 0.0
+    assert sp.generator.weights.steps >= 2 and sp.generator.weights.pending == 0  # every step was synced
     eps = [json.loads(x) for x in (run / "episodes.jsonl").read_text().splitlines()]
     trained = [e for e in eps if not e.get("heldout")]
     assert {e["passed"] for e in trained} == {True, False}
@@ -229,20 +233,47 @@ def test_the_acceptance_probe_takes_several_samples_a_document(tmp_path: Path, t
     assert probe["parsed"] == pytest.approx(sum(k["parsed"] for k in kept) / 6)
 
 
+def test_the_probe_decodes_in_batches_of_the_generation_batch_size(tmp_path: Path, tiny_dir: Path,
+                                                                    corpus_dir: Path) -> None:
+    """``generation.batch_size``: the probe's proposals reach the model in ``generate`` calls of at most that
+    many rows (longest prompts first), so one long proposal holds up only its own batch."""
+    import dataclasses
+
+    from training.selfplay import SelfPlay
+
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run",
+                          {"rounds": 1, "eval_envs": [], "probe": {"documents": 3, "max_tokens": 6}})
+    cfg.generation = dataclasses.replace(cfg.generation, engine="transformers", batch_size=2)
+    sp = SelfPlay(cfg)
+    rows: list[int] = []
+    real = sp.model.generate
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        rows.append(int(kw["input_ids"].shape[0]))
+        return real(*args, **kw)
+
+    sp.model.generate = counting
+    probe = sp._probe(0)
+    assert probe is not None and probe["documents"] == 3 and rows == [2, 1]
+
+
 def test_the_free_stream_can_write_without_the_grammar(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
                                                         corpus_dir: Path) -> None:
     """``proposer.explore_constrained: false``: the skill stream decodes under the grammar, the exploration stream
-    without it and within ``explore_max_tokens``; its unparsable proposals are scored -1 against the parsed ones of
-    their group, so the update learns the format from them, and the round reports acceptance per stream."""
+    without it and within ``explore_max_tokens``, both in one batch (the grammar on the skill rows only); its
+    unparsable proposals are scored -1 against the parsed ones of their group, so the update learns the format
+    from them, and the round reports acceptance per stream."""
+    from envgen.backends.base import budget_list
     from training.generation import ScriptedGenerator
     from training.selfplay import SelfPlay
 
     class Recording(ScriptedGenerator):
-        def generate(self, contexts: list[list[int]], *, max_new_tokens: int, **kw: Any) -> list[Any]:
-            calls.append((max_new_tokens, [s is not None for s in kw.get("json_schemas") or [None] * len(contexts)]))
+        def generate(self, contexts: list[list[int]], *, max_new_tokens: Any, **kw: Any) -> list[Any]:
+            calls.append((budget_list(max_new_tokens, len(contexts)),
+                          [s is not None for s in kw.get("json_schemas") or [None] * len(contexts)]))
             return super().generate(contexts, max_new_tokens=max_new_tokens, **kw)
 
-    calls: list[tuple[int, list[bool]]] = []
+    calls: list[tuple[list[int], list[bool]]] = []
     proposer = {"structure": "spec", "constrained": True, "explore_constrained": False, "explore_max_tokens": 2500,
                 "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1, "eval_envs": [], "proposer": proposer})
@@ -250,8 +281,9 @@ def test_the_free_stream_can_write_without_the_grammar(tmp_path: Path, tiny_dir:
     assert sp.proposer.constrained and sp.explore_proposer is not None
     assert not sp.explore_proposer.constrained and sp.explore_proposer.max_new_tokens == 2500
     (h,) = sp.run()
-    constrained = [n for n, grammar in calls if any(grammar)]  # under a schema the budget is its worst case
-    assert len(constrained) == 1 and constrained[0] >= 3000 and (2500, [False] * 3) in calls  # a group of 3 each
+    (budgets, grammar), = [c for c in calls if any(c[1])]  # the round's proposals: both streams in one call
+    assert grammar == [True] * 3 + [False] * 3  # a group of 3 each: the skill stream's rows under the grammar
+    assert min(budgets[:3]) >= 3000 and budgets[3:] == [2500] * 3  # under a schema the budget is its worst case
     p = h["proposer"]
     assert p["validity_by_stream"]["explore"] == pytest.approx(2 / 3)  # the script: valid, unparsable, valid
     assert sum(p["failures"]["codes"].values()) == round(p["candidates"] * (1 - p["parsed"]))
@@ -291,6 +323,8 @@ def test_smoke_cpu_config_trains_both_roles(tmp_path: Path, tiny_dir: Path) -> N
         assert h["update"]["solver"]["samples"] > 0, h["update"]
         assert h["proposer"]["acceptance"] > 0 and h["proposer"]["parsed"] == 1.0  # constrained: all parse
         assert h["solver"]["episodes"] > 0 and "eval" in h
+        gap = h["generation"]["logprob_gap"]  # the transformers engine samples from the trainer's own weights
+        assert h["generation"]["engine"] == "transformers" and gap["tokens"] > 0 and gap["max"] < 1e-3
     assert '"update/proposer/samples"' in proc.stdout
     assert (out / "summary.json").is_file() and len(list((out / "skill-rounds").iterdir())) == 2
 

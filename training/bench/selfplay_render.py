@@ -297,8 +297,9 @@ def _plot_recovery(ax: Any, res: dict[str, Any]) -> None:
 
 def _plot_round_time(ax: Any, res: dict[str, Any]) -> None:
     """Where a self-play round's wall time goes (the first seed), stacked: generation (split into the proposer's
-    batches and the episodes' where the run recorded it), the update, and the rest (validation, the
-    format-recovery and distillation steps, the environment)."""
+    batches and the episodes' where the run recorded it), the update, the weight sync of an engine with its own
+    weights (vLLM) where the run recorded it, and the rest (validation, the format-recovery and distillation
+    steps, the environment)."""
     seed, run = next(iter(res["selfplay"].items()))
     rows = [r for r in run["rounds"] if r.get("seconds_generation") is not None]
     xs = [r["round"] for r in rows]
@@ -307,6 +308,8 @@ def _plot_round_time(ax: Any, res: dict[str, Any]) -> None:
               ("generation: episodes", [r["seconds_generation"] - r["seconds_generation_proposals"] for r in rows])]
              if split else [("generation", [r["seconds_generation"] for r in rows])])
     parts.append(("update", [r.get("seconds_update") or 0.0 for r in rows]))
+    if any(r.get("seconds_weight_sync") for r in rows):
+        parts.append(("weight sync", [r.get("seconds_weight_sync") or 0.0 for r in rows]))
     parts.append(("the rest", [max(0.0, r["seconds"] - sum(p[i] for _, p in parts)) for i, r in enumerate(rows)]))
     bottom = [0.0] * len(rows)
     for label, ys in parts:

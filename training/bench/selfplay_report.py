@@ -87,6 +87,10 @@ def _selfplay_row(r: dict[str, Any]) -> dict[str, Any]:
             "seconds": r["time"]["round"], "seconds_generation": r["time"].get("generation"),
             "seconds_update": r["time"].get("update"),
             "seconds_generation_proposals": r["time"].get("generation_proposals"),
+            "seconds_weight_sync": r["time"].get("weight_sync"),
+            "engine": (r.get("generation") or {}).get("engine"),
+            "logprob_gap_mean": ((r.get("generation") or {}).get("logprob_gap") or {}).get("mean"),
+            "logprob_gap_max": ((r.get("generation") or {}).get("logprob_gap") or {}).get("max"),
             "heldout_by_source": _checks_by_source(r)}
 
 

@@ -1,10 +1,12 @@
 """``envwright bench speed`` and ``precision``: the trainer's generation tokens/s.
 
-* **speed** -- generation throughput on the same batch of real episode prompts: TRL's default
-  Hugging Face path (one padded ``generate`` per ``per_device_train_batch_size`` rows, dynamic
-  cache) against our fast path (:class:`training.generation.TransformersGenerator`: all rows in one call
-  sorted by length, static KV cache, ``torch.compile``); reports both and the ratio
-  (``OUT/speed.json``).
+* **speed** -- generation throughput of the three generation paths on the same model and the same batch of
+  real episode prompts, in one run (``OUT/speed.json``): TRL's default Hugging Face path (one padded
+  ``generate`` per ``per_device_train_batch_size`` rows, dynamic cache), our transformers fast path
+  (:class:`training.generation.TransformersGenerator`: all rows in one call sorted by length, static KV cache,
+  ``torch.compile``) and vLLM (the ``vllm`` engine, :func:`envgen.backends.make_engine`, on the same weights
+  saved to a temporary folder, prefix caching off so repeats are not cached); the ratios to TRL's path. Where
+  vLLM cannot run (not installed, no GPU, or it failed), its row says why and holds no figures.
 * **precision** -- HF generation tokens/s of the Qwen3-0.6B shape by ``model.dtype``: fp32 weights
   with the dynamic and the static cache, ``bf16-mixed`` (fp32 weights under bf16 autocast, dynamic
   cache) and bf16 weights with the static cache (:data:`PRECISIONS`; ``OUT/precision.json``).
@@ -107,9 +109,57 @@ def _generated_tokens(outs: list[Any], failure: str) -> int:
     return sum(len(g.ids) for g in outs)
 
 
+def vllm_unavailable(device: str) -> str | None:
+    """Why vLLM cannot run here (None: it can be tried)."""
+    import importlib.util
+
+    from envgen.errors import install_hint
+
+    if importlib.util.find_spec("vllm") is None:
+        return f"vLLM is not installed ({install_hint('vllm')})"
+    if not device.startswith("cuda"):
+        return f"vLLM needs a CUDA device; this run is on {device}"
+    return None
+
+
+def _vllm_speed(model: Any, tok: Any, prompts: list[list[int]], *, max_new_tokens: int, repeats: int,
+                device: str) -> dict[str, Any]:
+    """The tokens/s of vLLM on ``model``'s weights (saved to a temporary folder) and the same prompts, or why
+    it has none."""
+    reason = vllm_unavailable(device)
+    if reason is not None:
+        return {"available": False, "reason": reason}
+    from envgen.backends import make_backend
+    from gym_envs.errors import exception_text
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            backend = make_backend("vllm", tmp, dtype=str(model.dtype).removeprefix("torch."),
+                                   gpu_memory_utilization=0.5, enable_prefix_caching=False)
+            runs = iter(range(repeats + 1))
+
+            def run() -> int:
+                comps = backend.generate_tokens(prompts, max_new_tokens=max_new_tokens, temperature=1.0,
+                                                seed=next(runs))
+                return sum(len(c.token_ids or []) for c in comps)
+
+            t0 = time.perf_counter()
+            run()  # warm-up: compilation and CUDA graphs are not timed
+            warmup = time.perf_counter() - t0
+            seconds, tokens = _best_of(run, repeats, device)
+        except Exception as e:  # the boundary: a vLLM that fails here is a row that says why, never a number
+            return {"available": False, "reason": f"vLLM failed: {exception_text(e)}"}
+        import vllm
+
+    return {"available": True, "version": vllm.__version__, "seconds": seconds, "tokens": tokens,
+            "tokens_per_second": tokens / seconds, "warmup_seconds": warmup}
+
+
 def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
           max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
-    """TRL's default HF generation against our fast path on the same prompts (module docstring)."""
+    """TRL's default HF generation, our fast path and vLLM on the same model and prompts (module docstring)."""
     import torch
 
     from training.generation import TransformersGenerator
@@ -137,13 +187,20 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
     b_s, b_tok = _best_of(base, repeats, device)
     f_s, f_tok = _best_of(fast, repeats, device)
     b_tps, f_tps = b_tok / b_s, f_tok / f_s
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    vllm_row = _vllm_speed(model, tok, prompts, max_new_tokens=max_new_tokens, repeats=repeats, device=device)
+    v_tps = vllm_row.get("tokens_per_second")
     return write_result(out, "speed", {
         "benchmark": "speed", "tiny": tiny, "rows": rows, "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
-        "max_new_tokens": max_new_tokens,
+        "max_new_tokens": max_new_tokens, "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE,
+        "dtype": str(dtype).removeprefix("torch."),
         "trl_default": {"batch": baseline_batch, "seconds": b_s, "tokens": b_tok, "tokens_per_second": b_tps},
         "fast": {"batch": rows, "static_cache": fast_gen.static_cache, "compile": compile, "sort_by_length": True,
                  "seconds": f_s, "tokens": f_tok, "tokens_per_second": f_tps, "warmup_seconds": warmup},
-        "speedup": f_tps / b_tps if b_tps else None, **env_info(device)})
+        "vllm": vllm_row,
+        "speedup": f_tps / b_tps if b_tps else None,
+        "vllm_speedup": v_tps / b_tps if v_tps and b_tps else None, **env_info(device)})
 
 
 #: The weight and compute setups :func:`precision` compares: (label, weight dtype name, autocast, static cache).
@@ -196,7 +253,7 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
 @click.option("--no-compile", is_flag=True, help="static cache without torch.compile")
 def speed_command(out: Path, tiny: bool, device: str, rows: int, baseline_batch: int, max_new_tokens: int,
                   no_compile: bool) -> None:
-    """Generation tokens/s: TRL's default HF path against our static-cache, compiled, batched path."""
+    """Generation tokens/s: TRL's default HF path, our static-cache compiled batched path, and vLLM."""
     quiet_trl()
     speed(out, tiny=tiny, device=device, rows=rows, baseline_batch=baseline_batch, max_new_tokens=max_new_tokens,
           compile=not no_compile)

@@ -5,6 +5,12 @@ simulator (:mod:`.base`) and returns the tasks with their family names. The mix 
 of a realistic library ask for: writes found through another record (two hops), filter-and-choose steps,
 at least two policy tasks, a refusal by a tool, a question, and a request that first needs the user's
 identity.
+
+Most tasks are **sessions** (:func:`session`): once a request is drafted, the same person goes on with one
+or two more about their own records ("Also, ..."), each drawn on the world as the earlier requests left it
+(:meth:`~envgen.world.tasks.base.Writer.after`), so what it says and expects holds at that point of the
+conversation. A careful agent does not look the person up again, so the next request's reference drops
+those lookups.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from envgen.world.data import Pools
 from envgen.world.model import World
+from envgen.world.phrase import also
 from envgen.world.sim import Simulator
 from envgen.world.tasks.base import Draft, DraftTurn, Writer
 from envgen.world.tasks.families import Families
@@ -25,6 +32,12 @@ _PLAN = ["write_goal", "take_next", "add_to_container", "hold_resource", "policy
          "catalog_choice", "tool_refusal", "policy_refusal", "add_line", "missing_identity", "read_question",
          "account_adjust", "write_goal", "catalog_goal"]
 
+
+_SESSION = ["write_goal", "read_question", "add_line", "tool_refusal", "policy_refusal", "write_goal", "add_line"]
+"""The families a session's next request is drawn from (each acts for the pinned person only)."""
+
+_SESSION_ODDS = (0.8, 0.45)
+"""The chance a task goes on with a second request, and with a third after that."""
 
 _MAX_REFUSALS = 2
 """Policy refusals a part gets at most: the other policy tasks (a confirmation, asking who is calling) and the
@@ -53,14 +66,18 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         if draft is not None and len(fams) > 1 and attempts % 3 == 0:
             other = fams[attempts % len(fams)]
             second = other.write_goal() if other is not fam else None
-            draft = join_drafts(draft, second, fam) if second is not None else draft
+            draft = join_drafts(draft, second, fam) if second is not None and not other.self_service else draft
         if draft is None:
             continue
-        draft = confirmed(draft, fam)
         text = draft.turns[0].say
         if text in seen:
             continue
-        task = writer.finish(draft, len(tasks))
+        task = None
+        joined = session(draft, fam)
+        if joined is not draft:
+            task = writer.finish(confirmed(joined, fam), len(tasks))
+        if task is None:
+            task = writer.finish(confirmed(draft, fam), len(tasks))
         if task is None:
             continue
         seen.add(text)
@@ -68,6 +85,58 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         tasks.append(task)
         names.append(draft.family if draft.family.startswith("cross") else name)
     return tasks, names
+
+
+def session(first: Draft, fam: Families) -> Draft:
+    """``first`` followed by up to two more requests of the same person (module docstring), or ``first`` itself
+    when it has no person or no further request fits."""
+    if first.scope is None or first.kind == "missing_parameter" or not first.turns[0].body or \
+            first.family.startswith("cross"):
+        return first
+    owner = fam.w.row(fam.scope_ent, first.scope) if fam.scope_ent is not None else None
+    if owner is None:
+        return first
+    draft = first
+    for odds in _SESSION_ODDS:
+        if fam.rng.random() >= odds:
+            break
+        after = fam.w.after([c for t in draft.turns for c in t.calls])
+        if after is None:
+            break
+        main, fam.w, fam.pin = fam.w, after, owner
+        try:
+            nxt = None
+            for name in fam.rng.sample(_SESSION, k=len(_SESSION)):
+                cand = getattr(fam, name)()
+                if cand is not None and cand.scope == first.scope and cand.turns[0].body and \
+                        cand.kind != "missing_parameter":
+                    nxt = cand
+                    break
+        finally:
+            fam.w, fam.pin = main, None
+        if nxt is None:
+            break
+        draft = _append(draft, nxt, fam)
+    return draft
+
+
+def _append(draft: Draft, nxt: Draft, fam: Families) -> Draft:
+    """``nxt`` asked after ``draft`` in one conversation: its opener becomes "Also, ...", and the reads that
+    found the person (already made) leave its reference."""
+    done = [c for t in draft.turns for c in t.calls]
+    people = {e.name for e in (fam.person, fam.scope_ent) if e is not None}
+    known = {o.name for o in fam.world.ops if o.kind in ("search", "lookup") and o.entity.name in people}
+    head = nxt.turns[0]
+    calls = [c for c in head.calls if not (c["name"] in known and c in done)]
+    body = head.body
+    say = also(fam.rng) + body[:1].lower() + body[1:] if not body.startswith("I") else also(fam.rng) + body
+    turns = [*draft.turns, DraftTurn(say, calls, kind=head.kind, answers=head.answers, forbid=head.forbid,
+                                     body=body), *nxt.turns[1:]]
+    kinds = {t.kind for t in turns}
+    kind = "read_then_write" if "write" in kinds else "read" if any(t.answers for t in turns) else "decline"
+    return Draft(kind, f"session_{draft.family}"[:40] if not draft.family.startswith("session") else draft.family,
+                 turns, hops=max(draft.hops, nxt.hops), choose=draft.choose or nxt.choose,
+                 rules=draft.rules + [r for r in nxt.rules if r not in draft.rules], scope=draft.scope)
 
 
 def confirmed(draft: Draft, fam: Families) -> Draft:
@@ -95,7 +164,7 @@ def confirmed(draft: Draft, fam: Families) -> Draft:
 def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
     """One conversation with a request to one service, then one to another (a composed world's task)."""
     if first.kind in ("decline", "missing_parameter") or second.kind != "read_then_write" or not second.turns[0].body:
-        return first  # only a staff member's request joins another: a customer's is about their own account
+        return first  # (only a staff member's request joins another: a customer's is about their own account)
     also = fam.rng.choice(["Also, ", "One more thing: ", "While I have you, ", "Oh, and "])
     body = second.turns[0].body or second.turns[0].say
     turns = [*first.turns, DraftTurn(also + body[:1].lower() + body[1:], second.turns[0].calls),

@@ -18,6 +18,7 @@ family's own bug, never the agent's); :meth:`Writer.finish` returns ``None`` for
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class Draft:
     hops: int = 0  #: the dependency depth of its writes (what the family built it to need)
     choose: bool = False  #: it needs a filter-and-choose step
     rules: list[Any] = dataclasses.field(default_factory=list)  #: the policy rules it tests
+    scope: Any = None  #: the id of the scope record whose owner asks (a session adds requests of the same one)
 
     @property
     def policy(self) -> bool:
@@ -88,6 +90,25 @@ class Writer:
         run.close()
         self.by_id = {t: {r["id"]: r for r in rows} for t, rows in self.tables.items()}
         self.tool_texts = tool_texts(sim.spec.tools)
+        self.base: list[Call] = []  #: calls every attempt runs first (a session's earlier requests)
+
+    def after(self, calls: list[Call]) -> Writer | None:
+        """This writer as the world stands after ``calls`` (run from its own state), or None when one fails.
+
+        A session's next request is drawn on it, so what that request says ("my most recent pending order"),
+        the answers it expects and the refusals it meets hold after the earlier requests were served."""
+        run = self.sim.run()
+        try:
+            if any(not r.ok for r in run.calls([*self.base, *calls])):
+                return None
+            tables = run.tables()
+        finally:
+            run.close()
+        w = copy.copy(self)
+        w.base = [*self.base, *calls]
+        w.tables = tables
+        w.by_id = {t: {r["id"]: r for r in rows} for t, rows in tables.items()}
+        return w
 
     # -- reading the seed state -----------------------------------------------------------------------
     def rows(self, ent: Entity) -> list[Row]:
@@ -129,7 +150,7 @@ class Writer:
         """Whether ``call`` succeeds after ``prefix`` (run from the seed), and its result or error."""
         run = self.sim.run()
         try:
-            failed = next((r for r in run.calls(prefix) if not r.ok), None)
+            failed = next((r for r in run.calls([*self.base, *prefix]) if not r.ok), None)
             if failed is not None:
                 return False, f"the reference's own {failed.name} failed: {failed.error}"
             res = run.call(call["name"], call["arguments"])

@@ -59,6 +59,7 @@ class Families(Operations, Catalog):
         self.person = part.person
         self.main = next((e for e in part.entities if e.role == "main"), part.entities[0])
         self.scope_ent = self.main.parent.entity if self.main.parent is not None else None
+        self.pin: Row | None = None  #: while set, the families act for this scope record only (a session)
 
     # -- policy ---------------------------------------------------------------------------------------
     def rules(self, kind: str, op: Op | None = None) -> list[Any]:
@@ -82,15 +83,24 @@ class Families(Operations, Catalog):
     def limit(self, op: Op) -> Any:
         return next((r for r in self.rules("limit") if r.op == op.name), None)
 
+    @property
+    def self_service(self) -> bool:
+        """Whether the people who own the scope records ask themselves (else a member of staff asks)."""
+        return not self.operator and self.person is not None and self.scope_ent is self.person
+
     def speaker(self, scope: Row) -> Voice:
         """Who asks about ``scope``'s records: that person (self-service), else a member of staff."""
-        own = not self.operator and self.person is not None and self.scope_ent is self.person
+        own = self.self_service
         return self.w.voice(scope if own else None, self.person if own else None)
 
     # -- scopes and targets ---------------------------------------------------------------------------
     def scopes(self, least: int = 2) -> list[Row]:
+        """The scope records (customers, accounts) owning at least ``least`` main records, shuffled; only the
+        pinned one while a session is written."""
         if self.scope_ent is None:
             return []
+        if self.pin is not None:
+            return [self.pin] if len(self.w.owned(self.main, self.pin)) >= least else []
         out = [s for s in self.w.rows(self.scope_ent) if len(self.w.owned(self.main, s)) >= least]
         self.rng.shuffle(out)
         return out
@@ -296,12 +306,12 @@ class Families(Operations, Catalog):
                                   DraftTurn(answer, [*looks, call])], hops=hops + 1, choose=choose,
                                  rules=self.rules("verify"))
                 if self.confirm(op):
-                    turns = [DraftTurn(request, looks, kind="ask", forbid=[op.name]),
+                    turns = [DraftTurn(request, looks, kind="ask", forbid=[op.name], body=body),
                              DraftTurn(voice.yes(), [call])]
                 else:
-                    turns = [DraftTurn(request, [*looks, call], body=body if not voice.key else "")]
+                    turns = [DraftTurn(request, [*looks, call], body=body)]
                 return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose,
-                             rules=self.confirm_rules(op))
+                             rules=self.confirm_rules(op), scope=scope["id"])
         return None
 
     def read_question(self) -> Draft | None:
@@ -329,9 +339,10 @@ class Families(Operations, Catalog):
             if not options:
                 continue
             question, answers, calls, choose = self.rng.choice(options)
-            text = sentence(voice.opener(), voice.question(question))
-            return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers)],
-                         hops=1, choose=choose)
+            body = voice.question(question)
+            text = sentence(voice.opener(), body)
+            return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers, body=body)],
+                         hops=1, choose=choose, scope=scope["id"])
         return None
 
     def total_of(self, target: Row) -> tuple[Row, int] | None:
@@ -381,9 +392,11 @@ class Families(Operations, Catalog):
                     continue
                 words = f"{self.main.human} {target[self.main.key.name]}"
                 goal = verb_phrase(op).format(record=words, value=value)
-                text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-                return Draft("decline", f"policy_state_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
-                                                                                    forbid=[op.name])], rules=[rule])
+                body = voice.ask(goal, voice.reason(op))
+                text = sentence(voice.opener(), body)
+                return Draft("decline", f"policy_state_{op.name}"[:40],
+                             [DraftTurn(text, find, kind="refuse", forbid=[op.name], body=body)], rules=[rule],
+                             scope=scope["id"])
         return None
 
     def _refuse_own(self, rule: Any, op: Op) -> Draft | None:
@@ -475,7 +488,8 @@ class Families(Operations, Catalog):
             if ok:
                 continue
             words = f"{self.main.human} {bad[self.main.key.name]}"
-            first = sentence(voice.opener(), voice.ask(verb_phrase(op).format(record=words, value="")))
+            first_body = voice.ask(verb_phrase(op).format(record=words, value=""))
+            first = sentence(voice.opener(), first_body)
             other = f"{self.main.human} {good[self.main.key.name]}"
             opener = self.rng.choice(["I see.", "Oh, okay.", "Fair enough.", "Ah, that's a shame.", "Understood.",
                                       "Hm, I didn't know that.", "Right, makes sense.", "Okay then."])
@@ -487,12 +501,13 @@ class Families(Operations, Catalog):
                                    f"Can we at least do it for {other}?"])
             second_say = f"{opener} {ask}"
             call = {"name": op.name, "arguments": {self.main.key.name: good[self.main.key.name]}}
-            turns = [DraftTurn(first, find, kind="refuse")]
+            turns = [DraftTurn(first, find, kind="refuse", body=first_body)]
             if self.confirm(op):
                 turns += [DraftTurn(second_say, [], kind="ask", forbid=[op.name]), DraftTurn(voice.yes(), [call])]
             else:
                 turns.append(DraftTurn(second_say, [call]))
-            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1, rules=self.confirm_rules(op))
+            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1, rules=self.confirm_rules(op),
+                         scope=scope["id"])
         return None
 
     def missing_identity(self) -> Draft | None:
@@ -546,7 +561,9 @@ class Families(Operations, Catalog):
                 # the create's own words when it has them ("redeem {value} with {record}"), else "add ... to ..."
                 goal = (create.phrase.format(record=said.words, value=things_said) if create.phrase else
                         f"add {things_said} to {said.words}")
-                text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
-                return Draft("read_then_write", f"add_{child.name}"[:40], [DraftTurn(text, [*reads, look, call])],
-                             hops=2, choose=said.choose)
+                body = voice.ask(goal, voice.reason(create))
+                text = sentence(voice.opener(), body)
+                return Draft("read_then_write", f"add_{child.name}"[:40],
+                             [DraftTurn(text, [*reads, look, call], body=body)], hops=2, choose=said.choose,
+                             scope=scope["id"])
         return None

@@ -1,0 +1,228 @@
+"""The ``vllm`` generation engine: vLLM colocated with the trainer (or a vLLM server), through TRL.
+
+:class:`VLLMGenerator` is a :class:`~training.generation.Generator` over TRL's ``VLLMGeneration`` (built here,
+or a TRL ``GRPOTrainer``'s own, ``trainer.vllm_generation``), which owns what is hard to get right: building a
+colocated engine next to an accelerate/DeepSpeed trainer and pushing the trainer's weights into it (LoRA
+adapters merged, ZeRO-3 parameters gathered, names mapped). On top of it:
+
+* **one call per batch** (colocate): ``LLM.generate`` with one ``SamplingParams`` per row, so each row keeps
+  its own token budget, seed (:func:`~gym_envs.seeding.stable_seed` of the call's seed and the row) and JSON
+  Schema (vLLM's structured outputs, ``StructuredOutputsParams(json=..., disable_any_whitespace=True)``,
+  as envgen's ``vllm`` backend decodes); free rows carry none. Log-probabilities are the sampled tokens'
+  (``logprobs=0``; TRL builds the engine with ``logprobs_mode="processed_logprobs"``, the distribution after
+  temperature). In ``server`` mode the rows go through TRL's client, one request per schema and budget;
+* **weights** (:mod:`training.weight_sync`): a fresh engine is given the trainer's weights before its first
+  batch (it loaded the checkpoint from disk, which need not be the model in memory); :meth:`sync` pushes them
+  after each update; :meth:`generate` refuses while optimizer steps of a tracked optimizer are pending;
+* **sleep** (``sleep=True``, colocate only: vLLM's sleep mode, ``enable_sleep_mode``): the engine sleeps at
+  level 2 (weights and KV cache released) from :meth:`sleep` (the trainers call it before their update) to
+  the next :meth:`generate`, which wakes the weights, pushes the trainer's and wakes the KV cache. The engine
+  stays awake across all the calls of a round (every turn of the rollouts, both proposal streams), unlike
+  TRL's own sleep mode, which sleeps after every ``generate`` and would push the weights once per turn.
+
+The engine's ``enable_sleep_mode`` flag is TRL's switch for its own per-call sleeping; this class holds it off
+while it pushes weights into an engine that is awake (TRL would wake mapped memory again) and reads
+``_llm_weights_sleeping``, TRL's record that level 2 discarded the weights, when it wakes an engine TRL put
+to sleep (tests/training/test_vllm_adapter.py pins both against the installed TRL).
+
+GRPO's multi-turn rollouts reuse the KV cache of each episode's earlier turns through vLLM's prefix caching
+(on by default in vLLM's V1 engine; TRL resets the cache after every weight push).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from envgen.backends.base import budget_list
+from gym_envs.errors import exception_text
+from gym_envs.seeding import stable_seed
+from training.generation import Generated, Generator, vllm_available
+
+__all__ = ["VLLMGenerator", "structured_outputs"]
+
+
+def structured_outputs(schema: dict[str, Any]) -> Any:
+    """The ``StructuredOutputsParams`` constraining a vLLM row to ``schema`` (compact JSON, as every backend)."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    return StructuredOutputsParams(json=schema, disable_any_whitespace=True)
+
+
+class VLLMGenerator(Generator):
+    """Generation on vLLM (see the module docstring); needs ``vllm`` unless ``engine`` is given.
+
+    Args:
+        eos_ids: token ids that end a continuation.
+        engine: an existing ``VLLMGeneration`` (a TRL trainer's ``vllm_generation``: the trainer syncs its
+            weights itself); default: one built from the other arguments.
+        model, accelerator, tokenizer: the trainer's model, its accelerator and tokenizer (to build one).
+        mode: ``colocate`` (vLLM in this process, on the training GPU) or ``server`` (``server_base_url``).
+        gpu_memory_utilization, max_model_length: vLLM's memory share and context length (colocate).
+        max_num_seqs: rows vLLM decodes at once (``generation.batch_size``; None: vLLM's default).
+        sleep: vLLM's sleep mode between updates (colocate; module docstring).
+    """
+
+    name = "vllm"
+    shares_weights = False
+
+    def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
+                 tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
+                 server_base_url: str | None = None, max_model_length: int | None = None,
+                 max_num_seqs: int | None = None, sleep: bool = False):
+        self.eos_ids = sorted({int(e) for e in eos_ids})
+        borrowed = engine is not None
+        if engine is None:
+            if not vllm_available():
+                from envgen.errors import install_hint
+                from training.errors import ConfigError
+
+                raise ConfigError(f"generation.engine is vllm but vLLM is not installed: {install_hint('vllm')}, "
+                                  "or set generation.engine=transformers (--engine transformers)")
+            from trl.generation.vllm_generation import VLLMGeneration
+
+            engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
+                                    gpu_memory_utilization=gpu_memory_utilization,
+                                    server_base_url=server_base_url, max_model_length=max_model_length,
+                                    max_num_seqs=max_num_seqs, enable_sleep_mode=sleep and mode == "colocate")
+        self.engine = engine
+        self.mode = getattr(engine, "mode", mode)
+        #: the engine sleeps between updates (colocate with vLLM's sleep mode on)
+        self.sleep_mode = self.mode == "colocate" and bool(getattr(engine, "enable_sleep_mode", False))
+        # asleep: TRL put a sleep-mode engine to sleep when it built it, and a borrowed one sleeps between calls
+        self._awake = not self.sleep_mode
+        # a fresh engine holds the checkpoint it loaded from disk; a borrowed one was synced by its trainer
+        self._fresh = not borrowed
+
+    # -- weights and sleep ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _trl_sleep_off(self) -> Iterator[None]:
+        """TRL's per-call sleep/wake held off (the engine is awake, and this class wakes and sleeps it)."""
+        saved = getattr(self.engine, "enable_sleep_mode", False)
+        self.engine.enable_sleep_mode = False
+        try:
+            yield
+        finally:
+            self.engine.enable_sleep_mode = saved
+
+    def _push_weights(self) -> None:
+        if not self._awake:
+            return  # level 2 discarded the weights: waking pushes the trainer's current ones
+        with self._trl_sleep_off():
+            self.engine.sync_weights()
+        self._fresh = False
+
+    def wake(self) -> None:
+        """Wake a sleeping engine: its weights (TRL's ``sync_weights`` wakes them, then pushes the trainer's)
+        and its KV cache. A fresh engine gets the trainer's weights here too."""
+        if self._awake:
+            if self._fresh:
+                self.sync()
+            return
+        eng = self.engine
+        if getattr(eng, "_llm_weights_sleeping", True):
+            import time
+
+            t0 = time.perf_counter()
+            eng.sync_weights()  # sleep mode on: TRL wakes the weights, then loads the trainer's
+            eng._llm_weights_sleeping = False
+            self.weights.synced(time.perf_counter() - t0)
+        eng.llm.wake_up(tags=["kv_cache"])
+        self._awake, self._fresh = True, False
+
+    def sleep(self) -> None:
+        """Sleep at level 2 (weights and KV cache released) until the next :meth:`generate`."""
+        if not self.sleep_mode or not self._awake:
+            return
+        self.engine.llm.sleep(level=2)
+        self.engine._llm_weights_sleeping = True  # TRL's record: the weights must be pushed again
+        self._awake = False
+
+    # -- generation -----------------------------------------------------------------------------------
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
+                 grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
+        if grammar_prefixes is not None and any(grammar_prefixes):
+            from training.errors import ConfigError
+
+            raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
+                              "(selfplay.recovery.enabled): set generation.engine=transformers (--engine "
+                              "transformers)")
+        schemas: list[dict[str, Any] | None] = (list(json_schemas) if json_schemas is not None
+                                                 else [None] * len(contexts))
+        if len(schemas) != len(contexts):
+            raise ValueError(f"{len(schemas)} json_schemas for {len(contexts)} contexts")
+        budgets = budget_list(max_new_tokens, len(contexts))
+        if not contexts:
+            return []
+        self.wake()
+        self.weights.require_synced(self.name)
+        if self.mode == "colocate":
+            return self._colocated(contexts, budgets, temperature, top_p, seed, schemas)
+        groups: dict[tuple[str, int], list[int]] = {}  # server: TRL's client sends one set of sampling params
+        for i, (sch, b) in enumerate(zip(schemas, budgets, strict=True)):
+            groups.setdefault((json.dumps(sch, sort_keys=True), b), []).append(i)
+        out: list[Generated | None] = [None] * len(contexts)
+        for (_, budget), idx in groups.items():
+            rows = self._served([contexts[i] for i in idx], budget, temperature, top_p, schemas[idx[0]])
+            for i, g in zip(idx, rows, strict=True):
+                out[i] = g
+        return [g for g in out if g is not None]
+
+    def _params(self, budget: int, temperature: float, top_p: float, seed: int,
+                schema: dict[str, Any] | None) -> Any:
+        from vllm import SamplingParams
+
+        extra = {"structured_outputs": structured_outputs(schema)} if schema is not None else {}
+        return SamplingParams(n=1, max_tokens=budget, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
+                              seed=seed, logprobs=0, stop_token_ids=list(self.eos_ids), **extra)
+
+    def _colocated(self, contexts: list[list[int]], budgets: list[int], temperature: float, top_p: float,
+                   seed: int, schemas: list[dict[str, Any] | None]) -> list[Generated]:
+        """Every row in one ``LLM.generate``, each with its own sampling params."""
+        from trl.generation.vllm_generation import extract_logprobs
+
+        try:
+            params = [self._params(budgets[i], temperature, top_p, stable_seed(seed, i), schemas[i])
+                      for i in range(len(contexts))]
+            outs = self.engine.llm.generate([{"prompt_token_ids": list(c)} for c in contexts],
+                                            sampling_params=params, use_tqdm=False)
+            logprobs, _ = extract_logprobs(outs)
+        except Exception as e:  # the boundary: a failure is data, these rows end with an error
+            msg = exception_text(e)
+            return [Generated([], [], "error", msg) for _ in contexts]
+        ids_rows = [list(o.token_ids) for req in outs for o in req.outputs]
+        if logprobs is None:  # the engine scored no token: NaN, left out of the sampler-trainer gap
+            logprobs = [[None] * len(ids) for ids in ids_rows]
+        return [self._row(ids, lps) for ids, lps in zip(ids_rows, logprobs, strict=True)]
+
+    def _served(self, contexts: list[list[int]], budget: int, temperature: float, top_p: float,
+                schema: dict[str, Any] | None) -> list[Generated]:
+        """Rows of one schema and budget through TRL's ``VLLMGeneration.generate`` (server mode)."""
+        eng = self.engine
+        eng.max_completion_length = budget
+        eng.temperature = max(temperature, 1e-5)
+        eng.top_p = top_p
+        saved = dict(getattr(eng, "generation_kwargs", None) or {})
+        if schema is not None:  # TRL builds StructuredOutputsParams from the dict
+            eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema, "disable_any_whitespace": True}}
+        try:
+            _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
+        except Exception as e:  # the boundary: a failure is data, these rows end with an error
+            msg = exception_text(e)
+            return [Generated([], [], "error", msg) for _ in contexts]
+        finally:
+            eng.generation_kwargs = saved
+        return [self._row(list(ids), lps) for ids, lps in zip(completion_ids, logprobs, strict=True)]
+
+    def _row(self, ids: list[int], logprobs: Sequence[Any]) -> Generated:
+        """A row from its token ids and TRL's ``(completion_len, num_logprobs)`` log-probabilities (a token vLLM
+        could not score is NaN, left out of the sampler-trainer gap)."""
+        flat = []
+        for x in logprobs:
+            v = x[0] if isinstance(x, list | tuple) else x
+            flat.append(float(v) if v is not None else math.nan)
+        return Generated(ids, flat, "stop" if ids and ids[-1] in self.eos_ids else "length")
