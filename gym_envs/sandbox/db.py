@@ -29,6 +29,12 @@ there. When SQLite aborts the whole transaction (an interrupted write, out of me
 turns true, every further statement of untrusted code is refused, and the owner rebuilds the episode.
 The host uses :meth:`StateDB.host` for savepoints and introspection; its statements carry a per-process
 tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
+
+Digests. :meth:`StateDB.table_digests` reads a table only when its content may have changed since its digest
+was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
+untrusted statement writes while SQLite prepares it (the pending statement is marked when it ends, however it
+ends), and every savepoint, rollback, image load, schema change and trusted write is told to the cache. The
+host's reads of content (row counts, dumps) are :class:`~gym_envs.sandbox.content.ContentReads`'.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import DigestCache, digest_of, rows_digest
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
     _FunctionErrors,
@@ -64,15 +70,11 @@ _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
 _KW_CACHE_MAX = 4096
-_SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
 _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _SET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (?)"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
-_ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
-_ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
 _SCHEMA = _HOST_TAG + "SELECT type, name, tbl_name, sql FROM main.sqlite_master ORDER BY type, name"
-_FOREIGN_KEYS = _HOST_TAG + "SELECT \"table\", on_update, on_delete FROM pragma_foreign_key_list(?, 'main')"
 _WRITE_ACTIONS = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
@@ -127,6 +129,7 @@ class StateDB(ContentReads):
         self._run_owner = object()  # the owner token of run()'s statements
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._digests = DigestCache()
+        self._pristine = True  # no statement of spec code nor of host() has run (see load_image)
         self._configure()
         self.guard.cursor = self.conn.cursor()
         self._host = self.conn.cursor()  # the host's fixed statements (no cursor to build per statement)
@@ -168,7 +171,7 @@ class StateDB(ContentReads):
         if written is None:
             written = guard.written = set()
         if action in _WRITE_ACTIONS and arg1:
-            written.add(arg1.lower())
+            written.add(fold(arg1))
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
     def _refresh_tables(self) -> None:
@@ -177,7 +180,13 @@ class StateDB(ContentReads):
         schema = self._host.execute(_SCHEMA).fetchall()
         self._readable = {r[1].lower() for r in schema if r[0] == "table"}
         self._tables = None
-        self._digests.schema(schema, lambda t: self._host.execute(_FOREIGN_KEYS, (t,)).fetchall())
+        self._digests.schema(schema, self._foreign_keys)
+
+    def _foreign_keys(self, table: str) -> list[tuple[Any, ...]]:
+        """``(parent, on_update, on_delete)`` of each foreign key of ``table`` (a ``PRAGMA`` statement: no
+        table-valued function, see :meth:`load_image`)."""
+        rows = self._host.execute(f"{_HOST_TAG}PRAGMA main.foreign_key_list({quote_identifier(table)})").fetchall()
+        return [(r[2], r[5], r[6]) for r in rows]
 
     def _settle(self) -> None:
         """Mark in the digest cache what the pending untrusted statement may have written
@@ -185,15 +194,28 @@ class StateDB(ContentReads):
         it short leaves the statement pending, and the next statement or digest settles it."""
         guard = self.guard
         if guard.pending is not None:
-            self._digests.statement_ran(guard.pending, guard.written, self._readable)
+            self._digests.statement_ran(guard.pending, guard.written)
             guard.pending = None
 
     def _sync_digests(self) -> None:
         """Bring the digest cache up to the content: the pending statement's marks, and the rollback SQLite did
-        when it ended the transaction itself."""
+        when it ended the transaction itself. Called before every digest, savepoint and rollback."""
         self._settle()
         if self._digests.in_savepoint and not self.conn.in_transaction:
             self._digests.aborted()
+
+    def _open_savepoint(self, name: str) -> None:
+        """``SAVEPOINT name``, told to the digest cache."""
+        self._sync_digests()
+        self._host.execute(f"{_HOST_TAG}SAVEPOINT {name}")
+        self._digests.opened(name)
+
+    def _rollback_to(self, name: str) -> None:
+        """``ROLLBACK TO name``, told to the digest cache (``sqlite3.OperationalError`` when it is not open)."""
+        self._sync_digests()
+        self._digests.undoing(name)
+        self._host.execute(f"{_HOST_TAG}ROLLBACK TO {name}")
+        self._digests.undone(name)
 
     # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
@@ -203,7 +225,6 @@ class StateDB(ContentReads):
     def load_image(self, image: bytes, digests: dict[str, str] | None = None) -> None:
         """Replace the database content with ``image`` (ends any open episode); ``digests`` are its table
         digests when known (:meth:`table_digests` of the content the image was taken of)."""
-        self._digests.reset()
         self.guard.pending = None
         self._set_query_only(False)
         if self.conn.in_transaction:
@@ -211,7 +232,17 @@ class StateDB(ContentReads):
         self.guard.episode = self._savepoint = False
         self._forget_statements()
         self._drop_cursor()
-        self.conn.deserialize(image)
+        if self._pristine:
+            self.conn.deserialize(image)
+        else:
+            # SQLite (3.40) frees the eponymous virtual tables a connection has used (json_each, pragma_*) when
+            # deserialize replaces its database, and crashes on their next use: copy the pages in instead
+            source = sqlite3.connect(":memory:")
+            try:
+                source.deserialize(image)
+                source.backup(self.conn)
+            finally:
+                source.close()
         self.conn.execute(_HOST_TAG + f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
         self._refresh_tables()
         self._digests.reset(digests)
@@ -223,8 +254,7 @@ class StateDB(ContentReads):
         self._set_query_only(False)
         self._counters_at = -1
         self._reset_counters()  # before the savepoint, so the scratch row is part of the baseline
-        self._digests.opened("episode")
-        self.conn.execute(_HOST_TAG + "SAVEPOINT episode")
+        self._open_savepoint("episode")
         self.guard.episode = True
 
     def reset_episode(self) -> None:
@@ -233,10 +263,7 @@ class StateDB(ContentReads):
             raise RuntimeError("no intact episode to reset")
         self._set_query_only(False)
         self._savepoint = False
-        self._settle()
-        self._digests.undoing("episode")
-        self._host.execute(_ROLLBACK_EPISODE)
-        self._digests.undone("episode")
+        self._rollback_to("episode")
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -261,8 +288,7 @@ class StateDB(ContentReads):
 
     def savepoint(self) -> None:
         """Open a savepoint for one call (see :meth:`release`)."""
-        self._digests.opened("call")
-        self._host.execute(_SAVEPOINT_CALL)
+        self._open_savepoint("call")
         self._savepoint = True
 
     def release(self, commit: bool) -> None:
@@ -273,10 +299,8 @@ class StateDB(ContentReads):
         if not self.conn.in_transaction:  # SQLite already rolled everything back
             return
         if not commit:
-            self._settle()
-            self._digests.undoing("call")
-            self._host.execute(_ROLLBACK_CALL)
-            self._digests.undone("call")
+            self._rollback_to("call")
+        self._sync_digests()
         self._host.execute(_RELEASE_CALL)
         self._digests.released("call")
 
@@ -290,8 +314,7 @@ class StateDB(ContentReads):
         if changes > 1:
             return None
         saved = (rowid, changes, self.guard.cursor.lastrowid)
-        self._digests.opened(f"fork{int(n)}")
-        self._host.execute(_HOST_TAG + f"SAVEPOINT fork{int(n)}")
+        self._open_savepoint(f"fork{int(n)}")
         return saved
 
     def back_to(self, n: int, saved: tuple[Any, ...]) -> bool:
@@ -300,13 +323,10 @@ class StateDB(ContentReads):
         if not self.guard.episode or self.lost or self._savepoint:
             return False
         self._set_query_only(False)
-        self._settle()
-        self._digests.undoing(f"fork{int(n)}")
         try:
-            self._host.execute(_HOST_TAG + f"ROLLBACK TO fork{int(n)}")
+            self._rollback_to(f"fork{int(n)}")
         except sqlite3.OperationalError:  # no such savepoint
             return False
-        self._digests.undone(f"fork{int(n)}")
         rowid, changes, cursor_rowid = saved
         if cursor_rowid is None:
             self._drop_cursor()  # a fresh cursor has no lastrowid, as the statement cursor had none
@@ -369,6 +389,7 @@ class StateDB(ContentReads):
         change between statements (the mode's cache of admitted statements, the limits) is bound once; it is
         the hot path of every ``db`` call, so the constants it reads are closure variables too."""
         state, guard, conn = self, self.guard, self.conn
+        self._pristine = False
         admitted = self._admitted_cache(mode).get
         shape_of = self._shapes.get
         max_vars = self.limits.max_variables
@@ -502,8 +523,10 @@ class StateDB(ContentReads):
     def host(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         """A trusted statement (introspection); one that is not a ``SELECT`` marks every table in the digest
         cache (it may have written them, or rolled them back)."""
+        self._pristine = False
         if leading_keyword(sql) != "SELECT":
-            self._digests.mark(self._readable)
+            self._sync_digests()
+            self._digests.mark_all()
         return self.conn.execute(_HOST_TAG + sql, params).fetchall()
 
     # -- introspection ------------------------------------------------------------------------
@@ -518,16 +541,17 @@ class StateDB(ContentReads):
     def table_digests(self, tables: list[str] | None = None, *, cached: bool = True) -> dict[str, str]:
         """The digest of each table (:func:`~gym_envs.sandbox.digests.rows_digest`; ``<missing>`` for a name
         that is no table), from the digest cache where the table cannot have changed since it was computed
-        (``cached=False``: every one read afresh)."""
+        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh)."""
         self._sync_digests()
         known = set(self.tables())
         cache = self._digests
+        cached = cached and self.limits.digest_cache
         out: dict[str, str] = {}
         for t in tables or sorted(known):
             if t not in known:
                 out[t] = "<missing>"
                 continue
-            key = t.lower()
+            key = fold(t)
             digest = cache.get(key) if cached else None
             if digest is None:
                 digest = rows_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}"))

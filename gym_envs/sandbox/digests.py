@@ -9,26 +9,31 @@ name order.
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
 
-* **a statement ran** (:meth:`DigestCache.mark`, with every table it may have written). The connection's
-  authorizer is asked about each table a statement writes when SQLite prepares it, the child tables that
-  foreign-key actions write included (``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL``, ``SET DEFAULT``,
-  also for the rows a ``REPLACE`` deletes); :func:`write_closure` adds those children again from the schema's
-  foreign keys, transitively. A statement the statement cache serves is not prepared again, so the set is
-  kept per statement text for the schema; one whose set is unknown marks every table.
-* **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to**
-  (:meth:`DigestCache.rolled_back`): a rollback drops the digest of every table marked since the savepoint
-  opened (its content went back to what it was then, which a digest taken since may not show); a table not
-  marked since has the content it had, so its digest stays. When SQLite ended the transaction itself
-  (:meth:`DigestCache.aborted`) the content is what it was before the outermost savepoint.
-* **the content was replaced** (an image loaded, the schema changed: :meth:`DigestCache.reset`), or a
-  trusted statement wrote it (every table is marked).
+* **a statement ran** (:meth:`DigestCache.statement_ran`, with every table it may have written). The
+  connection's authorizer is asked about each table a statement writes when SQLite prepares it, the child
+  tables that foreign-key actions write included (``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL``,
+  ``SET DEFAULT``, also for the rows a ``REPLACE`` deletes); :func:`write_closure` adds those children again
+  from the schema's foreign keys, transitively. A statement the statement cache serves is not prepared
+  again, so the set is kept per statement text for the schema; one whose set is unknown marks every table
+  (:meth:`DigestCache.mark_all`), as does a trusted statement that may write.
+* **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to** (:meth:`DigestCache.undoing`
+  before the rollback, :meth:`DigestCache.undone` after it): the digest of every table marked since the
+  savepoint opened is dropped (its content went back to what it was then, which a digest taken since may not
+  show); a table not marked since has the content it had, so its digest stays; the digests known of the
+  content the savepoint opened on (when it opened, or computed later of a table not marked since) are valid
+  again, so they come back. When SQLite ended the transaction itself
+  (:meth:`DigestCache.aborted`) the content is what it was before the outermost savepoint. Savepoints are
+  kept as SQLite keeps them, a stack in which a name means its most recent entry.
+* **the content was replaced** (an image loaded: :meth:`DigestCache.reset`, with the new content's digests
+  when known), or **the schema changed** (:meth:`DigestCache.schema`: every table is marked).
 
 Marks and savepoint openings are numbered by one counter that only grows, so "marked since" is one
 comparison; a mark is never taken back (a rollback that undoes a write keeps its mark, and a later rollback
-past it drops that table's digest again: a recompute, never a wrong digest). Nothing of this lives in SQL: no
-trigger, table or function is added to the connection, so nothing spec code can observe changes with the
-cache (``changes()``, ``last_insert_rowid()``, the connection's change count behind a ``WITH`` statement's
-row count, how deep its foreign-key cascades may go before SQLite's trigger-depth limit).
+past it drops that table's digest again: a recompute, never a wrong digest). Tables are keyed by their names
+folded as SQLite folds them (ASCII letters only: :func:`fold`). Nothing of this lives in SQL: no trigger,
+table or function is added to the connection, so nothing spec code can observe changes with the cache
+(``changes()``, ``last_insert_rowid()``, the connection's change count behind a ``WITH`` statement's row
+count, how deep its foreign-key cascades may go before SQLite's trigger-depth limit).
 """
 
 from __future__ import annotations
@@ -38,10 +43,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["DigestCache", "digest_of", "rows_digest", "write_closure"]
+__all__ = ["DigestCache", "digest_of", "fold", "rows_digest", "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
 _MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
@@ -54,9 +60,15 @@ def digest_of(tables: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(sorted(tables.items())).encode()).hexdigest()
 
 
+def fold(name: str) -> str:
+    """A table name as SQLite compares it: ASCII letters lower-cased, every other character kept (``"É"`` and
+    ``"é"`` name two tables)."""
+    return name.translate(_ASCII_LOWER)
+
+
 def write_closure(written: Iterable[str], children: Mapping[str, frozenset[str]]) -> frozenset[str]:
     """``written`` and every table a foreign-key action can write from it, transitively; ``children`` maps a
-    table to the tables whose foreign keys to it have an action that writes (all names lower-cased)."""
+    table to the tables whose foreign keys to it have an action that writes (all names folded)."""
     out = set(written)
     todo = list(out)
     while todo:
@@ -69,25 +81,27 @@ def write_closure(written: Iterable[str], children: Mapping[str, frozenset[str]]
 
 class DigestCache:
     """The table digests of one connection's content, each kept until its table may have changed (see the
-    module docstring). Tables are named lower-cased; savepoints by their SQL names."""
+    module docstring). Tables are named as :func:`fold` folds them; savepoints by their SQL names."""
 
-    __slots__ = ("_children", "_digests", "_marked", "_savepoints", "_schema", "_seq", "_writes")
+    __slots__ = ("_all", "_children", "_digests", "_marked", "_savepoints", "_schema", "_seq", "_writes")
 
     def __init__(self) -> None:
         self._digests: dict[str, str] = {}  #: table -> its digest, for the current content
         self._marked: dict[str, int] = {}  #: table -> the counter at its last mark
-        self._savepoints: dict[str, int] = {}  #: open savepoint -> the counter when it opened
+        self._all = 0  #: the counter when every table was last marked (0: never)
+        self._savepoints: list[tuple[str, int, dict[str, str]]] = []  #: open: name, counter, digests when opened
         self._seq = 0  #: the counter (only grows)
         self._writes: dict[str, frozenset[str]] = {}  #: statement text -> the tables it may write (this schema)
         self._children: dict[str, frozenset[str]] = {}  #: table -> the tables its foreign-key actions write
-        self._schema: list[Any] = []  #: the schema the two above were made for
+        self._schema: list[Any] | None = None  #: the schema the two above were made for
 
+    # -- the schema and its statements ---------------------------------------------------------------------
     def schema(self, schema: list[Any], foreign_keys: Callable[[str], list[Any]]) -> None:
-        """The schema may have changed (setup ran, an image was loaded): the content's digests are forgotten,
-        and when ``schema`` (``sqlite_master``'s ``(type, name, tbl_name, sql)`` rows) is not the one the
-        statements' write sets were learned for, those are too. ``foreign_keys(table)`` gives the
-        ``(parent, on_update, on_delete)`` of each of ``table``'s foreign keys."""
-        self.reset()
+        """The schema may have changed (setup ran, an image was loaded): every table is marked, and when
+        ``schema`` (``sqlite_master``'s ``(type, name, tbl_name, sql)`` rows) is not the one the statements'
+        write sets were learned for, those are forgotten. ``foreign_keys(table)`` gives the ``(parent,
+        on_update, on_delete)`` of each of ``table``'s foreign keys."""
+        self.mark_all()
         if schema == self._schema:
             return
         children: dict[str, set[str]] = {}
@@ -95,16 +109,16 @@ class DigestCache:
             if kind == "table":
                 for parent, on_update, on_delete in foreign_keys(name):
                     if on_update in _FK_WRITES or on_delete in _FK_WRITES:
-                        children.setdefault(str(parent).lower(), set()).add(name.lower())
+                        children.setdefault(fold(str(parent)), set()).add(fold(name))
         self._children = {t: frozenset(c) for t, c in children.items()}
         self._writes = {}
         self._schema = schema
 
-    def statement_ran(self, sql: str, written: set[str] | None, every_table: Iterable[str]) -> None:
-        """Statement ``sql`` ran (or began): mark what it may have written. ``written`` holds the tables the
-        authorizer saw it write when SQLite prepared it (None when the statement cache served it unprepared);
-        with the children its foreign-key actions write, that is kept for ``sql``. A statement whose write set
-        is unknown marks ``every_table``."""
+    def statement_ran(self, sql: str, written: set[str] | None) -> None:
+        """Statement ``sql`` ran (or began): mark what it may have written. ``written`` holds the (folded)
+        tables the authorizer saw it write when SQLite prepared it (None when the statement cache served it
+        unprepared); with the children its foreign-key actions write, that is kept for ``sql``. A statement
+        whose write set is unknown marks every table."""
         if written is not None:
             writes = write_closure(written, self._children)
             if len(self._writes) >= _MAX_STATEMENTS:
@@ -112,48 +126,73 @@ class DigestCache:
             self._writes[sql] = writes
         else:
             known = self._writes.get(sql)
-            writes = frozenset(every_table) if known is None else known
+            if known is None:
+                self.mark_all()
+                return
+            writes = known
         if writes:
             self.mark(writes)
 
+    # -- digests and marks ------------------------------------------------------------------------------
     def get(self, table: str) -> str | None:
-        """The cached digest of ``table``, or None."""
+        """The cached digest of ``table`` (folded), or None."""
         return self._digests.get(table)
 
     def put(self, table: str, digest: str) -> None:
-        """Keep ``digest``, just computed from ``table``'s current content."""
+        """Keep ``digest``, just computed from ``table``'s (folded) current content; it is also the table's
+        digest when each savepoint opened since the table's last mark opened, so their rollbacks bring it back."""
         self._digests[table] = digest
+        last = max(self._marked.get(table, 0), self._all)
+        for _name, since, then in reversed(self._savepoints):
+            if since < last:
+                break
+            then[table] = digest
 
     def mark(self, tables: Iterable[str]) -> None:
-        """``tables`` may have changed: their digests are dropped, and dropped again by a rollback past now."""
+        """``tables`` (folded) may have changed: their digests are dropped, and dropped again by a rollback
+        past now."""
         self._seq = seq = self._seq + 1
         marked, digests = self._marked, self._digests
         for t in tables:
             marked[t] = seq
             digests.pop(t, None)
 
-    def opened(self, savepoint: str) -> None:
-        """``savepoint`` is about to open. Called before the SQL runs: a savepoint that then fails to open
-        leaves an entry that only makes later drops larger."""
+    def mark_all(self) -> None:
+        """Every table may have changed (those the cache has not heard of included)."""
         self._seq += 1
-        self._savepoints.setdefault(savepoint, self._seq)  # a name opened twice: the older counter, more drops
+        self._all = self._seq
+        self._digests = {}
+
+    # -- savepoints -------------------------------------------------------------------------------------
+    def opened(self, savepoint: str) -> None:
+        """``savepoint`` opened, on content whose digests the cache holds now."""
+        self._seq += 1
+        self._savepoints.append((savepoint, self._seq, dict(self._digests)))
 
     def undoing(self, savepoint: str) -> None:
         """The content is about to go back to ``savepoint``: drop the digests of the tables marked since it
-        opened (of every marked table when it is unknown). Called before the SQL runs, so no digest of the
-        content being undone outlives it, whether the rollback then succeeds or not."""
-        self._drop_since(self._savepoints.get(savepoint, 0))
+        opened (every digest when it is not open). Called before the SQL runs, so no digest of the content
+        being undone outlives it, whether the rollback then succeeds or not."""
+        at = self._find(savepoint)
+        if at is None:
+            self._digests = {}
+        else:
+            self._drop_since(self._savepoints[at][1])
 
     def undone(self, savepoint: str) -> None:
-        """The content went back to ``savepoint`` (its rollback succeeded): the tables marked since it opened
-        hold what they held then, so they count as last marked then, and the savepoints opened since are gone."""
-        since = self._savepoints.get(savepoint)
-        if since is not None:
-            self._back_to(since)
+        """The content went back to ``savepoint`` (its rollback succeeded; it stays open): the tables marked
+        since it opened hold what they held then, so they count as last marked then, the digests known then
+        are valid again, and the savepoints opened since are gone."""
+        at = self._find(savepoint)
+        if at is not None:
+            self._back_to(at)
 
     def released(self, savepoint: str) -> None:
-        """``savepoint`` was released (its content kept, its writes now part of the enclosing transaction's)."""
-        self._savepoints.pop(savepoint, None)
+        """``savepoint`` was released with every savepoint opened after it (their writes are now the enclosing
+        transaction's, whose rollback still drops them: the marks stay)."""
+        at = self._find(savepoint)
+        if at is not None:
+            del self._savepoints[at:]
 
     @property
     def in_savepoint(self) -> bool:
@@ -162,30 +201,49 @@ class DigestCache:
 
     def aborted(self) -> None:
         """SQLite ended the transaction (an interrupted write, out of memory): the content went back to what it
-        was before the outermost savepoint opened, and no savepoint is open."""
+        was before the outermost savepoint opened (the one that began the transaction), and none is open."""
         if self._savepoints:
-            since = min(self._savepoints.values())
-            self._drop_since(since)
-            self._back_to(since)
-        self._savepoints = {}
+            self._back_to(0)
+            self._savepoints = []
+
+    def reset(self, digests: Mapping[str, str] | None = None) -> None:
+        """The content was replaced and no savepoint is open: forget everything but the statements' write sets;
+        ``digests`` (table -> digest) are the new content's."""
+        self._digests = {fold(t): d for t, d in (digests or {}).items()}
+        self._marked = {}
+        self._all = 0
+        self._savepoints = []
+
+    def _find(self, savepoint: str) -> int | None:
+        """The index of ``savepoint``'s most recent entry (SQLite's names are case-insensitive), or None."""
+        name = fold(savepoint)
+        for i in range(len(self._savepoints) - 1, -1, -1):
+            if fold(self._savepoints[i][0]) == name:
+                return i
+        return None
 
     def _drop_since(self, since: int) -> None:
+        if self._all > since:
+            self._digests = {}
+            return
+        digests = self._digests
         for t, seq in self._marked.items():
             if seq > since:
-                self._digests.pop(t, None)
+                digests.pop(t, None)
 
-    def _back_to(self, since: int) -> None:
-        """The content is what it was at ``since``: later marks move back to it (a later rollback to a savepoint
-        opened before it still drops those tables; one to a savepoint opened after it need not), and the
-        savepoints opened after it are gone."""
+    def _back_to(self, at: int) -> None:
+        """The content is what it was when savepoint ``at`` opened: the digests of the tables marked since are
+        dropped and their marks move back to its counter (a later rollback to a savepoint opened before it
+        still drops those tables; one to a savepoint opened after it need not), the digests known when it
+        opened come back, and the savepoints opened after it are gone."""
+        _name, since, then = self._savepoints[at]
+        self._drop_since(since)
         marked = self._marked
         for t, seq in marked.items():
             if seq > since:
                 marked[t] = since
-        self._savepoints = {n: s for n, s in self._savepoints.items() if s <= since}
-
-    def reset(self, digests: Mapping[str, str] | None = None) -> None:
-        """The content was replaced: forget everything; ``digests`` (table -> digest) are the new content's."""
-        self._digests = {t.lower(): d for t, d in (digests or {}).items()}
-        self._marked = {}
-        self._savepoints = {}
+        if self._all > since:
+            self._all = since
+        then.update(self._digests)  # both hold digests of this same content
+        self._digests = dict(then)
+        del self._savepoints[at + 1:]
