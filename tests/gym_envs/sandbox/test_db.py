@@ -261,6 +261,33 @@ print("ok")
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
 
 
+def test_a_new_image_after_the_host_read_a_table_valued_pragma() -> None:
+    """The host's reads of columns use ``pragma_table_info``, an eponymous virtual table, which SQLite (3.40)
+    frees when ``deserialize`` replaces the database under it: the next read used freed memory. A connection
+    that has run such a statement takes its next image through the backup API instead."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(_ROOT)!r})
+from gym_envs.sandbox import SqlLimits, StateDB
+def image():
+    db = StateDB(SqlLimits())
+    db.script("CREATE TABLE p (id INTEGER PRIMARY KEY, k TEXT); CREATE TABLE a (x)", mode="setup")
+    out = db.image()
+    db.close()
+    return out
+db = StateDB(SqlLimits())
+db.script("CREATE TABLE a (x)", mode="setup")
+for _ in range(10):  # a use after free need not crash the first time
+    assert db.columns("a") == ["x"]
+    db.load_image(image())
+    assert db.columns("p") == ["id", "k"]
+db.close()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
 # -- the guard: owner token, one statement at a time, save and restore ------------------------------------
 
 def test_a_facade_works_only_while_its_owner_token_is_installed(db: StateDB) -> None:
