@@ -189,9 +189,9 @@ class StateDB(ContentReads):
         return [(r[2], r[5], r[6]) for r in rows]
 
     def _settle(self) -> None:
-        """Mark in the digest cache what the pending untrusted statement may have written
-        (:meth:`DigestCache.statement_ran`). Idempotent until the next statement begins: an exception that cuts
-        it short leaves the statement pending, and the next statement or digest settles it."""
+        """Mark in the digest cache what the last untrusted statement may have written
+        (:meth:`DigestCache.statement_ran`), once: it stays pending after it ends, however it ends, until the next
+        statement begins or the cache is next used (a digest, a savepoint, a rollback)."""
         guard = self.guard
         if guard.pending is not None:
             self._digests.statement_ran(guard.pending, guard.written)
@@ -415,12 +415,12 @@ class StateDB(ContentReads):
             if not conn.in_transaction and guard.episode:
                 raise StateError("the episode's transaction was aborted by an earlier error; no further "
                                  "statements run in this call", transient=True)
-            if guard.pending is not None:  # an earlier statement's marks were cut short
+            if guard.pending is not None:  # the previous statement's marks
                 state._settle()
             cur = guard.cursor
             saved_mode, saved_deadline = guard.mode, guard.deadline
             guard.written = None
-            guard.pending = sql  # from here on it may write: marked in the digest cache, whatever happens
+            guard.pending = sql  # from here on it may write: marked in the digest cache before it is read
             guard.mode = mode
             guard.deadline = clock() + seconds
             try:
@@ -441,7 +441,6 @@ class StateDB(ContentReads):
             finally:
                 guard.mode = saved_mode
                 guard.deadline = saved_deadline
-                state._settle()
 
         return _named(run, "query" if fetch else "execute")
 

@@ -202,15 +202,44 @@ def test_nested_savepoints_and_rollbacks(reads: list[int]) -> None:
 
 
 def test_an_aborted_transaction_takes_the_digests_back() -> None:
+    """An interrupted write makes SQLite roll back the whole transaction: every table written in it since the
+    episode began (not only the one the interrupted statement wrote) has the content it had then."""
     state = episode()
     base = state.table_digests()
     run(state, "UPDATE lone SET v = 5")
     assert state.table_digests() != base
     with pytest.raises(StateError):
-        state.run("INSERT INTO lone WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+        state.run("INSERT INTO g (v) WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
                   "SELECT x FROM n", mode="rw", fetch=False)
     assert state.lost
     assert state.table_digests() == base == state.table_digests(cached=False)
+
+
+def test_a_statement_whose_write_set_was_forgotten_marks_every_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the statements whose write sets are kept, they are forgotten while the statement cache still serves
+    their statements unprepared: such a statement marks every table."""
+    monkeypatch.setattr("gym_envs.sandbox.digests._MAX_STATEMENTS", 2)
+    state = episode()
+    for sql in (STATEMENTS[6], STATEMENTS[10], STATEMENTS[11]):
+        run(state, sql, 1)
+    state.table_digests()
+    run(state, STATEMENTS[6], 2)  # served by the statement cache, its write set forgotten
+    assert_exact(state)
+
+
+def test_a_second_rollback_to_a_savepoint_rereads_nothing(reads: list[int]) -> None:
+    """After a rollback to a savepoint, a table written since it opened counts as unchanged since then: its
+    digest, computed after the rollback, comes back with the next rollback to it."""
+    state = episode()
+    saved = state.fork(1)
+    assert saved is not None
+    run(state, STATEMENTS[9], 3)
+    assert state.back_to(1, saved)
+    state.table_digests()
+    reads[0] = 0
+    assert state.back_to(1, saved)
+    assert_exact(state)
+    assert reads[0] == 7  # assert_exact's fresh reads only
 
 
 def test_schema_changes_image_loads_and_trusted_writes() -> None:
