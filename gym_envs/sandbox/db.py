@@ -32,9 +32,10 @@ tag, which untrusted SQL may not contain, so it is never served a statement the 
 
 Digests. :meth:`StateDB.table_digests` reads a table only when its content may have changed since its digest
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
-untrusted statement writes while SQLite prepares it (the pending statement is marked when it ends, however it
-ends), and every savepoint, rollback, image load, schema change and trusted write is told to the cache. The
-host's reads of content (row counts, dumps) are :class:`~gym_envs.sandbox.content.ContentReads`'.
+untrusted statement writes while SQLite prepares it, each statement's text is noted as it begins (what it may
+have written is marked before the cache is next used), and every savepoint, rollback, image load, schema
+change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are
+:class:`~gym_envs.sandbox.content.ContentReads`'.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ _BUSY = "db is already running a statement; one statement at a time"
 class Guard:
     """What one connection's authorizer and progress handler read, and the cursor of untrusted statements."""
 
-    __slots__ = ("cursor", "deadline", "episode", "mode", "owner", "pending", "query_only", "written")
+    __slots__ = ("current", "cursor", "deadline", "episode", "mode", "owner", "query_only")
 
     def __init__(self) -> None:
         self.mode = "host"  #: the authorizer mode: setup, rw or ro while an untrusted statement runs, else host
@@ -96,8 +97,7 @@ class Guard:
         self.query_only = False  #: PRAGMA query_only is on
         self.episode = False  #: an episode savepoint is open
         self.owner: object | None = None  #: the token of the facade whose call is running
-        self.pending: str | None = None  #: an untrusted statement that ran (or began) whose writes are not yet marked
-        self.written: set[str] | None = None  #: tables the authorizer saw that statement write (None: not prepared)
+        self.current = ""  #: the text of the last untrusted statement (the one SQLite prepares while it runs)
 
     @property
     def busy(self) -> bool:
@@ -129,6 +129,7 @@ class StateDB(ContentReads):
         self._run_owner = object()  # the owner token of run()'s statements
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
         self._digests = DigestCache()
+        self._prepared = self._digests.prepared
         self._pristine = True  # no statement of spec code nor of host() has run (see load_image)
         self._configure()
         self.guard.cursor = self.conn.cursor()
@@ -167,9 +168,10 @@ class StateDB(ContentReads):
         mode = guard.mode
         if mode == "host":
             return sqlite3.SQLITE_OK
-        written = guard.written  # SQLite is preparing the statement: note the tables it writes (see _settle)
+        prepared = self._prepared  # SQLite is preparing the statement: note the tables it writes
+        written = prepared.get(guard.current)
         if written is None:
-            written = guard.written = set()
+            written = prepared[guard.current] = set()
         if action in _WRITE_ACTIONS and arg1:
             written.add(fold(arg1))
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
@@ -188,19 +190,11 @@ class StateDB(ContentReads):
         rows = self._host.execute(f"{_HOST_TAG}PRAGMA main.foreign_key_list({quote_identifier(table)})").fetchall()
         return [(r[2], r[5], r[6]) for r in rows]
 
-    def _settle(self) -> None:
-        """Mark in the digest cache what the last untrusted statement may have written
-        (:meth:`DigestCache.statement_ran`), once: it stays pending after it ends, however it ends, until the next
-        statement begins or the cache is next used (a digest, a savepoint, a rollback)."""
-        guard = self.guard
-        if guard.pending is not None:
-            self._digests.statement_ran(guard.pending, guard.written)
-            guard.pending = None
-
     def _sync_digests(self) -> None:
-        """Bring the digest cache up to the content: the pending statement's marks, and the rollback SQLite did
-        when it ended the transaction itself. Called before every digest, savepoint and rollback."""
-        self._settle()
+        """Bring the digest cache up to the content: the marks of the statements that ran since it was last
+        used, and the rollback SQLite did when it ended the transaction itself. Called before every digest,
+        savepoint and rollback."""
+        self._digests.settle()
         if self._digests.in_savepoint and not self.conn.in_transaction:
             self._digests.aborted()
 
@@ -225,7 +219,6 @@ class StateDB(ContentReads):
     def load_image(self, image: bytes, digests: dict[str, str] | None = None) -> None:
         """Replace the database content with ``image`` (ends any open episode); ``digests`` are its table
         digests when known (:meth:`table_digests` of the content the image was taken of)."""
-        self.guard.pending = None
         self._set_query_only(False)
         if self.conn.in_transaction:
             self.conn.execute(_HOST_TAG + "ROLLBACK")
@@ -389,6 +382,7 @@ class StateDB(ContentReads):
         change between statements (the mode's cache of admitted statements, the limits) is bound once; it is
         the hot path of every ``db`` call, so the constants it reads are closure variables too."""
         state, guard, conn = self, self.guard, self.conn
+        ran = self._digests.ran.add
         self._pristine = False
         admitted = self._admitted_cache(mode).get
         shape_of = self._shapes.get
@@ -415,12 +409,10 @@ class StateDB(ContentReads):
             if not conn.in_transaction and guard.episode:
                 raise StateError("the episode's transaction was aborted by an earlier error; no further "
                                  "statements run in this call", transient=True)
-            if guard.pending is not None:  # the previous statement's marks
-                state._settle()
             cur = guard.cursor
             saved_mode, saved_deadline = guard.mode, guard.deadline
-            guard.written = None
-            guard.pending = sql  # from here on it may write: marked in the digest cache before it is read
+            guard.current = sql
+            ran(sql)  # from here on it may write: marked in the digest cache before the cache is used
             guard.mode = mode
             guard.deadline = clock() + seconds
             try:

@@ -9,13 +9,16 @@ name order.
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
 
-* **a statement ran** (:meth:`DigestCache.statement_ran`, with every table it may have written). The
-  connection's authorizer is asked about each table a statement writes when SQLite prepares it, the child
-  tables that foreign-key actions write included (``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL``,
-  ``SET DEFAULT``, also for the rows a ``REPLACE`` deletes); :func:`write_closure` adds those children again
-  from the schema's foreign keys, transitively. A statement the statement cache serves is not prepared
-  again, so the set is kept per statement text for the schema; one whose set is unknown marks every table
-  (:meth:`DigestCache.mark_all`), as does a trusted statement that may write.
+* **a statement ran** (its text is added to :attr:`DigestCache.ran`; what it may have written is marked by
+  :meth:`DigestCache.settle`, which its owner calls before every use of the cache: a digest, a savepoint, a
+  rollback, a new schema). The connection's authorizer is asked about each table a statement writes when
+  SQLite prepares it (:attr:`DigestCache.prepared`), the child tables that foreign-key actions write included
+  (``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL``, ``SET DEFAULT``, also for the rows a ``REPLACE``
+  deletes); :func:`write_closure` adds those children again from the schema's foreign keys, transitively. A
+  statement the statement cache serves is not prepared again, so the set is kept per statement text for the
+  schema; one whose set is unknown marks every table (:meth:`DigestCache.mark_all`), as does a trusted
+  statement that may write. Between two uses of the cache no savepoint opens or rolls back, so the statements
+  that ran in between are marked at once, and running one costs a set insertion.
 * **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to** (:meth:`DigestCache.undoing`
   before the rollback, :meth:`DigestCache.undone` after it): the digest of every table marked since the
   savepoint opened is dropped (its content went back to what it was then, which a digest taken since may not
@@ -83,9 +86,12 @@ class DigestCache:
     """The table digests of one connection's content, each kept until its table may have changed (see the
     module docstring). Tables are named as :func:`fold` folds them; savepoints by their SQL names."""
 
-    __slots__ = ("_all", "_children", "_digests", "_marked", "_savepoints", "_schema", "_seq", "_writes")
+    __slots__ = ("_all", "_children", "_digests", "_marked", "_savepoints", "_schema", "_seq", "_writes", "prepared",
+                 "ran")
 
     def __init__(self) -> None:
+        self.ran: set[str] = set()  #: texts of the statements that ran (or began) since the last settle
+        self.prepared: dict[str, set[str]] = {}  #: of those SQLite prepared: text -> the (folded) tables it writes
         self._digests: dict[str, str] = {}  #: table -> its digest, for the current content
         self._marked: dict[str, int] = {}  #: table -> the counter at its last mark
         self._all = 0  #: the counter when every table was last marked (0: never)
@@ -101,6 +107,7 @@ class DigestCache:
         ``schema`` (``sqlite_master``'s ``(type, name, tbl_name, sql)`` rows) is not the one the statements'
         write sets were learned for, those are forgotten. ``foreign_keys(table)`` gives the ``(parent,
         on_update, on_delete)`` of each of ``table``'s foreign keys."""
+        self.settle()
         self.mark_all()
         if schema == self._schema:
             return
@@ -114,23 +121,35 @@ class DigestCache:
         self._writes = {}
         self._schema = schema
 
-    def statement_ran(self, sql: str, written: set[str] | None) -> None:
-        """Statement ``sql`` ran (or began): mark what it may have written. ``written`` holds the (folded)
-        tables the authorizer saw it write when SQLite prepared it (None when the statement cache served it
-        unprepared); with the children its foreign-key actions write, that is kept for ``sql``. A statement
-        whose write set is unknown marks every table."""
-        if written is not None:
-            writes = write_closure(written, self._children)
-            if len(self._writes) >= _MAX_STATEMENTS:
-                self._writes = {}
-            self._writes[sql] = writes
-        else:
-            known = self._writes.get(sql)
-            if known is None:
-                self.mark_all()
-                return
-            writes = known
-        if writes:
+    def settle(self) -> None:
+        """Mark what the statements in :attr:`ran` may have written, and learn the write sets of those in
+        :attr:`prepared` (with the children their foreign-key actions write); a statement whose write set is
+        unknown (the statement cache served it, and its set was forgotten) marks every table. Both are emptied
+        (the same objects: their owner holds their methods)."""
+        ran = self.ran
+        if not ran:
+            return
+        prepared, known, children = self.prepared, self._writes, self._children
+        writes: set[str] = set()
+        unknown = False
+        for sql in ran:
+            tables = prepared.get(sql)
+            learned: frozenset[str] | None
+            if tables is not None:
+                if len(known) >= _MAX_STATEMENTS:
+                    known.clear()
+                learned = known[sql] = write_closure(tables, children)
+            else:
+                learned = known.get(sql)
+            if learned is None:
+                unknown = True
+            else:
+                writes |= learned
+        ran.clear()
+        prepared.clear()
+        if unknown:
+            self.mark_all()
+        elif writes:
             self.mark(writes)
 
     # -- digests and marks ------------------------------------------------------------------------------
@@ -207,8 +226,9 @@ class DigestCache:
             self._savepoints = []
 
     def reset(self, digests: Mapping[str, str] | None = None) -> None:
-        """The content was replaced and no savepoint is open: forget everything but the statements' write sets;
-        ``digests`` (table -> digest) are the new content's."""
+        """The content was replaced and no savepoint is open: forget everything but the statements' write sets
+        (those just learned kept too); ``digests`` (table -> digest) are the new content's."""
+        self.settle()
         self._digests = {fold(t): d for t, d in (digests or {}).items()}
         self._marked = {}
         self._all = 0

@@ -358,38 +358,43 @@ def test_digest_cache_unit_savepoints_of_one_name() -> None:
     assert write_closure({"p"}, {"p": frozenset({"c"}), "c": frozenset({"g"})}) == {"p", "c", "g"}
 
 
-OPS = st.lists(st.tuples(st.integers(0, len(STATEMENTS) + 6), st.integers(0, 4)), max_size=40)
+#: a history: (a statement's index or one of the events after them, an argument, take digests after it)
+EVENTS = ["digests of two tables", "checkpoint", "restore", "call savepoint", "reset", "trusted write"]
+OPS = st.lists(st.tuples(st.integers(0, len(STATEMENTS) + len(EVENTS) - 1), st.integers(0, 4), st.booleans()),
+               min_size=10, max_size=60)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
-def test_cached_digests_equal_fresh_ones_over_random_histories(ops: list[tuple[int, int]]) -> None:
+def test_cached_digests_equal_fresh_ones_over_random_histories(ops: list[tuple[int, int, bool]]) -> None:
     """Any history of statements (cascades, failures, the statement cache), digests, checkpoints and their
     restores, call savepoints kept or undone, resets and trusted writes: the cached digests are the fresh ones."""
     state = episode()
     forks: dict[int, tuple[Any, ...]] = {}
-    for op, arg in ops:
-        if op < len(STATEMENTS):
+    for op, arg, digest in ops:
+        event = EVENTS[op - len(STATEMENTS)] if op >= len(STATEMENTS) else "statement"
+        if event == "statement":
             run(state, STATEMENTS[op], arg)
-        elif op == len(STATEMENTS):
-            assert_exact(state)
-        elif op == len(STATEMENTS) + 1:
+        elif event == "digests of two tables":
             state.table_digests(["p", "lone"])
-        elif op == len(STATEMENTS) + 2:
+        elif event == "checkpoint":
             saved = state.fork(arg)
             if saved is not None:
                 forks[arg] = saved
-        elif op == len(STATEMENTS) + 3 and arg in forks:
-            if not state.back_to(arg, forks[arg]):
-                del forks[arg]
-        elif op == len(STATEMENTS) + 4:
+        elif event == "restore" and forks:
+            n = sorted(forks)[arg % len(forks)]
+            if not state.back_to(n, forks[n]):
+                del forks[n]
+        elif event == "call savepoint":
             if state._savepoint:
                 state.release(commit=arg % 2 == 0)
             else:
                 state.savepoint()
-        elif op == len(STATEMENTS) + 5:
+        elif event == "reset":
             state.reset_episode()
-        elif op == len(STATEMENTS) + 6:
+        elif event == "trusted write":
             state.host("UPDATE g SET v = v + ?", (arg,))
+        if digest:
+            assert_exact(state)
     assert_exact(state)
     state.close()
