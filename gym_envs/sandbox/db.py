@@ -75,6 +75,8 @@ _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) 
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _SET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (?)"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
+_ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
+_ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
 _SCHEMA = _HOST_TAG + "SELECT type, name, tbl_name, sql FROM main.sqlite_master ORDER BY type, name"
 _WRITE_ACTIONS = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
 _NEVER = float("inf")
@@ -204,12 +206,12 @@ class StateDB(ContentReads):
         self._host.execute(f"{_HOST_TAG}SAVEPOINT {name}")
         self._digests.opened(name)
 
-    def _rollback_to(self, name: str) -> None:
-        """``ROLLBACK TO name``, told to the digest cache (``sqlite3.OperationalError`` when it is not open)."""
+    def _rollback_to(self, name: str, sql: str | None = None) -> None:
+        """``ROLLBACK TO name`` (``sql``, when given, is its text), told to the digest cache
+        (``sqlite3.OperationalError`` when it is not open)."""
         self._sync_digests()
-        self._digests.undoing(name)
-        self._host.execute(f"{_HOST_TAG}ROLLBACK TO {name}")
-        self._digests.undone(name)
+        self._host.execute(sql or f"{_HOST_TAG}ROLLBACK TO {name}")
+        self._digests.rolled_back(name)
 
     # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
@@ -256,7 +258,7 @@ class StateDB(ContentReads):
             raise RuntimeError("no intact episode to reset")
         self._set_query_only(False)
         self._savepoint = False
-        self._rollback_to("episode")
+        self._rollback_to("episode", _ROLLBACK_EPISODE)
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -292,7 +294,7 @@ class StateDB(ContentReads):
         if not self.conn.in_transaction:  # SQLite already rolled everything back
             return
         if not commit:
-            self._rollback_to("call")
+            self._rollback_to("call", _ROLLBACK_CALL)
         self._sync_digests()
         self._host.execute(_RELEASE_CALL)
         self._digests.released("call")

@@ -19,8 +19,8 @@ name order.
   schema; one whose set is unknown marks every table (:meth:`DigestCache.mark_all`), as does a trusted
   statement that may write. Between two uses of the cache no savepoint opens or rolls back, so the statements
   that ran in between are marked at once, and running one costs a set insertion.
-* **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to** (:meth:`DigestCache.undoing`
-  before the rollback, :meth:`DigestCache.undone` after it): the digest of every table marked since the
+* **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to**
+  (:meth:`DigestCache.rolled_back`): the digest of every table marked since the
   savepoint opened is dropped (its content went back to what it was then, which a digest taken since may not
   show); a table not marked since has the content it had, so its digest stays; the digests known of the
   content the savepoint opened on (when it opened, or computed later of a table not marked since) are valid
@@ -66,7 +66,7 @@ def digest_of(tables: dict[str, str]) -> str:
 def fold(name: str) -> str:
     """A table name as SQLite compares it: ASCII letters lower-cased, every other character kept (``"É"`` and
     ``"é"`` name two tables)."""
-    return name.translate(_ASCII_LOWER)
+    return name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
 
 
 def write_closure(written: Iterable[str], children: Mapping[str, frozenset[str]]) -> frozenset[str]:
@@ -86,8 +86,8 @@ class DigestCache:
     """The table digests of one connection's content, each kept until its table may have changed (see the
     module docstring). Tables are named as :func:`fold` folds them; savepoints by their SQL names."""
 
-    __slots__ = ("_all", "_children", "_digests", "_marked", "_savepoints", "_schema", "_seq", "_writes", "prepared",
-                 "ran")
+    __slots__ = ("_all", "_children", "_digests", "_last", "_marked", "_savepoints", "_schema", "_seq", "_writes",
+                 "prepared", "ran")
 
     def __init__(self) -> None:
         self.ran: set[str] = set()  #: texts of the statements that ran (or began) since the last settle
@@ -95,8 +95,9 @@ class DigestCache:
         self._digests: dict[str, str] = {}  #: table -> its digest, for the current content
         self._marked: dict[str, int] = {}  #: table -> the counter at its last mark
         self._all = 0  #: the counter when every table was last marked (0: never)
-        self._savepoints: list[tuple[str, int, dict[str, str]]] = []  #: open: name, counter, digests when opened
+        self._savepoints: list[tuple[str, int, dict[str, str]]] = []  #: open: folded name, counter, digests then
         self._seq = 0  #: the counter (only grows)
+        self._last = 0  #: the counter of the content and savepoints as they are now (a rollback takes it back)
         self._writes: dict[str, frozenset[str]] = {}  #: statement text -> the tables it may write (this schema)
         self._children: dict[str, frozenset[str]] = {}  #: table -> the tables its foreign-key actions write
         self._schema: list[Any] | None = None  #: the schema the two above were made for
@@ -130,10 +131,11 @@ class DigestCache:
         if not ran:
             return
         prepared, known, children = self.prepared, self._writes, self._children
-        writes: set[str] = set()
-        unknown = False
+        marked, digests = self._marked, self._digests
+        seq = self._seq + 1
+        wrote = unknown = False
         for sql in ran:
-            tables = prepared.get(sql)
+            tables = prepared.get(sql) if prepared else None
             learned: frozenset[str] | None
             if tables is not None:
                 if len(known) >= _MAX_STATEMENTS:
@@ -143,14 +145,17 @@ class DigestCache:
                 learned = known.get(sql)
             if learned is None:
                 unknown = True
-            else:
-                writes |= learned
+            elif learned:
+                wrote = True
+                for t in learned:  # what mark() does, for every statement at one count
+                    marked[t] = seq
+                    digests.pop(t, None)
         ran.clear()
         prepared.clear()
+        if wrote:
+            self._seq = self._last = seq
         if unknown:
             self.mark_all()
-        elif writes:
-            self.mark(writes)
 
     # -- digests and marks ------------------------------------------------------------------------------
     def get(self, table: str) -> str | None:
@@ -170,7 +175,7 @@ class DigestCache:
     def mark(self, tables: Iterable[str]) -> None:
         """``tables`` (folded) may have changed: their digests are dropped, and dropped again by a rollback
         past now."""
-        self._seq = seq = self._seq + 1
+        self._seq = self._last = seq = self._seq + 1
         marked, digests = self._marked, self._digests
         for t in tables:
             marked[t] = seq
@@ -179,31 +184,26 @@ class DigestCache:
     def mark_all(self) -> None:
         """Every table may have changed (those the cache has not heard of included)."""
         self._seq += 1
-        self._all = self._seq
+        self._all = self._last = self._seq
         self._digests = {}
 
     # -- savepoints -------------------------------------------------------------------------------------
     def opened(self, savepoint: str) -> None:
         """``savepoint`` opened, on content whose digests the cache holds now."""
         self._seq += 1
-        self._savepoints.append((savepoint, self._seq, dict(self._digests)))
+        self._last = self._seq
+        self._savepoints.append((fold(savepoint), self._seq, dict(self._digests)))
 
-    def undoing(self, savepoint: str) -> None:
-        """The content is about to go back to ``savepoint``: drop the digests of the tables marked since it
-        opened (every digest when it is not open). Called before the SQL runs, so no digest of the content
-        being undone outlives it, whether the rollback then succeeds or not."""
+    def rolled_back(self, savepoint: str) -> None:
+        """The content went back to ``savepoint`` (its rollback succeeded; it stays open): the tables marked
+        since it opened hold what they held then, so their digests are dropped and they count as last marked
+        then, the digests known of that content come back, and the savepoints opened since are gone. Called
+        after the rollback (one that fails changes nothing), before anything else uses the cache; a savepoint
+        the cache does not know of drops every digest."""
         at = self._find(savepoint)
         if at is None:
             self._digests = {}
         else:
-            self._drop_since(self._savepoints[at][1])
-
-    def undone(self, savepoint: str) -> None:
-        """The content went back to ``savepoint`` (its rollback succeeded; it stays open): the tables marked
-        since it opened hold what they held then, so they count as last marked then, the digests known then
-        are valid again, and the savepoints opened since are gone."""
-        at = self._find(savepoint)
-        if at is not None:
             self._back_to(at)
 
     def released(self, savepoint: str) -> None:
@@ -236,20 +236,14 @@ class DigestCache:
 
     def _find(self, savepoint: str) -> int | None:
         """The index of ``savepoint``'s most recent entry (SQLite's names are case-insensitive), or None."""
+        stack = self._savepoints
+        if stack and stack[-1][0] == savepoint:  # the innermost, named as folded
+            return len(stack) - 1
         name = fold(savepoint)
-        for i in range(len(self._savepoints) - 1, -1, -1):
-            if fold(self._savepoints[i][0]) == name:
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] == name:
                 return i
         return None
-
-    def _drop_since(self, since: int) -> None:
-        if self._all > since:
-            self._digests = {}
-            return
-        digests = self._digests
-        for t, seq in self._marked.items():
-            if seq > since:
-                digests.pop(t, None)
 
     def _back_to(self, at: int) -> None:
         """The content is what it was when savepoint ``at`` opened: the digests of the tables marked since are
@@ -257,13 +251,18 @@ class DigestCache:
         still drops those tables; one to a savepoint opened after it need not), the digests known when it
         opened come back, and the savepoints opened after it are gone."""
         _name, since, then = self._savepoints[at]
-        self._drop_since(since)
+        if self._last == since:  # nothing was marked nor opened since: the digests held are of this content
+            return
+        self._last = since
+        digests = self._digests
+        if self._all > since:
+            self._all = since
+            digests = {}
         marked = self._marked
         for t, seq in marked.items():
             if seq > since:
                 marked[t] = since
-        if self._all > since:
-            self._all = since
-        then.update(self._digests)  # both hold digests of this same content
+                digests.pop(t, None)
+        then.update(digests)  # both hold digests of this same content
         self._digests = dict(then)
         del self._savepoints[at + 1:]

@@ -220,22 +220,23 @@ def test_a_statement_whose_write_set_was_forgotten_marks_every_table(monkeypatch
     their statements unprepared: such a statement marks every table."""
     monkeypatch.setattr("gym_envs.sandbox.digests._MAX_STATEMENTS", 2)
     state = episode()
-    for sql in (STATEMENTS[6], STATEMENTS[10], STATEMENTS[11]):
+    for sql in (STATEMENTS[6], STATEMENTS[10], STATEMENTS[11]):  # the third forgets the first two
         run(state, sql, 1)
-    state.table_digests()
+        state.table_digests()
     run(state, STATEMENTS[6], 2)  # served by the statement cache, its write set forgotten
     assert_exact(state)
 
 
 def test_a_second_rollback_to_a_savepoint_rereads_nothing(reads: list[int]) -> None:
     """After a rollback to a savepoint, a table written since it opened counts as unchanged since then: its
-    digest, computed after the rollback, comes back with the next rollback to it."""
+    digest, computed after the rollback, comes back with the next rollback to it (past another write)."""
     state = episode()
     saved = state.fork(1)
     assert saved is not None
     run(state, STATEMENTS[9], 3)
     assert state.back_to(1, saved)
     state.table_digests()
+    run(state, STATEMENTS[7], 3)
     reads[0] = 0
     assert state.back_to(1, saved)
     assert_exact(state)
@@ -345,14 +346,13 @@ def test_digest_cache_unit_savepoints_of_one_name() -> None:
     cache.opened("S")  # the same name, nested
     cache.mark({"u"})
     cache.put("u", "u1")
-    cache.undoing("s")
-    assert cache.get("t") == "t1" and cache.get("u") is None
-    cache.undone("s")
+    cache.rolled_back("s")  # the inner one: u as it was when it opened, t as written before
     assert cache.get("u") == "u0" and cache.get("t") == "t1"
     cache.released("s")  # the inner one
-    cache.undoing("s")
-    cache.undone("s")
+    cache.rolled_back("s")
     assert (cache.get("t"), cache.get("u")) == ("t0", "u0")
+    cache.rolled_back("nowhere")  # a savepoint the cache does not know of
+    assert cache.get("t") is None
     cache.mark_all()
     assert cache.get("t") is None
     assert write_closure({"p"}, {"p": frozenset({"c"}), "c": frozenset({"g"})}) == {"p", "c", "g"}
