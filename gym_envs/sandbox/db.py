@@ -34,8 +34,8 @@ Digests. :meth:`StateDB.table_digests` reads a table only when its content may h
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
 untrusted statement writes while SQLite prepares it, each statement's text is noted as it begins (what it may
 have written is marked before the cache is next used), and every savepoint, rollback, image load, schema
-change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are
-:class:`~gym_envs.sandbox.content.ContentReads`'.
+change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are those of
+:class:`~gym_envs.sandbox.content.ContentReads`.
 """
 
 from __future__ import annotations
@@ -179,8 +179,9 @@ class StateDB(ContentReads):
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
     def _refresh_tables(self) -> None:
-        """After the schema may have changed (setup, a new image): list the tables again; the content's digests
-        are forgotten, and what statements write is learned again when the schema is not the same."""
+        """After the schema may have changed (setup, a new image): list the tables again (lower-cased as
+        :func:`~gym_envs.sandbox.sqlpolicy.authorize` looks them up) and tell the digest cache
+        (:meth:`DigestCache.schema`)."""
         schema = self._host.execute(_SCHEMA).fetchall()
         self._readable = {r[1].lower() for r in schema if r[0] == "table"}
         self._tables = None
@@ -295,7 +296,6 @@ class StateDB(ContentReads):
             return
         if not commit:
             self._rollback_to("call", _ROLLBACK_CALL)
-        self._sync_digests()
         self._host.execute(_RELEASE_CALL)
         self._digests.released("call")
 

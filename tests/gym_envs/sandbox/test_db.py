@@ -198,6 +198,15 @@ def test_introspection_quotes_identifiers() -> None:
     assert quote_identifier('a"b') == '"a""b"'
 
 
+def test_a_table_named_with_a_non_ascii_capital_is_the_schemas() -> None:
+    """The authorizer looks a table up by its name lower-cased as Python does; the schema's names are listed the
+    same way (SQLite's ``lower()`` leaves ``Ä``), so tool code can use a table named ``Ärger``."""
+    state = StateDB(LIMITS)
+    state.script('CREATE TABLE "Ärger" (x)', mode="setup")
+    state.run('INSERT INTO "Ärger" VALUES (1)', mode="rw", fetch=False)
+    assert state.run('SELECT x FROM "Ärger"', mode="ro", fetch=True) == [{"x": 1}]
+
+
 def test_table_digests_are_order_independent() -> None:
     a, b = StateDB(LIMITS), StateDB(LIMITS)
     for s in (a, b):
