@@ -8,7 +8,8 @@ ground truth gives the calls of each turn (the BFCL suite computes its own with
   over tasks;
 * **tasks with >= 3 calls**: the share of tasks whose reference makes at least
   three calls;
-* **turns per task**: user turns of a task, averaged;
+* **turns per task**: user turns of a task, averaged. A scenario task's user also answers the agent's questions
+  (its reference's ``say`` items): each answer is a user turn, and the calls after it belong to that turn;
 * **tables per environment**: tables of an environment's state, averaged over
   environments (None when the set has no tables to count, as a benchmark
   whose state is not a database).
@@ -69,5 +70,17 @@ def spec_depth(specs: Iterable[Any]) -> Depth:
         data = spec if isinstance(spec, dict) else spec.model_dump()
         tables.append(len(_TABLE.findall(str((data.get("state") or {}).get("schema_sql", "")))))
         for task in data.get("tasks") or []:
-            tasks.append([len(turn.get("reference") or []) for turn in task.get("turns") or []])
+            tasks.append([n for turn in task.get("turns") or [] for n in _user_turns(turn.get("reference") or [])])
     return depth_of(tasks, tables)
+
+
+def _user_turns(reference: Sequence[Any]) -> list[int]:
+    """The calls of each user turn of one spec turn: the instruction's, then one per ``say`` item (the user answers
+    it) holding the calls that follow it."""
+    counts = [0]
+    for item in reference:
+        if isinstance(item, dict) and "say" in item:
+            counts.append(0)
+        else:
+            counts[-1] += 1
+    return counts

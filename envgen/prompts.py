@@ -3,8 +3,9 @@
 Building (:func:`build_messages`, :func:`build_repair_messages`):
 
 * the **system message** is a compact version of the contract in gym_envs/ENVSPEC.md:
-  the fields, the restricted-Python rules of the tool code, the check kinds and
-  the validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
+  the fields, the restricted-Python rules of the tool code, the check kinds (each kind's own prompt line, read
+  from the registry of :mod:`gym_envs.checks` when the messages are built: :func:`spec_system_prompt`) and the
+  validity rules the gate enforces (the reserved names imported from :mod:`gym_envs.spec`);
 * the **user message** holds one or two example specs (a routed skill's
   examples when a skill is given, else the shipped examples of
   :mod:`gym_envs.examples`, else a small built-in one), each as compact JSON
@@ -24,6 +25,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gym_envs.checks import check_kinds
 from gym_envs.parsing import strip_think
 from gym_envs.sandbox import ALLOWED_MODULES
 from gym_envs.spec import (
@@ -41,17 +43,30 @@ __all__ = [
     "build_messages",
     "build_repair_messages",
     "builtin_example",
+    "check_lines",
     "document_excerpt",
     "messages_sha256",
     "render_example",
     "shipped_examples",
     "skill_id_of",
+    "spec_system_prompt",
 ]
 
 TokenCounter = Callable[[str], int]
 
 
-SYSTEM_PROMPT = f"""\
+def check_lines() -> str:
+    """One line per check kind a spec_version 1 document may use, each kind's own prompt line, read from the
+    registry (:mod:`gym_envs.checks`) when the prompt is built."""
+    return "\n".join(f"- {kind.prompt}" for kind in check_kinds(1) if kind.prompt)
+
+
+def spec_system_prompt() -> str:
+    """The system message of a spec proposer (module docstring), with the check kinds registered now."""
+    return _SYSTEM.replace("{CHECK_LINES}", check_lines())
+
+
+_SYSTEM = f"""\
 You design executable tool-use environments for training AI agents. An environment is ONE JSON object \
 (spec_version 1) that simulates a small stateful system: a SQLite database, tools the agent can call, \
 Python code that implements the tools, and tasks whose checks inspect the database after the agent acts.
@@ -89,12 +104,7 @@ read_then_write (look something up, then change it), missing_parameter (a needed
 must ask, and the next turn supplies it), decline (the tools cannot do it: the agent must say so and change \
 nothing). Each turn is one user instruction; "reference" is the correct sequence of tool calls for that \
 turn. Check kinds, evaluated on the database after the turn:
-- {{"kind": "sql", "query": "SELECT ...", "expect": [[value, ...], ...]}}: the query's rows equal expect \
-(add "ordered": true to compare in order)
-- {{"kind": "reply_contains", "any_of": ["answer", ...]}}: the agent's final reply contains one of them
-- {{"kind": "unchanged", "tables": []}}: those tables did not change ([] means all tables)
-- {{"kind": "calls", "require": ["tool"], "forbid": ["tool"]}}: tools the turn must / must not call
-- {{"kind": "python", "code": "def check(db):\\n    return ..."}}: must return True
+{{CHECK_LINES}}
 
 # A spec is accepted only if
 1. It is valid JSON with the fields above, unique tool names and task ids, a function for every tool.
@@ -116,6 +126,8 @@ instruction, a tool description or a reply like "Done.".
 is named {", ".join(sorted(RESERVED_TOOL_NAMES - set(MCP_CONTROL_TOOLS)))}; no parameter is named \
 {" or ".join(sorted(RESERVED_PARAMETER_NAMES))}. Parameter schemas are valid JSON Schema.
 """
+
+SYSTEM_PROMPT = spec_system_prompt()  #: the system message with the built-in check kinds
 
 OUTPUT_INSTRUCTION = ("Output exactly one JSON object, the complete environment, inside a ```json fenced "
                       "block, and nothing after it.")
@@ -352,7 +364,7 @@ def build_messages(doc: Any, *, skill: Any = None, examples: Sequence[EnvSpec] |
     fence = lang if lang and lang != "unknown" else ""
     parts.append(f"The document ({path}):\n```{fence}\n{document_excerpt(doc, excerpt_tokens, counter)}\n```")
     parts.append(TASK_INSTRUCTION)
-    return [{"role": "system", "content": system_prompt or SYSTEM_PROMPT},
+    return [{"role": "system", "content": system_prompt or spec_system_prompt()},
             {"role": "user", "content": "\n\n".join(parts)}]
 
 

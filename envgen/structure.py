@@ -9,7 +9,7 @@ Three structures (``STRUCTURES``):
   :func:`envgen.world.blueprint.world_json_schema`, then compiled by the world compiler;
 * ``spec``: a whole environment (the free stream, for strong models), decoded
   under :func:`spec_decoding_schema`, the EnvSpec JSON Schema
-  (:func:`gym_envs.spec.json_schema`) made finite.
+  (:func:`gym_envs.spec_schema.json_schema`) made finite.
 
 Making the EnvSpec schema finite, so a constrained completion always closes
 before the token limit (grammar engines bound a string's length only when it
@@ -19,8 +19,9 @@ has no escape sequences):
   array a ``maxItems`` (:data:`ARRAY_CAPS`); integers get a range; a tool's
   ``parameters`` and a call's ``arguments`` become objects of at most
   :data:`MAX_PROPERTIES` bounded properties; ``expect`` rows hold bounded scalars;
-* multi-line text (``code``, ``state.schema_sql``, ``state.seed_sql`` and a
-  python check's ``code``) is decoded as an array of lines, joined back with
+* multi-line text (``code``, ``state.schema_sql``, ``state.seed_sql`` and the
+  fields a check kind names in its ``decoded_lines``, such as a python check's
+  ``code``) is decoded as an array of lines, joined back with
   ``\n`` by :func:`spec_from_decoded`. Inside a line there are no escape
   sequences, so generated code quotes strings with ``'`` (the prompt says so);
 * ``source`` and ``provenance`` are left out: the host fills them.
@@ -31,7 +32,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gym_envs.spec import json_schema
+from gym_envs.checks import CHECKS
+from gym_envs.spec_schema import json_schema
 
 __all__ = [
     "ARRAY_CAPS",
@@ -44,8 +46,8 @@ __all__ = [
 ]
 
 STRUCTURES = ("blueprint", "world", "spec")
-MULTILINE = {"code": 28, "schema_sql": 8, "seed_sql": 12}  #: field → most lines (a python check's code: 3)
-CHECK_CODE_LINES = 3
+#: field → most lines (a check kind's own: its ``decoded_lines``, e.g. a python check's code, 3)
+MULTILINE = {"code": 28, "schema_sql": 8, "seed_sql": 12}
 LINE_CHARS = 80
 TEXT_CAPS = {"description": 100, "instruction": 100, "query": 100, "title": 48, "name": 40, "id": 48}
 ARRAY_CAPS = {"tools": 4, "tasks": 3, "turns": 2, "checks": 2, "reference": 2, "expect": 2, "any_of": 2,
@@ -74,6 +76,11 @@ def _lines(n: int) -> dict[str, Any]:
     return {"type": "array", "items": {"type": "string", "maxLength": LINE_CHARS}, "maxItems": n}
 
 
+def _kind_lines(kind: Any) -> dict[str, int]:
+    """The fields a check kind decodes as arrays of lines (its ``decoded_lines``; none for what is no check)."""
+    return CHECKS.get(kind).decoded_lines if isinstance(kind, str) and kind in CHECKS else {}
+
+
 def _bound(node: Any, defs: dict[str, Any], name: str | None) -> Any:
     if not isinstance(node, dict):
         return node
@@ -89,16 +96,14 @@ def _bound(node: Any, defs: dict[str, Any], name: str | None) -> Any:
     if name == "expect":
         return {"type": "array", "maxItems": ARRAY_CAPS["expect"],
                 "items": {"type": "array", "items": copy.deepcopy(_SCALAR), "maxItems": 3}}
-    if t == "string" and name == "check_code":
-        return _lines(CHECK_CODE_LINES)
     if t == "string" and name in MULTILINE:
         return _lines(MULTILINE[name])
     out: dict[str, Any] = {k: v for k, v in node.items()
                            if k in ("type", "enum", "const", "pattern", "minLength", "minItems", "description")}
     if t == "object":
         raw = node.get("properties", {})
-        python_check = raw.get("kind", {}).get("const") == "python"
-        props = {k: _bound(v, defs, "check_code" if python_check and k == "code" else k) for k, v in raw.items()
+        lines = _kind_lines(raw.get("kind", {}).get("const"))
+        props = {k: _lines(lines[k]) if k in lines else _bound(v, defs, k) for k, v in raw.items()
                  if k not in ("source", "provenance")}
         out.update(properties=props, required=list(props), additionalProperties=False)
     elif t == "array":
@@ -114,7 +119,7 @@ def _bound(node: Any, defs: dict[str, Any], name: str | None) -> Any:
 
 def spec_decoding_schema() -> dict[str, Any]:
     """The finite EnvSpec decoding schema of the free stream (see the module docstring)."""
-    raw = json_schema()
+    raw = json_schema(1)
     out = _bound(raw, raw.get("$defs", {}), None)
     out["title"] = "envwright spec v1 (decoding form)"
     return out
@@ -127,8 +132,9 @@ def spec_from_decoded(obj: Any) -> Any:
     if not isinstance(obj, dict):
         return obj
     out = {}
+    joined = MULTILINE.keys() | _kind_lines(obj.get("kind")).keys()
     for k, v in obj.items():
-        if k in MULTILINE and isinstance(v, list) and all(isinstance(x, str) for x in v):
+        if k in joined and isinstance(v, list) and all(isinstance(x, str) for x in v):
             out[k] = "\n".join(v)
         else:
             out[k] = spec_from_decoded(v)

@@ -86,6 +86,17 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
               help="Scripted reference: calls per step (0: all of a turn's calls in one step).")
 @click.option("--write-back/--no-write-back", default=None,
               help="Write solve rates to a library's catalog (default: every policy but scripted:empty).")
+@click.option("--user-backend", default=None, metavar="BACKEND",
+              help="A model plays the simulated user of scenario tasks (transformers, vllm, openai); default: each "
+                   "task's scripted user.")
+@click.option("--user-model", default=None, help="The user model's id or path (with --user-backend).")
+@click.option("--user-option", "user_opts", multiple=True, metavar="KEY=VALUE",
+              help="Option of the user model (max_new_tokens, temperature, backend_options; JSON values), repeatable.")
+@click.option("--judge-backend", default=None, metavar="BACKEND",
+              help="A model decides judged checks, reported apart from the score (default: they stay undecided).")
+@click.option("--judge-model", default=None, help="The judge model's id or path (with --judge-backend).")
+@click.option("--judge-option", "judge_opts", multiple=True, metavar="KEY=VALUE",
+              help="Option of the judge model (as --user-option), repeatable.")
 @click.option("--agreement", is_flag=True, help="Also check reference = 1 and empty = 0 per suite.")
 @click.option("--bootstrap", default=2000, show_default=True, type=int, help="Bootstrap resamples.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
@@ -93,13 +104,16 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
              concurrency: int,
              limit: int | None, seed: int, split: str, max_turn_steps: int, executor: str, mode: str,
              max_new_tokens: int, temperature: float, pass_tools: bool, backend_opts: tuple[str, ...],
-             tokens: bool | None, calls_per_step: int, write_back: bool | None, agreement: bool, bootstrap: int,
-             progress: bool) -> None:
+             tokens: bool | None, calls_per_step: int, write_back: bool | None, user_backend: str | None,
+             user_model: str | None, user_opts: tuple[str, ...], judge_backend: str | None, judge_model: str | None,
+             judge_opts: tuple[str, ...], agreement: bool, bootstrap: int, progress: bool) -> None:
     """Score a policy on suites; writes results.jsonl, summary.json, report.md and report.html.
 
     An episode whose model backend gave no completion (a server that is down, an engine error) is a backend
     failure, not the model's: it is not scored and is counted apart. Exits 1 when every episode was one
-    (the run folder is still written), and warns when some were."""
+    (the run folder is still written), and warns when some were. Scenario tasks are played against their
+    scripted user, or a model's with --user-backend/--user-model; judged checks are decided by a judge model
+    with --judge-backend/--judge-model and reported apart from the score."""
     from eval.runner import EvalConfig, run_eval
 
     opts: dict[str, Any] = {"max_new_tokens": max_new_tokens, "temperature": temperature,
@@ -115,7 +129,10 @@ def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, ou
                             concurrency=concurrency, limit=limit, seed=seed, split=split,
                             max_turn_steps=max_turn_steps, executor=executor, mode=mode,
                             write_back=write_back, agreement=agreement, progress=progress, n_boot=bootstrap,
-                            policy_opts=opts, overwrite=overwrite)
+                            policy_opts=opts, overwrite=overwrite, user_backend=user_backend,
+                            user_model=user_model, user_opts=dict(_opt_value(o) for o in user_opts),
+                            judge_backend=judge_backend, judge_model=judge_model,
+                            judge_opts=dict(_opt_value(o) for o in judge_opts))
         _require_plots()
         run = run_eval(config, log=lambda m: click.echo(m, err=True))
     except ModuleNotFoundError as e:
@@ -169,6 +186,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
         table.add_row(*(display.text(cells[h]) for h in keep))
     console = Console()
     console.print(table)
+    user = summary["run"].get("user")
+    if user:
+        console.print(display.text(f"simulated user {user['model']}: {user['requests']} replies asked, "
+                                   f"{user['failures']} failed"))
+    for suite, block in (summary.get("judged") or {}).get("suites", {}).items():
+        rate = "undecided" if block["pass_rate"] is None else f"{block['pass_rate']:.2f}"
+        console.print(display.text(f"judged assertions {suite} (apart from the score): {block['passed']} of "
+                                   f"{block['decided']} decided passed ({rate}; {block['assertions']} in all)"))
     for name, info in summary.get("runs", {}).items():
         console.print(display.text(f"throughput {name}: {info.get('episodes_per_s')} episodes/s "
                                    f"({info.get('episodes')} episodes in {info.get('seconds')} s)"))

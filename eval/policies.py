@@ -26,7 +26,9 @@ Registry (:data:`POLICIES`, built by :func:`make_policy`; :func:`policy_help` de
 - ``scripted``: :class:`ScriptedPolicy` (it takes the name of the ``scripted`` backend, which replays canned
   completions and has no use as an evaluated policy); ``model`` selects the script: ``reference`` replays
   each turn's reference calls (all in one step, as parallel calls, so a turn with more calls than BFCL's
-  20-step limit still fits; ``calls_per_step=N`` paces them) then the oracle reply
+  20-step limit still fits; ``calls_per_step=N`` paces them; a turn with a ``calls_per_message`` check in steps
+  of at most its ``max``; a scenario turn's ``say`` items as plain messages, which the user answers) then the
+  oracle reply
   (:func:`envgen.gate.oracle_reply`); ``empty`` ends every turn at once with an empty message; a path to a
   ``.jsonl`` file replays recorded actions (lines ``{"env_id", "task_id", "trial"?, "actions": [...]}`` or the
   records of a previous run's ``results.jsonl``), then ends turns with empty messages. Scripted policies never
@@ -60,7 +62,8 @@ from gym_envs.messages import ChatFormat, ChatTemplateError
 from gym_envs.seeding import stable_seed
 
 __all__ = ["POLICIES", "SCRIPTS", "ModelPolicy", "ModelPolicyOptions", "Policy", "PolicyFailure", "ScriptedPolicy",
-           "ScriptedPolicyOptions", "make_policy", "model_policies", "policy_help", "policy_options"]
+           "ScriptedPolicyOptions", "make_policy", "model_policies", "policy_help", "policy_options",
+           "reference_actions"]
 
 Answer = Any  # str | dict[str, Any] | Action | PolicyFailure
 SCRIPTS = ("reference", "empty")
@@ -157,12 +160,37 @@ class ScriptedPolicy(Policy):
                        or self.recorded.get((ep.task.env_id, ep.task.task_id, None)) or [])
             done = sum(1 for m in ep.messages if m.get("role") == "assistant")
             return actions[done] if done < len(actions) else {"content": "", "tool_calls": []}
-        calls, reply = ep.reference()
-        per = self.calls_per_step or max(1, len(calls))
-        start = ep.steps_in_turn * per
-        if start < len(calls):
-            return {"content": "", "tool_calls": calls[start:start + per]}
+        items, reply = ep.reference()
+        actions = reference_actions(items, self.calls_per_step)
+        if ep.steps_in_turn < len(actions):
+            return actions[ep.steps_in_turn]
         return {"content": reply, "tool_calls": []}
+
+
+def reference_actions(items: Sequence[dict[str, Any]], per: int | None = None) -> list[dict[str, Any]]:
+    """A turn's reference plan (:meth:`Episode.reference`: call dicts, with ``action`` numbering the actions that
+    make calls together, and ``{"say": text}`` messages) as structured actions: each action's calls (at most
+    ``per`` at a time), each ``say`` a plain message."""
+    out: list[dict[str, Any]] = []
+    run: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        step = per or max(1, len(run))
+        out.extend({"content": "", "tool_calls": run[k:k + step]} for k in range(0, len(run), step))
+        run.clear()
+
+    group: Any = None
+    for item in items:
+        if "say" in item:
+            flush()
+            out.append({"content": item["say"], "tool_calls": []})
+            continue
+        if run and item.get("action") != group:
+            flush()
+        group = item.get("action")
+        run.append({"name": item["name"], "arguments": item.get("arguments") or {}})
+    flush()
+    return out
 
 
 # -- models ---------------------------------------------------------------------------------------

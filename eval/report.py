@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import is_backend_failure
+from eval.judging import judged_markdown
 from eval.metrics import group_by_task, mean, paired_bootstrap_diff, task_values
 from gym_envs import display
 from gym_envs.errors import exception_text
@@ -274,7 +275,7 @@ def _extras_md(summary: Mapping[str, Any]) -> list[str]:
                         f"{', '.join(md_code(p) for p in s['policies'])})" for s in lib["suspicious"][:500]]
                 if len(lib["suspicious"]) > 500:
                     out.append(f"- ... {len(lib['suspicious']) - 500} more")
-    return out
+    return out + judged_markdown(summary, md_code)
 
 
 def render_markdown(records: list[dict[str, Any]], summary: Mapping[str, Any]) -> str:

@@ -23,6 +23,12 @@ Contract:
   ``close_error``. An episode whose model backend gave no completion ends at stage ``backend``:
   it is not scored, not written back to a library, and counted in the summary's
   ``run.backend_failures`` (with ``run.backend_error``, the first such error).
+- **Simulated users.** A task with a scenario is played against its scripted user (``ToolEnv``'s default), or
+  against a model-backed one (``user_backend``/``user_model``: :func:`envgen.users.make_user`) that the engine
+  asks for every episode of a round at once. ``summary["run"]["user"]`` names it, with its failed requests.
+- **Judged assertions.** With a judge (``judge_backend``/``judge_model``), every ``judged`` check of every record is
+  decided once the episodes are played (:mod:`eval.judging`) and counted apart, in ``summary["judged"]``; the
+  score, the pass rates and the library write-back never read them.
 - **Run folder** (``out``): ``results.jsonl`` (one record per episode, transcript included),
   ``summary.json``, ``report.md``, ``report.html``.
 - **Corrupt spec files.** A ``library:`` suite skips environments whose spec file does not load; the
@@ -49,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import is_backend_failure
+from eval.judging import judge_records, judged_summary
 from eval.metrics import group_by_task, summarize
 from eval.policies import Policy, ScriptedPolicy, make_policy, policy_options
 from eval.suites import SPLITS, LibrarySuite, Suite, TaskRef, eval_record, make_suite, suite_options
@@ -56,6 +63,7 @@ from gym_envs.engine import play
 from gym_envs.episode import Episode
 from gym_envs.messages import ChatFormat
 from gym_envs.seeding import stable_seed
+from gym_envs.users import UserSimulator
 
 __all__ = ["MODES", "EvalConfig", "EvalRun", "checker_agreement", "play_suite", "run_episodes", "run_eval",
            "write_back"]
@@ -88,6 +96,14 @@ class EvalConfig:
     #: ``backend_options``; the scripted policy's ``calls_per_step``)
     policy_opts: dict[str, Any] = field(default_factory=dict)
     overwrite: bool = False  #: replace a run already in ``out`` (else refused before anything runs)
+    #: a model plays scenario tasks' users (a backend name; None: each task's scripted user)
+    user_backend: str | None = None
+    user_model: str | None = None  #: the user model's id or path
+    #: options of the user model (:class:`envgen.users.ModelRoleOptions`; its backend's under ``backend_options``)
+    user_opts: dict[str, Any] = field(default_factory=dict)
+    judge_backend: str | None = None  #: a model decides ``judged`` checks (None: they stay undecided)
+    judge_model: str | None = None  #: the judge model's id or path
+    judge_opts: dict[str, Any] = field(default_factory=dict)  #: options of the judge model (as ``user_opts``)
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -109,6 +125,11 @@ class EvalConfig:
                              "--suite bfcl:base)")
         if self.out is not None:
             self.out = Path(self.out)
+        for role in ("user", "judge"):
+            if getattr(self, f"{role}_backend") is None and (getattr(self, f"{role}_model")
+                                                              or getattr(self, f"{role}_opts")):
+                raise ValueError(f"--{role}-model and --{role}-option need --{role}-backend (a model backend: "
+                                 "transformers, vllm, openai)")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -129,15 +150,19 @@ class EvalRun:
 # -- playing episodes -------------------------------------------------------------------------------
 def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy, *, concurrency: int = 4,
                seed: int = 0, max_turn_steps: int = 20, mode: str = "auto", progress: Progress | None = None,
-               chat: ChatFormat | None = None) -> list[Episode]:
+               chat: ChatFormat | None = None, user: UserSimulator | None = None) -> list[Episode]:
     """Play ``(task, trial)`` jobs with ``policy`` through the episode engine; the settled episodes, in job
-    order. ``chat`` keeps every episode's token record with that rendering (default: the policy's own)."""
+    order. ``chat`` keeps every episode's token record with that rendering (default: the policy's own); ``user``
+    answers scenario tasks' plain messages (default: each task's scripted user)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     render = chat if chat is not None else getattr(policy, "chat", None)
     budget = getattr(policy, "action_tokens", None) if render is not None and chat is None else None
     episodes = [suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
                               max_turn_steps=max_turn_steps) for task, trial in jobs]
+    if user is not None:
+        for ep in episodes:
+            ep.user = user
     done = (lambda _ep: progress(1)) if progress else None
     if mode == "lockstep" or (mode == "auto" and getattr(policy, "batched", False)):
         return play(episodes, policy, chat=render, max_turn_tokens=budget, concurrency=max(1, concurrency),
@@ -149,10 +174,10 @@ def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy
 
 def run_episodes(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy, *, concurrency: int = 4,
                  seed: int = 0, max_turn_steps: int = 20, mode: str = "auto",
-                 progress: Progress | None = None) -> list[dict[str, Any]]:
+                 progress: Progress | None = None, user: UserSimulator | None = None) -> list[dict[str, Any]]:
     """Play ``(task, trial)`` jobs with ``policy`` (:func:`play_suite`); records sorted by task key and trial."""
     episodes = play_suite(suite, jobs, policy, concurrency=concurrency, seed=seed, max_turn_steps=max_turn_steps,
-                          mode=mode, progress=progress)
+                          mode=mode, progress=progress, user=user)
     records = [eval_record(ep) for ep in episodes]
     records.sort(key=lambda r: (r["suite"], r["env_id"], r["task_id"], r["trial"]))
     return records
@@ -241,8 +266,8 @@ def _default_write_back(policy: Policy, config: EvalConfig) -> bool:
     return policy.label != "scripted:empty"
 
 
-def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None]
-               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None],
+               user: UserSimulator | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     workers = max(1, min(config.concurrency, os.cpu_count() or 1))
     # the run's settings, each given to the suites whose options take it (split: libraries; limit: BFCL loads
     # only its first entries, and the runner applies it to every suite)
@@ -263,7 +288,7 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
         kw: dict[str, Any] = {"concurrency": config.concurrency, "seed": config.seed,
                               "max_turn_steps": config.max_turn_steps}
         t0 = time.perf_counter()
-        records = run_episodes(suite, jobs, policy, mode=config.mode, progress=tick, **kw)
+        records = run_episodes(suite, jobs, policy, mode=config.mode, progress=tick, user=user, **kw)
         seconds = time.perf_counter() - t0
         info |= {"episodes": len(records), "seconds": round(seconds, 4),
                  "episodes_per_s": round(len(records) / seconds, 3) if seconds > 0 else None}
@@ -282,6 +307,31 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
     return records, info
 
 
+def _model_roles(config: EvalConfig) -> tuple[Any, Any]:
+    """The run's model-backed user and judge (None where not configured)."""
+    user = judge = None
+    if config.user_backend is not None:
+        from envgen.users import make_user
+
+        user = make_user(config.user_backend, config.user_model, **({"seed": config.seed} | config.user_opts))
+    if config.judge_backend is not None:
+        from envgen.users import make_judge
+
+        judge = make_judge(config.judge_backend, config.judge_model, **({"seed": config.seed} | config.judge_opts))
+    return user, judge
+
+
+def _role_summary(summary: dict[str, Any], records: list[dict[str, Any]], user: Any, judge: Any) -> None:
+    """Add what the summary says of the model-backed user (``run.user``) and the judged assertions (``judged``)."""
+    if user is not None:
+        gen = user.generate
+        summary["run"]["user"] = {"model": user.label, "requests": getattr(gen, "requests", None),
+                                  "failures": getattr(gen, "failures", None)}
+    judged = judged_summary(records)
+    if judged:
+        summary["judged"] = {"judge": judge.label if judge is not None else None, "suites": judged}
+
+
 def run_eval(config: EvalConfig, *, policy: Policy | None = None,
              log: Callable[[str], None] | None = None) -> EvalRun:
     """Run ``config`` (with ``policy`` instead of building ``config.policy`` when given)."""
@@ -294,6 +344,7 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
     if policy is None:
         seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where the policy takes one
         policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
+    user, judge = _model_roles(config)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records: list[dict[str, Any]] = []
     suites: dict[str, Any] = {}
@@ -305,14 +356,20 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         if bar is not None:
             bar.start()
         for spec in config.suites:
-            recs, info = _run_suite(spec, policy, config, bar, say)
+            recs, info = _run_suite(spec, policy, config, bar, say, user)
             records += recs
             suites[info["name"]] = info
+        if judge is not None:
+            asked = judge_records(records, judge)
+            say(f"judge {judge.label}: decided {asked} judged assertion{'' if asked == 1 else 's'}")
     finally:
         if bar is not None:
             bar.stop()
         if own_policy:
             policy.close()
+        for role in (user, judge):
+            if role is not None:
+                role.close()
     seconds = time.perf_counter() - t0
     backend = [r for r in records if is_backend_failure(r)]
     summary = {
@@ -323,6 +380,7 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         "suites": summarize(records, config.k, n_boot=config.n_boot, seed=config.seed),
         "runs": suites,
     }
+    _role_summary(summary, records, user, judge)
     run = EvalRun(config, records, summary)
     if config.out is not None:
         from eval.report import write_run

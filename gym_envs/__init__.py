@@ -1,6 +1,7 @@
-"""envwright's runtime: the environment spec, the restricted executor, ``ToolEnv``, and the one episode engine
-(:mod:`gym_envs.engine`: training and evaluation play their episodes through it, with the messages and tokens
-of :mod:`gym_envs.messages`).
+"""envwright's runtime: the environment spec, the check kinds (:mod:`gym_envs.checks`, one class each, registered by
+name), the simulated users of scenario tasks (:mod:`gym_envs.users`), the restricted executor, ``ToolEnv``, and the
+one episode engine (:mod:`gym_envs.engine`: training and evaluation play their episodes through it, with the messages
+and tokens of :mod:`gym_envs.messages`).
 
 ``import gym_envs`` registers ``envwright/ToolEnv-v0`` with Gymnasium::
 

@@ -33,8 +33,11 @@ from rich.tree import Tree
 
 from corpora.errors import did_you_mean
 from gym_envs import display
+from gym_envs.checks import parse_check
 from gym_envs.sandbox import LoadFailure, make_executor
-from gym_envs.spec import EnvSpec, SpecError, Tool, Turn, atomic_write_text, json_schema, load_spec
+from gym_envs.spec import EnvSpec, SpecError, Tool, ToolCall, Turn, atomic_write_text, load_spec
+from gym_envs.spec_schema import json_schema
+from gym_envs.users import Scenario
 
 __all__ = ["EXECUTORS", "LocatedSpec", "check_summary", "describe", "example_names", "format_call", "locate_spec",
            "schema", "show", "source_label", "tool_parameters"]
@@ -182,27 +185,12 @@ def _clip(text: str, n: int = 160) -> str:
 
 
 def check_summary(check: Any) -> str:
-    """One line saying what a check requires."""
-    c = check if isinstance(check, dict) else check.model_dump()
-    kind = c.get("kind")
-    if kind == "sql":
-        order = " (ordered)" if c.get("ordered") else ""
-        return f"{_clip(c['query'])} = {json.dumps(c['expect'])}{order}"
-    if kind == "python":
-        body = [ln for ln in c["code"].splitlines() if ln.strip()]
-        return f"def check(db) … ({len(body)} lines)"
-    if kind == "reply_contains":
-        return "any of " + json.dumps(c["any_of"], ensure_ascii=False)
-    if kind == "unchanged":
-        return ", ".join(c["tables"]) if c.get("tables") else "all tables"
-    if kind == "calls":
-        parts = []
-        if c.get("require"):
-            parts.append("require " + ", ".join(c["require"]))
-        if c.get("forbid"):
-            parts.append("forbid " + ", ".join(c["forbid"]))
-        return "; ".join(parts)
-    return json.dumps(c)
+    """One line saying what a check requires (its kind's :meth:`~gym_envs.checks.BaseCheck.summary`; a dict is
+    validated by its kind first)."""
+    try:
+        return parse_check(check).summary()
+    except (ValueError, TypeError):  # not a valid check: show it as it is
+        return json.dumps(check, ensure_ascii=False, default=str)
 
 
 def format_call(name: str, arguments: dict[str, Any]) -> str:
@@ -263,8 +251,20 @@ def _turn_tree(tree: Tree, index: int, n_turns: int, turn: Turn) -> None:
     ref = node.add(Text("reference", style="green"))
     if not turn.reference:
         ref.add(Text("(no calls)", style="dim"))
-    for call in turn.reference:
-        ref.add(display.text(format_call(call.name, call.arguments)))
+    for item in turn.reference:
+        ref.add(display.text(format_call(item.name, item.arguments) if isinstance(item, ToolCall) else
+                             f"say {json.dumps(item.say, ensure_ascii=False)}"))
+
+
+def _scenario_tree(tree: Tree, scenario: Scenario) -> None:
+    node = tree.add(Text("user (scenario)", style="blue"))
+    if scenario.persona:
+        node.add(display.text(f"persona: {scenario.persona}"))
+    node.add(display.text(f"goal: {scenario.goal}"))
+    for key, value in scenario.facts.items():
+        node.add(display.text(f"knows {key}: {value}"))
+    node.add(display.text(f"asked to confirm: {scenario.on_confirm}; unknown: {scenario.unknown!r}; "
+                          f"at most {scenario.max_replies} replies a turn"))
 
 
 # ============================================================================================
@@ -301,7 +301,8 @@ def describe(spec: EnvSpec, tables: dict[str, Any] | None, tables_error: str | N
         "tables": None if tables is None else [{"name": n, "rows": t["count"], "columns": t["columns"]}
                                                for n, t in tables.items()],
         "tables_error": tables_error,
-        "tasks": [{"id": task.id, "kind": task.kind, "turns": [
+        "tasks": [{"id": task.id, "kind": task.kind,
+                   "scenario": task.scenario.model_dump() if task.scenario is not None else None, "turns": [
             {"instruction": turn.instruction,
              "checks": [c.model_dump() | {"summary": check_summary(c)} for c in turn.checks],
              "reference": [c.model_dump() for c in turn.reference]} for turn in task.turns]}
@@ -377,6 +378,8 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
         head = Text.assemble((display.clean(task.id), "bold magenta"),
                              f"  {task.kind} · {_plural(len(task.turns), 'turn')}")
         node = tree.add(head)
+        if task.scenario is not None:
+            _scenario_tree(node, task.scenario)
         for i, turn in enumerate(task.turns):
             _turn_tree(node, i, len(task.turns), turn)
     console.print(tree)

@@ -8,7 +8,8 @@ benches, every evaluation suite) calls :func:`play` (the lifecycle of one episod
    batching), and the episodes that join are opened together (``EpisodeEnv.reset_many``);
 2. **one** ``policy.act_batch`` call answers every unfinished episode (a token-level policy samples every
    context in one batch); an exception there fails the batch's episodes at stage ``policy``;
-3. the answers are applied (:meth:`Episode.apply`: tokens, messages, the simulated user) and the environments
+3. the answers are applied (:meth:`Episode.apply`: tokens, messages), the episodes' own users answer the plain
+   messages of scenario tasks, one batch per user (:func:`~gym_envs.episode.ask_users`), and the environments
    step together (``EpisodeEnv.step_many``: for ``ToolEnv``, :func:`gym_envs.env.step_many`, one round trip
    per worker process for all of their tool calls); the time spent generating and in the environments is
    shared equally among the episodes;
@@ -28,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from gym_envs.episode import Episode, FailureStage
+from gym_envs.episode import Episode, FailureStage, ask_users
 from gym_envs.episode_env import EpisodeEnv
 from gym_envs.messages import ChatFormat
 
@@ -156,7 +157,7 @@ def play(episodes: Iterable[Episode], policy: Policy, *, chat: ChatFormat | None
                 if not pending:
                     break
                 continue
-            _step(_act(live, policy))
+            _step(ask_users(_act(live, policy)))
     finally:
         for ep in active:
             if not ep.done and ep.env is not None:  # interrupted: close what is still open

@@ -3,7 +3,8 @@
 Episode semantics (gym_envs/ENVSPEC.md):
 
 * ``reset(seed=, options={"task": ID})`` opens a fresh episode (the database is
-  rebuilt from a cached image) and returns the first instruction. Without a
+  rebuilt from a cached image, then the task's ``setup_sql`` runs) and returns
+  the first instruction. Without a
   task option the env's ``task`` argument is used, else a task is drawn with
   the env's seeded ``np_random``. The episode's own seed (the tool code's
   ``random``) is ``options["episode_seed"]`` when given, else drawn from
@@ -14,9 +15,12 @@ Episode semantics (gym_envs/ENVSPEC.md):
   observation is its JSON result (a JSON list, one entry per call, when there
   are several). A message with no tool call ends the turn: its checks are
   scored on the state after the turn and the next instruction becomes the
-  observation; after the last turn the episode terminates. ``max_steps``
-  actions truncate it (the current turn is scored as it stands, later turns
-  fail).
+  observation; after the last turn the episode terminates. In a task with a
+  ``scenario`` (spec_version 2) the message goes to the user first
+  (:mod:`gym_envs.conversation`; ``user``, the :class:`~gym_envs.users.ScriptedUser`
+  by default): a reply is the observation (``info["user_reply"]``) and the turn
+  goes on. ``max_steps`` actions truncate it (the current turn is scored as it
+  stands, later turns fail).
 * Rewards: ``episode`` (1.0 at the end iff every check of every turn passed),
   ``turns``, ``checks`` and ``progress`` (credited as each turn ends, so an
   episode's rewards sum to the fraction of turns / checks passed). ``progress``
@@ -27,7 +31,8 @@ Episode semantics (gym_envs/ENVSPEC.md):
   every ended turn; ``info["score"]`` has the modes at the end (``progress`` in
   that mode or with ``track_progress``: the others skip its extra check per turn).
 * A ``calls`` check's ``require`` counts successful calls of the turn, its
-  ``forbid`` counts every attempted call.
+  ``forbid`` counts every attempted call. ``judged`` checks count in no reward mode:
+  each turn record's ``judged`` lists them undecided (a judge in evaluation decides them).
 
 Hidden from the agent: checks, references, code. The env's own spec lives in
 ``env_spec`` (``Env.spec`` belongs to Gymnasium).
@@ -47,13 +52,14 @@ from gymnasium import spaces
 
 from corpora.errors import did_you_mean
 from gym_envs import display
+from gym_envs.conversation import Conversation
 from gym_envs.errors import ErrorKind
 from gym_envs.outcome import TurnOutcome
 from gym_envs.parsing import ParsedAction, action_text, parse_action
 from gym_envs.replay import EpisodeCheckpoint, Replays
-from gym_envs.sandbox import CallResult, CheckResult, Executor, Session, default_executor, make_executor
-from gym_envs.sandbox.checks import with_turn_answers
+from gym_envs.sandbox import CallResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
+from gym_envs.users import ScriptedUser, UserReply, UserSimulator
 
 __all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "check_tool_env_options", "reset_many",
            "step_many", "system_prompt", "text_space", "tool_system_prompt"]
@@ -140,7 +146,7 @@ def resolve_spec_ref(spec: Any) -> Any:
                                 "text, a dict, an EnvSpec or a shipped example's name") from None
 
 
-class ToolEnv(Replays, gym.Env[str, Any]):
+class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
     """A generated tool-use environment (see the module docstring for the semantics).
 
     Args:
@@ -157,6 +163,8 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         track_progress: judge each turn's checks as it begins in every mode (the ``progress`` mode always
             does), so that ``info["score"]`` has ``progress`` beside the mode that pays: for trainers that train
             on one mode and report the other. One more check of the turn's checks per turn.
+        user: the user simulator that answers the agent's plain messages in a task with a scenario (default: a
+            :class:`~gym_envs.users.ScriptedUser`; a :class:`~gym_envs.users.ModelUser` has a model play it).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -164,13 +172,15 @@ class ToolEnv(Replays, gym.Env[str, Any]):
     def __init__(self, spec: Any, task: str | int | None = None, *, reward_mode: str = "episode",
                  max_steps: int = 32, render_mode: str | None = None,
                  executor: str | Executor = "worker", max_observation_chars: int = 16_384,
-                 track_progress: bool = False):
+                 track_progress: bool = False, user: UserSimulator | None = None):
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if max_steps < 1:
             raise ValueError("max_steps must be >= 1")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if user is not None and not isinstance(user, UserSimulator):
+            raise TypeError(f"user must be a gym_envs.users.UserSimulator (ScriptedUser, ModelUser), got {user!r}")
         self.env_spec: EnvSpec = as_spec(resolve_spec_ref(spec))
         if task is not None:
             self.env_spec.task(task)  # fail early on an unknown task id
@@ -195,15 +205,13 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         self.transcript: list[tuple[str, str]] = []
         self._system_prompt = system_prompt(self.env_spec)
         self._tool_dicts = [t.model_dump() for t in self.env_spec.tools]
-        self._check_dicts: dict[int, list[dict[str, Any]]] = {}  # id(turn) -> its checks as plain dicts
+        self.user: UserSimulator = user if user is not None else ScriptedUser()
+        self._preset: UserReply | None = None
+        self._prior: list[str] = []
 
     # -- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        episode_seed = self._choose_episode(seed, options)
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
+        self._open_episode(self._choose_episode(seed, options))
         return self._start_episode()
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -226,6 +234,15 @@ class ToolEnv(Replays, gym.Env[str, Any]):
             return int(options["episode_seed"])
         return int(self.np_random.integers(2**31 - 1))
 
+    def _open_episode(self, episode_seed: int) -> None:
+        """Open the chosen task's episode on the session (made first if there is none): the template state,
+        then the task's ``setup_sql``."""
+        assert self.task is not None
+        if self.session is None or self.session.lost:
+            self.session = self.executor.session(self.env_spec, seed=episode_seed, start=False)
+        self.session.setup = tuple(self.task.setup_sql)
+        self.session.open(episode_seed)
+
     def _start_episode(self) -> tuple[str, dict[str, Any]]:
         """After the session's episode is open: the first turn's observation and info."""
         assert self.task is not None
@@ -233,6 +250,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         self.turn_index = 0
         self.steps = 0
         self.done = False
+        self._prior, self._preset = [], None
         self.transcript = [("system", self._system_prompt)]
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": 0,
@@ -249,6 +267,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         self._check_live()
         assert self.task is not None
         self.steps += 1
+        self.turns[-1].actions += 1
         parsed = parse_action(action)
         raw = action_text(action)
         self.transcript.append(("assistant", raw))
@@ -256,7 +275,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
 
     def _after_calls(self, parsed: ParsedAction, info: dict[str, Any],
                      results: list[CallResult]) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        self.turns[-1].calls.extend(results)
+        self.turns[-1].add_calls(results)
         # each entry is what the call's observation() shows (its result is plain JSON already)
         entries = [r.result if r.ok else {"error": r.error, "type": r.error_type} for r in results]
         entries += [{"error": e, "type": ErrorKind.PARSE_ERROR.value} for e in parsed.errors]
@@ -272,18 +291,27 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         return obs, reward, False, truncated, info
 
     def reply(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Take ``text`` as the agent's message that ends the current turn, as :meth:`step` does
-        with a message, but without looking for tool calls in it: for loops that parse the model's
-        tool calls themselves (TRL's ``environment_factory``, :mod:`training.trl_env`)."""
+        """Take ``text`` as the agent's plain message, as :meth:`step` does with a message, but without looking
+        for tool calls in it: for loops that parse the model's tool calls themselves (TRL's
+        ``environment_factory``, :mod:`training.trl_env`). It ends the current turn, unless the task's user
+        replies (``info["user_reply"]``, the observation)."""
         self._check_live()
         assert self.task is not None
         if not isinstance(text, str):
             raise TypeError(f"a reply must be text, not {type(text).__name__}")
         self.steps += 1
+        self.turns[-1].actions += 1
         self.transcript.append(("assistant", text))
         return self._message(text, {"task_id": self.task.id, "turn": self.turn_index, "step": self.steps})
 
     def _message(self, text: str, info: dict[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        heard = self._hear(text)
+        if heard is not None:  # the user replied: the turn goes on
+            assert heard.text is not None
+            self.transcript.append(("user", heard.text))
+            info["user_reply"] = heard.text
+            truncated = self.steps >= self.max_steps
+            return self._cut(heard.text), self._truncate(info) if truncated else 0.0, False, truncated, info
         obs, reward, terminated = self._end_turn(text, info)
         truncated = not terminated and self.steps >= self.max_steps
         if truncated:
@@ -321,62 +349,20 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         turn = self.task.turns[self.turn_index]
         outcome = TurnOutcome(self.turn_index, turn.instruction)
         self.turns.append(outcome)
-        if any(c.kind == "unchanged" for c in turn.checks):
+        if any(c.marks_turn for c in turn.checks):
             self.session.mark()
         if self.track_progress:  # the turn's checks if the agent did nothing in it
             outcome.free = self._free_checks(turn)
         self.transcript.append(("user", turn.instruction))
         return self._cut(turn.instruction)
 
-    def score_reply(self, reply: str, only: Sequence[int] | None = None) -> list[CheckResult]:
-        """The current turn's checks (those at the indexes ``only``, default all) as they would score if
-        ``reply`` ended the turn now, without ending it: the state, the turn's calls and the episode stay
-        as they are (the validity gate scores several candidate replies on one state this way, and the
-        cheap checks before the costly ones). Each result's ``index`` is the check's index in the turn."""
-        self._check_live()
-        return self._check_turn(reply, only)
-
-    def _check_turn(self, reply: str, only: Sequence[int] | None = None) -> list[CheckResult]:
-        assert self.task is not None and self.session is not None
-        outcome = self.turns[-1]
-        turn = self.task.turns[self.turn_index]
-        ok_calls = [c.name for c in outcome.calls if c.ok]
-        all_calls = [c.name for c in outcome.calls]
-        checks = self._turn_checks(turn)
-        if only is None:
-            return self.session.check(checks, reply, ok_calls, attempted=all_calls)
-        picked = list(only)
-        results = self.session.check([checks[i] for i in picked], reply, ok_calls, attempted=all_calls)
-        for r, i in zip(results, picked, strict=True):
-            r.index = i
-        return results
-
-    def _free_checks(self, turn: Any) -> list[bool]:
-        """Per check of ``turn``, whether it passes if the agent does nothing in the turn (no call, an empty
-        reply), judged on the state as the turn begins. An ``unchanged`` check passes then by definition (its
-        mark is this state) and is not run: it is the dearest kind to judge."""
-        assert self.session is not None
-        checks = self._turn_checks(turn)
-        judged = [i for i, c in enumerate(checks) if c["kind"] != "unchanged"]
-        free = [True] * len(checks)
-        if judged:
-            for i, r in zip(judged, self.session.check([checks[i] for i in judged], "", [], attempted=[]),
-                            strict=True):
-                free[i] = r.passed
-        return free
-
-    def _turn_checks(self, turn: Any) -> list[dict[str, Any]]:
-        """A turn's checks as the executor takes them (dumped once: the spec does not change under the env)."""
-        checks = self._check_dicts.get(id(turn))
-        if checks is None:
-            checks = self._check_dicts[id(turn)] = with_turn_answers([c.model_dump() for c in turn.checks])
-        return checks
-
     def _score_turn(self, reply: str) -> TurnOutcome:
+        assert self.task is not None
         outcome = self.turns[-1]
         results = self._check_turn(reply)
         outcome.reply = reply
         outcome.checks = results
+        outcome.judged = self._undecided(self.task.turns[outcome.index])
         outcome.scored = True
         return outcome
 
@@ -385,7 +371,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         if self.reward_mode == "turns":
             return (1.0 / len(self.task.turns)) if outcome.passed else 0.0
         if self.reward_mode in ("checks", "progress"):
-            total = sum(len(t.checks) for t in self.task.turns)
+            total = self._scored_checks()
             return (outcome.credited if self.reward_mode == "progress" else sum(c.passed for c in outcome.checks)) \
                 / total
         return 0.0
@@ -429,7 +415,7 @@ class ToolEnv(Replays, gym.Env[str, Any]):
         as it begins)."""
         assert self.task is not None
         n_turns = len(self.task.turns)
-        n_checks = sum(len(t.checks) for t in self.task.turns)
+        n_checks = self._scored_checks()
         passed_turns = sum(t.passed for t in self.turns)
         passed_checks = sum(c.passed for t in self.turns for c in t.checks)
         out = {"episode": 1.0 if passed_turns == n_turns else 0.0, "turns": passed_turns / n_turns,
@@ -529,6 +515,8 @@ def reset_many(envs: Sequence[ToolEnv], *, seeds: Sequence[int | None] | None = 
             episode_seed = env._choose_episode(seeds[j], options[j])
             if env.session is None or env.session.lost:
                 env.session = env.executor.session(env.env_spec, seed=episode_seed, start=False)
+            assert env.task is not None
+            env.session.setup = tuple(env.task.setup_sql)
         except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue

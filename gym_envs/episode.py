@@ -17,13 +17,15 @@ The lifecycle of an episode (after verifiers' single rollout lifecycle):
 3. **apply** -- :meth:`Episode.apply` records the action: its tokens (model tokens, ``env_mask`` 1; a text
    action is tokenised as its text and EOS), the assistant message, a :class:`Step`. An action cut by its
    token budget ends the episode (``turn_too_long``, or ``max_tokens`` when the episode's budget is spent).
-   A plain message (no call) then goes to the episode's **user** (:class:`User`): a reply continues the turn
-   as a user message and the environment is not stepped; ``None`` (the default user, :data:`END_TURN`)
-   lets the message end the turn in the environment.
+   A plain message (no call) in a task with a scenario is answered by the task's **user**: the environment's own
+   (``ToolEnv``'s :class:`~gym_envs.users.ScriptedUser` by default), or the episode's ``user`` when it has one (a
+   :class:`~gym_envs.users.UserSimulator`, e.g. a model-backed user: the engine asks it for every such message
+   of a batch at once, :func:`ask_users`, and hands each environment its reply, :class:`UserAnswered`).
 4. **step** -- the environments of the batch step together (``EpisodeEnv.step_many``; ``ToolEnv``'s tool
    calls travel to each worker process in one round trip) and :meth:`Episode.observe` records the answer: one
-   ``tool`` message per result or parse error, the next instruction as a user message when a turn ended, the
-   environment tokens (``env_mask`` 0) up to the next generation prompt.
+   ``tool`` message per result or parse error, the user's reply as a user message (the turn goes on), the next
+   instruction as a user message when a turn ended, the environment tokens (``env_mask`` 0) up to the next
+   generation prompt.
 5. **end** -- terminated (the last turn was scored), truncated (``max_steps``: the environment's action budget or
    the episode's ``max_actions``; ``max_tokens``; ``turn_too_long``; the turn ended with ``stop_at_turn_end``), or
    failed. :meth:`Episode.settle` then keeps the environment's score and per-turn records and closes it.
@@ -34,9 +36,9 @@ with a :class:`FailureStage`, a status and an ``error`` text (:func:`episode_fai
 **backend failure** (stage ``backend``: no completion came back) is not the model's: evaluation leaves such
 episodes unscored.
 
-The simulated user (:class:`User`) is the extension point for scenario tasks: give an episode ``user=`` an
-object whose ``reply(episode, message)`` returns the user's answer (the turn goes on) or ``None`` (the
-message ends the turn, as today).
+Simulated users (gym_envs/ENVSPEC.md, "Conversations with a simulated user"): the environment answers a scenario
+task's plain messages with its scripted user unless the episode has a ``user`` of its own; either way the
+environment records the reply (what a ``confirmed`` check reads), and the chat and tokens show it as a user message.
 """
 
 from __future__ import annotations
@@ -50,16 +52,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from gym_envs.episode_env import EpisodeEnv, Opening, Outcome
+from gym_envs.episode_env import EpisodeEnv, Opening, Outcome, UserAnswered
 from gym_envs.errors import exception_text
 from gym_envs.messages import ChatFormat, assistant_message, chat_messages, tool_messages, user_message
 from gym_envs.parsing import action_text, parse_action
+from gym_envs.users import UserSimulator
 
 if TYPE_CHECKING:
     from gym_envs.spec import EnvSpec
 
-__all__ = ["END_TURN", "EPISODE_STATUSES", "FAILURE_STATUSES", "TRUNCATION_STATUSES", "Action", "Episode",
-           "FailureStage", "PolicyFailure", "Step", "TaskRef", "User", "episode_failure", "episode_id"]
+__all__ = ["EPISODE_STATUSES", "FAILURE_STATUSES", "TRUNCATION_STATUSES", "Action", "Episode", "FailureStage",
+           "PolicyFailure", "Step", "TaskRef", "ask_users", "episode_failure", "episode_id"]
 
 #: How an episode ended.
 #:
@@ -174,21 +177,6 @@ class Action:
         return answer if isinstance(answer, Action) else cls(value=answer)
 
 
-class User:
-    """The episode's user, asked about every plain assistant message (no tool call) before the environment.
-
-    :meth:`reply` returns what the user answers (it becomes a user message and the turn goes on: the
-    environment is not stepped) or ``None`` (the message ends the turn in the environment). This default
-    user never answers: every plain message ends its turn. A simulated user for scenario tasks subclasses it.
-    """
-
-    def reply(self, episode: Episode, message: str) -> str | None:
-        return None
-
-
-END_TURN = User()  #: the default user: a plain message ends the turn
-
-
 @dataclass
 class Step:
     """One action of an episode and what the environment answered."""
@@ -215,8 +203,11 @@ class Episode:
         env: a function making its environment (called as the episode opens: a failure there is data).
         trial: which trial of the task this is (evaluation plays several).
         seed: the episode seed the environment is reset with (default: ``task.episode_seed``).
-        user: asked about every plain assistant message (:class:`User`; default :data:`END_TURN`).
-        oracle: ``oracle(turn) -> (calls, reply)``, the reference plan of a turn (for scripted policies).
+        user: the user who answers the plain messages of a scenario task (a :class:`~gym_envs.users.UserSimulator`;
+            default None: the environment's own, the scripted user).
+        oracle: ``oracle(turn) -> (items, reply)``, the reference plan of a turn (for scripted policies): call dicts
+            (``{"name", "arguments"}``, with ``action`` numbering the actions that make calls together) and
+            ``{"say": text}`` messages, then the final reply.
         max_actions: the episode ends after this many actions (``max_steps``; None: the environment decides).
         stop_at_turn_end: end the episode when a turn ends (``turn_ended``), e.g. a teacher's recovery.
         meta: the caller's own data (turn tags, calls made before a resumed state, ...).
@@ -228,7 +219,7 @@ class Episode:
     """
 
     def __init__(self, task: TaskRef, env: Callable[[], EpisodeEnv] | None = None, *, trial: int = 0,
-                 seed: int | None = None, user: User | None = None,
+                 seed: int | None = None, user: UserSimulator | None = None,
                  oracle: Callable[[int], tuple[list[dict[str, Any]], str]] | None = None,
                  max_actions: int | None = None, stop_at_turn_end: bool = False, meta: dict[str, Any] | None = None):
         if max_actions is not None and max_actions < 1:
@@ -236,7 +227,8 @@ class Episode:
         self.task = task
         self.trial = trial
         self.seed = task.episode_seed if seed is None else seed
-        self.user = user or END_TURN
+        self.user = user
+        self.pending_message: str | None = None  #: a plain message the episode's own user is to answer
         self.oracle = oracle
         self.max_actions = max_actions
         self.stop_at_turn_end = stop_at_turn_end
@@ -318,7 +310,7 @@ class Episode:
         return chat_messages(self.messages)
 
     def reference(self) -> tuple[list[dict[str, Any]], str]:
-        """The current turn's reference calls (``{"name", "arguments"}``) and final message."""
+        """The current turn's reference plan (``oracle``'s items: calls and ``say`` messages) and final message."""
         if self.oracle is None:
             raise RuntimeError("this episode has no reference trajectory")
         return self.oracle(self.turn)
@@ -383,12 +375,16 @@ class Episode:
 
     def step(self, answer: Any) -> Outcome | None:
         """One answer, played on its own (the engine steps a batch together): the environment's outcome, or
-        ``None`` when it was not stepped (the episode ended, or the user replied)."""
+        ``None`` when it was not stepped (the episode ended)."""
         if self.done or self.env is None:
             raise RuntimeError("the episode is not running; reset() it first")
         action = self.apply(answer)
         if action is None or self.done:
             return None
+        asked = ask_users([(self, action)])
+        if not asked:  # the episode's user failed: the episode ended
+            return None
+        action = asked[0][1]
         t0 = time.perf_counter()
         outcome: Outcome | BaseException
         try:
@@ -426,7 +422,8 @@ class Episode:
 
     def apply(self, answer: Any) -> Any:
         """Record one answer of the policy (step 3 of the module docstring); returns the action the environment
-        must step with, or ``None`` when there is nothing to step (the episode ended, or the user replied)."""
+        must step with, or ``None`` when there is nothing to step (the episode ended). A plain message that the
+        episode's own user is to answer is kept in :attr:`pending_message` (:func:`ask_users` asks it)."""
         if isinstance(answer, PolicyFailure):
             self.fail(FailureStage.BACKEND if answer.backend else FailureStage.POLICY, answer)
             return None
@@ -457,23 +454,8 @@ class Episode:
             spent = self.max_completion_tokens is not None and len(self.completion_ids) >= self.max_completion_tokens
             self.end("max_tokens" if spent else "turn_too_long")
             return None
-        if parsed.is_message:
-            reply = self.user.reply(self, parsed.content)
-            if reply is not None:
-                step.user_reply = reply
-                return self._user_turn(step, reply)
+        self.pending_message = parsed.content if parsed.is_message and self.user is not None else None
         return value
-
-    def _user_turn(self, step: Step, reply: str) -> None:
-        """The user answered a plain message: the turn goes on with the reply, the environment is not stepped."""
-        msg = user_message(reply)
-        self.messages.append(msg)
-        step.observation = [msg]
-        if not self._out_of_actions() and self.chat_format is not None:
-            suffix = self.chat_format.user_suffix_ids(reply)
-            if self._room(suffix):
-                self._append(suffix, model=False)
-        return None
 
     def _out_of_actions(self) -> bool:
         """End the episode (``max_steps``) once it has taken ``max_actions`` actions, before any more tokens."""
@@ -500,6 +482,9 @@ class Episode:
             self.tools = list(outcome.tools)
         new = tool_messages([r["name"] for r in outcome.results], outcome.contents, outcome.parse_errors,
                             len(self.steps)) if outcome.results or outcome.parse_errors else []
+        if outcome.user_reply is not None:
+            step.user_reply = outcome.user_reply
+            new.append(user_message(outcome.user_reply))
         step.turn_ended = outcome.turn_ended
         if outcome.turn_ended:
             self.turn += 1
@@ -518,6 +503,7 @@ class Episode:
             return
         if self.chat_format is not None:
             suffix = (self.chat_format.user_suffix_ids(outcome.instruction) if outcome.turn_ended
+                      else self.chat_format.user_suffix_ids(outcome.user_reply) if outcome.user_reply is not None
                       else self.chat_format.tool_suffix_ids(new))
             if self._room(suffix):
                 self._append(suffix, model=False)
@@ -549,6 +535,43 @@ class Episode:
                 "model_tokens": self.model_tokens, "env_tokens": self.env_tokens,
                 "gen_seconds": self.gen_seconds, "env_seconds": self.env_seconds,
                 "actions": [s.text for s in self.steps]}
+
+
+def ask_users(todo: Sequence[tuple[Episode, Any]]) -> list[tuple[Episode, Any]]:
+    """Ask each episode's own user about its pending plain message, every episode of one user in one
+    ``reply_batch``, and hand the replies to the environments with the actions (:class:`UserAnswered`). A message
+    no user answers (the task has no scenario, the user has replied ``max_replies`` times) is stepped as it is; a
+    user that raises fails its episodes at stage ``step`` (the environment's user broke, not the policy). Returns the
+    actions to step (the failed episodes left out)."""
+    asks: dict[int, tuple[UserSimulator, list[int], list[Any]]] = {}
+    out: list[tuple[Episode, Any]] = list(todo)
+    for j, (ep, _) in enumerate(out):
+        message, ep.pending_message = ep.pending_message, None
+        if message is None or ep.user is None or ep.env is None:
+            continue
+        context = ep.env.user_context(message)
+        if context is not None:
+            entry = asks.setdefault(id(ep.user), (ep.user, [], []))
+            entry[1].append(j)
+            entry[2].append(context)
+    failed: set[int] = set()
+    for user, idx, contexts in asks.values():
+        t0 = time.perf_counter()
+        try:
+            replies = list(user.reply_batch(contexts))
+            if len(replies) != len(idx):
+                raise RuntimeError(f"the user gave {len(replies)} replies for {len(idx)} messages")
+        except Exception as e:  # the boundary: a user that breaks fails its episodes, the batch goes on
+            for j in idx:
+                out[j][0].fail(FailureStage.STEP, f"the simulated user failed: {exception_text(e)}")
+                failed.add(j)
+            continue
+        share = (time.perf_counter() - t0) / len(idx)
+        for j, reply in zip(idx, replies, strict=True):
+            ep, action = out[j]
+            ep.env_seconds += share
+            out[j] = (ep, UserAnswered(action, reply))
+    return [x for j, x in enumerate(out) if j not in failed]
 
 
 def _slug(text: str) -> str:

@@ -1,13 +1,14 @@
 """What the episode engine steps: an environment behind one episode, and its view of a ``ToolEnv``.
 
-Role: :class:`EpisodeEnv` is the interface between the engine (:mod:`gym_envs.episode`,
-:mod:`gym_envs.engine`) and an environment: ``reset`` gives the :class:`Opening` (system prompt, first
-instruction, tools), ``step`` the :class:`Outcome` of an action (tool results and what the model sees of
-them, parse errors, whether the turn or the episode ended, the next instruction), ``score`` and
-``turn_records`` what the episode earned. ``reset_many`` and ``step_many`` take the envs of one class
-together (one by one here; :class:`ToolEnvAdapter` sends every env's tool calls to each worker process in
-one round trip, :func:`gym_envs.env.step_many`). Evaluation suites whose tasks are not ``ToolEnv`` specs
-(BFCL) implement it too.
+Role: :class:`EpisodeEnv` is the interface between the engine (:mod:`gym_envs.episode`, :mod:`gym_envs.engine`) and
+an environment: ``reset`` gives the :class:`Opening` (system prompt, first instruction, tools), ``step`` the
+:class:`Outcome` of an action (tool results and what the model sees of them, parse errors, what the user answered,
+whether the turn or the episode ended, the next instruction), ``score`` and ``turn_records`` what the episode
+earned; ``user_context`` what the task's simulated user would be asked about a plain message (None: no user answers
+it), so that the engine's own user (a model-backed one) can answer a batch of episodes at once and hand each
+environment its reply (:class:`UserAnswered`). ``reset_many`` and ``step_many`` take the envs of one class together
+(one by one here; :class:`ToolEnvAdapter` sends every env's tool calls to each worker process in one round trip,
+:func:`gym_envs.env.step_many`). Evaluation suites whose tasks are not ``ToolEnv`` specs (BFCL) implement it too.
 
 Contract: an exception of one env in ``reset_many``/``step_many`` is that env's entry (its episode fails),
 never the batch's.
@@ -22,8 +23,9 @@ from typing import Any
 
 from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.sandbox import CallResult
+from gym_envs.users import UserContext, UserReply
 
-__all__ = ["EpisodeEnv", "Opening", "Outcome", "ToolEnvAdapter"]
+__all__ = ["EpisodeEnv", "Opening", "Outcome", "ToolEnvAdapter", "UserAnswered"]
 
 
 @dataclass
@@ -35,6 +37,14 @@ class Opening:
     tools: list[dict[str, Any]]  #: the tools in OpenAI ``tools=`` form
 
 
+@dataclass(frozen=True)
+class UserAnswered:
+    """A plain message of the agent with the reply the engine's user gave it (the environment records it)."""
+
+    action: Any
+    reply: UserReply
+
+
 @dataclass
 class Outcome:
     """What an environment answered to one action."""
@@ -44,6 +54,7 @@ class Outcome:
     parse_errors: list[str] = field(default_factory=list)  #: calls that could not be parsed
     turn_ended: bool = False
     turn_passed: bool | None = None  #: the turn's verdict when this action ended it
+    user_reply: str | None = None  #: the user's answer to this plain message (the turn goes on)
     instruction: str = ""  #: the next user message when a turn ended and the episode goes on
     terminated: bool = False  #: the last turn ended
     truncated: bool = False  #: the environment's action budget ran out
@@ -75,6 +86,10 @@ class EpisodeEnv(ABC):
     def turn_records(self) -> list[dict[str, Any]]:
         """Per turn, what reports show (index, instruction, calls, reply, passed, checks); none by default."""
         return []
+
+    def user_context(self, message: str) -> UserContext | None:
+        """What the task's user is asked about the plain ``message`` now (None: no user answers it; the default)."""
+        return None
 
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Free what the env holds (idempotent)."""
@@ -130,13 +145,24 @@ class ToolEnvAdapter(EpisodeEnv):
         return Outcome(results=results, contents=[CallResult(**r).observation() for r in results],
                        parse_errors=list(info.get("parse_errors") or []), turn_ended=ended,
                        turn_passed=bool(info["turn_passed"]) if ended else None, instruction=obs if ended else "",
-                       terminated=terminated, truncated=truncated, score=info.get("score"))
+                       terminated=terminated, truncated=truncated, score=info.get("score"),
+                       user_reply=info.get("user_reply"))
+
+    def _action(self, action: Any) -> Any:
+        """The action to step with: an engine user's reply is handed to the env for the message it answers."""
+        if isinstance(action, UserAnswered):
+            self.env.preset_reply(action.reply)
+            return action.action
+        return action
+
+    def user_context(self, message: str) -> UserContext | None:
+        return self.env.user_context(message)
 
     def reset(self, seed: int) -> Opening:
         return self._opening(self.env.reset(options=self._options(seed)))
 
     def step(self, action: Any) -> Outcome:
-        return self._outcome(self.env.step(action))
+        return self._outcome(self.env.step(self._action(action)))
 
     @classmethod
     def reset_many(cls, envs: Sequence[EpisodeEnv], seeds: Sequence[int]) -> list[Opening | BaseException]:
@@ -148,7 +174,9 @@ class ToolEnvAdapter(EpisodeEnv):
     @classmethod
     def step_many(cls, envs: Sequence[EpisodeEnv], actions: Sequence[Any]) -> list[Outcome | BaseException]:
         adapters: list[ToolEnvAdapter] = list(envs)  # type: ignore[arg-type]
-        stepped: list[Any] = step_many([a.env for a in adapters], list(actions), return_exceptions=True)
+        stepped: list[Any] = step_many([a.env for a in adapters], [a._action(x) for a, x in zip(adapters, actions,
+                                                                                             strict=True)],
+                                       return_exceptions=True)
         return [r if isinstance(r, BaseException) else cls._outcome(r) for r in stepped]
 
     def score(self) -> dict[str, float]:
@@ -165,6 +193,10 @@ class ToolEnvAdapter(EpisodeEnv):
                 calls.append(d)
             rec = {"index": t.index, "instruction": t.instruction, "calls": calls, "reply": t.reply,
                    "passed": t.passed, "scored": t.scored, "checks": [c.to_dict() for c in t.checks]}
+            if t.said:
+                rec["said"] = [{"text": s.text, "reply": s.reply, "confirmed": s.confirmed} for s in t.said]
+            if t.judged:
+                rec["judged"] = [dict(j) for j in t.judged]
             if self.tags is not None:
                 rec["tags"] = self.tags[t.index]
             out.append(rec)

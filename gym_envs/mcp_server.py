@@ -17,7 +17,8 @@ SDK's own ``mcp.Client``) then sees:
     instruction;
   - ``envwright_instruction``: where the episode stands (task, turn, the current instruction, or the
     score once it is over);
-  - ``envwright_end_turn`` ``{reply}``: the agent's message that ends the turn
+  - ``envwright_end_turn`` ``{reply}``: the agent's message that ends the turn, unless the task's simulated user
+    answers it (``user_reply``: the turn goes on)
     (:func:`gym_envs.turns.end_turn`, shared with the TRL adapter); returns each check's verdict,
     whether the turn passed, the reward (``episode`` mode by default: 1.0 at the end iff every check
     of every turn passed), and the next instruction or the final score.

@@ -3,7 +3,8 @@
 A line is a tool call (``name {"arg": 1}``, ``name(arg=1)``, JSON
 ``{"name": .., "arguments": ..}`` or ``<tool_call>..</tool_call>``), a
 ``:command`` (``:help`` lists them) or a plain message, which ends the turn
-and shows each check's verdict. With stdin not a terminal it reads the lines
+and shows each check's verdict (in a task with a scenario, unless the simulated
+user answers it: its reply is shown and the turn goes on). With stdin not a terminal it reads the lines
 as a script (blank lines and ``#`` comments skipped, no prompts) and exits 0
 if the episode's reward is 1.0, else 1. Everything a spec or a tool wrote is
 printed through :mod:`gym_envs.display` (shown, never acted on). ``PATH`` is
@@ -31,7 +32,7 @@ from gym_envs.cli import EXECUTORS, _load, _plural, _rows_table, _tools_table, c
 from gym_envs.env import REWARD_MODES, ToolEnv
 from gym_envs.parsing import load_json, parse_action
 from gym_envs.sandbox import LoadFailure, make_executor
-from gym_envs.spec import Turn
+from gym_envs.spec import ToolCall, Turn
 
 __all__ = ["HELP", "Player", "parse_line", "play"]
 
@@ -39,11 +40,12 @@ _SHORTHAND = re.compile(r"^([A-Za-z_]\w*)\s*(\{.*\})?\s*$", re.S)
 _PYCALL = re.compile(r"^[A-Za-z_]\w*\s*\(.*\)\s*$", re.S)
 
 HELP = """\
-Type a tool call to see its result, or a plain message to end the turn.
+Type a tool call to see its result, or a plain message to end the turn (a scenario's user may answer it).
   name {"arg": 1}                      call a tool (JSON arguments; a bare tool name calls it with none)
   name(arg=1, other="x")               the same, Python style
   {"name": .., "arguments": {..}}      JSON call (also a list of them, or <tool_call>..</tool_call>)
   anything else                        a message to the user: ends the turn and scores its checks
+                                       (in a task with a scenario, unless the user answers it)
 Commands:
   :tools              the tools and their parameters
   :state [TABLE]      the database now (every table, or one)
@@ -51,7 +53,8 @@ Commands:
   :checks             what this turn's checks require
   :system             the full system prompt the agent sees
   :transcript         the episode so far
-  :end [TEXT]         end the turn with TEXT (or an empty reply)
+  :end [TEXT]         send TEXT (or an empty reply) as a plain message: it ends the turn, unless
+                      the task's simulated user answers it
   :help               this text
   :quit               stop (the episode counts as failed)"""
 
@@ -176,11 +179,13 @@ class Player:
         self.total += reward
         if not is_message:
             self._show_calls(info, obs)
+        if "user_reply" in info:
+            self.say(Text.assemble(("[user] ", "bold blue"), display.clean(info["user_reply"])))
         if "checks" in info:
             self._show_checks(turn_index, info, reward)
         if terminated or truncated:
             self._finish(info, truncated)
-        elif is_message:
+        elif is_message and "user_reply" not in info:
             self.instruction(obs)
 
     def _show_calls(self, info: dict[str, Any], obs: str) -> None:
@@ -274,9 +279,10 @@ class Player:
             return
         if not turn.reference:
             self.say(Text("(the reference makes no calls this turn)", style="dim"))
-        for call in turn.reference:
-            self.say(display.text(format_call(call.name, call.arguments)))
-        replies = [c.any_of for c in turn.checks if c.kind == "reply_contains"]
+        for item in turn.reference:
+            self.say(display.text(format_call(item.name, item.arguments) if isinstance(item, ToolCall) else
+                                  f"say {json.dumps(item.say, ensure_ascii=False)} (the user answers it)"))
+        replies = [a for c in turn.checks if (a := c.answers())]
         for any_of in replies:
             self.say(display.text(f"then reply with a message containing one of {json.dumps(any_of)}", "dim"))
         if not replies:

@@ -6,7 +6,7 @@ Role: the methods of :class:`~gym_envs.env.ToolEnv` for callers that replay the 
 * :meth:`Replays.reset_to_turn`: a reset that makes the calls of the turns before a turn without scoring
   them, then begins that turn;
 * :meth:`Replays.call_tools`: tool calls in the current turn, as a step would make them, without building
-  the observation;
+  the observation; :meth:`Replays.say`: a plain message the task's user answers (a reference's ``say`` item);
 * :meth:`Replays.checkpoint` / :meth:`Replays.restore`: a checkpoint of the episode (the executor's, see
   :meth:`gym_envs.sandbox.Session.fork`: only for code that keeps no state but its database, in process)
   and the turns so far, and back to it.
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gym_envs.outcome import TurnOutcome
 from gym_envs.sandbox import CallResult, Executor, Session
 from gym_envs.spec import EnvSpec, Task
+from gym_envs.users import UserReply
 
 __all__ = ["EpisodeCheckpoint", "Replays"]
 
@@ -37,6 +38,12 @@ class EpisodeCheckpoint:
     turn_index: int
     steps: int
     transcript: int
+
+
+def _copy(t: TurnOutcome) -> TurnOutcome:
+    """A turn record whose lists are its own (a checkpoint's copy)."""
+    return replace(t, calls=list(t.calls), call_actions=list(t.call_actions), said=list(t.said),
+                   checks=list(t.checks), judged=list(t.judged))
 
 
 class Replays:
@@ -55,16 +62,21 @@ class Replays:
     transcript: list[tuple[str, str]]
     _system_prompt: str
     _tool_dicts: list[dict[str, Any]]
+    _prior: list[str]
+    _preset: Any
 
     if TYPE_CHECKING:
         def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int: ...
+        def _open_episode(self, episode_seed: int) -> None: ...
         def _begin_turn(self) -> str: ...
         def _check_live(self) -> None: ...
         def _truncate(self, info: dict[str, Any]) -> float: ...
         def _outcome(self, index: int, instruction: str) -> TurnOutcome: ...
+        def _hear(self, message: str) -> UserReply | None: ...
 
     def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
-                      options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                      options: dict[str, Any] | None = None,
+                      history: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
         """Reset as :meth:`reset` does, then make ``calls`` (``{"name", "arguments"}``, in order) and begin
         turn ``turn`` (counted from 0) of the task: the state is the one playing the turns before it with
         those calls gives, without scoring them (they count as unscored and failed in :meth:`score`).
@@ -76,16 +88,15 @@ class Replays:
         assert self.task is not None
         if not 0 <= turn < len(self.task.turns):
             raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
-        if self.session is None or self.session.lost:
-            self.session = self.executor.session(self.env_spec, seed=episode_seed)
-        else:
-            self.session.open(episode_seed)
+        self._open_episode(episode_seed)
         session = self.session
+        assert session is not None
         results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
         self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn
         self.steps = 0
         self.done = False
+        self._prior, self._preset = list(history), None
         self.transcript = [("system", self._system_prompt)]
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
@@ -101,12 +112,26 @@ class Replays:
         self._check_live()
         assert self.session is not None
         self.steps += 1
+        self.turns[-1].actions += 1
         session = self.session
         results = [session.call(c["name"], c.get("arguments")) for c in calls]
-        self.turns[-1].calls.extend(results)
+        self.turns[-1].add_calls(results)
         if self.steps >= self.max_steps:
             self._truncate({})
         return results
+
+    def say(self, text: str) -> UserReply | None:
+        """Send ``text`` as the agent's plain message in the current turn, as a :meth:`step` with that message would
+        (one step), when the task's user answers it: returns the reply (the turn goes on), or None, and then the
+        turn is *not* ended (a caller replaying a reference's ``say`` items reports a message the user did not
+        answer instead)."""
+        self._check_live()
+        self.steps += 1
+        self.turns[-1].actions += 1
+        heard = self._hear(text)
+        if self.steps >= self.max_steps:
+            self._truncate({})
+        return heard
 
     def checkpoint(self) -> EpisodeCheckpoint | None:
         """A checkpoint of the episode as it is now, between steps, for :meth:`restore`; None when the
@@ -116,7 +141,7 @@ class Replays:
         token = self.session.fork()
         if token is None:
             return None
-        turns = [replace(t, calls=list(t.calls), checks=list(t.checks)) for t in self.turns]
+        turns = [_copy(t) for t in self.turns]
         return EpisodeCheckpoint(token, self.session.id, turns, self.turn_index, self.steps, len(self.transcript))
 
     def restore(self, cp: EpisodeCheckpoint) -> bool:
@@ -126,7 +151,7 @@ class Replays:
         if cp.session != self.session.id or self.task is None:
             raise RuntimeError("this checkpoint belongs to another episode")
         kept = self.session.restore(cp.token)
-        self.turns = [replace(t, calls=list(t.calls), checks=list(t.checks)) for t in cp.turns]
+        self.turns = [_copy(t) for t in cp.turns]
         self.turn_index, self.steps, self.done = cp.turn_index, cp.steps, False
         del self.transcript[cp.transcript:]
         return kept

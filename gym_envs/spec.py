@@ -2,9 +2,15 @@
 
 An environment is data: one JSON document that a proposer (a model, a skill, a
 template or a person) emits and that :mod:`gym_envs.env` interprets. This module
-owns the pydantic models, loading and saving (atomic), the JSON Schema export,
-and :class:`SpecError`, whose message names every offending field
-(``tasks[0].turns[1].checks[0].expect``) and says what is wrong with it.
+owns the pydantic models, loading and saving (atomic), and :class:`SpecError`,
+whose message names every offending field (``tasks[0].turns[1].checks[0].expect``)
+and says what is wrong with it. Its JSON Schema is :mod:`gym_envs.spec_schema`'s.
+
+Check kinds are one class each in :mod:`gym_envs.checks`, registered by name: a turn's ``checks`` are validated by
+the class their ``kind`` names (:func:`gym_envs.checks.parse_check`), so a kind registered later is accepted too,
+and the JSON Schema lists the registered kinds. A task's ``scenario`` is :class:`gym_envs.users.Scenario`. A version
+1 document that uses what only version 2 has (each check kind's :meth:`~gym_envs.checks.BaseCheck.v2_features`, the
+v2 fields) is refused, saying to set ``spec_version`` to 2.
 
 It also owns the naming rules every adapter relies on (gym_envs/ENVSPEC.md validity rule 8):
 tool and parameter names are Python identifiers, not keywords, and not names the
@@ -27,11 +33,30 @@ import keyword
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    SerializeAsAny,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from gym_envs.checks import (
+    BaseCheck,
+    kind_names,
+    parse_check,
+)
+from gym_envs.users.scenario import Scenario
 
 SPEC_VERSION: Literal[2] = 2
 """The newest version this reader knows; it reads every version in :data:`SPEC_VERSIONS`."""
@@ -39,8 +64,9 @@ SPEC_VERSIONS = (1, 2)
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{2,80}$"
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
-CHECK_KINDS = ("sql", "python", "reply_contains", "unchanged", "calls", "state")
+CHECK_KINDS = tuple(kind_names())  #: the built-in check kinds (:data:`gym_envs.checks.CHECKS` holds every kind)
 STREAMS = ("skill", "explore", "template", "manual")
+SETUP_KEYWORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE")  #: what a task's ``setup_sql`` statements may begin with
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
 
@@ -219,88 +245,23 @@ class ToolCall(_Model):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-class SqlCheck(_Model):
-    """Passes when a SELECT on the final state returns ``expect`` (in order when ``ordered``)."""
-    kind: Literal["sql"] = "sql"
-    query: str = Field(description="A single SELECT (or WITH ... SELECT) statement.")
-    expect: list[list[Any]] = Field(description="Expected rows, each a list of column values.")
-    ordered: bool = False
+class Say(_Model):
+    """A message of the agent within a turn (spec_version 2, in a scenario task's reference): the scripted user
+    answers it and the turn goes on."""
 
-    @field_validator("query")
-    @classmethod
-    def _select_only(cls, v: str) -> str:
-        head = re.sub(r"^\s*(--[^\n]*\n|/\*.*?\*/|\s)*", "", v, flags=re.S).split(None, 1)
-        if not head or head[0].upper() not in ("SELECT", "WITH", "VALUES"):
-            raise ValueError("a sql check must be one SELECT statement")
-        return v
+    say: str = Field(min_length=1, description="The agent's message (a question the scripted user answers).")
 
 
-class PythonCheck(_Model):
-    """Passes when restricted ``check(db)`` returns true on the final state."""
-    kind: Literal["python"] = "python"
-    code: str = Field(description="Restricted Python defining `def check(db) -> bool`.")
-
-    @field_validator("code")
-    @classmethod
-    def _defines_check(cls, v: str) -> str:
-        if not re.search(r"^def\s+check\s*\(", v, flags=re.M):
-            raise ValueError("must define a top-level function `def check(db) -> bool`")
-        return v
+def _reference_item(v: Any) -> str:
+    return "say" if isinstance(v, Say) or (isinstance(v, Mapping) and "say" in v) else "call"
 
 
-class ReplyContainsCheck(_Model):
-    """Passes when the turn's final reply contains one of ``any_of`` (case-insensitive)."""
-    kind: Literal["reply_contains"] = "reply_contains"
-    any_of: list[str] = Field(min_length=1)
+#: a reference item: a tool call, or (spec_version 2) a message of the agent
+ReferenceItem = Annotated[Annotated[ToolCall, Tag("call")] | Annotated[Say, Tag("say")],
+                          Discriminator(_reference_item)]
 
-    @field_validator("any_of")
-    @classmethod
-    def _non_empty(cls, v: list[str]) -> list[str]:
-        if any(not s.strip() for s in v):
-            raise ValueError("strings must be non-empty")
-        return v
-
-
-class UnchangedCheck(_Model):
-    """Passes when ``tables`` (every table when empty) equal their content at the start of the turn."""
-    kind: Literal["unchanged"] = "unchanged"
-    tables: list[str] = Field(default_factory=list, description="Tables to compare; empty means all.")
-
-
-class CallsCheck(_Model):
-    """Passes when the turn's successful calls include every tool of ``require`` and it attempted none of ``forbid``."""
-    kind: Literal["calls"] = "calls"
-    require: list[str] = Field(default_factory=list)
-    forbid: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _something(self) -> CallsCheck:
-        if not self.require and not self.forbid:
-            raise ValueError("a calls check needs 'require' or 'forbid' tool names")
-        if set(self.require) & set(self.forbid):
-            raise ValueError(f"tools both required and forbidden: {sorted(set(self.require) & set(self.forbid))}")
-        return self
-
-
-class StateCheck(_Model):
-    """Passes when each named table's digest equals the one given: the state the reference reaches."""
-    kind: Literal["state"] = "state"
-    digests: dict[str, str] = Field(min_length=1, description="Table name -> the table's SHA-256 digest "
-                                                              "(gym_envs/ENVSPEC.md, 'Table digests').")
-
-    @field_validator("digests")
-    @classmethod
-    def _hex(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [t for t, d in v.items() if not re.fullmatch(r"[0-9a-f]{64}", d)]
-        if bad:
-            raise ValueError(f"digests of {bad} are not 64 lowercase hex digits (SHA-256)")
-        return v
-
-
-Check = Annotated[
-    SqlCheck | PythonCheck | ReplyContainsCheck | UnchangedCheck | CallsCheck | StateCheck,
-    Field(discriminator="kind"),
-]
+#: a check of any registered kind (:mod:`gym_envs.checks`), validated by its kind's class
+Check = Annotated[SerializeAsAny[BaseCheck], PlainValidator(parse_check, json_schema_input_type=dict[str, Any])]
 
 
 class PolicyRule(_Model):
@@ -317,7 +278,46 @@ class Turn(_Model):
 
     instruction: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
-    reference: list[ToolCall] = Field(default_factory=list)
+    reference: list[ReferenceItem] = Field(default_factory=list)
+
+    @field_validator("checks")
+    @classmethod
+    def _one_scored(cls, v: list[BaseCheck]) -> list[BaseCheck]:
+        if not any(c.scored for c in v):
+            raise ValueError("a turn needs a check that is scored (a judged check alone is never decided by the "
+                             "runtime)")
+        return v
+
+    def calls(self) -> list[ToolCall]:
+        """The reference's tool calls, in order (its ``say`` items left out)."""
+        return [c for c in self.reference if isinstance(c, ToolCall)]
+
+    def pace(self) -> int | None:
+        """The most calls one action may make for the turn's checks to pass (a ``calls_per_message`` check's
+        ``max``), or None."""
+        limits = [n for c in self.checks if (n := c.max_calls_per_action()) is not None]
+        return min(limits) if limits else None
+
+    def plan(self) -> list[list[ToolCall] | Say]:
+        """The reference as the agent's actions (:func:`reference_plan` at the turn's :meth:`pace`)."""
+        return reference_plan(self.reference, self.pace())
+
+
+def reference_plan(items: Sequence[ToolCall | Say], pace: int | None = None) -> list[list[ToolCall] | Say]:
+    """A reference's items as actions (gym_envs/ENVSPEC.md, "A reference with say items"): each run of calls in one
+    action, or in actions of at most ``pace`` calls; each ``say`` an action of its own."""
+    out: list[list[ToolCall] | Say] = []
+    run: list[ToolCall] = []
+    for item in [*items, None]:
+        if isinstance(item, ToolCall):
+            run.append(item)
+            continue
+        step = pace or max(1, len(run))
+        out += [run[k:k + step] for k in range(0, len(run), step)]
+        run = []
+        if item is not None:
+            out.append(item)
+    return out
 
 
 class Task(_Model):
@@ -328,10 +328,25 @@ class Task(_Model):
     turns: list[Turn] = Field(min_length=1)
     policy: list[int] = Field(default_factory=list, description="spec_version 2: the policy rules (1-based "
                                                                 "numbers) this task tests.")
+    setup_sql: list[str] = Field(default_factory=list, description="spec_version 2: statements (INSERT, UPDATE, "
+                                 "DELETE or REPLACE, one each) run in order when an episode of this task starts, "
+                                 "after the env's seed: the task's own starting state.")
+    scenario: Scenario | None = Field(default=None, description="spec_version 2: the simulated user the agent "
+                                                                "talks to.")
+
+    @field_validator("setup_sql")
+    @classmethod
+    def _writes_only(cls, v: list[str]) -> list[str]:
+        for i, stmt in enumerate(v):
+            head = re.sub(r"^\s*(--[^\n]*\n|/\*.*?\*/|\s)*", "", stmt, flags=re.S).split(None, 1)
+            if not head or head[0].upper() not in SETUP_KEYWORDS:
+                raise ValueError(f"statement {i}: a setup statement is one INSERT, UPDATE, DELETE or REPLACE, got "
+                                 f"{stmt[:40]!r}")
+        return v
 
     def reference_actions(self) -> int:
-        """The actions the reference takes: one per reference call and a reply ending each turn (the fewest
-        steps of a passing episode; a ToolEnv with a smaller ``max_steps`` truncates every attempt)."""
+        """The actions the reference takes at most: one per reference item (a call, a ``say``) and a reply ending
+        each turn (a ToolEnv with a smaller ``max_steps`` may truncate a passing attempt)."""
         return sum(len(t.reference) for t in self.turns) + len(self.turns)
 
 
@@ -365,20 +380,22 @@ class EnvSpec(_Model):
         known = set(tool_names)
         problems += self._version_problems()
         for ti, task in enumerate(self.tasks):
-            bad_rules = [n for n in task.policy if not 1 <= n <= len(self.policy)]
-            if bad_rules:
-                problems.append(f"tasks[{ti}].policy: rules {bad_rules} are not numbers of the policy's "
+            bad = [n for n in task.policy if not 1 <= n <= len(self.policy)]
+            if bad:
+                problems.append(f"tasks[{ti}].policy: rules {bad} are not numbers of the policy's "
                                 f"{len(self.policy)} rules")
             for ui, turn in enumerate(task.turns):
                 where = f"tasks[{ti}].turns[{ui}]"
-                for ci, call in enumerate(turn.reference):
-                    if call.name not in known:
-                        problems.append(f"{where}.reference[{ci}].name: unknown tool {call.name!r}")
+                for ci, item in enumerate(turn.reference):
+                    if isinstance(item, ToolCall) and item.name not in known:
+                        problems.append(f"{where}.reference[{ci}].name: unknown tool {item.name!r}")
+                    if isinstance(item, Say) and task.scenario is None:
+                        problems.append(f"{where}.reference[{ci}]: a 'say' item needs the task's scenario (the "
+                                        "user who answers it)")
                 for ki, check in enumerate(turn.checks):
-                    if isinstance(check, CallsCheck):
-                        bad = [n for n in [*check.require, *check.forbid] if n not in known]
-                        if bad:
-                            problems.append(f"{where}.checks[{ki}]: unknown tool names {bad}")
+                    unknown = [n for n in check.tool_names() if n not in known]
+                    if unknown:
+                        problems.append(f"{where}.checks[{ki}]: unknown tool names {unknown}")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -387,13 +404,18 @@ class EnvSpec(_Model):
         """What a spec_version 1 document uses that only version 2 has."""
         if self.spec_version >= 2:
             return []
-        used = []
+        used: list[str] = []
         if self.policy:
             used.append("'policy'")
         if any(t.policy for t in self.tasks):
             used.append("a task's 'policy'")
-        if any(isinstance(c, StateCheck) for t in self.tasks for u in t.turns for c in u.checks):
-            used.append("'state' checks")
+        if any(t.setup_sql for t in self.tasks):
+            used.append("a task's 'setup_sql'")
+        if any(t.scenario is not None for t in self.tasks):
+            used.append("a task's 'scenario'")
+        if any(isinstance(i, Say) for t in self.tasks for u in t.turns for i in u.reference):
+            used.append("'say' items")
+        used += dict.fromkeys(f for t in self.tasks for u in t.turns for c in u.checks for f in c.v2_features())
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []
 
     # -- convenience -------------------------------------------------------------------------
@@ -422,26 +444,28 @@ class EnvSpec(_Model):
         return self.model_dump_json(indent=indent, exclude_none=False)
 
 
+_TAGS = ("call", "say", "str", "CallPattern")  #: union branch labels pydantic puts in an error's location
+
+
 def _format_errors(err: ValidationError) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for e in err.errors():
         loc_parts: list[str] = []
+        branch = None
         for part in e["loc"]:
             if isinstance(part, int):
                 loc_parts.append(f"[{part}]")
-            elif part in CHECK_KINDS and loc_parts and loc_parts[-1].startswith("["):
-                continue  # discriminator tag: not a real field
+            elif part in _TAGS and loc_parts and loc_parts[-1].startswith("["):
+                branch = part  # a union branch: not a real field
             else:
                 loc_parts.append(("." if loc_parts else "") + str(part))
+        if branch == "str" and isinstance(e.get("input"), dict):
+            continue  # a call pattern given as an object: its own branch says what is wrong
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown field (not part of the environment spec; remove it or check its spelling)"
         elif e["type"] == "missing":
             msg = "required field is missing"
-        elif e["type"] == "union_tag_invalid":
-            msg = f"unknown check kind; use one of {list(CHECK_KINDS)}"
-        elif e["type"] == "union_tag_not_found":
-            msg = f"a check needs a 'kind' field, one of {list(CHECK_KINDS)}"
         elif e["type"] == "literal_error" and loc_parts and loc_parts[-1].endswith("kind"):
             msg = f"{msg} (got {e.get('input')!r})"
         elif e["type"] == "string_pattern_mismatch":
@@ -525,11 +549,3 @@ def save_spec(spec: EnvSpec, path: str | os.PathLike[str]) -> Path:
     """Save a spec as pretty JSON, atomically. Returns the path."""
     atomic_write_text(path, spec.to_json() + "\n")
     return Path(path)
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of the environment spec, every version (what ``envwright schema`` prints)."""
-    schema = EnvSpec.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://envwright.dev/schema/envspec-v{SPEC_VERSION}.json"
-    return schema

@@ -5,7 +5,9 @@ calls (an MCP client, TRL's ``environment_factory`` loop) end a rollout on a pla
 they offer the agent a tool named :data:`END_TURN_TOOL` whose argument is its reply to the user. Both
 call :func:`end_turn`: the reply ends the current turn of a :class:`~gym_envs.env.ToolEnv` (scored by
 its checks exactly as a plain message in the engine's loop), and the :class:`TurnEnd` says what came of
-it: the turn's verdicts and reward, then the next instruction or, once the episode is over, its score.
+it: the turn's verdicts and reward, then the next instruction or, once the episode is over, its score. In a task
+with a scenario the task's user may answer the reply instead (``user_reply``): the turn goes on, nothing is
+scored, and the answer is what the agent reads next.
 
 Each front end shows the agent what it needs: the MCP server (:mod:`gym_envs.mcp_server`) answers with
 the whole record (:meth:`TurnEnd.to_dict`); the TRL adapter (``training.trl_env``) shows only the next
@@ -32,7 +34,9 @@ class TurnEnd:
     """What ending one turn gave: the turn's verdicts and reward, then what comes next.
 
     ``next_instruction`` and ``next_turn`` are set while the episode goes on; ``score`` and
-    ``episode_passed`` once it is over (after the last turn, or ``truncated`` by the step limit).
+    ``episode_passed`` once it is over (after the last turn, or ``truncated`` by the step limit). When the task's
+    user answered the reply (``user_reply``), the turn did not end: ``checks`` is empty, ``next_turn`` is the same
+    turn and ``next_instruction`` the user's answer.
     """
 
     turn: int  #: the turn that ended (counted from 0)
@@ -45,12 +49,15 @@ class TurnEnd:
     score: dict[str, float] | None = None
     episode_passed: bool | None = None
     truncated: bool = False
+    user_reply: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data: ``turn``, ``checks``, ``turn_passed``, ``reward``, ``done``, then
         ``next_instruction`` and ``next_turn``, or ``score``, ``episode_passed`` and ``truncated``."""
         out: dict[str, Any] = {"turn": self.turn, "checks": self.checks, "turn_passed": self.turn_passed,
                                "reward": self.reward, "done": self.done}
+        if self.user_reply is not None:
+            out["user_reply"] = self.user_reply
         if self.done:
             out.update(score=self.score, episode_passed=self.episode_passed, truncated=self.truncated)
         else:
@@ -68,6 +75,8 @@ def end_turn(env: ToolEnv, reply: str) -> TurnEnd:
     obs, reward, terminated, truncated, info = env.reply(reply)
     common = {"turn": turn, "checks": info.get("checks", []), "turn_passed": bool(info.get("turn_passed")),
               "reward": reward, "done": terminated or truncated}
+    user = info.get("user_reply")
     if terminated or truncated:
-        return TurnEnd(**common, score=info["score"], episode_passed=info["episode_passed"], truncated=truncated)
-    return TurnEnd(**common, next_instruction=obs, next_turn=env.turn_index)
+        return TurnEnd(**common, score=info["score"], episode_passed=info["episode_passed"], truncated=truncated,
+                       user_reply=user)
+    return TurnEnd(**common, next_instruction=obs, next_turn=env.turn_index, user_reply=user)

@@ -4,7 +4,7 @@ One config file drives every trainer (``envwright train selfplay|solver|distill`
 
     model:      ModelConfig       what to load (hub id, folder or GGUF), dtype, LoRA, chat template
     generation: GenerationConfig  the engine that samples (transformers generate, its fast path, or vLLM)
-    rollout:    RolloutConfig     episodes over ToolEnv: budgets, reward mode, sampling
+    rollout:    RolloutConfig     episodes over ToolEnv: budgets, reward mode, sampling, the simulated user
     solver:     SolverConfig      G rollouts per task; which environments the solver trainer uses
     selfplay:   SelfPlayConfig    rounds, corpus, the dual stream (envgen's RoundConfig and
                                   ControllerConfig, nested as they are), the proposer's sampling,
@@ -186,8 +186,18 @@ class RolloutConfig:
     temperature: Float = 1.0
     top_p: Float = 1.0
     parse_error_penalty: Float = 0.0  #: subtracted from the reward once per unparsable tool call
+    #: a model plays the simulated user of scenario tasks (``transformers``, ``vllm``, ``openai``); None: each task's
+    #: scripted user (gym_envs/ENVSPEC.md, "Conversations with a simulated user")
+    user_backend: str | None = None
+    user_model: str | None = None  #: the user model's id or path
+    #: options of the user model (:class:`envgen.users.ModelRoleOptions`: ``max_new_tokens``, ``temperature``,
+    #: ``seed``, ``backend_options``)
+    user_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.user_backend is None and (self.user_model or self.user_options):
+            raise ValueError("rollout.user_model and rollout.user_options need rollout.user_backend (transformers, "
+                             "vllm or openai)")
         for name in ("max_steps", "max_turn_tokens", "max_completion_tokens", "max_observation_chars"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")

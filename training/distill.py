@@ -54,11 +54,12 @@ from gym_envs.messages import ChatFormat
 from gym_envs.parsing import format_tool_call, parse_action
 from gym_envs.sandbox import default_executor
 from gym_envs.seeding import stable_seed
-from gym_envs.spec import EnvSpec
+from gym_envs.spec import EnvSpec, Say
+from gym_envs.users import END_TURN, UserReply, is_confirmation
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, update
-from training.rollout import Episode, TaskRef, fit_step_budget, rollout
+from training.rollout import Episode, TaskRef, fit_step_budget, rollout, scenario_user
 from training.selfplay_steps import solver_samples
 from training.weight_sync import sampler_report
 
@@ -75,6 +76,7 @@ class TeacherView:
     turn: int
     turn_calls: list[dict[str, Any]]  #: calls made so far in this turn, with ``ok`` (the env's results)
     messages: list[dict[str, Any]]  #: the chat up to this state (ends with a user or tool message)
+    turn_said: int = 0  #: plain messages of this turn the user answered so far (a scenario task's ``say`` items)
 
 
 class Teacher:
@@ -105,14 +107,22 @@ class ReferenceTeacher(Teacher):
 
     def act(self, view: TeacherView) -> str:
         turn = view.spec.task(view.task_id).turns[view.turn]
-        ref = turn.reference
+        ref = turn.calls()
         done = 0
         for c in view.turn_calls:
             if done < len(ref) and c.get("ok", True) and _canonical([c]) == _canonical(
                     [{"name": ref[done].name, "arguments": ref[done].arguments}]):
                 done += 1
-        if done < len(ref):
-            return format_tool_call(ref[done].name, dict(ref[done].arguments))
+        calls = says = 0  # the reference's items in order: its calls made so far, its messages the user answered
+        for item in turn.reference:
+            if isinstance(item, Say):
+                if says >= view.turn_said:
+                    return item.say
+                says += 1
+            elif calls >= done:
+                return format_tool_call(item.name, dict(item.arguments))
+            else:
+                calls += 1
         return oracle_reply(turn)
 
     def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
@@ -167,12 +177,14 @@ def _views(ep: Episode) -> list[TeacherView]:
     views: list[TeacherView] = []
     turn_calls: list[dict[str, Any]] = []
     turn = 0
+    said = 0
     for st in ep.steps:
         if st.turn != turn:
-            turn, turn_calls = st.turn, []
+            turn, turn_calls, said = st.turn, [], 0
         views.append(TeacherView(_spec(ep), ep.task.task_id, st.turn, list(turn_calls),
-                                 ep.messages[: st.message_index]))
+                                 ep.messages[: st.message_index], said))
         turn_calls += _calls(st.results)
+        said += st.user_reply is not None
     return views
 
 
@@ -207,10 +219,12 @@ class TeacherPolicy:
     @staticmethod
     def view(ep: Episode) -> TeacherView:
         calls = list(ep.meta.get("turn_calls", [])) if ep.turn == ep.meta.get("turn", 0) else []
+        said = 0
         for st in ep.steps:
             if st.turn == ep.turn:
                 calls += _calls(st.results)
-        return TeacherView(_spec(ep), ep.task.task_id, ep.turn, calls, list(ep.messages))
+                said += st.user_reply is not None
+        return TeacherView(_spec(ep), ep.task.task_id, ep.turn, calls, list(ep.messages), said)
 
     def act_batch(self, episodes: Sequence[Episode]) -> list[str]:
         return self.teacher.act_batch([self.view(ep) for ep in episodes]) if episodes else []
@@ -228,6 +242,10 @@ def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tu
     env.reset(options={"task": ep.task.task_id, "episode_seed": ep.seed})
     turn_calls: list[dict[str, Any]] = []
     for st in ep.steps[: upto + 1]:
+        if st.user_reply is not None:  # the user's answer as it was (a model-backed user's too)
+            env.preset_reply(UserReply(st.user_reply, is_confirmation(st.user_reply)))
+        elif st.turn_ended:
+            env.preset_reply(END_TURN)
         _, _, _, _, info = env.step(st.text)
         if "turn_passed" in info:
             turn_calls = []
@@ -262,7 +280,7 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
             continue  # the off-support step ended the turn or the episode: nothing to recover within it
         env, turn_calls = _replay_env(ep, k, cfg.rollout, ex)
         play_ep = Episode(ep.task, max_actions=d.max_recovery_steps, stop_at_turn_end=True,
-                          meta={"turn": st.turn, "turn_calls": turn_calls})
+                          user=scenario_user(cfg.rollout), meta={"turn": st.turn, "turn_calls": turn_calls})
         play_ep.resume(ToolEnvAdapter(env, ep.task.task_id), ep.messages[: ep.steps[k + 1].message_index],
                        turn=st.turn, tools=ep.tools)
         plays.append((ep, ep.steps[k + 1].start, play_ep))
@@ -293,7 +311,7 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
             return ToolEnvAdapter(ToolEnv(spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
                                           executor=ex, max_observation_chars=cfg.max_observation_chars), t.task_id)
 
-        return Episode(t, make, max_actions=cfg.max_steps)
+        return Episode(t, make, max_actions=cfg.max_steps, user=scenario_user(cfg))
 
     plays = play([episode(t) for t in tasks], TeacherPolicy(teacher), chat=chat)
     out, failed = [], []

@@ -9,7 +9,10 @@ batched ``generate`` call over every unfinished episode's token context; the env
 1. the prompt is the env's system prompt (which lists the tools; ``tools=`` also goes to the template with
    ``rollout.pass_tools``) and the first instruction;
 2. an action with tool calls gets the results back as ``tool`` messages (one per call, parse errors
-   included); a plain message ends the turn and the next instruction comes as a ``user`` message;
+   included); a plain message ends the turn and the next instruction comes as a ``user`` message, unless the task
+   has a scenario and its simulated user answers it (the answer comes as a ``user`` message and the turn goes
+   on): the scripted user by default, a model's with ``rollout.user_backend`` (:func:`scenario_user`, built once
+   per configuration and asked for every episode of a round at once);
 3. those environment tokens are appended with ``env_mask`` 0 (left out of the loss); the model's own tokens,
    end-of-turn token included, have ``env_mask`` 1;
 4. an episode ends when the env terminates it (last turn scored) or truncates it (``rollout.max_steps``
@@ -24,6 +27,7 @@ and parsed calls, tool errors and the time spent generating and in the environme
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,13 +40,14 @@ from gym_envs.messages import ChatFormat
 from gym_envs.sandbox import Executor, default_executor
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
+from gym_envs.users import UserSimulator
 from training.config import RolloutConfig
 from training.errors import ConfigError
 from training.generation import Generator
 from training.rewards import solver_reward
 
 __all__ = ["Episode", "GeneratorPolicy", "Step", "TaskRef", "batch_stats", "fit_step_budget", "rollout",
-           "solver_episode", "tasks_of"]
+           "scenario_user", "solver_episode", "tasks_of"]
 
 
 def fit_step_budget(tasks: Sequence[TaskRef], max_steps: int, what: str) -> list[TaskRef]:
@@ -105,9 +110,26 @@ class GeneratorPolicy:
                 for g in outs]
 
 
+_USERS: dict[str, UserSimulator] = {}
+
+
+def scenario_user(cfg: RolloutConfig) -> UserSimulator | None:
+    """The model-backed user of ``rollout.user_backend`` (made once per configuration and kept: loading a model per
+    rollout would cost more than the rollout), or None: each scenario task's scripted user."""
+    if cfg.user_backend is None:
+        return None
+    key = json.dumps([cfg.user_backend, cfg.user_model, cfg.user_options], sort_keys=True, default=str)
+    if key not in _USERS:
+        from envgen.users import make_user
+
+        _USERS[key] = make_user(cfg.user_backend, cfg.user_model, **cfg.user_options)
+    return _USERS[key]
+
+
 def solver_episode(task: TaskRef, cfg: RolloutConfig, executor: Executor) -> Episode:
     """A task's episode as the trainer plays it: its ``ToolEnv`` in ``rollout.reward_mode`` with the progress
-    fraction tracked (every episode's score has it beside the mode that pays, for the held-out figures)."""
+    fraction tracked (every episode's score has it beside the mode that pays, for the held-out figures), and the
+    configured user of scenario tasks (:func:`scenario_user`)."""
     spec = _spec(task)
 
     def make() -> ToolEnvAdapter:
@@ -115,7 +137,7 @@ def solver_episode(task: TaskRef, cfg: RolloutConfig, executor: Executor) -> Epi
                                       executor=executor, max_observation_chars=cfg.max_observation_chars,
                                       track_progress=True), task.task_id)
 
-    return Episode(task, make)
+    return Episode(task, make, user=scenario_user(cfg))
 
 
 def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cfg: RolloutConfig, *,

@@ -23,8 +23,9 @@ such a class from a spec, so generated environments plug into that loop unchange
 * **Turns**: every class also has the tool :data:`~gym_envs.turns.END_TURN_TOOL` ``(reply)``, which
   ends the current turn with the agent's reply (:func:`gym_envs.turns.end_turn`, the mechanism the MCP
   server's control tool of the same name uses) and returns the user's next instruction, or says the
-  conversation is over. So every task is served, whatever its number of turns: the model sees each
-  later instruction as that tool's result (it sees no check verdict, as in the engine's own loop). A
+  conversation is over; in a task with a scenario the simulated user may answer the reply instead (the
+  same request goes on: ``{"user_reply": ...}``). So every task is served, whatever its number of turns: the
+  model sees each later instruction as that tool's result (it sees no check verdict, as in the engine's own loop). A
   plain message (no tool call) ends TRL's rollout; the reward then ends the current turn with it, and
   the turns never reached count as failed.
 * :func:`environment_dataset` -- one row per task: the first instruction as a chat prompt with a
@@ -125,7 +126,8 @@ class SpecEnvironment:
         return obs
 
     def envwright_end_turn(self, reply: str) -> str:
-        """Reply to the user, ending this request: returns the user's next request, or says the conversation is over.
+        """Reply to the user: returns the user's answer (the request goes on), the user's next request, or says the
+        conversation is over.
 
         Args:
             reply: your message to the user about this request (what you did, what you found, or what you need)
@@ -139,6 +141,8 @@ class SpecEnvironment:
         if ended.done:
             return json.dumps({"conversation_over": True,
                                "note": "That was the user's last request: end with a short plain message."})
+        if ended.user_reply is not None:  # the user answered: the same request goes on
+            return json.dumps({"user_reply": ended.user_reply}, ensure_ascii=False)
         return json.dumps({"next_request": ended.next_instruction}, ensure_ascii=False)
 
     def _finish(self, reply: str) -> dict[str, Any]:

@@ -7,8 +7,10 @@ reads), and judges each wrong one against the turn's checks.
 
 How a wrong trajectory (a *mutant*) is judged, turn by turn:
 
-* **killed** when a check other than ``calls`` fails. A ``calls`` check alone never makes a turn
-  adequate: it sees which tools were called, not what they did or what the agent said.
+* **killed** when a check that catches it fails: its kind's :meth:`~gym_envs.checks.BaseCheck.catches` says so for
+  the mutant's kind. A ``calls`` check alone never makes a turn adequate (it sees which tools were called, not what
+  they did or what the agent said), but one whose call patterns pin arguments catches the argument and retarget
+  mutants; a ``judged`` check catches nothing (the gate has no judge).
 * otherwise it is compared with the reference: if it leaves the same state, gives the same answers
   and (in a turn whose output is an answer that no check reads) read the same data, it is
   **tolerated** (the turn provably does not care; no wrong trajectory at all);
@@ -17,11 +19,10 @@ How a wrong trajectory (a *mutant*) is judged, turn by turn:
 
 How each is played, cheapest first (the verdict is the one a replay from the episode start gives):
 
-* ``reply_contains`` and ``calls`` checks read no state: they are judged here with the runtime's own
-  :func:`~gym_envs.sandbox.checks.evaluate` (:mod:`envgen.gate.scoring`), but for a reply that contains a
-  string answer, which the runtime judges on the trajectory's state (the candidates the reply may name come
-  from the answer's column); the state checks are scored in stages (the first ``sql`` check, the other
-  cheap ones, then ``python`` and ``unchanged``), stopping at the first that fails;
+* the checks that read no state for the trajectory are judged first, with the runtime's own
+  :func:`~gym_envs.checks.judge` (:mod:`envgen.gate.scoring`); then the state checks in stages by their kind's
+  cost (the first ``sql`` check, the other cheap ones, then ``python``, ``unchanged`` and ``state``), stopping at the
+  first that catches the mutant;
 * reply mutants keep the reference's state, so its state verdicts stand and only the reply is judged;
   doing nothing (rule 4: no calls, an empty reply) and dropping a turn's only call are scored on the
   turn's start state; the argument mutants of a last turn that only reads are made after its reference
@@ -37,6 +38,11 @@ How each is played, cheapest first (the verdict is the one a replay from the epi
 * a turn with an ``unchanged`` check on every table catches every extra write by construction (a call
   that changes the state changes some table), so its extra-write and input-write mutants are not played.
 
+A scenario turn's reference holds ``say`` items: each trajectory plays them where the reference does
+(:func:`~envgen.gate.mutants.trajectory`), and the scripted user (``ToolEnv``'s) answers them, as in any episode; a
+``say`` the scripted user does not answer fails the reference (rule 3). A turn with a ``calls_per_message`` check
+makes its calls in actions of at most its ``max``.
+
 A turn stops at its first survivor. The state is digested only for a mutant that no check killed.
 ``reply_contains`` strings must also be distinctive (:mod:`envgen.gate.replies`).
 
@@ -47,7 +53,7 @@ specs score 1.0, and :attr:`MutationRun.tried` lists every mutant with its outco
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envgen.gate.extras import WritesElsewhere, call_dicts, call_key
@@ -62,14 +68,15 @@ from envgen.gate.mutants import (
     locate_answers,
     reply_mutants,
     short_call,
+    trajectory,
 )
 from envgen.gate.replies import GENERIC_REPLIES, answer_problem, oracle_reply, reply_problems, tool_texts
-from envgen.gate.scoring import CHECK_NOTES, LOCAL, caught, detail, guards_all, local_verdicts, stages
+from envgen.gate.scoring import catches, caught, detail, guards_all, local_verdicts, stages, uncaught_note
 from envgen.gate.values import Snapshot
+from gym_envs.checks import CallView, TurnView, answers_of
 from gym_envs.env import ToolEnv
-from gym_envs.sandbox.checks import with_turn_answers
 from gym_envs.sandbox.purity import stateless
-from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
+from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn, reference_plan
 
 __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
            "tool_texts"]
@@ -103,7 +110,6 @@ class MutationRun(WritesElsewhere):
     #: reference makes (:func:`~envgen.gate.mutants.unused_tool_calls`; padding a spec with such tools must
     #: not use up the tries before its destructive one)
     uncapped: set[str] = field(default_factory=set)
-    _dicts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  #: id(turn) -> its checks as dicts
     input_calls: list[ToolCall] = field(default_factory=list)  #: what input-write mutants start from (inputs_from)
     _writes: dict[str, set[str]] | None = None  #: the tables each tool writes (:func:`~envgen.gate.inputs.tool_writes`)
 
@@ -156,30 +162,41 @@ class MutationRun(WritesElsewhere):
         env = self.env
         self._reset(task)
         refs: list[RefTurn] = []
+        history: list[str] = []
         for ti, turn in enumerate(task.turns):
             same = ti and refs and not refs[-1].effectful  # the turn before changed nothing: same state
-            ref = RefTurn(task, ti, refs[-1].start if same else self._snapshot(ti), reply=oracle_reply(turn))
+            ref = RefTurn(task, ti, refs[-1].start if same else self._snapshot(ti), reply=oracle_reply(turn),
+                          history=list(history))
             start: dict[int, list[dict[str, Any]]] = {}  # the start state's verdicts, shared by the two below
-            noop = self._score(turn, "", [], start) if replies else []  # doing nothing, scored in place
+            noop = self._score(turn, "", [], start, mutant="noop") if replies else []  # doing nothing, in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
-            drop = self._start_drop(ref, start) if replies and len(turn.reference) == 1 else None
+            drop = self._start_drop(ref, start) if replies and len(ref.calls) == 1 else None
             in_place: list[tuple[Mutant, list[Any]]] = []
-            if turn.reference and replies and self.stateless:
+            if ref.calls and replies and self.stateless and not ref.says and turn.pace() is None:
                 ref.results, in_place = self._calls_with_lookups(ref)
             elif turn.reference:
-                env.call_tools(call_dicts(turn.reference))
+                ref.unanswered = self._play_items(turn, trajectory(ref))
                 ref.results = list(env.turns[-1].calls)
             if env.done:
                 break
             last = ti + 1 == len(task.turns)
-            if last:
+            if ref.unanswered is not None:
+                ref.checks, ref.passed = [], False
+            elif last:
                 ref.checks = [c.to_dict() for c in env.score_reply(ref.reply)]
                 ref.passed = all(c["passed"] for c in ref.checks)
             else:
                 _, _, _, _, info = env.step({"content": ref.reply, "tool_calls": []})
+                if "user_reply" in info:  # the scripted user answered the oracle's reply: the turn did not end
+                    ref.unanswered, ref.ends = "", False
+                    refs.append(ref)
+                    break
                 ref.checks, ref.passed = info.get("checks", []), bool(info.get("turn_passed"))
+            history += [s.say for s in ref.says] + [ref.reply]
             ref.digest = env.state_digest()
             refs.append(ref)
+            if ref.unanswered is not None:
+                break
             if ref.passed and replies:
                 self._judge_noop(ref, noop)
                 if drop is not None:
@@ -196,51 +213,62 @@ class MutationRun(WritesElsewhere):
         return refs
 
     def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
-               state: dict[int, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+               state: dict[int, list[dict[str, Any]]] | None = None, *, mutant: str = "argument"
+               ) -> list[dict[str, Any]]:
         """The turn's checks on the current state with ``reply`` and the turn's ``calls`` (default: those the
-        env's current turn made), in stages, stopping at the first stage where a check other than ``calls``
-        failed, which is all a wrong trajectory's verdict needs: the checks of the reply and the calls first
-        (judged here, by the runtime's own :func:`~gym_envs.sandbox.checks.evaluate`; they read no state, except a
-        reply check whose string answer the reply contains, which goes with the first stage), then the state
-        checks in the stages of :func:`~envgen.gate.scoring.stages`. ``state``: verdicts of state stages already
-        scored on this same state (read and filled: two replies on one state score it once)."""
-        if calls is None:
-            calls = list(self.env.turns[-1].calls)
-        checks, pending = local_verdicts(self._check_dicts(turn), reply, calls)
-        if caught(checks):
+        env's current turn made), in stages, stopping at the first stage where a check that catches a ``mutant``
+        failed, which is all a wrong trajectory's verdict needs: the checks that read no state first (judged here,
+        by the runtime's own :func:`~gym_envs.checks.judge`), then the state checks in the stages of
+        :func:`~envgen.gate.scoring.stages` (a local check whose verdict on this reply reads the state goes with the
+        first). ``state``: verdicts of state stages already scored on this same state (read and filled: two
+        replies on one state score it once)."""
+        view = self._view(reply, calls)
+        checks, pending = local_verdicts(turn.checks, view)
+        if caught(turn, checks, mutant):
             return checks
         for k, stage in enumerate(stages(turn) or [[]]):
             done = state.get(k) if state is not None else None
             if done is None:
-                done = [c.to_dict() for c in self.env.score_reply(reply, stage + pending)] if stage + pending else []
+                done = [c.to_dict() for c in self.env.score_view(view, stage + pending)] if stage + pending else []
                 if state is not None:
                     state[k] = [c for c in done if c["index"] not in pending]
             elif pending:
-                done = done + [c.to_dict() for c in self.env.score_reply(reply, pending)]
-            pending = []  # the reply checks that read the state go with the first stage
+                done = done + [c.to_dict() for c in self.env.score_view(view, pending)]
+            pending = []  # the local checks that read the state go with the first stage
             checks += done
-            if caught(checks):
+            if caught(turn, checks, mutant):
                 break
         return checks
 
-    def _local(self, turn: Turn, reply: str, calls: list[Any]) -> list[dict[str, Any]]:
-        """The verdicts of the turn's ``reply_contains`` and ``calls`` checks: judged here
-        (:func:`~envgen.gate.scoring.local_verdicts`), except a reply check whose verdict reads the state, which
-        the runtime judges on the current state (the trajectory's own)."""
-        dicts = self._check_dicts(turn)
-        out, pending = local_verdicts(dicts, reply, calls)
+    def _view(self, reply: str, calls: list[Any] | None = None) -> TurnView:
+        """The current turn as checks see it with ``reply``, with ``calls`` (CallResults, one per action) instead of
+        the turn's own when given."""
+        view = self.env.turn_view(reply)
+        if calls is None:
+            return view
+        return replace(view, calls=tuple(CallView(c.name, c.arguments, c.ok, i) for i, c in enumerate(calls)))
+
+    def _local(self, turn: Turn, reply: str, calls: list[Any] | None) -> list[dict[str, Any]]:
+        """The verdicts of the turn's checks that read no state but the reply's candidates (the runtime judges
+        those on the current state: the trajectory's own)."""
+        view = replace(self._view(reply, calls), answers=answers_of(turn.checks))  # the env may be past ``turn``
+        out, pending = local_verdicts(turn.checks, view)
         if pending:
-            assert self.env.session is not None
-            self._charge(len(pending))
-            results = self.env.session.check([dicts[i] for i in pending], reply, [], attempted=[])
-            out += [r.to_dict() | {"index": i} for r, i in zip(results, pending, strict=True)]
+            out += [c.to_dict() for c in self.env.score_view(view, pending, turn.checks)]
         return out
 
-    def _check_dicts(self, turn: Turn) -> list[dict[str, Any]]:
-        got = self._dicts.get(id(turn))
-        if got is None:
-            got = self._dicts[id(turn)] = with_turn_answers([c.model_dump() for c in turn.checks])
-        return got
+    def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None:
+        """Play a trajectory's items in the current turn as the agent's actions
+        (:func:`~gym_envs.spec.reference_plan` at the turn's pace): calls made, each ``say`` sent as a plain message
+        the user answers. Returns the first ``say`` the user did not answer (the turn did not go on as the
+        reference's), else None."""
+        for action in reference_plan(items, turn.pace()):
+            if isinstance(action, Say):
+                if self.env.say(action.say) is None:
+                    return action.say
+            else:
+                self.env.call_tools(call_dicts(action))
+        return None
 
     def _charge(self, calls: int) -> None:
         """Count checks the run makes outside the env's own methods against its budget (a gate env's meter)."""
@@ -252,15 +280,15 @@ class MutationRun(WritesElsewhere):
         """The checks of a reply on the reference's own end state (its state verdicts are the reference's); the
         env is at that state."""
         checks = self._local(ref.turn, reply, calls)
-        return checks + [c for c in ref.checks if c["kind"] not in LOCAL]
+        return checks + [c for c in ref.checks if ref.turn.checks[c["index"]].cost != "local"]
 
     def _start_drop(self, ref: RefTurn, start: dict[int, list[dict[str, Any]]]
                     ) -> tuple[Mutant, list[dict[str, Any]], str | None]:
         """The drop mutant of a one-call turn, scored on the turn's start state (cheap checks first); the
         start state's digest when no check other than ``calls`` caught it."""
         m = Mutant(5, "drop", f"without call 1 {short_call(ref.calls[0])}", [], [])
-        checks = self._score(ref.turn, ref.reply, [], start)
-        return m, checks, None if caught(checks) else self.env.state_digest()
+        checks = self._score(ref.turn, ref.reply, [], start, mutant="drop")
+        return m, checks, None if caught(ref.turn, checks, "drop") else self.env.state_digest()
 
     def _calls_with_lookups(self, ref: RefTurn) -> tuple[list[Any], list[tuple[Mutant, list[Any]]]]:
         """Make the turn's reference calls one at a time (stateless code only: :mod:`gym_envs.sandbox.purity`).
@@ -297,9 +325,10 @@ class MutationRun(WritesElsewhere):
         """Put the episode back where the reference is: the turn's start (its earlier turns' calls made, not
         scored), then the turn's calls ``made`` so far."""
         calls = [{"name": c.name, "arguments": c.arguments} for prior in ref.task.turns[:ref.index]
-                 for c in prior.reference]
+                 for c in prior.calls()]
         self._start = None
-        self.env.reset_to_turn(ref.index, calls, options={"task": ref.task.id, "episode_seed": self.seed})
+        self.env.reset_to_turn(ref.index, calls, options={"task": ref.task.id, "episode_seed": self.seed},
+                               history=ref.history)
         self.played += 1
         if made:
             self.env.call_tools(call_dicts([ToolCall(name=c.name, arguments=c.arguments) for c in made]))
@@ -339,8 +368,8 @@ class MutationRun(WritesElsewhere):
             results = [*ref.results[:ci], made, *ref.results[ci + 1:]]
             reply = derive_reply(ref, ref.locators, m, results)
             ref.done_in_place.add(m.key())
-            # nothing changed, so the state checks' verdicts are the reference's own
-            checks = self._known(ref, reply, list(env.turns[-1].calls))
+            # nothing changed, so the state checks' verdicts are the reference's own; the calls are the mutant's
+            checks = self._known(ref, reply, results)
             ref.stopped = self._verdict(ref, m, checks, results, reply, digest=ref.digest)
 
     def _score_replies(self, ref: RefTurn) -> list[tuple[Mutant, list[dict[str, Any]]]]:
@@ -356,26 +385,27 @@ class MutationRun(WritesElsewhere):
 
     def _judge_fixed(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]]) -> bool:
         """Record a reply mutant (wrong by construction); True if it survived."""
-        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        hard = [c for c in checks if catches(ref.turn, c, m.kind)]
         if hard:
             self._note(ref, m, "killed", detail(hard[0]))
             return False
-        self._survivor(ref, m, "pass", "it gives a wrong answer")
+        self._survivor(ref, m, uncaught_note(ref.turn, checks), "it gives a wrong answer")
         return True
 
     # -- do nothing ----------------------------------------------------------------------------------
     def _judge_noop(self, ref: RefTurn, checks: list[dict[str, Any]]) -> None:
         """Rule 4: doing nothing in a turn that changes the state or answers (no calls, an empty reply, on
-        the state the reference leaves before the turn) fails a check other than ``calls``."""
+        the state the reference leaves before the turn) fails a check that catches it (not ``calls``, not
+        ``judged``)."""
         if not (ref.effectful or ref.answers):
             return
         task, ti = ref.task, ref.index
-        hard = [c for c in checks if not c["passed"] and c["kind"] != "calls"]
+        hard = [c for c in checks if catches(ref.turn, c, "noop")]
         entry = {"task": task.id, "turn": ti + 1, "rule": 4, "mutation": "no calls, an empty reply"}
         if hard:
             self.tried.append(entry | {"outcome": "killed", "detail": detail(hard[0])})
             return
-        note = CHECK_NOTES["calls" if any(not c["passed"] for c in checks) else "pass"]
+        note = uncaught_note(ref.turn, checks)
         self.tried.append(entry | {"outcome": "survived", "detail": note})
         self.findings.append(Finding(4, "noop_passes", f"task {task.id!r} turn {ti + 1}: doing nothing (no calls, "
                                      f"an empty reply) is not caught: {note}; add a check on the state this turn "
@@ -406,14 +436,15 @@ class MutationRun(WritesElsewhere):
         ti = last.index
         self._start = None
         _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
-                                         for c in ref.calls], options={"task": task.id, "episode_seed": self.seed})
+                                         for c in ref.calls], options={"task": task.id, "episode_seed": self.seed},
+                                    history=last.history)
         self.played += 1
         theirs = [(x.ok, x.result) for ref in refs[:ti] for x in ref.results]
         same = [(r["ok"], r["result"]) for r in info.get("prior_results", [])] == theirs
-        if last.calls:
-            env.call_tools(call_dicts(last.calls))
+        if last.turn.reference:
+            self._play_items(last.turn, trajectory(last))
         again = RefTurn(task, ti, last.start, results=list(env.turns[-1].calls), reply=last.reply,
-                        digest=env.state_digest(), passed=last.passed, checks=last.checks)
+                        digest=env.state_digest(), passed=last.passed, checks=last.checks, history=last.history)
         same = same and again.digest == last.digest and \
             [(x.ok, x.result) for x in again.results] == [(x.ok, x.result) for x in last.results]
         if same and last.passed and len(refs) == len(task.turns) and not env.done:
@@ -428,21 +459,21 @@ class MutationRun(WritesElsewhere):
 
     def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
               locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
-        """Replay the reference's calls up to turn ``ti`` (unscored: :meth:`ToolEnv.reset_to_turn`), make the
-        mutant's calls and score its reply: the cheap
-        checks first, and the costly ones (``python``, ``unchanged``) only when no cheap check other than
-        ``calls`` failed (a killed mutant needs one failure). The episode is left mid-turn: the next
-        trajectory resets it."""
+        """Replay the reference's calls up to turn ``ti`` (unscored: :meth:`ToolEnv.reset_to_turn`), play the
+        mutant's items (its calls, the ``say`` items it keeps) and score its reply: the cheap checks first, and the
+        costly ones only when no cheap one caught it (a killed mutant needs one failure). The episode is left
+        mid-turn: the next trajectory resets it."""
         env = self.env
         ref = refs[ti]
         self._to_start(refs, ti)
-        if m.calls:
-            env.call_tools(call_dicts(m.calls))
+        items = trajectory(ref, m)
+        if items:
+            self._play_items(ref.turn, items)
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
             return [], results, reply
-        return self._score(ref.turn, reply), results, reply
+        return self._score(ref.turn, reply, mutant=m.kind), results, reply
 
     def _to_start(self, refs: list[RefTurn], ti: int) -> None:
         """Put the episode at the start of turn ``ti``: back to the checkpoint made there for the mutant
@@ -458,7 +489,8 @@ class MutationRun(WritesElsewhere):
             return
         if ti:
             env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
-                                   for c in prior.calls], options={"task": task.id, "episode_seed": self.seed})
+                                   for c in prior.calls], options={"task": task.id, "episode_seed": self.seed},
+                              history=refs[ti].history)
         else:
             env.reset(options={"task": task.id, "episode_seed": self.seed})
         cp = env.checkpoint() if self.stateless else None
@@ -479,8 +511,7 @@ class MutationRun(WritesElsewhere):
                  reply: str, digest: str | None = None) -> bool:
         """Record what became of a played mutant (``digest``: its state's, when it is not the env's
         current one); True if it survived."""
-        failed = [c for c in checks if not c["passed"]]
-        hard = [c for c in failed if c["kind"] != "calls"]
+        hard = [c for c in checks if catches(ref.turn, c, m.kind)]
         if hard:
             self._note(ref, m, "killed", detail(hard[0]))
             return False
@@ -488,7 +519,7 @@ class MutationRun(WritesElsewhere):
         if why is None:
             self._note(ref, m, "tolerated", "same state and answer as the reference")
             return False
-        self._survivor(ref, m, "calls" if failed else "pass", why)
+        self._survivor(ref, m, uncaught_note(ref.turn, checks), why)
         return True
 
     def _wrong(self, ref: RefTurn, m: Mutant, results: list[Any], reply: str, digest: str | None = None) -> str | None:
@@ -510,7 +541,7 @@ class MutationRun(WritesElsewhere):
                            "outcome": outcome, "detail": detail[:300]})
 
     def _survivor(self, ref: RefTurn, m: Mutant, note: str, why: str) -> None:
-        self._note(ref, m, "survived", f"{why}; {CHECK_NOTES[note]}")
+        self._note(ref, m, "survived", f"{why}; {note}")
         code = "near_miss_passes" if m.rule == 5 else "writable_input" if m.kind == "input" else "mutant_survives"
         advice = ("take each check's expected values from the turn's starting state or constants, not from state "
                   "the agent can change, and check that such state is unchanged" if m.kind == "input" else
@@ -518,5 +549,5 @@ class MutationRun(WritesElsewhere):
                   "that nothing else changed (an unchanged check on the other tables)" if "state" in why else
                   "check the answer: a reply_contains string that only the right answer contains")
         self.findings.append(Finding(m.rule, code, f"task {ref.task.id!r} turn {ref.index + 1}: the wrong "
-                                     f"trajectory {m.label} is not caught ({why}; {CHECK_NOTES[note]}); "
+                                     f"trajectory {m.label} is not caught ({why}; {note}); "
                                      f"{advice}"))

@@ -151,7 +151,7 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
                 for i, turn in enumerate(task.turns):
                     before = session.dump(None, limit=100_000)
                     keys = _dump_keys(before, columns)
-                    for call in turn.reference:
+                    for call in turn.calls():
                         session.call(call.name, dict(call.arguments))
                     after = session.dump(None, limit=100_000)
                     match = _pronoun(turn.instruction) if i > 0 else None
@@ -181,14 +181,14 @@ def _ambiguity(turn: Any, match: re.Match[str], keys: dict[str, tuple[str, Any]]
     before = turn.instruction[:match.start()]
     if _ORDINAL.search(before):  # "the second one" picks one of the records the word could mean
         return None
-    answers = [a.lower() for c in turn.checks if c.kind == "reply_contains" for a in c.any_of]
-    if not turn.reference and not any(a in keys for a in answers):
+    answers = [a.lower() for c in turn.checks for a in c.answers()]
+    if not turn.calls() and not any(a in keys for a in answers):
         return None  # nothing the turn checks depends on which record the word means (a refusal)
     here = {r for r in _named(before, keys) if r[0] not in people}
     could = here or {r for r in previous if r[0] not in people}
     acted = {r[0] for r in changed}
     tables = {t for t, _ in keys.values()} | {r[0] for r in previous}
-    for call in turn.reference:
+    for call in turn.calls():
         for name, v in call.arguments.items():
             if isinstance(v, str) and v.lower() in keys:
                 acted.add(keys[v.lower()][0])

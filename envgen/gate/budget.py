@@ -87,9 +87,10 @@ class GateEnv(ToolEnv):
         return super().reset(seed=seed, options=options)
 
     def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
-                      options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+                      options: dict[str, Any] | None = None,
+                      history: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
         self.meter.charge(1 + len(calls))
-        return super().reset_to_turn(turn, calls, seed=seed, options=options)
+        return super().reset_to_turn(turn, calls, seed=seed, options=options, history=history)
 
     def call_tools(self, calls: Sequence[Mapping[str, Any]]) -> list[Any]:
         self.meter.charge(len(calls))
@@ -100,10 +101,15 @@ class GateEnv(ToolEnv):
                                and not self.done else 0))
         return super().step(action)
 
-    def score_reply(self, reply: str, only: Sequence[int] | None = None) -> list[Any]:
+    def say(self, text: str) -> Any:
+        self.meter.charge(1)
+        return super().say(text)
+
+    def score_view(self, view: Any, only: Sequence[int] | None = None,
+                   checks: Sequence[Any] | None = None) -> list[Any]:
         if only is not None:
             only = list(only)
-        n = len(only) if only is not None else (len(self.task.turns[self.turn_index].checks)
-                                                if self.task is not None else 0)
-        self.meter.charge(n)
-        return super().score_reply(reply, only)
+        if checks is None and self.task is not None:
+            checks = self.task.turns[self.turn_index].checks
+        self.meter.charge(len(only) if only is not None else len(checks or ()))
+        return super().score_view(view, only, checks)

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from envgen.gate.inputs import input_mutants, tool_writes
-from envgen.gate.mutants import Locator, Mutant, RefTurn, extra_mutants, short_call
+from envgen.gate.mutants import Locator, Mutant, RefTurn, extra_mutants, short_call, trajectory
 from envgen.gate.scoring import guards_all
 from gym_envs.env import ToolEnv
-from gym_envs.spec import EnvSpec, ToolCall, Turn
+from gym_envs.spec import EnvSpec, Say, ToolCall, Turn
 
 __all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_dicts",
            "call_key"]
@@ -57,7 +57,9 @@ class WritesElsewhere:
 
     if TYPE_CHECKING:
         def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
-                   state: dict[int, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]: ...
+                   state: dict[int, list[dict[str, Any]]] | None = None, *, mutant: str = "argument"
+                   ) -> list[dict[str, Any]]: ...
+        def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None: ...
         def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
                      reply: str, digest: str | None = None) -> bool: ...
         def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
@@ -82,7 +84,7 @@ class WritesElsewhere:
             ref.extra_made += 1
             m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
                        [*ref.calls, call], [*range(len(ref.calls)), None])
-            checks = self._score(ref.turn, ref.reply)
+            checks = self._score(ref.turn, ref.reply, mutant="extra")
             ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
             return
 
@@ -140,8 +142,8 @@ class WritesElsewhere:
         False when no checkpoint could be made (the caller replays each one instead)."""
         env, ref = self.env, refs[ti]
         self._to_start(refs, ti)
-        if ref.calls:
-            env.call_tools(call_dicts(ref.calls))
+        if ref.turn.reference:
+            self._play_items(ref.turn, trajectory(ref))
         cp = env.checkpoint()
         if cp is None:
             return False
@@ -160,7 +162,7 @@ class WritesElsewhere:
             if made.ok and made.changes > 0:
                 ref.extra_made += capped
                 self.played += 1
-                checks = self._score(ref.turn, ref.reply)
+                checks = self._score(ref.turn, ref.reply, mutant="extra")
                 ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
             if not env.restore(cp):
                 return True  # the checkpoint is gone (the episode was rebuilt): stop here

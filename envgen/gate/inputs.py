@@ -108,7 +108,7 @@ def check_inputs(ref: RefTurn, writes: dict[str, set[str]]) -> list[InputWrite]:
     target = set().union(*(writes.get(c.name, set()) for c in ref.calls)) if ref.calls else set()
     out: dict[str, InputWrite] = {}
     for i, check in enumerate(ref.turn.checks):
-        text = check.query if check.kind == "sql" else check.code if check.kind == "python" else None
+        text = check.state_text()
         if not text:
             continue
         for t in sorted(_reads(text, writable - target)):

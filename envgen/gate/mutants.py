@@ -15,6 +15,8 @@ trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7
 * **drop** (rule 5): the reference without one of its calls;
 * **retarget** (rule 7): every argument that names an entity (its id, its key, any of its column
   values) moved together to another row of the same table;
+* **say** (rule 5, scenario turns): the reference without one of its ``say`` items (the agent's messages the
+  user answers: a question, a request to confirm);
 * **extra** (rule 7): the reference plus one more state-changing call on another row (the turn's own
   write aimed elsewhere, a tool no reference calls (:func:`unused_tool_calls`), or a write another
   reference makes);
@@ -28,14 +30,14 @@ reply with each answer that was read from a reference call's result replaced by 
 corresponding call returned at the same place (a lookup of the wrong record answers with the wrong
 record's value). Answers that cannot be traced stay as the oracle states them, so that only the
 state can tell such a mutant apart (the strongest test of the state checks).
+
+A mutant keeps the reference's ``say`` items where they stand (:func:`trajectory`: each before the call it preceded
+in the reference), but for those a ``say`` mutant leaves out.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,11 +51,11 @@ from envgen.gate.values import (
     pattern_probes,
     same_answer,
 )
-from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
+from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
-           "extra_mutants",
-           "locate_answers", "matches_patterns", "reply_mutants", "short_call", "unused_tool_calls"]
+           "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants", "say_mutants", "short_call",
+           "trajectory", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -81,6 +83,9 @@ class RefTurn:
     done_in_place: set[str] = field(default_factory=set)  #: mutants judged in the reference's episode
     dirty: bool = False  #: a mutant made in the reference's episode changed its state
     mutants: tuple[int, list[Mutant]] | None = None  #: the call mutants, and how many results they were made with
+    history: list[str] = field(default_factory=list)  #: the agent's messages of the turns before (says, replies)
+    unanswered: str | None = None  #: a ``say`` of the reference the scripted user did not answer ("": its reply)
+    ends: bool = True  #: the oracle's reply ended the turn
 
     @property
     def turn(self) -> Turn:
@@ -88,7 +93,12 @@ class RefTurn:
 
     @property
     def calls(self) -> list[ToolCall]:
-        return list(self.turn.reference)
+        return self.turn.calls()
+
+    @property
+    def says(self) -> list[Say]:
+        """The reference's ``say`` items, in order."""
+        return [i for i in self.turn.reference if isinstance(i, Say)]
 
     @property
     def effectful(self) -> list[int]:
@@ -96,8 +106,8 @@ class RefTurn:
 
     @property
     def answers(self) -> list[str]:
-        """The answer each ``reply_contains`` check wants (its first string, what the oracle says)."""
-        return [c.any_of[0] for c in self.turn.checks if c.kind == "reply_contains"]
+        """The answer each check that reads a message wants (its first string, what the oracle says)."""
+        return [a[0] for c in self.turn.checks if (a := c.answers())]
 
     @property
     def answering(self) -> bool:
@@ -118,14 +128,49 @@ class Mutant:
     calls: list[ToolCall]
     origin: list[int | None]  #: per call, the index of the reference call it stands for
     reply: str | None = None  #: a fixed reply (reply mutants); None: derived from the calls' results
+    says: tuple[int, ...] | None = None  #: the reference's ``say`` items it keeps (by their order); None: all
     _key: str | None = field(default=None, repr=False, compare=False)
 
     def key(self) -> str:
-        """The trajectory as text (its calls and fixed reply): equal for the same wrong trajectory."""
+        """The trajectory as text (its calls, the says it keeps and fixed reply): equal for the same wrong
+        trajectory."""
         if self._key is None:
             self._key = json.dumps([[c.name, c.arguments] for c in self.calls], sort_keys=True, default=str) + \
-                f"|{self.reply}"
+                f"|{self.says}|{self.reply}"
         return self._key
+
+
+def trajectory(ref: RefTurn, m: Mutant | None = None) -> list[ToolCall | Say]:
+    """The items a mutant plays in its turn (the reference's when ``m`` is None): its calls, with the reference's
+    ``say`` items it keeps each placed before the first of its calls that stands for a reference call the say
+    preceded (a call standing for no reference call comes after every say)."""
+    if m is None:
+        return list(ref.turn.reference)
+    before: list[int] = []  # per say (in order), how many reference calls came before it
+    seen = 0
+    for item in ref.turn.reference:
+        if isinstance(item, Say):
+            before.append(seen)
+        else:
+            seen += 1
+    says = ref.says
+    keep = [j for j in range(len(says)) if m.says is None or j in m.says]
+    out: list[ToolCall | Say] = []
+    for call, origin in zip(m.calls, m.origin, strict=True):
+        at = len(ref.calls) if origin is None else origin
+        while keep and before[keep[0]] <= at:
+            out.append(says[keep.pop(0)])
+        out.append(call)
+    out += [says[j] for j in keep]
+    return out
+
+
+def say_mutants(ref: RefTurn) -> list[Mutant]:
+    """The reference without each of its ``say`` items (validity rule 5, scenario turns)."""
+    says = ref.says
+    same: list[int | None] = list(range(len(ref.calls)))
+    return [Mutant(5, "say", f"without the message {s.say[:80]!r}", ref.calls, same,
+                   says=tuple(k for k in range(len(says)) if k != j)) for j, s in enumerate(says)]
 
 
 def short_call(call: ToolCall, limit: int = 160) -> str:
@@ -143,7 +188,7 @@ def _unique(col: Column) -> bool:
 
 
 def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
-    """Argument, drop and retarget mutants of a turn (deduplicated, the reference itself excluded).
+    """Argument, drop, retarget and say mutants of a turn (deduplicated, the reference itself excluded).
     Computed once per turn (once its reference results are known) and kept on ``ref``."""
     if ref.mutants is not None and ref.mutants[0] == len(ref.results):
         return ref.mutants[1]
@@ -156,43 +201,17 @@ def call_mutants(spec: EnvSpec, ref: RefTurn) -> list[Mutant]:
                           same[:ci] + same[ci + 1:]))
         out += argument_mutants(spec, ref, ci)
     out += _retargets(ref)
+    out += say_mutants(ref)
     made = _dedupe(out, ref)
     ref.mutants = (len(ref.results), made)
     return made
 
 
-_SQL_PATTERN = re.compile(r"\b(?:LIKE|GLOB|REGEXP|MATCH|instr|substr|substring)\b", re.IGNORECASE)
-_PY_PATTERN = ("startswith", "endswith", "find", "rfind", "index", "rindex", "count", "search", "match", "fullmatch",
-               "fnmatch", "fnmatchcase", "removeprefix", "removesuffix", "partition", "rpartition", "split")
-
-
 def matches_patterns(turn: Turn) -> bool:
-    """Whether a check of the turn matches text by pattern or substring: a ``sql`` check with ``LIKE``, ``GLOB``,
-    ``REGEXP``, ``MATCH``, ``instr`` or ``substr``; a ``python`` check with an ``in`` test or a string method or
-    regular expression that looks inside text (``startswith``, ``endswith``, ``find``, ``re.search``, ...)."""
-    for check in turn.checks:
-        if check.kind == "sql" and check.query and _SQL_PATTERN.search(check.query):
-            return True
-        if check.kind == "python" and check.code and _python_patterns(check.code):
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=1024)
-def _python_patterns(code: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops):
-            return True
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
-                node.func.id if isinstance(node.func, ast.Name) else ""
-            if name in _PY_PATTERN:
-                return True
-    return False
+    """Whether a check of the turn matches text by pattern or substring (its kind says: a ``sql`` check with ``LIKE``,
+    ``GLOB``, ``REGEXP``, ``MATCH``, ``instr`` or ``substr``; a ``python`` check with an ``in`` test or a string
+    method or regular expression that looks inside text, ...)."""
+    return any(check.matches_patterns() for check in turn.checks)
 
 
 def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from envgen.gate.mutants import GENERIC_REPLY
 from envgen.gate.values import is_numeric
-from gym_envs.sandbox.checks import text_contains
+from gym_envs.checks.text import text_contains
 from gym_envs.spec import EnvSpec, Task, Turn
 
 __all__ = ["GENERIC_REPLIES", "answer_problem", "oracle_reply", "reply_problems", "tool_texts"]
@@ -26,9 +26,10 @@ GENERIC_REPLIES = (GENERIC_REPLY, "OK, all done.", "Sure, I have taken care of i
 (A refusal is no generic reply: it is the answer of a decline turn and of the refused part of a mixed one.)"""
 
 def oracle_reply(turn: Turn) -> str:
-    """The reference trajectory's final message for a turn: the first string of each ``reply_contains``
-    check (the oracle knows the answer), else ``"Done."``."""
-    parts = [c.any_of[0] for c in turn.checks if c.kind == "reply_contains"]
+    """The reference trajectory's final message for a turn: the first answer string of each check that reads a
+    message (a ``reply_contains`` check: :meth:`~gym_envs.checks.BaseCheck.answers`; the oracle knows the answer),
+    else ``"Done."``."""
+    parts = [a[0] for c in turn.checks if (a := c.answers())]
     return " ".join(parts) if parts else GENERIC_REPLY
 
 
@@ -65,7 +66,7 @@ def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], 
 
 
 def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
-    """Why the ``reply_contains`` strings of turn ``ti`` are not distinctive (empty when they are).
+    """Why the answer strings of turn ``ti``'s checks (``reply_contains``) are not distinctive (empty when they are).
 
     The tool descriptions do not count for a reply that is about the tools rather than an answer read
     through them: a ``decline`` turn (it says what the tools cannot do, and why) and a
@@ -75,6 +76,5 @@ def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
     tools = [] if about_tools else tool_texts(spec.tools)
     out = []
     for check in turn.checks:
-        if check.kind == "reply_contains":
-            out += [p for s in check.any_of if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
+        out += [p for s in check.answers() if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]
     return out

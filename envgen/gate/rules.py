@@ -45,6 +45,12 @@ def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
     where = f"task {task.id!r}"
     out: list[Reason] = []
     for ref in refs:
+        if ref.unanswered is not None:
+            what = (f"the scripted user does not answer its message {ref.unanswered!r} (ask for a fact of the "
+                    "scenario, or to confirm)" if ref.unanswered else
+                    f"the scripted user answers the oracle's reply {ref.reply!r}, so it does not end the turn")
+            out.append(Reason(3, "reference_unanswered", f"{where} turn {ref.index + 1}: {what}"))
+            continue
         for r in ref.results:
             if not r.ok:
                 out.append(Reason(3, "reference_error", f"{where} turn {ref.index + 1}: reference call {r.name}"
@@ -158,8 +164,8 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int |
 def uses_episode_random(spec: EnvSpec) -> bool:
     """Whether the spec's code, or a ``python`` check's, imports ``random`` (the episode's own generator, seeded
     by the episode seed: the only way the seed reaches spec code)."""
-    sources = [spec.code] + [c.code for task in spec.tasks for turn in task.turns for c in turn.checks
-                             if c.kind == "python" and c.code]
+    sources = [spec.code] + [code for task in spec.tasks for turn in task.turns for c in turn.checks
+                             if (code := c.python_code())]
     for src in sources:
         if "random" not in src:  # no import of it, without parsing
             continue

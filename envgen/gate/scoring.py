@@ -1,78 +1,80 @@
 """How the gate scores a wrong trajectory's checks cheaply, with the verdicts the runtime gives.
 
-Role: helpers of :class:`~envgen.gate.adequacy.MutationRun`. A wrong trajectory's verdict needs one failed
-check other than ``calls``, so its checks are scored cheapest first and scoring stops at the first failure:
+Role: helpers of :class:`~envgen.gate.adequacy.MutationRun`, read from the check kinds' classes
+(:mod:`gym_envs.checks`). A wrong trajectory's verdict needs one failed check that catches it (its kind's
+:meth:`~gym_envs.checks.BaseCheck.catches` for the mutant's kind: a ``calls`` check alone never does unless its
+patterns pin arguments and the mutant changed some; a ``judged`` check never is scored), so its checks are scored
+cheapest first and scoring stops at the first such failure:
 
-* ``reply_contains`` and ``calls`` checks are judged here (:func:`local_verdicts`) with the runtime's own
-  :func:`~gym_envs.sandbox.checks.evaluate`; they read no state, except a ``reply_contains`` check whose
-  string answer the reply contains (the candidates it may name come from the state:
-  :func:`~gym_envs.sandbox.checks.needs_state`), which the runtime judges on the trajectory's state;
-* then the state checks in the stages of :func:`stages`.
+* the checks that read no state for this trajectory (kinds of cost ``local`` whose
+  :meth:`~gym_envs.checks.BaseCheck.probes` ask nothing: ``calls``, ``confirmed``, ``calls_per_message``, a
+  ``reply_contains`` check whose reply names no string answer) are judged here (:func:`local_verdicts`) by the
+  runtime's own :func:`~gym_envs.checks.judge`; a local check that does read the state (a reply that names a string
+  answer: the candidates it may name come from the state) goes with the first state stage;
+* then the state checks in the stages of :func:`stages` (by each kind's ``cost``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gym_envs.sandbox.checks import evaluate, needs_state
+from gym_envs.checks import BaseCheck, TurnView, judge
 from gym_envs.spec import Turn
 
-__all__ = ["CHECK_NOTES", "LOCAL", "caught", "detail", "guards_all", "local_verdicts", "stages"]
+__all__ = ["CHECK_NOTES", "catches", "caught", "detail", "guards_all", "local_verdicts", "stages", "uncaught_note"]
 
-COSTLY = ("python", "unchanged")  #: check kinds scored only when the cheap ones catch nothing
-LOCAL = ("reply_contains", "calls")  #: check kinds judged here, without the runtime (unless needs_state)
-CHECK_NOTES = {"calls": "only a `calls` check fails, and a calls check alone never makes a turn adequate",
-               "pass": "it passes every check"}
+CHECK_NOTES = {"pass": "it passes every check"}
 
-def local_verdicts(checks: list[dict[str, Any]], reply: str, calls: list[Any]) -> tuple[list[dict[str, Any]],
-                                                                                         list[int]]:
-    """The verdicts of a turn's ``reply_contains`` and ``calls`` checks (``checks``: the turn's, as the engine takes
-    them: :func:`~gym_envs.sandbox.checks.with_turn_answers`) that read no state, and the indexes of those whose
-    verdict on ``reply`` reads the state (the runtime scores them)."""
-    ok = [c.name for c in calls if c.ok]
-    attempted = [c.name for c in calls]
-    out: list[dict[str, Any]] = []
-    pending: list[int] = []
-    for i, check in enumerate(checks):
-        if check["kind"] not in LOCAL:
-            continue
-        if needs_state(check, reply):
-            pending.append(i)
-            continue
-        v = evaluate(check, reply, ok, attempted, sql=_no_state, python=_no_state, digests=_no_state, marks={},
-                     columns=_no_state)
-        out.append({"index": i, "kind": check["kind"], "passed": v.get("passed") is True,
-                    "detail": str(v.get("detail", ""))})
-    return out, pending
+
+def local_verdicts(checks: list[BaseCheck], view: TurnView) -> tuple[list[dict[str, Any]], list[int]]:
+    """The verdicts of a turn's ``local`` checks that read no state on ``view``, and the indexes of the local ones
+    whose verdict reads the state (the runtime scores them with the state checks)."""
+    local = [i for i, c in enumerate(checks) if c.scored and c.cost == "local"]
+    pending = [i for i in local if checks[i].probes(view)]
+    now = [i for i in local if i not in pending]
+    return ([r.to_dict() for r in judge(None, checks, view, now)] if now else []), pending
 
 
 def guards_all(turn: Turn) -> bool:
-    """Whether the turn has an ``unchanged`` check on every table: then every extra write is caught by
-    construction (a call that changes the state changes some table), so no extra-write mutant is played."""
-    return any(c.kind == "unchanged" and not c.tables for c in turn.checks)
+    """Whether a check of the turn fails on any write at all (an ``unchanged`` check on every table): then every extra
+    write is caught by construction, so no extra-write mutant is played."""
+    return any(c.guards_all_writes() for c in turn.checks)
 
 
-def caught(checks: list[dict[str, Any]]) -> bool:
-    """Whether a check other than ``calls`` failed (what catches a wrong trajectory)."""
-    return any(not c["passed"] and c["kind"] != "calls" for c in checks)
+def catches(turn: Turn, verdict: dict[str, Any], mutant: str) -> bool:
+    """Whether ``verdict`` (a failed check of ``turn``) catches a wrong trajectory of kind ``mutant``."""
+    return not verdict["passed"] and turn.checks[verdict["index"]].catches(mutant)
+
+
+def caught(turn: Turn, checks: list[dict[str, Any]], mutant: str) -> bool:
+    """Whether a failed check catches a wrong trajectory of kind ``mutant`` (what kills it)."""
+    return any(catches(turn, c, mutant) for c in checks)
+
+
+def uncaught_note(turn: Turn, checks: list[dict[str, Any]]) -> str:
+    """Why no failed check caught a trajectory: it passes them all, or only kinds that alone catch nothing of it
+    failed (a ``calls`` check catches only calls whose arguments its patterns pin)."""
+    failed = sorted({c["kind"] for c in checks if not c["passed"]})
+    if not failed:
+        return CHECK_NOTES["pass"]
+    which = f"a `{failed[0]}` check fails" if len(failed) == 1 else \
+        f"{' and '.join(f'`{k}`' for k in failed)} checks fail"
+    return f"only {which}, and such a check alone never makes a turn adequate against this wrong trajectory"
 
 
 def stages(turn: Turn) -> list[list[int]]:
-    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one fails.
+    """The indexes of the turn's state checks in the order a mutant is scored, stopping once one catches it.
 
-    The first ``sql`` check alone (it catches most mutants), the other cheap ones, then the costly ones
-    (``python``, ``unchanged``). Reply and calls checks are judged before, by :func:`local_verdicts`."""
-    kinds = [c.kind for c in turn.checks]
-    cheap = [i for i, k in enumerate(kinds) if k not in COSTLY and k not in LOCAL]
+    The first ``cheap`` check alone (a ``sql`` check catches most mutants), the other cheap ones, then the
+    ``costly`` ones (``python``, ``unchanged``, ``state``). The ``local`` checks are judged before
+    (:func:`local_verdicts`)."""
+    cheap = [i for i, c in enumerate(turn.checks) if c.scored and c.cost == "cheap"]
     first = cheap[:1]
-    out = [first, [i for i in cheap if i not in first], [i for i, k in enumerate(kinds) if k in COSTLY]]
+    out = [first, [i for i in cheap if i not in first],
+           [i for i, c in enumerate(turn.checks) if c.scored and c.cost == "costly"]]
     return [s for s in out if s]
 
 
 def detail(check: dict[str, Any]) -> str:
     """A failed check's verdict in one line, for a mutant's record."""
     return f"check {check['index'] + 1} ({check['kind']}) failed: {check.get('detail', '')}"
-
-
-def _no_state(*_: Any) -> Any:
-    raise RuntimeError("a reply or calls check read the state")

@@ -1,6 +1,7 @@
 """What the inspector shows, gathered from a library (or one spec) into plain dicts for the templates.
 
-Role: read, never write. For each environment: its spec, its catalog row,
+Role: read, never write. For each environment: its spec (a scenario task's
+simulated user included), its catalog row,
 the validity gate's report (stored under ``LIBRARY/gate/`` by ``generate``,
 else re-run when asked), a few seed rows of each table (built through an
 executor session, so untrusted specs run isolated), the source document's
@@ -25,7 +26,7 @@ from typing import Any
 
 from gym_envs.cli import check_summary, format_call, source_label, tool_parameters
 from gym_envs.errors import exception_text
-from gym_envs.spec import EnvSpec, SpecError, parse_spec
+from gym_envs.spec import EnvSpec, SpecError, ToolCall, parse_spec
 
 __all__ = ["EnvPage", "Refused", "RejectedPage", "RunPage", "SourceDoc", "assistant_view", "call_text",
            "collect_env", "collect_rejected", "collect_runs", "confined", "find_documents", "gate_rules", "page_name"]
@@ -144,20 +145,29 @@ def _tasks(spec: EnvSpec) -> list[dict[str, Any]]:
         for i, turn in enumerate(task.turns):
             checks = [{"n": ci + 1, "kind": c.kind, "summary": check_summary(c), "detail": _check_detail(c)}
                       for ci, c in enumerate(turn.checks)]
-            calls = [format_call(c.name, c.arguments) for c in turn.reference]
+            calls = [format_call(c.name, c.arguments) if isinstance(c, ToolCall) else f"say {json.dumps(c.say)}"
+                     for c in turn.reference]
             turns.append({"n": i + 1, "instruction": turn.instruction, "checks": checks, "reference": calls})
-        out.append({"id": task.id, "kind": task.kind, "turns": turns})
+        out.append({"id": task.id, "kind": task.kind, "turns": turns, "scenario": _scenario(task)})
     return out
 
 
+def _scenario(task: Any) -> list[str]:
+    """A scenario task's simulated user as lines a person reads (none for a task without a scenario)."""
+    sc = task.scenario
+    if sc is None:
+        return []
+    lines = [f"persona: {sc.persona}"] if sc.persona else []
+    lines.append(f"goal: {sc.goal}")
+    lines += [f"knows {key}: {value}" for key, value in sc.facts.items()]
+    lines.append(f"asked to confirm: {sc.on_confirm}; a question it cannot answer: {sc.unknown!r}; "
+                 f"at most {sc.max_replies} replies a turn")
+    return lines
+
+
 def _check_detail(check: Any) -> str:
-    """The full text of a check (query and expected rows, the python code, ...)."""
-    c = check.model_dump()
-    if c["kind"] == "sql":
-        return f"{c['query']}\n-- expect{' (ordered)' if c.get('ordered') else ''}: {json.dumps(c['expect'])}"
-    if c["kind"] == "python":
-        return str(c["code"])
-    return json.dumps({k: v for k, v in c.items() if k != "kind"}, ensure_ascii=False)
+    """The full text of a check (query and expected rows, the python code, ...: its kind's ``detail``)."""
+    return str(check.detail())
 
 
 def _dump_tables(spec: EnvSpec, executor: Any, rows: int) -> tuple[dict[str, Any] | None, str | None]:

@@ -27,6 +27,7 @@ Role: pure functions; the definitions (each stated once, here or in :mod:`envgen
   :mod:`envgen.realism.trace`; reported: the mean hop depth, the share of tasks of 2 hops or more, the share
   of filter-and-choose tasks, and the share of read calls that repeat an earlier identical read.
 * **Policy**: rules per environment and policy tasks per environment (0 where the spec has no policy).
+* **Scenario tasks**: the share of tasks with a simulated user (a ``scenario``: the user answers the agent).
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class EnvRealism:
     repeated_reads: int
     policy_rules: int | None
     policy_tasks: int | None
+    scenario_tasks: int = 0
     problem: str | None = None
 
 
@@ -170,7 +172,8 @@ def env_realism(world: World) -> EnvRealism:
         hops=[t.hop_depth for t in traces] if traces is not None else None,
         filter_choose=sum(t.filter_and_choose for t in traces) if traces is not None else None,
         reads=sum(r for _, r in repeats), repeated_reads=sum(k for k, _ in repeats),
-        policy_rules=world.policy_rules, policy_tasks=world.policy_tasks, problem=world.problem)
+        policy_rules=world.policy_rules, policy_tasks=world.policy_tasks,
+        scenario_tasks=sum(t.scenario for t in world.tasks), problem=world.problem)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -210,6 +213,7 @@ class Realism:
     repeated_read_share: float | None
     policy_rules_per_env: float | None
     policy_tasks_per_env: float | None
+    scenario_share: float | None = None  #: tasks with a simulated user (a ``scenario``)
     problems: list[str] = field(default_factory=list)  #: what could not be read, per environment
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,4 +252,5 @@ def realism(worlds: Iterable[World | EnvRealism]) -> Realism:
         if traced else None,
         repeated_read_share=_share(sum(e.repeated_reads for e in envs), sum(e.reads for e in envs)),
         policy_rules_per_env=_mean(rules), policy_tasks_per_env=_mean(ptasks),
+        scenario_share=_share(sum(e.scenario_tasks for e in envs), sum(len(e.tools_in_scope) for e in envs)),
         problems=[f"{e.name}: {e.problem}" for e in envs if e.problem])

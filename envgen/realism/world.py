@@ -87,6 +87,7 @@ class TaskRecord:
     turns: tuple[Turn, ...]
     tools_in_scope: int
     policy: bool = False
+    scenario: bool = False  #: a simulated user answers the agent (the task has a ``scenario``)
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def _run_references(spec: EnvSpec, ex: Executor) -> tuple[list[list[list[Call]]]
     try:
         session = ex.session(spec, seed=0, start=False)
     except LoadFailure as e:
-        return [[[Call(c.name, c.arguments, None, False) for c in turn.reference] for turn in task.turns]
+        return [[[Call(c.name, c.arguments, None, False) for c in turn.calls()] for turn in task.turns]
                 for task in spec.tasks], f"the code does not load: {e}"
     try:
         for task in spec.tasks:
@@ -187,13 +188,13 @@ def _run_references(spec: EnvSpec, ex: Executor) -> tuple[list[list[list[Call]]]
             turns = []
             for turn in task.turns:
                 calls = []
-                for ref in turn.reference:
+                for ref in turn.calls():
                     r = session.call(ref.name, dict(ref.arguments))
                     calls.append(Call(ref.name, ref.arguments, r.result if r.ok else None, r.ok, r.changes > 0))
                 turns.append(calls)
             out.append(turns)
     except LoadFailure as e:
-        return out + [[[Call(c.name, c.arguments, None, False) for c in turn.reference] for turn in task.turns]
+        return out + [[[Call(c.name, c.arguments, None, False) for c in turn.calls()] for turn in task.turns]
                       for task in spec.tasks[len(out):]], f"an episode does not open: {e}"
     finally:
         session.close()
@@ -207,7 +208,7 @@ def world_of_spec(spec: EnvSpec, executor: Executor | str = "worker") -> World:
     try:
         runs, run_problem = _run_references(spec, ex)
     except Exception as e:  # the measures' boundary: a spec that breaks the executor is measured without results
-        runs, run_problem = [[[Call(c.name, c.arguments, None, False) for c in t.reference] for t in task.turns]
+        runs, run_problem = [[[Call(c.name, c.arguments, None, False) for c in t.calls()] for t in task.turns]
                              for task in spec.tasks], f"the reference does not run: {exception_text(e)}"
     finally:
         if isinstance(executor, str):
@@ -216,7 +217,7 @@ def world_of_spec(spec: EnvSpec, executor: Executor | str = "worker") -> World:
     vocab = Vocabulary.of([t.name for t in tables], [c for t in tables for c in t.columns], keys)
     tasks = tuple(TaskRecord(task.id, tuple(Turn(turn.instruction, tuple(calls))
                                             for turn, calls in zip(task.turns, run, strict=True)),
-                             len(spec.tools), _policy_task(task))
+                             len(spec.tools), _policy_task(task), getattr(task, "scenario", None) is not None)
                   for task, run in zip(spec.tasks, runs, strict=True))
     policy = getattr(spec, "policy", None)
     return World(spec.id, tuple(t.name for t in spec.tools), tables, tasks, vocab,

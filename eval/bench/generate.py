@@ -90,7 +90,7 @@ def _own_cpu_seconds() -> float:
 
 
 def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int,
-         proposer: str = "world") -> tuple[Any, float, float | None]:
+         proposer: str = "world", progress: bool = False) -> tuple[Any, float, float | None]:
     """One generation run; returns its summary, wall seconds and the CPU seconds other processes used meanwhile.
 
     Both scaling measurements use a process pool (of 1 or 2 workers), so the ratio compares like with like.
@@ -99,7 +99,7 @@ def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int,
                          validation=validation, inline_single_worker=False)
     busy0, own0 = _busy_cpu_seconds(), _own_cpu_seconds()
     t0 = time.perf_counter()
-    summary = run_generate(cfg, progress=False, docs=docs)
+    summary = run_generate(cfg, progress=progress, docs=docs)
     wall = time.perf_counter() - t0
     busy1, own1 = _busy_cpu_seconds(), _own_cpu_seconds()
     other = None if busy0 is None or busy1 is None else max(0.0, (busy1 - busy0) - (own1 - own0))
@@ -116,7 +116,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
     t0 = time.perf_counter()
     docs = select_corpus(cfg)
     select_s = time.perf_counter() - t0
-    summary, wall, _ = _run(docs, base / "main", 2, validation, seed, proposer)
+    summary, wall, _ = _run(docs, base / "main", 2, validation, seed, proposer, progress=True)
     lib = Library(base / "main")
     rows = lib.rows()
     sigs = {r["signature"] for r in rows}
@@ -202,6 +202,7 @@ def _realism_targets(r: dict[str, Any], ante: dict[str, Any]) -> dict[str, bool]
         "filter-and-choose tasks >= 30%": at("filter_choose_share") >= 0.3,
         "policy rules per env >= 5": at("policy_rules_per_env") >= 5,
         "policy tasks per env >= 2": at("policy_tasks_per_env") >= 2,
+        "scenario tasks >= 25%": at("scenario_share") >= 0.25,
         "ambiguous antecedents: 0 (scan of >= 1,000 tasks)": ante["ambiguous"] == 0 and ante["tasks"] >= 1000,
     }
 

@@ -32,13 +32,17 @@ restricted executor against a plain-Python floor, and the cost of a reset.
   mode) and without, in both executor modes: median time per turn and the extra
   time per turn, paired by round (``resets // 10`` passes over the example's tasks).
 
+* **Scripted user.** A shipped example's scenario episodes with the scripted user against the same conversation
+  with its replies looked up (:mod:`eval.bench.runtime_users`): what the simulator adds to an episode's
+  environment time, paired by round, in both executor modes.
+
 * **Vector env.** ``episodes`` sub-envs on the worker stepped together, each step one
   ``transfer`` call per sub-env: Gymnasium's ``SyncVectorEnv`` against
   :class:`~gym_envs.vector.ToolVectorEnv`, median latency per sub-env step.
 
 Contract: :func:`run` returns a JSON-serialisable dict (``tools``, ``reset``, ``vector``,
-``inprocess_breakdown``, ``targets``, ``config``); every target is reported as measured, ``passed``
-true or false, never adjusted. :func:`command` prints the tables (``rich``) and
+``inprocess_breakdown``, ``progress``, ``users``, ``targets``, ``config``); every target is reported as measured,
+``passed`` true or false, never adjusted. :func:`command` prints the tables (``rich``) and
 optionally writes the dict as JSON and a plot (matplotlib, skipped when it is
 not installed), both from :mod:`eval.bench.runtime_report`. Latencies are
 medians of per-call wall times; steps/s is calls divided by the wall time spent
@@ -66,6 +70,7 @@ from typing import Any
 import click
 from gymnasium.vector import SyncVectorEnv
 
+from eval.bench.runtime_users import bench_users
 from gym_envs.env import ToolEnv, reset_many, step_many
 from gym_envs.sandbox import CallResult, InProcessExecutor, Limits, Session, ToolError, WorkerExecutor
 from gym_envs.spec import EnvSpec, parse_spec
@@ -82,6 +87,8 @@ TARGETS = {
     "reset_inprocess_us": ("Session.open median us, in-process", 50.0),
     "reset_worker_us": ("Session.open median us per episode, worker, `episodes` per round trip "
                         "(Executor.open_many)", 50.0),
+    "scripted_user_ratio": ("scripted-user scenario episode / the same conversation with its replies looked up, "
+                            "environment time on the worker (paired by round)", 1.10),
 }
 
 _SCHEMA = """
@@ -456,7 +463,7 @@ def _bench_progress(n: int, rounds: int, inproc: InProcessExecutor, worker: Work
             for t in tasks:
                 env.reset(options={"task": t.id, "episode_seed": i})
                 for turn in t.turns:
-                    for call in turn.reference:
+                    for call in turn.calls():
                         env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
                     env.step({"content": oracle_reply(turn), "tool_calls": []})
         return run
@@ -478,7 +485,7 @@ def _bench_progress(n: int, rounds: int, inproc: InProcessExecutor, worker: Work
     return out
 
 
-def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any]]:
+def _targets(tools: dict[str, Any], reset: dict[str, Any], users: dict[str, Any]) -> list[dict[str, Any]]:
     t = tools["transfer"]
     values = {
         "inprocess_ratio": t["inprocess"]["ratio"],
@@ -486,6 +493,7 @@ def _targets(tools: dict[str, Any], reset: dict[str, Any]) -> list[dict[str, Any
         "worker_steps_per_s": max(t["worker"]["steps_per_s"], t["worker-batched"]["steps_per_s"]),
         "reset_inprocess_us": reset["session_open_inprocess_us"],
         "reset_worker_us": reset["session_open_worker_batched_us"],
+        "scripted_user_ratio": users["worker"]["ratio"],
     }
     out = []
     for key, (desc, limit) in TARGETS.items():
@@ -528,6 +536,8 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
         vector = _bench_vector(spec, rows, resets, rounds, episodes, worker)
         breakdown = _breakdown(spec, rows, calls, rounds, inproc)
         progress = _bench_progress(resets // 10, rounds, inproc, worker)
+        users = bench_users(resets // 2, rounds, {"inprocess": inproc, "worker": worker}, interleaved=_interleaved,
+                            paired=_paired)
     finally:
         worker.close()
         if affinity is not None:
@@ -537,7 +547,7 @@ def run(rows: int = 1000, calls: int = 5000, *, episodes: int = 8, resets: int =
                        "load_avg_after": os.getloadavg()[0], "python": sys.version.split()[0],
                        "sqlite": sqlite3.sqlite_version},
             "tools": tools, "reset": reset, "vector": vector, "inprocess_breakdown": breakdown, "progress": progress,
-            "targets": _targets(tools, reset)}
+            "users": users, "targets": _targets(tools, reset, users)}
 
 
 @click.command("runtime", context_settings={"help_option_names": ["-h", "--help"]})

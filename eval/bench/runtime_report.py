@@ -57,7 +57,8 @@ def print_report(result: dict[str, Any], console: Any = None) -> None:
         cells = [f"{reset[f'{key}_{m}_us']:.1f}" for m in ("inprocess", "worker", "worker_batched")[:len(cols) - 1]]
         table.add_row(label, *cells)
     console.print(table)
-    for key, make in (("vector", _vector_table), ("progress", _progress_table)):  # in runs since they were added
+    for key, make in (("vector", _vector_table), ("progress", _progress_table),
+                      ("users", _users_table)):  # in runs since they were added
         if key in result:
             console.print(make(result[key]))
     table = Table(title="targets")
@@ -95,6 +96,22 @@ def _progress_table(prog: dict[str, Any]) -> Any:
         m = prog[mode]
         table.add_row(mode, f"{m['turn_us']:.1f}", f"{m['turn_progress_us']:.1f}", f"{m['extra_us']:.1f}",
                       f"{m['ratio']:.2f}")
+    return table
+
+
+def _users_table(users: dict[str, Any]) -> Any:
+    """What the scripted user adds to a scenario episode, per executor (``run()["users"]``)."""
+    from rich.table import Table
+
+    table = Table(title=f"the scripted user: {users['example']}'s {users['tasks']} scenario reference episodes, "
+                        f"{users['user_replies_per_episode']:.1f} replies and {users['actions_per_episode']:.1f} "
+                        "actions each")
+    for col in ("executor", "episode us", "replies looked up us", "extra us", "ratio (paired)"):
+        table.add_column(col)
+    for mode in ("inprocess", "worker"):
+        m = users[mode]
+        table.add_row(mode, f"{m['episode_us']:.1f}", f"{m['recorded_episode_us']:.1f}", f"{m['extra_us']:.1f}",
+                      f"{m['ratio']:.3f}")
     return table
 
 

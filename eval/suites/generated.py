@@ -24,7 +24,7 @@ from gym_envs.env import ToolEnv
 from gym_envs.episode import Episode, TaskRef
 from gym_envs.episode_env import ToolEnvAdapter
 from gym_envs.sandbox import Executor, make_executor
-from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
+from gym_envs.spec import EnvSpec, Say, SpecError, Task, as_spec
 
 __all__ = ["ExamplesOptions", "ExamplesSuite", "LibraryOptions", "LibrarySuite", "SpecSuite", "load_examples",
            "turn_tags"]
@@ -34,12 +34,12 @@ def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
     """Action-class tags of each turn of a generated task (see :mod:`eval.suites`)."""
     tags: list[dict[str, Any]] = []
     for i, turn in enumerate(task.turns):
-        forbid = {n for c in turn.checks if c.kind == "calls" for n in c.forbid}
+        forbid = {n for c in turn.checks for n in c.forbidden_tools()}
         role = None
         write = set(forbid)
         if task.kind == "missing_parameter" and not turn.reference and i + 1 < len(task.turns):
             role = "ask"
-            write |= {c.name for c in task.turns[i + 1].reference}
+            write |= {c.name for c in task.turns[i + 1].calls()}
         elif task.kind == "decline" and not turn.reference:
             role = "decline"
         tags.append({"role": role, "write_tools": sorted(write)} if role else {})
@@ -47,10 +47,18 @@ def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
 
 
 def _oracle(task: Task) -> Callable[[int], tuple[list[dict[str, Any]], str]]:
-    """The reference plan of each turn of ``task``: its calls and the oracle's reply."""
+    """The reference plan of each turn of ``task``: its items as dicts (``{"name", "arguments", "action"}`` for a
+    call, ``action`` numbering the actions of the turn that make calls together (:meth:`~gym_envs.spec.Turn.plan`);
+    ``{"say": text}`` for a message the user answers) and the oracle's reply."""
     def reference_turn(turn: int) -> tuple[list[dict[str, Any]], str]:
         t = task.turns[turn]
-        return [{"name": c.name, "arguments": dict(c.arguments)} for c in t.reference], oracle_reply(t)
+        items: list[dict[str, Any]] = []
+        for k, action in enumerate(t.plan()):
+            if isinstance(action, Say):
+                items.append({"say": action.say})
+            else:
+                items += [{"name": c.name, "arguments": dict(c.arguments), "action": k} for c in action]
+        return items, oracle_reply(t)
 
     return reference_turn
 

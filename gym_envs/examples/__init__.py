@@ -1,10 +1,11 @@
 """Hand-written example environments, shipped as package data.
 
 Each ``*.json`` file next to this module is one environment spec (``spec_version``
-1, the contract in ``gym_envs/ENVSPEC.md``) written by a person, not a
+1 or 2, the contract in ``gym_envs/ENVSPEC.md``) written by a person, not a
 proposer: ``provenance.generator`` is ``"manual"`` and ``source`` is null. Every
 example passes the validity gate (:func:`envgen.gate.validate_spec`), and
-together they use every task kind and every check kind, so they serve as smoke
+together they use every task kind, every check kind and the scripted user
+(``shop-support``'s scenario tasks), so they serve as smoke
 tests of the runtime, as worked examples for proposers and as a small built-in
 suite. The file name is the spec id::
 

@@ -1,8 +1,9 @@
 """The engine: compiled programs, template images and live episodes, answering JSON requests.
 
 Both executors drive one :class:`Engine` with the same requests (``load``, ``open``, ``call``, ``mark``,
-``check``, ``digest``, ``dump``, ``close``, ``fork``, ``restore``, ``batch``, ``ping``), so they give identical
-results on the same trajectory; :meth:`Engine.handle` never raises (a failure is a typed error response).
+``probe`` (what a turn's checks read of the state), ``digest``, ``dump``, ``close``, ``fork``, ``restore``,
+``batch``, ``ping``), so they give identical results on the same trajectory; :meth:`Engine.handle` never raises (a
+failure is a typed error response).
 A ``load`` compiles the program and builds its template database (:mod:`~gym_envs.sandbox.program`); the
 globals spec code starts from are :func:`gym_envs.sandbox.modules.spec_globals`.
 
@@ -18,9 +19,10 @@ decimal context (never the host thread's), and in a worker the soft deadline is 
 worker) all enter it through that one context manager; each episode keeps its own for its calls. Spec code's
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
-the state always equals the replay of the episode's logged calls. Table digests (``mark``, ``digest``, the
-``state`` and ``unchanged`` checks) come from the connection's exact digest cache (:mod:`~gym_envs.sandbox.digests`),
-seeded with the template's when an image loads.
+the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. Table digests
+(``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
+cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from gym_envs.errors import (
     exception_text,
 )
 from gym_envs.sandbox.arguments import validate_arguments
-from gym_envs.sandbox.checks import evaluate, python_verdict
+from gym_envs.sandbox.checks import json_rows, probe, python_verdict
 from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
@@ -69,6 +71,7 @@ class _Episode:
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
+    setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
 
 
 
@@ -101,7 +104,7 @@ class Engine:
         self._ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "load": self._op_load, "open": self._op_open, "close": self._op_close,
             "call": self._op_call_text if in_worker and self._deadline_s else self._op_call,
-            "mark": self._op_mark, "check": self._op_check, "digest": self._op_digest,
+            "mark": self._op_mark, "probe": self._op_probe, "digest": self._op_digest,
             "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
         self._fork_ids = itertools.count(1)
@@ -227,12 +230,29 @@ class Engine:
                 self._pool_put(old.program, old.state)
             state = self._pool_get(prog)
         try:
-            self.episodes[ep_id] = self._new_episode(prog, state, int(req.get("seed") or 0))
+            ep = self._new_episode(prog, state, int(req.get("seed") or 0))
         except BaseException:
             disarm()
             self._pool_put(prog, state)
             raise
+        ep.setup = tuple(req.get("setup") or ())
+        failure = self._apply_setup(ep)
+        if failure is not None:
+            self._pool_put(prog, state)
+            return error_response(ErrorKind.SCHEMA_ERROR, failure, self._cap)
+        self.episodes[ep_id] = ep
         return {"ok": True}
+
+    @staticmethod
+    def _apply_setup(ep: _Episode) -> str | None:
+        """Run the episode's setup statements (its task's ``setup_sql``) in ``rw`` mode, as the seed runs;
+        why one failed, or None."""
+        for i, stmt in enumerate(ep.setup):
+            try:
+                ep.state.run(stmt, (), mode="rw", fetch=False)
+            except StateError as e:
+                return f"task setup statement {i + 1} ({str(stmt)[:60]!r}...): {e}"
+        return None
 
     def _op_close(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self.episodes.pop(req["ep"], None)
@@ -417,7 +437,7 @@ class Engine:
                               f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
-        """Bring an episode back to "template + its logged calls".
+        """Bring an episode back to "template + its setup statements + its logged calls".
 
         Used when a call failed after writing (its writes must not stay: roll back to the episode start)
         and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
@@ -433,6 +453,9 @@ class Engine:
                 state.reset_episode()
             fresh = self._new_episode(ep.program, state, ep.seed)
             ep.tools, ep.db, ep.token, ep.glb, ep.scope = fresh.tools, fresh.db, fresh.token, fresh.glb, fresh.scope
+            failure = self._apply_setup(ep)
+            if failure is not None:
+                raise StateError(failure)
             ep.ro_db = ep.ro_token = None
             for name, args in ep.log:
                 state.savepoint()
@@ -490,29 +513,22 @@ class Engine:
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
 
-    def _op_check(self, req: dict[str, Any]) -> dict[str, Any]:
+    def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:
+        """What the checks of a turn read of the state (:mod:`gym_envs.sandbox.checks`): each probe answered in
+        order, SQL and ``check(db)`` code run inside the call scope on the read-only view."""
         ep = self._episode(req)
-        reply = req.get("reply") or ""
-        calls = req.get("calls") or []
-        attempted = req.get("attempted") or calls
         state = ep.state
 
-        def sql(query: str) -> list[dict[str, Any]]:
-            return self._run_spec(state, None, {}, state.run, (query, ()),  # type: ignore[no-any-return]
-                                  {"mode": "ro", "fetch": True})
+        def sql(query: Any) -> list[list[Any]]:
+            return json_rows(self._run_spec(state, None, {}, state.run, (query, ()), {"mode": "ro", "fetch": True}))
 
-        def python(code: str) -> dict[str, Any]:
-            return self._check_python(ep, code)
+        def digests(tables: Any) -> dict[str, str]:
+            return state.table_digests(list(tables) if tables else None)
 
-        held: dict[str, list[tuple[str, list[str]]]] = {}
-
-        def columns(answer: str) -> list[tuple[str, list[str]]]:
-            if answer not in held:
-                held[answer] = state.columns_holding(answer, self.limits.sql.max_rows)
-            return held[answer]
-
-        results = [evaluate(c, reply, calls, attempted, sql=sql, python=python, digests=state.table_digests,
-                            marks=ep.marks or {}, columns=columns) for c in req["checks"]]
+        readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
+                   "marks": lambda _: dict(ep.marks or {}),
+                   "columns": lambda text: state.columns_holding(str(text), self.limits.sql.max_rows)}
+        results = [probe(p, readers) for p in req.get("probes") or []]
         if state.lost:
             self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}

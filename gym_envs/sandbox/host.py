@@ -149,20 +149,29 @@ class Session:
         self.log: list[Any] = []
         self.lost: str | None = None
         self.worker_index = 0  #: the worker this session's episode lives on (worker executors)
+        #: the statements each episode opens with after the seed (its task's ``setup_sql``); set before opening
+        self.setup: tuple[str, ...] = ()
 
     def _send(self, req: dict[str, Any], *, logged: bool) -> dict[str, Any]:
         req["ep"] = self.id
         return self.executor.request(self, req, log=logged)
 
     def open(self, seed: int) -> None:
-        """Start a fresh episode (the template state) with ``seed``; :class:`~gym_envs.errors.LoadFailure`
-        if it fails."""
+        """Start a fresh episode with ``seed``: the template state, then :attr:`setup`'s statements;
+        :class:`~gym_envs.errors.LoadFailure` if it fails (a setup statement that fails included)."""
         self._opened(self._send(self._open_request(seed), logged=False))
 
     def _open_request(self, seed: int) -> dict[str, Any]:
         self.seed = seed
         self.log = []
-        return {"op": "open", "key": self.key, "seed": seed, "ep": self.id}
+        return self.open_body()
+
+    def open_body(self) -> dict[str, Any]:
+        """The ``open`` request of this session's current episode (its seed and setup)."""
+        req: dict[str, Any] = {"op": "open", "key": self.key, "seed": self.seed, "ep": self.id}
+        if self.setup:
+            req["setup"] = list(self.setup)
+        return req
 
     def _opened(self, resp: dict[str, Any]) -> None:
         if not resp.get("ok"):
@@ -189,19 +198,10 @@ class Session:
         """Record table digests at the start of a turn (for ``unchanged`` checks)."""
         self._send({"op": "mark"}, logged=True)
 
-    def check(self, checks: list[dict[str, Any]], reply: str, calls: list[str],
-              attempted: list[str] | None = None) -> list[CheckResult]:
-        """Score checks on the current state. ``calls``: successful calls of the turn (for
-        ``require``); ``attempted``: every call tried (for ``forbid``; defaults to ``calls``)."""
-        req = {"op": "check", "checks": checks, "reply": reply, "calls": calls,
-               "attempted": calls if attempted is None else attempted}
-        resp = self._send(req, logged=False)
-        if not resp.get("ok"):
-            detail = f"{resp.get('error_type')}: {resp.get('error')}"
-            return [CheckResult(i, c.get("kind", "?"), False, detail) for i, c in enumerate(checks)]
-        return [CheckResult(i, c.get("kind", "?"), r.get("passed") is True,
-                            str(r.get("detail", ""))) for i, (c, r) in enumerate(zip(checks, resp["results"],
-                                                                                    strict=True))]
+    def probe(self, probes: list[dict[str, Any]]) -> dict[str, Any]:
+        """Read the current state for checks (:mod:`gym_envs.sandbox.checks`): ``{"ok": True, "results": [...]}``,
+        one answer per probe, or the engine's error response. :func:`gym_envs.checks.judge` scores checks with it."""
+        return self._send({"op": "probe", "probes": probes}, logged=False)
 
     def fork(self) -> int | None:
         """A checkpoint of the episode as it is now (between calls), for :meth:`restore`; None when there is

@@ -153,8 +153,8 @@ class WorkerExecutor(Executor):
     def _timeout_for(self, req: dict[str, Any]) -> float:
         base = self.limits.call_timeout_s
         op = req.get("op")
-        if op == "check":
-            return base * max(1, len(req.get("checks") or ())) + 1.0
+        if op == "probe":
+            return base * max(1, len(req.get("probes") or ())) + 1.0
         if op == "batch":
             return base * max(1, len(req["reqs"])) + 1.0
         return base + 1.0
@@ -274,7 +274,7 @@ class WorkerExecutor(Executor):
         try:
             loaded = self._ensure_loaded(w, s.key)
             if loaded.get("ok"):
-                frames = [dumps({"op": "open", "key": s.key, "seed": s.seed, "ep": s.id}).encode()]
+                frames = [dumps(s.open_body()).encode()]
                 frames += [f if isinstance(f, bytes) else dumps(f).encode() for f in s.log]
                 resp = w.roundtrip(_batch_frame(frames), self.limits.call_timeout_s * len(frames) + 5)
                 if resp["results"][0].get("ok"):

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import gym_envs.cli as gcli
 from envgen.cli import cli
 from envgen.gate import oracle_reply
-from gym_envs.spec import load_spec
+from gym_envs.spec import ToolCall, load_spec
 from tests.cli.specs import lending_spec, write_spec
 
 
@@ -75,10 +75,12 @@ def _shipped() -> list[str]:
 
 
 def reference_script(spec: Any, task_id: str) -> str:
-    """What a person would type to solve a task: each turn's reference calls, then the oracle reply."""
+    """What a person would type to solve a task: each turn's reference calls and messages to the user (a
+    scenario's ``say`` items, which the simulated user answers), then the oracle reply."""
     lines = []
     for turn in spec.task(task_id).turns:
-        lines += [gcli.format_call(c.name, c.arguments) for c in turn.reference]
+        lines += [gcli.format_call(c.name, c.arguments) if isinstance(c, ToolCall) else ":end " + c.say
+                  for c in turn.reference]
         lines.append(":end " + oracle_reply(turn))
     return "\n".join(lines) + "\n"
 

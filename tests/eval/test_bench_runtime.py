@@ -75,7 +75,7 @@ def test_targets_and_report(result: dict, tmp_path: Path) -> None:
     runtime_report.print_report(result, Console(file=out, width=200))
     text = out.getvalue()
     for needle in ("transfer:", "get_balance:", "layer by layer", "Session.open", "ToolVectorEnv",
-                   "tracking the progress fraction", "targets"):
+                   "tracking the progress fraction", "the scripted user", "targets"):
         assert needle in text
     pytest.importorskip("matplotlib")
     png = runtime_report.plot(result, tmp_path / "runtime.png")
@@ -89,6 +89,39 @@ def test_command_writes_json_and_exits_by_the_targets(tmp_path: Path) -> None:
     saved = json.loads(path.read_text())
     assert res.exit_code == (0 if all(t["passed"] for t in saved["targets"]) else 1), res.output
     assert "targets" in res.output
+
+
+def test_the_scripted_user_is_measured_against_its_recorded_replies(result: dict) -> None:
+    """The same conversation on both sides: the scenario episodes pass with the scripted user and with its replies
+    looked up, and the ratio compares their environment time round by round."""
+    users = result["users"]
+    assert users["example"] == "shop-support" and users["user_replies_per_episode"] >= 1
+    for mode in ("inprocess", "worker"):
+        assert users[mode]["ratio"] > 0 and users[mode]["episode_us"] > 0
+    target = next(t for t in result["targets"] if t["name"] == "scripted_user_ratio")
+    assert target["value"] == users["worker"]["ratio"] and target["limit"] == 1.10
+
+
+def test_a_recorded_user_holds_the_scripted_users_conversation() -> None:
+    from eval.bench.runtime_users import RecordedUser, _plan
+    from gym_envs.env import ToolEnv
+    from gym_envs.examples import load_example
+    from gym_envs.users import ScriptedUser, UserContext
+
+    spec = load_example("shop-support")
+    task = spec.task("cancel-with-confirmation")
+    assert task.scenario is not None
+    plan = [a for turn in _plan(task) for a in turn]
+    replies = {a["content"]: ScriptedUser().reply(UserContext(task.scenario, 0, "", a["content"]))
+               for a in plan if not a["tool_calls"]}
+    for user in (ScriptedUser(), RecordedUser(replies)):
+        env = ToolEnv(spec, task.id, executor="inprocess", user=user)
+        env.reset(seed=0)
+        for action in plan:
+            *_, info = env.step(action)
+        assert info["episode_passed"] and [s.reply for s in env.turns[0].said] == [
+            "My email is ana@example.com.", "My order number is A-1042.", "Yes, please go ahead."]
+        env.close()
 
 
 def test_bad_sizes_are_refused() -> None:

@@ -10,10 +10,11 @@ import pytest
 
 from gym_envs.engine import play
 from gym_envs.env import ToolEnv
-from gym_envs.episode import Episode, PolicyFailure, TaskRef, User
+from gym_envs.episode import Episode, PolicyFailure, TaskRef
 from gym_envs.episode_env import ToolEnvAdapter
 from gym_envs.parsing import format_tool_call
 from gym_envs.spec import as_spec
+from gym_envs.users import END_TURN, UserContext, UserReply, UserSimulator
 from tests.fixtures.library_spec import SPEC
 
 PLAN = [format_tool_call("find_book", {"title": "Dune"}),
@@ -83,31 +84,46 @@ def test_continuous_batching_refills_finished_slots() -> None:
     assert max(policy.calls) == 2 and sum(policy.calls) == 10 and all(ep.done for ep in eps)
 
 
-class Clarifies(User):
-    """A simulated user who answers the first plain message of each turn, then lets the next one end it."""
+class Clarifies(UserSimulator):
+    """A user of the episode's own that answers the first plain message of each turn, then lets the next one end it;
+    it counts the batches it was asked."""
 
     def __init__(self) -> None:
         self.asked: list[str] = []
-        self.answered: set[int] = set()
+        self.batches: list[int] = []
 
-    def reply(self, episode: Episode, message: str) -> str | None:
-        if episode.turn in self.answered:
-            return None
-        self.answered.add(episode.turn)
-        self.asked.append(message)
-        return "I mean the book 'Dune', by Herbert."
+    def reply_batch(self, contexts: Sequence[UserContext]) -> list[UserReply]:
+        self.batches.append(len(contexts))
+        self.asked += [c.message for c in contexts]
+        return [UserReply("I mean the book 'Dune', by Herbert.") if c.replies == 0 else END_TURN for c in contexts]
 
 
-def test_a_simulated_user_can_answer_within_the_turn() -> None:
-    """The extension point for scenario tasks: the user's reply continues the turn (the environment is not
-    stepped with the message); ``None`` lets the message end the turn as before."""
+def _scenario_spec() -> Any:
+    spec = copy.deepcopy(SPEC)
+    spec["spec_version"] = 2
+    spec["tasks"][0]["scenario"] = {"goal": "Borrow Dune for member 7, then ask how many books they have."}
+    return as_spec(spec)
+
+
+def test_the_episodes_own_user_answers_within_the_turn_in_one_batch() -> None:
+    """A user of the episode's own (a model-backed one, say) answers a scenario task's plain messages: every episode
+    of a round in one batch; its reply continues the turn, the environment records it, and END_TURN lets the
+    message end the turn."""
     user = Clarifies()
     plan = ["Which book?", *PLAN[:2], "Done.", "How many?", PLAN[3], PLAN[4]]
-    ep, = play([_episode(user=user)], Plan(plan))
-    assert ep.passed and user.asked == ["Which book?", "How many?"]
-    assert ep.steps[0].user_reply == "I mean the book 'Dune', by Herbert." and not ep.steps[0].turn_ended
-    assert [m["role"] for m in ep.messages[2:4]] == ["assistant", "user"]
-    assert ep.turns[0]["reply"] == "Done."  # the environment saw only the message that ended the turn
+    eps = play([_episode(_scenario_spec(), user=user, trial=k) for k in range(2)], Plan(plan))
+    for ep in eps:
+        assert ep.passed, ep.turns
+        assert ep.steps[0].user_reply == "I mean the book 'Dune', by Herbert." and not ep.steps[0].turn_ended
+        assert [m["role"] for m in ep.messages[2:4]] == ["assistant", "user"]
+        assert ep.turns[0]["reply"] == "Done." and ep.turns[0]["said"][0]["text"] == "Which book?"
+    assert user.asked[:2] == ["Which book?", "Which book?"] and user.batches[0] == 2
+
+
+def test_without_a_scenario_no_user_is_asked() -> None:
+    user = Clarifies()
+    ep, = play([_episode(user=user)], Plan(["Which book?", "How many?"]))
+    assert user.asked == [] and ep.steps[0].turn_ended and ep.steps[0].user_reply is None
 
 
 def test_an_episode_can_stop_after_a_number_of_actions_or_at_the_end_of_a_turn() -> None:

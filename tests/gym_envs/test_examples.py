@@ -9,12 +9,15 @@ Together the examples must use every task kind and every check kind.
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import gym_envs  # noqa: F401  (registers envwright/ToolEnv-v0)
 from envgen.gate import oracle_reply, validate_spec
+from gym_envs.checks import TurnView, judge, kind_names
 from gym_envs.examples import (
     EXAMPLES_DIR,
     UnknownExample,
@@ -24,7 +27,7 @@ from gym_envs.examples import (
     load_example,
 )
 from gym_envs.sandbox import make_executor
-from gym_envs.spec import CHECK_KINDS, TASK_KINDS, EnvSpec, Task
+from gym_envs.spec import CHECK_KINDS, TASK_KINDS, EnvSpec, Say, Task
 
 NAMES = list_examples()
 SPECS: dict[str, EnvSpec] = {s.id: s for s in load_all()}
@@ -46,12 +49,14 @@ def _play(env: gym.Env, task: Task, *, empty: bool = False) -> tuple[float, dict
     changed = 0
     reward, info, terminated = 0.0, {}, False
     for turn in task.turns:
-        for call in [] if empty else turn.reference:
-            _, _, _, _, info = env.step({"content": "", "tool_calls": [{"name": call.name,
-                                                                        "arguments": call.arguments}]})
-            (result,) = info["tool_results"]
-            assert result["ok"], f"{call.name}({call.arguments}) failed: {result['error']}"
-            changed += result["changes"]
+        for action in [] if empty else turn.plan():
+            if isinstance(action, Say):  # a message the scenario's user answers (the turn goes on)
+                assert "user_reply" in env.step({"content": action.say, "tool_calls": []})[4], action
+                continue
+            _, _, _, _, info = env.step({"content": "", "tool_calls": [c.model_dump() for c in action]})
+            for result in info["tool_results"]:
+                assert result["ok"], f"{result['name']}({result['arguments']}) failed: {result['error']}"
+                changed += result["changes"]
         _, reward, terminated, _, info = env.step({"content": "" if empty else oracle_reply(turn),
                                                    "tool_calls": []})
     assert terminated
@@ -169,9 +174,9 @@ def test_progress_pays_the_reference_in_full_and_sums_its_turns(name, task_id):
         env.reset(seed=0)
         total = 0.0
         for turn in spec.task(task_id).turns:
-            for call in turn.reference:
-                _, r, _, _, _ = env.step({"content": "", "tool_calls": [{"name": call.name,
-                                                                         "arguments": call.arguments}]})
+            for action in turn.plan():
+                _, r, _, _, _ = env.step({"content": action.say, "tool_calls": []} if isinstance(action, Say) else
+                                         {"content": "", "tool_calls": [c.model_dump() for c in action]})
                 total += float(r)
             _, r, terminated, _, info = env.step({"content": oracle_reply(turn), "tool_calls": []})
             total += float(r)
@@ -220,10 +225,11 @@ def test_the_free_verdicts_skip_only_what_running_them_would_pass(name):
         for task in spec.tasks:
             env.reset(options={"task": task.id, "episode_seed": 0})
             for k, turn in enumerate(task.turns):
-                every = env.session.check(env._turn_checks(turn), "", [], attempted=[])
+                every = judge(env.session, turn.checks, TurnView())
                 assert env.turns[k].free == [c.passed for c in every], (task.id, k)
-                for call in turn.reference:
-                    env.step({"content": "", "tool_calls": [{"name": call.name, "arguments": call.arguments}]})
+                for action in turn.plan():
+                    env.step({"content": action.say, "tool_calls": []} if isinstance(action, Say) else
+                             {"content": "", "tool_calls": [c.model_dump() for c in action]})
                 env.step({"content": oracle_reply(turn), "tool_calls": []})
     finally:
         env.close()
@@ -314,9 +320,9 @@ def test_tools_refuse_to_break_invariants(name, tool, arguments, message):
 
 def test_examples_cover_every_task_kind_and_check_kind():
     tasks = [t for spec in SPECS.values() for t in spec.tasks]
-    checks = [c for t in tasks for turn in t.turns for c in turn.checks]
+    checks: list[Any] = [c for t in tasks for turn in t.turns for c in turn.checks]
     assert {t.kind for t in tasks} == set(TASK_KINDS)
-    assert {c.kind for c in checks} == set(CHECK_KINDS)
+    assert {c.kind for c in checks} == set(CHECK_KINDS) == set(kind_names())  # every registered kind
     assert any(c.kind == "sql" and c.ordered for c in checks)
     assert any(c.kind == "sql" and not c.ordered for c in checks)
     assert any(c.kind == "unchanged" and c.tables for c in checks)
@@ -324,6 +330,13 @@ def test_examples_cover_every_task_kind_and_check_kind():
     assert any(c.kind == "calls" and c.require for c in checks)
     assert any(c.kind == "calls" and c.forbid for c in checks)
     assert all("def check(db)" in c.code for c in checks if c.kind == "python")
+    patterns = [i for c in checks if c.kind == "calls" for i in [*c.require, *c.forbid] if not isinstance(i, str)]
+    assert {i.match for i in patterns} >= {"exact", "keys"}
+    assert {c.scope for c in checks if c.kind == "reply_contains"} == {"turn", "conversation"}
+    # the scripted user: scenarios with say items, asked for facts and to confirm
+    scenario = [t for t in tasks if t.scenario is not None]
+    assert scenario and any(isinstance(i, Say) for t in scenario for u in t.turns for i in u.reference)
+    assert {s.spec_version for s in SPECS.values()} == {1, 2}
     assert {len(t.turns) for t in tasks} >= {1, 2, 3}
     assert sum(len(t.turns) > 1 for t in tasks) >= 7
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from gym_envs.checks import StateCheck, TurnView
+from gym_envs.checks.text import reply_contains
 from gym_envs.env import ToolEnv, system_prompt
-from gym_envs.sandbox.checks import evaluate, reply_contains
 from gym_envs.spec import SpecError, parse_spec
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "gym_envs" / "examples" / "library-loans.json"
@@ -91,10 +92,10 @@ def test_a_state_digest_must_be_a_sha256():
 
 
 def test_the_state_check_compares_each_named_table():
-    v = evaluate({"kind": "state", "digests": {"a": "1" * 64, "b": "2" * 64}}, "", [], [], sql=None,  # type: ignore[arg-type]
-                 python=None, digests=lambda t: {"a": "1" * 64, "b": "3" * 64}, marks={},
-                 columns=lambda a: [])  # type: ignore[arg-type]
-    assert not v["passed"] and "['b']" in v["detail"]
+    check = StateCheck(digests={"a": "1" * 64, "b": "2" * 64})
+    assert check.probes(TurnView()) == [{"digests": ["a", "b"]}]
+    v = check.verdict(TurnView(), [{"a": "1" * 64, "b": "3" * 64}])
+    assert not v.passed and "['b']" in v.detail
 
 
 def test_numbers_may_be_written_as_whole_words_in_a_reply():

@@ -10,6 +10,7 @@ import pytest
 
 from envgen.gate import oracle_reply
 from gym_envs.examples import load_all
+from gym_envs.spec import Say
 from gym_envs.turns import END_TURN_TOOL
 from training.trl_env import (
     SpecEnvironment,
@@ -43,13 +44,17 @@ def test_tool_schemas_survive_transformers_schema_reader() -> None:
 
 @pytest.mark.parametrize("spec", load_all(), ids=lambda s: s.id)
 def test_reference_calls_through_methods_earn_full_reward(spec: Any) -> None:
-    """Every task, each later instruction coming back from the turn-ending tool, earns 1.0; scored once."""
+    """Every task, each later instruction coming back from the turn-ending tool, earns 1.0; scored once. A scenario
+    task's messages to the user go through the same tool, and the simulated user's answer comes back from it."""
     env = environment_class(spec)()
     for task in spec.tasks:
         env.reset(task_id=task.id, prompt=[])
         for i, turn in enumerate(task.turns):
-            for call in turn.reference:
-                obs = getattr(env, call.name)(**dict(call.arguments))
+            for item in turn.reference:
+                if isinstance(item, Say):
+                    assert "user_reply" in json.loads(env.envwright_end_turn(item.say)), item
+                    continue
+                obs = getattr(env, item.name)(**dict(item.arguments))
                 assert "error" not in json.loads(obs) if obs.startswith("{") else True
             answer = json.loads(env.envwright_end_turn(oracle_reply(turn)))
             if i + 1 < len(task.turns):

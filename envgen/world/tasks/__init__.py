@@ -6,11 +6,14 @@ of a realistic library ask for: writes found through another record (two hops), 
 at least two policy tasks, a refusal by a tool, a question, and a request that first needs the user's
 identity.
 
-Most tasks are **sessions** (:func:`session`): once a request is drafted, the same person goes on with one
+Some one-request drafts become **scenario tasks** (:mod:`.scenario`): a simulated user who must be asked who they
+are, or to confirm a change, before the agent acts.
+
+Most other tasks are **sessions** (:func:`session`): once a request is drafted, the same person goes on with one
 or two more about their own records ("Also, ..."), each drawn on the world as the earlier requests left it
 (:meth:`~envgen.world.tasks.base.Writer.after`), so what it says and expects holds at that point of the
-conversation. A careful agent does not look the person up again, so the next request's reference drops
-those lookups.
+conversation. A careful agent does not repeat a read it already made, so the next request's reference drops
+the identical reads.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from envgen.world.phrase import also
 from envgen.world.sim import Simulator
 from envgen.world.tasks.base import Draft, DraftTurn, Writer
 from envgen.world.tasks.families import Families
+from envgen.world.tasks.scenario import scenario_ready, scenario_task
 
 __all__ = ["write_tasks"]
 
@@ -36,8 +40,16 @@ _PLAN = ["write_goal", "take_next", "add_to_container", "hold_resource", "policy
 _SESSION = ["write_goal", "read_question", "add_line", "tool_refusal", "policy_refusal", "write_goal", "add_line"]
 """The families a session's next request is drawn from (each acts for the pinned person only)."""
 
-_SESSION_ODDS = (0.8, 0.45)
+_STAFF_SESSION = ["take_next", "move_record", "count_question", "free_resource", "hold_resource", "add_to_container",
+                  "transfer_amount", "write_goal", "read_question", "tool_refusal", "policy_refusal"]
+"""The families a member of staff's next request is drawn from (about any record: staff act for no one person)."""
+
+_SESSION_ODDS = (0.9, 0.6)
 """The chance a task goes on with a second request, and with a third after that."""
+
+_SCENARIO_ODDS = 0.8
+"""The chance a one-request draft is written as a scenario task (a simulated user who must be asked who they are,
+or to confirm a change: :mod:`.scenario`)."""
 
 _MAX_REFUSALS = 2
 """Policy refusals a part gets at most: the other policy tasks (a confirmation, asking who is calling) and the
@@ -73,6 +85,23 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         if text in seen:
             continue
         task = None
+        if name == "missing_identity" and fam.rng.random() < _SCENARIO_ODDS:  # the scenario form: asked, not told
+            plain = fam.write_goal()
+            task = scenario_task(plain, fam, writer, len(tasks)) if plain is not None and scenario_ready(plain) \
+                else None
+            if task is not None and task["scenario"]["facts"] and plain is not None:
+                seen.add(text)
+                tasks.append(task)
+                names.append("scenario_missing_identity")
+                continue
+            task = None
+        if scenario_ready(draft) and fam.rng.random() < _SCENARIO_ODDS:
+            task = scenario_task(draft, fam, writer, len(tasks))
+            if task is not None:
+                seen.add(text)
+                tasks.append(task)
+                names.append(f"scenario_{name}")
+                continue
         joined = session(draft, fam)
         if joined is not draft:
             task = writer.finish(confirmed(joined, fam), len(tasks))
@@ -88,14 +117,14 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
 
 
 def session(first: Draft, fam: Families) -> Draft:
-    """``first`` followed by up to two more requests of the same person (module docstring), or ``first`` itself
-    when it has no person or no further request fits."""
-    if first.scope is None or first.kind == "missing_parameter" or not first.turns[0].body or \
-            first.family.startswith("cross"):
+    """``first`` followed by up to two more requests of the same speaker (module docstring): the same person,
+    or a member of staff; ``first`` itself when no further request fits."""
+    if first.kind == "missing_parameter" or first.family.startswith("cross"):
         return first
-    owner = fam.w.row(fam.scope_ent, first.scope) if fam.scope_ent is not None else None
-    if owner is None:
+    owner = fam.w.row(fam.scope_ent, first.scope) if fam.scope_ent is not None and first.scope is not None else None
+    if owner is None and not first.staff:
         return first
+    names = _SESSION if owner is not None else _STAFF_SESSION
     draft = first
     for odds in _SESSION_ODDS:
         if fam.rng.random() >= odds:
@@ -106,10 +135,10 @@ def session(first: Draft, fam: Families) -> Draft:
         main, fam.w, fam.pin = fam.w, after, owner
         try:
             nxt = None
-            for name in fam.rng.sample(_SESSION, k=len(_SESSION)):
+            for name in fam.rng.sample(names, k=len(names)):
                 cand = getattr(fam, name)()
-                if cand is not None and cand.scope == first.scope and cand.turns[0].body and \
-                        cand.kind != "missing_parameter":
+                if cand is not None and cand.turns[0].body and cand.kind != "missing_parameter" and \
+                        _same_speaker(first, cand, fam):
                     nxt = cand
                     break
         finally:
@@ -120,23 +149,35 @@ def session(first: Draft, fam: Families) -> Draft:
     return draft
 
 
+def _same_speaker(first: Draft, cand: Draft, fam: Families) -> bool:
+    """Whether ``cand`` is asked by whoever asked ``first``: the same scope record's owner, or staff (who ask about
+    any record, also of a scope whose owners do not ask themselves)."""
+    if first.scope is not None:
+        return cand.scope == first.scope
+    return cand.staff or (cand.scope is not None and not fam.self_service)
+
+
 def _append(draft: Draft, nxt: Draft, fam: Families) -> Draft:
-    """``nxt`` asked after ``draft`` in one conversation: its opener becomes "Also, ...", and the reads that
-    found the person (already made) leave its reference."""
+    """``nxt`` asked after ``draft`` in one conversation: its opener becomes "Also, ...", and the reads the
+    conversation already made (finding the person, the record) leave its reference: the agent has their results."""
     done = [c for t in draft.turns for c in t.calls]
+    reads = {o.name for o in fam.world.ops if not o.writes}
     people = {e.name for e in (fam.person, fam.scope_ent) if e is not None}
-    known = {o.name for o in fam.world.ops if o.kind in ("search", "lookup") and o.entity.name in people}
+    finds = {o.name for o in fam.world.ops if o.kind in ("search", "lookup") and o.entity.name in people}
+    found = fam.self_service and any(c["name"] in finds for c in done)  # the speaker was found: not again
     head = nxt.turns[0]
-    calls = [c for c in head.calls if not (c["name"] in known and c in done)]
+    calls = [c for c in head.calls if not ((c["name"] in reads and c in done) or (found and c["name"] in finds))]
     body = head.body
-    say = also(fam.rng) + body[:1].lower() + body[1:] if not body.startswith("I") else also(fam.rng) + body
+    say = also(fam.rng) + body[:1].lower() + body[1:] if not body.startswith(("I ", "I'")) \
+        else also(fam.rng) + body
     turns = [*draft.turns, DraftTurn(say, calls, kind=head.kind, answers=head.answers, forbid=head.forbid,
                                      body=body), *nxt.turns[1:]]
     kinds = {t.kind for t in turns}
     kind = "read_then_write" if "write" in kinds else "read" if any(t.answers for t in turns) else "decline"
     return Draft(kind, f"session_{draft.family}"[:40] if not draft.family.startswith("session") else draft.family,
                  turns, hops=max(draft.hops, nxt.hops), choose=draft.choose or nxt.choose,
-                 rules=draft.rules + [r for r in nxt.rules if r not in draft.rules], scope=draft.scope)
+                 rules=draft.rules + [r for r in nxt.rules if r not in draft.rules], scope=draft.scope,
+                 staff=draft.staff)
 
 
 def confirmed(draft: Draft, fam: Families) -> Draft:

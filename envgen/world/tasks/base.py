@@ -72,6 +72,8 @@ class Draft:
     choose: bool = False  #: it needs a filter-and-choose step
     rules: list[Any] = dataclasses.field(default_factory=list)  #: the policy rules it tests
     scope: Any = None  #: the id of the scope record whose owner asks (a session adds requests of the same one)
+    staff: bool = False  #: a member of staff asks about no one record of theirs (a session adds more staff requests)
+    voice: Any = None  #: who asks (:class:`~envgen.world.phrase.Voice`), where a scenario task may withhold who
 
     @property
     def policy(self) -> bool:

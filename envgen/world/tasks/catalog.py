@@ -152,9 +152,10 @@ class Catalog:
             goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said[0]}",
                                     f"put your least expensive {c} {ent.human} on {said[0]}",
                                     f"add one {c} {ent.human}, whichever costs least, to {said[0]}"])
-            text = sentence(voice.opener(), voice.ask(goal, voice.reason(create)))
-            return Draft("read_then_write", f"catalog_{create.name}"[:40], [DraftTurn(text, [*find, look, call])],
-                         hops=2, choose=True)
+            body = voice.ask(goal, voice.reason(create))
+            return Draft("read_then_write", f"catalog_{create.name}"[:40],
+                         [DraftTurn(sentence(voice.opener(), body), [*find, look, call], body=body)], hops=2,
+                         choose=True, scope=scope["id"], voice=voice)
         return None
 
     def followup(self) -> Draft | None:
@@ -197,7 +198,9 @@ class Catalog:
         voice = self.speaker(person) if self.scope_ent is self.person else self.w.voice(person, self.person)
         found = self.locate(voice, person) if self.scope_ent is self.person else []
         goal = verb_phrase(op).format(record="my account", value=value)
-        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
+        body = voice.ask(goal, voice.reason(op))
         calls = [*found, {"name": look.name, "arguments": {self.person.key.name: person[self.person.key.name]}},
                  {"name": op.name, "arguments": args}]
-        return Draft("read_then_write", f"account_{op.name}"[:40], [DraftTurn(text, calls)], hops=1)
+        return Draft("read_then_write", f"account_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), calls,
+                                                                                body=body)], hops=1,
+                     scope=person["id"] if self.scope_ent is self.person else None, voice=voice)

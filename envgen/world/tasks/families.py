@@ -124,7 +124,7 @@ class Families(Operations, Catalog):
         """Most of the time a caller gives their name and where they live, not their key: the agent finds them
         with the person search first (the key it then uses comes from that result)."""
         p = self.person
-        if self.operator or p is None or self.scope_ent is not p or voice.key is None or self.rng.random() < 0.25:
+        if self.operator or p is None or self.scope_ent is not p or voice.key is None or self.rng.random() < 0.1:
             return []
         search = next((o for o in self.world.ops_of("search", p) if o.by is None), None)
         name = next((f for f in p.fields if f.kind == "person_name"), None)
@@ -311,7 +311,7 @@ class Families(Operations, Catalog):
                 else:
                     turns = [DraftTurn(request, [*looks, call], body=body)]
                 return Draft("read_then_write", f"{op.kind}_{op.name}"[:40], turns, hops=hops + 1, choose=choose,
-                             rules=self.confirm_rules(op), scope=scope["id"])
+                             rules=self.confirm_rules(op), scope=scope["id"], voice=voice)
         return None
 
     def read_question(self) -> Draft | None:
@@ -342,7 +342,7 @@ class Families(Operations, Catalog):
             body = voice.question(question)
             text = sentence(voice.opener(), body)
             return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers, body=body)],
-                         hops=1, choose=choose, scope=scope["id"])
+                         hops=1, choose=choose, scope=scope["id"], voice=voice)
         return None
 
     def total_of(self, target: Row) -> tuple[Row, int] | None:
@@ -386,17 +386,20 @@ class Families(Operations, Catalog):
                     continue
                 args, value = acted
                 voice = self.speaker(scope)
-                find = self.by_key(self.find_scope(voice, scope)[0], target)
+                scope_find, named = self.find_scope(voice, scope)
+                said = self.describe(target, cands, named)
+                if said is None:
+                    continue
+                find = self.reach(scope_find, target, said)
                 ok, _ = self.w.attempt(find, {"name": op.name, "arguments": args})
                 if not ok:  # the tool refuses it too: not a rule only the policy enforces
                     continue
-                words = f"{self.main.human} {target[self.main.key.name]}"
-                goal = verb_phrase(op).format(record=words, value=value)
+                goal = verb_phrase(op).format(record=said.words, value=value)
                 body = voice.ask(goal, voice.reason(op))
                 text = sentence(voice.opener(), body)
                 return Draft("decline", f"policy_state_{op.name}"[:40],
                              [DraftTurn(text, find, kind="refuse", forbid=[op.name], body=body)], rules=[rule],
-                             scope=scope["id"])
+                             hops=said.hops, choose=said.choose, scope=scope["id"])
         return None
 
     def _refuse_own(self, rule: Any, op: Op) -> Draft | None:
@@ -418,10 +421,10 @@ class Families(Operations, Catalog):
             who = self.rng.choice(["my neighbour", "my brother", "a friend of mine", "my colleague", "my sister"])
             words = f"{self.main.human} {target[self.main.key.name]}"
             goal = verb_phrase(op).format(record=words, value=value)
-            text = sentence(voice.opener(), f"It's not mine, it belongs to {who}, but they asked me to handle it.",
-                            voice.ask(goal))
-            return Draft("decline", f"policy_own_{op.name}"[:40], [DraftTurn(text, find, kind="refuse",
-                                                                              forbid=[op.name])], rules=[rule])
+            body = f"It's not mine, it belongs to {who}, but they asked me to handle it. {voice.ask(goal)}"
+            return Draft("decline", f"policy_own_{op.name}"[:40],
+                         [DraftTurn(sentence(voice.opener(), body), find, kind="refuse", forbid=[op.name], body=body)],
+                         rules=[rule], scope=me["id"])
         return None
 
     def _refuse_limit(self, rule: Any, op: Op) -> Draft | None:
@@ -431,30 +434,41 @@ class Families(Operations, Catalog):
             return None
         subjects = self.w.rows(op.entity) if op.entity is not self.main else None
         if op.entity is self.person and not self.operator:
-            scope = self.rng.choice(self.w.rows(op.entity))
+            if self.pin is not None and self.scope_ent is not self.person:
+                return None
+            scope = self.pin if self.pin is not None else self.rng.choice(self.w.rows(op.entity))
             voice = self.w.voice(scope, self.person)
             target = scope
-            find = [{"name": self.w.tool("lookup", op.entity).name,  # type: ignore[union-attr]
-                     "arguments": {op.entity.key.name: scope[op.entity.key.name]}}] \
-                if self.w.tool("lookup", op.entity) else []
+            find = [*self.locate(voice, scope),
+                    *([{"name": self.w.tool("lookup", op.entity).name,  # type: ignore[union-attr]
+                        "arguments": {op.entity.key.name: scope[op.entity.key.name]}}]
+                      if self.w.tool("lookup", op.entity) else [])]
             words = "my account"
+            owner = scope["id"] if self.scope_ent is self.person else None
         elif op.entity is not self.main:  # staff name any record by its key; a customer only their own
             look = self.w.tool("lookup", op.entity)
-            if not self.world.operator or look is None or not self.w.rows(op.entity):
+            if not self.world.operator or look is None or not self.w.rows(op.entity) or self.pin is not None:
                 return None
             target = self.rng.choice(self.w.rows(op.entity))
             voice = self.w.voice(None)
             find = [{"name": look.name, "arguments": {op.entity.key.name: target[op.entity.key.name]}}]
             words = f"{op.entity.human} {target[op.entity.key.name]}"
+            owner = None
         else:
             scopes = self.scopes()
             if not scopes:
                 return None
             scope = scopes[0]
             voice = self.speaker(scope)
-            target = self.rng.choice(self.w.owned(self.main, scope))
-            find = self.by_key(self.find_scope(voice, scope)[0], target)
-            words = f"{self.main.human} {target[self.main.key.name]}"
+            cands = self.w.owned(self.main, scope)
+            target = self.rng.choice(cands)
+            scope_find, named = self.find_scope(voice, scope)
+            said = self.describe(target, cands, named)
+            if said is None:
+                return None
+            find = self.reach(scope_find, target, said)
+            words = said.words
+            owner = scope["id"]
         del subjects
         cap = int(rule.value)
         if f.kind == "money":  # a sum a person would ask for: a multiple of the limit, rounded
@@ -466,9 +480,10 @@ class Families(Operations, Catalog):
         topic = rule.field or "policy_exception"
         esc_call = {"name": esc.name, "arguments": {op.entity.key.name: target[op.entity.key.name], "topic": topic}}
         goal = verb_phrase(op).format(record=words, value=value)
-        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-        return Draft("decline", f"policy_limit_{op.name}"[:40], [DraftTurn(text, [*find, esc_call], forbid=[op.name])],
-                     rules=[rule])
+        body = voice.ask(goal, voice.reason(op))
+        return Draft("decline", f"policy_limit_{op.name}"[:40],
+                     [DraftTurn(sentence(voice.opener(), body), [*find, esc_call], forbid=[op.name], body=body)],
+                     rules=[rule], scope=owner, staff=owner is None and voice.operator)
 
     def tool_refusal(self) -> Draft | None:
         ops = [o for o in self.world.ops if o.entity is self.main and o.kind == "transition" and o.sources]
@@ -483,14 +498,20 @@ class Families(Operations, Catalog):
                 continue
             bad, good = self.rng.choice(stuck), self.rng.choice(free)
             voice = self.speaker(scope)
-            find = self.by_key(self.find_scope(voice, scope)[0], bad)
+            scope_find, named = self.find_scope(voice, scope)
+            said = self.describe(bad, cands, named)
+            if said is None:
+                continue
+            find = self.reach(scope_find, bad, said)
             ok, _ = self.w.attempt(find, {"name": op.name, "arguments": {self.main.key.name: bad[self.main.key.name]}})
             if ok:
                 continue
-            words = f"{self.main.human} {bad[self.main.key.name]}"
-            first_body = voice.ask(verb_phrase(op).format(record=words, value=""))
+            first_body = voice.ask(verb_phrase(op).format(record=said.words, value=""))
             first = sentence(voice.opener(), first_body)
-            other = f"{self.main.human} {good[self.main.key.name]}"
+            said_good = self.describe(good, cands, named)
+            if said_good is None:
+                continue
+            other, reads = said_good.words, [c for c in self.reach([], good, said_good) if c not in find]
             opener = self.rng.choice(["I see.", "Oh, okay.", "Fair enough.", "Ah, that's a shame.", "Understood.",
                                       "Hm, I didn't know that.", "Right, makes sense.", "Okay then."])
             ask = self.rng.choice([f"In that case please do it for {other} instead.",
@@ -503,11 +524,11 @@ class Families(Operations, Catalog):
             call = {"name": op.name, "arguments": {self.main.key.name: good[self.main.key.name]}}
             turns = [DraftTurn(first, find, kind="refuse", body=first_body)]
             if self.confirm(op):
-                turns += [DraftTurn(second_say, [], kind="ask", forbid=[op.name]), DraftTurn(voice.yes(), [call])]
+                turns += [DraftTurn(second_say, reads, kind="ask", forbid=[op.name]), DraftTurn(voice.yes(), [call])]
             else:
-                turns.append(DraftTurn(second_say, [call]))
-            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=1, rules=self.confirm_rules(op),
-                         scope=scope["id"])
+                turns.append(DraftTurn(second_say, [*reads, call]))
+            return Draft("read_then_write", f"refuse_{op.name}"[:40], turns, hops=said_good.hops + 1,
+                         choose=said.choose or said_good.choose, rules=self.confirm_rules(op), scope=scope["id"])
         return None
 
     def missing_identity(self) -> Draft | None:
@@ -565,5 +586,5 @@ class Families(Operations, Catalog):
                 text = sentence(voice.opener(), body)
                 return Draft("read_then_write", f"add_{child.name}"[:40],
                              [DraftTurn(text, [*reads, look, call], body=body)], hops=2, choose=said.choose,
-                             scope=scope["id"])
+                             scope=scope["id"], voice=voice)
         return None

@@ -103,10 +103,11 @@ class Operations:
                                 f"pull the next {op.entity.human} off the queue of {where}"])
         tail = self.rng.choice([" and tell me which one it is", " - which one comes up?",
                                 " and let me know its number"])
-        text = sentence(voice.opener(), voice.ask(goal + tail))
+        body = voice.ask(goal + tail)
         call = {"name": op.name, "arguments": {par.param: c[par.entity.key.name]}}
-        return Draft("execute", f"take_{op.name}"[:40], [DraftTurn(text, [call],
-                                                                    answers=[[str(taken[op.entity.key.name])]])])
+        return Draft("execute", f"take_{op.name}"[:40],
+                     [DraftTurn(sentence(voice.opener(), body), [call], answers=[[str(taken[op.entity.key.name])]],
+                                body=body)], staff=True, voice=voice)
 
     def take_empty(self) -> Draft | None:
         op = self._op("take")
@@ -205,8 +206,10 @@ class Operations:
                                       f"Fine - {to[par.entity.key.name]} then, please."])
             return Draft("read_then_write", f"full_{op.name}"[:40],
                          [DraftTurn(first, looks, kind="refuse"), DraftTurn(second, [call])], hops=1)
-        text = sentence(voice.opener(), voice.ask(f"add {thing} to {par.entity.human} {to[par.entity.key.name]}"))
-        return Draft("execute", f"add_{op.name}"[:40], [DraftTurn(text, [*looks, call])], hops=1)
+        body = voice.ask(f"add {thing} to {par.entity.human} {to[par.entity.key.name]}")
+        return Draft("execute", f"add_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [*looks, call],
+                                                                   body=body)], hops=1, staff=voice.operator,
+                     voice=voice)
 
     # -- hold and free --------------------------------------------------------------------------------
     def _holder(self, op: Op) -> Ref | None:
@@ -240,8 +243,10 @@ class Operations:
         ok, _ = self.w.attempt(looks, call)
         if not ok:
             return None
-        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-        return Draft("execute", f"hold_{op.name}"[:40], [DraftTurn(text, [*looks, call])], hops=1)
+        body = voice.ask(goal, voice.reason(op))
+        return Draft("execute", f"hold_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [*looks, call],
+                                                                    body=body)], hops=1, staff=voice.operator,
+                     voice=voice)
 
     def free_resource(self) -> Draft | None:
         op = self._op("release")
@@ -262,8 +267,9 @@ class Operations:
         else:
             voice = self._staff()
             goal = self.rng.choice([f"free {op.entity.human} {key}", f"mark {op.entity.human} {key} as returned"])
-        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-        return Draft("execute", f"free_{op.name}"[:40], [DraftTurn(text, [call])])
+        body = voice.ask(goal, voice.reason(op))
+        return Draft("execute", f"free_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call], body=body)],
+                     staff=voice.operator, voice=voice)
 
     # -- move, count, transfer ------------------------------------------------------------------------
     def move_record(self) -> Draft | None:
@@ -289,8 +295,9 @@ class Operations:
                                     f"{to[par.entity.key.name]}",
                                     f"put {op.entity.human} {rec[op.entity.key.name]} under {par.entity.human} "
                                     f"{to[par.entity.key.name]} instead"])
-            text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-            return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(text, [call])])
+            body = voice.ask(goal, voice.reason(op))
+            return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
+                                                                        body=body)], staff=voice.operator, voice=voice)
         return None
 
     def count_question(self) -> Draft | None:
@@ -309,10 +316,11 @@ class Operations:
             args["state"] = state
         what = f"{human(state)} {op.entity.humans}" if state else op.entity.humans
         voice = self._staff() if self.operator else self.w.voice(None)
-        text = sentence(voice.opener(), voice.question(f"how many {what} {par.entity.human} "
-                                                       f"{c[par.entity.key.name]} has right now"))
-        return Draft("read", f"count_{op.name}"[:40], [DraftTurn(text, [{"name": op.name, "arguments": args}],
-                                                                  kind="read", answers=[number_answers(n)])])
+        body = voice.question(f"how many {what} {par.entity.human} {c[par.entity.key.name]} has right now")
+        return Draft("read", f"count_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body),
+                                                                  [{"name": op.name, "arguments": args}], kind="read",
+                                                                  answers=[number_answers(n)], body=body)],
+                     staff=voice.operator, voice=voice)
 
     def transfer_amount(self) -> Draft | None:
         op = self._op("transfer")
@@ -344,5 +352,7 @@ class Operations:
             par.entity is self.scope_ent else self._staff()
         said = f.semantic.say(amount, self.world.currency)
         goal = f"move {said} of {f.human} from {ent.human} {src[key]} to {ent.human} {dst[key]}"
-        text = sentence(voice.opener(), voice.ask(goal, voice.reason(op)))
-        return Draft("execute", f"transfer_{op.name}"[:40], [DraftTurn(text, [call])], rules=self.confirm_rules(op))
+        body = voice.ask(goal, voice.reason(op))
+        return Draft("execute", f"transfer_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
+                                                                        body=body)], rules=self.confirm_rules(op),
+                     staff=voice.operator, voice=voice, scope=owner["id"] if not voice.operator else None)

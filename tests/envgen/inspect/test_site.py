@@ -217,3 +217,14 @@ def test_a_single_spec_or_example_and_the_command(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["inspect", str(notlib), "--out", str(tmp_path / "x")])
     assert result.exit_code == 1 and "neither a library" in result.output
     assert list(notlib.iterdir()) == []  # nothing written into a folder that is not a library
+
+
+def test_a_scenario_tasks_simulated_user_is_on_its_card(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["inspect", "shop-support", "--out", str(tmp_path / "shop"), "--gate", "off",
+                                      "--executor", "inprocess"])
+    assert result.exit_code == 0, result.output
+    page = _read(tmp_path / "shop" / "envs" / "shop-support.html")
+    card = page[page.index('id="task-cancel-declined"'):]
+    assert "simulated user" in card and "knows order number|order code: C-3002" in card
+    assert "asked to confirm: no" in card and "goal: You wonder how much order C-3002 cost" in card
+    assert page.count("simulated user") == 4  # every task of the example has a scenario

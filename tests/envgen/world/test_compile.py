@@ -81,13 +81,14 @@ def test_user_turns_never_name_a_row_id(shop):
 
 
 def test_refusals_forbid_the_tool_only_the_policy_forbids(shop):
-    decline = [t for t in shop.spec.tasks if t.kind == "decline"]
-    assert decline
-    for task in decline:
-        kinds = {c.kind for u in task.turns for c in u.checks}
-        assert kinds & {"unchanged", "state", "calls", "sql"}
+    """A policy refusal's turn (the first of its task; a session may go on after it) is judged by what changed."""
+    refusals = [t for t, f in zip(shop.spec.tasks, shop.families, strict=True) if f == "policy_refusal"]
+    assert refusals
+    for task in refusals:
+        first = task.turns[0]
+        assert {c.kind for c in first.checks} & {"unchanged", "state", "calls", "sql"}
         assert not any(c.kind == "reply_contains" and any("sorry" in s for s in c.any_of)
-                       for u in task.turns for c in u.checks)  # a refusal is judged by what changed, not phrases
+                       for c in first.checks)  # a refusal is judged by what changed, not phrases
 
 
 def test_a_world_whose_operations_write_nothing_is_refused_with_a_reason():

@@ -23,7 +23,7 @@ def test_a_limit_on_a_persons_balance_escalates_naming_that_person() -> None:
                if "policy_limit" in t.id]
     assert limited
     for task in limited:
-        (turn,) = task.turns
+        turn = task.turns[0]  # (a session may go on with more requests)
         look, escalate = turn.reference
         email = look.arguments["email"]
         assert look.name == "lookup_patron" and f"patron {email}" in turn.instruction

@@ -1,4 +1,5 @@
-"""``gym_envs.sandbox.checks``: every check kind, and checks that try to pass or write what they should not."""
+"""``gym_envs.sandbox.checks``: the state reads of every check kind, and checks that try to pass or write what they
+should not."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tests.gym_envs.sandbox.attacks import (
     BENIGN,
     make_spec,
 )
+from tests.gym_envs.sandbox.judging import check
 from tests.gym_envs.sandbox.store import store_spec
 
 
@@ -25,30 +27,40 @@ def test_every_check_kind(ex: Executor) -> None:
          "ordered": True},
         {"kind": "python", "code": "def check(db):\n    return db.query('SELECT qty FROM items WHERE id = 1')"
                                    "[0]['qty'] == 2"},
-        {"kind": "python", "code": "def nope(db):\n    return True"},
         {"kind": "python", "code": "def check(db):\n    return undefined"},
         {"kind": "reply_contains", "any_of": ["TWO", "2"]},
         {"kind": "reply_contains", "any_of": ["three"]},
         {"kind": "unchanged", "tables": ["items"]},
         {"kind": "calls", "require": ["take"], "forbid": ["fly"]},
         {"kind": "calls", "require": ["take"]},
-        {"kind": "nonsense"},
     ]
-    results = s.check(checks, "There are two left.", ["take"], attempted=["take", "fly"])
-    assert [r.passed for r in results] == [True, False, True, False, False, True, False, False, False, True,
-                                           False]
-    assert "forbidden calls ['fly']" in results[8].detail
-    assert "defines no check" in results[3].detail
+    results = check(s, checks, "There are two left.", ["take"], attempted=["take", "fly"])
+    assert [r.passed for r in results] == [True, False, True, False, True, False, False, False, True]
+    assert "forbidden calls ['fly']" in results[7].detail
+    # the model refuses a python check without check(db); the engine refuses one that reaches it all the same
+    (nope,) = s.probe([{"python": "def nope(db):\n    return True"}])["results"]
+    assert nope["ok"] and not nope["value"]["passed"] and "defines no check" in nope["value"]["detail"]
+    with pytest.raises(ValueError, match="unknown check kind 'nonsense'"):
+        check(s, [{"kind": "nonsense"}])
+    s.close()
+
+
+def test_an_unknown_probe_is_refused_as_data(ex: Executor) -> None:
+    """The engine answers only its probe kinds; anything else is a failed answer, never a crash."""
+    s = ex.session(store_spec())
+    resp = s.probe([{"shell": "ls"}, {"sql": "SELECT 1", "python": "x"}, "digests", {"marks": None}])
+    assert resp["ok"] and [r["ok"] for r in resp["results"]] == [False, False, False, True]
+    assert "unknown probe" in resp["results"][0]["error"]
     s.close()
 
 
 @pytest.mark.parametrize("ret", ["1", "'yes'", "[1]", "{'ok': True}", "1.0", "None", "not_defined"])
 def test_python_check_must_return_the_real_true(ret: str, ex: Executor, host: dict[str, Any]) -> None:
     s = ex.session(make_spec(BENIGN, "balance"))
-    res = s.check([{"kind": "python", "code": f"def check(db):\n    return {ret}"}], "", [])
+    res = check(s, [{"kind": "python", "code": f"def check(db):\n    return {ret}"}], "", [])
     assert not res[0].passed, res
     good = "def check(db):\n    return db.query('SELECT 1 AS x')[0]['x'] == 1"
-    res = s.check([{"kind": "python", "code": good}], "", [])
+    res = check(s, [{"kind": "python", "code": good}], "", [])
     assert res[0].passed, res
     s.close()
 
@@ -68,7 +80,7 @@ def test_checks_cannot_mutate_state(name: str, ex: Executor, host: dict[str, Any
     """Checks get a read-only view: a writing check fails and the state is unchanged."""
     s = ex.session(make_spec(BENIGN, "balance"))
     before = s.digest()["digest"]
-    (res,) = s.check([{"kind": "python", "code": CHECK_WRITES[name]}], "", [])
+    (res,) = check(s, [{"kind": "python", "code": CHECK_WRITES[name]}], "", [])
     assert not res.passed and ("read-only" in res.detail or "not authorized" in res.detail or
                                "not allowed" in res.detail), res
     assert s.digest()["digest"] == before
@@ -85,10 +97,10 @@ def test_check_cannot_reuse_a_write_statement_the_tool_prepared(ex: Executor, ho
     s = ex.session(make_spec(code))
     assert s.call("t", {}).ok
     before = s.digest()["digest"]
-    check = f"def check(db):\n    db.query({sql!r})\n    return True"
-    (res,) = s.check([{"kind": "python", "code": check}], "", [])
+    writes = f"def check(db):\n    db.query({sql!r})\n    return True"
+    (res,) = check(s, [{"kind": "python", "code": writes}], "", [])
     assert not res.passed and ("read-only" in res.detail or "not authorized" in res.detail), res
-    (res,) = s.check([{"kind": "sql", "query": sql, "expect": []}], "", [])
+    (res,) = check(s, [{"kind": "sql", "query": sql, "expect": []}], "", [])
     assert not res.passed
     assert s.digest()["digest"] == before
     s.close()
@@ -112,7 +124,7 @@ def test_check_cannot_reuse_a_write_statement_the_tool_prepared(ex: Executor, ho
     ("Two books", "two", True), ("DUNE is lent", "dune", True),
 ])
 def test_a_number_counts_only_as_a_number_of_its_own(reply: str, answer: str, found: bool) -> None:
-    from gym_envs.sandbox.checks import reply_contains
+    from gym_envs.checks.text import reply_contains
 
     assert reply_contains(reply, answer) is found
 
@@ -120,15 +132,15 @@ def test_a_number_counts_only_as_a_number_of_its_own(reply: str, answer: str, fo
 def test_a_reply_listing_every_candidate_number_is_no_answer() -> None:
     """A reply that names more than MAX_REPLY_NUMBERS distinct numbers passes no numeric check (it would pass
     whatever the answer); the gate's distinctiveness test reads the same numbers without that cap."""
-    from gym_envs.sandbox.checks import MAX_REPLY_NUMBERS, evaluate, reply_contains, text_contains
+    from gym_envs.checks import ReplyContainsCheck, TurnView
+    from gym_envs.checks.text import MAX_REPLY_NUMBERS, reply_contains, text_contains
 
     listing = "Maybe one of " + ", ".join(str(n) for n in range(100, 100 + MAX_REPLY_NUMBERS + 1))
     assert not reply_contains(listing, "105") and text_contains(listing, "105")
     assert reply_contains(listing.rsplit(",", 1)[0], "105")  # MAX_REPLY_NUMBERS numbers: still an answer
     assert reply_contains(listing + " Paris", "paris")  # a word is still found
-    v = evaluate({"kind": "reply_contains", "any_of": ["105"]}, listing, [], [], sql=None, python=None,  # type: ignore[arg-type]
-                 digests=None, marks={}, columns=None)  # type: ignore[arg-type]
-    assert not v["passed"] and "at most 20 numbers" in v["detail"]
+    v = ReplyContainsCheck(any_of=["105"]).verdict(TurnView(listing), [])
+    assert not v.passed and "at most 20 numbers" in v.detail
 
 
 def test_reply_numbers_do_not_depend_on_the_hosts_decimal_context() -> None:
@@ -136,7 +148,7 @@ def test_reply_numbers_do_not_depend_on_the_hosts_decimal_context() -> None:
     3, ``-12345`` became ``-1.23E+4`` (the check failed) and the host's flags collected Inexact and Rounded."""
     import decimal
 
-    from gym_envs.sandbox.checks import text_contains
+    from gym_envs.checks.text import text_contains
 
     with decimal.localcontext() as ctx:
         ctx.prec = 3
@@ -162,11 +174,8 @@ def _crew(names: list[str]) -> Any:
 
 
 def _said(ex: Executor, names: list[str], reply: str, *answers: list[str]) -> list[Any]:
-    from gym_envs.sandbox.checks import with_turn_answers
-
     s = ex.session(_crew(names))
-    checks = with_turn_answers([{"kind": "reply_contains", "any_of": a} for a in answers])
-    return s.check(checks, reply, [])
+    return check(s, [{"kind": "reply_contains", "any_of": a} for a in answers], reply)
 
 
 NINE = ["Ada Byron", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth",
@@ -216,6 +225,6 @@ def test_a_check_is_capped_by_every_column_that_holds_one_of_its_strings(ex: Exe
 @pytest.mark.parametrize("others, allowed", [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 2), (6, 2), (7, 3), (8, 3),
                                              (9, 4), (100, 4)])
 def test_allowed_other_names(others: int, allowed: int) -> None:
-    from gym_envs.sandbox.checks import MAX_REPLY_NAMES, allowed_other_names
+    from gym_envs.checks.text import MAX_REPLY_NAMES, allowed_other_names
 
     assert allowed_other_names(others) == allowed and allowed < MAX_REPLY_NAMES

@@ -336,6 +336,23 @@ def test_engine_episodes_start_from_the_template_digests(reads: list[int]) -> No
         ex.close()
 
 
+def test_an_episode_opened_with_setup_statements_digests_their_content() -> None:
+    """A task's setup statements change the template before the first call: the episode's digests are its
+    content's (the same content reached by a call digests the same), never the template's."""
+    ex = InProcessExecutor(Limits(sql=LIMITS))
+    try:
+        plain = ex.session(store_spec(), seed=0)
+        template = plain.digest()
+        setup = ex.session(store_spec(), seed=0, start=False)
+        setup.setup = ("UPDATE items SET qty = 1 WHERE id = 1",)
+        setup.open(0)
+        got = setup.digest()
+        assert plain.call("take", {"item_id": 1, "qty": 2}).ok
+        assert got != template and got == plain.digest()
+    finally:
+        ex.close()
+
+
 def test_digest_cache_unit_savepoints_of_one_name() -> None:
     """Savepoints are a stack in which a name means its most recent entry, as in SQLite."""
     cache = DigestCache()

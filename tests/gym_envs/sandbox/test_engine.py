@@ -28,6 +28,7 @@ from tests.gym_envs.sandbox.attacks import (
     attempt,
     make_spec,
 )
+from tests.gym_envs.sandbox.judging import check
 from tests.gym_envs.sandbox.store import STORE_CODE, STORE_SCHEMA, STORE_TOOLS, store_spec
 
 
@@ -284,10 +285,10 @@ def test_tool_writing_the_checked_rows_is_judged_by_state(ex: Executor) -> None:
     """
     code = "def t(db, **kw):\n    db.execute(\"INSERT INTO secret (k) VALUES ('done')\")\n    return 'ok'"
     s = ex.session(make_spec(code))
-    check = {"kind": "sql", "query": "SELECT count(*) FROM secret WHERE k = 'done'", "expect": [[1]]}
-    assert not s.check([check], "", [])[0].passed
+    want = {"kind": "sql", "query": "SELECT count(*) FROM secret WHERE k = 'done'", "expect": [[1]]}
+    assert not check(s, [want], "", [])[0].passed
     assert s.call("t", {}).ok
-    assert s.check([check], "", ["t"])[0].passed
+    assert check(s, [want], "", ["t"])[0].passed
     s.close()
 
 
@@ -350,7 +351,7 @@ def flood(db, **kw):
     r = s.call("flood", {})
     assert not r.ok and r.error_type == "SQLError", r
     assert s.call("deposit", {"account_id": 1, "amount": 1}).result == 106
-    assert s.check([{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]},
+    assert check(s, [{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]},
                     {"kind": "sql", "query": "SELECT count(*) FROM secret", "expect": [[1]]}], "", [])[1].passed
     s.close()
 
@@ -433,7 +434,7 @@ def _play_trajectory(ex: Executor) -> tuple[list[dict[str, Any]], list[dict[str,
     s: Session = ex.session(spec, seed=42)
     s.mark()
     calls = [s.call(name, args).to_dict() for name, args in TRAJECTORY]
-    checks = s.check(TRAJECTORY_CHECKS, "All done.", [c["name"] for c in calls if c["ok"]],
+    checks = check(s, TRAJECTORY_CHECKS, "All done.", [c["name"] for c in calls if c["ok"]],
                      attempted=[c["name"] for c in calls])
     digest = s.digest()["digest"]
     s.close()

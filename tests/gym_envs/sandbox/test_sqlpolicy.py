@@ -18,6 +18,7 @@ from tests.gym_envs.sandbox.attacks import (
     attempt,
     make_spec,
 )
+from tests.gym_envs.sandbox.judging import check
 
 DB_SCHEMA = """
 CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL);
@@ -84,7 +85,7 @@ def test_injection_strings_bound_as_parameters_are_data(payload: str, ex: Execut
     s = ex.session(make_spec(BOUND, "find"))
     r = s.call("find", {"owner": payload})
     assert r.ok and r.result == []
-    assert s.check([{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]}], "", [])[0].passed
+    assert check(s, [{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]}], "", [])[0].passed
     s.close()
     assert not os.path.exists("/tmp/envwright-attack.db")
     assert_next_episode_runs(ex)
@@ -96,7 +97,7 @@ def test_injection_into_concatenating_tool_cannot_stack_statements(ex: Executor,
     s = ex.session(make_spec(CONCATENATING, "find"))
     r = s.call("find", {"owner": "ann'; DROP TABLE acct; --"})
     assert not r.ok and r.error_type == "SQLError" and "one statement" in str(r.error)
-    assert s.check([{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]}], "", [])[0].passed
+    assert check(s, [{"kind": "sql", "query": "SELECT count(*) FROM acct", "expect": [[2]]}], "", [])[0].passed
     s.close()
 
 
