@@ -7,8 +7,10 @@ adapters merged, ZeRO-3 parameters gathered, names mapped). On top of it:
 
 * **one call per batch** (colocate): ``LLM.generate`` with one ``SamplingParams`` per row, so each row keeps
   its own token budget, seed (:func:`~gym_envs.seeding.stable_seed` of the call's seed and the row) and JSON
-  Schema (vLLM's structured outputs, ``StructuredOutputsParams(json=..., disable_any_whitespace=True)``,
-  as envgen's ``vllm`` backend decodes); free rows carry none. Log-probabilities are the sampled tokens'
+  Schema (vLLM's structured outputs with the schema's compact grammar in the request,
+  ``StructuredOutputsParams(grammar=compact_json_grammar(schema))``, as envgen's ``vllm`` backend decodes:
+  the engine TRL builds takes no structured-outputs config, and vLLM ignores a request's
+  ``disable_any_whitespace``); free rows carry none. Log-probabilities are the sampled tokens'
   (``logprobs=0``; TRL builds the engine with ``logprobs_mode="processed_logprobs"``, the distribution after
   temperature). In ``server`` mode the rows go through TRL's client, one request per schema and budget;
 * **weights** (:mod:`training.weight_sync`): a fresh engine is given the trainer's weights before its first
@@ -38,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from envgen.backends.base import budget_list
+from envgen.backends.vllm_offline import compact_json_grammar
 from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 from training.generation import Generated, Generator, vllm_available
@@ -46,10 +49,11 @@ __all__ = ["VLLMGenerator", "structured_outputs"]
 
 
 def structured_outputs(schema: dict[str, Any]) -> Any:
-    """The ``StructuredOutputsParams`` constraining a vLLM row to ``schema`` (compact JSON, as every backend)."""
+    """The ``StructuredOutputsParams`` constraining a vLLM row to ``schema`` (compact JSON, as every backend:
+    :func:`envgen.backends.vllm_offline.compact_json_grammar`)."""
     from vllm.sampling_params import StructuredOutputsParams
 
-    return StructuredOutputsParams(json=schema, disable_any_whitespace=True)
+    return StructuredOutputsParams(grammar=compact_json_grammar(schema))
 
 
 class VLLMGenerator(Generator):
@@ -208,7 +212,7 @@ class VLLMGenerator(Generator):
         eng.top_p = top_p
         saved = dict(getattr(eng, "generation_kwargs", None) or {})
         if schema is not None:  # TRL builds StructuredOutputsParams from the dict
-            eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema, "disable_any_whitespace": True}}
+            eng.generation_kwargs = {**saved, "structured_outputs": {"grammar": compact_json_grammar(schema)}}
         try:
             _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
         except Exception as e:  # the boundary: a failure is data, these rows end with an error
