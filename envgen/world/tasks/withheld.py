@@ -50,7 +50,7 @@ _NEWS = [
 
 _AGAIN = ["So please {goal} now.", "Could you {goal} after all?", "Can you try again and {goal}?",
           "Please go ahead and {goal}.", "Would you {goal} now?", "Then please {goal}.",
-          "In that case, I'd still like you to {goal}.", "Could you give it another go and {goal}?"]
+          "In that case, I'd still like you to {goal}.", "Could you have another go and {goal}?"]
 """How the person asks again (with the request's goal)."""
 
 
