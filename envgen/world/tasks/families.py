@@ -36,6 +36,7 @@ from envgen.world.tasks.withheld import Withheld
 __all__ = ["Families"]
 
 _DATE_KINDS = ("date", "datetime")
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 Call = dict[str, Any]
 
 
@@ -581,7 +582,9 @@ class Families(Operations, Catalog, Withheld):
                 ok, _ = self.w.attempt([*reads, look], call)
                 if not ok:
                     continue
-                things_said = f"{qty} x {thing[title.name]}" if qty > 1 else f"the {thing[title.name]}"
+                # a count as a person says it ("two of the Oak Desk Lamp"), never "order 2 x ..." (a row id to a reader)
+                things_said = f"{_COUNT_WORDS.get(qty, str(qty))} of the {thing[title.name]}" if qty > 1 \
+                    else f"the {thing[title.name]}"
                 # the create's own words when it has them ("redeem {value} with {record}"), else "add ... to ..."
                 goal = (create.phrase.format(record=said.words, value=things_said) if create.phrase else
                         f"add {things_said} to {said.words}")
