@@ -40,6 +40,7 @@ from gym_envs.errors import (
     cap_text,
     error_response,
     exception_text,
+    unknown_tool_message,
 )
 from gym_envs.sandbox.arguments import validate_arguments
 from gym_envs.sandbox.checks import json_rows, probe, python_verdict
@@ -325,8 +326,7 @@ class Engine:
             return error_response(ErrorKind.EPISODE_LOST, ep.lost, cap)
         admit = ep.program.arguments.get(name)
         if admit is None:
-            return error_response(ErrorKind.UNKNOWN_TOOL, f"no tool named {name!r}; available tools: "
-                                  f"{sorted(ep.program.tool_schemas)}", cap)
+            return error_response(ErrorKind.UNKNOWN_TOOL, unknown_tool_message(name, ep.program.tool_schemas), cap)
         if args is None:
             args = {}
         elif args.__class__ is not dict:

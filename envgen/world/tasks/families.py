@@ -13,7 +13,9 @@ by its number, by its date, by a thing it contains, or by a filter ("my most rec
 * :meth:`policy_refusal`: a request only the policy forbids (a state, another person's record, an amount
   over the limit, which goes to a person through the escalation tool);
 * :meth:`tool_refusal`: a request a tool refuses (its guard), then the allowed alternative;
-* :meth:`missing_identity`: a request without who is asking; the agent must ask first.
+* :meth:`missing_identity`: a request without who is asking; the agent must ask first;
+* :meth:`~envgen.world.tasks.withheld.Withheld.withheld_tool`: a request whose tool is offered only once the
+  user says the service can do it now.
 
 Every family respects the policy in its normal path (amounts under a limit, states a rule allows, the
 speaker's own records), so an agent that follows the policy can pass every task.
@@ -29,6 +31,7 @@ from envgen.world.phrase import Voice, sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
 from envgen.world.tasks.catalog import Catalog
 from envgen.world.tasks.operations import Operations
+from envgen.world.tasks.withheld import Withheld
 
 __all__ = ["Families"]
 
@@ -46,7 +49,7 @@ class Said(NamedTuple):
     reads: list[Call]  #: the reads that resolve the words once the scope's records are listed
 
 
-class Families(Operations, Catalog):
+class Families(Operations, Catalog, Withheld):
     """The task families over one world (see the module docstring)."""
 
     def __init__(self, w: Writer, pools: Pools, part: World | None = None):
