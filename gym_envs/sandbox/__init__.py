@@ -166,8 +166,9 @@ import os
 
 from gym_envs.errors import ErrorKind, LoadFailure, ToolError
 from gym_envs.sandbox.arguments import validate_arguments
-from gym_envs.sandbox.db import DbFacade, StateDB
+from gym_envs.sandbox.db import StateDB
 from gym_envs.sandbox.engine import Engine
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.host import CallResult, CheckResult, Executor, Session, program_request
 from gym_envs.sandbox.inprocess import InProcessExecutor

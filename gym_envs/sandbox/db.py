@@ -1,8 +1,8 @@
 """The SQLite state of an episode and the ``db`` facade that tool code sees.
 
 Contract (gym_envs/ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.Connection``. It gets a
-:class:`DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and ``execute(sql, params=())
--> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
+:class:`~gym_envs.sandbox.facade.DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and
+``execute(sql, params=()) -> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
 
 :class:`StateDB` owns the connection and applies to every statement of untrusted code the policy of
 :mod:`gym_envs.sandbox.sqlpolicy` (authorizer in modes ``setup``, ``rw`` and ``ro``, function allow-list,
@@ -51,6 +51,7 @@ from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
 from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest
+from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
     _FunctionErrors,
@@ -62,7 +63,7 @@ from gym_envs.sandbox.sqlpolicy import (
     state_error,
 )
 
-__all__ = ["DbFacade", "Guard", "StateDB", "digest_of"]
+__all__ = ["Guard", "StateDB", "digest_of"]
 
 _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
@@ -436,7 +437,7 @@ class StateDB(ContentReads):
                 guard.mode = saved_mode
                 guard.deadline = saved_deadline
 
-        return _named(run, "query" if fetch else "execute")
+        return named(run, "query" if fetch else "execute")
 
     def _admitted_cache(self, mode: str) -> dict[str, str]:
         if mode not in _ALLOWED:
@@ -563,44 +564,3 @@ class StateDB(ContentReads):
         self.conn.close()
         if self._native_conn is not None:
             self._native_conn.close()
-
-
-_RENAMED: dict[tuple[Any, str], Any] = {}  #: (code object, name) -> the code object renamed (made once)
-
-
-def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` named ``db.<name>`` for the messages tool code sees (``db.query() takes from 1 to 2
-    positional arguments ...``); Python words those from the code object (renamed once per name, as every
-    episode's facade makes its functions afresh)."""
-    key = (fn.__code__, name)
-    code = _RENAMED.get(key)
-    if code is None:
-        code = _RENAMED[key] = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
-    fn.__code__ = code
-    fn.__name__, fn.__qualname__ = name, f"db.{name}"
-    return fn
-
-
-class DbFacade:
-    """The ``db`` object that tool and check code receive.
-
-    It holds its :class:`StateDB` in closures, not attributes, so restricted code (which cannot touch
-    ``_``-names anyway) has nothing to reach through. Its statements run only while ``owner`` is the
-    connection's owner token: the engine installs it for the duration of each call of the facade's episode.
-    """
-
-    __slots__ = ("execute", "query")
-
-    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float, owner: object):
-        self.query = state.statement("ro" if read_only else "rw", fetch=True, timeout_s=timeout_s, owner=owner)
-        if read_only:
-            def execute(sql: str, params: Any = ()) -> dict[str, Any]:
-                """Refused: checks read the state, they never write it."""
-                raise StateError("this database view is read-only")
-
-            self.execute = _named(execute, "execute")
-        else:
-            self.execute = state.statement("rw", fetch=False, timeout_s=timeout_s, owner=owner)
-
-    def __repr__(self) -> str:
-        return "<db>"

@@ -44,7 +44,8 @@ from gym_envs.errors import (
 )
 from gym_envs.sandbox.arguments import validate_arguments
 from gym_envs.sandbox.checks import json_rows, probe, python_verdict
-from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
+from gym_envs.sandbox.db import StateDB, digest_of
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
