@@ -54,10 +54,11 @@ def test_ddp_config_is_two_processes_with_colocated_vllm() -> None:
     assert check_world(cfg, "solver", {"RANK": "1", "WORLD_SIZE": "2"}) == (1, 2)
     with pytest.raises(ConfigError, match="accelerate launch --num_processes 2"):
         check_world(cfg, "solver", {})  # a plain command: a world of 1
-    with pytest.raises(ConfigError, match="runs in one process.*server mode"):
+    with pytest.raises(ConfigError, match=r"runs in one process.*server mode"):
         check_world(cfg, "selfplay", {"RANK": "0", "WORLD_SIZE": "2"})
     # a GRPO group of the DDP config never straddles two processes: each process's batch holds whole groups
-    assert (cfg.grpo["per_device_train_batch_size"] * cfg.grpo["steps_per_generation"]) % cfg.solver.num_generations == 0
+    per_process = cfg.grpo["per_device_train_batch_size"] * cfg.grpo["steps_per_generation"]
+    assert per_process % cfg.solver.num_generations == 0
 
 
 def test_a_base_url_is_the_other_way_to_give_the_address() -> None:
