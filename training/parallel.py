@@ -54,7 +54,7 @@ def check_world(cfg: TrainConfig, trainer: str, environ: Mapping[str, str] | Non
     if trainer != "solver" and max(want or 1, world) > 1:
         raise ConfigError(f"train {trainer} runs in one process (run.num_processes={want}, {world} launched): on "
                           "two GPUs run it in server mode (generation.vllm_mode=server, vLLM on the other GPU: the "
-                          "selfplay-smollm2-2gpu-server config) as a plain command, with run.num_processes=1")
+                          "smollm2-2gpu-server config) as a plain command, with run.num_processes=1")
     if want is not None and world != want:
         how = (f"accelerate launch --num_processes {want} -m envgen train {trainer} ..." if want > 1
                else f"envwright train {trainer} ... (no launcher)")

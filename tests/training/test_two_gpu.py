@@ -54,7 +54,7 @@ def test_ddp_config_is_two_processes_with_colocated_vllm() -> None:
     assert check_world(cfg, "solver", {"RANK": "1", "WORLD_SIZE": "2"}) == (1, 2)
     with pytest.raises(ConfigError, match="accelerate launch --num_processes 2"):
         check_world(cfg, "solver", {})  # a plain command: a world of 1
-    with pytest.raises(ConfigError, match=r"runs in one process.*server mode"):
+    with pytest.raises(ConfigError, match=r"runs in one process.*server mode.*the smollm2-2gpu-server config"):
         check_world(cfg, "selfplay", {"RANK": "0", "WORLD_SIZE": "2"})
     # a GRPO group of the DDP config never straddles two processes: each process's batch holds whole groups
     per_process = cfg.grpo["per_device_train_batch_size"] * cfg.grpo["steps_per_generation"]
