@@ -64,7 +64,9 @@ class VLLMGenerator(Generator):
         engine: an existing ``VLLMGeneration`` (a TRL trainer's ``vllm_generation``: the trainer syncs its
             weights itself); default: one built from the other arguments.
         model, accelerator, tokenizer: the trainer's model, its accelerator and tokenizer (to build one).
-        mode: ``colocate`` (vLLM in this process, on the training GPU) or ``server`` (``server_base_url``).
+        mode: ``colocate`` (vLLM in this process, on the training GPU) or ``server`` (a ``trl vllm-serve``
+            process at ``server_base_url``, or at ``server_host``:``server_port``; the weights reach it through an
+            NCCL group on ``group_port``; ``server_timeout`` seconds to wait for it at start).
         gpu_memory_utilization, max_model_length: vLLM's memory share and context length (colocate).
         max_num_seqs: rows vLLM decodes at once (``generation.batch_size``; None: vLLM's default).
         sleep: vLLM's sleep mode between updates (colocate; module docstring).
@@ -75,7 +77,8 @@ class VLLMGenerator(Generator):
 
     def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
                  tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
-                 server_base_url: str | None = None, max_model_length: int | None = None,
+                 server_base_url: str | None = None, server_host: str | None = None, server_port: int = 8000,
+                 group_port: int = 51216, server_timeout: float = 240.0, max_model_length: int | None = None,
                  max_num_seqs: int | None = None, sleep: bool = False):
         self.eos_ids = sorted({int(e) for e in eos_ids})
         borrowed = engine is not None
@@ -90,7 +93,9 @@ class VLLMGenerator(Generator):
 
             engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
                                     gpu_memory_utilization=gpu_memory_utilization,
-                                    server_base_url=server_base_url, max_model_length=max_model_length,
+                                    server_base_url=server_base_url, server_host=server_host or "0.0.0.0",
+                                    server_port=server_port, group_port=group_port, server_timeout=server_timeout,
+                                    max_model_length=max_model_length,
                                     max_num_seqs=max_num_seqs, enable_sleep_mode=sleep and mode == "colocate")
         self.engine = engine
         self.mode = getattr(engine, "mode", mode)
