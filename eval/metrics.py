@@ -269,7 +269,8 @@ def _block(records: list[Mapping[str, Any]], k: int, *, n_boot: int, seed: int) 
 
 def summarize(records: Iterable[Mapping[str, Any]], k: int, *, n_boot: int = 2000,
               seed: int = 0) -> dict[str, Any]:
-    """Suite -> {overall metrics, ``by_kind`` metrics, ``diagnostics``} for a run's records."""
+    """Suite -> {overall metrics, ``by_kind`` metrics, ``by_split`` metrics (when records carry a split),
+    ``diagnostics``} for a run's records."""
     by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for rec in records:
         by_suite[rec["suite"]].append(rec)
@@ -281,6 +282,12 @@ def summarize(records: Iterable[Mapping[str, Any]], k: int, *, n_boot: int = 200
             kinds[str(rec.get("kind"))].append(rec)
         block["by_kind"] = {kind: _block(rs, k, n_boot=n_boot, seed=seed)
                             for kind, rs in sorted(kinds.items())}
+        splits: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for rec in recs:
+            if rec.get("split"):
+                splits[str(rec["split"])].append(rec)
+        if splits:  # a suite whose tasks carry a split (a library's, τ²'s train/test)
+            block["by_split"] = {name: _block(rs, k, n_boot=n_boot, seed=seed) for name, rs in sorted(splits.items())}
         block["diagnostics"] = diagnostics(r for r in recs if not is_backend_failure(r))
         out[suite] = block
     return out

@@ -232,9 +232,11 @@ def _md_table(head: list[str], rows: Iterable[list[str]], untrusted: tuple[int, 
 
 
 def _kind_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """A row per task kind of each suite, then per split (``split train``) when its tasks carry one."""
     return [[name, kind, str(b["tasks"]), str(b["episodes"]), _fmt(b["pass@1"]), _ci(b["pass@1_ci"]),
              _fmt(b["checks@k"])]
-            for name, s in (summary.get("suites") or {}).items() for kind, b in s["by_kind"].items()]
+            for name, s in (summary.get("suites") or {}).items()
+            for kind, b in [*s["by_kind"].items(), *((f"split {k}", v) for k, v in s.get("by_split", {}).items())]]
 
 
 _KIND_HEAD = ["suite", "kind", "tasks", "episodes", "pass@1", "95% CI", "checks"]
@@ -265,6 +267,8 @@ def _extras_md(summary: Mapping[str, Any]) -> list[str]:
                     f"{a['state_changing']} state-changing tasks; agrees: **{a['agrees']}**"]
             out += [f"- violation: {md_code(v['task'])} ({md_code(v['kind'])}): reference passed "
                     f"{v['reference_passed']}, empty passed {v['empty_passed']}" for v in a["violations"]]
+        if run.get("notes"):  # what a suite converted from a benchmark says of itself (and of its agreement)
+            out += [f"\n### Notes: {md_code(name)}\n", *(f"- {md_code(str(n))}" for n in run["notes"])]
         if "library" in run:
             lib = run["library"]
             out += [f"\n### Labelled pool: {md_code(name)}\n",

@@ -1,6 +1,7 @@
 """The evaluation runner: a policy x suites x k trials, concurrently, into records and reports.
 
-Role: what ``envwright eval`` runs. :func:`run_eval` opens each suite, plays every task ``k``
+Role: what ``envwright eval`` runs. :func:`run_eval` opens every suite (all of them before the policy is
+built and any episode is played: a suite that cannot open fails the run at once), plays every task ``k``
 times (:func:`run_episodes`), summarises with :mod:`eval.metrics`, writes the run folder with
 :mod:`eval.report`, and for ``library:`` suites writes solve rates back to the library's
 catalog (labelled pools, :func:`write_back`).
@@ -39,7 +40,9 @@ Contract:
   reference is run once per task and recorded as ``reference`` (if the task has no reference
   row yet), and :meth:`~envgen.library.Library.suspicious_tasks` is reported.
 - **Checker agreement** (:func:`checker_agreement`): the reference trajectory must pass every
-  task and the empty one must fail every task whose reference changes state (for BFCL: acts).
+  task and the empty one must fail every task whose reference changes state (for BFCL: acts). A suite
+  converted from a benchmark adds its agreement with the benchmark's own evaluator
+  (:meth:`~eval.suites.Suite.benchmark_agreement`, τ²) under ``agreement["benchmark"]``.
 """
 
 from __future__ import annotations
@@ -266,14 +269,31 @@ def _default_write_back(policy: Policy, config: EvalConfig) -> bool:
     return policy.label != "scripted:empty"
 
 
-def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None],
-               user: UserSimulator | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _open_suite(spec: str, config: EvalConfig) -> Suite:
+    """The suite ``spec`` names, opened with the run's settings that its options take (split: libraries and τ²;
+    limit: BFCL and τ² load only their first entries, and the runner applies it to every suite)."""
     workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-    # the run's settings, each given to the suites whose options take it (split: libraries; limit: BFCL loads
-    # only its first entries, and the runner applies it to every suite)
     offered = {"split": config.split, "executor": config.executor, "workers": workers, "limit": config.limit}
-    suite = make_suite(spec, **{k: v for k, v in offered.items() if k in suite_options(spec)})
-    info: dict[str, Any] = {"spec": spec, "name": suite.name}
+    return make_suite(spec, **{k: v for k, v in offered.items() if k in suite_options(spec)})
+
+
+def _open_suites(config: EvalConfig) -> list[Suite]:
+    """Every suite of the run, opened before the policy is built and any episode runs (one that cannot open costs
+    no work); on a failure those already open are closed."""
+    opened: list[Suite] = []
+    try:
+        for spec in config.suites:
+            opened.append(_open_suite(spec, config))
+    except BaseException:
+        for suite in opened:
+            suite.close()
+        raise
+    return opened
+
+
+def _run_suite(spec: str, suite: Suite, policy: Policy, config: EvalConfig, bar: Any, log: Callable[[str], None],
+               user: UserSimulator | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    info: dict[str, Any] = {"spec": spec, "name": suite.name, **suite.info()}
     skipped: dict[str, str] = getattr(suite, "skipped", {})
     if skipped:
         info["skipped"] = skipped
@@ -302,6 +322,10 @@ def _run_suite(spec: str, policy: Policy, config: EvalConfig, bar: Any, log: Cal
                 f"{len(info['library']['suspicious'])} suspicious tasks")
         if config.agreement:
             info["agreement"] = checker_agreement(suite, limit=config.limit, **kw)
+            bench = suite.benchmark_agreement(limit=config.limit, seed=config.seed)
+            if bench is not None:
+                info["agreement"]["benchmark"] = bench
+                info["notes"] = [*info.get("notes", []), *bench.get("notes", [])]
     finally:
         suite.close()
     return records, info
@@ -340,11 +364,9 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         from eval.report import claim_run_folder
 
         claim_run_folder(config.out, overwrite=config.overwrite)  # before anything runs
+    opened = _open_suites(config)
     own_policy = policy is None
-    if policy is None:
-        seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where the policy takes one
-        policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
-    user, judge = _model_roles(config)
+    user = judge = None
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     records: list[dict[str, Any]] = []
     suites: dict[str, Any] = {}
@@ -353,10 +375,14 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
         say = bar.console.print
     t0 = time.perf_counter()
     try:
+        if policy is None:
+            seeded = {"seed": config.seed} if "seed" in policy_options(config.policy) else {}  # where it takes one
+            policy = make_policy(config.policy, config.model, **(seeded | config.policy_opts))
+        user, judge = _model_roles(config)
         if bar is not None:
             bar.start()
-        for spec in config.suites:
-            recs, info = _run_suite(spec, policy, config, bar, say, user)
+        for spec, suite in zip(config.suites, opened, strict=True):
+            recs, info = _run_suite(spec, suite, policy, config, bar, say, user)
             records += recs
             suites[info["name"]] = info
         if judge is not None:
@@ -365,7 +391,9 @@ def run_eval(config: EvalConfig, *, policy: Policy | None = None,
     finally:
         if bar is not None:
             bar.stop()
-        if own_policy:
+        for suite in opened:  # those a failure left unrun (a suite closes itself after its run; again is harmless)
+            suite.close()
+        if own_policy and policy is not None:
             policy.close()
         for role in (user, judge):
             if role is not None:

@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, LazyEntry] = {
                           "spec vs blueprint, untrained vs warm-started.", extra="train", section=RUNTIME),
     "induction": LazyEntry("eval.bench.induction:command", "Does a model write skills that hold on their own "
                            "example? Unbounded vs within the example's structure.", extra="train", section=RUNTIME),
+    "tau2": LazyEntry("eval.bench.tau2:command", "Do the converted τ² domains agree with τ²'s own environment and "
+                      "evaluator? States, call results, verdicts.", extra="tau2", section=RUNTIME),
     "speed": LazyEntry("training.bench.speed:speed_command", "Generation tokens/s: TRL's default HF path, our "
                        "static-cache path and vLLM.", extra="train", section=TRAINER),
     "precision": LazyEntry("training.bench.speed:precision_command", "Generation tokens/s by model.dtype "

@@ -145,7 +145,9 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
         for task in spec.tasks:
             if len(task.turns) < 2 or not any(_pronoun(t.instruction) for t in task.turns[1:]):
                 continue
-            session = ex.session(spec, 0)
+            session = ex.session(spec, 0, start=False)
+            session.setup = tuple(task.setup_sql)  # the task's own starting state
+            session.open(0)
             try:
                 previous: set[tuple[str, Any]] = set()
                 for i, turn in enumerate(task.turns):

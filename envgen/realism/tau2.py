@@ -14,7 +14,8 @@ Contract:
 * **Tools**: the methods of ``tools.py`` decorated ``@is_tool(ToolType.X)``; ``READ`` ones only read.
 * **Tasks**: each task of ``tasks.json`` is one turn whose text is the user scenario's ``reason_for_call``
   and ``known_info`` (what the simulated user wants and knows; τ²'s turns themselves are written by a model
-  at run time), its reference calls the ``evaluation_criteria.actions``.
+  at run time), its reference calls the ``evaluation_criteria.actions``; a task with a ``user_scenario`` (every
+  one) is a scenario task: τ²'s simulated user answers the agent.
 * **Results** are not in the data, so they are rebuilt from ``db.json`` (an approximation of tau2's tools):
   a call returns the records keyed by one of its argument values, else (a ``READ`` tool: a search) the records
   holding all its argument values; a tool whose source says it returns ``str`` returns those records' keys.
@@ -172,7 +173,7 @@ def tau2_world(domain: str, root: Path | None = None) -> World:
                                      search=a["name"] in reads),
                            True, a["name"] not in reads) for a in actions)
         tasks.append(TaskRecord(str(task.get("id")), (Turn(_text(task.get("user_scenario") or {}), calls),),
-                                len(tools)))
+                                len(tools), scenario=bool(task.get("user_scenario"))))
     policy = data / "policy.md"
     fields = [f for t in tables for c in t.columns for f in c.split(".") if f != "*"]
     vocab = Vocabulary.of([t.name for t in tables], fields, [k for recs in db.records.values() for k in recs])

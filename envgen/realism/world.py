@@ -34,8 +34,8 @@ from gym_envs.sandbox import Executor, StateDB, make_executor
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 from gym_envs.spec import EnvSpec
 
-__all__ = ["MAX_ROWS", "Call", "Table", "TaskRecord", "Turn", "World", "count_policy_rules", "world_of_spec",
-           "worlds_of_specs"]
+__all__ = ["MAX_ROWS", "Call", "Table", "TaskRecord", "Turn", "World", "count_policy_rules", "is_normative",
+           "world_of_spec", "worlds_of_specs"]
 
 MAX_ROWS = 5000  #: rows of a table whose text values are read (the row count is always exact)
 
@@ -110,6 +110,11 @@ _NORMATIVE = re.compile(r"\b(must|should|cannot|can ?not|can only|never|do not|d
                         r"needs to|has to|have to|required|prohibited|forbidden|refuse|deny)\b", re.I)
 
 
+def is_normative(text: str) -> bool:
+    """Whether a sentence or bullet states a rule (says must, should, cannot, never, only if, ...)."""
+    return _NORMATIVE.search(text) is not None
+
+
 def count_policy_rules(policy: Any) -> int:
     """The rules of a policy: a list's items, a ``rules`` attribute's or key's items, or the normative
     sentences and bullets of a text (those that say must, should, cannot, never, only if, ...); 0 for none."""
@@ -120,7 +125,7 @@ def count_policy_rules(policy: Any) -> int:
         return count_policy_rules(rules)
     if isinstance(policy, str):
         parts = re.split(r"(?<=[.!?])\s+|\n\s*[-*\d.]+\s+|\n{2,}", policy)
-        return sum(1 for p in parts if _NORMATIVE.search(p))
+        return sum(1 for p in parts if is_normative(p))
     if isinstance(policy, Iterable):
         return sum(1 for _ in policy)
     return 0
@@ -184,6 +189,7 @@ def _run_references(spec: EnvSpec, ex: Executor) -> tuple[list[list[list[Call]]]
                 for task in spec.tasks], f"the code does not load: {e}"
     try:
         for task in spec.tasks:
+            session.setup = tuple(task.setup_sql)  # the task's own starting state
             session.open(0)
             turns = []
             for turn in task.turns:

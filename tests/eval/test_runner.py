@@ -302,3 +302,19 @@ class _AlwaysRaises(Policy):
 
     def act_batch(self, histories: list[Episode]) -> list[Any]:
         raise RuntimeError("model server unreachable")
+
+
+def test_every_suite_opens_before_any_runs_so_a_bad_one_costs_no_work(monkeypatch, tmp_path: Path) -> None:
+    """A suite that cannot open (a typo, a missing library, a refused benchmark domain) fails the run before the
+    policy is built or any episode of the suites before it is played."""
+    import eval.runner as runner
+
+    played: list[str] = []
+    built: list[str] = []
+    monkeypatch.setattr(runner, "run_episodes", lambda suite, *a, **k: played.append(suite.name) or [])
+    monkeypatch.setattr(runner, "make_policy", lambda *a, **k: built.append("policy") or ScriptedPolicy("reference"))
+    config = _config(policy="scripted", model="reference", suites=["examples", f"library:{tmp_path / 'none'}"],
+                     out=tmp_path / "run")
+    with pytest.raises(FileNotFoundError, match="no library at"):
+        run_eval(config)
+    assert played == [] and built == [] and not (tmp_path / "run" / "results.jsonl").exists()

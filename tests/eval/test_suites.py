@@ -26,7 +26,7 @@ def _task(suite, env_id: str, task_id: str):
 
 
 def test_registry_and_errors(tmp_path: Path) -> None:
-    assert SUITES.names() == ["bfcl", "examples", "library"]
+    assert SUITES.names() == ["bfcl", "examples", "library", "tau2"]
     with pytest.raises(KeyError, match="did you mean 'library'"):
         make_suite("libary:x")
     with pytest.raises(ValueError, match="library:PATH"):

@@ -208,3 +208,12 @@ def test_the_policy_and_policy_tasks_are_read_from_a_v2_spec() -> None:
     w = world_of_spec(EnvSpec.model_validate(data), "inprocess")
     assert (w.policy_rules, w.policy_tasks) == (2, 1)
     assert [t.policy for t in w.tasks] == [False, True]
+
+
+def test_a_tasks_references_run_from_its_own_starting_state() -> None:
+    d = _spec(spec_version=2)
+    d["tasks"][1]["setup_sql"] = ["INSERT INTO orders VALUES (14, 2, 2, 'pending', 'setup')"]
+    d["tasks"][1]["turns"][0]["reference"] = [{"name": "get_order", "arguments": {"order_id": 14}}]
+    w = world_of_spec(parse_spec(d), "inprocess")
+    call = w.tasks[1].turns[0].calls[0]
+    assert call.ok and call.result == {"id": 14, "customer_id": 2, "status": "pending"}

@@ -103,6 +103,25 @@ def test_reply_scope_conversation_reads_every_message_of_the_agent() -> None:
     assert not talk.verdict(TurnView("Done.", history=["Your total was 37.5001."]), []).passed
 
 
+def test_reply_match_substring_finds_text_as_taus_evaluator_does() -> None:
+    """``match: substring``: anywhere in a message, case-insensitive, the message's commas removed; a number or a
+    list of the candidates is just text (τ²-bench's communicate rule), and no state is read."""
+    text = ReplyContainsCheck(any_of=["Mastercard"], match="substring")
+    answer = ReplyContainsCheck(any_of=["mastercard"])
+    listing = TurnView("You paid with your mastercard, not your visa or amex.")
+    held = [[("payment_methods.brand", ["mastercard", "visa", "amex"])]]
+    assert text.verdict(listing, []).passed and text.probes(listing) == []
+    assert not answer.verdict(listing, held).passed  # an answer may not list the candidates
+    total = ReplyContainsCheck(any_of=["1234.5"], match="substring")
+    assert total.verdict(TurnView("The total is $1,234.50."), []).passed  # commas removed, a prefix of 1234.50
+    assert not ReplyContainsCheck(any_of=["1,234"], match="substring").verdict(TurnView("1,234"), []).passed
+    talk = ReplyContainsCheck(any_of=["60"], scope="conversation", match="substring")
+    view = TurnView("Done.", said=[Said("Your balance is 60. Shall I go ahead?", "Yes, please go ahead.", True, 0)])
+    v = talk.verdict(view, [])
+    assert v.passed and "as text in the conversation" in v.detail and "(as text)" in talk.summary()
+    assert not ReplyContainsCheck(any_of=["60"], match="substring").verdict(view, []).passed  # the turn's reply
+
+
 def test_confirmed_needs_a_confirmation_right_before_each_write() -> None:
     check = ConfirmedCheck(tools=["cancel_order"])
     yes = Said("Shall I cancel it?", "Yes, please go ahead.", True, 0)
@@ -167,6 +186,7 @@ def test_the_state_check_compares_each_named_table_digest() -> None:
     ({"kind": "calls", "require": [{"name": "borrow_book", "match": "subset"}]}, "call patterns"),
     ({"kind": "calls", "require": ["borrow_book"], "ordered": True}, "'ordered'"),
     ({"kind": "reply_contains", "any_of": ["Dune"], "scope": "conversation"}, "'scope'"),
+    ({"kind": "reply_contains", "any_of": ["Dune"], "match": "substring"}, "'match'"),
 ])
 def test_a_v1_document_may_not_use_a_v2_check_feature(check: dict, what: str) -> None:
     spec = lending_spec()
