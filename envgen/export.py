@@ -130,10 +130,12 @@ def _rows(spec: EnvSpec, text: str, row: dict[str, Any], stats: list[dict[str, A
     tasks = []
     for task in spec.tasks:
         rate, n = solve.get(task.id, (None, 0))
+        opening = (json.dumps(spec.openai_tools(task), ensure_ascii=False), system_prompt(spec, task)) \
+            if task.withheld_tools else (tools_json, prompt)  # the tools it offers as it begins
         tasks.append({"env_id": spec.id, "task_id": task.id, "kind": task.kind, "n_turns": len(task.turns),
                       "instructions": [t.instruction for t in task.turns], "title": spec.title,
-                      "description": spec.description, "tool_names": tool_names, "tools": tools_json,
-                      "system_prompt": prompt, "proposer": prov["generator"], "skill_id": prov["skill_id"],
+                      "description": spec.description, "tool_names": tool_names, "tools": opening[0],
+                      "system_prompt": opening[1], "proposer": prov["generator"], "skill_id": prov["skill_id"],
                       "stream": prov["stream"], "provenance": prov, "source": source, "solve_rate": rate,
                       "n_evals": n, "spec_json": text})
     env = {"env_id": spec.id, "title": spec.title, "description": spec.description, "n_tools": len(spec.tools),

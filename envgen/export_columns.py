@@ -24,8 +24,10 @@ TASK_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("title", "string", "the environment's title"),
     ("description", "string", "what the simulated system is"),
     ("tool_names", "list<string>", "the environment's tool names"),
-    ("tools", "string", "the tools as JSON, OpenAI function format ([{\"type\": \"function\", \"function\": ...}])"),
-    ("system_prompt", "string", "the solver's system prompt envwright uses (title, description, tools, call format)"),
+    ("tools", "string", "the tools the task offers as it begins, as JSON, OpenAI function format "
+                        "([{\"type\": \"function\", \"function\": ...}]); those it withholds come with a later turn"),
+    ("system_prompt", "string", "the solver's system prompt envwright uses (title, description, the tools the task "
+                                "offers as it begins, call format)"),
     ("proposer", "string", "what generated the environment (template:NAME, llm:MODEL, manual)"),
     ("skill_id", "string", "the skill that conditioned generation (null: none)"),
     ("stream", "string", "skill, explore, template or manual"),

@@ -20,6 +20,7 @@ by default (they are trusted); anything else on ``worker`` (isolated).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,12 +199,15 @@ def format_call(name: str, arguments: dict[str, Any]) -> str:
     return f"{name} {json.dumps(arguments, ensure_ascii=False)}" if arguments else name
 
 
-def _tools_table(spec: EnvSpec) -> Table:
+def _tools_table(spec: EnvSpec, offered: Collection[str] | None = None) -> Table:
+    """The spec's tools (only those in ``offered``, the tools an episode offers now, when given)."""
     table = Table(title="Tools", title_justify="left", show_lines=True, expand=False)
     table.add_column("tool", style="bold cyan", no_wrap=True)
     table.add_column("parameters (* required)")
     table.add_column("description")
     for tool in spec.tools:
+        if offered is not None and tool.name not in offered:
+            continue
         params = Text()
         for i, p in enumerate(tool_parameters(tool)):
             if i:

@@ -33,6 +33,12 @@ Episode semantics (gym_envs/ENVSPEC.md):
 * A ``calls`` check's ``require`` counts successful calls of the turn, its
   ``forbid`` counts every attempted call. ``judged`` checks count in no reward mode:
   each turn record's ``judged`` lists them undecided (a judge in evaluation decides them).
+* Tools a task withholds (``withheld_tools``) are offered from the turn that
+  reveals them (``reveal_tools``): the system prompt and ``info["tools"]`` list
+  the tools offered, the revealing turn's observation adds the new tools' schemas
+  and its step's ``info["tools"]`` the tools offered from then on, and a call of a
+  tool not offered gets the answer a call of a name no tool has gets
+  (:mod:`gym_envs.offers`).
 
 Hidden from the agent: checks, references, code. The env's own spec lives in
 ``env_spec`` (``Env.spec`` belongs to Gymnasium).
@@ -52,10 +58,13 @@ from gymnasium import spaces
 
 from corpora.errors import did_you_mean
 from gym_envs import display
+from gym_envs.availability import revealed_text
 from gym_envs.conversation import Conversation
 from gym_envs.errors import ErrorKind
+from gym_envs.offers import Offers
 from gym_envs.outcome import TurnOutcome
 from gym_envs.parsing import ParsedAction, action_text, parse_action
+from gym_envs.prompt import system_prompt, tool_system_prompt
 from gym_envs.replay import EpisodeCheckpoint, Replays
 from gym_envs.sandbox import CallResult, Executor, Session, default_executor, make_executor
 from gym_envs.spec import EnvSpec, Task, as_spec
@@ -102,33 +111,6 @@ def text_space(max_length: int) -> spaces.Text:
 _TEXT_SPACES: dict[int, spaces.Text] = {}
 
 
-def system_prompt(spec: EnvSpec) -> str:
-    """The solver's system prompt: what the system is, its policy (numbered) and how to call its tools."""
-    description = spec.description
-    if spec.policy:
-        description += "\n\nPolicy:\n" + "\n".join(f"{i}. {r.text}" for i, r in enumerate(spec.policy, 1))
-    return tool_system_prompt(spec.title, description, [t.model_dump() for t in spec.tools])
-
-
-def tool_system_prompt(title: str, description: str, tools: Sequence[Mapping[str, Any]]) -> str:
-    """The solver's system prompt for any tool list (``{"name", "description", "parameters"}`` dicts).
-
-    :func:`system_prompt` is this for a spec; suites whose tools are not a spec's (BFCL) use it directly,
-    so every policy sees one prompt format.
-    """
-    lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-    return (
-        f"You are an assistant operating {title}. {description}\n\n"
-        "You can call these tools (JSON Schema of each):\n"
-        f"{lines}\n\n"
-        "To call a tool, reply with one or more blocks\n"
-        '<tool_call>{"name": TOOL, "arguments": {...}}</tool_call>\n'
-        "and nothing else. You will see each result. When the request is done, or if you need "
-        "information from the user, or if it cannot be done with these tools, reply with a plain "
-        "message (no tool call); that ends your turn."
-    )
-
-
 def resolve_spec_ref(spec: Any) -> Any:
     """A shipped example's name (``"library-loans"``) becomes its file; anything else is returned as is.
 
@@ -146,7 +128,7 @@ def resolve_spec_ref(spec: Any) -> Any:
                                 "text, a dict, an EnvSpec or a shipped example's name") from None
 
 
-class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
+class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
     """A generated tool-use environment (see the module docstring for the semantics).
 
     Args:
@@ -204,7 +186,12 @@ class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
         self.done = True
         self.transcript: list[tuple[str, str]] = []
         self._system_prompt = system_prompt(self.env_spec)
-        self._tool_dicts = [t.model_dump() for t in self.env_spec.tools]
+        self._all_tools = [t.model_dump() for t in self.env_spec.tools]
+        self._tool_dicts = self._all_tools  #: the tools offered now (all but those the task withholds)
+        self._offered = frozenset(t["name"] for t in self._all_tools)
+        self._revealed: list[dict[str, Any]] = []  #: the tools the current turn revealed
+        self._prompts = {frozenset(): self._system_prompt}  # the task's withheld tools -> its system prompt
+        self.instruction = ""  #: the current turn's observation: its instruction, with the tools it reveals
         self.user: UserSimulator = user if user is not None else ScriptedUser()
         self._preset: UserReply | None = None
         self._prior: list[str] = []
@@ -219,7 +206,7 @@ class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
         if parsed.is_message:
             return self._message(parsed.content, info)
         assert self.session is not None
-        return self._after_calls(parsed, info, [self.session.call(c["name"], c["arguments"]) for c in parsed.calls])
+        return self._after_calls(parsed, info, [self._call(c["name"], c["arguments"]) for c in parsed.calls])
 
     # reset and step in phases, so that reset_many and step_many can batch the executor's work
     def _choose_episode(self, seed: int | None, options: dict[str, Any] | None) -> int:
@@ -251,6 +238,8 @@ class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
         self.steps = 0
         self.done = False
         self._prior, self._preset = [], None
+        self._system_prompt = self._opening_prompt()
+        self._offer_at(-1)
         self.transcript = [("system", self._system_prompt)]
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": 0,
@@ -347,14 +336,18 @@ class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
     def _begin_turn(self) -> str:
         assert self.task is not None and self.session is not None
         turn = self.task.turns[self.turn_index]
+        before = self._offered
+        self._offer_at(self.turn_index)  # the tools the turn reveals are offered from now on
+        self._revealed = [t for t in self._tool_dicts if t["name"] not in before]
         outcome = TurnOutcome(self.turn_index, turn.instruction)
         self.turns.append(outcome)
         if any(c.marks_turn for c in turn.checks):
             self.session.mark()
         if self.track_progress:  # the turn's checks if the agent did nothing in it
             outcome.free = self._free_checks(turn)
-        self.transcript.append(("user", turn.instruction))
-        return self._cut(turn.instruction)
+        self.instruction = turn.instruction + revealed_text(self._revealed)
+        self.transcript.append(("user", self.instruction))
+        return self._cut(self.instruction)
 
     def _score_turn(self, reply: str) -> TurnOutcome:
         assert self.task is not None
@@ -387,7 +380,10 @@ class ToolEnv(Replays, Conversation, gym.Env[str, Any]):
             self.done = True
             reward += self._final(info)
             return "", reward, True
-        return self._begin_turn(), reward, False
+        obs = self._begin_turn()
+        if self._revealed:
+            info["tools"] = self._tool_dicts  # the tools offered from now on (shared: treat as read-only)
+        return obs, reward, False
 
     def _truncate(self, info: dict[str, Any]) -> float:
         """Score the current turn as it stands (if not yet scored) and end the episode."""
@@ -550,20 +546,22 @@ def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
     actions = _per_env(actions, len(envs), "actions")
     begun: dict[int, tuple[ParsedAction, dict[str, Any]]] = {}
     failed: dict[int, BaseException] = {}
-    groups: dict[int, tuple[Executor, list[tuple[int, Session, str, Any]]]] = {}
+    groups: dict[int, tuple[Executor, list[tuple[int, int, Session, str, Any]]]] = {}
+    results: dict[int, list[CallResult | None]] = {}  # per env, each call's result (a refusal made here)
     for j, env in enumerate(envs):
         try:
             parsed, _ = begun[j] = env._begin_step(actions[j])
         except Exception as e:  # the batch's boundary, as above: this env's entry
             failed[j] = e
             continue
-        if not parsed.is_message:
+        made = results[j] = [env._refusal(c["name"], c["arguments"]) for c in parsed.calls]
+        if any(r is None for r in made):
             entries = groups.setdefault(id(env.executor), (env.executor, []))[1]
-            entries += [(j, env.session, c["name"], c["arguments"]) for c in parsed.calls]  # type: ignore[misc]
-    results: dict[int, list[CallResult]] = {j: [] for j in begun}
+            entries += [(j, k, env.session, c["name"], c["arguments"])  # type: ignore[misc]
+                        for k, c in enumerate(parsed.calls) if made[k] is None]
     for executor, entries in groups.values():
-        for (j, *_), r in zip(entries, executor.call_many([(s, n, a) for _, s, n, a in entries]), strict=True):
-            results[j].append(r)
+        for (j, k, *_), r in zip(entries, executor.call_many([(s, n, a) for _, _, s, n, a in entries]), strict=True):
+            results[j][k] = r
 
     def finish(j: int) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if j in failed:
@@ -571,6 +569,6 @@ def step_many(envs: Sequence[ToolEnv], actions: Sequence[Any], *,
         parsed, info = begun[j]
         if parsed.is_message:
             return envs[j]._message(parsed.content, info)
-        return envs[j]._after_calls(parsed, info, results[j])
+        return envs[j]._after_calls(parsed, info, [r for r in results[j] if r is not None])
 
     return _gather(envs, finish, return_exceptions)

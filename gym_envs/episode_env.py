@@ -116,6 +116,11 @@ class EpisodeEnv(ABC):
 
 
 
+def _openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``{"name", "description", "parameters"}`` tools in OpenAI ``tools=`` form."""
+    return [{"type": "function", "function": t} for t in tools]
+
+
 class ToolEnvAdapter(EpisodeEnv):
     """A :class:`~gym_envs.env.ToolEnv` playing one task, as the engine steps it.
 
@@ -135,7 +140,7 @@ class ToolEnvAdapter(EpisodeEnv):
 
     def _opening(self, reset: tuple[str, dict[str, Any]]) -> Opening:
         obs, info = reset
-        return Opening(info["system_prompt"], obs, self.env.env_spec.openai_tools())
+        return Opening(info["system_prompt"], obs, _openai(info["tools"]))
 
     @staticmethod
     def _outcome(stepped: tuple[str, float, bool, bool, dict[str, Any]]) -> Outcome:
@@ -146,7 +151,7 @@ class ToolEnvAdapter(EpisodeEnv):
                        parse_errors=list(info.get("parse_errors") or []), turn_ended=ended,
                        turn_passed=bool(info["turn_passed"]) if ended else None, instruction=obs if ended else "",
                        terminated=terminated, truncated=truncated, score=info.get("score"),
-                       user_reply=info.get("user_reply"))
+                       user_reply=info.get("user_reply"), tools=_openai(info["tools"]) if "tools" in info else None)
 
     def _action(self, action: Any) -> Any:
         """The action to step with: an engine user's reply is handed to the env for the message it answers."""

@@ -20,6 +20,7 @@ write the exception with :func:`exception_text`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "describe",
     "error_response",
     "exception_text",
+    "unknown_tool_message",
 ]
 
 
@@ -102,6 +104,12 @@ class LoadFailure(Exception):
 def cap_text(text: str, n: int) -> str:
     """``text``, cut to ``n`` characters with a note of how many were cut."""
     return text if len(text) <= n else text[:n] + f"...[{len(text) - n} more characters]"
+
+
+def unknown_tool_message(name: str, offered: Iterable[str]) -> str:
+    """The error text of a call to a tool that is not offered: a name no tool has, or one a task withholds
+    until a later turn (the agent cannot tell them apart). ``offered``: the tools it may call now."""
+    return f"no tool named {name!r}; available tools: {sorted(offered)}"
 
 
 def error_response(kind: ErrorKind, message: str, cap: int) -> dict[str, Any]:

@@ -8,8 +8,10 @@ SDK's own ``mcp.Client``) then sees:
   :class:`~gym_envs.env.ToolEnv` episode on the **worker** executor (isolated, rlimited processes:
   the sandbox of :mod:`gym_envs.sandbox`), so a spec's code never runs in the server process. The
   result is the JSON the gym's observation shows; a failed call (bad arguments, ``ToolError``, a
-  sandbox refusal, a timeout) is an ``isError`` result with ``{"error": ..., "type": ...}``, and the
-  server carries on.
+  sandbox refusal, a timeout, a tool not offered) is an ``isError`` result with ``{"error": ..., "type":
+  ...}``, and the server carries on. The list holds the tools the episode offers now: a task that
+  withholds a tool lists it from the turn that reveals it, whose instruction shows it (a call of it
+  before then is refused as a call of a name no tool has).
 * **episode control**, the tools named in :data:`CONTROL_TOOLS`:
 
   - ``envwright_tasks``: the tasks (id, kind, number of turns);
@@ -170,9 +172,15 @@ class EpisodeHost:
             return ended.to_dict()
 
     # -- the environment's tools ---------------------------------------------------------------
+    def offered(self) -> list[str]:
+        """The names of the tools the episode offers now (a task may withhold some until a later turn)."""
+        with self._lock:
+            return [t["name"] for t in self.env._tool_dicts]
+
     def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[bool, list[str]]:
         """One tool call as one step of the episode: ``(ok, texts)``, the first text the observation
-        (the result's JSON, or ``{"error", "type"}``), a second one when the call ended the episode."""
+        (the result's JSON, or ``{"error", "type"}``: a tool not offered, whether no tool has its name or the
+        task withholds it, is refused alike), a second one when the call ended the episode."""
         with self._lock:
             self._live()
             obs, _, _, truncated, info = self.env.step(
@@ -205,8 +213,7 @@ class EpisodeHost:
         if env.done:
             final = self._final or {"score": env.score(), "episode_passed": env.score()["episode"] == 1.0}
             return {**head, "done": True, **final}
-        return {**head, "done": False, "turn": env.turn_index,
-                "instruction": env.task.turns[env.turn_index].instruction}
+        return {**head, "done": False, "turn": env.turn_index, "instruction": env.instruction}
 
 
 # ============================================================================================
@@ -238,10 +245,10 @@ def build_server(host: EpisodeHost) -> Any:
     from mcp.server import Server
 
     spec = host.spec
-    tools = [types.Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in spec.tools]
-    tools += [types.Tool(name=c["name"], title=c["title"], description=c["description"],
-                         input_schema=c["inputSchema"]) for c in control_tool_schemas(spec)]
-    env_tools = {t.name for t in spec.tools}
+    env_tools = {t.name: types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+                 for t in spec.tools}
+    controls = [types.Tool(name=c["name"], title=c["title"], description=c["description"],
+                           input_schema=c["inputSchema"]) for c in control_tool_schemas(spec)]
     control_args = {c["name"]: set(c["inputSchema"]["properties"]) for c in control_tool_schemas(spec)}
 
     def text_result(texts: list[str], *, error: bool, structured: dict[str, Any] | None = None) -> Any:
@@ -261,7 +268,7 @@ def build_server(host: EpisodeHost) -> Any:
         return await anyio.to_thread.run_sync(fn)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=tools)
+        return types.ListToolsResult(tools=[env_tools[n] for n in host.offered()] + controls)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         name, args = params.name, dict(params.arguments or {})
@@ -272,11 +279,6 @@ def build_server(host: EpisodeHost) -> Any:
                     raise ControlError(f"{name} takes no argument(s) {unknown}")
                 out = await off_loop(functools.partial(control, name, args))
                 return text_result([json.dumps(out, ensure_ascii=False)], error=False, structured=out)
-            if name not in env_tools:
-                return text_result([json.dumps({"error": f"no tool named {name!r}; tools are "
-                                                         f"{[t.name for t in tools]}",
-                                                "type": ErrorKind.UNKNOWN_TOOL.value})],
-                                   error=True)
             ok, texts = await off_loop(functools.partial(host.call, name, args))
             return text_result(texts, error=not ok)
         except ControlError as e:

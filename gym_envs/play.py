@@ -138,7 +138,7 @@ class Player:
     def intro(self, executor: str) -> None:
         spec, task = self.env.env_spec, self.env.task
         assert task is not None
-        tools = ", ".join(t.name for t in spec.tools)
+        tools = ", ".join(t["name"] for t in self.env._tool_dicts)  # those the task offers as it begins
         setup = (f"{task.id} ({task.kind}), {_plural(len(task.turns), 'turn')} · "
                  f"reward {self.env.reward_mode} · executor {executor} · max {self.env.max_steps} actions")
         body = Group(
@@ -255,7 +255,7 @@ class Player:
         handler(arg)
 
     def _cmd_tools(self, arg: str) -> None:
-        self.say(_tools_table(self.env.env_spec))
+        self.say(_tools_table(self.env.env_spec, offered=self.env._offered))
 
     def _cmd_state(self, arg: str) -> None:
         assert self.env.session is not None

@@ -73,6 +73,10 @@ class Replays:
         def _truncate(self, info: dict[str, Any]) -> float: ...
         def _outcome(self, index: int, instruction: str) -> TurnOutcome: ...
         def _hear(self, message: str) -> UserReply | None: ...
+        def _opening_prompt(self) -> str: ...
+        def _offer_at(self, turn: int) -> None: ...
+        def _refusal(self, name: str, arguments: Any) -> CallResult | None: ...
+        def _call(self, name: str, arguments: Any, *, offer_all: bool = False) -> CallResult: ...
 
     def reset_to_turn(self, turn: int, calls: Sequence[Mapping[str, Any]], *, seed: int | None = None,
                       options: dict[str, Any] | None = None,
@@ -82,8 +86,10 @@ class Replays:
         those calls gives, without scoring them (they count as unscored and failed in :meth:`score`).
 
         For callers that replay a known prefix many times: the validity gate puts each wrong trajectory of
-        a later turn at that turn's start this way. Returns the turn's instruction and the reset's info
-        (``info["turn"]`` is ``turn``); each call's result is in ``info["prior_results"]``."""
+        a later turn at that turn's start this way. Returns the turn's observation and the reset's info
+        (``info["turn"]`` is ``turn``, ``info["tools"]`` the tools offered at it); each call's result is in
+        ``info["prior_results"]``. The tools a task withholds are offered as the turns before revealed them:
+        ``calls`` may use those offered at turn ``turn - 1`` (a call of any other is refused, as in a step)."""
         episode_seed = self._choose_episode(seed, options)
         assert self.task is not None
         if not 0 <= turn < len(self.task.turns):
@@ -91,7 +97,12 @@ class Replays:
         self._open_episode(episode_seed)
         session = self.session
         assert session is not None
-        results = self.executor.call_many([(session, c["name"], c.get("arguments")) for c in calls])
+        self._system_prompt = self._opening_prompt()
+        self._offer_at(turn - 1)
+        results: list[CallResult | None] = [self._refusal(c["name"], c.get("arguments")) for c in calls]
+        made = iter(self.executor.call_many([(session, c["name"], c.get("arguments"))
+                                             for c, r in zip(calls, results, strict=True) if r is None]))
+        results = [r if r is not None else next(made) for r in results]
         self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn
         self.steps = 0
@@ -101,20 +112,21 @@ class Replays:
         obs = self._begin_turn()
         info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
                 "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
-                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results]}
+                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
         return obs, info
 
-    def call_tools(self, calls: Sequence[Mapping[str, Any]]) -> list[CallResult]:
+    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False) -> list[CallResult]:
         """Make tool calls (``{"name", "arguments"}``) in the current turn, as a :meth:`step` whose action
         is just these calls would (one step; they are the turn's calls, scored when the turn ends), without
         building an observation or a transcript entry: for callers that read the results themselves (the
-        validity gate). Returns the calls' results."""
+        validity gate). ``offer_all``: a tool the task still withholds is called as if it were offered (the
+        gate checks that a turn's checks catch it used early, whatever the runtime refuses). Returns the
+        calls' results."""
         self._check_live()
         assert self.session is not None
         self.steps += 1
         self.turns[-1].actions += 1
-        session = self.session
-        results = [session.call(c["name"], c.get("arguments")) for c in calls]
+        results = [self._call(c["name"], c.get("arguments"), offer_all=offer_all) for c in calls]
         self.turns[-1].add_calls(results)
         if self.steps >= self.max_steps:
             self._truncate({})
@@ -153,5 +165,6 @@ class Replays:
         kept = self.session.restore(cp.token)
         self.turns = [_copy(t) for t in cp.turns]
         self.turn_index, self.steps, self.done = cp.turn_index, cp.steps, False
+        self._offer_at(cp.turn_index)
         del self.transcript[cp.transcript:]
         return kept

@@ -51,6 +51,7 @@ from pydantic import (
     model_validator,
 )
 
+from gym_envs.availability import availability_problems
 from gym_envs.checks import (
     BaseCheck,
     kind_names,
@@ -279,6 +280,8 @@ class Turn(_Model):
     instruction: str = Field(min_length=1)
     checks: list[Check] = Field(min_length=1)
     reference: list[ReferenceItem] = Field(default_factory=list)
+    reveal_tools: list[str] = Field(default_factory=list, description="spec_version 2: tools of the task's "
+                                    "withheld_tools offered from this turn on (its instruction shows them).")
 
     @field_validator("checks")
     @classmethod
@@ -333,6 +336,8 @@ class Task(_Model):
                                  "after the env's seed: the task's own starting state.")
     scenario: Scenario | None = Field(default=None, description="spec_version 2: the simulated user the agent "
                                                                 "talks to.")
+    withheld_tools: list[str] = Field(default_factory=list, description="spec_version 2: tools not offered as "
+                                      "the task begins; a later turn's reveal_tools offers each.")
 
     @field_validator("setup_sql")
     @classmethod
@@ -343,6 +348,12 @@ class Task(_Model):
                 raise ValueError(f"statement {i}: a setup statement is one INSERT, UPDATE, DELETE or REPLACE, got "
                                  f"{stmt[:40]!r}")
         return v
+
+    def withheld_at(self, turn: int) -> frozenset[str]:
+        """The tools not offered at turn ``turn`` (from 0): withheld, and not revealed by it or a turn before."""
+        if not self.withheld_tools:
+            return frozenset()
+        return frozenset(self.withheld_tools).difference(*(t.reveal_tools for t in self.turns[: turn + 1]))
 
     def reference_actions(self) -> int:
         """The actions the reference takes at most: one per reference item (a call, a ``say``) and a reply ending
@@ -384,6 +395,7 @@ class EnvSpec(_Model):
             if bad:
                 problems.append(f"tasks[{ti}].policy: rules {bad} are not numbers of the policy's "
                                 f"{len(self.policy)} rules")
+            problems += availability_problems(f"tasks[{ti}]", task, known)
             for ui, turn in enumerate(task.turns):
                 where = f"tasks[{ti}].turns[{ui}]"
                 for ci, item in enumerate(turn.reference):
@@ -416,6 +428,8 @@ class EnvSpec(_Model):
         if any(isinstance(i, Say) for t in self.tasks for u in t.turns for i in u.reference):
             used.append("'say' items")
         used += dict.fromkeys(f for t in self.tasks for u in t.turns for c in u.checks for f in c.v2_features())
+        if any(t.withheld_tools or any(u.reveal_tools for u in t.turns) for t in self.tasks):
+            used.append("'withheld_tools' and 'reveal_tools'")
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []
 
     # -- convenience -------------------------------------------------------------------------
@@ -436,9 +450,11 @@ class EnvSpec(_Model):
                 return t
         raise KeyError(name)
 
-    def openai_tools(self) -> list[dict[str, Any]]:
-        """Tools as the OpenAI / chat-template ``tools=`` list."""
-        return [{"type": "function", "function": t.model_dump()} for t in self.tools]
+    def openai_tools(self, task: Task | None = None, turn: int = 0) -> list[dict[str, Any]]:
+        """Tools as the OpenAI / chat-template ``tools=`` list: all of them, or with ``task`` those it offers at
+        ``turn`` (:meth:`Task.withheld_at`)."""
+        hidden = task.withheld_at(turn) if task is not None else frozenset()
+        return [{"type": "function", "function": t.model_dump()} for t in self.tools if t.name not in hidden]
 
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent, exclude_none=False)

@@ -11,6 +11,8 @@ Modules (each opens with its contract):
   :mod:`gym_envs.messages` builds the messages and tokens, ``env_mask`` included, that evaluation shows too);
 * :mod:`training.rewards`, :mod:`training.advantages`, :mod:`training.loss` -- small pure pieces of the update;
 * :mod:`training.solver` -- ``envwright train solver``: TRL ``GRPOTrainer`` with our ``rollout_func``;
+* :mod:`training.parallel` -- the two-GPU layouts' processes: the world a config is written for, each
+  process's share of the sandbox workers;
 * :mod:`training.selfplay` -- ``envwright train selfplay``: dual-stream rounds, per-role advantages, checkpoints;
 * :mod:`training.distill` -- ``envwright train distill``: recovery-step self-distillation;
 * :mod:`training.checkpoint`, :mod:`training.metrics` -- checkpoints and resume; metrics.jsonl, TensorBoard/W&B, plots;

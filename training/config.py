@@ -125,7 +125,15 @@ class GenerationConfig:
     engine: Literal["auto", "transformers", "vllm"] = "auto"
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: Float = 0.3  #: colocate: share of GPU memory for vLLM
-    vllm_server_base_url: str | None = None  #: server: e.g. ``http://localhost:8000``
+    #: server: the ``trl vllm-serve`` address as one URL (e.g. ``http://localhost:8000``), or give
+    #: ``vllm_server_host`` and ``vllm_server_port`` instead (one of the two ways, never both)
+    vllm_server_base_url: str | None = None
+    vllm_server_host: str | None = None  #: server: the host ``trl vllm-serve`` listens on (e.g. ``localhost``)
+    vllm_server_port: Int = 8000  #: server: its HTTP port (``trl vllm-serve --port``)
+    #: server: the port of the NCCL group that carries the trainer's weights to the server after each update
+    #: (TRL's ``vllm_group_port``); another run on the same host needs another
+    vllm_group_port: Int = 51216
+    vllm_server_timeout: Float = 240.0  #: server: seconds to wait for the server to answer at start
     vllm_max_model_length: Int | None = None
     #: colocate: vLLM's sleep mode, its weights and KV cache released while the trainer updates (less memory, a
     #: weight push and a wake-up a step); TRL's ``vllm_enable_sleep_mode`` for ``train solver``
@@ -167,6 +175,35 @@ class GenerationConfig:
             raise ValueError("max_logprob_gap must be > 0 (nats), or null to report the gap without a limit")
         if self.vllm_sleep and self.vllm_mode != "colocate":
             raise ValueError("vllm_sleep needs vllm_mode=colocate (a vLLM server manages its own memory)")
+        self._check_server()
+
+    def _check_server(self) -> None:
+        for name in ("vllm_server_port", "vllm_group_port"):
+            if not 1 <= getattr(self, name) <= 65535:
+                raise ValueError(f"{name} must be a TCP port in 1..65535, got {getattr(self, name)}")
+        if self.vllm_server_timeout <= 0:
+            raise ValueError("vllm_server_timeout must be > 0 (seconds)")
+        url = self.vllm_server_base_url
+        if url is not None and not re.fullmatch(r"https?://[^/\s:]+(:\d+)?/?", url):
+            raise ValueError(f"vllm_server_base_url must look like http://HOST:PORT (trl vllm-serve's address), "
+                             f"got {url!r}")
+        if url is not None and self.vllm_server_host is not None:
+            raise ValueError("give the vLLM server's address once: vllm_server_base_url, or vllm_server_host and "
+                             "vllm_server_port")
+        if self.vllm_mode != "server":
+            return
+        if url is None and not self.vllm_server_host:
+            raise ValueError("vllm_mode=server needs the address of the trl vllm-serve process: set "
+                             "generation.vllm_server_host (and vllm_server_port, default 8000), or "
+                             "generation.vllm_server_base_url=http://HOST:PORT")
+        if self.engine != "vllm":
+            raise ValueError(f"vllm_mode=server generates on a vLLM server, which needs generation.engine=vllm "
+                             f"(got {self.engine!r}: it would leave the server unused)")
+        server_port = int(url.rstrip("/").rsplit(":", 1)[1]) if url and url.count(":") == 2 else (
+            self.vllm_server_port if url is None else None)
+        if server_port == self.vllm_group_port:
+            raise ValueError(f"vllm_group_port ({self.vllm_group_port}) is the server's HTTP port: the weight "
+                             "group needs a port of its own")
 
 
 @dataclass(config=CONFIG)
@@ -193,8 +230,14 @@ class RolloutConfig:
     #: options of the user model (:class:`envgen.users.ModelRoleOptions`: ``max_new_tokens``, ``temperature``,
     #: ``seed``, ``backend_options``)
     user_options: dict[str, Any] = field(default_factory=dict)
+    #: sandbox worker processes of the whole run (``executor: worker``), shared out over the training processes
+    #: (:func:`training.parallel.rank_share`); scale it with the host's CPU cores (32 on a 2-GPU host); None: one
+    #: worker a process
+    sandbox_workers: Int | None = None
 
     def __post_init__(self) -> None:
+        if self.sandbox_workers is not None and self.sandbox_workers < 1:
+            raise ValueError("sandbox_workers must be >= 1 (worker processes of the run), or null (one a process)")
         if self.user_backend is None and (self.user_model or self.user_options):
             raise ValueError("rollout.user_model and rollout.user_options need rollout.user_backend (transformers, "
                              "vllm or openai)")
@@ -299,6 +342,9 @@ class RunConfig:
     report_to: list[str] = field(default_factory=lambda: ["tensorboard"])  #: ``tensorboard``, ``wandb``, or []
     run_name: str | None = None
     resume: str | None = None  #: a checkpoint folder, or ``latest`` (the newest under output_dir)
+    #: training processes the config is written for (``accelerate launch --num_processes N``; 1: a plain
+    #: command); a trainer refuses to start in another world (:func:`training.parallel.check_world`); None: any
+    num_processes: Int | None = None
 
     @field_validator("report_to", mode="before")
     @classmethod
@@ -309,6 +355,8 @@ class RunConfig:
         return value
 
     def __post_init__(self) -> None:
+        if self.num_processes is not None and self.num_processes < 1:
+            raise ValueError("num_processes must be >= 1 (training processes; 1: no launcher), or null (any)")
         bad = [r for r in self.report_to if r not in ("tensorboard", "wandb", "none")]
         if bad:
             raise ValueError(f"report_to entries must be tensorboard or wandb, got {bad}")
@@ -334,6 +382,10 @@ class TrainConfig:
             if key in DERIVED_GRPO_FIELDS:
                 raise ValueError(f"grpo.{key} is derived from {DERIVED_GRPO_FIELDS[key]}; set that instead "
                                  f"(e.g. --set {DERIVED_GRPO_FIELDS[key].split(' ')[0]}=...)")
+        workers = self.rollout.sandbox_workers
+        if workers is not None and workers < (self.run.num_processes or 1):
+            raise ValueError(f"rollout.sandbox_workers ({workers}) is fewer than run.num_processes "
+                             f"({self.run.num_processes}): every training process needs a worker of its own")
 
     def require_model(self) -> None:
         """Raise unless ``model.name_or_path`` is set."""
@@ -356,6 +408,10 @@ DERIVED_GRPO_FIELDS: dict[str, str] = {
     "vllm_mode": "generation.vllm_mode",
     "vllm_gpu_memory_utilization": "generation.vllm_gpu_memory_utilization",
     "vllm_server_base_url": "generation.vllm_server_base_url",
+    "vllm_server_host": "generation.vllm_server_host",
+    "vllm_server_port": "generation.vllm_server_port",
+    "vllm_group_port": "generation.vllm_group_port",
+    "vllm_server_timeout": "generation.vllm_server_timeout",
     "vllm_enable_sleep_mode": "generation.vllm_sleep",
     "vllm_max_model_length": "generation.vllm_max_model_length",
     "use_cpu": "model.device (cpu)",

@@ -142,7 +142,8 @@ class BackendTeacher(Teacher):
     def act_batch(self, views: Sequence[TeacherView]) -> list[str]:
         if not views:
             return []
-        tools = views[0].spec.openai_tools() if self.pass_tools and len({v.spec.id for v in views}) == 1 else None
+        offered = [v.spec.openai_tools(v.spec.task(v.task_id), v.turn) for v in views] if self.pass_tools else []
+        tools = offered[0] if offered and all(o == offered[0] for o in offered[1:]) else None  # one tools= per batch
         outs = self.backend.generate([v.messages for v in views], max_new_tokens=self.max_new_tokens,
                                      temperature=self.temperature, tools=tools)
         return [c.text if c.ok else "" for c in outs]

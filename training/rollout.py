@@ -148,7 +148,14 @@ def rollout(tasks: Sequence[TaskRef], generator: Generator, chat: ChatFormat, cf
 
     ``sync(any_active_here) -> any_active_anywhere`` keeps several processes in step (:func:`gym_envs.engine.play`).
     """
-    ex = executor if isinstance(executor, Executor) else default_executor(executor or cfg.executor)
+    if isinstance(executor, Executor):
+        ex = executor
+    elif executor is not None:
+        ex = default_executor(executor)
+    else:  # this process's share of rollout.sandbox_workers
+        from training.parallel import launched_world, rollout_executor
+
+        ex = rollout_executor(cfg, *launched_world())
     policy = GeneratorPolicy(generator, temperature=cfg.temperature if temperature is None else temperature,
                              top_p=cfg.top_p, seed=seed)
     episodes = play([solver_episode(t, cfg, ex) for t in tasks], policy, chat=chat,

@@ -160,7 +160,9 @@ class SelfPlay:
     def __init__(self, cfg: TrainConfig, *, model: Any = None, tokenizer: Any = None,
                  generator: Generator | None = None, docs: list[Any] | None = None, teacher: Any = None):
         from training.model import make_generator, open_policy_run
+        from training.parallel import check_world
 
+        check_world(cfg, "selfplay")  # one process; two GPUs: vLLM server mode
         self.cfg = cfg
         sp = cfg.selfplay
         run = open_policy_run(cfg, model, tokenizer)

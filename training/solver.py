@@ -40,6 +40,7 @@ from gym_envs.spec import EnvSpec, load_spec
 from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
 from training.generation import Generator, TransformersGenerator
+from training.parallel import check_world
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
@@ -168,9 +169,16 @@ def process_sync(accelerator: Any) -> Callable[[bool], bool] | None:
     return sync
 
 
-def _expand(prompts: list[Any], g: int) -> tuple[list[str], bool]:
+def _expand(prompts: list[Any], g: int, *, rank: int = 0, world: int = 1) -> tuple[list[str], bool]:
+    """The task keys of a rollout call, and whether they arrived repeated (G consecutive copies a task).
+
+    TRL cuts the generation batch into one contiguous slice a process, so with several processes a group of G
+    copies may be split between two of them: this process's slice starts ``rank * len(prompts) % g`` copies into
+    a group, and (with several processes) may end inside one."""
     keys = [str(p) for p in prompts]
-    repeated = len(keys) % g == 0 and all(keys[i] == keys[i - i % g] for i in range(len(keys)))
+    offset = rank * len(keys) % g
+    repeated = ((world > 1 or len(keys) % g == 0)
+                and all(keys[i] == keys[max(0, i - (i + offset) % g)] for i in range(len(keys))))
     return (keys, True) if repeated else ([k for k in keys for _ in range(g)], False)
 
 
@@ -214,9 +222,9 @@ def make_rollout_func(pool: TaskPool, chat: ChatFormat, cfg: TrainConfig, *,
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         training = trainer.model.training
         g = trainer.num_generations if training else trainer.num_generations_eval
-        keys, repeated = _expand(list(prompts), g)
         step = trainer.state.global_step
         rank = trainer.accelerator.process_index
+        keys, repeated = _expand(list(prompts), g, rank=rank, world=getattr(trainer.accelerator, "num_processes", 1))
         tasks = [TaskRef(pool.get(k).spec, pool.get(k).task_id, stable_seed(cfg.run.seed, k, step)) for k in keys]
         if generator is None:
             gen = trainer_generator(trainer, cfg, eos_ids_of(trainer.model, chat.tokenizer), chat.pad_id)
@@ -287,6 +295,7 @@ def build_solver_trainer(cfg: TrainConfig, *, model: Any = None, tokenizer: Any 
     from training.model import load_policy, peft_config
     from training.rewards import env_reward
 
+    check_world(cfg, "solver")
     run = Path(run_dir or cfg.run.output_dir)
     if cfg.solver.loop == "trl":
         return _build_trl_loop_trainer(cfg, run, model=model, tokenizer=tokenizer, callbacks=callbacks)

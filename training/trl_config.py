@@ -83,8 +83,13 @@ def to_grpo_config(cfg: TrainConfig, output_dir: str | Path | None = None, *, fo
         g = cfg.generation
         kwargs.update(use_vllm=True, vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization,
                       vllm_enable_sleep_mode=g.vllm_sleep, vllm_max_model_length=g.vllm_max_model_length)
-        if g.vllm_server_base_url:
-            kwargs["vllm_server_base_url"] = g.vllm_server_base_url
+        if g.vllm_mode == "server":  # TRL reads the host and port only when no base URL is given
+            kwargs.update(vllm_server_port=g.vllm_server_port, vllm_group_port=g.vllm_group_port,
+                          vllm_server_timeout=g.vllm_server_timeout)
+            if g.vllm_server_base_url:
+                kwargs["vllm_server_base_url"] = g.vllm_server_base_url
+            if g.vllm_server_host:
+                kwargs["vllm_server_host"] = g.vllm_server_host
     if not for_trl:
         bs = int(kwargs.get("per_device_train_batch_size", 8))
         spg = kwargs.pop("steps_per_generation", None)

@@ -25,7 +25,9 @@ such a class from a spec, so generated environments plug into that loop unchange
   server's control tool of the same name uses) and returns the user's next instruction, or says the
   conversation is over; in a task with a scenario the simulated user may answer the reply instead (the
   same request goes on: ``{"user_reply": ...}``). So every task is served, whatever its number of turns: the
-  model sees each later instruction as that tool's result (it sees no check verdict, as in the engine's own loop). A
+  model sees each later instruction as that tool's result (it sees no check verdict, as in the engine's own loop),
+  but one that withholds a tool until a later turn (TRL lists the class's tools for the whole rollout, so it
+  would offer the tool from the start: :func:`environment_dataset` leaves it out). A
   plain message (no tool call) ends TRL's rollout; the reward then ends the current turn with it, and
   the turns never reached count as failed.
 * :func:`environment_dataset` -- one row per task: the first instruction as a chat prompt with a
@@ -261,15 +263,18 @@ def environment_dataset(specs: Sequence[EnvSpec], *, tasks_per_env: int | None =
     """A ``datasets.Dataset`` with one row per task (``repeat`` times): ``prompt`` (system + first
     instruction), ``env_id``, ``task_id`` and, for several environments, ``environment``.
 
-    Every task is served, single- or multi-turn (later turns come through the turn-ending tool). The
-    tasks of a spec TRL cannot carry (:func:`usable_specs`) are left out with a warning that says how many
+    Every task is served, single- or multi-turn (later turns come through the turn-ending tool), but one that
+    withholds a tool until a later turn (TRL offers an environment's tools from the first turn on). Those and
+    the tasks of a spec TRL cannot carry (:func:`usable_specs`) are left out with a warning that says how many
     and why; ``ValueError`` if no task is left. ``tasks``: only these ``(env id, task id)`` pairs (e.g. a
     solver pool's training tasks). Pass the same ``specs`` to :func:`environment_factories`: with several,
     rows name their ``environment``."""
     from datasets import Dataset
 
     wanted = set(tasks) if tasks is not None else None
-    chosen = {s.id: [t for t in s.tasks if wanted is None or (s.id, t.id) in wanted][:tasks_per_env] for s in specs}
+    picked = {s.id: [t for t in s.tasks if wanted is None or (s.id, t.id) in wanted] for s in specs}
+    _warn_withheld({env_id: [t.id for t in ts if t.withheld_tools] for env_id, ts in picked.items()})
+    chosen = {env_id: [t for t in ts if not t.withheld_tools][:tasks_per_env] for env_id, ts in picked.items()}
     usable, skipped = usable_specs(specs, warn=False)  # environment_factories warns about each spec it skips
     _warn_dropped({env_id: (len(chosen[env_id]), why) for env_id, why in skipped if chosen[env_id]},
                   sum(len(v) for v in chosen.values()))
@@ -287,10 +292,22 @@ def environment_dataset(specs: Sequence[EnvSpec], *, tasks_per_env: int | None =
                 if several:
                     rows["environment"].append(spec.id)
     if not rows["prompt"]:
-        why = "; ".join(f"{i}: {r}" for i, r in skipped) or "no spec has a task" + (
+        why = "; ".join(f"{i}: {r}" for i, r in skipped) or "no spec has a task TRL can carry" + (
             " among the requested (env id, task id) pairs" if wanted is not None else "")
         raise ValueError(f"no tasks for the dataset: {why}")
     return Dataset.from_dict(rows)
+
+
+def _warn_withheld(withholding: dict[str, list[str]]) -> None:
+    """Warn that the tasks in ``withholding`` (env id -> task ids) are left out: TRL lists an environment's tools
+    once for the whole rollout, so a tool a task withholds until a later turn would be offered from the start."""
+    left = {env_id: ids for env_id, ids in withholding.items() if ids}
+    if left:
+        n = sum(len(ids) for ids in left.values())
+        warnings.warn(f"TRL dataset: {n} task(s) left out that withhold a tool until a later turn (TRL's "
+                      "environment_factory offers every tool from the first turn; envwright's own loop, "
+                      "solver.loop: envwright, plays them): "
+                      + "; ".join(f"{env_id}: {', '.join(ids)}" for env_id, ids in left.items()), stacklevel=3)
 
 
 def _warn_dropped(dropped: dict[str, tuple[int, str]], total: int) -> None:

@@ -7,8 +7,10 @@ adapters merged, ZeRO-3 parameters gathered, names mapped). On top of it:
 
 * **one call per batch** (colocate): ``LLM.generate`` with one ``SamplingParams`` per row, so each row keeps
   its own token budget, seed (:func:`~gym_envs.seeding.stable_seed` of the call's seed and the row) and JSON
-  Schema (vLLM's structured outputs, ``StructuredOutputsParams(json=..., disable_any_whitespace=True)``,
-  as envgen's ``vllm`` backend decodes); free rows carry none. Log-probabilities are the sampled tokens'
+  Schema (vLLM's structured outputs with the schema's compact grammar in the request,
+  ``StructuredOutputsParams(grammar=compact_json_grammar(schema))``, as envgen's ``vllm`` backend decodes:
+  the engine TRL builds takes no structured-outputs config, and vLLM ignores a request's
+  ``disable_any_whitespace``); free rows carry none. Log-probabilities are the sampled tokens'
   (``logprobs=0``; TRL builds the engine with ``logprobs_mode="processed_logprobs"``, the distribution after
   temperature). In ``server`` mode the rows go through TRL's client, one request per schema and budget;
 * **weights** (:mod:`training.weight_sync`): a fresh engine is given the trainer's weights before its first
@@ -38,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from envgen.backends.base import budget_list
+from envgen.backends.vllm_offline import compact_json_grammar
 from gym_envs.errors import exception_text
 from gym_envs.seeding import stable_seed
 from training.generation import Generated, Generator, vllm_available
@@ -46,10 +49,11 @@ __all__ = ["VLLMGenerator", "structured_outputs"]
 
 
 def structured_outputs(schema: dict[str, Any]) -> Any:
-    """The ``StructuredOutputsParams`` constraining a vLLM row to ``schema`` (compact JSON, as every backend)."""
+    """The ``StructuredOutputsParams`` constraining a vLLM row to ``schema`` (compact JSON, as every backend:
+    :func:`envgen.backends.vllm_offline.compact_json_grammar`)."""
     from vllm.sampling_params import StructuredOutputsParams
 
-    return StructuredOutputsParams(json=schema, disable_any_whitespace=True)
+    return StructuredOutputsParams(grammar=compact_json_grammar(schema))
 
 
 class VLLMGenerator(Generator):
@@ -60,7 +64,9 @@ class VLLMGenerator(Generator):
         engine: an existing ``VLLMGeneration`` (a TRL trainer's ``vllm_generation``: the trainer syncs its
             weights itself); default: one built from the other arguments.
         model, accelerator, tokenizer: the trainer's model, its accelerator and tokenizer (to build one).
-        mode: ``colocate`` (vLLM in this process, on the training GPU) or ``server`` (``server_base_url``).
+        mode: ``colocate`` (vLLM in this process, on the training GPU) or ``server`` (a ``trl vllm-serve``
+            process at ``server_base_url``, or at ``server_host``:``server_port``; the weights reach it through an
+            NCCL group on ``group_port``; ``server_timeout`` seconds to wait for it at start).
         gpu_memory_utilization, max_model_length: vLLM's memory share and context length (colocate).
         max_num_seqs: rows vLLM decodes at once (``generation.batch_size``; None: vLLM's default).
         sleep: vLLM's sleep mode between updates (colocate; module docstring).
@@ -71,7 +77,8 @@ class VLLMGenerator(Generator):
 
     def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
                  tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
-                 server_base_url: str | None = None, max_model_length: int | None = None,
+                 server_base_url: str | None = None, server_host: str | None = None, server_port: int = 8000,
+                 group_port: int = 51216, server_timeout: float = 240.0, max_model_length: int | None = None,
                  max_num_seqs: int | None = None, sleep: bool = False):
         self.eos_ids = sorted({int(e) for e in eos_ids})
         borrowed = engine is not None
@@ -86,7 +93,9 @@ class VLLMGenerator(Generator):
 
             engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
                                     gpu_memory_utilization=gpu_memory_utilization,
-                                    server_base_url=server_base_url, max_model_length=max_model_length,
+                                    server_base_url=server_base_url, server_host=server_host or "0.0.0.0",
+                                    server_port=server_port, group_port=group_port, server_timeout=server_timeout,
+                                    max_model_length=max_model_length,
                                     max_num_seqs=max_num_seqs, enable_sleep_mode=sleep and mode == "colocate")
         self.engine = engine
         self.mode = getattr(engine, "mode", mode)
@@ -208,7 +217,7 @@ class VLLMGenerator(Generator):
         eng.top_p = top_p
         saved = dict(getattr(eng, "generation_kwargs", None) or {})
         if schema is not None:  # TRL builds StructuredOutputsParams from the dict
-            eng.generation_kwargs = {**saved, "structured_outputs": {"json": schema, "disable_any_whitespace": True}}
+            eng.generation_kwargs = {**saved, "structured_outputs": {"grammar": compact_json_grammar(schema)}}
         try:
             _, completion_ids, logprobs, _ = eng.generate(prompts=contexts, images=None, num_generations=1)
         except Exception as e:  # the boundary: a failure is data, these rows end with an error

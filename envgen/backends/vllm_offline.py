@@ -10,14 +10,19 @@ given), strings through ``LLM.generate``, token contexts (:meth:`VLLMBackend.gen
 ``LLM.generate`` with ``prompt_token_ids``; each prompt gets its own
 ``SamplingParams`` (its own ``max_tokens`` too) seeded with
 :func:`~gym_envs.seeding.stable_seed`, so a prompt's completions do not depend on what else is in the batch. Under a
-``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs
-(``structured_outputs=StructuredOutputsParams(json=schema)``, vLLM >= 0.11; the
-older ``guided_decoding=GuidedDecodingParams(json=schema)`` on earlier releases),
-with whitespace disabled as for the other backends.
+``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs with the schema's grammar
+itself (:func:`compact_json_grammar`: ``StructuredOutputsParams(grammar=...)``, vLLM >= 0.11; the older
+``guided_decoding=GuidedDecodingParams(json=schema, whitespace_pattern="")`` on earlier releases): the JSON the
+``transformers`` backend's grammar admits, no free whitespace. vLLM 0.26 reads ``disable_any_whitespace`` only
+from the engine's ``structured_outputs_config`` and ignores the request's, so a row given ``json=schema`` decoded
+whitespace-flexible JSON (tabs and newlines between the keys) on an engine built without it; the grammar in the
+request holds whatever engine serves it (ours, a TRL trainer's, a server).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +32,26 @@ from envgen.backends.base import Backend, Completion, Prompt, check_sampling
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["VLLMBackend", "VLLMOptions"]
+__all__ = ["VLLMBackend", "VLLMOptions", "compact_json_grammar"]
+
+
+def compact_json_grammar(schema: dict[str, Any]) -> str:
+    """The EBNF grammar (xgrammar's, which vLLM's xgrammar backend compiles) of the JSON ``schema`` admits, in
+    the schema's property order and without free whitespace: the grammar the ``transformers`` backend decodes
+    under (:class:`envgen.backends.transformers_local.JsonGrammars`). Converted once per schema content."""
+    return _grammar_of(json.dumps(schema))
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar_of(schema_json: str) -> str:
+    try:
+        import xgrammar as xgr
+    except ImportError as e:
+        raise BackendNotInstalledError("constrained decoding (xgrammar)", e.name or "xgrammar", "constrained") from None
+    try:
+        return str(xgr.Grammar.from_json_schema(schema_json, any_whitespace=False))
+    except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
+        raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
 
 
 def _import_vllm() -> Any:
@@ -104,7 +128,7 @@ class VLLMBackend(Backend):
         """The ``SamplingParams`` keyword that constrains decoding to ``schema`` on this vLLM release."""
         sp = self._vllm.sampling_params
         if hasattr(sp, "StructuredOutputsParams"):
-            return {"structured_outputs": sp.StructuredOutputsParams(json=schema, disable_any_whitespace=True)}
+            return {"structured_outputs": sp.StructuredOutputsParams(grammar=compact_json_grammar(schema))}
         if hasattr(sp, "GuidedDecodingParams"):
             return {"guided_decoding": sp.GuidedDecodingParams(json=schema, whitespace_pattern="")}
         raise BackendError("this vLLM release has neither StructuredOutputsParams nor GuidedDecodingParams; "

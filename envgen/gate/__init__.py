@@ -31,11 +31,13 @@
    :mod:`envgen.gate.adequacy`): the calls aimed at another entity of the same table, an extra
    state-changing call on another row, a write to a table a ``sql`` or ``python`` check reads but the
    reference does not write (a setting the check takes its expected value from: alone, and after the
-   reference's calls), a reply that omits an answer, one that gives another entity's value, and one that
-   lists every candidate value of the answer's column. A failing ``calls`` check alone never catches a
-   wrong trajectory. ``reply_contains`` strings are distinctive (at least 3 characters unless numeric; not
-   in the instruction, a tool description or a generic reply). The surviving wrong trajectory is named in
-   the reason; :attr:`Verdict.mutation_score` is the share caught.
+   reference's calls), a reply that omits an answer, one that gives another entity's value, one that
+   lists every candidate value of the answer's column, and, in a turn where the task still withholds a tool
+   (spec_version 2 ``withheld_tools``), the tool's call as a later turn makes it, played as if it were
+   offered (the turn's checks must catch the write, whatever the runtime refuses). A failing ``calls``
+   check alone never catches a wrong trajectory. ``reply_contains`` strings are distinctive (at least 3
+   characters unless numeric; not in the instruction, a tool description or a generic reply). The
+   surviving wrong trajectory is named in the reason; :attr:`Verdict.mutation_score` is the share caught.
 8. **Names.** Tool and parameter names follow the spec's naming rules and parameter schemas are valid
    JSON Schema (:mod:`gym_envs.spec` refuses them at parse time; the gate reports them under this rule).
 9. **Budget.** One spec's run stays within its :class:`GateBudget` (wall time and calls, whatever each

@@ -35,6 +35,8 @@ How each is played, cheapest first (the verdict is the one a replay from the epi
   row) has its wrong arguments tried at its own place in the reference's episode (the calls after it
   then run as in the reference), leaving it out is judged without a replay, and a turn's extra writes
   follow its reference calls from one checkpoint;
+* a turn where the task still withholds a tool plays that tool's call early
+  (:func:`~envgen.gate.mutants.early_mutants`, made with ``offer_all``), judged as an extra write;
 * a turn with an ``unchanged`` check on every table catches every extra write by construction (a call
   that changes the state changes some table), so its extra-write and input-write mutants are not played.
 
@@ -64,6 +66,7 @@ from envgen.gate.mutants import (
     argument_mutants,
     call_mutants,
     derive_reply,
+    early_mutants,
     extra_writes,
     locate_answers,
     reply_mutants,
@@ -257,17 +260,17 @@ class MutationRun(WritesElsewhere):
             out += [c.to_dict() for c in self.env.score_view(view, pending, turn.checks)]
         return out
 
-    def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None:
+    def _play_items(self, turn: Turn, items: list[ToolCall | Say], *, offer_all: bool = False) -> str | None:
         """Play a trajectory's items in the current turn as the agent's actions
-        (:func:`~gym_envs.spec.reference_plan` at the turn's pace): calls made, each ``say`` sent as a plain message
-        the user answers. Returns the first ``say`` the user did not answer (the turn did not go on as the
-        reference's), else None."""
+        (:func:`~gym_envs.spec.reference_plan` at the turn's pace): calls made (with ``offer_all``, a tool the task
+        still withholds as if it were offered), each ``say`` sent as a plain message the user answers. Returns the
+        first ``say`` the user did not answer (the turn did not go on as the reference's), else None."""
         for action in reference_plan(items, turn.pace()):
             if isinstance(action, Say):
                 if self.env.say(action.say) is None:
                     return action.say
             else:
-                self.env.call_tools(call_dicts(action))
+                self.env.call_tools(call_dicts(action), offer_all=offer_all)
         return None
 
     def _charge(self, calls: int) -> None:
@@ -421,7 +424,9 @@ class MutationRun(WritesElsewhere):
             locators = ref.locators or locate_answers(ref)
             mutants = [m for m in call_mutants(self.spec, ref)  # (a one-call drop was scored in place)
                        if not (m.kind == "drop" and not m.calls) and m.key() not in ref.done_in_place]
-            if any(self._judge(refs, ti, m, locators) for m in mutants) or guards_all(ref.turn):
+            if any(self._judge(refs, ti, m, locators) for m in mutants) or \
+                    any(self._judge(refs, ti, m, locators, extra=True) for m in early_mutants(ref)) or \
+                    guards_all(ref.turn):
                 continue
             if not self._inputs(refs, ti, locators):
                 self._extras(refs, ti, pool, locators)
@@ -468,7 +473,7 @@ class MutationRun(WritesElsewhere):
         self._to_start(refs, ti)
         items = trajectory(ref, m)
         if items:
-            self._play_items(ref.turn, items)
+            self._play_items(ref.turn, items, offer_all=m.kind == "early")
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final

@@ -20,6 +20,8 @@ trajectories whose checks must fail (gym_envs/ENVSPEC.md, validity rules 5 and 7
 * **extra** (rule 7): the reference plus one more state-changing call on another row (the turn's own
   write aimed elsewhere, a tool no reference calls (:func:`unused_tool_calls`), or a write another
   reference makes);
+* **early** (rule 7): in a turn where the task still withholds a tool, the reference plus that tool's call as
+  a later turn's reference makes it once revealed (:func:`early_mutants`), played as if it were offered;
 * **reply** (rule 7, scored without replaying: the reference calls with another final message): a
   reply that omits one answer, replies that give another entity's value instead of it (another
   value of the answer's column, another element of the list the answer was read from), and, for a
@@ -54,8 +56,8 @@ from envgen.gate.values import (
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
-           "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants", "say_mutants", "short_call",
-           "trajectory", "unused_tool_calls"]
+           "early_mutants", "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants", "say_mutants",
+           "short_call", "trajectory", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -385,6 +387,23 @@ def _keys(pool: list[ToolCall]) -> list[str]:
         got = _POOL_KEYS[id(pool)] = (pool, [json.dumps([c.name, c.arguments], sort_keys=True, default=str)
                                               for c in pool])
     return got[1]
+
+
+def early_mutants(ref: RefTurn) -> list[Mutant]:
+    """The reference plus a call of a tool the task still withholds at this turn, as the reference makes it once
+    the tool is revealed (the first call of each such tool): the agent acting before it may. Played as if the
+    tool were offered, whatever the runtime refuses, so the turn's checks themselves must catch the write."""
+    task, ti = ref.task, ref.index
+    hidden = task.withheld_at(ti)
+    out: list[Mutant] = []
+    seen: set[str] = set()
+    for later, turn in enumerate(task.turns[ti + 1:], ti + 2):
+        for call in turn.calls():
+            if call.name in hidden and call.name not in seen:
+                seen.add(call.name)
+                out.append(Mutant(7, "early", f"with {short_call(call)} after the reference calls, before turn {later} "
+                                  f"reveals {call.name}", [*ref.calls, call], [*range(len(ref.calls)), None]))
+    return out
 
 
 def extra_mutants(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> Iterator[Mutant]:

@@ -21,7 +21,11 @@ default, or ``template``, blueprint v1):
 
 3. the realism measures of the library (:mod:`envgen.realism`: CRUD-verb tools, slug strings, tables and
    rows, row ids in user text, words per first turn, turn skeletons, hop depth, filter-and-choose, policy
-   rules and tasks) and the antecedent scan (:func:`envgen.gate.antecedents.scan`).
+   rules and tasks) and the antecedent scan (:func:`envgen.gate.antecedents.scan`);
+4. what the table-digest cache saves (:mod:`gym_envs.sandbox.digests`): the first ``digest_envs`` accepted
+   environments validated again in this process, each with the cache off (every digest reads every table)
+   and on, in alternating order, on the same gate seed: the median validation time of each, their ratio, and
+   whether every verdict (acceptance, mutants tried and killed) is the same.
 
 Targets printed with PASS/MISS: yield >= 80% (90% for worlds), >= 150 distinct signature sets
 (for n = 200), validation <= 50 ms median (100 ms for worlds, whose tables hold hundreds of rows), 2 workers
@@ -44,6 +48,29 @@ import click
 from envgen.generate import GenerateConfig, run_generate, select_corpus
 from envgen.library import Library
 from envgen.stats import library_stats
+
+
+def _digest_cache(lib: Library, envs: int, seed: int) -> dict[str, Any]:
+    """Validation of the library's first ``envs`` environments with the digest cache off and on (see the module
+    docstring, item 4)."""
+    from envgen.gate import validate_spec
+    from gym_envs.sandbox import InProcessExecutor, Limits, SqlLimits
+
+    specs = [lib.load(r["id"]) for r in lib.rows()[:envs]]
+    ms: dict[bool, list[float]] = {False: [], True: []}
+    same = True
+    for i, spec in enumerate(specs):
+        verdicts = {}
+        for cache in ((False, True) if i % 2 == 0 else (True, False)):
+            ex = InProcessExecutor(Limits(sql=SqlLimits(digest_cache=cache)))
+            v = validate_spec(spec, executor=ex, seed=seed)
+            ms[cache].append(1000 * v.seconds)
+            verdicts[cache] = (v.accepted, v.mutants, v.mutation_score)
+            ex.close()
+        same = same and verdicts[False] == verdicts[True]
+    off, on = (statistics.median(ms[k]) if ms[k] else None for k in (False, True))
+    return {"envs": len(specs), "median_validation_ms_cache_off": off, "median_validation_ms_cache_on": on,
+            "speedup": off / on if off and on else None, "same_verdicts": same}
 
 
 def _busy_cpu_seconds() -> float | None:
@@ -80,7 +107,7 @@ def _run(docs: list[Any], out: Path, workers: int, validation: str, seed: int,
 
 
 def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = "inprocess",
-        workdir: str | None = None, repeats: int = 3, proposer: str = "world") -> dict[str, Any]:
+        workdir: str | None = None, repeats: int = 3, proposer: str = "world", digest_envs: int = 10) -> dict[str, Any]:
     """Measure everything; returns a JSON-able dict."""
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -128,6 +155,7 @@ def run(n: int = 200, seed: int = 0, scaling_docs: int = 120, validation: str = 
         "depth": st.depth, "difficulty_mix": st.difficulty_mix, "bfcl_depth": _bfcl_depth(), "proposer": proposer,
     }
     result["realism"], result["antecedents"] = _realism(lib)
+    result["digest_cache"] = _digest_cache(lib, digest_envs, seed)
     world = proposer == "world"
     result["targets"] = {
         f"yield >= {0.9 if world else 0.8:.2f}": result["yield"] >= (0.9 if world else 0.8),
@@ -195,11 +223,13 @@ def _bfcl_depth() -> dict[str, Any] | str:
 @click.option("--validation", type=click.Choice(["inprocess", "worker"]), default="inprocess")
 @click.option("--proposer", type=click.Choice(["world", "template"]), default="world",
               help="the static proposer: worlds (the default) or blueprint v1 from the AST")
+@click.option("--digest-envs", type=int, default=10,
+              help="accepted environments validated again with the table-digest cache off and on")
 @click.option("--json", "json_out", default=None, help="also write the results to this file")
-def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str, proposer: str,
+def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str, proposer: str, digest_envs: int,
             json_out: str | None) -> None:
     """Yield, diversity, validation latency, worker scaling and realism of generation (stdlib)."""
-    res = run(n, seed, scaling_docs, validation, repeats=repeats, proposer=proposer)
+    res = run(n, seed, scaling_docs, validation, repeats=repeats, proposer=proposer, digest_envs=digest_envs)
     from rich.console import Console
     from rich.table import Table
 
@@ -224,6 +254,11 @@ def command(n: int, seed: int, scaling_docs: int, repeats: int, validation: str,
     a = res["antecedents"]
     Console().print(f"antecedent scan: {a['ambiguous']} ambiguous of {a['turns_referring_back']} turns that refer "
                     f"back, over {a['tasks']} tasks")
+    d = res["digest_cache"]
+    if d["envs"]:
+        off, on = d["median_validation_ms_cache_off"], d["median_validation_ms_cache_on"]
+        Console().print(f"digest cache, {d['envs']} environments validated in process: median {off:.1f} ms off, "
+                        f"{on:.1f} ms on ({d['speedup']:.2f}x); same verdicts: {d['same_verdicts']}")
     for name, ok in res["targets"].items():
         Console().print(f"{'PASS' if ok else 'MISS'}  {name}")
     if json_out:

@@ -38,7 +38,8 @@ Options: each suite has a typed options class (``Suite.Options``: :class:`Librar
 
 Turn tags (read by :func:`eval.metrics.classify_turn`): ``role`` ``ask`` (a parameter is
 missing) or ``decline`` (the request cannot be served), ``write_tools`` (calls that would act on
-the request) and ``withheld`` (functions not offered yet, BFCL ``miss_func``).
+the request) and ``withheld`` (tools not offered yet: BFCL ``miss_func``, a generated task's
+``withheld_tools``).
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ the episode is truncated and later turns fail).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from corpora.errors import did_you_mean
 from eval.suites.base import MAX_RESULT_CHARS, Suite
+from gym_envs.availability import revealed_text
 from gym_envs.env import tool_system_prompt
 from gym_envs.episode import Episode, TaskRef
 from gym_envs.episode_env import EpisodeEnv, Opening, Outcome
@@ -73,8 +73,8 @@ class BfclEnv(EpisodeEnv):
         new = [t for t in tools if t["name"] not in self._offered]
         self._offered |= {t["name"] for t in tools}
         text = "\n".join(m.get("content", "") for m in messages)
-        if new and self._turns:  # withheld functions revealed: show them (tools= users get them too)
-            text += "\n\nNew tools (JSON Schema of each):\n" + "\n".join(json.dumps(t) for t in new)
+        if new and self._turns:  # withheld functions revealed: shown as ToolEnv shows a spec's revealed tools
+            text += revealed_text(new)
         self._turns.append({"index": len(self._turns), "instruction": text, "calls": [], "reply": "",
                             "tags": self.tags[len(self._turns)]})
         self._steps_in_turn = 0

@@ -31,18 +31,26 @@ __all__ = ["ExamplesOptions", "ExamplesSuite", "LibraryOptions", "LibrarySuite",
 
 
 def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
-    """Action-class tags of each turn of a generated task (see :mod:`eval.suites`)."""
+    """Action-class tags of each turn of a generated task (see :mod:`eval.suites`): as BFCL's, a turn before one
+    that reveals a withheld tool, with no reference call, is a ``decline`` turn, and every turn lists the tools
+    still ``withheld`` at it."""
     tags: list[dict[str, Any]] = []
     for i, turn in enumerate(task.turns):
         forbid = {n for c in turn.checks for n in c.forbidden_tools()}
         role = None
         write = set(forbid)
+        revealed = task.turns[i + 1].reveal_tools if i + 1 < len(task.turns) else []
         if task.kind == "missing_parameter" and not turn.reference and i + 1 < len(task.turns):
             role = "ask"
             write |= {c.name for c in task.turns[i + 1].calls()}
-        elif task.kind == "decline" and not turn.reference:
+        elif (task.kind == "decline" or revealed) and not turn.reference:
             role = "decline"
-        tags.append({"role": role, "write_tools": sorted(write)} if role else {})
+            write |= set(revealed)
+        tag: dict[str, Any] = {"role": role, "write_tools": sorted(write)} if role else {}
+        withheld = sorted(task.withheld_at(i))
+        if withheld:
+            tag["withheld"] = withheld
+        tags.append(tag)
     return tags
 
 

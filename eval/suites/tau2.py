@@ -7,8 +7,9 @@ Each domain is one spec built by :func:`eval.tau2.convert.convert` from the inst
 environment's (:class:`~eval.suites.generated.SpecSuite`), so the policy sees the policy document as its system
 prompt, talks with each task's simulated user (the scripted one, or a model playing τ²'s scenario with
 ``--user-backend``), and is scored by final state and communicated information, as τ² scores it; τ²'s
-natural-language assertions are judged checks, decided only with ``--judge-backend`` and reported apart. Only the *evaluable* tasks are
-played (those whose reward needs no judge and no reward part the spec cannot express yet); :meth:`Tau2Suite.info`
+natural-language assertions are judged checks, decided only with ``--judge-backend`` and reported apart. Only the
+*evaluable* tasks are played (those whose reward needs no judge and no reward part the spec cannot express yet);
+:meth:`Tau2Suite.info`
 says how many there are and how many are left out, with the judged assertions counted apart.
 
 Splits: each task carries τ²'s split (``train`` or ``test``) as its :attr:`TaskRef.split`; the runner's

@@ -39,8 +39,9 @@ __all__ = ["MUTANTS", "BaseCheck", "CallView", "Cost", "Probe", "ProbeAnswer", "
 #: The wrong trajectories the validity gate plays (gym_envs/ENVSPEC.md, validity rules 4, 5 and 7): ``noop`` (no call,
 #: an empty reply), ``drop`` (a reference call left out), ``argument`` (one argument changed), ``retarget`` (the calls
 #: aimed at another row), ``extra`` (one more write elsewhere), ``input`` (a write to what a check reads), ``reply``
-#: (another final message), ``say`` (a ``say`` item of the reference left out).
-MUTANTS = ("noop", "drop", "argument", "retarget", "extra", "input", "reply", "say")
+#: (another final message), ``say`` (a ``say`` item of the reference left out), ``early`` (a tool the task still
+#: withholds, called before the turn that reveals it).
+MUTANTS = ("noop", "drop", "argument", "retarget", "extra", "input", "reply", "say", "early")
 
 Probe = dict[str, Any]
 ProbeAnswer = dict[str, Any]  #: ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": str}``

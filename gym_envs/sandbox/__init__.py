@@ -110,7 +110,11 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    episode whose transaction SQLite aborted is rebuilt from the image the same way. A checkpoint
    (``fork``/``restore``, given only to a program whose code keeps no state between calls:
    :mod:`~gym_envs.sandbox.purity`) is a savepoint plus the connection's counters, so restoring it gives that
-   same state; one a reset removed is replayed.
+   same state; one a reset removed is replayed. The table digests that ``state`` and ``unchanged`` checks compare
+   are always those of the current content: a table's cached digest (:mod:`~gym_envs.sandbox.digests`) is
+   dropped by every event that can change it (a statement that writes it or a table it cascades from, seen by
+   the authorizer; a rollback past such a write; an image load; a trusted write), and the cache adds nothing
+   spec code can see (no SQL object, no change to ``changes()`` or ``last_insert_rowid()``).
 
 6. **Validation cannot be told from use.** What spec code can observe (its limits, recursion headroom, hash
    order, the draws of its episode's ``random``) is the same in every episode a worker runs: the validity
@@ -147,11 +151,12 @@ module views), :mod:`~gym_envs.sandbox.surface` (what is reachable, and what is 
 :mod:`~gym_envs.sandbox.sizes` (the size guards), :mod:`~gym_envs.sandbox.reprs` (text without addresses),
 :mod:`~gym_envs.sandbox.scope` (the call scope), :mod:`~gym_envs.sandbox.sqlpolicy`, :mod:`~gym_envs.sandbox.db` and
 :mod:`~gym_envs.sandbox.binding` (the SQL policy, the connection and the ``db`` facade, bound parameters and result
-rows), :mod:`~gym_envs.sandbox.values` and :mod:`~gym_envs.sandbox.arguments` (plain JSON, argument checks),
-:mod:`~gym_envs.sandbox.engine`, :mod:`~gym_envs.sandbox.program` and :mod:`~gym_envs.sandbox.checks` (the engine,
-the programs it loads, the state reads of checks), :mod:`~gym_envs.sandbox.host` and
-:mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor), :mod:`~gym_envs.sandbox.protocol` and
-:mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
+rows), :mod:`~gym_envs.sandbox.digests` and :mod:`~gym_envs.sandbox.content` (table digests and their cache, the
+host's reads of content), :mod:`~gym_envs.sandbox.values` and :mod:`~gym_envs.sandbox.arguments` (plain JSON,
+argument checks), :mod:`~gym_envs.sandbox.engine`, :mod:`~gym_envs.sandbox.program` and
+:mod:`~gym_envs.sandbox.checks` (the engine, the programs it loads, the state reads of checks),
+:mod:`~gym_envs.sandbox.host` and :mod:`~gym_envs.sandbox.inprocess` (sessions, the in-process executor),
+:mod:`~gym_envs.sandbox.protocol` and :mod:`~gym_envs.sandbox.pool` (the worker protocol and the worker executor).
 
 """
 
@@ -161,8 +166,9 @@ import os
 
 from gym_envs.errors import ErrorKind, LoadFailure, ToolError
 from gym_envs.sandbox.arguments import validate_arguments
-from gym_envs.sandbox.db import DbFacade, StateDB
+from gym_envs.sandbox.db import StateDB
 from gym_envs.sandbox.engine import Engine
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.host import CallResult, CheckResult, Executor, Session, program_request
 from gym_envs.sandbox.inprocess import InProcessExecutor

@@ -1,8 +1,8 @@
 """The SQLite state of an episode and the ``db`` facade that tool code sees.
 
 Contract (gym_envs/ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.Connection``. It gets a
-:class:`DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and ``execute(sql, params=())
--> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
+:class:`~gym_envs.sandbox.facade.DbFacade` with two methods, ``query(sql, params=()) -> list[dict]`` and
+``execute(sql, params=()) -> {"rowcount", "lastrowid"}``: one statement per call, parameters always bound.
 
 :class:`StateDB` owns the connection and applies to every statement of untrusted code the policy of
 :mod:`gym_envs.sandbox.sqlpolicy` (authorizer in modes ``setup``, ``rw`` and ``ro``, function allow-list,
@@ -29,14 +29,18 @@ there. When SQLite aborts the whole transaction (an interrupted write, out of me
 turns true, every further statement of untrusted code is refused, and the owner rebuilds the episode.
 The host uses :meth:`StateDB.host` for savepoints and introspection; its statements carry a per-process
 tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
+
+Digests. :meth:`StateDB.table_digests` reads a table only when its content may have changed since its digest
+was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
+untrusted statement writes while SQLite prepares it, each statement's text is noted as it begins (what it may
+have written is marked before the cache is next used), and every savepoint, rollback, image load, schema
+change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are those of
+:class:`~gym_envs.sandbox.content.ContentReads`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import json
 import secrets
 import sqlite3
 import time
@@ -45,6 +49,9 @@ from typing import Any
 
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
+from gym_envs.sandbox.content import ContentReads
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest
+from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
     _FunctionErrors,
@@ -56,7 +63,7 @@ from gym_envs.sandbox.sqlpolicy import (
     state_error,
 )
 
-__all__ = ["DbFacade", "Guard", "StateDB", "digest_of"]
+__all__ = ["Guard", "StateDB", "digest_of"]
 
 _READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES"})
 _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
@@ -65,14 +72,14 @@ _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
 _KW_CACHE_MAX = 4096
-_SAVEPOINT_CALL = _HOST_TAG + "SAVEPOINT call"
 _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
 _RESET_CHANGES = _HOST_TAG + f"UPDATE temp.{_RESET_TABLE} SET x = 0 WHERE 0"
 _SET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (?)"
 _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
-_TABLE_NAMES = _HOST_TAG + "SELECT lower(name) FROM sqlite_master WHERE type = 'table'"
+_SCHEMA = _HOST_TAG + "SELECT type, name, tbl_name, sql FROM main.sqlite_master ORDER BY type, name"
+_WRITE_ACTIONS = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
 _clock = time.perf_counter
@@ -84,7 +91,7 @@ _BUSY = "db is already running a statement; one statement at a time"
 class Guard:
     """What one connection's authorizer and progress handler read, and the cursor of untrusted statements."""
 
-    __slots__ = ("cursor", "deadline", "episode", "mode", "owner", "query_only")
+    __slots__ = ("current", "cursor", "deadline", "episode", "mode", "owner", "query_only")
 
     def __init__(self) -> None:
         self.mode = "host"  #: the authorizer mode: setup, rw or ro while an untrusted statement runs, else host
@@ -93,6 +100,7 @@ class Guard:
         self.query_only = False  #: PRAGMA query_only is on
         self.episode = False  #: an episode savepoint is open
         self.owner: object | None = None  #: the token of the facade whose call is running
+        self.current = ""  #: the text of the last untrusted statement (the one SQLite prepares while it runs)
 
     @property
     def busy(self) -> bool:
@@ -104,7 +112,7 @@ class Guard:
         return 1 if _clock() > self.deadline else 0
 
 
-class StateDB:
+class StateDB(ContentReads):
     """One in-memory SQLite database with the guards described in the module docstring."""
 
     def __init__(self, limits: SqlLimits | None = None):
@@ -123,6 +131,9 @@ class StateDB:
         # statement text -> (rows that need no counting, row builder, column names)
         self._run_owner = object()  # the owner token of run()'s statements
         self._statements: dict[tuple[str, bool, float], Callable[..., Any]] = {}  # run()'s functions
+        self._digests = DigestCache()
+        self._prepared = self._digests.prepared
+        self._pristine = True  # no statement of spec code nor of host() has run (see load_image)
         self._configure()
         self.guard.cursor = self.conn.cursor()
         self._host = self.conn.cursor()  # the host's fixed statements (no cursor to build per statement)
@@ -156,31 +167,82 @@ class StateDB:
 
     def _authorize(self, action: int, arg1: str | None, arg2: str | None, dbname: str | None,
                    trigger: str | None) -> int:
-        mode = self.guard.mode
+        guard = self.guard
+        mode = guard.mode
         if mode == "host":
             return sqlite3.SQLITE_OK
+        prepared = self._prepared  # SQLite is preparing the statement: note the tables it writes
+        written = prepared.get(guard.current)
+        if written is None:
+            written = prepared[guard.current] = set()
+        if action in _WRITE_ACTIONS and arg1:
+            written.add(fold(arg1))
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
     def _refresh_tables(self) -> None:
-        self._readable = {r[0] for r in self._host.execute(_TABLE_NAMES).fetchall()}
-        self._tables = None  # the schema changed (setup, a new image): list the tables again
+        """After the schema may have changed (setup, a new image): list the tables again (lower-cased as
+        :func:`~gym_envs.sandbox.sqlpolicy.authorize` looks them up) and tell the digest cache
+        (:meth:`DigestCache.schema`)."""
+        schema = self._host.execute(_SCHEMA).fetchall()
+        self._readable = {r[1].lower() for r in schema if r[0] == "table"}
+        self._tables = None
+        self._digests.schema(schema, self._foreign_keys)
+
+    def _foreign_keys(self, table: str) -> list[tuple[Any, ...]]:
+        """``(parent, on_update, on_delete)`` of each foreign key of ``table`` (a ``PRAGMA`` statement: no
+        table-valued function, see :meth:`load_image`)."""
+        rows = self._host.execute(f"{_HOST_TAG}PRAGMA main.foreign_key_list({quote_identifier(table)})").fetchall()
+        return [(r[2], r[5], r[6]) for r in rows]
+
+    def _sync_digests(self) -> None:
+        """Bring the digest cache up to the content: the marks of the statements that ran since it was last
+        used, and the rollback SQLite did when it ended the transaction itself. Called before every digest,
+        savepoint and rollback."""
+        self._digests.settle()
+        if self._digests.in_savepoint and not self.conn.in_transaction:
+            self._digests.aborted()
+
+    def _open_savepoint(self, name: str) -> None:
+        """``SAVEPOINT name``, told to the digest cache."""
+        self._sync_digests()
+        self._host.execute(f"{_HOST_TAG}SAVEPOINT {name}")
+        self._digests.opened(name)
+
+    def _rollback_to(self, name: str, sql: str | None = None) -> None:
+        """``ROLLBACK TO name`` (``sql``, when given, is its text), told to the digest cache
+        (``sqlite3.OperationalError`` when it is not open)."""
+        self._sync_digests()
+        self._host.execute(sql or f"{_HOST_TAG}ROLLBACK TO {name}")
+        self._digests.rolled_back(name)
 
     # -- images and episodes ------------------------------------------------------------------
     def image(self) -> bytes:
         """A byte image of the whole database (``sqlite3`` serialize)."""
         return self.conn.serialize()
 
-    def load_image(self, image: bytes) -> None:
-        """Replace the database content with ``image`` (ends any open episode)."""
+    def load_image(self, image: bytes, digests: dict[str, str] | None = None) -> None:
+        """Replace the database content with ``image`` (ends any open episode); ``digests`` are its table
+        digests when known (:meth:`table_digests` of the content the image was taken of)."""
         self._set_query_only(False)
         if self.conn.in_transaction:
             self.conn.execute(_HOST_TAG + "ROLLBACK")
         self.guard.episode = self._savepoint = False
         self._forget_statements()
         self._drop_cursor()
-        self.conn.deserialize(image)
+        if self._pristine:
+            self.conn.deserialize(image)
+        else:
+            # SQLite (3.40) frees the eponymous virtual tables a connection has used (json_each, pragma_*) when
+            # deserialize replaces its database, and crashes on their next use: copy the pages in instead
+            source = sqlite3.connect(":memory:")
+            try:
+                source.deserialize(image)
+                source.backup(self.conn)
+            finally:
+                source.close()
         self.conn.execute(_HOST_TAG + f"PRAGMA max_page_count = {int(self.limits.max_db_pages)}")
         self._refresh_tables()
+        self._digests.reset(digests)
 
     def open_episode(self) -> None:
         """Start an episode on the current content: everything after this can be rolled back."""
@@ -189,7 +251,7 @@ class StateDB:
         self._set_query_only(False)
         self._counters_at = -1
         self._reset_counters()  # before the savepoint, so the scratch row is part of the baseline
-        self.conn.execute(_HOST_TAG + "SAVEPOINT episode")
+        self._open_savepoint("episode")
         self.guard.episode = True
 
     def reset_episode(self) -> None:
@@ -198,7 +260,7 @@ class StateDB:
             raise RuntimeError("no intact episode to reset")
         self._set_query_only(False)
         self._savepoint = False
-        self._host.execute(_ROLLBACK_EPISODE)
+        self._rollback_to("episode", _ROLLBACK_EPISODE)
         self._reset_counters()
 
     def _reset_counters(self) -> None:
@@ -223,7 +285,7 @@ class StateDB:
 
     def savepoint(self) -> None:
         """Open a savepoint for one call (see :meth:`release`)."""
-        self._host.execute(_SAVEPOINT_CALL)
+        self._open_savepoint("call")
         self._savepoint = True
 
     def release(self, commit: bool) -> None:
@@ -234,8 +296,9 @@ class StateDB:
         if not self.conn.in_transaction:  # SQLite already rolled everything back
             return
         if not commit:
-            self._host.execute(_ROLLBACK_CALL)
+            self._rollback_to("call", _ROLLBACK_CALL)
         self._host.execute(_RELEASE_CALL)
+        self._digests.released("call")
 
     def fork(self, n: int) -> tuple[Any, ...] | None:
         """A checkpoint of the episode between calls: savepoint ``fork<n>`` and the connection's counters
@@ -247,7 +310,7 @@ class StateDB:
         if changes > 1:
             return None
         saved = (rowid, changes, self.guard.cursor.lastrowid)
-        self._host.execute(_HOST_TAG + f"SAVEPOINT fork{int(n)}")
+        self._open_savepoint(f"fork{int(n)}")
         return saved
 
     def back_to(self, n: int, saved: tuple[Any, ...]) -> bool:
@@ -257,7 +320,7 @@ class StateDB:
             return False
         self._set_query_only(False)
         try:
-            self._host.execute(_HOST_TAG + f"ROLLBACK TO fork{int(n)}")
+            self._rollback_to(f"fork{int(n)}")
         except sqlite3.OperationalError:  # no such savepoint
             return False
         rowid, changes, cursor_rowid = saved
@@ -322,6 +385,8 @@ class StateDB:
         change between statements (the mode's cache of admitted statements, the limits) is bound once; it is
         the hot path of every ``db`` call, so the constants it reads are closure variables too."""
         state, guard, conn = self, self.guard, self.conn
+        ran = self._digests.ran.add
+        self._pristine = False
         admitted = self._admitted_cache(mode).get
         shape_of = self._shapes.get
         max_vars = self.limits.max_variables
@@ -349,6 +414,8 @@ class StateDB:
                                  "statements run in this call", transient=True)
             cur = guard.cursor
             saved_mode, saved_deadline = guard.mode, guard.deadline
+            guard.current = sql
+            ran(sql)  # from here on it may write: marked in the digest cache before the cache is used
             guard.mode = mode
             guard.deadline = clock() + seconds
             try:
@@ -370,7 +437,7 @@ class StateDB:
                 guard.mode = saved_mode
                 guard.deadline = saved_deadline
 
-        return _named(run, "query" if fetch else "execute")
+        return named(run, "query" if fetch else "execute")
 
     def _admitted_cache(self, mode: str) -> dict[str, str]:
         if mode not in _ALLOWED:
@@ -448,7 +515,12 @@ class StateDB:
         return len(stmts)
 
     def host(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-        """A trusted statement (savepoints, introspection)."""
+        """A trusted statement (introspection); one that is not a ``SELECT`` marks every table in the digest
+        cache (it may have written them, or rolled them back)."""
+        self._pristine = False
+        if leading_keyword(sql) != "SELECT":
+            self._sync_digests()
+            self._digests.mark_all()
         return self.conn.execute(_HOST_TAG + sql, params).fetchall()
 
     # -- introspection ------------------------------------------------------------------------
@@ -460,67 +532,30 @@ class StateDB:
             self._tables = [r[0] for r in rows]
         return list(self._tables)
 
-    def columns(self, table: str) -> list[str]:
-        """The column names of ``table``."""
-        return [r[1] for r in self.host("SELECT * FROM pragma_table_info(?)", (table,))]
-
-    def row_counts(self) -> dict[str, int]:
-        """Rows per table."""
-        return {t: self.host(f"SELECT count(*) FROM {quote_identifier(t)}")[0][0] for t in self.tables()}
-
-    def table_rows(self, table: str) -> list[list[Any]]:
-        """Every row of ``table``, in a canonical order."""
-        rows = [list(r) for r in self.host(f"SELECT * FROM {quote_identifier(table)}")]
-        rows.sort(key=lambda r: json.dumps(r, default=_b64, sort_keys=True))
-        return rows
-
-    def table_digests(self, tables: list[str] | None = None) -> dict[str, str]:
-        """SHA-256 of each table's rows, order-independent."""
+    def table_digests(self, tables: list[str] | None = None, *, cached: bool = True) -> dict[str, str]:
+        """The digest of each table (:func:`~gym_envs.sandbox.digests.rows_digest`; ``<missing>`` for a name
+        that is no table), from the digest cache where the table cannot have changed since it was computed
+        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh)."""
+        self._sync_digests()
         known = set(self.tables())
-        names = tables or sorted(known)
+        cache = self._digests
+        cached = cached and self.limits.digest_cache
         out: dict[str, str] = {}
-        for t in names:
+        for t in tables or sorted(known):
             if t not in known:
                 out[t] = "<missing>"
                 continue
-            # repr of SQLite values (int, float, str, bytes, None) is exact and deterministic; sorting the
-            # row texts makes the digest independent of row order
-            rows = sorted(repr(r) for r in self.host(f"SELECT * FROM {quote_identifier(t)}"))
-            out[t] = hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
+            key = fold(t)
+            digest = cache.get(key) if cached else None
+            if digest is None:
+                digest = rows_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}"))
+                cache.put(key, digest)
+            out[t] = digest
         return out
 
     def digest(self) -> str:
         """SHA-256 of every table's digest."""
         return digest_of(self.table_digests())
-
-    def columns_holding(self, text: str, limit: int) -> list[tuple[str, list[str]]]:
-        """``("table.column", its distinct string values)`` for each column with a string value equal to
-        ``text`` (ignoring case and surrounding space), else for each with a value that contains it, read from
-        the first ``limit`` rows of each table."""
-        want = text.strip().lower()
-        equal: list[tuple[str, list[str]]] = []
-        within: list[tuple[str, list[str]]] = []
-        for t in self.tables():
-            rows = self.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
-            for i in range(len(rows[0]) if rows else 0):
-                values = [r[i] for r in rows if isinstance(r[i], str)]
-                lows = [v.strip().lower() for v in values]
-                if want in lows:
-                    equal.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
-                elif want and not equal and any(want in v for v in lows):
-                    within.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
-        return equal or within
-
-    def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
-        """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON."""
-        known = self.tables()
-        counts = self.row_counts()
-        out = {}
-        for t in tables or known:
-            if t in known:
-                rows = self.host(f"SELECT * FROM {quote_identifier(t)} LIMIT ?", (limit,))
-                out[t] = {"columns": self.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
-        return json.loads(json.dumps(out, default=repr))  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the connections."""
@@ -529,55 +564,3 @@ class StateDB:
         self.conn.close()
         if self._native_conn is not None:
             self._native_conn.close()
-
-
-def digest_of(tables: dict[str, str]) -> str:
-    """The state's digest: SHA-256 of its tables' digests, in name order."""
-    return hashlib.sha256(json.dumps(sorted(tables.items())).encode()).hexdigest()
-
-
-def _b64(v: Any) -> str:
-    if isinstance(v, bytes):
-        return "b64:" + base64.b64encode(v).decode()
-    raise TypeError(type(v).__name__)
-
-
-_RENAMED: dict[tuple[Any, str], Any] = {}  #: (code object, name) -> the code object renamed (made once)
-
-
-def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` named ``db.<name>`` for the messages tool code sees (``db.query() takes from 1 to 2
-    positional arguments ...``); Python words those from the code object (renamed once per name, as every
-    episode's facade makes its functions afresh)."""
-    key = (fn.__code__, name)
-    code = _RENAMED.get(key)
-    if code is None:
-        code = _RENAMED[key] = fn.__code__.replace(co_name=name, co_qualname=f"db.{name}")
-    fn.__code__ = code
-    fn.__name__, fn.__qualname__ = name, f"db.{name}"
-    return fn
-
-
-class DbFacade:
-    """The ``db`` object that tool and check code receive.
-
-    It holds its :class:`StateDB` in closures, not attributes, so restricted code (which cannot touch
-    ``_``-names anyway) has nothing to reach through. Its statements run only while ``owner`` is the
-    connection's owner token: the engine installs it for the duration of each call of the facade's episode.
-    """
-
-    __slots__ = ("execute", "query")
-
-    def __init__(self, state: StateDB, *, read_only: bool, timeout_s: float, owner: object):
-        self.query = state.statement("ro" if read_only else "rw", fetch=True, timeout_s=timeout_s, owner=owner)
-        if read_only:
-            def execute(sql: str, params: Any = ()) -> dict[str, Any]:
-                """Refused: checks read the state, they never write it."""
-                raise StateError("this database view is read-only")
-
-            self.execute = _named(execute, "execute")
-        else:
-            self.execute = state.statement("rw", fetch=False, timeout_s=timeout_s, owner=owner)
-
-    def __repr__(self) -> str:
-        return "<db>"

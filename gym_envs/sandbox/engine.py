@@ -20,7 +20,9 @@ worker) all enter it through that one context manager; each episode keeps its ow
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
 the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
-starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls.
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. Table digests
+(``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
+cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from gym_envs.errors import (
     cap_text,
     error_response,
     exception_text,
+    unknown_tool_message,
 )
 from gym_envs.sandbox.arguments import validate_arguments
 from gym_envs.sandbox.checks import json_rows, probe, python_verdict
-from gym_envs.sandbox.db import DbFacade, StateDB, digest_of
+from gym_envs.sandbox.db import StateDB, digest_of
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
@@ -69,8 +73,6 @@ class _Episode:
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
     forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
-    base_changes: int = -1  #: the connection's total_changes when the episode began on the template
-    cache: tuple[int, dict[str, str]] | None = None  #: total_changes when the digests were last computed, and them
     setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
 
 
@@ -194,8 +196,7 @@ class Engine:
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         scope = CallScope(state.guard, token, glb, self._deadline_s, self._headroom)
-        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope,  # type: ignore[arg-type]
-                        base_changes=state.total_changes)
+        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
 
     def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
@@ -206,7 +207,7 @@ class Engine:
                 return state
             state.close()
         state = StateDB(self.limits.sql)
-        state.load_image(prog.image)
+        state.load_image(prog.image, prog.digests)
         state.open_episode()
         return state
 
@@ -326,8 +327,7 @@ class Engine:
             return error_response(ErrorKind.EPISODE_LOST, ep.lost, cap)
         admit = ep.program.arguments.get(name)
         if admit is None:
-            return error_response(ErrorKind.UNKNOWN_TOOL, f"no tool named {name!r}; available tools: "
-                                  f"{sorted(ep.program.tool_schemas)}", cap)
+            return error_response(ErrorKind.UNKNOWN_TOOL, unknown_tool_message(name, ep.program.tool_schemas), cap)
         if args is None:
             args = {}
         elif args.__class__ is not dict:
@@ -446,10 +446,9 @@ class Engine:
         first time fail again without leaving writes. The episode keeps its facades (and their tokens).
         """
         state = ep.state
-        ep.cache, ep.base_changes = None, -1  # rebuilt content: never taken for the template's
         try:
             if reload or state.lost:
-                state.load_image(ep.program.image)
+                state.load_image(ep.program.image, ep.program.digests)
                 state.open_episode()
             else:
                 state.reset_episode()
@@ -474,11 +473,11 @@ class Engine:
     # -- state and checks ----------------------------------------------------------------------
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
-        ep.marks = self._digests(ep)
+        ep.marks = ep.state.table_digests()
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        tables = self._digests(self._episode(req))
+        tables = self._episode(req).state.table_digests()
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
 
     def _op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -506,28 +505,11 @@ class Engine:
         size, marks, saved = entry
         del ep.log[size:]
         kept = ep.state.back_to(n, saved)
-        ep.cache = None  # the content went back; the change counter did not
         if not kept:
             del forks[n]
             self._rebuild(ep, reload=ep.state.lost)
         ep.marks = dict(marks)
         return {"ok": True, "kept": kept}
-
-    def _digests(self, ep: _Episode) -> dict[str, str]:
-        """The episode's table digests: the template's while no row has changed since the episode began (its
-        state is the template's then), else computed, and kept until the next change: the connection's change
-        counter only grows, and a checkpoint's restore, which takes content back, forgets them."""
-        state = ep.state
-        if ep.lost is None and not state.lost:
-            now = state.total_changes
-            if not ep.log or now == ep.base_changes:
-                return dict(ep.program.digests)
-            if ep.cache is not None and ep.cache[0] == now:
-                return dict(ep.cache[1])
-            digests = state.table_digests()
-            ep.cache = (now, digests)
-            return dict(digests)
-        return state.table_digests()
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
@@ -542,8 +524,7 @@ class Engine:
             return json_rows(self._run_spec(state, None, {}, state.run, (query, ()), {"mode": "ro", "fetch": True}))
 
         def digests(tables: Any) -> dict[str, str]:
-            now = self._digests(ep)
-            return {t: now.get(t, "<missing>") for t in tables} if tables else now
+            return state.table_digests(list(tables) if tables else None)
 
         readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
                    "marks": lambda _: dict(ep.marks or {}),

@@ -31,7 +31,7 @@ from RestrictedPython.Guards import full_write_guard
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from gym_envs.errors import SandboxViolation
-from gym_envs.sandbox.db import DbFacade
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.reprs import scrub
 from gym_envs.sandbox.surface import StandIn
 

@@ -14,7 +14,8 @@ __all__ = ["Limits", "SqlLimits"]
 
 @dataclass(frozen=True)
 class SqlLimits:
-    """Limits applied to every connection and every statement of untrusted SQL."""
+    """Limits applied to every connection and every statement of untrusted SQL, and how a connection keeps
+    its table digests."""
 
     max_sql_length: int = 20_000  #: characters of one statement's text
     max_value_length: int = 1_000_000  #: bytes of one string or blob value (SQLITE_LIMIT_LENGTH)
@@ -27,6 +28,9 @@ class SqlLimits:
     max_format_width: int = 10_000  #: width and precision of a printf/format conversion
     statement_timeout_s: float = 2.0  #: wall clock of one statement (the progress handler's deadline)
     progress_interval: int = 2_000  #: SQLite virtual-machine steps between deadline checks
+    #: keep each table's digest until its content may change (:mod:`gym_envs.sandbox.digests`); False reads
+    #: every table at every digest (the same digests, for measuring what the cache saves)
+    digest_cache: bool = True
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ typed error (``Timeout`` / ``WorkerCrashed``) and its own episode is rebuilt too
 on. A worker that died between requests is found when the next request cannot be written; it is replaced
 and that request sent again. Liveness is never polled, so a request costs one write, one poll and one
 read. :meth:`WorkerExecutor.call_many` and :meth:`WorkerExecutor.open_many` send several episodes' requests
-in one round trip per worker; when a worker dies or hangs during such a batch, the batch is sent again one
-request at a time, so only the culprit gets the error.
+in one round trip per worker, to every worker at once (one thread a worker, each under that worker's lock), so
+the environment side of a batch of episodes runs on as many cores as there are workers; when a worker dies or
+hangs during such a batch, the batch is sent again one request at a time, so only the culprit gets the error.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gym_envs.errors import ErrorKind, LoadFailure, error_response
@@ -130,6 +132,8 @@ class WorkerExecutor(Executor):
         self._rr = itertools.count()
         self._closed = False
         self.restarts = 0
+        self._restarts_lock = threading.Lock()
+        self._threads: ThreadPoolExecutor | None = None  #: round trips to several workers at once
         _LIVE.add(self)
 
     # -- worker management ---------------------------------------------------------------------
@@ -256,7 +260,8 @@ class WorkerExecutor(Executor):
 
     def _replace(self, i: int, w: _Worker) -> None:
         w.kill()
-        self.restarts += 1
+        with self._restarts_lock:
+            self.restarts += 1
         if self.workers[i] is w:
             self.workers[i] = None
         if self._closed:
@@ -304,9 +309,10 @@ class WorkerExecutor(Executor):
                                                                 f"arguments are not JSON: {e}", cap))
                 continue
             by_worker[s.worker_index].append((j, payload))
+        answers = self._each_worker(by_worker, lambda i, entries: self._batch(
+            i, [items[j][0] for j, _ in entries], [p for _, p in entries]))
         for i, entries in by_worker.items():
-            results = self._batch(i, [items[j][0] for j, _ in entries], [p for _, p in entries])
-            for (j, _), r in zip(entries, results, strict=True):  # _batch logged them
+            for (j, _), r in zip(entries, answers[i], strict=True):  # _batch logged them
                 s, name, args = items[j]
                 out[j] = s._result(name, {} if args is None else args, r)
         return out  # type: ignore[return-value]
@@ -325,15 +331,27 @@ class WorkerExecutor(Executor):
                                                     self.limits.max_output_chars))
                 continue
             by_worker[s.worker_index].append((j, payload))
+        answers = self._each_worker(by_worker, lambda i, entries: self._batch(
+            i, [items[j][0] for j, _ in entries], [p for _, p in entries], opening=True))
         for i, entries in by_worker.items():
-            sessions = [items[j][0] for j, _ in entries]
-            results = self._batch(i, sessions, [p for _, p in entries], opening=True)
-            for (j, _), r in zip(entries, results, strict=True):
+            for (j, _), r in zip(entries, answers[i], strict=True):
                 try:
                     items[j][0]._opened(r)
                 except LoadFailure as e:
                     out[j] = e
         return out
+
+    def _each_worker(self, by_worker: dict[int, list[tuple[int, bytes]]],
+                     trip: Callable[[int, list[tuple[int, bytes]]], list[dict[str, Any]]]
+                     ) -> dict[int, list[dict[str, Any]]]:
+        """``trip(i, entries)`` for every worker ``i`` of ``by_worker``, the workers' round trips at the same time
+        (a worker's own requests stay in order, under its lock); the answers by worker."""
+        if len(by_worker) <= 1:
+            return {i: trip(i, entries) for i, entries in by_worker.items()}
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(len(self.workers), thread_name_prefix="sandbox-worker")
+        futures = {i: self._threads.submit(trip, i, entries) for i, entries in by_worker.items()}
+        return {i: f.result() for i, f in futures.items()}
 
     def _batch(self, i: int, sessions: list[Session], payloads: list[bytes], *,
                opening: bool = False) -> list[dict[str, Any]]:
@@ -400,6 +418,9 @@ class WorkerExecutor(Executor):
 
     def close(self) -> None:
         self._closed = True
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
+            self._threads = None
         for w in self.workers:
             if w is not None:
                 w.kill()

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from envgen.backends import make_backend
+from envgen.backends.vllm_offline import compact_json_grammar
 from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
 from envgen.structure import spec_decoding_schema, spec_from_decoded
 from tests.envgen.test_backends import _Handler, chat_server  # noqa: F401  (a fixture: a local chat server)
@@ -145,5 +146,31 @@ def test_vllm_sampling_params_carry_structured_outputs(monkeypatch):
                                                                    sampling_params=sampling))
     b = make_backend("vllm", "some/model")
     b.generate(["a", "b"], json_schema=[SMALL, None])
-    assert seen[0].structured_outputs.kw == {"json": SMALL, "disable_any_whitespace": True}
+    assert seen[0].structured_outputs.kw == {"grammar": compact_json_grammar(SMALL)}
     assert not hasattr(seen[1], "structured_outputs")
+
+
+def test_vllm_rows_carry_the_compact_grammar_the_transformers_backend_decodes():
+    """A row sent as ``json=schema`` decoded tabs and newlines between keys on the H200: vLLM 0.26 ignores a
+    request's ``disable_any_whitespace`` (only the engine's config sets it). The grammar in the request admits
+    the compact JSON only, in the schema's key order, whatever engine serves it."""
+    pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as accepts
+
+    schema = {"type": "object", "properties": {"b": {"type": "string", "pattern": "^[a-z]{1,4}$"},
+                                               "a": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["b", "a"], "additionalProperties": False}
+    grammar = compact_json_grammar(schema)
+    assert accepts(grammar, json.dumps({"b": "abc", "a": 5}))  # json.dumps' separators, as the warm start writes
+    for wrong in ('{ "b": "abc", "a": 5}', '{"b":\t"abc", "a": 5}', '{"b": "abc",\n"a": 5}',
+                  '{"a": 5, "b": "abc"}', '{"b": "abcde", "a": 5}'):
+        assert not accepts(grammar, wrong), wrong
+    assert compact_json_grammar(dict(schema)) == grammar  # by content
+
+
+def test_compact_json_grammar_names_a_schema_xgrammar_cannot_compile():
+    pytest.importorskip("xgrammar")
+    from envgen.errors import BackendError
+
+    with pytest.raises(BackendError, match="xgrammar cannot compile this JSON schema"):
+        compact_json_grammar({"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}})

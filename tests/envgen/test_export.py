@@ -332,3 +332,19 @@ def test_import_from_the_hub_without_network_is_one_clear_error(tmp_path: Path,
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     r = CliRunner().invoke(cli, ["import", "me/envs", "--out", str(tmp_path / "lib")])
     assert r.exit_code == 1 and "cannot download the Hub dataset me/envs: OSError: network is unreachable" in r.output
+
+
+def test_a_task_that_withholds_a_tool_exports_the_tools_it_offers_as_it_begins(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from tests.fixtures.withheld import withheld_spec
+
+    lib = Library(tmp_path / "lib")
+    lib.add(parse_spec(withheld_spec()))
+    export_hf(lib, tmp_path / "export")
+    rows = {r["task_id"]: r for r in pq.read_table(tmp_path / "export" / DATA_FILES["tasks"]).to_pylist()}
+    later, other = rows["renew-later"], rows["borrow-dune"]
+    assert "renew_loan" not in [t["function"]["name"] for t in json.loads(later["tools"])]
+    assert "renew_loan" not in later["system_prompt"] and "renew_loan" in other["system_prompt"]
+    assert "renew_loan" in [t["function"]["name"] for t in json.loads(other["tools"])]
+    assert "renew_loan" in later["tool_names"]  # the environment's tools, all of them

@@ -197,3 +197,33 @@ def test_a_tool_named_like_a_control_tool_is_refused() -> None:
     built.tools[3].name = "envwright_reset"  # a spec changed after parsing reaches the server's own check
     with pytest.raises(ReservedToolName, match=r"'envwright_reset' is reserved by the MCP server.*rename"):
         EpisodeHost(built)
+
+
+def test_a_withheld_tool_is_listed_and_callable_from_the_turn_that_reveals_it() -> None:
+    from gym_envs.sandbox import make_executor
+    from tests.fixtures.withheld import withheld_spec
+
+    executor = make_executor("inprocess")
+    h = EpisodeHost(withheld_spec(), task="renew-later", executor=executor)
+
+    async def main() -> None:
+        async with Client(build_server(h)) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+            assert "renew_loan" not in listed and "return_book" in listed
+            early = await client.call_tool("renew_loan", {"loan_id": 15})
+            unknown = await client.call_tool("xenew_loan", {"loan_id": 15})
+            assert early.is_error and unknown.is_error
+            assert _json(early) == json.loads(unknown.content[0].text.replace("xenew_loan", "renew_loan"))
+            assert _json(early)["type"] == "UnknownTool"
+            ended = _json(await client.call_tool("envwright_end_turn", {"reply": "I can't renew loans."}))
+            assert ended["turn_passed"] and "New tools" in ended["next_instruction"]
+            assert "renew_loan" in _json(await client.call_tool("envwright_instruction", {}))["instruction"]
+            assert "renew_loan" in [t.name for t in (await client.list_tools()).tools]
+            renewed = await client.call_tool("renew_loan", {"loan_id": 15})
+            assert not renewed.is_error and _json(renewed)["renewals"] == 1
+
+    try:
+        anyio.run(main)
+    finally:
+        h.close()
+        executor.close()

@@ -4,6 +4,7 @@ CPU (slow), and their pieces (fast)."""
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +263,35 @@ def test_the_trainer_benchmarks_take_their_options() -> None:
     assert ctx.params["seeds"] == (0, 1) and ctx.params["tiny"] and ctx.params["parallel"]
     result = CliRunner().invoke(cli, ["bench", "speed", "--out", "x", "--steps", "2"])
     assert result.exit_code == 2 and "No such option '--steps'" in result.output
+
+
+@pytest.mark.slow
+def test_speed_on_a_real_checkpoint_and_its_plot(tmp_path: Path) -> None:
+    """``bench speed --model FOLDER`` measures that checkpoint (its tokenizer's prompts, its shape in the result)
+    and draws its plot."""
+    from training.bench.common import tiny_model_dir
+
+    model = tiny_model_dir(tmp_path / "m")
+    _bench("speed", "--out", str(tmp_path / "out"), "--tiny", "--device", "cpu", "--model", str(model))
+    result = json.loads((tmp_path / "out" / "speed.json").read_text())
+    assert result["model"] == str(model) and result["model_shape"]["model_type"] == "qwen3"
+    assert result["trl_default"]["tokens"] > 0 and result["fast"]["tokens"] > 0
+    if find_spec("matplotlib") is not None:
+        assert (tmp_path / "out" / "speed.png").stat().st_size > 0
+
+
+def test_speed_refuses_a_missing_model(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["bench", "speed", "--out", str(tmp_path), "--tiny", "--device", "cpu",
+                                      "--model", str(tmp_path / "nowhere")])
+    assert result.exit_code != 0 and "give smollm2, a .gguf file or a checkpoint folder" in result.output
+
+
+def test_plot_speed_draws_only_the_paths_with_figures(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from training.bench.speed import plot_speed
+
+    row = {"tokens_per_second": 100.0}
+    result = {"model": "m", "rows": 2, "prompt_tokens_mean": 10.0, "max_new_tokens": 4, "dtype": "bfloat16",
+              "trl_default": row, "fast": {"tokens_per_second": 250.0}, "vllm": {"available": False, "reason": "x"}}
+    path = plot_speed(result, tmp_path / "speed.png")
+    assert path is not None and path.stat().st_size > 0

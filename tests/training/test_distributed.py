@@ -1,4 +1,9 @@
-"""Data-parallel solver training: two processes under ``accelerate launch`` on CPU (gloo)."""
+"""Data-parallel solver training: two processes on CPU (gloo), launched by torchrun.
+
+``accelerate launch --cpu --num_processes 2`` starts a single, non-distributed process (accelerate 1.16 sets no
+``WORLD_SIZE`` for it), so the launcher here is torchrun; ``run.num_processes: 2`` makes the trainer refuse to
+start in any other world (:func:`training.parallel.check_world`), so the run below is two processes or fails.
+"""
 
 from __future__ import annotations
 
@@ -17,16 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(),
-                    reason="needs the accelerate launcher (pip install 'envwright[train]')")
 def test_solver_two_processes(tmp_path: Path) -> None:
+    """Batches of 2 a process with G=4: every GRPO group is split over the two processes (each plays its half,
+    one episode a prompt, which TRL 1.16 needs: one completion a prompt)."""
     build_tiny_qwen3(tmp_path / "runs" / "tiny-qwen3")
     shutil.copy(ROOT / "training" / "configs" / "smoke-cpu.yaml", tmp_path)
-    launcher = Path(sys.executable).parent / "accelerate"
-    cmd = [str(launcher) if launcher.exists() else "accelerate", "launch", "--num_processes", "2", "--cpu",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "-m", "envgen", "train", "solver", "--config", "smoke-cpu.yaml",
-           "--set", "grpo.max_steps=2", "--set", "run.report_to=[]"]
+           "--set", "grpo.max_steps=2", "--set", "run.report_to=[]", "--set", "run.num_processes=2",
+           "--set", "rollout.sandbox_workers=4", "--set", "grpo.per_device_train_batch_size=2"]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TRL_EXPERIMENTAL_SILENCE": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

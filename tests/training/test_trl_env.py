@@ -123,6 +123,19 @@ def test_a_bad_spec_is_skipped_with_its_reason_not_fatal_for_the_others() -> Non
         environment_factories([bad])
 
 
+def test_a_task_that_withholds_a_tool_is_left_out_saying_why() -> None:
+    from gym_envs.spec import parse_spec
+    from tests.fixtures.withheld import withheld_spec
+
+    spec = parse_spec(withheld_spec())
+    with pytest.warns(UserWarning, match=r"1 task\(s\) left out that withhold a tool until a later turn.*"
+                                         r"library-loans: renew-later"):
+        rows = environment_dataset([spec])
+    assert "renew-later" not in rows["task_id"] and len(rows) == len(spec.tasks) - 1
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="no tasks for the dataset"):
+        environment_dataset([spec], tasks=[(spec.id, "renew-later")])
+
+
 def test_reward_needs_environments() -> None:
     with pytest.raises(ValueError, match="environment_factory"):
         envwright_reward(["x"])

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from envgen.backends.vllm_offline import compact_json_grammar
 from gym_envs.seeding import stable_seed
 from training.config import config_from_dict
 from training.errors import ConfigError
@@ -105,7 +106,7 @@ def test_one_call_per_batch_each_row_with_its_own_params(fake_vllm: None) -> Non
     assert [p.seed for p in params] == [stable_seed(11, i) for i in range(3)]
     assert all(p.temperature == 0.7 and p.top_p == 0.9 and p.logprobs == 0 and p.stop_token_ids == [EOS]
                for p in params)
-    assert params[0].structured_outputs.kw == {"json": SCHEMA, "disable_any_whitespace": True}
+    assert params[0].structured_outputs.kw == {"grammar": compact_json_grammar(SCHEMA)}  # the grammar itself
     assert not hasattr(params[1], "structured_outputs")  # the free row carries no grammar
     assert [g.ids for g in out] == [[5, 6, EOS], [7, 8, 9, 10], [5, 6]]
     assert [g.finish for g in out] == ["stop", "length", "length"]
@@ -139,7 +140,7 @@ def test_server_mode_sends_one_request_per_schema_and_budget() -> None:
     eng = ServerEngine()
     gen = VLLMGenerator(eos_ids=[EOS], engine=eng)
     outs = gen.generate([[1], [1], [1], [1]], max_new_tokens=[8, 8, 8, 4], json_schemas=[SCHEMA, None, SCHEMA, None])
-    grammar = {"json": SCHEMA, "disable_any_whitespace": True}
+    grammar = {"grammar": compact_json_grammar(SCHEMA)}
     assert sorted(eng.calls, key=str) == sorted([(2, 8, grammar), (1, 8, None), (1, 4, None)], key=str)
     assert eng.generation_kwargs == {"seed": 1}  # restored after each call
     assert [o.finish for o in outs] == ["stop"] * 4 and outs[0].logprobs == [-0.5, -0.1]

@@ -52,7 +52,7 @@ def _cfg(model_dir: Path, out: Path, **generation: Any) -> Any:
         "model": {"name_or_path": str(model_dir), "device": "cuda", "dtype": "bf16"},
         "generation": {"engine": "vllm", "vllm_gpu_memory_utilization": 0.2, "vllm_max_model_length": 8192,
                        **generation},
-        "rollout": {"max_steps": 4, "max_turn_tokens": 32, "max_completion_tokens": 256},
+        "rollout": {"max_steps": 6, "max_turn_tokens": 32, "max_completion_tokens": 256},
         "solver": {"num_generations": 2, "envs": ["examples:library-loans"], "tasks_per_env": 1},
         "run": {"output_dir": str(out), "report_to": []},
         "grpo": {"per_device_train_batch_size": 2, "max_steps": 2, "logging_steps": 1, "save_strategy": "no",
@@ -100,14 +100,15 @@ def test_vllm_constrains_only_the_grammar_rows(engine: Any) -> None:
     outs = engine.gen.generate([ctx[0], ctx[1], ctx[0]], max_new_tokens=[64, 16, 64], temperature=1.0, seed=1,
                                json_schemas=[SCHEMA, None, SCHEMA])
     for g in (outs[0], outs[2]):
-        assert g.finish == "stop"
+        assert g.finish == "stop", engine.tok.decode(g.ids)
         jsonschema.validate(json.loads(engine.tok.decode(g.ids, skip_special_tokens=True)), SCHEMA)
     assert outs[1].ids and outs[1].finish in ("stop", "length")
 
 
 def test_a_weight_sync_changes_what_vllm_writes(engine: Any) -> None:
-    """An optimizer step makes one token the likeliest next token; until the sync vLLM refuses to generate,
-    after it vLLM writes that token, and its log-probabilities agree with the trainer's (bf16 numerics)."""
+    """An optimizer step makes one token the likeliest next token; until the sync the awake engine refuses to
+    generate; asleep, the sync is the push on waking, after which vLLM writes that token, and its
+    log-probabilities agree with the trainer's (bf16 numerics)."""
     import torch
 
     from training.errors import StaleWeightsError
@@ -122,10 +123,10 @@ def test_a_weight_sync_changes_what_vllm_writes(engine: Any) -> None:
         (-torch.log_softmax(logits, -1)[target]).backward()
     engine.opt.step()
     engine.opt.zero_grad()
-    engine.gen.sleep()  # as the trainers do before their update
-    with pytest.raises(StaleWeightsError):
+    with pytest.raises(StaleWeightsError):  # awake, holding the weights of before the step
         engine.gen.generate(ctx, max_new_tokens=4, temperature=0.0)
-    engine.gen.sync()
+    engine.gen.sleep()  # level 2 drops the engine's weights ...
+    engine.gen.sync()  # ... so the sync is recorded here and the push happens when it wakes
     after = engine.gen.generate(ctx, max_new_tokens=4, temperature=0.0)
     assert [g.ids[0] for g in after] == [target, target]
     sampled = engine.gen.generate(ctx, max_new_tokens=16, temperature=1.0, seed=3)
@@ -141,7 +142,7 @@ def test_two_grpo_steps_through_trls_colocated_vllm(model_dir: Path, tmp_path: P
     under ``generation.max_logprob_gap``."""
     from training.solver import TRL_GAP_KEYS, train_solver
 
-    cfg = _cfg(model_dir, tmp_path / "run", vllm_sleep=True)
+    cfg = _cfg(model_dir, tmp_path / "run", vllm_sleep=False)  # one sleep-mode engine a process: the fixture's
     out = train_solver(cfg)
     assert out["global_step"] == 2
     logs = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

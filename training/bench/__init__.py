@@ -4,8 +4,8 @@ GPU benchmarks of the trainer, runnable on CPU at toy sizes (``--tiny``). Each w
 ``OUT/<name>.json`` (and prints it); ``envwright bench`` (:mod:`envgen.cli.bench`) loads each
 module's command lazily:
 
-* :mod:`training.bench.speed` -- ``speed``: TRL's default HF generation against our fast path;
-  ``precision``: generation tokens/s by ``model.dtype``;
+* :mod:`training.bench.speed` -- ``speed``: TRL's default HF generation, our fast path and vLLM on one model
+  (random weights, or ``--model``); ``precision``: generation tokens/s by ``model.dtype``;
 * :mod:`training.bench.throughput` -- rollout tokens/s, seconds per GRPO step, the environment's
   share of wall time;
 * :mod:`training.bench.learning` -- held-out pass rate untrained, after SFT, after GRPO;

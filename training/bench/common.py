@@ -106,9 +106,10 @@ def episode_prompt(chat: Any, task: Any) -> list[int]:
     """The token ids of a task's first prompt (system prompt, first instruction, tools), as the trainer's."""
     from gym_envs.env import system_prompt
 
-    turn0 = task.spec.task(task.task_id).turns[0].instruction
-    return chat.prompt_ids([{"role": "system", "content": system_prompt(task.spec)},
-                            {"role": "user", "content": turn0}], task.spec.openai_tools())
+    spec_task = task.spec.task(task.task_id)
+    return chat.prompt_ids([{"role": "system", "content": system_prompt(task.spec, spec_task)},
+                            {"role": "user", "content": spec_task.turns[0].instruction}],
+                           task.spec.openai_tools(spec_task))
 
 
 def bench_options(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

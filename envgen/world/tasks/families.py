@@ -13,7 +13,9 @@ by its number, by its date, by a thing it contains, or by a filter ("my most rec
 * :meth:`policy_refusal`: a request only the policy forbids (a state, another person's record, an amount
   over the limit, which goes to a person through the escalation tool);
 * :meth:`tool_refusal`: a request a tool refuses (its guard), then the allowed alternative;
-* :meth:`missing_identity`: a request without who is asking; the agent must ask first.
+* :meth:`missing_identity`: a request without who is asking; the agent must ask first;
+* :meth:`~envgen.world.tasks.withheld.Withheld.withheld_tool`: a request whose tool is offered only once the
+  user says the service can do it now.
 
 Every family respects the policy in its normal path (amounts under a limit, states a rule allows, the
 speaker's own records), so an agent that follows the policy can pass every task.
@@ -29,10 +31,12 @@ from envgen.world.phrase import Voice, sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, Writer, money_answers, number_answers
 from envgen.world.tasks.catalog import Catalog
 from envgen.world.tasks.operations import Operations
+from envgen.world.tasks.withheld import Withheld
 
 __all__ = ["Families"]
 
 _DATE_KINDS = ("date", "datetime")
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 Call = dict[str, Any]
 
 
@@ -45,7 +49,7 @@ class Said(NamedTuple):
     reads: list[Call]  #: the reads that resolve the words once the scope's records are listed
 
 
-class Families(Operations, Catalog):
+class Families(Operations, Catalog, Withheld):
     """The task families over one world (see the module docstring)."""
 
     def __init__(self, w: Writer, pools: Pools, part: World | None = None):
@@ -578,7 +582,9 @@ class Families(Operations, Catalog):
                 ok, _ = self.w.attempt([*reads, look], call)
                 if not ok:
                     continue
-                things_said = f"{qty} x {thing[title.name]}" if qty > 1 else f"the {thing[title.name]}"
+                # a count as a person says it ("two of the Oak Desk Lamp"), never "order 2 x ..." (a row id to a reader)
+                things_said = f"{_COUNT_WORDS.get(qty, str(qty))} of the {thing[title.name]}" if qty > 1 \
+                    else f"the {thing[title.name]}"
                 # the create's own words when it has them ("redeem {value} with {record}"), else "add ... to ..."
                 goal = (create.phrase.format(record=said.words, value=things_said) if create.phrase else
                         f"add {things_said} to {said.words}")

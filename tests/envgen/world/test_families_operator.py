@@ -35,14 +35,15 @@ def test_the_reference_reads_a_container_only_when_the_request_names_it(compiled
 
 def test_a_job_named_by_whose_it_is_is_found_through_the_person_search(compiled: list[CompiledWorld]) -> None:
     """The person's search is in the reference. The reads may come in another turn of the conversation: a session
-    does not repeat a read, and a refused request's reads come with the request that follows it."""
+    does not repeat a read, and a refused request's reads come with the request that follows it (a refusal that
+    ends the conversation keeps none: no check could tell them missing)."""
     found = 0
     for cw in compiled:
         for task in cw.spec.tasks:
             calls = [c.model_dump(include={"name", "arguments"}) for turn in task.turns for c in turn.reference]
-            for turn in task.turns:
+            for i, turn in enumerate(task.turns):
                 m = re.search(r"([A-Z][\w'-]+ [A-Z][\w'-]+)'s print job for printer (PRN-\d+)", turn.instruction)
-                if m is None:
+                if m is None or not any(t.reference for t in task.turns[i:]):
                     continue
                 found += 1
                 search = {"name": "search_patrons", "arguments": {"query": m.group(1)}}

@@ -34,7 +34,7 @@ def test_an_added_line_is_asked_for_in_the_create_phrase() -> None:
     adds = [t.turns[0].instruction for seed in range(4)
             for t in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
             if t.id.endswith("_add_job_note")]
-    assert adds and all(re.search(r"have (the|\d x) [A-Z][\w ]+ applied to ", s) for s in adds), adds
+    assert adds and all(re.search(r"have (the|[a-z]+ of the) [A-Z][\w ]+ applied to ", s) for s in adds), adds
 
 
 def test_a_record_is_never_named_by_the_thing_being_added_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +46,7 @@ def test_a_record_is_never_named_by_the_thing_being_added_to_it(monkeypatch: pyt
             if t.id.endswith("_add_job_note")]
     assert adds
     for text in adds:
-        m = re.search(r"add (?:the|\d x) (.+?) to ", text)
+        m = re.search(r"add (?:the|[a-z]+ of the) (.+?) to ", text)
         assert m is not None and text.count(m.group(1)) == 1, text
 
 

@@ -198,6 +198,15 @@ def test_introspection_quotes_identifiers() -> None:
     assert quote_identifier('a"b') == '"a""b"'
 
 
+def test_a_table_named_with_a_non_ascii_capital_is_the_schemas() -> None:
+    """The authorizer looks a table up by its name lower-cased as Python does; the schema's names are listed the
+    same way (SQLite's ``lower()`` leaves ``Ä``), so tool code can use a table named ``Ärger``."""
+    state = StateDB(LIMITS)
+    state.script('CREATE TABLE "Ärger" (x)', mode="setup")
+    state.run('INSERT INTO "Ärger" VALUES (1)', mode="rw", fetch=False)
+    assert state.run('SELECT x FROM "Ärger"', mode="ro", fetch=True) == [{"x": 1}]
+
+
 def test_table_digests_are_order_independent() -> None:
     a, b = StateDB(LIMITS), StateDB(LIMITS)
     for s in (a, b):
@@ -254,6 +263,33 @@ for _ in range(20):  # a use after free need not crash the first time
     db.open_episode()
     assert db.run("SELECT count(*) AS n FROM t", mode="ro", fetch=True) == [{{"n": 100}}]
     kept.clear()
+db.close()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
+def test_a_new_image_after_the_host_read_a_table_valued_pragma() -> None:
+    """The host's reads of columns use ``pragma_table_info``, an eponymous virtual table, which SQLite (3.40)
+    frees when ``deserialize`` replaces the database under it: the next read used freed memory. A connection
+    that has run such a statement takes its next image through the backup API instead."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(_ROOT)!r})
+from gym_envs.sandbox import SqlLimits, StateDB
+def image():
+    db = StateDB(SqlLimits())
+    db.script("CREATE TABLE p (id INTEGER PRIMARY KEY, k TEXT); CREATE TABLE a (x)", mode="setup")
+    out = db.image()
+    db.close()
+    return out
+db = StateDB(SqlLimits())
+db.script("CREATE TABLE a (x)", mode="setup")
+for _ in range(10):  # a use after free need not crash the first time
+    assert db.columns("a") == ["x"]
+    db.load_image(image())
+    assert db.columns("p") == ["id", "k"]
 db.close()
 print("ok")
 """

@@ -203,3 +203,46 @@ def test_spec_code_cannot_tell_how_a_worker_was_asked_to_run_it(worker: WorkerEx
     seen = {tuple(r.result) for r in (single, *batched, opened)}
     assert single.ok and len(seen) == 1, seen
     assert LIMITS.recursion_limit - 10 <= single.result[0] <= LIMITS.recursion_limit  # its own frames only
+
+
+def test_a_batch_talks_to_its_workers_at_the_same_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """call_many and open_many send each worker its share at once (one thread a worker), so the environment side
+    of a batch runs on as many cores as there are workers; the answers are those of sequential calls."""
+    import threading
+    import time
+
+    from gym_envs.sandbox import pool
+
+    in_flight, most, lock = [0], [0], threading.Lock()
+    roundtrip = pool._Worker.roundtrip
+
+    def slow_roundtrip(self: Any, payload: bytes, timeout: float) -> Any:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.2)  # a round trip long enough that workers served one after another never overlap
+            return roundtrip(self, payload, timeout)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    ex = WorkerExecutor(3, Limits(call_timeout_s=10.0, memory_bytes=512 << 20))
+    seq = WorkerExecutor(1, Limits(call_timeout_s=10.0, memory_bytes=512 << 20))
+    try:
+        spec = store_spec()
+        expected = [seq.session(spec, seed=k) for k in range(6)]
+        bat = [ex.session(spec, seed=k, start=False) for k in range(6)]
+        assert len({s.worker_index for s in bat}) == 3
+        monkeypatch.setattr(pool._Worker, "roundtrip", slow_roundtrip)
+        assert ex.open_many([(s, k) for k, s in enumerate(bat)]) == [None] * 6
+        assert most[0] == 3
+        most[0] = 0
+        got = ex.call_many([(s, "take", {"item_id": 1, "qty": 1}) for s in bat])
+        assert most[0] == 3
+        monkeypatch.undo()
+        assert [r.to_dict() for r in got] == [s.call("take", {"item_id": 1, "qty": 1}).to_dict() for s in expected]
+        assert [s.digest() for s in bat] == [s.digest() for s in expected]
+    finally:
+        ex.close()
+        seq.close()

@@ -1,0 +1,268 @@
+"""Table digests, and the exact per-table cache that keeps them cheap.
+
+The formats, recorded in specs (``state`` and ``unchanged`` checks compare them; the world compiler and the τ²
+converter write them): a table's digest (:func:`rows_digest`) is the SHA-256 of its rows' ``repr`` texts,
+sorted and joined by newlines (``repr`` of SQLite's values is exact and deterministic; sorting makes it
+independent of row order); the state's digest (:func:`digest_of`) is the SHA-256 of the tables' digests in
+name order.
+
+:class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
+:class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
+
+* **a statement ran** (its text is added to :attr:`DigestCache.ran`; what it may have written is marked by
+  :meth:`DigestCache.settle`, which its owner calls before every use of the cache: a digest, a savepoint, a
+  rollback, a new schema). The connection's authorizer is asked about each table a statement writes when
+  SQLite prepares it (:attr:`DigestCache.prepared`), the child tables that foreign-key actions write included
+  (``ON DELETE``/``ON UPDATE`` ``CASCADE``, ``SET NULL``, ``SET DEFAULT``, also for the rows a ``REPLACE``
+  deletes); :func:`write_closure` adds those children again from the schema's foreign keys, transitively. A
+  statement the statement cache serves is not prepared again, so the set is kept per statement text for the
+  schema; one whose set is unknown marks every table (:meth:`DigestCache.mark_all`), as does a trusted
+  statement that may write. Between two uses of the cache no savepoint opens or rolls back, so the statements
+  that ran in between are marked at once, and running one costs a set insertion.
+* **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to**
+  (:meth:`DigestCache.rolled_back`): the digest of every table marked since the
+  savepoint opened is dropped (its content went back to what it was then, which a digest taken since may not
+  show); a table not marked since has the content it had, so its digest stays; the digests known of the
+  content the savepoint opened on (when it opened, or computed later of a table not marked since) are valid
+  again, so they come back. When SQLite ended the transaction itself
+  (:meth:`DigestCache.aborted`) the content is what it was before the outermost savepoint. Savepoints are
+  kept as SQLite keeps them, a stack in which a name means its most recent entry.
+* **the content was replaced** (an image loaded: :meth:`DigestCache.reset`, with the new content's digests
+  when known), or **the schema changed** (:meth:`DigestCache.schema`: every table is marked).
+
+Marks and savepoint openings are numbered by one counter that only grows, so "marked since" is one
+comparison; a mark is never taken back (a rollback that undoes a write keeps its mark, and a later rollback
+past it drops that table's digest again: a recompute, never a wrong digest). Tables are keyed by their names
+folded as SQLite folds them (ASCII letters only: :func:`fold`). Nothing of this lives in SQL: no trigger,
+table or function is added to the connection, so nothing spec code can observe changes with the cache
+(``changes()``, ``last_insert_rowid()``, the connection's change count behind a ``WITH`` statement's row
+count, how deep its foreign-key cascades may go before SQLite's trigger-depth limit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["DigestCache", "digest_of", "fold", "rows_digest", "write_closure"]
+
+_FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
+_MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
+    """A table's digest: SHA-256 of its rows' ``repr`` texts, sorted, joined by newlines."""
+    return hashlib.sha256("\n".join(sorted(map(repr, rows))).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def digest_of(tables: dict[str, str]) -> str:
+    """The state's digest: SHA-256 of its tables' digests, in name order."""
+    return hashlib.sha256(json.dumps(sorted(tables.items())).encode()).hexdigest()
+
+
+def fold(name: str) -> str:
+    """A table name as SQLite compares it: ASCII letters lower-cased, every other character kept (``"É"`` and
+    ``"é"`` name two tables)."""
+    return name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
+
+
+def write_closure(written: Iterable[str], children: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """``written`` and every table a foreign-key action can write from it, transitively; ``children`` maps a
+    table to the tables whose foreign keys to it have an action that writes (all names folded)."""
+    out = set(written)
+    todo = list(out)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return frozenset(out)
+
+
+class DigestCache:
+    """The table digests of one connection's content, each kept until its table may have changed (see the
+    module docstring). Tables are named as :func:`fold` folds them; savepoints by their SQL names."""
+
+    __slots__ = ("_all", "_children", "_digests", "_last", "_marked", "_savepoints", "_schema", "_seq", "_writes",
+                 "prepared", "ran")
+
+    def __init__(self) -> None:
+        self.ran: set[str] = set()  #: texts of the statements that ran (or began) since the last settle
+        self.prepared: dict[str, set[str]] = {}  #: of those SQLite prepared: text -> the (folded) tables it writes
+        self._digests: dict[str, str] = {}  #: table -> its digest, for the current content
+        self._marked: dict[str, int] = {}  #: table -> the counter at its last mark
+        self._all = 0  #: the counter when every table was last marked (0: never)
+        self._savepoints: list[tuple[str, int, dict[str, str]]] = []  #: open: folded name, counter, digests then
+        self._seq = 0  #: the counter (only grows)
+        self._last = 0  #: the counter of the content and savepoints as they are now (a rollback takes it back)
+        self._writes: dict[str, frozenset[str]] = {}  #: statement text -> the tables it may write (this schema)
+        self._children: dict[str, frozenset[str]] = {}  #: table -> the tables its foreign-key actions write
+        self._schema: list[Any] | None = None  #: the schema the two above were made for
+
+    # -- the schema and its statements ---------------------------------------------------------------------
+    def schema(self, schema: list[Any], foreign_keys: Callable[[str], list[Any]]) -> None:
+        """The schema may have changed (setup ran, an image was loaded): every table is marked, and when
+        ``schema`` (``sqlite_master``'s ``(type, name, tbl_name, sql)`` rows) is not the one the statements'
+        write sets were learned for, those are forgotten. ``foreign_keys(table)`` gives the ``(parent,
+        on_update, on_delete)`` of each of ``table``'s foreign keys."""
+        self.settle()
+        self.mark_all()
+        if schema == self._schema:
+            return
+        children: dict[str, set[str]] = {}
+        for kind, name, *_ in schema:
+            if kind == "table":
+                for parent, on_update, on_delete in foreign_keys(name):
+                    if on_update in _FK_WRITES or on_delete in _FK_WRITES:
+                        children.setdefault(fold(str(parent)), set()).add(fold(name))
+        self._children = {t: frozenset(c) for t, c in children.items()}
+        self._writes = {}
+        self._schema = schema
+
+    def settle(self) -> None:
+        """Mark what the statements in :attr:`ran` may have written, and learn the write sets of those in
+        :attr:`prepared` (with the children their foreign-key actions write); a statement whose write set is
+        unknown (the statement cache served it, and its set was forgotten) marks every table. Both are emptied
+        (the same objects: their owner holds their methods)."""
+        ran = self.ran
+        if not ran:
+            return
+        prepared, known, children = self.prepared, self._writes, self._children
+        marked, digests = self._marked, self._digests
+        seq = self._seq + 1
+        wrote = unknown = False
+        for sql in ran:
+            tables = prepared.get(sql) if prepared else None
+            learned: frozenset[str] | None
+            if tables is not None:
+                if len(known) >= _MAX_STATEMENTS:
+                    known.clear()
+                learned = known[sql] = write_closure(tables, children)
+            else:
+                learned = known.get(sql)
+            if learned is None:
+                unknown = True
+            elif learned:
+                wrote = True
+                for t in learned:  # what mark() does, for every statement at one count
+                    marked[t] = seq
+                    digests.pop(t, None)
+        ran.clear()
+        prepared.clear()
+        if wrote:
+            self._seq = self._last = seq
+        if unknown:
+            self.mark_all()
+
+    # -- digests and marks ------------------------------------------------------------------------------
+    def get(self, table: str) -> str | None:
+        """The cached digest of ``table`` (folded), or None."""
+        return self._digests.get(table)
+
+    def put(self, table: str, digest: str) -> None:
+        """Keep ``digest``, just computed from ``table``'s (folded) current content; it is also the table's
+        digest when each savepoint opened since the table's last mark opened, so their rollbacks bring it back."""
+        self._digests[table] = digest
+        last = max(self._marked.get(table, 0), self._all)
+        for _name, since, then in reversed(self._savepoints):
+            if since < last:
+                break
+            then[table] = digest
+
+    def mark(self, tables: Iterable[str]) -> None:
+        """``tables`` (folded) may have changed: their digests are dropped, and dropped again by a rollback
+        past now."""
+        self._seq = self._last = seq = self._seq + 1
+        marked, digests = self._marked, self._digests
+        for t in tables:
+            marked[t] = seq
+            digests.pop(t, None)
+
+    def mark_all(self) -> None:
+        """Every table may have changed (those the cache has not heard of included)."""
+        self._seq += 1
+        self._all = self._last = self._seq
+        self._digests = {}
+
+    # -- savepoints -------------------------------------------------------------------------------------
+    def opened(self, savepoint: str) -> None:
+        """``savepoint`` opened, on content whose digests the cache holds now."""
+        self._seq += 1
+        self._last = self._seq
+        self._savepoints.append((fold(savepoint), self._seq, dict(self._digests)))
+
+    def rolled_back(self, savepoint: str) -> None:
+        """The content went back to ``savepoint`` (its rollback succeeded; it stays open): the tables marked
+        since it opened hold what they held then, so their digests are dropped and they count as last marked
+        then, the digests known of that content come back, and the savepoints opened since are gone. Called
+        after the rollback (one that fails changes nothing), before anything else uses the cache; a savepoint
+        the cache does not know of drops every digest."""
+        at = self._find(savepoint)
+        if at is None:
+            self._digests = {}
+        else:
+            self._back_to(at)
+
+    def released(self, savepoint: str) -> None:
+        """``savepoint`` was released with every savepoint opened after it (their writes are now the enclosing
+        transaction's, whose rollback still drops them: the marks stay)."""
+        at = self._find(savepoint)
+        if at is not None:
+            del self._savepoints[at:]
+
+    @property
+    def in_savepoint(self) -> bool:
+        """A savepoint is open (so the content may still be rolled back)."""
+        return bool(self._savepoints)
+
+    def aborted(self) -> None:
+        """SQLite ended the transaction (an interrupted write, out of memory): the content went back to what it
+        was before the outermost savepoint opened (the one that began the transaction), and none is open."""
+        if self._savepoints:
+            self._back_to(0)
+            self._savepoints = []
+
+    def reset(self, digests: Mapping[str, str] | None = None) -> None:
+        """The content was replaced and no savepoint is open: forget everything but the statements' write sets
+        (those just learned kept too); ``digests`` (table -> digest) are the new content's."""
+        self.settle()
+        self._digests = {fold(t): d for t, d in (digests or {}).items()}
+        self._marked = {}
+        self._all = 0
+        self._savepoints = []
+
+    def _find(self, savepoint: str) -> int | None:
+        """The index of ``savepoint``'s most recent entry (SQLite's names are case-insensitive), or None."""
+        stack = self._savepoints
+        if stack and stack[-1][0] == savepoint:  # the innermost, named as folded
+            return len(stack) - 1
+        name = fold(savepoint)
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i][0] == name:
+                return i
+        return None
+
+    def _back_to(self, at: int) -> None:
+        """The content is what it was when savepoint ``at`` opened: the digests of the tables marked since are
+        dropped and their marks move back to its counter (a later rollback to a savepoint opened before it
+        still drops those tables; one to a savepoint opened after it need not), the digests known when it
+        opened come back, and the savepoints opened after it are gone."""
+        _name, since, then = self._savepoints[at]
+        if self._last == since:  # nothing was marked nor opened since: the digests held are of this content
+            return
+        self._last = since
+        digests = self._digests
+        if self._all > since:
+            self._all = since
+            digests = {}
+        marked = self._marked
+        for t, seq in marked.items():
+            if seq > since:
+                marked[t] = since
+                digests.pop(t, None)
+        then.update(digests)  # both hold digests of this same content
+        self._digests = dict(then)
+        del self._savepoints[at + 1:]
