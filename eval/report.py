@@ -564,8 +564,7 @@ def _per_task(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, 
     return out
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000,
-                 seed: int = 0) -> dict[str, Any]:
+def compare_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Side-by-side metrics of two run folders with bootstrap intervals of B - A."""
     recs_a, sum_a = load_run(run_a)
     recs_b, sum_b = load_run(run_b)
@@ -583,8 +582,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000,
             ci = d["ci"]
             rows.append({"suite": suite, "kind": kind, "metric": metric, "tasks_a": len(a), "tasks_b": len(b),
                          "common": len(common), "a": mean(va), "b": mean(vb), "diff": d["diff"], "ci": ci,
-                         "paired": d["paired"],
-                         "significant": bool(ci and (ci[0] > 0 or ci[1] < 0))})
+                         "paired": d["paired"], "significant": bool(ci and (ci[0] > 0 or ci[1] < 0))})
     return {"a": {"path": str(run_a), "policy": (sum_a.get("run") or {}).get("policy")},
             "b": {"path": str(run_b), "policy": (sum_b.get("run") or {}).get("policy")}, "rows": rows}
 

@@ -72,7 +72,7 @@ def test_perturbations_drop_each_action_and_change_arguments_to_values_seen_else
 @pytest.mark.parametrize("name", ["retail", "airline"])
 def test_every_task_agrees_with_tau2(name: str) -> None:
     """Every task, two drops and two argument changes each (about 6 and 5 minutes on 2 cores; every perturbation
-    of every task is eval/bench/results/tau2.md's sweep)."""
+    of every task is what `envwright bench tau2` sweeps)."""
     report = agreement_report([name], drops=2, argument_changes=2)
     d = report["domains"][name]
     assert d["tasks"] == d["conversion"]["tasks"] == len(_backend.tasks(name))
