@@ -79,7 +79,9 @@ class Generator:
     blueprints), leaving the other rows of the batch free: xgrammar on HF ``generate``, structured outputs on
     vLLM. ``grammar_prefixes[i]`` (token ids, or None): context ``i`` ends with these tokens of its schema's
     text already, and decoding goes on from there under the schema (the format recovery of
-    :mod:`training.format_recovery`; HF only).
+    :mod:`training.format_recovery`): only where ``continues_grammar`` is true (HF); a trainer asks the
+    trainer's own model for it where the engine cannot (:func:`training.model.make_generator` with
+    ``engine="transformers"``).
 
     Weights: ``shares_weights`` says whether generation runs on the trainer's own weights. An engine with its
     own copy is brought up to date by :meth:`sync` (the trainers call it after every update) and refuses to
@@ -90,6 +92,7 @@ class Generator:
 
     name = "base"
     eos_ids: list[int]
+    continues_grammar = True  #: goes on under a schema's grammar from a prefix it did not decode
     shares_weights = True
     records_logprobs = True
 

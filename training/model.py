@@ -23,6 +23,7 @@ from training.config import TrainConfig
 from training.errors import ConfigError
 from training.generation import Generator, TransformersGenerator
 from training.loss import UpdateConfig, make_optimizer, update_config
+from training.parallel import engine_start
 from training.trl_config import (
     generation_autocast,
     resolve_device,
@@ -146,23 +147,27 @@ def eos_ids_of(model: Any, tokenizer: Any) -> list[int]:
     return sorted(int(i) for i in ids)
 
 
-def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator: Any = None) -> Generator:
-    """The generator ``generation.engine`` asks for (see the module docstring)."""
+def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator: Any = None,
+                   engine: str | None = None) -> Generator:
+    """The generator ``generation.engine`` asks for (see the module docstring); ``engine="transformers"``: the
+    trainer's own model whatever the config says (what only it can do, such as going on under a grammar from a
+    prefix: :mod:`training.format_recovery`)."""
     g = cfg.generation
     eos = eos_ids_of(model, tokenizer)
-    if resolve_engine(cfg) == "vllm":
+    if (engine or resolve_engine(cfg)) == "vllm":
         from training.vllm_generator import VLLMGenerator
 
         if accelerator is None:
             from accelerate import Accelerator
 
             accelerator = Accelerator()
-        return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer, mode=g.vllm_mode,
-                             gpu_memory_utilization=g.vllm_gpu_memory_utilization,
-                             server_base_url=g.vllm_server_base_url, server_host=g.vllm_server_host,
-                             server_port=g.vllm_server_port, group_port=g.vllm_group_port,
-                             server_timeout=g.vllm_server_timeout, max_model_length=g.vllm_max_model_length,
-                             max_num_seqs=g.batch_size, sleep=g.vllm_sleep)
+        with engine_start():  # side-by-side processes start their engines one at a time
+            return VLLMGenerator(eos_ids=eos, model=model, accelerator=accelerator, tokenizer=tokenizer,
+                                 mode=g.vllm_mode, gpu_memory_utilization=g.vllm_gpu_memory_utilization,
+                                 server_base_url=g.vllm_server_base_url, server_host=g.vllm_server_host,
+                                 server_port=g.vllm_server_port, group_port=g.vllm_group_port,
+                                 server_timeout=g.vllm_server_timeout, max_model_length=g.vllm_max_model_length,
+                                 max_num_seqs=g.batch_size, sleep=g.vllm_sleep)
     return TransformersGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                                  sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
                                  autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)

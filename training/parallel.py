@@ -18,18 +18,31 @@ each training process its share, and :func:`rollout_executor` is the process's e
 Seeds: the solver's rollout seeds each process's sampling with its rank (:func:`training.solver.make_rollout_func`),
 so the episodes of one GRPO group that TRL splits over two processes do not sample the same tokens; the
 environment seed of a task is its key's and the step's, the same on every process (one task instance a group).
+
+Side by side: several independent training processes on one GPU (``envwright bench selfplay --parallel``, a seed
+each) each get :func:`side_by_side_env`: a rendezvous port of their own (a colocated vLLM engine opens a process
+group of one at ``MASTER_PORT``, which accelerate sets to 29500 when unset, so a second process died with
+EADDRINUSE) and a lock under which they start their engines one at a time (:func:`engine_start`: vLLM measures the
+GPU's free memory while it starts and refuses to start when a neighbour frees memory meanwhile).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 from gym_envs.sandbox import Executor, default_executor, make_executor
 from training.config import RolloutConfig, TrainConfig
 from training.errors import ConfigError
 
-__all__ = ["check_world", "launched_world", "rank_share", "rollout_executor"]
+__all__ = ["ENGINE_START_LOCK", "check_world", "engine_start", "file_lock", "free_ports", "launched_world",
+           "rank_share", "rollout_executor", "side_by_side_env"]
+
+#: the environment variable naming the lock file side-by-side processes start their engines under
+ENGINE_START_LOCK = "ENVWRIGHT_ENGINE_START_LOCK"
 
 
 def launched_world(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
@@ -86,3 +99,52 @@ def rollout_executor(cfg: RolloutConfig, rank: int = 0, world: int = 1) -> Execu
     if key not in _EXECUTORS:
         _EXECUTORS[key] = make_executor(cfg.executor, workers=n)
     return _EXECUTORS[key]
+
+
+@contextlib.contextmanager
+def file_lock(path: str | Path, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (created); yields False if ``wait`` is off and another process holds it.
+    The lock goes with the process: one that dies never leaves it held."""
+    import fcntl
+
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct TCP ports free on ``host`` now (all bound at once while they are chosen, so none repeats)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(n):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def side_by_side_env(n: int, lock: str | Path, environ: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The environments of ``n`` training processes started at once on one host (module docstring): each its own
+    ``MASTER_PORT`` (on ``MASTER_ADDR`` 127.0.0.1), all the one engine-start ``lock``."""
+    base = dict(os.environ if environ is None else environ)
+    return [{**base, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), ENGINE_START_LOCK: str(lock)}
+            for port in free_ports(n)]
+
+
+@contextlib.contextmanager
+def engine_start(environ: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Held while this process builds a generation engine: the launcher's engine-start lock where it named one
+    (:func:`side_by_side_env`), else nothing."""
+    path = (os.environ if environ is None else environ).get(ENGINE_START_LOCK)
+    if not path:
+        yield
+        return
+    with file_lock(path):
+        yield

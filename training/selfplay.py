@@ -174,6 +174,7 @@ class SelfPlay:
         self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, model, tokenizer)
         self.generator.track(self.optimizer)  # an engine with its own weights refuses to generate unsynced
+        self._from_prefix: Generator | None = None  # the format recovery's, where the engine cannot (vLLM)
         self.backend = PolicyBackend(self.generator, self.chat, model_id=cfg.model.name_or_path or "policy")
         self.proposer = self._proposer(sp.proposer.structure)
         self.explore_proposer = self._explore_proposer()
@@ -409,7 +410,8 @@ class SelfPlay:
         rode = riders.proposals if riders is not None else None  # None: the round wrote no free stream
         extra = rode if rode is not None else self._recovery_proposals(riders.docs if riders else [], r)
         samples, stats = recovery_samples(
-            [c.proposal for c in result.candidates] + extra, self.backend.record_for, self.generator, schema,
+            [c.proposal for c in result.candidates] + extra, self.backend.record_for, self._grammar_generator(),
+            schema,
             parses=lambda text: parse_blueprint(text).blueprint is not None,
             decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
             # as constrained proposals are: the schema's worst case (a token is at least a character), so a
@@ -425,6 +427,17 @@ class SelfPlay:
             stats["documents_parsed"] = sum(p.spec is not None for p in extra)
             stats["documents_in_round_batch"] = rode is not None
         return {**stats, "update": upd, "seconds": seconds}, seconds
+
+    def _grammar_generator(self) -> Generator:
+        """The generator that goes on under a grammar from a prefix: the engine where it can, else the trainer's
+        own model through transformers (made once; vLLM cannot: :attr:`Generator.continues_grammar`)."""
+        if self.generator.continues_grammar:
+            return self.generator
+        if self._from_prefix is None:
+            from training.model import make_generator
+
+            self._from_prefix = make_generator(self.cfg, self.model, self.tokenizer, engine="transformers")
+        return self._from_prefix
 
     def _recovery_docs(self, r: int) -> list[Any]:
         """The documents of ``selfplay.recovery.documents`` in round ``r``: a seeded draw from the pool

@@ -74,6 +74,7 @@ class VLLMGenerator(Generator):
 
     name = "vllm"
     shares_weights = False
+    continues_grammar = False  #: vLLM's structured outputs start the grammar at the first token it decodes
 
     def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
                  tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,

@@ -4,6 +4,7 @@ CPU (slow), and their pieces (fast)."""
 from __future__ import annotations
 
 import json
+import os
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -225,14 +226,69 @@ def test_selfplay_state_keeps_the_phases_of_side_by_side_processes(tmp_path: Pat
 
 
 def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None:
-    from training.bench.selfplay import _locked, seed_phases
+    from training.bench.selfplay import seed_phases
+    from training.parallel import file_lock
 
-    with _locked(tmp_path / ".seed-3.lock") as mine:
+    with file_lock(tmp_path / ".seed-3.lock") as mine:
         assert mine
         with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):
             seed_phases(None, tmp_path, [], 3)
-    with _locked(tmp_path / ".seed-3.lock", wait=False) as mine:
+    with file_lock(tmp_path / ".seed-3.lock", wait=False) as mine:
         assert mine  # released
+
+
+def test_side_by_side_seeds_get_their_own_rendezvous_port_and_one_engine_start_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each side-by-side seed process is started with a ``MASTER_PORT`` of its own (on the H200 three seeds on
+    accelerate's default 29500: two died with EADDRINUSE) and the one lock their engines start under."""
+    import subprocess
+
+    from training.bench import selfplay
+    from training.parallel import ENGINE_START_LOCK
+
+    started: list[dict[str, str]] = []
+
+    class _Done:
+        def __init__(self, cmd: list[str], **kw: Any) -> None:
+            started.append(kw["env"])
+
+        def poll(self) -> int:
+            return 0
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", _Done)
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    selfplay._run_seeds_side_by_side("cfg.yaml", [], tmp_path, [0, 1, 2], rounds=1)
+    ports = [env["MASTER_PORT"] for env in started]
+    assert len(started) == 3 and len(set(ports)) == 3 and "29500" not in ports
+    assert {env[ENGINE_START_LOCK] for env in started} == {str(tmp_path / ".engine-start.lock")}
+    assert all(env["MASTER_ADDR"] == "127.0.0.1" and env["PATH"] == os.environ["PATH"] for env in started)
+
+
+def test_engines_start_one_at_a_time_under_the_launchers_lock(tmp_path: Path) -> None:
+    """:func:`training.parallel.engine_start` holds the lock the launcher named while an engine starts (another
+    process's start waits), and holds nothing in a plain command."""
+    from training.parallel import ENGINE_START_LOCK, engine_start, file_lock
+
+    lock = tmp_path / "start.lock"
+    with engine_start({ENGINE_START_LOCK: str(lock)}), file_lock(lock, wait=False) as free:
+        assert not free
+    with engine_start({}), file_lock(lock, wait=False) as free:
+        assert free
+
+
+def test_free_ports_are_distinct_and_free() -> None:
+    import socket
+
+    from training.parallel import free_ports
+
+    ports = free_ports(4)
+    assert len(set(ports)) == 4
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
 
 
 def test_side_by_side_seeds_share_the_gpu_memory(monkeypatch: pytest.MonkeyPatch) -> None:

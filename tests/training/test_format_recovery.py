@@ -172,6 +172,46 @@ def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, t
         selfplay_config(tiny_dir, corpus_dir, tmp_path / "x", {"recovery": {"enabled": True}})
 
 
+def test_format_recovery_asks_the_trainers_model_where_the_engine_cannot_go_on_from_a_prefix(
+        tmp_path: Path, tiny_dir: Path, tokenizer: Any, corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine that cannot go on under a grammar from a prefix (vLLM: ``continues_grammar`` false; on the H200 the
+    recovery step crashed there) is never asked to: the step runs on the trainer's own model through
+    transformers, one generator made once, able to compile the grammar."""
+    from training import format_recovery
+    from training.selfplay import SelfPlay
+
+    class _NoPrefix(_Proposals):
+        continues_grammar = False
+
+        def generate(self, contexts: list[list[int]], **kw: Any) -> Any:
+            assert not kw.get("grammar_prefixes"), "the engine was asked to go on from a prefix"
+            return super().generate(contexts, **kw)
+
+    used: list[Any] = []
+    real = format_recovery.recovery_samples
+
+    def spy(proposals: Any, record_for: Any, generator: Any, schema: Any, *a: Any, **kw: Any) -> Any:
+        used.append(generator)
+        generator.grammar(schema)  # the grammar compiles for the trainer's tokenizer
+        return real([], record_for, generator, schema, *a, **kw)
+
+    monkeypatch.setattr(format_recovery, "recovery_samples", spy)
+    proposer = {"structure": "blueprint", "constrained": True, "explore_constrained": False,
+                "max_new_tokens": 3000, "n_examples": 0, "excerpt_tokens": 60}
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1, "eval_envs": [], "proposer": proposer,
+                                                                   "recovery": {"enabled": True}})
+    engine = _NoPrefix(tokenizer)
+    sp = SelfPlay(cfg, generator=engine)
+    (h,) = sp.run()
+    assert h["format_recovery"] is not None and len(used) == 1
+    (gen,) = used
+    assert isinstance(gen, TransformersGenerator) and gen.model is sp.model and gen is not engine
+    assert sp._grammar_generator() is gen  # made once
+    able = SelfPlay(selfplay_config(tiny_dir, corpus_dir, tmp_path / "run2", {"rounds": 1, "eval_envs": []}),
+                    generator=_Proposals(tokenizer))
+    assert able._grammar_generator() is able.generator  # an engine that can keeps the step
+
+
 def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path: Path, tiny_dir: Path,
                                                                           tokenizer: Any) -> None:
     """``selfplay.recovery.documents``: each round N more documents of the pool, never the acceptance

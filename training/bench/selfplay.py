@@ -49,7 +49,6 @@ is ``--set generation.engine=NAME``) is the one TrainConfig every phase reads: `
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
@@ -58,7 +57,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +64,7 @@ import click
 
 from envgen.cli.options import ManyOption, ManyValuesCommand
 from training.bench.common import quiet_trl
+from training.parallel import file_lock, side_by_side_env
 
 __all__ = ["PHASES", "command", "run"]
 
@@ -103,27 +102,10 @@ def _state(work: Path) -> dict[str, Any]:
     return json.loads(p.read_text()) if p.is_file() else {}
 
 
-@contextlib.contextmanager
-def _locked(path: Path, *, wait: bool = True) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``path`` (created); yields False if ``wait`` is off and another holds it."""
-    import fcntl
-
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _record(work: Path, updates: dict[str, Any]) -> dict[str, Any]:
     """Writes ``updates`` into ``work/state.json`` under a lock, re-reading it first, so that processes
     running different seeds of one ``--out`` side by side never drop each other's phases. Atomic."""
-    with _locked(work / ".state.lock"):
+    with file_lock(work / ".state.lock"):
         state = _state(work)
         state.update(updates)
         tmp = work / f".state.json.{os.getpid()}.tmp"
@@ -365,7 +347,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         print(f"[bench selfplay] {phase}: {json.dumps(result, default=str)[:400]}", flush=True)
         return stop_after == phase
 
-    with _locked(work / ".shared.lock", wait=False) as mine:
+    with file_lock(work / ".shared.lock", wait=False) as mine:
         if not mine:
             raise SystemExit(f"another process is running the warm-start phases of {out}; wait for it to finish "
                              "(or give this run its own --out)")
@@ -409,7 +391,7 @@ def _release_device() -> None:
 def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_after: str | None = None) -> bool:
     """Phases 5 and 6 of one seed (those not done yet); True when ``stop_after`` stopped them. A seed
     runs in one process at a time: a second process asking for it gets a clear error, not a second run."""
-    with _locked(work / f".seed-{seed}.lock", wait=False) as mine:
+    with file_lock(work / f".seed-{seed}.lock", wait=False) as mine:
         if not mine:
             raise SystemExit(f"seed {seed} of {work.parent} is being run by another process; wait for it, or "
                              "name other --seeds")
@@ -466,19 +448,21 @@ def _rounds_done(work: Path, seed: int) -> int:
 def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds: list[int], *,
                             rounds: int) -> None:
     """One process per seed, all at once on the same device (a 135M model leaves an H200 mostly idle, and
-    decoding is bound by each process's kernel launches). Each writes its log to ``work/seed-S.log``; a
-    progress bar counts the rounds their self-play and baseline runs have logged."""
+    decoding is bound by each process's kernel launches), each with its own rendezvous port, starting their
+    engines one at a time (:func:`training.parallel.side_by_side_env`). Each writes its log to
+    ``work/seed-S.log``; a progress bar counts the rounds their self-play and baseline runs have logged."""
     from tqdm.auto import tqdm
 
     procs = []
-    for seed in seeds:
+    envs = side_by_side_env(len(seeds), work / ".engine-start.lock")
+    for seed, env in zip(seeds, envs, strict=True):
         log = work / f"seed-{seed}.log"
         args = json.dumps({"config": config, "overrides": overrides, "work": str(work), "seed": seed,
                            "processes": len(seeds)})
         with open(log, "ab") as fh:
             procs.append((seed, log, subprocess.Popen(
                 [sys.executable, "-c", "import sys; from training.bench.selfplay import seed_main; "
-                 "seed_main(sys.argv[1])", args], stdout=fh, stderr=subprocess.STDOUT)))
+                 "seed_main(sys.argv[1])", args], stdout=fh, stderr=subprocess.STDOUT, env=env)))
         print(f"[bench selfplay] seed {seed}: started side by side (log: {log})", flush=True)
     total = 2 * rounds * len(seeds)
     with tqdm(total=total, desc=f"seeds {', '.join(map(str, seeds))}: self-play and baseline rounds",
