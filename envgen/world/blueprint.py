@@ -124,7 +124,7 @@ class ConditionSpec(_Model):
 class EffectSpec(_Model):
     """A change besides the operation's own (see :class:`envgen.world.model.Effect`)."""
 
-    kind: Literal["set", "add", "copy"]
+    kind: Literal["set", "add", "copy", "shift"]
     field: Name
     arg: Name | None = None
     value: Int | Value | None = None

@@ -64,6 +64,13 @@ def show(db, table, row, memo=None):
     return out
 
 
+def shift_days(value, days):
+    import datetime
+    start = value if value else TODAY
+    day = datetime.date.fromisoformat(start[:10]) + datetime.timedelta(days=days)
+    return day.isoformat() + start[10:]
+
+
 def reload(db, table, row_id):
     return db.query('SELECT * FROM "' + table + '" WHERE "id" = ?', [row_id])[0]
 '''
@@ -79,7 +86,7 @@ def _tables(world: World) -> str:
     bools = {e.table: [f.name for f in e.fields if f.sqltype == "BOOLEAN"] for e in world.entities}
     lines = [f"{name} = {json.dumps(value, sort_keys=True)}" for name, value in
              (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns), ("REFS", refs), ("MONEY", money),
-              ("BOOLS", bools))]
+              ("BOOLS", bools), ("TODAY", _today()))]
     return "\n".join(lines)
 
 
@@ -162,6 +169,10 @@ def _effects(op: Op, rec: str) -> list[str]:
             target_ent, target = ref.entity, f"eff{i}"
             out.append(f"{target} = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])")
         f = target_ent.field(eff.field)
+        if eff.kind == "shift":
+            out.append(f"db.execute('UPDATE \"{target_ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
+                       f"[shift_days({target}[\"{eff.field}\"], {int(eff.value) * eff.sign}), {target}[\"id\"]])")
+            continue
         money = f is not None and f.kind == "money"
         if eff.arg is not None:
             amount = f"cents({eff.arg})" if money else eff.arg
@@ -369,6 +380,9 @@ def _b_transition(world: World, op: Op) -> list[str]:
     if op.sources:
         msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; only "
                f"{' or '.join(op.sources)} {ent.humans} can be set to {op.target}.")
+        if op.target in op.sources:  # an operation that keeps the state (a renewal): its effects are the point
+            msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; "
+                   f"{human(op.name)} applies only to {' or '.join(op.sources)} {ent.humans}.")
         lines += [f"if rec[\"state\"] not in {tuple(op.sources)!r}:", f"    raise ToolError(\"{msg}\")"]
     lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', "
                  f"[{op.target!r}, rec[\"id\"]])")

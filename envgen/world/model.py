@@ -196,10 +196,12 @@ class Condition:
 @dataclass
 class Effect:
     """A change a tool makes besides its kind's own: ``set`` ``field`` to the argument ``arg``, the constant
-    ``value`` or ``"today"``; ``add`` the argument (or constant) to ``field`` (``sign`` -1 subtracts); on the
-    referenced record ``ref`` when it is given (a product's ``stock`` goes down when an item is created)."""
+    ``value`` or ``"today"``; ``add`` the argument (or constant) to ``field`` (``sign`` -1 subtracts); ``shift`` a
+    date or datetime ``field`` by ``value`` days times ``sign`` (a renewal's new due date, a postponed visit; a
+    missing date shifts from today); on the referenced record ``ref`` when it is given (a product's ``stock``
+    goes down when an item is created)."""
 
-    kind: str  #: ``set``, ``add`` or ``copy`` (``field`` takes the value of ``source``: ``ref.field``)
+    kind: str  #: ``set``, ``add``, ``shift`` or ``copy`` (``field`` takes the value of ``source``: ``ref.field``)
     field: str
     arg: str | None = None
     value: Any = None

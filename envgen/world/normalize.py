@@ -121,8 +121,13 @@ def _effect_problem(op: Op) -> str | None:
             if ref is None:
                 return f"an effect changes the unknown reference {e.ref!r}"
             target = ref.entity
-        if target.field(e.field) is None:
+        f = target.field(e.field)
+        if f is None:
             return f"an effect changes the unknown field {e.field!r} of {target.name}"
+        if e.kind == "shift" and (f.kind not in ("date", "datetime") or not isinstance(e.value, int)
+                                  or isinstance(e.value, bool) or e.value == 0):
+            return (f"a shift effect needs a date or datetime field and a nonzero whole number of days as 'value', "
+                    f"got {e.field!r} ({f.kind}) and {e.value!r}")
         if e.kind == "copy" and (not e.source or e.source.split(".")[0] not in refs):
             return f"a copy effect needs 'source' as ref.field, got {e.source!r}"
     return None
