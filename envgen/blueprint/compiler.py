@@ -18,7 +18,9 @@ blueprint schema (:class:`envgen.proposers.llm.LLMProposer` with
 4. tools, restricted code, DDL and seed SQL come from the compiler's renderers
    (:mod:`envgen.blueprint.render.tools`), tasks with checks and reference
    trajectories from :mod:`envgen.blueprint.render.tasks`, by the blueprint's
-   task mix and the difficulty;
+   task mix and the difficulty; about a third of them are scenario tasks (a
+   simulated user the agent must ask for a value or a record, or whose approval
+   a change needs), which makes the spec ``spec_version`` 2;
 5. the spec is parsed (:func:`gym_envs.spec.parse_spec`); the gate runs later.
 
 :func:`compile_blueprint` raises :class:`CompileError` (saying why, with the
@@ -196,8 +198,8 @@ def compile_blueprint(bp: Blueprint, doc: Any, *, seed: int = 0, options: Compil
     tools = render_tools(model)
     schema_sql, seed_sql = render_state(model)
     digest = hashlib.sha256(f"{d.sha256}:{bp.to_json()}:{seed}".encode()).hexdigest()
-    data = {
-        "spec_version": 1,
+    data: dict[str, Any] = {
+        "spec_version": 2 if any("scenario" in t for t in tasks) else 1,
         "id": env_id or f"{id_prefix}-{_slug(title)}-{digest[:8]}",
         "title": title,
         "description": _description(bp, model, d.path),

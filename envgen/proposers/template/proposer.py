@@ -11,7 +11,9 @@ entities, their fields, relations and lifecycle states, operations named
 after the document's CRUD-like methods, and a task mix. The one compiler
 (:mod:`envgen.blueprint.compiler`), the same one model-written blueprints go
 through, turns it into tables, seed rows, tools, restricted code and tasks of
-every kind whose checks pin the resulting state.
+every kind whose checks pin the resulting state, about a third of them
+scenario tasks (a simulated user the agent must ask, or whose approval it
+needs, before it acts).
 
 Analysis and design live in :mod:`~envgen.proposers.template.extract` and
 :mod:`~envgen.proposers.template.build`, the blueprint writing in

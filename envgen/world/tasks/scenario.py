@@ -11,7 +11,8 @@
   item naming the change) and the turn gains a ``confirmed`` check on that tool. The user says yes.
 
 The state and reply checks are the ones :meth:`~envgen.world.tasks.base.Writer.finish` derived from the draft's
-calls: a ``say`` item changes nothing.
+calls: a ``say`` item changes nothing. The agent's messages and the task's scenario are written by
+:mod:`envgen.scenario`, which the blueprint compiler's scenario tasks share.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from envgen.scenario import Ask, ask_confirm, ask_identity, make_scenario_task
 from envgen.world.model import human
 from envgen.world.phrase import sentence
 from envgen.world.tasks.base import Draft, DraftTurn
@@ -31,13 +33,6 @@ __all__ = ["scenario_ready", "scenario_task"]
 
 #: a locator's fact names, the one the user says first (gym_envs.users.Scenario: ``name|alias``)
 _LOCATOR_FACTS = {"postcode": "zip code|postcode|post code", "city": "city|town", "phone": "phone number|phone"}
-
-_ASK_FACT = ["Could you tell me the {fact} on your account?", "Happy to help - what's the {fact} on your account?",
-             "Before I look: could you give me your {fact}, please?", "Can you share the {fact} you registered with?",
-             "Sure. Could you please provide your {fact} so I can find your account?"]
-_ASK_CONFIRM = ["To confirm: I'll {action}. Shall I go ahead?", "I'm about to {action}. Do you want me to proceed?",
-                "Just to check before I change anything: {action}. Is that okay?",
-                "I can {action} now. Would you like me to go ahead?"]
 
 
 def scenario_ready(draft: Draft) -> bool:
@@ -65,41 +60,32 @@ def scenario_task(draft: Draft, fam: Families, writer: Writer, index: int) -> di
     turn = draft.turns[0]
     voice = draft.voice
     facts: dict[str, str] = {}
-    says: list[tuple[int, str]] = []  # (position in the reference, the agent's message)
+    asks: list[Ask] = []
     instruction = turn.say
     if voice is not None and not voice.operator and (voice.locator is not None or voice.key):
         name = _LOCATOR_FACTS[voice.locator[0]] if voice.locator is not None else _key_fact(fam)
         if name is not None:
             value = voice.locator[1] if voice.locator is not None else str(voice.key)
             facts[name] = value
-            said = name.split("|", 1)[0]
-            says.append((0, fam.rng.choice(_ASK_FACT).format(fact=said)))
+            asks.append(Ask(0, ask_identity(fam.rng, name)))
             instruction = sentence(voice.opener(identify=False), turn.body)
             draft.rules += [r for r in fam.rules("verify") if r not in draft.rules]
     confirm = next((c for c in turn.calls if fam.confirm_rules_by_name(c["name"])), None)
     if confirm is not None:
         action = f"{human(confirm['name'])} for {_subject(confirm)}"
-        says.append((turn.calls.index(confirm), fam.rng.choice(_ASK_CONFIRM).format(action=action)))
+        asks.append(Ask(turn.calls.index(confirm), ask_confirm(fam.rng, action), confirms=True))
         draft.rules += [r for r in fam.confirm_rules_by_name(confirm["name"]) if r not in draft.rules]
-    if not says:
+    if not asks:
         return None
     task = writer.finish(draft, index)
     if task is None:
         return None
-    (t,) = task["turns"]
-    reference: list[dict[str, Any]] = list(t["reference"])
-    for pos, text in sorted(says, key=lambda s: -s[0]):  # from the back, so earlier positions stay valid
-        reference.insert(pos, {"say": text})
-    t["reference"] = reference
-    t["instruction"] = instruction
-    if confirm is not None:
-        t["checks"].append({"kind": "confirmed", "tools": [confirm["name"]]})
     persona = f"{voice.name}, " + ("a member of staff" if voice.operator else "a customer") if voice is not None \
         else "a member of staff"
     task["id"] = f"t{index}_scenario_{draft.family}"[:64]
-    task["scenario"] = {"persona": f"{persona} of {fam.world.title}", "goal": turn.body, "facts": facts,
-                        "on_confirm": "yes"}
-    return task
+    return make_scenario_task(task, asks=asks, instruction=instruction, facts=facts,
+                              confirm=[confirm["name"]] if confirm is not None else [],
+                              persona=f"{persona} of {fam.world.title}", goal=turn.body)
 
 
 def _key_fact(fam: Families) -> str | None:

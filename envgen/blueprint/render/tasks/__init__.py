@@ -15,7 +15,9 @@ The package, along its seams: :mod:`.base` (the world, checks and phrasing),
 :mod:`.writes` (one-change turns, ``execute`` shapes), :mod:`.reads` (read
 turns, the ``read`` conversation), :mod:`.chains` (chains and cross-entity
 tasks), :mod:`.rules` (refusals), :mod:`.talks` (conversations, asking back,
-declining) and :mod:`.plan` (which shapes, by mix and difficulty).
+declining), :mod:`.scenarios` (scenario tasks: a simulated user asked for a
+value or a record, or for approval, before the agent acts) and :mod:`.plan`
+(which shapes, by mix and difficulty, and which slots are scenario tasks).
 
 Contract (what the validity gate checks):
 
@@ -33,6 +35,9 @@ Contract (what the validity gate checks):
   is too low, or a refusal) and that nothing changed. ``missing_parameter``
   turn 1 and decline turns forbid the write tools and check that nothing
   changed.
+* A scenario task's first turn holds the agent's questions (``say`` items),
+  each answered by the scripted user; what the user withholds is not in the
+  instruction, and a change to approve has a ``confirmed`` check.
 * Each task starts from the seed rows; multi-turn tasks track their own
   changes between turns.
 """

@@ -4,7 +4,8 @@ Role: the ``read_then_write`` shapes.
 
 * **chain_key**: look a record up by its key, act on the id the lookup
   returns; then "the same for" a second record, "undo that", or a question
-  about the result (each a turn with its own checks).
+  about the result (each a turn with its own checks: :meth:`Chains.follow_ups`,
+  which the scenario shapes share).
 * **chain_pick**: list records (all, or those of a parent record looked up by
   key), pick the one a rule selects (the highest or lowest value of a field),
   act on it.
@@ -120,10 +121,16 @@ class Chains(Reads):
         if first is None:
             return None
         first["reference"][:0] = looks
+        return {"kind": "read_then_write", "turns": [first, *self.follow_ups(op, row, first, keyed=True)]}
+
+    def follow_ups(self, op: Op, row: Row, first: Turn, *, keyed: bool) -> list[Turn]:
+        """The turns after ``first`` (``op`` on ``row``), up to the task's turn goal: "the same for" another record
+        (named by key when ``keyed``), "undo that", then a question about the record changed last."""
+        ent = op.entity
         turns = [first]
         want = self.goal
         other = self.pick(ent, lambda r: r is not row and self.allowed(op, r))
-        again = self.same_again(op, first, other, True) if other is not None and len(turns) < want else None
+        again = self.same_again(op, first, other, keyed) if other is not None and len(turns) < want else None
         if again is not None and other is not None:
             turns.append(again[0])
             if len(turns) < want and op.kind in ("update", "adjust"):
@@ -133,7 +140,7 @@ class Chains(Reads):
         if len(turns) < want and op.kind != "delete":
             t = self.ask_after(ent, other if again is not None and other is not None else row, op.column)
             turns += [t] if t is not None else []
-        return {"kind": "read_then_write", "turns": turns}
+        return turns[1:]
 
     def chain_pick(self) -> Task | None:
         """List records (of a parent looked up by key, when they belong to one), pick one by a rule, act."""

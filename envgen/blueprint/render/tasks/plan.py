@@ -9,6 +9,12 @@ before the common ones, and a kind's order rotates so that several tasks of a
 kind take different shapes. A shallow single-turn shape is the fallback of
 each kind, so a model too small for the deep shapes still gets every kind.
 
+About a third of the tasks (:data:`SCENARIO_SHARE` of an environment's
+task slots, at least one) are **scenario tasks** (:mod:`.scenarios`): the
+slots are drawn among the kinds that have scenario shapes (``execute``,
+``read``, ``read_then_write``), and a drawn slot whose scenario shapes cannot
+be written for this model gets its kind's ordinary shapes instead.
+
 Each task starts from the seed rows (:meth:`Base.reset`); its id is
 ``t<i>_<shape>``, the shape's builder (``t2_chain_transfer``).
 """
@@ -21,7 +27,7 @@ from collections.abc import Callable
 from envgen.blueprint.render.difficulty import PROFILES, Profile
 from envgen.blueprint.render.model import EnvModel
 from envgen.blueprint.render.tasks.base import Task
-from envgen.blueprint.render.tasks.talks import Talks
+from envgen.blueprint.render.tasks.scenarios import Scenarios
 from envgen.blueprint.render.values import ValueMaker
 
 __all__ = ["TaskMaker", "build_tasks"]
@@ -29,7 +35,11 @@ __all__ = ["TaskMaker", "build_tasks"]
 Builder = Callable[[], Task | None]
 
 
-class TaskMaker(Talks):
+SCENARIO_SHARE = 1 / 3
+"""The share of an environment's task slots written as scenario tasks (a simulated user the agent must ask)."""
+
+
+class TaskMaker(Scenarios):
     """Every task shape over one model (see the package docstring)."""
 
     def pad(self, task: Task) -> None:
@@ -109,27 +119,51 @@ def _take(tm: TaskMaker, plans: dict[str, Plan], kind: str) -> Task | None:
     return found[1] if found is not None else None
 
 
-def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8,
-                mix: dict[str, int] | None = None, profile: Profile | None = None) -> list[Task]:
-    """At most ``max_tasks`` tasks by ``mix`` (task kind -> how many; default one of each kind), one of each
-    wanted kind first, then the rest in rotation; ``profile`` is the difficulty (default ``medium``)."""
-    tm = TaskMaker(model, rng, maker, profile or PROFILES["medium"])
-    plans = _plans(tm, rng)
-    mix = dict(mix) if mix is not None else {k: 1 for k in plans}
-    # missing_parameter goes last, so a small max_tasks drops it first
-    order = sorted((k for k, n in mix.items() if n > 0 and k in plans), key=lambda k: k == "missing_parameter")
+def _slots(mix: dict[str, int], kinds: list[str]) -> list[str]:
+    """The kind of each task the plan tries, in order: one of each wanted kind, then the rest in rotation
+    (``missing_parameter`` last, so a small ``max_tasks`` drops it first)."""
+    order = sorted((k for k, n in mix.items() if n > 0 and k in kinds), key=lambda k: k == "missing_parameter")
     left = {k: mix[k] for k in order}
-    tasks: list[Task] = []
-    while left and len(tasks) < max_tasks:
+    slots: list[str] = []
+    while left:
         for kind in list(left):
-            if len(tasks) >= max_tasks:
-                break
-            task = _take(tm, plans, kind)
+            slots.append(kind)
             left[kind] -= 1
             if left[kind] <= 0:
                 del left[kind]
-            if task is not None:
-                tasks.append(task)
+    return slots
+
+
+def _scenario_slots(slots: list[str], kinds: set[str], max_tasks: int, rng: random.Random) -> set[int]:
+    """The slots written as scenario tasks: :data:`SCENARIO_SHARE` of the first ``max_tasks`` (at least one), drawn
+    among those of a kind in ``kinds``."""
+    first = slots[:max_tasks]
+    can = [i for i, kind in enumerate(first) if kind in kinds]
+    want = min(len(can), max(1, round(SCENARIO_SHARE * len(first))))
+    return set(rng.sample(can, want))
+
+
+def build_tasks(model: EnvModel, rng: random.Random, maker: ValueMaker, max_tasks: int = 8,
+                mix: dict[str, int] | None = None, profile: Profile | None = None) -> list[Task]:
+    """At most ``max_tasks`` tasks by ``mix`` (task kind -> how many; default one of each kind), one of each
+    wanted kind first, then the rest in rotation, a share of them scenario tasks (module docstring); ``profile``
+    is the difficulty (default ``medium``)."""
+    tm = TaskMaker(model, rng, maker, profile or PROFILES["medium"])
+    plans = _plans(tm, rng)
+    scenarios: dict[str, Plan] = {kind: (builders, []) for kind, builders in tm.scenario_builders().items()}
+    for deep, _ in scenarios.values():
+        rng.shuffle(deep)
+    mix = dict(mix) if mix is not None else {k: 1 for k in plans}
+    slots = _slots(mix, list(plans))
+    chosen = _scenario_slots(slots, set(scenarios), max_tasks, rng)
+    tasks: list[Task] = []
+    for i, kind in enumerate(slots):
+        if len(tasks) >= max_tasks:
+            break
+        task = _take(tm, scenarios, kind) if i in chosen else None
+        task = task if task is not None else _take(tm, plans, kind)
+        if task is not None:
+            tasks.append(task)
     for i, task in enumerate(tasks):
         task["id"] = f"t{i}_{task.pop('shape')}"
     return tasks

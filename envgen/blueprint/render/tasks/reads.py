@@ -169,9 +169,7 @@ class Reads(Writes):
     # -- the read conversation ---------------------------------------------------------------------
     def read_talk(self) -> Task | None:
         """2-5 questions about one record and its relations, later ones referring back to earlier ones."""
-        want = self.goal
         ent = self.main
-        parent = ent if self.children(ent) else (ent.parent if ent.parent is not None else None)
         turns: list[Turn] = []
         row = self.pick(ent)
         if row is None:
@@ -184,27 +182,36 @@ class Reads(Writes):
         if first is None:
             return None
         turns.append(first)
-        asked = {first["checks"][0]["any_of"][0]}
+        return {"kind": "read", "turns": self.more_reads(row, turns, cols)}
+
+    def more_reads(self, row: Row, turns: list[Turn], cols: list[Column]) -> list[Turn]:
+        """``turns`` (questions about the main record ``row``) and more, up to the task's turn goal: a question over
+        its relation, its other fields of ``cols`` ("and its price?"), then more over the relation."""
+        want = self.goal
+        ent = self.main
+        parent = ent if self.children(ent) else (ent.parent if ent.parent is not None else None)
+        asked = {t["checks"][0]["any_of"][0] for t in turns}
         for t in self.relation_reads(parent, row)[:1]:  # a question over the relation (a lookup and a list)
             turns.append(t)
             asked.add(t["checks"][0]["any_of"][0])
         for c in cols:
             if len(turns) >= min(want, 3):
                 break
-            t = self.ask_value(ent, row, c, "key")
-            if t is not None and t["checks"][0]["any_of"][0] not in asked:
+            q = self.ask_value(ent, row, c, "key")
+            if q is not None and q["checks"][0]["any_of"][0] not in asked:
+                t = q
                 t["instruction"] = self.choose(f"And its {c.human}?", f"What {c.human} does it have, then?",
                                                f"Also tell me the {c.human} of the {ent.human} "
                                                f"'{row[ent.key.name]}'.")
                 if self.value_answer(ent, row, c, t["instruction"]) is not None:
                     turns.append(t)
                     asked.add(t["checks"][0]["any_of"][0])
-        for t in self.relation_reads(parent, row)[1:]:
+        for r in self.relation_reads(parent, row)[1:]:
             if len(turns) >= want:
                 break
-            if t["checks"][0]["any_of"][0] not in asked:
-                turns.append(t)
-        return {"kind": "read", "turns": turns}
+            if r["checks"][0]["any_of"][0] not in asked:
+                turns.append(r)
+        return turns
 
     def relation_reads(self, parent: Entity | None, row: Row) -> list[Turn]:
         """Follow-up reads: the top record by a field and questions about it, or about the holder of ``row``."""

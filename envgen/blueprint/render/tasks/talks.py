@@ -117,10 +117,13 @@ class Talks(Rules):
         return {"kind": "read_then_write", "turns": turns}
 
     def create_talk(self) -> Task | None:
-        ent, op = self.main, self.model.op("create", self.main)
         task = self.exec_create()
-        if task is None or op is None:
-            return None
+        return self.create_more(task) if task is not None else None
+
+    def create_more(self, task: Task) -> Task:
+        """After a create (``task``'s turn, the main record just created): change "it", then ask about it, up to
+        the task's turn goal."""
+        ent = self.main
         row = self.rows(ent)[-1]
         want = self.goal
         ups = [o for o in self.model.ops_of("update", ent) if o.column is not ent.key]
