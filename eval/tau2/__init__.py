@@ -15,7 +15,10 @@ Contract:
   ``agreement_report``), :mod:`~eval.tau2.tables` (tables, SQL text, digests, setup statements),
   :mod:`~eval.tau2.policy` (a policy document as description and rules), :mod:`~eval.tau2.domain` (the domains:
   :mod:`~eval.tau2.retail`, :mod:`~eval.tau2.airline`), ``code/`` (τ²'s tools ported to the sandbox's restricted
-  Python: spec data, never imported) and the private :mod:`~eval.tau2._backend`, the only module that touches τ².
+  Python: spec data, never imported; the helpers and tools the domains share are written once, in ``shared.py``
+  and ``arithmetic.py``, and spliced with the host constants the code reads into each domain's code by
+  :func:`~eval.tau2.domain.splice_code`) and the private :mod:`~eval.tau2._backend`, the only module that touches
+  τ².
 - Telecom is not converted: its tasks are scored by assertions on a simulated phone that the user operates with
   tools of their own, which the spec cannot express yet; :mod:`~eval.tau2.telecom` measures why from τ²'s data.
 """

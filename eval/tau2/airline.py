@@ -8,16 +8,17 @@ from our tables is the hash of the state itself. The tool code over these tables
 
 Contract: ``from_tables(to_tables(d)) == d`` for every ``d`` that τ²'s airline tools can produce; ``pos`` columns
 keep the order of τ²'s dicts and lists. A dated flight's fields depend on its status, as in τ²'s models
-(:data:`STATUS_FIELDS`); its seats and prices are one column per cabin.
+(:data:`STATUS_FIELDS`); its seats and prices are one column per cabin. The tool code reads these two from here
+(:data:`CODE_CONSTANTS`, spliced into it), so the cabins and the fields by status are written once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from eval.tau2.tables import Column, Rows, Table
+from eval.tau2.tables import ADDRESS_KEYS, NUMBER, Column, Rows, Table, grouped
 
-__all__ = ["CABINS", "STATUS_FIELDS", "TABLES", "from_tables", "to_tables"]
+__all__ = ["CABINS", "CODE_CONSTANTS", "STATUS_FIELDS", "TABLES", "from_tables", "to_tables"]
 
 CABINS = ("basic_economy", "economy", "business")
 #: the fields of a dated flight beside ``status``, by status (τ²'s ``FlightDateStatus`` models, in field order)
@@ -29,10 +30,10 @@ STATUS_FIELDS = {
     "flying": ("actual_departure_time_est", "estimated_arrival_time_est"),
     "on time": ("estimated_departure_time_est", "estimated_arrival_time_est"),
 }
+#: what the tool code (``code/airline.py``) reads of this module, spliced into it by :class:`eval.tau2.domain.Domain`
+CODE_CONSTANTS = {"CABINS": CABINS, "STATUS_FIELDS": STATUS_FIELDS}
 _TIMES = ("estimated_departure_time_est", "estimated_arrival_time_est", "actual_departure_time_est",
           "actual_arrival_time_est")
-_ADDR_KEYS = ("address1", "address2", "city", "country", "state", "zip")
-_NUM = "a number as τ² holds it (int or float)"
 
 TABLES = (
     Table("flights", (Column("flight_number"), Column("origin"), Column("destination"),
@@ -48,7 +49,7 @@ TABLES = (
                     Column("email"), Column("dob"), Column("membership"), Column("pos", "INTEGER")), ("user_id",),
           "customers"),
     Table("payment_methods", (Column("user_id"), Column("id"), Column("source"), Column("brand", null=True),
-                              Column("last_four", null=True), Column("amount", "", null=True, comment=_NUM),
+                              Column("last_four", null=True), Column("amount", "", null=True, comment=NUMBER),
                               Column("pos", "INTEGER")), ("user_id", "id"),
           "each user's payment methods (credit_card: brand, last_four; gift_card and certificate: amount)"),
     Table("saved_passengers", (Column("user_id"), Column("pos", "INTEGER"), Column("first_name"),
@@ -57,18 +58,18 @@ TABLES = (
           ("user_id", "pos"), "each user's list of reservation ids"),
     Table("reservations", (Column("reservation_id"), Column("user_id"), Column("origin"), Column("destination"),
                            Column("flight_type"), Column("cabin"), Column("created_at"),
-                           Column("total_baggages", "", comment=_NUM), Column("nonfree_baggages", "", comment=_NUM),
+                           Column("total_baggages", "", comment=NUMBER), Column("nonfree_baggages", "", comment=NUMBER),
                            Column("insurance"), Column("status", null=True), Column("pos", "INTEGER")),
           ("reservation_id",), "reservations"),
     Table("reservation_flights", (Column("reservation_id"), Column("pos", "INTEGER"), Column("flight_number"),
                                   Column("origin"), Column("destination"), Column("date"),
-                                  Column("price", "", comment=_NUM)), ("reservation_id", "pos"),
+                                  Column("price", "", comment=NUMBER)), ("reservation_id", "pos"),
           "the flights of each reservation, at the price paid"),
     Table("reservation_passengers", (Column("reservation_id"), Column("pos", "INTEGER"), Column("first_name"),
                                      Column("last_name"), Column("dob")), ("reservation_id", "pos"),
           "the passengers of each reservation"),
     Table("reservation_payments", (Column("reservation_id"), Column("pos", "INTEGER"), Column("payment_id"),
-                                   Column("amount", "", comment=_NUM)), ("reservation_id", "pos"),
+                                   Column("amount", "", comment=NUMBER)), ("reservation_id", "pos"),
           "each reservation's payments and refunds"),
 )
 
@@ -93,7 +94,7 @@ def to_tables(db: dict[str, Any]) -> Rows:
                                 for dpos, (date, d) in enumerate(f["dates"].items())]
     for pos, u in enumerate(db["users"].values()):
         out["users"].append((u["user_id"], u["name"]["first_name"], u["name"]["last_name"],
-                             *(u["address"][k] for k in _ADDR_KEYS), u["email"], u["dob"], u["membership"], pos))
+                             *(u["address"][k] for k in ADDRESS_KEYS), u["email"], u["dob"], u["membership"], pos))
         for mpos, m in enumerate(u["payment_methods"].values()):
             out["payment_methods"].append((u["user_id"], m["id"], m["source"], m.get("brand"), m.get("last_four"),
                                            m.get("amount"), mpos))
@@ -111,14 +112,6 @@ def to_tables(db: dict[str, Any]) -> Rows:
                                           for i, p in enumerate(r["passengers"])]
         out["reservation_payments"] += [(rid, i, p["payment_id"], p["amount"])
                                         for i, p in enumerate(r["payment_history"])]
-    return out
-
-
-def _grouped(rows: list[tuple[Any, ...]], pos: int) -> dict[Any, list[tuple[Any, ...]]]:
-    """Rows by their first value, each group in the order of column ``pos``."""
-    out: dict[Any, list[tuple[Any, ...]]] = {}
-    for r in sorted(rows, key=lambda r: (r[0], r[pos])):
-        out.setdefault(r[0], []).append(r)
     return out
 
 
@@ -145,13 +138,13 @@ def _payment_method(r: tuple[Any, ...]) -> dict[str, Any]:
 
 def from_tables(rows: Rows) -> dict[str, Any]:
     """``FlightDB.model_dump()`` of the state ``rows`` hold (each table's rows in any order)."""
-    dates = _grouped(rows["flight_dates"], 13)
-    methods = _grouped(rows["payment_methods"], 6)
-    saved = _grouped(rows["saved_passengers"], 1)
-    user_res = _grouped(rows["user_reservations"], 1)
-    res_flights = _grouped(rows["reservation_flights"], 1)
-    res_passengers = _grouped(rows["reservation_passengers"], 1)
-    res_payments = _grouped(rows["reservation_payments"], 1)
+    dates = grouped(rows["flight_dates"], 13)
+    methods = grouped(rows["payment_methods"], 6)
+    saved = grouped(rows["saved_passengers"], 1)
+    user_res = grouped(rows["user_reservations"], 1)
+    res_flights = grouped(rows["reservation_flights"], 1)
+    res_passengers = grouped(rows["reservation_passengers"], 1)
+    res_payments = grouped(rows["reservation_payments"], 1)
     flights = {}
     for f in sorted(rows["flights"], key=lambda r: r[5]):
         flights[f[0]] = {"flight_number": f[0], "origin": f[1], "destination": f[2],
@@ -161,7 +154,7 @@ def from_tables(rows: Rows) -> dict[str, Any]:
     for u in sorted(rows["users"], key=lambda r: r[12]):
         uid = u[0]
         users[uid] = {"user_id": uid, "name": {"first_name": u[1], "last_name": u[2]},
-                      "address": dict(zip(_ADDR_KEYS, u[3:9], strict=True)), "email": u[9], "dob": u[10],
+                      "address": dict(zip(ADDRESS_KEYS, u[3:9], strict=True)), "email": u[9], "dob": u[10],
                       "payment_methods": {m[1]: _payment_method(m) for m in methods.get(uid, [])},
                       "saved_passengers": [{"first_name": p[2], "last_name": p[3], "dob": p[4]}
                                            for p in saved.get(uid, [])],

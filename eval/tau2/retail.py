@@ -15,24 +15,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eval.tau2.tables import Column, Rows, Table
+from eval.tau2.tables import ADDRESS_KEYS, NUMBER, Column, Rows, Table, grouped
 
 __all__ = ["TABLES", "from_tables", "to_tables"]
 
-_ADDRESS = (Column("address1"), Column("address2"), Column("city"), Column("country"), Column("state"),
-            Column("zip"))
-_NUM = "a number as τ² holds it (int or float)"
+_ADDRESS = tuple(Column(k) for k in ADDRESS_KEYS)
 
 TABLES = (
     Table("products", (Column("product_id"), Column("name"), Column("pos", "INTEGER")), ("product_id",),
           "the store's product types"),
     Table("variants", (Column("product_id"), Column("item_id"), Column("options", comment="JSON object"),
-                       Column("available", "INTEGER", comment="1 or 0"), Column("price", "", comment=_NUM),
+                       Column("available", "INTEGER", comment="1 or 0"), Column("price", "", comment=NUMBER),
                        Column("pos", "INTEGER")), ("product_id", "item_id"), "the items of each product"),
     Table("users", (Column("user_id"), Column("first_name"), Column("last_name"), *_ADDRESS, Column("email"),
                     Column("pos", "INTEGER")), ("user_id",), "customers, with their default address"),
     Table("payment_methods", (Column("user_id"), Column("id"), Column("source"), Column("brand", null=True),
-                              Column("last_four", null=True), Column("balance", "", null=True, comment=_NUM),
+                              Column("last_four", null=True), Column("balance", "", null=True, comment=NUMBER),
                               Column("pos", "INTEGER")), ("user_id", "id"),
           "each user's payment methods (credit_card: brand, last_four; gift_card: balance; paypal)"),
     Table("user_orders", (Column("user_id"), Column("pos", "INTEGER"), Column("order_id")), ("user_id", "pos"),
@@ -41,23 +39,20 @@ TABLES = (
                      Column("cancel_reason", null=True), Column("exchange_items", null=True, comment="JSON list"),
                      Column("exchange_new_items", null=True, comment="JSON list"),
                      Column("exchange_payment_method_id", null=True),
-                     Column("exchange_price_difference", "", null=True, comment=_NUM),
+                     Column("exchange_price_difference", "", null=True, comment=NUMBER),
                      Column("return_items", null=True, comment="JSON list"),
                      Column("return_payment_method_id", null=True), Column("pos", "INTEGER")), ("order_id",),
           "orders, with their shipping address"),
     Table("order_items", (Column("order_id"), Column("pos", "INTEGER"), Column("name"), Column("product_id"),
-                          Column("item_id"), Column("price", "", comment=_NUM),
+                          Column("item_id"), Column("price", "", comment=NUMBER),
                           Column("options", comment="JSON object")), ("order_id", "pos"), "the items of each order"),
     Table("fulfillments", (Column("order_id"), Column("pos", "INTEGER"), Column("tracking_id", comment="JSON list"),
                            Column("item_ids", comment="JSON list")), ("order_id", "pos"),
           "each order's shipments"),
     Table("order_payments", (Column("order_id"), Column("pos", "INTEGER"), Column("transaction_type"),
-                             Column("amount", "", comment=_NUM), Column("payment_method_id")), ("order_id", "pos"),
+                             Column("amount", "", comment=NUMBER), Column("payment_method_id")), ("order_id", "pos"),
           "each order's payments and refunds"),
 )
-
-_ADDR_KEYS = ("address1", "address2", "city", "country", "state", "zip")
-
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
@@ -77,13 +72,13 @@ def to_tables(db: dict[str, Any]) -> Rows:
                                     v["price"], vpos))
     for pos, u in enumerate(db["users"].values()):
         out["users"].append((u["user_id"], u["name"]["first_name"], u["name"]["last_name"],
-                             *(u["address"][k] for k in _ADDR_KEYS), u["email"], pos))
+                             *(u["address"][k] for k in ADDRESS_KEYS), u["email"], pos))
         for mpos, m in enumerate(u["payment_methods"].values()):
             out["payment_methods"].append((u["user_id"], m["id"], m["source"], m.get("brand"), m.get("last_four"),
                                            m.get("balance"), mpos))
         out["user_orders"] += [(u["user_id"], opos, oid) for opos, oid in enumerate(u["orders"])]
     for pos, o in enumerate(db["orders"].values()):
-        out["orders"].append((o["order_id"], o["user_id"], *(o["address"][k] for k in _ADDR_KEYS), o["status"],
+        out["orders"].append((o["order_id"], o["user_id"], *(o["address"][k] for k in ADDRESS_KEYS), o["status"],
                               o["cancel_reason"], _json(o["exchange_items"]), _json(o["exchange_new_items"]),
                               o["exchange_payment_method_id"], o["exchange_price_difference"],
                               _json(o["return_items"]), o["return_payment_method_id"], pos))
@@ -93,14 +88,6 @@ def to_tables(db: dict[str, Any]) -> Rows:
                                 for i, f in enumerate(o["fulfillments"])]
         out["order_payments"] += [(o["order_id"], i, p["transaction_type"], p["amount"], p["payment_method_id"])
                                   for i, p in enumerate(o["payment_history"])]
-    return out
-
-
-def _grouped(rows: list[tuple[Any, ...]]) -> dict[Any, list[tuple[Any, ...]]]:
-    """Rows by their first value, each group in its ``pos`` order (the column after the key)."""
-    out: dict[Any, list[tuple[Any, ...]]] = {}
-    for r in rows:
-        out.setdefault(r[0], []).append(r)
     return out
 
 
@@ -116,12 +103,12 @@ def _payment_method(r: tuple[Any, ...]) -> dict[str, Any]:
 
 def from_tables(rows: Rows) -> dict[str, Any]:
     """``RetailDB.model_dump()`` of the state ``rows`` hold (each table's rows in any order)."""
-    variants = _grouped(sorted(rows["variants"], key=lambda r: (r[0], r[5])))
-    methods = _grouped(sorted(rows["payment_methods"], key=lambda r: (r[0], r[6])))
-    user_orders = _grouped(sorted(rows["user_orders"], key=lambda r: (r[0], r[1])))
-    items = _grouped(sorted(rows["order_items"], key=lambda r: (r[0], r[1])))
-    fulfillments = _grouped(sorted(rows["fulfillments"], key=lambda r: (r[0], r[1])))
-    payments = _grouped(sorted(rows["order_payments"], key=lambda r: (r[0], r[1])))
+    variants = grouped(rows["variants"], 5)
+    methods = grouped(rows["payment_methods"], 6)
+    user_orders = grouped(rows["user_orders"], 1)
+    items = grouped(rows["order_items"], 1)
+    fulfillments = grouped(rows["fulfillments"], 1)
+    payments = grouped(rows["order_payments"], 1)
     products = {}
     for pid, name, _ in sorted(rows["products"], key=lambda r: r[2]):
         products[pid] = {"name": name, "product_id": pid, "variants": {
@@ -131,14 +118,14 @@ def from_tables(rows: Rows) -> dict[str, Any]:
     for u in sorted(rows["users"], key=lambda r: r[-1]):
         uid = u[0]
         users[uid] = {"user_id": uid, "name": {"first_name": u[1], "last_name": u[2]},
-                      "address": dict(zip(_ADDR_KEYS, u[3:9], strict=True)), "email": u[9],
+                      "address": dict(zip(ADDRESS_KEYS, u[3:9], strict=True)), "email": u[9],
                       "payment_methods": {m[1]: _payment_method(m) for m in methods.get(uid, [])},
                       "orders": [r[2] for r in user_orders.get(uid, [])]}
     orders = {}
     for o in sorted(rows["orders"], key=lambda r: r[-1]):
         oid = o[0]
         orders[oid] = {
-            "order_id": oid, "user_id": o[1], "address": dict(zip(_ADDR_KEYS, o[2:8], strict=True)),
+            "order_id": oid, "user_id": o[1], "address": dict(zip(ADDRESS_KEYS, o[2:8], strict=True)),
             "items": [{"name": i[2], "product_id": i[3], "item_id": i[4], "price": i[5], "options": json.loads(i[6])}
                       for i in items.get(oid, [])],
             "status": o[8],

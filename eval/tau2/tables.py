@@ -26,12 +26,16 @@ from typing import Any
 
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 
-__all__ = ["MAX_STATEMENT_CHARS", "Column", "Rows", "Table", "check_rows", "digests", "insert_sql", "literal",
-           "schema_sql", "seed_sql", "setup_statements", "table_digest"]
+__all__ = ["ADDRESS_KEYS", "MAX_STATEMENT_CHARS", "NUMBER", "Column", "Rows", "Table", "check_rows", "digests",
+           "grouped", "insert_sql", "literal", "schema_sql", "seed_sql", "setup_statements", "table_digest"]
 
 MAX_STATEMENT_CHARS = 19_000  #: under the sandbox's 20,000-character limit on one statement
 
 Rows = dict[str, list[tuple[Any, ...]]]  #: table name -> its rows, each a tuple in column order
+
+#: the fields of τ²'s ``address`` records (users and orders), in their order; also spliced into the tool code
+ADDRESS_KEYS = ("address1", "address2", "city", "country", "state", "zip")
+NUMBER = "a number as τ² holds it (int or float)"  #: the comment of an untyped column holding one of τ²'s numbers
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,14 @@ def table_digest(rows: Iterable[Sequence[Any]]) -> str:
 def digests(tables: Sequence[Table], rows: Rows) -> dict[str, str]:
     """Each table's digest (every table, an empty one included)."""
     return {t.name: table_digest(rows.get(t.name, ())) for t in tables}
+
+
+def grouped(rows: Iterable[tuple[Any, ...]], pos: int) -> dict[Any, list[tuple[Any, ...]]]:
+    """Rows by their first value (a parent's key), each group in the order of column ``pos``."""
+    out: dict[Any, list[tuple[Any, ...]]] = {}
+    for r in sorted(rows, key=lambda r: (r[0], r[pos])):
+        out.setdefault(r[0], []).append(r)
+    return out
 
 
 def _where(table: Table, row: Sequence[Any]) -> str:

@@ -1,21 +1,11 @@
 # τ²-bench airline tools, ported to the sandbox's restricted Python over the `db` facade (gym_envs/ENVSPEC.md,
-# "Tool code"). Spec data, read as text by eval.tau2.airline: never imported. Each tool follows
-# tau2/domains/airline/tools.py step for step (the same checks in the same order, the same error texts, the same
-# arithmetic), so a call returns what τ²'s tool returns and leaves the tables holding what τ²'s database holds
-# after it. Records are loaded into dicts shaped as τ²'s model_dump(), changed as τ² changes its models, then
-# written back. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment), the fields are
-# checked and coerced as pydantic's lax mode does; its error text is not reproduced.
-CABINS = ("basic_economy", "economy", "business")
-TIMES = ("estimated_departure_time_est", "estimated_arrival_time_est", "actual_departure_time_est",
-         "actual_arrival_time_est")
-STATUS_FIELDS = {
-    "available": ("available_seats", "prices"),
-    "landed": ("actual_departure_time_est", "actual_arrival_time_est"),
-    "cancelled": (),
-    "delayed": ("estimated_departure_time_est", "estimated_arrival_time_est"),
-    "flying": ("actual_departure_time_est", "estimated_arrival_time_est"),
-    "on time": ("estimated_departure_time_est", "estimated_arrival_time_est"),
-}
+# "Tool code"). Spec data, spliced by eval.tau2.domain after code/shared.py and code/arithmetic.py (the
+# `calculate` tool) and the constants it reads from eval.tau2.airline (CABINS, STATUS_FIELDS): never imported.
+# Each tool follows tau2/domains/airline/tools.py step for step (the same checks in the same order, the same error
+# texts, the same arithmetic), so a call returns what τ²'s tool returns and leaves the tables holding what τ²'s
+# database holds after it. Records are loaded into dicts shaped as τ²'s model_dump(), changed as τ² changes its
+# models, then written back. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment), the
+# fields are checked and coerced as pydantic's lax mode does; its error text is not reproduced.
 AIRPORTS = (("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles"), ("ORD", "Chicago"),
             ("DFW", "Dallas"), ("DEN", "Denver"), ("SEA", "Seattle"), ("ATL", "Atlanta"), ("MIA", "Miami"),
             ("BOS", "Boston"), ("PHX", "Phoenix"), ("IAH", "Houston"), ("LAS", "Las Vegas"), ("MCO", "Orlando"),
@@ -71,11 +61,10 @@ def payment(value):
 
 def models(values, build, model, attribute):
     """τ²'s ``if all(isinstance(x, dict) for x in values): values = [Model(**x) ...]``: a list that is not all
-    dicts stays as it is, and its first use fails as τ²'s attribute access does."""
+    dicts stays as it is, and its first use fails as τ²'s attribute access on its first item does."""
     if all(isinstance(v, dict) for v in values):
         return [build(v) for v in values]
-    bad = next(v for v in values if not isinstance(v, dict))
-    raise ToolError(f"'{type_name(bad)}' object has no attribute '{attribute}'")
+    raise ToolError(f"'{type_name(values[0])}' object has no attribute '{attribute}'")
 
 
 # -- records ---------------------------------------------------------------------------------------------------------
@@ -121,8 +110,7 @@ def load_user(db, user_id):
     saved = db.query("SELECT * FROM saved_passengers WHERE user_id = ? ORDER BY pos", [user_id])
     reservations = db.query("SELECT reservation_id FROM user_reservations WHERE user_id = ? ORDER BY pos", [user_id])
     return {"user_id": u["user_id"], "name": {"first_name": u["first_name"], "last_name": u["last_name"]},
-            "address": {"address1": u["address1"], "address2": u["address2"], "city": u["city"],
-                        "country": u["country"], "state": u["state"], "zip": u["zip"]},
+            "address": address_of(u),
             "email": u["email"], "dob": u["dob"],
             "payment_methods": {m["id"]: payment_method_of(m) for m in methods},
             "saved_passengers": [{"first_name": p["first_name"], "last_name": p["last_name"], "dob": p["dob"]}
@@ -187,20 +175,6 @@ def save_reservation(db, res, pos=None):
     for i, p in enumerate(res["payment_history"]):
         db.execute("INSERT INTO reservation_payments (reservation_id, pos, payment_id, amount) VALUES (?, ?, ?, ?)",
                    [rid, i, p["payment_id"], p["amount"]])
-
-
-def type_name(value):
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, list):
-        return "list"
-    return "NoneType" if value is None else "dict"
 
 
 def search_direct(db, date, origin=None, destination=None, leave_after=None):
@@ -307,12 +281,6 @@ def book_reservation(db, user_id, origin, destination, flight_type, cabin, fligh
     return reservation
 
 
-def calculate(db, expression):
-    if not all(char in "0123456789+-*/(). " for char in expression):
-        raise ToolError("Invalid characters in expression")
-    return str(round(float(arithmetic(expression)), 2))
-
-
 def cancel_reservation(db, reservation_id):
     reservation = load_reservation(db, reservation_id)
     refunds = [{"payment_id": p["payment_id"], "amount": -p["amount"]} for p in reservation["payment_history"]]
@@ -364,10 +332,6 @@ def send_certificate(db, user_id, amount):
             save_user_money(db, user)
             return f"Certificate {payment_id} added to user {user_id} with amount {amount}."
     raise ToolError("Too many certificates")
-
-
-def transfer_to_human_agents(db, summary):
-    return "Transfer successful"
 
 
 def update_reservation_baggages(db, reservation_id, total_baggages, nonfree_baggages, payment_id):

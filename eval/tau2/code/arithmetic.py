@@ -1,8 +1,8 @@
-# The `calculate` tool's evaluator, shared by the τ² domains that have the tool (prepended to their code by
+# The `calculate` tool and its evaluator, shared by the τ² domains that have the tool (spliced into their code by
 # eval.tau2.domain; never imported). τ² runs eval(expression) on text made only of "0123456789+-*/(). "; this is
 # that subset of Python's expression grammar (numbers, unary + and -, + - * / // **, parentheses, calls, the empty
 # tuple, ...) evaluated with Python's own operators, so values and runtime errors are Python's. Syntax errors
-# carry the text Python gives for the common cases.
+# carry the text Python gives for the common cases. type_name is code/shared.py's.
 OPERATORS = ("**", "//", "...", "*", "/", "+", "-", "(", ")")
 
 
@@ -43,20 +43,6 @@ def tokens(text):
             out.append(("op", op))
             i += len(op)
     return out
-
-
-def type_name(value):
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, complex):
-        return "complex"
-    if isinstance(value, tuple):
-        return "tuple"
-    return "ellipsis"
 
 
 def peek(state):
@@ -158,3 +144,9 @@ def arithmetic(expression):
         return float(value)
     except (ArithmeticError, TypeError, ValueError) as e:
         raise ToolError(str(e))
+
+
+def calculate(db, expression):
+    if not all(char in "0123456789+-*/(). " for char in expression):
+        raise ToolError("Invalid characters in expression")
+    return str(round(float(arithmetic(expression)), 2))

@@ -1,17 +1,12 @@
 # τ²-bench retail tools, ported to the sandbox's restricted Python over the `db` facade (gym_envs/ENVSPEC.md,
-# "Tool code"). Spec data, read as text by eval.tau2.retail: never imported. Each tool follows
-# tau2/domains/retail/tools.py step for step (the same checks in the same order, the same error texts, the same
-# float arithmetic), so a call returns what τ²'s tool returns and leaves the tables holding what τ²'s database
-# holds after it. Records are loaded into dicts shaped as τ²'s model_dump(), changed as τ² changes its models,
-# then written back.
+# "Tool code"). Spec data, spliced by eval.tau2.domain after code/shared.py and code/arithmetic.py (the
+# `calculate` tool): never imported. Each tool follows tau2/domains/retail/tools.py step for step (the same checks
+# in the same order, the same error texts, the same float arithmetic), so a call returns what τ²'s tool returns
+# and leaves the tables holding what τ²'s database holds after it. Records are loaded into dicts shaped as τ²'s
+# model_dump(), changed as τ² changes its models, then written back.
 import json
 
 REASONS = ("no longer needed", "ordered by mistake")
-
-
-def address_of(row):
-    return {"address1": row["address1"], "address2": row["address2"], "city": row["city"],
-            "country": row["country"], "state": row["state"], "zip": row["zip"]}
 
 
 def payment_method_of(row):
@@ -141,12 +136,6 @@ def first_item(order, item_id):
     if item is None:
         raise ToolError(f"Item {item_id} not found")
     return item
-
-
-def calculate(db, expression):
-    if not all(char in "0123456789+-*/(). " for char in expression):
-        raise ToolError("Invalid characters in expression")
-    return str(round(float(arithmetic(expression)), 2))
 
 
 def cancel_pending_order(db, order_id, reason):
@@ -338,7 +327,3 @@ def return_delivered_order_items(db, order_id, item_ids, payment_method_id):
     order["return_payment_method_id"] = payment_method_id
     save_order(db, order)
     return order
-
-
-def transfer_to_human_agents(db, summary):
-    return "Transfer successful"
