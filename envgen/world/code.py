@@ -25,10 +25,7 @@ _OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
 _HELPERS = '''
 def entry(pairs, name, default=None):
-    for key, value in pairs:
-        if key == name:
-            return value
-    return default
+    return dict(pairs).get(name, default)
 
 
 def cents(amount):

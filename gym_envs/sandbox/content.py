@@ -67,6 +67,4 @@ class ContentReads:
 def _plain_row(row: tuple[Any, ...]) -> list[Any]:
     """A row's values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite
     gives None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
-    if any(v.__class__ is bytes for v in row):
-        return [repr(v) if v.__class__ is bytes else v for v in row]
-    return list(row)
+    return [repr(v) if v.__class__ is bytes else v for v in row]
