@@ -43,9 +43,18 @@ class Column:
         return f"{self.table}.{self.name}"
 
     @cached_property
+    def by_kind(self) -> dict[str, tuple[Any, ...]]:
+        """The column's values other than None by kind (:func:`_kind`), each in row order."""
+        out: dict[str, list[Any]] = {}
+        for v in self.values:
+            if v is not None:
+                out.setdefault(_kind(v), []).append(v)
+        return {k: tuple(vs) for k, vs in out.items()}
+
+    @cached_property
     def kinds(self) -> frozenset[str]:
         """The kinds (:func:`_kind`) of the column's values other than None."""
-        return frozenset(_kind(v) for v in self.values if v is not None)
+        return frozenset(self.by_kind)
 
     @cached_property
     def lowered(self) -> frozenset[str]:
@@ -216,8 +225,8 @@ def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
     existing: list[Any] = []
     if column is not None:
         seen: set[Any] = set()
-        for v in column.values:
-            if v is None or _kind(v) != _kind(value) or _equal(v, value):
+        for v in column.by_kind.get(_kind(value), ()):  # the values of the reference value's kind, in row order
+            if _equal(v, value):
                 continue
             if isinstance(value, int) and not isinstance(v, int):
                 continue
