@@ -150,19 +150,22 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
             session.open(0)
             try:
                 previous: set[tuple[str, Any]] = set()
+                before = session.dump(None, limit=100_000)
+                keys = _dump_keys(before, columns)
                 for i, turn in enumerate(task.turns):
-                    before = session.dump(None, limit=100_000)
-                    keys = _dump_keys(before, columns)
                     for call in turn.calls():
                         session.call(call.name, dict(call.arguments))
-                    after = session.dump(None, limit=100_000)
+                    after = session.dump(None, limit=100_000)  # the next turn's start: nothing runs in between
+                    after_keys = _dump_keys(after, columns)
+                    differ = _changed(before, after)
                     match = _pronoun(turn.instruction) if i > 0 else None
                     if match is not None:
-                        problem = _ambiguity(turn, match, keys, previous, people, _changed(before, after))
+                        problem = _ambiguity(turn, match, keys, previous, people, differ)
                         if problem:
                             problems.append(f"task {task.id!r} turn {i + 1}: {problem}")
-                    changed = {r for r in _changed(before, after) if columns.get(r[0])}
-                    previous = _named(turn.instruction, _dump_keys(after, columns)) | changed
+                    changed = {r for r in differ if columns.get(r[0])}
+                    previous = _named(turn.instruction, after_keys) | changed
+                    before, keys = after, after_keys
             finally:
                 session.close()
     finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 __all__ = ["Column", "Snapshot", "answer_text", "argument_values", "pattern_probes", "same_answer"]
@@ -40,6 +41,35 @@ class Column:
     @property
     def label(self) -> str:
         return f"{self.table}.{self.name}"
+
+    @cached_property
+    def by_kind(self) -> dict[str, tuple[Any, ...]]:
+        """The column's values other than None by kind (:func:`_kind`), each in row order."""
+        out: dict[str, list[Any]] = {}
+        for v in self.values:
+            if v is not None:
+                out.setdefault(_kind(v), []).append(v)
+        return {k: tuple(vs) for k, vs in out.items()}
+
+    @cached_property
+    def kinds(self) -> frozenset[str]:
+        """The kinds (:func:`_kind`) of the column's values other than None."""
+        return frozenset(self.by_kind)
+
+    @cached_property
+    def lowered(self) -> frozenset[str]:
+        """The column's string values, lower-cased."""
+        return frozenset(v.lower() for v in self.values if isinstance(v, str))
+
+    @cached_property
+    def numbers(self) -> frozenset[Any]:
+        """The column's numeric values (no booleans)."""
+        return frozenset(v for v in self.values if _kind(v) == "number")
+
+    @cached_property
+    def answers(self) -> frozenset[str]:
+        """The column's values as a reply states them (:func:`answer_text`), stripped and lower-cased."""
+        return frozenset(answer_text(v).strip().lower() for v in self.values)
 
 
 @dataclass
@@ -101,7 +131,8 @@ class Snapshot:
 
     def columns_holding(self, text: str, *, name: str | None = None) -> list[Column]:
         """Columns with a value whose answer text equals ``text`` (case-insensitive); ``name`` first."""
-        found = [c for c in self.columns() if any(same_answer(answer_text(v), text) for v in c.values)]
+        want = text.strip().lower()  # as same_answer compares
+        found = [c for c in self.columns() if want in c.answers]
         found.sort(key=lambda c: (c.name != name, c.table, c.name))
         return found
 
@@ -128,8 +159,7 @@ def _table_rank(table: str, stem: str) -> int:
 
 
 def _same_type(c: Column, value: Any) -> bool:
-    kind = _kind(value)
-    return any(_kind(v) == kind for v in c.values if v is not None) or not any(v is not None for v in c.values)
+    return not c.kinds or _kind(value) in c.kinds
 
 
 def _kind(v: Any) -> str:
@@ -142,9 +172,9 @@ def _kind(v: Any) -> str:
 
 def _holds(c: Column, value: Any) -> bool:
     if isinstance(value, str):
-        low = value.lower()
-        return any(isinstance(v, str) and v.lower() == low for v in c.values)
-    return any(_kind(v) == "number" and v == value for v in c.values)
+        return value.lower() in c.lowered
+    # a NaN equals nothing (a set would match it by identity); a value of another type is no number
+    return isinstance(value, int | float) and value == value and value in c.numbers
 
 
 def answer_text(v: Any) -> str:
@@ -195,8 +225,8 @@ def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
     existing: list[Any] = []
     if column is not None:
         seen: set[Any] = set()
-        for v in column.values:
-            if v is None or _kind(v) != _kind(value) or _equal(v, value):
+        for v in column.by_kind.get(_kind(value), ()):  # the values of the reference value's kind, in row order
+            if _equal(v, value):
                 continue
             if isinstance(value, int) and not isinstance(v, int):
                 continue

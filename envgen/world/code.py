@@ -2,8 +2,9 @@
 
 Role: the code-generation step of the world compiler, beside :mod:`envgen.world.render` (state and tool
 schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns, columns,
-references, money and boolean columns) and a few helpers (find a record by key, show a record with its
-references as keys and money in currency units); each operation kind has one body renderer.
+references, money and boolean columns: tuples of ``(table, value)`` pairs) and a few helpers (find a record by
+key, show a record with its references as keys and money in currency units); each operation kind has one body
+renderer.
 
 Contract: the same as :mod:`envgen.world.render`'s: tools speak keys, money crosses as currency units,
 every guard refuses before anything is written, and the code keeps no state between calls.
@@ -23,15 +24,19 @@ __all__ = ["render_code"]
 _OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
 _HELPERS = '''
+def entry(pairs, name, default=None):
+    return dict(pairs).get(name, default)
+
+
 def cents(amount):
     return int(round(amount * 100))
 
 
 def find(db, table, value):
-    key = KEYS[table]
+    key = entry(KEYS, table)
     rows = db.query('SELECT * FROM "' + table + '" WHERE "' + key + '" = ?', [str(value).strip()])
     if not rows:
-        raise ToolError("No " + NOUNS[table] + " with " + key.replace("_", " ") + " " + str(value) + ".")
+        raise ToolError("No " + entry(NOUNS, table) + " with " + key.replace("_", " ") + " " + str(value) + ".")
     return rows[0]
 
 
@@ -41,7 +46,7 @@ def key_of(db, table, row_id, memo=None):
     seen = table + ":" + str(row_id)
     if memo is not None and seen in memo:
         return memo[seen]
-    rows = db.query('SELECT "' + KEYS[table] + '" AS k FROM "' + table + '" WHERE "id" = ?', [row_id])
+    rows = db.query('SELECT "' + entry(KEYS, table) + '" AS k FROM "' + table + '" WHERE "id" = ?', [row_id])
     key = rows[0]["k"] if rows else None
     if memo is not None:
         memo[seen] = key
@@ -50,14 +55,16 @@ def key_of(db, table, row_id, memo=None):
 
 def show(db, table, row, memo=None):
     out = {}
-    refs = REFS.get(table, {})
-    for name in COLUMNS[table]:
+    refs = dict(entry(REFS, table, ()))
+    money = entry(MONEY, table, ())
+    bools = entry(BOOLS, table, ())
+    for name in entry(COLUMNS, table, ()):
         value = row[name]
         if name in refs:
             out[refs[name][0]] = key_of(db, refs[name][1], value, memo)
-        elif name in MONEY.get(table, ()):
+        elif name in money:
             out[name] = None if value is None else value / 100
-        elif name in BOOLS.get(table, ()):
+        elif name in bools:
             out[name] = None if value is None else bool(value)
         else:
             out[name] = value
@@ -77,14 +84,17 @@ def reload(db, table, row_id):
 
 
 def _tables(world: World) -> str:
-    """The module-level tables the helpers read: keys, nouns, columns, references, money and booleans."""
+    """The module-level tables the helpers read (keys, nouns, columns, references, money and booleans), each a
+    tuple of ``(table, value)`` pairs read through ``entry``: tuples of constants, so the module keeps no state a
+    call could change (:func:`gym_envs.sandbox.purity.stateless`: the validity gate then judges wrong trajectories
+    from checkpoints and in place instead of replaying each one)."""
     keys = {e.table: e.key.name for e in world.entities}
     nouns = {e.table: e.human for e in world.entities}
-    columns = {e.table: e.columns() for e in world.entities}
-    refs = {e.table: {r.column: [r.param, r.entity.table] for r in e.refs} for e in world.entities}
-    money = {e.table: [f.name for f in e.fields if f.kind == "money"] for e in world.entities}
-    bools = {e.table: [f.name for f in e.fields if f.sqltype == "BOOLEAN"] for e in world.entities}
-    lines = [f"{name} = {json.dumps(value, sort_keys=True)}" for name, value in
+    columns = {e.table: tuple(e.columns()) for e in world.entities}
+    refs = {e.table: tuple((r.column, (r.param, r.entity.table)) for r in e.refs) for e in world.entities}
+    money = {e.table: tuple(f.name for f in e.fields if f.kind == "money") for e in world.entities}
+    bools = {e.table: tuple(f.name for f in e.fields if f.sqltype == "BOOLEAN") for e in world.entities}
+    lines = [f"{name} = {tuple(sorted(value.items()))!r}" for name, value in
              (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns), ("REFS", refs), ("MONEY", money),
               ("BOOLS", bools), ("TODAY", _today()))]
     return "\n".join(lines)

@@ -7,7 +7,6 @@ a schema table named like one of the host's own temporary tables is read, never 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gym_envs.sandbox.sqlpolicy import quote_identifier
@@ -53,12 +52,19 @@ class ContentReads:
         return equal or within
 
     def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
-        """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON."""
+        """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON: SQLite's
+        values as they are, but a blob as its ``repr`` text (what ``json.dumps(..., default=repr)`` makes of it)."""
         known = self.tables()
         counts = self.row_counts()
         out = {}
         for t in tables or known:
             if t in known:
                 rows = self.host(f"SELECT * FROM main.{quote_identifier(t)} LIMIT ?", (limit,))
-                out[t] = {"columns": self.columns(t), "rows": [list(r) for r in rows], "count": counts[t]}
-        return json.loads(json.dumps(out, default=repr))  # type: ignore[no-any-return]
+                out[t] = {"columns": self.columns(t), "rows": [_plain_row(r) for r in rows], "count": counts[t]}
+        return out
+
+
+def _plain_row(row: tuple[Any, ...]) -> list[Any]:
+    """A row's values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite
+    gives None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
+    return [repr(v) if v.__class__ is bytes else v for v in row]

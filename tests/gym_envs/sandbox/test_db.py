@@ -342,3 +342,20 @@ def test_a_nested_statement_cannot_reset_the_guard(db: StateDB) -> None:
                      "SELECT count(*) AS n FROM c")
     assert time.perf_counter() - start < 2.0
     assert (db.guard.mode, db.guard.deadline, db.guard.busy) == ("host", float("inf"), False)
+
+
+def test_a_dump_holds_the_values_a_json_round_trip_gives(db: StateDB) -> None:
+    """A dump's rows are plain JSON values, as ``json.dumps(..., default=repr)`` and back would make them: a blob
+    becomes its ``repr`` text, every other SQLite value (an infinite or negative-zero float, a big integer, text
+    with a NUL) stays as it is."""
+    import json
+
+    db.script("CREATE TABLE v (id INTEGER PRIMARY KEY, x)")
+    values = [None, 2**62, -0.0, 1.5, float("inf"), "é\x00", b"\x00\xff", ""]
+    for i, v in enumerate(values):
+        db.run("INSERT INTO v VALUES (?, ?)", (i, v), mode="rw", fetch=False)
+    rows = db.host("SELECT * FROM v")
+    dumped = db.dump(["v"], limit=100)["v"]["rows"]
+    assert dumped == json.loads(json.dumps([list(r) for r in rows], default=repr))
+    assert [type(r[1]) for r in dumped] == [type(v) if not isinstance(v, bytes) else str for v in values]
+    assert repr(dumped[2][1]) == "-0.0" and dumped[6][1] == repr(b"\x00\xff")
