@@ -6,7 +6,8 @@ references, money and boolean columns) and a few helpers (find a record by key, 
 references as keys and money in currency units); each operation kind has one body renderer.
 
 Contract: the same as :mod:`envgen.world.render`'s: tools speak keys, money crosses as currency units,
-every guard refuses before anything is written, and the code keeps no state between calls.
+every guard refuses before anything is written (a transition's source state is checked before its guards),
+and the code keeps no state between calls.
 """
 
 from __future__ import annotations
