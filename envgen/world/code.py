@@ -7,7 +7,8 @@ key, show a record with its references as keys and money in currency units); eac
 renderer.
 
 Contract: the same as :mod:`envgen.world.render`'s: tools speak keys, money crosses as currency units,
-every guard refuses before anything is written, and the code keeps no state between calls.
+every guard refuses before anything is written (a transition's source state is checked before its guards),
+and the code keeps no state between calls.
 """
 
 from __future__ import annotations
@@ -353,9 +354,10 @@ def _default_value(world: World, ent: Entity, name: str) -> str:
     return "''"
 
 
-def _load(op: Op) -> list[str]:
+def _load(op: Op, first: list[str] | None = None) -> list[str]:
+    """Find the record by its key, run ``first`` (the source-state check of a transition), then the guards."""
     ent = op.entity
-    lines = [f"rec = find(db, \"{ent.table}\", {ent.key.name})"]
+    lines = [f"rec = find(db, \"{ent.table}\", {ent.key.name})", *(first or [])]
     for cond in op.conditions:
         if cond.kind in ("state_in", "compare", "ref_state") and not (cond.field and "." in cond.field):
             lines += _guard(cond, "rec", ent)
@@ -385,8 +387,10 @@ def _b_update(world: World, op: Op) -> list[str]:
 
 
 def _b_transition(world: World, op: Op) -> list[str]:
+    # The source state is checked before the guards, as a service says first that a record is in the wrong
+    # state ("the loan is returned") and only then why a record in the right state is refused.
     ent = op.entity
-    lines = _load(op)
+    lines: list[str] = []
     if op.sources:
         msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; only "
                f"{' or '.join(op.sources)} {ent.humans} can be set to {op.target}.")
@@ -394,6 +398,7 @@ def _b_transition(world: World, op: Op) -> list[str]:
             msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; "
                    f"{human(op.name)} applies only to {' or '.join(op.sources)} {ent.humans}.")
         lines += [f"if rec[\"state\"] not in {tuple(op.sources)!r}:", f"    raise ToolError(\"{msg}\")"]
+    lines = _load(op, lines)
     lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', "
                  f"[{op.target!r}, rec[\"id\"]])")
     return lines + _done(op)

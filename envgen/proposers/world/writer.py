@@ -14,7 +14,8 @@ world format). For one Python document it:
    exception name and message; ``take`` takes the oldest waiting one; ``change_state`` moves it to the
    domain's state closest to the code's), and replaces a domain tool of the same effect.
 
-4. varies the domain (:func:`vary`): one to three of its own writing operations are left out, by the seed.
+4. varies the domain (:func:`vary`): one to three of its own operations, reads and writes alike, are left out,
+   by the seed.
 
 The domain supplies everything a document cannot: people, realistic values, a policy. Contract:
 deterministic given ``(document, seed)``; :func:`write_world` raises :class:`~envgen.errors.TemplateError`
@@ -226,13 +227,44 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
     return None
 
 
+_READS = ("lookup", "search", "count", "total")
+
+
+def _essential(bp: WorldBlueprint, op: OperationSpec) -> bool:
+    """Whether the compiler would add a tool back if ``op`` were left out (a lookup of a main record, the
+    catalog's search...): leaving it out would change nothing but the tool's name."""
+    from envgen.world.normalize import to_world
+
+    def added(ops: list[OperationSpec]) -> int:
+        repairs: list[str] = []
+        to_world(bp.model_copy(update={"operations": ops}), repairs)
+        return sum(r.startswith("added ") and " tool " in r for r in repairs)
+
+    return added([o for o in bp.operations if o is not op]) > added(list(bp.operations))
+
+
 def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
-    """One service of a domain, not the domain's template: one to three of its own writing operations left out
-    (never a grafted one, a lookup or a search, and only while four writes remain), and the policy rules about
-    them with them; so two documents hosted by one domain get different tool sets, as two shops differ."""
-    optional = [o for o in bp.operations if o.kind not in ("lookup", "search", "escalate") and o.name not in keep]
-    writes = [o for o in bp.operations if o.kind not in ("lookup", "search")]
-    drop = rng.sample(optional, k=min(len(optional), rng.randint(1, 3), max(0, len(writes) - 4)))
+    """One service of a domain, not the domain's template: one to three of its own operations left out (never a
+    grafted one, an escalation, or a read the compiler would add back; and a write only while four remain), and
+    the policy rules about them with them; so two documents hosted by one domain get different tool sets, as two
+    shops differ.
+
+    Reads and writes are left out alike: each left-out operation is a read with the probability of the domain's
+    share of reads. Leaving out only writes would tilt every varied world towards reads (lookups and listings),
+    a mix its domain does not have; drawn this way a varied world keeps, on average, its domain's mix."""
+    ops = [o for o in bp.operations if o.kind != "escalate"]
+    reads_all = [o for o in ops if o.kind in _READS]
+    writes = [o for o in ops if o.kind not in _READS and o.name not in keep]
+    reads = [o for o in reads_all if o.name not in keep and not _essential(bp, o)]
+    n_writes = len(ops) - len(reads_all)
+    share = len(reads_all) / max(1, len(ops))
+    drop: list[OperationSpec] = []
+    for _ in range(rng.randint(1, 3)):
+        pool = reads if rng.random() < share else writes
+        if pool is writes and n_writes - sum(o.kind not in _READS for o in drop) <= 4:
+            continue
+        if pool:
+            drop.append(pool.pop(rng.randrange(len(pool))))
     if not drop:
         return
     gone = {o.name for o in drop}

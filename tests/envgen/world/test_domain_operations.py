@@ -162,3 +162,18 @@ def test_a_shift_of_no_date_or_no_days_is_dropped_with_the_reason(effect: dict[s
     world = to_world(_world(operations=[*_LOANS["operations"], bad]), repairs)
     assert "renew_badly" not in {o.name for o in world.ops}
     assert any("renew_badly" in r and problem in r for r in repairs), repairs
+
+
+def test_a_record_in_the_wrong_state_is_refused_for_its_state_before_any_guard(compiled: Any) -> None:
+    sim = Simulator(compiled.spec)
+    run = sim.run()
+    try:
+        # overdue and renewed twice: both the source state and the renewal guard refuse; the state is said
+        loan = next(r for r in run.tables()["loans"] if r["state"] == "overdue" and r["renewals"] >= 2)
+        refused = run.call("renew_loan", {"loan_number": loan["loan_number"]})
+        assert not refused.ok
+        assert refused.error == (f"The loan {loan['loan_number']} is overdue; renew loan applies only to "
+                                 "active loans.")
+    finally:
+        run.close()
+        sim.close()
