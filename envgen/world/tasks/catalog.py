@@ -1,7 +1,7 @@
 """Task families over the catalog and the speaker's own account: filter and choose, follow up, adjust.
 
-Role: a mixin of :class:`~envgen.world.tasks.families.Families` (it uses the scope, speaker and describe
-helpers Families defines):
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (its targets come from
+:meth:`~envgen.world.tasks.targets.Targets.targets`):
 
 * :meth:`catalog_choice`: a question that needs a search, a filter and a choice (the cheapest available thing
   of a kind, named by a title no other title contains, with its price);
@@ -18,39 +18,22 @@ from typing import TYPE_CHECKING, Any
 from envgen.world.model import Entity, Op
 from envgen.world.phrase import sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, Row, money_answers
+from envgen.world.tasks.targets import Targets
 
 __all__ = ["Catalog"]
 
 
-class Catalog:
+class Catalog(Targets):
     """The catalog and account families (a mixin: see the module docstring)."""
 
-    w: Any
-    world: Any
-    rng: Any
-    operator: bool
-    person: Entity | None
-    main: Entity
-    scope_ent: Entity | None
-
-    if TYPE_CHECKING:  # what Families defines
-        from envgen.world.phrase import Voice
-
-        def scopes(self, least: int = 2) -> list[Row]: ...
-        def speaker(self, scope: Row) -> Voice: ...
-        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]: ...
-        def locate(self, voice: Voice, person: Row) -> list[dict[str, Any]]: ...
-        def describe(self, target: Row, cands: list[Row], scope_named: str) -> Any: ...
-        def details(self, target: Row) -> list[dict[str, Any]]: ...
-        def act(self, op: Op, target: Row) -> tuple[dict[str, Any], str] | None: ...
-        def total_of(self, target: Row) -> tuple[Row, int] | None: ...
+    if TYPE_CHECKING:  # a family of Families that :meth:`followup` builds on
         def write_goal(self, missing: bool = False) -> Draft | None: ...
 
     # -- the catalog: filter and choose ---------------------------------------------------------------
     def _catalog(self) -> tuple[Entity, Op, Any, Any, Any] | None:
         """A catalog entity with a search tool, its title, price and category fields (None when missing)."""
         for ent in self.world.entities:
-            if ent.role != "catalog" or (self.person is not None and ent not in self._part_entities()):
+            if ent.role != "catalog" or (self.person is not None and ent not in self.part_entities()):
                 continue
             search = next((o for o in self.world.ops_of("search", ent) if o.by is None), None)
             title = next((f for f in ent.fields if f.kind == "title"), None)
@@ -59,13 +42,6 @@ class Catalog:
             if search is not None and title is not None and price is not None and cat is not None:
                 return ent, search, title, price, cat
         return None
-
-    def _part_entities(self) -> list[Entity]:
-        """The entities of this family's part (all of the world's when it is not composed)."""
-        for part in self.world.parts:
-            if self.main in part.entities:
-                return part.entities
-        return self.world.entities
 
     def _cheapest(self, ent: Entity, title: Any, price: Any, cat: Any) -> tuple[str, Row] | None:
         """A category and its cheapest available thing, when exactly one is cheapest."""
@@ -124,17 +100,8 @@ class Catalog:
             return None
         c, best = pick
         ref = next(r for r in child.refs if r.entity is ent)
-        for scope in self.scopes()[:5]:
-            cands = self.w.owned(self.main, scope)
-            open_ = [t for t in cands if t.get("state") == (self.main.states[0] if self.main.states else None)]
-            if not open_:
-                continue
-            target = self.rng.choice(open_)
-            voice = self.speaker(scope)
-            find, named = self.find_scope(voice, scope)
-            said = self.describe(target, cands, named)
-            if said is None:
-                continue
+        for t in self.targets(None, self.fresh, scopes=5, each=1):
+            target, voice, find, said = t.row, t.voice, t.find, t.said
             args: dict[str, Any] = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
                                     ref.param: best[ent.key.name]}
             for fname in create.fields:
@@ -149,13 +116,13 @@ class Catalog:
             ok, _ = self.w.attempt([*find, look], call)
             if not ok:
                 continue
-            goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said[0]}",
-                                    f"put your least expensive {c} {ent.human} on {said[0]}",
-                                    f"add one {c} {ent.human}, whichever costs least, to {said[0]}"])
+            goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said.words}",
+                                    f"put your least expensive {c} {ent.human} on {said.words}",
+                                    f"add one {c} {ent.human}, whichever costs least, to {said.words}"])
             body = voice.ask(goal, voice.reason(create))
             return Draft("read_then_write", f"catalog_{create.name}"[:40],
                          [DraftTurn(sentence(voice.opener(), body), [*find, look, call], body=body)], hops=2,
-                         choose=True, scope=scope["id"], voice=voice)
+                         choose=True, scope=t.scope["id"], voice=voice)
         return None
 
     def followup(self) -> Draft | None:

@@ -1,9 +1,9 @@
 """Task families for the operations a document contributes: take the next, add to a container, hold and free,
 move, count and transfer.
 
-Role: a mixin of :class:`~envgen.world.tasks.families.Families`. The AST world writer grafts a document's own
-operations onto a domain (a queue's ``put`` and ``get``, a lock's ``acquire`` and ``release``); these families
-make sure the tasks use them, including the guards the code raises:
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (on :class:`~envgen.world.tasks.targets.Targets`).
+The AST world writer grafts a document's own operations onto a domain (a queue's ``put`` and ``get``, a lock's
+``acquire`` and ``release``); these families make sure the tasks use them, including the guards the code raises:
 
 * :meth:`take_next`: "the printer is free, start the next job" (``take``; the answer says which one);
 * :meth:`take_empty`: the same on a container with nothing waiting: the tool refuses with the document's own
@@ -20,44 +20,23 @@ Each returns ``None`` when the world has no such operation or no rows that allow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envgen.world.model import Entity, Op, Ref, human
 from envgen.world.phrase import Voice, sentence
 from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, number_answers
+from envgen.world.tasks.targets import Targets
 
 __all__ = ["Operations"]
 
 
-class Operations:
+class Operations(Targets):
     """The document-operation families (a mixin: see the module docstring)."""
-
-    # attributes Families provides
-    w: Any
-    world: Any
-    rng: Any
-    pools: Any
-    operator: bool
-    person: Entity | None
-    main: Entity
-    scope_ent: Entity | None
-
-    if TYPE_CHECKING:  # what Families defines
-        def speaker(self, scope: Row) -> Voice: ...
-        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[Call], str]: ...
-        def locate(self, voice: Voice, person: Row) -> list[Call]: ...
-        def confirm_rules(self, op: Op) -> list[Any]: ...
 
     # -- shared ---------------------------------------------------------------------------------------
     def _op(self, kind: str, ent: Entity | None = None) -> Op | None:
-        ops = [o for o in self.world.ops_of(kind, ent) if ent is not None or o.entity in self._mine()]
+        ops = [o for o in self.world.ops_of(kind, ent) if ent is not None or o.entity in self.part_entities()]
         return self.rng.choice(ops) if ops else None
-
-    def _mine(self) -> list[Entity]:
-        for part in self.world.parts:
-            if self.main in part.entities:
-                return list(part.entities)
-        return list(self.world.entities)
 
     def _person_ref(self, ent: Entity) -> Ref | None:
         return next((r for r in ent.refs if not r.owner and self.person is not None and r.entity is self.person),
@@ -164,7 +143,7 @@ class Operations:
 
     def add_to_container(self) -> Draft | None:
         op = next((o for o in self.world.ops_of("create") if o.entity.parent is not None and
-                   o.entity.parent.entity.role == "container" and o.entity in self._mine()), None)
+                   o.entity.parent.entity.role == "container" and o.entity in self.part_entities()), None)
         if op is None:
             return None
         ent, par = op.entity, op.entity.parent
