@@ -13,14 +13,25 @@ Role: a mixin of :class:`~envgen.world.tasks.families.Families` (its targets com
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from envgen.world.model import Entity, Op
 from envgen.world.phrase import sentence, verb_phrase
-from envgen.world.tasks.base import Draft, DraftTurn, Row, money_answers
+from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, money_answers
 from envgen.world.tasks.targets import Targets
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "Choice"]
+
+
+class Choice(NamedTuple):
+    """The cheapest available thing of a kind in the catalog (:meth:`Catalog._choice`)."""
+
+    ent: Entity  #: the catalog entity
+    title: Any  #: its title field
+    price: Any  #: its price field
+    kind: str  #: the kind (the category field's value)
+    best: Row  #: the one cheapest available thing of that kind
+    look: Call  #: the search that lists the available things of that kind
 
 
 class Catalog(Targets):
@@ -60,8 +71,9 @@ class Catalog(Targets):
                 return c, best[0]
         return None
 
-    def catalog_choice(self) -> Draft | None:
-        """A question that needs a search, a filter and a choice: the cheapest available thing of a kind."""
+    def _choice(self) -> Choice | None:
+        """The cheapest available thing of a kind, with the search that lists that kind (None when the world has
+        no such catalog or no kind with one cheapest thing)."""
         found = self._catalog()
         if found is None:
             return None
@@ -69,36 +81,40 @@ class Catalog(Targets):
         pick = self._cheapest(ent, title, price, cat)
         if pick is None:
             return None
-        c, best = pick
-        scopes = self.scopes(1)
-        voice = self.speaker(scopes[0]) if scopes else self.w.voice(None)
-        args: dict[str, Any] = {cat.name: c}
+        kind, best = pick
+        args: dict[str, Any] = {cat.name: kind}
         if ent.states:
             args["state"] = ent.states[0]
+        return Choice(ent, title, price, kind, best, {"name": search.name, "arguments": args})
+
+    def catalog_choice(self) -> Draft | None:
+        """A question that needs a search, a filter and a choice: the cheapest available thing of a kind."""
+        ch = self._choice()
+        if ch is None:
+            return None
+        ent, c, best = ch.ent, ch.kind, ch.best
+        scopes = self.scopes(1)
+        voice = self.speaker(scopes[0]) if scopes else self.w.voice(None)
         question = self.rng.choice([
             f"which {c} {ent.human} is the cheapest one you have right now, and what does it cost",
             f"what the least expensive {c} {ent.human} is at the moment",
             f"which of your {c} {ent.humans} costs the least today"])
         text = sentence(voice.opener(identify=False), voice.question(question))
-        answers = [[str(best[title.name])], money_answers(int(best[price.name]), self.world.currency)]
-        return Draft("read", "catalog_choice", [DraftTurn(text, [{"name": search.name, "arguments": args}],
-                                                           kind="read", answers=answers)], hops=1, choose=True)
+        answers = [[str(best[ch.title.name])], money_answers(int(best[ch.price.name]), self.world.currency)]
+        return Draft("read", "catalog_choice", [DraftTurn(text, [ch.look], kind="read", answers=answers)], hops=1,
+                     choose=True)
 
     def catalog_goal(self) -> Draft | None:
         """A change that needs a choice in the catalog: add the cheapest thing of a kind to a named record."""
-        found = self._catalog()
-        if found is None:
+        ch = self._choice()
+        if ch is None:
             return None
-        ent, search, title, price, cat = found
+        ent, c, best, look = ch.ent, ch.kind, ch.best, ch.look
         child = next((c for c in self.world.children(self.main)
                       if any(r.entity is ent and not r.owner for r in c.refs)), None)
         create = self.w.tool("create", child) if child is not None else None
         if child is None or create is None:
             return None
-        pick = self._cheapest(ent, title, price, cat)
-        if pick is None:
-            return None
-        c, best = pick
         ref = next(r for r in child.refs if r.entity is ent)
         for t in self.targets(None, self.fresh, scopes=5, each=1):
             target, voice, find, said = t.row, t.voice, t.find, t.said
@@ -108,10 +124,6 @@ class Catalog(Targets):
                 f = child.field(fname)
                 if f is not None and f.kind == "quantity":
                     args[fname] = 1
-            look_args: dict[str, Any] = {cat.name: c}
-            if ent.states:
-                look_args["state"] = ent.states[0]
-            look = {"name": search.name, "arguments": look_args}
             call = {"name": create.name, "arguments": args}
             ok, _ = self.w.attempt([*find, look], call)
             if not ok:

@@ -63,16 +63,26 @@ class Operations(Targets):
         return [r for r in self.w.rows(op.entity) if r[par.column] == container["id"] and r.get("state") == state]
 
     # -- take -----------------------------------------------------------------------------------------
-    def take_next(self) -> Draft | None:
+    def _take(self) -> tuple[Op, Ref, str, list[Row], list[Row]] | None:
+        """A take operation, its container reference, the state it takes from, and the containers with records
+        waiting in that state and those with none (None without a take)."""
         op = self._op("take")
         if op is None or op.entity.parent is None or op.target is None:
             return None
         par = op.entity.parent
         src = op.sources[0] if op.sources else op.entity.states[0]
-        holders = [c for c in self.w.rows(par.entity) if self._waiting(op, c, src)]
-        if not holders:
+        busy: list[Row] = []
+        idle: list[Row] = []
+        for c in self.w.rows(par.entity):
+            (busy if self._waiting(op, c, src) else idle).append(c)
+        return op, par, src, busy, idle
+
+    def take_next(self) -> Draft | None:
+        found = self._take()
+        if found is None or not found[3]:
             return None
-        c = self.rng.choice(holders)
+        op, par, src, busy, _ = found
+        c = self.rng.choice(busy)
         waiting = sorted(self._waiting(op, c, src), key=lambda r: r["id"])
         taken = waiting[0] if op.order == "first" else waiting[-1]
         voice = self._staff()
@@ -89,15 +99,10 @@ class Operations(Targets):
                                 body=body)], staff=True, voice=voice)
 
     def take_empty(self) -> Draft | None:
-        op = self._op("take")
-        if op is None or op.entity.parent is None or op.target is None:
+        found = self._take()
+        if found is None or not found[3] or not found[4]:
             return None
-        par = op.entity.parent
-        src = op.sources[0] if op.sources else op.entity.states[0]
-        empty = [c for c in self.w.rows(par.entity) if not self._waiting(op, c, src)]
-        busy = [c for c in self.w.rows(par.entity) if self._waiting(op, c, src)]
-        if not empty or not busy:
-            return None
+        op, par, _, busy, empty = found
         e, b = self.rng.choice(empty), self.rng.choice(busy)
         voice = self._staff()
         first = sentence(voice.opener(), voice.ask(f"take the next {op.entity.human} from "

@@ -8,9 +8,10 @@ number, by its date, by a thing it contains, or by a filter ("my most recent pen
 
 :meth:`Targets.targets` is the one search for a target: it yields the candidate records for an operation that
 a predicate accepts, in the seeded draw order, each with who asks, the reads that reach it and the operation's
-arguments; a family takes the first its own checks accept (the tool accepts the call, or refuses it). The
-policy helpers (:meth:`Targets.rules`, :meth:`Targets.allowed`, :meth:`Targets.confirm`...) say what the part's
-policy lets a family ask for.
+arguments; a family takes the first its own checks accept (the tool accepts the call, or refuses it), and
+:meth:`Targets.doable` keeps those the policy allows and the tool accepts. The policy helpers
+(:meth:`Targets.rules`, :meth:`Targets.allowed`, :meth:`Targets.confirm`...) say what the part's policy lets a
+family ask for.
 
 Contract: every draw comes from the writer's seeded ``rng``, so one world and seed give the same targets.
 """
@@ -142,6 +143,14 @@ class Targets:
                 voice = self.speaker(scope)
                 find, named = self.find_scope(voice, scope)
                 yield Target(scope, cands, row, voice, find, named, self.describe(row, cands, named), *acted)
+
+    def doable(self, op: Op) -> Iterator[tuple[Target, Call]]:
+        """The candidate targets (:meth:`targets`) the policy lets ``op`` act on and whose call the tool makes
+        after the reads that reach the scope, each with that call."""
+        for t in self.targets(op, lambda r: self.allowed(op, r)):
+            call = {"name": op.name, "arguments": t.args}
+            if self.w.attempt(t.find, call)[0]:
+                yield t, call
 
     def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]:
         """The reference calls that reach the scope's records, and how the user names the scope."""

@@ -85,10 +85,7 @@ class Withheld(Targets):
         if not ops:
             return None
         op = self.rng.choice(ops)
-        for t in self.targets(op, lambda r: self.allowed(op, r)):
-            call = {"name": op.name, "arguments": t.args}
-            if not self.w.attempt(t.find, call)[0]:
-                continue
+        for t, call in self.doable(op):
             voice, said = t.voice, t.said
             goal = verb_phrase(op).format(record=said.words, value=t.value)
             body = voice.ask(goal, voice.reason(op))
