@@ -29,7 +29,7 @@ from envgen.world.phrase import sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, money_answers, number_answers
 from envgen.world.tasks.catalog import Catalog
 from envgen.world.tasks.operations import Operations
-from envgen.world.tasks.targets import Said
+from envgen.world.tasks.targets import CHANGES, Said
 from envgen.world.tasks.withheld import Withheld
 
 __all__ = ["Families"]
@@ -43,8 +43,7 @@ class Families(Operations, Catalog, Withheld):
 
     # -- families -------------------------------------------------------------------------------------
     def write_goal(self, missing: bool = False) -> Draft | None:
-        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in ("transition", "update", "adjust",
-                                                                                 "delete")]
+        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in CHANGES]
         if not ops:
             return None
         op = self.rng.choice(ops)

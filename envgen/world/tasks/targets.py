@@ -26,7 +26,11 @@ from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
 from envgen.world.phrase import Voice
 from envgen.world.tasks.base import Call, Row, Writer
 
-__all__ = ["Said", "Target", "Targets"]
+__all__ = ["CHANGES", "Said", "Target", "Targets"]
+
+CHANGES = ("transition", "update", "adjust", "delete")
+"""The kinds of operation a request to change one of the scope's records asks for (:meth:`Targets.act` gives their
+arguments; the change and withheld-tool families draw from them)."""
 
 _DATE_KINDS = ("date", "datetime")
 

@@ -23,13 +23,10 @@ from __future__ import annotations
 from envgen.world.model import Op
 from envgen.world.phrase import sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn
-from envgen.world.tasks.targets import Targets
+from envgen.world.tasks.targets import CHANGES, Targets
 from gym_envs.seeding import stable_seed
 
 __all__ = ["Withheld"]
-
-_KINDS = ("transition", "update", "adjust", "delete")
-"""The kinds of change a withheld task asks for (those of :meth:`~envgen.world.tasks.families.Families.write_goal`)."""
 
 _NEWS = [
     "Good news: that option has just been switched on for you.",
@@ -80,7 +77,7 @@ class Withheld(Targets):
         (module docstring); None when this world does not get one or has no change that fits."""
         if stable_seed("world withheld tool", self.w.sim.spec.id) % 3 == 0:  # two worlds in three try (some fail)
             return None
-        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in _KINDS and not self.confirm(o)
+        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in CHANGES and not self.confirm(o)
                and self.only_way(o)]
         if not ops:
             return None
