@@ -95,10 +95,10 @@ def _tables(world: World) -> str:
     refs = {e.table: tuple((r.column, (r.param, r.entity.table)) for r in e.refs) for e in world.entities}
     money = {e.table: tuple(f.name for f in e.fields if f.kind == "money") for e in world.entities}
     bools = {e.table: tuple(f.name for f in e.fields if f.sqltype == "BOOLEAN") for e in world.entities}
-    lines = [f"{name} = {tuple(sorted(value.items()))!r}" for name, value in
-             (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns), ("REFS", refs), ("MONEY", money),
-              ("BOOLS", bools), ("TODAY", _today()))]
-    return "\n".join(lines)
+    tables: tuple[tuple[str, dict[str, Any]], ...] = (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns),
+                                                      ("REFS", refs), ("MONEY", money), ("BOOLS", bools))
+    lines = [f"{name} = {tuple(sorted(value.items()))!r}" for name, value in tables]
+    return "\n".join([*lines, f"TODAY = {_today()!r}"])
 
 
 def render_code(world: World) -> str:
@@ -170,8 +170,7 @@ def _effects(op: Op, rec: str) -> list[str]:
             ref_name, fname = eff.source.split(".", 1)
             ref = next(r for r in ent.refs if r.name == ref_name)
             out += [f"src{i} = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])",
-                    f"db.execute('UPDATE \"{ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
-                    f"[src{i}[\"{fname}\"], {rec}[\"id\"]])",
+                    _set(ent.table, eff.field, f"src{i}[\"{fname}\"]", rec),
                     f"{rec} = reload(db, \"{ent.table}\", {rec}[\"id\"])"]
             continue
         target_ent, target = ent, rec
@@ -181,8 +180,8 @@ def _effects(op: Op, rec: str) -> list[str]:
             out.append(f"{target} = reload(db, \"{ref.entity.table}\", {rec}[\"{ref.column}\"])")
         f = target_ent.field(eff.field)
         if eff.kind == "shift":
-            out.append(f"db.execute('UPDATE \"{target_ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
-                       f"[shift_days({target}[\"{eff.field}\"], {int(eff.value) * eff.sign}), {target}[\"id\"]])")
+            out.append(_set(target_ent.table, eff.field,
+                            f"shift_days({target}[\"{eff.field}\"], {int(eff.value) * eff.sign})", target))
             continue
         money = f is not None and f.kind == "money"
         if eff.arg is not None:
@@ -202,8 +201,7 @@ def _effects(op: Op, rec: str) -> list[str]:
                 out += [f"if {value} < {floor!r}:",
                         f"    raise ToolError(\"Not enough {human(eff.field)}: the {target_ent.human} "
                         f"has \" + str({target}[\"{eff.field}\"]{' / 100' if money else ''}) + \".\")"]
-        out.append(f"db.execute('UPDATE \"{target_ent.table}\" SET \"{eff.field}\" = ? WHERE \"id\" = ?', "
-                   f"[{value}, {target}[\"id\"]])")
+        out.append(_set(target_ent.table, eff.field, value, target))
     return out
 
 
@@ -354,6 +352,14 @@ def _default_value(world: World, ent: Entity, name: str) -> str:
     return "''"
 
 
+def _set(table: str, column: str, value: str | None, row: str = "rec", expr: str = "?") -> str:
+    """The line that sets ``column`` of the record in the variable ``row`` (a record of ``table``) to ``expr``, an
+    SQL expression whose ``?`` is ``value`` (Python source); a ``value`` of None sets the column to NULL."""
+    if value is None:
+        return f"db.execute('UPDATE \"{table}\" SET \"{column}\" = NULL WHERE \"id\" = ?', [{row}[\"id\"]])"
+    return f"db.execute('UPDATE \"{table}\" SET \"{column}\" = {expr} WHERE \"id\" = ?', [{value}, {row}[\"id\"]])"
+
+
 def _load(op: Op, first: list[str] | None = None) -> list[str]:
     """Find the record by its key, run ``first`` (the source-state check of a transition), then the guards."""
     ent = op.entity
@@ -381,8 +387,7 @@ def _b_update(world: World, op: Op) -> list[str]:
         value = f"cents({name})" if f.kind == "money" else (f"1 if {name} else 0" if f.sqltype == "BOOLEAN" else
                                                             (f"{name}.strip()" if f.sqltype == "TEXT" else name))
         lines += [f"if {name} is not None:",
-                  f"    db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = ? WHERE \"id\" = ?', "
-                  f"[{value}, rec[\"id\"]])"]
+                  f"    {_set(ent.table, name, value)}"]
     return lines + _done(op)
 
 
@@ -399,8 +404,7 @@ def _b_transition(world: World, op: Op) -> list[str]:
                    f"{human(op.name)} applies only to {' or '.join(op.sources)} {ent.humans}.")
         lines += [f"if rec[\"state\"] not in {tuple(op.sources)!r}:", f"    raise ToolError(\"{msg}\")"]
     lines = _load(op, lines)
-    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', "
-                 f"[{op.target!r}, rec[\"id\"]])")
+    lines.append(_set(ent.table, "state", repr(op.target)))
     return lines + _done(op)
 
 
@@ -419,7 +423,7 @@ def _b_adjust(world: World, op: Op) -> list[str]:
               f"    raise ToolError(\"The {ent.human}'s {f.human} would go below {floor}: it is \" + {shown} + \".\")"]
     if f.maximum is not None:
         lines += [f"if new > {f.maximum!r}:", f"    raise ToolError(\"The {f.human} may not exceed {f.maximum}.\")"]
-    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = ? WHERE \"id\" = ?', [new, rec[\"id\"]])")
+    lines.append(_set(ent.table, name, "new"))
     return lines + _done(op)
 
 
@@ -440,10 +444,8 @@ def _b_transfer(world: World, op: Op) -> list[str]:
     lines += [f"if src[\"{name}\"] < {amount}:",
               f"    raise ToolError(\"Not enough {f.human}: \" + src[\"{key}\"] + \" has \" + "
               f"str(src[\"{name}\"]{' / 100' if money else ''}) + \".\")",
-              f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = \"{name}\" - ? WHERE \"id\" = ?', "
-              f"[{amount}, src[\"id\"]])",
-              f"db.execute('UPDATE \"{ent.table}\" SET \"{name}\" = \"{name}\" + ? WHERE \"id\" = ?', "
-              f"[{amount}, dst[\"id\"]])",
+              _set(ent.table, name, amount, "src", f"\"{name}\" - ?"),
+              _set(ent.table, name, amount, "dst", f"\"{name}\" + ?"),
               f"return {{\"from\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", src[\"id\"])), "
               f"\"to\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", dst[\"id\"]))}}"]
     return lines
@@ -459,8 +461,7 @@ def _b_move(world: World, op: Op) -> list[str]:
     for cond in op.conditions:
         if cond.kind == "room":
             lines += _room(ent, "dest", cond.message)
-    lines.append(f"db.execute('UPDATE \"{ent.table}\" SET \"{par.column}\" = ? WHERE \"id\" = ?', "
-                 "[dest[\"id\"], rec[\"id\"]])")
+    lines.append(_set(ent.table, par.column, "dest[\"id\"]"))
     return lines + _done(op)
 
 
@@ -493,7 +494,7 @@ def _b_take(world: World, op: Op) -> list[str]:
              "if not rows:",
              f"    raise ToolError({json.dumps(empty)}.replace(\"{{key}}\", owner[\"{by.entity.key.name}\"]))",
              "rec = rows[0]",
-             f"db.execute('UPDATE \"{ent.table}\" SET \"state\" = ? WHERE \"id\" = ?', [{op.target!r}, rec[\"id\"]])"]
+             _set(ent.table, "state", repr(op.target))]
     return lines + _done(op)
 
 
@@ -505,8 +506,7 @@ def _b_acquire(world: World, op: Op) -> list[str]:
     lines = [*_load(op), f"who = find(db, \"{holder.entity.table}\", {holder.param})",
                          f"if rec[\"{holder.column}\"] is not None:",
                          f"    raise ToolError({json.dumps(taken)})",
-                         f"db.execute('UPDATE \"{ent.table}\" SET \"{holder.column}\" = ? WHERE \"id\" = ?', "
-                         f"[who[\"id\"], rec[\"id\"]])"]
+                         _set(ent.table, holder.column, "who[\"id\"]")]
     return lines + _done(op)
 
 
@@ -515,8 +515,7 @@ def _b_release(world: World, op: Op) -> list[str]:
     holder = holder_of(op)
     free = next((c.message for c in op.conditions if c.kind == "held"), f"The {ent.human} is not held by anyone.")
     lines = [*_load(op), f"if rec[\"{holder.column}\"] is None:", f"    raise ToolError({json.dumps(free)})",
-                         f"db.execute('UPDATE \"{ent.table}\" SET \"{holder.column}\" = NULL WHERE \"id\" = ?', "
-                         f"[rec[\"id\"]])"]
+                         _set(ent.table, holder.column, None)]
     return lines + _done(op)
 
 

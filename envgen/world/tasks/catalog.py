@@ -1,7 +1,7 @@
 """Task families over the catalog and the speaker's own account: filter and choose, follow up, adjust.
 
-Role: a mixin of :class:`~envgen.world.tasks.families.Families` (it uses the scope, speaker and describe
-helpers Families defines):
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (its targets come from
+:meth:`~envgen.world.tasks.targets.Targets.targets`):
 
 * :meth:`catalog_choice`: a question that needs a search, a filter and a choice (the cheapest available thing
   of a kind, named by a title no other title contains, with its price);
@@ -13,44 +13,38 @@ helpers Families defines):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from envgen.world.model import Entity, Op
 from envgen.world.phrase import sentence, verb_phrase
-from envgen.world.tasks.base import Draft, DraftTurn, Row, money_answers
+from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, money_answers
+from envgen.world.tasks.targets import Targets
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "Choice"]
 
 
-class Catalog:
+class Choice(NamedTuple):
+    """The cheapest available thing of a kind in the catalog (:meth:`Catalog._choice`)."""
+
+    ent: Entity  #: the catalog entity
+    title: Any  #: its title field
+    price: Any  #: its price field
+    kind: str  #: the kind (the category field's value)
+    best: Row  #: the one cheapest available thing of that kind
+    look: Call  #: the search that lists the available things of that kind
+
+
+class Catalog(Targets):
     """The catalog and account families (a mixin: see the module docstring)."""
 
-    w: Any
-    world: Any
-    rng: Any
-    operator: bool
-    person: Entity | None
-    main: Entity
-    scope_ent: Entity | None
-
-    if TYPE_CHECKING:  # what Families defines
-        from envgen.world.phrase import Voice
-
-        def scopes(self, least: int = 2) -> list[Row]: ...
-        def speaker(self, scope: Row) -> Voice: ...
-        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]: ...
-        def locate(self, voice: Voice, person: Row) -> list[dict[str, Any]]: ...
-        def describe(self, target: Row, cands: list[Row], scope_named: str) -> Any: ...
-        def details(self, target: Row) -> list[dict[str, Any]]: ...
-        def act(self, op: Op, target: Row) -> tuple[dict[str, Any], str] | None: ...
-        def total_of(self, target: Row) -> tuple[Row, int] | None: ...
+    if TYPE_CHECKING:  # a family of Families that :meth:`followup` builds on
         def write_goal(self, missing: bool = False) -> Draft | None: ...
 
     # -- the catalog: filter and choose ---------------------------------------------------------------
     def _catalog(self) -> tuple[Entity, Op, Any, Any, Any] | None:
         """A catalog entity with a search tool, its title, price and category fields (None when missing)."""
         for ent in self.world.entities:
-            if ent.role != "catalog" or (self.person is not None and ent not in self._part_entities()):
+            if ent.role != "catalog" or (self.person is not None and ent not in self.part_entities()):
                 continue
             search = next((o for o in self.world.ops_of("search", ent) if o.by is None), None)
             title = next((f for f in ent.fields if f.kind == "title"), None)
@@ -59,13 +53,6 @@ class Catalog:
             if search is not None and title is not None and price is not None and cat is not None:
                 return ent, search, title, price, cat
         return None
-
-    def _part_entities(self) -> list[Entity]:
-        """The entities of this family's part (all of the world's when it is not composed)."""
-        for part in self.world.parts:
-            if self.main in part.entities:
-                return part.entities
-        return self.world.entities
 
     def _cheapest(self, ent: Entity, title: Any, price: Any, cat: Any) -> tuple[str, Row] | None:
         """A category and its cheapest available thing, when exactly one is cheapest."""
@@ -84,8 +71,9 @@ class Catalog:
                 return c, best[0]
         return None
 
-    def catalog_choice(self) -> Draft | None:
-        """A question that needs a search, a filter and a choice: the cheapest available thing of a kind."""
+    def _choice(self) -> Choice | None:
+        """The cheapest available thing of a kind, with the search that lists that kind (None when the world has
+        no such catalog or no kind with one cheapest thing)."""
         found = self._catalog()
         if found is None:
             return None
@@ -93,69 +81,60 @@ class Catalog:
         pick = self._cheapest(ent, title, price, cat)
         if pick is None:
             return None
-        c, best = pick
-        scopes = self.scopes(1)
-        voice = self.speaker(scopes[0]) if scopes else self.w.voice(None)
-        args: dict[str, Any] = {cat.name: c}
+        kind, best = pick
+        args: dict[str, Any] = {cat.name: kind}
         if ent.states:
             args["state"] = ent.states[0]
+        return Choice(ent, title, price, kind, best, {"name": search.name, "arguments": args})
+
+    def catalog_choice(self) -> Draft | None:
+        """A question that needs a search, a filter and a choice: the cheapest available thing of a kind."""
+        ch = self._choice()
+        if ch is None:
+            return None
+        ent, c, best = ch.ent, ch.kind, ch.best
+        scopes = self.scopes(1)
+        voice = self.speaker(scopes[0]) if scopes else self.w.voice(None)
         question = self.rng.choice([
             f"which {c} {ent.human} is the cheapest one you have right now, and what does it cost",
             f"what the least expensive {c} {ent.human} is at the moment",
             f"which of your {c} {ent.humans} costs the least today"])
         text = sentence(voice.opener(identify=False), voice.question(question))
-        answers = [[str(best[title.name])], money_answers(int(best[price.name]), self.world.currency)]
-        return Draft("read", "catalog_choice", [DraftTurn(text, [{"name": search.name, "arguments": args}],
-                                                           kind="read", answers=answers)], hops=1, choose=True)
+        answers = [[str(best[ch.title.name])], money_answers(int(best[ch.price.name]), self.world.currency)]
+        return Draft("read", "catalog_choice", [DraftTurn(text, [ch.look], kind="read", answers=answers)], hops=1,
+                     choose=True)
 
     def catalog_goal(self) -> Draft | None:
         """A change that needs a choice in the catalog: add the cheapest thing of a kind to a named record."""
-        found = self._catalog()
-        if found is None:
+        ch = self._choice()
+        if ch is None:
             return None
-        ent, search, title, price, cat = found
+        ent, c, best, look = ch.ent, ch.kind, ch.best, ch.look
         child = next((c for c in self.world.children(self.main)
                       if any(r.entity is ent and not r.owner for r in c.refs)), None)
         create = self.w.tool("create", child) if child is not None else None
         if child is None or create is None:
             return None
-        pick = self._cheapest(ent, title, price, cat)
-        if pick is None:
-            return None
-        c, best = pick
         ref = next(r for r in child.refs if r.entity is ent)
-        for scope in self.scopes()[:5]:
-            cands = self.w.owned(self.main, scope)
-            open_ = [t for t in cands if t.get("state") == (self.main.states[0] if self.main.states else None)]
-            if not open_:
-                continue
-            target = self.rng.choice(open_)
-            voice = self.speaker(scope)
-            find, named = self.find_scope(voice, scope)
-            said = self.describe(target, cands, named)
-            if said is None:
-                continue
+        for t in self.targets(None, self.fresh, scopes=5, each=1):
+            target, voice, find, said = t.row, t.voice, t.find, t.said
             args: dict[str, Any] = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
                                     ref.param: best[ent.key.name]}
             for fname in create.fields:
                 f = child.field(fname)
                 if f is not None and f.kind == "quantity":
                     args[fname] = 1
-            look_args: dict[str, Any] = {cat.name: c}
-            if ent.states:
-                look_args["state"] = ent.states[0]
-            look = {"name": search.name, "arguments": look_args}
             call = {"name": create.name, "arguments": args}
             ok, _ = self.w.attempt([*find, look], call)
             if not ok:
                 continue
-            goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said[0]}",
-                                    f"put your least expensive {c} {ent.human} on {said[0]}",
-                                    f"add one {c} {ent.human}, whichever costs least, to {said[0]}"])
+            goal = self.rng.choice([f"add the cheapest {c} {ent.human} you have to {said.words}",
+                                    f"put your least expensive {c} {ent.human} on {said.words}",
+                                    f"add one {c} {ent.human}, whichever costs least, to {said.words}"])
             body = voice.ask(goal, voice.reason(create))
             return Draft("read_then_write", f"catalog_{create.name}"[:40],
                          [DraftTurn(sentence(voice.opener(), body), [*find, look, call], body=body)], hops=2,
-                         choose=True, scope=scope["id"], voice=voice)
+                         choose=True, scope=t.scope["id"], voice=voice)
         return None
 
     def followup(self) -> Draft | None:

@@ -1,9 +1,9 @@
 """Task families for the operations a document contributes: take the next, add to a container, hold and free,
 move, count and transfer.
 
-Role: a mixin of :class:`~envgen.world.tasks.families.Families`. The AST world writer grafts a document's own
-operations onto a domain (a queue's ``put`` and ``get``, a lock's ``acquire`` and ``release``); these families
-make sure the tasks use them, including the guards the code raises:
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (on :class:`~envgen.world.tasks.targets.Targets`).
+The AST world writer grafts a document's own operations onto a domain (a queue's ``put`` and ``get``, a lock's
+``acquire`` and ``release``); these families make sure the tasks use them, including the guards the code raises:
 
 * :meth:`take_next`: "the printer is free, start the next job" (``take``; the answer says which one);
 * :meth:`take_empty`: the same on a container with nothing waiting: the tool refuses with the document's own
@@ -20,44 +20,23 @@ Each returns ``None`` when the world has no such operation or no rows that allow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envgen.world.model import Entity, Op, Ref, human
 from envgen.world.phrase import Voice, sentence
 from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, number_answers
+from envgen.world.tasks.targets import Targets
 
 __all__ = ["Operations"]
 
 
-class Operations:
+class Operations(Targets):
     """The document-operation families (a mixin: see the module docstring)."""
-
-    # attributes Families provides
-    w: Any
-    world: Any
-    rng: Any
-    pools: Any
-    operator: bool
-    person: Entity | None
-    main: Entity
-    scope_ent: Entity | None
-
-    if TYPE_CHECKING:  # what Families defines
-        def speaker(self, scope: Row) -> Voice: ...
-        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[Call], str]: ...
-        def locate(self, voice: Voice, person: Row) -> list[Call]: ...
-        def confirm_rules(self, op: Op) -> list[Any]: ...
 
     # -- shared ---------------------------------------------------------------------------------------
     def _op(self, kind: str, ent: Entity | None = None) -> Op | None:
-        ops = [o for o in self.world.ops_of(kind, ent) if ent is not None or o.entity in self._mine()]
+        ops = [o for o in self.world.ops_of(kind, ent) if ent is not None or o.entity in self.part_entities()]
         return self.rng.choice(ops) if ops else None
-
-    def _mine(self) -> list[Entity]:
-        for part in self.world.parts:
-            if self.main in part.entities:
-                return list(part.entities)
-        return list(self.world.entities)
 
     def _person_ref(self, ent: Entity) -> Ref | None:
         return next((r for r in ent.refs if not r.owner and self.person is not None and r.entity is self.person),
@@ -84,16 +63,26 @@ class Operations:
         return [r for r in self.w.rows(op.entity) if r[par.column] == container["id"] and r.get("state") == state]
 
     # -- take -----------------------------------------------------------------------------------------
-    def take_next(self) -> Draft | None:
+    def _take(self) -> tuple[Op, Ref, str, list[Row], list[Row]] | None:
+        """A take operation, its container reference, the state it takes from, and the containers with records
+        waiting in that state and those with none (None without a take)."""
         op = self._op("take")
         if op is None or op.entity.parent is None or op.target is None:
             return None
         par = op.entity.parent
         src = op.sources[0] if op.sources else op.entity.states[0]
-        holders = [c for c in self.w.rows(par.entity) if self._waiting(op, c, src)]
-        if not holders:
+        busy: list[Row] = []
+        idle: list[Row] = []
+        for c in self.w.rows(par.entity):
+            (busy if self._waiting(op, c, src) else idle).append(c)
+        return op, par, src, busy, idle
+
+    def take_next(self) -> Draft | None:
+        found = self._take()
+        if found is None or not found[3]:
             return None
-        c = self.rng.choice(holders)
+        op, par, src, busy, _ = found
+        c = self.rng.choice(busy)
         waiting = sorted(self._waiting(op, c, src), key=lambda r: r["id"])
         taken = waiting[0] if op.order == "first" else waiting[-1]
         voice = self._staff()
@@ -110,15 +99,10 @@ class Operations:
                                 body=body)], staff=True, voice=voice)
 
     def take_empty(self) -> Draft | None:
-        op = self._op("take")
-        if op is None or op.entity.parent is None or op.target is None:
+        found = self._take()
+        if found is None or not found[3] or not found[4]:
             return None
-        par = op.entity.parent
-        src = op.sources[0] if op.sources else op.entity.states[0]
-        empty = [c for c in self.w.rows(par.entity) if not self._waiting(op, c, src)]
-        busy = [c for c in self.w.rows(par.entity) if self._waiting(op, c, src)]
-        if not empty or not busy:
-            return None
+        op, par, _, busy, empty = found
         e, b = self.rng.choice(empty), self.rng.choice(busy)
         voice = self._staff()
         first = sentence(voice.opener(), voice.ask(f"take the next {op.entity.human} from "
@@ -164,7 +148,7 @@ class Operations:
 
     def add_to_container(self) -> Draft | None:
         op = next((o for o in self.world.ops_of("create") if o.entity.parent is not None and
-                   o.entity.parent.entity.role == "container" and o.entity in self._mine()), None)
+                   o.entity.parent.entity.role == "container" and o.entity in self.part_entities()), None)
         if op is None:
             return None
         ent, par = op.entity, op.entity.parent

@@ -1,8 +1,8 @@
 """A task family whose tool comes later: the person asks for a change the service cannot make yet, then says it can.
 
-Role: a mixin of :class:`~envgen.world.tasks.families.Families` (it uses the scope, speaker and describe helpers
-Families defines). :meth:`Withheld.withheld_tool` writes a task that withholds the tool of the change asked for
-(spec_version 2 ``withheld_tools``, as BFCL's ``miss_func``):
+Role: a mixin of :class:`~envgen.world.tasks.families.Families` (its target comes from
+:meth:`~envgen.world.tasks.targets.Targets.targets`). :meth:`Withheld.withheld_tool` writes a task that
+withholds the tool of the change asked for (spec_version 2 ``withheld_tools``, as BFCL's ``miss_func``):
 
 1. the person asks for a change to one of their records; the tool that makes it is not offered, so a careful
    agent says it cannot do that now and changes nothing (the turn's check: every table unchanged; the reads it
@@ -20,17 +20,13 @@ gets none), and at most one per world (:func:`~envgen.world.tasks.write_tasks`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from envgen.world.model import Entity, Op
+from envgen.world.model import Op
 from envgen.world.phrase import sentence, verb_phrase
-from envgen.world.tasks.base import Draft, DraftTurn, Row
+from envgen.world.tasks.base import Draft, DraftTurn
+from envgen.world.tasks.targets import CHANGES, Targets
 from gym_envs.seeding import stable_seed
 
 __all__ = ["Withheld"]
-
-_KINDS = ("transition", "update", "adjust", "delete")
-"""The kinds of change a withheld task asks for (those of :meth:`~envgen.world.tasks.families.Families.write_goal`)."""
 
 _NEWS = [
     "Good news: that option has just been switched on for you.",
@@ -66,25 +62,8 @@ def _writes(op: Op) -> set[str]:
     return own | set(op.fields)
 
 
-class Withheld:
+class Withheld(Targets):
     """The withheld-tool family (a mixin: see the module docstring)."""
-
-    w: Any
-    world: Any
-    rng: Any
-    main: Entity
-
-    if TYPE_CHECKING:  # what Families defines
-        from envgen.world.phrase import Voice
-
-        def scopes(self, least: int = 2) -> list[Row]: ...
-        def speaker(self, scope: Row) -> Voice: ...
-        def find_scope(self, voice: Voice, scope: Row) -> tuple[list[dict[str, Any]], str]: ...
-        def describe(self, target: Row, cands: list[Row], scope_named: str) -> Any: ...
-        def reach(self, find: list[dict[str, Any]], target: Row, said: Any) -> list[dict[str, Any]]: ...
-        def act(self, op: Op, target: Row) -> tuple[dict[str, Any], str] | None: ...
-        def allowed(self, op: Op, target: Row) -> bool: ...
-        def confirm(self, op: Op) -> bool: ...
 
     def only_way(self, op: Op) -> bool:
         """Whether no other tool of the world writes what ``op`` writes on its records (else withholding ``op``
@@ -98,32 +77,19 @@ class Withheld:
         (module docstring); None when this world does not get one or has no change that fits."""
         if stable_seed("world withheld tool", self.w.sim.spec.id) % 3 == 0:  # two worlds in three try (some fail)
             return None
-        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in _KINDS and not self.confirm(o)
+        ops = [o for o in self.world.ops if o.entity is self.main and o.kind in CHANGES and not self.confirm(o)
                and self.only_way(o)]
         if not ops:
             return None
         op = self.rng.choice(ops)
-        for scope in self.scopes()[:6]:
-            cands = self.w.owned(self.main, scope)
-            targets = [t for t in cands if self.allowed(op, t)]
-            self.rng.shuffle(targets)
-            for target in targets[:4]:
-                acted = self.act(op, target)
-                if acted is None:
-                    continue
-                args, value = acted
-                voice = self.speaker(scope)
-                find, named = self.find_scope(voice, scope)
-                call = {"name": op.name, "arguments": args}
-                said = self.describe(target, cands, named)
-                if said is None or not self.w.attempt(find, call)[0]:
-                    continue
-                goal = verb_phrase(op).format(record=said.words, value=value)
-                body = voice.ask(goal, voice.reason(op))
-                again = sentence(voice.pick(_NEWS), voice.pick(_AGAIN).format(goal=goal))
-                turns = [DraftTurn(sentence(voice.opener(), body), self.reach(find, target, said), kind="refuse",
-                                   body=body),
-                         DraftTurn(again, [call], reveal=[op.name])]
-                return Draft("read_then_write", f"withheld_{op.name}"[:40], turns, hops=said.hops + 1,
-                             choose=said.choose, scope=scope["id"], withheld=[op.name])
+        for t, call in self.doable(op):
+            voice, said = t.voice, t.said
+            goal = verb_phrase(op).format(record=said.words, value=t.value)
+            body = voice.ask(goal, voice.reason(op))
+            again = sentence(voice.pick(_NEWS), voice.pick(_AGAIN).format(goal=goal))
+            turns = [DraftTurn(sentence(voice.opener(), body), self.reach(t.find, t.row, said), kind="refuse",
+                               body=body),
+                     DraftTurn(again, [call], reveal=[op.name])]
+            return Draft("read_then_write", f"withheld_{op.name}"[:40], turns, hops=said.hops + 1,
+                         choose=said.choose, scope=t.scope["id"], withheld=[op.name])
         return None

@@ -34,10 +34,11 @@ def test_the_reference_reads_a_container_only_when_the_request_names_it(compiled
 
 
 def test_a_job_named_by_whose_it_is_is_found_through_the_person_search(compiled: list[CompiledWorld]) -> None:
-    """The person's search is in the reference. The reads may come in another turn of the conversation: a session
-    does not repeat a read, and a refused request's reads come with the request that follows it (a refusal that
+    """The person's search is in the reference, after the read of the printer's queue. The reads may come in
+    another turn of the conversation: a session does not repeat a read (a queue or a search an earlier request
+    read is not read again), and a refused request's reads come with the request that follows it (a refusal that
     ends the conversation keeps none: no check could tell them missing)."""
-    found = 0
+    found = ordered = 0
     for cw in compiled:
         for task in cw.spec.tasks:
             calls = [c.model_dump(include={"name", "arguments"}) for turn in task.turns for c in turn.reference]
@@ -47,10 +48,15 @@ def test_a_job_named_by_whose_it_is_is_found_through_the_person_search(compiled:
                     continue
                 found += 1
                 search = {"name": "search_patrons", "arguments": {"query": m.group(1)}}
-                assert search in calls
-                names = [c["name"] for c in calls]
-                assert names.index("list_printer_queue") < calls.index(search)
-    assert found
+                start = sum(len(t.reference) for t in task.turns[:i])  # the calls of the earlier requests
+                if search in calls[:start]:
+                    continue
+                assert search in calls[start:], (task.id, m.group(0))
+                at = start + calls[start:].index(search)
+                queue = {"name": "list_printer_queue", "arguments": {"printer_code": m.group(2)}}
+                assert queue in calls[:at], (task.id, m.group(0))  # this request's read, or an earlier one's
+                ordered += 1
+    assert found and ordered
 
 
 def _keys(cw: CompiledWorld, table: str, key: str) -> set[str]:
