@@ -17,8 +17,10 @@ is "not stateless", which only costs time):
   binds names only to constants or tuples of constants: no module-level dict,
   list, set or other object a call could change;
 * no ``global``/``nonlocal`` statement (no call rebinds a module name), no
-  class, no lambda, no ``import`` (an episode's own ``random`` keeps its state
-  between calls; the other modules are left out too, to stay simple);
+  class, no lambda, and no ``import`` but of the sandbox's read-only module
+  views (:data:`~gym_envs.sandbox.modules.ALLOWED_MODULES` less ``random``:
+  ``import datetime`` in a tool keeps nothing, while an episode's own
+  ``random`` keeps its state between calls);
 * no SQL text that calls the connection's counters (``changes()``,
   ``last_insert_rowid()``), which a call that writes no row can still move.
 
@@ -33,7 +35,13 @@ import ast
 import functools
 import re
 
+from gym_envs.sandbox.modules import ALLOWED_MODULES
+
 __all__ = ["stateless"]
+
+#: modules whose import keeps no state: the sandbox hands code a read-only view of each (the episode's ``random``,
+#: made per episode and advanced by every draw, is the one that keeps state)
+_VIEWS = frozenset(m for m in ALLOWED_MODULES if m != "random")
 
 _COUNTERS = re.compile(r"\b(changes|last_insert_rowid)\s*\(", re.I)
 
@@ -44,7 +52,18 @@ def _constant(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Tuple) and all(_constant(e) for e in node.elts)
 
 
+def _view_import(node: ast.AST) -> bool:
+    """Whether ``node`` is an ``import`` of module views only (module docstring)."""
+    if isinstance(node, ast.Import):
+        return all(a.name.split(".")[0] in _VIEWS for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and (node.module or "").split(".")[0] in _VIEWS
+    return False
+
+
 def _module_statement(node: ast.stmt) -> bool:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return _view_import(node)
     if isinstance(node, ast.FunctionDef):
         args = node.args
         return not node.decorator_list and all(_constant(d) for d in [*args.defaults, *args.kw_defaults])
@@ -68,9 +87,11 @@ def stateless(code: str) -> bool:
         return False
     if not all(_module_statement(n) for n in tree.body):
         return False
-    forbidden = (ast.Global, ast.Nonlocal, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Lambda)
+    forbidden = (ast.Global, ast.Nonlocal, ast.ClassDef, ast.Lambda)
     for node in ast.walk(tree):
         if isinstance(node, forbidden):
+            return False
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not _view_import(node):
             return False
         if isinstance(node, ast.FunctionDef) and node.decorator_list:
             return False

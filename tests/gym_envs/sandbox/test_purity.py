@@ -45,6 +45,13 @@ def take(db, item_id, qty):
     ("SEEN = []\ndef get(db, item_id):\n    SEEN.append(item_id)\n    return len(SEEN)", False),
     ("N = 0\ndef get(db, item_id):\n    global N\n    N += 1\n    return N", False),
     ("import random\ndef get(db, item_id):\n    return random.random()", False),  # the episode's own random
+    ("def get(db, item_id):\n    import random\n    return random.random()", False),
+    ("def get(db, item_id):\n    from random import random\n    return random()", False),
+    # the sandbox's read-only module views keep nothing between calls
+    ("def get(db, item_id):\n    import datetime\n    return datetime.date(2024, 1, 1).isoformat()", True),
+    ("import math, json\nfrom datetime import timedelta\ndef get(db, item_id):\n    return math.floor(1.5)", True),
+    ("def get(db, item_id):\n    import datetime, random\n    return 1", False),
+    ("def get(db, item_id):\n    from . import x\n    return 1", False),
     ("def get(db, item_id, cache=[]):\n    return 1", False),  # a mutable default
     ("def get(db, item_id):\n    return db.query('SELECT changes() AS n')[0]['n']", False),
     ("def get(db, item_id):\n    return db.query('SELECT last_insert_rowid() AS n')[0]['n']", False),
