@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic.version import VERSION as _PYDANTIC_VERSION
+
 from eval.tau2.tables import ADDRESS_KEYS, NUMBER, Column, Rows, Table, grouped
 
 __all__ = ["CABINS", "CODE_CONSTANTS", "STATUS_FIELDS", "TABLES", "from_tables", "to_tables"]
@@ -30,8 +32,11 @@ STATUS_FIELDS = {
     "flying": ("actual_departure_time_est", "estimated_arrival_time_est"),
     "on time": ("estimated_departure_time_est", "estimated_arrival_time_est"),
 }
+#: where pydantic's validation errors send the reader (``https://errors.pydantic.dev/<major.minor>/v/<type>``): τ²'s
+#: tools raise them when an argument does not build its model, and the tool code words them the same way
+PYDANTIC_ERRORS_URL = "https://errors.pydantic.dev/{}/v/".format(".".join(_PYDANTIC_VERSION.split(".")[:2]))
 #: what the tool code (``code/airline.py``) reads of this module, spliced into it by :class:`eval.tau2.domain.Domain`
-CODE_CONSTANTS = {"CABINS": CABINS, "STATUS_FIELDS": STATUS_FIELDS}
+CODE_CONSTANTS = {"CABINS": CABINS, "STATUS_FIELDS": STATUS_FIELDS, "PYDANTIC_ERRORS_URL": PYDANTIC_ERRORS_URL}
 _TIMES = ("estimated_departure_time_est", "estimated_arrival_time_est", "actual_departure_time_est",
           "actual_arrival_time_est")
 
