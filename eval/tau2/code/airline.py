@@ -25,9 +25,19 @@ INT_MAX = 9223372036854775807  # pydantic parses a float into an int only within
 
 
 def shown(value):
-    """pydantic's ``input_value``: the repr, cut to its first 25 and last 24 characters when longer than 50."""
+    """The ``input_value`` of pydantic: the repr, cut to its first 25 and last 24 bytes of UTF-8 (at whole characters)
+    when longer than 50 bytes."""
     text = repr(value)
-    return text if len(text) <= 50 else text[:25] + "..." + text[-24:]
+    data = text.encode("utf-8")
+    if len(data) <= 50:
+        return text
+    head = 25
+    while head > 0 and data[head] & 0xC0 == 0x80:
+        head -= 1
+    tail = len(data) - 24
+    while tail < len(data) and data[tail] & 0xC0 == 0x80:
+        tail += 1
+    return data[:head].decode("utf-8") + "..." + data[tail:].decode("utf-8")
 
 
 def problem(loc, kind, message, value):
@@ -128,7 +138,7 @@ def raw_attribute(values, attribute):
 
 
 def list_problems(values, model, field):
-    """pydantic's problems with a model's list field given a list kept unconverted: each item's, in order."""
+    """The problems pydantic finds in a model's list field given a list kept unconverted: each item's, in order."""
     problems = []
     for i, v in enumerate(values):
         problems += model_problems(v, model, f"{field}.{i}.")[1]
