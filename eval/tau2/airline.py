@@ -8,17 +8,20 @@ from our tables is the hash of the state itself. The tool code over these tables
 
 Contract: ``from_tables(to_tables(d)) == d`` for every ``d`` that τ²'s airline tools can produce; ``pos`` columns
 keep the order of τ²'s dicts and lists. A dated flight's fields depend on its status, as in τ²'s models
-(:data:`STATUS_FIELDS`); its seats and prices are one column per cabin. The tool code reads these two from here
-(:data:`CODE_CONSTANTS`, spliced into it), so the cabins and the fields by status are written once.
+(:data:`STATUS_FIELDS`); its seats and prices are one column per cabin. The tool code reads these two, and the
+address pydantic's validation errors cite (:data:`PYDANTIC_ERRORS_URL`), from here (:data:`CODE_CONSTANTS`, spliced
+into it), so each is written once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic.version import VERSION as _PYDANTIC_VERSION
+
 from eval.tau2.tables import ADDRESS_KEYS, NUMBER, Column, Rows, Table, grouped
 
-__all__ = ["CABINS", "CODE_CONSTANTS", "STATUS_FIELDS", "TABLES", "from_tables", "to_tables"]
+__all__ = ["CABINS", "CODE_CONSTANTS", "PYDANTIC_ERRORS_URL", "STATUS_FIELDS", "TABLES", "from_tables", "to_tables"]
 
 CABINS = ("basic_economy", "economy", "business")
 #: the fields of a dated flight beside ``status``, by status (τ²'s ``FlightDateStatus`` models, in field order)
@@ -30,8 +33,11 @@ STATUS_FIELDS = {
     "flying": ("actual_departure_time_est", "estimated_arrival_time_est"),
     "on time": ("estimated_departure_time_est", "estimated_arrival_time_est"),
 }
+#: where pydantic's validation errors send the reader (``https://errors.pydantic.dev/<major.minor>/v/<type>``): τ²'s
+#: tools raise them when an argument does not build its model, and the tool code words them the same way
+PYDANTIC_ERRORS_URL = "https://errors.pydantic.dev/{}/v/".format(".".join(_PYDANTIC_VERSION.split(".")[:2]))
 #: what the tool code (``code/airline.py``) reads of this module, spliced into it by :class:`eval.tau2.domain.Domain`
-CODE_CONSTANTS = {"CABINS": CABINS, "STATUS_FIELDS": STATUS_FIELDS}
+CODE_CONSTANTS = {"CABINS": CABINS, "STATUS_FIELDS": STATUS_FIELDS, "PYDANTIC_ERRORS_URL": PYDANTIC_ERRORS_URL}
 _TIMES = ("estimated_departure_time_est", "estimated_arrival_time_est", "actual_departure_time_est",
           "actual_arrival_time_est")
 

@@ -4,8 +4,10 @@
 # Each tool follows tau2/domains/airline/tools.py step for step (the same checks in the same order, the same error
 # texts, the same arithmetic), so a call returns what τ²'s tool returns and leaves the tables holding what τ²'s
 # database holds after it. Records are loaded into dicts shaped as τ²'s model_dump(), changed as τ² changes its
-# models, then written back. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment), the
-# fields are checked and coerced as pydantic's lax mode does; its error text is not reproduced.
+# models, then written back. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment, and
+# the Reservation holding them), the fields are checked and coerced as pydantic's lax mode does, at the same step,
+# with pydantic's error text. A list argument that is not all dicts is kept as it is, as τ² keeps it, and fails
+# where τ²'s tool first uses it.
 AIRPORTS = (("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles"), ("ORD", "Chicago"),
             ("DFW", "Dallas"), ("DEN", "Denver"), ("SEA", "Seattle"), ("ATL", "Atlanta"), ("MIA", "Miami"),
             ("BOS", "Boston"), ("PHX", "Phoenix"), ("IAH", "Houston"), ("LAS", "Las Vegas"), ("MCO", "Orlando"),
@@ -17,54 +19,130 @@ NEW_PAYMENT_IDS = (3221322, 3221323, 3221324)
 
 
 # -- pydantic's lax validation of the models τ² builds from arguments ---------------------------------------------
-def as_str(value, model, field):
+# A field's coercion returns (value, None) or (None, problem); a model collects every field's problem, as pydantic
+# does, and words them as pydantic's ValidationError does (PYDANTIC_ERRORS_URL is spliced in from eval.tau2.airline).
+INT_MAX = 9223372036854775807  # pydantic parses a float into an int only within i64
+
+
+def shown(value):
+    """The ``input_value`` of pydantic: the repr, cut to its first 25 and last 24 bytes of UTF-8 (at whole characters)
+    when longer than 50 bytes."""
+    text = repr(value)
+    data = text.encode("utf-8")
+    if len(data) <= 50:
+        return text
+    head = 25
+    while head > 0 and data[head] & 0xC0 == 0x80:
+        head -= 1
+    tail = len(data) - 24
+    while tail < len(data) and data[tail] & 0xC0 == 0x80:
+        tail += 1
+    return data[:head].decode("utf-8") + "..." + data[tail:].decode("utf-8")
+
+
+def problem(loc, kind, message, value):
+    return (f"{loc}\n  {message} [type={kind}, input_value={shown(value)}, input_type={type_name(value)}]\n"
+            f"    For further information visit {PYDANTIC_ERRORS_URL}{kind}")
+
+
+def validation_error(model, problems):
+    count = str(len(problems)) + (" validation errors" if len(problems) > 1 else " validation error")
+    return ToolError(f"{count} for {model}\n" + "\n".join(problems))
+
+
+def as_str(value, loc):
     if isinstance(value, str):
-        return value
-    raise ToolError(f"1 validation error for {model}\n{field}\n  Input should be a valid string")
+        return value, None
+    return None, problem(loc, "string_type", "Input should be a valid string", value)
 
 
-def as_int(value, model, field):
+def int_text(text):
+    """The int a string parses to in pydantic's lax mode (``None`` when it does not): blanks around, a sign, digits
+    grouped by single underscores, and a fraction of zeros."""
+    text = text.strip()
+    body = text[1:] if text[:1] in ("+", "-") else text
+    whole, dot, fraction = body.partition(".")
+    if dot and (fraction.strip("0") != "" or fraction == ""):
+        return None
+    groups = whole.split("_")
+    if not all(g != "" and all(c in "0123456789" for c in g) for g in groups):
+        return None
+    number = int("".join(groups))
+    return -number if text[:1] == "-" else number
+
+
+def as_int(value, loc):
     if isinstance(value, bool):
-        return int(value)
+        return int(value), None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == int(value):
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value.strip())
-    raise ToolError(f"1 validation error for {model}\n{field}\n  Input should be a valid integer")
+        return value, None
+    if isinstance(value, float):
+        if value != int(value):
+            return None, problem(loc, "int_from_float",
+                                 "Input should be a valid integer, got a number with a fractional part", value)
+        if abs(value) > INT_MAX:
+            return None, problem(loc, "int_parsing_size",
+                                 "Unable to parse input string as an integer, exceeded maximum size", value)
+        return int(value), None
+    if isinstance(value, str):
+        number = int_text(value)
+        if number is None:
+            return None, problem(loc, "int_parsing",
+                                 "Input should be a valid integer, unable to parse string as an integer", value)
+        return number, None
+    return None, problem(loc, "int_type", "Input should be a valid integer", value)
 
 
-def model_of(value, model, fields):
-    """A dict of ``fields`` (name -> coercion) read from an argument as pydantic builds ``model`` from it."""
+FLIGHT_INFO = ("FlightInfo", (("flight_number", as_str), ("date", as_str)))
+PASSENGER = ("Passenger", (("first_name", as_str), ("last_name", as_str), ("dob", as_str)))
+PAYMENT = ("Payment", (("payment_id", as_str), ("amount", as_int)))
+
+
+def model_problems(value, model, prefix=""):
+    """``(fields, problems)`` of building ``model`` (a name and its fields with their coercions) from ``value``, as
+    pydantic validates it; ``prefix`` is the location of ``value`` inside an outer model (``"passengers.0."``)."""
+    name, fields = model
     if not isinstance(value, dict):
-        raise ToolError(f"1 validation error for {model}\n  Input should be a valid dictionary or instance of {model}")
+        return None, [problem(prefix[:-1], "model_type",
+                              f"Input should be a valid dictionary or instance of {name}", value)]
     out = {}
-    for name, coerce in fields:
-        if name not in value:
-            raise ToolError(f"1 validation error for {model}\n{name}\n  Field required")
-        out[name] = coerce(value[name], model, name)
+    problems = []
+    for field, coerce in fields:
+        if field not in value:
+            problems.append(problem(prefix + field, "missing", "Field required", value))
+            continue
+        out[field], p = coerce(value[field], prefix + field)
+        if p is not None:
+            problems.append(p)
+    return out, problems
+
+
+def models(values, model):
+    """τ²'s ``if all(isinstance(x, dict) for x in values): values = [Model(**x) for x in values]``: the models of an
+    all-dict list (the first item that does not build raises pydantic's error), else ``None``: τ² keeps a list that
+    is not all dicts as it is, and it fails later, where the tool first uses it (:func:`raw_attribute`)."""
+    if not all(isinstance(v, dict) for v in values):
+        return None
+    out = []
+    for v in values:
+        built, problems = model_problems(v, model)
+        if problems:
+            raise validation_error(model[0], problems)
+        out.append(built)
     return out
 
 
-def flight_info(value):
-    return model_of(value, "FlightInfo", (("flight_number", as_str), ("date", as_str)))
+def raw_attribute(values, attribute):
+    """The error of τ² reading ``attribute`` off the first item of a list it kept unconverted (:func:`models`)."""
+    return ToolError(f"'{type_name(values[0])}' object has no attribute '{attribute}'")
 
 
-def passenger(value):
-    return model_of(value, "Passenger", (("first_name", as_str), ("last_name", as_str), ("dob", as_str)))
-
-
-def payment(value):
-    return model_of(value, "Payment", (("payment_id", as_str), ("amount", as_int)))
-
-
-def models(values, build, model, attribute):
-    """τ²'s ``if all(isinstance(x, dict) for x in values): values = [Model(**x) ...]``: a list that is not all
-    dicts stays as it is, and its first use fails as τ²'s attribute access on its first item does."""
-    if all(isinstance(v, dict) for v in values):
-        return [build(v) for v in values]
-    raise ToolError(f"'{type_name(values[0])}' object has no attribute '{attribute}'")
+def list_problems(values, model, field):
+    """The problems pydantic finds in a model's list field given a list kept unconverted: each item's, in order."""
+    problems = []
+    for i, v in enumerate(values):
+        problems += model_problems(v, model, f"{field}.{i}.")[1]
+    return problems
 
 
 # -- records ---------------------------------------------------------------------------------------------------------
@@ -214,25 +292,36 @@ def payment_for_update(user, payment_id, total_price):
 # -- tools ------------------------------------------------------------------------------------------------------------
 def book_reservation(db, user_id, origin, destination, flight_type, cabin, flights, passengers, payment_methods,
                      total_baggages, nonfree_baggages, insurance):
-    flights = models(flights, flight_info, "FlightInfo", "flight_number")
-    passengers = models(passengers, passenger, "Passenger", "first_name")
-    payment_methods = models(payment_methods, payment, "Payment", "payment_id")
+    flight_models = models(flights, FLIGHT_INFO)
+    passenger_models = models(passengers, PASSENGER)
+    payment_models = models(payment_methods, PAYMENT)
     user = load_user(db, user_id)
     taken = [r["reservation_id"] for r in db.query(
         "SELECT reservation_id FROM reservations WHERE reservation_id IN (?, ?, ?)", list(NEW_RESERVATION_IDS))]
     reservation_id = next((r for r in NEW_RESERVATION_IDS if r not in taken), None)
     if reservation_id is None:
         raise ToolError("Too many reservations")
+    # τ²'s Reservation(...) validates the passengers and payments it was given, converted or not
+    problems = []
+    if passenger_models is None:
+        problems += list_problems(passengers, PASSENGER, "passengers")
+    if payment_models is None:
+        problems += list_problems(payment_methods, PAYMENT, "payment_history")
+    if problems:
+        raise validation_error("Reservation", problems)
+    passengers = passenger_models
+    payment_methods = payment_models
     reservation = {"reservation_id": reservation_id, "user_id": user_id, "origin": origin,
                    "destination": destination, "flight_type": flight_type, "cabin": cabin, "flights": [],
                    "passengers": [dict(p) for p in passengers],
                    "payment_history": [dict(p) for p in payment_methods], "created_at": NOW,
-                   "total_baggages": as_int(total_baggages, "Reservation", "total_baggages"),
-                   "nonfree_baggages": as_int(nonfree_baggages, "Reservation", "nonfree_baggages"),
+                   "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages,
                    "insurance": insurance, "status": None}
+    if flight_models is None:  # τ²'s loop reads the first kept item's flight_number
+        raise raw_attribute(flights, "flight_number")
     total_price = 0
     instances = []
-    for info in flights:
+    for info in flight_models:
         number = info["flight_number"]
         flight = load_flight(db, number)
         instance = load_flight_instance(db, number, info["date"])
@@ -349,9 +438,12 @@ def update_reservation_baggages(db, reservation_id, total_baggages, nonfree_bagg
 
 
 def update_reservation_flights(db, reservation_id, cabin, flights, payment_id):
-    flights = models(flights, flight_info, "FlightInfo", "flight_number")
+    flight_models = models(flights, FLIGHT_INFO)
     reservation = load_reservation(db, reservation_id)
     user = load_user(db, reservation["user_id"])
+    if flight_models is None:  # τ²'s loop reads the first kept item's flight_number
+        raise raw_attribute(flights, "flight_number")
+    flights = flight_models
     total_price = 0
     kept = []
     count = len(reservation["passengers"])
@@ -384,11 +476,13 @@ def update_reservation_flights(db, reservation_id, cabin, flights, payment_id):
 
 
 def update_reservation_passengers(db, reservation_id, passengers):
-    passengers = models(passengers, passenger, "Passenger", "first_name")
+    passenger_models = models(passengers, PASSENGER)
     reservation = load_reservation(db, reservation_id)
     if len(passengers) != len(reservation["passengers"]):
         raise ToolError("Number of passengers does not match")
-    reservation["passengers"] = [dict(p) for p in passengers]
+    if passenger_models is None:  # τ² stores the items as they are; the tables hold only passengers
+        raise raw_attribute(passengers, "first_name")
+    reservation["passengers"] = [dict(p) for p in passenger_models]
     save_reservation(db, reservation)
     return reservation
 
