@@ -31,6 +31,15 @@ from its last round's checkpoint):
    and ``summary.json`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`), and the
    settings the run resolved as a config file, ``OUT/config.yaml``.
 
+Engines in child processes: vLLM never gives an engine's GPU memory back inside a process, so with ``--engine
+vllm`` (or ``--child-processes``; ``--one-process`` turns it off) the phases that build a generation engine --
+``heldout`` and each seed's ``selfplay`` and ``baseline`` -- each run in a child process of their own
+(:func:`phase_main`, launched by :func:`training.bench.children.run_lanes`), whose exit gives the memory back.
+A child records its result in ``state.json`` under the lock as the driver does, so it resumes and stops
+(``--stop-after``) the same way; its output reaches the terminal and ``OUT/work/PHASE.log``, and a failed child
+stops the run with its exit status, its log and the command that resumes it. With ``--parallel`` a seed's lane
+runs its self-play and then its baseline, a process each.
+
 ``--merge DIR [DIR ...]`` runs nothing: it writes one report in ``OUT`` over the seeds of
 earlier results (a session too short for two seeds runs one; a later session runs the next,
 and the merge gives their spread). The runs must share the config and the overrides that
