@@ -226,13 +226,15 @@ def test_selfplay_state_keeps_the_phases_of_side_by_side_processes(tmp_path: Pat
 
 
 def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None:
-    from training.bench.selfplay import seed_phases
+    from training.bench.selfplay import _run_seeds, seed_phases
     from training.parallel import file_lock
 
     with file_lock(tmp_path / ".seed-3.lock") as mine:
         assert mine
         with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):
             seed_phases(None, tmp_path, [], 3)
+        with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):  # before a child
+            _run_seeds(None, tmp_path, [], [3], dict, isolate=True, parallel=False, stop_after=None, resume="")
     with file_lock(tmp_path / ".seed-3.lock", wait=False) as mine:
         assert mine  # released
 

@@ -420,8 +420,7 @@ def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_
     seed runs in one process at a time: a second process asking for it gets a clear error, not a second run."""
     with file_lock(work / f".seed-{seed}.lock", wait=False) as mine:
         if not mine:
-            raise SystemExit(f"seed {seed} of {work.parent} is being run by another process; wait for it, or "
-                             "name other --seeds")
+            raise SystemExit(_seed_busy(work, seed))
         for phase, fn in (("selfplay", lambda: phase_selfplay(cfg, work, train_docs, seed)),
                           ("baseline", lambda: phase_baseline(cfg, work, seed))):
             key = f"{phase}-s{seed}"
@@ -430,6 +429,10 @@ def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_
                 if stop_after == phase:
                     return True
     return False
+
+
+def _seed_busy(work: Path, seed: int) -> str:
+    return f"seed {seed} of {work.parent} is being run by another process; wait for it, or name other --seeds"
 
 
 #: the entry point of a phase's child process (:func:`training.bench.children.run_lanes`)
@@ -486,6 +489,9 @@ def _run_seeds(cfg: Any, work: Path, train_docs: list[Any], seeds: list[int], jo
             if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
                 return True
             continue
+        with file_lock(work / f".seed-{seed}.lock", wait=False) as free:  # the child takes it: refuse here first
+            if todo.get(seed) and not free:
+                raise SystemExit(_seed_busy(work, seed))
         for phase in todo.get(seed, []):
             run_lanes(ENTRY, {f"{phase}-s{seed}": [job(phase="seed", seed=seed, phases=[phase])]}, work,
                       resume=resume)
