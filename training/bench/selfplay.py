@@ -35,10 +35,9 @@ Engines in child processes: vLLM never gives an engine's GPU memory back inside 
 vllm`` (or ``--child-processes``; ``--one-process`` turns it off) the phases that build a generation engine --
 ``heldout`` and each seed's ``selfplay`` and ``baseline`` -- each run in a child process of their own
 (:func:`phase_main`, launched by :func:`training.bench.children.run_lanes`), whose exit gives the memory back.
-A child records its result in ``state.json`` under the lock as the driver does, so it resumes and stops
-(``--stop-after``) the same way; its output reaches the terminal and ``OUT/work/PHASE.log``, and a failed child
-stops the run with its exit status, its log and the command that resumes it. With ``--parallel`` a seed's lane
-runs its self-play and then its baseline, a process each.
+A child records its result in ``state.json`` under the lock as the driver does (so ``--stop-after`` and resuming
+work the same); its output goes to the terminal and ``OUT/work/PHASE.log``; a failed child stops the run with its
+exit status, its log and the command that resumes it. ``--parallel``: a lane per seed, a process a phase.
 
 ``--merge DIR [DIR ...]`` runs nothing: it writes one report in ``OUT`` over the seeds of
 earlier results (a session too short for two seeds runs one; a later session runs the next,
@@ -435,8 +434,7 @@ def _seed_busy(work: Path, seed: int) -> str:
     return f"seed {seed} of {work.parent} is being run by another process; wait for it, or name other --seeds"
 
 
-#: the entry point of a phase's child process (:func:`training.bench.children.run_lanes`)
-ENTRY = "training.bench.selfplay:phase_main"
+ENTRY = "training.bench.selfplay:phase_main"  #: a phase's child process (:func:`~.children.run_lanes`)
 
 
 def phase_main(args_json: str) -> None:
@@ -471,9 +469,7 @@ def _rounds_done(work: Path, seed: int) -> int:
 def _run_seeds(cfg: Any, work: Path, train_docs: list[Any], seeds: list[int], job: Any, *, isolate: bool,
                parallel: bool, stop_after: str | None, resume: str) -> bool:
     """Phases 5 and 6 of every seed not done (``job(**kw)``: a child's arguments); True when ``stop_after``
-    stopped them. ``isolate``: each phase in a child process of its own; ``parallel``: the seeds side by side, one
-    process each (a lane of one process a phase where ``isolate``), a decoding process being bound by its kernel
-    launches on a device a 135M model leaves mostly idle."""
+    stopped them. ``isolate``: each phase in a child process; ``parallel``: the seeds side by side, a lane each."""
     state = _state(work)
     todo = {s: [p for p in ("selfplay", "baseline") if f"{p}-s{s}" not in state] for s in seeds}
     todo = {s: phases for s, phases in todo.items() if phases}
