@@ -226,13 +226,15 @@ def test_selfplay_state_keeps_the_phases_of_side_by_side_processes(tmp_path: Pat
 
 
 def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None:
-    from training.bench.selfplay import seed_phases
+    from training.bench.selfplay import _run_seeds, seed_phases
     from training.parallel import file_lock
 
     with file_lock(tmp_path / ".seed-3.lock") as mine:
         assert mine
         with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):
             seed_phases(None, tmp_path, [], 3)
+        with pytest.raises(SystemExit, match=r"seed 3 of .* is being run by another process"):  # before a child
+            _run_seeds(None, tmp_path, [], [3], dict, isolate=True, parallel=False, stop_after=None, resume="")
     with file_lock(tmp_path / ".seed-3.lock", wait=False) as mine:
         assert mine  # released
 
@@ -240,17 +242,21 @@ def test_a_seed_already_running_is_refused_not_run_twice(tmp_path: Path) -> None
 def test_side_by_side_seeds_get_their_own_rendezvous_port_and_one_engine_start_lock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each side-by-side seed process is started with a ``MASTER_PORT`` of its own (on the H200 three seeds on
-    accelerate's default 29500: two died with EADDRINUSE) and the one lock their engines start under."""
+    accelerate's default 29500: two died with EADDRINUSE) and the one lock their engines start under; with
+    engines isolated, a seed's self-play and baseline are two processes of its lane, one after the other."""
     import subprocess
 
     from training.bench import selfplay
+    from training.config import config_from_dict
     from training.parallel import ENGINE_START_LOCK
 
-    started: list[dict[str, str]] = []
+    started: list[tuple[dict[str, str], dict[str, Any]]] = []
 
     class _Done:
+        pid = 1
+
         def __init__(self, cmd: list[str], **kw: Any) -> None:
-            started.append(kw["env"])
+            started.append((kw["env"], json.loads(cmd[-1])))
 
         def poll(self) -> int:
             return 0
@@ -260,11 +266,60 @@ def test_side_by_side_seeds_get_their_own_rendezvous_port_and_one_engine_start_l
 
     monkeypatch.setattr(subprocess, "Popen", _Done)
     monkeypatch.setenv("MASTER_PORT", "29500")
-    selfplay._run_seeds_side_by_side("cfg.yaml", [], tmp_path, [0, 1, 2], rounds=1)
-    ports = [env["MASTER_PORT"] for env in started]
-    assert len(started) == 3 and len(set(ports)) == 3 and "29500" not in ports
-    assert {env[ENGINE_START_LOCK] for env in started} == {str(tmp_path / ".engine-start.lock")}
-    assert all(env["MASTER_ADDR"] == "127.0.0.1" and env["PATH"] == os.environ["PATH"] for env in started)
+    cfg = config_from_dict({"selfplay": {"rounds": 1}})
+
+    def job(**kw: Any) -> dict[str, Any]:
+        return kw
+
+    assert not selfplay._run_seeds(cfg, tmp_path, [], [0, 1, 2], job, isolate=True, parallel=True, stop_after=None,
+                                   resume="again")
+    ports = {env["MASTER_PORT"] for env, _ in started}
+    assert len(started) == 6 and len(ports) == 3 and "29500" not in ports
+    assert {env[ENGINE_START_LOCK] for env, _ in started} == {str(tmp_path / ".engine-start.lock")}
+    assert all(env["MASTER_ADDR"] == "127.0.0.1" and env["PATH"] == os.environ["PATH"] for env, _ in started)
+    by_seed = {s: [a["phases"] for _, a in started if a["seed"] == s] for s in (0, 1, 2)}
+    assert by_seed == {s: [["selfplay"], ["baseline"]] for s in (0, 1, 2)}
+    assert {a["processes"] for _, a in started} == {3}
+    started.clear()
+    selfplay._record(tmp_path, {"selfplay-s1": {}})  # done phases are not started again
+    selfplay._run_seeds(cfg, tmp_path, [], [0, 1], job, isolate=False, parallel=True, stop_after=None, resume="")
+    assert sorted((a["seed"], a["phases"]) for _, a in started) == [(0, ["selfplay", "baseline"]), (1, ["baseline"])]
+
+
+def lane_job(args_json: str) -> None:
+    """A child process of :func:`test_lanes_run_in_order_tee_one_lane_and_report_a_failure`."""
+    args = json.loads(args_json)
+    with open(args["file"], "a") as fh:
+        fh.write(f"{args['name']} {args['processes']} {os.environ['MASTER_PORT']}\n")
+    print(f"job {args['name']} says hello", flush=True)
+    raise SystemExit(args.get("exit", 0))
+
+
+def test_lanes_run_in_order_tee_one_lane_and_report_a_failure(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """:func:`training.bench.children.run_lanes` runs a lane's jobs one after another in processes of their own;
+    one lane's output reaches the terminal and its log; a failed job stops its lane and the error names it, its
+    exit status, its log and the command that resumes."""
+    from training.bench.children import run_lanes
+
+    entry = "tests.training.test_bench:lane_job"
+    out = tmp_path / "jobs.txt"
+    run_lanes(entry, {"one": [{"file": str(out), "name": "a"}, {"file": str(out), "name": "b"}]}, tmp_path,
+              resume="x")
+    assert [line.split()[:2] for line in out.read_text().splitlines()] == [["a", "1"], ["b", "1"]]
+    assert "job a says hello" in capsys.readouterr().out  # teed to the terminal ...
+    assert "job b says hello" in (tmp_path / "one.log").read_text()  # ... and to the log
+    out.unlink()
+    with pytest.raises(SystemExit) as err:
+        run_lanes(entry, {"l1": [{"file": str(out), "name": "c", "exit": 3}, {"file": str(out), "name": "d"}],
+                          "l2": [{"file": str(out), "name": "e"}, {"file": str(out), "name": "f"}]},
+                  tmp_path, resume="envwright bench selfplay --out o")
+    assert str(err.value) == (f"failed: l1 (exit 3, log {tmp_path / 'l1.log'}). Resume with: envwright bench "
+                              "selfplay --out o")
+    ran = {line.split()[0]: line.split()[1:] for line in out.read_text().splitlines()}
+    assert set(ran) == {"c", "e", "f"} and {p for p, _ in ran.values()} == {"2"}
+    assert ran["e"][1] == ran["f"][1] != ran["c"][1]  # a rendezvous port per lane
+    assert "job c says hello" in (tmp_path / "l1.log").read_text()
 
 
 def test_engines_start_one_at_a_time_under_the_launchers_lock(tmp_path: Path) -> None:
@@ -295,7 +350,7 @@ def test_side_by_side_seeds_share_the_gpu_memory(monkeypatch: pytest.MonkeyPatch
     """Each side-by-side seed process caps its share of every GPU's memory (one process, or no GPU: no cap)."""
     import torch
 
-    from training.bench.selfplay import share_device
+    from training.bench.children import share_device
 
     caps: list[tuple[float, int]] = []
     monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: caps.append((f, d)))
@@ -351,3 +406,79 @@ def test_plot_speed_draws_only_the_paths_with_figures(tmp_path: Path) -> None:
               "trl_default": row, "fast": {"tokens_per_second": 250.0}, "vllm": {"available": False, "reason": "x"}}
     path = plot_speed(result, tmp_path / "speed.png")
     assert path is not None and path.stat().st_size > 0
+
+
+@pytest.fixture(scope="module")
+def warm_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny ``bench selfplay`` run stopped after its warm start (phases 1 to 3), to copy."""
+    out = tmp_path_factory.mktemp("warm") / "sp"
+    _bench("selfplay", "--tiny", "--out", str(out), "--stop-after", "solver")
+    return out
+
+
+def _copy_run(warm: Path, out: Path) -> list[str]:
+    """A copy of the warm-started run at ``out`` (its paths rewritten), and the arguments that continue it."""
+    import shutil
+
+    shutil.copytree(warm, out)
+    state = (out / "work" / "state.json").read_text().replace(str(warm), str(out))
+    (out / "work" / "state.json").write_text(state)
+    return ["selfplay", "--tiny", "--out", str(out), "--stop-after", "heldout"]
+
+
+def _heldout_of(out: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The held-out phase's record (less its seconds) and the environments it wrote (less their dates)."""
+    record = {k: v for k, v in json.loads((out / "work" / "state.json").read_text())["heldout"].items()
+              if k != "seconds"}
+    files = {}
+    for p in sorted((out / "work" / "heldout").rglob("*.json")):
+        spec = json.loads(p.read_text())
+        spec.get("provenance", {}).pop("created_at", None)
+        spec.pop("created_at", None)
+        files[str(p.relative_to(out))] = json.dumps(spec, sort_keys=True)
+    return record, files
+
+
+@pytest.mark.slow
+def test_bench_selfplay_engine_phase_in_a_child_process(warm_bench: Path, tmp_path: Path) -> None:
+    """``--child-processes`` (the default with vLLM) runs the held-out phase in a child process: a failing child
+    names its log and the command to resume; a killed child is reported, and the same command then resumes
+    and records what the driver's own process records (minutes)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    # a child that fails (the warm model's weights are unreadable) names its log and the command to resume
+    broken = _copy_run(warm_bench, tmp_path / "broken")
+    for weights in (tmp_path / "broken" / "work" / "warm" / "model").glob("*.safetensors"):
+        weights.write_bytes(b"not a checkpoint")
+    result = CliRunner().invoke(cli, ["bench", *broken, "--child-processes"])
+    log = tmp_path / "broken" / "work" / "heldout.log"
+    assert result.exit_code == 1
+    assert f"failed: heldout (exit 1, log {log}). Resume with: envwright bench {' '.join(broken)} " \
+           "--child-processes" in result.output
+    assert "Traceback" in log.read_text() and "heldout" not in json.loads(
+        (tmp_path / "broken" / "work" / "state.json").read_text())
+    # the driver's own process
+    _bench(*_copy_run(warm_bench, tmp_path / "inproc"))
+    # a child killed mid-phase: the driver says so and exits 1; the same command then resumes the phase
+    args = [*_copy_run(warm_bench, tmp_path / "child"), "--child-processes"]
+    driver = subprocess.Popen([sys.executable, "-m", "envgen", "bench", *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    child_log = tmp_path / "child" / "work" / "heldout.log"
+    deadline = time.monotonic() + 300
+    while not (child_log.is_file() and "Loading weights" in child_log.read_text()):
+        assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[0]
+        time.sleep(0.5)
+    (child,) = psutil.Process(driver.pid).children()
+    child.send_signal(signal.SIGKILL)
+    output = driver.communicate(timeout=120)[0]
+    assert driver.returncode == 1, output
+    assert f"failed: heldout (killed by SIGKILL, log {child_log})" in output and "Resume with: envwright" in output
+    assert "heldout" not in json.loads((tmp_path / "child" / "work" / "state.json").read_text())
+    _bench(*args)
+    assert _heldout_of(tmp_path / "child") == _heldout_of(tmp_path / "inproc")
+    assert child_log.read_text().count("Loading weights: 100%") >= 2  # the log keeps the killed run's output

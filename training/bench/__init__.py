@@ -12,7 +12,8 @@ module's command lazily:
 * :mod:`training.bench.selfplay` -- self-play against a compute-matched fixed-environment
   baseline (its figures: :mod:`training.bench.selfplay_report`; their tables and plots:
   :mod:`training.bench.selfplay_render`; merging sessions and checking committed results
-  against the docs: :mod:`training.bench.selfplay_merge`).
+  against the docs: :mod:`training.bench.selfplay_merge`; its phases in child processes, a lane of them per
+  seed side by side: :mod:`training.bench.children`).
 
 Shared pieces (the random-weight models, result files, options) are in :mod:`training.bench.common`;
 the logs of past runs, their JSON and plots are in ``training/results/h200/``.

@@ -31,6 +31,14 @@ from its last round's checkpoint):
    and ``summary.json`` copied to ``OUT/`` (:mod:`training.bench.selfplay_report`), and the
    settings the run resolved as a config file, ``OUT/config.yaml``.
 
+Engines in child processes: vLLM never gives an engine's GPU memory back inside a process, so with ``--engine
+vllm`` (or ``--child-processes``; ``--one-process`` turns it off) the phases that build a generation engine --
+``heldout`` and each seed's ``selfplay`` and ``baseline`` -- each run in a child process of their own
+(:func:`phase_main`, launched by :func:`training.bench.children.run_lanes`), whose exit gives the memory back.
+A child records its result in ``state.json`` under the lock as the driver does (so ``--stop-after`` and resuming
+work the same); its output goes to the terminal and ``OUT/work/PHASE.log``; a failed child stops the run with its
+exit status, its log and the command that resumes it. ``--parallel``: a lane per seed, a process a phase.
+
 ``--merge DIR [DIR ...]`` runs nothing: it writes one report in ``OUT`` over the seeds of
 earlier results (a session too short for two seeds runs one; a later session runs the next,
 and the merge gives their spread). The runs must share the config and the overrides that
@@ -53,8 +61,8 @@ import gc
 import json
 import os
 import random
+import shlex
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,8 +71,9 @@ from typing import Any
 import click
 
 from envgen.cli.options import ManyOption, ManyValuesCommand
+from training.bench.children import run_lanes, share_device
 from training.bench.common import quiet_trl
-from training.parallel import file_lock, side_by_side_env
+from training.parallel import file_lock
 
 __all__ = ["PHASES", "command", "run"]
 
@@ -310,8 +319,11 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         seeds: list[int] | None = None, gguf: str | None = None, proposer_model: Path | None = None,
         train_templates: int = 24, heldout_templates: int = 8, heldout_model: int = 8, sft_epochs: int = 3,
         sft_lr: float = 1e-4, sft_batch: int = 8, replay: float = 0.5, stop_after: str | None = None,
-        parallel: bool = False) -> dict[str, Any]:
-    """Every phase not done yet (module docstring); returns the results."""
+        parallel: bool = False, child_processes: bool | None = None,
+        resume: str = "the same call") -> dict[str, Any]:
+    """Every phase not done yet (module docstring); returns the results. ``child_processes``: run the phases that
+    build a generation engine each in a child process of its own (None: with vLLM, :func:`isolates_engines`);
+    ``resume``: the command a failed child's message says to re-run."""
     from training.bench.selfplay_merge import stored_config
     from training.bench.selfplay_report import report
 
@@ -340,12 +352,22 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
     state = _record(work, {**begun, "config": config, "overrides": overrides, "tiny": tiny, "seeds": seeds,
                            "resolved": json.loads(json.dumps(config_to_dict(cfg), default=str))})
     t0 = time.perf_counter()
+    isolate = isolates_engines(cfg) if child_processes is None else child_processes
+
+    def job(**kw: Any) -> dict[str, Any]:  # a child process's arguments (phase_main)
+        return {"config": config, "overrides": overrides, "work": str(work), **kw}
 
     def done(phase: str, result: dict[str, Any]) -> bool:
         _release_device()
-        state.update(_record(work, {phase: result}))
-        print(f"[bench selfplay] {phase}: {json.dumps(result, default=str)[:400]}", flush=True)
+        state.update(_finish(work, phase, result))
         return stop_after == phase
+
+    def heldout() -> bool:  # phase 4, in a child process where engines are isolated
+        if not isolate:
+            return done("heldout", phase_heldout(cfg, work, held_docs, n_held=heldout_model))
+        run_lanes(ENTRY, {"heldout": [job(phase="heldout", n_held=heldout_model)]}, work, resume=resume)
+        state.update(_state(work))
+        return stop_after == "heldout"
 
     with file_lock(work / ".shared.lock", wait=False) as mine:
         if not mine:
@@ -361,15 +383,11 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
                 cfg, work, state["proposer"]["model"], train_docs, epochs=sft_epochs, lr=sft_lr, batch=sft_batch,
                 replay=replay)):
             return state
-        if "heldout" not in state and done("heldout", phase_heldout(cfg, work, held_docs, n_held=heldout_model)):
+        if "heldout" not in state and heldout():
             return state
-    pending = [s for s in seeds if not {f"selfplay-s{s}", f"baseline-s{s}"} <= set(_state(work))]
-    if parallel and len(pending) > 1 and stop_after is None:
-        _run_seeds_side_by_side(config, overrides, work, pending, rounds=cfg.selfplay.rounds)
-    else:
-        for seed in seeds:
-            if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
-                return _state(work)
+    if _run_seeds(cfg, work, train_docs, seeds, job, isolate=isolate, parallel=parallel, stop_after=stop_after,
+                  resume=resume):
+        return _state(work)
     state = _record(work, {"seconds_this_call": round(time.perf_counter() - t0, 1)})
     res = report(out, work, state, cfg)
     settings = stored_config(state)
@@ -388,51 +406,54 @@ def _release_device() -> None:
         torch.cuda.empty_cache()
 
 
-def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_after: str | None = None) -> bool:
-    """Phases 5 and 6 of one seed (those not done yet); True when ``stop_after`` stopped them. A seed
-    runs in one process at a time: a second process asking for it gets a clear error, not a second run."""
+def _finish(work: Path, key: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Record a phase's result in ``work/state.json`` (under its lock) and print it; returns the state."""
+    state = _record(work, {key: result})
+    print(f"[bench selfplay] {key}: {json.dumps(result, default=str)[:400]}", flush=True)
+    return state
+
+
+def seed_phases(cfg: Any, work: Path, train_docs: list[Any], seed: int, *, stop_after: str | None = None,
+                phases: tuple[str, ...] = ("selfplay", "baseline")) -> bool:
+    """Phases 5 and 6 of one seed (those of ``phases`` not done yet); True when ``stop_after`` stopped them. A
+    seed runs in one process at a time: a second process asking for it gets a clear error, not a second run."""
     with file_lock(work / f".seed-{seed}.lock", wait=False) as mine:
         if not mine:
-            raise SystemExit(f"seed {seed} of {work.parent} is being run by another process; wait for it, or "
-                             "name other --seeds")
+            raise SystemExit(_seed_busy(work, seed))
         for phase, fn in (("selfplay", lambda: phase_selfplay(cfg, work, train_docs, seed)),
                           ("baseline", lambda: phase_baseline(cfg, work, seed))):
             key = f"{phase}-s{seed}"
-            if key not in _state(work):
-                result = fn()
-                _record(work, {key: result})
-                print(f"[bench selfplay] {key}: {json.dumps(result, default=str)[:400]}", flush=True)
+            if phase in phases and key not in _state(work):
+                _finish(work, key, fn())
                 if stop_after == phase:
                     return True
     return False
 
 
-def seed_main(args_json: str) -> None:
-    """The entry point of one side-by-side seed process (``_run_seeds_side_by_side``)."""
+def _seed_busy(work: Path, seed: int) -> str:
+    return f"seed {seed} of {work.parent} is being run by another process; wait for it, or name other --seeds"
+
+
+ENTRY = "training.bench.selfplay:phase_main"  #: a phase's child process (:func:`~.children.run_lanes`)
+
+
+def phase_main(args_json: str) -> None:
+    """A phase run in a child process of its own: ``{"phase": "heldout", "n_held": N}``, or ``{"phase": "seed",
+    "seed": S, "phases": [...]}`` (:func:`seed_phases`), with the run's ``config``, ``overrides`` and ``work``.
+    It records its result in the run's state as the driver's own process does."""
     args = json.loads(args_json)
     quiet_trl()
     share_device(int(args.get("processes", 1)))
     work = Path(args["work"])
     cfg = _load(args["config"], args["overrides"])
-    train_docs, _ = split_documents_of(Path(_state(work)["proposer"]["holdout"]))
-    seed_phases(cfg, work, train_docs, int(args["seed"]))
-
-
-def share_device(processes: int, *, headroom: float = 0.95) -> float | None:
-    """Cap this process's share of each GPU's memory at ``headroom / processes`` (side-by-side seeds); returns
-    the fraction, None where there is no GPU or one process. On the H200 two seeds' caching allocators grew to
-    138 of 141 GB between them in their first round (selfplay-v4); with a cap each frees its cached blocks
-    before it takes the other's share."""
-    if processes < 2:
-        return None
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    fraction = headroom / processes
-    for device in range(torch.cuda.device_count()):
-        torch.cuda.set_per_process_memory_fraction(fraction, device)
-    return fraction
+    train_docs, held_docs = split_documents_of(Path(_state(work)["proposer"]["holdout"]))
+    if args["phase"] == "heldout":
+        if "heldout" not in _state(work):
+            _finish(work, "heldout", phase_heldout(cfg, work, held_docs, n_held=int(args["n_held"])))
+    elif args["phase"] == "seed":
+        seed_phases(cfg, work, train_docs, int(args["seed"]), phases=tuple(args["phases"]))
+    else:
+        raise SystemExit(f"phase_main: unknown phase {args['phase']!r} (heldout or seed)")
 
 
 def _rounds_done(work: Path, seed: int) -> int:
@@ -445,46 +466,53 @@ def _rounds_done(work: Path, seed: int) -> int:
     return n
 
 
-def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds: list[int], *,
-                            rounds: int) -> None:
-    """One process per seed, all at once on the same device (a 135M model leaves an H200 mostly idle, and
-    decoding is bound by each process's kernel launches), each with its own rendezvous port, starting their
-    engines one at a time (:func:`training.parallel.side_by_side_env`). Each writes its log to
-    ``work/seed-S.log``; a progress bar counts the rounds their self-play and baseline runs have logged."""
-    from tqdm.auto import tqdm
-
-    procs = []
-    envs = side_by_side_env(len(seeds), work / ".engine-start.lock")
-    for seed, env in zip(seeds, envs, strict=True):
-        log = work / f"seed-{seed}.log"
-        args = json.dumps({"config": config, "overrides": overrides, "work": str(work), "seed": seed,
-                           "processes": len(seeds)})
-        with open(log, "ab") as fh:
-            procs.append((seed, log, subprocess.Popen(
-                [sys.executable, "-c", "import sys; from training.bench.selfplay import seed_main; "
-                 "seed_main(sys.argv[1])", args], stdout=fh, stderr=subprocess.STDOUT, env=env)))
-        print(f"[bench selfplay] seed {seed}: started side by side (log: {log})", flush=True)
-    total = 2 * rounds * len(seeds)
-    with tqdm(total=total, desc=f"seeds {', '.join(map(str, seeds))}: self-play and baseline rounds",
-              unit="round") as bar:
-        while any(proc.poll() is None for _, _, proc in procs):
-            time.sleep(2.0)
-            bar.n = min(total, sum(_rounds_done(work, s) for s in seeds))
-            bar.refresh()
-        bar.n = min(total, sum(_rounds_done(work, s) for s in seeds))
-        bar.refresh()
-    failed = []
-    for seed, log, proc in procs:
-        code = proc.wait()
-        print(f"[bench selfplay] seed {seed}: exit {code}", flush=True)
-        if code != 0:
-            failed.append(f"seed {seed} (exit {code}, log {log})")
-    if failed:
-        raise SystemExit("side-by-side seeds failed: " + "; ".join(failed) + ". Re-run the same command to "
-                         "resume them")
+def _run_seeds(cfg: Any, work: Path, train_docs: list[Any], seeds: list[int], job: Any, *, isolate: bool,
+               parallel: bool, stop_after: str | None, resume: str) -> bool:
+    """Phases 5 and 6 of every seed not done (``job(**kw)``: a child's arguments); True when ``stop_after``
+    stopped them. ``isolate``: each phase in a child process; ``parallel``: the seeds side by side, a lane each."""
+    state = _state(work)
+    todo = {s: [p for p in ("selfplay", "baseline") if f"{p}-s{s}" not in state] for s in seeds}
+    todo = {s: phases for s, phases in todo.items() if phases}
+    if parallel and len(todo) > 1 and stop_after is None:
+        lanes = {f"seed-{s}": [job(phase="seed", seed=s, phases=[p]) for p in phases] if isolate
+                 else [job(phase="seed", seed=s, phases=phases)] for s, phases in todo.items()}
+        run_lanes(ENTRY, lanes, work, resume=resume, progress=lambda: sum(_rounds_done(work, s) for s in todo),
+                  total=2 * cfg.selfplay.rounds * len(todo),
+                  desc=f"seeds {', '.join(map(str, todo))}: self-play and baseline rounds")
+        return False
+    for seed in seeds:
+        if not isolate:
+            if seed_phases(cfg, work, train_docs, seed, stop_after=stop_after):
+                return True
+            continue
+        with file_lock(work / f".seed-{seed}.lock", wait=False) as free:  # the child takes it: refuse here first
+            if todo.get(seed) and not free:
+                raise SystemExit(_seed_busy(work, seed))
+        for phase in todo.get(seed, []):
+            run_lanes(ENTRY, {f"{phase}-s{seed}": [job(phase="seed", seed=seed, phases=[phase])]}, work,
+                      resume=resume)
+            if stop_after == phase:
+                return True
+    return False
 
 
-@click.command("selfplay", cls=ManyValuesCommand,
+def isolates_engines(cfg: Any) -> bool:
+    """Whether the phases that build a generation engine run in child processes by default: with vLLM, which
+    never gives an engine's GPU memory back inside a process."""
+    from training.trl_config import resolve_engine
+
+    return resolve_engine(cfg) == "vllm"
+
+
+class _Command(ManyValuesCommand):
+    """Keeps the arguments as given (``ctx.meta["argv"]``): the command a failed phase's message says to re-run."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+@click.command("selfplay", cls=_Command,
                context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--out", type=click.Path(path_type=Path), required=True,
               help="results folder (OUT/work holds the resumable state)")
@@ -509,6 +537,10 @@ def _run_seeds_side_by_side(config: str, overrides: list[str], work: Path, seeds
               help="stop after this phase (resume later)")
 @click.option("--parallel", is_flag=True, help="run the seeds' self-play and baseline side by side, one process "
               "per seed on the same device (logs in OUT/work/seed-S.log)")
+@click.option("--child-processes/--one-process", default=None, help="run each phase that builds a generation "
+              "engine (held-out set, self-play, baseline) in a child process of its own, its log in "
+              "OUT/work/PHASE.log, or every phase in this one [default: child processes with --engine vllm, which "
+              "never gives an engine's GPU memory back inside a process]")
 @click.option("--merge", cls=ManyOption, type=click.Path(exists=True, file_okay=False, path_type=Path), default=[],
               help="run nothing: one report in OUT over the seeds of these result folders (seeds run in separate "
               "sessions; the runs must share the config)")
@@ -521,7 +553,7 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, engine: s
             gguf: str | None,
             proposer_model: Path | None, train_templates: int, heldout_templates: int, heldout_model: int,
             sft_epochs: int, sft_lr: float, replay: float, stop_after: str | None, parallel: bool,
-            merge: tuple[Path, ...], check: bool, docs: tuple[Path, ...]) -> None:
+            child_processes: bool | None, merge: tuple[Path, ...], check: bool, docs: tuple[Path, ...]) -> None:
     """Self-play against a compute-matched fixed-environment baseline (the phases of the module docstring)."""
     if check and not merge:
         raise click.UsageError("--check re-renders a merge: give the result folders with --merge DIR [DIR ...]")
@@ -541,7 +573,9 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, engine: s
         sets = (*sets, f"generation.engine={engine}")
     run(out, config=config, sets=list(sets), tiny=tiny, seeds=list(seeds), gguf=gguf, proposer_model=proposer_model,
         train_templates=train_templates, heldout_templates=heldout_templates, heldout_model=heldout_model,
-        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel)
+        sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel,
+        child_processes=child_processes,
+        resume=shlex.join(["envwright", "bench", "selfplay", *click.get_current_context().meta["argv"]]))
 
 
 def _default_docs() -> list[Path]:
