@@ -24,6 +24,7 @@ Role: the ``read_then_write`` shapes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from envgen.blueprint.render.model import Column, Entity, Op
@@ -58,6 +59,25 @@ class Chains(Reads):
         if op.kind == "delete":
             return self.delete_turn(op, row, subject)
         return None
+
+    def keyed_change(self, ops: list[Op],
+                     keep: Callable[[Row], bool] | None = None) -> tuple[Op, Row, str, Turn] | None:
+        """A change by one of ``ops`` (drawn) of a main record it can act on (and ``keep`` accepts), named by its
+        key, its turn's reference opening with the reads that find the record: ``(op, row, name, turn)``, or
+        None."""
+        ent = self.main
+        if not ops or self.model.op("find", ent) is None:
+            return None
+        op = self.rng.choice(ops)
+        row = self.pick(ent, lambda r: (keep is None or keep(r)) and self.allowed(op, r))
+        if row is None:
+            return None
+        name, looks = self.named(ent, row, True)
+        turn = self.act(op, row, name)
+        if turn is None:
+            return None
+        turn["reference"][:0] = looks
+        return op, row, name, turn
 
     def same_again(self, op: Op, first: Turn, row: Row, keyed: bool) -> tuple[Turn, Any] | None:
         """"The same for" another record: ``op`` with the first turn's value or amount on ``row``."""
@@ -109,18 +129,10 @@ class Chains(Reads):
     # -- look up, then act ---------------------------------------------------------------------------
     def chain_key(self) -> Task | None:
         ent = self.main
-        ops = [o for o in self.write_ops(ent) if o.kind != "update" or o.column is not ent.key]
-        if not ops or self.model.op("find", ent) is None:
+        made = self.keyed_change([o for o in self.write_ops(ent) if o.kind != "update" or o.column is not ent.key])
+        if made is None:
             return None
-        op = self.rng.choice(ops)
-        row = self.pick(ent, lambda r: self.allowed(op, r))
-        if row is None:
-            return None
-        name, looks = self.named(ent, row, True)
-        first = self.act(op, row, name)
-        if first is None:
-            return None
-        first["reference"][:0] = looks
+        op, row, _, first = made
         return {"kind": "read_then_write", "turns": [first, *self.follow_ups(op, row, first, keyed=True)]}
 
     def follow_ups(self, op: Op, row: Row, first: Turn, *, keyed: bool) -> list[Turn]:

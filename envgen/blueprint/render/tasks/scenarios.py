@@ -164,19 +164,11 @@ class Scenarios(Talks):
         approval too."""
         ent = self.main
         kinds = ("update",) if withhold == "value" else ("update", "status", "adjust", "delete")
-        ops = [o for o in self.write_ops(ent, kinds) if o.column is not ent.key
-               and not (withhold == "value" and (o.column is None or o.column.sqltype == "BOOLEAN"))]
-        if not ops or self.model.op("find", ent) is None:
+        made = self.keyed_change([o for o in self.write_ops(ent, kinds) if o.column is not ent.key and not (
+            withhold == "value" and (o.column is None or o.column.sqltype == "BOOLEAN"))])
+        if made is None:
             return None
-        op = self.rng.choice(ops)
-        row = self.pick(ent, lambda r: self.allowed(op, r))
-        if row is None:
-            return None
-        name, looks = self.named(ent, row, True)
-        turn = self.act(op, row, name)
-        if turn is None:
-            return None
-        turn["reference"][:0] = looks
+        op, row, name, turn = made
         write = turn["reference"][-1]
         goal = f"{_capital(self._change_text(op, write, name))}."
         facts: dict[str, Any] = {}

@@ -251,16 +251,9 @@ class Talks(Rules):
         """A change of a record the task has not touched, named by its key: "Also set the price of 'B' to 5"."""
         ent = self.main
         ops = [o for o in self.write_ops(ent, ("update", "status", "adjust")) if o.column is not ent.key]
-        if not ops or self.model.op("find", ent) is None:
+        made = self.keyed_change(ops, lambda r: not any(r is a for a in avoid))
+        if made is None:
             return None
-        op = self.rng.choice(ops)
-        row = self.pick(ent, lambda r: not any(r is a for a in avoid) and self.allowed(op, r))
-        if row is None:
-            return None
-        name, looks = self.named(ent, row, True)
-        turn = self.act(op, row, name)
-        if turn is None:
-            return None
+        turn = made[3]
         turn["instruction"] = "Also: " + turn["instruction"][0].lower() + turn["instruction"][1:]
-        turn["reference"][:0] = looks
         return turn
