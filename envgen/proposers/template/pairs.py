@@ -1,14 +1,21 @@
-"""Teaching pairs for the proposer warm start: a document's blueprint prompt and the AST writer's answer.
+"""Teaching pairs for the proposer warm start: a document's prompt and an AST writer's answer, per structure.
 
-The AST writer is the model's teacher: for every document it can read, the
-pair is (:func:`~envgen.proposers.template.prompt.build_blueprint_messages` of the
-document, the writer's blueprint as compact JSON), the exact prompt the model
-proposer sends and the exact layout constrained decoding produces.
+An AST writer is the model's teacher: for every document it can read, the pair is (the prompt the model
+proposer sends for the structure, the writer's blueprint as compact JSON), the exact prompt the model
+sees at inference and the exact layout constrained decoding produces. :data:`STRUCTURES` names the two:
+
+* ``blueprint`` (blueprint_version 1): :func:`~envgen.proposers.template.prompt.build_blueprint_messages`
+  and the template AST writer (:func:`~envgen.proposers.template.writer.write_blueprint`), which reads
+  Python only;
+* ``world`` (blueprint_version 2): :func:`~envgen.proposers.world.prompt.build_world_messages` and the AST
+  world writer (:func:`~envgen.proposers.world.writer.write_world`), a catalog domain with the document's
+  operations grafted on (a document whose code it cannot read still gets the domain).
 
 :func:`split_documents` is the one split both the trainer (``envwright train
 proposer``) and the benchmark (``envwright bench proposer``) use, so held-out
 documents stay held out: a seeded hash of each document id decides, so adding
-documents to a corpus never moves an old one between the sides.
+documents to a corpus never moves an old one between the sides (and the split does not depend on the
+structure).
 """
 
 from __future__ import annotations
@@ -18,16 +25,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from envgen.errors import TemplateError
-from envgen.proposers.template.prompt import build_blueprint_messages
-from envgen.proposers.template.writer import write_blueprint
 from gym_envs.seeding import stable_seed
 
-__all__ = ["TeachingPair", "split_documents", "teaching_pairs"]
+__all__ = ["STRUCTURES", "TeachingPair", "split_documents", "teaching_pairs"]
+
+STRUCTURES = ("blueprint", "world")
+"""What a warm start teaches the model to write: v1 blueprints or world blueprints (v2)."""
+
+TokenCounter = Callable[[str], int]
 
 
 @dataclass
 class TeachingPair:
-    """One supervised example of the blueprint stream."""
+    """One supervised example of a blueprint stream."""
 
     doc_id: str
     messages: list[dict[str, str]]  #: the prompt (system + user)
@@ -48,17 +58,37 @@ def split_documents(docs: Sequence[Any], holdout: float, seed: int = 0) -> tuple
     return train, held
 
 
+def _teacher(structure: str) -> tuple[Callable[[Any, int], str],
+                                      Callable[[Any, int, TokenCounter | None], list[dict[str, str]]]]:
+    """``(answer(doc, seed), prompt(doc, excerpt_tokens, counter))`` of a structure."""
+    if structure == "blueprint":
+        from envgen.proposers.template.prompt import build_blueprint_messages
+        from envgen.proposers.template.writer import write_blueprint
+
+        return (lambda d, seed: write_blueprint(d, seed).blueprint.to_json(),
+                lambda d, n, counter: build_blueprint_messages(d, excerpt_tokens=n, counter=counter))
+    if structure == "world":
+        from envgen.proposers.world.prompt import build_world_messages
+        from envgen.proposers.world.writer import write_world
+
+        return (lambda d, seed: write_world(d, seed).blueprint.to_json(),
+                lambda d, n, counter: build_world_messages(d, excerpt_tokens=n, counter=counter))
+    raise ValueError(f"unknown structure {structure!r}: choose one of {', '.join(STRUCTURES)}")
+
+
 def teaching_pairs(docs: Iterable[Any], *, seed: int = 0, excerpt_tokens: int = 900,
-                   counter: Callable[[str], int] | None = None) -> tuple[list[TeachingPair], list[str]]:
-    """Pairs for every document the AST writer can read; also the ids of those it cannot (no blueprint)."""
+                   counter: TokenCounter | None = None,
+                   structure: str = "blueprint") -> tuple[list[TeachingPair], list[str]]:
+    """Pairs of ``structure`` (:data:`STRUCTURES`) for every document its AST writer can read; also the ids of
+    those it cannot (no blueprint)."""
+    answer, prompt = _teacher(structure)
     pairs: list[TeachingPair] = []
     skipped: list[str] = []
     for d in docs:
         try:
-            bp = write_blueprint(d, seed).blueprint
+            target = answer(d, seed)
         except TemplateError:
             skipped.append(str(d.id))
             continue
-        messages = build_blueprint_messages(d, excerpt_tokens=excerpt_tokens, counter=counter)
-        pairs.append(TeachingPair(str(d.id), messages, bp.to_json()))
+        pairs.append(TeachingPair(str(d.id), prompt(d, excerpt_tokens, counter), target))
     return pairs, skipped
