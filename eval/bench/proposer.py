@@ -294,12 +294,13 @@ def _table(result: dict[str, Any]) -> None:
                       str(r["constrained_parse_failures"]) if by_set["constrained"] else "n/a")
     console = Console()
     console.print(t)
-    sets = [(f"{setup}: {name}", by_set[name].get("realism") or "no environment accepted")
-            for setup, by_set in result["setups"].items() for name in result["document_sets"] if name in by_set]
-    if sets:
-        from envgen.realism import realism_table
+    from envgen.realism import realism_table
 
-        console.print(realism_table(sets, title="Realism of the accepted environments"))
+    for name in result["document_sets"]:
+        sets = [(setup, by_set[name].get("realism") or "none accepted")
+                for setup, by_set in result["setups"].items() if name in by_set]
+        if sets:
+            console.print(realism_table(sets, title=f"Realism of the accepted environments: {name}"))
 
 
 def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
