@@ -44,8 +44,9 @@ def _invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: Any, *extr
     js = tmp_path / "js"
     js.mkdir(exist_ok=True)
     (js / "queue.js").write_text(JS.text)
-    return CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["bench", "proposer", "--model", "m", "--stdlib-docs", "2", "--other-docs", "1",
-                                    "--other-corpus", f"tree:{js}", "--out", str(tmp_path / "out"), *extra])
+    args = ["bench", "proposer", "--model", "m", "--stdlib-docs", "2", "--other-docs", "1", "--other-corpus",
+            f"tree:{js}", "--out", str(tmp_path / "out"), *extra]
+    return CliRunner(env={"COLUMNS": "200"}).invoke(cli, args)
 
 
 def _docs() -> dict[str, Any]:

@@ -86,11 +86,13 @@ def test_world_pairs_are_the_world_prompt_and_an_accepted_world():
 def test_the_warm_start_structure_is_validated():
     import typing
 
-    from envgen.proposers.template.pairs import STRUCTURES
+    from envgen.proposers.template.pairs import TAUGHT_STRUCTURES
+    from envgen.structure import STRUCTURES
     from training.config import ProposerSFTConfig, load_config
     from training.errors import ConfigError
 
-    assert typing.get_args(typing.get_type_hints(ProposerSFTConfig)["structure"]) == STRUCTURES
+    assert typing.get_args(typing.get_type_hints(ProposerSFTConfig)["structure"]) == TAUGHT_STRUCTURES
+    assert set(TAUGHT_STRUCTURES) <= set(STRUCTURES)
     assert load_config("proposer-world-smollm2", []).proposer_sft.structure == "world"
     assert load_config("proposer-smollm2", []).proposer_sft.structure == "blueprint"
     with pytest.raises(ConfigError, match=r"proposer_sft\.structure: must be one of \['blueprint', 'world'\], "

@@ -2,7 +2,7 @@
 
 An AST writer is the model's teacher: for every document it can read, the pair is (the prompt the model
 proposer sends for the structure, the writer's blueprint as compact JSON), the exact prompt the model
-sees at inference and the exact layout constrained decoding produces. :data:`STRUCTURES` names the two:
+sees at inference and the exact layout constrained decoding produces. :data:`TAUGHT_STRUCTURES` names the two:
 
 * ``blueprint`` (blueprint_version 1): :func:`~envgen.proposers.template.prompt.build_blueprint_messages`
   and the template AST writer (:func:`~envgen.proposers.template.writer.write_blueprint`), which reads
@@ -27,10 +27,10 @@ from typing import Any
 from envgen.errors import TemplateError
 from gym_envs.seeding import stable_seed
 
-__all__ = ["STRUCTURES", "TeachingPair", "split_documents", "teaching_pairs"]
+__all__ = ["TAUGHT_STRUCTURES", "TeachingPair", "split_documents", "teaching_pairs"]
 
-STRUCTURES = ("blueprint", "world")
-"""What a warm start teaches the model to write: v1 blueprints or world blueprints (v2)."""
+TAUGHT_STRUCTURES = ("blueprint", "world")
+"""The structures of :data:`envgen.structure.STRUCTURES` that an AST writer teaches (a whole spec has none)."""
 
 TokenCounter = Callable[[str], int]
 
@@ -73,13 +73,13 @@ def _teacher(structure: str) -> tuple[Callable[[Any, int], str],
 
         return (lambda d, seed: write_world(d, seed).blueprint.to_json(),
                 lambda d, n, counter: build_world_messages(d, excerpt_tokens=n, counter=counter))
-    raise ValueError(f"unknown structure {structure!r}: choose one of {', '.join(STRUCTURES)}")
+    raise ValueError(f"unknown structure {structure!r}: choose one of {', '.join(TAUGHT_STRUCTURES)}")
 
 
 def teaching_pairs(docs: Iterable[Any], *, seed: int = 0, excerpt_tokens: int = 900,
                    counter: TokenCounter | None = None,
                    structure: str = "blueprint") -> tuple[list[TeachingPair], list[str]]:
-    """Pairs of ``structure`` (:data:`STRUCTURES`) for every document its AST writer can read; also the ids of
+    """Pairs of ``structure`` (:data:`TAUGHT_STRUCTURES`) for every document its AST writer can read; also the ids of
     those it cannot (no blueprint)."""
     answer, prompt = _teacher(structure)
     pairs: list[TeachingPair] = []
