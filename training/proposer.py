@@ -121,10 +121,10 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     samples, too_long = pair_samples(train_pairs, tok, sft.max_length)
     held_samples, _ = pair_samples(held_pairs, tok, sft.max_length)
     if not samples:
+        fix = "raise proposer_sft.max_length" if too_long else "use a Python corpus"
         raise ConfigError(f"no training pairs: of the {len(train_docs)} training documents of {sft.corpus!r}, the "
                           f"AST writer read {len(train_pairs)} ({sft.structure} structure) and {too_long} of those "
-                          f"were longer than proposer_sft.max_length={sft.max_length} tokens (use a Python corpus, "
-                          "or raise proposer_sft.max_length)")
+                          f"were longer than proposer_sft.max_length={sft.max_length} tokens ({fix})")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "holdout.json", json.dumps({
         "structure": sft.structure, "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout,

@@ -119,3 +119,17 @@ def test_train_proposer_on_world_blueprints(tiny_dir: Path, tmp_path: Path):
     assert (out / "model" / "config.json").is_file() and not (out / ".model.tmp").exists()
     assert summary["held_out_loss_before"] is not None and summary["held_out_loss_after"] is not None
     assert summary["train_pairs"] == summary["train_documents"]  # the world writer reads every document
+
+
+def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_path: Path):
+    from training.config import load_config
+    from training.errors import ConfigError
+    from training.proposer import train_proposer
+
+    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+                                                 "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
+                                                 "proposer_sft.max_length=1024", f"run.output_dir={tmp_path / 'r'}"])
+    with pytest.raises(ConfigError, match=r"read 2 \(world structure\) and 2 of those were longer than "
+                                          r"proposer_sft\.max_length=1024 tokens \(raise proposer_sft\.max_length\)"):
+        train_proposer(cfg, progress=False)
+    assert not (tmp_path / "r").exists()  # nothing written
