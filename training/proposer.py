@@ -1,7 +1,7 @@
 """The proposer warm start: supervised fine-tuning on (document excerpt → blueprint) pairs.
 
 ``envwright train proposer --config FILE`` teaches the policy to write what an AST writer writes
-(:func:`envgen.proposers.template.pairs.teaching_pairs`). ``proposer_sft.structure`` picks which:
+(:func:`envgen.proposers.pairs.teaching_pairs`). ``proposer_sft.structure`` picks which:
 
 * ``blueprint`` (the default): v1 blueprints of the template AST writer, under the prompt the blueprint
   stream sends (:func:`envgen.proposers.template.prompt.build_blueprint_messages`);
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envgen.proposers.template.pairs import TeachingPair, split_documents, teaching_pairs
+from envgen.proposers.pairs import TeachingPair, split_documents, teaching_pairs
 from gym_envs.spec import atomic_write_text
 from training.config import TrainConfig
 from training.errors import ConfigError

@@ -88,7 +88,7 @@ class ProposerBench:
 
 def _documents(args: ProposerBench) -> dict[str, list[Any]]:
     from corpora import SelectConfig, load_corpus, select_documents
-    from envgen.proposers.template.pairs import split_documents
+    from envgen.proposers.pairs import split_documents
 
     sets: dict[str, list[Any]] = {}
     if args.stdlib_docs:

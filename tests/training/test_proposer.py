@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corpora import Document
-from envgen.proposers.template.pairs import split_documents, teaching_pairs
+from envgen.proposers.pairs import split_documents, teaching_pairs
 from tests.envgen.test_blueprint import DOC, JS
 
 
@@ -86,7 +86,7 @@ def test_world_pairs_are_the_world_prompt_and_an_accepted_world():
 def test_the_warm_start_structure_is_validated():
     import typing
 
-    from envgen.proposers.template.pairs import TAUGHT_STRUCTURES
+    from envgen.proposers.pairs import TAUGHT_STRUCTURES
     from envgen.structure import STRUCTURES
     from training.config import ProposerSFTConfig, load_config
     from training.errors import ConfigError

@@ -52,7 +52,8 @@ def split_documents(docs: Sequence[Any], holdout: float, seed: int = 0) -> tuple
     """``(train, held_out)``: a document is held out when its seeded hash falls below ``holdout`` (a share)."""
     if not 0.0 <= holdout < 1.0:
         raise ValueError(f"holdout must be a share in [0, 1), got {holdout}")
-    train, held = [], []
+    train: list[Any] = []
+    held: list[Any] = []
     for d in docs:
         (held if _bucket(str(d.id), seed) < holdout else train).append(d)
     return train, held
