@@ -310,8 +310,11 @@ class DistillConfig:
 
 @dataclass(config=CONFIG)
 class ProposerSFTConfig:
-    """The proposer warm start (``envwright train proposer``): SFT on the AST writer's blueprints."""
+    """The proposer warm start (``envwright train proposer``): SFT on an AST writer's blueprints."""
 
+    #: what the model learns to write: ``blueprint`` (v1, the template AST writer's) or ``world`` (world
+    #: blueprints, the AST world writer's; prompts and targets are several times longer: raise max_length)
+    structure: Literal["blueprint", "world"] = "blueprint"
     corpus: str = "stdlib"  #: documents to learn from: ``stdlib``, a PATH or ``hf:NAME``
     docs: Int = 400  #: documents drawn from the corpus (seeded), before the split
     holdout: Float = 0.2  #: share of documents held out (never trained on; ``holdout.json`` lists them)

@@ -1,24 +1,32 @@
 """The proposer warm start: supervised fine-tuning on (document excerpt → blueprint) pairs.
 
-``envwright train proposer --config FILE`` teaches the policy to write what the
-AST writer writes (:mod:`envgen.proposers.template.pairs`): the prompt is exactly the one
-the blueprint stream sends (:func:`envgen.proposers.template.prompt.build_blueprint_messages`)
-and the target exactly the compact JSON that constrained decoding produces, so
-the trained model is used as it was trained. Only the blueprint's tokens (and
-the end-of-sequence token) carry loss.
+``envwright train proposer --config FILE`` teaches the policy to write what an AST writer writes
+(:func:`envgen.proposers.pairs.teaching_pairs`). ``proposer_sft.structure`` picks which:
+
+* ``blueprint`` (the default): v1 blueprints of the template AST writer, under the prompt the blueprint
+  stream sends (:func:`envgen.proposers.template.prompt.build_blueprint_messages`);
+* ``world``: world blueprints (blueprint_version 2) of the AST world writer, under the prompt the world
+  stream sends (:func:`envgen.proposers.world.prompt.build_world_messages`); the pairs are several times
+  longer (``proposer-world-smollm2`` raises ``max_length``).
+
+Either way the prompt is exactly the one the model proposer sends for that structure and the target
+exactly the compact JSON that constrained decoding produces, so the trained model is used as it was
+trained (``envwright generate --proposer llm --structure STRUCTURE``). Only the blueprint's tokens (and
+the end-of-sequence token) carry loss. Both structures take the same path here: the same document
+selection, the same held-out split, the same run folder.
 
 The run folder (``run.output_dir``) holds:
 
 * ``model/``: the fine-tuned weights and tokenizer as a Hugging Face folder, which
   every backend loads (``transformers``; ``vllm`` and an OpenAI-compatible server
   such as ``vllm serve`` take the folder too);
-* ``holdout.json``: the held-out documents (never trained on), the split that
+* ``holdout.json``: the structure, the held-out documents (never trained on), the split that
   ``envwright bench proposer`` scores on;
-* ``metrics.jsonl``: the loss of every step; ``summary.json``: pair counts,
+* ``metrics.jsonl``: the loss of every step; ``summary.json``: the structure, pair counts,
   the held-out loss before and after, times.
 
 A run never overwrites another: an existing ``model/`` is refused unless
-``overwrite=True`` (``--overwrite``).
+``overwrite=True`` (``--overwrite``); the model is written to a temporary folder and renamed into place.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envgen.proposers.template.pairs import TeachingPair, split_documents, teaching_pairs
+from envgen.proposers.pairs import TeachingPair, split_documents, teaching_pairs
+from gym_envs.spec import atomic_write_text
 from training.config import TrainConfig
 from training.errors import ConfigError
 from training.loss import Sample, UpdateConfig, update
@@ -101,20 +110,26 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     docs = _documents(cfg)
     train_docs, held_docs = split_documents(docs, sft.holdout, cfg.run.seed)
     model, tok = load_policy(cfg, wrap_lora=True)
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
     train_pairs, unreadable = teaching_pairs(train_docs, seed=cfg.run.seed, excerpt_tokens=sft.excerpt_tokens,
-                                             counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]))
-    held_pairs, _ = teaching_pairs(held_docs, seed=cfg.run.seed, excerpt_tokens=sft.excerpt_tokens,
-                                   counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]))
+                                             counter=count, structure=sft.structure)
+    held_pairs, _ = teaching_pairs(held_docs, seed=cfg.run.seed, excerpt_tokens=sft.excerpt_tokens, counter=count,
+                                   structure=sft.structure)
     samples, too_long = pair_samples(train_pairs, tok, sft.max_length)
     held_samples, _ = pair_samples(held_pairs, tok, sft.max_length)
     if not samples:
-        raise ConfigError(f"no training pairs: the AST writer read none of the {len(train_docs)} training documents "
-                          f"of {sft.corpus!r} within max_length {sft.max_length} (use a Python corpus, or raise "
-                          "proposer_sft.max_length)")
+        fix = "raise proposer_sft.max_length" if too_long else "use a Python corpus"
+        raise ConfigError(f"no training pairs: of the {len(train_docs)} training documents of {sft.corpus!r}, the "
+                          f"AST writer read {len(train_pairs)} ({sft.structure} structure) and {too_long} of those "
+                          f"were longer than proposer_sft.max_length={sft.max_length} tokens ({fix})")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "holdout.json").write_text(json.dumps({
-        "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout, "docs": sft.docs,
-        "held_out": [str(d.id) for d in held_docs], "trained": [p.doc_id for p in train_pairs]}, indent=1))
+    atomic_write_text(out / "holdout.json", json.dumps({
+        "structure": sft.structure, "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout,
+        "docs": sft.docs, "held_out": [str(d.id) for d in held_docs],
+        "trained": [s.meta["doc_id"] for s in samples]}, indent=1))
     ucfg = UpdateConfig(micro_batch_size=sft.micro_batch_size, autocast_bf16=cfg.model.dtype == "bf16-mixed")
     held_before = _mean_loss(model, held_samples, tok.pad_token_id, sft.micro_batch_size)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft.learning_rate)
@@ -123,8 +138,8 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     losses: list[float] = []
     skipped_steps = 0
     with (out / "metrics.jsonl").open("w", encoding="utf-8") as log, \
-            tqdm(total=sft.epochs * steps_per_epoch, desc="proposer warm start (SFT on blueprints)", unit="step",
-                 disable=not progress) as bar:
+            tqdm(total=sft.epochs * steps_per_epoch, desc=f"proposer warm start (SFT on {sft.structure} blueprints)",
+                 unit="step", disable=not progress) as bar:
         for epoch in range(sft.epochs):
             order = rng.sample(range(len(samples)), len(samples))
             for i in range(0, len(order), sft.batch_size):
@@ -146,11 +161,12 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     if model_dir.exists():
         shutil.rmtree(model_dir)
     tmp.rename(model_dir)
-    summary = {"model": str(model_dir), "documents": len(docs), "train_documents": len(train_docs),
-               "held_out_documents": len(held_docs), "train_pairs": len(samples), "unreadable_documents":
-               len(unreadable), "too_long": too_long, "held_out_pairs": len(held_samples), "epochs": sft.epochs,
-               "steps": len(losses), "skipped_steps": skipped_steps, "first_loss": losses[0] if losses else None,
-               "last_loss": losses[-1] if losses else None, "held_out_loss_before": held_before,
-               "held_out_loss_after": held_after, "seconds": round(time.perf_counter() - t0, 1)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary = {"model": str(model_dir), "structure": sft.structure, "documents": len(docs),
+               "train_documents": len(train_docs), "held_out_documents": len(held_docs), "train_pairs": len(samples),
+               "unreadable_documents": len(unreadable), "too_long": too_long, "held_out_pairs": len(held_samples),
+               "epochs": sft.epochs, "steps": len(losses), "skipped_steps": skipped_steps,
+               "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+               "held_out_loss_before": held_before, "held_out_loss_after": held_after,
+               "seconds": round(time.perf_counter() - t0, 1)}
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     return summary

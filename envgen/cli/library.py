@@ -278,11 +278,11 @@ def _interrupted(e: Any, out: Path) -> None:
 @click.option("--skills", type=click.Path(path_type=Path), default=None,
               help="Skill library folder: condition a share --alpha of documents on routed skills.")
 @click.option("--alpha", type=float, default=0.5, show_default=True, help="Share of skill-conditioned documents.")
-@click.option("--structure", type=click.Choice(["spec", "blueprint"]), default="spec", show_default=True,
-              help="What the llm proposer writes: a whole spec (the free stream) or a blueprint the compiler "
-                   "turns into one.")
+@click.option("--structure", type=click.Choice(["spec", "blueprint", "world"]), default="spec", show_default=True,
+              help="What the llm proposer writes: a whole spec (the free stream), a blueprint or a world blueprint "
+                   "(envgen/world/WORLDS.md) that a compiler turns into one.")
 @click.option("--constrained/--no-constrained", default=None,
-              help="Decode under the structure's JSON Schema (default: on for blueprint, off for spec).")
+              help="Decode under the structure's JSON Schema (default: on for blueprint and world, off for spec).")
 @click.option("--max-new-tokens", type=int, default=None,
               help="Token limit per generation (constrained decoding raises it to the schema's worst case).")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature of the llm proposer (0: greedy).")

@@ -1,4 +1,8 @@
-"""Proposers, keyed by short name: ``template`` (static analysis, no model) and ``llm``."""
+"""Proposers, keyed by short name: ``world`` and ``template`` (static analysis, no model) and ``llm``.
+
+:mod:`envgen.proposers.pairs` pairs the model proposer's prompts with the AST writers' answers (the warm
+start's teaching pairs), above both writers' packages.
+"""
 
 from __future__ import annotations
 

@@ -1,18 +1,23 @@
-"""``envwright bench proposer``: does a model write environments? Four setups on two sets of documents.
+"""``envwright bench proposer``: does a model write environments? Six setups on two sets of documents.
 
 Setups (``SETUPS``), one model (``--model``: a hub id, a folder or a ``.gguf``):
 
 * ``free``: a whole spec, unconstrained (the free stream as it was);
 * ``free-constrained``: a whole spec decoded under the finite EnvSpec schema;
-* ``blueprint``: a blueprint decoded under the blueprint schema, compiled;
+* ``blueprint``: a blueprint (v1) decoded under the blueprint schema, compiled;
 * ``blueprint-warm``: the same with the warm-started model (``--warm``, the ``model/`` folder that
-  ``envwright train proposer`` writes).
+  ``envwright train proposer`` writes);
+* ``world``: a world blueprint (v2) decoded under ``world_json_schema()``, compiled by the world compiler;
+* ``world-warm``: the same with the world warm start (``--world-warm``: the ``model/`` folder of
+  ``envwright train proposer`` with ``proposer_sft.structure: world``).
 
-Documents: ``--stdlib-docs`` held-out stdlib modules (``--holdout``: the warm start's
+Documents: ``--stdlib-docs`` held-out stdlib modules (``--holdout``: a warm start's
 ``holdout.json``, so none of them was trained on) and ``--other-docs`` documents of a corpus that
 is not Python (``--other-corpus``, default the npm packages of :data:`NPM_PACKAGES`, JavaScript and
-TypeScript; ``npm pack`` fetches them once into ``$ENVWRIGHT_CACHE/npm``), where the AST writer
-yields nothing.
+TypeScript; ``npm pack`` fetches them once into ``$ENVWRIGHT_CACHE/npm``), where the template AST writer
+yields nothing. A document that a warm start trained on (the ``trained`` list of the ``holdout.json``
+beside its ``model/`` folder) is left out of every set, so two warm starts of different splits are both
+scored on documents neither saw.
 
 Per setup and document set it reports: parsed (the model wrote a completion, and it is a JSON object of
 the structure; a proposal the model backend failed, with no completion, is not parsed but counted as
@@ -20,8 +25,11 @@ the structure; a proposal the model backend failed, with no completion, is not p
 compiled (a spec came out: it parsed as a spec, or the blueprint compiled), accepted by the gate
 (isolated workers), mean grounding of the accepted ones, distinct tool sets, tokens per accepted
 environment (prompt and completion, all proposals) and generation tokens/s; constrained setups also
-count ``constrained_parse`` failures, which must be 0. Every setup's documents go through the backend
-in one batch. Results are written to ``--out/proposer.json`` after each setup (``--resume`` skips the
+count ``constrained_parse`` failures, which must be 0. The accepted environments of every setup are
+measured for realism (:func:`envgen.realism.measure_specs`: CRUD-verb and slug shares, tables and rows,
+words per first turn, row ids in user text, hops, policy rules and tasks, scenario share...), under
+``realism`` and printed as a second table. Every setup's documents go through the backend
+in one batch. Results are written (atomically) to ``--out/proposer.json`` after each setup (``--resume`` skips the
 setups already there), with a bar chart ``proposer.png``.
 
 A setup whose every proposal failed in the model backend (a missing dependency of constrained decoding, an
@@ -43,10 +51,11 @@ import click
 from envgen.blueprint.grounding import grounding
 from envgen.catalog import signature_key
 from envgen.errors import PARSE_FAILURES, FailureCode
+from gym_envs.spec import atomic_write_text
 
 __all__ = ["NPM_PACKAGES", "SETUPS", "ProposerBench", "command", "run"]
 
-SETUPS = ("free", "free-constrained", "blueprint", "blueprint-warm")
+SETUPS = ("free", "free-constrained", "blueprint", "blueprint-warm", "world", "world-warm")
 NPM_PACKAGES = ("bull@4.16.5", "nedb@1.8.0", "express-session@1.19.0", "passport@0.7.0", "node-schedule@2.1.1",
                 "bottleneck@2.19.5", "bee-queue@2.0.0", "node-cache@5.1.2", "sequelize@6.37.8", "knex@3.3.0",
                 "express@4.21.2", "lru-cache@7.18.3", "keyv@4.5.4", "ioredis@5.4.2")
@@ -58,6 +67,7 @@ class ProposerBench:
 
     model: str
     warm: str | None = None
+    world_warm: str | None = None
     holdout: str | None = None
     setups: tuple[str, ...] = SETUPS
     stdlib_docs: int = 64
@@ -78,7 +88,7 @@ class ProposerBench:
 
 def _documents(args: ProposerBench) -> dict[str, list[Any]]:
     from corpora import SelectConfig, load_corpus, select_documents
-    from envgen.proposers.template.pairs import split_documents
+    from envgen.proposers.pairs import split_documents
 
     sets: dict[str, list[Any]] = {}
     if args.stdlib_docs:
@@ -95,28 +105,46 @@ def _documents(args: ProposerBench) -> dict[str, list[Any]]:
         corpus = args.other_corpus or "npm:" + ",".join(NPM_PACKAGES)
         sel = SelectConfig(min_stateful_score=0.0, sample=args.other_docs, seed=args.seed, max_chars=60_000)
         sets[corpus.split(":", 1)[0] + " (not Python)"] = select_documents(load_corpus(corpus), sel)
-    return sets
+    trained = _trained(args)
+    return {name: [d for d in docs if str(d.id) not in trained] for name, docs in sets.items()}
+
+
+def _trained(args: ProposerBench) -> set[str]:
+    """The documents a warm start of this run trained on (its ``holdout.json``, beside ``model/``)."""
+    out: set[str] = set()
+    for model in (args.warm, args.world_warm):
+        meta = Path(model).parent / "holdout.json" if model else None
+        if meta is not None and meta.is_file():
+            out.update(str(x) for x in json.loads(meta.read_text()).get("trained", []))
+    return out
 
 
 def _proposer(setup: str, args: ProposerBench, backends: dict[str, Any]) -> Any:
     from envgen.backends import make_engine
     from envgen.proposers.llm import LLMProposer
 
-    model = args.warm if setup == "blueprint-warm" else args.model
-    if model is None:
-        raise SystemExit("blueprint-warm needs --warm (the model/ folder of `envwright train proposer`)")
+    structure = setup.split("-", 1)[0] if setup.startswith(("blueprint", "world")) else "spec"
+    model = args.model
+    if setup.endswith("-warm"):
+        warm, option = (args.warm, "--warm") if structure == "blueprint" else (args.world_warm, "--world-warm")
+        if warm is None:
+            raise SystemExit(f"{setup} needs {option} (the model/ folder of `envwright train proposer` with "
+                             f"proposer_sft.structure: {structure})")
+        model = warm
     if model not in backends:
         backends[model] = make_engine(args.engine, model, device=args.device, dtype=args.dtype,
                                       batch_size=args.batch_size)
-    structure = "blueprint" if setup.startswith("blueprint") else "spec"
     return LLMProposer(backends[model], structure=structure, constrained=setup != "free",
                        max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        excerpt_tokens=args.excerpt_tokens, n_examples=1)
 
 
 def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: float,
-           batch: list[Any]) -> dict[str, Any]:
-    """One document set's figures; ``batch`` is every proposal of the generate call (for its throughput)."""
+           batch: list[Any], executor: Any) -> dict[str, Any]:
+    """One document set's figures; ``batch`` is every proposal of the generate call (for its throughput); the
+    accepted environments' references run through ``executor`` for their realism figures."""
+    from envgen.realism import measure_specs
+
     codes = Counter(p.meta.get("error_code") or "ok" for p in props)
     accepted = [(p, d) for p, d, v in zip(props, docs, verdicts, strict=True) if v is not None and v.accepted]
     tokens = sum(p.prompt_tokens + p.completion_tokens for p in props)
@@ -141,6 +169,7 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
         "cut_at_limit": sum(1 for p in props if p.meta.get("finish_reason") == "length"),
         "outcomes": dict(codes),
         "gate_rejections": dict(Counter(c for v in verdicts if v is not None and not v.accepted for c in v.codes)),
+        "realism": measure_specs([p.spec for p, _ in accepted], executor).to_dict() if accepted else None,
     }
 
 
@@ -164,19 +193,19 @@ def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
         click.secho(f"warning: setup {setup}: {len(failed)} of {len(props)} proposals failed in the model backend "
                     f"and are counted as backend_failures, not as parse failures. First error: {failed[0].error}",
                     err=True, fg="yellow")
+    out: dict[str, Any] = {"structure": prop.structure, "constrained": prop.constrained,
+                           "generation_seconds": round(gen, 2)}
     ex = make_executor("worker")
     try:
         verdicts = [validate_spec(p.spec, executor=ex) if p.spec is not None else None for p in props]
+        start = 0
+        for n in names:
+            k = len(sets[n])
+            # all documents went through the backend in one batch: its throughput is reported for each set
+            out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], gen, props, ex)
+            start += k
     finally:
         ex.close()
-    out: dict[str, Any] = {"structure": prop.structure, "constrained": prop.constrained,
-                           "generation_seconds": round(gen, 2)}
-    start = 0
-    for n in names:
-        k = len(sets[n])
-        # all documents went through the backend in one batch: its throughput is reported for each set
-        out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], gen, props)
-        start += k
     out["examples"] = [{"doc": p.doc_id, "error": (p.error or "")[:300], "raw": (p.raw or "")[:600]}
                        for p in props[:2] + props[-2:]]
     return out
@@ -224,8 +253,9 @@ def run(args: ProposerBench) -> dict[str, Any]:
     if path.exists() and not args.resume and not args.overwrite:
         raise SystemExit(f"{path} holds an earlier run: --resume to continue it or --overwrite to replace it")
     sets = _documents(args)
-    result.update(model=args.model, warm=args.warm, engine=args.engine, seed=args.seed, temperature=args.temperature,
-                  document_sets=list(sets), documents={k: [d.id for d in v] for k, v in sets.items()})
+    result.update(model=args.model, warm=args.warm, world_warm=args.world_warm, engine=args.engine, seed=args.seed,
+                  temperature=args.temperature, document_sets=list(sets),
+                  documents={k: [d.id for d in v] for k, v in sets.items()})
     result.setdefault("setups", {})
     backends: dict[str, Any] = {}
     from rich.progress import Progress
@@ -236,7 +266,7 @@ def run(args: ProposerBench) -> dict[str, Any]:
         for setup in todo:
             progress.update(task, description=f"bench proposer: {setup}")
             result["setups"][setup] = _run_setup(setup, sets, args, backends)
-            path.write_text(json.dumps(result, indent=1))
+            atomic_write_text(path, json.dumps(result, indent=1))
             progress.advance(task)
     plot(result, out_dir / "proposer.png")
     return result
@@ -262,7 +292,15 @@ def _table(result: dict[str, Any]) -> None:
                       "-" if r["tokens_per_accepted"] is None else f"{r['tokens_per_accepted']:,.0f}",
                       "-" if r["generation_tokens_per_s"] is None else f"{r['generation_tokens_per_s']:,.0f}",
                       str(r["constrained_parse_failures"]) if by_set["constrained"] else "n/a")
-    Console().print(t)
+    console = Console()
+    console.print(t)
+    from envgen.realism import realism_table
+
+    for name in result["document_sets"]:
+        sets = [(setup, by_set[name].get("realism") or "none accepted")
+                for setup, by_set in result["setups"].items() if name in by_set]
+        if sets:
+            console.print(realism_table(sets, title=f"Realism of the accepted environments: {name}"))
 
 
 def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -276,6 +314,8 @@ def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
 @click.command("proposer", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
 @click.option("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")
+@click.option("--world-warm", default=None, help="the world warm start (model/ of `envwright train proposer` with "
+              "proposer_sft.structure: world)")
 @click.option("--holdout", default=None, help="holdout.json of the warm start (its held-out documents)")
 @click.option("--setups", default=",".join(SETUPS), callback=_setups, help=f"comma-separated, of {', '.join(SETUPS)}")
 @click.option("--stdlib-docs", type=int, default=64)
@@ -295,5 +335,6 @@ def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
 @click.option("--resume", is_flag=True)
 @click.option("--overwrite", is_flag=True)
 def command(**options: Any) -> None:
-    """Does a model write environments? Free vs constrained, spec vs blueprint, untrained vs warm-started."""
+    """Does a model write environments? Free vs constrained, spec vs blueprint vs world, untrained vs
+    warm-started."""
     _table(run(ProposerBench(**options)))

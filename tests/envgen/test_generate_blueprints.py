@@ -88,3 +88,23 @@ def test_generate_command_exits_non_zero_when_the_server_is_down(tmp_path, monke
     [attempt] = lib.attempts()
     assert json.loads(attempt["codes"]) == ["generation"] and attempt["retries"] == 0  # no repair was tried
     assert lib.attempted_docs(attempt["run_id"]) == set()
+
+
+def test_generate_command_writes_model_world_blueprints(tmp_path):
+    """``--structure world``: the model's world blueprint (here the AST world writer's, replayed) is decoded
+    under the world schema, compiled by the world compiler and accepted into the library."""
+    from envgen.cli import cli
+    from envgen.proposers.world.writer import write_world
+
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "queue.js").write_text(JS.text)
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text(json.dumps(write_world(JS, seed=0).blueprint.to_json()) + "\n")
+    args = ["generate", "--corpus", str(corpus), "--proposer", "llm", "--backend", "scripted", "--model",
+            str(replies), "--structure", "world", "--n", "1", "--max-retries", "0", "--out", str(tmp_path / "lib")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    [row] = Library(tmp_path / "lib").rows()
+    spec = Library(tmp_path / "lib").load(row["id"])
+    assert spec.spec_version == 2 and spec.id.startswith("llm-world-")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from corpora import Document
-from envgen.proposers.template.pairs import split_documents, teaching_pairs
+from envgen.proposers.pairs import split_documents, teaching_pairs
 from tests.envgen.test_blueprint import DOC, JS
 
 
@@ -55,3 +55,81 @@ def test_train_proposer_writes_a_loadable_model_and_the_holdout(tiny_dir: Path, 
     assert backend.generate(["hi"], max_new_tokens=2)[0].ok
     with pytest.raises(ConfigError, match="already holds a trained proposer"):
         train_proposer(cfg, progress=False)
+
+
+def test_world_pairs_are_the_world_prompt_and_an_accepted_world():
+    """Every world pair's prompt is the one the world stream sends, and its target parses as a world blueprint
+    that the world compiler turns into a spec the gate accepts (for Python and for a document it cannot read)."""
+    from envgen.backends.scripted import ScriptedBackend
+    from envgen.gate import validate_spec
+    from envgen.proposers.llm import LLMProposer
+    from envgen.world.blueprint import parse_world
+    from envgen.world.compile import compile_world
+
+    backend = ScriptedBackend("s", completions=lambda _p: "{}")
+    proposer = LLMProposer(backend, structure="world")
+    pairs, unreadable = teaching_pairs([DOC, JS], structure="world", counter=backend.count_tokens)
+    assert [p.doc_id for p in pairs] == [DOC.id, JS.id] and unreadable == []
+    for i, (doc, pair) in enumerate(zip([DOC, JS], pairs, strict=True)):
+        assert pair.messages == proposer.messages_for(doc)
+        parsed = parse_world(pair.target)
+        assert parsed.ok, parsed.error
+        assert parsed.blueprint is not None and parsed.blueprint.to_json() == pair.target  # the decoded layout
+        compiled = compile_world(parsed.blueprint, env_id=f"pair-{i}", seed=0)
+        verdict = validate_spec(compiled.spec, executor="inprocess")
+        assert verdict.accepted, verdict.codes
+    assert teaching_pairs([DOC], structure="blueprint")[0][0].target != pairs[0].target
+    with pytest.raises(ValueError, match="unknown structure 'worlds'"):
+        teaching_pairs([DOC], structure="worlds")
+
+
+def test_the_warm_start_structure_is_validated():
+    import typing
+
+    from envgen.proposers.pairs import TAUGHT_STRUCTURES
+    from envgen.structure import STRUCTURES
+    from training.config import ProposerSFTConfig, load_config
+    from training.errors import ConfigError
+
+    assert typing.get_args(typing.get_type_hints(ProposerSFTConfig)["structure"]) == TAUGHT_STRUCTURES
+    assert set(TAUGHT_STRUCTURES) <= set(STRUCTURES)
+    assert load_config("proposer-world-smollm2", []).proposer_sft.structure == "world"
+    assert load_config("proposer-smollm2", []).proposer_sft.structure == "blueprint"
+    with pytest.raises(ConfigError, match=r"proposer_sft\.structure: must be one of \['blueprint', 'world'\], "
+                                          r"got 'worlds'.*did you mean 'world'"):
+        load_config("proposer-smollm2", ["proposer_sft.structure=worlds"])
+
+
+@pytest.mark.slow
+def test_train_proposer_on_world_blueprints(tiny_dir: Path, tmp_path: Path):
+    """The world warm start takes the same path: the world writer's pairs, the held-out split, the run folder."""
+    from training.config import load_config
+    from training.proposer import train_proposer
+
+    out = tmp_path / "run"
+    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+                                                 "model.dtype=fp32", "proposer_sft.docs=5",
+                                                 "proposer_sft.holdout=0.34", "proposer_sft.epochs=1",
+                                                 "proposer_sft.batch_size=4", "proposer_sft.micro_batch_size=1",
+                                                 "proposer_sft.max_length=40000", f"run.output_dir={out}"])
+    summary = train_proposer(cfg, progress=False)
+    assert summary["structure"] == "world" and summary["train_pairs"] >= 1 and 1 <= summary["steps"] <= 2
+    held = json.loads((out / "holdout.json").read_text())
+    assert held["structure"] == "world" and held["held_out"] and not set(held["held_out"]) & set(held["trained"])
+    assert (out / "model" / "config.json").is_file() and not (out / ".model.tmp").exists()
+    assert summary["held_out_loss_before"] is not None and summary["held_out_loss_after"] is not None
+    assert summary["train_pairs"] == summary["train_documents"]  # the world writer reads every document
+
+
+def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_path: Path):
+    from training.config import load_config
+    from training.errors import ConfigError
+    from training.proposer import train_proposer
+
+    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+                                                 "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
+                                                 "proposer_sft.max_length=1024", f"run.output_dir={tmp_path / 'r'}"])
+    with pytest.raises(ConfigError, match=r"read 2 \(world structure\) and 2 of those were longer than "
+                                          r"proposer_sft\.max_length=1024 tokens \(raise proposer_sft\.max_length\)"):
+        train_proposer(cfg, progress=False)
+    assert not (tmp_path / "r").exists()  # nothing written

@@ -208,7 +208,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     import torch
     from tqdm.auto import tqdm
 
-    from envgen.proposers.template.pairs import teaching_pairs
+    from envgen.proposers.pairs import teaching_pairs
     from gym_envs.messages import ChatFormat
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update

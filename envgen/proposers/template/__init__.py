@@ -11,8 +11,8 @@ Modules:
 * :mod:`~envgen.proposers.template.writer` (the AST writer: the design as a blueprint) and
   :mod:`~envgen.proposers.template.deepen` (what it adds so deep tasks have something to work on);
 * the AST writer is the model's teacher: :mod:`~envgen.proposers.template.prompt` is the blueprint
-  stream's prompt (its worked example is the writer's blueprint of a small document) and
-  :mod:`~envgen.proposers.template.pairs` the (prompt, blueprint) teaching pairs and held-out split.
+  stream's prompt (its worked example is the writer's blueprint of a small document); the (prompt,
+  blueprint) teaching pairs and the held-out split of both AST writers are :mod:`envgen.proposers.pairs`.
 
 Everything after the blueprint (the environment model, seed values, tools, code and tasks) is the
 compiler's, in :mod:`envgen.blueprint`; this package imports it, never the reverse.
