@@ -67,7 +67,7 @@ def _missing(e: ModuleNotFoundError, extra: str) -> str:
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="First N tasks of each suite (>= 1).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--split", default="all", show_default=True, type=click.Choice(["train", "heldout", "all"]),
-              help="Library split (by a hash of each env's source document); τ²: its train or test tasks.")
+              help="Library split (by a hash of each env's source document); τ²: train, or heldout for its test tasks.")
 @click.option("--max-turn-steps", default=20, show_default=True, type=int, help="Actions per turn.")
 @click.option("--executor", default="worker", show_default=True, type=click.Choice(["worker", "inprocess"]),
               help="Executor of generated environments (inprocess: trusted specs only).")

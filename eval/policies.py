@@ -239,6 +239,8 @@ class ModelPolicy(Policy):
         self._calls = itertools.count()  # atomic under the GIL: safe when episodes run in threads
         self.chat = self._token_format(opts.tokens)
         self.action_tokens = self.max_new_tokens if self.chat is not None else None
+        #: the model's context window, which bounds each episode's tokens (token-level only; None: unknown)
+        self.context_window: int | None = getattr(backend, "context_window", None) if self.chat is not None else None
 
     def _token_format(self, tokens: bool | None) -> ChatFormat | None:
         """The token rendering of a backend that samples tokens (None: the chat goes to the backend)."""

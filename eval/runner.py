@@ -160,7 +160,9 @@ def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     render = chat if chat is not None else getattr(policy, "chat", None)
-    budget = getattr(policy, "action_tokens", None) if render is not None and chat is None else None
+    own = render is not None and chat is None  # the policy's own token rendering: its budgets apply
+    budget = getattr(policy, "action_tokens", None) if own else None
+    window = getattr(policy, "context_window", None) if own else None
     episodes = [suite.episode(task, trial=trial, seed=stable_seed(seed, task.key, trial),
                               max_turn_steps=max_turn_steps) for task, trial in jobs]
     if user is not None:
@@ -169,9 +171,10 @@ def play_suite(suite: Suite, jobs: Iterable[tuple[TaskRef, int]], policy: Policy
     done = (lambda _ep: progress(1)) if progress else None
     if mode == "lockstep" or (mode == "auto" and getattr(policy, "batched", False)):
         return play(episodes, policy, chat=render, max_turn_tokens=budget, concurrency=max(1, concurrency),
-                    on_done=done)
+                    on_done=done, context_window=window)
     with concurrent.futures.ThreadPoolExecutor(max(1, concurrency)) as pool:
-        list(pool.map(lambda ep: play([ep], policy, chat=render, max_turn_tokens=budget, on_done=done), episodes))
+        list(pool.map(lambda ep: play([ep], policy, chat=render, max_turn_tokens=budget, on_done=done,
+                                      context_window=window), episodes))
     return episodes
 
 

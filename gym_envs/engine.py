@@ -17,7 +17,10 @@ benches, every evaluation suite) calls :func:`play` (the lifecycle of one episod
 
 ``chat`` (a :class:`~gym_envs.messages.ChatFormat`) makes every episode keep its token record (prompt,
 completion, ``env_mask``, log-probabilities), which token-level policies read (:meth:`Episode.context`);
-``max_completion_tokens`` and ``max_turn_tokens`` bound it. ``sync(any_active_here) -> any_active_anywhere``
+``max_completion_tokens`` and ``max_turn_tokens`` bound it, and so does ``context_window`` (the model's: prompt and
+completion together must fit it, so an episode's completion budget is what its prompt leaves; a prompt that leaves
+no room fails the episode at stage ``policy`` with a message saying so, instead of a model reading past its
+window). ``sync(any_active_here) -> any_active_anywhere``
 keeps several processes in step: each calls ``act_batch`` (with no episodes once its own are done) until every
 process is done, as the collective operations inside vLLM's server mode and DeepSpeed ZeRO-3 require.
 """
@@ -107,11 +110,27 @@ def _step(todo: list[tuple[Episode, Any]]) -> None:
             ep.observe(outcome, share)
 
 
-def _settle_done(active: list[Episode], max_completion_tokens: int | None,
-                 on_done: Callable[[Episode], None] | None) -> list[Episode]:
+def _fit_window(episodes: Sequence[Episode], window: int | None) -> None:
+    """Bound each opened episode's completion by what its prompt leaves of the model's context window."""
+    if window is None:
+        return
+    for ep in episodes:
+        if ep.status != "running" or not ep.tracks_tokens:
+            continue
+        room = window - len(ep.prompt_ids)
+        if room < 1:
+            ep.fail(FailureStage.POLICY, f"the prompt is {len(ep.prompt_ids)} tokens, which does not fit the model's "
+                                         f"context window of {window} tokens: use a model with a longer context, or a "
+                                         "shorter system prompt (the policy and the tool schemas)")
+        elif ep.max_completion_tokens is None or ep.max_completion_tokens > room:
+            ep.max_completion_tokens = room
+
+
+def _settle_done(active: list[Episode], on_done: Callable[[Episode], None] | None) -> list[Episode]:
     """End the episodes whose token budget is spent, settle every finished one; returns those still active."""
     for ep in active:
-        spent = max_completion_tokens is not None and len(ep.completion_ids) >= max_completion_tokens
+        limit = ep.max_completion_tokens
+        spent = limit is not None and len(ep.completion_ids) >= limit
         if ep.status == "running" and spent:
             ep.end("max_tokens")
     for ep in [ep for ep in active if ep.done]:
@@ -124,12 +143,14 @@ def _settle_done(active: list[Episode], max_completion_tokens: int | None,
 def play(episodes: Iterable[Episode], policy: Policy, *, chat: ChatFormat | None = None,
          max_completion_tokens: int | None = None, max_turn_tokens: int | None = None,
          concurrency: int | None = None, sync: Callable[[bool], bool] | None = None,
-         on_done: Callable[[Episode], None] | None = None) -> list[Episode]:
+         on_done: Callable[[Episode], None] | None = None, context_window: int | None = None) -> list[Episode]:
     """Play every episode to its end (module docstring); returns them in the order given.
 
     ``concurrency``: episodes in flight (None: all at once; ``sync`` needs all at once). ``on_done`` sees each
-    episode as it is settled.
+    episode as it is settled. ``context_window``: the model's, in tokens (with ``chat``; None: unbounded).
     """
+    if context_window is not None and context_window < 1:
+        raise ValueError(f"context_window must be >= 1 (or None), got {context_window}")
     eps = list(episodes)
     if concurrency is not None and concurrency < 1:
         raise ValueError(f"concurrency must be >= 1 (or None: all at once), got {concurrency}")
@@ -147,8 +168,9 @@ def play(episodes: Iterable[Episode], policy: Policy, *, chat: ChatFormat | None
             fresh = [pending.popleft() for _ in range(min(len(pending), limit - len(active)))]
             if fresh:
                 _open(fresh)
+                _fit_window(fresh, context_window)
                 active += fresh
-            active = _settle_done(active, max_completion_tokens, on_done)
+            active = _settle_done(active, on_done)
             live = [ep for ep in active if ep.status == "running"]
             if sync is not None:
                 if not sync(bool(live)):

@@ -161,6 +161,7 @@ class Backend:
     token_level = False  #: the backend continues token contexts (:meth:`generate_tokens`)
     per_prompt_budgets = False  #: ``_generate`` takes one ``max_new_tokens`` per prompt (module docstring)
     tokenizer: Any = None  #: the model's tokenizer, for a token-level backend
+    context_window: int | None = None  #: the most tokens (prompt and completion) the model reads (None: unknown)
 
     def __init__(self, model: str | None = None):
         self.model = model

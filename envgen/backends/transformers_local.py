@@ -24,6 +24,9 @@ Contract (beyond :mod:`envgen.backends.base`):
   without a schema share a batch (:class:`RowGrammars` masks only the
   constrained ones), and each prompt may have its own ``max_new_tokens``
   (the batch decodes to the largest; each completion is cut to its own);
+* a completion ends at the model's context window (``max_position_embeddings``: :attr:`context_window`); a
+  prompt that fills the window is not generated from and gets a failed completion (``finish_reason="error"``)
+  that says so;
 * each ``generate`` call shows a progress bar of decoding steps on a terminal
   (:class:`StepBar`; silent when stderr is not a terminal), since a CPU batch
   takes minutes.
@@ -291,6 +294,8 @@ class TransformersBackend(Backend):
             eos_ids.add(tokenizer.eos_token_id)
         self.eos_ids = sorted(eos_ids)
         self.pad_id = tokenizer.pad_token_id
+        window = getattr(model.config, "max_position_embeddings", None)
+        self.context_window = int(window) if isinstance(window, int) and window > 0 else None
 
     @property
     def model_id(self) -> str:
@@ -321,18 +326,31 @@ class TransformersBackend(Backend):
         budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         row_budgets = [b for b in budgets for _ in range(n)]
         row_schemas = [s for s in (schemas or [None] * len(prompts)) for _ in range(n)]
-        size = self.batch_size or len(rows)
-        out: list[Completion] = []
-        for chunk, start in enumerate(range(0, len(rows), size)):
-            part = range(start, min(start + size, len(rows)))
+        window = self.context_window
+        if window is not None:  # a row's completion ends at the model's context window
+            row_budgets = [min(b, window - len(r)) for b, r in zip(row_budgets, rows, strict=True)]
+        fit = [i for i, b in enumerate(row_budgets) if b >= 1]
+        done: dict[int, Completion] = {i: self._too_long(rows[i]) for i in range(len(rows)) if row_budgets[i] < 1}
+        size = self.batch_size or max(1, len(fit))
+        for chunk, start in enumerate(range(0, len(fit), size)):
+            part = fit[start:start + size]
             # constrained and free rows share a batch: the grammar processor masks only the constrained ones
             schemas_here = [row_schemas[i] for i in part]
             grammars = ([self.grammar(x) if x is not None else None for x in schemas_here]
                         if any(x is not None for x in schemas_here) else None)
-            out += self._generate_chunk([rows[i] for i in part], max_new_tokens=[row_budgets[i] for i in part],
-                                        temperature=temperature, top_p=top_p, seed=stable_seed(seed, chunk),
-                                        stop=stop, grammars=grammars)
-        return out
+            done.update(zip(part, self._generate_chunk([rows[i] for i in part],
+                                                   max_new_tokens=[row_budgets[i] for i in part],
+                                                   temperature=temperature, top_p=top_p,
+                                                   seed=stable_seed(seed, chunk), stop=stop, grammars=grammars),
+                            strict=True))
+        return [done[i] for i in range(len(rows))]
+
+    def _too_long(self, prompt_ids: list[int]) -> Completion:
+        """The failed completion of a prompt that leaves no room in the model's context window."""
+        return Completion(text="", prompt_tokens=len(prompt_ids), finish_reason="error",
+                          error=f"the prompt is {len(prompt_ids)} tokens, which does not fit the context window of "
+                                f"{self.model_id} ({self.context_window} tokens): shorten the prompt or use a model "
+                                "with a longer context")
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
@@ -403,15 +421,21 @@ class TransformersBackend(Backend):
 
     def generate_tokens(self, contexts: Sequence[Sequence[int]], *, max_new_tokens: int = 512,
                         temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
-        """Continue token contexts as they are (no chat template), in chunks of ``batch_size``."""
+        """Continue token contexts as they are (no chat template), in chunks of ``batch_size``; a context's completion
+        ends at the model's context window, and a context that fills it gets a failed completion saying so."""
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
         rows = [list(c) for c in contexts]
-        size = self.batch_size or max(1, len(rows))
-        out: list[Completion] = []
-        for chunk, start in enumerate(range(0, len(rows), size)):
-            out += self._generate_chunk(rows[start:start + size], max_new_tokens=max_new_tokens,
+        window = self.context_window
+        budgets = [max_new_tokens if window is None else min(max_new_tokens, window - len(r)) for r in rows]
+        fit = [i for i, b in enumerate(budgets) if b >= 1]
+        done: dict[int, Completion] = {i: self._too_long(rows[i]) for i in range(len(rows)) if budgets[i] < 1}
+        size = self.batch_size or max(1, len(fit))
+        for chunk, start in enumerate(range(0, len(fit), size)):
+            part = fit[start:start + size]
+            made = self._generate_chunk([rows[i] for i in part], max_new_tokens=[budgets[i] for i in part],
                                         temperature=temperature, top_p=top_p, seed=seed + chunk, stop=None)
-        return out
+            done.update(zip(part, made, strict=True))
+        return [done[i] for i in range(len(rows))]
 
     def close(self) -> None:
         self.lm = None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from eval.runner import EvalConfig, run_eval
@@ -66,8 +68,10 @@ def test_a_model_policy_plays_a_task_end_to_end_on_cpu(tmp_path) -> None:
     from eval.tau2.convert import converted
     from training.tiny_model import build_tiny_qwen3
 
-    build_tiny_qwen3(tmp_path / "tiny")
-    config = EvalConfig(policy="transformers", model=str(tmp_path / "tiny"), suites=["tau2:retail"], limit=1,
+    tiny = build_tiny_qwen3(tmp_path / "tiny")
+    config_file = tiny / "config.json"  # a window the retail prompt fits (the random model reads any position)
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), "max_position_embeddings": 32768}))
+    config = EvalConfig(policy="transformers", model=str(tiny), suites=["tau2:retail"], limit=1,
                         max_turn_steps=1, out=tmp_path / "run", progress=False, n_boot=10,
                         policy_opts={"max_new_tokens": 6, "temperature": 0.0})
     run = run_eval(config)
