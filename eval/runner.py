@@ -305,6 +305,9 @@ def _run_suite(spec: str, suite: Suite, policy: Policy, config: EvalConfig, bar:
             f"spec file is corrupt ({shown}{' ...' if len(skipped) > 5 else ''})")
     try:
         tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
+        if user is not None and getattr(suite, "user_opens", False):
+            info["openings"] = open_conversations(suite, tasks, user)
+            tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
         jobs = [(t, trial) for t in tasks for trial in range(config.k)]
         handle = bar.add_task(suite.name, total=len(jobs)) if bar is not None else None
         tick = (lambda n: bar.advance(handle, n)) if bar is not None else None
@@ -332,6 +335,17 @@ def _run_suite(spec: str, suite: Suite, policy: Policy, config: EvalConfig, bar:
     finally:
         suite.close()
     return records, info
+
+
+def open_conversations(suite: Any, tasks: list[TaskRef], user: Any) -> dict[str, int]:
+    """A model-backed ``user`` writes the opening message of each of ``tasks`` from its scenario (a suite with
+    ``user_opens``: its first instructions hold what only the user should know); an opening it could not write is
+    "Hi." (the agent then has to ask). Returns how many were written and how many fell back."""
+    found = [(t.task_id, t.spec.task(t.task_id).scenario) for t in tasks if t.spec is not None]
+    found = [(i, sc) for i, sc in dict(found).items() if sc is not None]  # a task once, whatever its trials
+    texts = user.open_batch([sc for _, sc in found])
+    suite.open_conversations({i: text or "Hi." for (i, _), text in zip(found, texts, strict=True)})
+    return {"written": sum(t is not None for t in texts), "fallback": sum(t is None for t in texts)}
 
 
 def _model_roles(config: EvalConfig) -> tuple[Any, Any]:

@@ -79,13 +79,25 @@ class Tau2Suite(SpecSuite):
                        if t.evaluable and (want is None or t.split == want)]
         super().__init__(f"tau2:{variant}", [self.conversion.spec], executor=executor, workers=workers)
 
+    #: the first instruction of a task is τ²'s whole user scenario (what the scripted user cannot say): a
+    #: model-backed user writes the opening message instead (:meth:`open_conversations`), as τ²'s user does
+    user_opens = True
+
+    def open_conversations(self, openings: dict[str, str]) -> None:
+        """Open the tasks named in ``openings`` (task id -> the user's first message) with that message instead of
+        the scenario, so the agent sees only what the user says (τ²'s protocol); the scenario stays the user's."""
+        spec = self.specs[self.conversion.spec.id]
+        tasks = [t if t.id not in openings else t.model_copy(update={"turns": [
+            t.turns[0].model_copy(update={"instruction": openings[t.id]}), *t.turns[1:]]}) for t in spec.tasks]
+        self.specs[spec.id] = spec.model_copy(update={"tasks": tasks})
+
     def tasks(self) -> list[TaskRef]:
-        spec = self.conversion.spec
+        spec = self.specs[self.conversion.spec.id]
         return [TaskRef(spec, t.id, suite=self.name, split=t.split,
                         meta={"tau2_id": t.tau2_id, "reward_basis": list(t.reward_basis)}) for t in self.played]
 
     def task_texts(self) -> list[tuple[str, str]]:
-        spec = self.conversion.spec
+        spec = self.specs[self.conversion.spec.id]
         return [(f"{self.name}/{spec.id}/{t.id}", spec.task(t.id).turns[0].instruction) for t in self.played]
 
     def info(self) -> dict[str, Any]:

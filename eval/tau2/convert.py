@@ -19,7 +19,9 @@ Contract, per τ² task:
   (:attr:`Tau2Task.evaluable`), and is still converted.
 - **Reference**: the gold actions the assistant makes, with their arguments, in τ²'s order.
 - **Instruction and user**: the turn's instruction is the user scenario's known info, reason for call, unknown info
-  and task instructions (so the agent has what the scripted user cannot tell); the task's ``scenario`` is the
+  and task instructions (so the agent has what the scripted user cannot tell; with a model-backed user the suite
+  replaces it with the user's own opening message, :meth:`eval.suites.tau2.Tau2Suite.open_conversations`, and the
+  agent never sees the scenario, as in τ²); the task's ``scenario`` is the
   simulated user: τ²'s persona, the same text as its goal (what a model-backed user plays, as τ²'s user simulator
   does), no facts, a confirmation answered yes, any other question answered :data:`UNKNOWN`.
 - **Kind**: ``read_then_write`` (reads and writes), ``execute`` (writes only), ``read``, or ``decline`` (no gold

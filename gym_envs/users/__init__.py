@@ -9,10 +9,10 @@ batch at once and hand each environment the answer.
 """
 
 from gym_envs.users.base import END_TURN, UserContext, UserReply, UserSimulator, is_confirmation
-from gym_envs.users.model import STOP, ModelUser, parse_reply, user_chat, user_instructions
+from gym_envs.users.model import GREETING, STOP, ModelUser, opening_chat, parse_reply, user_chat, user_instructions
 from gym_envs.users.scenario import Scenario, fact_text
 from gym_envs.users.scripted import CONFIRM_NO, CONFIRM_YES, ScriptedUser, facts_asked, scripted_reply
 
-__all__ = ["CONFIRM_NO", "CONFIRM_YES", "END_TURN", "STOP", "ModelUser", "Scenario", "ScriptedUser", "UserContext",
-           "UserReply", "UserSimulator", "fact_text", "facts_asked", "is_confirmation", "parse_reply",
-           "scripted_reply", "user_chat", "user_instructions"]
+__all__ = ["CONFIRM_NO", "CONFIRM_YES", "END_TURN", "GREETING", "STOP", "ModelUser", "Scenario", "ScriptedUser",
+           "UserContext", "UserReply", "UserSimulator", "fact_text", "facts_asked", "is_confirmation", "opening_chat",
+           "parse_reply", "scripted_reply", "user_chat", "user_instructions"]

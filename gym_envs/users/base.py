@@ -65,6 +65,12 @@ class UserSimulator:
             raise NotImplementedError(f"{type(self).__name__} must implement reply or reply_batch")
         return [self.reply(c) for c in contexts]
 
+    def open_batch(self, scenarios: Sequence[Scenario]) -> list[str | None]:
+        """The first message of each scenario's conversation, written by this user; None: the task's first
+        instruction opens it (this default: a scripted user writes no message of its own). A suite whose
+        instructions carry what only the user should know asks a model-backed user for its opening instead."""
+        return [None] * len(scenarios)
+
     def close(self) -> None:
         """Release what the user holds (a model)."""
 

@@ -19,9 +19,11 @@ from collections.abc import Callable, Sequence
 from gym_envs.users.base import END_TURN, UserContext, UserReply, UserSimulator, is_confirmation
 from gym_envs.users.scenario import Scenario, fact_text
 
-__all__ = ["STOP", "Generate", "ModelUser", "parse_reply", "user_chat", "user_instructions"]
+__all__ = ["GREETING", "STOP", "Generate", "ModelUser", "opening_chat", "parse_reply", "user_chat",
+           "user_instructions"]
 
 STOP = "###STOP###"  #: what the model writes to end the turn (τ²-bench's stop token)
+GREETING = "Hi! How can I help you today?"  #: the agent's first message, to which the user opens (τ²-bench's)
 
 #: a batch generator: one text (or None: no completion) per chat
 Generate = Callable[[list[list[dict[str, str]]]], Sequence[str | None]]
@@ -52,6 +54,11 @@ def user_chat(context: UserContext) -> list[dict[str, str]]:
     return chat
 
 
+def opening_chat(scenario: Scenario) -> list[dict[str, str]]:
+    """The chat the model answers with its first message: its instructions, then the agent's :data:`GREETING`."""
+    return [{"role": "system", "content": user_instructions(scenario)}, {"role": "user", "content": GREETING}]
+
+
 def parse_reply(text: str | None) -> UserReply:
     """The model's text as a reply (module docstring)."""
     if text is None or STOP in text or not text.strip():
@@ -74,6 +81,16 @@ class ModelUser(UserSimulator):
         if len(texts) != len(contexts):
             raise RuntimeError(f"the user model gave {len(texts)} replies for {len(contexts)} messages")
         return [parse_reply(t) for t in texts]
+
+    def open_batch(self, scenarios: Sequence[Scenario]) -> list[str | None]:
+        """Each scenario's first message, written by the model to the agent's :data:`GREETING` (None: it wrote
+        nothing, or only :data:`STOP`)."""
+        if not scenarios:
+            return []
+        texts = list(self.generate([opening_chat(s) for s in scenarios]))
+        if len(texts) != len(scenarios):
+            raise RuntimeError(f"the user model gave {len(texts)} openings for {len(scenarios)} scenarios")
+        return [parse_reply(t).text for t in texts]
 
     def close(self) -> None:
         close = getattr(self.generate, "close", None)

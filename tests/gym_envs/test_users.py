@@ -15,6 +15,7 @@ from gym_envs.users import (
     CONFIRM_NO,
     CONFIRM_YES,
     END_TURN,
+    GREETING,
     STOP,
     ModelUser,
     Scenario,
@@ -183,3 +184,21 @@ def test_a_task_without_a_scenario_has_no_user() -> None:
     v1.close()
     with pytest.raises(TypeError, match="UserSimulator"):
         ToolEnv("library-loans", user="scripted")  # type: ignore[arg-type]
+
+
+def test_a_model_user_opens_the_conversation_from_its_scenario_and_a_scripted_one_does_not() -> None:
+    """The opening message: the model answers the agent's greeting under its instructions (the scenario never
+    reaches the agent); nothing or only the stop token is no opening; a scripted user writes none (the task's
+    instruction opens)."""
+    seen: list[list[dict[str, str]]] = []
+
+    def generate(chats: list[list[dict[str, str]]]) -> list[str | None]:
+        seen.extend(chats)
+        return ["Hi, I'd like to cancel an order.", STOP, None][: len(chats)]
+
+    user = ModelUser(generate)
+    assert user.open_batch([SCENARIO, SCENARIO, SCENARIO]) == ["Hi, I'd like to cancel an order.", None, None]
+    system, greeting = seen[0]
+    assert system["role"] == "system" and "Cancel order A-1042." in system["content"]
+    assert greeting == {"role": "user", "content": GREETING}
+    assert user.open_batch([]) == [] and ScriptedUser().open_batch([SCENARIO]) == [None]
