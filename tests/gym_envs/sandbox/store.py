@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gym_envs.sandbox import SqlLimits, StateDB
 from gym_envs.spec import EnvSpec, parse_spec
 
 STORE_SCHEMA = """
@@ -77,3 +78,13 @@ def store_spec(code: str = STORE_CODE, tools: list[dict[str, Any]] | None = None
              "reference": reference},
             {"instruction": "How many apples?", "checks": [{"kind": "reply_contains", "any_of": ["2"]}]}]}],
     })
+
+
+def state_image(schema: str, seed: str, limits: SqlLimits) -> bytes:
+    """The serialised image of a fresh state database built from ``schema`` and ``seed``."""
+    db = StateDB(limits)
+    db.script(schema, mode="setup")
+    db.script(seed, mode="rw")
+    image = db.image()
+    db.close()
+    return image

@@ -14,6 +14,7 @@ import pytest
 from gym_envs.errors import StateError
 from gym_envs.sandbox import DbFacade, SqlLimits, StateDB
 from gym_envs.sandbox.sqlpolicy import quote_identifier
+from tests.gym_envs.sandbox.store import state_image
 
 SCHEMA = """
 CREATE TABLE acct (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance INTEGER NOT NULL);
@@ -32,12 +33,7 @@ _ROOT = Path(__file__).resolve().parents[3]
 
 
 def template() -> bytes:
-    db = StateDB(LIMITS)
-    db.script(SCHEMA, mode="setup")
-    db.script(SEED, mode="rw")
-    image = db.image()
-    db.close()
-    return image
+    return state_image(SCHEMA, SEED, LIMITS)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import gym_envs.sandbox.db as db_module
 from gym_envs.errors import StateError
 from gym_envs.sandbox import InProcessExecutor, Limits, SqlLimits, StateDB
 from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest, write_closure
-from tests.gym_envs.sandbox.store import STORE_TOOLS, store_spec
+from tests.gym_envs.sandbox.store import STORE_TOOLS, state_image, store_spec
 
 LIMITS = SqlLimits(statement_timeout_s=0.2)
 
@@ -70,12 +70,7 @@ def take(db, item_id, qty):
 
 
 def template() -> bytes:
-    db = StateDB(LIMITS)
-    db.script(SCHEMA, mode="setup")
-    db.script(SEED, mode="rw")
-    image = db.image()
-    db.close()
-    return image
+    return state_image(SCHEMA, SEED, LIMITS)
 
 
 def episode(**limits: Any) -> StateDB:
