@@ -304,10 +304,13 @@ def _run_suite(spec: str, suite: Suite, policy: Policy, config: EvalConfig, bar:
         log(f"warning: {suite.name}: skipped {len(skipped)} environment{'' if len(skipped) == 1 else 's'} whose "
             f"spec file is corrupt ({shown}{' ...' if len(skipped) > 5 else ''})")
     try:
-        tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
+        def listed() -> list[TaskRef]:
+            return suite.tasks()[: config.limit] if config.limit else suite.tasks()
+
+        tasks = listed()
         if user is not None and getattr(suite, "user_opens", False):
             info["openings"] = open_conversations(suite, tasks, user)
-            tasks = suite.tasks()[: config.limit] if config.limit else suite.tasks()
+            tasks = listed()  # the suite's tasks now open with the user's messages
         jobs = [(t, trial) for t in tasks for trial in range(config.k)]
         handle = bar.add_task(suite.name, total=len(jobs)) if bar is not None else None
         tick = (lambda n: bar.advance(handle, n)) if bar is not None else None

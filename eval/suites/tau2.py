@@ -28,6 +28,7 @@ from eval.suites.base import SPLITS
 from eval.suites.generated import ExamplesOptions, SpecSuite
 from gym_envs.episode import TaskRef
 from gym_envs.sandbox import Executor
+from gym_envs.spec import EnvSpec
 
 __all__ = ["TAU2_VARIANTS", "Tau2Options", "Tau2Suite"]
 
@@ -83,21 +84,26 @@ class Tau2Suite(SpecSuite):
     #: model-backed user writes the opening message instead (:meth:`open_conversations`), as τ²'s user does
     user_opens = True
 
+    @property
+    def spec(self) -> EnvSpec:
+        """The suite's one spec (the conversion's, with the openings a model-backed user wrote)."""
+        return self.specs[self.conversion.spec.id]
+
     def open_conversations(self, openings: dict[str, str]) -> None:
         """Open the tasks named in ``openings`` (task id -> the user's first message) with that message instead of
         the scenario, so the agent sees only what the user says (τ²'s protocol); the scenario stays the user's."""
-        spec = self.specs[self.conversion.spec.id]
+        spec = self.spec
         tasks = [t if t.id not in openings else t.model_copy(update={"turns": [
             t.turns[0].model_copy(update={"instruction": openings[t.id]}), *t.turns[1:]]}) for t in spec.tasks]
         self.specs[spec.id] = spec.model_copy(update={"tasks": tasks})
 
     def tasks(self) -> list[TaskRef]:
-        spec = self.specs[self.conversion.spec.id]
+        spec = self.spec
         return [TaskRef(spec, t.id, suite=self.name, split=t.split,
                         meta={"tau2_id": t.tau2_id, "reward_basis": list(t.reward_basis)}) for t in self.played]
 
     def task_texts(self) -> list[tuple[str, str]]:
-        spec = self.specs[self.conversion.spec.id]
+        spec = self.spec
         return [(f"{self.name}/{spec.id}/{t.id}", spec.task(t.id).turns[0].instruction) for t in self.played]
 
     def info(self) -> dict[str, Any]:
