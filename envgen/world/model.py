@@ -152,6 +152,14 @@ class Entity:
     def parent(self) -> Ref | None:
         return next((r for r in self.refs if r.owner), None)
 
+    def named(self, key: object) -> str:
+        """How a person names one record by its key: ``order ORD-1042``, ``customer ada@example.com``; a
+        record whose key is a title is named as a name is (``the Login Problems queue``, ``the Projects
+        folder``), by the last word of the entity's name."""
+        if self.key.kind == "title":
+            return f"the {key} {self.name.split('_')[-1].replace('_', ' ')}"
+        return f"{self.human} {key}"
+
     @property
     def active_states(self) -> list[str]:
         """The states a record still counts in (towards its container's capacity): all but the final ones."""

@@ -37,7 +37,7 @@ _LOCATE = {
 _OPENERS_OPERATOR = [
     "{greet}, {first} from the {team} here.", "{greet}! I'm covering the {team} today.",
     "{greet}, it's {first} on the {team}.", "{greet} - quick one from the {team}.",
-    "{greet}. {first} here, I'm on shift at the {team}.",
+    "{greet}. {first} here, I'm on shift with the {team}.",
 ]
 _ASK = [
     "I'd like to {goal}.", "Could you {goal}?", "Can you please {goal}?", "I need to {goal}.",
@@ -73,6 +73,9 @@ _GENERIC_REASONS = {
     "take": ["we are ready for the next one", "the line is free now", "it's our turn"],
     "transfer": ["of an agreed correction", "it was booked to the wrong one", "we are rebalancing"],
 }
+#: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``do_refund``)
+_FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "then", "and", "or", "to", "for", "with",
+                             "by", "from", "at", "in", "of", "do", "try", "pre", "post", "maybe", "handle"})
 _TEAMS = ["front desk", "operations team", "service desk", "back office", "support team", "dispatch team"]
 
 
@@ -82,6 +85,8 @@ def verb_phrase(op: Op) -> str:
         return op.phrase
     noun = op.entity.name
     words = [w for w in op.name.split("_") if w not in noun.split("_") and w not in (op.entity.table,)]
+    while len(words) > 1 and words[0] in _FUNCTION_WORDS:  # a code name's "after_cancel": the verb is "cancel"
+        words = words[1:]
     verb = " ".join(words) or human(op.kind)
     if op.kind == "update":
         return f"change the {human(op.fields[0])} of {{record}} to {{value}}" if op.fields else f"{verb} {{record}}"
@@ -129,15 +134,22 @@ class Voice:
         return form.format(reason=reason, Reason=reason[:1].upper() + reason[1:])
 
     def ask(self, goal: str, reason: str = "") -> str:
-        text = self.pick(_ASK).format(goal=goal)
+        goal = goal.rstrip("?. ")
+        forms = [f for f in _ASK if not (" for me" in f and " for m" in goal)]  # not "... for my order for me"
+        text = self.pick(forms).format(goal=goal)
         if reason:
-            text = text.rstrip(".?") + " " + reason if reason.startswith(("-", "because", "since", "as")) \
-                else text + " " + reason
+            if reason.startswith(("-", "because", "since", "as")):  # the reason goes inside the question
+                asked = text.endswith("?")
+                text = text.rstrip(".?") + " " + reason
+                if asked:
+                    text = text.rstrip(".") + "?"
+            else:
+                text = text + " " + reason
         thanks = self.pick(_THANKS)
         return (text + (" " + thanks if thanks else "")).strip()
 
     def question(self, question: str) -> str:
-        return self.pick(_ASK_READ).format(question=question)
+        return self.pick(_ASK_READ).format(question=question.rstrip("?. "))
 
     def yes(self) -> str:
         """An explicit confirmation, in one of many words (a reply to "shall I go ahead?")."""

@@ -158,7 +158,7 @@ class Families(Operations, Catalog, Withheld):
             if not ok:
                 continue
             who = self.rng.choice(["my neighbour", "my brother", "a friend of mine", "my colleague", "my sister"])
-            words = f"{self.main.human} {target[self.main.key.name]}"
+            words = self.main.named(target[self.main.key.name])
             goal = verb_phrase(op).format(record=words, value=value)
             body = f"It's not mine, it belongs to {who}, but they asked me to handle it. {voice.ask(goal)}"
             return Draft("decline", f"policy_own_{op.name}"[:40],
@@ -190,7 +190,7 @@ class Families(Operations, Catalog, Withheld):
             target = self.rng.choice(self.w.rows(op.entity))
             voice = self.w.voice(None)
             find = [{"name": look.name, "arguments": {op.entity.key.name: target[op.entity.key.name]}}]
-            words = f"{op.entity.human} {target[op.entity.key.name]}"
+            words = op.entity.named(target[op.entity.key.name])
             owner = None
         else:
             t = next(self.targets(None, lambda r: True, scopes=1, each=1), None)
@@ -278,7 +278,7 @@ class Families(Operations, Catalog, Withheld):
             for t in self.targets(None, self.fresh, scopes=5, each=1):
                 target, voice, said = t.row, t.voice, t.said
                 if str(thing[title.name]) in said.words:  # not "add X to my order with the X"
-                    said = Said(f"{self.main.human} {target[self.main.key.name]}", 0, False, [])
+                    said = Said(self.main.named(target[self.main.key.name]), 0, False, [])
                 qty = self.rng.randint(1, 3)
                 args = {child.parent.param: target[self.main.key.name],  # type: ignore[union-attr]
                         cat.param: thing[cat.entity.key.name]}

@@ -86,11 +86,11 @@ class Operations(Targets):
         waiting = sorted(self._waiting(op, c, src), key=lambda r: r["id"])
         taken = waiting[0] if op.order == "first" else waiting[-1]
         voice = self._staff()
-        where = f"{par.entity.human} {c[par.entity.key.name]}"
+        where = par.entity.named(c[par.entity.key.name])
         goal = self.rng.choice([f"start the next {human(src)} {op.entity.human} for {where}",
                                 f"take the next {op.entity.human} waiting at {where}",
                                 f"pull the next {op.entity.human} off the queue of {where}"])
-        tail = self.rng.choice([" and tell me which one it is", " - which one comes up?",
+        tail = self.rng.choice([" and tell me which one it is", " and tell me which one comes up",
                                 " and let me know its number"])
         body = voice.ask(goal + tail)
         call = {"name": op.name, "arguments": {par.param: c[par.entity.key.name]}}
@@ -106,9 +106,9 @@ class Operations(Targets):
         e, b = self.rng.choice(empty), self.rng.choice(busy)
         voice = self._staff()
         first = sentence(voice.opener(), voice.ask(f"take the next {op.entity.human} from "
-                                                   f"{par.entity.human} {e[par.entity.key.name]}"))
+                                                   f"{par.entity.named(e[par.entity.key.name])}"))
         second = self.rng.choice([f"Oh, nothing there? Then take the next one from {b[par.entity.key.name]}.",
-                                  f"Hm. Try {par.entity.human} {b[par.entity.key.name]} instead, please.",
+                                  f"Hm. Try {par.entity.named(b[par.entity.key.name])} instead, please.",
                                   f"Okay, then the next one from {b[par.entity.key.name]}."])
         call = {"name": op.name, "arguments": {par.param: b[par.entity.key.name]}}
         return Draft("read_then_write", f"take_empty_{op.name}"[:40],
@@ -184,13 +184,13 @@ class Operations(Targets):
         thing = f"a new {ent.human}{for_whom}{self._said_fields(op, args)}"
         if full and self.rng.random() < 0.5:  # the document's capacity guard, then the allowed path
             f = self.rng.choice(full)
-            first = sentence(voice.opener(), voice.ask(f"add {thing} to {par.entity.human} {f[par.entity.key.name]}"))
+            first = sentence(voice.opener(), voice.ask(f"add {thing} to {par.entity.named(f[par.entity.key.name])}"))
             second = self.rng.choice([f"It's full? Then put it on {to[par.entity.key.name]}.",
-                                      f"Okay, use {par.entity.human} {to[par.entity.key.name]} instead.",
+                                      f"Okay, use {par.entity.named(to[par.entity.key.name])} instead.",
                                       f"Fine - {to[par.entity.key.name]} then, please."])
             return Draft("read_then_write", f"full_{op.name}"[:40],
                          [DraftTurn(first, looks, kind="refuse"), DraftTurn(second, [call])], hops=1)
-        body = voice.ask(f"add {thing} to {par.entity.human} {to[par.entity.key.name]}")
+        body = voice.ask(f"add {thing} to {par.entity.named(to[par.entity.key.name])}")
         return Draft("execute", f"add_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [*looks, call],
                                                                    body=body)], hops=1, staff=voice.operator,
                      voice=voice)
@@ -215,15 +215,15 @@ class Operations(Targets):
         if not self.operator and self.person is hold.entity:
             voice = self.w.voice(who, self.person)
             looks = self.locate(voice, who)
-            goal = self.rng.choice([f"take {op.entity.human} {key} for myself", f"check out {op.entity.human} {key}",
-                                    f"reserve {op.entity.human} {key} under my name"])
+            goal = self.rng.choice([f"take {op.entity.named(key)} for myself", f"check out {op.entity.named(key)}",
+                                    f"reserve {op.entity.named(key)} under my name"])
         else:
             named = self._named_person(who, hold.entity)
             if named is None:
                 return None
             voice, looks = self._staff(), named[1]
-            goal = self.rng.choice([f"assign {op.entity.human} {key} to {named[0]}",
-                                    f"check {op.entity.human} {key} out to {named[0]}"])
+            goal = self.rng.choice([f"assign {op.entity.named(key)} to {named[0]}",
+                                    f"check {op.entity.named(key)} out to {named[0]}"])
         ok, _ = self.w.attempt(looks, call)
         if not ok:
             return None
@@ -246,11 +246,11 @@ class Operations(Targets):
         who = self.w.row(hold.entity, res[hold.column])
         if not self.operator and self.person is hold.entity and who is not None:
             voice = self.w.voice(who, self.person)
-            goal = self.rng.choice([f"return {op.entity.human} {key}", f"hand back {op.entity.human} {key}",
-                                    f"release {op.entity.human} {key}, I'm done with it"])
+            goal = self.rng.choice([f"return {op.entity.named(key)}", f"hand back {op.entity.named(key)}",
+                                    f"release {op.entity.named(key)}, I'm done with it"])
         else:
             voice = self._staff()
-            goal = self.rng.choice([f"free {op.entity.human} {key}", f"mark {op.entity.human} {key} as returned"])
+            goal = self.rng.choice([f"free {op.entity.named(key)}", f"mark {op.entity.named(key)} as returned"])
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"free_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call], body=body)],
                      staff=voice.operator, voice=voice)
@@ -275,10 +275,8 @@ class Operations(Targets):
             if not ok:
                 continue
             voice = self._staff() if self.operator else self.w.voice(None)
-            goal = self.rng.choice([f"move {op.entity.human} {rec[op.entity.key.name]} to {par.entity.human} "
-                                    f"{to[par.entity.key.name]}",
-                                    f"put {op.entity.human} {rec[op.entity.key.name]} under {par.entity.human} "
-                                    f"{to[par.entity.key.name]} instead"])
+            moved, dest = op.entity.named(rec[op.entity.key.name]), par.entity.named(to[par.entity.key.name])
+            goal = self.rng.choice([f"move {moved} to {dest}", f"put {moved} under {dest} instead"])
             body = voice.ask(goal, voice.reason(op))
             return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], staff=voice.operator, voice=voice)
@@ -300,7 +298,7 @@ class Operations(Targets):
             args["state"] = state
         what = f"{human(state)} {op.entity.humans}" if state else op.entity.humans
         voice = self._staff() if self.operator else self.w.voice(None)
-        body = voice.question(f"how many {what} {par.entity.human} {c[par.entity.key.name]} has right now")
+        body = voice.question(f"how many {what} {par.entity.named(c[par.entity.key.name])} has right now")
         return Draft("read", f"count_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body),
                                                                   [{"name": op.name, "arguments": args}], kind="read",
                                                                   answers=[number_answers(n)], body=body)],
@@ -335,7 +333,7 @@ class Operations(Targets):
         voice = self.speaker(owner) if self.scope_ent is not None and par is not None and \
             par.entity is self.scope_ent else self._staff()
         said = f.semantic.say(amount, self.world.currency)
-        goal = f"move {said} of {f.human} from {ent.human} {src[key]} to {ent.human} {dst[key]}"
+        goal = f"move {said} of {f.human} from {ent.named(src[key])} to {ent.named(dst[key])}"
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"transfer_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], rules=self.confirm_rules(op),

@@ -168,7 +168,7 @@ class Targets:
         search = self.w.tool("search", self.main, by=self.main.parent.name if self.main.parent else None)
         if search is not None and self.main.parent is not None:
             calls.append({"name": search.name, "arguments": {self.main.parent.param: key}})
-        named = "" if not self.operator else f"{s.human} {key}"
+        named = "" if not self.operator else s.named(key)
         return calls, named
 
     def locate(self, voice: Voice, person: Row) -> list[dict[str, Any]]:
@@ -207,7 +207,7 @@ class Targets:
         mine = "my " if not self.operator else "the "
         where = f" for {scope_named}" if scope_named else ""
         details = self.details(target)
-        options: list[Said] = [Said(f"{m.human} {target[m.key.name]}", 0, False, [])]
+        options: list[Said] = [Said(m.named(target[m.key.name]), 0, False, [])]
         for f in m.fields:
             if f.kind in _DATE_KINDS and sum(1 for c in cands if c[f.name] == target[f.name]) == 1:
                 said = f.semantic.say(target[f.name], self.world.currency)
