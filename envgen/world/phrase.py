@@ -17,7 +17,7 @@ import re
 
 from envgen.world.model import Op, human
 
-__all__ = ["Voice", "also", "verb_phrase"]
+__all__ = ["Voice", "also", "verb_phrase", "verb_words"]
 
 _GREETINGS = ["Hi", "Hello", "Hey there", "Good morning", "Good afternoon", "Hi there", "Hello again"]
 _OPENERS_CUSTOMER = [
@@ -79,14 +79,19 @@ _FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "th
 _TEAMS = ["front desk", "operations team", "service desk", "back office", "support team", "dispatch team"]
 
 
+def verb_words(words: list[str]) -> list[str]:
+    """A code name's words from its verb on: ``after_cancel`` is asked as "cancel", ``on_close`` as "close"."""
+    while len(words) > 1 and words[0] in _FUNCTION_WORDS:
+        words = words[1:]
+    return words
+
+
 def verb_phrase(op: Op) -> str:
     """What the operation does, as a request's verb phrase with ``{record}`` (and ``{value}``) slots."""
     if op.phrase:
         return op.phrase
     noun = op.entity.name
-    words = [w for w in op.name.split("_") if w not in noun.split("_") and w not in (op.entity.table,)]
-    while len(words) > 1 and words[0] in _FUNCTION_WORDS:  # a code name's "after_cancel": the verb is "cancel"
-        words = words[1:]
+    words = verb_words([w for w in op.name.split("_") if w not in noun.split("_") and w not in (op.entity.table,)])
     verb = " ".join(words) or human(op.kind)
     if op.kind == "update":
         return f"change the {human(op.fields[0])} of {{record}} to {{value}}" if op.fields else f"{verb} {{record}}"

@@ -263,29 +263,35 @@ def describe(op: Op) -> str:
     return text
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a ticket``, ``an insurance policy``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _default_description(op: Op) -> str:
     e = op.entity
     by = by_ref(op)
     return {
-        "lookup": f"Look up a {e.human} by its {human(e.key.name)}; returns its details.",
-        "search": (f"List the {e.humans} of a {by.entity.human}." if by is not None else
+        "lookup": f"Look up {_a(e.human)} by its {human(e.key.name)}; returns its details.",
+        "search": (f"List the {e.humans} of {_a(by.entity.human)}." if by is not None else
                    f"Search {e.humans} by words of their {human(text_field(e) or e.key.name)}."),
-        "create": f"Create a {e.human}.",
-        "update": f"Change details of a {e.human}.",
-        "transition": f"Set a {e.human}'s state to {op.target}.",
-        "adjust": f"Add an amount to a {e.human}'s {human(op.fields[0]) if op.fields else 'value'}.",
+        "create": f"Create {_a(e.human)}.",
+        "update": f"Change details of {_a(e.human)}.",
+        "transition": f"Set {_a(e.human)}'s state to {op.target}.",
+        "adjust": f"Add an amount to {_a(e.human)}'s {human(op.fields[0]) if op.fields else 'value'}.",
         "transfer": f"Move an amount of {human(op.fields[0]) if op.fields else 'value'} from one {e.human} to another.",
-        "move": f"Move a {e.human} to another {e.parent.entity.human if e.parent else 'place'}.",
-        "delete": f"Delete a {e.human}.",
+        "move": f"Move {_a(e.human)} to another {e.parent.entity.human if e.parent else 'place'}.",
+        "delete": f"Delete {_a(e.human)}.",
         "take": f"Take the {'oldest' if op.order == 'first' else 'newest'} {op.sources[0] if op.sources else ''} "
-                f"{e.human} of a {by.entity.human if by is not None else 'container'} and mark it {op.target}.",
-        "count": f"Count the {e.humans} of a {by.entity.human if by is not None else 'container'}.",
-        "total": f"The total {human(op.fields[0]) if op.fields else ''} of a "
-                 f"{by.entity.human if by is not None else 'container'}'s {e.humans}.",
-        "acquire": f"Assign a {e.human} to someone.",
-        "release": f"Free a {e.human} that someone holds.",
+                f"{e.human} of {_a(by.entity.human if by is not None else 'container')} and mark it {op.target}.",
+        "count": f"Count the {e.humans} of {_a(by.entity.human if by is not None else 'container')}.",
+        "total": f"The total {human(op.fields[0]) if op.fields else ''} of "
+                 f"{_a(by.entity.human if by is not None else 'container')}'s {e.humans}.",
+        "acquire": f"Assign {_a(e.human)} to someone.",
+        "release": f"Free {_a(e.human)} that someone holds.",
         "escalate": "Hand the conversation to a human agent, with a short reason.",
     }[op.kind]
+
 
 def escalation_topics(op: Op) -> list[str]:
     """The topics an escalate tool takes: its ``sources`` (the policy's reasons), or one general topic."""

@@ -33,6 +33,7 @@ from typing import Any
 from envgen.errors import TemplateError
 from envgen.world.blueprint import ConditionSpec, OperationSpec, WorldBlueprint
 from envgen.world.catalog import CatalogEntry, entries
+from envgen.world.phrase import verb_words
 from gym_envs.seeding import stable_seed
 
 __all__ = ["WrittenWorld", "graft", "write_world"]
@@ -74,14 +75,27 @@ def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> 
     return max(hosts, key=score)
 
 
-def _tool_name(doc_name: str, noun: str, taken: set[str]) -> str:
-    base = _snake(doc_name) or "act"
-    name = base if noun in base else f"{base}_{noun}"
-    name = re.sub(r"_+", "_", name)[:60].strip("_")
-    if not re.match(r"^[a-z][a-z0-9_]{1,63}$", name):
-        name = f"do_{name}"[:60]
+def _tool_name(doc_name: str, noun: str, taken: set[str], free: str | None = None, kind: str = "act") -> str:
+    """The tool's name: the document's function from its verb on (``after_cancel`` is ``cancel``) and the domain's
+    record (``put_print_job``); a long name keeps its verb only (``create_aligned_partitions`` on tickets is
+    ``create_ticket``), a special method (``__len__``) and a name another tool has (a ``get`` that takes the next
+    record, beside the domain's ``get`` lookup) say the operation's ``kind`` (``count_application``,
+    ``take_subscription``). ``free``: a taken name that may be reused (the domain tool this one replaces)."""
+    words = verb_words([w for w in _snake(doc_name).split("_") if w]) if not doc_name.startswith("__") else [kind]
+    tries = ([words[:1]] if len(words) >= 3 else []) + [words, [kind]]
+    out = ""
+    for ws in tries:
+        base = "_".join(ws) or "act"
+        name = base if noun in base else f"{base}_{noun}"
+        name = re.sub(r"_+", "_", name)[:60].strip("_")
+        if not re.match(r"^[a-z][a-z0-9_]{1,63}$", name):
+            name = f"do_{name}"[:60]
+        out = name
+        if name not in taken or name == free:
+            taken.add(name)
+            return name
     n = 2
-    out = name
+    name = out
     while out in taken:
         out, n = f"{name}_{n}", n + 1
     taken.add(out)
@@ -156,13 +170,15 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
             break
         role = getattr(op, "role", "")
         origin = re.sub(r"[^A-Za-z0-9_.]", "", f"{origin_module}.{getattr(op, 'origin', op.name)}")[:60]
-        doc = re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", str(getattr(op, "doc", "") or ""))[:100]
         guards = list(getattr(op, "guards", []) or [])
-        desc = (f"{doc} ({op.name} in {origin_module})" if doc else f"Works like {op.name} in {origin_module}")[:160]
-        spec = _grafted_op(role, op, guards, desc, origin, roles, item, container, parent_ref, states, finals,
-                           waiting, taken_state, cap_field, noun, names)
+        spec = _grafted_op(role, op, guards, origin, roles, item, container, parent_ref, states, finals,
+                           waiting, taken_state, cap_field, noun, names, bp.operations)
+        if spec is not None and (spec.kind, spec.entity, spec.target) in replaced:  # one tool an effect
+            names.discard(spec.name)
+            continue
         if spec is None:
             continue
+        spec.description = _service_description(spec, bp)
         grafted.append(spec)
         replaced.add((spec.kind, spec.entity, spec.target))
     kept = [o for o in bp.operations if (o.kind, o.entity, o.target) not in replaced
@@ -173,12 +189,13 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
     return bp, [o.name for o in grafted]
 
 
-def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, roles: dict[str, Any], item: Any,
+def _grafted_op(role: str, op: Any, guards: list[Any], origin: str, roles: dict[str, Any], item: Any,
                 container: Any, parent_ref: Any, states: list[str], finals: list[str], waiting: str | None,
-                taken_state: str | None, cap_field: str | None, noun: str, names: set[str]) -> OperationSpec | None:
+                taken_state: str | None, cap_field: str | None, noun: str, names: set[str],
+                ops: list[OperationSpec]) -> OperationSpec | None:
     """One document operation as a tool of the domain, or None when the domain has no part for it."""
     def name(n: str = noun) -> str:
-        return _tool_name(op.name, n, names)
+        return _tool_name(op.name, n, names, free=_twin_name(role, n, ops), kind=_ROLE_KINDS.get(role, "act"))
 
     def guard(kind: str, fallback: str) -> str:
         return _message(next((g for g in guards if getattr(g, "kind", "") == kind), None), fallback)
@@ -187,16 +204,16 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
         conds = [ConditionSpec(kind="room", message=guard("full", f"the {container.name.replace('_', ' ')} {{key}} "
                                                                   f"is full"))] if cap_field is not None else []
         fields = [f.name for f in item.fields if not f.nullable and f.kind not in ("date", "datetime")][:2]
-        return OperationSpec(name=name(), kind="create", entity=item.name, description=desc, origin=origin,
+        return OperationSpec(name=name(), kind="create", entity=item.name, origin=origin,
                              fields=fields, conditions=conds)
     if role == "take" and container is not None and waiting and taken_state and parent_ref is not None:
         conds = [ConditionSpec(kind="not_empty", message=guard("empty", f"no {waiting} {noun.replace('_', ' ')} "
                                                                         f"for {{key}}"))]
-        return OperationSpec(name=name(), kind="take", entity=item.name, description=desc, origin=origin,
+        return OperationSpec(name=name(), kind="take", entity=item.name, origin=origin,
                              target=taken_state, sources=[waiting],
                              order="last" if getattr(op, "order", "") == "last" else "first", conditions=conds)
     if role == "count" and parent_ref is not None:
-        return OperationSpec(name=name(), kind="count", entity=item.name, description=desc, origin=origin,
+        return OperationSpec(name=name(), kind="count", entity=item.name, origin=origin,
                              sources=[waiting] if waiting else [])
     if role in ("change_state", "remove") and states:
         target = _closest_state(getattr(op, "target_state", None), states)
@@ -206,28 +223,48 @@ def _grafted_op(role: str, op: Any, guards: list[Any], desc: str, origin: str, r
         sources = [s for s in states if s != target and s not in finals]
         if target is None or not sources:
             return None
-        return OperationSpec(name=name(), kind="transition", entity=item.name, description=desc, origin=origin,
+        return OperationSpec(name=name(), kind="transition", entity=item.name, origin=origin,
                              target=target, sources=sources,
-                             phrase=f"{_snake(op.name).replace('_', ' ')} {{record}}"[:80])
+                             phrase=f"{' '.join(verb_words(_snake(op.name).split('_')))} {{record}}"[:80])
     if role in ("adjust", "add") and roles.get("account") is not None and roles.get("balance"):
         account = roles["account"]
-        return OperationSpec(name=name(account.name), kind="adjust", entity=account.name, description=desc,
+        return OperationSpec(name=name(account.name), kind="adjust", entity=account.name,
                              origin=origin, fields=[roles["balance"]])
     if role in ("acquire", "release") and roles.get("holder"):
         return OperationSpec(name=name(), kind="acquire" if role == "acquire" else "release", entity=item.name,
-                             description=desc, origin=origin, holder=roles["holder"])
+                             origin=origin, holder=roles["holder"])
     if role == "update":
         text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")), None)
         if text is None:
             return None
-        return OperationSpec(name=name(), kind="update", entity=item.name, description=desc, origin=origin,
+        return OperationSpec(name=name(), kind="update", entity=item.name, origin=origin,
                              fields=[text.name])
     if role == "move" and parent_ref is not None:
-        return OperationSpec(name=name(), kind="move", entity=item.name, description=desc, origin=origin)
+        return OperationSpec(name=name(), kind="move", entity=item.name, origin=origin)
     return None
 
 
 _READS = ("lookup", "search", "count", "total")
+
+#: the domain operation kind a document role becomes (for the name of the domain tool it replaces)
+_ROLE_KINDS = {"add": "create", "take": "take", "count": "count", "change_state": "transition", "remove": "transition",
+               "adjust": "adjust", "acquire": "acquire", "release": "release", "update": "update", "move": "move"}
+
+def _twin_name(role: str, noun: str, ops: list[OperationSpec]) -> str | None:
+    """The name of the domain tool of the same effect on ``noun`` (the one a grafted tool replaces), if any."""
+    kind = _ROLE_KINDS.get(role)
+    twin = next((o for o in ops if o.kind == kind and o.entity == noun), None)
+    return twin.name if twin is not None else None
+
+
+def _service_description(spec: OperationSpec, bp: WorldBlueprint) -> str:
+    """A grafted tool's description: what it does in the service, in the words of the domain tool of the same
+    effect, or "" (the renderer then says it from the operation's kind and rules, and names the document's
+    function it is modelled on). The document's own docstring speaks of the code ("Partitions of nodes from
+    subgraph and graph"), not of the service, so it is not the tool's description."""
+    twin = next((o for o in bp.operations if (o.kind, o.entity, o.target) == (spec.kind, spec.entity, spec.target)
+                 and o.description), None)
+    return twin.description if twin is not None else ""
 
 
 def _essential(bp: WorldBlueprint, op: OperationSpec) -> bool:

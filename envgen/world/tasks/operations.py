@@ -275,8 +275,8 @@ class Operations(Targets):
             if not ok:
                 continue
             voice = self._staff() if self.operator else self.w.voice(None)
-            moved, dest = op.entity.named(rec[op.entity.key.name]), par.entity.named(to[par.entity.key.name])
-            goal = self.rng.choice([f"move {moved} to {dest}", f"put {moved} under {dest} instead"])
+            moved, into = op.entity.named(rec[op.entity.key.name]), par.entity.named(to[par.entity.key.name])
+            goal = self.rng.choice([f"move {moved} to {into}", f"put {moved} under {into} instead"])
             body = voice.ask(goal, voice.reason(op))
             return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], staff=voice.operator, voice=voice)

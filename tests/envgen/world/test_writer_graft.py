@@ -1,0 +1,65 @@
+"""The AST world writer's grafted tools (envgen.proposers.world.writer): named and described in the service's
+words, one tool an effect."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envgen.proposers.world.writer import _tool_name, write_world
+
+
+@dataclass
+class _Doc:
+    id: str
+    path: str
+    text: str
+
+
+_BUFFER = '''
+class PathBuffer:
+    """A buffer of paths for the search."""
+
+    def __init__(self):
+        self.paths = []
+        self.maxlen = 10
+
+    def __len__(self):
+        return len(self.paths)
+
+    def push(self, cost, path):
+        if len(self.paths) >= self.maxlen:
+            raise OverflowError("the buffer is full")
+        self.paths.append((cost, path))
+
+    def append_path_with_extra_cost(self, cost, path):
+        self.paths.append((cost, path))
+
+    def pop(self):
+        if not self.paths:
+            raise IndexError("no paths left")
+        return self.paths.pop(0)
+'''
+
+
+def test_a_tool_is_named_from_the_functions_verb_and_the_services_record() -> None:
+    taken: set[str] = {"get_subscription"}
+    assert _tool_name("after_cancel", "booking", taken) == "cancel_booking"
+    assert _tool_name("create_aligned_partitions", "ticket", taken) == "create_ticket"
+    assert _tool_name("put", "print_job", taken) == "put_print_job"
+    assert _tool_name("__len__", "application", taken, kind="count") == "count_application"
+    assert _tool_name("get", "subscription", taken, kind="take") == "take_subscription"  # the lookup has "get"
+    assert _tool_name("create_aligned_partitions", "ticket", taken, free="create_ticket") == "create_ticket"
+
+
+def test_grafted_tools_are_described_by_the_service_and_each_effect_is_grafted_once() -> None:
+    written = write_world(_Doc("paths.py", "paths.py", _BUFFER), seed=0)
+    bp = written.blueprint
+    grafted = [o for o in bp.operations if o.name in written.grafted]
+    assert grafted, "the buffer's operations are grafted"
+    effects = [(o.kind, o.entity, o.target) for o in grafted]
+    assert len(effects) == len(set(effects)), effects
+    for op in grafted:
+        assert "buffer" not in op.description.lower() and "path" not in op.description.lower(), op.description
+        assert not op.name.startswith("_") and "__" not in op.name
+    names = [o.name for o in bp.operations]
+    assert len(names) == len(set(names))
