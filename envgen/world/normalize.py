@@ -228,7 +228,8 @@ def _tool_rule(op: Op, c: Condition) -> str | None:
         return f"`{op.name}` needs the {human(c.ref)} to be {' or '.join(c.values)}; explain this when it refuses."
     if c.kind in ("compare", "room"):
         par = op.entity.parent
-        named = f"the {par.entity.human}" if c.kind == "room" and par is not None else "it"  # whose key fills {key}
+        whose = par.entity if c.kind == "room" and par is not None else op.entity  # whose key fills {key}
+        named = f"<{human(whose.key.name)}>"  # "Queue <queue name> is at its ticket limit"
         return f"`{op.name}` refuses when: {c.message.rstrip('.').replace('{key}', named)}. Explain why to the user."
     return None
 

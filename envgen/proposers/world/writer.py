@@ -103,10 +103,13 @@ def _tool_name(doc_name: str, noun: str, taken: set[str], free: str | None = Non
 
 
 def _message(guard: Any, fallback: str) -> str:
-    exc = str(getattr(guard, "exception", "") or "").strip()
-    msg = str(getattr(guard, "message", "") or "").strip()
+    """A refusal's message: the code's exception and message (its characters kept to the format's prose, braces
+    dropped), or ``fallback`` (the writer's own words, whose ``{key}`` names the record)."""
+    def prose(s: Any) -> str:
+        return re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", str(s or "")).strip()
+
+    exc, msg = prose(getattr(guard, "exception", "")), prose(getattr(guard, "message", ""))
     text = f"{exc}: {msg}" if exc and msg else (f"{exc}: {fallback}" if exc else (msg or fallback))
-    text = re.sub(r"[^A-Za-z0-9 ,.;:()'/_%$&+=-]", "", text)
     return text[:150] or fallback
 
 

@@ -63,3 +63,15 @@ def test_grafted_tools_are_described_by_the_service_and_each_effect_is_grafted_o
         assert not op.name.startswith("_") and "__" not in op.name
     names = [o.name for o in bp.operations]
     assert len(names) == len(set(names))
+
+
+def test_a_refusal_keeps_the_writers_key_slot_and_drops_the_codes_braces() -> None:
+    from types import SimpleNamespace
+
+    from envgen.proposers.world.writer import _message
+
+    fallback = "the support queue {key} is full"
+    assert _message(None, fallback) == fallback
+    assert _message(SimpleNamespace(exception="QueueFull", message=""), fallback) == f"QueueFull: {fallback}"
+    assert _message(SimpleNamespace(exception="ValueError", message="bad {item!r} <x>"), fallback) == \
+        "ValueError: bad itemr x"
