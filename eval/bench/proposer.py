@@ -28,9 +28,11 @@ environment (prompt and completion, all proposals) and generation tokens/s; cons
 count ``constrained_parse`` failures, which must be 0. The accepted environments of every setup are
 measured for realism (:func:`envgen.realism.measure_specs`: CRUD-verb and slug shares, tables and rows,
 words per first turn, row ids in user text, hops, policy rules and tasks, scenario share...), under
-``realism`` and printed as a second table. Every setup's documents go through the backend
-in one batch. Results are written (atomically) to ``--out/proposer.json`` after each setup (``--resume`` skips the
-setups already there), with a bar chart ``proposer.png``.
+``realism`` and printed as a second table. A setup's documents go through the backend ``--batch-size`` at a
+time (all in one call without it), under a progress bar; each call's proposals are appended to
+``--out/work/<setup>.jsonl`` as it ends. Results are written (atomically) to ``--out/proposer.json`` after each
+setup, with a bar chart ``proposer.png``; ``--resume`` skips the setups already there and, in the setup a kill
+stopped, the documents already written.
 
 A setup whose every proposal failed in the model backend (a missing dependency of constrained decoding, an
 engine error) measured nothing: the bench stops with an error naming the backend's first error (exit 1;
@@ -173,17 +175,64 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
     }
 
 
+_KEPT_META = ("error_code", "finish_reason")  #: what a saved proposal keeps of its ``meta`` (what the scores read)
+
+
+def _saved(p: Any) -> dict[str, Any]:
+    """One proposal as a line of the setup's work file (what :func:`_score` and the examples read)."""
+    return {"doc": p.doc_id, "spec": None if p.spec is None else json.loads(p.spec.to_json(indent=None)),
+            "error": p.error, "raw": (p.raw or "")[:600], "prompt_tokens": p.prompt_tokens,
+            "completion_tokens": p.completion_tokens, "meta": {k: p.meta[k] for k in _KEPT_META if k in p.meta}}
+
+
+def _restored(row: dict[str, Any]) -> Any:
+    from envgen.proposers.base import Proposal
+    from gym_envs.spec import parse_spec
+
+    return Proposal(row["doc"], None if row["spec"] is None else parse_spec(row["spec"]), error=row["error"],
+                    raw=row["raw"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+                    meta=dict(row["meta"]))
+
+
+def _generate(prop: Any, docs: list[Any], args: ProposerBench, work: Path, progress: Any) -> tuple[list[Any], float]:
+    """Every document's proposal, ``--batch-size`` documents a call (all in one call without it), each call's
+    proposals appended to ``work`` (JSON lines with the call's seconds) as it ends: a killed run re-run with
+    ``--resume`` goes on from the first document not yet written. Returns the proposals in document order and
+    the generation seconds of all calls."""
+    done: dict[str, dict[str, Any]] = {}
+    seconds = 0.0
+    if work.exists():
+        for line in work.read_text().splitlines():
+            if line.strip():
+                chunk = json.loads(line)
+                seconds += chunk["seconds"]
+                done.update((row["doc"], row) for row in chunk["proposals"])
+    todo = [d for d in docs if d.id not in done]
+    size = args.batch_size or max(1, len(todo))
+    bar = progress.add_task("  documents", total=len(docs), completed=len(docs) - len(todo))
+    for i in range(0, len(todo), size):
+        t0 = time.perf_counter()
+        props = prop.propose_batch(todo[i:i + size], seed=args.seed)
+        took = time.perf_counter() - t0
+        rows = [_saved(p) for p in props]
+        with work.open("a") as fh:  # a line per call, written whole: a kill leaves whole lines only
+            fh.write(json.dumps({"seconds": round(took, 3), "proposals": rows}) + "\n")
+        seconds += took
+        done.update((row["doc"], row) for row in rows)
+        progress.advance(bar, len(props))
+    progress.remove_task(bar)
+    return [_restored(done[d.id]) for d in docs], seconds
+
+
 def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
-               backends: dict[str, Any]) -> dict[str, Any]:
+               backends: dict[str, Any], work: Path, progress: Any) -> dict[str, Any]:
     from envgen.gate import validate_spec
     from gym_envs.sandbox import make_executor
 
     prop = _proposer(setup, args, backends)
     names = list(sets)
     docs = [d for n in names for d in sets[n]]
-    t0 = time.perf_counter()
-    props = prop.propose_batch(docs, seed=args.seed)
-    gen = time.perf_counter() - t0
+    props, gen = _generate(prop, docs, args, work, progress)
     failed = [p for p in props if p.meta.get("error_code") == FailureCode.GENERATION]
     if props and len(failed) == len(props):
         raise click.ClickException(f"setup {setup}: every one of the {len(props)} proposals failed in the model "
@@ -201,7 +250,7 @@ def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
         start = 0
         for n in names:
             k = len(sets[n])
-            # all documents went through the backend in one batch: its throughput is reported for each set
+            # the documents of both sets went through the backend together: its throughput is reported for each
             out[n] = _score(props[start:start + k], sets[n], verdicts[start:start + k], gen, props, ex)
             start += k
     finally:
@@ -261,11 +310,20 @@ def run(args: ProposerBench) -> dict[str, Any]:
     from rich.progress import Progress
 
     todo = [s for s in args.setups if s not in result["setups"]]
+    work = out_dir / "work"
+    written = sorted(work.glob("*.jsonl")) if work.exists() else []
+    if written and not args.resume:
+        if not args.overwrite:
+            raise SystemExit(f"{work} holds the proposals of an earlier run that did not finish: --resume to continue "
+                             "it or --overwrite to replace it")
+        for old in written:
+            old.unlink()
+    work.mkdir(exist_ok=True)
     with Progress(transient=False) as progress:
         task = progress.add_task("bench proposer", total=len(todo))
         for setup in todo:
             progress.update(task, description=f"bench proposer: {setup}")
-            result["setups"][setup] = _run_setup(setup, sets, args, backends)
+            result["setups"][setup] = _run_setup(setup, sets, args, backends, work / f"{setup}.jsonl", progress)
             atomic_write_text(path, json.dumps(result, indent=1))
             progress.advance(task)
     plot(result, out_dir / "proposer.png")

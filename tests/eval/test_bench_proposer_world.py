@@ -97,3 +97,37 @@ def test_world_setups_report_acceptance_grounding_and_realism(tmp_path: Path, mo
 def test_world_warm_without_its_model_says_which_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     res = _invoke(tmp_path, monkeypatch, WorldWriter({}), "--setups", "world-warm", "--warm", "x")
     assert res.exit_code == 1 and "world-warm needs --world-warm" in res.output
+
+
+class Killed(WorldWriter):
+    """A world writer whose run is killed (Ctrl-C) when it is asked for document number ``at`` (0-based)."""
+
+    def __init__(self, docs: dict[str, Any], at: int) -> None:
+        super().__init__(docs)
+        self.at = at
+
+    def _answer(self, prompt: Any) -> str:
+        if len(self.asked) == self.at:
+            raise KeyboardInterrupt
+        return super()._answer(prompt)
+
+
+@pytest.mark.slow
+def test_a_killed_setup_resumes_from_the_first_document_not_written(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = _docs()
+    killed = _invoke(tmp_path, monkeypatch, Killed(docs, at=2), "--setups", "world", "--batch-size", "1")
+    assert killed.exit_code != 0
+    work = tmp_path / "out" / "work" / "world.jsonl"
+    assert len(work.read_text().splitlines()) == 2  # a line per finished call
+    plain = _invoke(tmp_path, monkeypatch, WorldWriter(docs), "--setups", "world", "--batch-size", "1")
+    assert plain.exit_code == 1 and "--resume" in plain.output  # the unfinished run is not silently replaced
+    backend = WorldWriter(docs)
+    res = _invoke(tmp_path, monkeypatch, backend, "--setups", "world", "--batch-size", "1", "--resume")
+    assert res.exit_code == 0, res.output
+    assert len(backend.asked) == 1  # three documents, two already written
+    result = json.loads((tmp_path / "out" / "proposer.json").read_text())
+    assert sum(r["documents"] for k, r in result["setups"]["world"].items() if isinstance(r, dict) and
+               "documents" in r) == 3
+    assert all(r["accepted"] == r["documents"] for k, r in result["setups"]["world"].items()
+               if isinstance(r, dict) and "documents" in r)
