@@ -99,8 +99,9 @@ def _build_tokenizer(vocab_size: int) -> Any:
     return fast
 
 
-def build_tiny_qwen3(path: str | Path, *, vocab_size: int = 512, seed: int = 0) -> Path:
-    """Write a tiny Qwen3 model and tokenizer to ``path`` (a no-op when already built there)."""
+def build_tiny_qwen3(path: str | Path, *, vocab_size: int = 512, seed: int = 0, context: int = 2048) -> Path:
+    """Write a tiny Qwen3 model and tokenizer to ``path`` (a no-op when already built there); ``context``: its
+    context window (``max_position_embeddings``), which bounds a prompt and its completion."""
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -112,7 +113,7 @@ def build_tiny_qwen3(path: str | Path, *, vocab_size: int = 512, seed: int = 0) 
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     pad_id = tok.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=context,
                          tie_word_embeddings=True, eos_token_id=eos_id, pad_token_id=pad_id, bos_token_id=None,
                          rope_theta=10000.0)
     with torch.random.fork_rng(devices=[]):  # built on CPU: leave CUDA devices alone

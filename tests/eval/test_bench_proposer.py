@@ -21,7 +21,7 @@ def test_bench_proposer_tiny(tmp_path: Path):
     from tests.envgen.test_blueprint import JS
     from training.tiny_model import build_tiny_qwen3
 
-    model = build_tiny_qwen3(tmp_path / "tiny-qwen3")
+    model = build_tiny_qwen3(tmp_path / "tiny-qwen3", context=16384)  # the free setups' prompts hold example specs
     js = tmp_path / "js"
     js.mkdir()
     (js / "queue.js").write_text(JS.text)
