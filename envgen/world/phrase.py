@@ -73,9 +73,9 @@ _GENERIC_REASONS = {
     "take": ["we are ready for the next one", "the line is free now", "it's our turn"],
     "transfer": ["of an agreed correction", "it was booked to the wrong one", "we are rebalancing"],
 }
-#: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``do_refund``)
+#: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``handle_read``)
 _FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "then", "and", "or", "to", "for", "with",
-                             "by", "from", "at", "in", "of", "do", "try", "pre", "post", "maybe", "handle"})
+                             "by", "from", "at", "in", "of", "pre", "post", "handle"})
 _TEAMS = ["front desk", "operations team", "service desk", "back office", "support team", "dispatch team"]
 
 

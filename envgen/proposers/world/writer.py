@@ -77,12 +77,14 @@ def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> 
 
 def _tool_name(doc_name: str, noun: str, taken: set[str], free: str | None = None, kind: str = "act") -> str:
     """The tool's name: the document's function from its verb on (``after_cancel`` is ``cancel``) and the domain's
-    record (``put_print_job``); a long name keeps its verb only (``create_aligned_partitions`` on tickets is
-    ``create_ticket``), a special method (``__len__``) and a name another tool has (a ``get`` that takes the next
-    record, beside the domain's ``get`` lookup) say the operation's ``kind`` (``count_application``,
-    ``take_subscription``). ``free``: a taken name that may be reused (the domain tool this one replaces)."""
-    words = verb_words([w for w in _snake(doc_name).split("_") if w]) if not doc_name.startswith("__") else [kind]
-    tries = ([words[:1]] if len(words) >= 3 else []) + [words, [kind]]
+    record (``put_print_job``); where another tool has that name, the function's whole name
+    (``after_cancel_subscription`` beside the domain's ``cancel_subscription``), then the operation's ``kind``
+    (a ``get`` that takes the next record, beside the domain's ``get`` lookup, is ``take_subscription``); a
+    special method (``__len__``) says its kind (``count_application``). ``free``: a taken name that may be
+    reused (the domain tool this one replaces)."""
+    whole = [w for w in _snake(doc_name).split("_") if w]
+    words = verb_words(whole) if not doc_name.startswith("__") else [kind]
+    tries = [words, whole, [kind]] if not doc_name.startswith("__") else [[kind]]
     out = ""
     for ws in tries:
         base = "_".join(ws) or "act"
@@ -176,9 +178,6 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
         guards = list(getattr(op, "guards", []) or [])
         spec = _grafted_op(role, op, guards, origin, roles, item, container, parent_ref, states, finals,
                            waiting, taken_state, cap_field, noun, names, bp.operations)
-        if spec is not None and (spec.kind, spec.entity, spec.target) in replaced:  # one tool an effect
-            names.discard(spec.name)
-            continue
         if spec is None:
             continue
         spec.description = _service_description(spec, bp)
