@@ -216,3 +216,36 @@ def test_a_world_that_breaks_its_schema_says_where_and_how() -> None:
     [p] = prop.propose_batch([JS], seed=0)
     assert p.spec is None and p.meta["error_code"] == "blueprint_schema"
     assert p.meta["schema_errors"][0] == {"loc": "entities.0.key.kind", "type": "missing"}
+
+
+def test_skills_are_induced_from_and_probed_on_worlds() -> None:
+    """``selfplay.write_skills`` with the world structure: a skill is induced from a world environment (its world
+    blueprint in the prompt, its structure in the skill's terms bounding the section it writes) and probed with
+    worlds written under it; a probe world that lacks what the skill asks is refused by its narrowed schema, and
+    the candidate with it."""
+    from envgen.skills.authoring import SkillWriter
+
+    spec = compile_world(store_world(), env_id="shop-induce", seed=0).spec
+    req = {"operations": ["adjust"], "rules": ["non_negative"], "states": False,
+           "tasks": {"execute": 0, "read": 0, "read_then_write": 0, "missing_parameter": 0, "decline": 0}}
+    answer = json.dumps({"name": "Store credit", "description": "Credit that adjustments never take below zero.",
+                         "tags": ["credit"], "rules": ["Refuse credit below zero."], "hints": ["Ask the amount."],
+                         "blueprint": req}, separators=(", ", ": "))
+    asked: list[Any] = []
+
+    def writer(probe_world: World) -> SkillWriter:
+        def completion(prompt: Any) -> str:
+            asked.append(prompt)
+            return answer if "library of skills" in prompt[0]["content"] else json.dumps(probe_world)
+
+        prop = LLMProposer("scripted", backend_options={"completions": completion}, structure="world", n_examples=0)
+        return SkillWriter(prop.backend, prop, probes=1, executor="inprocess")
+
+    [kept] = writer(op_first("adjust")(shop())).induce([(spec, 0.5, store_world().to_json(), JS)], 0,
+                                                       lambda name: "store-credit")
+    assert kept.kept and kept.skill is not None and kept.skill.blueprint == {"operations": ["adjust"],
+                                                                             "rules": ["non_negative"]}, kept.why
+    assert '"blueprint_version": 2' in asked[0][-1]["content"]  # the world blueprint it came from
+    assert "operations that begin with one of kind adjust" in asked[1][-1]["content"]  # the probe's world prompt
+    [refused] = writer(op_first("update")(shop())).induce([(spec, 0.5, None, JS)], 0, lambda name: "store-credit")
+    assert not refused.kept and "probe" in refused.why and "schema" in refused.why
