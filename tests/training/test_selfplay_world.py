@@ -209,3 +209,26 @@ def test_the_tiny_model_goes_on_under_the_world_grammar(tiny_dir: Path, tokenize
     assert parses(text) and text.startswith(good[:cut - 16])
     with pytest.raises(ValueError, match="not a 'spec'"):
         structure_grammar("spec")
+
+
+def test_bench_selfplay_follows_the_world_structure(tmp_path: Path) -> None:
+    """``envwright bench selfplay --config selfplay-smollm2-world``: the warm start and self-play write worlds
+    (a config where they differ is refused), and the fixed and held-out template sets are the AST world writer's."""
+    from corpora import load_corpus
+    from envgen.world.catalog import entries
+    from training.bench.selfplay import bench_structure, phase_environments
+    from training.config import load_config
+
+    assert bench_structure(load_config("selfplay-smollm2-world", [])) == "world"
+    assert bench_structure(load_config("selfplay-smollm2-h200", [])) == "blueprint"
+    with pytest.raises(SystemExit, match="set both to blueprint or both to world"):
+        bench_structure(load_config("selfplay-smollm2-world", ["selfplay.proposer.structure=blueprint"]))
+    docs = {d.path: d for d in load_corpus("stdlib") if d.path in ("queue.py", "sched.py", "shelve.py", "bisect.py")}
+    train, held = [docs["queue.py"], docs["sched.py"]], [docs["shelve.py"], docs["bisect.py"]]
+    res = phase_environments(tmp_path, train, held, n_train=2, n_held=1, seed=0, structure="world")
+    assert res["train_templates"] >= 1 and res["heldout_templates"] == 1
+    specs = [json.loads(p.read_text()) for p in [*(tmp_path / "templates").glob("*.json"),
+                                                 *(tmp_path / "heldout" / "template").glob("*.json")]]
+    domains = {e.blueprint.title for e in entries()}
+    assert specs and all(s["spec_version"] == 2 and s["id"].startswith("world-") for s in specs)
+    assert all(s["title"] in domains for s in specs)  # a catalog domain hosting the document's operations
