@@ -254,7 +254,7 @@ class LLMProposer(Proposer):
         if self.structure == "blueprint":
             parsed = self._parse_blueprint(comp.text, doc, skill, meta, fill)
         elif self.structure == "world":
-            parsed = self._parse_world(comp.text, doc, meta, fill)
+            parsed = self._parse_world(comp.text, doc, skill, meta, fill)
         else:
             text = comp.text
             if self.constrained:
@@ -299,10 +299,12 @@ class LLMProposer(Proposer):
         meta["difficulty"] = compiled.difficulty
         return ParsedCompletion(compiled.spec, None, None)
 
-    def _parse_world(self, text: str, doc: Any, meta: dict[str, Any], fill: dict[str, Any]) -> ParsedCompletion:
+    def _parse_world(self, text: str, doc: Any, skill: Any, meta: dict[str, Any],
+                     fill: dict[str, Any]) -> ParsedCompletion:
         """A completion of the world stream, compiled by the world compiler (failures typed as for blueprints,
-        ``meta["schema_errors"]`` included). A routed skill's structure is in the decoding schema, not a compiler
-        option: an unconstrained world that lacks it is judged by the skill's check on the compiled spec."""
+        ``meta["schema_errors"]`` included). A routed skill's structure is in the decoding schema (an unconstrained
+        world that lacks it is judged by the skill's check on the compiled spec); its task counts are the
+        compiler's (``require_tasks``: the task writer drafts those kinds first)."""
         import hashlib
 
         from envgen.world.blueprint import parse_world
@@ -327,7 +329,8 @@ class LLMProposer(Proposer):
         digest = hashlib.sha256(f"{sha}:{meta['blueprint']}:{fill['seed']}".encode()).hexdigest()
         try:
             compiled = compile_world(pw.blueprint, env_id=f"llm-world-{slug}-{digest[:8]}",
-                                     seed=int(fill["seed"]), source=source, provenance=provenance)
+                                     seed=int(fill["seed"]), source=source, provenance=provenance,
+                                     require_tasks=(getattr(skill, "blueprint", None) or {}).get("tasks"))
         except CompileError as e:
             return ParsedCompletion(None, f"the world blueprint cannot be compiled: {e}", FailureCode.COMPILE)
         meta["repairs"] = compiled.repairs

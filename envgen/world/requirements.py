@@ -20,19 +20,20 @@ The counterparts (:data:`OPERATIONS`, and :func:`world_needs` for the rest):
   ``values`` (a ``CHECK ... IN``);
 * ``non_negative``: an ``adjust`` operation (the tool refuses a result below its field's ``min``, 0 by
   default); ``range``: an ``adjust`` operation, and the prompt asks for a ``min`` and a ``max`` on its field;
-* ``tasks``: the world has no task mix (the task writer draws families), so a task count is met through the
-  structure its family needs: ``decline`` is a policy rule the refusal family tests (``forbid_state`` or
-  ``limit``, about a tool; one per decline task, at most two, the family's most), ``missing_parameter`` a
+* ``tasks``: the world blueprint has no task mix (the task writer draws families), so the schema asks for the
+  structure each kind's family needs: ``decline`` is a policy rule the refusal family tests (``forbid_state``
+  or ``limit``, about a tool; one per decline task, at most two, the family's most), ``missing_parameter`` a
   self-service world with a person entity (a request that leaves out who is asking), ``read`` a ``count`` or
   ``total`` operation (the counting question), ``execute`` an operation staff act with (``take``,
-  ``acquire``, ``release``, ``move``, ``transfer``).
+  ``acquire``, ``release``, ``move``, ``transfer``); and the counts themselves go to the world compiler
+  (``compile_world(require_tasks=...)``), whose task writer drafts those kinds first.
 
 What the schema cannot say, the prompt asks for and the skill's check judges (:attr:`WorldNeeds.asked`):
 ``capacity`` (an integer field of one entity bounding its child records, with a ``room`` condition on the
 child's ``create``: a cross-reference between two entities) and the bounds of ``range`` (the schema cannot tie
 a field's ``min``/``max`` to the field an operation names). ``unique`` and ``required`` need nothing: every
-world key is ``UNIQUE`` and every field not ``nullable`` is ``NOT NULL``. A task count is structure that lets
-the task writer draw such tasks, not a count it must reach: the check on the compiled spec counts them.
+world key is ``UNIQUE`` and every field not ``nullable`` is ``NOT NULL``. The task writer drafts a required kind
+only as far as the world's structure lets its family write it: the check on the compiled spec counts the tasks.
 """
 
 from __future__ import annotations

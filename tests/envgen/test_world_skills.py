@@ -101,8 +101,8 @@ CASES: list[tuple[dict[str, Any], Callable[[World], World], Callable[[World], Wo
 def test_a_skills_requirements_narrow_the_world_schema(req: dict[str, Any], having: Callable[[World], World],
                                                        lacking: Callable[[World], World]) -> None:
     """A world that lacks what the skill requires is not admitted by the narrowed schema, though the plain world
-    schema admits it; the same world given that structure is admitted. Where the requirement is structure the
-    compiler keeps, the compiled spec passes the skill's check."""
+    schema admits it; the same world given that structure is admitted, and compiled (a skill's task counts are the
+    task writer's first drafts: ``require_tasks``) it passes the skill's check."""
     plain, narrowed = world_json_schema(), world_json_schema(req)
     good, bad = having(shop()), lacking(shop())
     if req == {"operations": ["transfer"]}:
@@ -113,9 +113,26 @@ def test_a_skills_requirements_narrow_the_world_schema(req: dict[str, Any], havi
         jsonschema.validate(bad, narrowed)
     jsonschema.validate(good, narrowed)
     assert max_completion_chars(narrowed) >= max_completion_chars(plain) - 64  # still a finite grammar
-    if "tasks" not in req:  # a task count is the task writer's, judged on the spec (the module docstring)
-        spec = compile_world(WorldBlueprint.model_validate(good), env_id="shop-skill", seed=0).spec
-        assert requirement_problems(req, spec, executor="inprocess") == []
+    spec = compile_world(WorldBlueprint.model_validate(good), env_id="shop-skill", seed=0,
+                         require_tasks=req.get("tasks")).spec
+    assert requirement_problems(req, spec, executor="inprocess") == []
+
+
+@pytest.mark.parametrize(("req", "having"), [({"decline": 2}, refusals_first),
+                                             ({"missing_parameter": 2}, lambda w: w), ({"read": 3}, with_count)])
+def test_a_skills_task_counts_are_drafted_first(req: dict[str, int], having: Callable[[World], World]) -> None:
+    """The world has no task mix: given the structure a family needs, ``require_tasks`` has the task writer draft
+    the skill's kinds first (one request each, so a session cannot change the kind), where it otherwise writes
+    fewer of them; deterministic, and within the world's task count."""
+    bp = WorldBlueprint.model_validate(having(shop()))
+    [(kind, least)] = req.items()
+    plain = compile_world(bp, env_id="shop-tasks", seed=0).spec
+    asked = compile_world(bp, env_id="shop-tasks", seed=0, require_tasks=req)
+    assert sum(t.kind == kind for t in plain.tasks) < least <= sum(t.kind == kind for t in asked.spec.tasks)
+    assert len(asked.spec.tasks) == len(plain.tasks) == 8
+    again = compile_world(bp, env_id="shop-tasks", seed=0, require_tasks=req)
+    assert again.spec.to_json() == asked.spec.to_json()
+    assert requirement_problems({"tasks": req}, asked.spec, executor="inprocess") == []
 
 
 def test_every_builtin_skill_narrows_to_a_finite_grammar_and_says_it_in_world_terms() -> None:
@@ -155,6 +172,15 @@ def test_the_world_prompt_carries_the_routed_skill_and_only_then() -> None:
     assert "follows the skill" not in prop.messages_for(JS)[-1]["content"]
     assert prop.schema_for(skill) == world_json_schema({"operations": ["adjust"], "rules": ["non_negative"]})
     assert prop.schema_for(None) == world_json_schema()
+
+
+def test_a_routed_skills_task_counts_reach_the_world_compiler() -> None:
+    skill = _skill(tasks={"decline": 2})
+    prop = LLMProposer("scripted", backend_options={"completions": [json.dumps(refusals_first(shop()))]},
+                       structure="world", n_examples=0)
+    [p] = prop.propose_batch([JS], seed=2, skills=[skill])
+    assert p.spec is not None and sum(t.kind == "decline" for t in p.spec.tasks) >= 2
+    assert requirement_problems(skill.blueprint, p.spec, executor="inprocess") == []
 
 
 def test_skill_routed_worlds_decode_under_the_narrowed_schema_and_hold_on_the_compiled_spec() -> None:
