@@ -81,14 +81,12 @@ class WorldNeeds:
         """Whether the main entity is required (written first, after a required person)."""
         return bool(self.main_states or self.main_final or self.main_category)
 
-    def __bool__(self) -> bool:
-        return bool(self.operations or self.main or self.person or self.self_service or self.policy or self.asked)
-
 
 def world_needs(req: dict[str, Any] | None) -> WorldNeeds:
     """What a skill's ``blueprint`` section (checked by :func:`envgen.skills.skill.check_blueprint_requirements`)
     asks of a world (module docstring)."""
     from envgen.skills.skill import check_blueprint_requirements
+    from envgen.world.tasks import _MAX_REFUSALS  # decline tasks the refusal family writes in one world at most
 
     r = check_blueprint_requirements(req or {}, "requirements")
     out = WorldNeeds()
@@ -114,8 +112,6 @@ def world_needs(req: dict[str, Any] | None) -> WorldNeeds:
     if "capacity" in rules:
         out.asked.append("an entity with an integer field named as its capacity, bounding how many child records "
                          "it holds, and a create of those children with a room condition")
-    from envgen.world.tasks import _MAX_REFUSALS  # decline tasks the refusal family writes in one world at most
-
     tasks = r.get("tasks", {})
     out.policy = [_REFUSALS] * min(tasks.get("decline", 0), _MAX_REFUSALS)
     if tasks.get("missing_parameter"):
