@@ -21,18 +21,23 @@ from envgen.skills.controller import ControllerConfig
 from envgen.skills.round import RoundConfig
 from training.config_fields import CONFIG, Bool, Float, Int, Section
 
-__all__ = ["ProbeConfig", "ProposerConfig", "RecoveryConfig", "SelfPlayConfig"]
+__all__ = ["RECOVERABLE", "ProbeConfig", "ProposerConfig", "RecoveryConfig", "SelfPlayConfig"]
+
+RECOVERABLE = ("blueprint", "world")
+"""The free stream's structures the format recovery can continue under their grammar (``selfplay.recovery``)."""
 
 
 @dataclass(config=CONFIG)
 class ProposerConfig:
     """The proposer role's sampling and prompt (options of envgen's ``llm`` proposer)."""
 
-    #: what the proposer writes: ``blueprint`` (a short typed proposal the one compiler turns into a spec; the
-    #: stream a small model can write) or ``spec`` (a whole spec)
-    structure: Literal["blueprint", "spec"] = "blueprint"
+    #: what the proposer writes: ``blueprint`` (a v1 blueprint, a short typed proposal the one compiler turns into
+    #: a spec; the stream a small model can write), ``world`` (a world blueprint, blueprint_version 2: a service
+    #: with typed related records, the document's own operations and a policy, compiled by the world compiler;
+    #: a routed skill's requirements narrow its grammar: envgen/world/WORLDS.md) or ``spec`` (a whole spec)
+    structure: Literal["blueprint", "world", "spec"] = "blueprint"
     #: the exploration stream's structure (None: ``structure``; ``spec``: free exploration by strong models)
-    explore_structure: Literal["blueprint", "spec"] | None = None
+    explore_structure: Literal["blueprint", "world", "spec"] | None = None
     constrained: Bool = True  #: decode under the structure's JSON Schema (every completion parses)
     #: decode the exploration stream (no skill) under the grammar too (None: as ``constrained``). ``false``: the
     #: free stream writes on its own, so a proposal may not parse (``round.unparsable_reward``) and its group's
@@ -97,8 +102,8 @@ class RecoveryConfig:
 
     The free stream's proposals that did not parse are continued under the grammar from their first step it
     rejects, and the continuation is learnt (masked NLL): the grammar is the teacher of the format. It needs
-    the free stream to write blueprints without the grammar (``selfplay.proposer.explore_constrained: false``
-    and the blueprint structure).
+    the free stream to write blueprints or worlds without the grammar (``selfplay.proposer.explore_constrained:
+    false`` and the ``blueprint`` or ``world`` structure); the grammar is that structure's (no skill).
     """
 
     enabled: Bool = False  #: run the step each round
@@ -185,8 +190,13 @@ class SelfPlayConfig:
 
     def _check_format_recovery(self) -> None:
         p = self.proposer
-        if self.recovery.enabled and (p.explore_constrained is not False
-                                      or (p.explore_structure or p.structure) != "blueprint"):
+        if not self.recovery.enabled:
+            return
+        if p.explore_constrained is not False:
             raise ValueError("recovery learns the format where the free stream lost it, so the free stream must "
-                             "write blueprints without the grammar: set selfplay.proposer.explore_constrained=false "
-                             "(and the blueprint structure), or selfplay.recovery.enabled=false")
+                             "write without the grammar: set selfplay.proposer.explore_constrained=false, or "
+                             "selfplay.recovery.enabled=false")
+        if (p.explore_structure or p.structure) not in RECOVERABLE:
+            raise ValueError(f"recovery continues the free stream's proposals under the grammar of a blueprint or a "
+                             f"world, not of a whole spec: set selfplay.proposer.explore_structure (or structure) "
+                             f"to {' or '.join(RECOVERABLE)}, or selfplay.recovery.enabled=false")

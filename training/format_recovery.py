@@ -5,8 +5,9 @@ proposal that does not parse gets reward -1 in its GRPO group: the update learns
 not where it went wrong or what the format wanted there. The grammar knows both. For each such proposal
 (:func:`recovery_samples`):
 
-1. **divergence** -- the completion's tokens are fed to the schema's grammar (the one the skill stream decodes
-   under) until it rejects one (:func:`envgen.backends.transformers_local.first_rejected`): the first step that
+1. **divergence** -- the completion's tokens are fed to the structure's grammar (:func:`structure_grammar`: the
+   v1 blueprint's or the world blueprint's schema, as the skill stream decodes under it with no skill) until it
+   rejects one (:func:`envgen.backends.transformers_local.first_rejected`): the first step that
    leaves the states the grammar supports, or the end of an unfinished text;
 2. **recovery** -- the policy goes on from the prompt and the tokens before that step, now under the grammar
    (``Generator.generate(grammar_prefixes=...)``), within the proposer's token budget;
@@ -33,7 +34,21 @@ from envgen.errors import PARSE_FAILURES
 from training.generation import Generator
 from training.loss import Sample
 
-__all__ = ["recovery_samples"]
+__all__ = ["recovery_samples", "structure_grammar"]
+
+
+def structure_grammar(structure: str) -> tuple[dict[str, Any], Callable[[str], bool]]:
+    """The decoding schema of a free-stream ``structure`` (``blueprint`` or ``world``, with no skill) and the test
+    that a text parses as it (what :func:`recovery_samples` takes as ``schema`` and ``parses``)."""
+    if structure == "blueprint":
+        from envgen.blueprint.schema import blueprint_json_schema, parse_blueprint
+
+        return blueprint_json_schema(), lambda text: parse_blueprint(text).ok
+    if structure == "world":
+        from envgen.world.blueprint import parse_world, world_json_schema
+
+        return world_json_schema(), lambda text: parse_world(text).ok
+    raise ValueError(f"format recovery continues a blueprint or a world under its grammar, not a {structure!r}")
 
 
 def recovery_samples(proposals: Sequence[Any], record_for: Callable[[str | None], Any], generator: Generator,

@@ -11,11 +11,14 @@ One round (:meth:`SelfPlay.round`):
    from the corpus, skills routed by the controller, ``group_size`` (G) proposals
    per document from the same prompt, written by the ``llm`` proposer over a
    :class:`~training.generation.PolicyBackend` that wraps the policy itself, as
-   blueprints decoded under their JSON Schema (``selfplay.proposer.structure`` and
-   ``constrained``: even an untrained model writes proposals that parse and compile; with
+   v1 blueprints or world blueprints (``selfplay.proposer.structure``: ``blueprint`` or ``world``;
+   ``explore_structure`` for the exploration stream) decoded under their JSON Schema (``constrained``:
+   even an untrained model writes proposals that parse and compile; a routed skill's requirements
+   narrow the schema and are said in the prompt, in the structure's own terms); with
    ``explore_constrained: false`` the exploration stream writes without the grammar, so its
-   unparsable proposals teach the format);
-2. **validate** -- the gate (sandboxed), plus each routed skill's check;
+   unparsable proposals teach the format;
+2. **validate** -- the gate (sandboxed) on the compiled spec, plus each routed skill's check (for a
+   blueprint or a world: the skill's requirements, :mod:`envgen.skills.requirements`);
 3. **solve** -- every valid proposal's tasks (a seeded draw of
    ``selfplay.tasks_per_env``) are played ``solver.num_generations`` (k) times, all
    episodes of the round in **one** batched rollout (:func:`training.rollout.rollout`;
@@ -35,7 +38,7 @@ One round (:meth:`SelfPlay.round`):
    reference trajectories or a backend), and with ``selfplay.recovery.enabled`` a
    format-recovery step: the free stream's unparsed proposals (and, with
    ``selfplay.recovery.documents``, those of N more documents written for it)
-   continued under the grammar from their first step it rejects
+   continued under the free stream's structure's grammar from their first step it rejects
    (:mod:`training.format_recovery`; the decoding grammar is the teacher); the
    generator is synced (vLLM);
 6. **skills** -- statistics, prune / merge, and with ``selfplay.write_skills`` the
@@ -400,20 +403,19 @@ class SelfPlay:
         batch)."""
         if not self.cfg.selfplay.recovery.enabled:
             return None, 0.0
-        from envgen.blueprint.schema import blueprint_json_schema, max_completion_chars, parse_blueprint
-        from training.format_recovery import recovery_samples
+        from envgen.blueprint.schema import max_completion_chars
+        from training.format_recovery import recovery_samples, structure_grammar
 
         t0 = time.perf_counter()
         sp = self.cfg.selfplay
-        schema = blueprint_json_schema()  # the free stream's (no skill; config validation: the blueprint structure)
+        # the free stream's structure (config validation: a blueprint or a world) and its grammar, with no skill
+        schema, parses = structure_grammar(sp.proposer.explore_structure or sp.proposer.structure)
         tok = self.tokenizer
         rode = riders.proposals if riders is not None else None  # None: the round wrote no free stream
         extra = rode if rode is not None else self._recovery_proposals(riders.docs if riders else [], r)
         samples, stats = recovery_samples(
             [c.proposal for c in result.candidates] + extra, self.backend.record_for, self._grammar_generator(),
-            schema,
-            parses=lambda text: parse_blueprint(text).blueprint is not None,
-            decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
+            schema, parses=parses, decode=lambda ids: tok.decode(ids, skip_special_tokens=True),
             # as constrained proposals are: the schema's worst case (a token is at least a character), so a
             # continuation under the grammar always closes its text
             max_new_tokens=max(sp.proposer.max_new_tokens, max_completion_chars(schema)),

@@ -28,7 +28,8 @@ Three structures (``structure=``, :mod:`envgen.structure`):
   compiler options. ``meta["repairs"]`` lists what the compiler changed;
 * ``world``: the model writes a world blueprint (blueprint version 2,
   :func:`envgen.proposers.world.prompt.build_world_messages`), which the world compiler
-  (:func:`envgen.world.compile.compile_world`) turns into a spec.
+  (:func:`envgen.world.compile.compile_world`) turns into a spec; a routed skill's requirements are said in
+  world terms in the prompt and narrow the world schema (:mod:`envgen.world.requirements`).
 
 With ``constrained=True`` (the default for ``blueprint`` and ``world``) every backend decodes
 under the structure's JSON Schema (``json_schema=`` of
@@ -150,8 +151,8 @@ class LLMProposer(Proposer):
         if self.structure == "world":
             from envgen.proposers.world.prompt import build_world_messages
 
-            return build_world_messages(doc, excerpt_tokens=self.excerpt_tokens, counter=self.backend.count_tokens,
-                                        n_examples=min(1, self.n_examples))
+            return build_world_messages(doc, skill=skill, excerpt_tokens=self.excerpt_tokens,
+                                        counter=self.backend.count_tokens, n_examples=min(1, self.n_examples))
         if self.structure == "blueprint":
             return build_blueprint_messages(doc, skill=skill, excerpt_tokens=self.excerpt_tokens,
                                             counter=self.backend.count_tokens, n_examples=min(1, self.n_examples))
@@ -172,7 +173,7 @@ class LLMProposer(Proposer):
         if self.structure == "world":
             from envgen.world.blueprint import world_json_schema
 
-            return world_json_schema()
+            return world_json_schema(getattr(skill, "blueprint", None) or None)
         return spec_decoding_schema()
 
     def _budget(self, schema: dict[str, Any] | None) -> int:
@@ -253,7 +254,7 @@ class LLMProposer(Proposer):
         if self.structure == "blueprint":
             parsed = self._parse_blueprint(comp.text, doc, skill, meta, fill)
         elif self.structure == "world":
-            parsed = self._parse_world(comp.text, doc, meta, fill)
+            parsed = self._parse_world(comp.text, doc, skill, meta, fill)
         else:
             text = comp.text
             if self.constrained:
@@ -298,8 +299,12 @@ class LLMProposer(Proposer):
         meta["difficulty"] = compiled.difficulty
         return ParsedCompletion(compiled.spec, None, None)
 
-    def _parse_world(self, text: str, doc: Any, meta: dict[str, Any], fill: dict[str, Any]) -> ParsedCompletion:
-        """A completion of the world stream, compiled by the world compiler (failures typed as for blueprints)."""
+    def _parse_world(self, text: str, doc: Any, skill: Any, meta: dict[str, Any],
+                     fill: dict[str, Any]) -> ParsedCompletion:
+        """A completion of the world stream, compiled by the world compiler (failures typed as for blueprints,
+        ``meta["schema_errors"]`` included). A routed skill's structure is in the decoding schema (an unconstrained
+        world that lacks it is judged by the skill's check on the compiled spec); its task counts are the
+        compiler's (``require_tasks``: the task writer drafts those kinds first)."""
         import hashlib
 
         from envgen.world.blueprint import parse_world
@@ -308,7 +313,8 @@ class LLMProposer(Proposer):
         pw = parse_world(text)
         meta.pop("schema_errors", None)
         if pw.blueprint is None:
-            meta["schema_errors"] = pw.problems[:8]
+            if pw.errors:
+                meta["schema_errors"] = pw.errors[:8]
             return ParsedCompletion(None, f"{pw.error}. Answer with one world blueprint JSON object.",
                                     _BLUEPRINT_PARSE_CODES.get(pw.code or "", FailureCode.BLUEPRINT_SCHEMA))
         meta["blueprint"] = pw.blueprint.to_json()
@@ -319,9 +325,12 @@ class LLMProposer(Proposer):
         source = {"corpus": str(getattr(doc, "corpus", "") or "unknown"), "doc_id": str(getattr(doc, "id", "")),
                   "path": getattr(doc, "path", None), "sha256": sha}
         provenance = {k: fill[k] for k in ("generator", "stream", "skill_id", "prompt_sha256", "seed", "created_at")}
+        # the id names the world as well as the document: G proposals of one prompt (a self-play group) differ
+        digest = hashlib.sha256(f"{sha}:{meta['blueprint']}:{fill['seed']}".encode()).hexdigest()
         try:
-            compiled = compile_world(pw.blueprint, env_id=f"llm-world-{slug}-{sha[:8]}-{fill['seed']}",
-                                     seed=int(fill["seed"]), source=source, provenance=provenance)
+            compiled = compile_world(pw.blueprint, env_id=f"llm-world-{slug}-{digest[:8]}",
+                                     seed=int(fill["seed"]), source=source, provenance=provenance,
+                                     require_tasks=(getattr(skill, "blueprint", None) or {}).get("tasks"))
         except CompileError as e:
             return ParsedCompletion(None, f"the world blueprint cannot be compiled: {e}", FailureCode.COMPILE)
         meta["repairs"] = compiled.repairs

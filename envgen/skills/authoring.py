@@ -6,7 +6,7 @@ something that parses:
 
 * **induction** (:meth:`SkillWriter.induce`): an exploration environment with a high
   proposer reward (its solver succeeded about half the time) is shown to the model
-  (title, tables, tools, task kinds and, when it came from the blueprint stream, its
+  (title, tables, tools, task kinds and, when it came from the blueprint or world stream, its
   blueprint, and its structure in the skill's terms); the model writes a new skill:
   name, description, tags, rules, hints and the blueprint structure such environments
   need (:attr:`Skill.blueprint`). Constrained, that section is decoded **within the

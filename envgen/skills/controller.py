@@ -93,7 +93,8 @@ class Candidate:
     reward: float
     solve_rate: float | None = None
     doc: Any = None  #: the source document (model-written skills are probed on it)
-    blueprint: str | None = None  #: the blueprint it was compiled from, when it came from the blueprint stream
+    #: the blueprint (v1 or world) it was compiled from, when it came from the blueprint or world stream
+    blueprint: str | None = None
 
 
 @dataclass

@@ -12,7 +12,8 @@ a whole spec, a person):
 * ``states``: a table has a status-like column (``status``, ``state``, ``*_status``...);
 * ``operations``: a tool's code does it: ``create`` inserts, ``delete`` deletes,
   ``update`` updates, ``status`` sets a status-like column, ``adjust`` changes a number
-  relative to itself (``SET x = x + ?`` or ``row["x"] + amount``), ``transfer`` takes an
+  relative to itself (``SET x = x + ?``, ``row["x"] + amount``, or ``new = rec["x"] + amount`` stored
+  back in ``x``), ``transfer`` takes an
   amount from one row's column and adds it to another's in two updates, or moves a row to
   another parent (sets an ``*_id`` column), ``get``/``find``/``list`` is a tool that only reads;
 * ``rules``: the DDL has it: ``unique`` a ``UNIQUE``, ``required`` a ``NOT NULL`` beyond
@@ -20,7 +21,9 @@ a whole spec, a person):
   ``enum`` a ``CHECK (x IN (...))`` (or a tool parameter with an ``enum``: the values are
   checked where they come in), ``states`` a status-like column; or a tool's code
   enforces it: ``capacity`` counts rows and refuses past a limit, ``final`` refuses a record
-  whose status is in a set of final states.
+  whose status is in a set of final states, ``non_negative`` refuses a value below 0 and
+  ``range`` a value below one bound and above another (a world's ``adjust`` tool checks its
+  field's ``min`` and ``max`` in code, not in the DDL).
 
 :func:`structure_of` reports what a spec has in the same terms, by the same code: a skill
 written from an example environment is decoded asking for no more than that.
@@ -84,11 +87,32 @@ def does(kind, spec):
         if kind == "status" and re.search(r"UPDATE\s[^\n]*SET\s+[\"`]?(\w*status|\w*state)[\"`]?\s*=", body, re.I):
             return True
         if kind == "adjust" and (re.search(r"SET\s+[\"`]?(\w+)[\"`]?\s*=\s*[\"`]?\1[\"`]?\s*[-+]", body, re.I)
-                                 or re.search(r"row\[[\"'](\w+)[\"']\]\s*[-+]\s*\w+", body)):
+                                 or re.search(r"row\[[\"'](\w+)[\"']\]\s*[-+]\s*\w+", body)
+                                 or stores_sum(body)):
             return True
         if kind == "transfer" and moves(body):
             return True
     return False
+
+
+def stores_sum(body):
+    """Whether a tool body computes a column plus or minus an amount into a name and stores it back in that
+    column (``new = rec["points"] + amount`` ... ``SET "points" = ?``)."""
+    for m in re.finditer(r"\b(\w+)\s*=\s*\w+\[[\"'](\w+)[\"']\]\s*[-+]\s*\w+", body):
+        if re.search(r"SET\s+[\"`]?" + m.group(2) + r"[\"`]?\s*=\s*\?", body, re.I):
+            return True
+    return False
+
+
+def refuses_below(body, zero):
+    """Whether a tool body refuses (raises) when a value is below a bound (``zero``: the bound 0 only)."""
+    bound = r"0(\.0*)?" if zero else r"-?\d+(\.\d*)?"
+    return re.search(r"if\s+[^\n:]*<\s*" + bound + r"\s*:\s*\n\s*raise\b", body) is not None
+
+
+def refuses_above(body):
+    """Whether a tool body refuses (raises) when a value is above a constant bound."""
+    return re.search(r"if\s+[^\n:]*>\s*-?\d+(\.\d*)?\s*:\s*\n\s*raise\b", body) is not None
 
 
 def moves(body):
@@ -107,8 +131,14 @@ def moves(body):
 
 def guards(kind, spec):
     """Whether a tool's code enforces a rule of this kind: ``capacity`` (it counts a parent's rows and refuses
-    past a limit) or ``final`` (it refuses to change a record whose status is in a set of final states)."""
+    past a limit), ``final`` (it refuses to change a record whose status is in a set of final states),
+    ``non_negative`` (it refuses a value below 0) or ``range`` (it refuses a value below one constant and above
+    another)."""
     for _, body in tool_bodies(spec):
+        if kind == "non_negative" and refuses_below(body, True):
+            return True
+        if kind == "range" and refuses_below(body, False) and refuses_above(body):
+            return True
         if kind == "capacity" and re.search(r"count\s*\(", body, re.I) and re.search(r">=?", body) \
                 and "raise" in body:
             return True
@@ -127,9 +157,10 @@ def has_rule(kind, spec):
         return any("NOT NULL" in decl.upper() and "PRIMARY" not in decl.upper()
                    for t in tables(spec).values() for decl in t["columns"].values())
     if kind == "non_negative":
-        return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s*>=\s*0\s*[)A]", ddl, re.I) is not None
+        return re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s*>=\s*0\s*[)A]", ddl, re.I) is not None \
+            or guards(kind, spec)
     if kind == "range":
-        return re.search(r"CHECK\s*\([^)]*(<=|<|BETWEEN)", ddl, re.I) is not None
+        return re.search(r"CHECK\s*\([^)]*(<=|<|BETWEEN)", ddl, re.I) is not None or guards(kind, spec)
     if kind == "enum":
         return (re.search(r"CHECK\s*\(\s*[\"`]?\w+[\"`]?\s+IN\s*\(", ddl, re.I) is not None
                 or any(isinstance(prm, dict) and prm.get("enum") for t in spec.get("tools", [])

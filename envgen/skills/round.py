@@ -2,7 +2,8 @@
 
 A round samples about ``oversample * n`` candidates from two streams:
 skill-conditioned (skills routed by the controller; a skill's rules go in the
-prompt and its blueprint requirements into the decoding schema and the compiler)
+prompt and its blueprint requirements into the decoding schema, in the structure's own terms for
+worlds, and into the v1 compiler)
 and free exploration (no skill; ``explore_proposer`` may write whole specs, the
 free stream for strong models). Candidates come in **groups**: ``group_size``
 (G) proposals sampled from the same prompt (one document, one routed skill), so
@@ -12,7 +13,7 @@ one batch when their proposers share a backend and its sampling settings
 rows that need it, each row keeps its own token budget).
 
 Every candidate is validated by the gate plus its skill's check (the skill's
-validator for whole specs; for the blueprint stream, by default, the skill's
+validator for whole specs; for the blueprint and world streams, by default, the skill's
 requirements validator, :mod:`envgen.skills.requirements`, since the one
 compiler writes the code the hand-written validators were written for). All
 valid candidates are then solved **in one batch** (``solve(specs) -> solve
@@ -63,7 +64,7 @@ class RoundConfig:
     frontier_low: float = 0.2  #: solve rates in [frontier_low, frontier_high] count as the frontier (metrics)
     frontier_high: float = 0.8
     #: which skill-routed proposals a skill's own ``validator.py`` judges: ``spec`` (whole specs only; a
-    #: blueprint-stream proposal is judged by the skill's requirements instead) or ``always``
+    #: blueprint- or world-stream proposal is judged by the skill's requirements instead) or ``always``
     skill_validators: Literal["spec", "always"] = "spec"
     validation: str = "worker"  #: executor of the gate
     seed: int = 0
@@ -175,7 +176,7 @@ def select_dual_stream(scored: Sequence[Scored], n: int, alpha: float) -> list[S
 
 
 #: ``validator(spec, skill_id, structure) -> reasons`` (empty: valid); ``structure`` is the proposal's
-#: (``blueprint`` or ``spec``).
+#: (``blueprint``, ``world`` or ``spec``).
 Validator = Callable[[EnvSpec, "str | None", str], list[str]]
 
 

@@ -17,7 +17,9 @@ kinds, e.g. ``[adjust]``), ``rules`` (rule kinds, e.g. ``[non_negative]``), ``st
 (``true``: the main entity has a lifecycle) and ``tasks`` (the least count per task
 kind, e.g. ``{decline: 2}``). The blueprint stream narrows its decoding schema with it
 (:func:`envgen.blueprint.schema.blueprint_json_schema`) and the compiler adds what a
-blueprint still lacks; :func:`check_blueprint_requirements` refuses unknown kinds.
+blueprint still lacks; the world stream narrows the world schema with the world structure
+that does the same (:mod:`envgen.world.requirements`); :func:`check_blueprint_requirements`
+refuses unknown kinds.
 
 A skill renders itself at four levels of progressive disclosure (``name``,
 ``summary``, ``rules``, ``full``) for proposer prompts. Its validator runs in

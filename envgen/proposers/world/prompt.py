@@ -10,7 +10,13 @@ sees at inference what it saw in training. It holds:
   operations with its guards, a policy of at least five rules);
 * one worked example: :data:`envgen.proposers.template.prompt.EXAMPLE_DOCUMENT` and the AST world writer's blueprint
   of it (computed, so it always matches the compiler and the schema);
+* a routed skill's guidance, when a skill conditions the proposal: its name, description and rules
+  (:func:`envgen.proposers.template.prompt.skill_heading`) and the structure it requires in world terms
+  (:func:`envgen.world.requirements.needs_text`; the decoding schema requires it too:
+  :func:`envgen.world.blueprint.world_json_schema`);
 * the document excerpt (:func:`envgen.prompts.document_excerpt` within ``excerpt_tokens``).
+
+Without a skill the chat is exactly the warm start's.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 from envgen.world.kinds import KINDS
 from envgen.world.model import OP_KINDS, POLICY_KINDS
 
-__all__ = ["WORLD_SYSTEM", "build_world_messages", "example_world"]
+__all__ = ["WORLD_SYSTEM", "build_world_messages", "example_world", "skill_world_text"]
 
 TokenCounter = Callable[[str], int]
 
@@ -54,15 +60,27 @@ def example_world() -> str:
     return write_world(_Doc(), seed=0).blueprint.to_json()
 
 
-def build_world_messages(doc: Any, *, excerpt_tokens: int = 900, counter: TokenCounter | None = None,
-                         n_examples: int = 1) -> list[dict[str, str]]:
-    """The world stream's chat for one document (see the module docstring)."""
+def skill_world_text(skill: Any) -> str:
+    """A routed skill's guidance in the world prompt: its heading and the world structure it requires."""
+    from envgen.proposers.template.prompt import skill_heading
+    from envgen.world.requirements import needs_text, world_needs
+
+    needs = needs_text(world_needs(getattr(skill, "blueprint", None) or {}))
+    return skill_heading(skill) + (f"\n{needs}" if needs else "")
+
+
+def build_world_messages(doc: Any, *, skill: Any = None, excerpt_tokens: int = 900,
+                         counter: TokenCounter | None = None, n_examples: int = 1) -> list[dict[str, str]]:
+    """The world stream's chat for one document, conditioned on a routed ``skill`` when given (see the module
+    docstring)."""
     from envgen.prompts import document_excerpt
     from envgen.proposers.template.prompt import EXAMPLE_DOCUMENT
 
     parts: list[str] = []
     if n_examples > 0:
         parts.append(f"Document (library.py):\n```python\n{EXAMPLE_DOCUMENT}```\nWorld:\n{example_world()}")
+    if skill is not None:
+        parts.append(skill_world_text(skill))
     path = getattr(doc, "path", None) or getattr(doc, "id", None) or "document"
     lang = getattr(doc, "language", "") or ""
     fence = lang if lang and lang != "unknown" else ""

@@ -58,10 +58,25 @@ _MAX_REFUSALS = 2
 families that act make up the rest."""
 
 
-def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random,
-                n: int) -> tuple[list[dict[str, Any]], list[str]]:
+_KIND_FAMILIES = {
+    "decline": ("policy_refusal",),
+    "read": ("read_question", "count_question", "catalog_choice"),
+    "missing_parameter": ("missing_identity",),
+    "execute": ("take_next", "add_to_container", "hold_resource", "free_resource", "move_record", "transfer_amount"),
+    "read_then_write": ("write_goal", "add_line", "catalog_goal"),
+}
+"""The families whose one-request drafts are tasks of each kind: what ``require`` draws first."""
+
+_REQUIRED_TRIES = 4
+"""Drafts asked of each family (of each part) for a required kind before the writer gives up on that kind."""
+
+
+def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Random, n: int,
+                require: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Up to ``n`` tasks over ``world`` and each one's family (see the module docstring). ``pools``: one per
-    part of a composed world (one in all otherwise)."""
+    part of a composed world (one in all otherwise). ``require`` (a skill's least task counts by kind, e.g.
+    ``{"decline": 2}``): tasks of those kinds are drafted first, each as one request (a session or a scenario could
+    change its kind), as far as the world's structure lets its families write them; the rest as usual."""
     writer = Writer(world, sim, rng)
     parts = world.parts or [world]
     fams = [Families(writer, pool, part if world.parts else None) for part, pool in zip(parts, pools, strict=True)]
@@ -69,6 +84,8 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
     names: list[str] = []
     seen: set[str] = set()
     refusals = {id(f): 0 for f in fams}
+    for kind, least in (require or {}).items():
+        _draft_kind(kind, least, fams, writer, n, tasks, names, seen, refusals)
     withheld = False  # a world gets at most one task that withholds a tool
     attempts = 0
     while len(tasks) < n and attempts < 3 * len(_PLAN):
@@ -118,6 +135,29 @@ def write_tasks(world: World, sim: Simulator, pools: list[Pools], rng: random.Ra
         tasks.append(task)
         names.append(draft.family if draft.family.startswith("cross") else name)
     return tasks, names
+
+
+def _draft_kind(kind: str, least: int, fams: list[Families], writer: Writer, n: int, tasks: list[dict[str, Any]],
+                names: list[str], seen: set[str], refusals: dict[int, int]) -> None:
+    """Tasks of ``kind`` until ``tasks`` holds ``least`` of them (or ``n`` tasks, or the kind's families write no
+    more), each one request of a family of :data:`_KIND_FAMILIES`; appended in place (``write_tasks``'s
+    ``require``)."""
+    for name, fam in [(name, fam) for _ in range(_REQUIRED_TRIES) for name in _KIND_FAMILIES.get(kind, ())
+                      for fam in fams]:
+        if sum(t["kind"] == kind for t in tasks) >= least or len(tasks) >= n:
+            return
+        if name == "policy_refusal" and refusals[id(fam)] >= _MAX_REFUSALS:
+            continue
+        draft: Draft | None = getattr(fam, name)()
+        if draft is None or draft.kind != kind or draft.turns[0].say in seen:
+            continue
+        task = writer.finish(confirmed(draft, fam), len(tasks))
+        if task is None or task["kind"] != kind:
+            continue
+        seen.add(draft.turns[0].say)
+        refusals[id(fam)] += name == "policy_refusal"
+        tasks.append(task)
+        names.append(name)
 
 
 def session(first: Draft, fam: Families) -> Draft:
