@@ -13,6 +13,11 @@ pydantic validation; τ²'s models do not validate assignment, and its tools tak
   certificate listed twice raises ``KeyError`` on its second use, after the gift cards and certificates before it
   were charged or popped; no reservation is made and no seat taken. Reachable from any user holding a
   certificate: :func:`certificate_twice` makes it from each gold booking that pays with one.
+- airline ``update_reservation_baggages`` charges a gift card 50 per extra bag, then builds ``Payment(amount=...)``,
+  an ``int`` field: a ``nonfree_baggages`` whose extra bags cost a fraction (2.25 more: 112.5) charges the card and
+  fails pydantic's validation. τ²'s schema types the argument as an integer, and our runtime refuses an argument
+  its schema refuses before the call (``InvalidArguments``), so the spec cannot reach this path; τ², which calls
+  its tools unchecked, can.
 - retail ``cancel_pending_order``: each payment's refund goes to its gift card before the next payment's method is
   looked up; a later payment whose method the user does not hold raises ``Payment method not found`` with the
   earlier refunds made. ``modify_pending_order_payment``: the order's payment history is extended and a gift card
@@ -20,13 +25,9 @@ pydantic validation; τ²'s models do not validate assignment, and its tools tak
   with a method its user does not hold: no retail task starts from such a state and no tool makes one, so no
   trajectory of τ²'s retail tasks reaches them (``tests/eval/test_tau2_partial.py`` gives a task such a state).
 - telecom ``refuel_data`` adds the data to the line, then charges it to the customer's draft bill, which reads every
-  bill of the customer and raises ``Bill ... not found`` for an id the bills do not hold (not in τ²'s data).
-  Telecom is not converted; its user's device tools (``user_tools.py``) change the phone, then assert on it.
-
-- airline ``update_reservation_baggages`` charges a gift card 50 per extra bag, then builds ``Payment(amount=...)``,
-  an ``int`` field: a ``nonfree_baggages`` with a fraction (2.5) charges the card and fails pydantic's validation.
-  τ²'s schema types the argument as an integer, and our runtime refuses arguments its schema refuses before the
-  call (``InvalidArguments``), so the spec cannot reach this path; τ², which calls its tools unchecked, can.
+  bill of the customer and raises ``Bill with ID ... not found`` for an id the bills do not hold (no customer in
+  τ²'s data holds one). Telecom is not converted; some of its user's device tools (``user_tools.py``) change the
+  phone, then assert on it.
 
 No other tool of the three changes the database before a step that can raise: every other check, lookup and model
 construction comes before the first change. (retail ``modify_pending_order_items`` looks each item up again after
