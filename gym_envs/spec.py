@@ -35,7 +35,7 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -70,6 +70,9 @@ STREAMS = ("skill", "explore", "template", "manual")
 SETUP_KEYWORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE")  #: what a task's ``setup_sql`` statements may begin with
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
+#: what a tool call that fails leaves of its writes (the sandbox's ``FAILED_CALLS``): ``rollback``, nothing (the
+#: default); ``keep``, the writes it made before it failed (tools that change their state in place, as τ²-bench's)
+FailedCalls = Literal["rollback", "keep"]
 
 #: Members of the class TRL's ``environment_factory`` adapter (``training.trl_env``) makes of a spec; a tool
 #: method of the same name would replace them (TRL calls ``reset`` itself and never offers it as a tool).
@@ -376,6 +379,18 @@ class EnvSpec(_Model):
     tasks: list[Task] = Field(min_length=1)
     policy: list[PolicyRule] = Field(default_factory=list, description="spec_version 2: the rules the agent must "
                                                                        "follow (the system prompt states them).")
+    failed_calls: FailedCalls = Field(
+        default="rollback", description="spec_version 2: what a tool call that fails leaves of its writes: "
+                                        "'rollback' (none: the state is as before the call; the default) or 'keep' "
+                                        "(the writes it made before it failed stay, as τ²-bench's tools leave them).")
+
+    @field_validator("failed_calls", mode="before")
+    @classmethod
+    def _failed_calls_mode(cls, v: Any) -> Any:
+        if not isinstance(v, str) or v not in get_args(FailedCalls):
+            raise ValueError(f"{v!r} is not a mode: use 'rollback' (a tool call that fails leaves no writes; the "
+                             "default) or 'keep' (the writes a failed call made before it failed stay)")
+        return v
 
     @model_validator(mode="after")
     def _cross_references(self) -> EnvSpec:
@@ -430,6 +445,8 @@ class EnvSpec(_Model):
         used += dict.fromkeys(f for t in self.tasks for u in t.turns for c in u.checks for f in c.v2_features())
         if any(t.withheld_tools or any(u.reveal_tools for u in t.turns) for t in self.tasks):
             used.append("'withheld_tools' and 'reveal_tools'")
+        if self.failed_calls != "rollback":
+            used.append("'failed_calls'")
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []
 
     # -- convenience -------------------------------------------------------------------------

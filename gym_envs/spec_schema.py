@@ -18,7 +18,7 @@ __all__ = ["json_schema"]
 
 #: what only spec_version 2 has, by schema definition: left out of the version 1 schema (each check kind narrows
 #: its own: :meth:`~gym_envs.checks.BaseCheck.version_1_schema`)
-_V2_FIELDS = {"EnvSpec": ("policy",), "Task": ("policy", "setup_sql", "scenario", "withheld_tools"),
+_V2_FIELDS = {"EnvSpec": ("policy", "failed_calls"), "Task": ("policy", "setup_sql", "scenario", "withheld_tools"),
               "Turn": ("reveal_tools",)}
 
 

@@ -79,8 +79,9 @@ class WritesElsewhere:
             ref.extra_tries += 1
             env.call_tools(call_dicts([call]))
             result = env.turns[-1].calls[-1]
-            if not (result.ok and result.changes > 0):
-                continue  # no mutant: a failed call is undone, so the state is still the reference's
+            if result.changes == 0:
+                continue  # no mutant: the state is still the reference's (a failed call keeps no write unless its
+                # spec's failed_calls is "keep", and then it reports what it kept)
             ref.extra_made += 1
             m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
                        [*ref.calls, call], [*range(len(ref.calls)), None])
@@ -159,7 +160,7 @@ class WritesElsewhere:
             ref.extra_tries += capped
             env.call_tools(call_dicts(m.calls[-1:]))
             made = env.turns[-1].calls[-1]
-            if made.ok and made.changes > 0:
+            if made.changes > 0:  # it changed the state (a failed call only when its spec keeps its writes)
                 ref.extra_made += capped
                 self.played += 1
                 checks = self._score(ref.turn, ref.reply, mutant="extra")

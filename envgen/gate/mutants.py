@@ -104,7 +104,7 @@ class RefTurn:
 
     @property
     def effectful(self) -> list[int]:
-        return [i for i, r in enumerate(self.results) if r.ok and r.changes > 0]
+        return [i for i, r in enumerate(self.results) if r.changes > 0]
 
     @property
     def answers(self) -> list[str]:
@@ -337,8 +337,8 @@ def unused_tool_calls(spec: EnvSpec, start: Snapshot, used: Iterable[str]) -> li
     ``<entity>_id`` an existing id of its table, another argument an existing value of the column of its
     name (an allowed value of an enum, a value of its type where nothing fits). The extra-write mutants
     try them first: a task must not pay a trajectory that adds a write no reference makes (the outside red
-    team's ``purge_payments()`` after the requested change was paid 1.0). A call that fails or changes
-    nothing is no mutant."""
+    team's ``purge_payments()`` after the requested change was paid 1.0). A call that changes nothing (one
+    that fails, unless its spec keeps a failed call's writes) is no mutant."""
     used = set(used)
     out = []
     for tool in spec.tools:

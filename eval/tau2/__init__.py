@@ -12,7 +12,8 @@ Contract:
   importing it never fails.
 - Modules: :mod:`~eval.tau2.convert` (``convert``: a domain as one spec_version 2 spec and per-task side data),
   :mod:`~eval.tau2.agreement` (reference and perturbed trajectories through both environments,
-  ``agreement_report``), :mod:`~eval.tau2.tables` (tables, SQL text, digests, setup statements),
+  ``agreement_report``), :mod:`~eval.tau2.partial` (τ²'s tools that write and then raise: the audited paths, and
+  the trajectories that take them), :mod:`~eval.tau2.tables` (tables, SQL text, digests, setup statements),
   :mod:`~eval.tau2.policy` (a policy document as description and rules), :mod:`~eval.tau2.domain` (the domains:
   :mod:`~eval.tau2.retail`, :mod:`~eval.tau2.airline`), ``code/`` (τ²'s tools ported to the sandbox's restricted
   Python: spec data, never imported; the helpers and tools the domains share are written once, in ``shared.py``

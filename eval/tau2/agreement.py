@@ -2,8 +2,9 @@
 
 Role: the evidence that a converted domain *is* τ²'s domain. For each task, trajectories whose right verdict is
 known or interesting (τ²'s gold actions with the reference reply, no call at all, the gold actions with one
-dropped, with one argument set to another valid value) are played through our environment (``ToolEnv`` over the
-converted spec, the runtime a policy meets) and through τ²'s environment, and three things are compared:
+dropped, with one argument set to another valid value, with one made to write and then raise in τ²: a
+``partial_write``, :mod:`eval.tau2.partial`) are played through our environment (``ToolEnv`` over the converted
+spec, the runtime a policy meets) and through τ²'s environment, and three things are compared:
 
 - **state**: τ²'s hash of our final database (read back with the domain's ``from_tables``, hashed by τ²'s
   ``get_dict_hash``) against τ²'s hash of its own environment after the same calls. Hashing both sides with τ²'s
@@ -34,23 +35,26 @@ from typing import Any
 from envgen.gate import oracle_reply
 from eval.tau2 import _backend
 from eval.tau2.convert import Conversion, Tau2Task, converted
+from eval.tau2.partial import MAKERS, partial_write_calls
 from eval.tau2.telecom import status_text, telecom_status
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox import Executor, InProcessExecutor
 from gym_envs.seeding import stable_seed
 
-__all__ = ["AgreementCase", "Trajectory", "agreement_note", "agreement_report", "argument_perturbations", "compare",
-           "conversion_summary", "domain_report", "drop_perturbations", "reference_trajectory", "summarize",
-           "task_cases"]
+__all__ = ["PERTURBED", "AgreementCase", "Trajectory", "agreement_note", "agreement_report", "argument_perturbations",
+           "compare", "conversion_summary", "domain_report", "drop_perturbations", "partial_write_perturbations",
+           "reference_trajectory", "summarize", "task_cases"]
 
 _DUMP_LIMIT = 10**9  #: rows per table read back from our state (all of them)
+#: the kinds of perturbed trajectories (beside ``reference`` and ``empty``)
+PERTURBED = ("drop_call", "perturb_argument", "partial_write")
 
 
 @dataclass(frozen=True)
 class Trajectory:
     """Calls (each its own message, as τ²'s orchestrator plays them) and the final reply."""
 
-    kind: str  #: ``reference``, ``empty``, ``drop_call`` or ``perturb_argument``
+    kind: str  #: ``reference``, ``empty``, or one of :data:`PERTURBED`
     description: str
     calls: tuple[_backend.Call, ...]
     reply: str
@@ -130,6 +134,22 @@ def argument_perturbations(conv: Conversion, task: Tau2Task, ref: Trajectory, se
     return out
 
 
+def partial_write_perturbations(conv: Conversion, task: Tau2Task, ref: Trajectory) -> list[Trajectory]:
+    """One trajectory per call that makes a gold action's tool write and then raise in τ² (which keeps the writes,
+    as the spec's ``failed_calls: "keep"`` does; :func:`eval.tau2.partial.partial_write_calls`): that action
+    replaced by the call, the others as the reference has them."""
+    makers = MAKERS.get(conv.domain.name, {})
+    if not any(c.name in makers for c in ref.calls):
+        return []
+    start = _backend.db_dump(_backend.initial_environment(conv.domain.name, _tau2_task(conv, task)))
+    out = []
+    for i, c in enumerate(ref.calls):
+        for description, call in partial_write_calls(conv.domain.name, c, start):
+            out.append(Trajectory("partial_write", f"{c.name}: {description} (action {i})",
+                                  (*ref.calls[:i], call, *ref.calls[i + 1:]), ref.reply))
+    return out
+
+
 def _ours(conv: Conversion, task: Tau2Task, traj: Trajectory, executor: Executor) -> tuple[bool, str, list[Any]]:
     """Play ``traj`` in our environment: whether the episode passed, τ²'s hash of our final database, and each call's
     result (``("ok", value)`` or ``("error", text)``)."""
@@ -198,7 +218,7 @@ def _tau2_task(conv: Conversion, task: Tau2Task) -> Any:
 
 
 def task_cases(conv: Conversion, task: Tau2Task, executor: Executor, *, seed: int = 0, drops: int | None = 1,
-               argument_changes: int | None = 1) -> list[AgreementCase]:
+               argument_changes: int | None = 1, partial_writes: int | None = 1) -> list[AgreementCase]:
     """The reference, empty and perturbed cases of one task (``None``: every perturbation of that kind)."""
     ref = reference_trajectory(conv, task)
     trajs = [ref, Trajectory("empty", "no calls", (), ref.reply)]
@@ -206,6 +226,9 @@ def task_cases(conv: Conversion, task: Tau2Task, executor: Executor, *, seed: in
     dropped, changed = drop_perturbations(ref), argument_perturbations(conv, task, ref, seed)
     trajs += dropped if drops is None else rng.sample(dropped, min(drops, len(dropped)))
     trajs += changed if argument_changes is None else rng.sample(changed, min(argument_changes, len(changed)))
+    if partial_writes != 0:
+        partial = partial_write_perturbations(conv, task, ref)
+        trajs += partial if partial_writes is None else rng.sample(partial, min(partial_writes, len(partial)))
     return [compare(conv, task, t, executor) for t in trajs]
 
 
@@ -217,7 +240,7 @@ def summarize(cases: Iterable[AgreementCase]) -> dict[str, Any]:
     """Counts and rates over cases (see :func:`agreement_report`)."""
     cases = list(cases)
     ref = [c for c in cases if c.kind == "reference"]
-    pert = [c for c in cases if c.kind in ("drop_call", "perturb_argument")]
+    pert = [c for c in cases if c.kind in PERTURBED]
     judged = [c for c in cases if c.tau2_passed is not None]
     ref_j = [c for c in ref if c.tau2_passed is not None]
     pert_j = [c for c in pert if c.tau2_passed is not None]
@@ -233,6 +256,7 @@ def summarize(cases: Iterable[AgreementCase]) -> dict[str, Any]:
         "reference_pass_rate": _rate(sum(c.ours_passed for c in ref_j), len(ref_j)),
         "reference_tau2_pass_rate": _rate(sum(bool(c.tau2_passed) for c in ref_j), len(ref_j)),
         "perturbed": len(pert_j),
+        "partial_writes": sum(c.kind == "partial_write" for c in pert_j),
         "perturbed_fail_rate": _rate(sum(not c.ours_passed for c in pert_j), len(pert_j)),
         "perturbed_tau2_fail_rate": _rate(sum(not c.tau2_passed for c in pert_j), len(pert_j)),
         "verdict_agreement_reference": _rate(sum(bool(c.verdict_agrees) for c in ref_j), len(ref_j)),
@@ -244,8 +268,8 @@ def summarize(cases: Iterable[AgreementCase]) -> dict[str, Any]:
 
 
 def domain_report(conv: Conversion, *, tau2_ids: Sequence[str] | None = None, seed: int = 0,
-                  drops: int | None = 1, argument_changes: int | None = 1, executor: Executor | None = None
-                  ) -> dict[str, Any]:
+                  drops: int | None = 1, argument_changes: int | None = 1, partial_writes: int | None = 1,
+                  executor: Executor | None = None) -> dict[str, Any]:
     """:func:`summarize` of the cases of ``conv``'s tasks (those with τ² ids ``tau2_ids``, else all), with the
     conversion's figures (``conversion``) and the time taken (``seconds``)."""
     started = time.perf_counter()
@@ -254,7 +278,8 @@ def domain_report(conv: Conversion, *, tau2_ids: Sequence[str] | None = None, se
     ex = executor or InProcessExecutor()
     try:
         cases = [c for t in chosen for c in task_cases(conv, t, ex, seed=seed, drops=drops,
-                                                        argument_changes=argument_changes)]
+                                                        argument_changes=argument_changes,
+                                                        partial_writes=partial_writes)]
     finally:
         if executor is None:
             ex.close()
@@ -265,13 +290,14 @@ def domain_report(conv: Conversion, *, tau2_ids: Sequence[str] | None = None, se
 
 def agreement_report(domains: Sequence[str] = ("retail", "airline"), *, task_ids: dict[str, Sequence[str]] | None
                      = None, limit: int | None = None, seed: int = 0, drops: int | None = 1,
-                     argument_changes: int | None = 1, executor: Executor | None = None) -> dict[str, Any]:
+                     argument_changes: int | None = 1, partial_writes: int | None = 1,
+                     executor: Executor | None = None) -> dict[str, Any]:
     """Agreement of each converted domain with τ² (see the module docstring).
 
     Returns ``{"tau2_version", "seed", "domains": {domain: summary}, **overall summary}`` where a domain's summary
     also has ``conversion`` (:func:`conversion_summary`) and ``seconds``. ``task_ids`` picks tasks per domain
-    (τ²'s ids), else the first ``limit`` (else all); ``drops`` and ``argument_changes`` are the perturbations of
-    each kind sampled per task (None: all of them).
+    (τ²'s ids), else the first ``limit`` (else all); ``drops``, ``argument_changes`` and ``partial_writes`` are the
+    perturbations of each kind sampled per task (None: all of them).
     """
     per: dict[str, Any] = {}
     everything: list[AgreementCase] = []
@@ -285,7 +311,8 @@ def agreement_report(domains: Sequence[str] = ("retail", "airline"), *, task_ids
             conv = converted(name, tuple(str(t.id) for t in _backend.tasks(name))[:limit])
         else:
             conv = converted(name)
-        report = domain_report(conv, seed=seed, drops=drops, argument_changes=argument_changes, executor=executor)
+        report = domain_report(conv, seed=seed, drops=drops, argument_changes=argument_changes,
+                               partial_writes=partial_writes, executor=executor)
         everything += report.pop("cases")
         per[name] = report
     return {"tau2_version": _backend.version(), "seed": seed, "domains": per, **summarize(everything)}
@@ -315,4 +342,5 @@ def agreement_note(summary: dict[str, Any]) -> str:
             f"equal {pct('reference_hash_agreement')} (reference) / {pct('perturbed_hash_agreement')} (perturbed); "
             f"call results identical {summary['identical_results']}/{summary['calls']}; verdicts agree "
             f"{pct('verdict_agreement_reference')} (reference) / {pct('verdict_agreement_perturbed')} (perturbed, "
-            f"{summary['perturbed']} trajectories, τ² fails {pct('perturbed_tau2_fail_rate')} of them)")
+            f"{summary['perturbed']} trajectories, {summary.get('partial_writes', 0)} of them writing then raising, "
+            f"τ² fails {pct('perturbed_tau2_fail_rate')} of them)")

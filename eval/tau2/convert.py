@@ -2,7 +2,10 @@
 
 Role: :func:`convert` reads a domain through :mod:`eval.tau2._backend` and writes its spec: the database as
 tables (``state``), τ²'s tool schemas with the hand-ported restricted code (:mod:`eval.tau2.domain`), the policy
-document as description and rules (:mod:`eval.tau2.policy`), and one task per τ² task. It also returns, per task,
+document as description and rules (:mod:`eval.tau2.policy`), and one task per τ² task. The spec keeps a failed
+call's writes (``failed_calls: "keep"``): τ²'s tools change its database in place, so one that raises after a
+change (airline's ``book_reservation`` paying twice with one certificate) keeps it, and the ported code writes
+each such change when τ² makes it. It also returns, per task,
 what the agreement with τ² reads (:class:`Tau2Task`): τ²'s user scenario, the gold actions of every requestor, the
 reward basis and the judged assertions.
 
@@ -194,7 +197,7 @@ def convert(name: str, *, task_ids: Sequence[str] | None = None, limit: int | No
         spec_version=2, id=f"tau2-{name}", title=d.title, description=description,
         provenance=Provenance(generator="manual", stream="manual"),
         state=State(schema_sql=schema_sql(d.tables), seed_sql=seed_sql(d.tables, base)), tools=tools, code=d.code,
-        tasks=tasks, policy=rules)
+        tasks=tasks, policy=rules, failed_calls="keep")
     return Conversion(d, spec, side, base, round(time.perf_counter() - started, 3), version,
                       {t.tau2_id: t.id for t in side.values()})
 

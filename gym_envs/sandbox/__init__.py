@@ -106,8 +106,10 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    ``ro`` mode plus ``PRAGMA query_only``; :mod:`~gym_envs.sandbox.checks`) and only JSON crosses back: a query's
    rows, a ``python`` check's verdict, digests; the verdicts are the host's (:mod:`gym_envs.checks`). The state
    always equals the replay of the episode's logged calls (successes, and failures that a replay reproduces): a
-   call that fails after writing is undone by rolling back to the episode start and replaying the log, and an
-   episode whose transaction SQLite aborted is rebuilt from the image the same way. A checkpoint
+   call that fails after writing is undone by rolling back to the episode start and replaying the log (unless the
+   spec keeps failed calls' writes, ``failed_calls: "keep"``: then a failure a replay reproduces keeps them, and
+   its replay keeps them too), and an episode whose transaction SQLite aborted is rebuilt from the image the same
+   way. A checkpoint
    (``fork``/``restore``, given only to a program whose code keeps no state between calls:
    :mod:`~gym_envs.sandbox.purity`) is a savepoint plus the connection's counters, so restoring it gives that
    same state; one a reset removed is replayed. The table digests that ``state`` and ``unchanged`` checks compare
@@ -175,10 +177,12 @@ from gym_envs.sandbox.inprocess import InProcessExecutor
 from gym_envs.sandbox.limits import Limits, SqlLimits
 from gym_envs.sandbox.modules import ALLOWED_MODULES
 from gym_envs.sandbox.pool import WorkerExecutor
+from gym_envs.sandbox.program import FAILED_CALLS
 from gym_envs.sandbox.values import plain_json
 
 __all__ = [
     "ALLOWED_MODULES",
+    "FAILED_CALLS",
     "CallResult",
     "CheckResult",
     "DbFacade",

@@ -20,7 +20,12 @@ worker) all enter it through that one context manager; each episode keeps its ow
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
 the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
-starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. Table digests
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. A call that
+fails leaves no writes (the episode is rebuilt without them), unless its program keeps them (the ``load`` request's
+``failed_calls: "keep"``, :attr:`~gym_envs.sandbox.program.Program.keep_failed`) and a replay reproduces the
+failure (a ``ToolError``, any exception of the code, a refused statement: not a timeout or running out of memory):
+then its writes stay, its log entry replays them, and its response carries the rows it changed. An aborted
+transaction is undone in both modes. Table digests
 (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
 cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads.
 """
@@ -386,7 +391,9 @@ class Engine:
 
     def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                 resp: dict[str, Any]) -> dict[str, Any]:
-        """After a call: log it for replay, or undo it (a failure after writes, an aborted transaction)."""
+        """After a call: log it for replay, or undo it (an aborted transaction; a failure after writes, unless
+        the program keeps failed calls' writes and a replay reproduces the failure: then the response carries
+        the rows it changed)."""
         conn = ep.state.conn
         if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
             if resp["ok"] or resp.get("replay"):
@@ -397,9 +404,13 @@ class Engine:
         elif resp["ok"]:
             ep.log.append((name, logged))
         else:
-            if resp.get("replay"):
+            replay = resp.get("replay")
+            if replay:
                 ep.log.append((name, logged))
-            if conn.total_changes != before:  # it failed after writing: undo by replay
+            changes = conn.total_changes - before
+            if changes and replay and ep.program.keep_failed:  # it failed after writing: its writes stay
+                resp["changes"] = changes
+            elif changes:  # it failed after writing: undo by replay
                 self._rebuild(ep, reload=False)
         return resp
 
@@ -443,7 +454,9 @@ class Engine:
         Used when a call failed after writing (its writes must not stay: roll back to the episode start)
         and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
         make the replay deterministic; each replayed call runs in a savepoint, so calls that failed the
-        first time fail again without leaving writes. The episode keeps its facades (and their tokens).
+        first time fail again without leaving writes, or, when the program keeps failed calls' writes
+        (:attr:`~gym_envs.sandbox.program.Program.keep_failed`), with the writes they left the first time.
+        The episode keeps its facades (and their tokens).
         """
         state = ep.state
         try:
@@ -458,10 +471,11 @@ class Engine:
             if failure is not None:
                 raise StateError(failure)
             ep.ro_db = ep.ro_token = None
+            keep = ep.program.keep_failed
             for name, args in ep.log:
                 state.savepoint()
                 resp = self._invoke(ep, name, plain_json(args)[0], state.conn.total_changes)
-                state.release(commit=bool(resp.get("ok")))
+                state.release(commit=bool(resp["ok"] or (keep and resp.get("replay"))))
                 if state.lost:
                     raise StateError("the replay aborted again", transient=True)
         except (KeyboardInterrupt, SystemExit):

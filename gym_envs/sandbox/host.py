@@ -31,7 +31,7 @@ class CallResult:
     result: Any = None
     error: str | None = None
     error_type: str | None = None  #: an :class:`~gym_envs.errors.ErrorKind` value when the call failed
-    changes: int = 0  #: rows the call inserted, updated or deleted
+    changes: int = 0  #: rows the call inserted, updated or deleted (a failed call: those it kept, ``failed_calls``)
 
     def observation(self) -> str:
         """The JSON text shown to the agent."""
@@ -63,7 +63,7 @@ def program_request(spec: Any) -> dict[str, Any]:
     """The ``load`` request for an :class:`~gym_envs.spec.EnvSpec` (keyed by a hash of what the engine needs)."""
     tools = {t.name: t.parameters for t in spec.tools}
     body = {"code": spec.code, "schema_sql": spec.state.schema_sql, "seed_sql": spec.state.seed_sql,
-            "tools": tools}
+            "tools": tools, "failed_calls": spec.failed_calls}
     key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     return {"op": "load", "key": key, **body}
 
@@ -73,7 +73,7 @@ def call_result(name: str, args: dict[str, Any], resp: dict[str, Any]) -> CallRe
     if resp.get("ok"):
         result = resp["result"] if "result" in resp else json.loads(resp["result_json"])
         return CallResult(name, args, True, result, None, None, resp.get("changes", 0))
-    return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"))
+    return CallResult(name, args, False, None, str(resp.get("error")), resp.get("error_type"), resp.get("changes", 0))
 
 
 def not_an_object(name: str) -> CallResult:

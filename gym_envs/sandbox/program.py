@@ -5,7 +5,9 @@ code (:func:`gym_envs.sandbox.guards.compile_code`; a ``compile_error`` response
 ``schema_sql`` in the ``setup`` mode (tables and indexes only; anything else, or a failing statement, is
 a ``schema_error``) and ``seed_sql`` in ``rw``, and keeps the result as the template image every episode
 of the program starts from. The engine then runs the module level once to check that every tool is
-defined (:meth:`gym_envs.sandbox.engine.Engine._op_load`).
+defined (:meth:`gym_envs.sandbox.engine.Engine._op_load`). The request's ``failed_calls`` (one of
+:data:`FAILED_CALLS`, default ``rollback``) says what a failed call leaves of its writes (:attr:`Program.keep_failed`);
+another value is a ``load_error``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.purity import stateless
 
-__all__ = ["Program", "build_program"]
+__all__ = ["FAILED_CALLS", "Program", "build_program"]
+
+#: what a failed tool call leaves of its writes: ``rollback`` (nothing: the default) or ``keep`` (the writes it made
+#: before it failed, as tools that change their state in place leave them); an EnvSpec's ``failed_calls``
+FAILED_CALLS = ("rollback", "keep")
 
 
 @dataclass
@@ -37,11 +43,16 @@ class Program:
     pool: list[StateDB] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  #: the template's table digests
     pure: bool = False  #: the code keeps no state between calls (checkpoints are savepoints)
+    keep_failed: bool = False  #: a failed call's writes stay (``failed_calls: "keep"``; see the engine's docstring)
 
 
 def build_program(req: dict[str, Any], limits: SqlLimits, cap: int) -> tuple[Program, StateDB] | dict[str, Any]:
     """The program of a ``load`` request and its connection (holding the template), or the error response."""
     key = req["key"]
+    failed_calls = req.get("failed_calls", "rollback")
+    if failed_calls not in FAILED_CALLS:
+        return error_response(ErrorKind.LOAD_ERROR, f"failed_calls must be one of {', '.join(FAILED_CALLS)}; got "
+                              f"{failed_calls!r}", cap)
     result = compile_code(req["code"], filename=f"<envspec {key[:12]}>")
     if result.errors:
         return {"ok": False, "error_type": ErrorKind.COMPILE_ERROR.value, "error": "; ".join(result.errors)[:cap],
@@ -60,7 +71,8 @@ def build_program(req: dict[str, Any], limits: SqlLimits, cap: int) -> tuple[Pro
         return error_response(ErrorKind.SCHEMA_ERROR, str(e), cap)
     tools = req.get("tools", {})
     prog = Program(key=key, code=result.code, tool_schemas=tools, image=db.image(),
-                   arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]))
+                   arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]),
+                   keep_failed=failed_calls == "keep")
     prog.digests = db.table_digests()
     return prog, db
 

@@ -413,3 +413,22 @@ def test_unused_read_tools_do_not_use_up_the_tries_before_a_destructive_one() ->
     spec["tools"].append({"name": "wipe_notes", "description": "Clear every note.", "parameters": empty})
     verdict = validate_spec(spec, executor="inprocess")
     assert not verdict.accepted and "an extra call wipe_notes({})" in _text(verdict), _text(verdict)
+
+
+def test_a_failed_extra_call_that_keeps_its_writes_is_a_mutant_only_when_the_spec_keeps_them() -> None:
+    """With ``failed_calls: "keep"`` a tool that writes and then raises changes the state: the extra-write mutants
+    count it (a failed call no longer means an unchanged state), so checks that miss its write are caught; with
+    the default, its writes are undone and it is no mutant."""
+    ids_statuses = {"kind": "sql", "query": "SELECT id, status FROM tickets ORDER BY id", "ordered": True,
+                    "expect": [[i, "closed" if i == 3 else s] for i, _, s, _ in ROWS]}
+    spec = helpdesk([close_task([ids_statuses]), GOOD_READ])
+    spec["code"] += ("\ndef wipe_notes(db):\n    db.execute(\"UPDATE tickets SET note = 'wiped'\")\n"
+                     "    raise ToolError('the notes could not all be wiped')\n")
+    spec["tools"] = [t for t in spec["tools"] if t["name"] in ("get_ticket", "close_ticket")]
+    spec["tools"].append({"name": "wipe_notes", "description": "Clear every note.",
+                          "parameters": {"type": "object", "properties": {}}})
+    verdict = validate_spec(spec, executor="inprocess")
+    assert verdict.accepted, _text(verdict)
+    assert not any("wipe_notes" in m["mutation"] for m in verdict.mutations)
+    verdict = validate_spec({**spec, "spec_version": 2, "failed_calls": "keep"}, executor="inprocess")
+    assert not verdict.accepted and "an extra call wipe_notes({})" in _text(verdict), _text(verdict)

@@ -103,3 +103,27 @@ def test_numbers_may_be_written_as_whole_words_in_a_reply():
     assert reply_contains("Just one.", "1")
     assert not reply_contains("Someone will call.", "1") and not reply_contains("Done.", "1")
     assert not reply_contains("You have thirty orders.", "3")
+
+
+def test_failed_calls_is_a_v2_option_rollback_by_default_with_a_clear_error_for_other_values():
+    d = _v1()
+    assert parse_spec(d).failed_calls == "rollback"
+    d["failed_calls"] = "keep"
+    with pytest.raises(SpecError, match="spec_version 1 has no 'failed_calls': set spec_version to 2"):
+        parse_spec(d)
+    d["spec_version"] = 2
+    assert parse_spec(d).failed_calls == "keep"
+    for bad in ("keeps", "Rollback", None, 1, ["keep"]):
+        d["failed_calls"] = bad
+        with pytest.raises(SpecError) as info:
+            parse_spec(d)
+        text = str(info.value)
+        assert f"failed_calls: {bad!r} is not a mode" in text and "'rollback'" in text and "'keep'" in text, text
+
+
+def test_the_json_schema_lists_the_failed_call_modes_in_version_2_only():
+    from gym_envs.spec_schema import json_schema
+
+    prop = json_schema()["properties"]["failed_calls"]
+    assert prop["enum"] == ["rollback", "keep"] and prop["default"] == "rollback"
+    assert "failed_calls" not in json_schema(1)["properties"]

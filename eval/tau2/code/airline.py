@@ -4,7 +4,9 @@
 # Each tool follows tau2/domains/airline/tools.py step for step (the same checks in the same order, the same error
 # texts, the same arithmetic), so a call returns what τ²'s tool returns and leaves the tables holding what τ²'s
 # database holds after it. Records are loaded into dicts shaped as τ²'s model_dump(), changed as τ² changes its
-# models, then written back. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment, and
+# models, then written back. τ² changes its models in place, so a tool that raises keeps what it changed before (the
+# spec's failed_calls is "keep"): where a step can still raise after a change, the change is written when τ² makes
+# it. Where τ² builds a pydantic model from an argument (FlightInfo, Passenger, Payment, and
 # the Reservation holding them), the fields are checked and coerced as pydantic's lax mode does, at the same step,
 # with pydantic's error text. A list argument that is not all dicts is kept as it is, as τ² keeps it, and fails
 # where τ²'s tool first uses it.
@@ -349,13 +351,14 @@ def book_reservation(db, user_id, origin, destination, flight_type, cabin, fligh
         raise ToolError(f"Payment amount does not add up, total price is {total_price}, but paid {total_payment}")
     for method in payment_methods:
         payment_id = method["payment_id"]
-        if payment_id not in user["payment_methods"]:  # τ² pops a certificate; a second use of it raises KeyError
-            raise ToolError(repr(payment_id))
+        if payment_id not in user["payment_methods"]:  # τ² pops a certificate; a second use of it raises KeyError,
+            raise ToolError(repr(payment_id))  # and the charges and certificates used before it stay
         held = user["payment_methods"][payment_id]
         if held["source"] == "gift_card":
             held["amount"] = held["amount"] - method["amount"]
         elif held["source"] == "certificate":
             user["payment_methods"].pop(payment_id)
+        save_user_money(db, user)
     seats = {}  # a flight booked twice is one record in τ², decremented twice
     for instance in instances:
         key = (instance["flight_number"], instance["date"])

@@ -3,7 +3,9 @@
 # `calculate` tool): never imported. Each tool follows tau2/domains/retail/tools.py step for step (the same checks
 # in the same order, the same error texts, the same float arithmetic), so a call returns what τ²'s tool returns
 # and leaves the tables holding what τ²'s database holds after it. Records are loaded into dicts shaped as τ²'s
-# model_dump(), changed as τ² changes its models, then written back.
+# model_dump(), changed as τ² changes its models, then written back. τ² changes its models in place, so a tool that
+# raises keeps what it changed before (the spec's failed_calls is "keep"): where a step can still raise after a
+# change, the change is written when τ² makes it.
 import json
 
 REASONS = ("no longer needed", "ordered by mistake")
@@ -40,6 +42,11 @@ def load_user(db, user_id):
             "orders": [o["order_id"] for o in orders]}
 
 
+def save_balance(db, user, method):
+    db.execute("UPDATE payment_methods SET balance = ? WHERE user_id = ? AND id = ?",
+               [method["balance"], user["user_id"], method["id"]])
+
+
 def save_user(db, user):
     a = user["address"]
     db.execute("UPDATE users SET address1 = ?, address2 = ?, city = ?, country = ?, state = ?, zip = ? "
@@ -47,8 +54,7 @@ def save_user(db, user):
                                      user["user_id"]])
     for m in user["payment_methods"].values():
         if m["source"] == "gift_card":
-            db.execute("UPDATE payment_methods SET balance = ? WHERE user_id = ? AND id = ?",
-                       [m["balance"], user["user_id"], m["id"]])
+            save_balance(db, user, m)
 
 
 def load_order(db, order_id):
@@ -151,15 +157,14 @@ def cancel_pending_order(db, order_id, reason):
         refunds.append({"transaction_type": "refund", "amount": payment["amount"], "payment_method_id": payment_id})
         if user is None:
             user = load_user(db, order["user_id"])
-        method = payment_method(user, payment_id)
+        method = payment_method(user, payment_id)  # a later payment's method not the user's: the refunds stay
         if method["source"] == "gift_card":
             method["balance"] = method["balance"] + payment["amount"]
             method["balance"] = round(method["balance"], 2)
+            save_balance(db, user, method)
     order["status"] = "cancelled"
     order["cancel_reason"] = reason
     order["payment_history"].extend(refunds)
-    if user is not None:
-        save_user(db, user)
     save_order(db, order)
     return order
 
@@ -294,15 +299,16 @@ def modify_pending_order_payment(db, order_id, payment_method_id):
         {"transaction_type": "payment", "amount": float(amount), "payment_method_id": payment_method_id},
         {"transaction_type": "refund", "amount": float(amount), "payment_method_id": history[0]["payment_method_id"]},
     ])
+    save_order(db, order)
     if method["source"] == "gift_card":
         method["balance"] = method["balance"] - amount
         method["balance"] = round(method["balance"], 2)
-    old = payment_method(user, history[0]["payment_method_id"])
+        save_balance(db, user, method)
+    old = payment_method(user, history[0]["payment_method_id"])  # not the user's: the payments and charge stay
     if old["source"] == "gift_card":
         old["balance"] = old["balance"] + amount
         old["balance"] = round(old["balance"], 2)
-    save_user(db, user)
-    save_order(db, order)
+        save_balance(db, user, old)
     return order
 
 
