@@ -474,7 +474,14 @@ class EnvSpec(_Model):
         return [{"type": "function", "function": t.model_dump()} for t in self.tools if t.name not in hidden]
 
     def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent, exclude_none=False)
+        """The spec as JSON; a spec_version 1 spec without the version 2 fields the dump holds at their defaults
+        (:func:`gym_envs.spec_schema.version_1_document`), so it is valid under the version 1 schema."""
+        if self.spec_version >= 2:
+            return self.model_dump_json(indent=indent, exclude_none=False)
+        from gym_envs.spec_schema import version_1_document
+
+        return json.dumps(version_1_document(self.model_dump(mode="json", exclude_none=False)), indent=indent,
+                          ensure_ascii=False, separators=(",", ":") if indent is None else None)
 
 
 _TAGS = ("call", "say", "str", "CallPattern")  #: union branch labels pydantic puts in an error's location

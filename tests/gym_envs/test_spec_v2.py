@@ -127,3 +127,21 @@ def test_the_json_schema_lists_the_failed_call_modes_in_version_2_only():
     prop = json_schema()["properties"]["failed_calls"]
     assert prop["enum"] == ["rollback", "keep"] and prop["default"] == "rollback"
     assert "failed_calls" not in json_schema(1)["properties"]
+
+
+def test_what_this_project_writes_of_a_v1_spec_is_valid_under_the_v1_schema_and_reads_back_the_same():
+    """The dump holds version 2 fields at their defaults (``policy: []``, ``failed_calls``, a calls check's
+    ``ordered``, a reply check's ``scope``): a version 1 reader, which knows only the v1 schema, refused them."""
+    import jsonschema
+
+    from gym_envs.examples import list_examples, load_example
+    from gym_envs.spec_schema import json_schema
+
+    v1 = [s for s in (load_example(n) for n in list_examples()) if s.spec_version == 1]
+    assert v1
+    for spec in v1:
+        for indent in (None, 2):
+            doc = json.loads(spec.to_json(indent=indent))
+            jsonschema.validate(doc, json_schema(1))
+            assert "policy" not in doc and "failed_calls" not in doc
+            assert parse_spec(doc) == spec
