@@ -397,9 +397,11 @@ def show(spec_ref: str, as_json: bool, task_ids: tuple[str, ...], rows: int, exe
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the schema to this file instead of standard output.")
-def schema(out: str | None) -> None:
-    """Print the JSON Schema of the environment spec (spec_version 1)."""
-    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+@click.option("--spec-version", "spec_version", type=click.IntRange(1, 2), default=None,
+              help="Only what a document of this spec_version may hold (default: every version).")
+def schema(out: str | None, spec_version: int | None) -> None:
+    """Print the JSON Schema of the environment spec (every spec_version, or --spec-version's)."""
+    text = json.dumps(json_schema(spec_version), indent=2, ensure_ascii=False) + "\n"
     if out is None:
         click.echo(text, nl=False)
         return

@@ -57,6 +57,7 @@ from gym_envs.checks import (
     kind_names,
     parse_check,
 )
+from gym_envs.spec_v1 import version_1_document
 from gym_envs.users.scenario import Scenario
 
 SPEC_VERSION: Literal[2] = 2
@@ -475,11 +476,9 @@ class EnvSpec(_Model):
 
     def to_json(self, indent: int | None = 2) -> str:
         """The spec as JSON; a spec_version 1 spec without the version 2 fields the dump holds at their defaults
-        (:func:`gym_envs.spec_schema.version_1_document`), so it is valid under the version 1 schema."""
+        (:func:`version_1_document`), so it is valid under the version 1 schema."""
         if self.spec_version >= 2:
             return self.model_dump_json(indent=indent, exclude_none=False)
-        from gym_envs.spec_schema import version_1_document
-
         return json.dumps(version_1_document(self.model_dump(mode="json", exclude_none=False)), indent=indent,
                           ensure_ascii=False, separators=(",", ":") if indent is None else None)
 

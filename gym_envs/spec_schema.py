@@ -9,19 +9,13 @@ and so are the definitions nothing then refers to.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from gym_envs.checks import check_kinds, kind_names
 from gym_envs.spec import SPEC_VERSION, EnvSpec
+from gym_envs.spec_v1 import V2_FIELDS
 
-__all__ = ["json_schema", "version_1_document"]
-
-#: what only spec_version 2 has, by schema definition: left out of the version 1 schema (each check kind narrows
-#: its own: :meth:`~gym_envs.checks.BaseCheck.version_1_schema`)
-_V2_FIELDS = {"EnvSpec": ("policy", "failed_calls"), "Task": ("policy", "setup_sql", "scenario", "withheld_tools"),
-              "Turn": ("reveal_tools",)}
-
+__all__ = ["json_schema"]
 
 def json_schema(version: int | None = None) -> dict[str, Any]:
     """The JSON Schema of the environment spec (what ``envwright schema`` prints): every version, with every registered
@@ -48,57 +42,12 @@ def json_schema(version: int | None = None) -> dict[str, Any]:
     return schema
 
 
-@lru_cache(maxsize=1)
-def _version_1_schema() -> dict[str, Any]:
-    return json_schema(1)
-
-
-def version_1_document(doc: dict[str, Any]) -> dict[str, Any]:
-    """A spec_version 1 document (a dump of an :class:`EnvSpec`) without the fields only version 2 has, which the
-    dump writes at their defaults (``policy: []``, a ``calls`` check's ``ordered``...): what the version 1 schema
-    admits, so a version 1 reader takes what this project writes. Walks the document beside the version 1 schema
-    (``$ref`` and the check kinds' discriminated union followed) and drops, from every object whose schema closes
-    it, the keys it does not name."""
-    schema = _version_1_schema()
-    defs = schema.get("$defs", {})
-
-    def resolve(node: dict[str, Any]) -> dict[str, Any]:
-        while "$ref" in node:
-            node = defs[node["$ref"].rsplit("/", 1)[-1]]
-        return node
-
-    def prune(value: Any, node: dict[str, Any]) -> Any:
-        node = resolve(node)
-        if isinstance(value, dict):
-            if "oneOf" in node and "discriminator" in node:
-                ref = node["discriminator"]["mapping"].get(value.get(node["discriminator"]["propertyName"]))
-                return prune(value, {"$ref": ref}) if ref else value
-            for alt in node.get("anyOf", []):  # an optional object (``X | None``): its object branch
-                if resolve(alt).get("type") == "object" or "properties" in resolve(alt):
-                    return prune(value, alt)
-            props = node.get("properties")
-            if props is None:
-                return value
-            closed = node.get("additionalProperties") is False
-            return {k: prune(v, props[k]) if k in props else v for k, v in value.items() if k in props or not closed}
-        if isinstance(value, list):
-            items = node.get("items")
-            if isinstance(items, dict):
-                return [prune(v, items) for v in value]
-            for alt in node.get("anyOf", []):  # an optional list: its array branch
-                if resolve(alt).get("type") == "array":
-                    return prune(value, alt)
-        return value
-
-    return prune(doc, schema)
-
-
 def _version_1(schema: dict[str, Any]) -> None:
     """Narrow a schema of every version to version 1: no v2 field of the spec or a task, no say item (the check kinds
     narrow their own)."""
     defs = schema["$defs"]
     schema["properties"]["spec_version"] = {"const": 1, "default": 1, "title": "Spec Version", "type": "integer"}
-    for name, fields in _V2_FIELDS.items():
+    for name, fields in V2_FIELDS.items():
         node = schema if name == "EnvSpec" else defs.get(name)
         if node is not None:
             for f in fields:

@@ -39,6 +39,7 @@ from envgen.completions import balanced_objects
 from gym_envs.spec import TASK_KINDS
 
 __all__ = [
+    "BLUEPRINT_KEYS",
     "BLUEPRINT_VERSION",
     "DIFFICULTIES",
     "FIELD_TYPES",
@@ -53,6 +54,7 @@ __all__ = [
     "Rule",
     "TaskMix",
     "blueprint_json_schema",
+    "check_blueprint_requirements",
     "max_completion_chars",
     "parse_blueprint",
 ]
@@ -347,3 +349,43 @@ def parse_blueprint(data: str | dict[str, Any]) -> ParsedBlueprint:
         kinds = [{"loc": ".".join(str(p) for p in err["loc"]) or "<root>", "type": str(err["type"])} for err in errs]
         return ParsedBlueprint(None, "schema", "the blueprint does not match its schema: " + "; ".join(problems[:8]),
                                problems, kinds)
+
+
+#: the keys of a skill's ``blueprint`` section: what it requires of a blueprint (a world: envgen.world.requirements)
+BLUEPRINT_KEYS = ("operations", "rules", "states", "tasks")
+
+
+def check_blueprint_requirements(req: Any, where: str = "blueprint") -> dict[str, Any]:
+    """A skill's ``blueprint`` section, validated and normalised (lists deduplicated, counts as ints).
+
+    Raises ``ValueError`` naming the bad key or kind and the allowed ones.
+    """
+    if req is None:
+        return {}
+    if not isinstance(req, dict):
+        raise ValueError(f"{where} must be a mapping with keys {', '.join(BLUEPRINT_KEYS)}, got {req!r}")
+    unknown = sorted(set(req) - set(BLUEPRINT_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; the keys are {', '.join(BLUEPRINT_KEYS)}")
+    out: dict[str, Any] = {}
+    for key, vocab in (("operations", OP_KINDS), ("rules", RULE_KINDS)):
+        kinds = req.get(key) or []
+        if not isinstance(kinds, list) or any(k not in vocab for k in kinds):
+            raise ValueError(f"{where}.{key} must be a list of {', '.join(vocab)}; got {kinds!r}")
+        if kinds:
+            out[key] = list(dict.fromkeys(kinds))
+    if req.get("states") not in (None, True, False):
+        raise ValueError(f"{where}.states must be true or false, got {req['states']!r}")
+    if req.get("states"):
+        out["states"] = True
+    tasks = req.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise ValueError(f"{where}.tasks must map task kinds to least counts, e.g. {{decline: 2}}")
+    for kind, n in tasks.items():
+        if kind not in TASK_KINDS or isinstance(n, bool) or not isinstance(n, int) \
+                or not 1 <= n <= MAX_TASKS_PER_KIND:
+            raise ValueError(f"{where}.tasks.{kind}: a task kind of {', '.join(TASK_KINDS)} with a count in "
+                             f"1..{MAX_TASKS_PER_KIND}; got {n!r}")
+    if tasks:
+        out["tasks"] = {k: int(tasks[k]) for k in TASK_KINDS if k in tasks}
+    return out

@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from envgen.blueprint.schema import BLUEPRINT_KEYS, check_blueprint_requirements
 from gym_envs.spec import EnvSpec, load_spec, parse_spec
 
 __all__ = ["BLUEPRINT_KEYS", "DISCLOSURE_LEVELS", "Skill", "SkillStats", "check_blueprint_requirements", "load_skill",
@@ -47,48 +48,6 @@ __all__ = ["BLUEPRINT_KEYS", "DISCLOSURE_LEVELS", "Skill", "SkillStats", "check_
 
 DISCLOSURE_LEVELS = ("name", "summary", "rules", "full")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{1,63}$")
-BLUEPRINT_KEYS = ("operations", "rules", "states", "tasks")
-
-
-def check_blueprint_requirements(req: Any, where: str = "blueprint") -> dict[str, Any]:
-    """A skill's ``blueprint`` section, validated and normalised (lists deduplicated, counts as ints).
-
-    Raises ``ValueError`` naming the bad key or kind and the allowed ones.
-    """
-    from envgen.blueprint.schema import MAX_TASKS_PER_KIND, OP_KINDS, RULE_KINDS
-    from gym_envs.spec import TASK_KINDS
-
-    if req is None:
-        return {}
-    if not isinstance(req, dict):
-        raise ValueError(f"{where} must be a mapping with keys {', '.join(BLUEPRINT_KEYS)}, got {req!r}")
-    unknown = sorted(set(req) - set(BLUEPRINT_KEYS))
-    if unknown:
-        raise ValueError(f"{where}: unknown keys {unknown}; the keys are {', '.join(BLUEPRINT_KEYS)}")
-    out: dict[str, Any] = {}
-    for key, vocab in (("operations", OP_KINDS), ("rules", RULE_KINDS)):
-        kinds = req.get(key) or []
-        if not isinstance(kinds, list) or any(k not in vocab for k in kinds):
-            raise ValueError(f"{where}.{key} must be a list of {', '.join(vocab)}; got {kinds!r}")
-        if kinds:
-            out[key] = list(dict.fromkeys(kinds))
-    if req.get("states") not in (None, True, False):
-        raise ValueError(f"{where}.states must be true or false, got {req['states']!r}")
-    if req.get("states"):
-        out["states"] = True
-    tasks = req.get("tasks") or {}
-    if not isinstance(tasks, dict):
-        raise ValueError(f"{where}.tasks must map task kinds to least counts, e.g. {{decline: 2}}")
-    for kind, n in tasks.items():
-        if kind not in TASK_KINDS or isinstance(n, bool) or not isinstance(n, int) \
-                or not 1 <= n <= MAX_TASKS_PER_KIND:
-            raise ValueError(f"{where}.tasks.{kind}: a task kind of {', '.join(TASK_KINDS)} with a count in "
-                             f"1..{MAX_TASKS_PER_KIND}; got {n!r}")
-    if tasks:
-        out["tasks"] = {k: int(tasks[k]) for k in TASK_KINDS if k in tasks}
-    return out
-
-
 @dataclass
 class SkillStats:
     """Usage statistics of a skill (pooled when skills merge)."""

@@ -83,9 +83,9 @@ class WorldNeeds:
 
 
 def world_needs(req: dict[str, Any] | None) -> WorldNeeds:
-    """What a skill's ``blueprint`` section (checked by :func:`envgen.skills.skill.check_blueprint_requirements`)
+    """What a skill's ``blueprint`` section (checked by :func:`envgen.blueprint.schema.check_blueprint_requirements`)
     asks of a world (module docstring)."""
-    from envgen.skills.skill import check_blueprint_requirements
+    from envgen.blueprint.schema import check_blueprint_requirements
     from envgen.world.tasks import _MAX_REFUSALS  # decline tasks the refusal family writes in one world at most
 
     r = check_blueprint_requirements(req or {}, "requirements")

@@ -114,3 +114,12 @@ def test_schema_out_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["schema", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["properties"]["tasks"]
+
+
+def test_schema_of_one_spec_version() -> None:
+    every = json.loads(CliRunner().invoke(cli, ["schema"]).stdout)
+    v1 = json.loads(CliRunner().invoke(cli, ["schema", "--spec-version", "1"]).stdout)
+    assert "policy" in every["properties"] and "policy" not in v1["properties"]
+    assert v1["properties"]["spec_version"]["const"] == 1
+    bad = CliRunner().invoke(cli, ["schema", "--spec-version", "3"])
+    assert bad.exit_code == 2 and "--spec-version" in bad.output

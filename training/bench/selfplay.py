@@ -580,7 +580,7 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, engine: s
 
         try:
             if check:
-                _check(out, list(merge), list(docs) or _default_docs())
+                selfplay_merge.check_or_exit(out, list(merge), list(docs) or selfplay_merge.default_docs())
             else:
                 selfplay_merge.merge(out, list(merge))
         except ValueError as e:
@@ -594,25 +594,3 @@ def command(out: Path, config: str, sets: tuple[str, ...], tiny: bool, engine: s
         sft_epochs=sft_epochs, sft_lr=sft_lr, replay=replay, stop_after=stop_after, parallel=parallel,
         child_processes=child_processes,
         resume=shlex.join(["envwright", "bench", "selfplay", *click.get_current_context().meta["argv"]]))
-
-
-def _default_docs() -> list[Path]:
-    """The docs that quote committed results: ``training/results/h200.md`` and ``README.md`` of the checkout
-    (none in an installed package, which ships no results)."""
-    root = Path(__file__).resolve().parents[2]
-    return [p for p in (root / "training" / "results" / "h200.md", root / "README.md") if p.is_file()]
-
-
-def _check(out: Path, folders: list[Path], docs: list[Path]) -> None:
-    """``--merge ... --check``: print what disagrees and exit 1 if anything does."""
-    from training.bench.selfplay_merge import check
-
-    problems, checked = check(out, folders, docs)
-    for p in problems:
-        click.echo(p, err=True)
-    if problems:
-        raise SystemExit(f"{len(problems)} of {checked} figures and lines disagree with the re-rendered report of "
-                         f"{', '.join(map(str, folders))}: re-render the report (--merge without --check) or fix "
-                         "the docs")
-    click.echo(f"{checked} figures and lines agree with the re-rendered report of {', '.join(map(str, folders))} "
-               f"(docs: {', '.join(map(str, docs)) or 'none'})")

@@ -395,3 +395,25 @@ def check(out: Path, folders: list[Path], docs: list[Path]) -> tuple[list[str], 
         problems += found
         checked += n
     return problems, checked
+
+
+def default_docs() -> list[Path]:
+    """The docs that quote committed results: ``training/results/h200.md`` and ``README.md`` of the checkout
+    (none in an installed package, which ships no results)."""
+    root = Path(__file__).resolve().parents[2]
+    return [p for p in (root / "training" / "results" / "h200.md", root / "README.md") if p.is_file()]
+
+
+def check_or_exit(out: Path, folders: list[Path], docs: list[Path]) -> None:
+    """``--merge ... --check``: print what disagrees and exit 1 if anything does."""
+    import click
+
+    problems, checked = check(out, folders, docs)
+    for p in problems:
+        click.echo(p, err=True)
+    if problems:
+        raise SystemExit(f"{len(problems)} of {checked} figures and lines disagree with the re-rendered report of "
+                         f"{', '.join(map(str, folders))}: re-render the report (--merge without --check) or fix "
+                         "the docs")
+    click.echo(f"{checked} figures and lines agree with the re-rendered report of {', '.join(map(str, folders))} "
+               f"(docs: {', '.join(map(str, docs)) or 'none'})")
