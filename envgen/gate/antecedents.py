@@ -45,6 +45,7 @@ _ORDINAL = re.compile(r"\b(the|that) (first|second|third|fourth|last|other|forme
 #: "it" that stands for a value asked about, not a record ("which has the lowest limit, and what is it?")
 _VALUE_IT = re.compile(r"\b(what|how much|how many|which)( \w+)? (is|was) it\b|\bwhat it (is|was)\b", re.IGNORECASE)
 _MIN_KEY = 4  # shorter key values (a "1", "ok") are too common to be a mention
+_ALL = 100_000  # rows of a table dumped (all of them: the limits keep tables far smaller)
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
@@ -125,13 +126,22 @@ def _named(text: str, keys: dict[str, tuple[str, Any]]) -> set[tuple[str, Any]]:
 
 
 def _changed(before: dict[str, Any], after: dict[str, Any]) -> set[tuple[str, Any]]:
-    """Records (table, row key) that differ between two dumps."""
+    """Records (table, row key) that differ between two dumps (a table whose dump is the same object in both has
+    none)."""
     out: set[tuple[str, Any]] = set()
     for t in set(before) | set(after):
+        if before.get(t) is not None and before.get(t) is after.get(t):
+            continue
         old = {next(iter(r)): tuple(r) for r in before.get(t, {}).get("rows", [])}
         new = {next(iter(r)): tuple(r) for r in after.get(t, {}).get("rows", [])}
         out |= {(t, k) for k in set(old) | set(new) if old.get(k) != new.get(k)}
     return out
+
+
+def _dump_again(session: Any, before: dict[str, Any]) -> dict[str, Any]:
+    """The state's dump, each table whose content is still the one ``before`` holds (by digest) taken from it."""
+    after = session.dump(None, limit=_ALL, unless={t: d["digest"] for t, d in before.items() if d.get("digest")})
+    return {t: before[t] if d.get("same") else d for t, d in after.items()}
 
 
 def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list[str]:
@@ -141,6 +151,7 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
     own = executor is None
     ex = executor or InProcessExecutor()
     problems: list[str] = []
+    starts: dict[tuple[str, ...], dict[str, Any]] = {}  # setup statements -> the dump of the state they make
     try:
         for task in spec.tasks:
             if len(task.turns) < 2 or not any(_pronoun(t.instruction) for t in task.turns[1:]):
@@ -150,12 +161,13 @@ def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list
             session.open(0)
             try:
                 previous: set[tuple[str, Any]] = set()
-                before = session.dump(None, limit=100_000)
+                before = starts.get(session.setup) or session.dump(None, limit=_ALL, unless={})
+                starts[session.setup] = before
                 keys = _dump_keys(before, columns)
                 for i, turn in enumerate(task.turns):
                     for call in turn.calls():
                         session.call(call.name, dict(call.arguments))
-                    after = session.dump(None, limit=100_000)  # the next turn's start: nothing runs in between
+                    after = _dump_again(session, before)  # the next turn's start: nothing runs in between
                     after_keys = _dump_keys(after, columns)
                     differ = _changed(before, after)
                     match = _pronoun(turn.instruction) if i > 0 else None

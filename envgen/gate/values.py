@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -74,14 +74,19 @@ class Column:
 
 @dataclass
 class Snapshot:
-    """The database as a dict ``table -> {"columns": [...], "rows": [[...], ...]}`` (a ``dump``)."""
+    """The database as a dict ``table -> {"columns": [...], "rows": [[...], ...]}`` (a ``dump``). ``reuse``: an
+    earlier snapshot whose table dumps this one shares (the same objects): those tables' columns are its own."""
 
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reuse: InitVar[Snapshot | None] = None
     _columns: dict[tuple[str, str], Column] = field(default_factory=dict, repr=False)
     _found: dict[tuple[str, type, Any], Column | None] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, reuse: Snapshot | None) -> None:
         for t, data in self.tables.items():
+            if reuse is not None and reuse.tables.get(t) is data:
+                self._columns.update((k, c) for k, c in reuse._columns.items() if k[0] == t)
+                continue
             cols = list(data.get("columns") or [])
             rows = data.get("rows") or []
             partial = int(data.get("count") or 0) > len(rows)  # a dump shows the first rows of a big table

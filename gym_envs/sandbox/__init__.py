@@ -115,7 +115,9 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    digest (:mod:`~gym_envs.sandbox.digests`) is dropped by every event that can change it (a statement that writes it
    or a table it cascades from, seen by the authorizer; a rollback past such a write; an image load; a trusted
    write), and the cache adds nothing spec code can see (no SQL object, no change to ``changes()`` or
-   ``last_insert_rowid()``).
+   ``last_insert_rowid()``). For code that keeps no state, a digest may also come from an earlier episode that made
+   the same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`: the ground checkpoints stand on); the
+   gate's determinism rule reads its replay's digests fresh.
 
 6. **Validation cannot be told from use.** What spec code can observe (its limits, recursion headroom, hash
    order, the draws of its episode's ``random``) is the same in every episode a worker runs: the validity

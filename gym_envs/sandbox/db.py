@@ -54,7 +54,7 @@ import contextlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from gym_envs.errors import StateError
@@ -534,14 +534,20 @@ class StateDB(ContentReads):
             self._tables = [r[0] for r in rows]
         return list(self._tables)
 
-    def table_digests(self, tables: list[str] | None = None, *, cached: bool = True) -> dict[str, str]:
+    def table_digests(self, tables: list[str] | None = None, *, cached: bool = True,
+                      memo: MutableMapping[str, str] | None = None) -> dict[str, str]:
         """The digest of each table (:func:`~gym_envs.sandbox.digests.rows_digest`; ``<missing>`` for a name
         that is no table), from the digest cache where the table cannot have changed since it was computed
-        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh)."""
+        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh). ``memo`` (folded table
+        name -> digest): the digests the caller knows of this very content (:mod:`~gym_envs.sandbox.recall`),
+        used where the cache has none (and not kept in the cache: a later caller that asks without the memo gets
+        the table read); each table read here is added to it."""
         self._sync_digests()
         known = set(self.tables())
         cache = self._digests
         cached = cached and self.limits.digest_cache
+        if not cached:
+            memo = None
         out: dict[str, str] = {}
         for t in tables or sorted(known):
             if t not in known:
@@ -549,11 +555,25 @@ class StateDB(ContentReads):
                 continue
             key = fold(t)
             digest = cache.get(key) if cached else None
+            if digest is None and memo is not None:
+                digest = memo.get(key)
             if digest is None:
                 digest = rows_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}"))
                 cache.put(key, digest)
+                if memo is not None:
+                    memo[key] = digest
             out[t] = digest
         return out
+
+    def known_digest(self, table: str, memo: Mapping[str, str] | None = None) -> str | None:
+        """``table``'s digest when it is known without reading the table (the digest cache's, else ``memo``'s, as
+        :meth:`table_digests` takes it), else None (also with :attr:`SqlLimits.digest_cache` off)."""
+        if not self.limits.digest_cache:
+            return None
+        self._sync_digests()
+        key = fold(table)
+        digest = self._digests.get(key)
+        return memo.get(key) if digest is None and memo is not None else digest
 
     def digest(self) -> str:
         """SHA-256 of every table's digest."""

@@ -22,7 +22,10 @@ fresh globals over shared builtins, a connection reset to the template, their ow
 the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
 starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. Table digests
 (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
-cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads.
+cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, and for a program whose
+code keeps no state from what the engine remembers of an earlier episode that made the same changing calls on the
+same setup (:mod:`~gym_envs.sandbox.recall`; not for a ``fresh`` digest); a ``dump`` that names the digests of the
+caller's dumps (``unless``) answers "the same" for a table whose content is still that one.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
+from gym_envs.sandbox.recall import Recalls, call_key
 from gym_envs.sandbox.reprs import described, scrub
 from gym_envs.sandbox.scope import CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
@@ -72,8 +76,12 @@ class _Episode:
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
-    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
+    #: id -> log size, marks, counters, content key
+    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...], tuple[tuple[str, str], ...]]] | None = None
     setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
+    #: pure programs: the calls logged since the episode opened that changed rows (:func:`~.recall.call_key`, in
+    #: order): with :attr:`setup`, the key of its content (:mod:`~gym_envs.sandbox.recall`)
+    content: tuple[tuple[str, str], ...] = ()
 
 
 
@@ -110,6 +118,7 @@ class Engine:
             "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
         self._fork_ids = itertools.count(1)
+        self._recalls = Recalls()
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -297,16 +306,19 @@ class Engine:
             disarm()
             failure = e
         if failure is not None:
-            return self._settle(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
+            return self._settled(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
         try:
             value, bound = plain_json(value)
             text = dumps(value)
         except (TypeError, ValueError, RecursionError) as e:
-            return self._settle(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
+            return self._settled(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
         if len(text) <= self._max_result and conn.in_transaction:
             ep.log.append((name, logged))  # type: ignore[union-attr]
-            return f'{{"ok":true,"changes":{conn.total_changes - before},"result":{text}}}'
-        return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
+            changes = conn.total_changes - before
+            if changes and ep.program.pure:  # type: ignore[union-attr]
+                ep.content += (call_key(name, logged),)  # type: ignore[union-attr]
+            return f'{{"ok":true,"changes":{changes},"result":{text}}}'
+        return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
 
     def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
         """The ``call`` request: one tool call of episode ``ep_id``."""
@@ -367,22 +379,34 @@ class Engine:
                 except BaseException as e:  # the boundary, as above (the batched path)
                     failure = e
                 if failure is not None:
-                    return self._settle(ep, name, logged, before, described(failure, self._cap))
+                    return self._settled(ep, name, logged, before, described(failure, self._cap))
                 try:
                     value, bound = plain_json(value)
                     fits = bound <= self._max_result or len(dumps(value)) <= self._max_result
                 except (TypeError, ValueError, RecursionError) as e:
-                    return self._settle(ep, name, logged, before, self._not_json(e))
+                    return self._settled(ep, name, logged, before, self._not_json(e))
                 if fits and conn.in_transaction:
                     ep.log.append((name, logged))
-                    return value, conn.total_changes - before
-                return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))
+                    changes = conn.total_changes - before
+                    if changes and ep.program.pure:
+                        ep.content += (call_key(name, logged),)
+                    return value, changes
+                return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))
         return self.call(ep_id, name, args)
 
     def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
         """Run a call with valid arguments and keep the episode equal to the replay of its log."""
         before = ep.state.conn.total_changes
-        return self._settle(ep, name, logged, before, self._invoke(ep, name, args, before))
+        return self._settled(ep, name, logged, before, self._invoke(ep, name, args, before))
+
+    def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
+                 resp: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`_settle`, then the call joins the episode's content key (a pure program's) when it succeeded and
+        changed rows (a call that failed changed nothing: what it wrote was undone)."""
+        resp = self._settle(ep, name, logged, before, resp)
+        if resp["ok"] and ep.program.pure and ep.state.conn.total_changes != before:
+            ep.content += (call_key(name, logged),)
+        return resp
 
     def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                 resp: dict[str, Any]) -> dict[str, Any]:
@@ -471,13 +495,22 @@ class Engine:
             ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
 
     # -- state and checks ----------------------------------------------------------------------
+    def _memo(self, ep: _Episode) -> dict[str, str] | None:
+        """The digests known of the episode's content by its key (a pure program's; :mod:`~.recall`), or None."""
+        if not ep.program.pure or ep.lost is not None:
+            return None
+        return self._recalls.of(ep.program.key).digests((ep.setup, ep.content))
+
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
-        ep.marks = ep.state.table_digests()
+        ep.marks = ep.state.table_digests(memo=self._memo(ep))
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        tables = self._episode(req).state.table_digests()
+        """The state's digest and its tables'; ``fresh``: every table whose digest the cache does not hold is read,
+        never taken from what the engine remembers of the same calls (:mod:`~.recall`)."""
+        ep = self._episode(req)
+        tables = ep.state.table_digests(memo=None if req.get("fresh") else self._memo(ep))
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
 
     def _op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -491,7 +524,7 @@ class Engine:
             return {"ok": True, "fork": None}
         if ep.forks is None:
             ep.forks = {}
-        ep.forks[n] = (len(ep.log), dict(ep.marks), saved)
+        ep.forks[n] = (len(ep.log), dict(ep.marks), saved, ep.content)
         return {"ok": True, "fork": n}
 
     def _op_restore(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -502,8 +535,9 @@ class Engine:
         entry = forks.get(n) if isinstance(n, int) else None
         if entry is None or not isinstance(n, int):
             return error_response(ErrorKind.PROTOCOL_ERROR, f"no checkpoint {n!r} in this episode", 200)
-        size, marks, saved = entry
+        size, marks, saved, content = entry
         del ep.log[size:]
+        ep.content = content
         kept = ep.state.back_to(n, saved)
         if not kept:
             del forks[n]
@@ -512,7 +546,15 @@ class Engine:
         return {"ok": True, "kept": kept}
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
+        """Columns, row count and first rows of each table; with ``unless`` (table -> the digest of the dump the
+        caller holds) each table's digest too, and a table whose content is that one answered ``{"same": true}``
+        (:meth:`~.recall.Recall.dump`)."""
+        ep = self._episode(req)
+        tables, limit, unless = req.get("tables"), int(req.get("limit", 50)), req.get("unless")
+        if unless.__class__ is not dict:
+            return {"ok": True, "tables": ep.state.dump(tables, limit)}
+        recall = self._recalls.of(ep.program.key)
+        return {"ok": True, "tables": recall.dump(ep.state, tables, limit, self._memo(ep), unless)}
 
     def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:
         """What the checks of a turn read of the state (:mod:`gym_envs.sandbox.checks`): each probe answered in
@@ -524,7 +566,7 @@ class Engine:
             return json_rows(self._run_spec(state, None, {}, state.run, (query, ()), {"mode": "ro", "fetch": True}))
 
         def digests(tables: Any) -> dict[str, str]:
-            return state.table_digests(list(tables) if tables else None)
+            return state.table_digests(list(tables) if tables else None, memo=self._memo(ep))
 
         readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
                    "marks": lambda _: dict(ep.marks or {}),

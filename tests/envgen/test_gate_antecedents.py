@@ -83,3 +83,33 @@ def test_the_gate_rejects_an_ambiguous_antecedent_as_rule_10():
     bad = validate_spec(_spec(extra_call=True), executor="inprocess")
     assert not any(r.rule == 10 for r in good.reasons)
     assert not bad.accepted and any(r.rule == 10 and r.code == "antecedent" for r in bad.reasons)
+
+
+def test_tables_a_turn_leaves_as_they_were_are_not_dumped_again(monkeypatch: Any) -> None:
+    """The rule asks the engine for each turn's tables with the digests of the dumps it holds, so a table a turn did
+    not change comes back as "the same" (and the start state is dumped once for tasks with the same setup); what it
+    finds is what dumping every table gives."""
+    from envgen.world.compile import compile_world
+    from gym_envs.sandbox.host import Session
+    from tests.envgen.world.store_world import store_world
+
+    world = compile_world(store_world(), env_id="antecedent-dumps", seed=3).spec
+    specs = [_spec(), _spec(extra_call=True), world]
+    dump = Session.dump
+    rows: list[int] = []
+
+    def counted(self: Session, tables: Any = None, limit: int = 50, **kw: Any) -> dict[str, Any]:
+        out = dump(self, tables, limit, **kw)
+        rows.append(sum(len(d.get("rows", ())) for d in out.values()))
+        return out
+
+    def every_table(self: Session, tables: Any = None, limit: int = 50, **kw: Any) -> dict[str, Any]:
+        return counted(self, tables, limit)
+
+    monkeypatch.setattr(Session, "dump", counted)
+    found = [antecedent_problems(s) for s in specs]
+    held = sum(rows)
+    rows.clear()
+    monkeypatch.setattr(Session, "dump", every_table)
+    assert [antecedent_problems(s) for s in specs] == found
+    assert found[1] and held < sum(rows) / 2

@@ -1,0 +1,104 @@
+"""What the engine remembers of the contents its episodes reach, so that it reads less of the database.
+
+Role: the :class:`~gym_envs.sandbox.engine.Engine` keeps one :class:`Recall` for each of the programs it used last
+(:data:`PROGRAMS`); nothing of it is visible to spec code, and every answer is the one reading the database gives.
+
+* **Digests by the calls that made the content** (:meth:`Recall.digests`). For a program whose code keeps no state
+  between calls (:mod:`~gym_envs.sandbox.purity`), an episode's content is a function of its setup statements and
+  of the calls that changed rows since it opened, in order: a call's effect is a function of the content it runs
+  on and of its arguments, and a call that changed no row changed nothing (the ground the engine's checkpoints
+  already stand on: restoring one gives what replaying the log gives). So the table digests read for one such
+  content key are those of any episode that reaches the same key again: the validity gate's wrong trajectories
+  that make the reference's writes after other reads, or an earlier trajectory's writes, read no table. The
+  engine asks for a table only what the digest cache (:mod:`~gym_envs.sandbox.digests`) does not hold, and keeps
+  out of that cache what came from here; a digest asked for ``fresh`` (the gate's determinism rule, which replays a
+  trajectory to compare what it reads) never comes from here.
+* **Dumps the caller holds** (:meth:`Recall.dump`). A caller that holds a dump of a table can name its digest
+  (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
+  table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
+  whenever its content is the same, which its digest says, so when its digest is known (from the cache or the memo
+  above) and is that one, it is answered "the same" instead of read and sent again.
+
+The digest memo is bounded (:data:`MAX_KEYS` content keys a program, emptied when full).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.values import dumps
+
+__all__ = ["MAX_KEYS", "PROGRAMS", "Recall", "Recalls", "call_key"]
+
+PROGRAMS = 2  #: programs whose memos are kept (the gate validates one spec at a time)
+MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """A call as a part of a content key: its tool and its arguments' exact JSON (``1`` and ``1.0`` differ)."""
+    return name, dumps(arguments)
+
+
+class Recall:
+    """One program's memos (see the module docstring)."""
+
+    __slots__ = ("_digests", "_ordered")
+
+    def __init__(self) -> None:
+        self._digests: dict[tuple[Any, ...], dict[str, str]] = {}  #: content key -> folded table -> digest
+        self._ordered: dict[str, bool] = {}  #: table -> its scan order is its content's (the schema is fixed)
+
+    def digests(self, key: tuple[Any, ...]) -> dict[str, str]:
+        """The digests known of the content whose key is ``key`` (the dict to add those read to)."""
+        memo = self._digests.get(key)
+        if memo is None:
+            if len(self._digests) >= MAX_KEYS:
+                self._digests.clear()
+            memo = self._digests[key] = {}
+        return memo
+
+    def dump(self, state: StateDB, tables: list[str] | None, limit: int, digests: dict[str, str] | None,
+             unless: dict[str, Any]) -> dict[str, Any]:
+        """``state.dump(tables, limit)``, each table dumped with its digest when known without reading it (else None),
+        but a table named in ``unless`` with that digest whose order its content decides answered ``{"same": true}``:
+        its dump is the one the caller holds of that digest. ``digests``: the memo of the content's digests, or
+        None."""
+        known = state.tables()
+        out: dict[str, Any] = {}
+        for t in tables or known:
+            if t not in known:
+                continue
+            digest = state.known_digest(t, digests)
+            if digest is not None and unless.get(t) == digest and self._is_ordered(state, t):
+                out[t] = {"same": True, "digest": digest}
+            else:
+                out[t] = state.dump([t], limit)[t] | {"digest": digest}
+        return out
+
+    def _is_ordered(self, state: StateDB, table: str) -> bool:
+        ordered = self._ordered.get(table)
+        if ordered is None:
+            ordered = self._ordered[table] = state.ordered(table)
+        return ordered
+
+
+class Recalls:
+    """The memos of the programs used last, by program key (at most :data:`PROGRAMS`)."""
+
+    __slots__ = ("_by_program",)
+
+    def __init__(self) -> None:
+        self._by_program: OrderedDict[str, Recall] = OrderedDict()
+
+    def of(self, program: str) -> Recall:
+        """``program``'s memos (made, and the least recently used program's dropped, as needed)."""
+        recall = self._by_program.get(program)
+        if recall is None:
+            while len(self._by_program) >= PROGRAMS:
+                self._by_program.popitem(last=False)
+            recall = self._by_program[program] = Recall()
+        else:
+            self._by_program.move_to_end(program)
+        return recall
