@@ -1,10 +1,10 @@
 """Render a world's operations as restricted tool code: one ``def NAME(db, ...)`` per tool.
 
 Role: the code-generation step of the world compiler, beside :mod:`envgen.world.render` (state and tool
-schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns, columns,
-references, money and boolean columns, and each table's ``SELECT``: tuples of ``(table, value)`` pairs) and a few
-helpers (find a record by key, show a record with its references as keys and money in currency units); each
-operation kind has one body renderer.
+schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns and each table's
+``SELECT``: tuples of ``(table, value)`` pairs) and a few helpers (find a record by key; ``show`` a record, one dict
+display a table, with its references as keys and money in currency units); each operation kind has one body
+renderer.
 
 Every statement that reads records a tool shows reads each reference's key in the same statement
 (:func:`select_sql`: a scalar subquery per reference, ``"<column> key"``), so a list of records costs one query,
@@ -45,24 +45,6 @@ def find(db, table, value):
     return rows[0]
 
 
-def show(table, row):
-    out = {}
-    refs = dict(entry(REFS, table, ()))
-    money = entry(MONEY, table, ())
-    bools = entry(BOOLS, table, ())
-    for name in entry(COLUMNS, table, ()):
-        value = row[name]
-        if name in refs:
-            out[refs[name][0]] = row[name + " key"]
-        elif name in money:
-            out[name] = None if value is None else value / 100
-        elif name in bools:
-            out[name] = None if value is None else bool(value)
-        else:
-            out[name] = value
-    return out
-
-
 def shift_days(value, days):
     import datetime
     start = value if value else TODAY
@@ -75,22 +57,38 @@ def reload(db, table, row_id):
 '''
 
 
+def _show(world: World) -> str:
+    """``show(table, row)``: a record as tools return it, one dict display a table: its columns in table order but
+    ``id``, a reference as the referenced record's key (the ``"<column> key"`` its :func:`select_sql` reads) under
+    the reference's parameter name, money in currency units, booleans as booleans (``None`` kept)."""
+    lines = ["def show(table, row):"]
+    for e in world.entities:
+        refs = {r.column: r.param for r in e.refs}
+        money = {f.name for f in e.fields if f.kind == "money"}
+        bools = {f.name for f in e.fields if f.sqltype == "BOOLEAN"}
+        items = []
+        for name in e.columns():
+            if name in refs:
+                items.append(f"{refs[name]!r}: row[{name + ' key'!r}]")
+            elif name in money:
+                items.append(f"{name!r}: None if row[{name!r}] is None else row[{name!r}] / 100")
+            elif name in bools:
+                items.append(f"{name!r}: None if row[{name!r}] is None else bool(row[{name!r}])")
+            else:
+                items.append(f"{name!r}: row[{name!r}]")
+        lines += [f"    if table == {e.table!r}:", "        return {" + ", ".join(items) + "}"]
+    return "\n".join([*lines, "    return {}", ""])
+
+
 def _tables(world: World) -> str:
-    """The module-level tables the helpers read (keys, nouns, columns, references, money, booleans and
-    :func:`select_sql`), each a
+    """The module-level tables the helpers read (keys, nouns and :func:`select_sql`), each a
     tuple of ``(table, value)`` pairs read through ``entry``: tuples of constants, so the module keeps no state a
     call could change (:func:`gym_envs.sandbox.purity.stateless`: the validity gate then judges wrong trajectories
     from checkpoints and in place instead of replaying each one)."""
     keys = {e.table: e.key.name for e in world.entities}
     nouns = {e.table: e.human for e in world.entities}
-    columns = {e.table: tuple(e.columns()) for e in world.entities}
-    refs = {e.table: tuple((r.column, (r.param, r.entity.table)) for r in e.refs) for e in world.entities}
-    money = {e.table: tuple(f.name for f in e.fields if f.kind == "money") for e in world.entities}
-    bools = {e.table: tuple(f.name for f in e.fields if f.sqltype == "BOOLEAN") for e in world.entities}
     selects = {e.table: select_sql(e) for e in world.entities}
-    tables: tuple[tuple[str, dict[str, Any]], ...] = (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns),
-                                                      ("REFS", refs), ("MONEY", money), ("BOOLS", bools),
-                                                      ("SELECTS", selects))
+    tables: tuple[tuple[str, dict[str, Any]], ...] = (("KEYS", keys), ("NOUNS", nouns), ("SELECTS", selects))
     lines = [f"{name} = {tuple(sorted(value.items()))!r}" for name, value in tables]
     return "\n".join([*lines, f"TODAY = {_today()!r}"])
 
@@ -98,7 +96,7 @@ def _tables(world: World) -> str:
 def render_code(world: World) -> str:
     """The spec's ``code``: the lookup tables, the helpers and one function per operation."""
     parts = [f'"""{world.title}: {world.domain}. Tools take and return keys, never row ids."""', "",
-             _tables(world), _HELPERS]
+             _tables(world), _HELPERS, _show(world)]
     for op in world.ops:
         parts.append(_function(world, op))
     return "\n".join(parts).rstrip() + "\n"

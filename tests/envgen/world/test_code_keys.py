@@ -15,7 +15,8 @@ from tests.envgen.world.store_world import _WORLD, store_world
 
 LOCKER = {"name": "locker", "role": "catalog", "key": {"name": "locker_code", "kind": "code"}, "prefix": "LK",
           "refs": [{"name": "holder", "entity": "customer", "nullable": True}],
-          "fields": [{"name": "size", "kind": "category", "values": ["small", "large"]}], "rows": 12}
+          "fields": [{"name": "size", "kind": "category", "values": ["small", "large"]},
+                     {"name": "heated", "kind": "boolean"}, {"name": "fee", "kind": "money"}], "rows": 12}
 OPS = [{"name": "take_locker", "kind": "acquire", "entity": "locker", "holder": "holder"},
        {"name": "free_locker", "kind": "release", "entity": "locker", "holder": "holder"}]
 
@@ -99,4 +100,24 @@ def test_a_null_reference_shows_none_and_a_set_one_its_key(shop: Any) -> None:
     assert again[free["locker_code"]] == email
     freed = session.call("free_locker", {"locker_code": free["locker_code"]})
     assert freed.ok and freed.result["holder_email"] is None
+    ex.close()
+
+
+def test_a_shown_record_is_its_columns_with_keys_money_and_booleans(shop: Any) -> None:
+    """``show``: every column but ``id`` in table order, a reference as the referenced record's key under the
+    reference's parameter name, money in currency units, a boolean as a boolean."""
+    conn = _seed(shop)
+    conn.row_factory = sqlite3.Row
+    ex = InProcessExecutor()
+    session = ex.session(shop)
+    search = next(t.name for t in shop.tools if t.name.startswith("search_locker"))
+    emails = dict(conn.execute("SELECT id, email FROM customers").fetchall())
+    shown = session.call(search, {}).result
+    rows = conn.execute("SELECT * FROM lockers ORDER BY id").fetchall()
+    assert len(shown) == len(rows)
+    for got, row in zip(shown, rows, strict=True):
+        want = {"holder_email": emails.get(row["holder_id"]), "locker_code": row["locker_code"],
+                "size": row["size"], "heated": bool(row["heated"]), "fee": row["fee"] / 100}
+        assert list(got) == list(want) and got == want
+        assert type(got["heated"]) is bool
     ex.close()
