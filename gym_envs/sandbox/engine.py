@@ -53,7 +53,7 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
-from gym_envs.sandbox.recall import Recalls, call_key
+from gym_envs.sandbox.recall import RECALLS, Recall, call_key
 from gym_envs.sandbox.reprs import described, scrub
 from gym_envs.sandbox.scope import CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
@@ -118,7 +118,7 @@ class Engine:
             "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
         self._fork_ids = itertools.count(1)
-        self._recalls = Recalls()
+        self._recall_limits = repr(self.limits)  #: what the engine remembers is kept apart by limits too
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -499,7 +499,11 @@ class Engine:
         """The digests known of the episode's content by its key (a pure program's; :mod:`~.recall`), or None."""
         if not ep.program.pure or ep.lost is not None:
             return None
-        return self._recalls.of(ep.program.key).digests((ep.setup, ep.content))
+        return self._recall(ep).digests((ep.setup, ep.content))
+
+    def _recall(self, ep: _Episode) -> Recall:
+        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits."""
+        return RECALLS.of((ep.program.key, self._recall_limits))
 
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
@@ -553,7 +557,7 @@ class Engine:
         tables, limit, unless = req.get("tables"), int(req.get("limit", 50)), req.get("unless")
         if unless.__class__ is not dict:
             return {"ok": True, "tables": ep.state.dump(tables, limit)}
-        recall = self._recalls.of(ep.program.key)
+        recall = self._recall(ep)
         return {"ok": True, "tables": recall.dump(ep.state, tables, limit, self._memo(ep), unless)}
 
     def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """What the engine remembers of the contents its episodes reach, so that it reads less of the database.
 
-Role: the :class:`~gym_envs.sandbox.engine.Engine` keeps one :class:`Recall` for each of the programs it used last
-(:data:`PROGRAMS`); nothing of it is visible to spec code, and every answer is the one reading the database gives.
+Role: the process keeps one :class:`Recall` for each of the programs its engines used last (:data:`RECALLS`, at most
+:data:`PROGRAMS`, apart by the engine's limits); nothing of it is visible to spec code, and every answer is the one
+reading the database gives.
 
 * **Digests by the calls that made the content** (:meth:`Recall.digests`). For a program whose code keeps no state
   between calls (:mod:`~gym_envs.sandbox.purity`), an episode's content is a function of its setup statements and
@@ -24,15 +25,17 @@ The digest memo is bounded (:data:`MAX_KEYS` content keys a program, emptied whe
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 from gym_envs.sandbox.db import StateDB
 from gym_envs.sandbox.values import dumps
 
-__all__ = ["MAX_KEYS", "PROGRAMS", "Recall", "Recalls", "call_key"]
+__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Recall", "Recalls", "call_key"]
 
-PROGRAMS = 2  #: programs whose memos are kept (the gate validates one spec at a time)
+PROGRAMS = 4  #: programs whose memos are kept (a generation worker compiles, then validates, one spec at a time)
 MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
 
 
@@ -85,20 +88,27 @@ class Recall:
 
 
 class Recalls:
-    """The memos of the programs used last, by program key (at most :data:`PROGRAMS`)."""
+    """The memos of the programs used last, by program (at most :data:`PROGRAMS`)."""
 
-    __slots__ = ("_by_program",)
+    __slots__ = ("_by_program", "_lock")
 
     def __init__(self) -> None:
-        self._by_program: OrderedDict[str, Recall] = OrderedDict()
+        self._by_program: OrderedDict[Hashable, Recall] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def of(self, program: str) -> Recall:
+    def of(self, program: Hashable) -> Recall:
         """``program``'s memos (made, and the least recently used program's dropped, as needed)."""
-        recall = self._by_program.get(program)
-        if recall is None:
-            while len(self._by_program) >= PROGRAMS:
-                self._by_program.popitem(last=False)
-            recall = self._by_program[program] = Recall()
-        else:
-            self._by_program.move_to_end(program)
-        return recall
+        with self._lock:
+            recall = self._by_program.get(program)
+            if recall is None:
+                while len(self._by_program) >= PROGRAMS:
+                    self._by_program.popitem(last=False)
+                recall = self._by_program[program] = Recall()
+            else:
+                self._by_program.move_to_end(program)
+            return recall
+
+
+#: the process's memos, shared by its engines (a compiler's simulation of a spec's reference, then the gate's run
+#: of it), by program key and limits
+RECALLS = Recalls()

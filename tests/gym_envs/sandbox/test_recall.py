@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import gym_envs.sandbox.db as db_module
-from gym_envs.sandbox import Engine, Executor, SqlLimits, StateDB, program_request
+import gym_envs.sandbox.engine as engine_module
+from gym_envs.sandbox import Engine, Executor, Limits, SqlLimits, StateDB, program_request
 from gym_envs.sandbox.recall import PROGRAMS, Recalls
 from tests.gym_envs.sandbox.store import store_spec
 
@@ -56,8 +57,11 @@ def _spec(code: str = PURE) -> Any:
 class _Engine:
     """An in-process engine on one spec, counting the tables it reads to digest them."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, code: str = PURE):
-        self.engine = Engine()
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, code: str = PURE, *, limits: Limits | None = None,
+                 fresh: bool = True):
+        if fresh:  # nothing remembered from other tests
+            monkeypatch.setattr(engine_module, "RECALLS", Recalls())
+        self.engine = Engine(limits)
         self.req = program_request(_spec(code))
         assert self.engine.handle(self.req)["ok"]
         self.reads: list[str] = []
@@ -130,6 +134,23 @@ def test_a_checkpoint_brings_back_its_content_key(monkeypatch: pytest.MonkeyPatc
     assert e.op(op="restore", ep=b, fork=fork)["kept"]
     e.call(b, "take", item_id=1, qty=1)
     assert e.digest(b) == (twice, 0)
+
+
+def test_engines_of_one_process_share_what_they_remember(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiler's engine simulates a spec's reference, then the gate's engine plays it: the gate reads no table the
+    first one read for the same calls; an engine under other limits keeps its own memos."""
+    first = _Engine(monkeypatch)
+    first.open("a")
+    first.call("a", "take", item_id=1, qty=1)
+    digest, _ = first.digest("a")
+    second = _Engine(monkeypatch, fresh=False)
+    second.open("b")
+    second.call("b", "take", item_id=1, qty=1)
+    assert second.digest("b") == (digest, 0)
+    other = _Engine(monkeypatch, limits=Limits(sql=SqlLimits(max_rows=50)), fresh=False)
+    other.open("c")
+    other.call("c", "take", item_id=1, qty=1)
+    assert other.digest("c") == (digest, 1)
 
 
 def test_code_that_keeps_state_is_always_read(monkeypatch: pytest.MonkeyPatch) -> None:
