@@ -27,12 +27,15 @@ reports it).
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from gym_envs.sandbox import Executor
+from gym_envs.sandbox import Executor, program_request
 from gym_envs.sandbox.inprocess import InProcessExecutor
 from gym_envs.spec import EnvSpec
 
@@ -168,7 +171,31 @@ def _dump_again(session: Any, before: dict[str, Any]) -> dict[str, Any]:
 
 
 def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list[str]:
-    """Why turns of ``spec`` refer back ambiguously (empty when none does); see the module docstring."""
+    """Why turns of ``spec`` refer back ambiguously (empty when none does); see the module docstring. What it finds
+    for a spec is kept for the last :data:`KEPT` specs of the process, by all it reads of them (the state, the
+    program, the tasks): a compiler's pass over a spec, then the gate's, runs it once."""
+    key = _spec_key(spec)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _FOUND[key] = _antecedent_problems(spec, executor)
+        while len(_FOUND) > KEPT:
+            _FOUND.popitem(last=False)
+    else:
+        _FOUND.move_to_end(key)
+    return list(found)
+
+
+KEPT = 8  #: specs whose antecedent problems a process keeps
+_FOUND: OrderedDict[str, list[str]] = OrderedDict()
+
+
+def _spec_key(spec: EnvSpec) -> str:
+    """A hash of what the rule reads of a spec: its program (code, tools, schema and seed) and its tasks."""
+    tasks = json.dumps([t.model_dump(mode="json") for t in spec.tasks], sort_keys=True, default=str)
+    return hashlib.sha256((program_request(spec)["key"] + tasks).encode()).hexdigest()
+
+
+def _antecedent_problems(spec: EnvSpec, executor: Executor | None) -> list[str]:
     _, people = _keys(spec)
     columns = _key_columns(spec)
     own = executor is None
