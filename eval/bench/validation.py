@@ -4,7 +4,7 @@ The first ``n`` stdlib documents (the selection ``envwright generate --n N`` mak
 static proposer (``world`` by default), each right before its spec is validated (as a generation worker does: what
 the proposer's own checks of the spec leave in the process is there), on one executor under one fixed gate seed,
 ``repeats`` times (each pass on a fresh executor, warmed by validating a shipped example before the timing, as
-generation's workers are warm).
+generation's workers are warm). ``--cold`` validates each spec as one the process has never seen (:func:`_cold`).
 Measured per environment: the CPU time of the validation (this process's, plus, on the ``worker`` executor, its
 worker process's, read from ``/proc/PID/stat`` on Linux, in clock ticks) and the wall time; the figures are their
 median and 90th percentile over the environments (each environment's least over the passes). CPU time is the
@@ -99,13 +99,20 @@ def _documents(n: int, proposer: str, seed: int) -> tuple[Any, list[Any]]:
     return make_proposer(proposer), docs
 
 
+def _cold(spec: Any) -> Any:
+    """``spec`` with a comment line after its code: it behaves the same, but nothing the process keeps of a program
+    (its build, the digests of its contents, what the antecedent rule found) is found for it, as for a spec
+    validated the first time (one a model wrote)."""
+    return spec.model_copy(update={"code": spec.code + "\n# validated cold\n"})
+
+
 def _q90(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=10)[-1] if len(xs) >= 2 else xs[0]
 
 
 def run(n: int = 30, executor: str = "inprocess", gate_seed: int = 12345, repeats: int = 1, proposer: str = "world",
-        seed: int = 0, profile: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Measure; returns the figures (JSON-able) and the verdict record."""
+        seed: int = 0, profile: str | None = None, cold: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Measure; returns the figures (JSON-able) and the verdict record (``cold``: see :func:`_cold`)."""
     from envgen.gate import validate_spec
     from gym_envs.sandbox import make_executor
 
@@ -129,6 +136,8 @@ def run(n: int = 30, executor: str = "inprocess", gate_seed: int = 12345, repeat
                 spec = maker.propose(doc, seed=seed).spec
                 if spec is None:
                     continue
+                if cold:
+                    spec = _cold(spec)
                 c0, w0 = time.process_time(), _ticks(pids)
                 if prof is not None:
                     prof.enable()
@@ -150,7 +159,7 @@ def run(n: int = 30, executor: str = "inprocess", gate_seed: int = 12345, repeat
             ex.close()
     if prof is not None and profile:
         prof.dump_stats(profile)
-    figures = {"envs": len(records), "executor": executor, "repeats": repeats, "gate_seed": gate_seed,
+    figures = {"envs": len(records), "executor": executor, "repeats": repeats, "gate_seed": gate_seed, "cold": cold,
                "cpu_ms_median": statistics.median(cpu) if cpu else None, "cpu_ms_p90": _q90(cpu) if cpu else None,
                "wall_ms_median": statistics.median(wall) if wall else None,
                "wall_ms_p90": _q90(wall) if wall else None,
@@ -169,11 +178,13 @@ def run(n: int = 30, executor: str = "inprocess", gate_seed: int = 12345, repeat
 @click.option("--verdicts", default=None, help="write the verdict record (JSON) to this file")
 @click.option("--compare", "compare_to", default=None, help="compare the verdict record with this earlier one")
 @click.option("--profile", default=None, help="write a cProfile of the validations to this file")
+@click.option("--cold", is_flag=True, help="validate each spec as one the process has never seen (nothing the "
+              "proposer's own checks left for it is found)")
 @click.option("--json", "json_out", default=None, help="also write the figures to this file")
 def command(n: int, executor: str, gate_seed: int, repeats: int, proposer: str, verdicts: str | None,
-            compare_to: str | None, profile: str | None, json_out: str | None) -> None:
+            compare_to: str | None, profile: str | None, cold: bool, json_out: str | None) -> None:
     """CPU time of the gate per environment (median, p90) and its verdicts, to compare before and after a change."""
-    figures, records = run(n, executor, gate_seed, repeats, proposer, profile=profile)
+    figures, records = run(n, executor, gate_seed, repeats, proposer, profile=profile, cold=cold)
     show = {k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items() if k != "cpu_ms"}
     click.echo(json.dumps(show))
     if verdicts:
