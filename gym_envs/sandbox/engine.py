@@ -574,7 +574,8 @@ class Engine:
 
         readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
                    "marks": lambda _: dict(ep.marks or {}),
-                   "columns": lambda text: state.columns_holding(str(text), self.limits.sql.max_rows)}
+                   "columns": lambda text: self._recall(ep).columns_holding(state, str(text), self.limits.sql.max_rows,
+                                                                             self._memo(ep))}
         results = [probe(p, readers) for p in req.get("probes") or []]
         if state.lost:
             self._rebuild(ep, reload=True)

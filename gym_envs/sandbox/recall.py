@@ -14,6 +14,9 @@ reading the database gives.
   engine asks for a table only what the digest cache (:mod:`~gym_envs.sandbox.digests`) does not hold, and keeps
   out of that cache what came from here; a digest asked for ``fresh`` (the gate's determinism rule, which replays a
   trajectory to compare what it reads) never comes from here.
+* **The columns holding a text** (:meth:`Recall.columns_holding`, what a ``reply_contains`` check reads of the
+  state): the same answer on the same content, by every table's digest (when known and each table's order is its
+  content's), as a wrong trajectory's reply is judged again and again on the reference's state.
 * **Dumps the caller holds** (:meth:`Recall.dump`). A caller that holds a dump of a table can name its digest
   (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
   table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
@@ -47,11 +50,13 @@ def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
 class Recall:
     """One program's memos (see the module docstring)."""
 
-    __slots__ = ("_digests", "_ordered")
+    __slots__ = ("_digests", "_holding", "_ordered")
 
     def __init__(self) -> None:
         self._digests: dict[tuple[Any, ...], dict[str, str]] = {}  #: content key -> folded table -> digest
         self._ordered: dict[str, bool] = {}  #: table -> its scan order is its content's (the schema is fixed)
+        #: (text, limit, every table's digest) -> the columns holding the text
+        self._holding: dict[tuple[str, int, tuple[str, ...]], list[tuple[str, list[Any]]]] = {}
 
     def digests(self, key: tuple[Any, ...]) -> dict[str, str]:
         """The digests known of the content whose key is ``key`` (the dict to add those read to)."""
@@ -79,6 +84,23 @@ class Recall:
             else:
                 out[t] = state.dump([t], limit)[t] | {"digest": digest}
         return out
+
+    def columns_holding(self, state: StateDB, text: str, limit: int,
+                        digests: dict[str, str] | None) -> list[tuple[str, list[Any]]]:
+        """``state.columns_holding(text, limit)``, or the answer given on a content with the same digests (when each
+        table's is known without reading it, and each table's order is its content's: the answer lists values in
+        row order)."""
+        tables = state.tables()
+        known = tuple(state.known_digest(t, digests) or "" for t in tables)
+        key = (text, limit, known) if all(known) and all(self._is_ordered(state, t) for t in tables) else None
+        found = self._holding.get(key) if key is not None else None
+        if found is None:
+            found = state.columns_holding(text, limit)
+            if key is not None:
+                if len(self._holding) >= MAX_KEYS:
+                    self._holding.clear()
+                self._holding[key] = found
+        return [(label, list(values)) for label, values in found]
 
     def _is_ordered(self, state: StateDB, table: str) -> bool:
         ordered = self._ordered.get(table)

@@ -50,7 +50,11 @@ TOOLS = [{"name": "get", "parameters": {"type": "object", "properties": {"item_i
          {"name": "note", "parameters": {"type": "object", "properties": {"body": STR}, "required": ["body"]}}]
 
 
-def _spec(code: str = PURE) -> Any:
+def _spec(code: str = PURE, *, ordered: bool = False) -> Any:
+    """The store; ``ordered``: with a key on every table (each table's order is its content's)."""
+    if ordered:
+        return store_spec(code, TOOLS, schema=SCHEMA.replace("(body TEXT)", "(id INTEGER PRIMARY KEY, body TEXT)"),
+                          seed=SEED.replace("('a'), ('b')", "(1, 'a'), (2, 'b')"))
     return store_spec(code, TOOLS, schema=SCHEMA, seed=SEED)
 
 
@@ -58,11 +62,11 @@ class _Engine:
     """An in-process engine on one spec, counting the tables it reads to digest them."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, code: str = PURE, *, limits: Limits | None = None,
-                 fresh: bool = True):
+                 fresh: bool = True, ordered: bool = False):
         if fresh:  # nothing remembered from other tests
             monkeypatch.setattr(engine_module, "RECALLS", Recalls())
         self.engine = Engine(limits)
-        self.req = program_request(_spec(code))
+        self.req = program_request(_spec(code, ordered=ordered))
         assert self.engine.handle(self.req)["ok"]
         self.reads: list[str] = []
         digest = db_module.rows_digest
@@ -172,6 +176,25 @@ def test_checks_and_marks_use_what_is_remembered(monkeypatch: pytest.MonkeyPatch
     assert e.op(op="probe", ep=b, probes=[{"digests": ["notes"]}])["results"][0] == tables
     assert e.op(op="mark", ep=b)["ok"]
     assert len(e.reads) == before
+
+
+def test_the_columns_holding_a_text_are_read_once_a_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    e = _Engine(monkeypatch, ordered=True)
+    reads: list[str] = []
+    holding = StateDB.columns_holding
+
+    def counted(self: StateDB, text: str, limit: int) -> Any:
+        reads.append(text)
+        return holding(self, text, limit)
+
+    monkeypatch.setattr(StateDB, "columns_holding", counted)
+    a = e.open("a")
+    probe = [{"columns": "Pear"}]
+    first = e.op(op="probe", ep=a, probes=probe)["results"][0]
+    assert first["ok"] and [list(c) for c in first["value"]] == [["items.name", ["apple", "pear"]]]
+    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and len(reads) == 1
+    e.call(a, "take", item_id=1, qty=1)  # another content: its digest is not known, so the columns are read
+    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and len(reads) == 2
 
 
 def test_the_memos_of_the_programs_used_last_are_kept() -> None:
