@@ -6,7 +6,7 @@ import copy
 import os
 
 from envgen.gate import validate_spec
-from eval.bench.validation import _ticks, compare, run, verdict_record
+from eval.bench.validation import _cold, _ticks, compare, run, verdict_record
 from gym_envs.examples import load_example
 from gym_envs.sandbox import InProcessExecutor
 
@@ -52,3 +52,18 @@ def test_one_world_run_gives_figures_and_a_record() -> None:
     assert figures["envs"] == len(records) == 1
     assert figures["cpu_ms_median"] > 0 and figures["cpu_ms_p90"] >= figures["cpu_ms_median"]
     assert records[0]["id"].startswith("world-") and records[0]["mutations"]
+
+
+def test_a_cold_spec_is_judged_alike_and_is_another_program() -> None:
+    from gym_envs.sandbox import program_request
+
+    spec = load_example("library-loans")
+    cold = _cold(spec)
+    assert program_request(cold)["key"] != program_request(spec)["key"]
+    ex = InProcessExecutor()
+    try:
+        a = verdict_record(spec, validate_spec(spec, executor=ex, seed=5))
+        b = verdict_record(cold, validate_spec(cold, executor=ex, seed=5))
+    finally:
+        ex.close()
+    assert compare([a], [b]) == [] and compare([a], [b], code=True)
