@@ -22,10 +22,8 @@ fresh globals over shared builtins, a connection reset to the template, their ow
 the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
 starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. Table digests
 (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
-cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, and for a program whose
-code keeps no state from what the engine remembers of an earlier episode that made the same changing calls on the
-same setup (:mod:`~gym_envs.sandbox.recall`; not for a ``fresh`` digest); a ``dump`` that names the digests of the
-caller's dumps (``unless``) answers "the same" for a table whose content is still that one.
+cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, or, for code that keeps
+no state, from an earlier episode's same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`).
 """
 
 from __future__ import annotations
@@ -76,11 +74,9 @@ class _Episode:
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
-    #: id -> log size, marks, counters, content key
-    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...], tuple[tuple[str, str], ...]]] | None = None
+    forks: dict[int, tuple[Any, ...]] | None = None  #: id -> log size, marks, counters, content key
     setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
-    #: pure programs: the calls logged since the episode opened that changed rows (:func:`~.recall.call_key`, in
-    #: order): with :attr:`setup`, the key of its content (:mod:`~gym_envs.sandbox.recall`)
+    #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
     content: tuple[tuple[str, str], ...] = ()
 
 
@@ -401,8 +397,7 @@ class Engine:
 
     def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                  resp: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`_settle`, then the call joins the episode's content key (a pure program's) when it succeeded and
-        changed rows (a call that failed changed nothing: what it wrote was undone)."""
+        """:meth:`_settle`; a call that succeeded and changed rows joins a pure program's content key."""
         resp = self._settle(ep, name, logged, before, resp)
         if resp["ok"] and ep.program.pure and ep.state.conn.total_changes != before:
             ep.content += (call_key(name, logged),)
@@ -497,9 +492,7 @@ class Engine:
     # -- state and checks ----------------------------------------------------------------------
     def _memo(self, ep: _Episode) -> dict[str, str] | None:
         """The digests known of the episode's content by its key (a pure program's; :mod:`~.recall`), or None."""
-        if not ep.program.pure or ep.lost is not None:
-            return None
-        return self._recall(ep).digests((ep.setup, ep.content))
+        return self._recall(ep).digests((ep.setup, ep.content)) if ep.program.pure and ep.lost is None else None
 
     def _recall(self, ep: _Episode) -> Recall:
         """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits."""
@@ -511,8 +504,7 @@ class Engine:
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The state's digest and its tables'; ``fresh``: every table whose digest the cache does not hold is read,
-        never taken from what the engine remembers of the same calls (:mod:`~.recall`)."""
+        """The state's digest and its tables'; ``fresh``: none from what :mod:`~.recall` remembers."""
         ep = self._episode(req)
         tables = ep.state.table_digests(memo=None if req.get("fresh") else self._memo(ep))
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
@@ -550,15 +542,12 @@ class Engine:
         return {"ok": True, "kept": kept}
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Columns, row count and first rows of each table; with ``unless`` (table -> the digest of the dump the
-        caller holds) each table's digest too, and a table whose content is that one answered ``{"same": true}``
-        (:meth:`~.recall.Recall.dump`)."""
+        """Columns, row count and first rows of each table; ``unless``: see :meth:`~.recall.Recall.dump`."""
         ep = self._episode(req)
         tables, limit, unless = req.get("tables"), int(req.get("limit", 50)), req.get("unless")
         if unless.__class__ is not dict:
             return {"ok": True, "tables": ep.state.dump(tables, limit)}
-        recall = self._recall(ep)
-        return {"ok": True, "tables": recall.dump(ep.state, tables, limit, self._memo(ep), unless)}
+        return {"ok": True, "tables": self._recall(ep).dump(ep.state, tables, limit, self._memo(ep), unless)}
 
     def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:
         """What the checks of a turn read of the state (:mod:`gym_envs.sandbox.checks`): each probe answered in
