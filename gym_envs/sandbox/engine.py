@@ -397,9 +397,9 @@ class Engine:
 
     def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                  resp: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`_settle`; a call that succeeded and changed rows joins a pure program's content key."""
-        resp = self._settle(ep, name, logged, before, resp)
-        if resp["ok"] and ep.program.pure and ep.state.conn.total_changes != before:
+        """:meth:`_settle`; a logged call that moved the change count joins a pure program's content key."""
+        size, resp = len(ep.log), self._settle(ep, name, logged, before, resp)
+        if len(ep.log) > size and ep.program.pure and ep.state.conn.total_changes != before:
             ep.content += (call_key(name, logged),)
         return resp
 

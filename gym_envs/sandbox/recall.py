@@ -6,9 +6,11 @@ reading the database gives.
 
 * **Digests by the calls that made the content** (:meth:`Recall.digests`). For a program whose code keeps no state
   between calls (:mod:`~gym_envs.sandbox.purity`), an episode's content is a function of its setup statements and
-  of the calls that changed rows since it opened, in order: a call's effect is a function of the content it runs
-  on and of its arguments, and a call that changed no row changed nothing (the ground the engine's checkpoints
-  already stand on: restoring one gives what replaying the log gives). So the table digests read for one such
+  of the logged calls that moved the connection's change count since it opened, in order (its content key): a
+  call's effect is a function of the content it runs on and of its arguments, a call that changed no row changed
+  nothing, and one the engine did not log was undone (the ground the engine's checkpoints already stand on:
+  restoring one gives what replaying the log gives; a logged call whose writes were undone stays in the key, which
+  costs a read, never a wrong digest). So the table digests read for one such
   content key are those of any episode that reaches the same key again: the validity gate's wrong trajectories
   that make the reference's writes after other reads, or an earlier trajectory's writes, read no table. The
   engine asks for a table only what the digest cache (:mod:`~gym_envs.sandbox.digests`) does not hold, and keeps
