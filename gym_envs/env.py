@@ -429,10 +429,12 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
     def system_prompt(self) -> str:
         return self._system_prompt
 
-    def state_digest(self) -> str:
-        """SHA-256 of the current database content (order-independent)."""
+    def state_digest(self, *, fresh: bool = False) -> str:
+        """SHA-256 of the current database content (order-independent); ``fresh``: read from the content
+        wherever the sandbox's exact digest cache has no table's digest, never remembered from an earlier episode
+        that made the same calls (:mod:`gym_envs.sandbox.recall`: what checks a replay's determinism needs)."""
         assert self.session is not None
-        return str(self.session.digest().get("digest"))
+        return str(self.session.digest(fresh=fresh).get("digest"))
 
     def __getstate__(self) -> dict[str, Any]:  # sessions hold pipes; rebuild them after pickling
         state = self.__dict__.copy()

@@ -24,6 +24,8 @@ BENCHMARKS: dict[str, LazyEntry] = {
                          "vector env.", section=RUNTIME),
     "generate": LazyEntry("eval.bench.generate:command", "Generation throughput: validation time, yield, "
                           "scaling with workers.", section=RUNTIME),
+    "validation": LazyEntry("eval.bench.validation:command", "The gate's CPU time per environment (median, p90) "
+                            "and a record of its verdicts to compare across a change.", section=RUNTIME),
     "proposer": LazyEntry("eval.bench.proposer:command", "Does a model write environments? Free vs constrained, "
                           "spec vs blueprint, untrained vs warm-started.", extra="train", section=RUNTIME),
     "induction": LazyEntry("eval.bench.induction:command", "Does a model write skills that hold on their own "

@@ -144,11 +144,16 @@ class MutationRun(WritesElsewhere):
         self.env.reset(options={"task": task.id, "episode_seed": self.seed})
         self.played += 1
 
-    def _snapshot(self, ti: int) -> Snapshot:
+    def _snapshot(self, ti: int, previous: Snapshot | None = None) -> Snapshot:
+        """The state at turn ``ti``'s start (turn 0's made once); ``previous``: a snapshot of an earlier state of the
+        episode, whose tables that hold the same content (by digest) this one shares."""
         if ti == 0 and self._initial is not None:
             return self._initial
         assert self.env.session is not None
-        snap = Snapshot(self.env.session.dump(limit=SNAPSHOT_ROWS))
+        held = previous.tables if previous is not None else {}
+        dumped = self.env.session.dump(limit=SNAPSHOT_ROWS, unless={t: d["digest"] for t, d in held.items()
+                                                                    if d.get("digest")})
+        snap = Snapshot({t: held[t] if d.get("same") else d for t, d in dumped.items()}, previous)
         if ti == 0:
             self._initial = snap
         return snap
@@ -168,8 +173,8 @@ class MutationRun(WritesElsewhere):
         history: list[str] = []
         for ti, turn in enumerate(task.turns):
             same = ti and refs and not refs[-1].effectful  # the turn before changed nothing: same state
-            ref = RefTurn(task, ti, refs[-1].start if same else self._snapshot(ti), reply=oracle_reply(turn),
-                          history=list(history))
+            start_state = refs[-1].start if same else self._snapshot(ti, refs[-1].start if refs else None)
+            ref = RefTurn(task, ti, start_state, reply=oracle_reply(turn), history=list(history))
             start: dict[int, list[dict[str, Any]]] = {}  # the start state's verdicts, shared by the two below
             noop = self._score(turn, "", [], start, mutant="noop") if replies else []  # doing nothing, in place
             # the reference without its only call, scored in place too (its answers stay the oracle's)
@@ -449,7 +454,8 @@ class MutationRun(WritesElsewhere):
         if last.turn.reference:
             self._play_items(last.turn, trajectory(last))
         again = RefTurn(task, ti, last.start, results=list(env.turns[-1].calls), reply=last.reply,
-                        digest=env.state_digest(), passed=last.passed, checks=last.checks, history=last.history)
+                        digest=env.state_digest(fresh=True), passed=last.passed, checks=last.checks,
+                        history=last.history)
         same = same and again.digest == last.digest and \
             [(x.ok, x.result) for x in again.results] == [(x.ok, x.result) for x in last.results]
         if same and last.passed and len(refs) == len(task.turns) and not env.done:

@@ -26,12 +26,16 @@ reports it).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import re
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from gym_envs.sandbox import Executor
+from gym_envs.sandbox import Executor, program_request
 from gym_envs.sandbox.inprocess import InProcessExecutor
 from gym_envs.spec import EnvSpec
 
@@ -45,6 +49,7 @@ _ORDINAL = re.compile(r"\b(the|that) (first|second|third|fourth|last|other|forme
 #: "it" that stands for a value asked about, not a record ("which has the lowest limit, and what is it?")
 _VALUE_IT = re.compile(r"\b(what|how much|how many|which)( \w+)? (is|was) it\b|\bwhat it (is|was)\b", re.IGNORECASE)
 _MIN_KEY = 4  # shorter key values (a "1", "ok") are too common to be a mention
+_ALL = 100_000  # rows of a table dumped (all of them: the limits keep tables far smaller)
 
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
@@ -52,11 +57,17 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
 
 def _keys(spec: EnvSpec) -> tuple[dict[str, tuple[str, Any]], set[str]]:
     """Each key value of the seed state (lowercased) -> (table, the row's id) over unique text columns, and the
-    tables of people (a unique column of email addresses)."""
+    tables of people (a unique column of email addresses). Shared by the calls on one schema and seed (the
+    compiler's pass and the gate's): read them, never change them."""
+    return _seed_keys(spec.state.schema_sql, spec.state.seed_sql)
+
+
+@functools.lru_cache(maxsize=8)
+def _seed_keys(schema_sql: str, seed_sql: str) -> tuple[dict[str, tuple[str, Any]], set[str]]:
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(spec.state.schema_sql)
-        conn.executescript(spec.state.seed_sql)
+        conn.executescript(schema_sql)
+        conn.executescript(seed_sql)
         out: dict[str, tuple[str, Any]] = {}
         people: set[str] = set()
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -89,10 +100,15 @@ def _pronoun(text: str) -> re.Match[str] | None:
 
 
 def _key_columns(spec: EnvSpec) -> dict[str, list[int]]:
-    """Each table's unique text columns, by position (what a person names a record by)."""
+    """Each table's unique text columns, by position (what a person names a record by); shared as :func:`_keys`."""
+    return _schema_key_columns(spec.state.schema_sql)
+
+
+@functools.lru_cache(maxsize=8)
+def _schema_key_columns(schema_sql: str) -> dict[str, list[int]]:
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(spec.state.schema_sql)
+        conn.executescript(schema_sql)
         out: dict[str, list[int]] = {}
         for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             q = t.replace('"', '""')
@@ -107,15 +123,26 @@ def _key_columns(spec: EnvSpec) -> dict[str, list[int]]:
         conn.close()
 
 
-def _dump_keys(dump: dict[str, Any], columns: dict[str, list[int]]) -> dict[str, tuple[str, Any]]:
-    """Key values (lowercased) -> (table, row id) of the records a dump holds (new records included)."""
+def _dump_keys(dump: dict[str, Any], columns: dict[str, list[int]],
+               tables: dict[int, tuple[Any, dict[str, tuple[str, Any]]]] | None = None) -> dict[str, tuple[str, Any]]:
+    """Key values (lowercased) -> (table, row id) of the records a dump holds (new records included). ``tables``:
+    each table dump's own keys, by the dump's identity (read and filled: a table dump met again is not read)."""
     out: dict[str, tuple[str, Any]] = {}
     for t, d in dump.items():
-        for row in d.get("rows", []):
-            for i in columns.get(t, []):
-                v = row[i] if i < len(row) else None
-                if isinstance(v, str) and len(v) >= _MIN_KEY:
-                    out.setdefault(v.lower(), (t, row[0]))
+        held = tables.get(id(d)) if tables is not None else None
+        if held is None:
+            own: dict[str, tuple[str, Any]] = {}
+            for row in d.get("rows", []):
+                for i in columns.get(t, []):
+                    v = row[i] if i < len(row) else None
+                    if isinstance(v, str) and len(v) >= _MIN_KEY:
+                        own.setdefault(v.lower(), (t, row[0]))
+            if tables is not None:
+                tables[id(d)] = (d, own)  # the dump is held, so its identity is not reused
+        else:
+            own = held[1]
+        for k, rec in own.items():
+            out.setdefault(k, rec)
     return out
 
 
@@ -125,50 +152,87 @@ def _named(text: str, keys: dict[str, tuple[str, Any]]) -> set[tuple[str, Any]]:
 
 
 def _changed(before: dict[str, Any], after: dict[str, Any]) -> set[tuple[str, Any]]:
-    """Records (table, row key) that differ between two dumps."""
+    """Records (table, row key) that differ between two dumps (a table whose dump is the same object in both has
+    none)."""
     out: set[tuple[str, Any]] = set()
     for t in set(before) | set(after):
+        if before.get(t) is not None and before.get(t) is after.get(t):
+            continue
         old = {next(iter(r)): tuple(r) for r in before.get(t, {}).get("rows", [])}
         new = {next(iter(r)): tuple(r) for r in after.get(t, {}).get("rows", [])}
         out |= {(t, k) for k in set(old) | set(new) if old.get(k) != new.get(k)}
     return out
 
 
+def _dump_again(session: Any, before: dict[str, Any]) -> dict[str, Any]:
+    """The state's dump, each table whose content is still the one ``before`` holds (by digest) taken from it."""
+    after = session.dump(None, limit=_ALL, unless={t: d["digest"] for t, d in before.items() if d.get("digest")})
+    return {t: before[t] if d.get("same") else d for t, d in after.items()}
+
+
 def antecedent_problems(spec: EnvSpec, executor: Executor | None = None) -> list[str]:
-    """Why turns of ``spec`` refer back ambiguously (empty when none does); see the module docstring."""
+    """Why turns of ``spec`` refer back ambiguously (empty when none does); see the module docstring. What it finds
+    for a spec is kept for the last :data:`KEPT` specs of the process, by all it reads of them (the state, the
+    program, the tasks): a compiler's pass over a spec, then the gate's, runs it once."""
+    key = _spec_key(spec)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _FOUND[key] = _antecedent_problems(spec, executor)
+        while len(_FOUND) > KEPT:
+            _FOUND.popitem(last=False)
+    else:
+        _FOUND.move_to_end(key)
+    return list(found)
+
+
+KEPT = 8  #: specs whose antecedent problems a process keeps
+_FOUND: OrderedDict[str, list[str]] = OrderedDict()
+
+
+def _spec_key(spec: EnvSpec) -> str:
+    """A hash of what the rule reads of a spec: its program (code, tools, schema and seed) and its tasks."""
+    tasks = json.dumps([t.model_dump(mode="json") for t in spec.tasks], sort_keys=True, default=str)
+    return hashlib.sha256((program_request(spec)["key"] + tasks).encode()).hexdigest()
+
+
+def _antecedent_problems(spec: EnvSpec, executor: Executor | None) -> list[str]:
     _, people = _keys(spec)
     columns = _key_columns(spec)
     own = executor is None
     ex = executor or InProcessExecutor()
     problems: list[str] = []
+    starts: dict[tuple[str, ...], dict[str, Any]] = {}  # setup statements -> the dump of the state they make
+    seen: dict[int, tuple[Any, dict[str, tuple[str, Any]]]] = {}  # each table dump's keys (_dump_keys)
+    session: Any = None  # one session, an episode a task
     try:
         for task in spec.tasks:
             if len(task.turns) < 2 or not any(_pronoun(t.instruction) for t in task.turns[1:]):
                 continue
-            session = ex.session(spec, 0, start=False)
+            if session is None:
+                session = ex.session(spec, 0, start=False)
             session.setup = tuple(task.setup_sql)  # the task's own starting state
             session.open(0)
-            try:
-                previous: set[tuple[str, Any]] = set()
-                before = session.dump(None, limit=100_000)
-                keys = _dump_keys(before, columns)
-                for i, turn in enumerate(task.turns):
-                    for call in turn.calls():
-                        session.call(call.name, dict(call.arguments))
-                    after = session.dump(None, limit=100_000)  # the next turn's start: nothing runs in between
-                    after_keys = _dump_keys(after, columns)
-                    differ = _changed(before, after)
-                    match = _pronoun(turn.instruction) if i > 0 else None
-                    if match is not None:
-                        problem = _ambiguity(turn, match, keys, previous, people, differ)
-                        if problem:
-                            problems.append(f"task {task.id!r} turn {i + 1}: {problem}")
-                    changed = {r for r in differ if columns.get(r[0])}
-                    previous = _named(turn.instruction, after_keys) | changed
-                    before, keys = after, after_keys
-            finally:
-                session.close()
+            previous: set[tuple[str, Any]] = set()
+            before = starts.get(session.setup) or session.dump(None, limit=_ALL, unless={})
+            starts[session.setup] = before
+            keys = _dump_keys(before, columns, seen)
+            for i, turn in enumerate(task.turns):
+                for call in turn.calls():
+                    session.call(call.name, dict(call.arguments))
+                after = _dump_again(session, before)  # the next turn's start: nothing runs in between
+                after_keys = _dump_keys(after, columns, seen)
+                differ = _changed(before, after)
+                match = _pronoun(turn.instruction) if i > 0 else None
+                if match is not None:
+                    problem = _ambiguity(turn, match, keys, previous, people, differ)
+                    if problem:
+                        problems.append(f"task {task.id!r} turn {i + 1}: {problem}")
+                changed = {r for r in differ if columns.get(r[0])}
+                previous = _named(turn.instruction, after_keys) | changed
+                before, keys = after, after_keys
     finally:
+        if session is not None:
+            session.close()
         if own:
             ex.close()
     return problems

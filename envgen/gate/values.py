@@ -18,9 +18,10 @@ order (values close to the reference value first, since a check is likeliest to 
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -52,6 +53,22 @@ class Column:
         return {k: tuple(vs) for k, vs in out.items()}
 
     @cached_property
+    def value_set(self) -> frozenset[Any]:
+        """The column's values, as a set."""
+        return frozenset(self.values)
+
+    @cached_property
+    def largest_int(self) -> int | None:
+        """The largest of the column's integer values (no booleans), or None."""
+        return max((v for v in self.values if isinstance(v, int) and not isinstance(v, bool)), default=None)
+
+    @cached_property
+    def picked(self) -> dict[tuple[Any, type, int], tuple[Any, ...]]:
+        """The other existing values picked for a reference value (:func:`argument_values`), by value, its type and
+        how many: the column never changes, so neither do they."""
+        return {}
+
+    @cached_property
     def kinds(self) -> frozenset[str]:
         """The kinds (:func:`_kind`) of the column's values other than None."""
         return frozenset(self.by_kind)
@@ -74,14 +91,19 @@ class Column:
 
 @dataclass
 class Snapshot:
-    """The database as a dict ``table -> {"columns": [...], "rows": [[...], ...]}`` (a ``dump``)."""
+    """The database as a dict ``table -> {"columns": [...], "rows": [[...], ...]}`` (a ``dump``). ``reuse``: an
+    earlier snapshot whose table dumps this one shares (the same objects): those tables' columns are its own."""
 
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reuse: InitVar[Snapshot | None] = None
     _columns: dict[tuple[str, str], Column] = field(default_factory=dict, repr=False)
     _found: dict[tuple[str, type, Any], Column | None] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, reuse: Snapshot | None) -> None:
         for t, data in self.tables.items():
+            if reuse is not None and reuse.tables.get(t) is data:
+                self._columns.update((k, c) for k, c in reuse._columns.items() if k[0] == t)
+                continue
             cols = list(data.get("columns") or [])
             rows = data.get("rows") or []
             partial = int(data.get("count") or 0) > len(rows)  # a dump shows the first rows of a big table
@@ -222,24 +244,34 @@ def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
     if not isinstance(value, int | float | str):
         return []
     out: list[tuple[Any, str]] = []
-    existing: list[Any] = []
     if column is not None:
-        seen: set[Any] = set()
-        for v in column.by_kind.get(_kind(value), ()):  # the values of the reference value's kind, in row order
-            if _equal(v, value):
-                continue
-            if isinstance(value, int) and not isinstance(v, int):
-                continue
-            key = v.lower() if isinstance(v, str) else v
-            if key not in seen:
-                seen.add(key)
-                existing.append(v)
-        existing.sort(key=lambda v: _closeness(value, v))
+        key = (value, type(value), n_existing)
+        picks = column.picked.get(key)
+        if picks is None:
+            picks = column.picked[key] = _picks(column, value, n_existing)
         what = "another existing id" if column.name == "id" else f"another existing {column.label}"
-        picks = _spread(existing, n_existing, by_extremes=column.name == "id")
         out += [(v, f"{what}") for v in picks]
     out.append((_missing_value(value, column, schema), "a value that does not exist"))
     return out
+
+
+def _picks(column: Column, value: Any, n: int) -> tuple[Any, ...]:
+    """Up to ``n`` other existing values of ``column`` for ``value`` (:func:`argument_values`): for an id the largest
+    and the smallest, else the ones closest to it (:func:`_closeness`; the first in row order among equals)."""
+    existing: list[Any] = []
+    seen: set[Any] = set()
+    for v in column.by_kind.get(_kind(value), ()):  # the values of the reference value's kind, in row order
+        if _equal(v, value):
+            continue
+        if isinstance(value, int) and not isinstance(v, int):
+            continue
+        key = v.lower() if isinstance(v, str) else v
+        if key not in seen:
+            seen.add(key)
+            existing.append(v)
+    if column.name == "id":  # taken by value: their closeness to the reference value does not matter
+        return tuple(_spread(existing, n, by_extremes=True))
+    return tuple(heapq.nsmallest(n, existing, key=lambda v: _closeness(value, v))) if n > 0 else ()
 
 
 def pattern_probes(value: str) -> list[tuple[str, str]]:
@@ -277,11 +309,12 @@ def _spread(values: list[Any], n: int, *, by_extremes: bool) -> list[Any]:
 
 
 def _missing_value(value: Any, column: Column | None, schema: dict[str, Any]) -> Any:
-    known = set(column.values) if column is not None else set()
+    known = column.value_set if column is not None else frozenset()
     if isinstance(value, int):
-        ints = [v for v in known if isinstance(v, int) and not isinstance(v, bool)]
+        largest = column.largest_int if column is not None else None
         # past the largest known value (far past it when the rest of the table is unknown)
-        new = max([value, *ints]) + (1_000_000 if column is not None and column.partial else 1)
+        new = (value if largest is None else max(value, largest)) + \
+            (1_000_000 if column is not None and column.partial else 1)
         maximum = schema.get("maximum")
         if isinstance(maximum, int | float) and new > maximum:
             new = value - 1 if value - 1 not in known else value
@@ -291,7 +324,7 @@ def _missing_value(value: Any, column: Column | None, schema: dict[str, Any]) ->
         while new in known:
             new += 1.0
         return new
-    lows = {v.lower() for v in known if isinstance(v, str)}
+    lows = column.lowered if column is not None else frozenset()
     base = value or "x"
     new = base + "_x"
     i = 2

@@ -1,10 +1,14 @@
 """Render a world's operations as restricted tool code: one ``def NAME(db, ...)`` per tool.
 
 Role: the code-generation step of the world compiler, beside :mod:`envgen.world.render` (state and tool
-schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns, columns,
-references, money and boolean columns: tuples of ``(table, value)`` pairs) and a few helpers (find a record by
-key, show a record with its references as keys and money in currency units); each operation kind has one body
+schemas, whose parameters each function takes). The code begins with lookup tables (keys, nouns and each table's
+``SELECT``: tuples of ``(table, value)`` pairs) and a few helpers (find a record by key; ``show`` a record, one dict
+display a table, with its references as keys and money in currency units); each operation kind has one body
 renderer.
+
+Every statement that reads records a tool shows reads each reference's key in the same statement
+(:func:`select_sql`: a scalar subquery per reference, ``"<column> key"``), so a list of records costs one query,
+not one more per reference of each row.
 
 Contract: the same as :mod:`envgen.world.render`'s: tools speak keys, money crosses as currency units,
 every guard refuses before anything is written (a transition's source state is checked before its guards),
@@ -20,7 +24,7 @@ from envgen.world.model import Condition, Entity, Op, World, human
 from envgen.world.render import by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
 from envgen.world.rows import NEW_CODE_BASE
 
-__all__ = ["render_code"]
+__all__ = ["render_code", "select_sql"]
 
 _OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
@@ -35,41 +39,10 @@ def cents(amount):
 
 def find(db, table, value):
     key = entry(KEYS, table)
-    rows = db.query('SELECT * FROM "' + table + '" WHERE "' + key + '" = ?', [str(value).strip()])
+    rows = db.query(entry(SELECTS, table) + ' WHERE "' + key + '" = ?', [str(value).strip()])
     if not rows:
         raise ToolError("No " + entry(NOUNS, table) + " with " + key.replace("_", " ") + " " + str(value) + ".")
     return rows[0]
-
-
-def key_of(db, table, row_id, memo=None):
-    if row_id is None:
-        return None
-    seen = table + ":" + str(row_id)
-    if memo is not None and seen in memo:
-        return memo[seen]
-    rows = db.query('SELECT "' + entry(KEYS, table) + '" AS k FROM "' + table + '" WHERE "id" = ?', [row_id])
-    key = rows[0]["k"] if rows else None
-    if memo is not None:
-        memo[seen] = key
-    return key
-
-
-def show(db, table, row, memo=None):
-    out = {}
-    refs = dict(entry(REFS, table, ()))
-    money = entry(MONEY, table, ())
-    bools = entry(BOOLS, table, ())
-    for name in entry(COLUMNS, table, ()):
-        value = row[name]
-        if name in refs:
-            out[refs[name][0]] = key_of(db, refs[name][1], value, memo)
-        elif name in money:
-            out[name] = None if value is None else value / 100
-        elif name in bools:
-            out[name] = None if value is None else bool(value)
-        else:
-            out[name] = value
-    return out
 
 
 def shift_days(value, days):
@@ -80,23 +53,42 @@ def shift_days(value, days):
 
 
 def reload(db, table, row_id):
-    return db.query('SELECT * FROM "' + table + '" WHERE "id" = ?', [row_id])[0]
+    return db.query(entry(SELECTS, table) + ' WHERE "id" = ?', [row_id])[0]
 '''
 
 
+def _show(world: World) -> str:
+    """``show(table, row)``: a record as tools return it, one dict display a table: its columns in table order but
+    ``id``, a reference as the referenced record's key (the ``"<column> key"`` its :func:`select_sql` reads) under
+    the reference's parameter name, money in currency units, booleans as booleans (``None`` kept)."""
+    lines = ["def show(table, row):"]
+    for e in world.entities:
+        refs = {r.column: r.param for r in e.refs}
+        money = {f.name for f in e.fields if f.kind == "money"}
+        bools = {f.name for f in e.fields if f.sqltype == "BOOLEAN"}
+        items = []
+        for name in e.columns():
+            if name in refs:
+                items.append(f"{refs[name]!r}: row[{name + ' key'!r}]")
+            elif name in money:
+                items.append(f"{name!r}: None if row[{name!r}] is None else row[{name!r}] / 100")
+            elif name in bools:
+                items.append(f"{name!r}: None if row[{name!r}] is None else bool(row[{name!r}])")
+            else:
+                items.append(f"{name!r}: row[{name!r}]")
+        lines += [f"    if table == {e.table!r}:", "        return {" + ", ".join(items) + "}"]
+    return "\n".join([*lines, "    return {}", ""])
+
+
 def _tables(world: World) -> str:
-    """The module-level tables the helpers read (keys, nouns, columns, references, money and booleans), each a
+    """The module-level tables the helpers read (keys, nouns and :func:`select_sql`), each a
     tuple of ``(table, value)`` pairs read through ``entry``: tuples of constants, so the module keeps no state a
     call could change (:func:`gym_envs.sandbox.purity.stateless`: the validity gate then judges wrong trajectories
     from checkpoints and in place instead of replaying each one)."""
     keys = {e.table: e.key.name for e in world.entities}
     nouns = {e.table: e.human for e in world.entities}
-    columns = {e.table: tuple(e.columns()) for e in world.entities}
-    refs = {e.table: tuple((r.column, (r.param, r.entity.table)) for r in e.refs) for e in world.entities}
-    money = {e.table: tuple(f.name for f in e.fields if f.kind == "money") for e in world.entities}
-    bools = {e.table: tuple(f.name for f in e.fields if f.sqltype == "BOOLEAN") for e in world.entities}
-    tables: tuple[tuple[str, dict[str, Any]], ...] = (("KEYS", keys), ("NOUNS", nouns), ("COLUMNS", columns),
-                                                      ("REFS", refs), ("MONEY", money), ("BOOLS", bools))
+    selects = {e.table: select_sql(e) for e in world.entities}
+    tables: tuple[tuple[str, dict[str, Any]], ...] = (("KEYS", keys), ("NOUNS", nouns), ("SELECTS", selects))
     lines = [f"{name} = {tuple(sorted(value.items()))!r}" for name, value in tables]
     return "\n".join([*lines, f"TODAY = {_today()!r}"])
 
@@ -104,7 +96,7 @@ def _tables(world: World) -> str:
 def render_code(world: World) -> str:
     """The spec's ``code``: the lookup tables, the helpers and one function per operation."""
     parts = [f'"""{world.title}: {world.domain}. Tools take and return keys, never row ids."""', "",
-             _tables(world), _HELPERS]
+             _tables(world), _HELPERS, _show(world)]
     for op in world.ops:
         parts.append(_function(world, op))
     return "\n".join(parts).rstrip() + "\n"
@@ -112,6 +104,15 @@ def render_code(world: World) -> str:
 
 def _q(name: str) -> str:
     return '"' + name + '"'
+
+
+def select_sql(ent: Entity) -> str:
+    """The ``SELECT`` of an entity's records with each reference's key (``"<column> key"``: NULL when the column is
+    NULL or names no record), to which a ``WHERE`` clause is added; the table is aliased ``_row``, so a reference
+    to the same table reads the other record."""
+    keys = "".join(f', (SELECT {_q(r.entity.key.name)} FROM {_q(r.entity.table)} WHERE "id" = "_row".{_q(r.column)})'
+                   f' AS {_q(r.column + " key")}' for r in ent.refs)
+    return f'SELECT "_row".*{keys} FROM {_q(ent.table)} AS "_row"'
 
 
 def _signature(op: Op) -> str:
@@ -214,7 +215,7 @@ def _today() -> str:
 def _b_lookup(world: World, op: Op) -> list[str]:
     ent = op.entity
     key = ent.key.name
-    lines = [f"rec = find(db, \"{ent.table}\", {key})", "memo = {}", f"out = show(db, \"{ent.table}\", rec, memo)"]
+    lines = [f"rec = find(db, \"{ent.table}\", {key})", f"out = show(\"{ent.table}\", rec)"]
     for child in world.children(ent):
         par = child.parent
         assert par is not None
@@ -223,9 +224,9 @@ def _b_lookup(world: World, op: Op) -> list[str]:
                          f"FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" LIMIT 50', "
                          "[rec[\"id\"]])]")
         else:
-            lines.append(f"out[\"{child.table}\"] = [show(db, \"{child.table}\", r, memo) for r in "
-                         f"db.query('SELECT * FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" "
-                         "LIMIT 50', [rec[\"id\"]])]")
+            sql = f'{select_sql(child)} WHERE "{par.column}" = ? ORDER BY "id" LIMIT 50'
+            lines.append(f"out[\"{child.table}\"] = [show(\"{child.table}\", r) for r in db.query({sql!r}, "
+                         "[rec[\"id\"]])]")
     lines.append("return out")
     return lines
 
@@ -240,10 +241,10 @@ def _b_search(world: World, op: Op) -> list[str]:
     by = by_ref(op)
     if by is not None:
         lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
-                 f"sql = 'SELECT * FROM \"{ent.table}\" WHERE \"{by.column}\" = ?'", "params = [owner[\"id\"]]"]
+                 f"sql = {select_sql(ent) + ' WHERE ' + _q(by.column) + ' = ?'!r}", "params = [owner[\"id\"]]"]
     else:
         col = text_field(ent) or ent.key.name
-        lines = [f"sql = 'SELECT * FROM \"{ent.table}\" WHERE 1 = 1'", "params = []",
+        lines = [f"sql = {select_sql(ent) + ' WHERE 1 = 1'!r}", "params = []",
                  "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE ?'",
                  "    params.append('%' + query.strip().lower() + '%')"]
         for f in filter_fields(ent):
@@ -251,7 +252,7 @@ def _b_search(world: World, op: Op) -> list[str]:
                       f"    params.append({f.name})"]
     _state_filter(ent, lines)
     lines += ["rows = db.query(sql + ' ORDER BY \"id\" LIMIT 60', params)",
-              "memo = {}", f"return [show(db, \"{ent.table}\", r, memo) for r in rows]"]
+              f"return [show(\"{ent.table}\", r) for r in rows]"]
     return lines
 
 
@@ -332,7 +333,7 @@ def _b_create(world: World, op: Op) -> list[str]:
                  f"({', '.join('?' for _ in cols)})', [{', '.join(values[c] for c in cols)}])")
     lines.append(f"rec = reload(db, \"{ent.table}\", made[\"lastrowid\"])")
     lines += _effects(op, "rec")
-    lines.append(f"return show(db, \"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))")
+    lines.append(f"return show(\"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))")
     return lines
 
 
@@ -372,7 +373,7 @@ def _load(op: Op, first: list[str] | None = None) -> list[str]:
 
 def _done(op: Op) -> list[str]:
     ent = op.entity
-    return [*_effects(op, "rec"), f"return show(db, \"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))"]
+    return [*_effects(op, "rec"), f"return show(\"{ent.table}\", reload(db, \"{ent.table}\", rec[\"id\"]))"]
 
 
 def _b_update(world: World, op: Op) -> list[str]:
@@ -446,8 +447,8 @@ def _b_transfer(world: World, op: Op) -> list[str]:
               f"str(src[\"{name}\"]{' / 100' if money else ''}) + \".\")",
               _set(ent.table, name, amount, "src", f"\"{name}\" - ?"),
               _set(ent.table, name, amount, "dst", f"\"{name}\" + ?"),
-              f"return {{\"from\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", src[\"id\"])), "
-              f"\"to\": show(db, \"{ent.table}\", reload(db, \"{ent.table}\", dst[\"id\"]))}}"]
+              f"return {{\"from\": show(\"{ent.table}\", reload(db, \"{ent.table}\", src[\"id\"])), "
+              f"\"to\": show(\"{ent.table}\", reload(db, \"{ent.table}\", dst[\"id\"]))}}"]
     return lines
 
 

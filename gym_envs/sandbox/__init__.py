@@ -103,20 +103,23 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    make a huge integer when converted. Action parsing (:mod:`gym_envs.parsing`) never raises: deep or huge
    actions become parse errors.
 5. **Reward integrity.** Checks read the state after the turn through probes on a read-only view (authorizer in
-   ``ro`` mode plus ``PRAGMA query_only``; :mod:`~gym_envs.sandbox.checks`) and only JSON crosses back: a query's
+   ``ro`` mode, every statement of the view prepared under a text no other mode's statement has, so the statement
+   cache never serves it one a tool prepared; :mod:`~gym_envs.sandbox.checks`) and only JSON crosses back: a query's
    rows, a ``python`` check's verdict, digests; the verdicts are the host's (:mod:`gym_envs.checks`). The state
-   always equals the replay of the episode's logged calls (successes, and failures that a replay reproduces): a
-   call that fails after writing is undone by rolling back to the episode start and replaying the log (unless the
-   spec keeps failed calls' writes, ``failed_calls: "keep"``: then a failure a replay reproduces keeps them, and
-   its replay keeps them too), and an episode whose transaction SQLite aborted is rebuilt from the image the same
-   way. A checkpoint
-   (``fork``/``restore``, given only to a program whose code keeps no state between calls:
-   :mod:`~gym_envs.sandbox.purity`) is a savepoint plus the connection's counters, so restoring it gives that
-   same state; one a reset removed is replayed. The table digests that ``state`` and ``unchanged`` checks compare
-   are always those of the current content: a table's cached digest (:mod:`~gym_envs.sandbox.digests`) is
-   dropped by every event that can change it (a statement that writes it or a table it cascades from, seen by
-   the authorizer; a rollback past such a write; an image load; a trusted write), and the cache adds nothing
-   spec code can see (no SQL object, no change to ``changes()`` or ``last_insert_rowid()``).
+   always equals the replay of the episode's logged calls (successes, and failures that a replay reproduces): a call
+   that fails after writing is undone by rolling back to the episode start and replaying the log (unless the spec
+   keeps failed calls' writes, ``failed_calls: "keep"``: then a failure a replay reproduces keeps them, and its
+   replay keeps them too), and an episode whose transaction SQLite aborted is rebuilt from the image the same way.
+   A checkpoint (``fork``/``restore``, given
+   only to a program whose code keeps no state between calls: :mod:`~gym_envs.sandbox.purity`) is a savepoint plus
+   the connection's counters, so restoring it gives that same state; one a reset removed is replayed. The table
+   digests that ``state`` and ``unchanged`` checks compare are always those of the current content: a table's cached
+   digest (:mod:`~gym_envs.sandbox.digests`) is dropped by every event that can change it (a statement that writes it
+   or a table it cascades from, seen by the authorizer; a rollback past such a write; an image load; a trusted
+   write), and the cache adds nothing spec code can see (no SQL object, no change to ``changes()`` or
+   ``last_insert_rowid()``). For code that keeps no state, a digest may also come from an earlier episode that made
+   the same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`: the ground checkpoints stand on); the
+   gate's determinism rule reads its replay's digests fresh.
 
 6. **Validation cannot be told from use.** What spec code can observe (its limits, recursion headroom, hash
    order, the draws of its episode's ``random``) is the same in every episode a worker runs: the validity

@@ -1,4 +1,5 @@
-"""The host's reads of a state's content: column names, row counts, the columns holding a text, and dumps.
+"""The host's reads of a state's content: column names, row counts, the columns holding a text, dumps, and whether
+a table's rows come in an order its content decides.
 
 :class:`ContentReads` is a mixin of :class:`~gym_envs.sandbox.db.StateDB` built on two of its methods only,
 ``host`` (a trusted statement) and ``tables`` (the schema's tables). Every read names the ``main`` database, so
@@ -53,15 +54,31 @@ class ContentReads:
 
     def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
         """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON: SQLite's
-        values as they are, but a blob as its ``repr`` text (what ``json.dumps(..., default=repr)`` makes of it)."""
+        values as they are, but a blob as its ``repr`` text (what ``json.dumps(..., default=repr)`` makes of it).
+        The rows are a full scan's first ones, in its order."""
         known = self.tables()
-        counts = self.row_counts()
         out = {}
         for t in tables or known:
             if t in known:
-                rows = self.host(f"SELECT * FROM main.{quote_identifier(t)} LIMIT ?", (limit,))
-                out[t] = {"columns": self.columns(t), "rows": [_plain_row(r) for r in rows], "count": counts[t]}
+                q = quote_identifier(t)
+                rows = self.host(f"SELECT * FROM main.{q} LIMIT ?", (limit,))
+                count = self.host(f"SELECT count(*) FROM main.{q}")[0][0]
+                out[t] = {"columns": self.columns(t), "rows": [_plain_row(r) for r in rows], "count": count}
         return out
+
+    def ordered(self, table: str) -> bool:
+        """Whether a full scan of ``table`` comes in an order its content decides: by its primary key in a ``WITHOUT
+        ROWID`` table, by its rowid where a column is the rowid (one ``INTEGER PRIMARY KEY`` column that SQLite
+        gives no index of its own, as it does to ``INTEGER PRIMARY KEY DESC``). Elsewhere the rowid is hidden: the
+        same rows may come in another order."""
+        listed = self.host("SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (table,))
+        if not listed:
+            return False
+        if listed[0][0]:
+            return True
+        keys = self.host("SELECT type FROM pragma_table_info(?, 'main') WHERE pk > 0", (table,))
+        own = self.host("SELECT 1 FROM pragma_index_list(?, 'main') WHERE origin = 'pk'", (table,))
+        return len(keys) == 1 and str(keys[0][0]).upper() == "INTEGER" and not own
 
 
 def _plain_row(row: tuple[Any, ...]) -> list[Any]:

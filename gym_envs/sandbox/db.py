@@ -6,11 +6,21 @@ Contract (gym_envs/ENVSPEC.md, "Tool code"): spec code never holds a ``sqlite3.C
 
 :class:`StateDB` owns the connection and applies to every statement of untrusted code the policy of
 :mod:`gym_envs.sandbox.sqlpolicy` (authorizer in modes ``setup``, ``rw`` and ``ro``, function allow-list,
-keyword filter) plus: ``PRAGMA query_only`` while a read-only view runs (SQLite authorizes a statement
-when it is prepared, and the statement cache would otherwise hand a check a write statement the tool
-prepared in ``rw`` mode); a progress-handler deadline; length limits (SQL text, values, LIKE patterns,
+keyword filter) plus: a read-only view's statements run under a text of their own (see "Read-only
+statements" below); a progress-handler deadline; length limits (SQL text, values, LIKE patterns,
 columns, bound variables, result rows and bytes, database pages). What a statement binds and returns
 (plain parameter values, rows as dicts) is :mod:`gym_envs.sandbox.binding`'s.
+
+Read-only statements. SQLite authorizes a statement when it prepares it (``sqlite3_set_authorizer``: the
+callback runs during ``sqlite3_prepare*``, and again whenever ``sqlite3_step`` re-prepares it, never while it
+runs), and the connection's statement cache serves a statement again by its exact text. A check running a text a
+tool prepared in ``rw`` mode (``WITH x AS (...) DELETE ...``) would get the tool's statement, authorized for
+writing. So every statement of a read-only view runs as its text behind a per-process tag (:data:`_RO_TAG`, which
+holds the mark untrusted SQL may not contain, in any mode): no statement of another mode has that text, so each is
+prepared, and authorized, in ``ro`` mode, where the authorizer denies every write (``INSERT``, ``UPDATE``,
+``DELETE``, and everything that is not reading). No pragma is toggled between tool calls and checks: changing one
+(``PRAGMA query_only``) expires every prepared statement of the connection, so the next call prepares (and
+authorizes) all its statements again.
 
 The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per
 connection. A statement function refuses to run unless its facade's owner token is the one the engine
@@ -44,7 +54,7 @@ import contextlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from gym_envs.errors import StateError
@@ -70,6 +80,8 @@ _WRITE_KEYWORDS = frozenset({"INSERT", "UPDATE", "DELETE", "REPLACE"})
 _ALLOWED = {"setup": frozenset({"CREATE"}), "rw": _READ_KEYWORDS | _WRITE_KEYWORDS, "ro": _READ_KEYWORDS}
 _HOST_MARK = "envwright host"  #: in the tag of every host statement; refused in untrusted SQL
 _HOST_TAG = f"/* {_HOST_MARK} {secrets.token_hex(8)} */ "
+#: before the text of every read-only view's statement (see the module docstring); untrusted SQL may not hold it
+_RO_TAG = f"/* {_HOST_MARK} ro {secrets.token_hex(8)} */ "
 _RESET_TABLE = "envwright_reset"
 _KW_CACHE_MAX = 4096
 _RESET_ROWID = _HOST_TAG + f"INSERT OR REPLACE INTO temp.{_RESET_TABLE} (rowid) VALUES (0)"
@@ -91,13 +103,12 @@ _BUSY = "db is already running a statement; one statement at a time"
 class Guard:
     """What one connection's authorizer and progress handler read, and the cursor of untrusted statements."""
 
-    __slots__ = ("current", "cursor", "deadline", "episode", "mode", "owner", "query_only")
+    __slots__ = ("current", "cursor", "deadline", "episode", "mode", "owner")
 
     def __init__(self) -> None:
         self.mode = "host"  #: the authorizer mode: setup, rw or ro while an untrusted statement runs, else host
         self.cursor: Any = None  #: runs untrusted statements; never left holding an unfinished one
         self.deadline = _NEVER  #: on the clock of :func:`time.perf_counter`: a running statement stops after it
-        self.query_only = False  #: PRAGMA query_only is on
         self.episode = False  #: an episode savepoint is open
         self.owner: object | None = None  #: the token of the facade whose call is running
         self.current = ""  #: the text of the last untrusted statement (the one SQLite prepares while it runs)
@@ -142,7 +153,7 @@ class StateDB(ContentReads):
     def _configure(self) -> None:
         c, lim = self.conn, self.limits
         c.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, lim.max_value_length)
-        c.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, lim.max_sql_length)
+        c.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, lim.max_sql_length + len(_RO_TAG))  # the limit is _admit's
         c.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         c.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, lim.max_variables)
         c.setlimit(sqlite3.SQLITE_LIMIT_EXPR_DEPTH, 200)
@@ -223,7 +234,6 @@ class StateDB(ContentReads):
     def load_image(self, image: bytes, digests: dict[str, str] | None = None) -> None:
         """Replace the database content with ``image`` (ends any open episode); ``digests`` are its table
         digests when known (:meth:`table_digests` of the content the image was taken of)."""
-        self._set_query_only(False)
         if self.conn.in_transaction:
             self.conn.execute(_HOST_TAG + "ROLLBACK")
         self.guard.episode = self._savepoint = False
@@ -248,7 +258,6 @@ class StateDB(ContentReads):
         """Start an episode on the current content: everything after this can be rolled back."""
         if self.guard.episode:
             raise RuntimeError("an episode is already open on this connection")
-        self._set_query_only(False)
         self._counters_at = -1
         self._reset_counters()  # before the savepoint, so the scratch row is part of the baseline
         self._open_savepoint("episode")
@@ -258,7 +267,6 @@ class StateDB(ContentReads):
         """Roll back to the start of the episode (the template), cheaply."""
         if not self.guard.episode or self.lost:
             raise RuntimeError("no intact episode to reset")
-        self._set_query_only(False)
         self._savepoint = False
         self._rollback_to("episode", _ROLLBACK_EPISODE)
         self._reset_counters()
@@ -318,7 +326,6 @@ class StateDB(ContentReads):
         False when the savepoint is gone (the episode was reset or rebuilt since: nothing was done)."""
         if not self.guard.episode or self.lost or self._savepoint:
             return False
-        self._set_query_only(False)
         try:
             self._rollback_to(f"fork{int(n)}")
         except sqlite3.OperationalError:  # no such savepoint
@@ -332,11 +339,6 @@ class StateDB(ContentReads):
         if changes == 0:
             self._host.execute(_RESET_CHANGES)
         return True
-
-    def _set_query_only(self, on: bool) -> None:
-        if self.guard.query_only != on:
-            self.conn.execute(_HOST_TAG + ("PRAGMA query_only = 1" if on else "PRAGMA query_only = 0"))
-            self.guard.query_only = on
 
     # -- statements ---------------------------------------------------------------------------
     def _admit(self, sql: Any, mode: str) -> tuple[str, str]:
@@ -407,8 +409,8 @@ class StateDB(ContentReads):
                     if v.__class__ not in exact:  # subclasses are stripped, anything else refused
                         params = bind_params(params, max_vars)
                         break
-            if read_only is not guard.query_only:
-                state._set_query_only(read_only)
+            if read_only:  # prepared in ro mode only: no other mode's statement has this text
+                sql = _RO_TAG + sql
             if not conn.in_transaction and guard.episode:
                 raise StateError("the episode's transaction was aborted by an earlier error; no further "
                                  "statements run in this call", transient=True)
@@ -532,14 +534,20 @@ class StateDB(ContentReads):
             self._tables = [r[0] for r in rows]
         return list(self._tables)
 
-    def table_digests(self, tables: list[str] | None = None, *, cached: bool = True) -> dict[str, str]:
+    def table_digests(self, tables: list[str] | None = None, *, cached: bool = True,
+                      memo: MutableMapping[str, str] | None = None) -> dict[str, str]:
         """The digest of each table (:func:`~gym_envs.sandbox.digests.rows_digest`; ``<missing>`` for a name
         that is no table), from the digest cache where the table cannot have changed since it was computed
-        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh)."""
+        (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh). ``memo`` (folded table
+        name -> digest): the digests the caller knows of this very content (:mod:`~gym_envs.sandbox.recall`),
+        used where the cache has none (and not kept in the cache: a later caller that asks without the memo gets
+        the table read); each table read here is added to it."""
         self._sync_digests()
         known = set(self.tables())
         cache = self._digests
         cached = cached and self.limits.digest_cache
+        if not cached:
+            memo = None
         out: dict[str, str] = {}
         for t in tables or sorted(known):
             if t not in known:
@@ -547,11 +555,25 @@ class StateDB(ContentReads):
                 continue
             key = fold(t)
             digest = cache.get(key) if cached else None
+            if digest is None and memo is not None:
+                digest = memo.get(key)
             if digest is None:
                 digest = rows_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}"))
                 cache.put(key, digest)
+                if memo is not None:
+                    memo[key] = digest
             out[t] = digest
         return out
+
+    def known_digest(self, table: str, memo: Mapping[str, str] | None = None) -> str | None:
+        """``table``'s digest when it is known without reading the table (the digest cache's, else ``memo``'s, as
+        :meth:`table_digests` takes it), else None (also with :attr:`SqlLimits.digest_cache` off)."""
+        if not self.limits.digest_cache:
+            return None
+        self._sync_digests()
+        key = fold(table)
+        digest = self._digests.get(key)
+        return memo.get(key) if digest is None and memo is not None else digest
 
     def digest(self) -> str:
         """SHA-256 of every table's digest."""

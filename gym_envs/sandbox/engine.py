@@ -27,7 +27,8 @@ failure (a ``ToolError``, any exception of the code, a refused statement: not a 
 then its writes stay, its log entry replays them, and its response carries the rows it changed. An aborted
 transaction is undone in both modes. Table digests
 (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
-cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads.
+cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, or, for code that keeps
+no state, from an earlier episode's same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
+from gym_envs.sandbox.recall import RECALLS, Recall, call_key
 from gym_envs.sandbox.reprs import described, scrub
 from gym_envs.sandbox.scope import CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
@@ -77,8 +79,10 @@ class _Episode:
     lost: str | None = None
     ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
     ro_token: object | None = None  #: its owner token
-    forks: dict[int, tuple[int, dict[str, str], tuple[Any, ...]]] | None = None  #: id -> log size, marks, counters
+    forks: dict[int, tuple[Any, ...]] | None = None  #: id -> log size, marks, counters, content key
     setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
+    #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
+    content: tuple[tuple[str, str], ...] = ()
 
 
 
@@ -115,6 +119,7 @@ class Engine:
             "dump": self._op_dump, "ping": self._op_ping, "fork": self._op_fork, "restore": self._op_restore,
         }
         self._fork_ids = itertools.count(1)
+        self._recall_limits = repr(self.limits)  #: what the engine remembers is kept apart by limits too
 
     # -- dispatch ------------------------------------------------------------------------------
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -302,16 +307,19 @@ class Engine:
             disarm()
             failure = e
         if failure is not None:
-            return self._settle(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
+            return self._settled(ep, name, logged, before, described(failure, self._cap))  # type: ignore[arg-type]
         try:
             value, bound = plain_json(value)
             text = dumps(value)
         except (TypeError, ValueError, RecursionError) as e:
-            return self._settle(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
+            return self._settled(ep, name, logged, before, self._not_json(e))  # type: ignore[arg-type]
         if len(text) <= self._max_result and conn.in_transaction:
             ep.log.append((name, logged))  # type: ignore[union-attr]
-            return f'{{"ok":true,"changes":{conn.total_changes - before},"result":{text}}}'
-        return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
+            changes = conn.total_changes - before
+            if changes and ep.program.pure:  # type: ignore[union-attr]
+                ep.content += (call_key(name, logged),)  # type: ignore[union-attr]
+            return f'{{"ok":true,"changes":{changes},"result":{text}}}'
+        return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))  # type: ignore[arg-type]
 
     def call(self, ep_id: str, name: str, args: Any) -> dict[str, Any]:
         """The ``call`` request: one tool call of episode ``ep_id``."""
@@ -372,22 +380,33 @@ class Engine:
                 except BaseException as e:  # the boundary, as above (the batched path)
                     failure = e
                 if failure is not None:
-                    return self._settle(ep, name, logged, before, described(failure, self._cap))
+                    return self._settled(ep, name, logged, before, described(failure, self._cap))
                 try:
                     value, bound = plain_json(value)
                     fits = bound <= self._max_result or len(dumps(value)) <= self._max_result
                 except (TypeError, ValueError, RecursionError) as e:
-                    return self._settle(ep, name, logged, before, self._not_json(e))
+                    return self._settled(ep, name, logged, before, self._not_json(e))
                 if fits and conn.in_transaction:
                     ep.log.append((name, logged))
-                    return value, conn.total_changes - before
-                return self._settle(ep, name, logged, before, self._result(ep, value, bound, before))
+                    changes = conn.total_changes - before
+                    if changes and ep.program.pure:
+                        ep.content += (call_key(name, logged),)
+                    return value, changes
+                return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))
         return self.call(ep_id, name, args)
 
     def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
         """Run a call with valid arguments and keep the episode equal to the replay of its log."""
         before = ep.state.conn.total_changes
-        return self._settle(ep, name, logged, before, self._invoke(ep, name, args, before))
+        return self._settled(ep, name, logged, before, self._invoke(ep, name, args, before))
+
+    def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
+                 resp: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`_settle`; a logged call that moved the change count joins a pure program's content key."""
+        size, resp = len(ep.log), self._settle(ep, name, logged, before, resp)
+        if len(ep.log) > size and ep.program.pure and ep.state.conn.total_changes != before:
+            ep.content += (call_key(name, logged),)
+        return resp
 
     def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                 resp: dict[str, Any]) -> dict[str, Any]:
@@ -485,13 +504,23 @@ class Engine:
             ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
 
     # -- state and checks ----------------------------------------------------------------------
+    def _memo(self, ep: _Episode) -> dict[str, str] | None:
+        """The digests known of the episode's content by its key (a pure program's; :mod:`~.recall`), or None."""
+        return self._recall(ep).digests((ep.setup, ep.content)) if ep.program.pure and ep.lost is None else None
+
+    def _recall(self, ep: _Episode) -> Recall:
+        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits."""
+        return RECALLS.of((ep.program.key, self._recall_limits))
+
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
-        ep.marks = ep.state.table_digests()
+        ep.marks = ep.state.table_digests(memo=self._memo(ep))
         return {"ok": True}
 
     def _op_digest(self, req: dict[str, Any]) -> dict[str, Any]:
-        tables = self._episode(req).state.table_digests()
+        """The state's digest and its tables'; ``fresh``: none from what :mod:`~.recall` remembers."""
+        ep = self._episode(req)
+        tables = ep.state.table_digests(memo=None if req.get("fresh") else self._memo(ep))
         return {"ok": True, "digest": digest_of(tables), "tables": tables}
 
     def _op_fork(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -505,7 +534,7 @@ class Engine:
             return {"ok": True, "fork": None}
         if ep.forks is None:
             ep.forks = {}
-        ep.forks[n] = (len(ep.log), dict(ep.marks), saved)
+        ep.forks[n] = (len(ep.log), dict(ep.marks), saved, ep.content)
         return {"ok": True, "fork": n}
 
     def _op_restore(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -516,8 +545,9 @@ class Engine:
         entry = forks.get(n) if isinstance(n, int) else None
         if entry is None or not isinstance(n, int):
             return error_response(ErrorKind.PROTOCOL_ERROR, f"no checkpoint {n!r} in this episode", 200)
-        size, marks, saved = entry
+        size, marks, saved, content = entry
         del ep.log[size:]
+        ep.content = content
         kept = ep.state.back_to(n, saved)
         if not kept:
             del forks[n]
@@ -526,7 +556,12 @@ class Engine:
         return {"ok": True, "kept": kept}
 
     def _op_dump(self, req: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "tables": self._episode(req).state.dump(req.get("tables"), int(req.get("limit", 50)))}
+        """Columns, row count and first rows of each table; ``unless``: see :meth:`~.recall.Recall.dump`."""
+        ep = self._episode(req)
+        tables, limit, unless = req.get("tables"), int(req.get("limit", 50)), req.get("unless")
+        if unless.__class__ is not dict:
+            return {"ok": True, "tables": ep.state.dump(tables, limit)}
+        return {"ok": True, "tables": self._recall(ep).dump(ep.state, tables, limit, self._memo(ep), unless)}
 
     def _op_probe(self, req: dict[str, Any]) -> dict[str, Any]:
         """What the checks of a turn read of the state (:mod:`gym_envs.sandbox.checks`): each probe answered in
@@ -538,11 +573,12 @@ class Engine:
             return json_rows(self._run_spec(state, None, {}, state.run, (query, ()), {"mode": "ro", "fetch": True}))
 
         def digests(tables: Any) -> dict[str, str]:
-            return state.table_digests(list(tables) if tables else None)
+            return state.table_digests(list(tables) if tables else None, memo=self._memo(ep))
 
         readers = {"sql": sql, "python": lambda code: self._check_python(ep, code), "digests": digests,
                    "marks": lambda _: dict(ep.marks or {}),
-                   "columns": lambda text: state.columns_holding(str(text), self.limits.sql.max_rows)}
+                   "columns": lambda text: self._recall(ep).columns_holding(state, str(text), self.limits.sql.max_rows,
+                                                                             self._memo(ep))}
         results = [probe(p, readers) for p in req.get("probes") or []]
         if state.lost:
             self._rebuild(ep, reload=True)

@@ -222,13 +222,22 @@ class Session:
             raise LoadFailure(resp)
         return bool(resp.get("kept"))
 
-    def digest(self) -> dict[str, Any]:
-        """The state's digest and each table's (``{"digest", "tables"}``)."""
-        return self._send({"op": "digest"}, logged=False)
+    def digest(self, *, fresh: bool = False) -> dict[str, Any]:
+        """The state's digest and each table's (``{"digest", "tables"}``); ``fresh``: every table whose digest
+        the engine's cache does not hold is read, none taken from what it remembers of the same calls
+        (:mod:`~gym_envs.sandbox.recall`)."""
+        return self._send({"op": "digest", "fresh": True} if fresh else {"op": "digest"}, logged=False)
 
-    def dump(self, tables: list[str] | None = None, limit: int = 50) -> dict[str, Any]:
-        """Columns, row counts and up to ``limit`` rows of each table (or of ``tables``)."""
-        return self._send({"op": "dump", "tables": tables, "limit": limit}, logged=False).get("tables", {})
+    def dump(self, tables: list[str] | None = None, limit: int = 50, *,
+             unless: dict[str, str] | None = None) -> dict[str, Any]:
+        """Columns, row counts and up to ``limit`` rows of each table (or of ``tables``). ``unless`` (table -> the
+        digest of a dump of it the caller holds, made with the same ``limit``): each table comes with its
+        ``digest`` (None when the engine knows none without reading the table), and one whose content is that
+        digest's comes as ``{"same": true, "digest": ...}`` instead of its rows (:mod:`~gym_envs.sandbox.recall`)."""
+        req: dict[str, Any] = {"op": "dump", "tables": tables, "limit": limit}
+        if unless is not None:
+            req["unless"] = unless
+        return self._send(req, logged=False).get("tables", {})
 
     def close(self) -> None:
         """End the episode (its connection goes back to the pool)."""

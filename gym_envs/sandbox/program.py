@@ -7,11 +7,13 @@ a ``schema_error``) and ``seed_sql`` in ``rw``, and keeps the result as the temp
 of the program starts from. The engine then runs the module level once to check that every tool is
 defined (:meth:`gym_envs.sandbox.engine.Engine._op_load`). The request's ``failed_calls`` (one of
 :data:`FAILED_CALLS`, default ``rollback``) says what a failed call leaves of its writes (:attr:`Program.keep_failed`);
-another value is a ``load_error``.
+another value is a ``load_error``. A process keeps its last builds (:data:`KEPT`), so the same request loaded by
+another engine is not compiled nor seeded again.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,12 +49,20 @@ class Program:
 
 
 def build_program(req: dict[str, Any], limits: SqlLimits, cap: int) -> tuple[Program, StateDB] | dict[str, Any]:
-    """The program of a ``load`` request and its connection (holding the template), or the error response."""
+    """The program of a ``load`` request and its connection (holding the template), or the error response. What
+    a build makes of a request is kept for the last :data:`KEPT` programs of the process (:func:`_built`): loading
+    one of them again (in another engine: a compiler's own check of a spec, then the gate's) compiles nothing and
+    loads the template image."""
     key = req["key"]
     failed_calls = req.get("failed_calls", "rollback")
     if failed_calls not in FAILED_CALLS:
         return error_response(ErrorKind.LOAD_ERROR, f"failed_calls must be one of {', '.join(FAILED_CALLS)}; got "
                               f"{failed_calls!r}", cap)
+    memo = (key, repr(limits), cap)
+    kept = _BUILT.get(memo)
+    if kept is not None:
+        _BUILT.move_to_end(memo)
+        return _built(req, limits, *kept)
     result = compile_code(req["code"], filename=f"<envspec {key[:12]}>")
     if result.errors:
         return {"ok": False, "error_type": ErrorKind.COMPILE_ERROR.value, "error": "; ".join(result.errors)[:cap],
@@ -74,6 +84,25 @@ def build_program(req: dict[str, Any], limits: SqlLimits, cap: int) -> tuple[Pro
                    arguments={n: compile_arguments(s) for n, s in tools.items()}, pure=stateless(req["code"]),
                    keep_failed=failed_calls == "keep")
     prog.digests = db.table_digests()
+    _BUILT[memo] = (prog.code, prog.image, dict(prog.digests), prog.pure, prog.arguments)
+    while len(_BUILT) > KEPT:
+        _BUILT.popitem(last=False)
+    return prog, db
+
+
+KEPT = 8  #: programs whose build a process keeps
+#: (request key, SQL limits, cap) -> compiled code, template image, its digests, purity, argument checkers: all
+#: immutable, so engines share them
+_BUILT: OrderedDict[tuple[str, str, int], tuple[Any, bytes, dict[str, str], bool, dict[str, Any]]] = OrderedDict()
+
+
+def _built(req: dict[str, Any], limits: SqlLimits, code: Any, image: bytes, digests: dict[str, str], pure: bool,
+           arguments: dict[str, Any]) -> tuple[Program, StateDB]:
+    """A program built before, with a connection holding its template."""
+    prog = Program(key=req["key"], code=code, tool_schemas=req.get("tools", {}), image=image, arguments=arguments,
+                   pure=pure, digests=dict(digests), keep_failed=req.get("failed_calls", "rollback") == "keep")
+    db = StateDB(limits)
+    db.load_image(image, digests)
     return prog, db
 
 

@@ -252,6 +252,18 @@ def test_other_values_come_from_the_state_not_plus_one() -> None:
     assert col is not None and (col.table, col.name) == ("tickets", "id")
 
 
+def test_a_snapshot_shares_the_columns_of_the_tables_it_shares_with_an_earlier_one() -> None:
+    tickets = {"columns": ["id", "title"], "rows": [[1, "a"], [2, "b"]], "count": 2}
+    first = Snapshot({"tickets": tickets, "notes": {"columns": ["id", "body"], "rows": [[1, "x"]], "count": 1}})
+    notes = {"columns": ["id", "body"], "rows": [[1, "x"], [2, "y"]], "count": 2}
+    later = Snapshot({"tickets": tickets, "notes": notes}, first)
+    fresh = Snapshot({"tickets": tickets, "notes": notes})
+    assert later.column("tickets", "title") is first.column("tickets", "title")
+    assert later.column("notes", "body") is not first.column("notes", "body")
+    assert [(c.label, c.values, c.partial) for c in later.columns()] == \
+        [(c.label, c.values, c.partial) for c in fresh.columns()]
+
+
 @pytest.mark.parametrize("executor", ["inprocess", "worker"])
 def test_executors_agree_on_the_verdict(executor: str) -> None:
     bad = close_task([{"kind": "sql", "query": "SELECT count(*) FROM tickets WHERE status = 'closed'",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from envgen.gate import antecedents
 from envgen.gate.antecedents import antecedent_problems, scan
 from gym_envs.spec import parse_spec
 
@@ -83,3 +84,57 @@ def test_the_gate_rejects_an_ambiguous_antecedent_as_rule_10():
     bad = validate_spec(_spec(extra_call=True), executor="inprocess")
     assert not any(r.rule == 10 for r in good.reasons)
     assert not bad.accepted and any(r.rule == 10 and r.code == "antecedent" for r in bad.reasons)
+
+
+def test_tables_a_turn_leaves_as_they_were_are_not_dumped_again(monkeypatch: Any) -> None:
+    """The rule asks the engine for each turn's tables with the digests of the dumps it holds, so a table a turn did
+    not change comes back as "the same" (and the start state is dumped once for tasks with the same setup); what it
+    finds is what dumping every table gives."""
+    from envgen.world.compile import compile_world
+    from gym_envs.sandbox.host import Session
+    from tests.envgen.world.store_world import store_world
+
+    world = compile_world(store_world(), env_id="antecedent-dumps", seed=3).spec
+    specs = [_spec(), _spec(extra_call=True), world]
+    dump = Session.dump
+    rows: list[int] = []
+
+    def counted(self: Session, tables: Any = None, limit: int = 50, **kw: Any) -> dict[str, Any]:
+        out = dump(self, tables, limit, **kw)
+        rows.append(sum(len(d.get("rows", ())) for d in out.values()))
+        return out
+
+    def every_table(self: Session, tables: Any = None, limit: int = 50, **kw: Any) -> dict[str, Any]:
+        return counted(self, tables, limit)
+
+    monkeypatch.setattr(Session, "dump", counted)
+    found = [antecedents._antecedent_problems(s, None) for s in specs]
+    held = sum(rows)
+    rows.clear()
+    monkeypatch.setattr(Session, "dump", every_table)
+    assert [antecedents._antecedent_problems(s, None) for s in specs] == found
+    assert found[1] and held < sum(rows) / 2
+
+
+def test_what_the_rule_found_for_a_spec_is_kept(monkeypatch: Any) -> None:
+    """A compiler's pass over a spec, then the gate's: the second finds the first's problems without playing the
+    tasks again; a spec that differs in what the rule reads (a task's text, the seed) is played."""
+    from gym_envs.sandbox.inprocess import InProcessExecutor
+
+    monkeypatch.setattr(antecedents, "_FOUND", type(antecedents._FOUND)())
+    opened: list[int] = []
+    session = InProcessExecutor.session
+
+    def counted(self: InProcessExecutor, *args: Any, **kw: Any) -> Any:
+        opened.append(1)
+        return session(self, *args, **kw)
+
+    monkeypatch.setattr(InProcessExecutor, "session", counted)
+    bad = _spec(extra_call=True)
+    first = antecedent_problems(bad)
+    assert first and len(opened) == 1
+    assert antecedent_problems(parse_spec(bad.model_dump(mode="json"))) == first and len(opened) == 1
+    assert antecedent_problems(_spec(extra_call=True, second="Now paint GDG-1001 white.")) == []  # no "it"
+    d = bad.model_dump(mode="json")
+    d["state"]["seed_sql"] += "\nINSERT INTO gadgets VALUES (4, 'GDG-1004', 'red');"
+    assert antecedent_problems(parse_spec(d)) == first and len(opened) == 2

@@ -90,8 +90,8 @@ def test_checks_cannot_mutate_state(name: str, ex: Executor, host: dict[str, Any
 def test_check_cannot_reuse_a_write_statement_the_tool_prepared(ex: Executor, host: dict[str, Any]) -> None:
     """SQLite authorizes a statement when it is prepared, and prepared statements are cached per
     connection: a tool can prepare ``WITH ... DELETE`` (allowed for tools), and a check running the
-    same text would get the cached, already-authorized statement (it did, before ``ro`` views ran
-    under ``PRAGMA query_only``, whose change also makes SQLite re-prepare, so re-authorize, it)."""
+    same text would get the cached, already-authorized statement (it did, before ``ro`` views' statements ran
+    under a text of their own, prepared and authorized in ``ro`` mode)."""
     sql = "WITH x AS (SELECT 1) DELETE FROM acct WHERE id = 99 RETURNING id"
     code = f"def t(db, **kw):\n    return db.query({sql!r})"
     s = ex.session(make_spec(code))

@@ -61,7 +61,8 @@ def test_tool_mode_allows_dml_and_returning(db: StateDB) -> None:
 
 def test_read_only_view_refuses_a_write_prepared_earlier_in_tool_mode(db: StateDB) -> None:
     """SQLite authorizes a statement when it is prepared; the statement cache would hand a check the
-    statement a tool prepared. ``PRAGMA query_only`` (whose change also forces a re-prepare) stops it."""
+    statement a tool prepared. A read-only view's statements run under a text of their own, so each is prepared,
+    and authorized, in ``ro`` mode."""
     sql = "WITH c AS (SELECT 1) DELETE FROM acct WHERE id = 2 RETURNING id"
     db.run("WITH c AS (SELECT 1) DELETE FROM acct WHERE id = 99 RETURNING id", mode="rw", fetch=True)
     with pytest.raises(StateError):
@@ -71,6 +72,52 @@ def test_read_only_view_refuses_a_write_prepared_earlier_in_tool_mode(db: StateD
     with pytest.raises(StateError):  # the very text that just ran in rw mode
         db.run(sql.replace("id = 2", "id = 1"), mode="ro", fetch=True)
     assert db.run("SELECT 1 AS one", mode="rw", fetch=True) == [{"one": 1}]  # back to writable
+
+
+class _CountingDB(StateDB):
+    """A StateDB that counts the authorizer's calls (SQLite calls it only while it prepares a statement)."""
+
+    def __init__(self, limits: SqlLimits) -> None:
+        self.authorized = 0
+        super().__init__(limits)
+
+    def _authorize(self, *args: Any) -> int:
+        self.authorized += 1
+        return super()._authorize(*args)
+
+
+def test_checks_between_tool_calls_make_nothing_prepare_again() -> None:
+    """A read-only view's statements run under their own text, so nothing is toggled between a tool's statements
+    and a check's: the tool's prepared statements stay valid (a ``PRAGMA`` change would expire every one of them,
+    and each would be prepared and authorized again)."""
+    state = _CountingDB(LIMITS)
+    state.load_image(template())
+    state.open_episode()
+    tool = "UPDATE acct SET balance = balance + ? WHERE id = ?"
+    check = "SELECT balance FROM acct WHERE id = 1"
+    for _ in range(2):  # both prepared once
+        state.run(tool, [1, 1], mode="rw", fetch=False)
+        state.run(check, mode="ro", fetch=True)
+    before = state.authorized
+    for _ in range(3):
+        state.run(tool, [1, 1], mode="rw", fetch=False)
+        assert state.run(check, mode="ro", fetch=True)
+    assert state.authorized == before
+    assert state.run(check, mode="ro", fetch=True) == [{"balance": 105}]
+
+
+def test_read_only_statements_cannot_be_named_by_untrusted_sql(db: StateDB) -> None:
+    """The tag a read-only view's statements run under holds the host's mark, which no mode admits, so no tool can
+    prepare a statement under a read-only text; a read-only statement as long as the limit allows still runs."""
+    from gym_envs.sandbox import db as db_module
+
+    tagged = db_module._RO_TAG + "WITH c AS (SELECT 1) DELETE FROM acct WHERE id = 2"
+    for mode in ("rw", "ro"):
+        with pytest.raises(StateError, match="envwright host"):
+            db.run(tagged, mode=mode, fetch=False)
+    assert db.run("SELECT count(*) AS n FROM acct", mode="rw", fetch=True) == [{"n": 2}]
+    longest = "SELECT 1 AS one" + " " * (LIMITS.max_sql_length - len("SELECT 1 AS one"))
+    assert db.run(longest, mode="ro", fetch=True) == [{"one": 1}]
 
 
 def test_host_statements_are_never_served_to_untrusted_sql(db: StateDB) -> None:

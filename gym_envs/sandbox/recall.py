@@ -1,0 +1,138 @@
+"""What the engine remembers of the contents its episodes reach, so that it reads less of the database.
+
+Role: the process keeps one :class:`Recall` for each of the programs its engines used last (:data:`RECALLS`, at most
+:data:`PROGRAMS`, apart by the engine's limits); nothing of it is visible to spec code, and every answer is the one
+reading the database gives.
+
+* **Digests by the calls that made the content** (:meth:`Recall.digests`). For a program whose code keeps no state
+  between calls (:mod:`~gym_envs.sandbox.purity`), an episode's content is a function of its setup statements and
+  of the logged calls that moved the connection's change count since it opened, in order (its content key): a
+  call's effect is a function of the content it runs on and of its arguments, a call that changed no row changed
+  nothing, and one the engine did not log was undone (the ground the engine's checkpoints already stand on:
+  restoring one gives what replaying the log gives; a logged call whose writes were undone stays in the key, which
+  costs a read, never a wrong digest). So the table digests read for one such
+  content key are those of any episode that reaches the same key again: the validity gate's wrong trajectories
+  that make the reference's writes after other reads, or an earlier trajectory's writes, read no table. The
+  engine asks for a table only what the digest cache (:mod:`~gym_envs.sandbox.digests`) does not hold, and keeps
+  out of that cache what came from here; a digest asked for ``fresh`` (the gate's determinism rule, which replays a
+  trajectory to compare what it reads) never comes from here.
+* **The columns holding a text** (:meth:`Recall.columns_holding`, what a ``reply_contains`` check reads of the
+  state): the same answer on the same content, by every table's digest (when known and each table's order is its
+  content's), as a wrong trajectory's reply is judged again and again on the reference's state.
+* **Dumps the caller holds** (:meth:`Recall.dump`). A caller that holds a dump of a table can name its digest
+  (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
+  table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
+  whenever its content is the same, which its digest says, so when its digest is known (from the cache or the memo
+  above) and is that one, it is answered "the same" instead of read and sent again.
+
+The digest memo is bounded (:data:`MAX_KEYS` content keys a program, emptied when full).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.values import dumps
+
+__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Recall", "Recalls", "call_key"]
+
+PROGRAMS = 4  #: programs whose memos are kept (a generation worker compiles, then validates, one spec at a time)
+MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
+    """A call as a part of a content key: its tool and its arguments' exact JSON (``1`` and ``1.0`` differ)."""
+    return name, dumps(arguments)
+
+
+class Recall:
+    """One program's memos (see the module docstring)."""
+
+    __slots__ = ("_digests", "_holding", "_ordered")
+
+    def __init__(self) -> None:
+        self._digests: dict[tuple[Any, ...], dict[str, str]] = {}  #: content key -> folded table -> digest
+        self._ordered: dict[str, bool] = {}  #: table -> its scan order is its content's (the schema is fixed)
+        #: (text, limit, every table's digest) -> the columns holding the text
+        self._holding: dict[tuple[str, int, tuple[str, ...]], list[tuple[str, list[Any]]]] = {}
+
+    def digests(self, key: tuple[Any, ...]) -> dict[str, str]:
+        """The digests known of the content whose key is ``key`` (the dict to add those read to)."""
+        memo = self._digests.get(key)
+        if memo is None:
+            if len(self._digests) >= MAX_KEYS:
+                self._digests.clear()
+            memo = self._digests[key] = {}
+        return memo
+
+    def dump(self, state: StateDB, tables: list[str] | None, limit: int, digests: dict[str, str] | None,
+             unless: dict[str, Any]) -> dict[str, Any]:
+        """``state.dump(tables, limit)``, each table dumped with its digest when known without reading it (else None),
+        but a table named in ``unless`` with that digest whose order its content decides answered ``{"same": true}``:
+        its dump is the one the caller holds of that digest. ``digests``: the memo of the content's digests, or
+        None."""
+        known = state.tables()
+        out: dict[str, Any] = {}
+        for t in tables or known:
+            if t not in known:
+                continue
+            digest = state.known_digest(t, digests)
+            if digest is not None and unless.get(t) == digest and self._is_ordered(state, t):
+                out[t] = {"same": True, "digest": digest}
+            else:
+                out[t] = state.dump([t], limit)[t] | {"digest": digest}
+        return out
+
+    def columns_holding(self, state: StateDB, text: str, limit: int,
+                        digests: dict[str, str] | None) -> list[tuple[str, list[Any]]]:
+        """``state.columns_holding(text, limit)``, or the answer given on a content with the same digests (when each
+        table's is known without reading it, and each table's order is its content's: the answer lists values in
+        row order)."""
+        tables = state.tables()
+        known = tuple(state.known_digest(t, digests) or "" for t in tables)
+        key = (text, limit, known) if all(known) and all(self._is_ordered(state, t) for t in tables) else None
+        found = self._holding.get(key) if key is not None else None
+        if found is None:
+            found = state.columns_holding(text, limit)
+            if key is not None:
+                if len(self._holding) >= MAX_KEYS:
+                    self._holding.clear()
+                self._holding[key] = found
+        return [(label, list(values)) for label, values in found]
+
+    def _is_ordered(self, state: StateDB, table: str) -> bool:
+        ordered = self._ordered.get(table)
+        if ordered is None:
+            ordered = self._ordered[table] = state.ordered(table)
+        return ordered
+
+
+class Recalls:
+    """The memos of the programs used last, by program (at most :data:`PROGRAMS`)."""
+
+    __slots__ = ("_by_program", "_lock")
+
+    def __init__(self) -> None:
+        self._by_program: OrderedDict[Hashable, Recall] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, program: Hashable) -> Recall:
+        """``program``'s memos (made, and the least recently used program's dropped, as needed)."""
+        with self._lock:
+            recall = self._by_program.get(program)
+            if recall is None:
+                while len(self._by_program) >= PROGRAMS:
+                    self._by_program.popitem(last=False)
+                recall = self._by_program[program] = Recall()
+            else:
+                self._by_program.move_to_end(program)
+            return recall
+
+
+#: the process's memos, shared by its engines (a compiler's simulation of a spec's reference, then the gate's run
+#: of it), by program key and limits
+RECALLS = Recalls()

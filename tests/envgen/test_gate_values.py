@@ -1,0 +1,52 @@
+"""``envgen.gate.values``: the other values a wrong trajectory takes, picked once a column and reference value, are
+those the whole ordering of the column's values gives."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envgen.gate.values import Column, _closeness, _equal, _kind, _spread, argument_values
+
+
+def _by_sorting(column: Column, value: Any, n: int) -> list[Any]:
+    """The other existing values as sorting every candidate by closeness, then spreading them, picks them."""
+    existing: list[Any] = []
+    seen: set[Any] = set()
+    for v in column.by_kind.get(_kind(value), ()):
+        if _equal(v, value) or (isinstance(value, int) and not isinstance(v, int)):
+            continue
+        key = v.lower() if isinstance(v, str) else v
+        if key not in seen:
+            seen.add(key)
+            existing.append(v)
+    existing.sort(key=lambda v: _closeness(value, v))
+    return _spread(existing, n, by_extremes=column.name == "id")
+
+
+def test_picks_are_those_a_full_sort_gives() -> None:
+    rng = random.Random(5)
+    words = ["Dune", "dune", "Dune Messiah", "Emma", "emma", "Persuasion", "Pe", "Dun", "Xu", "dune messiah"]
+    for trial in range(300):
+        name = "id" if trial % 3 == 0 else "title"
+        if name == "id" or trial % 3 == 1:
+            values = tuple(rng.choice([rng.randint(-5, 40), rng.randint(0, 9) + 0.5, None, True])
+                           for _ in range(rng.randint(0, 25)))
+            ref: Any = rng.randint(-5, 40)
+        else:
+            values = tuple(rng.choice([*words, None, 3]) for _ in range(rng.randint(0, 25)))
+            ref = rng.choice(words)
+        col = Column("t", name, values, partial=bool(trial % 2))
+        for n in (0, 1, 2, 3):
+            for _ in range(2):  # the second answer comes from what the column keeps
+                got = [v for v, _ in argument_values(col, ref, {}, n)[:-1]]
+                assert got == _by_sorting(col, ref, n), (values, ref, n)
+
+
+def test_a_value_that_does_not_exist_is_past_the_column() -> None:
+    col = Column("t", "id", (3, 9, True, 4.5), partial=False)
+    assert argument_values(col, 9, {}, 0) == [(10, "a value that does not exist")]
+    assert argument_values(Column("t", "id", (3, 9), partial=True), 2, {}, 0)[-1][0] == 1_000_009
+    assert argument_values(col, 9, {"maximum": 9}, 0)[-1][0] == 8
+    names = Column("t", "name", ("ann", "ANN_x", "bob"))
+    assert argument_values(names, "ann", {}, 0)[-1][0] == "ann_x2"
