@@ -20,15 +20,12 @@ worker) all enter it through that one context manager; each episode keeps its ow
 failures become error text without memory addresses (:func:`gym_envs.sandbox.reprs.described`). Episodes get
 fresh globals over shared builtins, a connection reset to the template, their own ``random`` and their own facades;
 the state always equals the template, then the ``setup`` statements the ``open`` request carried (a task's own
-starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. A call that
-fails leaves no writes (the episode is rebuilt without them), unless its program keeps them (the ``load`` request's
-``failed_calls: "keep"``, :attr:`~gym_envs.sandbox.program.Program.keep_failed`) and a replay reproduces the
-failure (a ``ToolError``, any exception of the code, a refused statement: not a timeout or running out of memory):
-then its writes stay, its log entry replays them, and its response carries the rows it changed. An aborted
-transaction is undone in both modes. Table digests
-(``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's exact digest
-cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, or, for code that keeps
-no state, from an earlier episode's same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`).
+starting state, run in ``rw`` mode as the seed is), then the replay of the episode's logged calls. A failed call
+leaves no writes unless its program keeps them (``failed_calls: "keep"``, :attr:`.program.Program.keep_failed`) and
+a replay reproduces the failure (not a timeout or running out of memory; an aborted transaction is always undone).
+Table digests (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's
+exact digest cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, or, for code
+that keeps no state, from an earlier episode's same changing calls on the same setup (:mod:`~.recall`).
 """
 
 from __future__ import annotations
@@ -402,35 +399,27 @@ class Engine:
 
     def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
                  resp: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`_settle`; a logged call that moved the change count joins a pure program's content key."""
-        size, resp = len(ep.log), self._settle(ep, name, logged, before, resp)
-        if len(ep.log) > size and ep.program.pure and ep.state.conn.total_changes != before:
-            ep.content += (call_key(name, logged),)
-        return resp
-
-    def _settle(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
-                resp: dict[str, Any]) -> dict[str, Any]:
-        """After a call: log it for replay, or undo it (an aborted transaction; a failure after writes, unless
-        the program keeps failed calls' writes and a replay reproduces the failure: then the response carries
-        the rows it changed)."""
-        conn = ep.state.conn
+        """After a call: log it for replay, or undo it (an aborted transaction; a failure after writes, unless the
+        program keeps failed calls' writes and a replay reproduces the failure: the response then carries the rows
+        it changed); a logged call that moved the change count joins a pure program's content key."""
+        conn, size = ep.state.conn, len(ep.log)
         if not conn.in_transaction:  # SQLite aborted the episode's transaction: undo the call, rebuild
             if resp["ok"] or resp.get("replay"):
                 resp = error_response(ErrorKind.SQL_ERROR, "the database aborted the call's transaction; the "
                                       "call had no effect", self._cap)
             resp.pop("replay", None)
             self._rebuild(ep, reload=True)
-        elif resp["ok"]:
-            ep.log.append((name, logged))
         else:
-            replay = resp.get("replay")
-            if replay:
+            if resp["ok"] or resp.get("replay"):
                 ep.log.append((name, logged))
             changes = conn.total_changes - before
-            if changes and replay and ep.program.keep_failed:  # it failed after writing: its writes stay
-                resp["changes"] = changes
-            elif changes:  # it failed after writing: undo by replay
-                self._rebuild(ep, reload=False)
+            if not resp["ok"] and changes:  # it failed after writing: its writes stay, or are undone by replay
+                if resp.get("replay") and ep.program.keep_failed:
+                    resp["changes"] = changes
+                else:
+                    self._rebuild(ep, reload=False)
+        if len(ep.log) > size and ep.program.pure and ep.state.conn.total_changes != before:
+            ep.content += (call_key(name, logged),)
         return resp
 
     def _invoke(self, ep: _Episode, name: str, args: dict[str, Any], before: int) -> dict[str, Any]:
@@ -468,15 +457,11 @@ class Engine:
                               f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
     def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
-        """Bring an episode back to "template + its setup statements + its logged calls".
-
-        Used when a call failed after writing (its writes must not stay: roll back to the episode start)
-        and when SQLite aborted the transaction (``reload`` the image). Fresh globals and the episode's seed
-        make the replay deterministic; each replayed call runs in a savepoint, so calls that failed the
-        first time fail again without leaving writes, or, when the program keeps failed calls' writes
-        (:attr:`~gym_envs.sandbox.program.Program.keep_failed`), with the writes they left the first time.
-        The episode keeps its facades (and their tokens).
-        """
+        """Bring an episode back to "template + its setup statements + its logged calls": after a call failed
+        after writing, and (``reload`` the image) after SQLite aborted the transaction. Fresh globals and the
+        episode's seed make the replay deterministic; each replayed call runs in a savepoint, so a call that
+        failed fails again leaving no writes (or, ``keep_failed``, the writes it left the first time). The
+        episode keeps its facades (and their tokens)."""
         state = ep.state
         try:
             if reload or state.lost:
