@@ -24,7 +24,19 @@ from envgen.world.model import Condition, Entity, Op, World, human
 from envgen.world.render import by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
 from envgen.world.rows import NEW_CODE_BASE
 
-__all__ = ["render_code", "select_sql"]
+__all__ = ["CODE_NAMES", "code_name", "render_code", "select_sql"]
+
+#: the names the rendered code defines (its helpers) or assigns inside a tool (its locals); a tool, a parameter (a
+#: field or a key) or a helper of that name would shadow one of them, so the normaliser renames or drops those
+#: (:func:`code_name`); tests/envgen/world/test_code_names.py checks the list against the code of every domain
+CODE_NAMES = frozenset({"entry", "cents", "find", "shift_days", "reload", "show", "day", "dest", "dst", "held", "key",
+                        "made", "n", "new", "new_id", "out", "owner", "params", "r", "rec", "rows", "sql", "src",
+                        "start", "who"})
+
+
+def code_name(name: str) -> bool:
+    """Whether ``name`` is one the rendered code uses (:data:`CODE_NAMES`, ``ref_<entity>``, ``eff<i>``, ``src<i>``)."""
+    return name in CODE_NAMES or name.startswith("ref_") or (name[:3] in ("eff", "src") and name[3:].isdigit())
 
 _OPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 

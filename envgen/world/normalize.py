@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from envgen.errors import CompileError
 from envgen.world.blueprint import EntitySpec, OperationSpec, WorldBlueprint
+from envgen.world.code import code_name
 from envgen.world.model import LOCATOR_KINDS, Condition, Effect, Entity, Field, Op, PolicyRule, Ref, World, human
 
 __all__ = ["to_world"]
@@ -35,7 +36,7 @@ def _entity(spec: EntitySpec, repairs: list[str], where: str) -> Entity:
     fields: list[Field] = []
     seen = {spec.key.name}
     for i, f in enumerate(spec.fields):
-        if f.name in seen or f.name in _RESERVED or f.name.endswith("_id"):
+        if f.name in seen or f.name in _RESERVED or f.name.endswith("_id") or code_name(f.name):
             repairs.append(f"{where}.fields[{i}]: name {f.name!r} is taken or reserved: dropped")
             continue
         seen.add(f.name)
@@ -48,7 +49,11 @@ def _entity(spec: EntitySpec, repairs: list[str], where: str) -> Entity:
         repairs.append(f"{where}.final: states not in the lifecycle dropped")
     prefix = spec.prefix or "".join(c for c in spec.name.upper() if c.isalpha())[:3]
     rows = spec.rows if spec.rows is not None else _ROWS.get(spec.role, 60)
-    return Entity(spec.name, Field(spec.key.name, spec.key.kind, unique=True), fields, [], states, final,
+    key = spec.key.name
+    if code_name(key) or key in _RESERVED:  # a parameter of that name would shadow a name of the tool code
+        key = f"{spec.name}_{key}"
+        repairs.append(f"{where}.key: name {spec.key.name!r} is reserved: renamed {key!r}")
+    return Entity(spec.name, Field(key, spec.key.kind, unique=True), fields, [], states, final,
                   spec.description, rows, prefix, None, spec.role)
 
 
@@ -170,6 +175,10 @@ def to_world(bp: WorldBlueprint, repairs: list[str] | None = None) -> World:
         op = _op(op_spec, ents, repairs, f"operations[{i}]")
         if op is None:
             continue
+        if code_name(op.name):  # a tool of that name would replace a helper of the tool code
+            renamed = f"{op.name}_{op.entity.name}"
+            repairs.append(f"operations[{i}]: tool name {op.name!r} is reserved: renamed {renamed!r}")
+            op.name = renamed
         if op.name in names:
             repairs.append(f"operations[{i}]: duplicate tool name {op.name!r}: dropped")
             continue
