@@ -31,23 +31,26 @@ from training.bench.common import (
     tiny_model_dir,
     write_result,
 )
+from training.generation import Generator
 
 __all__ = ["ReplayGenerator", "command", "reference_plan", "throughput"]
 
 
 def reference_plan(spec: Any, task_id: str) -> list[str]:
-    """The reference trajectory of a task as action texts, one per env step."""
+    """The reference trajectory of a task as action texts, one per env step (a ``say`` item, the agent's message
+    to a scenario's user, is its text)."""
     from envgen.gate import oracle_reply
     from gym_envs.parsing import format_tool_call
+    from gym_envs.spec import Say
 
     out = []
     for turn in spec.task(task_id).turns:
-        out += [format_tool_call(c.name, dict(c.arguments)) for c in turn.reference]
+        out += [c.say if isinstance(c, Say) else format_tool_call(c.name, dict(c.arguments)) for c in turn.reference]
         out.append(oracle_reply(turn))
     return out
 
 
-class ReplayGenerator:
+class ReplayGenerator(Generator):
     """Runs ``compute`` (the real generation cost) and hands the env each task's reference action.
 
     Episodes are recognised by their prompt; all episodes of one prompt advance in lockstep, so the
