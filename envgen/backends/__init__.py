@@ -47,21 +47,24 @@ def make_backend(name: str | Backend, model: str | None = None, **options: Any) 
 
 
 def make_engine(name: str, model: str, *, device: str = "auto", dtype: str = "auto",
-                batch_size: int | None = None) -> Backend:
+                batch_size: int | None = None, options: dict[str, Any] | None = None) -> Backend:
     """The generation engine ``name`` (:data:`ENGINES`) for ``model``: ``device`` and ``dtype`` of the weights,
     ``batch_size`` rows decoded at once (transformers: rows per ``generate`` call; vLLM: its ``max_num_seqs``;
-    None: all / vLLM's default). vLLM runs on the GPU it finds: a ``device`` other than ``auto`` or ``cuda`` is
-    refused."""
+    None: all / vLLM's default), ``options`` the backend's own options beside them (its Options class, e.g.
+    vLLM's ``gpu_memory_utilization``). vLLM runs on the GPU it finds: a ``device`` other than ``auto`` or ``cuda``
+    is refused."""
     from corpora.errors import did_you_mean
 
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}{did_you_mean(name, ENGINES, n=1)} (engines: {', '.join(ENGINES)})")
     if name == "transformers":
-        return make_backend(name, model, device=device, dtype=dtype, batch_size=batch_size)
+        return make_backend(name, model, device=device, dtype=dtype, batch_size=batch_size, **(options or {}))
     if device != "auto" and not device.startswith("cuda"):
         raise BackendError(f"the vllm engine runs on a GPU; device {device!r} cannot be used with it (leave the "
                            "device at auto, or use the transformers engine)")
-    return make_backend(name, model, dtype=dtype, engine_kwargs={"max_num_seqs": batch_size} if batch_size else {})
+    opts = dict(options or {})
+    engine_kwargs = {**opts.pop("engine_kwargs", {}), **({"max_num_seqs": batch_size} if batch_size else {})}
+    return make_backend(name, model, dtype=dtype, engine_kwargs=engine_kwargs, **opts)
 
 
 __all__ = [

@@ -79,6 +79,7 @@ class ProposerBench:
     device: str = "auto"
     dtype: str = "auto"
     batch_size: int | None = None
+    backend_options: tuple[str, ...] = ()
     max_new_tokens: int = 2048
     temperature: float = 0.7
     excerpt_tokens: int = 900
@@ -134,8 +135,10 @@ def _proposer(setup: str, args: ProposerBench, backends: dict[str, Any]) -> Any:
                              f"proposer_sft.structure: {structure})")
         model = warm
     if model not in backends:
+        from envgen.cli.library import parse_backend_options
+
         backends[model] = make_engine(args.engine, model, device=args.device, dtype=args.dtype,
-                                      batch_size=args.batch_size)
+                                      batch_size=args.batch_size, options=parse_backend_options(args.backend_options))
     return LLMProposer(backends[model], structure=structure, constrained=setup != "free",
                        max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                        excerpt_tokens=args.excerpt_tokens, n_examples=1)
@@ -369,6 +372,13 @@ def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
     return setups
 
 
+def _backend_options(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from envgen.cli.library import parse_backend_options
+
+    parse_backend_options(value)  # a malformed pair is a usage error before any model loads
+    return value
+
+
 @click.command("proposer", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--model", required=True, help="the untrained model: a hub id, a folder or a .gguf file")
 @click.option("--warm", default=None, help="the warm-started model (model/ of `envwright train proposer`)")
@@ -384,6 +394,8 @@ def _setups(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
 @click.option("--device", default="auto")
 @click.option("--dtype", default="auto")
 @click.option("--batch-size", type=int, default=None, help="rows decoded at once (default: all)")
+@click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE", callback=_backend_options,
+              help="an option of the engine's backend, repeatable (e.g. gpu_memory_utilization=0.3 for vllm)")
 @click.option("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained setups raise "
               "it to the schema's worst case)")
 @click.option("--temperature", type=float, default=0.7)

@@ -131,3 +131,28 @@ def test_a_killed_setup_resumes_from_the_first_document_not_written(tmp_path: Pa
                "documents" in r) == 3
     assert all(r["accepted"] == r["documents"] for k, r in result["setups"]["world"].items()
                if isinstance(r, dict) and "documents" in r)
+
+
+def test_backend_options_reach_the_engine_and_a_malformed_one_is_refused(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import envgen.backends
+    import envgen.proposers.llm  # binds the real make_backend first, as _invoke says
+
+    seen: list[dict[str, Any]] = []
+    backend = WorldWriter(_docs())
+
+    def make(name: Any, model: Any = None, **options: Any) -> Any:
+        seen.append(options)
+        return backend
+
+    monkeypatch.setattr(envgen.backends, "make_backend", make)
+    from envgen.cli import cli
+
+    base = ["bench", "proposer", "--model", "m", "--stdlib-docs", "1", "--other-docs", "0", "--setups", "world",
+            "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(cli, [*base, "--backend-option", "gpu_memory_utilization=0.3",
+                                   "--backend-option", "max_new_tokens=64"])
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0]["gpu_memory_utilization"] == 0.3 and seen[0]["max_new_tokens"] == 64
+    bad = CliRunner().invoke(cli, [*base, "--overwrite", "--backend-option", "gpu_memory_utilization"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
