@@ -25,7 +25,6 @@ Contract:
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from corpora.cache import cache_dir
 from corpora.document import Document
 from corpora.errors import CorpusError
 from corpora.languages import language_from_path
@@ -48,11 +48,6 @@ NPM_EXCLUDE = ("**/node_modules/**", "**/dist/**", "**/umd/**", "**/browser/**",
                "**/*.min.js", "**/*.d.ts", "**/*.test.*", "**/*.spec.*")
 _SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".ts"})
 _PACKAGE = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@[0-9A-Za-z.+-]+$")
-
-
-def _cache_root() -> Path:
-    base = os.environ.get("ENVWRIGHT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "envwright")
-    return Path(base) / "npm"
 
 
 def _safe_members(tar: tarfile.TarFile, dest: Path) -> list[tarfile.TarInfo]:
@@ -69,7 +64,7 @@ def fetch_package(spec: str, cache: Path | None = None) -> Path:
     """The unpacked folder of package ``name@version`` (fetched with ``npm pack`` unless cached)."""
     if not _PACKAGE.match(spec):
         raise CorpusError(f"npm package {spec!r} must be name@version (for example bull@4.16.5)")
-    root = cache or _cache_root()
+    root = cache or cache_dir("npm")
     folder = root / spec.replace("/", "__")
     if (folder / "package").is_dir():
         return folder / "package"

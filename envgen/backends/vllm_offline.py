@@ -1,5 +1,8 @@
 """The ``vllm`` backend: offline batched generation with ``vllm.LLM``.
 
+A ``model`` that is a ``.gguf`` file is de-quantised once into a transformers folder
+(:func:`envgen.backends.gguf.dequantized`, cached under ``$ENVWRIGHT_CACHE/gguf``), which vLLM loads.
+
 vLLM is an optional dependency (``pip install 'envwright[vllm]'``, GPU
 machines); importing this module never imports it, building the backend does
 and raises :class:`~envgen.errors.BackendNotInstalledError` with the
@@ -29,6 +32,7 @@ from typing import Any
 
 from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, check_sampling
+from envgen.backends.gguf import dequantized, is_gguf
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
@@ -94,6 +98,8 @@ class VLLMBackend(Backend):
         self._vllm = _import_vllm()
         self.chat_template_kwargs = dict(opts.chat_template_kwargs or {})
         if llm is None:
+            if is_gguf(model):  # vLLM reads transformers folders: a GGUF file is de-quantised once, cached
+                model = str(dequantized(str(model)))
             kwargs: dict[str, Any] = {"model": model, "tensor_parallel_size": opts.tensor_parallel_size,
                                       "dtype": opts.dtype, "gpu_memory_utilization": opts.gpu_memory_utilization,
                                       "seed": opts.seed, "enable_prefix_caching": opts.enable_prefix_caching}
