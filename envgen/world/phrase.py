@@ -60,8 +60,7 @@ _ALSO = ["Also, ", "One more thing: ", "While you're at it, ", "And ", "Oh, and 
 _GENERIC_REASONS = {
     "transition": ["plans changed", "I made a mistake when I placed it", "it is no longer needed",
                    "the situation changed this week", "I talked it over with my family"],
-    "update": ["I moved recently", "the old details were wrong", "something changed on my side",
-               "I noticed a typo", "the details were out of date"],
+    "update": ["the old details were wrong", "the details were out of date", "the record needs correcting"],
     "adjust": ["we agreed on it last week", "it was promised to me", "the numbers changed",
                "of a correction that was agreed"],
     "create": ["I need it soon", "it was requested this morning", "we are running low",
@@ -72,6 +71,34 @@ _GENERIC_REASONS = {
     "release": ["it's no longer needed", "the work is finished", "it should be free for others"],
     "take": ["we are ready for the next one", "the line is free now", "it's our turn"],
     "transfer": ["of an agreed correction", "it was booked to the wrong one", "we are rebalancing"],
+}
+#: why a field is changed, by its kind's group: (a customer's reasons, a member of staff's)
+_UPDATE_REASONS: dict[str, tuple[list[str], list[str]]] = {
+    "address": (["I moved recently", "the old address was wrong", "I'm staying somewhere else for a while"],
+                ["the customer moved", "the address on file was wrong", "the customer sent a new address"]),
+    "contact": (["I changed it recently", "the old one no longer works", "I don't use the old one any more"],
+                ["the customer gave us new contact details", "the old contact details bounce",
+                 "the customer asked us to update it"]),
+    "wording": (["I noticed a typo", "the old wording was unclear", "the old one was out of date"],
+                ["there was a typo in it", "the old wording was unclear", "it was out of date"]),
+    "time": (["my plans changed", "the old date no longer works for me", "the schedule moved"],
+             ["the schedule changed", "the old date no longer works", "the customer asked to move it"]),
+    "amount": (["the old figure was wrong", "we agreed on a new figure", "the numbers changed"],
+               ["the old figure was wrong", "a new figure was agreed", "the numbers changed"]),
+}
+_UPDATE_GROUP = {
+    **dict.fromkeys(("street_address", "city", "country", "postcode"), "address"),
+    **dict.fromkeys(("email", "phone", "username"), "contact"),
+    **dict.fromkeys(("title", "description", "person_name", "company", "job_title", "file_name", "file_path"),
+                    "wording"),
+    **dict.fromkeys(("date", "datetime", "duration_minutes"), "time"),
+    **dict.fromkeys(("money", "quantity", "count", "integer", "number", "percent"), "amount"),
+}
+#: a member of staff's reasons for a kind of operation whose generic reasons are a customer's own
+_STAFF_REASONS = {
+    "transition": ["the customer asked for it", "plans changed", "it is no longer needed",
+                   "the situation changed this week"],
+    "adjust": ["we agreed on it last week", "it was promised to the customer", "of a correction that was agreed"],
 }
 #: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``handle_read``)
 _FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "then", "and", "or", "to", "for", "with",
@@ -133,10 +160,22 @@ class Voice:
         return self.pick(_IDENTITY).format(key=self.key) if self.key else ""
 
     def reason(self, op: Op) -> str:
-        pool = op.reasons or _GENERIC_REASONS.get(op.kind, ["it would help me a lot"])
+        """Why the speaker asks for ``op``: the operation's own reasons, else ones that fit what it changes
+        (an address is changed because someone moved, a title because of a typo) and who is asking."""
+        pool = op.reasons or self._generic_reasons(op)
         reason = self.pick(pool)
         form = self.pick(_BECAUSE)
         return form.format(reason=reason, Reason=reason[:1].upper() + reason[1:])
+
+    def _generic_reasons(self, op: Op) -> list[str]:
+        if op.kind == "update" and op.fields:
+            kinds = {f.name: f.kind for f in [op.entity.key, *op.entity.fields]}
+            group = _UPDATE_GROUP.get(kinds.get(op.fields[0], ""))
+            if group:
+                return _UPDATE_REASONS[group][1 if self.operator else 0]
+        if self.operator and op.kind in _STAFF_REASONS:
+            return _STAFF_REASONS[op.kind]
+        return _GENERIC_REASONS.get(op.kind, ["it would help me a lot"])
 
     def ask(self, goal: str, reason: str = "") -> str:
         goal = goal.rstrip("?. ")

@@ -64,3 +64,26 @@ def test_a_code_name_opening_with_a_function_word_is_asked_by_its_verb() -> None
         "cancel {record}"
     assert verb_phrase(Op(name="on_close_subscription", kind="transition", entity=sub, target="closed")) == \
         "close {record}"
+
+
+def test_a_reason_fits_the_field_a_change_writes_and_who_asks() -> None:
+    from envgen.world.model import Op
+
+    ticket = Entity(name="ticket", key=Field(name="number", kind="code"),
+                    fields=[Field(name="subject", kind="title"), Field(name="address", kind="street_address"),
+                            Field(name="due", kind="date")])
+    said: dict[tuple[str, bool], set[str]] = {}
+    for seed in range(60):
+        for field in ("subject", "address", "due"):
+            for operator in (False, True):
+                op = Op(name=f"change_{field}", kind="update", entity=ticket, fields=[field])
+                said.setdefault((field, operator), set()).add(
+                    Voice(random.Random(seed), "Ada Byrne", None, operator=operator).reason(op))
+    moved = re.compile(r"\bI moved\b")
+    assert any(moved.search(r) for r in said[("address", False)])  # a customer's new address: they moved
+    assert not any(moved.search(r) for key, rs in said.items() if key != ("address", False) for r in rs)
+    assert any("typo" in r or "wording" in r for r in said[("subject", True)])
+    assert not any(re.search(r"\b(I|my|me)\b", r) for (_, operator), rs in said.items() if operator for r in rs)
+    transition = Op(name="cancel_ticket", kind="transition", entity=ticket)
+    staff = {Voice(random.Random(s), "Ada Byrne", None, operator=True).reason(transition) for s in range(40)}
+    assert not any("my family" in r for r in staff)  # a member of staff gives the customer's reason, not theirs
