@@ -27,7 +27,7 @@ from envgen.world.kinds import Kind, kind
 
 __all__ = ["LOCATOR_KINDS", "OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op",
            "PolicyRule",
-           "Ref", "World", "human", "plural"]
+           "Ref", "World", "human", "in_state", "plural"]
 
 OP_KINDS = ("lookup", "search", "create", "update", "transition", "adjust", "transfer", "move", "delete", "take",
             "count", "total", "acquire", "release", "escalate")
@@ -71,6 +71,18 @@ def plural(word: str) -> str:
 def human(name: str) -> str:
     """``order_item`` -> ``order item``."""
     return name.replace("_", " ")
+
+
+_PREPOSITIONS = frozenset({"in", "on", "out", "under", "at", "off", "for", "with", "without", "awaiting"})
+
+
+def in_state(state: str, noun: str) -> str:
+    """``noun`` qualified by a record state as a person says it: an adjective before (``pending orders``,
+    ``past due subscriptions``), a prepositional state after (``devices in repair``, ``food orders out for
+    delivery``, ``buildings under renovation``)."""
+    said = human(state)
+    first = said.split(" ", 1)[0]
+    return f"{noun} {said}" if " " in said and first in _PREPOSITIONS else f"{said} {noun}"
 
 
 @dataclass

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.world.model import Entity, Op, Ref, human
+from envgen.world.model import Entity, Op, Ref, in_state
 from envgen.world.phrase import Voice, sentence
 from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, number_answers
 from envgen.world.tasks.targets import Targets
@@ -87,7 +87,7 @@ class Operations(Targets):
         taken = waiting[0] if op.order == "first" else waiting[-1]
         voice = self._staff()
         where = par.entity.named(c[par.entity.key.name])
-        goal = self.rng.choice([f"start the next {human(src)} {op.entity.human} for {where}",
+        goal = self.rng.choice([f"start the next {in_state(src, op.entity.human)} for {where}",
                                 f"take the next {op.entity.human} waiting at {where}",
                                 f"pull the next {op.entity.human} off the queue of {where}"])
         tail = self.rng.choice([" and tell me which one it is", " and tell me which one comes up",
@@ -296,7 +296,7 @@ class Operations(Targets):
         args: dict[str, Any] = {par.param: c[par.entity.key.name]}
         if state is not None and op.entity.states:
             args["state"] = state
-        what = f"{human(state)} {op.entity.humans}" if state else op.entity.humans
+        what = in_state(state, op.entity.humans) if state else op.entity.humans
         voice = self._staff() if self.operator else self.w.voice(None)
         body = voice.question(f"how many {what} {par.entity.named(c[par.entity.key.name])} has right now")
         return Draft("read", f"count_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body),

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from envgen.world.data import Pools
-from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
+from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, in_state
 from envgen.world.phrase import Voice
 from envgen.world.tasks.base import Call, Row, Writer
 
@@ -230,9 +230,9 @@ class Targets:
                 latest = max(same, key=lambda c: (c[date.name], c["id"]))
                 oldest = min(same, key=lambda c: (c[date.name], c["id"]))
                 if latest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}most recent {human(target['state'])} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}most recent {in_state(target['state'], m.human)}{where}", 1, True, []))
                 elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}oldest {human(target['state'])} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}oldest {in_state(target['state'], m.human)}{where}", 1, True, []))
         weights = [1] + [5] * (len(options) - 1)
         return self.rng.choices(options, weights=weights)[0]
 

@@ -7,6 +7,7 @@ import re
 
 from envgen.world.blueprint import WorldBlueprint
 from envgen.world.compile import compile_world
+from envgen.world.model import in_state
 from tests.envgen.world.operator_world import operator_world
 
 
@@ -29,3 +30,17 @@ def test_a_record_named_by_a_moment_is_named_on_that_moment() -> None:
             for turn in task.turns]
     assert not [s for s in said if "starts at" in s]
     assert [s for s in said if re.search(r"print job for printer PRN-\d+ on [A-Z][a-z]+ \d+ at \d\d:\d\d", s)]
+
+
+def test_a_prepositional_state_follows_its_noun() -> None:
+    assert in_state("in_repair", "devices") == "devices in repair"
+    assert in_state("out_for_delivery", "order") == "order out for delivery"
+    assert in_state("pending", "orders") == "pending orders"
+    assert in_state("past_due", "subscriptions") == "past due subscriptions"
+    raw = json.loads(operator_world().model_dump_json().replace('"held"', '"on_hold"'))
+    bp = WorldBlueprint.model_validate(raw)
+    said = [turn.instruction for seed in range(4)
+            for task in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=10).spec.tasks
+            for turn in task.turns]
+    assert not [s for s in said if re.search(r"on hold print jobs?\b", s)]
+    assert [s for s in said if re.search(r"print jobs? on hold\b", s)]
