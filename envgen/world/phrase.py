@@ -36,7 +36,7 @@ _LOCATE = {
 }
 _OPENERS_OPERATOR = [
     "{greet}, {first} from the {team} here.", "{greet}! I'm covering the {team} today.",
-    "{greet}, it's {first} on the {team}.", "{greet} - quick one from the {team}.",
+    "{greet}, it's {first} from the {team}.", "{greet} - quick one from the {team}.",
     "{greet}. {first} here, I'm on shift with the {team}.",
 ]
 _ASK = [
@@ -72,6 +72,16 @@ _GENERIC_REASONS = {
     "release": ["it's no longer needed", "the work is finished", "it should be free for others"],
     "take": ["we are ready for the next one", "the line is free now", "it's our turn"],
     "transfer": ["of an agreed correction", "it was booked to the wrong one", "we are rebalancing"],
+}
+#: generic reasons only a customer gives about their own records: a member of staff handling a ticket has no
+#: family to talk it over with and did not place the order
+_PERSONAL = frozenset({"I made a mistake when I placed it", "I talked it over with my family", "I moved recently",
+                       "it was promised to me", "I need it soon"})
+#: generic update reasons that fit a change of some field kinds only: a move changes an address, a typo a text
+_FIELD_REASONS: dict[str, frozenset[str]] = {
+    "I moved recently": frozenset({"street_address", "city", "postcode", "country"}),
+    "I noticed a typo": frozenset({"street_address", "title", "description", "person_name", "company", "file_name",
+                                   "email", "phone"}),
 }
 #: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``handle_read``)
 _FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "then", "and", "or", "to", "for", "with",
@@ -133,7 +143,13 @@ class Voice:
         return self.pick(_IDENTITY).format(key=self.key) if self.key else ""
 
     def reason(self, op: Op) -> str:
-        pool = op.reasons or _GENERIC_REASONS.get(op.kind, ["it would help me a lot"])
+        """Why the speaker asks for ``op``: one of its ``reasons``, else a generic reason of its kind that fits the
+        speaker (no personal reason from staff) and the fields it changes (a move for an address, a typo for a
+        text)."""
+        kinds = {f.kind for f in op.entity.fields if f.name in op.fields}
+        pool = op.reasons or [r for r in _GENERIC_REASONS.get(op.kind, [])
+                              if not (self.operator and r in _PERSONAL)
+                              and (r not in _FIELD_REASONS or kinds & _FIELD_REASONS[r])] or ["it would help a lot"]
         reason = self.pick(pool)
         form = self.pick(_BECAUSE)
         return form.format(reason=reason, Reason=reason[:1].upper() + reason[1:])

@@ -9,6 +9,7 @@ from envgen.world.blueprint import WorldBlueprint
 from envgen.world.compile import compile_world
 from envgen.world.model import in_state
 from tests.envgen.world.operator_world import operator_world
+from tests.envgen.world.store_world import store_world
 
 
 def test_a_state_with_an_underscore_is_said_as_words() -> None:
@@ -44,3 +45,17 @@ def test_a_prepositional_state_follows_its_noun() -> None:
             for turn in task.turns]
     assert not [s for s in said if re.search(r"on hold print jobs?\b", s)]
     assert [s for s in said if re.search(r"print jobs? on hold\b", s)]
+
+
+def test_generic_reasons_fit_the_speaker_and_the_field() -> None:
+    def said(bp: WorldBlueprint, env_id: str) -> list[str]:
+        return [turn.instruction for seed in range(6)
+                for task in compile_world(bp, env_id=env_id, seed=seed, n_tasks=10).spec.tasks
+                for turn in task.turns]
+
+    staff = said(operator_world(), "test-print-room")  # no reasons of its own: generic ones, said by staff
+    personal = ("moved recently", "noticed a typo", "with my family", "when I placed it", "promised to me")
+    assert not [s for s in staff if any(p in s for p in personal)]
+    assert [s for s in staff if re.search(r"(the details were|something changed|plans changed|no longer needed)", s)]
+    customers = said(store_world(), "test-shop")  # a customer changing an address may have moved
+    assert [s for s in customers if "moved recently" in s]
