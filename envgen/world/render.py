@@ -256,7 +256,8 @@ def describe(op: Op) -> str:
     text = op.description.rstrip(".") + "." if op.description else _default_description(op)
     rules = [c.message.rstrip(".") for c in op.conditions if c.kind in ("compare", "ref_state")]
     if op.kind == "transition" and op.sources:
-        rules.insert(0, f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
+        rules.insert(0, f"the {ent.human} is not {' or '.join(op.sources)}" if op.target in op.sources
+                     else f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
     if rules:
         text += " Refused when: " + "; ".join(rules) + "."
     return text

@@ -29,8 +29,8 @@ import re
 from envgen.blueprint.render.words import STATUS_TARGET, word_set
 from envgen.world.phrase import verb_words
 
-__all__ = ["ALIASES", "GRAFT_VERBS", "PATTERN_ALIASES", "graft_verb", "name_words", "same_state", "update_field",
-           "verb_target"]
+__all__ = ["ALIASES", "GRAFT_VERBS", "PATTERN_ALIASES", "PLAIN_VERBS", "graft_verb", "name_words", "same_state",
+           "update_field", "verb_target"]
 
 #: The verbs that name each graft slot in a service: what a person asks a service to do with a record.
 GRAFT_VERBS: dict[str, frozenset[str]] = {
@@ -46,6 +46,13 @@ GRAFT_VERBS: dict[str, frozenset[str]] = {
     "update": word_set("set update change modify edit assign replace"),
     "move": word_set("move transfer relocate reparent"),
 }
+
+#: Verbs that say no more than an operation's kind (add, remove, change, count). A grafted operation that takes
+#: over a domain tool keeps that tool's name when its verb is one of them (``DiGraph.remove_node`` cancels an
+#: order as the domain's ``cancel_order``); a verb of the document's own API names it (``Queue.put`` is
+#: ``put_print_job``).
+PLAIN_VERBS = word_set("add create insert append remove delete discard drop set update change modify edit replace "
+                       "count move")
 
 #: A code verb and the service verb it is said as.
 ALIASES: dict[str, str] = {"popleft": "pop", "popitem": "pop", "appendleft": "append", "qsize": "count",

@@ -13,11 +13,13 @@ world format). For one Python document it:
    service verb and the domain's record (``put_print_job``, ``cancel_booking``, ``count_tickets``), doing what
    the code does (``add`` creates a record in its container and refuses when the container is full, with the
    code's exception name and message; ``take`` takes the oldest waiting one; a state change moves it to the
-   domain's state its verb names). A function named for a code concept (``add_edges_from``, ``phase3``,
-   ``set_isolation_level``) is not grafted, nor one whose state the domain lacks, nor a second function of
-   an effect already grafted (``put_nowait`` beside ``put``). A graft replaces the domain tool of the same
-   effect and takes over that tool's description, phrase, reasons, accepted states, fields and policy rules,
-   with the code's guards in place of the domain's of the same kind, so the tool does what it says;
+   domain's state its verb names); a plain verb (``remove``, ``add``) keeps the name of the domain tool it
+   replaces (``DiGraph.remove_node`` cancels an order as ``cancel_order``). A function named for a code
+   concept (``add_edges_from``, ``phase3``, ``set_isolation_level``) is not grafted, nor one whose state the
+   domain lacks, nor a second function of an effect already grafted (``put_nowait`` beside ``put``). A graft
+   replaces the domain tool of the same effect and takes over that tool's description, phrase, reasons,
+   accepted states, fields and policy rules, with the code's guards in place of the domain's of the same kind,
+   so the tool does what it says;
 4. varies the domain (:func:`vary`): one to three of its own operations, reads and writes alike, are left out,
    by the seed.
 
@@ -34,7 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.errors import TemplateError
-from envgen.proposers.world.sense import GRAFT_VERBS, graft_verb, name_words, same_state, update_field, verb_target
+from envgen.proposers.world.sense import (
+    GRAFT_VERBS,
+    PLAIN_VERBS,
+    graft_verb,
+    name_words,
+    same_state,
+    update_field,
+    verb_target,
+)
 from envgen.world.blueprint import ConditionSpec, OperationSpec, WorldBlueprint
 from envgen.world.catalog import CatalogEntry, entries
 from envgen.world.model import plural
@@ -158,7 +168,8 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
         if key in effects:  # one tool per effect: put and put_nowait are one operation of the service
             continue
         twin = next((o for o in bp.operations if _effect(o) == key and o.name not in renamed), None)
-        name = _tool_name(verb, said, names, free=twin.name if twin is not None else None, kind=spec.kind)
+        name = twin.name if twin is not None and verb in PLAIN_VERBS else \
+            _tool_name(verb, said, names, free=twin.name if twin is not None else None, kind=spec.kind)
         if name is None:
             continue
         if twin is not None:

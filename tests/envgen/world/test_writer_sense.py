@@ -165,3 +165,13 @@ def test_the_lexicon_reads_verbs_modifiers_item_words_and_fields() -> None:
     assert update_field("set_shipping_address", ["shipping_address", "note"]) == ("set", "shipping_address")
     assert update_field("set_isolation_level", ["shipping_address"]) is None
     assert update_field("setName", ["pet_name"]) is None
+
+
+def test_a_plain_verb_keeps_the_name_of_the_domain_tool_it_takes_over() -> None:
+    source = _LINE.replace("    def cancel(self, item):\n        self._items.remove(item)\n",
+                           "    def remove(self, item):\n        self._items.remove(item)\n")
+    bp, grafted = _grafted(source)
+    ops = {o.name: o for o in bp.operations}
+    assert "cancel_job" in grafted and ops["cancel_job"].origin == "line.Line.remove"
+    assert not any(n.startswith("remove") for n in ops)
+    assert "put_print_job" in grafted  # put is the queue's own verb: it names the tool
