@@ -17,7 +17,7 @@ import re
 
 from envgen.world.model import Op, human
 
-__all__ = ["Voice", "also", "verb_phrase", "verb_words"]
+__all__ = ["Voice", "also", "lowers", "verb_phrase", "verb_words"]
 
 _GREETINGS = ["Hi", "Hello", "Hey there", "Good morning", "Good afternoon", "Hi there", "Hello again"]
 _OPENERS_CUSTOMER = [
@@ -94,6 +94,17 @@ def verb_words(words: list[str]) -> list[str]:
     while len(words) > 1 and words[0] in _FUNCTION_WORDS:
         words = words[1:]
     return words
+
+
+_LOWERING = re.compile(r"^(?:take|knock|deduct|subtract|waive|remove|withdraw|lower|reduce|cut|redeem|spend|use|"
+                       r"release)\b|\{value\}\s+off\b")
+
+
+def lowers(op: Op) -> bool:
+    """Whether a request for ``op`` (an ``adjust``) asks for its amount to come off the field: its phrase starts
+    with a verb of lowering or takes the value off (``take {value} off the fines on {record}``, ``waive {value}
+    of the fine``, ``redeem {value} points from {record}``). The call's amount is then negative."""
+    return op.kind == "adjust" and bool(_LOWERING.search(op.phrase.strip().lower()))
 
 
 def verb_phrase(op: Op) -> str:
