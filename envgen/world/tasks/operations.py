@@ -15,9 +15,9 @@ The AST world writer grafts a document's own operations onto a domain (a queue's
 * :meth:`count_question`: how many records of a state a container holds (``count``);
 * :meth:`transfer_amount`: an amount moved between two of the speaker's records (``transfer``).
 
-Each asks in the operation's ``phrase`` when the blueprint gives one ("unassign ticket TCK-1", "unload the last
-shipment from trailer TRL-4"), else in general words; each returns ``None`` when the world has no such operation
-or no rows that allow it.
+Each but the transfer asks in the operation's ``phrase`` when the blueprint gives one ("unassign ticket TCK-1",
+"unload the last shipment from trailer TRL-4", "charge report EXP-1 to cost center CC-2 instead"), else in
+general words; each returns ``None`` when the world has no such operation or no rows that allow it.
 """
 
 from __future__ import annotations
@@ -283,7 +283,8 @@ class Operations(Targets):
                 continue
             voice = self._staff() if self.operator else self.w.voice(None)
             moved, into = op.entity.named(rec[op.entity.key.name]), par.entity.named(to[par.entity.key.name])
-            goal = self.rng.choice([f"move {moved} to {into}", f"put {moved} under {into} instead"])
+            goal = op.phrase.format(record=moved, value=into) if op.phrase else \
+                self.rng.choice([f"move {moved} to {into}", f"put {moved} under {into} instead"])
             body = voice.ask(goal, voice.reason(op))
             return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], staff=voice.operator, voice=voice)
