@@ -10,7 +10,7 @@ library of hundreds of environments pays for Faker once, not once per value.
 Everything else (money, counts, dates, codes, file names, titles from the domain's vocabulary) is drawn
 from the environment's ``rng`` directly, shaped by the field's name and the domain (:class:`Vocabulary`):
 a ``due_date`` lies ahead of the world's today, a ``created_at`` behind it; a ``price`` is tens of
-dollars and a ``balance`` thousands.
+dollars, a ``store_credit`` or ``wallet_balance`` at most a few hundred and a ``balance`` thousands.
 
 Contract: no value contains a quote character or a control character; dates are ISO text; money is in
 cents; :meth:`Pools.person` gives one consistent person per row (the name, email and username of a row
@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["TODAY", "Pools", "Vocabulary", "faker_pool"]
+
+#: words of a money field a customer holds with a service, spent in small sums: a store's credit, an app's wallet
+_HELD = ("wallet", "gift", "prepaid", "stored_value", "voucher")
 
 TODAY = dt.date(2026, 3, 16)
 """The world's today: fixed, so a task's "next week" and a row's ``due_date`` agree in every run."""
@@ -179,9 +182,14 @@ class Pools:
         return (lo, hi) if lo <= hi else (hi, hi)
 
     def money(self, ctx: dict[str, Any]) -> int:
-        """Cents: a price tens of dollars, a fee a few, a balance or limit thousands."""
+        """Cents: a price tens of dollars, a fee a few, money a customer holds with a service (store credit, a
+        wallet, a gift card) up to a few hundred, a deposit hundreds, a balance, limit or budget thousands."""
         name = self._name(ctx)
-        if any(w in name for w in ("balance", "limit", "budget", "salary", "credit", "deposit", "rent")):
+        if any(w in name for w in _HELD) or ("credit" in name and "limit" not in name):
+            lo, hi = 0, 400
+        elif "deposit" in name:
+            lo, hi = 100, 1500
+        elif any(w in name for w in ("balance", "limit", "budget", "salary", "rent")):
             lo, hi = 200, 12000
         elif any(w in name for w in ("fee", "charge", "fine", "tip", "shipping", "penalty")):
             lo, hi = 2, 60
