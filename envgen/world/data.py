@@ -28,6 +28,18 @@ from typing import Any
 
 __all__ = ["TODAY", "Pools", "Vocabulary", "faker_pool"]
 
+#: what a file of each extension is (``report``, ``photo``), and when or which version (``q3``, ``final``)
+_DOCS = ("report", "invoice", "contract", "minutes", "proposal", "summary", "statement", "agenda", "estimate",
+         "letter", "notes", "checklist", "handbook", "quote")
+_FILE_NOUNS: dict[str, tuple[str, ...]] = {
+    "pdf": _DOCS, "docx": _DOCS, "txt": ("notes", "readme", "log", "changelog", "todo", "summary"),
+    "xlsx": ("budget", "timesheet", "inventory", "forecast", "expenses", "schedule", "price-list"),
+    "csv": ("export", "inventory", "contacts", "transactions", "orders", "attendance"),
+    "png": ("photo", "scan", "diagram", "screenshot", "floor-plan", "logo"),
+    "jpg": ("photo", "scan", "site-photo", "receipt", "floor-plan"),
+}
+_FILE_WHEN = ("q1", "q2", "q3", "q4", "2025", "2026", "final", "draft", "v2", "signed", "march", "april")
+
 #: words of a money field a customer holds with a service, spent in small sums: a store's credit, an app's wallet
 _HELD = ("wallet", "gift", "prepaid", "stored_value", "voucher")
 
@@ -146,11 +158,14 @@ class Pools:
                 return f"{prefix}-{n}"
 
     def file_name(self, ctx: dict[str, Any]) -> str:
-        words = [w.lower() for w in faker_pool("word")]
-        stem = "-".join(self.rng.sample(words, 2))
-        if self.rng.random() < 0.5:
-            stem += f"-{self.rng.choice(['2025', '2026', 'q1', 'q2', 'q3', 'q4', 'v2', 'final', 'draft'])}"
-        return f"{stem}.{self.rng.choice(self.vocab.extensions)}"
+        """A file a person keeps: what the document is, then when, whose or which version (``q3-report.pdf``,
+        ``site-photo-harris.jpg``); an image is a photo or a scan, a sheet a budget or a list."""
+        ext = self.rng.choice(self.vocab.extensions)
+        nouns = _FILE_NOUNS.get(ext, _FILE_NOUNS["pdf"])
+        qualifier = self.rng.choice([*_FILE_WHEN, self.rng.choice(faker_pool("last_name")).lower()])
+        noun = self.rng.choice(nouns)
+        stem = f"{qualifier}-{noun}" if qualifier in _FILE_WHEN[:6] else f"{noun}-{qualifier}"
+        return f"{re.sub(r'[^a-z0-9-]', '', stem)}.{ext}"
 
     def file_path(self, ctx: dict[str, Any]) -> str:
         root = self.rng.choice(["/srv/archive", "/home/shared", "/data/projects", "/var/reports"])
