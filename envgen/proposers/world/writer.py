@@ -160,7 +160,7 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
         if len(grafted) >= _MAX_GRAFTED:
             break
         origin = re.sub(r"[^A-Za-z0-9_.]", "", f"{origin_module}.{getattr(op, 'origin', op.name)}")[:60]
-        made = _grafted_op(op, list(getattr(op, "guards", []) or []), origin, roles, bp)
+        made = _grafted_op(op, list(getattr(op, "guards", []) or []), origin, roles)
         if made is None:
             continue
         spec, verb, said = made
@@ -188,7 +188,7 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
     return bp, [o.name for o in grafted if o.name in tools]
 
 
-def _grafted_op(op: Any, guards: list[Any], origin: str, roles: dict[str, Any], bp: WorldBlueprint
+def _grafted_op(op: Any, guards: list[Any], origin: str, roles: dict[str, Any]
                 ) -> tuple[OperationSpec, str, str] | None:
     """One document operation as an operation of the domain, with the service verb it is named by and the word it
     is named after (the record, or an update's field); None when the domain has no part for it or its name does
