@@ -10,7 +10,8 @@ decides it:
 * :func:`graft_verb`: the service verb of a document function for one graft slot, or ``None``. The
   function's first word (after words such as ``after_``, ``on_``) must be one of :data:`GRAFT_VERBS` for
   the slot (through :data:`ALIASES`: ``popleft`` is ``pop``, ``qsize`` is ``count``, ``enterabs`` is
-  ``schedule``; in an archive, ``write`` is ``upload``), and each of its other words a modifier
+  ``schedule``; in an archive, ``write`` is ``upload``; a queue's ``put``, ``push`` and ``append`` create a
+  record, where nothing else's do), and each of its other words a modifier
   (``put_nowait``, ``add_all``), a generic element word (``add_node``, ``pop_item``) or a word the service
   itself uses for the record (``cancel_order`` on orders). A dunder says its slot: ``__len__`` counts,
   ``__delitem__`` removes.
@@ -29,12 +30,12 @@ import re
 from envgen.blueprint.render.words import STATUS_TARGET, word_set
 from envgen.world.phrase import verb_words
 
-__all__ = ["ALIASES", "GRAFT_VERBS", "PATTERN_ALIASES", "PLAIN_VERBS", "graft_verb", "name_words", "same_state",
-           "update_field", "verb_target"]
+__all__ = ["ALIASES", "GRAFT_VERBS", "PATTERN_ALIASES", "PATTERN_VERBS", "PLAIN_VERBS", "graft_verb", "name_words",
+           "same_state", "update_field", "verb_target"]
 
 #: The verbs that name each graft slot in a service: what a person asks a service to do with a record.
 GRAFT_VERBS: dict[str, frozenset[str]] = {
-    "create": word_set("add put push submit enqueue schedule register create insert append post book upload"),
+    "create": word_set("add submit schedule register create book upload"),
     "take": word_set("get pop take dequeue next pull receive consume"),
     "count": word_set("count"),
     "remove": word_set("remove delete discard drop cancel unregister withdraw"),
@@ -58,6 +59,11 @@ PLAIN_VERBS = word_set("add create insert append remove delete discard drop set 
 ALIASES: dict[str, str] = {"popleft": "pop", "popitem": "pop", "appendleft": "append", "qsize": "count",
                            "len": "count", "size": "count", "length": "count", "recv": "receive",
                            "enterabs": "schedule", "reopen": "open"}
+
+#: Verbs that name an operation only in a document of some patterns: a queue's ``put``, ``push`` or ``append``
+#: puts a record in line (``put_print_job``), where a console's ``push`` or a file list's ``append`` creates no order.
+PATTERN_VERBS: dict[str, dict[str, frozenset[str]]] = {
+    p: {"create": word_set("put push append enqueue insert")} for p in ("queue", "stack", "scheduler")}
 
 #: A code verb and the service verb it is said as in a document of one pattern: an archive's ``write`` puts a
 #: member in (``ZipFile.write`` uploads a file); a stream's ``write`` creates no record of a service.
@@ -83,7 +89,7 @@ def graft_verb(name: str, slot: str, record_words: set[str], pattern: str = "") 
     """The service verb the document function ``name`` is said with in ``slot`` (a key of :data:`GRAFT_VERBS`),
     or None when its name does not read as that operation (see the module docstring). ``record_words``: the
     words the service uses for the record (its entity's name words); ``pattern``: the document's pattern
-    (:data:`PATTERN_ALIASES`)."""
+    (:data:`PATTERN_VERBS`, :data:`PATTERN_ALIASES`)."""
     if name.startswith("__"):
         said = _DUNDER_SLOTS.get(name)
         return said[1] if said is not None and said[0] == slot else None
@@ -91,7 +97,7 @@ def graft_verb(name: str, slot: str, record_words: set[str], pattern: str = "") 
     if not words:
         return None
     verb = PATTERN_ALIASES.get(pattern, {}).get(words[0]) or ALIASES.get(words[0], words[0])
-    if verb not in GRAFT_VERBS.get(slot, frozenset()):
+    if verb not in GRAFT_VERBS.get(slot, frozenset()) | PATTERN_VERBS.get(pattern, {}).get(slot, frozenset()):
         return None
     known = record_words | {_singular(w) for w in record_words}
     for w in words[1:]:

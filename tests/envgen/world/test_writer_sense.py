@@ -151,7 +151,10 @@ def test_a_state_change_needs_the_state_its_verb_names() -> None:
 
 
 def test_the_lexicon_reads_verbs_modifiers_item_words_and_fields() -> None:
-    assert graft_verb("put_nowait", "create", {"ticket"}) == "put"
+    assert graft_verb("put_nowait", "create", {"ticket"}, pattern="queue") == "put"
+    assert graft_verb("push", "create", {"order"}) is None  # a console's push creates no order
+    assert graft_verb("append", "create", {"reservation"}, pattern="generic") is None
+    assert graft_verb("append", "create", {"shipment"}, pattern="stack") == "append"
     assert graft_verb("add_node", "create", {"device"}) == "add"
     assert graft_verb("add_edges_from", "create", {"device"}) is None
     assert graft_verb("cancel_order", "remove", {"order"}) == "cancel"
@@ -175,3 +178,19 @@ def test_a_plain_verb_keeps_the_name_of_the_domain_tool_it_takes_over() -> None:
     assert "cancel_job" in grafted and ops["cancel_job"].origin == "line.Line.remove"
     assert not any(n.startswith("remove") for n in ops)
     assert "put_print_job" in grafted  # put is the queue's own verb: it names the tool
+
+
+def test_a_document_without_a_pattern_may_land_on_any_domain_and_one_shared_word_does_not_pick_it() -> None:
+    from types import SimpleNamespace
+
+    from envgen.proposers.world.writer import _choose
+
+    room = _entry(["queue", "lifecycle"])  # hosts no "generic"
+    shop = CatalogEntry(WorldBlueprint.model_validate({**_ROOM, "id": "file_shop", "title": "File shop",
+                                                       "domain": "a shop selling files"}),
+                        DomainMeta.model_validate({"patterns": ["generic"]}), Path("file_shop.yaml"))
+    plain = SimpleNamespace(pattern="generic", words=["file", "parse", "token"])
+    picked = {_choose([room, shop], plain, f"doc-{i}", 0).id for i in range(40)}
+    assert picked == {"print_room", "file_shop"}  # one shared word ("file") is in most code: the seed decides
+    about = SimpleNamespace(pattern="generic", words=["office", "room", "token"])  # the print room's words
+    assert {_choose([room, shop], about, f"doc-{i}", 0).id for i in range(20)} == {"print_room"}
