@@ -6,8 +6,8 @@ world format). For one Python document it:
 1. reads what the code does (:func:`envgen.proposers.template.semantics.analyze_semantics`): its
    pattern (a queue, a lock, a scheduler, a ledger...), its public operations with their roles, guards
    (``if self.full(): raise Full``) and target states;
-2. picks a catalog domain that can host the pattern (:mod:`envgen.world.catalog`; any domain for a document
-   with no pattern), preferring one whose words the document shares, the rest decided by the seed;
+2. picks a catalog domain that can host the pattern (:mod:`envgen.world.catalog`), preferring one that shares
+   two or more words of its records and description with the code, the rest decided by the seed;
 3. grafts the document's operations onto the domain's entities, where the function's name says what the
    service's operation does (:mod:`envgen.proposers.world.sense`): each becomes a tool named by the function's
    service verb and the domain's record (``put_print_job``, ``cancel_booking``, ``count_tickets``), doing what
@@ -76,12 +76,11 @@ def _words(text: str) -> set[str]:
 
 
 def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> CatalogEntry:
-    """The domain hosting a document: one that hosts its pattern (any domain for a document with none: it brings
-    no structure a domain must have), sharing the most words of its records and description with the document's
-    code, when it shares two or more (one word such as ``file`` or ``line`` is in most code), the rest by the
-    seed."""
+    """The domain hosting a document: one that hosts its pattern, sharing the most words of its records and
+    description with the document's code when it shares two or more (one word such as ``file`` or ``line`` is in
+    most code), the rest by the seed."""
     pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
-    hosts = entries_ if pattern == "generic" else [e for e in entries_ if pattern in e.meta.patterns] or \
+    hosts = [e for e in entries_ if pattern in e.meta.patterns] or \
         [e for e in entries_ if "generic" in e.meta.patterns] or entries_
     words = set(getattr(sem, "words", []) or [])
 

@@ -180,12 +180,12 @@ def test_a_plain_verb_keeps_the_name_of_the_domain_tool_it_takes_over() -> None:
     assert "put_print_job" in grafted  # put is the queue's own verb: it names the tool
 
 
-def test_a_document_without_a_pattern_may_land_on_any_domain_and_one_shared_word_does_not_pick_it() -> None:
+def test_one_word_shared_with_a_domain_does_not_pick_it_two_do() -> None:
     from types import SimpleNamespace
 
     from envgen.proposers.world.writer import _choose
 
-    room = _entry(["queue", "lifecycle"])  # hosts no "generic"
+    room = _entry(["generic"])
     shop = CatalogEntry(WorldBlueprint.model_validate({**_ROOM, "id": "file_shop", "title": "File shop",
                                                        "domain": "a shop selling files"}),
                         DomainMeta.model_validate({"patterns": ["generic"]}), Path("file_shop.yaml"))
