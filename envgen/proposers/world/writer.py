@@ -313,7 +313,10 @@ def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
 
     Reads and writes are left out alike: each left-out operation is a read with the probability of the domain's
     share of reads. Leaving out only writes would tilt every varied world towards reads (lookups and listings),
-    a mix its domain does not have; drawn this way a varied world keeps, on average, its domain's mix."""
+    a mix its domain does not have; drawn this way a varied world keeps, on average, its domain's mix. When no read
+    may be left out (the compiler would add each back) a write is, and the other way round, so a document always
+    gets one to three left out while any may be: a draw that left out nothing gave the domain's own tool set, the
+    same for every such document the domain hosts."""
     ops = [o for o in bp.operations if o.kind != "escalate"]
     reads_all = [o for o in ops if o.kind in _READS]
     writes = [o for o in ops if o.kind not in _READS and o.name not in keep]
@@ -322,9 +325,9 @@ def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
     share = len(reads_all) / max(1, len(ops))
     drop: list[OperationSpec] = []
     for _ in range(rng.randint(1, 3)):
-        pool = reads if rng.random() < share else writes
-        if pool is writes and n_writes - sum(o.kind not in _READS for o in drop) <= 4:
-            continue
+        writable = writes if n_writes - sum(o.kind not in _READS for o in drop) > 4 else []
+        first, other = (reads, writable) if rng.random() < share else (writable, reads)
+        pool = first or other  # a domain whose reads are all essential leaves out a write instead, and back
         if pool:
             drop.append(pool.pop(rng.randrange(len(pool))))
     if not drop:
