@@ -61,9 +61,10 @@ ALIASES: dict[str, str] = {"popleft": "pop", "popitem": "pop", "appendleft": "ap
                            "enterabs": "schedule", "reopen": "open"}
 
 #: Verbs that name an operation only in a document of some patterns: a queue's ``put``, ``push`` or ``append``
-#: puts a record in line (``put_print_job``), where a console's ``push`` or a file list's ``append`` creates no order.
+#: puts a record in line (``put_print_job``), where a console's ``push``, a file list's ``append`` or a scheduler's
+#: ``push`` creates no order or appointment.
 PATTERN_VERBS: dict[str, dict[str, frozenset[str]]] = {
-    p: {"create": word_set("put push append enqueue insert")} for p in ("queue", "stack", "scheduler")}
+    p: {"create": word_set("put push append enqueue insert")} for p in ("queue", "stack")}
 
 #: A code verb and the service verb it is said as in a document of one pattern: an archive's ``write`` puts a
 #: member in (``ZipFile.write`` uploads a file); a stream's ``write`` creates no record of a service.

@@ -155,6 +155,8 @@ def test_the_lexicon_reads_verbs_modifiers_item_words_and_fields() -> None:
     assert graft_verb("push", "create", {"order"}) is None  # a console's push creates no order
     assert graft_verb("append", "create", {"reservation"}, pattern="generic") is None
     assert graft_verb("append", "create", {"shipment"}, pattern="stack") == "append"
+    assert graft_verb("push", "create", {"appointment"}, pattern="scheduler") is None
+    assert graft_verb("enterabs", "create", {"appointment"}, pattern="scheduler") == "schedule"
     assert graft_verb("add_node", "create", {"device"}) == "add"
     assert graft_verb("add_edges_from", "create", {"device"}) is None
     assert graft_verb("cancel_order", "remove", {"order"}) == "cancel"
