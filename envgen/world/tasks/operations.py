@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.world.model import Entity, Op, Ref, in_state
+from envgen.world.model import Entity, Op, Ref, in_state, with_value
 from envgen.world.phrase import Voice, sentence
 from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, number_answers
 from envgen.world.tasks.targets import Targets
@@ -147,7 +147,7 @@ class Operations(Targets):
             f = op.entity.field(name)
             if f is not None:
                 v = args[name] * 100 if f.kind == "money" else args[name]
-                parts.append(f"{f.human} {f.semantic.say(v, self.world.currency)}")
+                parts.append(with_value(f.name, f.semantic.say(v, self.world.currency)))
         return (" with " + " and ".join(parts)) if parts else ""
 
     def add_to_container(self) -> Draft | None:
