@@ -10,7 +10,7 @@ library of hundreds of environments pays for Faker once, not once per value.
 Everything else (money, counts, dates, codes, file names, titles from the domain's vocabulary) is drawn
 from the environment's ``rng`` directly, shaped by the field's name and the domain (:class:`Vocabulary`):
 a ``due_date`` lies ahead of the world's today, a ``created_at`` behind it; a ``price`` is tens of
-dollars and a ``balance`` thousands.
+dollars, a ``store_credit`` or ``wallet_balance`` at most a few hundred and a ``balance`` thousands.
 
 Contract: no value contains a quote character or a control character; dates are ISO text; money is in
 cents; :meth:`Pools.person` gives one consistent person per row (the name, email and username of a row
@@ -27,6 +27,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["TODAY", "Pools", "Vocabulary", "faker_pool"]
+
+#: what a file of each extension is (``report``, ``photo``), and when or which version (``q3``, ``final``)
+_DOCS = ("report", "invoice", "contract", "minutes", "proposal", "summary", "statement", "agenda", "estimate",
+         "letter", "notes", "checklist", "handbook", "quote")
+_FILE_NOUNS: dict[str, tuple[str, ...]] = {
+    "pdf": _DOCS, "docx": _DOCS, "txt": ("notes", "readme", "log", "changelog", "todo", "summary"),
+    "xlsx": ("budget", "timesheet", "inventory", "forecast", "expenses", "schedule", "price-list"),
+    "csv": ("export", "inventory", "contacts", "transactions", "orders", "attendance"),
+    "png": ("photo", "scan", "diagram", "screenshot", "floor-plan", "logo"),
+    "jpg": ("photo", "scan", "site-photo", "receipt", "floor-plan"),
+}
+_FILE_WHEN = ("q1", "q2", "q3", "q4", "2025", "2026", "final", "draft", "v2", "signed", "march", "april")
+
+#: words of a money field a customer holds with a service, spent in small sums: a store's credit, an app's wallet
+_HELD = ("wallet", "gift", "prepaid", "stored_value", "voucher")
 
 TODAY = dt.date(2026, 3, 16)
 """The world's today: fixed, so a task's "next week" and a row's ``due_date`` agree in every run."""
@@ -143,11 +158,14 @@ class Pools:
                 return f"{prefix}-{n}"
 
     def file_name(self, ctx: dict[str, Any]) -> str:
-        words = [w.lower() for w in faker_pool("word")]
-        stem = "-".join(self.rng.sample(words, 2))
-        if self.rng.random() < 0.5:
-            stem += f"-{self.rng.choice(['2025', '2026', 'q1', 'q2', 'q3', 'q4', 'v2', 'final', 'draft'])}"
-        return f"{stem}.{self.rng.choice(self.vocab.extensions)}"
+        """A file a person keeps: what the document is, then when, whose or which version (``q3-report.pdf``,
+        ``site-photo-harris.jpg``); an image is a photo or a scan, a sheet a budget or a list."""
+        ext = self.rng.choice(self.vocab.extensions)
+        nouns = _FILE_NOUNS.get(ext, _FILE_NOUNS["pdf"])
+        qualifier = self.rng.choice([*_FILE_WHEN, self.rng.choice(faker_pool("last_name")).lower()])
+        noun = self.rng.choice(nouns)
+        stem = f"{qualifier}-{noun}" if qualifier in _FILE_WHEN[:6] else f"{noun}-{qualifier}"
+        return f"{re.sub(r'[^a-z0-9-]', '', stem)}.{ext}"
 
     def file_path(self, ctx: dict[str, Any]) -> str:
         root = self.rng.choice(["/srv/archive", "/home/shared", "/data/projects", "/var/reports"])
@@ -179,9 +197,14 @@ class Pools:
         return (lo, hi) if lo <= hi else (hi, hi)
 
     def money(self, ctx: dict[str, Any]) -> int:
-        """Cents: a price tens of dollars, a fee a few, a balance or limit thousands."""
+        """Cents: a price tens of dollars, a fee a few, money a customer holds with a service (store credit, a
+        wallet, a gift card) up to a few hundred, a deposit hundreds, a balance, limit or budget thousands."""
         name = self._name(ctx)
-        if any(w in name for w in ("balance", "limit", "budget", "salary", "credit", "deposit", "rent")):
+        if any(w in name for w in _HELD) or ("credit" in name and "limit" not in name):
+            lo, hi = 0, 400
+        elif "deposit" in name:
+            lo, hi = 100, 1500
+        elif any(w in name for w in ("balance", "limit", "budget", "salary", "rent")):
             lo, hi = 200, 12000
         elif any(w in name for w in ("fee", "charge", "fine", "tip", "shipping", "penalty")):
             lo, hi = 2, 60

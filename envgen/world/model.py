@@ -27,7 +27,7 @@ from envgen.world.kinds import Kind, kind
 
 __all__ = ["LOCATOR_KINDS", "OP_KINDS", "POLICY_KINDS", "READ_KINDS", "Condition", "Effect", "Entity", "Field", "Op",
            "PolicyRule",
-           "Ref", "World", "human", "plural"]
+           "Ref", "World", "human", "in_state", "plural", "with_value"]
 
 OP_KINDS = ("lookup", "search", "create", "update", "transition", "adjust", "transfer", "move", "delete", "take",
             "count", "total", "acquire", "release", "escalate")
@@ -71,6 +71,32 @@ def plural(word: str) -> str:
 def human(name: str) -> str:
     """``order_item`` -> ``order item``."""
     return name.replace("_", " ")
+
+
+_UNITS = frozenset({"kg", "g", "lb", "lbs", "kb", "mb", "gb", "tb", "km", "m", "cm", "mm", "l", "ml", "kwh", "pct"})
+
+
+def with_value(name: str, said: str) -> str:
+    """A field and its value as a person says them: ``copies 3``; a name ending in a unit puts the unit after the
+    value (``weight_kg`` 724 is ``weight 724 kg``, ``size_mb`` 12.5 is ``size 12.5 MB``)."""
+    words = name.split("_")
+    if len(words) > 1 and words[-1] in _UNITS:
+        unit = words[-1] if words[-1] in ("kg", "g", "lb", "lbs", "km", "m", "cm", "mm", "l", "ml") else \
+            "%" if words[-1] == "pct" else words[-1].upper()
+        return f"{human('_'.join(words[:-1]))} {said}{'' if unit == '%' else ' '}{unit}"
+    return f"{human(name)} {said}"
+
+
+_PREPOSITIONS = frozenset({"in", "on", "out", "under", "at", "off", "for", "with", "without", "awaiting"})
+
+
+def in_state(state: str, noun: str) -> str:
+    """``noun`` qualified by a record state as a person says it: an adjective before (``pending orders``,
+    ``past due subscriptions``), a prepositional state after (``devices in repair``, ``food orders out for
+    delivery``, ``buildings under renovation``)."""
+    said = human(state)
+    first = said.split(" ", 1)[0]
+    return f"{noun} {said}" if " " in said and first in _PREPOSITIONS else f"{said} {noun}"
 
 
 @dataclass

@@ -17,7 +17,7 @@ import re
 
 from envgen.world.model import Op, human
 
-__all__ = ["Voice", "also", "verb_phrase", "verb_words"]
+__all__ = ["Voice", "also", "lowers", "verb_phrase", "verb_words"]
 
 _GREETINGS = ["Hi", "Hello", "Hey there", "Good morning", "Good afternoon", "Hi there", "Hello again"]
 _OPENERS_CUSTOMER = [
@@ -36,7 +36,7 @@ _LOCATE = {
 }
 _OPENERS_OPERATOR = [
     "{greet}, {first} from the {team} here.", "{greet}! I'm covering the {team} today.",
-    "{greet}, it's {first} on the {team}.", "{greet} - quick one from the {team}.",
+    "{greet}, it's {first} from the {team}.", "{greet} - quick one from the {team}.",
     "{greet}. {first} here, I'm on shift with the {team}.",
 ]
 _ASK = [
@@ -99,6 +99,8 @@ _STAFF_REASONS = {
     "transition": ["the customer asked for it", "plans changed", "it is no longer needed",
                    "the situation changed this week"],
     "adjust": ["we agreed on it last week", "it was promised to the customer", "of a correction that was agreed"],
+    "create": ["it was requested this morning", "we are running low", "it's for an upcoming event",
+               "the customer needs it soon"],
 }
 #: words a code name may start with that are not its verb (``after_cancel``, ``on_close``, ``handle_read``)
 _FUNCTION_WORDS = frozenset({"after", "before", "on", "when", "if", "while", "then", "and", "or", "to", "for", "with",
@@ -111,6 +113,17 @@ def verb_words(words: list[str]) -> list[str]:
     while len(words) > 1 and words[0] in _FUNCTION_WORDS:
         words = words[1:]
     return words
+
+
+_LOWERING = re.compile(r"^(?:take|knock|deduct|subtract|waive|remove|withdraw|lower|reduce|cut|redeem|spend|use|"
+                       r"release)\b|\{value\}\s+off\b")
+
+
+def lowers(op: Op) -> bool:
+    """Whether a request for ``op`` (an ``adjust``) asks for its amount to come off the field: its phrase starts
+    with a verb of lowering or takes the value off (``take {value} off the fines on {record}``, ``waive {value}
+    of the fine``, ``redeem {value} points from {record}``). The call's amount is then negative."""
+    return op.kind == "adjust" and bool(_LOWERING.search(op.phrase.strip().lower()))
 
 
 def verb_phrase(op: Op) -> str:

@@ -250,16 +250,16 @@ def render_tools(world: World) -> list[dict[str, Any]]:
 
 
 def describe(op: Op) -> str:
-    """What the tool does and every rule it enforces, in words."""
+    """What the tool does and every rule it enforces, in the service's words (never the code's: the document
+    function an operation is modelled on, its ``origin``, stays in the blueprint)."""
     ent = op.entity
     text = op.description.rstrip(".") + "." if op.description else _default_description(op)
     rules = [c.message.rstrip(".") for c in op.conditions if c.kind in ("compare", "ref_state")]
     if op.kind == "transition" and op.sources:
-        rules.insert(0, f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
+        rules.insert(0, f"the {ent.human} is not {' or '.join(op.sources)}" if op.target in op.sources
+                     else f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
     if rules:
         text += " Refused when: " + "; ".join(rules) + "."
-    if op.origin:
-        text += f" (Like `{op.origin}`.)"
     return text
 
 

@@ -374,6 +374,71 @@ def test_a_role_read_only_from_helpers_yields_to_the_name() -> None:
     assert found["touch"].role == "adjust"  # no name role: the helper's change stands
 
 
+
+def test_a_reader_that_fills_a_memo_is_a_read_not_an_add() -> None:
+    found = ops("""
+    class Rows:
+        def __init__(self, n):
+            self.C = [[0] * n for _ in range(n)]
+        def get_rows(self, r1, r2):
+            for r in range(r1, r2 + 1):
+                self.C[r] = self.solve(r)
+            return self.C
+        def get_row(self, r):
+            self.C[r] = self.solve(r)
+            return self.C[r]
+        def record(self, r, v):
+            self.C[r] = v
+    """)
+    assert found["get_rows"].role == "lookup"
+    assert found["get_row"].role == "lookup"
+    assert found["record"].role == "add"  # no name role: the store stands
+
+
+def test_changes_made_only_in_a_clean_up_loop_yield_to_a_read_name() -> None:
+    found = ops("""
+    import heapq
+    class Heap:
+        def __init__(self):
+            self._heap = []
+            self._live = {}
+        def min(self):
+            while True:
+                value, key = self._heap[0]
+                if self._live.get(key) == value:
+                    break
+                heapq.heappop(self._heap)
+            return key, value
+        def pop(self):
+            while True:
+                value, key = heapq.heappop(self._heap)
+                if self._live.get(key) == value:
+                    break
+            del self._live[key]
+            return key, value
+    """)
+    assert found["min"].role == "lookup"
+    assert found["pop"].role == "take"  # removes and returns what it removed
+
+
+def test_an_element_replaced_in_its_container_is_an_update_not_a_removal() -> None:
+    found = ops("""
+    class Mapped:
+        def __init__(self):
+            self.heap = []
+            self.position = {}
+        def swap(self, elt, new):
+            pos = self.position[elt]
+            self.heap[pos] = new
+            del self.position[elt]
+            self.position[new] = pos
+        def discard(self, elt):
+            pos = self.position[elt]
+            del self.position[elt]
+    """)
+    assert found["swap"].role == "update"
+    assert found["discard"].role == "remove"
+
 # -- guards ------------------------------------------------------------------------------------------
 
 GUARDED = """

@@ -35,7 +35,8 @@ Contract (the rules, in the order they apply):
      whose value the method returns -> ``take``; when the value is dropped -> ``remove``;
   4. ``append``/``appendleft``/``insert``/``add``/``put``/``extend``/``setdefault``/``heappush``/
      ``insort`` on a container -> ``add``;
-  5. ``del x[k]``, ``remove``, ``discard``, ``pop(key)`` -> ``remove``; setting another object's
+  5. ``del x[k]`` with ``x[k2] = v`` on the same container (one element replaced by another) -> ``update``;
+     else ``del x[k]``, ``remove``, ``discard``, ``pop(key)`` -> ``remove``; setting another object's
      ``parent`` -> ``move``; ``clear()`` or an attribute reset to an empty container -> ``clear``;
   6. a state-like attribute (``state``, ``status``, ``stage``, ``phase``, ``closed``, ``done``,
      ``cancelled``, ``running``, ``finished``, ``stopped``, ``started``, ``active``, ``paused``,
@@ -44,7 +45,7 @@ Contract (the rules, in the order they apply):
   7. ``+=``/``-=``, ``x = x - 1`` (also through a local) or ``d[k] = d[k] + n`` -> ``adjust``, or
      ``transfer`` when two targets of one field move in opposite directions (``a.balance``/``b.balance``,
      ``balances[x]``/``balances[y]``);
-  8. ``x[k] = v`` -> ``add`` (``update`` when the name's verb is ``update``); any other attribute
+  8. ``x[k] = v`` -> ``add`` (the name's role when the name gives one, below); any other attribute
      assignment (a slice assignment included) -> ``update``;
   9. a method that changes nothing: ``return sum(...)`` -> ``total``; ``len(...)`` or an attribute some
      method adjusts -> ``count``; ``x[k]``/``x.get(k)`` -> ``lookup``; an iteration (``list(x)``,
@@ -53,8 +54,11 @@ Contract (the rules, in the order they apply):
 * **Name second.** The name (:data:`NAME_ROLES`, by its whole snake_case form, then its first word)
   decides when the body gives no role, only ``update``, a role read only from helpers (a helper's
   bookkeeping does not name the method: ``ZipFile.read`` is a lookup although ``open`` counts
-  references), or a read where the name gives another read; ``acquire``/``release`` names win over
-  any change. ``is_*``/``has_*``/``can_*``/``empty``/``full`` read; ``iter*`` search; ``find_*``/``get_by*`` look
+  references), a role read only from changes inside a loop (a heap's ``min`` that drops stale entries
+  is a lookup), a role read only from an item store ``x[k] = v`` (a memo: ``get_rows`` that fills a
+  matrix and returns it is a lookup), or a read where the name gives another read; ``acquire``/``release``
+  names win over any change, and a take name (``pop``) whose body removes and returns the value is a take.
+  ``is_*``/``has_*``/``can_*``/``empty``/``full`` read; ``iter*`` search; ``find_*``/``get_by*`` look
   up; a ``get*`` with a parameter other than ``block``/``timeout``/``default`` looks up, a bare
   ``get_x()`` reads; ``pop``-like names with a required key remove. Otherwise the role is ``read``. A
   ``change_state`` target comes from the constant (a string normalised to snake_case; True gives the
@@ -137,7 +141,8 @@ NAME_ROLES: dict[str, str] = _table({
     "acquire": "acquire lock", "release": "release unlock",
     "update": "set update configure config modify edit change assign replace",
     "move": "move rename reparent",
-    "lookup": "find lookup locate resolve retrieve fetch read peek getinfo getmember extract extractfile",
+    "lookup": "find lookup locate resolve retrieve fetch read peek min max top front getinfo getmember extract "
+              "extractfile",
     "search": "list items keys values iter search query filter select all walk scan entries namelist infolist "
               "getnames getmembers extractall",
     "count": "count size len qsize length", "total": "total sum", "clear": "clear flush purge",
@@ -248,6 +253,9 @@ def _body_role(summary: Summary, counters: set[str]) -> tuple[str | None, str, E
     if by.get("take"):
         take = by["take"][0]
         return ("take", take.order, take) if "value" in summary.returns else ("remove", "", take)
+    replaced = {e.target for e in by.get("store", [])} & {e.target for e in by.get("remove", [])}
+    if replaced:  # a key removed and another stored in the same container: one element replaced by another
+        return "update", "", next(e for e in by["store"] if e.target in replaced)
     for kind, role in (("add", "add"), ("remove", "remove"), ("move", "move"), ("clear", "clear"),
                        ("state", "change_state")):
         if by.get(kind):
@@ -293,12 +301,12 @@ def _role(fn: Fn, summary: Summary, counters: set[str]) -> tuple[str, str, Effec
     body, order, effect = _body_role(summary, counters)
     if named in ("acquire", "release") and body is not None and body not in _READS:
         return named, "", None
-    nested = effect is not None and effect.nested
-    weak = body is None or body == "update" or nested or (body in _READS and named in _READS)
+    if named == "take" and body == "remove" and "value" in summary.returns:  # a pop that returns what it removed
+        return "take", named_order, effect
+    incidental = effect is not None and (effect.nested or effect.loop or effect.kind == "store")
+    weak = body is None or body == "update" or incidental or (body in _READS and named in _READS)
     if weak and named:
         return named, named_order, None
-    if body == "add" and effect is not None and effect.kind == "store" and named == "update":
-        return "update", "", None
     return body or "read", order, effect
 
 

@@ -6,14 +6,20 @@ world format). For one Python document it:
 1. reads what the code does (:func:`envgen.proposers.template.semantics.analyze_semantics`): its
    pattern (a queue, a lock, a scheduler, a ledger...), its public operations with their roles, guards
    (``if self.full(): raise Full``) and target states;
-2. picks a catalog domain that can host the pattern (:mod:`envgen.world.catalog`), preferring one whose
-   words the document shares, the rest decided by the seed;
-3. grafts the document's operations onto the domain's entities: each becomes a tool named after the
-   document's function and the domain's record (``put_print_job``, ``task_done``), doing what the code does
-   (``add`` creates a record in its container and refuses when the container is full, with the code's
-   exception name and message; ``take`` takes the oldest waiting one; ``change_state`` moves it to the
-   domain's state closest to the code's), and replaces a domain tool of the same effect.
-
+2. picks a catalog domain that can host the pattern (:mod:`envgen.world.catalog`), preferring one that shares
+   two or more words of its records and description with the code, the rest decided by the seed;
+3. grafts the document's operations onto the domain's entities, where the function's name says what the
+   service's operation does (:mod:`envgen.proposers.world.sense`): each becomes a tool named by the function's
+   service verb and the domain's record (``put_print_job``, ``cancel_booking``, ``count_tickets``), doing what
+   the code does (``add`` creates a record in its container and refuses when the container is full, with the
+   code's exception name and message; ``take`` takes the oldest waiting one; a state change moves it to the
+   domain's state its verb names); a plain verb (``remove``, ``add``) keeps the name of the domain tool it
+   replaces (``DiGraph.remove_node`` cancels an order as ``cancel_order``). A function named for a code
+   concept (``add_edges_from``, ``phase3``, ``set_isolation_level``) is not grafted, nor one whose state the
+   domain lacks, nor a second function of an effect already grafted (``put_nowait`` beside ``put``). A graft
+   replaces the domain tool of the same effect and takes over that tool's description, phrase, reasons,
+   accepted states, fields and policy rules, with the code's guards in place of the domain's of the same kind,
+   so the tool does what it says;
 4. varies the domain (:func:`vary`): one to three of its own operations, reads and writes alike, are left out,
    by the seed.
 
@@ -24,16 +30,24 @@ only when the catalog is empty.
 
 from __future__ import annotations
 
-import difflib
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.errors import TemplateError
+from envgen.proposers.world.sense import (
+    GRAFT_VERBS,
+    PLAIN_VERBS,
+    graft_verb,
+    name_words,
+    same_state,
+    update_field,
+    verb_target,
+)
 from envgen.world.blueprint import ConditionSpec, OperationSpec, WorldBlueprint
 from envgen.world.catalog import CatalogEntry, entries
-from envgen.world.phrase import verb_words
+from envgen.world.model import plural
 from gym_envs.seeding import stable_seed
 
 __all__ = ["WrittenWorld", "graft", "write_world"]
@@ -62,6 +76,9 @@ def _words(text: str) -> set[str]:
 
 
 def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> CatalogEntry:
+    """The domain hosting a document: one that hosts its pattern, sharing the most words of its records and
+    description with the document's code when it shares two or more (one word such as ``file`` or ``line`` is in
+    most code), the rest by the seed."""
     pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
     hosts = [e for e in entries_ if pattern in e.meta.patterns] or \
         [e for e in entries_ if "generic" in e.meta.patterns] or entries_
@@ -69,39 +86,28 @@ def _choose(entries_: list[CatalogEntry], sem: Any, doc_key: str, seed: int) -> 
 
     def score(e: CatalogEntry) -> tuple[int, int]:
         bp = e.blueprint
-        mine = _words(" ".join([bp.title, bp.domain, *(x.name for x in bp.entities), *bp.vocabulary.titles]))
-        return len(mine & words), stable_seed("world-domain", doc_key, seed, bp.id)
+        shared = len(_words(" ".join([bp.title, bp.domain, *(x.name for x in bp.entities)])) & words)
+        return shared if shared >= 2 else 0, stable_seed("world-domain", doc_key, seed, bp.id)
 
     return max(hosts, key=score)
 
 
-def _tool_name(doc_name: str, noun: str, taken: set[str], free: str | None = None, kind: str = "act") -> str:
-    """The tool's name: the document's function from its verb on (``after_cancel`` is ``cancel``) and the domain's
-    record (``put_print_job``); where another tool has that name, the function's whole name
-    (``after_cancel_subscription`` beside the domain's ``cancel_subscription``), then the operation's ``kind``
-    (a ``get`` that takes the next record, beside the domain's ``get`` lookup, is ``take_subscription``); a
-    special method (``__len__``) says its kind (``count_application``). ``free``: a taken name that may be
-    reused (the domain tool this one replaces)."""
-    whole = [w for w in _snake(doc_name).split("_") if w]
-    words = verb_words(whole) if not doc_name.startswith("__") else [kind]
-    tries = [words, whole, [kind]] if not doc_name.startswith("__") else [[kind]]
-    out = ""
-    for ws in tries:
-        base = "_".join(ws) or "act"
-        name = base if noun in base else f"{base}_{noun}"
+def _tool_name(verb: str, noun: str, taken: set[str], free: str | None = None, kind: str = "") -> str | None:
+    """The tool's name: the service verb of the document's function and the domain's record (``put_print_job``,
+    ``cancel_booking``, ``count_tickets``); where another tool has that name, a take or a count says its kind
+    (a queue's ``get`` beside the domain's ``get_ticket`` lookup is ``take_ticket``). None when the name is still
+    taken: the graft is dropped rather than named in the code's words. ``free``: a taken name that may be reused
+    (the domain tool this one replaces)."""
+    said = plural(noun) if verb == "count" else noun
+    tries = [f"{verb}_{said}"]
+    if kind in ("take", "count") and kind != verb:
+        tries.append(f"{kind}_{plural(noun) if kind == 'count' else noun}")
+    for name in tries:
         name = re.sub(r"_+", "_", name)[:60].strip("_")
-        if not re.match(r"^[a-z][a-z0-9_]{1,63}$", name):
-            name = f"do_{name}"[:60]
-        out = name
         if name not in taken or name == free:
             taken.add(name)
             return name
-    n = 2
-    name = out
-    while out in taken:
-        out, n = f"{name}_{n}", n + 1
-    taken.add(out)
-    return out
+    return None
 
 
 def _message(guard: Any, fallback: str) -> str:
@@ -113,15 +119,6 @@ def _message(guard: Any, fallback: str) -> str:
     exc, msg = prose(getattr(guard, "exception", "")), prose(getattr(guard, "message", ""))
     text = f"{exc}: {msg}" if exc and msg else (f"{exc}: {fallback}" if exc else (msg or fallback))
     return text[:150] or fallback
-
-
-def _closest_state(target: str | None, states: list[str]) -> str | None:
-    if not target or not states:
-        return None
-    if target in states:
-        return target
-    close = difflib.get_close_matches(target, states, n=1, cutoff=0.5)
-    return close[0] if close else None
 
 
 _ITEM_ROLE = {"queue": "item", "stack": "item", "lock": "resource", "scheduler": "event", "ledger": "entry",
@@ -144,7 +141,7 @@ def _roles(pattern: str, host: dict[str, str], bp: WorldBlueprint) -> dict[str, 
     balance = host.get("balance")
     return {"item": item, "container": container, "waiting": host.get("waiting"), "taken": host.get("taken"),
             "cancelled": host.get("cancelled"), "holder": host.get("holder"), "account": account,
-            "balance": balance, "final": host.get("final")}
+            "balance": balance, "final": host.get("final"), "pattern": pattern}
 
 
 def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBlueprint, list[str]]:
@@ -158,115 +155,141 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
     item = roles["item"]
     if item is None or sem is None:
         return bp, []
-    container = roles["container"]
-    parent_ref = next((r for r in item.refs if r.owner and container is not None and r.entity == container.name),
-                      None) or next((r for r in item.refs if r.owner), None)
-    states = list(item.states)
-    finals = list(item.final)
-    waiting = roles["waiting"] or (states[0] if states else None)
-    taken_state = roles["taken"] or next((s for s in states[1:] if s not in finals), None)
-    noun = item.name
     names = {o.name for o in bp.operations}
     grafted: list[OperationSpec] = []
-    replaced: set[tuple[str, str, str | None]] = set()
-    cap_field = container.capacity if container is not None else None
+    effects: set[tuple[Any, ...]] = set()
+    renamed: dict[str, str] = {}  #: a replaced domain tool's name -> the grafted tool's
     for op in list(getattr(sem, "ops", []))[: 3 * _MAX_GRAFTED]:
         if len(grafted) >= _MAX_GRAFTED:
             break
-        role = getattr(op, "role", "")
         origin = re.sub(r"[^A-Za-z0-9_.]", "", f"{origin_module}.{getattr(op, 'origin', op.name)}")[:60]
-        guards = list(getattr(op, "guards", []) or [])
-        spec = _grafted_op(role, op, guards, origin, roles, item, container, parent_ref, states, finals,
-                           waiting, taken_state, cap_field, noun, names, bp.operations)
-        if spec is None:
+        made = _grafted_op(op, list(getattr(op, "guards", []) or []), origin, roles)
+        if made is None:
             continue
-        spec.description = _service_description(spec, bp)
+        spec, verb, said = made
+        key = _effect(spec)
+        if key in effects:  # one tool per effect: put and put_nowait are one operation of the service
+            continue
+        twin = next((o for o in bp.operations if _effect(o) == key and o.name not in renamed), None)
+        name = twin.name if twin is not None and verb in PLAIN_VERBS else \
+            _tool_name(verb, said, names, free=twin.name if twin is not None else None, kind=spec.kind)
+        if name is None:
+            continue
+        if twin is not None:
+            spec = _inherit(spec, twin)
+            renamed[twin.name] = name
+        spec.name = name
+        effects.add(key)
         grafted.append(spec)
-        replaced.add((spec.kind, spec.entity, spec.target))
-    kept = [o for o in bp.operations if (o.kind, o.entity, o.target) not in replaced
-            or o.kind in ("lookup", "search")]
+    kept = [o for o in bp.operations if o.name not in renamed]
     bp.operations = [*kept, *grafted][:18]
-    policy_tools = {o.name for o in bp.operations}
-    bp.policy = [p for p in bp.policy if p.op is None or p.op in policy_tools]
-    return bp, [o.name for o in grafted]
+    tools = {o.name for o in bp.operations}
+    for rule in bp.policy:
+        if rule.op in renamed:
+            rule.op = renamed[rule.op]
+    bp.policy = [p for p in bp.policy if p.op is None or p.op in tools]
+    return bp, [o.name for o in grafted if o.name in tools]
 
 
-def _grafted_op(role: str, op: Any, guards: list[Any], origin: str, roles: dict[str, Any], item: Any,
-                container: Any, parent_ref: Any, states: list[str], finals: list[str], waiting: str | None,
-                taken_state: str | None, cap_field: str | None, noun: str, names: set[str],
-                ops: list[OperationSpec]) -> OperationSpec | None:
-    """One document operation as a tool of the domain, or None when the domain has no part for it."""
-    def name(n: str = noun) -> str:
-        return _tool_name(op.name, n, names, free=_twin_name(role, n, ops), kind=_ROLE_KINDS.get(role, "act"))
+def _grafted_op(op: Any, guards: list[Any], origin: str, roles: dict[str, Any]
+                ) -> tuple[OperationSpec, str, str] | None:
+    """One document operation as an operation of the domain, with the service verb it is named by and the word it
+    is named after (the record, or an update's field); None when the domain has no part for it or its name does
+    not say what the service's operation does (:mod:`envgen.proposers.world.sense`)."""
+    role = getattr(op, "role", "")
+    item, container = roles["item"], roles["container"]
+    parent_ref = next((r for r in item.refs if r.owner and container is not None and r.entity == container.name),
+                      None) or next((r for r in item.refs if r.owner), None)
+    states, finals, noun = list(item.states), list(item.final), item.name
+    record = set(name_words(noun))
+
+    def verb(slot: str) -> str | None:
+        return graft_verb(op.name, slot, record, roles["pattern"])
 
     def guard(kind: str, fallback: str) -> str:
         return _message(next((g for g in guards if getattr(g, "kind", "") == kind), None), fallback)
 
+    def made(spec: OperationSpec, v: str | None, said: str = noun) -> tuple[OperationSpec, str, str] | None:
+        return (spec, v, said) if v else None
+
+    cap_field = container.capacity if container is not None else None
     if role == "add" and container is not None and parent_ref is not None:
         conds = [ConditionSpec(kind="room", message=guard("full", f"the {container.name.replace('_', ' ')} {{key}} "
                                                                   f"is full"))] if cap_field is not None else []
         fields = [f.name for f in item.fields if not f.nullable and f.kind not in ("date", "datetime")][:2]
-        return OperationSpec(name=name(), kind="create", entity=item.name, origin=origin,
-                             fields=fields, conditions=conds)
-    if role == "take" and container is not None and waiting and taken_state and parent_ref is not None:
+        return made(OperationSpec(name=_PENDING, kind="create", entity=noun, origin=origin, fields=fields,
+                                  conditions=conds), verb("create"))
+    waiting, taken = roles["waiting"], roles["taken"]
+    if role == "take" and container is not None and parent_ref is not None and waiting in states and \
+            taken in states:
         conds = [ConditionSpec(kind="not_empty", message=guard("empty", f"no {waiting} {noun.replace('_', ' ')} "
                                                                         f"for {{key}}"))]
-        return OperationSpec(name=name(), kind="take", entity=item.name, origin=origin,
-                             target=taken_state, sources=[waiting],
-                             order="last" if getattr(op, "order", "") == "last" else "first", conditions=conds)
+        return made(OperationSpec(name=_PENDING, kind="take", entity=noun, origin=origin, target=taken,
+                                  sources=[waiting], order="last" if getattr(op, "order", "") == "last" else "first",
+                                  conditions=conds), verb("take"))
     if role == "count" and parent_ref is not None:
-        return OperationSpec(name=name(), kind="count", entity=item.name, origin=origin,
-                             sources=[waiting] if waiting else [])
+        return made(OperationSpec(name=_PENDING, kind="count", entity=noun, origin=origin,
+                                  sources=[waiting] if waiting in states else []), verb("count"))
     if role in ("change_state", "remove") and states:
-        target = _closest_state(getattr(op, "target_state", None), states)
-        if target is None and role == "remove":
-            target = roles.get("cancelled") or next((s for s in finals if any(w in s for w in ("cancel", "remov",
-                                                                                               "clos", "delet"))), None)
+        v = verb("remove") if role == "remove" else verb("change_state") or verb("remove")
+        target = _target(v, op, states, finals, roles) if v else None
         sources = [s for s in states if s != target and s not in finals]
         if target is None or not sources:
             return None
-        return OperationSpec(name=name(), kind="transition", entity=item.name, origin=origin,
-                             target=target, sources=sources,
-                             phrase=f"{' '.join(verb_words(_snake(op.name).split('_')))} {{record}}"[:80])
+        return made(OperationSpec(name=_PENDING, kind="transition", entity=noun, origin=origin, target=target,
+                                  sources=sources, phrase=f"{v} {{record}}"), v)
     if role in ("adjust", "add") and roles.get("account") is not None and roles.get("balance"):
         account = roles["account"]
-        return OperationSpec(name=name(account.name), kind="adjust", entity=account.name,
-                             origin=origin, fields=[roles["balance"]])
+        said = graft_verb(op.name, "adjust", set(name_words(account.name)), roles["pattern"])
+        return made(OperationSpec(name=_PENDING, kind="adjust", entity=account.name, origin=origin,
+                                  fields=[roles["balance"]]), said, account.name)
     if role in ("acquire", "release") and roles.get("holder"):
-        return OperationSpec(name=name(), kind="acquire" if role == "acquire" else "release", entity=item.name,
-                             origin=origin, holder=roles["holder"])
+        return made(OperationSpec(name=_PENDING, kind="acquire" if role == "acquire" else "release", entity=noun,
+                                  origin=origin, holder=roles["holder"]), verb(role))
     if role == "update":
-        text = next((f for f in item.fields if f.kind in ("description", "street_address", "title", "category")), None)
-        if text is None:
+        changes = update_field(op.name, [f.name for f in item.fields])
+        if changes is None:
             return None
-        return OperationSpec(name=name(), kind="update", entity=item.name, origin=origin,
-                             fields=[text.name])
+        return OperationSpec(name=_PENDING, kind="update", entity=noun, origin=origin, fields=[changes[1]]), \
+            changes[0], changes[1]
     if role == "move" and parent_ref is not None:
-        return OperationSpec(name=name(), kind="move", entity=item.name, origin=origin)
+        return made(OperationSpec(name=_PENDING, kind="move", entity=noun, origin=origin), verb("move"))
     return None
+
+
+_PENDING = "pending_name"  #: a grafted operation's name until :func:`_tool_name` gives it one
+
+
+def _target(verb: str, op: Any, states: list[str], finals: list[str], roles: dict[str, Any]) -> str | None:
+    """The state a grafted state change moves a record to: the state its verb names (``close`` -> ``closed``) or
+    the code's own target state, by the word; a removal (``remove``, ``delete``, ``cancel``) ends the record in
+    the domain's cancelled state. None when the domain has no such state."""
+    named = same_state(verb_target(verb), states) or same_state(getattr(op, "target_state", None), states)
+    if named is not None or verb not in GRAFT_VERBS["remove"]:
+        return named
+    cancelled = roles.get("cancelled")
+    if cancelled in states:
+        return str(cancelled)
+    return next((s for s in finals if s.startswith(("cancel", "remov", "delet", "withdr", "drop"))), None)
 
 
 _READS = ("lookup", "search", "count", "total")
 
-#: the domain operation kind a document role becomes (for the name of the domain tool it replaces)
-_ROLE_KINDS = {"add": "create", "take": "take", "count": "count", "change_state": "transition", "remove": "transition",
-               "adjust": "adjust", "acquire": "acquire", "release": "release", "update": "update", "move": "move"}
 
-def _twin_name(role: str, noun: str, ops: list[OperationSpec]) -> str | None:
-    """The name of the domain tool of the same effect on ``noun`` (the one a grafted tool replaces), if any."""
-    kind = _ROLE_KINDS.get(role)
-    twin = next((o for o in ops if o.kind == kind and o.entity == noun), None)
-    return twin.name if twin is not None else None
+def _effect(op: OperationSpec) -> tuple[Any, ...]:
+    """What an operation does, as a key: two operations with one key are the same operation of the service
+    (its kind, record and target, the fields an update or adjust changes, a take's order, the holder)."""
+    fields = tuple(op.fields) if op.kind in ("update", "adjust", "transfer") else ()
+    return op.kind, op.entity, op.target, fields, op.order if op.kind == "take" else "", op.holder or ""
 
 
-def _service_description(spec: OperationSpec, bp: WorldBlueprint) -> str:
-    """A grafted tool's description: what it does in the service, in the words of the domain tool of the same
-    effect, or "" (the renderer then says it from the operation's kind and rules, and names the document's
-    function it is modelled on). The document's own docstring speaks of the code ("Partitions of nodes from
-    subgraph and graph"), not of the service, so it is not the tool's description."""
-    twin = next((o for o in bp.operations if (o.kind, o.entity, o.target) == (spec.kind, spec.entity, spec.target)
-                 and o.description), None)
-    return twin.description if twin is not None else ""
+def _inherit(spec: OperationSpec, twin: OperationSpec) -> OperationSpec:
+    """The domain's operation of the same effect as the grafted ``spec``, carrying the graft's origin and the
+    code's guards: the service's description, phrase, reasons, accepted states, fields and effects, so what the
+    tool says it does is what it does; a code guard replaces the domain's guard of the same kind."""
+    mine = {c.kind for c in spec.conditions}
+    conditions = [*spec.conditions, *(c for c in twin.conditions if c.kind not in mine)][:4]
+    return twin.model_copy(deep=True, update={"origin": spec.origin, "conditions": conditions})
 
 
 def _essential(bp: WorldBlueprint, op: OperationSpec) -> bool:
@@ -290,7 +313,10 @@ def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
 
     Reads and writes are left out alike: each left-out operation is a read with the probability of the domain's
     share of reads. Leaving out only writes would tilt every varied world towards reads (lookups and listings),
-    a mix its domain does not have; drawn this way a varied world keeps, on average, its domain's mix."""
+    a mix its domain does not have; drawn this way a varied world keeps, on average, its domain's mix. When no read
+    may be left out (the compiler would add each back) a write is, and the other way round, so a document always
+    gets one to three left out while any may be: a draw that left out nothing gave the domain's own tool set, the
+    same for every such document the domain hosts."""
     ops = [o for o in bp.operations if o.kind != "escalate"]
     reads_all = [o for o in ops if o.kind in _READS]
     writes = [o for o in ops if o.kind not in _READS and o.name not in keep]
@@ -299,9 +325,9 @@ def vary(bp: WorldBlueprint, keep: list[str], rng: random.Random) -> None:
     share = len(reads_all) / max(1, len(ops))
     drop: list[OperationSpec] = []
     for _ in range(rng.randint(1, 3)):
-        pool = reads if rng.random() < share else writes
-        if pool is writes and n_writes - sum(o.kind not in _READS for o in drop) <= 4:
-            continue
+        writable = writes if n_writes - sum(o.kind not in _READS for o in drop) > 4 else []
+        first, other = (reads, writable) if rng.random() < share else (writable, reads)
+        pool = first or other  # a domain whose reads are all essential leaves out a write instead, and back
         if pool:
             drop.append(pool.pop(rng.randrange(len(pool))))
     if not drop:
@@ -327,8 +353,4 @@ def write_world(doc: Any, seed: int = 0) -> WrittenWorld:
     bp, grafted = graft(entry, sem, module)
     vary(bp, grafted, random.Random(stable_seed("world-vary", key, seed)))
     pattern = getattr(sem, "pattern", "generic") if sem is not None else "generic"
-    if grafted:
-        bp.title = bp.title[:48]
-        extra = f", run like {getattr(sem, 'main_class', None) or module} in {module}.py"
-        bp.domain = (bp.domain + extra)[:80] if len(bp.domain + extra) <= 80 else bp.domain
     return WrittenWorld(bp, entry.blueprint.id, pattern, grafted, module)

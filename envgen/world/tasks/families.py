@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgen.world.model import Op, human
+from envgen.world.model import Op, in_state
 from envgen.world.phrase import sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn, money_answers, number_answers
 from envgen.world.tasks.catalog import Catalog
@@ -88,7 +88,7 @@ class Families(Operations, Catalog, Withheld):
             if m.states:
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
                 n = sum(1 for c in cands if c["state"] == state)
-                options.append((f"how many {human(state)} {m.humans} {mine}{where}", [number_answers(n)], find, True))
+                options.append((f"how many {in_state(state, m.humans)} {mine}{where}", [number_answers(n)], find, True))
             total = self.total_of(self.rng.choice(cands))
             if total is not None:
                 target, cents = total

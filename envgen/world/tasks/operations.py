@@ -15,14 +15,16 @@ The AST world writer grafts a document's own operations onto a domain (a queue's
 * :meth:`count_question`: how many records of a state a container holds (``count``);
 * :meth:`transfer_amount`: an amount moved between two of the speaker's records (``transfer``).
 
-Each returns ``None`` when the world has no such operation or no rows that allow it.
+Each but the transfer asks in the operation's ``phrase`` when the blueprint gives one ("unassign ticket TCK-1",
+"unload the last shipment from trailer TRL-4", "charge report EXP-1 to cost center CC-2 instead"), else in
+general words; each returns ``None`` when the world has no such operation or no rows that allow it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from envgen.world.model import Entity, Op, Ref, human
+from envgen.world.model import Entity, Op, Ref, in_state, with_value
 from envgen.world.phrase import Voice, sentence
 from envgen.world.tasks.base import Call, Draft, DraftTurn, Row, number_answers
 from envgen.world.tasks.targets import Targets
@@ -87,9 +89,10 @@ class Operations(Targets):
         taken = waiting[0] if op.order == "first" else waiting[-1]
         voice = self._staff()
         where = par.entity.named(c[par.entity.key.name])
-        goal = self.rng.choice([f"start the next {human(src)} {op.entity.human} for {where}",
-                                f"take the next {op.entity.human} waiting at {where}",
-                                f"pull the next {op.entity.human} off the queue of {where}"])
+        goal = op.phrase.format(record=where, value="") if op.phrase else self.rng.choice(
+            [f"start the next {in_state(src, op.entity.human)} for {where}",
+             f"take the next {op.entity.human} waiting at {where}",
+             f"pull the next {op.entity.human} off the queue of {where}"])
         tail = self.rng.choice([" and tell me which one it is", " and tell me which one comes up",
                                 " and let me know its number"])
         body = voice.ask(goal + tail)
@@ -105,8 +108,9 @@ class Operations(Targets):
         op, par, _, busy, empty = found
         e, b = self.rng.choice(empty), self.rng.choice(busy)
         voice = self._staff()
-        first = sentence(voice.opener(), voice.ask(f"take the next {op.entity.human} from "
-                                                   f"{par.entity.named(e[par.entity.key.name])}"))
+        empty_one = par.entity.named(e[par.entity.key.name])
+        first = sentence(voice.opener(), voice.ask(op.phrase.format(record=empty_one, value="") if op.phrase else
+                                                   f"take the next {op.entity.human} from {empty_one}"))
         second = self.rng.choice([f"Oh, nothing there? Then take the next one from {b[par.entity.key.name]}.",
                                   f"Hm. Try {par.entity.named(b[par.entity.key.name])} instead, please.",
                                   f"Okay, then the next one from {b[par.entity.key.name]}."])
@@ -143,7 +147,7 @@ class Operations(Targets):
             f = op.entity.field(name)
             if f is not None:
                 v = args[name] * 100 if f.kind == "money" else args[name]
-                parts.append(f"{f.human} {f.semantic.say(v, self.world.currency)}")
+                parts.append(with_value(f.name, f.semantic.say(v, self.world.currency)))
         return (" with " + " and ".join(parts)) if parts else ""
 
     def add_to_container(self) -> Draft | None:
@@ -215,15 +219,16 @@ class Operations(Targets):
         if not self.operator and self.person is hold.entity:
             voice = self.w.voice(who, self.person)
             looks = self.locate(voice, who)
-            goal = self.rng.choice([f"take {op.entity.named(key)} for myself", f"check out {op.entity.named(key)}",
-                                    f"reserve {op.entity.named(key)} under my name"])
+            goal = op.phrase.format(record=op.entity.named(key), value="me") if op.phrase else self.rng.choice(
+                [f"take {op.entity.named(key)} for myself", f"check out {op.entity.named(key)}",
+                 f"reserve {op.entity.named(key)} under my name"])
         else:
             named = self._named_person(who, hold.entity)
             if named is None:
                 return None
             voice, looks = self._staff(), named[1]
-            goal = self.rng.choice([f"assign {op.entity.named(key)} to {named[0]}",
-                                    f"check {op.entity.named(key)} out to {named[0]}"])
+            goal = op.phrase.format(record=op.entity.named(key), value=named[0]) if op.phrase else self.rng.choice(
+                [f"assign {op.entity.named(key)} to {named[0]}", f"check {op.entity.named(key)} out to {named[0]}"])
         ok, _ = self.w.attempt(looks, call)
         if not ok:
             return None
@@ -250,7 +255,9 @@ class Operations(Targets):
                                     f"release {op.entity.named(key)}, I'm done with it"])
         else:
             voice = self._staff()
-            goal = self.rng.choice([f"free {op.entity.named(key)}", f"mark {op.entity.named(key)} as returned"])
+            goal = self.rng.choice([f"free {op.entity.named(key)}", f"release {op.entity.named(key)}"])
+        if op.phrase:
+            goal = op.phrase.format(record=op.entity.named(key), value="")
         body = voice.ask(goal, voice.reason(op))
         return Draft("execute", f"free_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call], body=body)],
                      staff=voice.operator, voice=voice)
@@ -276,7 +283,8 @@ class Operations(Targets):
                 continue
             voice = self._staff() if self.operator else self.w.voice(None)
             moved, into = op.entity.named(rec[op.entity.key.name]), par.entity.named(to[par.entity.key.name])
-            goal = self.rng.choice([f"move {moved} to {into}", f"put {moved} under {into} instead"])
+            goal = op.phrase.format(record=moved, value=into) if op.phrase else \
+                self.rng.choice([f"move {moved} to {into}", f"put {moved} under {into} instead"])
             body = voice.ask(goal, voice.reason(op))
             return Draft("execute", f"move_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body), [call],
                                                                         body=body)], staff=voice.operator, voice=voice)
@@ -296,7 +304,7 @@ class Operations(Targets):
         args: dict[str, Any] = {par.param: c[par.entity.key.name]}
         if state is not None and op.entity.states:
             args["state"] = state
-        what = f"{human(state)} {op.entity.humans}" if state else op.entity.humans
+        what = in_state(state, op.entity.humans) if state else op.entity.humans
         voice = self._staff() if self.operator else self.w.voice(None)
         body = voice.question(f"how many {what} {par.entity.named(c[par.entity.key.name])} has right now")
         return Draft("read", f"count_{op.name}"[:40], [DraftTurn(sentence(voice.opener(), body),

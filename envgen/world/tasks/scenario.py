@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from envgen.scenario import Ask, ask_confirm, ask_identity, make_scenario_task
 from envgen.world.model import human
-from envgen.world.phrase import sentence
+from envgen.world.phrase import sentence, verb_phrase
 from envgen.world.tasks.base import Draft, DraftTurn
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def scenario_task(draft: Draft, fam: Families, writer: Writer, index: int) -> di
             draft.rules += [r for r in fam.rules("verify") if r not in draft.rules]
     confirm = next((c for c in turn.calls if fam.confirm_rules_by_name(c["name"])), None)
     if confirm is not None:
-        action = f"{human(confirm['name'])} for {_subject(confirm)}"
+        action = _action(fam, confirm)
         asks.append(Ask(turn.calls.index(confirm), ask_confirm(fam.rng, action), confirms=True))
         draft.rules += [r for r in fam.confirm_rules_by_name(confirm["name"]) if r not in draft.rules]
     if not asks:
@@ -95,6 +95,21 @@ def _key_fact(fam: Families) -> str | None:
         return None
     said = human(p.key.name)
     return f"{said}|email address|e-mail" if p.key.kind == "email" and said == "email" else said
+
+
+def _action(fam: Families, call: dict[str, Any]) -> str:
+    """The change a call makes, as the agent states it before asking to go ahead: the operation's verb phrase on
+    the record it names (``cancel order ORD-20417``, ``report device AST-1 as lost``)."""
+    args = call.get("arguments") or {}
+    op = next((o for o in fam.world.ops if o.name == call["name"]), None)
+    if op is None:
+        return f"{human(call['name'])} {_subject(call)}".strip()
+    key = args.get(op.entity.key.name, _subject(call))
+    value = next((str(v) for k, v in args.items() if k != op.entity.key.name), "")
+    phrase = verb_phrase(op)
+    if "{value}" in phrase and not value:
+        return f"{human(call['name'])} {op.entity.named(key)}"
+    return phrase.format(record=op.entity.named(key), value=value)
 
 
 def _subject(call: dict[str, Any]) -> str:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from envgen.world.data import Pools
-from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
-from envgen.world.phrase import Voice
+from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, in_state
+from envgen.world.phrase import Voice, lowers
 from envgen.world.tasks.base import Call, Row, Writer
 
 __all__ = ["CHANGES", "Said", "Target", "Targets"]
@@ -230,9 +230,9 @@ class Targets:
                 latest = max(same, key=lambda c: (c[date.name], c["id"]))
                 oldest = min(same, key=lambda c: (c[date.name], c["id"]))
                 if latest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}most recent {human(target['state'])} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}most recent {in_state(target['state'], m.human)}{where}", 1, True, []))
                 elif oldest is target and sum(1 for c in same if c[date.name] == target[date.name]) == 1:
-                    options.append(Said(f"{mine}oldest {human(target['state'])} {m.human}{where}", 1, True, []))
+                    options.append(Said(f"{mine}oldest {in_state(target['state'], m.human)}{where}", 1, True, []))
         weights = [1] + [5] * (len(options) - 1)
         return self.rng.choices(options, weights=weights)[0]
 
@@ -296,17 +296,18 @@ class Targets:
                 return None
             lim = self.limit(op)
             cap = int(lim.value) if lim is not None and lim.value is not None else None
+            sign = -1 if lowers(op) else 1  # "take $15 off the balance": the amount comes off
             if f.kind == "money":
                 cents = self.rng.choice([500, 1000, 1500, 2000, 2500, 5000, 7500])
                 if cap is not None and cents / 100 > cap:
                     cents = max(100, int(cap * 100) // 2)
-                args["amount"] = cents / 100
+                args["amount"] = sign * cents / 100
                 value = f.semantic.say(cents, self.world.currency)
             else:
                 n = self.rng.randint(1, 20)
                 if cap is not None:
                     n = min(n, max(1, cap))
-                args["amount"] = n
+                args["amount"] = sign * n
                 value = str(n)
         elif op.kind in ("create", "count", "total", "search", "take", "transfer", "acquire", "escalate"):
             return None

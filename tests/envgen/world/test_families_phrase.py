@@ -53,3 +53,30 @@ def test_a_record_is_never_named_by_the_thing_being_added_to_it(monkeypatch: pyt
 def _only_title(bp: WorldBlueprint, fam: Families) -> str:
     (row,) = fam.w.rows(fam.world.entity("finish"))
     return str(row["title"])
+
+
+def test_taking_holding_freeing_and_moving_are_asked_for_in_the_operations_own_words() -> None:
+    raw: dict[str, Any] = copy.deepcopy(operator_world().model_dump())
+    job = raw["entities"][2]
+    job["refs"].append({"name": "operator", "entity": "patron", "nullable": True})
+    raw["operations"] += [
+        {"name": "start_next_job", "kind": "take", "entity": "print_job", "target": "printing", "sources": ["queued"],
+         "phrase": "start the next job on {record}"},
+        {"name": "hand_job_to", "kind": "acquire", "entity": "print_job", "holder": "operator",
+         "phrase": "hand {record} to {value}"},
+        {"name": "take_job_back", "kind": "release", "entity": "print_job", "holder": "operator",
+         "phrase": "take {record} back from its operator"},
+        {"name": "reroute_job", "kind": "move", "entity": "print_job", "phrase": "send {record} to {value} instead"},
+    ]
+    bp = WorldBlueprint.model_validate(raw)
+    said = {t.id: t.turns[0].instruction for seed in range(6)
+            for t in compile_world(bp, env_id="test-print-room", seed=seed, n_tasks=12).spec.tasks}
+    takes = [s for i, s in said.items() if "take_start_next_job" in i]
+    holds = [s for i, s in said.items() if "hold_hand_job_to" in i]
+    frees = [s for i, s in said.items() if "free_take_job_back" in i]
+    assert takes and all(re.search(r"start the next job on printer PRN-\d+", s) for s in takes), takes
+    assert holds and all(re.search(r"hand print job JOB-\d+ to [A-Z]", s) for s in holds), holds
+    assert frees and all(re.search(r"take print job JOB-\d+ back from its operator", s) for s in frees), frees
+    moves = [s for i, s in said.items() if "move_reroute_job" in i]
+    assert moves and all(re.search(r"send print job JOB-\d+ to printer PRN-\d+ instead", s) for s in moves), moves
+    assert not [s for s in said.values() if "as returned" in s]

@@ -17,3 +17,14 @@ def test_money_bounds_are_in_currency_units_and_count_bounds_unchanged() -> None
     props = tools["reprice_job"]["parameters"]["properties"]
     assert (props["charge"]["minimum"], props["charge"]["maximum"]) == (5, 2500)
     assert (props["copies"]["minimum"], props["copies"]["maximum"]) == (1, 50)
+
+
+def test_a_transition_that_keeps_the_state_says_which_records_it_takes_and_no_move() -> None:
+    world = operator_world().model_dump()
+    world["operations"].append({"name": "rush_job", "kind": "transition", "entity": "print_job", "target": "queued",
+                                "sources": ["queued"], "description": "Move a job to the front of its queue",
+                                "phrase": "rush {record}"})
+    tools = {t["name"]: t for t in render_tools(to_world(operator_world(**world)))}
+    assert tools["rush_job"]["description"] == \
+        "Move a job to the front of its queue. Refused when: the print job is not queued."
+    assert tools["hold_job"]["description"].endswith("Refused when: only queued print jobs can be moved to held.")

@@ -3,6 +3,8 @@ the gate accepts them and the scripted user answers the reference's questions.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from envgen.depth import spec_depth
@@ -81,3 +83,23 @@ def test_the_gate_accepts_scenario_tasks_and_depth_counts_the_users_answers(shop
     assert depth.calls_per_task == len(scenario.turns[0].calls())
     share = measure_specs([cw.spec], executor="inprocess").scenario_share  # what stats and the bench report
     assert share == sum(t.scenario is not None for t in cw.spec.tasks) / len(cw.spec.tasks)
+
+
+def test_the_agent_states_the_change_in_the_operations_words_before_asking() -> None:
+    phrased = store_world()
+    for op in phrased.operations:
+        if op.name == "cancel_order":
+            op.phrase = "call off {record} for good"
+    asks = []
+    for world in (store_world(), phrased):
+        for seed in range(6):
+            for task in _scenarios([compile_world(world, env_id="test-shop", seed=seed, n_tasks=10)]):
+                (turn,) = task.turns  # type: ignore[attr-defined]
+                if any(c.kind == "confirmed" for c in turn.checks):
+                    asks += [(world is phrased, item.say) for item in turn.reference if isinstance(item, Say)
+                             and scripted_reply(task.scenario, item.say).confirmed]  # type: ignore[attr-defined]
+    assert {p for p, _ in asks} == {False, True}
+    for is_phrased, say in asks:
+        wanted = r"call off order ORD-\d+ for good" if is_phrased else r"cancel order ORD-\d+"
+        assert re.search(wanted, say), say
+        assert not re.search(r"order for ORD-", say), say

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envgen.proposers.world.sense import graft_verb
 from envgen.proposers.world.writer import _tool_name, write_world
 
 
@@ -41,14 +42,15 @@ class PathBuffer:
 '''
 
 
-def test_a_tool_is_named_from_the_functions_verb_and_the_services_record() -> None:
+def test_a_tool_is_named_from_the_functions_service_verb_and_the_services_record() -> None:
     taken: set[str] = {"get_subscription", "cancel_subscription"}
-    assert _tool_name("after_cancel", "booking", taken) == "cancel_booking"
-    assert _tool_name("after_cancel", "subscription", taken) == "after_cancel_subscription"  # the domain's is taken
+    assert graft_verb("after_cancel", "remove", {"booking"}) == "cancel"
+    assert _tool_name("cancel", "booking", taken) == "cancel_booking"
+    assert _tool_name("cancel", "subscription", taken) is None  # another tool's name: not named in code words
+    assert _tool_name("cancel", "subscription", taken, free="cancel_subscription") == "cancel_subscription"
     assert _tool_name("put", "print_job", taken) == "put_print_job"
-    assert _tool_name("__len__", "application", taken, kind="count") == "count_application"
+    assert _tool_name("count", "application", taken, kind="count") == "count_applications"
     assert _tool_name("get", "subscription", taken, kind="take") == "take_subscription"  # the lookup has "get"
-    assert _tool_name("after_cancel", "subscription", taken, free="cancel_subscription") == "cancel_subscription"
 
 
 def test_grafted_tools_are_described_by_the_service_and_each_effect_is_grafted_once() -> None:

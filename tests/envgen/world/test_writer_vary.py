@@ -92,3 +92,15 @@ def test_never_a_read_the_compiler_adds_back_a_kept_operation_or_a_write_below_f
 def test_the_same_seed_leaves_out_the_same_operations() -> None:
     for seed in range(20):
         assert _varied(seed).model_dump() == _varied(seed).model_dump()
+
+
+def test_a_domain_whose_reads_are_all_essential_still_leaves_out_one_to_three_writes() -> None:
+    essential_only = copy.deepcopy(_SHOP)
+    essential_only["operations"] = [o for o in essential_only["operations"]
+                                    if o["name"] not in ("get_courier", "list_courier_orders")]
+    whole = {o["name"] for o in essential_only["operations"]}
+    for seed in range(100):
+        bp = WorldBlueprint.model_validate(copy.deepcopy(essential_only))
+        vary(bp, [], random.Random(seed))
+        gone = whole - {o.name for o in bp.operations}
+        assert 1 <= len(gone) <= 3 and not gone & _ESSENTIAL, (seed, gone)
