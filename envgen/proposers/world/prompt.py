@@ -9,7 +9,8 @@ sees at inference what it saw in training. It holds:
   that own them, and what makes a world good (four or more entities, user-facing keys, the document's
   operations with its guards, a policy of at least five rules);
 * one worked example: :data:`envgen.proposers.template.prompt.EXAMPLE_DOCUMENT` and the AST world writer's blueprint
-  of it (computed, so it always matches the compiler and the schema);
+  of it (computed, so it always matches the compiler and the schema), shortened to one operation of each kind
+  so that the prompt and a whole world fit a small model's context;
 * a routed skill's guidance, when a skill conditions the proposal: its name, description and rules
   (:func:`envgen.proposers.template.prompt.skill_heading`) and the structure it requires in world terms
   (:func:`envgen.world.requirements.needs_text`; the decoding schema requires it too:
@@ -28,7 +29,7 @@ from typing import Any
 from envgen.world.kinds import KINDS
 from envgen.world.model import OP_KINDS, POLICY_KINDS
 
-__all__ = ["WORLD_SYSTEM", "build_world_messages", "example_world", "skill_world_text"]
+__all__ = ["EXAMPLE_OPERATIONS", "WORLD_SYSTEM", "build_world_messages", "example_world", "skill_world_text"]
 
 TokenCounter = Callable[[str], int]
 
@@ -51,13 +52,35 @@ code's exception and message), its updates "effects"; "phrase" says how a person
 Answer with the JSON object only."""
 
 
+#: the worked example's share of the prompt: one operation of each kind (at most this many), the reasons and
+#: vocabulary cut to a few, so that the prompt, a document excerpt and a whole world fit a small model's
+#: context (SmolLM2's 8,192 tokens: the whole example was 3,600 of them, and with it 85 of 164 warm-start
+#: pairs did not fit)
+EXAMPLE_OPERATIONS = 7
+
+
 @lru_cache(maxsize=1)
 def example_world() -> str:
-    """The AST world writer's blueprint of the prompt's example document, as compact JSON."""
+    """The AST world writer's blueprint of the prompt's example document, shortened to one operation of each
+    kind (:data:`EXAMPLE_OPERATIONS`) with the policy rules about them, as compact JSON."""
     from envgen.proposers.template.prompt import _Doc
     from envgen.proposers.world.writer import write_world
+    from envgen.world.blueprint import WorldBlueprint
 
-    return write_world(_Doc(), seed=0).blueprint.to_json()
+    bp = write_world(_Doc(), seed=0).blueprint
+    kinds: set[str] = set()
+    ops = []
+    for op in bp.operations:
+        if op.kind not in kinds and len(ops) < EXAMPLE_OPERATIONS:
+            kinds.add(op.kind)
+            ops.append(op.model_copy(update={"reasons": op.reasons[:1]}))
+    kept = {op.name for op in ops}
+    voc = bp.vocabulary
+    short = bp.model_copy(update={
+        "operations": ops, "policy": [r for r in bp.policy if r.op is None or r.op in kept],
+        "vocabulary": voc.model_copy(update={"titles": voc.titles[:6], "adjectives": voc.adjectives[:4],
+                                             "notes": voc.notes[:2], "categories": voc.categories[:4]})})
+    return WorldBlueprint.model_validate(short.model_dump(mode="json")).to_json()
 
 
 def skill_world_text(skill: Any) -> str:
