@@ -69,7 +69,7 @@ def example_world() -> str:
 
     bp = write_world(_Doc(), seed=0).blueprint
     kinds: set[str] = set()
-    ops = []
+    ops: list[Any] = []
     for op in bp.operations:
         if op.kind not in kinds and len(ops) < EXAMPLE_OPERATIONS:
             kinds.add(op.kind)
