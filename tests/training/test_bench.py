@@ -132,6 +132,26 @@ def test_learning_stages_resume(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_learning_keeps_the_untrained_figures_when_sft_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose SFT stage dies (out of GPU memory on the H100) keeps its untrained figures, and the re-run
+    reuses them instead of measuring them again."""
+    import training.loss
+    from training.bench.learning import learning
+
+    def oom(*a: object, **kw: object) -> dict[str, float]:
+        raise RuntimeError("CUDA out of memory")
+
+    with monkeypatch.context() as m:
+        m.setattr(training.loss, "update", oom)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            learning(tmp_path, tiny=True, device="cpu", stop_after="sft", sft_micro_batch=1)
+    kept = json.loads((tmp_path / "learning.json").read_text())
+    assert "untrained" in kept and "sft" not in kept
+    done = learning(tmp_path, tiny=True, device="cpu", stop_after="sft", sft_micro_batch=1)
+    assert done["untrained"] == kept["untrained"] and done["sft"]["micro_batch"] == 1
+
+
+@pytest.mark.slow
 def test_learning_on_generated_environments(tmp_path: Path) -> None:
     """The learning benchmark trains on a generated library and evaluates on held-out environments."""
     from envgen.generate import GenerateConfig, run_generate
