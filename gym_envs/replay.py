@@ -115,20 +115,27 @@ class Replays:
                 "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
         return obs, info
 
-    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False) -> list[CallResult]:
+    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False, continues: bool = False,
+                   ends: bool = True) -> list[CallResult]:
         """Make tool calls (``{"name", "arguments"}``) in the current turn, as a :meth:`step` whose action
         is just these calls would (one step; they are the turn's calls, scored when the turn ends), without
         building an observation or a transcript entry: for callers that read the results themselves (the
         validity gate). ``offer_all``: a tool the task still withholds is called as if it were offered (the
         gate checks that a turn's checks catch it used early, whatever the runtime refuses). Returns the
-        calls' results."""
+        calls' results.
+
+        One action's calls may also be made in parts (the gate keeps a checkpoint between two calls of one action):
+        ``ends=False`` leaves the action open after these calls, and ``continues=True`` makes these calls in the
+        open action instead of beginning another (no calls: just end it). The parts of an action give the step
+        count, the turn record and the end of the episode at the step budget that making its calls at once gives."""
         self._check_live()
         assert self.session is not None
-        self.steps += 1
-        self.turns[-1].actions += 1
+        if not continues:
+            self.steps += 1
+            self.turns[-1].actions += 1
         results = [self._call(c["name"], c.get("arguments"), offer_all=offer_all) for c in calls]
         self.turns[-1].add_calls(results)
-        if self.steps >= self.max_steps:
+        if ends and self.steps >= self.max_steps:
             self._truncate({})
         return results
 

@@ -15,17 +15,16 @@ reference calls from one checkpoint (:meth:`WritesElsewhere._extras_at_end`); th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from envgen.gate.inputs import input_mutants, tool_writes
-from envgen.gate.mutants import Locator, Mutant, RefTurn, extra_mutants, short_call, trajectory
+from envgen.gate.mutants import Locator, Mutant, RefTurn, call_dicts, extra_mutants, short_call, trajectory
 from envgen.gate.scoring import guards_all
+from envgen.gate.starts import shared_items
 from gym_envs.env import ToolEnv
 from gym_envs.spec import EnvSpec, Say, ToolCall, Turn
 
-__all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_dicts",
-           "call_key"]
+__all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_key"]
 
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
@@ -36,11 +35,6 @@ MAX_INPUT_TRIES = 12  #: input writes tried per turn (one that changes nothing i
 def call_key(call: ToolCall) -> str:
     """A call as text (its name and arguments): equal for the same call."""
     return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
-
-
-def call_dicts(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
-    """Calls as the env takes them (``{"name", "arguments"}``)."""
-    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 class WritesElsewhere:
@@ -59,12 +53,16 @@ class WritesElsewhere:
         def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
                    state: dict[int, list[dict[str, Any]]] | None = None, *, mutant: str = "argument"
                    ) -> list[dict[str, Any]]: ...
-        def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None: ...
+        def _play_items(self, turn: Turn, items: list[ToolCall | Say], *, offer_all: bool = False,
+                        made: int = 0) -> str | None: ...
         def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
                      reply: str, digest: str | None = None) -> bool: ...
         def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                    extra: bool = False) -> bool | None: ...
-        def _to_start(self, refs: list[RefTurn], ti: int) -> None: ...
+        def _start_at(self, refs: list[RefTurn], ti: int, k: int = 0) -> int | None: ...
+
+        @property
+        def _says_kept(self) -> bool: ...
 
     def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
         """After the reference's last turn, in its own episode: make candidate extra calls until one
@@ -142,9 +140,10 @@ class WritesElsewhere:
         code): a checkpoint after the reference calls, each candidate call, then back to the checkpoint.
         False when no checkpoint could be made (the caller replays each one instead)."""
         env, ref = self.env, refs[ti]
-        self._to_start(refs, ti)
-        if ref.turn.reference:
-            self._play_items(ref.turn, trajectory(ref))
+        items = trajectory(ref)
+        start = self._start_at(refs, ti, shared_items(ref, items, None, says=self._says_kept))
+        if start is not None and items:
+            self._play_items(ref.turn, items, made=start)
         cp = env.checkpoint()
         if cp is None:
             return False

@@ -55,9 +55,9 @@ from envgen.gate.values import (
 )
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
-           "early_mutants", "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants", "say_mutants",
-           "short_call", "trajectory", "unused_tool_calls"]
+__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_dicts", "call_mutants",
+           "derive_reply", "early_mutants", "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants",
+           "say_mutants", "short_call", "trajectory", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -165,6 +165,11 @@ def trajectory(ref: RefTurn, m: Mutant | None = None) -> list[ToolCall | Say]:
         out.append(call)
     out += [says[j] for j in keep]
     return out
+
+
+def call_dicts(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+    """Calls as the env takes them (``{"name", "arguments"}``)."""
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 def say_mutants(ref: RefTurn) -> list[Mutant]:
