@@ -17,7 +17,7 @@ Each gives the state and turn record that playing the same calls through :meth:`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gym_envs.outcome import TurnOutcome
@@ -41,9 +41,12 @@ class EpisodeCheckpoint:
 
 
 def _copy(t: TurnOutcome) -> TurnOutcome:
-    """A turn record whose lists are its own (a checkpoint's copy)."""
-    return replace(t, calls=list(t.calls), call_actions=list(t.call_actions), said=list(t.said),
-                   checks=list(t.checks), judged=list(t.judged))
+    """A turn record whose lists are its own (a checkpoint's copy): every field copied, its lists new."""
+    new = object.__new__(TurnOutcome)
+    new.__dict__.update(t.__dict__)
+    new.calls, new.call_actions, new.said = list(t.calls), list(t.call_actions), list(t.said)
+    new.checks, new.judged = list(t.checks), list(t.judged)
+    return new
 
 
 class Replays:
