@@ -162,12 +162,12 @@ class MutationRun(WritesElsewhere, Starts):
         return snap
 
     def reference(self, task: Task, *, replies: bool = True,
-                  extras: Callable[[RefTurn], list[ToolCall]] | None = None) -> list[RefTurn]:
+                  extras: Callable[[RefTurn], list[tuple[ToolCall, str]]] | None = None) -> list[RefTurn]:
         """Play the reference: each turn's calls in one step, then the oracle reply. With ``replies``,
         also score doing nothing on each turn's start state and the reply mutants on its end state.
 
         The last turn is scored in place (its reply is not sent), so that extra-write mutants
-        (``extras(ref)``: candidate calls) can follow the reference in the same episode: a candidate
+        (``extras(ref)``: candidate calls, each with its key) can follow the reference in the same episode: a candidate
         that changes nothing leaves the state as it was, and the first that changes it is judged
         (see :meth:`_chain_extra`). A turn that ends the episode early (step budget) ends the list."""
         env = self.env
@@ -453,7 +453,7 @@ class MutationRun(WritesElsewhere, Starts):
             again.extra_made, again.extra_tries, again.extra_tried = last.extra_made, last.extra_tries, \
                 last.extra_tried
             again.stopped = last.stopped
-            fresh = [c for c in extra_writes(self.spec, last, pool) if call_key(c) not in last.extra_tried]
+            fresh = [(c, key) for c, key in extra_writes(self.spec, last, pool) if key not in last.extra_tried]
             self._chain_extra(again, fresh)
             last.extra_made, last.extra_tries, last.stopped = again.extra_made, again.extra_tries, again.stopped
         return same

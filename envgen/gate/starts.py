@@ -54,7 +54,7 @@ def _same(a: ToolCall | Say, b: ToolCall | Say) -> bool:
     if a is b:
         return True
     return isinstance(a, ToolCall) and isinstance(b, ToolCall) and a.name == b.name and \
-        json.dumps(a.arguments, default=str) == json.dumps(b.arguments, default=str)
+        a.arguments == b.arguments and json.dumps(a.arguments, default=str) == json.dumps(b.arguments, default=str)
 
 
 def shared_items(ref: RefTurn, items: list[ToolCall | Say], m: Mutant | None, *, says: bool = True) -> int:
