@@ -4,7 +4,7 @@ Role: the methods of :class:`~gym_envs.env.ToolEnv` for callers that replay the 
 (:mod:`envgen.gate.adequacy` plays about a hundred wrong trajectories per environment):
 
 * :meth:`Replays.reset_to_turn`: a reset that makes the calls of the turns before a turn without scoring
-  them, then begins that turn;
+  them, then begins that turn (:meth:`Replays.begin_turn`: that beginning alone, on the state as it is);
 * :meth:`Replays.call_tools`: tool calls in the current turn, as a step would make them, without building
   the observation; :meth:`Replays.say`: a plain message the task's user answers (a reference's ``say`` item);
 * :meth:`Replays.checkpoint` / :meth:`Replays.restore`: a checkpoint of the episode (the executor's, see
@@ -106,17 +106,29 @@ class Replays:
         made = iter(self.executor.call_many([(session, c["name"], c.get("arguments"))
                                              for c, r in zip(calls, results, strict=True) if r is None]))
         results = [r if r is not None else next(made) for r in results]
+        obs = self.begin_turn(turn, history)
+        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
+                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
+                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
+        return obs, info
+
+    def begin_turn(self, turn: int, history: Sequence[str] = ()) -> str:
+        """Begin turn ``turn`` of the task on the episode's state as it is, as :meth:`reset_to_turn` begins it after
+        making its calls: for a caller whose episode already holds the state the calls of the turns before give (the
+        validity gate restores a checkpoint made after the reference's calls of the turn before). The turns before
+        count as unscored, ``history`` holds the agent's messages in them; returns the turn's observation."""
+        assert self.task is not None
+        if not 0 <= turn < len(self.task.turns):
+            raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
+        self._system_prompt = self._opening_prompt()
+        self._offer_at(turn - 1)
         self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn
         self.steps = 0
         self.done = False
         self._prior, self._preset = list(history), None
         self.transcript = [("system", self._system_prompt)]
-        obs = self._begin_turn()
-        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
-                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
-                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
-        return obs, info
+        return self._begin_turn()
 
     def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False, continues: bool = False,
                    ends: bool = True) -> list[CallResult]:

@@ -11,8 +11,9 @@ there.
   the reference's first items as wrong trajectories ask for them. They nest (SQLite savepoints): going back to one
   drops those made after it, so the trail keeps those at or before it.
 * :meth:`Starts._start_at`: the episode at the turn's start with the reference's first ``k`` items played, from the
-  deepest checkpoint at or before ``k`` (else from a reset to the turn, :meth:`~gym_envs.env.ToolEnv.reset_to_turn`),
-  then the reference's items after it, leaving a checkpoint at ``k``.
+  deepest checkpoint at or before ``k``, else from the checkpoint after the whole reference of the turn before (the
+  turn begun on it: :meth:`~gym_envs.env.ToolEnv.begin_turn`), else from a reset to the turn
+  (:meth:`~gym_envs.env.ToolEnv.reset_to_turn`); then the reference's items after it, leaving a checkpoint at ``k``.
 * :meth:`Starts._play_items`: a trajectory's items played as the agent's actions (at the turn's pace), its first
   ``made`` items skipped (those :meth:`Starts._start_at` played).
 
@@ -90,8 +91,9 @@ class Starts:
     def _start_at(self, refs: list[RefTurn], ti: int, k: int = 0) -> int | None:
         """Put the episode at the start of turn ``ti`` with the reference's first ``k`` items played (the action of the
         last, a call, left open) when the turn has checkpoints (code that keeps no state, an executor that makes
-        them): from the deepest one at or before ``k``, else after replaying the calls of the turns before it (not
-        scored: the reference passed them), leaving one at the turn's start and one at ``k``. Returns how many of the
+        them): from the deepest one at or before ``k``, else from the one after the whole reference of the turn
+        before, else after replaying the calls of the turns before it (not scored: the reference passed them),
+        leaving one at the turn's start and one at ``k``. Returns how many of the
         reference's items were played (``k``, or 0 without checkpoints: the trajectory plays them), or None when a
         ``say`` of them went unanswered (the trajectory stops there)."""
         env, ref = self.env, refs[ti]
@@ -108,7 +110,11 @@ class Starts:
             if not kept:
                 self._checkpoint(trail, at)
         else:
-            if ti:
+            before = len(refs[ti - 1].turn.reference) if ti else 0
+            if trail is not None and ti and trail.task == task.id and trail.turn == ti - 1 and before in trail.points:
+                env.restore(trail.points[before])  # the turn before, its reference played: begin this one on it
+                env.begin_turn(ti, ref.history)
+            elif ti:
                 env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
                                        for c in prior.calls], options={"task": task.id, "episode_seed": self.seed},
                                   history=ref.history)
