@@ -4,7 +4,7 @@ Role: the methods of :class:`~gym_envs.env.ToolEnv` for callers that replay the 
 (:mod:`envgen.gate.adequacy` plays about a hundred wrong trajectories per environment):
 
 * :meth:`Replays.reset_to_turn`: a reset that makes the calls of the turns before a turn without scoring
-  them, then begins that turn;
+  them, then begins that turn (:meth:`Replays.begin_turn`: that beginning alone, on the state as it is);
 * :meth:`Replays.call_tools`: tool calls in the current turn, as a step would make them, without building
   the observation; :meth:`Replays.say`: a plain message the task's user answers (a reference's ``say`` item);
 * :meth:`Replays.checkpoint` / :meth:`Replays.restore`: a checkpoint of the episode (the executor's, see
@@ -17,7 +17,7 @@ Each gives the state and turn record that playing the same calls through :meth:`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gym_envs.outcome import TurnOutcome
@@ -41,9 +41,12 @@ class EpisodeCheckpoint:
 
 
 def _copy(t: TurnOutcome) -> TurnOutcome:
-    """A turn record whose lists are its own (a checkpoint's copy)."""
-    return replace(t, calls=list(t.calls), call_actions=list(t.call_actions), said=list(t.said),
-                   checks=list(t.checks), judged=list(t.judged))
+    """A turn record whose lists are its own (a checkpoint's copy): every field copied, its lists new."""
+    new = object.__new__(TurnOutcome)
+    new.__dict__.update(t.__dict__)
+    new.calls, new.call_actions, new.said = list(t.calls), list(t.call_actions), list(t.said)
+    new.checks, new.judged = list(t.checks), list(t.judged)
+    return new
 
 
 class Replays:
@@ -103,32 +106,51 @@ class Replays:
         made = iter(self.executor.call_many([(session, c["name"], c.get("arguments"))
                                              for c, r in zip(calls, results, strict=True) if r is None]))
         results = [r if r is not None else next(made) for r in results]
+        obs = self.begin_turn(turn, history)
+        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
+                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
+                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
+        return obs, info
+
+    def begin_turn(self, turn: int, history: Sequence[str] = ()) -> str:
+        """Begin turn ``turn`` of the task on the episode's state as it is, as :meth:`reset_to_turn` begins it after
+        making its calls: for a caller whose episode already holds the state the calls of the turns before give (the
+        validity gate restores a checkpoint made after the reference's calls of the turn before). The turns before
+        count as unscored, ``history`` holds the agent's messages in them; returns the turn's observation."""
+        assert self.task is not None
+        if not 0 <= turn < len(self.task.turns):
+            raise ValueError(f"turn {turn} out of range for task {self.task.id!r} ({len(self.task.turns)} turns)")
+        self._system_prompt = self._opening_prompt()
+        self._offer_at(turn - 1)
         self.turns = [self._outcome(i, t.instruction) for i, t in enumerate(self.task.turns[:turn])]
         self.turn_index = turn
         self.steps = 0
         self.done = False
         self._prior, self._preset = list(history), None
         self.transcript = [("system", self._system_prompt)]
-        obs = self._begin_turn()
-        info = {"task_id": self.task.id, "task_kind": self.task.kind, "turn": turn,
-                "n_turns": len(self.task.turns), "tools": self._tool_dicts, "system_prompt": self._system_prompt,
-                "env_id": self.env_spec.id, "prior_results": [r.to_dict() for r in results if r is not None]}
-        return obs, info
+        return self._begin_turn()
 
-    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False) -> list[CallResult]:
+    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False, continues: bool = False,
+                   ends: bool = True) -> list[CallResult]:
         """Make tool calls (``{"name", "arguments"}``) in the current turn, as a :meth:`step` whose action
         is just these calls would (one step; they are the turn's calls, scored when the turn ends), without
         building an observation or a transcript entry: for callers that read the results themselves (the
         validity gate). ``offer_all``: a tool the task still withholds is called as if it were offered (the
         gate checks that a turn's checks catch it used early, whatever the runtime refuses). Returns the
-        calls' results."""
+        calls' results.
+
+        One action's calls may also be made in parts (the gate keeps a checkpoint between two calls of one action):
+        ``ends=False`` leaves the action open after these calls, and ``continues=True`` makes these calls in the
+        open action instead of beginning another (no calls: just end it). The parts of an action give the step
+        count, the turn record and the end of the episode at the step budget that making its calls at once gives."""
         self._check_live()
         assert self.session is not None
-        self.steps += 1
-        self.turns[-1].actions += 1
+        if not continues:
+            self.steps += 1
+            self.turns[-1].actions += 1
         results = [self._call(c["name"], c.get("arguments"), offer_all=offer_all) for c in calls]
         self.turns[-1].add_calls(results)
-        if self.steps >= self.max_steps:
+        if ends and self.steps >= self.max_steps:
             self._truncate({})
         return results
 

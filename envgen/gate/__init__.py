@@ -61,7 +61,8 @@ wrong trajectories of a turn), :mod:`~envgen.gate.inputs` (the writable inputs a
 :mod:`~envgen.gate.replies` (the oracle's reply and the distinctiveness of ``reply_contains`` strings) and
 :mod:`~envgen.gate.adequacy` (plays them on a :class:`~gym_envs.env.ToolEnv`, judges each one: killed /
 tolerated / survived, and keeps the mutation score), with :mod:`~envgen.gate.extras` (the writes a turn
-must not make) and :mod:`~envgen.gate.scoring` (a wrong trajectory's checks, cheapest first).
+must not make), :mod:`~envgen.gate.starts` (where a wrong trajectory starts: a checkpoint after the reference's
+items it shares) and :mod:`~envgen.gate.scoring` (a wrong trajectory's checks, cheapest first).
 """
 
 from envgen.gate.adequacy import GENERIC_REPLIES, Finding, MutationRun, answer_problem, oracle_reply, reply_problems

@@ -31,7 +31,8 @@ How each is played, cheapest first (the verdict is the one a replay from the epi
 * other mutants start at their turn: the turns before are replayed unscored
   (:meth:`~gym_envs.env.ToolEnv.reset_to_turn`), and for tool code that keeps no state but its database
   (:func:`~gym_envs.sandbox.purity.stateless`) the next mutants of the turn start from a checkpoint made
-  there (:meth:`~gym_envs.env.ToolEnv.checkpoint`). With such code a lookup (a call that changed no
+  there (:meth:`~gym_envs.env.ToolEnv.checkpoint`), or from one after the reference's first items when a mutant
+  begins with them (:mod:`envgen.gate.starts`). With such code a lookup (a call that changed no
   row) has its wrong arguments tried at its own place in the reference's episode (the calls after it
   then run as in the reference), leaving it out is judged without a replay, and a turn's extra writes
   follow its reference calls from one checkpoint;
@@ -58,12 +59,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from envgen.gate.extras import WritesElsewhere, call_dicts, call_key
+from envgen.gate.extras import WritesElsewhere, call_key
 from envgen.gate.mutants import (
     Locator,
     Mutant,
     RefTurn,
     argument_mutants,
+    call_dicts,
     call_mutants,
     derive_reply,
     early_mutants,
@@ -75,11 +77,12 @@ from envgen.gate.mutants import (
 )
 from envgen.gate.replies import GENERIC_REPLIES, answer_problem, oracle_reply, reply_problems, tool_texts
 from envgen.gate.scoring import catches, caught, detail, guards_all, local_verdicts, stages, uncaught_note
+from envgen.gate.starts import Starts, Trail, shared_items
 from envgen.gate.values import Snapshot
 from gym_envs.checks import CallView, TurnView, answers_of
 from gym_envs.env import ToolEnv
 from gym_envs.sandbox.purity import stateless
-from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn, reference_plan
+from gym_envs.spec import EnvSpec, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLIES", "Finding", "MutationRun", "answer_problem", "oracle_reply", "reply_problems",
            "tool_texts"]
@@ -97,7 +100,7 @@ class Finding:
 
 
 @dataclass
-class MutationRun(WritesElsewhere):
+class MutationRun(WritesElsewhere, Starts):
     """Rules 4, 5 and 7 for the tasks of one spec, on one env (see the module docstring)."""
 
     env: ToolEnv
@@ -108,7 +111,7 @@ class MutationRun(WritesElsewhere):
     played: int = 0  #: trajectories replayed
     _initial: Snapshot | None = None
     stateless: bool = False  #: the code keeps no state but the database (:func:`gym_envs.sandbox.purity.stateless`)
-    _start: tuple[str, int, Any] | None = None  #: (task, turn, checkpoint at the turn's start) of the last mutant
+    _trail: Trail | None = None  #: the checkpoints of the turn of the last mutant (:class:`~envgen.gate.starts.Trail`)
     #: the JSON keys of the extra calls tried at every turn, outside the per-turn caps: one call of each tool no
     #: reference makes (:func:`~envgen.gate.mutants.unused_tool_calls`; padding a spec with such tools must
     #: not use up the tries before its destructive one)
@@ -140,7 +143,7 @@ class MutationRun(WritesElsewhere):
 
     # -- the reference -----------------------------------------------------------------------------
     def _reset(self, task: Task) -> None:
-        self._start = None
+        self._trail = None
         self.env.reset(options={"task": task.id, "episode_seed": self.seed})
         self.played += 1
 
@@ -159,12 +162,12 @@ class MutationRun(WritesElsewhere):
         return snap
 
     def reference(self, task: Task, *, replies: bool = True,
-                  extras: Callable[[RefTurn], list[ToolCall]] | None = None) -> list[RefTurn]:
+                  extras: Callable[[RefTurn], list[tuple[ToolCall, str]]] | None = None) -> list[RefTurn]:
         """Play the reference: each turn's calls in one step, then the oracle reply. With ``replies``,
         also score doing nothing on each turn's start state and the reply mutants on its end state.
 
         The last turn is scored in place (its reply is not sent), so that extra-write mutants
-        (``extras(ref)``: candidate calls) can follow the reference in the same episode: a candidate
+        (``extras(ref)``: candidate calls, each with its key) can follow the reference in the same episode: a candidate
         that changes nothing leaves the state as it was, and the first that changes it is judged
         (see :meth:`_chain_extra`). A turn that ends the episode early (step budget) ends the list."""
         env = self.env
@@ -265,19 +268,6 @@ class MutationRun(WritesElsewhere):
             out += [c.to_dict() for c in self.env.score_view(view, pending, turn.checks)]
         return out
 
-    def _play_items(self, turn: Turn, items: list[ToolCall | Say], *, offer_all: bool = False) -> str | None:
-        """Play a trajectory's items in the current turn as the agent's actions
-        (:func:`~gym_envs.spec.reference_plan` at the turn's pace): calls made (with ``offer_all``, a tool the task
-        still withholds as if it were offered), each ``say`` sent as a plain message the user answers. Returns the
-        first ``say`` the user did not answer (the turn did not go on as the reference's), else None."""
-        for action in reference_plan(items, turn.pace()):
-            if isinstance(action, Say):
-                if self.env.say(action.say) is None:
-                    return action.say
-            else:
-                self.env.call_tools(call_dicts(action), offer_all=offer_all)
-        return None
-
     def _charge(self, calls: int) -> None:
         """Count checks the run makes outside the env's own methods against its budget (a gate env's meter)."""
         meter = getattr(self.env, "meter", None)
@@ -334,7 +324,7 @@ class MutationRun(WritesElsewhere):
         scored), then the turn's calls ``made`` so far."""
         calls = [{"name": c.name, "arguments": c.arguments} for prior in ref.task.turns[:ref.index]
                  for c in prior.calls()]
-        self._start = None
+        self._trail = None
         self.env.reset_to_turn(ref.index, calls, options={"task": ref.task.id, "episode_seed": self.seed},
                                history=ref.history)
         self.played += 1
@@ -444,7 +434,7 @@ class MutationRun(WritesElsewhere):
         env = self.env
         last = refs[-1]
         ti = last.index
-        self._start = None
+        self._trail = None
         _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
                                          for c in ref.calls], options={"task": task.id, "episode_seed": self.seed},
                                     history=last.history)
@@ -463,49 +453,29 @@ class MutationRun(WritesElsewhere):
             again.extra_made, again.extra_tries, again.extra_tried = last.extra_made, last.extra_tries, \
                 last.extra_tried
             again.stopped = last.stopped
-            fresh = [c for c in extra_writes(self.spec, last, pool) if call_key(c) not in last.extra_tried]
+            fresh = [(c, key) for c, key in extra_writes(self.spec, last, pool) if key not in last.extra_tried]
             self._chain_extra(again, fresh)
             last.extra_made, last.extra_tries, last.stopped = again.extra_made, again.extra_tries, again.stopped
         return same
 
     def _play(self, refs: list[RefTurn], ti: int, m: Mutant,
               locators: list[Locator | None]) -> tuple[list[dict[str, Any]], list[Any], str]:
-        """Replay the reference's calls up to turn ``ti`` (unscored: :meth:`ToolEnv.reset_to_turn`), play the
-        mutant's items (its calls, the ``say`` items it keeps) and score its reply: the cheap checks first, and the
+        """Put the episode where the mutant first differs from the reference (:meth:`~envgen.gate.starts.Starts.
+        _start_at`: turn ``ti``'s start, after the reference's first calls the mutant makes too), play the rest of
+        its items (its calls, the ``say`` items it keeps) and score its reply: the cheap checks first, and the
         costly ones only when no cheap one caught it (a killed mutant needs one failure). The episode is left
-        mid-turn: the next trajectory resets it."""
+        mid-turn: the next trajectory starts again."""
         env = self.env
         ref = refs[ti]
-        self._to_start(refs, ti)
         items = trajectory(ref, m)
-        if items:
-            self._play_items(ref.turn, items, offer_all=m.kind == "early")
+        made = self._start_at(refs, ti, shared_items(ref, items, m, says=self._says_kept))
+        if made is not None and items:
+            self._play_items(ref.turn, items, offer_all=m.kind == "early", made=made)
         results = list(env.turns[-1].calls) if env.turns else []
         reply = m.reply if m.reply is not None else derive_reply(ref, locators, m, results)
         if env.done:  # the step budget ended the episode: its last scores are final
             return [], results, reply
         return self._score(ref.turn, reply, mutant=m.kind), results, reply
-
-    def _to_start(self, refs: list[RefTurn], ti: int) -> None:
-        """Put the episode at the start of turn ``ti``: back to the checkpoint made there for the mutant
-        before (stateless code, :meth:`ToolEnv.checkpoint`), else by replaying the calls of the turns before
-        it (not scored: the reference passed them), leaving a checkpoint for the next mutant of the turn."""
-        env = self.env
-        task = refs[ti].task
-        self.played += 1
-        start = self._start
-        if start is not None and start[0] == task.id and start[1] == ti:
-            if not env.restore(start[2]):
-                self._start = (task.id, ti, env.checkpoint()) if self.stateless else None
-            return
-        if ti:
-            env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for prior in refs[:ti]
-                                   for c in prior.calls], options={"task": task.id, "episode_seed": self.seed},
-                              history=refs[ti].history)
-        else:
-            env.reset(options={"task": task.id, "episode_seed": self.seed})
-        cp = env.checkpoint() if self.stateless else None
-        self._start = (task.id, ti, cp) if cp is not None else None
 
     def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                extra: bool = False) -> bool | None:

@@ -92,9 +92,10 @@ class GateEnv(ToolEnv):
         self.meter.charge(1 + len(calls))
         return super().reset_to_turn(turn, calls, seed=seed, options=options, history=history)
 
-    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False) -> list[Any]:
+    def call_tools(self, calls: Sequence[Mapping[str, Any]], *, offer_all: bool = False, continues: bool = False,
+                   ends: bool = True) -> list[Any]:
         self.meter.charge(len(calls))
-        return super().call_tools(calls, offer_all=offer_all)
+        return super().call_tools(calls, offer_all=offer_all, continues=continues, ends=ends)
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self.meter.charge(1 + (len(self.task.turns[self.turn_index].checks) if self.task is not None

@@ -2,7 +2,7 @@
 
 Role: the methods of :class:`~envgen.gate.adequacy.MutationRun` that play a turn's reference with a write it
 must not make. An **extra write** is the reference plus one more state-changing call on another row
-(:func:`~envgen.gate.mutants.extra_mutants`): at most :data:`MAX_EXTRA` per turn, out of
+(:func:`~envgen.gate.mutants.extra_writes`): at most :data:`MAX_EXTRA` per turn, out of
 :data:`MAX_EXTRA_TRIES` candidates, besides the calls of tools no reference makes, tried at every turn
 (:attr:`~envgen.gate.adequacy.MutationRun.uncapped`). An **input write** writes a table a ``sql`` or ``python``
 check reads and the reference does not write, instead of the turn's calls and after them
@@ -15,17 +15,16 @@ reference calls from one checkpoint (:meth:`WritesElsewhere._extras_at_end`); th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from envgen.gate.inputs import input_mutants, tool_writes
-from envgen.gate.mutants import Locator, Mutant, RefTurn, extra_mutants, short_call, trajectory
+from envgen.gate.mutants import Locator, Mutant, RefTurn, call_dicts, extra_mutant, extra_writes, trajectory
 from envgen.gate.scoring import guards_all
+from envgen.gate.starts import shared_items
 from gym_envs.env import ToolEnv
 from gym_envs.spec import EnvSpec, Say, ToolCall, Turn
 
-__all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_dicts",
-           "call_key"]
+__all__ = ["MAX_EXTRA", "MAX_EXTRA_TRIES", "MAX_INPUT", "MAX_INPUT_TRIES", "WritesElsewhere", "call_key"]
 
 MAX_EXTRA = 2  #: extra-write mutants per turn
 MAX_EXTRA_TRIES = 3  #: extra calls tried per turn (one that changes nothing is no mutant)
@@ -36,11 +35,6 @@ MAX_INPUT_TRIES = 12  #: input writes tried per turn (one that changes nothing i
 def call_key(call: ToolCall) -> str:
     """A call as text (its name and arguments): equal for the same call."""
     return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
-
-
-def call_dicts(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
-    """Calls as the env takes them (``{"name", "arguments"}``)."""
-    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 class WritesElsewhere:
@@ -59,23 +53,28 @@ class WritesElsewhere:
         def _score(self, turn: Turn, reply: str, calls: list[Any] | None = None,
                    state: dict[int, list[dict[str, Any]]] | None = None, *, mutant: str = "argument"
                    ) -> list[dict[str, Any]]: ...
-        def _play_items(self, turn: Turn, items: list[ToolCall | Say]) -> str | None: ...
+        def _play_items(self, turn: Turn, items: list[ToolCall | Say], *, offer_all: bool = False,
+                        made: int = 0) -> str | None: ...
         def _verdict(self, ref: RefTurn, m: Mutant, checks: list[dict[str, Any]], results: list[Any],
                      reply: str, digest: str | None = None) -> bool: ...
         def _judge(self, refs: list[RefTurn], ti: int, m: Mutant, locators: list[Locator | None],
                    extra: bool = False) -> bool | None: ...
-        def _to_start(self, refs: list[RefTurn], ti: int) -> None: ...
+        def _start_at(self, refs: list[RefTurn], ti: int, k: int = 0) -> int | None: ...
 
-    def _chain_extra(self, ref: RefTurn, candidates: list[ToolCall]) -> None:
-        """After the reference's last turn, in its own episode: make candidate extra calls until one
-        changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA` extra mutants)."""
+        @property
+        def _says_kept(self) -> bool: ...
+
+    def _chain_extra(self, ref: RefTurn, candidates: list[tuple[ToolCall, str]]) -> None:
+        """After the reference's last turn, in its own episode: make candidate extra calls (each with its
+        :func:`call_key`) until one changes the state, and judge that one (a turn takes at most :data:`MAX_EXTRA`
+        extra mutants)."""
         env = self.env
         if guards_all(ref.turn):
             return
-        for call in candidates:
+        for call, key in candidates:
             if ref.extra_made >= MAX_EXTRA or ref.extra_tries >= MAX_EXTRA_TRIES or ref.stopped:
                 return
-            ref.extra_tried.add(call_key(call))
+            ref.extra_tried.add(key)
             ref.extra_tries += 1
             env.call_tools(call_dicts([call]))
             result = env.turns[-1].calls[-1]
@@ -83,8 +82,7 @@ class WritesElsewhere:
                 continue  # no mutant: the state is still the reference's (a failed call keeps no write unless its
                 # spec's failed_calls is "keep", and then it reports what it kept)
             ref.extra_made += 1
-            m = Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
-                       [*ref.calls, call], [*range(len(ref.calls)), None])
+            m = extra_mutant(ref, call)
             checks = self._score(ref.turn, ref.reply, mutant="extra")
             ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
             return
@@ -95,15 +93,14 @@ class WritesElsewhere:
         ref = refs[ti]
         if self.stateless and self._extras_at_end(refs, ti, pool):
             return
-        for m in extra_mutants(self.spec, ref, pool):
-            key = call_key(m.calls[-1])
+        for call, key in extra_writes(self.spec, ref, pool):
             capped = key not in self.uncapped
             if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
                                                       or ref.extra_tries >= MAX_EXTRA_TRIES)):
                 continue
             ref.extra_tried.add(key)
             ref.extra_tries += capped
-            verdict = self._judge(refs, ti, m, locators, extra=True)
+            verdict = self._judge(refs, ti, extra_mutant(ref, call), locators, extra=True)
             if verdict is None:
                 continue
             ref.extra_made += capped
@@ -142,29 +139,30 @@ class WritesElsewhere:
         code): a checkpoint after the reference calls, each candidate call, then back to the checkpoint.
         False when no checkpoint could be made (the caller replays each one instead)."""
         env, ref = self.env, refs[ti]
-        self._to_start(refs, ti)
-        if ref.turn.reference:
-            self._play_items(ref.turn, trajectory(ref))
+        items = trajectory(ref)
+        start = self._start_at(refs, ti, shared_items(ref, items, None, says=self._says_kept))
+        if start is not None and items:
+            self._play_items(ref.turn, items, made=start)
         cp = env.checkpoint()
         if cp is None:
             return False
-        for m in extra_mutants(self.spec, ref, pool):
+        for call, key in extra_writes(self.spec, ref, pool):
             if ref.stopped:
                 break
-            key = call_key(m.calls[-1])
             capped = key not in self.uncapped
             if key in ref.extra_tried or (capped and (ref.extra_made >= MAX_EXTRA
                                                       or ref.extra_tries >= MAX_EXTRA_TRIES)):
                 continue
             ref.extra_tried.add(key)
             ref.extra_tries += capped
-            env.call_tools(call_dicts(m.calls[-1:]))
+            env.call_tools(call_dicts([call]))
             made = env.turns[-1].calls[-1]
             if made.changes > 0:  # it changed the state (a failed call only when its spec keeps its writes)
                 ref.extra_made += capped
                 self.played += 1
                 checks = self._score(ref.turn, ref.reply, mutant="extra")
-                ref.stopped = self._verdict(ref, m, checks, list(env.turns[-1].calls), ref.reply)
+                ref.stopped = self._verdict(ref, extra_mutant(ref, call), checks, list(env.turns[-1].calls),
+                                            ref.reply)
             if not env.restore(cp):
                 return True  # the checkpoint is gone (the episode was rebuilt): stop here
         return True

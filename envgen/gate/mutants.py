@@ -55,9 +55,9 @@ from envgen.gate.values import (
 )
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
-__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_mutants", "derive_reply",
-           "early_mutants", "extra_mutants", "locate_answers", "matches_patterns", "reply_mutants", "say_mutants",
-           "short_call", "trajectory", "unused_tool_calls"]
+__all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_dicts", "call_mutants",
+           "derive_reply", "early_mutants", "extra_mutant", "locate_answers", "matches_patterns", "reply_mutants",
+           "say_mutants", "short_call", "trajectory", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -165,6 +165,11 @@ def trajectory(ref: RefTurn, m: Mutant | None = None) -> list[ToolCall | Say]:
         out.append(call)
     out += [says[j] for j in keep]
     return out
+
+
+def call_dicts(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+    """Calls as the env takes them (``{"name", "arguments"}``)."""
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 def say_mutants(ref: RefTurn) -> list[Mutant]:
@@ -297,10 +302,11 @@ def _dedupe(mutants: Iterable[Mutant], ref: RefTurn) -> list[Mutant]:
     return out
 
 
-def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[ToolCall]:
+def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[tuple[ToolCall, str]]:
     """Candidate extra state-changing calls for a turn, best first: its own writes aimed at another
-    row, then writes other references make (each tool's first)."""
-    out: list[ToolCall] = []
+    row, then writes other references make (each tool's first); each with its key (the JSON text of its tool and
+    arguments, :func:`~envgen.gate.extras.call_key`'s)."""
+    out: list[tuple[ToolCall, str]] = []
     for ci in ref.effectful:
         call = ref.calls[ci]
         for arg, value in call.arguments.items():
@@ -309,13 +315,14 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[Tool
                 continue
             for new, why in argument_values(col, value, {}, 2):
                 if why == "another existing id":
-                    out.append(ToolCall(name=call.name, arguments={**call.arguments, arg: new}))
+                    aimed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
+                    out.append((aimed, json.dumps([aimed.name, aimed.arguments], sort_keys=True, default=str)))
                     break
     own = {json.dumps([c.name, c.arguments], sort_keys=True, default=str) for c in ref.calls}
-    by_tool: dict[str, list[ToolCall]] = {}
+    by_tool: dict[str, list[tuple[ToolCall, str]]] = {}
     for c, key in zip(pool, _keys(pool), strict=True):
         if key not in own:
-            by_tool.setdefault(c.name, []).append(c)
+            by_tool.setdefault(c.name, []).append((c, key))
     own_tools = {ref.calls[i].name for i in ref.effectful}
     rounds = max((len(v) for v in by_tool.values()), default=0)
     for k in range(rounds):  # one call of each tool, other tools first, then the next of each
@@ -324,11 +331,10 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[Tool
                 out.append(by_tool[name][k])
     seen: set[str] = set()
     unique = []
-    for c in out:
-        key = json.dumps([c.name, c.arguments], sort_keys=True, default=str)
+    for c, key in out:
         if key not in seen:
             seen.add(key)
-            unique.append(c)
+            unique.append((c, key))
     return unique
 
 
@@ -406,12 +412,10 @@ def early_mutants(ref: RefTurn) -> list[Mutant]:
     return out
 
 
-def extra_mutants(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> Iterator[Mutant]:
-    """The reference plus one extra write (see :func:`extra_writes`), in order of preference."""
-    same = list(range(len(ref.calls)))
-    for call in extra_writes(spec, ref, pool):
-        yield Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
-                     [*ref.calls, call], [*same, None])
+def extra_mutant(ref: RefTurn, call: ToolCall) -> Mutant:
+    """The reference plus the extra write ``call`` (one of :func:`extra_writes`)."""
+    return Mutant(7, "extra", f"with an extra call {short_call(call)} after the reference calls",
+                  [*ref.calls, call], [*range(len(ref.calls)), None])
 
 
 # -- replies ---------------------------------------------------------------------------------------

@@ -48,8 +48,16 @@ class Column:
         """The column's values other than None by kind (:func:`_kind`), each in row order."""
         out: dict[str, list[Any]] = {}
         for v in self.values:
-            if v is not None:
-                out.setdefault(_kind(v), []).append(v)
+            c = v.__class__
+            if c is str:
+                kind = "str"
+            elif c is int or c is float:
+                kind = "number"
+            elif v is None:
+                continue
+            else:
+                kind = _kind(v)
+            out.setdefault(kind, []).append(v)
         return {k: tuple(vs) for k, vs in out.items()}
 
     @cached_property
@@ -69,6 +77,20 @@ class Column:
         return {}
 
     @cached_property
+    def texts(self) -> tuple[tuple[str, str], ...]:
+        """The column's strings, one of each lower-cased text (the first in row order), sorted, each with its
+        lower-cased text."""
+        first: dict[str, str] = {}
+        for v in self.by_kind.get("str", ()):
+            first.setdefault(v.lower(), v)
+        return tuple(sorted((v, low) for low, v in first.items()))
+
+    @cached_property
+    def ints(self) -> tuple[int, ...]:
+        """The column's integers (no booleans), one of each, ascending."""
+        return tuple(sorted({v for v in self.by_kind.get("number", ()) if isinstance(v, int)}))
+
+    @cached_property
     def kinds(self) -> frozenset[str]:
         """The kinds (:func:`_kind`) of the column's values other than None."""
         return frozenset(self.by_kind)
@@ -76,17 +98,20 @@ class Column:
     @cached_property
     def lowered(self) -> frozenset[str]:
         """The column's string values, lower-cased."""
-        return frozenset(v.lower() for v in self.values if isinstance(v, str))
+        return frozenset(map(str.lower, [v for v in self.values if isinstance(v, str)]))
 
     @cached_property
     def numbers(self) -> frozenset[Any]:
         """The column's numeric values (no booleans)."""
-        return frozenset(v for v in self.values if _kind(v) == "number")
+        return frozenset(self.by_kind.get("number", ()))
 
     @cached_property
     def answers(self) -> frozenset[str]:
         """The column's values as a reply states them (:func:`answer_text`), stripped and lower-cased."""
-        return frozenset(answer_text(v).strip().lower() for v in self.values)
+        strings = [v for v in self.values if v.__class__ is str]
+        others = [v for v in self.values if v.__class__ is not str]
+        return frozenset(map(str.lower, map(str.strip, strings))) | \
+            frozenset(answer_text(v).strip().lower() for v in others)
 
 
 @dataclass
@@ -107,8 +132,12 @@ class Snapshot:
             cols = list(data.get("columns") or [])
             rows = data.get("rows") or []
             partial = int(data.get("count") or 0) > len(rows)  # a dump shows the first rows of a big table
-            for i, c in enumerate(cols):
-                self._columns[(t, c)] = Column(t, c, tuple(r[i] for r in rows if i < len(r)), partial)
+            if set(map(len, rows)) <= {len(cols)}:  # (a dump's rows have every column)
+                columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * len(cols)
+            else:
+                columns = [tuple(r[i] for r in rows if i < len(r)) for i in range(len(cols))]
+            for c, values in zip(cols, columns, strict=True):
+                self._columns[(t, c)] = Column(t, c, values, partial)
 
     def columns(self) -> Iterable[Column]:
         return self._columns.values()
@@ -257,7 +286,31 @@ def argument_values(column: Column | None, value: Any, schema: dict[str, Any],
 
 def _picks(column: Column, value: Any, n: int) -> tuple[Any, ...]:
     """Up to ``n`` other existing values of ``column`` for ``value`` (:func:`argument_values`): for an id the largest
-    and the smallest, else the ones closest to it (:func:`_closeness`; the first in row order among equals)."""
+    and the smallest, else the ones closest to it (:func:`_closeness`; the first in row order among equals). A string
+    or an integer is picked for from the column's sorted values of its kind (:attr:`Column.texts`,
+    :attr:`Column.ints`), in the order :func:`_closeness` gives: for a string, those it contains or that contain it
+    first."""
+    if n <= 0:
+        return ()
+    if type(value) is str:
+        low = value.lower()
+        if column.name == "id":
+            return tuple(_spread([v for v, lowered in column.texts if lowered != low], n, by_extremes=True))
+        near: list[str] = []
+        far: list[str] = []
+        for v, lowered in column.texts:
+            if lowered == low:
+                continue
+            if low in lowered or lowered in low:
+                near.append(v)
+                if len(near) == n:
+                    break
+            elif len(far) < n:
+                far.append(v)
+        return tuple((near + far)[:n])
+    if type(value) is int:
+        others = [v for v in column.ints if v != value]
+        return tuple(_spread(others, n, by_extremes=True) if column.name == "id" else others[:n])
     existing: list[Any] = []
     seen: set[Any] = set()
     for v in column.by_kind.get(_kind(value), ()):  # the values of the reference value's kind, in row order
@@ -271,7 +324,7 @@ def _picks(column: Column, value: Any, n: int) -> tuple[Any, ...]:
             existing.append(v)
     if column.name == "id":  # taken by value: their closeness to the reference value does not matter
         return tuple(_spread(existing, n, by_extremes=True))
-    return tuple(heapq.nsmallest(n, existing, key=lambda v: _closeness(value, v))) if n > 0 else ()
+    return tuple(heapq.nsmallest(n, existing, key=lambda v: _closeness(value, v)))
 
 
 def pattern_probes(value: str) -> list[tuple[str, str]]:

@@ -60,7 +60,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold, read_digest
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
@@ -558,7 +558,8 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                digest = rows_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}"))
+                digest = read_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}")
+                                     .fetchall())
                 cache.put(key, digest)
                 if memo is not None:
                     memo[key] = digest

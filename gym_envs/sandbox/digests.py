@@ -4,7 +4,8 @@ The formats, recorded in specs (``state`` and ``unchanged`` checks compare them;
 converter write them): a table's digest (:func:`rows_digest`) is the SHA-256 of its rows' ``repr`` texts,
 sorted and joined by newlines (``repr`` of SQLite's values is exact and deterministic; sorting makes it
 independent of row order); the state's digest (:func:`digest_of`) is the SHA-256 of the tables' digests in
-name order.
+name order. :func:`read_digest` computes a table's digest from its rows, each row's text remembered for the next
+read of the same row (a table read again after a write formats only the rows the write changed).
 
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
@@ -44,18 +45,48 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
-__all__ = ["DigestCache", "digest_of", "fold", "rows_digest", "write_closure"]
+__all__ = ["DigestCache", "digest_of", "fold", "read_digest", "rows_digest", "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
 _MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+#: the value types whose equality is their ``repr``'s (``1 == 1.0`` and ``0.0 == -0.0``: floats are not among them)
+_EXACT = frozenset({int, str, bytes, type(None)})
+_ROW_TEXTS: dict[tuple[Any, ...], str] = {}  #: a row of exact values -> its ``repr`` (see :func:`read_digest`)
+MAX_ROW_CHARS = 1 << 23  #: the characters of the texts :data:`_ROW_TEXTS` keeps (emptied when they would pass it)
+_kept = [0]  #: the characters of the texts kept now
 
 
 def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
     """A table's digest: SHA-256 of its rows' ``repr`` texts, sorted, joined by newlines."""
     return hashlib.sha256("\n".join(sorted(map(repr, rows))).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def read_digest(rows: list[tuple[Any, ...]]) -> str:
+    """:func:`rows_digest` of ``rows`` (a table's, as SQLite gives them), each row's ``repr`` text remembered by the
+    row (up to :data:`MAX_ROW_CHARS` characters of them in a process): a table read again after a write formats its
+    new rows only. Only the rows of a table whose values are all ``int``, ``str``, ``bytes`` or None are remembered
+    or looked up: two such rows are equal exactly when their texts are (a float equals an int, and ``-0.0`` equals
+    ``0.0``, with another ``repr``; a ``bool`` equals an int)."""
+    if not _EXACT.issuperset(map(type, chain.from_iterable(rows))):
+        return rows_digest(rows)
+    memo = _ROW_TEXTS
+    texts = list(map(memo.get, rows))
+    if None in texts:
+        for i, text in enumerate(texts):
+            if text is None:
+                row = rows[i]
+                texts[i] = new = repr(row)
+                if _kept[0] + len(new) > MAX_ROW_CHARS:
+                    memo.clear()
+                    _kept[0] = 0
+                memo[row] = new
+                _kept[0] += len(new)
+    texts.sort()
+    return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()  # type: ignore[arg-type]
 
 
 def digest_of(tables: dict[str, str]) -> str:

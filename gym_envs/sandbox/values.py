@@ -34,27 +34,34 @@ def plain_json(value: Any, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
     messages) where ``json.dumps(..., allow_nan=False)`` would, and ``ValueError`` when nesting exceeds
     ``max_depth``. It never recurses deeper than ``max_depth`` frames.
     """
-    if value.__class__ is dict:  # fast path: a flat object of str keys and str/int/bool/None values
-        chars = 0  # characters of the keys and the string values
-        for k, v in value.items():
-            if k.__class__ is not str:
-                break
-            c = v.__class__
-            if c is int:
-                if not -_INT64 < v < _INT64:
-                    break
-                chars += len(k)
-            elif c is str:
-                chars += len(k) + len(v)
-            elif c is bool or v is None:
-                chars += len(k)
-            else:
-                break
-        else:
-            # an item is at most 12 characters per character (escapes), 2 quotes, ':' and ',', and its
-            # value's quotes or up to 21 characters of a number, true, false or null
-            return value.copy(), 12 * chars + 27 * len(value) + 2
+    if value.__class__ is dict:
+        flat = _flat(value)
+        if flat is not None:
+            return flat
     return _plain(value, max_depth)
+
+
+def _flat(value: dict[Any, Any]) -> tuple[dict[str, Any], int] | None:
+    """The fast path of an exact ``dict``: a flat object of str keys and str/int/bool/None values is copied as it is
+    (``(copy, size_bound)``), or None (anything else: the general copy)."""
+    chars = 0  # characters of the keys and the string values
+    for k, v in value.items():
+        if k.__class__ is not str:
+            return None
+        c = v.__class__
+        if c is int:
+            if not -_INT64 < v < _INT64:
+                return None
+            chars += len(k)
+        elif c is str:
+            chars += len(k) + len(v)
+        elif c is bool or v is None:
+            chars += len(k)
+        else:
+            return None
+    # an item is at most 12 characters per character (escapes), 2 quotes, ':' and ',', and its value's quotes or
+    # up to 21 characters of a number, true, false or null
+    return value.copy(), 12 * chars + 27 * len(value) + 2
 
 
 def _int_bound(v: int) -> int:
@@ -79,6 +86,10 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
         return v, 25
     if depth <= 0:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    if cls is dict:
+        flat = _flat(v)
+        if flat is not None:
+            return flat
     if cls is dict or isinstance(v, dict):
         out: dict[str, Any] = {}
         size = 2

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from envgen.gate import validate_spec
 from gym_envs.examples import example_path
 
@@ -87,3 +89,35 @@ def test_a_judged_check_never_catches_a_wrong_trajectory() -> None:
     noop = next(r for r in verdict.reasons if r.code == "noop_passes")
     assert noop.rule == 4 and "cancel-with-confirmation" in noop.message
     assert not any("judged" in m["detail"] for m in verdict.mutations if m["outcome"] == "killed")
+
+
+def _paced(spec: dict[str, Any], pace: int) -> dict[str, Any]:
+    """The cancellation turn with its two lookups made back to back (one run of three calls) at ``pace`` calls an
+    action."""
+    turn = spec["tasks"][0]["turns"][0]
+    ref = turn["reference"]
+    turn["reference"] = [ref[0], ref[1], ref[3], {"name": "find_customer", "arguments": {"email": "ana@example.com"}},
+                         ref[4], ref[5]]
+    turn["checks"] = [c for c in turn["checks"] if c["kind"] != "calls_per_message"] + \
+        [{"kind": "calls_per_message", "max": pace}]
+    return spec
+
+
+@pytest.mark.parametrize("pace", [None, 1, 2])
+def test_wrong_trajectories_started_after_the_references_first_items_are_judged_as_replayed(
+        pace: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong trajectory that begins with the reference's calls and say items starts from a checkpoint after them,
+    the action of the last call continued (at the turn's pace): every verdict and wrong trajectory, in order and
+    with its detail, is the one playing each from its turn's start gives."""
+    import envgen.gate.adequacy as adequacy
+    import envgen.gate.extras as extras
+
+    spec = _shop() if pace is None else _paced(_shop(), pace)
+    assert adequacy.stateless(spec["code"])
+    fast = validate_spec(spec, executor="inprocess", seed=3)
+    for module in (adequacy, extras):  # every wrong trajectory played from its turn's start
+        monkeypatch.setattr(module, "shared_items", lambda *a, **k: 0)
+    slow = validate_spec(spec, executor="inprocess", seed=3)
+    assert [str(r) for r in fast.reasons] == [str(r) for r in slow.reasons]
+    assert fast.mutations == slow.mutations and len(fast.mutations) > 10
+    assert fast.calls < slow.calls

@@ -43,6 +43,23 @@ def test_picks_are_those_a_full_sort_gives() -> None:
                 assert got == _by_sorting(col, ref, n), (values, ref, n)
 
 
+def test_picks_from_sorted_strings_and_integers_are_those_a_full_sort_gives() -> None:
+    """String and integer references pick from the column's sorted values of their kind: ids of either kind, names
+    with substrings either way and case variants, integers beside floats and booleans, and a float reference."""
+    rng = random.Random(11)
+    words = ["SKU-1", "sku-1", "SKU-10", "SKU-2", "A", "a", "ab", "B", "abc", "xyz", "Xy", "é", "É", ""]
+    for trial in range(600):
+        name = rng.choice(["id", "title", "qty"])
+        pool: list[Any] = [*words, None, 3, 3.0, True, -1, 7, 2.5, 0, 10]
+        values = tuple(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        ref = rng.choice([*words, -1, 0, 3, 7, 11, 2.5, 3.0])
+        col = Column("t", name, values)
+        for n in (0, 1, 2, 3, 5):
+            got = [v for v, _ in argument_values(col, ref, {}, n)[:-1]]
+            want = _by_sorting(col, ref, n)
+            assert got == want and [type(v) for v in got] == [type(v) for v in want], (name, values, ref, n)
+
+
 def test_a_value_that_does_not_exist_is_past_the_column() -> None:
     col = Column("t", "id", (3, 9, True, 4.5), partial=False)
     assert argument_values(col, 9, {}, 0) == [(10, "a value that does not exist")]

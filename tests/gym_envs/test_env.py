@@ -330,6 +330,63 @@ def test_call_tools_is_a_step_without_an_observation(env):
     assert info["turn_passed"]
 
 
+def test_begin_turn_on_the_state_the_calls_before_leave_is_reset_to_turn(env):
+    calls = [{"name": "find_book", "arguments": {"title": "Dune"}}, BORROW["tool_calls"][0]]
+    other = ToolEnv(SPEC, task="t0", executor="inprocess")
+    try:
+        obs, _ = env.reset_to_turn(1, calls, seed=0, history=["Found it."])
+        other.reset(seed=0)
+        other.call_tools(calls)  # turn 0's calls, in the episode itself
+        assert other.begin_turn(1, ["Found it."]) == obs
+        for e in (env, other):
+            assert [(t.index, t.calls, t.scored) for t in e.turns] == [(0, [], False), (1, [], False)]
+        assert (other.turn_index, other.steps, other.done, other.transcript, other._tool_dicts, other._prior) == \
+            (env.turn_index, env.steps, env.done, env.transcript, env._tool_dicts, env._prior)
+        assert other.state_digest() == env.state_digest()
+        got = [e.step(LIST)[1:4] for e in (env, other)] + [e.step("Member 7 has two books out.")[1:4]
+                                                            for e in (env, other)]
+        assert got[0] == got[1] and got[2] == got[3]
+        with pytest.raises(ValueError, match="out of range"):
+            other.begin_turn(2)
+    finally:
+        other.close()
+
+
+def _record(env):
+    t = env.turns[-1]
+    return ([(c.name, c.ok, c.result, c.changes) for c in t.calls], list(t.call_actions), t.actions, env.steps,
+            env.done, env.state_digest())
+
+
+@pytest.mark.parametrize("max_steps", [32, 2])
+def test_an_action_made_in_parts_is_the_action_made_at_once(max_steps):
+    """One action's calls made in parts (a checkpoint may sit between them) give the record, the step count, the
+    state and the end at the step budget that making them at once gives; the budget is checked as the action ends."""
+    calls = [{"name": "find_book", "arguments": {"title": "Dune"}}, BORROW["tool_calls"][0]]
+    once = ToolEnv(SPEC, task="t0", executor="inprocess", max_steps=max_steps)
+    parts = ToolEnv(SPEC, task="t0", executor="inprocess", max_steps=max_steps)
+    try:
+        for e in (once, parts):
+            e.reset(seed=0)
+            e.call_tools(calls[:1])
+        once.call_tools(calls)
+        parts.call_tools(calls[:1], ends=False)
+        assert not parts.done
+        parts.call_tools(calls[1:], continues=True, ends=False)
+        cp = parts.checkpoint()
+        assert cp is not None and not parts.done
+        parts.call_tools([], continues=True)  # the action ends: the step budget is checked now
+        assert _record(parts) == _record(once)
+        assert parts.done == (max_steps == 2)
+        if not parts.done:
+            assert parts.restore(cp)
+            parts.call_tools([], continues=True)
+            assert _record(parts) == _record(once)
+    finally:
+        once.close()
+        parts.close()
+
+
 def test_checkpoints_restore_the_episode_or_are_refused():
     env = ToolEnv("bank-ledger", task="pay-rent", executor="inprocess")
     try:

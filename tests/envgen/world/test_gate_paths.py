@@ -45,3 +45,26 @@ def test_the_worker_gives_the_in_process_verdict_on_a_world(shop: Any) -> None:
     there = validate_spec(shop, executor="worker", seed=7)
     assert (here.accepted, here.mutants, here.killed) == (there.accepted, there.mutants, there.killed)
     assert _outcomes(here) == _outcomes(there)
+
+
+def test_wrong_trajectories_started_from_the_references_checkpoints_are_judged_as_from_their_turns_start(
+        shop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong trajectory starts from a checkpoint after the reference's items it shares, and a turn begins on the
+    checkpoint after the whole reference of the turn before (:mod:`envgen.gate.starts`): every wrong trajectory, in
+    order and with its detail, is the one playing each from its turn's start gives."""
+    import envgen.gate.adequacy as adequacy
+    import envgen.gate.extras as extras
+    from gym_envs.env import ToolEnv
+
+    begun: list[int] = []
+    begin_turn = ToolEnv.begin_turn
+    monkeypatch.setattr(ToolEnv, "begin_turn", lambda self, turn, history=(): begun.append(turn) or
+                        begin_turn(self, turn, history))
+    fast = validate_spec(shop, executor="inprocess", seed=7)
+    assert begun  # some turns began on the turn before's checkpoint
+    for module in (adequacy, extras):
+        monkeypatch.setattr(module, "shared_items", lambda *a, **k: 0)
+    slow = validate_spec(shop, executor="inprocess", seed=7)
+    assert fast.accepted and slow.accepted, fast.reasons
+    assert fast.mutations == slow.mutations and fast.mutants > 20
+    assert fast.calls < slow.calls

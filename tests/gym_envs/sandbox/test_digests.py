@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import gym_envs.sandbox.db as db_module
 from gym_envs.errors import StateError
 from gym_envs.sandbox import InProcessExecutor, Limits, SqlLimits, StateDB
-from gym_envs.sandbox.digests import DigestCache, digest_of, fold, rows_digest, write_closure
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold, read_digest, rows_digest, write_closure
 from tests.gym_envs.sandbox.store import STORE_TOOLS, state_image, store_spec
 
 LIMITS = SqlLimits(statement_timeout_s=0.2)
@@ -100,9 +100,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     def counted(rows: Any) -> str:
         count[0] += 1
-        return rows_digest(rows)
+        return read_digest(rows)
 
-    monkeypatch.setattr(db_module, "rows_digest", counted)
+    monkeypatch.setattr(db_module, "read_digest", counted)
     yield count
 
 
@@ -410,3 +410,39 @@ def test_cached_digests_equal_fresh_ones_over_random_histories(ops: list[tuple[i
             assert_exact(state)
     assert_exact(state)
     state.close()
+
+
+def test_a_read_digest_is_the_rows_digest_whatever_rows_came_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows' texts are remembered by the rows only where equal rows have equal texts: ``1``, ``1.0`` and ``True``
+    are equal with three texts, as are ``0.0`` and ``-0.0``."""
+    import gym_envs.sandbox.digests as digests
+
+    monkeypatch.setattr(digests, "_ROW_TEXTS", {})
+    tables = [[(1, "a", None)], [(1.0, "a", None)], [(True, "a", None)], [(1, "a", None), (2, b"x", "")],
+              [(0.0,)], [(-0.0,)], [(0,)], [(False,)], [("1",)], [(b"1",)], [(1, "a", None)] * 2]
+    for _ in range(2):  # read again: the remembered texts are the ones read
+        for rows in tables:
+            assert read_digest(list(rows)) == rows_digest(rows), rows
+    assert (1, "a", None) in digests._ROW_TEXTS
+    assert not any(type(v) in (float, bool) for row in digests._ROW_TEXTS for v in row)
+
+
+def test_the_remembered_row_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gym_envs.sandbox.digests as digests
+
+    monkeypatch.setattr(digests, "_ROW_TEXTS", {})
+    monkeypatch.setattr(digests, "_kept", [0])
+    monkeypatch.setattr(digests, "MAX_ROW_CHARS", 100)
+    rows = [(i, "x" * 10) for i in range(40)]
+    assert read_digest(rows) == rows_digest(rows)
+    assert sum(map(len, digests._ROW_TEXTS.values())) <= 100 and digests._kept[0] <= 100
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
+                                    st.sampled_from(["a", "A", "é", "1"]), st.binary(max_size=2)),
+                          st.integers(0, 2)), max_size=6), st.lists(st.integers(0, 5), max_size=4))
+@settings(max_examples=200, deadline=None)
+def test_read_digests_equal_rows_digests_over_random_tables(rows: list[tuple[Any, ...]], picks: list[int]) -> None:
+    seen = [rows[i % len(rows)] for i in picks] if rows else []
+    assert read_digest(seen) == rows_digest(seen)  # some rows remembered first
+    assert read_digest(rows) == rows_digest(rows)

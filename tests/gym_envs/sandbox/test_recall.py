@@ -69,13 +69,13 @@ class _Engine:
         self.req = program_request(_spec(code, ordered=ordered))
         assert self.engine.handle(self.req)["ok"]
         self.reads: list[str] = []
-        digest = db_module.rows_digest
+        digest = db_module.read_digest
 
         def counting(rows: Any) -> str:
             self.reads.append("read")
             return digest(rows)
 
-        monkeypatch.setattr(db_module, "rows_digest", counting)
+        monkeypatch.setattr(db_module, "read_digest", counting)
 
     def open(self, ep: str, setup: list[str] | None = None) -> str:
         req = {"op": "open", "key": self.req["key"], "ep": ep, "seed": 0} | ({"setup": setup} if setup else {})

@@ -40,6 +40,8 @@ PLAIN_CASES = [
     {"a": [1, {"b": (2, 3)}]}, {1: "int", 2.5: "float", False: "bool", None: "null", "s": "str"},
     _Str("sub"), _Int(7), _Float(2.5), _Dict(a=1), collections.OrderedDict(b=2), collections.Counter("aa"),
     [_Str("x"), {_Str("k"): _Int(1)}],
+    [{"a": 1, "b": "x", "c": None, "d": True}, {"e": 2**64}, {"f": 1.5}, {"g": _Str("s")}, {1: "k"}],
+    {"rows": [{"sku": "A", "n": -(2**63)}], "one": {"k": "v"}},
 ]
 
 
@@ -63,6 +65,16 @@ def test_plain_json_refuses_what_json_refuses(value: Any) -> None:
     assert type(mine.value) is type(theirs.value)
 
 
+def test_plain_json_copies_every_object_it_returns() -> None:
+    """The copy shares no dict or list with the value (a tool cannot change a result after returning it)."""
+    value = [{"a": 1}, {"rows": [{"k": "v"}], "x": {"y": None}}]
+    copy, _ = plain_json(value)
+    assert copy == value
+    mine = [copy, copy[0], copy[1], copy[1]["rows"], copy[1]["rows"][0], copy[1]["x"]]
+    theirs = [value, value[0], value[1], value[1]["rows"], value[1]["rows"][0], value[1]["x"]]
+    assert not {id(o) for o in mine} & {id(o) for o in theirs}
+
+
 def test_plain_json_reads_the_real_content_of_subclasses() -> None:
     """``json.dumps`` asks a dict subclass for its ``items()``; ``plain_json`` reads the dict itself."""
     assert plain_json(_RiggedDict(a=1))[0] == {"a": 1}
@@ -70,6 +82,11 @@ def test_plain_json_reads_the_real_content_of_subclasses() -> None:
 
 def test_plain_json_caps_nesting() -> None:
     deep: list[Any] = []
+    for _ in range(70):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested deeper"):
+        plain_json(deep)
+    deep = [{"flat": 1}]
     for _ in range(70):
         deep = [deep]
     with pytest.raises(ValueError, match="nested deeper"):
