@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +15,12 @@ import pytest
 
 from envgen.world.blueprint import WorldBlueprint
 from envgen.world.compile import compile_world
+from envgen.world.data import Pools
 from envgen.world.normalize import to_world
 from envgen.world.render import describe
 from envgen.world.sim import Run, Simulator
+from envgen.world.tasks.base import Writer
+from envgen.world.tasks.families import Families
 from envgen.world.tasks.withheld import _writes
 from gym_envs.spec import EnvSpec
 
@@ -217,3 +221,24 @@ def test_tasks_ask_for_the_new_operations_and_refuse_them_in_states_they_do_not_
             refused |= {op for op in new if task.id.endswith(f"refuse_{op}")}
     assert new <= called, new - called
     assert refused, "no task asks for a state-keeping operation on a record in a state it refuses"
+
+
+def test_a_change_that_fits_none_of_the_records_does_not_stop_the_request_for_another() -> None:
+    """The change a request asks for is drawn among the main record's operations; one that no record allows (a
+    guard no order meets) is passed over for the next, so the draw never ends the request."""
+    never = {"name": "engrave_order", "kind": "transition", "entity": "order", "sources": ["pending", "processing"],
+             "conditions": [{"kind": "compare", "field": "replacements_sent", "op": ">", "value": 5,
+                             "message": "Only orders with more than five replacements can be engraved."}],
+             "phrase": "engrave {record}", "reasons": ["it is a keepsake"]}
+    wrap = next(o for o in _STORE["operations"] if o["name"] == "gift_wrap_order")
+    cw = compile_world(_world(operations=[never, wrap]), env_id="test-store-goal", seed=0)
+    sim = Simulator(cw.spec)
+    try:
+        for seed in range(8):
+            rng = random.Random(seed)
+            fam = Families(Writer(cw.world, sim, rng), Pools(rng, currency=cw.world.currency))
+            draft = fam.write_goal()
+            assert draft is not None, seed
+            assert [c["name"] for t in draft.turns for c in t.calls][-1] == "gift_wrap_order"
+    finally:
+        sim.close()
