@@ -30,8 +30,8 @@ __all__ = ["CODE_NAMES", "code_name", "render_code", "select_sql"]
 #: field or a key) or a helper of that name would shadow one of them, so the normaliser renames or drops those
 #: (:func:`code_name`); tests/envgen/world/test_code_names.py checks the list against the code of every domain
 CODE_NAMES = frozenset({"entry", "cents", "find", "shift_days", "reload", "show", "day", "dest", "dst", "held", "key",
-                        "made", "n", "new", "new_id", "out", "owner", "params", "r", "rec", "rows", "sql", "src",
-                        "start", "who"})
+                        "made", "n", "new", "new_id", "other", "out", "owner", "params", "r", "rec", "rows", "sql",
+                        "src", "start", "who"})
 
 
 def code_name(name: str) -> bool:
@@ -407,17 +407,20 @@ def _b_update(world: World, op: Op) -> list[str]:
 def _b_transition(world: World, op: Op) -> list[str]:
     # The source state is checked before the guards, as a service says first that a record is in the wrong
     # state ("the loan is returned") and only then why a record in the right state is refused.
+    # A transition without a target keeps the state whichever source state the record is in (gift-wrapping a
+    # pending or a processing order); one whose target is among its sources moves every source state there.
     ent = op.entity
     lines: list[str] = []
     if op.sources:
         msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; only "
                f"{' or '.join(op.sources)} {ent.humans} can be set to {op.target}.")
-        if op.target in op.sources:  # an operation that keeps the state (a renewal): its effects are the point
+        if op.keeps_state:  # an operation whose effects are the point (a renewal, a gift wrap)
             msg = (f"The {ent.human} \" + rec[\"{ent.key.name}\"] + \" is \" + rec[\"state\"] + \"; "
                    f"{human(op.name)} applies only to {' or '.join(op.sources)} {ent.humans}.")
         lines += [f"if rec[\"state\"] not in {tuple(op.sources)!r}:", f"    raise ToolError(\"{msg}\")"]
     lines = _load(op, lines)
-    lines.append(_set(ent.table, "state", repr(op.target)))
+    if op.target is not None:
+        lines.append(_set(ent.table, "state", repr(op.target)))
     return lines + _done(op)
 
 

@@ -256,7 +256,7 @@ class Op:
     origin: str = ""  #: the document's function it is modelled on (``Queue.put``)
     #: create/update: the fields it takes; adjust/transfer/total: the number it changes
     fields: list[str] = dataclasses.field(default_factory=list)
-    target: str | None = None  #: transition/take: the state it moves to
+    target: str | None = None  #: transition/take: the state it moves to (a transition without one keeps the state)
     sources: list[str] = dataclasses.field(default_factory=list)  #: transition/take/count: the states it acts on
     order: str = "first"  #: take: ``first`` (FIFO) or ``last`` (LIFO)
     holder: str | None = None  #: acquire/release: the reference that holds the record
@@ -269,6 +269,12 @@ class Op:
     @property
     def writes(self) -> bool:
         return self.kind not in READ_KINDS
+
+    @property
+    def keeps_state(self) -> bool:
+        """Whether a ``transition`` leaves the record in the state it found it in: it has no ``target`` (any of its
+        ``sources`` stays as it is), or its one source is its target (a renewal of an active loan)."""
+        return self.kind == "transition" and (self.target is None or self.sources == [self.target])
 
 
 @dataclass

@@ -84,7 +84,10 @@ def _op_problem(op: Op) -> str | None:
 
 def _kind_problem(op: Op) -> str | None:
     ent, k = op.entity, op.kind
-    if k in ("transition", "take") and (not ent.states or op.target not in ent.states):
+    if k == "transition" and op.target is None and not op.sources:
+        return "a transition that keeps the state (no target) needs the source states it accepts"
+    if k in ("transition", "take") and (not ent.states or (op.target not in ent.states and
+                                                           (k == "take" or op.target is not None))):
         return f"target state {op.target!r} is not one of {ent.name}'s states"
     if k in ("transition", "take", "count", "total") and any(s not in ent.states for s in op.sources):
         return f"source states {op.sources} are not all states of {ent.name}"

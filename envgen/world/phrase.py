@@ -138,7 +138,7 @@ def verb_phrase(op: Op) -> str:
     if op.kind == "adjust":
         return f"add {{value}} to the {human(op.fields[0])} of {{record}}"
     if op.kind == "transition":
-        return f"{verb} {{record}}" if verb != "transition" else f"mark {{record}} as {op.target}"
+        return f"{verb} {{record}}" if verb != "transition" or op.target is None else f"mark {{record}} as {op.target}"
     return f"{verb} {{record}}"
 
 

@@ -256,7 +256,8 @@ def describe(op: Op) -> str:
     text = op.description.rstrip(".") + "." if op.description else _default_description(op)
     rules = [c.message.rstrip(".") for c in op.conditions if c.kind in ("compare", "ref_state")]
     if op.kind == "transition" and op.sources:
-        rules.insert(0, f"the {ent.human} is not {' or '.join(op.sources)}" if op.target in op.sources
+        kept = op.keeps_state or op.target in op.sources
+        rules.insert(0, f"the {ent.human} is not {' or '.join(op.sources)}" if kept
                      else f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
     if rules:
         text += " Refused when: " + "; ".join(rules) + "."
@@ -277,7 +278,8 @@ def _default_description(op: Op) -> str:
                    f"Search {e.humans} by words of their {human(text_field(e) or e.key.name)}."),
         "create": f"Create {_a(e.human)}.",
         "update": f"Change details of {_a(e.human)}.",
-        "transition": f"Set {_a(e.human)}'s state to {op.target}.",
+        "transition": f"Set {_a(e.human)}'s state to {op.target}." if op.target is not None else
+                      f"Act on {_a(e.human)} that is {' or '.join(op.sources)}; its state stays as it is.",
         "adjust": f"Add an amount to {_a(e.human)}'s {human(op.fields[0]) if op.fields else 'value'}.",
         "transfer": f"Move an amount of {human(op.fields[0]) if op.fields else 'value'} from one {e.human} to another.",
         "move": f"Move {_a(e.human)} to another {e.parent.entity.human if e.parent else 'place'}.",

@@ -45,7 +45,7 @@ from envgen.proposers.world.sense import (
     update_field,
     verb_target,
 )
-from envgen.world.blueprint import ConditionSpec, OperationSpec, WorldBlueprint
+from envgen.world.blueprint import MAX_OPERATIONS, ConditionSpec, OperationSpec, WorldBlueprint
 from envgen.world.catalog import CatalogEntry, entries
 from envgen.world.model import plural
 from gym_envs.seeding import stable_seed
@@ -182,7 +182,7 @@ def graft(entry: CatalogEntry, sem: Any, origin_module: str) -> tuple[WorldBluep
         effects.add(key)
         grafted.append(spec)
     kept = [o for o in bp.operations if o.name not in renamed]
-    bp.operations = [*kept, *grafted][:18]
+    bp.operations = [*kept, *grafted][:MAX_OPERATIONS]
     tools = {o.name for o in bp.operations}
     for rule in bp.policy:
         if rule.op in renamed:

@@ -34,6 +34,9 @@ from envgen.world.tasks.withheld import Withheld
 
 __all__ = ["Families"]
 
+_GOAL_TRIES = 3
+"""Operations :meth:`Families.write_goal` tries before it gives up on a scope (each search runs the tool)."""
+
 _COUNT_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
 
@@ -43,10 +46,17 @@ class Families(Operations, Catalog, Withheld):
 
     # -- families -------------------------------------------------------------------------------------
     def write_goal(self, missing: bool = False) -> Draft | None:
+        """A change to one of the scope's main records; the change is drawn from the main entity's operations, and
+        when none of the scope's records allows the one drawn (a replacement only of a delivered order, a gift wrap
+        only of one not yet wrapped) the next is tried, up to :data:`_GOAL_TRIES`."""
         ops = [o for o in self.world.ops if o.entity is self.main and o.kind in CHANGES]
-        if not ops:
-            return None
-        op = self.rng.choice(ops)
+        for op in self.rng.sample(ops, k=len(ops))[:_GOAL_TRIES]:
+            draft = self._write_goal(op, missing)
+            if draft is not None:
+                return draft
+        return None
+
+    def _write_goal(self, op: Op, missing: bool) -> Draft | None:
         for t, call in self.doable(op):
             voice, said = t.voice, t.said
             looks = self.reach(t.find, t.row, said)

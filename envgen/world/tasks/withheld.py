@@ -55,7 +55,7 @@ def _writes(op: Op) -> set[str]:
     if op.kind == "delete":
         return {"*"}
     own = {e.field for e in op.effects if e.ref is None}
-    if op.kind in ("transition", "take"):
+    if op.kind == "take" or (op.kind == "transition" and not op.keeps_state):
         return own | {"state"}
     if op.kind in ("acquire", "release"):
         return own | ({op.holder} if op.holder else set())
