@@ -48,7 +48,7 @@ def test_picks_from_sorted_strings_and_integers_are_those_a_full_sort_gives() ->
     with substrings either way and case variants, integers beside floats and booleans, and a float reference."""
     rng = random.Random(11)
     words = ["SKU-1", "sku-1", "SKU-10", "SKU-2", "A", "a", "ab", "B", "abc", "xyz", "Xy", "é", "É", ""]
-    for trial in range(600):
+    for _trial in range(600):
         name = rng.choice(["id", "title", "qty"])
         pool: list[Any] = [*words, None, 3, 3.0, True, -1, 7, 2.5, 0, 10]
         values = tuple(rng.choice(pool) for _ in range(rng.randint(0, 30)))
