@@ -87,9 +87,12 @@ TINY_OVERRIDES = [
     "selfplay.round.n=2", "selfplay.round.oversample=2.0", "selfplay.round.group_size=2", "selfplay.tasks_per_env=1",
     "selfplay.solve_rate=reward", "selfplay.probe.documents=1", "selfplay.proposer.max_new_tokens=256",
     "selfplay.proposer.excerpt_tokens=80", "selfplay.proposer.n_examples=0", "selfplay.eval_attempts=1",
-    "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12", "rollout.max_turn_tokens=48",
+    "selfplay.controller.probes=1", "solver.num_generations=2", "rollout.max_steps=12",
     "rollout.max_completion_tokens=200", "model.device=cpu", "model.dtype=fp32", "model.chat_template=null",
     "run.report_to=[]"]
+#: ``--tiny``'s solver warm start (epochs, lr, batch, replay): the random model learns to end some turns within 96
+#: tokens, so most tasks' two episodes differ in reward (untaught, all score 0); more makes its blueprints far longer
+TINY_SOLVER_WARM_START = (4, 1e-2, 8, 0.0)
 
 
 def bench_structure(cfg: Any) -> str:
@@ -354,7 +357,8 @@ def run(out: Path, *, config: str = "selfplay-smollm2-h200", sets: list[str] | N
         if not (tiny_dir / "config.json").is_file():
             build_tiny_qwen3(tiny_dir)
         overrides = [*TINY_OVERRIDES, f"model.name_or_path={tiny_dir}", "model.gguf_file=null", *overrides]
-        train_templates, heldout_templates, heldout_model, sft_epochs = 2, 1, 1, 1
+        train_templates, heldout_templates, heldout_model = 2, 1, 1
+        sft_epochs, sft_lr, sft_batch, replay = TINY_SOLVER_WARM_START
     elif not any(s.startswith("model.name_or_path=") for s in overrides):
         from training.bench.common import smollm2_gguf
 
