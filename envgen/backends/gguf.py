@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from envgen.errors import BackendError
+from envgen.errors import BackendError, install_hint
 
 __all__ = ["cache_folder", "dequantized", "is_gguf"]
 
@@ -47,8 +47,9 @@ def dequantized(model: str | Path, *, dtype: str = "bfloat16", cache: Path | Non
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:
-        raise BackendError(f"de-quantising {path.name} needs transformers and torch ({e.name} is missing): "
-                           "pip install 'envwright[train]'") from None
+        missing = e.name or "transformers"
+        raise BackendError(f"de-quantising {path.name} needs transformers and torch ({missing} is missing): "
+                           f"{install_hint(missing, 'train')}") from None
     try:
         loaded: Any = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                            dtype=getattr(torch, dtype))
