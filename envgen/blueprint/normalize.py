@@ -161,7 +161,11 @@ class Normalizer:
         if pick is not None:
             self.repair(where, f"{why}; the string field {pick.name!r} identifies records instead")
             return pick
-        name = "name" if "name" not in {c.name for c in columns} else f"{be.name}_name"
+        used = {c.name for c in columns} | taken
+        entity = snake(be.name) or "record"
+        # the first name no field has (a field ``list`` is renamed ``list_name``, so ``<entity>_name`` can be taken)
+        name = next(n for n in ("name", f"{entity}_name", "label", f"{entity}_label", "title", *(
+            f"name_{i}" for i in range(2, len(used) + 3))) if n not in used)
         self.repair(where, f"{why}; added a string key {name!r}")
         return Column(name, "TEXT", "", description="the name that identifies it")
 

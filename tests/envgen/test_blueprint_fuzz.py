@@ -7,8 +7,10 @@ states without transitions, empty task mixes. Names come from a small pool so re
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,3 +73,39 @@ def test_every_schema_valid_blueprint_compiles_or_is_refused(data: dict[str, Any
     except CompileError:
         return
     assert compiled.spec.tools and compiled.spec.tasks
+
+
+def _one_entity(key: str, fields: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"blueprint_version": 1, "title": "Queue", "summary": "", "operations": [], "rules": [],
+            "tasks": {"execute": 1, "read": 1, "read_then_write": 0, "missing_parameter": 0, "decline": 0},
+            "difficulty": None,
+            "entities": [{"name": "list", "description": "", "key": key, "parent": None, "states": [],
+                          "fields": [{"name": n, "type": t, "description": ""} for n, t in fields]}]}
+
+
+@pytest.mark.parametrize("key", ["item", "id", "name", "list"])
+@pytest.mark.parametrize("fields", [
+    [("item", "integer"), ("item", "string"), ("name", "integer"), ("list", "integer")],  # hypothesis found it
+    [("name", "integer"), ("list", "integer")],
+    [("name", "number"), ("list", "boolean"), ("label", "integer"), ("list_label", "integer")],
+])
+@pytest.mark.parametrize("seed", range(4))
+def test_an_added_key_never_takes_a_renamed_fields_column(key: str, fields: list[tuple[str, str]], seed: int) -> None:
+    # entity ``list`` with no string field: the compiler adds a string key; its first choices, ``name`` and
+    # ``list_name``, are the columns of an integer field and of the field ``list`` (renamed: a builtin)
+    bp = parse_blueprint(_one_entity(key, fields)).blueprint
+    assert bp is not None
+    for doc in (DOC, JS):
+        try:
+            compiled = compile_blueprint(bp, doc, seed=seed)
+        except CompileError:
+            continue
+        assert compiled.spec.tools and compiled.spec.tasks
+        db = sqlite3.connect(":memory:")
+        db.executescript(compiled.spec.state.schema_sql + compiled.spec.state.seed_sql)
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            for _, column, sqltype, *_ in db.execute(f'PRAGMA table_info("{table}")'):
+                kinds = {k for (k,) in db.execute(f'SELECT DISTINCT typeof("{column}") FROM "{table}"')}
+                want = {"INTEGER": {"integer"}, "TEXT": {"text"}, "REAL": {"real", "integer"},
+                        "BOOLEAN": {"integer"}}.get(sqltype, kinds)
+                assert kinds <= want | {"null"}, (table, column, sqltype, kinds)
