@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from envgen.errors import install_hint
+from training.attention import attention_for, register_attention
 from training.checkpoint import find_checkpoint, seed_everything
 from training.config import TrainConfig
 from training.errors import ConfigError
@@ -124,6 +125,13 @@ def load_policy(cfg: TrainConfig, path: str | None = None, *, wrap_lora: bool = 
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tok.pad_token_id
     model.to(device)
+    if not cfg.model.attn_implementation:
+        precision = resolve_dtype_name(cfg, device)
+        attention = attention_for(model.config, device=device, weights_dtype=_TORCH_DTYPES[precision],
+                                  autocast=precision == "bf16-mixed")
+        if attention is not None:  # fp32 on CUDA: keep SDPA's memory-efficient kernel (training.attention)
+            register_attention()
+            model.set_attn_implementation(attention)
     if cfg.model.gradient_checkpointing:
         (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
         model.config.use_cache = False

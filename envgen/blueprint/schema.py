@@ -177,22 +177,25 @@ class Blueprint(_Model):
 # -- the decoding schema ------------------------------------------------------------------------------
 
 
-def _strict(node: Any, defs: dict[str, Any]) -> Any:
-    """Inline ``$ref``s, drop titles and defaults, and make every property required, in order."""
+def _strict(node: Any, defs: dict[str, Any], *, optional_defaults: bool = False) -> Any:
+    """Inline ``$ref``s, drop titles and defaults, and make every property required, in order (with
+    ``optional_defaults``: only those the model requires, those without a default, so that a compact
+    blueprint that leaves defaults out decodes too)."""
     if isinstance(node, list):
-        return [_strict(x, defs) for x in node]
+        return [_strict(x, defs, optional_defaults=optional_defaults) for x in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
-        return _strict(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        return _strict(defs[node["$ref"].rsplit("/", 1)[-1]], defs, optional_defaults=optional_defaults)
     out = {}
     for k, v in node.items():
         if k == "properties":
-            out[k] = {name: _strict(sub, defs) for name, sub in v.items()}
-        elif k not in ("title", "default", "$defs"):
-            out[k] = _strict(v, defs)
+            out[k] = {name: _strict(sub, defs, optional_defaults=optional_defaults) for name, sub in v.items()}
+        elif k not in ("title", "default", "$defs", "required"):
+            out[k] = _strict(v, defs, optional_defaults=optional_defaults)
     if out.get("type") == "object" and "properties" in out:
-        out["required"] = list(out["properties"])
+        needed = set(node.get("required", ())) if optional_defaults else set(out["properties"])
+        out["required"] = [name for name in out["properties"] if name in needed]
         out["additionalProperties"] = False
     return out
 

@@ -192,18 +192,23 @@ class WorldBlueprint(_Model):
     difficulty: Literal["easy", "medium", "hard"] | None = None
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=True)
+        """Compact JSON: a key at its default is left out (a world is read back with the defaults filled in),
+        which keeps a model's whole world inside a small model's context."""
+        compact = self.model_dump(mode="json", exclude_defaults=True)
+        return json.dumps({"blueprint_version": self.blueprint_version, **compact}, ensure_ascii=True)
 
 
 def world_json_schema(constraints: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON Schema a model decodes a world blueprint under (every property required, in order), optionally
+    """The JSON Schema a model decodes a world blueprint under (the properties without a default required, every
+    property in order, so that the compact :meth:`WorldBlueprint.to_json` is what it decodes), optionally
     narrowed by a skill's ``constraints`` (its ``blueprint`` section, :attr:`envgen.skills.Skill.blueprint`) to
     the world structure they ask for (:mod:`envgen.world.requirements`: the first operations of the kinds
     required, the main entity's lifecycle, policy rules a refusal tests, a self-service user)."""
     from envgen.blueprint.schema import _strict  # one strictifier for both blueprint versions
 
     raw = WorldBlueprint.model_json_schema()
-    schema = _strict(raw, raw.get("$defs", {}))
+    schema = _strict(raw, raw.get("$defs", {}), optional_defaults=True)
+    schema["required"].insert(0, "blueprint_version")  # the version says which blueprint it is: always written
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"envwright world blueprint v{WORLD_VERSION}"
     if constraints:

@@ -166,9 +166,31 @@ def narrow_world_schema(schema: dict[str, Any], needs: WorldNeeds) -> None:
         firsts.append(_main(ents["items"], needs))
     _require_first(ents, firsts)
     if needs.self_service:
-        props["operator"] = {"type": "boolean", "enum": [False]}
+        props["operator"] = {"type": "boolean", "enum": [False]}  # or left out: False is its default
     pol = props["policy"]
     _require_first(pol, [_rule(pol["items"], kinds) for kinds in needs.policy])
+    _require_nonempty(schema)
+
+
+def _require(obj: dict[str, Any], key: str) -> None:
+    """Make ``key`` a required property of the object schema ``obj`` (a key with a default may be left out)."""
+    if key not in obj.get("required", []):
+        obj["required"] = [k for k in obj["properties"] if k in {*obj.get("required", []), key}]
+
+
+def _require_nonempty(node: Any) -> None:
+    """Require every property narrowed to a non-empty list (``minItems``): left out, it would be its empty default."""
+    if isinstance(node, list):
+        for x in node:
+            _require_nonempty(x)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, sub in (node.get("properties") or {}).items():
+        if isinstance(sub, dict) and int(sub.get("minItems", 0)) > 0:
+            _require(node, key)
+    for v in node.values():
+        _require_nonempty(v)
 
 
 def _with_enum(item: dict[str, Any], key: str, values: tuple[str, ...]) -> dict[str, Any]:
@@ -195,4 +217,5 @@ def _rule(item: dict[str, Any], kinds: tuple[str, ...]) -> dict[str, Any]:
     out = _with_enum(item, "kind", kinds)
     op = out["properties"]["op"]
     out["properties"]["op"] = next(x for x in op["anyOf"] if x.get("type") == "string")
+    _require(out, "op")
     return out

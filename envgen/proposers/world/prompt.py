@@ -49,6 +49,7 @@ code's exception and message), its updates "effects"; "phrase" says how a person
 - "policy": at least 5 rules, kinds {", ".join(POLICY_KINDS)}; some must be enforced only by the policy \
 (confirm before a change, a limit that goes to a person, states a change is not allowed in).
 - "vocabulary": the domain's words (titles of things, adjectives, notes).
+Leave out a key whose value is its default (false, null, [], "" or 0 rows changed), as the example does.
 Answer with the JSON object only."""
 
 
