@@ -60,6 +60,8 @@ class FailureCode(StrEnum):
     COMPILE = "compile"  #: the blueprint could not be compiled into a spec
     CONSTRAINED_PARSE = "constrained_parse"  #: a parse failure under constrained decoding: a bug, must be 0
     GENERATION = "generation"  #: the model backend failed (the attempt is retried on resume)
+    #: the prompt leaves too little room in the model's context window (``min_new_tokens``): it was not sent
+    TOO_LONG = "too_long"
     NO_SPEC = "no_spec"  #: no spec, for a reason the proposer did not code
     SKILL_VALIDATOR = "skill_validator"  #: the conditioning skill's validator refused the spec
 

@@ -415,8 +415,9 @@ def _propose_and_validate(prop: Proposer, batch: list[Any], cfg: GenerateConfig,
             results[d.id] = (p, v if isinstance(v, Verdict) else None)
         retry: list[tuple[Any, Proposal, str]] = []
         for d, p in pending:
-            if p.spec is None and (p.meta or {}).get("error_code") == BACKEND_FAILURE:
-                yield d, _verdict_outcome(d.id, p, None, d)  # the backend failed: no repair prompt can help
+            if p.spec is None and (p.meta or {}).get("error_code") in (BACKEND_FAILURE, FailureCode.TOO_LONG):
+                # the backend failed, or the prompt did not fit the context window: no repair prompt can help
+                yield d, _verdict_outcome(d.id, p, None, d)
                 continue
             if p.spec is None:
                 feedback = f"- your output could not be used: {p.error}"

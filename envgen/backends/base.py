@@ -28,6 +28,12 @@ swap them by name:
   budgets decode in one batch); ``_generate`` receives an int when every prompt has the same budget, and a
   list (one per prompt) otherwise, only on a backend that sets ``per_prompt_budgets`` (every built-in one
   does); another is called once per distinct budget;
+* a prompt and its completion fit the model's context window: on a backend that knows the window
+  (:attr:`Backend.context_window`) and the prompt's length (:meth:`Backend.prompt_length`: ``transformers``,
+  ``vllm``), a prompt's budget is cut to what the window leaves after it, and a prompt that leaves less than
+  ``min_new_tokens`` (or less than its budget, when that is smaller; at least 1) is not sent: its completions
+  fail (``finish_reason == "error"``) with ``meta["error_code"] == "too_long"`` and an error naming both
+  lengths (:func:`too_long_completion`). Each completion's ``meta["max_new_tokens"]`` is the budget it had;
 * ``json_schema`` (one JSON Schema for every prompt, or one per prompt, ``None``
   for unconstrained ones) constrains decoding so the completion is a JSON text
   the schema admits: xgrammar's logits processor for ``transformers``, structured
@@ -41,7 +47,7 @@ swap them by name:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gym_envs.messages import chat_messages
@@ -56,6 +62,7 @@ __all__ = [
     "check_sampling",
     "prompt_text",
     "schema_list",
+    "too_long_completion",
     "truncate_at_stop",
 ]
 
@@ -78,15 +85,31 @@ def check_sampling(*, max_new_tokens: int, temperature: float, top_p: float) -> 
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
-def budget_list(max_new_tokens: int | Sequence[int], n_prompts: int) -> list[int]:
-    """``max_new_tokens`` as one budget per prompt; refuses a list of the wrong length or a budget below 1."""
+def budget_list(max_new_tokens: int | Sequence[int], n_prompts: int, *, name: str = "max_new_tokens") -> list[int]:
+    """``max_new_tokens`` as one budget per prompt; refuses a list of the wrong length (``name``: the argument's
+    name in that message)."""
     if isinstance(max_new_tokens, int):
         return [max_new_tokens] * n_prompts
     out = [int(b) for b in max_new_tokens]
     if len(out) != n_prompts:
-        raise ValueError(f"max_new_tokens has {len(out)} entries for {n_prompts} prompts (give one budget, or one "
+        raise ValueError(f"{name} has {len(out)} entries for {n_prompts} prompts (give one budget, or one "
                          "per prompt)")
     return out
+
+
+def too_long_completion(prompt_tokens: int, window: int, min_new_tokens: int, model: str) -> Completion:
+    """The failed completion of a prompt of ``prompt_tokens`` that leaves less than ``min_new_tokens`` of the
+    model's context ``window``: it was not sent (``meta["error_code"] == "too_long"``, the prompt's length in
+    ``meta["prompt_length"]``; ``prompt_tokens`` is 0, since the model read nothing)."""
+    from envgen.errors import FailureCode
+
+    room = max(0, window - prompt_tokens)
+    need = f"room for {min_new_tokens} new token{'s' * (min_new_tokens != 1)}"
+    return Completion(text="", finish_reason="error",
+                      error=f"the prompt is {prompt_tokens} tokens, which does not fit the context window of {model} "
+                            f"({window} tokens) with {need} ({room} left): shorten the prompt (a smaller "
+                            "document excerpt) or use a model with a longer context",
+                      meta={"error_code": FailureCode.TOO_LONG, "prompt_length": prompt_tokens})
 
 
 def schema_list(json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
@@ -183,14 +206,19 @@ class Backend:
         stop: Sequence[str] | None = None,
         tools: list[dict[str, Any]] | None = None,
         json_schema: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
+        min_new_tokens: int | Sequence[int] = 1,
     ) -> list[Completion]:
-        """Generate ``n`` completions for every prompt, in one batch (see the module docstring)."""
+        """Generate ``n`` completions for every prompt, in one batch (see the module docstring);
+        ``min_new_tokens`` (one, or one per prompt): the least room in the context window a prompt is sent with."""
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         prompts = list(prompts)
         budgets = budget_list(max_new_tokens, len(prompts))
         for b in budgets or [max_new_tokens if isinstance(max_new_tokens, int) else 1]:
             check_sampling(max_new_tokens=b, temperature=temperature, top_p=top_p)
+        floors = budget_list(min_new_tokens, len(prompts), name="min_new_tokens")
+        if any(f < 1 for f in floors):
+            raise ValueError(f"min_new_tokens must be >= 1, got {min(floors)}")
         for i, p in enumerate(prompts):
             if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(m, dict) for m in p)):
                 raise TypeError(f"prompt {i} must be a string or a list of message dicts, "
@@ -199,12 +227,47 @@ class Backend:
             return []
         prompts = [p if isinstance(p, str) else chat_messages(p) for p in prompts]
         schemas = schema_list(json_schema, len(prompts))
+        refused = self._fit_window(prompts, budgets, floors, tools)
+        send = [i for i in range(len(prompts)) if i not in refused]
         common: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "seed": seed, "n": n,
                                   "stop": list(stop) if stop else None, "tools": tools}
+        sent = self._dispatch([prompts[i] for i in send], [budgets[i] for i in send], [schemas[i] for i in send],
+                              common) if send else []
+        by_prompt = {i: sent[k * n:(k + 1) * n] for k, i in enumerate(send)}
+        by_prompt.update((i, [replace(c, meta=dict(c.meta)) for _ in range(n)]) for i, c in refused.items())
+        out = [c for i in range(len(prompts)) for c in by_prompt[i]]
+        for c, b in zip(out, [b for b in budgets for _ in range(n)], strict=True):
+            c.meta.setdefault("max_new_tokens", b)
+        return out
+
+    def _fit_window(self, prompts: list[Prompt], budgets: list[int], floors: list[int],
+                    tools: list[dict[str, Any]] | None) -> dict[int, Completion]:
+        """Cut each budget (in place) to what the context window leaves after its prompt; returns the failed
+        completions of the prompts that leave too little room (module docstring), which are not sent."""
+        window = self.context_window
+        refused: dict[int, Completion] = {}
+        if window is None:
+            return refused
+        for i, p in enumerate(prompts):
+            length = self.prompt_length(p, tools)
+            if length is None:
+                continue
+            floor = max(1, min(floors[i], budgets[i]))
+            if window - length < floor:
+                refused[i] = too_long_completion(length, window, floor, self.model_id)
+            else:
+                budgets[i] = min(budgets[i], window - length)
+        return refused
+
+    def _dispatch(self, prompts: list[Prompt], budgets: list[int], schemas: list[dict[str, Any] | None],
+                  common: dict[str, Any]) -> list[Completion]:
+        """``_generate`` over prompts that fit: one call, or one per distinct budget on a backend without
+        ``per_prompt_budgets`` (reassembled in prompt order)."""
+        n = common["n"]
         if len(set(budgets)) == 1 or self.per_prompt_budgets:
             out = self._generate(prompts, max_new_tokens=budgets[0] if len(set(budgets)) == 1 else budgets,
                                  **common, **_schemas_kwarg(schemas))
-        else:  # one call per distinct budget, reassembled in prompt order
+        else:
             parts: dict[int, list[int]] = {}
             for i, b in enumerate(budgets):
                 parts.setdefault(b, []).append(i)
@@ -236,6 +299,11 @@ class Backend:
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` for this model (exact where the backend has a tokenizer)."""
         return approx_tokens(text)
+
+    def prompt_length(self, prompt: Prompt, tools: list[dict[str, Any]] | None = None) -> int | None:
+        """Tokens of ``prompt`` as the model reads it (a chat with its template applied); None where the backend
+        cannot count them exactly (then its budget is not fitted to the context window)."""
+        return None
 
     def close(self) -> None:
         """Release what the backend holds (models, engines, thread pools)."""

@@ -25,8 +25,8 @@ Contract (beyond :mod:`envgen.backends.base`):
   constrained ones), and each prompt may have its own ``max_new_tokens``
   (the batch decodes to the largest; each completion is cut to its own);
 * a completion ends at the model's context window (``max_position_embeddings``: :attr:`context_window`); a
-  prompt that fills the window is not generated from and gets a failed completion (``finish_reason="error"``)
-  that says so;
+  prompt that fills the window is not generated from and gets a failed completion (``finish_reason="error"``,
+  ``meta["error_code"] == "too_long"``) that says so (:func:`~envgen.backends.base.too_long_completion`);
 * each ``generate`` call shows a progress bar of decoding steps on a terminal
   (:class:`StepBar`; silent when stderr is not a terminal), since a CPU batch
   takes minutes.
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from corpora.registry import build_config
-from envgen.backends.base import Backend, Completion, Prompt, check_sampling, truncate_at_stop
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling, too_long_completion, truncate_at_stop
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
@@ -321,19 +321,16 @@ class TransformersBackend(Backend):
     def _generate(self, prompts: list[Prompt], *, max_new_tokens: int | list[int], temperature: float,
                   top_p: float, seed: int, n: int, stop: list[str] | None, tools: list[dict[str, Any]] | None,
                   schemas: list[dict[str, Any] | None] | None = None) -> list[Completion]:
+        # every prompt fits the context window with its budget (Backend.generate cut the budgets to it)
         encoded = [self.encode(p, tools) for p in prompts]
         rows = [ids for ids in encoded for _ in range(n)]
         budgets = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
         row_budgets = [b for b in budgets for _ in range(n)]
         row_schemas = [s for s in (schemas or [None] * len(prompts)) for _ in range(n)]
-        window = self.context_window
-        if window is not None:  # a row's completion ends at the model's context window
-            row_budgets = [min(b, window - len(r)) for b, r in zip(row_budgets, rows, strict=True)]
-        fit = [i for i, b in enumerate(row_budgets) if b >= 1]
-        done: dict[int, Completion] = {i: self._too_long(rows[i]) for i in range(len(rows)) if row_budgets[i] < 1}
-        size = self.batch_size or max(1, len(fit))
-        for chunk, start in enumerate(range(0, len(fit), size)):
-            part = fit[start:start + size]
+        done: dict[int, Completion] = {}
+        size = self.batch_size or max(1, len(rows))
+        for chunk, start in enumerate(range(0, len(rows), size)):
+            part = list(range(start, min(start + size, len(rows))))
             # constrained and free rows share a batch: the grammar processor masks only the constrained ones
             schemas_here = [row_schemas[i] for i in part]
             grammars = ([self.grammar(x) if x is not None else None for x in schemas_here]
@@ -345,12 +342,8 @@ class TransformersBackend(Backend):
                             strict=True))
         return [done[i] for i in range(len(rows))]
 
-    def _too_long(self, prompt_ids: list[int]) -> Completion:
-        """The failed completion of a prompt that leaves no room in the model's context window."""
-        return Completion(text="", prompt_tokens=len(prompt_ids), finish_reason="error",
-                          error=f"the prompt is {len(prompt_ids)} tokens, which does not fit the context window of "
-                                f"{self.model_id} ({self.context_window} tokens): shorten the prompt or use a model "
-                                "with a longer context")
+    def prompt_length(self, prompt: Prompt, tools: list[dict[str, Any]] | None = None) -> int:
+        return len(self.encode(prompt, tools))
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The xgrammar grammar of ``schema`` for this tokenizer (compiled once per schema)."""
@@ -428,7 +421,10 @@ class TransformersBackend(Backend):
         window = self.context_window
         budgets = [max_new_tokens if window is None else min(max_new_tokens, window - len(r)) for r in rows]
         fit = [i for i, b in enumerate(budgets) if b >= 1]
-        done: dict[int, Completion] = {i: self._too_long(rows[i]) for i in range(len(rows)) if budgets[i] < 1}
+        done: dict[int, Completion] = {}
+        if window is not None:
+            done.update((i, too_long_completion(len(rows[i]), window, 1, self.model_id))
+                        for i in range(len(rows)) if budgets[i] < 1)
         size = self.batch_size or max(1, len(fit))
         for chunk, start in enumerate(range(0, len(fit), size)):
             part = fit[start:start + size]

@@ -12,7 +12,10 @@ Chats go through ``LLM.chat`` (the model's chat template, ``tools=`` when
 given), strings through ``LLM.generate``, token contexts (:meth:`VLLMBackend.generate_tokens`) through
 ``LLM.generate`` with ``prompt_token_ids``; each prompt gets its own
 ``SamplingParams`` (its own ``max_tokens`` too) seeded with
-:func:`~gym_envs.seeding.stable_seed`, so a prompt's completions do not depend on what else is in the batch. Under a
+:func:`~gym_envs.seeding.stable_seed`, so a prompt's completions do not depend on what else is in the batch.
+The engine's ``max_model_len`` is the backend's :attr:`context_window`: every prompt's ``max_tokens`` is cut to
+what the window leaves after it (:meth:`VLLMBackend.prompt_length`), and a prompt that leaves too little room
+is not sent (:meth:`~envgen.backends.base.Backend.generate`; vLLM would refuse the whole call for it). Under a
 ``json_schema`` the prompt's ``SamplingParams`` carry vLLM's structured outputs with the schema's grammar
 itself (:func:`compact_json_grammar`: ``StructuredOutputsParams(grammar=...)``, vLLM >= 0.11; the older
 ``guided_decoding=GuidedDecodingParams(json=schema, whitespace_pattern="")`` on earlier releases): the JSON the
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corpora.registry import build_config
-from envgen.backends.base import Backend, Completion, Prompt, check_sampling
+from envgen.backends.base import Backend, Completion, Prompt, check_sampling, too_long_completion
 from envgen.backends.gguf import dequantized, is_gguf
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
@@ -56,6 +59,13 @@ def _grammar_of(schema_json: str) -> str:
         return str(xgr.Grammar.from_json_schema(schema_json, any_whitespace=False))
     except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
         raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
+
+
+def _max_model_len(llm: Any) -> int | None:
+    """The context window an engine was built with (``max_model_len``: the model's, or the one asked for)."""
+    config = getattr(llm, "model_config", None) or getattr(getattr(llm, "llm_engine", None), "model_config", None)
+    window = getattr(config, "max_model_len", None)
+    return int(window) if isinstance(window, int) and window > 0 else None
 
 
 def _import_vllm() -> Any:
@@ -107,6 +117,7 @@ class VLLMBackend(Backend):
                 kwargs["max_model_len"] = opts.max_model_len
             llm = self._vllm.LLM(**kwargs, **(opts.engine_kwargs or {}))
         self.llm = llm
+        self.context_window = _max_model_len(llm)
 
     @property
     def tokenizer(self) -> Any:  # type: ignore[override]
@@ -116,19 +127,38 @@ class VLLMBackend(Backend):
                         temperature: float = 0.7, top_p: float = 1.0, seed: int = 0) -> list[Completion]:
         """Continue token contexts as they are (``prompt_token_ids``), one ``SamplingParams`` per context."""
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
-        params = [self._params(i, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
-                               n=1, stop=None) for i in range(len(contexts))]
-        outs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
-        completions = []
-        for ctx, req in zip(contexts, outs, strict=True):
+        window = self.context_window
+        budgets = [max_new_tokens if window is None else min(max_new_tokens, window - len(c)) for c in contexts]
+        done: dict[int, Completion] = {}
+        if window is not None:  # a context that fills the window is not sent (vLLM refuses the whole call)
+            done.update((i, too_long_completion(len(contexts[i]), window, 1, self.model_id))
+                        for i in range(len(contexts)) if budgets[i] < 1)
+        fit = [i for i in range(len(contexts)) if i not in done]
+        params = [self._params(i, max_new_tokens=budgets[i], temperature=temperature, top_p=top_p, seed=seed,
+                               n=1, stop=None) for i in fit]
+        outs = self.llm.generate([{"prompt_token_ids": list(contexts[i])} for i in fit], params,
+                                 use_tqdm=False) if fit else []
+        for i, req in zip(fit, outs, strict=True):
             o = req.outputs[0]
-            completions.append(Completion(text=o.text, prompt_tokens=len(ctx), completion_tokens=len(o.token_ids),
-                                          finish_reason="length" if o.finish_reason == "length" else "stop",
-                                          token_ids=list(o.token_ids)))
-        return completions
+            done[i] = Completion(text=o.text, prompt_tokens=len(contexts[i]), completion_tokens=len(o.token_ids),
+                                 finish_reason="length" if o.finish_reason == "length" else "stop",
+                                 token_ids=list(o.token_ids))
+        return [done[i] for i in range(len(contexts))]
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.get_tokenizer().encode(text, add_special_tokens=False))
+
+    def prompt_length(self, prompt: Prompt, tools: list[dict[str, Any]] | None = None) -> int | None:
+        """Tokens of a prompt as ``LLM.chat`` (a chat: the tokenizer's chat template) or ``LLM.generate`` (a
+        string) reads it; None when the tokenizer has no chat template (vLLM then uses its own)."""
+        tok = self.tokenizer
+        if isinstance(prompt, str):
+            return len(tok.encode(prompt))
+        if not getattr(tok, "chat_template", None):
+            return None
+        text = tok.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=False,
+                                       **self.chat_template_kwargs)
+        return len(tok.encode(text, add_special_tokens=False))
 
     def _structured(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The ``SamplingParams`` keyword that constrains decoding to ``schema`` on this vLLM release."""

@@ -10,8 +10,10 @@ that support it (``can_repair``), feeds the rejection reasons back through
 Several proposers' batches can decode together (:func:`propose_together`: self-play's skill and exploration
 streams): a proposer that samples from a model backend describes a batch as a :class:`BatchRequest`
 (:meth:`Proposer.batch_request`), and requests to one backend with the same sampling settings go out as one
-``generate`` call, each prompt with its own token budget and JSON Schema (``None``: unconstrained). A
-proposer that describes no request writes its batch alone.
+``generate`` call, each prompt with its own token budget and JSON Schema (``None``: unconstrained), cut to what
+the model's context window leaves after the prompt; a prompt that leaves less than its request's
+``min_new_tokens`` is not sent (:meth:`envgen.backends.base.Backend.generate`). A proposer that describes no
+request writes its batch alone.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class BatchRequest:
     top_p: float
     stop: list[str] | None
     finish: Callable[[Any], list[Proposal]]
+    #: the least room in the model's context window a prompt is sent with (less: a ``too_long`` completion)
+    min_new_tokens: int = 1
 
     def sampling(self) -> tuple[int, float, float, tuple[str, ...]]:
         """What requests that share one call must agree on: the backend and the sampling settings."""
@@ -104,7 +108,8 @@ def run_requests(requests: Sequence[BatchRequest], *, seed: int) -> list[list[Pr
             completions: Any = first.backend.generate(
                 prompts, max_new_tokens=[b for i in idx for b in requests[i].max_new_tokens],
                 json_schema=[s for i in idx for s in requests[i].json_schemas], temperature=first.temperature,
-                top_p=first.top_p, seed=seed, n=1, stop=first.stop)
+                top_p=first.top_p, seed=seed, n=1, stop=first.stop,
+                min_new_tokens=[requests[i].min_new_tokens for i in idx for _ in requests[i].prompts])
         except Exception as e:  # the boundary: a failure is data, the call's proposals record it
             completions = f"generation failed ({getattr(first.backend, 'name', 'backend')}): {exception_text(e)}"
         start = 0

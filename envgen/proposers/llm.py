@@ -34,8 +34,14 @@ Three structures (``structure=``, :mod:`envgen.structure`):
 With ``constrained=True`` (the default for ``blueprint`` and ``world``) every backend decodes
 under the structure's JSON Schema (``json_schema=`` of
 :meth:`~envgen.backends.Backend.generate`), and each constrained prompt's ``max_new_tokens`` is raised to
-its schema's worst case, so every completion parses; a constrained completion
-that does not is reported with the code ``constrained_parse`` (a bug).
+its schema's worst case, so every completion the budget does not cut parses; a constrained completion
+that ended by itself and does not parse is reported with the code ``constrained_parse`` (a bug).
+
+Every budget is then cut to what the model's context window leaves after the prompt (on a backend that knows
+both: ``transformers``, ``vllm``), so a prompt and its completion never pass the window (a completion cut
+there has ``finish_reason == "length"`` and the parse failure of its unfinished JSON); a prompt that leaves
+less than ``min_new_tokens`` is not sent, and its proposal fails with the code ``too_long`` (the generation
+pipeline tries no repair: a repair prompt is longer still).
 """
 
 from __future__ import annotations
@@ -73,6 +79,9 @@ class LLMOptions:
     """Options of the ``llm`` proposer (beside its backend and model)."""
 
     max_new_tokens: int = 4096  #: the token budget of every generation
+    #: the least room in the model's context window a prompt is sent with: a prompt that leaves less (and less than
+    #: its budget) is not sent, and its proposal fails with ``too_long``
+    min_new_tokens: int = 256
     temperature: float = 0.7  #: sampling temperature (0 is greedy)
     top_p: float = 0.95  #: nucleus sampling
     excerpt_tokens: int = 1500  #: token budget of the document excerpt
@@ -92,6 +101,8 @@ class LLMOptions:
 
     def __post_init__(self) -> None:
         check_sampling(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p)
+        if self.min_new_tokens < 1:
+            raise ValueError(f"min_new_tokens must be >= 1, got {self.min_new_tokens}")
         if self.excerpt_tokens < 0:
             raise ValueError(f"excerpt_tokens must be >= 0, got {self.excerpt_tokens}")
         if self.n_examples < 0:
@@ -121,6 +132,7 @@ class LLMProposer(Proposer):
             raise ValueError("the llm proposer needs a backend (transformers, vllm, openai or scripted)")
         self.backend = make_backend(backend, model=model, **(opts.backend_options or {}))
         self.max_new_tokens = opts.max_new_tokens
+        self.min_new_tokens = opts.min_new_tokens
         self.temperature = opts.temperature
         self.top_p = opts.top_p
         self.excerpt_tokens = opts.excerpt_tokens
@@ -183,7 +195,7 @@ class LLMProposer(Proposer):
     def _request(self, chats: list[list[dict[str, str]]], schemas: list[dict[str, Any] | None],
                  finish: Any) -> BatchRequest:
         return BatchRequest(self.backend, chats, [self._budget(x) for x in schemas], schemas, self.temperature,
-                            self.top_p, self.stop, finish)
+                            self.top_p, self.stop, finish, self.min_new_tokens)
 
     # -- proposer API ---------------------------------------------------------------------------
     def batch_request(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> BatchRequest:
@@ -243,9 +255,12 @@ class LLMProposer(Proposer):
         p_tok = prev.prompt_tokens if prev else 0
         c_tok = prev.completion_tokens if prev else 0
         if isinstance(comp, str) or not comp.ok:
-            err = comp if isinstance(comp, str) else f"generation failed ({self.backend.name}): {comp.error}"
-            meta["rounds"].append({"seed": seed, "error": err, "error_code": FailureCode.GENERATION})
-            meta["error_code"] = FailureCode.GENERATION
+            code = FailureCode.GENERATION if isinstance(comp, str) else comp.meta.get("error_code",
+                                                                                      FailureCode.GENERATION)
+            err = (comp if isinstance(comp, str) else comp.error if code == FailureCode.TOO_LONG
+                   else f"generation failed ({self.backend.name}): {comp.error}")
+            meta["rounds"].append({"seed": seed, "error": err, "error_code": code})
+            meta["error_code"] = code
             return Proposal(doc_id, None, error=err, raw=prev.raw if prev else None, prompt=prompt_text(chat),
                             prompt_tokens=p_tok, completion_tokens=c_tok, retries=retries, meta=meta)
         fill = {"doc": doc, "generator": self.generator, "stream": meta["stream"], "skill_id": meta["skill_id"],
@@ -260,7 +275,7 @@ class LLMProposer(Proposer):
             if self.constrained:
                 text = _joined_spec_text(text)
             parsed = parse_completion(text, reserved_ids=self.reserved_ids, **fill)
-        if self.constrained and parsed.code in PARSE_FAILURES:
+        if self.constrained and parsed.code in PARSE_FAILURES and comp.finish_reason != "length":
             parsed.code = FailureCode.CONSTRAINED_PARSE  # decoding under the schema should make this impossible
         error = self._error(parsed, comp)
         meta["rounds"].append({"seed": seed, "prompt_tokens": comp.prompt_tokens,
@@ -342,7 +357,8 @@ class LLMProposer(Proposer):
         if comp.finish_reason == "length" and parsed.code in (FailureCode.NO_JSON, FailureCode.JSON_SYNTAX):
             smaller = ("a smaller blueprint: fewer entities and operations" if self.structure == "blueprint"
                        else "a smaller environment: fewer tools, seed rows and tasks")
-            return (f"your answer was cut off at the {self.max_new_tokens}-token limit before the JSON "
+            limit = comp.meta.get("max_new_tokens", self.max_new_tokens)
+            return (f"your answer was cut off at the {limit}-token limit before the JSON "
                     f"was complete ({parsed.error}). Write {smaller}, shorter descriptions, no text outside "
                     "the JSON.")
         return parsed.error

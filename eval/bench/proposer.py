@@ -28,11 +28,23 @@ environment (prompt and completion, all proposals) and generation tokens/s; cons
 count ``constrained_parse`` failures, which must be 0. The accepted environments of every setup are
 measured for realism (:func:`envgen.realism.measure_specs`: CRUD-verb and slug shares, tables and rows,
 words per first turn, row ids in user text, hops, policy rules and tasks, scenario share...), under
-``realism`` and printed as a second table. A setup's documents go through the backend ``--batch-size`` at a
-time (all in one call without it), under a progress bar; each call's proposals are appended to
-``--out/work/<setup>.jsonl`` as it ends. Results are written (atomically) to ``--out/proposer.json`` after each
-setup, with a bar chart ``proposer.png``; ``--resume`` skips the setups already there and, in the setup a kill
-stopped, the documents already written.
+``realism`` and printed as a second table.
+
+Batches and resuming: a setup's documents go to the engine ``--batch-size`` at a time (default 8, with either
+engine; also the rows it decodes at once), under a progress bar over documents that shows the decoding rate
+(completion tokens/s). Each batch's proposals are written atomically to ``--out/work/<setup>/batch-NNNNN.json``
+as the batch ends, beside the ``settings.json`` they were made with. Results are written (atomically) to
+``--out/proposer.json`` after each setup, with a bar chart ``proposer.png``. ``--resume`` skips the setups
+already there and, in the setup a kill stopped, the batches already written (a kill loses at most the batch
+running), cutting the same batches as an uninterrupted run, so it ends with the same proposals; a work folder
+made with other options (model, engine, batch size, budgets, sampling, excerpt, seed) is refused. Without
+``--resume`` an earlier run's results or work are never replaced unless ``--overwrite`` says so.
+
+The context window: every prompt's token budget (``--max-new-tokens``; a constrained one's is raised to its
+schema's worst case) is cut to what the model's context window leaves after the prompt, so prompt and output
+never pass it (the engine's ``max_model_len`` on vLLM, ``max_position_embeddings`` on transformers). A prompt
+that leaves less than ``--min-new-tokens`` is not sent: it is counted as ``too_long`` (per document set, and in
+``outcomes``), not as a parse or backend failure, and the bench warns.
 
 A setup whose every proposal failed in the model backend (a missing dependency of constrained decoding, an
 engine error) measured nothing: the bench stops with an error naming the backend's first error (exit 1;
@@ -42,6 +54,7 @@ the setups before it are kept, and ``--resume`` retries it); a setup with some s
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -78,9 +91,10 @@ class ProposerBench:
     engine: str = "transformers"
     device: str = "auto"
     dtype: str = "auto"
-    batch_size: int | None = None
+    batch_size: int = 8
     backend_options: tuple[str, ...] = ()
     max_new_tokens: int = 2048
+    min_new_tokens: int = 256
     temperature: float = 0.7
     excerpt_tokens: int = 900
     seed: int = 0
@@ -122,26 +136,31 @@ def _trained(args: ProposerBench) -> set[str]:
     return out
 
 
+def _setup_model(setup: str, args: ProposerBench) -> tuple[str, str]:
+    """The structure a setup writes and the model that writes it."""
+    structure = setup.split("-", 1)[0] if setup.startswith(("blueprint", "world")) else "spec"
+    if not setup.endswith("-warm"):
+        return structure, args.model
+    warm, option = (args.warm, "--warm") if structure == "blueprint" else (args.world_warm, "--world-warm")
+    if warm is None:
+        raise SystemExit(f"{setup} needs {option} (the model/ folder of `envwright train proposer` with "
+                         f"proposer_sft.structure: {structure})")
+    return structure, warm
+
+
 def _proposer(setup: str, args: ProposerBench, backends: dict[str, Any]) -> Any:
     from envgen.backends import make_engine
     from envgen.proposers.llm import LLMProposer
 
-    structure = setup.split("-", 1)[0] if setup.startswith(("blueprint", "world")) else "spec"
-    model = args.model
-    if setup.endswith("-warm"):
-        warm, option = (args.warm, "--warm") if structure == "blueprint" else (args.world_warm, "--world-warm")
-        if warm is None:
-            raise SystemExit(f"{setup} needs {option} (the model/ folder of `envwright train proposer` with "
-                             f"proposer_sft.structure: {structure})")
-        model = warm
+    structure, model = _setup_model(setup, args)
     if model not in backends:
         from envgen.cli.library import parse_backend_options
 
         backends[model] = make_engine(args.engine, model, device=args.device, dtype=args.dtype,
                                       batch_size=args.batch_size, options=parse_backend_options(args.backend_options))
     return LLMProposer(backends[model], structure=structure, constrained=setup != "free",
-                       max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                       excerpt_tokens=args.excerpt_tokens, n_examples=1)
+                       max_new_tokens=args.max_new_tokens, min_new_tokens=args.min_new_tokens,
+                       temperature=args.temperature, excerpt_tokens=args.excerpt_tokens, n_examples=1)
 
 
 def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: float,
@@ -159,8 +178,9 @@ def _score(props: list[Any], docs: list[Any], verdicts: list[Any], gen_seconds: 
     return {
         "documents": len(docs),
         "parsed": sum(1 for p in props if (p.meta.get("error_code") or "ok") not in PARSE_FAILURES | {
-            FailureCode.GENERATION}),  # only what the model wrote: a backend failure wrote nothing
+            FailureCode.GENERATION, FailureCode.TOO_LONG}),  # only what the model wrote: these two wrote nothing
         "backend_failures": backend,
+        "too_long": codes.get(FailureCode.TOO_LONG, 0),
         "compiled": sum(1 for p in props if p.spec is not None),
         "accepted": len(accepted),
         "accepted_share": len(accepted) / len(docs) if docs else 0.0,
@@ -197,32 +217,72 @@ def _restored(row: dict[str, Any]) -> Any:
                     meta=dict(row["meta"]))
 
 
-def _generate(prop: Any, docs: list[Any], args: ProposerBench, work: Path, progress: Any) -> tuple[list[Any], float]:
-    """Every document's proposal, ``--batch-size`` documents a call (all in one call without it), each call's
-    proposals appended to ``work`` (JSON lines with the call's seconds) as it ends: a killed run re-run with
-    ``--resume`` goes on from the first document not yet written. Returns the proposals in document order and
-    the generation seconds of all calls."""
+def _work_settings(setup: str, args: ProposerBench) -> dict[str, Any]:
+    """What a setup's proposals depend on besides the documents: a setup's work folder is resumed only with these."""
+    return {"model": _setup_model(setup, args)[1], "engine": args.engine, "dtype": args.dtype,
+            "backend_options": sorted(args.backend_options), "batch_size": args.batch_size,
+            "max_new_tokens": args.max_new_tokens, "min_new_tokens": args.min_new_tokens,
+            "temperature": args.temperature, "excerpt_tokens": args.excerpt_tokens, "seed": args.seed}
+
+
+def _check_settings(folder: Path, settings: dict[str, Any]) -> None:
+    """Refuse a setup's work folder written with other settings (its proposals would not be this run's)."""
+    saved = folder / "settings.json"
+    if saved.is_file():
+        old = json.loads(saved.read_text())
+        diff = [f"{k}: {old.get(k)!r} there, {settings.get(k)!r} now" for k in sorted(set(old) | set(settings))
+                if old.get(k) != settings.get(k)]
+        if diff:
+            raise SystemExit(f"{folder} holds proposals made with other options ({'; '.join(diff)}): resume with "
+                             "the same options, or --overwrite to start again")
+
+
+def _load_work(folder: Path, settings: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], float]:
+    """The proposals already written in a setup's work folder (by document id) and their generation seconds
+    (:func:`_check_settings` first)."""
+    _check_settings(folder, settings)
     done: dict[str, dict[str, Any]] = {}
     seconds = 0.0
-    if work.exists():
-        for line in work.read_text().splitlines():
-            if line.strip():
-                chunk = json.loads(line)
-                seconds += chunk["seconds"]
-                done.update((row["doc"], row) for row in chunk["proposals"])
-    todo = [d for d in docs if d.id not in done]
-    size = args.batch_size or max(1, len(todo))
-    bar = progress.add_task("  documents", total=len(docs), completed=len(docs) - len(todo))
-    for i in range(0, len(todo), size):
+    for part in sorted(folder.glob("batch-*.json")):
+        chunk = json.loads(part.read_text())
+        seconds += chunk["seconds"]
+        done.update((row["doc"], row) for row in chunk["proposals"])
+    return done, seconds
+
+
+def _rate(tokens: int, seconds: float) -> str:
+    return f"{tokens / seconds:,.0f} tok/s" if seconds > 0 and tokens else "- tok/s"
+
+
+def _generate(prop: Any, docs: list[Any], args: ProposerBench, folder: Path, settings: dict[str, Any],
+              progress: Any) -> tuple[list[Any], float]:
+    """Every document's proposal, in batches of ``--batch-size`` documents (cut from the whole list, so a resumed
+    run makes the batches an uninterrupted one makes), each batch's proposals written (atomically) to
+    ``folder/batch-NNNNN.json`` as it ends: a killed run re-run with ``--resume`` goes on from the first batch not
+    written (``settings``: :func:`_work_settings`). Returns the proposals in document order and the generation
+    seconds of all batches."""
+    done, seconds = _load_work(folder, settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "settings.json", json.dumps(settings, indent=1))
+    written = len(list(folder.glob("batch-*.json")))
+    tokens = sum(row["completion_tokens"] for row in done.values())
+    bar = progress.add_task("  documents", total=len(docs), completed=sum(d.id in done for d in docs),
+                            rate=_rate(tokens, seconds))
+    for start in range(0, len(docs), args.batch_size):
+        todo = [d for d in docs[start:start + args.batch_size] if d.id not in done]
+        if not todo:
+            continue
         t0 = time.perf_counter()
-        props = prop.propose_batch(todo[i:i + size], seed=args.seed)
+        props = prop.propose_batch(todo, seed=args.seed)
         took = time.perf_counter() - t0
         rows = [_saved(p) for p in props]
-        with work.open("a") as fh:  # a line per call, written whole: a kill leaves whole lines only
-            fh.write(json.dumps({"seconds": round(took, 3), "proposals": rows}) + "\n")
+        atomic_write_text(folder / f"batch-{written:05d}.json",
+                          json.dumps({"seconds": round(took, 3), "proposals": rows}))
+        written += 1
         seconds += took
+        tokens += sum(p.completion_tokens for p in props)
         done.update((row["doc"], row) for row in rows)
-        progress.advance(bar, len(props))
+        progress.update(bar, advance=len(props), rate=_rate(tokens, seconds))
     progress.remove_task(bar)
     return [_restored(done[d.id]) for d in docs], seconds
 
@@ -232,10 +292,18 @@ def _run_setup(setup: str, sets: dict[str, list[Any]], args: ProposerBench,
     from envgen.gate import validate_spec
     from gym_envs.sandbox import make_executor
 
+    settings = _work_settings(setup, args)
+    _check_settings(work, settings)  # before a model loads
     prop = _proposer(setup, args, backends)
     names = list(sets)
     docs = [d for n in names for d in sets[n]]
-    props, gen = _generate(prop, docs, args, work, progress)
+    props, gen = _generate(prop, docs, args, work, settings, progress)
+    too_long = [p for p in props if p.meta.get("error_code") == FailureCode.TOO_LONG]
+    if too_long:
+        click.secho(f"warning: setup {setup}: {len(too_long)} of {len(props)} prompts left less than "
+                    f"--min-new-tokens {args.min_new_tokens} of the model's context window and were not sent "
+                    f"(counted as too_long; a smaller --excerpt-tokens shortens them). First: {too_long[0].error}",
+                    err=True, fg="yellow")
     failed = [p for p in props if p.meta.get("error_code") == FailureCode.GENERATION]
     if props and len(failed) == len(props):
         raise click.ClickException(f"setup {setup}: every one of the {len(props)} proposals failed in the model "
@@ -296,6 +364,14 @@ def plot(result: dict[str, Any], path: str | Path) -> Path | None:
     return out
 
 
+def _progress() -> Any:
+    """The bench's progress display: setups, and the documents of the setup running with its decoding rate."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), transient=False)
+
+
 def run(args: ProposerBench) -> dict[str, Any]:
     """Run the setups (see the module docstring); returns the result dict (also written to ``--out``)."""
     out_dir = Path(args.out)
@@ -306,27 +382,23 @@ def run(args: ProposerBench) -> dict[str, Any]:
         raise SystemExit(f"{path} holds an earlier run: --resume to continue it or --overwrite to replace it")
     sets = _documents(args)
     result.update(model=args.model, warm=args.warm, world_warm=args.world_warm, engine=args.engine, seed=args.seed,
-                  temperature=args.temperature, document_sets=list(sets),
-                  documents={k: [d.id for d in v] for k, v in sets.items()})
+                  temperature=args.temperature, batch_size=args.batch_size, min_new_tokens=args.min_new_tokens,
+                  document_sets=list(sets), documents={k: [d.id for d in v] for k, v in sets.items()})
     result.setdefault("setups", {})
     backends: dict[str, Any] = {}
-    from rich.progress import Progress
-
     todo = [s for s in args.setups if s not in result["setups"]]
     work = out_dir / "work"
-    written = sorted(work.glob("*.jsonl")) if work.exists() else []
-    if written and not args.resume:
+    if work.is_dir() and any(work.iterdir()) and not args.resume:
         if not args.overwrite:
-            raise SystemExit(f"{work} holds the proposals of an earlier run that did not finish: --resume to continue "
-                             "it or --overwrite to replace it")
-        for old in written:
-            old.unlink()
+            raise SystemExit(f"{work} holds the proposals of an earlier run: --resume to continue it or --overwrite "
+                             "to replace it")
+        shutil.rmtree(work)
     work.mkdir(exist_ok=True)
-    with Progress(transient=False) as progress:
-        task = progress.add_task("bench proposer", total=len(todo))
+    with _progress() as progress:
+        task = progress.add_task("bench proposer", total=len(todo), rate="")
         for setup in todo:
             progress.update(task, description=f"bench proposer: {setup}")
-            result["setups"][setup] = _run_setup(setup, sets, args, backends, work / f"{setup}.jsonl", progress)
+            result["setups"][setup] = _run_setup(setup, sets, args, backends, work / setup, progress)
             atomic_write_text(path, json.dumps(result, indent=1))
             progress.advance(task)
     plot(result, out_dir / "proposer.png")
@@ -338,7 +410,8 @@ def _table(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=f"envwright bench proposer ({result.get('model')})")
-    for col in ("setup", "documents", "parsed", "accepted", "backend failures", "grounding", "distinct tool sets",
+    for col in ("setup", "documents", "parsed", "accepted", "backend failures", "too long", "grounding",
+                "distinct tool sets",
                 "tokens / accepted env", "generation tok/s", "constrained parse failures"):
         t.add_column(col, overflow="fold")
     for setup, by_set in result["setups"].items():
@@ -347,7 +420,7 @@ def _table(result: dict[str, Any]) -> None:
             if r is None:
                 continue
             t.add_row(setup, name, f"{r['parsed']}/{r['documents']}", f"{r['accepted']}/{r['documents']}",
-                      str(r.get("backend_failures", "-")),
+                      str(r.get("backend_failures", "-")), str(r.get("too_long", "-")),
                       "-" if r["mean_grounding"] is None else f"{r['mean_grounding']:.2f}",
                       str(r["distinct_tool_sets"]),
                       "-" if r["tokens_per_accepted"] is None else f"{r['tokens_per_accepted']:,.0f}",
@@ -393,11 +466,15 @@ def _backend_options(ctx: click.Context, param: click.Parameter, value: tuple[st
               help="the generation engine")
 @click.option("--device", default="auto")
 @click.option("--dtype", default="auto")
-@click.option("--batch-size", type=int, default=None, help="rows decoded at once (default: all)")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, help="documents per engine call (and rows "
+              "decoded at once); each batch's proposals are written as it ends, so --resume loses at most one")
 @click.option("--backend-option", "backend_options", multiple=True, metavar="KEY=VALUE", callback=_backend_options,
               help="an option of the engine's backend, repeatable (e.g. gpu_memory_utilization=0.3 for vllm)")
 @click.option("--max-new-tokens", type=int, default=2048, help="the unconstrained limit (constrained setups raise "
-              "it to the schema's worst case)")
+              "it to the schema's worst case); every budget is cut to what the model's context window leaves after "
+              "the prompt")
+@click.option("--min-new-tokens", type=click.IntRange(min=1), default=256, help="a prompt that leaves less of the "
+              "context window than this is not sent: counted as too_long")
 @click.option("--temperature", type=float, default=0.7)
 @click.option("--excerpt-tokens", type=int, default=900)
 @click.option("--seed", type=int, default=0)

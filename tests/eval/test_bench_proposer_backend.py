@@ -66,3 +66,20 @@ def test_parsed_counts_only_what_the_model_wrote(tmp_path: Path, monkeypatch: py
     r = json.loads((tmp_path / "out" / "proposer.json").read_text())["setups"]["free"]["stdlib (held out)"]
     assert r["documents"] == 4 and r["backend_failures"] == 2
     assert r["parsed"] == 2  # the two completions the model wrote (JSON objects); the failures wrote nothing
+
+
+def test_a_result_of_the_earlier_format_still_renders(tmp_path: Path) -> None:
+    """The table and the plot read results written before ``too_long``, ``backend_failures`` and ``realism``."""
+    pytest.importorskip("matplotlib")
+    from eval.bench.proposer import _table, plot
+
+    row = {"documents": 2, "parsed": 2, "compiled": 2, "accepted": 1, "accepted_share": 0.5,
+           "constrained_parse_failures": 0, "mean_grounding": 0.4, "distinct_tool_sets": 1,
+           "tokens_per_accepted": 900.0, "completion_tokens": 700, "generation_tokens_per_s": 450.0,
+           "cut_at_limit": 0, "outcomes": {"ok": 1, "compile": 1}, "gate_rejections": {}}
+    old = {"model": "m", "warm": None, "seed": 0, "temperature": 0.7, "document_sets": ["stdlib (held out)"],
+           "documents": {"stdlib (held out)": ["a", "b"]},
+           "setups": {"blueprint": {"structure": "blueprint", "constrained": True, "generation_seconds": 3.1,
+                                    "stdlib (held out)": row, "examples": []}}}
+    _table(old)
+    assert plot(old, tmp_path / "p.png") is not None and (tmp_path / "p.png").stat().st_size > 0

@@ -118,8 +118,8 @@ def test_a_killed_setup_resumes_from_the_first_document_not_written(tmp_path: Pa
     docs = _docs()
     killed = _invoke(tmp_path, monkeypatch, Killed(docs, at=2), "--setups", "world", "--batch-size", "1")
     assert killed.exit_code != 0
-    work = tmp_path / "out" / "work" / "world.jsonl"
-    assert len(work.read_text().splitlines()) == 2  # a line per finished call
+    work = tmp_path / "out" / "work" / "world"
+    assert len(list(work.glob("batch-*.json"))) == 2  # a file per finished batch
     plain = _invoke(tmp_path, monkeypatch, WorldWriter(docs), "--setups", "world", "--batch-size", "1")
     assert plain.exit_code == 1 and "--resume" in plain.output  # the unfinished run is not silently replaced
     backend = WorldWriter(docs)
