@@ -122,13 +122,13 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     samples, too_long = pair_samples(train_pairs, tok, limit)
     held_samples, _ = pair_samples(held_pairs, tok, limit)
     if not samples:
-        at_window = window is not None and limit == window
-        fix = ("use a Python corpus" if not too_long else "raise proposer_sft.max_length" if not at_window
+        by_config = window is None or limit < window
+        bound = f"proposer_sft.max_length={limit}" if by_config else f"the model's context window of {limit}"
+        fix = ("use a Python corpus" if not too_long else "raise proposer_sft.max_length" if by_config
                else "lower proposer_sft.excerpt_tokens, or train a model with a longer context window")
         raise ConfigError(f"no training pairs: of the {len(train_docs)} training documents of {sft.corpus!r}, the "
                           f"AST writer read {len(train_pairs)} ({sft.structure} structure) and {too_long} of those "
-                          f"were longer than {limit} tokens (proposer_sft.max_length={sft.max_length}, the model's "
-                          f"context window {window}): {fix}")
+                          f"were longer than {bound} tokens ({fix})")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "holdout.json", json.dumps({
         "structure": sft.structure, "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout,
