@@ -70,13 +70,23 @@ from gym_envs.sandbox import CallResult, Executor, Session, default_executor, ma
 from gym_envs.spec import EnvSpec, Task, as_spec
 from gym_envs.users import ScriptedUser, UserReply, UserSimulator
 
-__all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "check_tool_env_options", "reset_many",
-           "step_many", "system_prompt", "text_space", "tool_system_prompt"]
+__all__ = ["REWARD_MODES", "EpisodeCheckpoint", "ToolEnv", "TurnOutcome", "check_tool_env_options", "cut_observation",
+           "reset_many", "step_many", "system_prompt", "text_space", "tool_system_prompt"]
 
 REWARD_MODES = ("episode", "turns", "checks", "progress")
 # json.dumps(..., ensure_ascii=False) without building an encoder per call
 _OBSERVATION_JSON = json.JSONEncoder(ensure_ascii=False).encode
 _CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+
+
+def cut_observation(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters; else its beginning and a marker saying how much was cut
+    (``...[truncated: 8912 of 12912 characters not shown]``), in at most ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    marker = f"...[truncated: {len(text)} of {len(text)} characters not shown]"  # the longest the marker gets
+    keep = max(limit - len(marker), 0)
+    return (text[:keep] + f"...[truncated: {len(text) - keep} of {len(text)} characters not shown]")[:max(limit, 0)]
 
 
 class _BmpText(spaces.Text):
@@ -141,7 +151,9 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
         render_mode: ``None`` or ``"ansi"`` (``render()`` returns the transcript).
         executor: ``"worker"`` (isolated, default), ``"inprocess"`` (trusted specs), or an
             :class:`~gym_envs.sandbox.Executor` instance to share.
-        max_observation_chars: observation text is cut to this length.
+        max_observation_chars: observation text (the calls' results, an instruction, a user's reply) is cut to
+            this length, with a marker that says how much was cut (:func:`cut_observation`); the episode engine
+            shows each call's result cut alike (:class:`~gym_envs.episode_env.ToolEnvAdapter`).
         track_progress: judge each turn's checks as it begins in every mode (the ``progress`` mode always
             does), so that ``info["score"]`` has ``progress`` beside the mode that pays: for trainers that train
             on one mode and report the other. One more check of the turn's checks per turn.
@@ -421,8 +433,7 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
         return out
 
     def _cut(self, text: str) -> str:
-        n = self.max_observation_chars
-        return text if len(text) <= n else text[: n - 20] + "...[truncated]"
+        return cut_observation(text, self.max_observation_chars)
 
     # -- helpers for trainers and inspectors ---------------------------------------------------
     @property

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_envs.env import ToolEnv, reset_many, step_many
+from gym_envs.env import ToolEnv, cut_observation, reset_many, step_many
 from gym_envs.sandbox import CallResult
 from gym_envs.users import UserContext, UserReply
 
@@ -124,6 +124,8 @@ def _openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ToolEnvAdapter(EpisodeEnv):
     """A :class:`~gym_envs.env.ToolEnv` playing one task, as the engine steps it.
 
+    What the model sees of each call (its tool message) is the call's result as JSON, cut at the env's
+    ``max_observation_chars`` with a marker that says how much was cut (:func:`~gym_envs.env.cut_observation`).
     ``tags`` (one dict per turn) are added to the per-turn records (evaluation's action-class tags);
     ``max_result_chars`` cuts each call's result there.
     """
@@ -142,12 +144,13 @@ class ToolEnvAdapter(EpisodeEnv):
         obs, info = reset
         return Opening(info["system_prompt"], obs, _openai(info["tools"]))
 
-    @staticmethod
-    def _outcome(stepped: tuple[str, float, bool, bool, dict[str, Any]]) -> Outcome:
+    def _outcome(self, stepped: tuple[str, float, bool, bool, dict[str, Any]]) -> Outcome:
         obs, _, terminated, truncated, info = stepped
         results = list(info.get("tool_results") or [])
         ended = "turn_passed" in info
-        return Outcome(results=results, contents=[CallResult(**r).observation() for r in results],
+        limit = self.env.max_observation_chars
+        return Outcome(results=results,
+                       contents=[cut_observation(CallResult(**r).observation(), limit) for r in results],
                        parse_errors=list(info.get("parse_errors") or []), turn_ended=ended,
                        turn_passed=bool(info["turn_passed"]) if ended else None, instruction=obs if ended else "",
                        terminated=terminated, truncated=truncated, score=info.get("score"),
@@ -182,7 +185,7 @@ class ToolEnvAdapter(EpisodeEnv):
         stepped: list[Any] = step_many([a.env for a in adapters], [a._action(x) for a, x in zip(adapters, actions,
                                                                                              strict=True)],
                                        return_exceptions=True)
-        return [r if isinstance(r, BaseException) else cls._outcome(r) for r in stepped]
+        return [r if isinstance(r, BaseException) else a._outcome(r) for a, r in zip(adapters, stepped, strict=True)]
 
     def score(self) -> dict[str, float]:
         return self.env.score()

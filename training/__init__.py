@@ -10,6 +10,9 @@ Modules (each opens with its contract):
 * :mod:`training.rollout` -- the solver's episodes through the one episode engine (:mod:`gym_envs.engine`, whose
   :mod:`gym_envs.messages` builds the messages and tokens, ``env_mask`` included, that evaluation shows too);
 * :mod:`training.rewards`, :mod:`training.advantages`, :mod:`training.loss` -- small pure pieces of the update;
+  every SFT path (the solver warm starts of ``bench learning`` and ``bench selfplay``, distillation, the proposer
+  warm start) leaves out a sample longer than the model's context window (:func:`training.model.context_window`),
+  counts it as ``too_long`` and warns (:func:`training.loss.drop_too_long`);
 * :mod:`training.solver` -- ``envwright train solver``: TRL ``GRPOTrainer`` with our ``rollout_func``;
 * :mod:`training.parallel` -- the two-GPU layouts' processes: the world a config is written for, each
   process's share of the sandbox workers;

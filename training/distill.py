@@ -58,13 +58,13 @@ from gym_envs.spec import EnvSpec, Say
 from gym_envs.users import END_TURN, UserReply, is_confirmation
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
-from training.loss import Sample, UpdateConfig, update
+from training.loss import Sample, UpdateConfig, drop_too_long, update
 from training.rollout import Episode, TaskRef, fit_step_budget, rollout, scenario_user
 from training.selfplay_steps import solver_samples
 from training.weight_sync import sampler_report
 
-__all__ = ["BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherPolicy", "TeacherView",
-           "find_divergence", "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
+__all__ = ["TOO_LONG_FIX", "BackendTeacher", "Distiller", "ReferenceTeacher", "Teacher", "TeacherPolicy",
+           "TeacherView", "find_divergence", "make_teacher", "recovery_samples", "same_action", "teacher_samples"]
 
 
 @dataclass
@@ -255,9 +255,16 @@ def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tu
     return env, turn_calls
 
 
+#: what to do when SFT samples are longer than the model's context window (:func:`training.loss.drop_too_long`)
+TOO_LONG_FIX = ("keep tool results short (the environments' listings page; rollout.max_observation_chars cuts each "
+                "result), ask fewer steps of a task (rollout.max_steps), or train a model with a longer context window")
+
+
 def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFormat, cfg: TrainConfig, *,
-                     executor: Any = None) -> tuple[list[Sample], dict[str, float]]:
-    """Divergence, recovery and samples for a batch of student episodes (module docstring, steps 2-4)."""
+                     max_length: int | None, executor: Any = None) -> tuple[list[Sample], dict[str, float]]:
+    """Divergence, recovery and samples for a batch of student episodes (module docstring, steps 2-4); a sample
+    longer than ``max_length`` tokens (the model's context window; None: no limit) is left out and counted
+    (``too_long``), with a warning (:func:`training.loss.drop_too_long`)."""
     d = cfg.distill
     ex = executor or default_executor(cfg.rollout.executor)
     found = find_divergence(episodes, teacher)
@@ -296,12 +303,17 @@ def recovery_samples(episodes: Sequence[Episode], teacher: Teacher, chat: ChatFo
                               [0] * prefix_end + p.env_mask, role="recovery",
                               meta={"task": ep.task.key, "steps": len(p.steps), "turn_passed": _turn_passed(p)}))
         stats["recovery_samples"] += 1
+    samples, too_long = drop_too_long(samples, max_length, what="distillation samples", fix=TOO_LONG_FIX)
+    stats["too_long"] = float(too_long)
     return samples, stats
 
 
 def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat, cfg: RolloutConfig, *,
-                    executor: Any = None, require_success: bool = True) -> list[Sample]:
-    """Whole episodes played by the teacher from the start (SFT data; env tokens masked)."""
+                    max_length: int | None, executor: Any = None,
+                    require_success: bool = True) -> tuple[list[Sample], int]:
+    """Whole episodes played by the teacher from the start (SFT data; env tokens masked), and how many were longer
+    than ``max_length`` tokens (the model's context window: :func:`training.model.context_window`; None: no limit):
+    those are left out with a warning (:func:`training.loss.drop_too_long`), never trained on."""
     tasks = fit_step_budget(tasks, cfg.max_steps, "the teacher's tasks") if tasks else tasks
     ex = executor or default_executor(cfg.executor)
 
@@ -326,7 +338,7 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
     if failed:  # a drop is data lost from a warm start: say so rather than train on less in silence
         warnings.warn(f"the {teacher.name} teacher did not pass {len(failed)} of {len(tasks)} tasks; they are "
                       f"left out of its samples (first: {'; '.join(failed[:3])})", stacklevel=2)
-    return out
+    return drop_too_long(out, max_length, what=f"{teacher.name} trajectories", fix=TOO_LONG_FIX)
 
 
 # -- the trainer ----------------------------------------------------------------------------------
@@ -348,7 +360,7 @@ class Distiller:
                  tasks: Sequence[TaskRef] | None = None):
         from training.checkpoint import load_training_state
         from training.metrics import MetricsWriter
-        from training.model import make_generator, open_policy_run
+        from training.model import context_window, make_generator, open_policy_run
         from training.solver import TaskPool
 
         self.cfg = cfg
@@ -359,6 +371,7 @@ class Distiller:
         self.optimizer = run.optimizer
         self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
+        self.window = context_window(self.model, self.tokenizer)  #: no sample longer is trained on
         self.generator.track(self.optimizer)
         self.teacher = teacher or make_teacher(cfg)
         self.tasks = list(tasks) if tasks is not None else list(TaskPool.from_config(cfg).tasks.values())
@@ -388,7 +401,7 @@ class Distiller:
         episodes = rollout(self._draw(it), self.generator, self.chat, self.cfg.rollout,
                            seed=stable_seed(self.cfg.run.seed, "rollout", it))
         t1 = time.perf_counter()
-        samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg)
+        samples, stats = recovery_samples(episodes, self.teacher, self.chat, self.cfg, max_length=self.window)
         t2 = time.perf_counter()
         engine = sampler_report(self.generator, self.model, solver_samples(episodes, [""] * len(episodes), 1.0),
                                 pad_id=self.chat.pad_id, cfg=self.update_cfg,

@@ -13,6 +13,8 @@ log-probabilities of the completion tokens).
   ``loss_type`` ``grpo`` averages tokens per sequence then sequences,
   ``dapo``/``bnpo`` average over all trained tokens of the batch;
 * :func:`nll_loss` -- masked cross-entropy (distillation, SFT warm start);
+* :func:`drop_too_long` -- the one length rule of every SFT path: a sample longer than the model's context
+  window is left out and counted (``too_long``), with a warning, never trained on;
 * :func:`update` -- the optimizer steps over a batch: by default one (micro-batches,
   gradient accumulation over the whole batch, gradient clipping); with
   ``num_iterations`` (TRL's μ) and ``steps_per_generation`` the batch is gone through
@@ -26,14 +28,15 @@ log-probabilities of the completion tokens).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gym_envs.seeding import stable_seed
 
-__all__ = ["Sample", "UpdateConfig", "make_optimizer", "nll_loss", "pad_batch", "policy_loss", "reference_logprobs",
-           "token_logprobs", "update", "update_config"]
+__all__ = ["Sample", "UpdateConfig", "drop_too_long", "make_optimizer", "nll_loss", "pad_batch", "policy_loss",
+           "reference_logprobs", "token_logprobs", "update", "update_config"]
 
 
 @dataclass
@@ -61,6 +64,27 @@ class Sample:
     @property
     def trained_tokens(self) -> int:
         return sum(self.loss_mask)
+
+    @property
+    def length(self) -> int:
+        """Tokens of the whole sequence: prompt and completion."""
+        return len(self.prompt_ids) + len(self.completion_ids)
+
+
+def drop_too_long(samples: Sequence[Sample], max_length: int | None, *, what: str,
+                  fix: str) -> tuple[list[Sample], int]:
+    """The samples of at most ``max_length`` tokens (prompt and completion; None keeps them all), and how many were
+    longer. A longer one is never trained on: a model has no position past its context window (its attention over
+    the whole sequence may not even fit in memory). When any is left out, a warning names how many of ``what``
+    (``"reference trajectories"``), the longest, and ``fix``: what to change so that they fit."""
+    kept = [s for s in samples if max_length is None or s.length <= max_length]
+    dropped = len(samples) - len(kept)
+    if dropped:
+        longest = max(s.length for s in samples)
+        warnings.warn(f"{dropped} of {len(samples)} {what} are longer than the model's context window ({max_length} "
+                      f"tokens; the longest has {longest}) and are left out of training (counted as too_long): "
+                      f"{fix}", stacklevel=2)
+    return kept, dropped
 
 
 @dataclass

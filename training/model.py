@@ -33,7 +33,8 @@ from training.trl_config import (
     to_grpo_config,
 )
 
-__all__ = ["eos_ids_of", "load_chat_template", "load_policy", "load_tokenizer", "make_generator", "peft_config"]
+__all__ = ["context_window", "eos_ids_of", "load_chat_template", "load_policy", "load_tokenizer", "make_generator",
+           "peft_config"]
 
 _TORCH_DTYPES = {"bf16": "bfloat16", "bf16-mixed": "float32", "fp16": "float16", "fp32": "float32"}  # weights
 
@@ -66,6 +67,21 @@ def load_chat_template(spec: str) -> str:
     if not path.is_file():
         raise ConfigError(f"model.chat_template: no template file at {path}; use trl:qwen3 or a .jinja path")
     return path.read_text(encoding="utf-8")
+
+
+#: a tokenizer's ``model_max_length`` at or above this is transformers' "not set" (``VERY_LARGE_INTEGER``)
+_UNSET_LENGTH = 10**9
+
+
+def context_window(model: Any, tokenizer: Any = None) -> int | None:
+    """The most tokens (prompt and completion) ``model`` reads: its config's ``max_position_embeddings`` (or
+    ``n_positions``, ``max_seq_len``), and the tokenizer's ``model_max_length`` where it is set, whichever is
+    smaller; None when neither says."""
+    config = getattr(model, "config", None)
+    limits = [getattr(config, name, None) for name in ("max_position_embeddings", "n_positions", "max_seq_len")]
+    limits.append(getattr(tokenizer, "model_max_length", None))
+    known = [int(n) for n in limits if isinstance(n, int) and not isinstance(n, bool) and 0 < n < _UNSET_LENGTH]
+    return min(known) if known else None
 
 
 def load_tokenizer(cfg: TrainConfig, path: str | None = None) -> Any:

@@ -42,26 +42,25 @@ from envgen.proposers.pairs import TeachingPair, split_documents, teaching_pairs
 from gym_envs.spec import atomic_write_text
 from training.config import TrainConfig
 from training.errors import ConfigError
-from training.loss import Sample, UpdateConfig, update
+from training.loss import Sample, UpdateConfig, drop_too_long, update
 
 __all__ = ["pair_samples", "train_proposer"]
 
 
 def pair_samples(pairs: list[TeachingPair], tokenizer: Any, max_length: int) -> tuple[list[Sample], int]:
     """Tokenised pairs (the chat template with a generation prompt, then the target and EOS); and how many
-    were longer than ``max_length`` and skipped."""
+    were longer than ``max_length`` (``proposer_sft.max_length``, at most the model's context window) and skipped,
+    with a warning (:func:`training.loss.drop_too_long`)."""
     out: list[Sample] = []
-    skipped = 0
     eos = tokenizer.eos_token_id
     for p in pairs:
         text = tokenizer.apply_chat_template(p.messages, add_generation_prompt=True, tokenize=False)
         prompt = list(tokenizer(text, add_special_tokens=False)["input_ids"])
         target = list(tokenizer(p.target, add_special_tokens=False)["input_ids"]) + ([eos] if eos is not None else [])
-        if len(prompt) + len(target) > max_length:
-            skipped += 1
-            continue
         out.append(Sample(prompt, target, [1] * len(target), role="proposer", meta={"doc_id": p.doc_id}))
-    return out, skipped
+    return drop_too_long(out, max_length, what="teaching pairs",
+                         fix="shorten the excerpts (proposer_sft.excerpt_tokens) or raise proposer_sft.max_length, up "
+                             "to the model's context window")
 
 
 def _mean_loss(model: Any, samples: list[Sample], pad_id: int, micro: int) -> float | None:
@@ -98,7 +97,7 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
     import torch
     from tqdm.auto import tqdm
 
-    from training.model import load_policy
+    from training.model import context_window, load_policy
 
     sft = cfg.proposer_sft
     out = Path(cfg.run.output_dir)
@@ -118,13 +117,18 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
                                              counter=count, structure=sft.structure)
     held_pairs, _ = teaching_pairs(held_docs, seed=cfg.run.seed, excerpt_tokens=sft.excerpt_tokens, counter=count,
                                    structure=sft.structure)
-    samples, too_long = pair_samples(train_pairs, tok, sft.max_length)
-    held_samples, _ = pair_samples(held_pairs, tok, sft.max_length)
+    window = context_window(model, tok)
+    limit = min(sft.max_length, window) if window is not None else sft.max_length
+    samples, too_long = pair_samples(train_pairs, tok, limit)
+    held_samples, _ = pair_samples(held_pairs, tok, limit)
     if not samples:
-        fix = "raise proposer_sft.max_length" if too_long else "use a Python corpus"
+        by_config = window is None or limit < window
+        bound = f"proposer_sft.max_length={limit}" if by_config else f"the model's context window of {limit}"
+        fix = ("use a Python corpus" if not too_long else "raise proposer_sft.max_length" if by_config
+               else "lower proposer_sft.excerpt_tokens, or train a model with a longer context window")
         raise ConfigError(f"no training pairs: of the {len(train_docs)} training documents of {sft.corpus!r}, the "
                           f"AST writer read {len(train_pairs)} ({sft.structure} structure) and {too_long} of those "
-                          f"were longer than proposer_sft.max_length={sft.max_length} tokens ({fix})")
+                          f"were longer than {bound} tokens ({fix})")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "holdout.json", json.dumps({
         "structure": sft.structure, "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout,

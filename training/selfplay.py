@@ -386,12 +386,15 @@ class SelfPlay:
         if not self.cfg.selfplay.distill:
             return None, 0.0
         from training.distill import make_teacher, recovery_samples
+        from training.model import context_window
 
         t0 = time.perf_counter()
         if self.teacher is None:
             self.teacher = make_teacher(self.cfg)
         failed = [e for e in self._episodes if not e.passed and e.steps][: self.cfg.selfplay.distill_episodes]
-        samples, stats = recovery_samples(failed, self.teacher, self.chat, self.cfg) if failed else ([], {})
+        samples, stats = recovery_samples(failed, self.teacher, self.chat, self.cfg,
+                                          max_length=context_window(self.model, self.tokenizer)) \
+            if failed else ([], {})
         upd = update(self.model, self.optimizer, samples, pad_id=self.chat.pad_id, cfg=self.update_cfg,
                      objective="nll")
         return {"episodes": len(failed), **stats, "update": upd}, time.perf_counter() - t0

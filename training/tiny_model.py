@@ -80,7 +80,7 @@ def qwen3_chat_template() -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _build_tokenizer(vocab_size: int) -> Any:
+def _build_tokenizer(vocab_size: int, context: int) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -93,7 +93,7 @@ def _build_tokenizer(vocab_size: int) -> Any:
     tok.train_from_iterator([_CORPUS] * 4, trainer=trainer)
     tok.add_tokens(ADDED_TOKENS)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   unk_token=None, bos_token=None, model_max_length=2048)
+                                   unk_token=None, bos_token=None, model_max_length=context)
     fast.chat_template = qwen3_chat_template()
     fast.padding_side = "left"
     return fast
@@ -101,7 +101,8 @@ def _build_tokenizer(vocab_size: int) -> Any:
 
 def build_tiny_qwen3(path: str | Path, *, vocab_size: int = 512, seed: int = 0, context: int = 2048) -> Path:
     """Write a tiny Qwen3 model and tokenizer to ``path`` (a no-op when already built there); ``context``: its
-    context window (``max_position_embeddings``), which bounds a prompt and its completion."""
+    context window (``max_position_embeddings``, and the tokenizer's ``model_max_length``), which bounds a prompt
+    and its completion."""
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -109,7 +110,7 @@ def build_tiny_qwen3(path: str | Path, *, vocab_size: int = 512, seed: int = 0, 
     if (out / "config.json").is_file() and (out / "tokenizer.json").is_file() and any(out.glob("*.safetensors")):
         return out
     out.mkdir(parents=True, exist_ok=True)
-    tok = _build_tokenizer(vocab_size)
+    tok = _build_tokenizer(vocab_size, context)
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     pad_id = tok.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen3Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

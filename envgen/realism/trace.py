@@ -4,7 +4,9 @@ Role: the measures that read a task's reference calls *with their results* (:cla
 
 * A **traced value** is an argument leaf that is not too common to trace (booleans, None, 0 and strings
   under two characters are skipped) and that the user has not said in a turn so far (a number as a whole
-  number, a string as a whole word, case-insensitively): the agent had to get it from a result.
+  number, a string as a whole word, case-insensitively): the agent had to get it from a result. Arguments that
+  page a listing (:data:`PAGE_ARGUMENTS`: ``offset``, ``cursor``...) are not traced: the next page of a list is
+  the same read, not a hop through a record.
 * Its **source** is the shallowest earlier call of the task (any turn; the earliest among equals) whose
   result holds the value under a field that shares a word with the argument's name (``pdb_group_id`` takes an
   ``id`` or a ``pdb_group_id``; ``item_ids`` an ``item_id``; a bare result, such as a returned key, matches any
@@ -31,7 +33,11 @@ from typing import Any
 from envgen.realism.text import name_words, singular
 from envgen.realism.world import Call, TaskRecord
 
-__all__ = ["TaskTrace", "hop_depth", "is_filter_and_choose", "repeated_reads", "trace_task"]
+__all__ = ["PAGE_ARGUMENTS", "TaskTrace", "hop_depth", "is_filter_and_choose", "repeated_reads", "trace_task"]
+
+#: argument names that position or size a page of a listing (the world compiler's ``limit`` and ``offset``, and
+#: the other names listing APIs use)
+PAGE_ARGUMENTS = frozenset({"offset", "limit", "cursor", "page", "page_size", "per_page", "page_token"})
 
 
 def _norm(v: Any) -> Any:
@@ -126,7 +132,7 @@ def trace_task(task: TaskRecord) -> TaskTrace:
         said += "\n" + turn.text
         for call in turn.calls:
             depth = 0
-            for key, v in _leaves(dict(call.arguments)):
+            for key, v in _leaves({k: a for k, a in call.arguments.items() if k not in PAGE_ARGUMENTS}):
                 if _said(v, said):
                     continue
                 words = _words(key)

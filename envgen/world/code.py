@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from envgen.world.model import Condition, Entity, Op, World, human
-from envgen.world.render import by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
+from envgen.world.render import PAGE_SIZE, by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
 from envgen.world.rows import NEW_CODE_BASE
 
 __all__ = ["CODE_NAMES", "code_name", "render_code", "select_sql"]
@@ -249,22 +249,29 @@ def _state_filter(ent: Entity, lines: list[str]) -> None:
 
 
 def _b_search(world: World, op: Op) -> list[str]:
+    """One page of the records (render.py's contract): ``sql`` is the ``WHERE`` clause, read once for the page and
+    once for the total."""
     ent = op.entity
     by = by_ref(op)
     if by is not None:
         lines = [f"owner = find(db, \"{by.entity.table}\", {by.param})",
-                 f"sql = {select_sql(ent) + ' WHERE ' + _q(by.column) + ' = ?'!r}", "params = [owner[\"id\"]]"]
+                 f"sql = {' WHERE ' + _q(by.column) + ' = ?'!r}", "params = [owner[\"id\"]]"]
     else:
         col = text_field(ent) or ent.key.name
-        lines = [f"sql = {select_sql(ent) + ' WHERE 1 = 1'!r}", "params = []",
+        lines = ["sql = ' WHERE 1 = 1'", "params = []",
                  "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE ?'",
                  "    params.append('%' + query.strip().lower() + '%')"]
         for f in filter_fields(ent):
             lines += [f"if {f.name} is not None:", f"    sql = sql + ' AND \"{f.name}\" = ?'",
                       f"    params.append({f.name})"]
     _state_filter(ent, lines)
-    lines += ["rows = db.query(sql + ' ORDER BY \"id\" LIMIT 60', params)",
-              f"return [show(\"{ent.table}\", r) for r in rows]"]
+    count = f'SELECT count(*) AS n FROM {_q(ent.table)} AS "_row"'
+    lines += ["start = offset or 0",
+              f"rows = db.query({select_sql(ent)!r} + sql + ' ORDER BY \"_row\".\"id\" LIMIT ? OFFSET ?', "
+              f"params + [{PAGE_SIZE} if limit is None else limit, start])",
+              f"n = db.query({count!r} + sql, params)[0][\"n\"]",
+              f"return {{\"{ent.table}\": [show(\"{ent.table}\", r) for r in rows], \"total\": n, "
+              "\"next_offset\": start + len(rows) if start + len(rows) < n else None}"]
     return lines
 
 

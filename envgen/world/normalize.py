@@ -25,11 +25,12 @@ from envgen.errors import CompileError
 from envgen.world.blueprint import EntitySpec, OperationSpec, WorldBlueprint
 from envgen.world.code import code_name
 from envgen.world.model import LOCATOR_KINDS, Condition, Effect, Entity, Field, Op, PolicyRule, Ref, World, human
+from envgen.world.render import PAGE_PARAMS
 
 __all__ = ["to_world"]
 
 _ROWS = {"main": 200, "person": 80, "catalog": 60, "container": 50, "child": 400, "record": 60}
-_RESERVED = {"id", "state", "db", "self"}
+_RESERVED = {"id", "state", "db", "self", *PAGE_PARAMS}  #: a search's own parameters are not names of fields
 
 
 def _entity(spec: EntitySpec, repairs: list[str], where: str) -> Entity:

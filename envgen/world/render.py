@@ -14,6 +14,10 @@ Contract (what the tasks and the validity gate rely on):
   booleans cross as JSON booleans.
 * Every guard raises ``ToolError`` before anything is written, with a message that says what was
   refused and why (the document's own exception name and words where the condition came from it).
+* A ``search`` returns one **page**: ``{"<table>": [records], "total": N, "next_offset": K}``, at most
+  ``limit`` records (:data:`PAGE_SIZE` by default, at most :data:`MAX_PAGE_SIZE`) from ``offset`` (0 by
+  default) in a fixed order; ``next_offset`` is the ``offset`` of the next page, ``null`` on the last. A
+  listing never grows with the table, so no result outgrows a model's context.
 * The code uses only the ``db`` facade, ``ToolError`` and the sandbox's builtins; it keeps no state
   between calls (so the engine's cheap checkpoints apply).
 """
@@ -25,8 +29,14 @@ from typing import Any
 from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
 from envgen.world.rows import Rows, order_entities
 
-__all__ = ["by_ref", "describe", "escalation_topics", "filter_fields", "holder_of", "params_of", "render_state",
-           "render_tools", "sql_literal", "text_field"]
+__all__ = ["MAX_PAGE_SIZE", "PAGE_PARAMS", "PAGE_SIZE", "by_ref", "describe", "escalation_topics", "filter_fields",
+           "holder_of", "params_of", "render_state", "render_tools", "sql_literal", "text_field"]
+
+#: records a search returns when the call gives no ``limit``, and the most a call may ask for
+PAGE_SIZE = 10
+MAX_PAGE_SIZE = 50
+#: the parameters that page a search (no field of an entity may take these names)
+PAGE_PARAMS = ("limit", "offset")
 
 _SQLTYPE = {"TEXT": "TEXT", "INTEGER": "INTEGER", "REAL": "REAL", "BOOLEAN": "INTEGER"}
 
@@ -168,6 +178,12 @@ def _read_params(op: Op, p: _Params) -> None:
     if ent.states and k != "take":
         p.props["state"] = {"type": "string", "enum": list(ent.states),
                             "description": f"Only {ent.humans} in this state."}
+    if k == "search":
+        p.props["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
+                            "description": f"Records per page (default {PAGE_SIZE})."}
+        p.props["offset"] = {"type": "integer", "minimum": 0,
+                             "description": "The next_offset of the page before (default 0)."}
+
 
 
 def _amount_type(op: Op) -> str:

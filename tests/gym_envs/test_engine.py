@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -147,3 +148,19 @@ def test_task_refs_need_an_environment() -> None:
         TaskRef(task_id="t0")
     assert TaskRef(task_id="t0", env_id="e", suite="s").key == "s/e/t0"
     assert TaskRef(as_spec(copy.deepcopy(SPEC)), "t0").key == "library-demo/t0"
+
+
+
+def test_each_tool_result_the_model_sees_is_cut_at_the_envs_observation_limit_with_a_marker() -> None:
+    """A call's tool message is its result cut at ``max_observation_chars`` (as the gym observation is), saying how
+    much was cut; the call itself ran in full."""
+    spec = as_spec(copy.deepcopy(SPEC))
+    spec.state.seed_sql = spec.state.seed_sql.replace("'Herbert'", "'" + "Frank Herbert; " * 100 + "'")
+    env = ToolEnv(spec, "t0", executor="inprocess", max_observation_chars=300)
+    ep, = play([Episode(TaskRef(spec, "t0"), lambda: ToolEnvAdapter(env, "t0"))], Plan())
+    shown = ep.messages[3]["content"]
+    full = json.dumps(ep.steps[0].results[0]["result"], ensure_ascii=False)
+    kept = shown.index("...[truncated: ")
+    assert len(full) > 1_000 and len(shown) <= 300 and full.startswith(shown[:kept])
+    assert shown[kept:] == f"...[truncated: {len(full) - kept} of {len(full)} characters not shown]"
+    assert ep.passed

@@ -38,6 +38,15 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def wide_tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with a context window that holds a world blueprint's teaching pair (its 512-token vocabulary
+    spends several tokens a word)."""
+    from training.tiny_model import build_tiny_qwen3
+
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-wide"), context=65_536)
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_dir: Path) -> Any:
     from transformers import AutoTokenizer
 

@@ -43,7 +43,7 @@ def test_one_distillation_iteration(tmp_path: Path, tiny_dir: Path, tokenizer: A
     gen = ScriptedGenerator(tokenizer, student)
     episodes = rollout([TaskRef(spec, "t0")], gen, chat, cfg.rollout)
     assert not episodes[0].passed
-    samples, stats = recovery_samples(episodes, ReferenceTeacher(), chat, cfg)
+    samples, stats = recovery_samples(episodes, ReferenceTeacher(), chat, cfg, max_length=None)
     assert stats["divergences"] == 1 and stats["recovery_successes"] == 1
     correction, recovery = sorted(samples, key=lambda s: s.role)
     ep = episodes[0]
@@ -77,7 +77,8 @@ def test_one_distillation_iteration(tmp_path: Path, tiny_dir: Path, tokenizer: A
 def test_teacher_samples_are_sft_data(spec: Any, chat: Any) -> None:
     from training.config import RolloutConfig
 
-    samples = teacher_samples([TaskRef(spec, "t0")], ReferenceTeacher(), chat, RolloutConfig(executor="inprocess"))
-    assert len(samples) == 1 and samples[0].meta["passed"]
+    samples, too_long = teacher_samples([TaskRef(spec, "t0")], ReferenceTeacher(), chat,
+                                        RolloutConfig(executor="inprocess"), max_length=None)
+    assert too_long == 0 and len(samples) == 1 and samples[0].meta["passed"]
     s = samples[0]
     assert 0 < sum(s.loss_mask) < len(s.loss_mask)

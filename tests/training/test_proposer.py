@@ -35,13 +35,13 @@ def test_split_is_stable_and_pairs_are_the_blueprint_prompt_and_answer(tiny_dir:
 
 
 @pytest.mark.slow
-def test_train_proposer_writes_a_loadable_model_and_the_holdout(tiny_dir: Path, tmp_path: Path):
+def test_train_proposer_writes_a_loadable_model_and_the_holdout(wide_tiny_dir: Path, tmp_path: Path):
     from envgen.backends import make_backend
     from training.config import load_config
     from training.errors import ConfigError
     from training.proposer import train_proposer
 
-    cfg = load_config("proposer-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+    cfg = load_config("proposer-smollm2", [f"model.name_or_path={wide_tiny_dir}", "model.device=cpu",
                                            "proposer_sft.docs=6", "proposer_sft.holdout=0.34",
                                            "proposer_sft.epochs=1", "proposer_sft.max_length=20000",
                                            f"run.output_dir={tmp_path / 'run'}"])
@@ -101,13 +101,13 @@ def test_the_warm_start_structure_is_validated():
 
 
 @pytest.mark.slow
-def test_train_proposer_on_world_blueprints(tiny_dir: Path, tmp_path: Path):
+def test_train_proposer_on_world_blueprints(wide_tiny_dir: Path, tmp_path: Path):
     """The world warm start takes the same path: the world writer's pairs, the held-out split, the run folder."""
     from training.config import load_config
     from training.proposer import train_proposer
 
     out = tmp_path / "run"
-    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={wide_tiny_dir}", "model.device=cpu",
                                                  "model.dtype=fp32", "proposer_sft.docs=5",
                                                  "proposer_sft.holdout=0.34", "proposer_sft.epochs=1",
                                                  "proposer_sft.batch_size=4", "proposer_sft.micro_batch_size=1",
@@ -133,3 +133,17 @@ def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_
                                           r"proposer_sft\.max_length=1024 tokens \(raise proposer_sft\.max_length\)"):
         train_proposer(cfg, progress=False)
     assert not (tmp_path / "r").exists()  # nothing written
+
+
+def test_world_pairs_longer_than_the_models_context_window_are_not_trained_on(tiny_dir: Path, tmp_path: Path):
+    """proposer_sft.max_length above the model's window does not let a longer pair through: the window bounds it."""
+    from training.config import load_config
+    from training.errors import ConfigError
+    from training.proposer import train_proposer
+
+    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+                                                 "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
+                                                 "proposer_sft.max_length=100000", f"run.output_dir={tmp_path / 'r'}"])
+    with pytest.raises(ConfigError, match=r"2 of those were longer than the model's context window of 2048 tokens "
+                                          r"\(lower proposer_sft\.excerpt_tokens"):
+        train_proposer(cfg, progress=False)

@@ -260,8 +260,8 @@ def test_teacher_trajectories_are_not_lost_to_the_step_budget(chat: Any) -> None
     tasks = [TaskRef(spec, t.id) for t in spec.tasks]
     cfg = RolloutConfig(max_steps=5, max_turn_tokens=64, executor="inprocess")
     with pytest.warns(UserWarning, match="the teacher's tasks: 1 of 7 tasks"):
-        samples = teacher_samples(tasks, ReferenceTeacher(), chat, cfg)
-    assert len(samples) == 6 and all(s.meta["passed"] for s in samples)
+        samples, too_long = teacher_samples(tasks, ReferenceTeacher(), chat, cfg, max_length=None)
+    assert too_long == 0 and len(samples) == 6 and all(s.meta["passed"] for s in samples)
 
 
 def test_a_teacher_whose_trajectories_fail_is_reported_not_silently_dropped(chat: Any) -> None:
@@ -278,5 +278,5 @@ def test_a_teacher_whose_trajectories_fail_is_reported_not_silently_dropped(chat
     tasks = [TaskRef(spec, t.id) for t in spec.tasks[:2]]
     cfg = RolloutConfig(max_steps=12, max_turn_tokens=64, executor="inprocess")
     with pytest.warns(UserWarning, match=r"the replier teacher did not pass 2 of 2 tasks; they are left out"):
-        assert teacher_samples(tasks, Replier(), chat, cfg) == []
-    assert len(teacher_samples(tasks, Replier(), chat, cfg, require_success=False)) == 2
+        assert teacher_samples(tasks, Replier(), chat, cfg, max_length=None) == ([], 0)
+    assert len(teacher_samples(tasks, Replier(), chat, cfg, max_length=None, require_success=False)[0]) == 2

@@ -78,11 +78,12 @@ def device_of(device: str) -> str:
     return device
 
 
-def tiny_model_dir(root: Path) -> Path:
-    """The tiny test model (:mod:`training.tiny_model`), built in ``root/tiny-qwen3``."""
+def tiny_model_dir(root: Path, context: int = 2048) -> Path:
+    """The tiny test model (:mod:`training.tiny_model`) with a context window of ``context`` tokens, built in
+    ``root/tiny-qwen3``."""
     from training.tiny_model import build_tiny_qwen3
 
-    return build_tiny_qwen3(root / "tiny-qwen3")
+    return build_tiny_qwen3(root / "tiny-qwen3", context=context)
 
 
 def random_qwen3(shape: dict[str, Any], tokenizer: Any, device: str, dtype: Any, seed: int = 0) -> Any:

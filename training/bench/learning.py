@@ -6,7 +6,8 @@ after an SFT warm start on the environments' reference trajectories
 (:func:`training.distill.teacher_samples`), and after GRPO (TRL ``GRPOTrainer`` + our rollout
 function). Environments: the shipped examples, or ``--envs LIBRARY`` (generated ones). Held out: the
 last ``--holdout-tasks`` tasks of every environment and every task of the last ``--holdout-envs``
-environments. Writes ``OUT/learning.json`` and a bar chart of the stages, ``OUT/learning.png``.
+environments. A reference trajectory longer than the model's context window is not trained on
+(``sft.too_long`` counts them). Writes ``OUT/learning.json`` and a bar chart of the stages, ``OUT/learning.png``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from training.bench.common import (
 )
 
 __all__ = ["command", "learning", "plot_learning"]
+
+#: ``--tiny``: the random tiny model's context window (:func:`training.bench.common.tiny_model_dir`)
+TINY_CONTEXT = 32_768
 
 
 def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> dict[str, float]:
@@ -114,10 +118,11 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     """
     from gym_envs.messages import ChatFormat
     from training.config import config_from_dict
-    from training.distill import ReferenceTeacher, teacher_samples
+    from training.distill import TOO_LONG_FIX, ReferenceTeacher, teacher_samples
+    from training.errors import ConfigError
     from training.loss import UpdateConfig, update
     from training.metrics import read_metrics
-    from training.model import load_policy
+    from training.model import context_window, load_policy
     from training.rollout import fit_step_budget
     from training.solver import TaskPool, build_solver_trainer
 
@@ -126,7 +131,9 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     sft_dir = work / "sft-model"
     tmp = tempfile.TemporaryDirectory()
     if tiny:
-        source, gguf_file = str(tiny_model_dir(Path(tmp.name))), None
+        # its 512-token vocabulary spends several times the tokens of a real one: a window that holds the
+        # reference trajectories of generated worlds
+        source, gguf_file = str(tiny_model_dir(Path(tmp.name), context=TINY_CONTEXT)), None
         sft_epochs, grpo_steps, num_generations, holdout, tasks_per_step = min(sft_epochs, 1), min(grpo_steps, 1), \
             2, 1, 1
         max_turn_tokens = min(max_turn_tokens, 32)
@@ -183,7 +190,11 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
         t = time.perf_counter()
         import torch
 
-        samples = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout)
+        window = context_window(model, tok)
+        samples, too_long = teacher_samples(train_tasks, ReferenceTeacher(), chat, cfg.rollout, max_length=window)
+        if too_long and not samples:
+            raise ConfigError(f"no reference trajectory to train on: all {too_long} are longer than the model's "
+                              f"context window ({window} tokens); {TOO_LONG_FIX}")
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
         ucfg = UpdateConfig(micro_batch_size=sft_micro_batch, autocast_bf16=cfg.model.dtype == "bf16-mixed")
         losses: list[float] = []
@@ -203,7 +214,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
                     bar.set_postfix(loss=f"{losses[-1]:.3f}")
                     bar.update()
         del opt
-        result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "epochs": sft_epochs,
+        result["sft"] = {**_pass_rate(model, tok, chat, held, cfg), "samples": len(samples), "too_long": too_long,
+                         "epochs": sft_epochs,
                          "micro_batch": sft_micro_batch,
                          "skipped_steps": skipped,
                          "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,

@@ -230,7 +230,7 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     from gym_envs.messages import ChatFormat
     from training.distill import ReferenceTeacher, teacher_samples
     from training.loss import UpdateConfig, update
-    from training.model import load_policy
+    from training.model import context_window, load_policy
     from training.proposer import pair_samples
     from training.rollout import TaskRef
     from training.solver import load_specs
@@ -239,12 +239,13 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     model, tok = load_policy(cfg, proposer_model, wrap_lora=False)
     chat = ChatFormat(tok)
     specs = load_specs([str(work / "templates")])
-    samples = teacher_samples([TaskRef(s, t.id) for s in specs for t in s.tasks], ReferenceTeacher(), chat,
-                              cfg.rollout)
+    window = context_window(model, tok)
+    samples, too_long = teacher_samples([TaskRef(s, t.id) for s in specs for t in s.tasks], ReferenceTeacher(), chat,
+                                        cfg.rollout, max_length=window)
     pairs, _ = teaching_pairs(train_docs, seed=cfg.run.seed, excerpt_tokens=cfg.proposer_sft.excerpt_tokens,
                               counter=lambda s: len(tok(s, add_special_tokens=False)["input_ids"]),
                               structure=bench_structure(cfg))
-    replayed, _ = pair_samples(pairs, tok, cfg.proposer_sft.max_length)
+    replayed, _ = pair_samples(pairs, tok, min(cfg.proposer_sft.max_length, window or cfg.proposer_sft.max_length))
     rng = random.Random(cfg.run.seed)
     replayed = rng.sample(replayed, min(len(replayed), round(replay * len(samples))))
     data = samples + replayed
@@ -269,8 +270,8 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     tok.save_pretrained(str(tmp))
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    return {"model": str(out), "trajectories": len(samples), "replayed_pairs": len(replayed), "epochs": epochs,
-            "steps": len(losses), "first_loss": losses[0] if losses else None,
+    return {"model": str(out), "trajectories": len(samples), "too_long": too_long, "replayed_pairs": len(replayed),
+            "epochs": epochs, "steps": len(losses), "first_loss": losses[0] if losses else None,
             "last_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -12,6 +12,9 @@ derives each turn's checks from the state the reference reaches:
 * a refusal: nothing changes (``unchanged``), and for a rule only the policy enforces, the forbidden
   tool was not even tried (``calls`` with ``forbid``).
 
+A search returns a page (:mod:`envgen.world.render`): the reference reads on to the page that holds the record
+it acts on or answers with, and every page when the task chooses among the records (:meth:`Writer._pages`).
+
 A draft may withhold tools (``withheld``) until a turn reveals them (``reveal``): the task's ``withheld_tools``
 and that turn's ``reveal_tools`` (:mod:`envgen.world.tasks.withheld`).
 
@@ -97,6 +100,8 @@ class Writer:
         run.close()
         self.by_id = {t: {r["id"]: r for r in rows} for t, rows in self.tables.items()}
         self.tool_texts = tool_texts(sim.spec.tools)
+        #: each search tool's table and key: a search returns one page (:mod:`envgen.world.render`)
+        self.listings = {o.name: (o.entity.table, o.entity.key.name) for o in world.ops if o.kind == "search"}
         self.base: list[Call] = []  #: calls every attempt runs first (a session's earlier requests)
 
     def after(self, calls: list[Call]) -> Writer | None:
@@ -179,19 +184,23 @@ class Writer:
             elif carry:
                 t.calls = [c for c in carry if c not in t.calls] + t.calls
                 carry = []
+        used = _used_values(draft)
         run = self.sim.run()
         try:
             turns = []
             for t in draft.turns:
                 before = run.digests()
                 start = run.tables()
-                results = run.calls(t.calls)
-                if any(not r.ok for r in results):
-                    return None
+                calls: list[Call] = []
+                for c in t.calls:
+                    r = run.call(c["name"], c["arguments"])
+                    if not r.ok:
+                        return None
+                    calls += [c, *self._pages(run, c, r.result, used, draft.choose)]
                 checks = self._checks(t, start, run, before)
                 if checks is None or not self._distinct(t, checks):
                     return None
-                turns.append({"instruction": t.say, "checks": checks, "reference": t.calls})
+                turns.append({"instruction": t.say, "checks": checks, "reference": calls})
                 if t.reveal:
                     turns[-1]["reveal_tools"] = list(t.reveal)
         finally:
@@ -203,6 +212,29 @@ class Writer:
         if numbers:
             task["policy"] = numbers
         return task
+
+    def _pages(self, run: Run, call: Call, result: Any, used: tuple[set[str], set[str]], whole: bool) -> list[Call]:
+        """The calls that read on after the first page ``result`` of a search (``call``), as a careful agent does:
+        every page when the task chooses among the records (``whole``), else up to the last page that holds a
+        record the task needs: one whose key it uses (``used[0]``: the values its calls pass, its answers) or that
+        shows one of its answers as text (``used[1]``); none after a page the call asked for."""
+        listed = self.listings.get(call["name"])
+        if listed is None or "offset" in call["arguments"] or not isinstance(result, dict):
+            return []
+        table, key = listed
+        pages: list[Call] = []
+        keep = 0
+        offset = result.get("next_offset")
+        while offset is not None:
+            page = {"name": call["name"], "arguments": {**call["arguments"], "offset": offset}}
+            r = run.call(page["name"], page["arguments"])
+            if not r.ok:
+                break
+            pages.append(page)
+            if whole or any(_needed(row, key, used) for row in r.result.get(table, [])):
+                keep = len(pages)
+            offset = r.result.get("next_offset")
+        return pages[:keep]
 
     def _distinct(self, t: DraftTurn, checks: list[dict[str, Any]]) -> bool:
         """Keep only the answer spellings the gate finds distinctive; False when an answer keeps none."""
@@ -257,6 +289,28 @@ class Writer:
                 out.append({"kind": "sql", "query": f'SELECT count(*) FROM "{table}" WHERE "{key}" = {_lit(row[key])}',
                             "expect": [[0]]})
         return out
+
+
+def _needed(row: Row, key: str, used: tuple[set[str], set[str]]) -> bool:
+    """Whether a listed record is one a task needs (:meth:`Writer._pages`)."""
+    values, answers = used
+    return str(row.get(key)) in values or any(isinstance(v, str) and v in answers for v in row.values())
+
+
+def _used_values(draft: Draft) -> tuple[set[str], set[str]]:
+    """Every value a draft's calls pass (at any depth) and every answer it expects, as text; and its answers."""
+    answers = {a for t in draft.turns for answer in t.answers for a in answer}
+    out = set(answers)
+    stack: list[Any] = [c["arguments"] for t in draft.turns for c in t.calls]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack += list(v.values())
+        elif isinstance(v, list):
+            stack += v
+        elif v is not None:
+            out.add(str(v))
+    return out, answers
 
 
 def _q(name: str) -> str:

@@ -98,7 +98,8 @@ class Families(Operations, Catalog, Withheld):
             if m.states:
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
                 n = sum(1 for c in cands if c["state"] == state)
-                options.append((f"how many {in_state(state, m.humans)} {mine}{where}", [number_answers(n)], find, True))
+                options.append((f"how many {in_state(state, m.humans)} {mine}{where}", [number_answers(n)],
+                                self.in_state(find, state), True))
             total = self.total_of(self.rng.choice(cands))
             if total is not None:
                 target, cents = total

@@ -72,14 +72,15 @@ def scenario_task(draft: Draft, fam: Families, writer: Writer, index: int) -> di
             draft.rules += [r for r in fam.rules("verify") if r not in draft.rules]
     confirm = next((c for c in turn.calls if fam.confirm_rules_by_name(c["name"])), None)
     if confirm is not None:
-        action = _action(fam, confirm)
-        asks.append(Ask(turn.calls.index(confirm), ask_confirm(fam.rng, action), confirms=True))
         draft.rules += [r for r in fam.confirm_rules_by_name(confirm["name"]) if r not in draft.rules]
-    if not asks:
+    elif not asks:
         return None
     task = writer.finish(draft, index)
     if task is None:
         return None
+    if confirm is not None:  # asked right before the write, after every read the finished reference makes
+        asks.append(Ask(task["turns"][0]["reference"].index(confirm), ask_confirm(fam.rng, _action(fam, confirm)),
+                        confirms=True))
     persona = f"{voice.name}, " + ("a member of staff" if voice.operator else "a customer") if voice is not None \
         else "a member of staff"
     task["id"] = f"t{index}_scenario_{draft.family}"[:64]

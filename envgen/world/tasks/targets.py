@@ -195,7 +195,15 @@ class Targets:
         its container, so the reference does not read it either."""
         if said.hops == 0 and self.operator:
             return self.details(target)
+        if said.choose and target.get("state") is not None:
+            find = self.in_state(find, target["state"])
         return [*find, *said.reads]
+
+    def in_state(self, find: list[Call], state: str) -> list[Call]:
+        """``find`` with its listing of the scope's main records narrowed to ``state``: a careful agent picks "my
+        most recent pending order" among the pending ones, and counts them by the listing's total."""
+        listings = {o.name for o in self.world.ops_of("search", self.main)} if self.main.states else set()
+        return [{**c, "arguments": {**c["arguments"], "state": state}} if c["name"] in listings else c for c in find]
 
     def by_key(self, find: list[Call], target: Row) -> list[Call]:
         """The reads before acting on ``target`` named by its key (see :meth:`reach`)."""
