@@ -6,6 +6,10 @@ many orders and some none; a reference to a catalog record uniformly; a holder t
 spreads lifecycle states, and sets capacity fields so that some containers are full (a refusal a
 task can ask for) and most have room.
 
+A row's title is drawn before its other fields, so what goes with the title follows from the one draw
+(:meth:`~envgen.world.data.Pools.title`): the adjective and category of its line, its price range, the part of
+the day its title names.
+
 Contract: ids are 1..n in insertion order; keys are unique per table; every reference points to an
 existing row (or NULL where the reference is nullable); a capacity field is never below the number of
 records it counts; values are SQL-safe (see :mod:`envgen.world.data`). The same world and ``rng`` give
@@ -94,11 +98,13 @@ def fill_rows(world: World, pools: Pools) -> Rows:
                 else:
                     row[ref.column] = rng.choice(target)["id"]
             row[ent.key.name] = _draw_key(pools, ent, row, used)
-            for f in ent.fields:
-                row[f.name] = None if f.nullable and rng.random() < 0.3 else _value(pools, ent, f, row)
+            drawn = {f.name: None if f.nullable and rng.random() < 0.3 else _value(pools, ent, f, row)
+                     for f in sorted(ent.fields, key=lambda f: f.kind != "title")}  # what goes with a title after it
+            row.update({f.name: drawn[f.name] for f in ent.fields})
             if ent.states:
                 row["state"] = _state(rng, ent)
-            row.pop("__person", None)
+            for scratch in ("__person", "__line", "__title"):
+                row.pop(scratch, None)
             out.append(row)
         rows[ent.table] = out
     _fit_capacities(world, rows, rng)
