@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TODAY", "Line", "Pools", "Vocabulary", "day_part", "faker_pool"]
+__all__ = ["TODAY", "Line", "Pools", "Vocabulary", "date_side", "day_part", "faker_pool"]
 
 #: what a file of each extension is (``report``, ``photo``), and when or which version (``q3``, ``final``)
 _DOCS = ("report", "invoice", "contract", "minutes", "proposal", "summary", "statement", "agenda", "estimate",
@@ -61,11 +61,12 @@ _CLEAN = re.compile(r"['\"\\\x00-\x1f]")
 _EMAIL_DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com", "post.example.net")
 _FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "arrival",
            "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event",
-           "pickup", "renews", "valid", "visit")
+           "pickup", "renews", "valid", "visit", "return")
 _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
          "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased", "booked",
          "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
-         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started")
+         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started",
+         "returned")
 
 
 @functools.cache
@@ -278,28 +279,61 @@ class Pools:
         return int(self.rng.random() < 0.4)
 
     def _day_offset(self, ctx: dict[str, Any]) -> int:
-        name = self._name(ctx)
-        words = set(name.split("_"))
-        # whole words first (started_on is past although it contains "start"; paid_until is ahead), then parts
-        ahead = words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE))
-        if ahead:
-            return self.rng.randint(1, 120)
-        if any(w in name for w in _PAST):
+        side = date_side(self._name(ctx))
+        if side > 0 and ctx.get("over"):  # a record whose lifecycle is over: its due day has passed, after its past
+            return -self.rng.randint(1, max(1, _days_back(ctx.get("row") or {}) - 1))
+        if side > 0:  # (a second day ahead ends what the first begins: a rental's return after its pickup)
+            begun = _days_ahead(ctx.get("row") or {})
+            return begun + self.rng.randint(1, 14) if begun else self.rng.randint(1, 120)
+        if side < 0:
             return -self.rng.randint(1, 400)
         return self.rng.randint(-200, 60)
 
     def date(self, ctx: dict[str, Any]) -> str:
+        """A day on the side of today the field's name puts it (:func:`date_side`); a day ahead of a record in a
+        final state (``ctx["over"]``: a delivered order's delivery day, a completed visit) lies between the row's
+        latest past day and today."""
         return (TODAY + dt.timedelta(days=self._day_offset(ctx))).isoformat()
 
     def datetime(self, ctx: dict[str, Any]) -> str:
-        """A date and time; a row whose title names a part of the day or the week (``Morning Yoga``, ``Matinee``,
-        ``Weekend Bootcamp``) is on it (:func:`day_part`)."""
+        """A date and time, on the side of today :meth:`date` says; a row whose title names a part of the day or the
+        week (``Morning Yoga``, ``Matinee``, ``Weekend Bootcamp``) is on it (:func:`day_part`)."""
         day = TODAY + dt.timedelta(days=self._day_offset(ctx))
         hours, weekend = day_part(str((ctx.get("row") or {}).get("__title") or ""))
-        if weekend and day.weekday() < 5:
-            day += dt.timedelta(days=5 - day.weekday() + self.rng.randint(0, 1))  # that week's Saturday or Sunday
+        if weekend and day.weekday() < 5:  # that week's Saturday or Sunday; the one before, for a day in the past
+            day += dt.timedelta(days=5 - day.weekday() + self.rng.randint(0, 1)) if day >= TODAY else \
+                -dt.timedelta(days=day.weekday() + 1 + self.rng.randint(0, 1))
         lo, hi = hours or (8, 18)
         return f"{day.isoformat()}T{self.rng.randint(lo, hi):02d}:{self.rng.choice([0, 15, 30, 45]):02d}"
+
+
+def date_side(name: str) -> int:
+    """Which side of today a date field's name puts it: ``1`` ahead (``due_date``, ``valid_until``), ``-1`` behind
+    (``placed_on``, ``started_on``), ``0`` either; whole words first (``started_on`` is behind although it contains
+    "start"; ``paid_until`` is ahead), then parts of words."""
+    words = set(name.split("_"))
+    if words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE)):
+        return 1
+    return -1 if any(w in name for w in _PAST) else 0
+
+
+def _days_back(row: dict[str, Any]) -> int:
+    """Days from the row's latest day before today (a date or date-time value drawn already) to today; 121 if none."""
+    days = [(TODAY - d).days for v in row.values() if isinstance(v, str) and (d := _day(v)) is not None and d < TODAY]
+    return min(days, default=121)
+
+
+def _days_ahead(row: dict[str, Any]) -> int:
+    """Days from today to the row's latest day ahead of it drawn already; 0 if none."""
+    return max([(d - TODAY).days for v in row.values() if isinstance(v, str) and (d := _day(v)) is not None
+                and d > TODAY], default=0)
+
+
+def _day(value: str) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(value[:10]) if re.match(r"\d{4}-\d{2}-\d{2}", value) else None
+    except ValueError:
+        return None
 
 
 def day_part(title: str) -> tuple[tuple[int, int] | None, bool]:

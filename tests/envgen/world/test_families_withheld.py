@@ -34,8 +34,8 @@ def test_the_task_asks_first_changes_nothing_then_reveals_the_tool_and_acts(shop
     # the agent finds the order before it says it cannot change it: those reads are the first turn's, not the next's
     (change,) = second.calls()
     assert change.name == "change_address" and second.expects is None
-    assert first.expects == "decline"
-    assert first.calls()[-1].arguments == {"order_number": change.arguments["order_number"]}
+    writes = {o["name"] for o in _WORLD["operations"] if o["kind"] not in ("lookup", "search")}
+    assert first.expects == "decline" and first.calls() and not {c.name for c in first.calls()} & writes
     assert "change the address of my" in first.instruction
     assert second.reveal_tools == ["change_address"] and second.reference[-1].name == "change_address"
     assert any(second.instruction.startswith(news) for news in _NEWS)
