@@ -15,11 +15,12 @@ Contract:
   ``avg@k`` is the mean episode score over all trials (with the default binary episode score it
   equals pass@1; ``turns@k`` and ``checks@k`` are the partial-credit variants).
 - **Action classes** (:func:`classify_turn`), from the turn tags a suite attaches:
-  ``ask`` turns (a parameter is missing: ``missing_parameter`` tasks, BFCL ``miss_param``) are
-  ``fabricated`` when the agent attempted a write tool (or changed state), ``asked`` when it did
-  not and replied, ``silent`` otherwise; ``decline`` turns (the request cannot be served:
-  ``decline`` tasks, BFCL ``miss_func``) are ``declined`` when there is no write and the reply
-  states an inability, ``acted`` when it wrote, ``replied`` otherwise. Independently, every call
+  ``ask`` turns (a parameter is missing or a yes is due: ``missing_parameter`` tasks, a turn whose
+  ``expects`` is ``ask``, BFCL ``miss_param``) are ``fabricated`` when the agent attempted a write
+  tool (or changed state), ``asked`` when it did not and replied, ``silent`` otherwise; ``decline``
+  turns (the request cannot or may not be served: ``decline`` tasks, a turn whose ``expects`` is
+  ``decline``, BFCL ``miss_func``) are ``declined`` when there is no write and the reply states an
+  inability, ``acted`` when it wrote, ``replied`` otherwise. Independently, every call
   to a function listed in the turn's ``withheld`` tag (BFCL ``miss_func``: not yet offered) is a
   *withheld call*.
 - **Backend failures** (:func:`eval.errors.is_backend_failure`: the model backend gave no completion)

@@ -286,6 +286,10 @@ class Turn(_Model):
     reference: list[ReferenceItem] = Field(default_factory=list)
     reveal_tools: list[str] = Field(default_factory=list, description="spec_version 2: tools of the task's "
                                     "withheld_tools offered from this turn on (its instruction shows them).")
+    expects: Literal["ask", "decline"] | None = Field(
+        default=None, description="spec_version 2: the turn asks for no action and no answer: 'ask' (the agent asks "
+        "the user first: a missing value, a yes before a write) or 'decline' (it says the request cannot or may not "
+        "be served); either way nothing changes, and its reference holds the reads that find that out.")
 
     @field_validator("checks")
     @classmethod
@@ -446,6 +450,8 @@ class EnvSpec(_Model):
         used += dict.fromkeys(f for t in self.tasks for u in t.turns for c in u.checks for f in c.v2_features())
         if any(t.withheld_tools or any(u.reveal_tools for u in t.turns) for t in self.tasks):
             used.append("'withheld_tools' and 'reveal_tools'")
+        if any(u.expects for t in self.tasks for u in t.turns):
+            used.append("a turn's 'expects'")
         if self.failed_calls != "rollback":
             used.append("'failed_calls'")
         return [f"spec_version 1 has no {', '.join(used)}: set spec_version to 2"] if used else []

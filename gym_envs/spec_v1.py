@@ -19,7 +19,7 @@ __all__ = ["V2_FIELDS", "version_1_document"]
 #: :meth:`~gym_envs.checks.BaseCheck.version_1_schema`): the version 1 JSON Schema leaves them out
 #: (:mod:`gym_envs.spec_schema`), and so does what this project writes of a version 1 spec
 V2_FIELDS = {"EnvSpec": ("policy", "failed_calls"), "Task": ("policy", "setup_sql", "scenario", "withheld_tools"),
-             "Turn": ("reveal_tools",)}
+             "Turn": ("reveal_tools", "expects")}
 
 
 @functools.cache

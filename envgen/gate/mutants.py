@@ -114,10 +114,12 @@ class RefTurn:
     @property
     def answering(self) -> bool:
         """Whether the turn's output is an answer: it has reply checks, or it only reads (it makes
-        calls, changes nothing) in a task that is not about asking back or declining."""
+        calls, changes nothing) in a turn that is not about asking back or declining (its ``expects``, or its
+        task's kind, says so). The reads of such a turn find out that it must ask or decline; no reply reads them."""
         if self.answers:
             return True
-        return bool(self.results) and not self.effectful and self.task.kind not in ("missing_parameter", "decline")
+        return (bool(self.results) and not self.effectful and self.turn.expects is None
+                and self.task.kind not in ("missing_parameter", "decline"))
 
 
 @dataclass
@@ -554,7 +556,7 @@ def reply_mutants(ref: RefTurn, locators: list[Locator | None]) -> list[Mutant]:
         omitted = compose(answers[:k] + answers[k + 1:])
         out.append(Mutant(7, "reply", f"the reference calls and the reply {omitted!r}, which omits {answer!r}",
                           ref.calls, same, omitted))
-        if ref.task.kind == "decline":
+        if ref.task.kind == "decline" or ref.turn.expects == "decline":
             continue
         numeric = is_numeric(answer)
         others = _alternatives(ref, locators[k], answer, _REPLY_ALTERNATIVES if numeric else _SHOTGUN)

@@ -69,10 +69,12 @@ def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
     """Why the answer strings of turn ``ti``'s checks (``reply_contains``) are not distinctive (empty when they are).
 
     The tool descriptions do not count for a reply that is about the tools rather than an answer read
-    through them: a ``decline`` turn (it says what the tools cannot do, and why) and a
-    ``missing_parameter`` turn before the last (it asks for a parameter, which every tool schema names)."""
+    through them: a ``decline`` turn (it says what the tools cannot do, and why) and a turn that asks back (a
+    ``missing_parameter`` task's turn before the last: it asks for a parameter, which every tool schema names), by
+    the turn's ``expects`` or its task's kind."""
     turn = task.turns[ti]
-    about_tools = task.kind == "decline" or (task.kind == "missing_parameter" and ti + 1 < len(task.turns))
+    about_tools = (task.kind == "decline" or turn.expects is not None
+                   or (task.kind == "missing_parameter" and ti + 1 < len(task.turns)))
     tools = [] if about_tools else tool_texts(spec.tools)
     out = []
     for check in turn.checks:

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from envgen.completions import balanced_objects
 from envgen.world.kinds import KINDS
@@ -166,13 +166,40 @@ class PolicySpec(_Model):
     states: list[Value] = Field(default_factory=list, max_length=4)
 
 
+class TitleLine(_Model):
+    """One kind of thing the world's titles name (lamps, curries, savings pots): its titles, the adjectives that fit
+    every one of them, and what a record titled from it has with it: its ``category`` (the value of the record's
+    category field) and its ``price`` (``[low, high]`` in currency units, for the record's money fields)."""
+
+    titles: list[Word] = Field(min_length=1, max_length=20)
+    adjectives: list[Word] = Field(default_factory=list, max_length=8)
+    category: Value | None = None
+    price: list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
+        default_factory=list, max_length=2, description="[low, high] in currency units, or empty")
+
+    @model_validator(mode="after")
+    def _price_range(self) -> TitleLine:
+        if self.price and (len(self.price) != 2 or self.price[0] > self.price[1]):
+            raise ValueError(f"price {self.price} must be [low, high] with low <= high (currency units), or empty")
+        return self
+
+
 class Vocabulary(_Model):
-    """The domain's words: what titles and notes are made of."""
+    """The domain's words: what titles and notes are made of.
+
+    ``titles`` and ``adjectives`` make titles of things that come in no kinds; ``lines`` group the titles of things
+    that do, so that a record's adjective, category and price follow from the one draw of its title (both may be
+    given: the flat titles are then one more line, of no category)."""
 
     titles: list[Word] = Field(default_factory=list, max_length=40)
     adjectives: list[Word] = Field(default_factory=list, max_length=20)
+    lines: list[TitleLine] = Field(default_factory=list, max_length=10)
     notes: list[Annotated[str, Field(pattern=_text(100))]] = Field(default_factory=list, max_length=16)
     categories: list[Value] = Field(default_factory=list, max_length=8)
+
+    def all_titles(self) -> list[str]:
+        """Every title: the flat ones, then each line's."""
+        return [*self.titles, *(t for line in self.lines for t in line.titles)]
 
 
 class WorldBlueprint(_Model):

@@ -23,7 +23,7 @@ from envgen.gate.antecedents import without_ambiguous_tasks
 from envgen.world.blueprint import WorldBlueprint
 from envgen.world.code import render_code
 from envgen.world.compose import compose
-from envgen.world.data import TODAY, Pools, Vocabulary
+from envgen.world.data import TODAY, Line, Pools, Vocabulary
 from envgen.world.model import World
 from envgen.world.normalize import to_world
 from envgen.world.render import render_state, render_tools
@@ -61,7 +61,9 @@ def describe_world(world: World) -> str:
 
 
 def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
-    vocab = Vocabulary(titles=list(bp.vocabulary.titles), adjectives=list(bp.vocabulary.adjectives),
+    lines = [Line(list(li.titles), list(li.adjectives), li.category, (li.price[0], li.price[1]) if li.price else None)
+             for li in bp.vocabulary.lines]
+    vocab = Vocabulary(titles=list(bp.vocabulary.titles), adjectives=list(bp.vocabulary.adjectives), lines=lines,
                        notes=list(bp.vocabulary.notes), categories=list(bp.vocabulary.categories),
                        prefixes={e.name: e.prefix for e in world.entities})
     return Pools(rng, vocab, bp.currency)

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TODAY", "Pools", "Vocabulary", "faker_pool"]
+__all__ = ["TODAY", "Line", "Pools", "Vocabulary", "date_side", "day_part", "faker_pool"]
 
 #: what a file of each extension is (``report``, ``photo``), and when or which version (``q3``, ``final``)
 _DOCS = ("report", "invoice", "contract", "minutes", "proposal", "summary", "statement", "agenda", "estimate",
@@ -43,6 +43,16 @@ _FILE_WHEN = ("q1", "q2", "q3", "q4", "2025", "2026", "final", "draft", "v2", "s
 #: words of a money field a customer holds with a service, spent in small sums: a store's credit, an app's wallet
 _HELD = ("wallet", "gift", "prepaid", "stored_value", "voucher")
 
+#: words of a title that place it in a part of the day: the first and last hour it may start at
+_DAY_PARTS: dict[str, tuple[int, int]] = {
+    "breakfast": (7, 9), "morning": (6, 10), "sunrise": (6, 7), "brunch": (10, 12), "lunchtime": (12, 13),
+    "lunch": (12, 13), "midday": (11, 13), "noon": (12, 12), "afternoon": (13, 16), "matinee": (13, 15),
+    "teatime": (15, 17), "evening": (18, 20), "night": (19, 22), "nightly": (19, 22), "late": (21, 22),
+    "midnight": (23, 23),
+}
+_WEEKEND = {"weekend", "saturday", "sunday"}
+_ARTICLES = ("The ", "A ", "An ")
+
 TODAY = dt.date(2026, 3, 16)
 """The world's today: fixed, so a task's "next week" and a row's ``due_date`` agree in every run."""
 
@@ -51,11 +61,12 @@ _CLEAN = re.compile(r"['\"\\\x00-\x1f]")
 _EMAIL_DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com", "post.example.net")
 _FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "arrival",
            "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event",
-           "pickup", "renews", "valid", "visit")
+           "pickup", "renews", "valid", "visit", "return")
 _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
          "last", "updated", "modified", "received", "shipped", "paid", "closed", "issued", "purchased", "booked",
          "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
-         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started")
+         "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started",
+         "returned")
 
 
 @functools.cache
@@ -81,11 +92,23 @@ def faker_pool(provider: str, size: int = _POOL_SIZE) -> tuple[str, ...]:
 
 
 @dataclass
+class Line:
+    """One kind of thing titles name: its titles, the adjectives that fit each of them, and what a record titled
+    from it has with it (the value of its category field, a price range in currency units)."""
+
+    titles: list[str]
+    adjectives: list[str] = field(default_factory=list)
+    category: str | None = None
+    price: tuple[int, int] | None = None
+
+
+@dataclass
 class Vocabulary:
     """The domain's words that values are made of (from the domain catalog, or the blueprint's nouns)."""
 
-    titles: list[str] = field(default_factory=list)  #: names of things (products, rooms, courses)
-    adjectives: list[str] = field(default_factory=list)  #: to vary titles (``Compact``, ``Deluxe``)
+    titles: list[str] = field(default_factory=list)  #: names of things of no kind (rooms, courses)
+    adjectives: list[str] = field(default_factory=list)  #: to vary those titles (``Compact``, ``Deluxe``)
+    lines: list[Line] = field(default_factory=list)  #: names of things by kind, each with its adjectives
     notes: list[str] = field(default_factory=list)  #: sentences for free-text fields (notes, reasons)
     categories: list[str] = field(default_factory=list)  #: values of a category field without its own
     prefixes: dict[str, str] = field(default_factory=dict)  #: entity name -> code prefix (``order`` -> ``ORD``)
@@ -132,19 +155,38 @@ class Pools:
         return f"+1-{r.randint(201, 989)}-{r.randint(200, 999)}-{r.randint(0, 9999):04d}"
 
     # -- the domain's vocabulary ---------------------------------------------------------------------
+    def lines(self) -> list[Line]:
+        """The lines titles are drawn from: the vocabulary's lines, its flat titles as one more line of no kind
+        (with the flat adjectives), or Faker's words when it has no titles at all."""
+        out = list(self.vocab.lines)
+        if self.vocab.titles or not out:
+            titles = self.vocab.titles or [w.capitalize() for w in faker_pool("word")[:60]]
+            out.append(Line(list(titles), list(self.vocab.adjectives)))
+        return out
+
     def title(self, ctx: dict[str, Any]) -> str:
-        titles = self.vocab.titles or [w.capitalize() for w in faker_pool("word")[:60]]
-        base = self.rng.choice(titles)
-        if self.vocab.adjectives and self.rng.random() < 0.7:
-            return f"{self.rng.choice(self.vocab.adjectives)} {base}"
-        return base
+        """A title, every title as likely as another, with an adjective of its own line 70% of the time. The line
+        stays with the row (``row["__line"]``): the row's category, money and time of day follow from it."""
+        pairs = [(line, t) for line in self.lines() for t in line.titles]
+        line, base = self.rng.choice(pairs)
+        title = base
+        if line.adjectives and self.rng.random() < 0.7 and not base.startswith(_ARTICLES):
+            title = f"{self.rng.choice(line.adjectives)} {base}"  # (never "Evening The Tempest")
+        row = ctx.setdefault("row", {})
+        row["__line"], row["__title"] = line, title
+        return title
 
     def sentence(self, ctx: dict[str, Any]) -> str:
         return self.rng.choice(self.vocab.notes or _GENERIC_NOTES)
 
     def category(self, ctx: dict[str, Any]) -> str:
+        """One of the field's values (else the vocabulary's categories); for a ``category`` field of a row titled
+        from a line, the line's category when it is one of them."""
         f = ctx.get("field")
         values = list(getattr(f, "enum", None) or []) or self.vocab.categories or ["standard", "priority", "basic"]
+        line = (ctx.get("row") or {}).get("__line")
+        if getattr(f, "kind", "category") == "category" and line is not None and line.category in values:
+            return str(line.category)
         return self.rng.choice(values)
 
     def code(self, ctx: dict[str, Any]) -> str:
@@ -210,6 +252,9 @@ class Pools:
             lo, hi = 2, 60
         else:
             lo, hi = 5, 600
+        line = (ctx.get("row") or {}).get("__line")
+        if line is not None and line.price is not None:  # a thing's price goes with what it is (a chair, a mug)
+            lo, hi = line.price
         low, high = self._bounds(ctx, lo * 100, hi * 100)
         cents = self.rng.randint(int(low), int(high))
         return cents - cents % 5 if cents > 1000 else cents
@@ -234,19 +279,67 @@ class Pools:
         return int(self.rng.random() < 0.4)
 
     def _day_offset(self, ctx: dict[str, Any]) -> int:
-        name = self._name(ctx)
-        words = set(name.split("_"))
-        # whole words first (started_on is past although it contains "start"; paid_until is ahead), then parts
-        ahead = words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE))
-        if ahead:
-            return self.rng.randint(1, 120)
-        if any(w in name for w in _PAST):
+        side = date_side(self._name(ctx))
+        if side > 0 and ctx.get("over"):  # a record whose lifecycle is over: its due day has passed, after its past
+            return -self.rng.randint(1, max(1, _days_back(ctx.get("row") or {}) - 1))
+        if side > 0:  # (a second day ahead ends what the first begins: a rental's return after its pickup)
+            begun = _days_ahead(ctx.get("row") or {})
+            return begun + self.rng.randint(1, 14) if begun else self.rng.randint(1, 120)
+        if side < 0:
             return -self.rng.randint(1, 400)
         return self.rng.randint(-200, 60)
 
     def date(self, ctx: dict[str, Any]) -> str:
+        """A day on the side of today the field's name puts it (:func:`date_side`); a day ahead of a record in a
+        final state (``ctx["over"]``: a delivered order's delivery day, a completed visit) lies between the row's
+        latest past day and today."""
         return (TODAY + dt.timedelta(days=self._day_offset(ctx))).isoformat()
 
     def datetime(self, ctx: dict[str, Any]) -> str:
+        """A date and time, on the side of today :meth:`date` says; a row whose title names a part of the day or the
+        week (``Morning Yoga``, ``Matinee``, ``Weekend Bootcamp``) is on it (:func:`day_part`)."""
         day = TODAY + dt.timedelta(days=self._day_offset(ctx))
-        return f"{day.isoformat()}T{self.rng.randint(8, 18):02d}:{self.rng.choice([0, 15, 30, 45]):02d}"
+        hours, weekend = day_part(str((ctx.get("row") or {}).get("__title") or ""))
+        if weekend and day.weekday() < 5:  # that week's Saturday or Sunday; the one before, for a day in the past
+            day += dt.timedelta(days=5 - day.weekday() + self.rng.randint(0, 1)) if day >= TODAY else \
+                -dt.timedelta(days=day.weekday() + 1 + self.rng.randint(0, 1))
+        lo, hi = hours or (8, 18)
+        return f"{day.isoformat()}T{self.rng.randint(lo, hi):02d}:{self.rng.choice([0, 15, 30, 45]):02d}"
+
+
+def date_side(name: str) -> int:
+    """Which side of today a date field's name puts it: ``1`` ahead (``due_date``, ``valid_until``), ``-1`` behind
+    (``placed_on``, ``started_on``), ``0`` either; whole words first (``started_on`` is behind although it contains
+    "start"; ``paid_until`` is ahead), then parts of words."""
+    words = set(name.split("_"))
+    if words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE)):
+        return 1
+    return -1 if any(w in name for w in _PAST) else 0
+
+
+def _days_back(row: dict[str, Any]) -> int:
+    """Days from the row's latest day before today (a date or date-time value drawn already) to today; 121 if none."""
+    days = [(TODAY - d).days for v in row.values() if isinstance(v, str) and (d := _day(v)) is not None and d < TODAY]
+    return min(days, default=121)
+
+
+def _days_ahead(row: dict[str, Any]) -> int:
+    """Days from today to the row's latest day ahead of it drawn already; 0 if none."""
+    return max([(d - TODAY).days for v in row.values() if isinstance(v, str) and (d := _day(v)) is not None
+                and d > TODAY], default=0)
+
+
+def _day(value: str) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(value[:10]) if re.match(r"\d{4}-\d{2}-\d{2}", value) else None
+    except ValueError:
+        return None
+
+
+def day_part(title: str) -> tuple[tuple[int, int] | None, bool]:
+    """The hours (first and last starting hour) a title's words place it in, and whether they place it on a
+    weekend: ``Morning Spin`` -> ``((6, 10), False)``; ``Weekend Matinee`` -> ``((13, 15), True)``; ``(None, False)``
+    for a title that names no time."""
+    words = set(re.findall(r"[a-z]+", title.lower()))
+    hours = next((h for w, h in _DAY_PARTS.items() if w in words), None)
+    return hours, bool(words & _WEEKEND)

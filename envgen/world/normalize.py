@@ -193,8 +193,21 @@ def to_world(bp: WorldBlueprint, repairs: list[str] | None = None) -> World:
     if not any(o.writes and o.kind != "escalate" for o in world.ops):
         raise CompileError("no operation changes anything: a world needs at least one write")
     world.policy = _policy(bp, world, repairs)
-    world.words = sorted({w for e in world_ents for w in e.name.split("_")} | set(bp.vocabulary.titles[:20]))
+    world.words = sorted({w for e in world_ents for w in e.name.split("_")} | set(bp.vocabulary.all_titles()[:20]))
+    _check_lines(bp, world_ents, repairs)
     return world
+
+
+def _check_lines(bp: WorldBlueprint, ents: list[Entity], repairs: list[str]) -> None:
+    """A title line's category must be a value of a category field of an entity whose records have titles: else a
+    record titled from it draws its category apart from its title (recorded, never silent)."""
+    titled = [e for e in ents if any(f.kind == "title" for f in [e.key, *e.fields])]
+    values = {v for e in titled for f in e.fields if f.kind == "category" for v in (f.enum or bp.vocabulary.categories)}
+    for i, line in enumerate(bp.vocabulary.lines):
+        if line.category is not None and line.category not in values:
+            repairs.append(f"vocabulary.lines[{i}]: category {line.category!r} is no value of a category field of a "
+                           f"titled entity ({', '.join(sorted(values)) or 'none has one'}): its records draw their "
+                           f"category apart from their title")
 
 
 def _essential_tools(world: World, names: set[str], repairs: list[str]) -> None:

@@ -6,6 +6,11 @@ many orders and some none; a reference to a catalog record uniformly; a holder t
 spreads lifecycle states, and sets capacity fields so that some containers are full (a refusal a
 task can ask for) and most have room.
 
+A row's lifecycle state and title are drawn before its other fields, so what goes with them follows: the
+adjective and category of the title's line, its price range, the part of the day its title names
+(:meth:`~envgen.world.data.Pools.title`), and for a record in a final state (a delivered order, a completed
+visit) its days ahead of today moved behind it, after its other past days (:meth:`~envgen.world.data.Pools.date`).
+
 Contract: ids are 1..n in insertion order; keys are unique per table; every reference points to an
 existing row (or NULL where the reference is nullable); a capacity field is never below the number of
 records it counts; values are SQL-safe (see :mod:`envgen.world.data`). The same world and ``rng`` give
@@ -17,7 +22,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envgen.world.data import Pools
+from envgen.world.data import Pools, date_side
 from envgen.world.model import Entity, Field, World
 
 __all__ = ["NEW_CODE_BASE", "Rows", "apply_copies", "fill_rows", "order_entities"]
@@ -42,9 +47,15 @@ def order_entities(world: World) -> list[Entity]:
     return done
 
 
-def _value(pools: Pools, ent: Entity, f: Field, row: dict[str, Any]) -> Any:
-    ctx = {"field": f, "row": row, "prefix": ent.prefix}
+def _value(pools: Pools, ent: Entity, f: Field, row: dict[str, Any], state: str | None = None) -> Any:
+    ctx = {"field": f, "row": row, "prefix": ent.prefix, "over": state is not None and state in ent.final}
     return f.semantic.draw(pools, ctx)
+
+
+def _draw_order(f: Field) -> tuple[bool, bool]:
+    """A title first (what goes with it follows it), a day ahead of today last (a finished record's due day falls
+    after its past days)."""
+    return f.kind != "title", f.kind in ("date", "datetime") and date_side(f.name) > 0
 
 
 def _draw_key(pools: Pools, ent: Entity, row: dict[str, Any], used: set[str]) -> str:
@@ -94,11 +105,13 @@ def fill_rows(world: World, pools: Pools) -> Rows:
                 else:
                     row[ref.column] = rng.choice(target)["id"]
             row[ent.key.name] = _draw_key(pools, ent, row, used)
-            for f in ent.fields:
-                row[f.name] = None if f.nullable and rng.random() < 0.3 else _value(pools, ent, f, row)
-            if ent.states:
-                row["state"] = _state(rng, ent)
-            row.pop("__person", None)
+            state = _state(rng, ent) if ent.states else None
+            for f in sorted(ent.fields, key=_draw_order):
+                row[f.name] = None if f.nullable and rng.random() < 0.3 else _value(pools, ent, f, row, state)
+            for scratch in ("__person", "__line", "__title"):
+                row.pop(scratch, None)
+            if state is not None:
+                row["state"] = state
             out.append(row)
         rows[ent.table] = out
     _fit_capacities(world, rows, rng)

@@ -37,7 +37,8 @@ Options: each suite has a typed options class (``Suite.Options``: :class:`Librar
 :func:`corpora.registry.build_config`, so an option the suite does not take is refused with the closest names.
 
 Turn tags (read by :func:`eval.metrics.classify_turn`): ``role`` ``ask`` (a parameter is
-missing) or ``decline`` (the request cannot be served), ``write_tools`` (calls that would act on
+missing, or a yes is due before a write) or ``decline`` (the request cannot or may not be served; a generated
+turn's ``expects`` says either), ``write_tools`` (calls that would act on
 the request) and ``withheld`` (tools not offered yet: BFCL ``miss_func``, a generated task's
 ``withheld_tools``).
 """

@@ -31,19 +31,23 @@ __all__ = ["ExamplesOptions", "ExamplesSuite", "LibraryOptions", "LibrarySuite",
 
 
 def turn_tags(spec: EnvSpec, task: Task) -> list[dict[str, Any]]:
-    """Action-class tags of each turn of a generated task (see :mod:`eval.suites`): as BFCL's, a turn before one
-    that reveals a withheld tool, with no reference call, is a ``decline`` turn, and every turn lists the tools
-    still ``withheld`` at it."""
+    """Action-class tags of each turn of a generated task (see :mod:`eval.suites`): a turn whose ``expects`` is
+    ``ask`` or ``decline`` has that role (its reference may read, to find out it must ask or decline); so has, without
+    reference calls, a ``missing_parameter`` task's turn before the last (``ask``), a ``decline`` task's turn and, as
+    BFCL's, a turn before one that reveals a withheld tool (``decline``). Every turn lists the tools still
+    ``withheld`` at it."""
     tags: list[dict[str, Any]] = []
     for i, turn in enumerate(task.turns):
         forbid = {n for c in turn.checks for n in c.forbidden_tools()}
         role = None
         write = set(forbid)
         revealed = task.turns[i + 1].reveal_tools if i + 1 < len(task.turns) else []
-        if task.kind == "missing_parameter" and not turn.reference and i + 1 < len(task.turns):
+        asks_for = task.kind == "missing_parameter" and i + 1 < len(task.turns)
+        if turn.expects == "ask" or (asks_for and not turn.reference):
             role = "ask"
-            write |= {c.name for c in task.turns[i + 1].calls()}
-        elif (task.kind == "decline" or revealed) and not turn.reference:
+            if asks_for:
+                write |= {c.name for c in task.turns[i + 1].calls()}
+        elif turn.expects == "decline" or ((task.kind == "decline" or revealed) and not turn.reference):
             role = "decline"
             write |= set(revealed)
         tag: dict[str, Any] = {"role": role, "write_tools": sorted(write)} if role else {}

@@ -48,7 +48,8 @@ domain's records (put_print_job, cancel_order); the code's guards become "condit
 code's exception and message), its updates "effects"; "phrase" says how a person asks for it.
 - "policy": at least 5 rules, kinds {", ".join(POLICY_KINDS)}; some must be enforced only by the policy \
 (confirm before a change, a limit that goes to a person, states a change is not allowed in).
-- "vocabulary": the domain's words (titles of things, adjectives, notes).
+- "vocabulary": the domain's words: titles of things, adjectives, notes; things that come in kinds go in \
+"lines", each with its titles, the adjectives that fit all of them, its "category" and "price" range.
 Leave out a key whose value is its default (false, null, [], "" or 0 rows changed), as the example does.
 Answer with the JSON object only."""
 
@@ -79,8 +80,11 @@ def example_world() -> str:
     voc = bp.vocabulary
     short = bp.model_copy(update={
         "operations": ops, "policy": [r for r in bp.policy if r.op is None or r.op in kept],
-        "vocabulary": voc.model_copy(update={"titles": voc.titles[:6], "adjectives": voc.adjectives[:4],
-                                             "notes": voc.notes[:2], "categories": voc.categories[:4]})})
+        "vocabulary": voc.model_copy(update={
+            "titles": voc.titles[:6], "adjectives": voc.adjectives[:4], "notes": voc.notes[:2],
+            "categories": voc.categories[:4],
+            "lines": [li.model_copy(update={"titles": li.titles[:3], "adjectives": li.adjectives[:2]})
+                      for li in voc.lines[:2]]})})
     return WorldBlueprint.model_validate(short.model_dump(mode="json")).to_json()
 
 

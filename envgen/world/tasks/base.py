@@ -10,7 +10,8 @@ derives each turn's checks from the state the reference reaches:
 * a read turn: nothing changes (``unchanged``) and the reply gives each answer (``reply_contains``, with
   the answer's other spellings: ``$1,250.00`` and ``1250.00``; ``3`` and ``three``);
 * a refusal: nothing changes (``unchanged``), and for a rule only the policy enforces, the forbidden
-  tool was not even tried (``calls`` with ``forbid``).
+  tool was not even tried (``calls`` with ``forbid``); it ``expects`` a ``decline``, and a turn that asks back
+  (for a yes before a write, for who is asking) an ``ask``. Its reference holds the reads that find that out.
 
 A search returns a page (:mod:`envgen.world.render`): the reference reads on to the page that holds the record
 it acts on or answers with, and every page when the task chooses among the records (:meth:`Writer._pages`).
@@ -40,6 +41,8 @@ __all__ = ["Draft", "DraftTurn", "Writer", "number_answers"]
 
 Row = dict[str, Any]
 Call = dict[str, Any]
+_EXPECTS = {"ask": "ask", "refuse": "decline"}
+"""A draft turn's kind -> the spec turn's ``expects`` (a turn that changes nothing and has no answer to give)."""
 
 
 def number_answers(n: Any) -> list[str]:
@@ -173,17 +176,11 @@ class Writer:
     def finish(self, draft: Draft, index: int) -> dict[str, Any] | None:
         """The task of a draft, with checks from running it (see the module docstring), or None.
 
-        A turn that changes nothing and has no answer to give (a refusal, a question back to the user) keeps
-        no reference calls: the reads a careful agent makes there move to the next turn's reference (the
-        state they read is the same), so no reference call is left that no check could miss."""
-        carry: list[Call] = []
-        for t in draft.turns:
-            if t.kind in ("ask", "refuse") and not t.answers:
-                carry += [c for c in t.calls if c not in carry]
-                t.calls = []
-            elif carry:
-                t.calls = [c for c in carry if c not in t.calls] + t.calls
-                carry = []
+        Each turn's reference is the calls its draft turn makes, no more and no fewer: a turn that asks back or
+        declines keeps the reads that find out it must (the record's state, whose record it is), and the turn after
+        it holds only what it needs itself. Such a turn's ``expects`` (``ask`` or ``decline``) tells the gate that
+        its reads lead to no answer, so no reply check is wanted for them. A search's reference reads on to the
+        pages it needs (:meth:`_pages`)."""
         used = _used_values(draft)
         run = self.sim.run()
         try:
@@ -201,6 +198,8 @@ class Writer:
                 if checks is None or not self._distinct(t, checks):
                     return None
                 turns.append({"instruction": t.say, "checks": checks, "reference": calls})
+                if t.kind in _EXPECTS and not t.answers:
+                    turns[-1]["expects"] = _EXPECTS[t.kind]
                 if t.reveal:
                     turns[-1]["reveal_tools"] = list(t.reveal)
         finally:

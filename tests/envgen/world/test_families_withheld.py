@@ -30,7 +30,12 @@ def test_the_task_asks_first_changes_nothing_then_reveals_the_tool_and_acts(shop
     task = tasks[0]
     assert task.withheld_tools == ["change_address"] and task.kind == "read_then_write"
     first, second = task.turns[:2]
-    assert first.reference == [] and [c.kind for c in first.checks] == ["unchanged"] and not first.checks[0].tables
+    assert [c.kind for c in first.checks] == ["unchanged"] and not first.checks[0].tables
+    # the agent finds the order before it says it cannot change it: those reads are the first turn's, not the next's
+    (change,) = second.calls()
+    assert change.name == "change_address" and second.expects is None
+    writes = {o["name"] for o in _WORLD["operations"] if o["kind"] not in ("lookup", "search")}
+    assert first.expects == "decline" and first.calls() and not {c.name for c in first.calls()} & writes
     assert "change the address of my" in first.instruction
     assert second.reveal_tools == ["change_address"] and second.reference[-1].name == "change_address"
     assert any(second.instruction.startswith(news) for news in _NEWS)
