@@ -257,7 +257,8 @@ class MutationRun(WritesElsewhere, Starts):
         view = self.env.turn_view(reply)
         if calls is None:
             return view
-        return replace(view, calls=tuple(CallView(c.name, c.arguments, c.ok, i) for i, c in enumerate(calls)))
+        return TurnView(view.reply, tuple(CallView(c.name, c.arguments, c.ok, i) for i, c in enumerate(calls)),
+                        view.said, view.history, view.answers)
 
     def _local(self, turn: Turn, reply: str, calls: list[Any] | None) -> list[dict[str, Any]]:
         """The verdicts of the turn's checks that read no state but the reply's candidates (the runtime judges

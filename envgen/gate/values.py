@@ -116,8 +116,9 @@ class Column:
     def answers(self) -> frozenset[str]:
         """The column's values as a reply states them (:func:`answer_text`), stripped and lower-cased."""
         strings = [v for v in self.values if v.__class__ is str]
-        others = [v for v in self.values if v.__class__ is not str]
-        return frozenset(map(str.lower, map(str.strip, strings))) | \
+        ints = [v for v in self.values if v.__class__ is int]  # an int's text has no space nor letter
+        others = [v for v in self.values if v.__class__ is not str and v.__class__ is not int]
+        return frozenset(map(str.lower, map(str.strip, strings))) | frozenset(map(str, ints)) | \
             frozenset(answer_text(v).strip().lower() for v in others)
 
 

@@ -37,7 +37,9 @@ def judge(session: Session | None, checks: Sequence[BaseCheck], view: TurnView,
     the session's current state. Each result's ``index`` is the check's index in ``checks``. ``view.answers`` is
     filled from ``checks`` when empty. ``session`` may be None when no chosen check reads the state."""
     if not view.answers:
-        view = replace(view, answers=answers_of(checks))
+        answers = answers_of(checks)
+        if answers:
+            view = replace(view, answers=answers)
     picked = [i for i in (range(len(checks)) if only is None else only) if checks[i].scored]
     plans: list[list[Any]] = []
     unique: dict[Any, dict[str, Any]] = {}

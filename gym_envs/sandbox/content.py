@@ -8,6 +8,7 @@ a schema table named like one of the host's own temporary tables is read, never 
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from gym_envs.sandbox.sqlpolicy import quote_identifier
@@ -68,7 +69,7 @@ class ContentReads:
                 q = quote_identifier(t)
                 rows = self.host(f"SELECT * FROM main.{q} LIMIT ?", (limit,))
                 count = self.host(f"SELECT count(*) FROM main.{q}")[0][0]
-                out[t] = {"columns": self.columns(t), "rows": [_plain_row(r) for r in rows], "count": count}
+                out[t] = {"columns": self.columns(t), "rows": _plain_rows(rows), "count": count}
         return out
 
     def ordered(self, table: str) -> bool:
@@ -97,7 +98,9 @@ def holding_answer(parts: list[Holding]) -> list[tuple[str, list[str]]]:
     return equal or [c for _, found in parts for c in found]
 
 
-def _plain_row(row: tuple[Any, ...]) -> list[Any]:
-    """A row's values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite
-    gives None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
-    return [repr(v) if v.__class__ is bytes else v for v in row]
+def _plain_rows(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows' values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite gives
+    None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
+    if bytes not in set(map(type, chain.from_iterable(rows))):
+        return list(map(list, rows))
+    return [[repr(v) if v.__class__ is bytes else v for v in row] for row in rows]

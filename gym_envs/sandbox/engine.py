@@ -81,6 +81,7 @@ class _Episode:
     #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
     content: tuple[tuple[str, str], ...] = ()
     recall: bool = False  #: a pure program's calls that change nothing may be answered from :mod:`~.recall`
+    memos: Recall | None = None  #: what the process remembers of its program (:meth:`Engine._recall`)
 
 
 
@@ -513,8 +514,12 @@ class Engine:
         return self._recall(ep).digests((ep.setup, ep.content)) if ep.program.pure and ep.lost is None else None
 
     def _recall(self, ep: _Episode) -> Recall:
-        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits."""
-        return RECALLS.of((ep.program.key, self._recall_limits))
+        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits (kept by
+        the episode once asked for)."""
+        memos = ep.memos
+        if memos is None:
+            memos = ep.memos = RECALLS.of((ep.program.key, self._recall_limits))
+        return memos
 
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)
