@@ -162,6 +162,10 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    #: the episodes it opens from now on may answer a call that changes nothing with the result the same call gave on
+    #: the same content (:attr:`~gym_envs.sandbox.Session.recall`): for callers that replay the same calls many
+    #: times (the validity gate), never for one that tests whether replaying them gives the same results
+    recall_calls = False
 
     def __init__(self, spec: Any, task: str | int | None = None, *, reward_mode: str = "episode",
                  max_steps: int = 32, render_mode: str | None = None,
@@ -200,7 +204,7 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
         self._system_prompt = system_prompt(self.env_spec)
         self._all_tools = [t.model_dump() for t in self.env_spec.tools]
         self._tool_dicts = self._all_tools  #: the tools offered now (all but those the task withholds)
-        self._offered = frozenset(t["name"] for t in self._all_tools)
+        self._offered = self._all_names = frozenset(t["name"] for t in self._all_tools)
         self._revealed: list[dict[str, Any]] = []  #: the tools the current turn revealed
         self._prompts = {frozenset(): self._system_prompt}  # the task's withheld tools -> its system prompt
         self.instruction = ""  #: the current turn's observation: its instruction, with the tools it reveals
@@ -240,6 +244,7 @@ class ToolEnv(Replays, Conversation, Offers, gym.Env[str, Any]):
         if self.session is None or self.session.lost:
             self.session = self.executor.session(self.env_spec, seed=episode_seed, start=False)
         self.session.setup = tuple(self.task.setup_sql)
+        self.session.recall = self.recall_calls
         self.session.open(episode_seed)
 
     def _start_episode(self) -> tuple[str, dict[str, Any]]:

@@ -36,12 +36,16 @@ class Offers:
     _all_tools: list[dict[str, Any]]  #: every tool of the spec, as ``{"name", "description", "parameters"}``
     _tool_dicts: list[dict[str, Any]]  #: the tools offered now
     _offered: frozenset[str]  #: their names
+    _all_names: frozenset[str]  #: the names of every tool of the spec
 
     def _offer_at(self, turn: int) -> None:
         """Offer the tools the task offers at ``turn`` (-1: as it begins, before its first turn)."""
         assert self.task is not None
         hidden = self.task.withheld_at(turn)
-        self._tool_dicts = [t for t in self._all_tools if t["name"] not in hidden] if hidden else self._all_tools
+        if not hidden:
+            self._tool_dicts, self._offered = self._all_tools, self._all_names
+            return
+        self._tool_dicts = [t for t in self._all_tools if t["name"] not in hidden]
         self._offered = frozenset(t["name"] for t in self._tool_dicts)
 
     def _opening_prompt(self) -> str:

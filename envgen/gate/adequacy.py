@@ -257,7 +257,8 @@ class MutationRun(WritesElsewhere, Starts):
         view = self.env.turn_view(reply)
         if calls is None:
             return view
-        return replace(view, calls=tuple(CallView(c.name, c.arguments, c.ok, i) for i, c in enumerate(calls)))
+        return TurnView(view.reply, tuple(CallView(c.name, c.arguments, c.ok, i) for i, c in enumerate(calls)),
+                        view.said, view.history, view.answers)
 
     def _local(self, turn: Turn, reply: str, calls: list[Any] | None) -> list[dict[str, Any]]:
         """The verdicts of the turn's checks that read no state but the reply's candidates (the runtime judges
@@ -435,9 +436,13 @@ class MutationRun(WritesElsewhere, Starts):
         last = refs[-1]
         ti = last.index
         self._trail = None
-        _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
-                                         for c in ref.calls], options={"task": task.id, "episode_seed": self.seed},
-                                    history=last.history)
+        was, env.recall_calls = env.recall_calls, False  # every call of the replay made afresh, as its digest is read
+        try:
+            _, info = env.reset_to_turn(ti, [{"name": c.name, "arguments": c.arguments} for ref in refs[:ti]
+                                             for c in ref.calls], options={"task": task.id, "episode_seed": self.seed},
+                                        history=last.history)
+        finally:
+            env.recall_calls = was
         self.played += 1
         theirs = [(x.ok, x.result) for ref in refs[:ti] for x in ref.results]
         same = [(r["ok"], r["result"]) for r in info.get("prior_results", [])] == theirs

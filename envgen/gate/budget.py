@@ -76,7 +76,11 @@ class BudgetMeter:
 
 
 class GateEnv(ToolEnv):
-    """A :class:`~gym_envs.env.ToolEnv` that charges :attr:`meter` before each request it makes."""
+    """A :class:`~gym_envs.env.ToolEnv` that charges :attr:`meter` before each request it makes. Its episodes take
+    the results of calls that change nothing from what the executor remembers (:attr:`ToolEnv.recall_calls`),
+    unless the run turns that off (the determinism rule's replay does)."""
+
+    recall_calls = True
 
     def __init__(self, spec: Any, meter: BudgetMeter, **kwargs: Any):
         super().__init__(spec, **kwargs)

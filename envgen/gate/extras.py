@@ -14,11 +14,19 @@ reference calls from one checkpoint (:meth:`WritesElsewhere._extras_at_end`); th
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from envgen.gate.inputs import input_mutants, tool_writes
-from envgen.gate.mutants import Locator, Mutant, RefTurn, call_dicts, extra_mutant, extra_writes, trajectory
+from envgen.gate.mutants import (
+    Locator,
+    Mutant,
+    RefTurn,
+    call_dicts,
+    extra_mutant,
+    extra_writes,
+    key_text,
+    trajectory,
+)
 from envgen.gate.scoring import guards_all
 from envgen.gate.starts import shared_items
 from gym_envs.env import ToolEnv
@@ -34,7 +42,7 @@ MAX_INPUT_TRIES = 12  #: input writes tried per turn (one that changes nothing i
 
 def call_key(call: ToolCall) -> str:
     """A call as text (its name and arguments): equal for the same call."""
-    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+    return key_text([call.name, call.arguments])
 
 
 class WritesElsewhere:

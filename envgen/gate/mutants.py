@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envgen.gate.values import (
-    Column,
     Snapshot,
     answer_text,
     argument_values,
@@ -56,8 +55,8 @@ from envgen.gate.values import (
 from gym_envs.spec import EnvSpec, Say, Task, ToolCall, Turn
 
 __all__ = ["GENERIC_REPLY", "Locator", "Mutant", "RefTurn", "argument_mutants", "call_dicts", "call_mutants",
-           "derive_reply", "early_mutants", "extra_mutant", "locate_answers", "matches_patterns", "reply_mutants",
-           "say_mutants", "short_call", "trajectory", "unused_tool_calls"]
+           "derive_reply", "early_mutants", "extra_mutant", "key_text", "locate_answers", "matches_patterns",
+           "reply_mutants", "say_mutants", "short_call", "trajectory", "unused_tool_calls"]
 
 GENERIC_REPLY = "Done."
 _MAX_NODES = 4_000  # nodes of one result walked when locating an answer
@@ -139,7 +138,7 @@ class Mutant:
         """The trajectory as text (its calls, the says it keeps and fixed reply): equal for the same wrong
         trajectory."""
         if self._key is None:
-            self._key = json.dumps([[c.name, c.arguments] for c in self.calls], sort_keys=True, default=str) + \
+            self._key = key_text([[c.name, c.arguments] for c in self.calls]) + \
                 f"|{self.says}|{self.reply}"
         return self._key
 
@@ -188,9 +187,8 @@ def short_call(call: ToolCall, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _unique(col: Column) -> bool:
-    vals = [v.lower() if isinstance(v, str) else v for v in col.values if v is not None]
-    return col.name == "id" or (len(vals) > 1 and len(set(vals)) == len(vals))
+#: JSON text with sorted keys (values JSON cannot write as their ``str``): the key of a call or a trajectory
+key_text = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 # -- calls -----------------------------------------------------------------------------------------
@@ -237,7 +235,7 @@ def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
     out: list[Mutant] = []
     for arg, value in call.arguments.items():
         col = ref.start.column_of(arg, value)
-        n = 2 if writes and col is not None and _unique(col) else 1  # a write aimed at two other rows
+        n = 2 if writes and col is not None and col.distinct else 1  # a write aimed at two other rows
         values = argument_values(col, value, props.get(arg, {}) if isinstance(props, dict) else {}, n)
         if probe and isinstance(value, str):
             values += pattern_probes(value)
@@ -318,9 +316,9 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[tupl
             for new, why in argument_values(col, value, {}, 2):
                 if why == "another existing id":
                     aimed = ToolCall(name=call.name, arguments={**call.arguments, arg: new})
-                    out.append((aimed, json.dumps([aimed.name, aimed.arguments], sort_keys=True, default=str)))
+                    out.append((aimed, key_text([aimed.name, aimed.arguments])))
                     break
-    own = {json.dumps([c.name, c.arguments], sort_keys=True, default=str) for c in ref.calls}
+    own = {key_text([c.name, c.arguments]) for c in ref.calls}
     by_tool: dict[str, list[tuple[ToolCall, str]]] = {}
     for c, key in zip(pool, _keys(pool), strict=True):
         if key not in own:
@@ -392,7 +390,7 @@ def _keys(pool: list[ToolCall]) -> list[str]:
     got = _POOL_KEYS.get(id(pool))
     if got is None or got[0] is not pool or len(got[1]) != len(pool):
         _POOL_KEYS.clear()
-        got = _POOL_KEYS[id(pool)] = (pool, [json.dumps([c.name, c.arguments], sort_keys=True, default=str)
+        got = _POOL_KEYS[id(pool)] = (pool, [key_text([c.name, c.arguments])
                                               for c in pool])
     return got[1]
 

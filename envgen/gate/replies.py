@@ -65,8 +65,9 @@ def answer_problem(answer: str, instruction: str, tools: list[tuple[str, str]], 
             "without answering; check for a value only the right answer contains")
 
 
-def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
+def reply_problems(spec: EnvSpec, task: Task, ti: int, *, tools: list[tuple[str, str]] | None = None) -> list[str]:
     """Why the answer strings of turn ``ti``'s checks (``reply_contains``) are not distinctive (empty when they are).
+    ``tools``: ``tool_texts(spec.tools)`` when the caller has it (made here otherwise).
 
     The tool descriptions do not count for a reply that is about the tools rather than an answer read
     through them: a ``decline`` turn (it says what the tools cannot do, and why) and a turn that asks back (a
@@ -75,7 +76,10 @@ def reply_problems(spec: EnvSpec, task: Task, ti: int) -> list[str]:
     turn = task.turns[ti]
     about_tools = (task.kind == "decline" or turn.expects is not None
                    or (task.kind == "missing_parameter" and ti + 1 < len(task.turns)))
-    tools = [] if about_tools else tool_texts(spec.tools)
+    if about_tools:
+        tools = []
+    elif tools is None:
+        tools = tool_texts(spec.tools)
     out = []
     for check in turn.checks:
         out += [p for s in check.answers() if (p := answer_problem(s, turn.instruction, tools, GENERIC_REPLIES))]

@@ -20,7 +20,7 @@ from envgen.gate.adequacy import MutationRun
 from envgen.gate.antecedents import antecedent_problems
 from envgen.gate.budget import BudgetExceeded, BudgetMeter, GateBudget, GateEnv
 from envgen.gate.mutants import RefTurn, extra_writes, unused_tool_calls
-from envgen.gate.replies import reply_problems
+from envgen.gate.replies import reply_problems, tool_texts
 from envgen.gate.signature import signature_problems
 from envgen.gate.verdict import Reason, Verdict
 from gym_envs.sandbox import Executor, LoadFailure, default_executor
@@ -84,10 +84,11 @@ def _check_tasks(run: MutationRun, reasons: list[Reason]) -> None:
     run.uncap(pool)
     pool += [ref.calls[i] for played in refs.values() for ref in played for i in ref.effectful]
     run.inputs_from([c for played in refs.values() for ref in played for c in ref.calls] + pool)
+    texts = tool_texts(spec.tools)
     for task in spec.tasks:
         for ti in range(len(task.turns)):
             reasons += [Reason(7, "reply_not_distinctive", f"task {task.id!r} turn {ti + 1}: {p}")
-                        for p in reply_problems(spec, task, ti)]
+                        for p in reply_problems(spec, task, ti, tools=texts)]
         if task.id not in refs:
             continue
         deterministic = run.replay(task, refs[task.id], pool)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from gym_envs.sandbox.purity import syntax_tree
 from gym_envs.spec import EnvSpec
 
 __all__ = ["signature_problems"]
@@ -17,7 +18,7 @@ __all__ = ["signature_problems"]
 def signature_problems(spec: EnvSpec) -> list[str]:
     """Mismatches between each tool's JSON Schema and its ``def NAME(db, ...)``."""
     try:
-        tree = ast.parse(spec.code)
+        tree = syntax_tree(spec.code)  # the tree the program's build read, when it was built already
     except SyntaxError as e:
         return [f"code: syntax error at line {e.lineno}: {e.msg}"]
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}

@@ -61,6 +61,13 @@ class Column:
         return {k: tuple(vs) for k, vs in out.items()}
 
     @cached_property
+    def distinct(self) -> bool:
+        """Whether the column tells its rows apart: it is an ``id``, or it holds more than one value other than None
+        and no two alike (strings ignoring case)."""
+        vals = [v.lower() if isinstance(v, str) else v for v in self.values if v is not None]
+        return self.name == "id" or (len(vals) > 1 and len(set(vals)) == len(vals))
+
+    @cached_property
     def value_set(self) -> frozenset[Any]:
         """The column's values, as a set."""
         return frozenset(self.values)
@@ -109,8 +116,9 @@ class Column:
     def answers(self) -> frozenset[str]:
         """The column's values as a reply states them (:func:`answer_text`), stripped and lower-cased."""
         strings = [v for v in self.values if v.__class__ is str]
-        others = [v for v in self.values if v.__class__ is not str]
-        return frozenset(map(str.lower, map(str.strip, strings))) | \
+        ints = [v for v in self.values if v.__class__ is int]  # an int's text has no space nor letter
+        others = [v for v in self.values if v.__class__ is not str and v.__class__ is not int]
+        return frozenset(map(str.lower, map(str.strip, strings))) | frozenset(map(str, ints)) | \
             frozenset(answer_text(v).strip().lower() for v in others)
 
 

@@ -37,14 +37,16 @@ def judge(session: Session | None, checks: Sequence[BaseCheck], view: TurnView,
     the session's current state. Each result's ``index`` is the check's index in ``checks``. ``view.answers`` is
     filled from ``checks`` when empty. ``session`` may be None when no chosen check reads the state."""
     if not view.answers:
-        view = replace(view, answers=answers_of(checks))
+        answers = answers_of(checks)
+        if answers:
+            view = replace(view, answers=answers)
     picked = [i for i in (range(len(checks)) if only is None else only) if checks[i].scored]
-    plans: list[list[str]] = []
-    unique: dict[str, dict[str, Any]] = {}
+    plans: list[list[Any]] = []
+    unique: dict[Any, dict[str, Any]] = {}
     for i in picked:
         keys = []
         for p in checks[i].probes(view):
-            key = json.dumps(p, sort_keys=True)
+            key = _probe_key(p)
             unique.setdefault(key, p)
             keys.append(key)
         plans.append(keys)
@@ -61,6 +63,19 @@ def judge(session: Session | None, checks: Sequence[BaseCheck], view: TurnView,
                 _verdict(check, view, [answered[k].get("value") for k in keys])
         out.append(CheckResult(i, check.kind, v.passed is True, v.detail))
     return out
+
+
+def _probe_key(probe: dict[str, Any]) -> Any:
+    """A key equal for equal probes (as JSON): a one-kind probe of a string, None or a list of strings (every probe
+    kind's shape) is keyed by its kind and value as they are, any other by its JSON text."""
+    if len(probe) == 1:
+        (kind, arg), = probe.items()
+        c = arg.__class__
+        if c is str or arg is None:
+            return kind, arg
+        if (c is list or c is tuple) and all(a.__class__ is str for a in arg):
+            return kind, tuple(arg)
+    return json.dumps(probe, sort_keys=True)
 
 
 def _verdict(check: BaseCheck, view: TurnView, answers: list[Any]) -> Verdict:

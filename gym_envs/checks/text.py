@@ -14,6 +14,7 @@ writers that pick answers the gate accepts. Pure text functions: nothing here re
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 __all__ = ["MAX_REPLY_NAMES", "MAX_REPLY_NUMBERS", "NUMBER_WORDS", "allowed_other_names", "is_number",
@@ -105,14 +106,10 @@ def names_too_many(reply: str, wanted: list[str], columns: list[tuple[str, list[
     more that neither contain nor are contained in a string of ``wanted`` (every answer of the turn: the value
     an answer was read from is no other candidate); a value is named as a ``reply_contains`` string is found
     (:func:`text_contains`)."""
+    contains = _contains_in(reply)
     for label, values in columns:
-        others: dict[str, str] = {}
-        for v in values:
-            key = v.strip().lower()
-            if len(key) >= 3 and key not in others and not any(text_contains(w, v) or text_contains(v, w)
-                                                               for w in wanted):
-                others[key] = v
-        named = [v for v in others.values() if text_contains(reply, v)]
+        others = _other_values(tuple(values), tuple(wanted))
+        named = [v for v in others if contains(v)]
         if len(named) > allowed_other_names(len(others)):
             shown = ", ".join(repr(v) for v in named[:5]) + (", ..." if len(named) > 5 else "")
             return (f"it also names {len(named)} of the {len(others)} other values of {label} ({shown}), and a reply "
@@ -124,3 +121,45 @@ def names_too_many(reply: str, wanted: list[str], columns: list[tuple[str, list[
 def is_number(s: str) -> bool:
     """Whether a ``reply_contains`` string is a number (``42``, ``-3``, ``4.50``)."""
     return bool(_NUMERIC.match(s.strip()))
+
+
+_OTHERS: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}  #: see :func:`_other_values`
+_OTHERS_MAX = 256
+
+
+def _other_values(values: tuple[str, ...], wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """A column's other values for :func:`names_too_many` (its distinct values of 3 characters or more that neither
+    contain nor are contained in a string of ``wanted``, the first of each lower-cased text), remembered for the
+    last :data:`_OTHERS_MAX` columns and answers (a turn's replies are judged against the same ones again and
+    again)."""
+    key = (values, wanted)
+    found = _OTHERS.get(key)
+    if found is None:
+        others: dict[str, str] = {}
+        for v in values:
+            low = v.strip().lower()
+            if len(low) >= 3 and low not in others and not any(text_contains(w, v) or text_contains(v, w)
+                                                               for w in wanted):
+                others[low] = v
+        if len(_OTHERS) >= _OTHERS_MAX:
+            _OTHERS.clear()
+        found = _OTHERS[key] = tuple(others.values())
+    return found
+
+
+def _contains_in(text: str) -> Callable[[str], bool]:
+    """``lambda answer: text_contains(text, answer)``, reading ``text`` (its lower case, its numbers) once for many
+    answers."""
+    low = text.lower()
+    numbers: list[Decimal] | None = None
+
+    def contains(answer: str) -> bool:
+        nonlocal numbers
+        s = answer.strip()
+        if _NUMERIC.match(s) and not _is_code(s.lstrip("+-")):
+            if numbers is None:
+                numbers = _numbers(text)
+            return Decimal(s) in numbers
+        return s.lower() in low
+
+    return contains

@@ -8,11 +8,12 @@ a schema table named like one of the host's own temporary tables is read, never 
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 
-__all__ = ["ContentReads"]
+__all__ = ["ContentReads", "Holding", "holding_answer"]
 
 
 class ContentReads:
@@ -37,20 +38,25 @@ class ContentReads:
     def columns_holding(self, text: str, limit: int) -> list[tuple[str, list[str]]]:
         """``("table.column", its distinct string values)`` for each column with a string value equal to
         ``text`` (ignoring case and surrounding space), else for each with a value that contains it, read from
-        the first ``limit`` rows of each table."""
+        the first ``limit`` rows of each table (:func:`holding_answer` of each table's :meth:`table_holding`)."""
+        return holding_answer([self.table_holding(t, text, limit) for t in self.tables()])
+
+    def table_holding(self, table: str, text: str, limit: int) -> Holding:
+        """``(equal, within)`` of one table, read from its first ``limit`` rows: ``("table.column", its distinct string
+        values)`` for each column with a string value equal to ``text`` (ignoring case and surrounding space), and for
+        each other column with a value that contains it."""
         want = text.strip().lower()
         equal: list[tuple[str, list[str]]] = []
         within: list[tuple[str, list[str]]] = []
-        for t in self.tables():
-            rows = self.host(f"SELECT * FROM main.{quote_identifier(t)} LIMIT ?", (limit,))
-            for i in range(len(rows[0]) if rows else 0):
-                values = [r[i] for r in rows if isinstance(r[i], str)]
-                lows = [v.strip().lower() for v in values]
-                if want in lows:
-                    equal.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
-                elif want and not equal and any(want in v for v in lows):
-                    within.append((f"{t}.{self.columns(t)[i]}", list(dict.fromkeys(values))))
-        return equal or within
+        rows = self.host(f"SELECT * FROM main.{quote_identifier(table)} LIMIT ?", (limit,))
+        for i in range(len(rows[0]) if rows else 0):
+            values = [r[i] for r in rows if isinstance(r[i], str)]
+            lows = [v.strip().lower() for v in values]
+            if want in lows:
+                equal.append((f"{table}.{self.columns(table)[i]}", list(dict.fromkeys(values))))
+            elif want and any(want in v for v in lows):
+                within.append((f"{table}.{self.columns(table)[i]}", list(dict.fromkeys(values))))
+        return equal, within
 
     def dump(self, tables: list[str] | None, limit: int) -> dict[str, Any]:
         """Columns, row count and up to ``limit`` rows of each table (or of ``tables``), as plain JSON: SQLite's
@@ -63,7 +69,7 @@ class ContentReads:
                 q = quote_identifier(t)
                 rows = self.host(f"SELECT * FROM main.{q} LIMIT ?", (limit,))
                 count = self.host(f"SELECT count(*) FROM main.{q}")[0][0]
-                out[t] = {"columns": self.columns(t), "rows": [_plain_row(r) for r in rows], "count": count}
+                out[t] = {"columns": self.columns(t), "rows": _plain_rows(rows), "count": count}
         return out
 
     def ordered(self, table: str) -> bool:
@@ -81,7 +87,20 @@ class ContentReads:
         return len(keys) == 1 and str(keys[0][0]).upper() == "INTEGER" and not own
 
 
-def _plain_row(row: tuple[Any, ...]) -> list[Any]:
-    """A row's values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite
-    gives None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
-    return [repr(v) if v.__class__ is bytes else v for v in row]
+#: one table's columns holding a text: ``(equal, within)``, each a list of ``("table.column", distinct strings)``
+Holding = tuple[list[tuple[str, list[str]]], list[tuple[str, list[str]]]]
+
+
+def holding_answer(parts: list[Holding]) -> list[tuple[str, list[str]]]:
+    """The columns holding a text in a state, from each table's :meth:`ContentReads.table_holding` (in table order):
+    those with a value equal to it, else those with a value that contains it."""
+    equal = [c for found, _ in parts for c in found]
+    return equal or [c for _, found in parts for c in found]
+
+
+def _plain_rows(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows' values as ``json.loads(json.dumps(row, default=repr))`` gives them, without the round trip: SQLite gives
+    None, int, float, str or bytes, and only a blob (bytes) changes, to its ``repr`` text."""
+    if bytes not in set(map(type, chain.from_iterable(rows))):
+        return list(map(list, rows))
+    return [[repr(v) if v.__class__ is bytes else v for v in row] for row in rows]

@@ -91,6 +91,7 @@ _RELEASE_CALL = _HOST_TAG + "RELEASE call"
 _ROLLBACK_CALL = _HOST_TAG + "ROLLBACK TO call"
 _ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
 _SCHEMA = _HOST_TAG + "SELECT type, name, tbl_name, sql FROM main.sqlite_master ORDER BY type, name"
+_COUNTERS = _HOST_TAG + "SELECT last_insert_rowid(), changes()"
 _WRITE_ACTIONS = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
@@ -308,13 +309,18 @@ class StateDB(ContentReads):
         self._host.execute(_RELEASE_CALL)
         self._digests.released("call")
 
+    def counters(self) -> tuple[int, int]:
+        """The connection's ``last_insert_rowid()`` and ``changes()``: what SQL may read of the statements before it
+        besides the content."""
+        return self._host.execute(_COUNTERS).fetchone()  # type: ignore[no-any-return]
+
     def fork(self, n: int) -> tuple[Any, ...] | None:
         """A checkpoint of the episode between calls: savepoint ``fork<n>`` and the connection's counters
         (``last_insert_rowid()``, ``changes()``, the statement cursor's ``lastrowid``), for :meth:`back_to`.
         None when the counters could not be put back exactly (the last statement changed several rows)."""
         if not self.guard.episode or self.lost or self._savepoint:
             return None
-        rowid, changes = self._host.execute(_HOST_TAG + "SELECT last_insert_rowid(), changes()").fetchone()
+        rowid, changes = self.counters()
         if changes > 1:
             return None
         saved = (rowid, changes, self.guard.cursor.lastrowid)

@@ -55,7 +55,7 @@ from gym_envs.sandbox.modules import SEED_KEY, spec_globals
 from gym_envs.sandbox.program import Program, build_program
 from gym_envs.sandbox.recall import RECALLS, Recall, call_key
 from gym_envs.sandbox.reprs import described, scrub
-from gym_envs.sandbox.scope import CallScope, disarm
+from gym_envs.sandbox.scope import DECIMAL_KEY, CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
 __all__ = ["Engine"]
@@ -80,6 +80,8 @@ class _Episode:
     setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
     #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
     content: tuple[tuple[str, str], ...] = ()
+    recall: bool = False  #: a pure program's calls that change nothing may be answered from :mod:`~.recall`
+    memos: Recall | None = None  #: what the process remembers of its program (:meth:`Engine._recall`)
 
 
 
@@ -245,6 +247,7 @@ class Engine:
             self._pool_put(prog, state)
             raise
         ep.setup = tuple(req.get("setup") or ())
+        ep.recall = ep.program.pure and req.get("recall") is True
         failure = self._apply_setup(ep)
         if failure is not None:
             self._pool_put(prog, state)
@@ -367,6 +370,10 @@ class Engine:
             if logged is not None:
                 state = ep.state
                 conn = state.conn
+                known = self._recalled(ep, name, logged) if ep.recall else None
+                if known is not None and known[0]:
+                    ep.log.append((name, logged))
+                    return known[1], 0
                 before = conn.total_changes
                 failure: BaseException | None = None
                 try:
@@ -388,9 +395,22 @@ class Engine:
                     changes = conn.total_changes - before
                     if changes and ep.program.pure:
                         ep.content += (call_key(name, logged),)
+                    elif known is not None and known[2] == state.counters() and DECIMAL_KEY not in ep.glb:
+                        self._recall(ep).keep_result(known[3], value)
                     return value, changes
                 return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))
         return self.call(ep_id, name, args)
+
+    def _recalled(self, ep: _Episode, name: str, args: dict[str, Any]) -> tuple[bool, Any, Any, Any] | None:
+        """For a call of an episode that asks for :mod:`~.recall`'s results (``ep.recall``): ``(found, result, counters,
+        key)``, ``found`` when the same call was answered on the same content and counters (the result a fresh copy),
+        else the counters and key under which to keep its result; None when the episode computes in a decimal context
+        of its own (whose flags outlive a call)."""
+        if DECIMAL_KEY in ep.glb:
+            return None
+        counters = ep.state.counters()
+        key = (ep.setup, ep.content, counters, name, dumps(args))
+        return (*self._recall(ep).result(key), counters, key)
 
     def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
         """Run a call with valid arguments and keep the episode equal to the replay of its log."""
@@ -494,8 +514,12 @@ class Engine:
         return self._recall(ep).digests((ep.setup, ep.content)) if ep.program.pure and ep.lost is None else None
 
     def _recall(self, ep: _Episode) -> Recall:
-        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits."""
-        return RECALLS.of((ep.program.key, self._recall_limits))
+        """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits (kept by
+        the episode once asked for)."""
+        memos = ep.memos
+        if memos is None:
+            memos = ep.memos = RECALLS.of((ep.program.key, self._recall_limits))
+        return memos
 
     def _op_mark(self, req: dict[str, Any]) -> dict[str, Any]:
         ep = self._episode(req)

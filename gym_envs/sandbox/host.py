@@ -151,6 +151,9 @@ class Session:
         self.worker_index = 0  #: the worker this session's episode lives on (worker executors)
         #: the statements each episode opens with after the seed (its task's ``setup_sql``); set before opening
         self.setup: tuple[str, ...] = ()
+        #: the episodes opened from now on may be answered, for a call of code that keeps no state and that changes
+        #: nothing, the result the same call gave on the same content (:mod:`~gym_envs.sandbox.recall`; in process)
+        self.recall = False
 
     def _send(self, req: dict[str, Any], *, logged: bool) -> dict[str, Any]:
         req["ep"] = self.id
@@ -171,6 +174,8 @@ class Session:
         req: dict[str, Any] = {"op": "open", "key": self.key, "seed": self.seed, "ep": self.id}
         if self.setup:
             req["setup"] = list(self.setup)
+        if self.recall:
+            req["recall"] = True
         return req
 
     def _opened(self, resp: dict[str, Any]) -> None:

@@ -37,7 +37,7 @@ import re
 
 from gym_envs.sandbox.modules import ALLOWED_MODULES
 
-__all__ = ["stateless"]
+__all__ = ["stateless", "syntax_tree"]
 
 #: modules whose import keeps no state: the sandbox hands code a read-only view of each (the episode's ``random``,
 #: made per episode and advanced by every draw, is the one that keeps state)
@@ -76,13 +76,21 @@ def _module_statement(node: ast.stmt) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4)
+def syntax_tree(code: str) -> ast.Module:
+    """``ast.parse(code)``, one tree for the same text while it is among the last few parsed (a spec's code is read
+    by :func:`stateless` when its program is built and by the validity gate's signature rule): callers only read the
+    tree, never change it. Raises what ``ast.parse`` raises (nothing is kept then)."""
+    return ast.parse(code)
+
+
 @functools.lru_cache(maxsize=256)
 def stateless(code: str) -> bool:
     """Whether ``code`` keeps no state between calls but its database (see the module docstring)."""
     if _COUNTERS.search(code):
         return False
     try:
-        tree = ast.parse(code)
+        tree = syntax_tree(code)
     except (SyntaxError, ValueError, RecursionError):
         return False
     if not all(_module_statement(n) for n in tree.body):

@@ -17,24 +17,37 @@ reading the database gives.
   out of that cache what came from here; a digest asked for ``fresh`` (the gate's determinism rule, which replays a
   trajectory to compare what it reads) never comes from here.
 * **The columns holding a text** (:meth:`Recall.columns_holding`, what a ``reply_contains`` check reads of the
-  state): the same answer on the same content, by every table's digest (when known and each table's order is its
-  content's), as a wrong trajectory's reply is judged again and again on the reference's state.
+  state): each table's part of the answer is the same on the same content of the table, by its digest (when the
+  table's order is its content's), as a wrong trajectory's reply is judged again and again on the reference's
+  state, and a trajectory that wrote one table has that table read alone.
 * **Dumps the caller holds** (:meth:`Recall.dump`). A caller that holds a dump of a table can name its digest
   (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
   table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
   whenever its content is the same, which its digest says, so when its digest is known (from the cache or the memo
   above) and is that one, it is answered "the same" instead of read and sent again.
 
-The digest memo is bounded (:data:`MAX_KEYS` content keys a program, emptied when full).
+* **Results of calls that change nothing** (:meth:`Recall.result`), for the episodes that ask for it (the
+  ``open`` request's ``recall``: the validity gate's, which make the reference's reads again and again). For a pure
+  program, a call is a function of the content (its key), the connection's counters (``last_insert_rowid()``,
+  ``changes()``, which SQL text may read) and its arguments: the code keeps nothing between calls, and an episode's
+  globals are made afresh from the program alone (the one thing they hold that differs between episodes, the seed,
+  reaches only ``random``, which no pure program imports). So a call that succeeded, changed no row and left the
+  counters as it found them had no effect at all, and answers the same on the same key again. Kept as ``marshal``
+  bytes of the plain JSON result, so that every answer is a copy of its own; an episode that computes in its own
+  decimal context (one that imported ``decimal``, whose flags outlive a call) neither keeps nor takes one.
+
+The memos are bounded (:data:`MAX_KEYS` content keys, and as many call results, a program; each emptied when full).
 """
 
 from __future__ import annotations
 
+import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
+from gym_envs.sandbox.content import Holding, holding_answer
 from gym_envs.sandbox.db import StateDB
 from gym_envs.sandbox.values import dumps
 
@@ -52,13 +65,15 @@ def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
 class Recall:
     """One program's memos (see the module docstring)."""
 
-    __slots__ = ("_digests", "_holding", "_ordered")
+    __slots__ = ("_digests", "_holding", "_ordered", "_results")
 
     def __init__(self) -> None:
         self._digests: dict[tuple[Any, ...], dict[str, str]] = {}  #: content key -> folded table -> digest
+        #: (setup, content key, counters, tool, arguments' JSON) -> the result of a call that changed nothing (marshal)
+        self._results: dict[tuple[Any, ...], bytes] = {}
         self._ordered: dict[str, bool] = {}  #: table -> its scan order is its content's (the schema is fixed)
-        #: (text, limit, every table's digest) -> the columns holding the text
-        self._holding: dict[tuple[str, int, tuple[str, ...]], list[tuple[str, list[Any]]]] = {}
+        #: (text, limit, table, its digest) -> the table's columns holding the text (equal, within)
+        self._holding: dict[tuple[str, int, str, str], Holding] = {}
 
     def digests(self, key: tuple[Any, ...]) -> dict[str, str]:
         """The digests known of the content whose key is ``key`` (the dict to add those read to)."""
@@ -68,6 +83,19 @@ class Recall:
                 self._digests.clear()
             memo = self._digests[key] = {}
         return memo
+
+    def result(self, key: tuple[Any, ...]) -> tuple[bool, Any]:
+        """``(True, a fresh copy of its result)`` for the call ``key`` (:meth:`keep_result`), or ``(False, None)``."""
+        kept = self._results.get(key)
+        return (False, None) if kept is None else (True, marshal.loads(kept))
+
+    def keep_result(self, key: tuple[Any, ...], value: Any) -> None:
+        """Keep ``value`` (plain JSON) as the result of the call ``key``: ``(setup, content key, counters, tool,
+        arguments' JSON)`` of a pure program's call that succeeded, changed no row and left the counters as they were
+        (the module docstring)."""
+        if len(self._results) >= MAX_KEYS:
+            self._results.clear()
+        self._results[key] = marshal.dumps(value)
 
     def dump(self, state: StateDB, tables: list[str] | None, limit: int, digests: dict[str, str] | None,
              unless: dict[str, Any]) -> dict[str, Any]:
@@ -89,20 +117,25 @@ class Recall:
 
     def columns_holding(self, state: StateDB, text: str, limit: int,
                         digests: dict[str, str] | None) -> list[tuple[str, list[Any]]]:
-        """``state.columns_holding(text, limit)``, or the answer given on a content with the same digests (when each
-        table's is known without reading it, and each table's order is its content's: the answer lists values in
-        row order)."""
-        tables = state.tables()
-        known = tuple(state.known_digest(t, digests) or "" for t in tables)
-        key = (text, limit, known) if all(known) and all(self._is_ordered(state, t) for t in tables) else None
-        found = self._holding.get(key) if key is not None else None
-        if found is None:
-            found = state.columns_holding(text, limit)
-            if key is not None:
-                if len(self._holding) >= MAX_KEYS:
-                    self._holding.clear()
-                self._holding[key] = found
-        return [(label, list(values)) for label, values in found]
+        """``state.columns_holding(text, limit)``: each table's part as the part given on a content of that table with
+        the same digest, when its order is its content's (the answer lists values in row order), else read. A table
+        whose digest is not known is read for its digest first (the checks that ask for the columns holding their
+        answer mostly ask for the digests too)."""
+        parts: list[Holding] = []
+        for t in state.tables():
+            key = None
+            if self._is_ordered(state, t) and state.limits.digest_cache:
+                digest = state.known_digest(t, digests) or state.table_digests([t], memo=digests)[t]
+                key = (text, limit, t, digest)
+            part = self._holding.get(key) if key is not None else None
+            if part is None:
+                part = state.table_holding(t, text, limit)
+                if key is not None:
+                    if len(self._holding) >= MAX_KEYS:
+                        self._holding.clear()
+                    self._holding[key] = part
+            parts.append(part)
+        return [(label, list(values)) for label, values in holding_answer(parts)]
 
     def _is_ordered(self, state: StateDB, table: str) -> bool:
         ordered = self._ordered.get(table)

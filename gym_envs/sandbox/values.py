@@ -105,7 +105,9 @@ def _plain(v: Any, depth: int) -> tuple[Any, int]:
         if cls is not list and cls is not tuple:  # a subclass: its real items, whatever its __iter__ says
             v = list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v)
         for item in v:
-            c, n = _plain(item, depth - 1)
+            # a flat object (a row) is copied without a frame of its own; anything else as above
+            flat = _flat(item) if item.__class__ is dict and depth > 1 else None
+            c, n = flat if flat is not None else _plain(item, depth - 1)
             items.append(c)
             size += n + 1
         return items, size

@@ -37,7 +37,7 @@ def boom(db, item_id):
     raise ToolError("refused after writing")
 
 def note(db, body):
-    db.execute("INSERT INTO notes VALUES (?)", [body])
+    db.execute("INSERT INTO notes (body) VALUES (?)", [body])
     return True
 '''
 INT, STR = {"type": "integer"}, {"type": "string"}
@@ -181,23 +181,45 @@ def test_checks_and_marks_use_what_is_remembered(monkeypatch: pytest.MonkeyPatch
     assert len(e.reads) == before
 
 
-def test_the_columns_holding_a_text_are_read_once_a_content(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_columns_holding_a_text_are_read_once_a_content_of_each_table(monkeypatch: pytest.MonkeyPatch) -> None:
     e = _Engine(monkeypatch, ordered=True)
     reads: list[str] = []
-    holding = StateDB.columns_holding
+    holding = StateDB.table_holding
 
-    def counted(self: StateDB, text: str, limit: int) -> Any:
-        reads.append(text)
-        return holding(self, text, limit)
+    def counted(self: StateDB, table: str, text: str, limit: int) -> Any:
+        reads.append(table)
+        return holding(self, table, text, limit)
 
-    monkeypatch.setattr(StateDB, "columns_holding", counted)
+    monkeypatch.setattr(StateDB, "table_holding", counted)
     a = e.open("a")
     probe = [{"columns": "Pear"}]
     first = e.op(op="probe", ep=a, probes=probe)["results"][0]
     assert first["ok"] and [list(c) for c in first["value"]] == [["items.name", ["apple", "pear"]]]
-    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and len(reads) == 1
-    e.call(a, "take", item_id=1, qty=1)  # another content: its digest is not known, so the columns are read
+    assert sorted(reads) == ["items", "notes"]
     assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and len(reads) == 2
+    digested = len(e.reads)
+    e.call(a, "take", item_id=1, qty=1)  # another content of items: read, for its digest and for the text
+    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and reads[2:] == ["items"]
+    assert len(e.reads) == digested + 1
+    e.call(a, "note", body="a pear")  # notes now holds a value containing the text, items one equal to it
+    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and reads[3:] == ["notes"]
+    e.call(a, "take", item_id=1, qty=-1)  # items back to a content whose part is known
+    assert e.op(op="probe", ep=a, probes=probe)["results"][0] == first and reads[4:] == []
+    before = len(reads)
+    got = e.op(op="probe", ep=a, probes=[{"columns": "a pe"}])["results"][0]["value"]
+    assert [list(c) for c in got] == [["notes.body", ["a", "b", "a pear"]]]  # none equal to it: those containing it
+    assert len(reads) == before + 2  # a text not asked before: each table read once
+
+
+def test_the_columns_holding_a_text_are_those_one_read_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    e = _Engine(monkeypatch, ordered=True)
+    a = e.open("a")
+    for text in ("pear", "PEAR ", "a", "e", "zzz", ""):
+        got = e.op(op="probe", ep=a, probes=[{"columns": text}])["results"][0]["value"]
+        state = e.engine.episodes[a].state
+        assert [list(c) for c in got] == [[label, values] for label, values in state.columns_holding(text, 10_000)]
+    assert [list(c) for c in e.op(op="probe", ep=a, probes=[{"columns": "a"}])["results"][0]["value"]] == \
+        [["notes.body", ["a", "b"]]]  # an equal value in one table: the other's containing ones are no answer
 
 
 def test_the_memos_of_the_programs_used_last_are_kept() -> None:
