@@ -248,7 +248,8 @@ def _rows_table(name: str, t: dict[str, Any]) -> Group:
 
 
 def _turn_tree(tree: Tree, index: int, n_turns: int, turn: Turn) -> None:
-    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}: ", "bold"), display.clean(turn.instruction)))
+    expects = f" (expects {turn.expects})" if turn.expects else ""
+    node = tree.add(Text.assemble((f"turn {index + 1}/{n_turns}{expects}: ", "bold"), display.clean(turn.instruction)))
     checks = node.add(Text("checks", style="yellow"))
     for ci, check in enumerate(turn.checks):
         checks.add(Text.assemble((f"[{ci + 1}] {check.kind}: ", "yellow"), display.clean(check_summary(check))))

@@ -285,7 +285,10 @@ class Player:
         replies = [a for c in turn.checks if (a := c.answers())]
         for any_of in replies:
             self.say(display.text(f"then reply with a message containing one of {json.dumps(any_of)}", "dim"))
-        if not replies:
+        if turn.expects and not replies:
+            move = "ask the user first" if turn.expects == "ask" else "say it cannot be done"
+            self.say(Text(f"then {move}, changing nothing, to end the turn", style="dim"))
+        elif not replies:
             self.say(Text("then reply with a message (e.g. Done.) to end the turn", style="dim"))
 
     def _cmd_checks(self, arg: str) -> None:
