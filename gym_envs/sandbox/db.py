@@ -60,7 +60,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import DigestCache, digest_of, fold, read_digest
+from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, fold, read_digest
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
@@ -564,13 +564,21 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                digest = read_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}")
-                                     .fetchall())
+                rows = self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}").fetchall()
+                digest = read_digest(rows)
+                ROWS_READ.keep(digest, rows)
                 cache.put(key, digest)
                 if memo is not None:
                     memo[key] = digest
             out[t] = digest
         return out
+
+    @staticmethod
+    def rows_read(digest: str) -> list[tuple[Any, ...]] | None:
+        """The rows of a table whose digest is ``digest`` in a full scan's order, as a read for its digest gave them
+        (:data:`~gym_envs.sandbox.digests.ROWS_READ`), or None: a table's rows now when its content has that digest
+        and its order is its content's (:meth:`~gym_envs.sandbox.content.ContentReads.ordered`). Read-only."""
+        return ROWS_READ.get(digest)
 
     def known_digest(self, table: str, memo: Mapping[str, str] | None = None) -> str | None:
         """``table``'s digest when it is known without reading the table (the digest cache's, else ``memo``'s, as

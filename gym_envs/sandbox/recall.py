@@ -24,7 +24,9 @@ reading the database gives.
   (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
   table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
   whenever its content is the same, which its digest says, so when its digest is known (from the cache or the memo
-  above) and is that one, it is answered "the same" instead of read and sent again.
+  above) and is that one, it is answered "the same" instead of read and sent again. For the same reason such a
+  table is dumped from the rows a read for its digest gave, in this process (:data:`~gym_envs.sandbox.digests.
+  ROWS_READ`), when its digest now is known and is that one, and the columns holding a text are read from them.
 
 * **Results of calls that change nothing** (:meth:`Recall.result`), for the episodes that ask for it (the
   ``open`` request's ``recall``: the validity gate's, which make the reference's reads again and again). For a pure
@@ -109,10 +111,13 @@ class Recall:
             if t not in known:
                 continue
             digest = state.known_digest(t, digests)
-            if digest is not None and unless.get(t) == digest and self._is_ordered(state, t):
+            ordered = digest is not None and self._is_ordered(state, t)
+            if ordered and unless.get(t) == digest:
                 out[t] = {"same": True, "digest": digest}
-            else:
-                out[t] = state.dump([t], limit)[t] | {"digest": digest}
+                continue
+            rows = state.rows_read(digest) if ordered and digest is not None else None
+            out[t] = (state.dump([t], limit)[t] if rows is None else state.dump_rows(t, rows, limit)) | \
+                {"digest": digest}
         return out
 
     def columns_holding(self, state: StateDB, text: str, limit: int,
@@ -129,7 +134,7 @@ class Recall:
                 key = (text, limit, t, digest)
             part = self._holding.get(key) if key is not None else None
             if part is None:
-                part = state.table_holding(t, text, limit)
+                part = state.table_holding(t, text, limit, state.rows_read(key[3]) if key is not None else None)
                 if key is not None:
                     if len(self._holding) >= MAX_KEYS:
                         self._holding.clear()

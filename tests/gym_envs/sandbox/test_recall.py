@@ -186,9 +186,9 @@ def test_the_columns_holding_a_text_are_read_once_a_content_of_each_table(monkey
     reads: list[str] = []
     holding = StateDB.table_holding
 
-    def counted(self: StateDB, table: str, text: str, limit: int) -> Any:
+    def counted(self: StateDB, table: str, text: str, limit: int, rows: Any = None) -> Any:
         reads.append(table)
-        return holding(self, table, text, limit)
+        return holding(self, table, text, limit, rows)
 
     monkeypatch.setattr(StateDB, "table_holding", counted)
     a = e.open("a")
