@@ -547,7 +547,7 @@ class StateDB(ContentReads):
         (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh). ``memo`` (folded table
         name -> digest): the digests the caller knows of this very content (:mod:`~gym_envs.sandbox.recall`),
         used where the cache has none (and not kept in the cache: a later caller that asks without the memo gets
-        the table read); each table read here is added to it."""
+        the table read); each table read here is added to it, and its rows to :data:`~.digests.ROWS_READ`."""
         self._sync_digests()
         known = set(self.tables())
         cache = self._digests
@@ -572,13 +572,6 @@ class StateDB(ContentReads):
                     memo[key] = digest
             out[t] = digest
         return out
-
-    @staticmethod
-    def rows_read(digest: str) -> list[tuple[Any, ...]] | None:
-        """The rows of a table whose digest is ``digest`` in a full scan's order, as a read for its digest gave them
-        (:data:`~gym_envs.sandbox.digests.ROWS_READ`), or None: a table's rows now when its content has that digest
-        and its order is its content's (:meth:`~gym_envs.sandbox.content.ContentReads.ordered`). Read-only."""
-        return ROWS_READ.get(digest)
 
     def known_digest(self, table: str, memo: Mapping[str, str] | None = None) -> str | None:
         """``table``'s digest when it is known without reading the table (the digest cache's, else ``memo``'s, as

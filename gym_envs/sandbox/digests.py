@@ -5,7 +5,9 @@ converter write them): a table's digest (:func:`rows_digest`) is the SHA-256 of 
 sorted and joined by newlines (``repr`` of SQLite's values is exact and deterministic; sorting makes it
 independent of row order); the state's digest (:func:`digest_of`) is the SHA-256 of the tables' digests in
 name order. :func:`read_digest` computes a table's digest from its rows, each row's text remembered for the next
-read of the same row (a table read again after a write formats only the rows the write changed).
+read of the same row (a table read again after a write formats only the rows the write changed). The rows a read for a
+digest gave are kept by that digest, the last ones within a bound (:data:`ROWS_READ`): a dump of a table whose order
+its content decides, and whose digest is known, is made from them (:mod:`~gym_envs.sandbox.recall`).
 
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
@@ -50,7 +52,8 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from typing import Any
 
-__all__ = ["ROWS_READ", "DigestCache", "RowsRead", "digest_of", "fold", "read_digest", "rows_digest", "write_closure"]
+__all__ = ["ROWS_READ", "DigestCache", "RowsRead", "digest_of", "fold", "read_digest", "rows_digest",
+           "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
 _MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)

@@ -47,13 +47,15 @@ import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from gym_envs.sandbox.content import Holding, holding_answer
 from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.digests import ROWS_READ
+from gym_envs.sandbox.scope import DECIMAL_KEY
 from gym_envs.sandbox.values import dumps
 
-__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Recall", "Recalls", "call_key"]
+__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Asked", "Recall", "Recalls", "call_key"]
 
 PROGRAMS = 4  #: programs whose memos are kept (a generation worker compiles, then validates, one spec at a time)
 MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
@@ -62,6 +64,15 @@ MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
 def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
     """A call as a part of a content key: its tool and its arguments' exact JSON (``1`` and ``1.0`` differ)."""
     return name, dumps(arguments)
+
+
+class Asked(NamedTuple):
+    """What :meth:`Recall.asked` found of a call: its key, the counters before it, and its result when ``found``."""
+
+    key: tuple[Any, ...]
+    counters: tuple[int, int]
+    found: bool
+    result: Any
 
 
 class Recall:
@@ -85,6 +96,24 @@ class Recall:
                 self._digests.clear()
             memo = self._digests[key] = {}
         return memo
+
+    def asked(self, state: StateDB, setup: tuple[str, ...], content: tuple[Any, ...], glb: dict[str, Any], name: str,
+              args: dict[str, Any]) -> Asked | None:
+        """A pure program's call ``name(**args)`` in an episode on ``state`` whose setup statements, content key and
+        globals are ``setup``, ``content`` and ``glb``, about to be made: what is remembered of it (:class:`Asked`), or
+        None when its episode computes in a decimal context of its own (whose flags outlive a call)."""
+        if DECIMAL_KEY in glb:
+            return None
+        counters = state.counters()
+        key = (setup, content, counters, name, dumps(args))
+        found = self.result(key)
+        return Asked(key, counters, *found)
+
+    def answered(self, asked: Asked, state: StateDB, glb: dict[str, Any], value: Any) -> None:
+        """The call ``asked`` was made, succeeded and changed no row, returning ``value``: keep it when the call also
+        left the connection's counters as they were and installed no decimal context."""
+        if state.counters() == asked.counters and DECIMAL_KEY not in glb:
+            self.keep_result(asked.key, value)
 
     def result(self, key: tuple[Any, ...]) -> tuple[bool, Any]:
         """``(True, a fresh copy of its result)`` for the call ``key`` (:meth:`keep_result`), or ``(False, None)``."""
@@ -115,7 +144,7 @@ class Recall:
             if ordered and unless.get(t) == digest:
                 out[t] = {"same": True, "digest": digest}
                 continue
-            rows = state.rows_read(digest) if ordered and digest is not None else None
+            rows = ROWS_READ.get(digest) if ordered and digest is not None else None
             out[t] = (state.dump([t], limit)[t] if rows is None else state.dump_rows(t, rows, limit)) | \
                 {"digest": digest}
         return out
@@ -134,7 +163,7 @@ class Recall:
                 key = (text, limit, t, digest)
             part = self._holding.get(key) if key is not None else None
             if part is None:
-                part = state.table_holding(t, text, limit, state.rows_read(key[3]) if key is not None else None)
+                part = state.table_holding(t, text, limit, ROWS_READ.get(key[3]) if key is not None else None)
                 if key is not None:
                     if len(self._holding) >= MAX_KEYS:
                         self._holding.clear()
