@@ -187,8 +187,19 @@ def short_call(call: ToolCall, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-#: JSON text with sorted keys (values JSON cannot write as their ``str``): the key of a call or a trajectory
-key_text = json.JSONEncoder(sort_keys=True, default=str).encode
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+#: the C encoder ``_KEY_ENCODER`` makes for each call, made once (no cycle check: a key is made of a trajectory's calls)
+_C_KEY = _C_MAKE_ENCODER(None, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, True) \
+    if _C_MAKE_ENCODER is not None else None
+
+
+def key_text(value: Any) -> str:
+    """``value`` as JSON text with sorted keys (what JSON cannot write, as its ``str``): the key of a call or a
+    trajectory, ``json.dumps(value, sort_keys=True, default=str)``."""
+    if _C_KEY is None or value.__class__ is str:
+        return _KEY_ENCODER.encode(value)
+    return "".join(_C_KEY(value, 0))
 
 
 # -- calls -----------------------------------------------------------------------------------------

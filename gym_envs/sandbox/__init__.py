@@ -118,8 +118,11 @@ property has adversarial tests in ``tests/gym_envs/sandbox/`` (one file per modu
    or a table it cascades from, seen by the authorizer; a rollback past such a write; an image load; a trusted
    write), and the cache adds nothing spec code can see (no SQL object, no change to ``changes()`` or
    ``last_insert_rowid()``). For code that keeps no state, a digest may also come from an earlier episode that made
-   the same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`: the ground checkpoints stand on); the
-   gate's determinism rule reads its replay's digests fresh.
+   the same changing calls on the same setup (:mod:`~gym_envs.sandbox.recall`: the ground checkpoints stand on), and, in
+   an episode that asks for it (the validity gate's), a call that changes nothing may take the result the same call
+   gave on the same content, counters and arguments (answered as a copy of its own; never in an episode that
+   computes in a decimal context of its own); the gate's determinism rule reads its replay's digests fresh and makes
+   its replay's calls afresh.
 
 6. **Validation cannot be told from use.** What spec code can observe (its limits, recursion headroom, hash
    order, the draws of its episode's ``random``) is the same in every episode a worker runs: the validity

@@ -41,14 +41,18 @@ class ContentReads:
         the first ``limit`` rows of each table (:func:`holding_answer` of each table's :meth:`table_holding`)."""
         return holding_answer([self.table_holding(t, text, limit) for t in self.tables()])
 
-    def table_holding(self, table: str, text: str, limit: int) -> Holding:
-        """``(equal, within)`` of one table, read from its first ``limit`` rows: ``("table.column", its distinct string
-        values)`` for each column with a string value equal to ``text`` (ignoring case and surrounding space), and for
-        each other column with a value that contains it."""
+    def table_holding(self, table: str, text: str, limit: int, rows: list[tuple[Any, ...]] | None = None) -> Holding:
+        """``(equal, within)`` of one table, read from its first ``limit`` rows (of ``rows``, its rows in a full scan's
+        order, when the caller has them): ``("table.column", its distinct string values)`` for each column with a
+        string value equal to ``text`` (ignoring case and surrounding space), and for each other column with a value
+        that contains it."""
         want = text.strip().lower()
         equal: list[tuple[str, list[str]]] = []
         within: list[tuple[str, list[str]]] = []
-        rows = self.host(f"SELECT * FROM main.{quote_identifier(table)} LIMIT ?", (limit,))
+        if rows is None:
+            rows = self.host(f"SELECT * FROM main.{quote_identifier(table)} LIMIT ?", (limit,))
+        elif len(rows) > limit:
+            rows = rows[:limit]
         for i in range(len(rows[0]) if rows else 0):
             values = [r[i] for r in rows if isinstance(r[i], str)]
             lows = [v.strip().lower() for v in values]
@@ -71,6 +75,10 @@ class ContentReads:
                 count = self.host(f"SELECT count(*) FROM main.{q}")[0][0]
                 out[t] = {"columns": self.columns(t), "rows": _plain_rows(rows), "count": count}
         return out
+
+    def dump_rows(self, table: str, rows: list[tuple[Any, ...]], limit: int) -> dict[str, Any]:
+        """``dump([table], limit)[table]`` made from ``rows``, the table's rows now in a full scan's order."""
+        return {"columns": self.columns(table), "rows": _plain_rows(rows[:limit]), "count": len(rows)}
 
     def ordered(self, table: str) -> bool:
         """Whether a full scan of ``table`` comes in an order its content decides: by its primary key in a ``WITHOUT

@@ -60,7 +60,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import DigestCache, digest_of, fold, read_digest
+from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, fold, read_digest
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
@@ -547,7 +547,7 @@ class StateDB(ContentReads):
         (``cached=False``, or :attr:`SqlLimits.digest_cache` off: every one read afresh). ``memo`` (folded table
         name -> digest): the digests the caller knows of this very content (:mod:`~gym_envs.sandbox.recall`),
         used where the cache has none (and not kept in the cache: a later caller that asks without the memo gets
-        the table read); each table read here is added to it."""
+        the table read); each table read here is added to it, and its rows to :data:`~.digests.ROWS_READ`."""
         self._sync_digests()
         known = set(self.tables())
         cache = self._digests
@@ -564,8 +564,9 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                digest = read_digest(self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}")
-                                     .fetchall())
+                rows = self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}").fetchall()
+                digest = read_digest(rows)
+                ROWS_READ.keep(digest, rows)
                 cache.put(key, digest)
                 if memo is not None:
                     memo[key] = digest

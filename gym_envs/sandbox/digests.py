@@ -5,7 +5,9 @@ converter write them): a table's digest (:func:`rows_digest`) is the SHA-256 of 
 sorted and joined by newlines (``repr`` of SQLite's values is exact and deterministic; sorting makes it
 independent of row order); the state's digest (:func:`digest_of`) is the SHA-256 of the tables' digests in
 name order. :func:`read_digest` computes a table's digest from its rows, each row's text remembered for the next
-read of the same row (a table read again after a write formats only the rows the write changed).
+read of the same row (a table read again after a write formats only the rows the write changed). The rows a read for a
+digest gave are kept by that digest, the last ones within a bound (:data:`ROWS_READ`): a dump of a table whose order
+its content decides, and whose digest is known, is made from them (:mod:`~gym_envs.sandbox.recall`).
 
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
@@ -44,11 +46,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from typing import Any
 
-__all__ = ["DigestCache", "digest_of", "fold", "read_digest", "rows_digest", "write_closure"]
+__all__ = ["ROWS_READ", "DigestCache", "RowsRead", "digest_of", "fold", "read_digest", "rows_digest",
+           "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
 _MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)
@@ -87,6 +92,42 @@ def read_digest(rows: list[tuple[Any, ...]]) -> str:
                 _kept[0] += len(new)
     texts.sort()
     return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()  # type: ignore[arg-type]
+
+
+class RowsRead:
+    """The rows of the tables read last for their digest (:func:`read_digest`), by digest, in a full scan's order: the
+    rows of any table whose content has that digest and whose order its content decides (a rowid alias, a ``WITHOUT
+    ROWID`` table's key), in any connection (a digest is its rows'). At most :attr:`max_rows` rows in all (the least
+    recently used dropped); the lists are shared: callers read them, never change them."""
+
+    def __init__(self, max_rows: int = 200_000):
+        self.max_rows = max_rows
+        self._by_digest: OrderedDict[str, list[tuple[Any, ...]]] = OrderedDict()
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    def keep(self, digest: str, rows: list[tuple[Any, ...]]) -> None:
+        """Keep ``rows``, a full scan of a table whose digest is ``digest``."""
+        if len(rows) > self.max_rows:
+            return
+        with self._lock:
+            old = self._by_digest.pop(digest, None)
+            self._rows += len(rows) - (len(old) if old is not None else 0)
+            self._by_digest[digest] = rows
+            while self._rows > self.max_rows:
+                _, dropped = self._by_digest.popitem(last=False)
+                self._rows -= len(dropped)
+
+    def get(self, digest: str) -> list[tuple[Any, ...]] | None:
+        """The rows kept for ``digest``, or None."""
+        with self._lock:
+            rows = self._by_digest.get(digest)
+            if rows is not None:
+                self._by_digest.move_to_end(digest)
+            return rows
+
+
+ROWS_READ = RowsRead()  #: the process's rows read for digests (:class:`RowsRead`)
 
 
 def digest_of(tables: dict[str, str]) -> str:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from gym_envs.errors import (
@@ -52,38 +51,13 @@ from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import Limits
 from gym_envs.sandbox.modules import SEED_KEY, spec_globals
-from gym_envs.sandbox.program import Program, build_program
+from gym_envs.sandbox.program import Episode, Program, build_program
 from gym_envs.sandbox.recall import RECALLS, Recall, call_key
 from gym_envs.sandbox.reprs import described, scrub
-from gym_envs.sandbox.scope import DECIMAL_KEY, CallScope, disarm
+from gym_envs.sandbox.scope import CallScope, disarm
 from gym_envs.sandbox.values import IMMUTABLE, dumps, plain_json
 
 __all__ = ["Engine"]
-
-
-@dataclass(slots=True)
-class _Episode:
-    program: Program
-    state: StateDB
-    seed: int
-    tools: dict[str, Callable[..., Any]]
-    db: DbFacade
-    token: object  #: the owner token of ``db``
-    glb: dict[str, Any]  #: the episode's globals
-    marks: dict[str, str]
-    log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
-    scope: CallScope  #: the call scope of its tool calls (its facade's token, its globals)
-    lost: str | None = None
-    ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
-    ro_token: object | None = None  #: its owner token
-    forks: dict[int, tuple[Any, ...]] | None = None  #: id -> log size, marks, counters, content key
-    setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
-    #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
-    content: tuple[tuple[str, str], ...] = ()
-    recall: bool = False  #: a pure program's calls that change nothing may be answered from :mod:`~.recall`
-    memos: Recall | None = None  #: what the process remembers of its program (:meth:`Engine._recall`)
-
-
 
 
 class Engine:
@@ -100,7 +74,7 @@ class Engine:
         self.limits = limits or Limits()
         self.in_worker = in_worker
         self.programs: dict[str, Program] = {}
-        self.episodes: dict[str, _Episode] = {}
+        self.episodes: dict[str, Episode] = {}
         self._base_globals = spec_globals(self.limits)  # copied per episode (see _globals)
         cap = self.limits.max_output_chars
         self._deadline_s = self.limits.call_timeout_s if in_worker else 0.0
@@ -197,7 +171,7 @@ class Engine:
         glb[SEED_KEY] = seed
         return glb
 
-    def _new_episode(self, prog: Program, state: StateDB, seed: int) -> _Episode:
+    def _new_episode(self, prog: Program, state: StateDB, seed: int) -> Episode:
         """Fresh globals for ``prog`` on ``state``: its module level runs (in the call scope, with no ``db``)."""
         glb = self._globals(seed)
         self._run_spec(state, None, glb, exec, (prog.code, glb))  # a restricted code object with guarded globals
@@ -205,7 +179,7 @@ class Engine:
         token = object()
         db = DbFacade(state, read_only=False, timeout_s=self._sql_timeout, owner=token)
         scope = CallScope(state.guard, token, glb, self._deadline_s, self._headroom)
-        return _Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
+        return Episode(prog, state, seed, tools, db, token, glb, {}, [], scope)  # type: ignore[arg-type]
 
     def _pool_get(self, prog: Program) -> StateDB:
         while prog.pool:
@@ -256,7 +230,7 @@ class Engine:
         return {"ok": True}
 
     @staticmethod
-    def _apply_setup(ep: _Episode) -> str | None:
+    def _apply_setup(ep: Episode) -> str | None:
         """Run the episode's setup statements (its task's ``setup_sql``) in ``rw`` mode, as the seed runs;
         why one failed, or None."""
         for i, stmt in enumerate(ep.setup):
@@ -272,7 +246,7 @@ class Engine:
             self._pool_put(ep.program, ep.state)
         return {"ok": True}
 
-    def _episode(self, req: dict[str, Any]) -> _Episode:
+    def _episode(self, req: dict[str, Any]) -> Episode:
         ep = self.episodes.get(req["ep"])
         if ep is None:
             raise KeyError(f"no open episode {req['ep']!r}")
@@ -331,7 +305,7 @@ class Engine:
                 return self._call(ep, name, logged, logged)  # the tool may share it: it holds scalars only
         return self._call_slow(ep_id, ep, name, args)
 
-    def _call_slow(self, ep_id: str, ep: _Episode | None, name: str, args: Any) -> dict[str, Any]:
+    def _call_slow(self, ep_id: str, ep: Episode | None, name: str, args: Any) -> dict[str, Any]:
         """:meth:`call` for everything but valid flat arguments: refusals, and arguments to copy."""
         cap = self._cap
         if ep is None:
@@ -370,10 +344,10 @@ class Engine:
             if logged is not None:
                 state = ep.state
                 conn = state.conn
-                known = self._recalled(ep, name, logged) if ep.recall else None
-                if known is not None and known[0]:
+                known = self._recall(ep).asked(state, ep.setup, ep.content, ep.glb, name, logged) if ep.recall else None
+                if known is not None and known.found:
                     ep.log.append((name, logged))
-                    return known[1], 0
+                    return known.result, 0
                 before = conn.total_changes
                 failure: BaseException | None = None
                 try:
@@ -395,29 +369,18 @@ class Engine:
                     changes = conn.total_changes - before
                     if changes and ep.program.pure:
                         ep.content += (call_key(name, logged),)
-                    elif known is not None and known[2] == state.counters() and DECIMAL_KEY not in ep.glb:
-                        self._recall(ep).keep_result(known[3], value)
+                    elif known is not None:
+                        self._recall(ep).answered(known, state, ep.glb, value)
                     return value, changes
                 return self._settled(ep, name, logged, before, self._result(ep, value, bound, before))
         return self.call(ep_id, name, args)
 
-    def _recalled(self, ep: _Episode, name: str, args: dict[str, Any]) -> tuple[bool, Any, Any, Any] | None:
-        """For a call of an episode that asks for :mod:`~.recall`'s results (``ep.recall``): ``(found, result, counters,
-        key)``, ``found`` when the same call was answered on the same content and counters (the result a fresh copy),
-        else the counters and key under which to keep its result; None when the episode computes in a decimal context
-        of its own (whose flags outlive a call)."""
-        if DECIMAL_KEY in ep.glb:
-            return None
-        counters = ep.state.counters()
-        key = (ep.setup, ep.content, counters, name, dumps(args))
-        return (*self._recall(ep).result(key), counters, key)
-
-    def _call(self, ep: _Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, ep: Episode, name: str, args: dict[str, Any], logged: dict[str, Any]) -> dict[str, Any]:
         """Run a call with valid arguments and keep the episode equal to the replay of its log."""
         before = ep.state.conn.total_changes
         return self._settled(ep, name, logged, before, self._invoke(ep, name, args, before))
 
-    def _settled(self, ep: _Episode, name: str, logged: dict[str, Any], before: int,
+    def _settled(self, ep: Episode, name: str, logged: dict[str, Any], before: int,
                  resp: dict[str, Any]) -> dict[str, Any]:
         """After a call: log it for replay, or undo it (an aborted transaction; a failure after writes, unless the
         program keeps failed calls' writes and a replay reproduces the failure: the response then carries the rows
@@ -442,7 +405,7 @@ class Engine:
             ep.content += (call_key(name, logged),)
         return resp
 
-    def _invoke(self, ep: _Episode, name: str, args: dict[str, Any], before: int) -> dict[str, Any]:
+    def _invoke(self, ep: Episode, name: str, args: dict[str, Any], before: int) -> dict[str, Any]:
         """Run one tool call in the call scope (no savepoint: see :meth:`_rebuild`); a typed response.
         ``before``: the connection's ``total_changes`` before the call."""
         try:
@@ -459,7 +422,7 @@ class Engine:
         except (TypeError, ValueError, RecursionError) as e:
             return self._not_json(e)
 
-    def _result(self, ep: _Episode, value: Any, bound: int, before: int) -> dict[str, Any]:
+    def _result(self, ep: Episode, value: Any, bound: int, before: int) -> dict[str, Any]:
         """The response for a tool's result, already copied into plain JSON (``bound``: an upper
         bound of its JSON length); ``ValueError`` if it cannot be written as JSON."""
         limit = self._max_result
@@ -476,7 +439,7 @@ class Engine:
         return error_response(ErrorKind.NOT_JSON, f"the tool returned a value that is not plain JSON "
                               f"({type(e).__name__}: {cap_text(scrub(str(e)), 200)})", self._cap) | {"replay": True}
 
-    def _rebuild(self, ep: _Episode, *, reload: bool) -> None:
+    def _rebuild(self, ep: Episode, *, reload: bool) -> None:
         """Bring an episode back to "template + its setup statements + its logged calls": after a call failed
         after writing, and (``reload`` the image) after SQLite aborted the transaction. Fresh globals and the
         episode's seed make the replay deterministic; each replayed call runs in a savepoint, so a call that
@@ -509,11 +472,11 @@ class Engine:
             ep.lost = f"the episode could not be rebuilt ({type(e).__name__}: {cap_text(str(e), 200)})"
 
     # -- state and checks ----------------------------------------------------------------------
-    def _memo(self, ep: _Episode) -> dict[str, str] | None:
+    def _memo(self, ep: Episode) -> dict[str, str] | None:
         """The digests known of the episode's content by its key (a pure program's; :mod:`~.recall`), or None."""
         return self._recall(ep).digests((ep.setup, ep.content)) if ep.program.pure and ep.lost is None else None
 
-    def _recall(self, ep: _Episode) -> Recall:
+    def _recall(self, ep: Episode) -> Recall:
         """What this process remembers of the episode's program (:data:`~.recall.RECALLS`), under these limits (kept by
         the episode once asked for)."""
         memos = ep.memos
@@ -593,7 +556,7 @@ class Engine:
             self._rebuild(ep, reload=True)
         return {"ok": True, "results": results}
 
-    def _check_python(self, ep: _Episode, code: str) -> dict[str, Any]:
+    def _check_python(self, ep: Episode, code: str) -> dict[str, Any]:
         compiled = ep.program.check_code.get(code)
         if compiled is None:
             res = compile_code(code, filename="<check>")

@@ -1,4 +1,5 @@
-"""A program: a spec's code compiled under the sandbox's guards, and its template database.
+"""A program: a spec's code compiled under the sandbox's guards, and its template database; and the record of one
+live episode of it (:class:`Episode`, the engine's).
 
 :func:`build_program` answers the engine's ``load`` request up to running the code: it compiles the
 code (:func:`gym_envs.sandbox.guards.compile_code`; a ``compile_error`` response lists the reasons), runs
@@ -21,11 +22,14 @@ from typing import Any
 from gym_envs.errors import ErrorKind, StateError, error_response
 from gym_envs.sandbox.arguments import compile_arguments
 from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.facade import DbFacade
 from gym_envs.sandbox.guards import compile_code
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.purity import stateless
+from gym_envs.sandbox.recall import Recall
+from gym_envs.sandbox.scope import CallScope
 
-__all__ = ["FAILED_CALLS", "Program", "build_program"]
+__all__ = ["FAILED_CALLS", "Episode", "Program", "build_program"]
 
 #: what a failed tool call leaves of its writes: ``rollback`` (nothing: the default) or ``keep`` (the writes it made
 #: before it failed, as tools that change their state in place leave them); an EnvSpec's ``failed_calls``
@@ -108,3 +112,28 @@ def _built(req: dict[str, Any], limits: SqlLimits, code: Any, image: bytes, dige
 
 def _ddl_kinds(db: StateDB) -> list[str]:
     return [r[0] for r in db.host("SELECT type FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]
+
+
+@dataclass(slots=True)
+class Episode:
+    """A live episode of a program: its connection, globals, tools and facades, and what the engine keeps of it."""
+
+    program: Program
+    state: StateDB
+    seed: int
+    tools: dict[str, Callable[..., Any]]
+    db: DbFacade
+    token: object  #: the owner token of ``db``
+    glb: dict[str, Any]  #: the episode's globals
+    marks: dict[str, str]
+    log: list[tuple[str, dict[str, Any]]]  #: calls to replay on a rebuild
+    scope: CallScope  #: the call scope of its tool calls (its facade's token, its globals)
+    lost: str | None = None
+    ro_db: DbFacade | None = None  #: the read-only facade of ``python`` checks, made on first use
+    ro_token: object | None = None  #: its owner token
+    forks: dict[int, tuple[Any, ...]] | None = None  #: id -> log size, marks, counters, content key
+    setup: tuple[str, ...] = ()  #: the statements the episode opened with after the template (its task's setup_sql)
+    #: pure programs: the logged calls that changed rows (:func:`~.recall.call_key`), the content's key with setup
+    content: tuple[tuple[str, str], ...] = ()
+    recall: bool = False  #: a pure program's calls that change nothing may be answered from :mod:`~.recall`
+    memos: Recall | None = None  #: what the process remembers of its program (:meth:`~.engine.Engine._recall`)

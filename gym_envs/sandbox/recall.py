@@ -24,7 +24,9 @@ reading the database gives.
   (``unless``): a table whose full scan comes in an order its content decides (a rowid alias, or a ``WITHOUT ROWID``
   table's primary key: :meth:`~gym_envs.sandbox.content.ContentReads.ordered`) dumps the same rows in the same order
   whenever its content is the same, which its digest says, so when its digest is known (from the cache or the memo
-  above) and is that one, it is answered "the same" instead of read and sent again.
+  above) and is that one, it is answered "the same" instead of read and sent again. For the same reason such a
+  table is dumped from the rows a read for its digest gave, in this process (:data:`~gym_envs.sandbox.digests.
+  ROWS_READ`), when its digest now is known and is that one, and the columns holding a text are read from them.
 
 * **Results of calls that change nothing** (:meth:`Recall.result`), for the episodes that ask for it (the
   ``open`` request's ``recall``: the validity gate's, which make the reference's reads again and again). For a pure
@@ -45,13 +47,15 @@ import marshal
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from gym_envs.sandbox.content import Holding, holding_answer
 from gym_envs.sandbox.db import StateDB
+from gym_envs.sandbox.digests import ROWS_READ
+from gym_envs.sandbox.scope import DECIMAL_KEY
 from gym_envs.sandbox.values import dumps
 
-__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Recall", "Recalls", "call_key"]
+__all__ = ["MAX_KEYS", "PROGRAMS", "RECALLS", "Asked", "Recall", "Recalls", "call_key"]
 
 PROGRAMS = 4  #: programs whose memos are kept (a generation worker compiles, then validates, one spec at a time)
 MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
@@ -60,6 +64,15 @@ MAX_KEYS = 4096  #: content keys whose digests a program's memo keeps
 def call_key(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
     """A call as a part of a content key: its tool and its arguments' exact JSON (``1`` and ``1.0`` differ)."""
     return name, dumps(arguments)
+
+
+class Asked(NamedTuple):
+    """What :meth:`Recall.asked` found of a call: its key, the counters before it, and its result when ``found``."""
+
+    key: tuple[Any, ...]
+    counters: tuple[int, int]
+    found: bool
+    result: Any
 
 
 class Recall:
@@ -83,6 +96,24 @@ class Recall:
                 self._digests.clear()
             memo = self._digests[key] = {}
         return memo
+
+    def asked(self, state: StateDB, setup: tuple[str, ...], content: tuple[Any, ...], glb: dict[str, Any], name: str,
+              args: dict[str, Any]) -> Asked | None:
+        """A pure program's call ``name(**args)`` in an episode on ``state`` whose setup statements, content key and
+        globals are ``setup``, ``content`` and ``glb``, about to be made: what is remembered of it (:class:`Asked`), or
+        None when its episode computes in a decimal context of its own (whose flags outlive a call)."""
+        if DECIMAL_KEY in glb:
+            return None
+        counters = state.counters()
+        key = (setup, content, counters, name, dumps(args))
+        found = self.result(key)
+        return Asked(key, counters, *found)
+
+    def answered(self, asked: Asked, state: StateDB, glb: dict[str, Any], value: Any) -> None:
+        """The call ``asked`` was made, succeeded and changed no row, returning ``value``: keep it when the call also
+        left the connection's counters as they were and installed no decimal context."""
+        if state.counters() == asked.counters and DECIMAL_KEY not in glb:
+            self.keep_result(asked.key, value)
 
     def result(self, key: tuple[Any, ...]) -> tuple[bool, Any]:
         """``(True, a fresh copy of its result)`` for the call ``key`` (:meth:`keep_result`), or ``(False, None)``."""
@@ -109,10 +140,13 @@ class Recall:
             if t not in known:
                 continue
             digest = state.known_digest(t, digests)
-            if digest is not None and unless.get(t) == digest and self._is_ordered(state, t):
+            ordered = digest is not None and self._is_ordered(state, t)
+            if ordered and unless.get(t) == digest:
                 out[t] = {"same": True, "digest": digest}
-            else:
-                out[t] = state.dump([t], limit)[t] | {"digest": digest}
+                continue
+            rows = ROWS_READ.get(digest) if ordered and digest is not None else None
+            out[t] = (state.dump([t], limit)[t] if rows is None else state.dump_rows(t, rows, limit)) | \
+                {"digest": digest}
         return out
 
     def columns_holding(self, state: StateDB, text: str, limit: int,
@@ -129,7 +163,7 @@ class Recall:
                 key = (text, limit, t, digest)
             part = self._holding.get(key) if key is not None else None
             if part is None:
-                part = state.table_holding(t, text, limit)
+                part = state.table_holding(t, text, limit, ROWS_READ.get(key[3]) if key is not None else None)
                 if key is not None:
                     if len(self._holding) >= MAX_KEYS:
                         self._holding.clear()

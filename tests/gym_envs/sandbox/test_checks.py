@@ -228,3 +228,44 @@ def test_allowed_other_names(others: int, allowed: int) -> None:
     from gym_envs.checks.text import MAX_REPLY_NAMES, allowed_other_names
 
     assert allowed_other_names(others) == allowed and allowed < MAX_REPLY_NAMES
+
+
+def _names_too_many_read_afresh(reply: str, wanted: list[str], columns: list[tuple[str, list[str]]]) -> str | None:
+    """:func:`~gym_envs.checks.text.names_too_many` as its rule reads, every value matched again each time."""
+    from gym_envs.checks.text import allowed_other_names, text_contains
+
+    for label, values in columns:
+        others: dict[str, str] = {}
+        for v in values:
+            key = v.strip().lower()
+            if len(key) >= 3 and key not in others and not any(text_contains(w, v) or text_contains(v, w)
+                                                               for w in wanted):
+                others[key] = v
+        named = [v for v in others.values() if text_contains(reply, v)]
+        if len(named) > allowed_other_names(len(others)):
+            shown = ", ".join(repr(v) for v in named[:5]) + (", ..." if len(named) > 5 else "")
+            return (f"it also names {len(named)} of the {len(others)} other values of {label} ({shown}), and a reply "
+                    f"may name at most {allowed_other_names(len(others))} of them")
+    return None
+
+
+def test_names_too_many_answers_as_reading_every_value_afresh() -> None:
+    """The other values of a column are remembered by the column and the answers: the same column with other answers,
+    or other replies, is judged as a fresh reading judges it."""
+    from gym_envs.checks.text import names_too_many
+
+    names = [" Ada Byrne", "Grace Hopper", "ada byrne", "Alan Turing", "Hopper", "Edsger Dijkstra", "Jo", "42",
+             "007", "Barbara Liskov", "Ken Thompson", "Dennis Ritchie"]
+    codes = ["A-12", "A-120", "12", "1,200", "B-7", "7", "C-99", "twelve"]
+    columns = [("people.name", names), ("orders.code", codes)]
+    replies = ["Ada Byrne", "It is Grace Hopper, not Alan Turing or Ken Thompson or Dennis Ritchie.",
+               "Candidates: " + ", ".join(names), "A-12, A-120, 12, 7 and C-99", "12 or 7 or 1,200 or twelve", "",
+               "hopper HOPPER Liskov thompson"]
+    outcomes = set()
+    for wanted in (["Ada Byrne"], ["Hopper"], ["12"], ["Grace Hopper", "7"], [], ["A-12"]):
+        for _ in range(2):  # the second time from what was remembered
+            for reply in replies:
+                why = names_too_many(reply, wanted, columns)
+                assert why == _names_too_many_read_afresh(reply, wanted, columns), (reply, wanted)
+                outcomes.add(why is None)
+    assert outcomes == {True, False}

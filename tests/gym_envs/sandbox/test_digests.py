@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 import gym_envs.sandbox.db as db_module
 from gym_envs.errors import StateError
 from gym_envs.sandbox import InProcessExecutor, Limits, SqlLimits, StateDB
-from gym_envs.sandbox.digests import DigestCache, digest_of, fold, read_digest, rows_digest, write_closure
+from gym_envs.sandbox.digests import (
+    DigestCache,
+    RowsRead,
+    digest_of,
+    fold,
+    read_digest,
+    rows_digest,
+    write_closure,
+)
 from tests.gym_envs.sandbox.store import STORE_TOOLS, state_image, store_spec
 
 LIMITS = SqlLimits(statement_timeout_s=0.2)
@@ -446,3 +454,16 @@ def test_read_digests_equal_rows_digests_over_random_tables(rows: list[tuple[Any
     seen = [rows[i % len(rows)] for i in picks] if rows else []
     assert read_digest(seen) == rows_digest(seen)  # some rows remembered first
     assert read_digest(rows) == rows_digest(rows)
+
+
+def test_the_rows_read_for_digests_are_kept_by_digest_within_their_bound() -> None:
+    kept = RowsRead(max_rows=5)
+    a, b, c = [(1, "x"), (2, "y")], [(3, "z")] * 3, [(4, None)] * 2
+    kept.keep(rows_digest(a), a)
+    kept.keep(rows_digest(b), b)
+    assert kept.get(rows_digest(b)) is b and kept.get(rows_digest(a)) is a
+    kept.keep(rows_digest(c), c)  # 7 rows: the least recently used (b, after a was asked for) goes
+    assert kept.get(rows_digest(b)) is None and kept.get(rows_digest(a)) is a and kept.get(rows_digest(c)) is c
+    kept.keep("big", [(i,) for i in range(6)])  # more than the bound alone: not kept, nothing dropped for it
+    assert kept.get("big") is None and kept.get(rows_digest(a)) is a
+    assert kept.get(rows_digest([(9,)])) is None

@@ -10,6 +10,7 @@ import pytest
 import gym_envs.sandbox.db as db_module
 import gym_envs.sandbox.engine as engine_module
 from gym_envs.sandbox import Engine, Executor, Limits, SqlLimits, StateDB, program_request
+from gym_envs.sandbox.digests import ROWS_READ
 from gym_envs.sandbox.recall import PROGRAMS, Recalls
 from tests.gym_envs.sandbox.store import store_spec
 
@@ -186,9 +187,9 @@ def test_the_columns_holding_a_text_are_read_once_a_content_of_each_table(monkey
     reads: list[str] = []
     holding = StateDB.table_holding
 
-    def counted(self: StateDB, table: str, text: str, limit: int) -> Any:
+    def counted(self: StateDB, table: str, text: str, limit: int, rows: Any = None) -> Any:
         reads.append(table)
-        return holding(self, table, text, limit)
+        return holding(self, table, text, limit, rows)
 
     monkeypatch.setattr(StateDB, "table_holding", counted)
     a = e.open("a")
@@ -251,6 +252,39 @@ def test_a_dump_answers_the_same_for_tables_the_caller_holds(ex: Executor) -> No
     assert s.dump(["items"], 1) == {"items": {"columns": ["id", "name", "qty"], "rows": [[1, "apple", 2]],
                                               "count": 2}}  # without unless: the plain dump
     s.close()
+
+
+def test_a_table_read_for_its_digest_is_dumped_from_those_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    e = _Engine(monkeypatch, ordered=True)
+    got: list[Any] = []
+    rows_read = ROWS_READ.get
+
+    def counted(digest: str) -> Any:
+        got.append(rows_read(digest))
+        return got[-1]
+
+    monkeypatch.setattr(ROWS_READ, "get", counted)
+    a = e.open("a")
+    e.call(a, "take", item_id=1, qty=1)
+    e.digest(a)  # items read for its digest
+    dumped = e.op(op="dump", ep=a, tables=None, limit=1, unless={})["tables"]
+    assert got and got[-1] is not None  # items: from the rows read
+    state = e.engine.episodes[a].state
+    for t, d in dumped.items():  # what reading the database dumps
+        assert {k: v for k, v in d.items() if k != "digest"} == state.dump([t], 1)[t]
+    assert dumped["items"] == {"columns": ["id", "name", "qty"], "rows": [[1, "apple", 2]], "count": 2,
+                               "digest": state.table_digests(["items"])["items"]}
+
+
+def test_a_table_whose_order_is_not_its_contents_is_dumped_from_the_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    e = _Engine(monkeypatch)  # notes has a hidden rowid: the same rows may come in another order
+    asked: list[str] = []
+    monkeypatch.setattr(ROWS_READ, "get", lambda digest: asked.append(digest))
+    a = e.open("a")
+    e.call(a, "note", body="c")
+    e.digest(a)
+    dumped = e.op(op="dump", ep=a, tables=["notes"], limit=10, unless={})["tables"]
+    assert [list(r) for r in dumped["notes"]["rows"]] == [["a"], ["b"], ["c"]] and asked == []
 
 
 @pytest.mark.parametrize(("ddl", "ordered"), [
