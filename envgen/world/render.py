@@ -24,9 +24,10 @@ Contract (what the tasks and the validity gate rely on):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from envgen.world.model import LOCATOR_KINDS, Entity, Op, World, human
+from envgen.world.model import LOCATOR_KINDS, Condition, Entity, Op, World, human
 from envgen.world.rows import Rows, order_entities
 
 __all__ = ["MAX_PAGE_SIZE", "PAGE_PARAMS", "PAGE_SIZE", "by_ref", "describe", "escalation_topics", "filter_fields",
@@ -270,14 +271,25 @@ def describe(op: Op) -> str:
     function an operation is modelled on, its ``origin``, stays in the blueprint)."""
     ent = op.entity
     text = op.description.rstrip(".") + "." if op.description else _default_description(op)
-    rules = [c.message.rstrip(".") for c in op.conditions if c.kind in ("compare", "ref_state")]
+    rules = [_rule_text(c) for c in op.conditions if c.kind in ("compare", "ref_state")]
     if op.kind == "transition" and op.sources:
         kept = op.keeps_state or op.target in op.sources
-        rules.insert(0, f"the {ent.human} is not {' or '.join(op.sources)}" if kept
-                     else f"only {' or '.join(op.sources)} {ent.humans} can be moved to {op.target}")
+        sources = " or ".join(human(s) for s in op.sources)
+        rules.insert(0, f"the {ent.human} is not {sources}" if kept
+                     else f"only {sources} {ent.humans} can be moved to {human(op.target or '')}")
     if rules:
         text += " Refused when: " + "; ".join(rules) + "."
     return text
+
+
+def _rule_text(cond: Condition) -> str:
+    """A guard's refusal as a rule: the placeholders its tool fills from the record at run time (``{state}``: the
+    state the record is in) said for every record (not one of the states the guard allows)."""
+    text = cond.message.rstrip(".")
+    if "{state}" in text:
+        states = [human(v) for v in cond.values]
+        text = text.replace("{state}", f"not {' or '.join(states)}" if states else "in a state that does not allow it")
+    return re.sub(r"\s*\{[a-z_]+\}", "", text)
 
 
 def _a(noun: str) -> str:

@@ -35,7 +35,9 @@ def unneeded_reads(spec: EnvSpec) -> list[str]:
       found (in its result, not in its arguments);
     * the turn's answer is in its result;
     * or it is the last call of a turn that changes nothing: the record the agent answers from, or judges before
-      it declines or asks back.
+      it declines or asks back;
+    * or it reads the next page of a listing the turn read (the same search at the ``offset`` the page before gave
+      as ``next_offset``): a choice among the records needs all of them.
     """
     out: list[str] = []
     sim = Simulator(spec)
@@ -55,7 +57,13 @@ def unneeded_reads(spec: EnvSpec) -> list[str]:
                     args = _strings(dict(call.arguments), set())
                     later = set().union(*(_strings(dict(c.arguments), set()) for c in calls[k + 1:]))
                     found = _strings(res.result, set()) - args
-                    if not (any(a in said for a in args) or args & later or found & later
+                    page = dict(call.arguments).get("offset")
+                    continues = page is not None and any(
+                        p.name == call.name and isinstance(r.result, dict) and r.result.get("next_offset") == page
+                        and {k: v for k, v in dict(p.arguments).items() if k != "offset"}
+                        == {k: v for k, v in dict(call.arguments).items() if k != "offset"}
+                        for p, r in zip(calls[:k], results[:k], strict=True))
+                    if not (continues or any(a in said for a in args) or args & later or found & later
                             or any(a in f for a in answers for f in found) or (quiet and k == len(calls) - 1)):
                         out.append(f"{spec.id} {task.id} turn {ti + 1}: {call.name}({dict(call.arguments)})")
             run.close()
