@@ -1,9 +1,8 @@
 """``envwright bench selfplay``: does self-play beat a compute-matched fixed-environment baseline?
 
-The measurement of issue 14 on one model (SmolLM2-135M-Instruct on an H200 by default,
-``--tiny`` for a CPU run of the same phases at toy size). Phases, each resumable (a
-re-run with the same ``--out`` skips what is done and resumes a killed training run
-from its last round's checkpoint):
+The measurement of issue 14 on one model (SmolLM2-135M-Instruct on an H200 by default, ``--tiny`` for a CPU run
+of the same phases at toy size). Phases, each resumable (a re-run with the same ``--out`` skips what is done and
+resumes a killed training run from its last round's checkpoint):
 
 1. ``proposer`` -- the proposer warm start: ``envwright train proposer``'s SFT on the AST
    writer's blueprints (:func:`training.proposer.train_proposer`), or ``--proposer-model``
