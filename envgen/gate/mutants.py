@@ -336,8 +336,9 @@ def extra_writes(spec: EnvSpec, ref: RefTurn, pool: list[ToolCall]) -> list[tupl
             by_tool.setdefault(c.name, []).append((c, key))
     own_tools = {ref.calls[i].name for i in ref.effectful}
     rounds = max((len(v) for v in by_tool.values()), default=0)
+    names = sorted(by_tool, key=lambda n: n in own_tools)
     for k in range(rounds):  # one call of each tool, other tools first, then the next of each
-        for name in sorted(by_tool, key=lambda n: n in own_tools):
+        for name in names:
             if k < len(by_tool[name]):
                 out.append(by_tool[name][k])
     seen: set[str] = set()

@@ -25,7 +25,9 @@ leaves no writes unless its program keeps them (``failed_calls: "keep"``, :attr:
 a replay reproduces the failure (not a timeout or running out of memory; an aborted transaction is always undone).
 Table digests (``mark``, ``digest``, the ``state`` and ``unchanged`` checks' probes) come from the connection's
 exact digest cache (:mod:`~gym_envs.sandbox.digests`), seeded with the template's when an image loads, or, for code
-that keeps no state, from an earlier episode's same changing calls on the same setup (:mod:`~.recall`).
+that keeps no state, from an earlier episode's same changing calls on the same setup (:mod:`~.recall`). An episode
+opened with ``recall`` (the validity gate's) may have a call of such code that changes nothing answered, in process,
+with the result the same call gave on the same content and counters (:meth:`~.recall.Recall.asked`).
 """
 
 from __future__ import annotations
