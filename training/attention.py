@@ -39,9 +39,10 @@ def sdpa_repeat_kv(module: Any, query: Any, key: Any, value: Any, attention_mask
 def register_attention() -> None:
     """Register :data:`SDPA_REPEAT_KV` with transformers (idempotent)."""
     from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import sdpa_mask
 
     AttentionInterface.register(SDPA_REPEAT_KV, sdpa_repeat_kv)
-    AttentionMaskInterface.register(SDPA_REPEAT_KV, AttentionMaskInterface._global_mapping["sdpa"])
+    AttentionMaskInterface.register(SDPA_REPEAT_KV, sdpa_mask)  # the masks SDPA takes
 
 
 def attention_for(config: Any, *, device: str, weights_dtype: str, autocast: bool) -> str | None:
