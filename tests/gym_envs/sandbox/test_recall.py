@@ -19,7 +19,7 @@ CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, qty INTEGER NOT 
 CREATE TABLE notes (body TEXT);
 """
 SEED = "INSERT INTO items VALUES (1, 'apple', 3), (2, 'pear', 0); INSERT INTO notes VALUES ('a'), ('b');"
-PURE = '''
+GET_TAKE = '''
 def get(db, item_id):
     rows = db.query("SELECT id, name, qty FROM items WHERE id = ?", [item_id])
     if not rows:
@@ -29,7 +29,9 @@ def get(db, item_id):
 def take(db, item_id, qty):
     db.execute("UPDATE items SET qty = qty - ? WHERE id = ?", [qty, item_id])
     return get(db, item_id)
-
+'''
+"""Two tools over ``items``: a read and a write that returns the read (shared with test_recall_results)."""
+PURE = GET_TAKE + '''
 def add(db, name, qty=1):
     return db.execute("INSERT INTO items (name, qty) VALUES (?, ?)", [name, qty])["lastrowid"]
 
@@ -42,9 +44,11 @@ def note(db, body):
     return True
 '''
 INT, STR = {"type": "integer"}, {"type": "string"}
-TOOLS = [{"name": "get", "parameters": {"type": "object", "properties": {"item_id": INT}, "required": ["item_id"]}},
-         {"name": "take", "parameters": {"type": "object", "properties": {"item_id": INT, "qty": INT},
-                                         "required": ["item_id", "qty"]}},
+GET_TAKE_TOOLS = [
+    {"name": "get", "parameters": {"type": "object", "properties": {"item_id": INT}, "required": ["item_id"]}},
+    {"name": "take", "parameters": {"type": "object", "properties": {"item_id": INT, "qty": INT},
+                                    "required": ["item_id", "qty"]}}]
+TOOLS = [*GET_TAKE_TOOLS,
          {"name": "add", "parameters": {"type": "object", "properties": {"name": STR, "qty": INT},
                                         "required": ["name"]}},
          {"name": "boom", "parameters": {"type": "object", "properties": {"item_id": INT}, "required": ["item_id"]}},

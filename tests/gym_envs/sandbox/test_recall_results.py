@@ -13,18 +13,9 @@ from gym_envs.sandbox import CallResult, InProcessExecutor, Session
 from gym_envs.sandbox.purity import stateless
 from gym_envs.sandbox.recall import Recall, Recalls
 from tests.gym_envs.sandbox.store import store_spec
+from tests.gym_envs.sandbox.test_recall import GET_TAKE, GET_TAKE_TOOLS
 
-PURE = '''
-def get(db, item_id):
-    rows = db.query("SELECT id, name, qty FROM items WHERE id = ?", [item_id])
-    if not rows:
-        raise ToolError("no item")
-    return rows[0]
-
-def take(db, item_id, qty):
-    db.execute("UPDATE items SET qty = qty - ? WHERE id = ?", [qty, item_id])
-    return get(db, item_id)
-
+PURE = GET_TAKE + '''
 def seen(db):
     return db.query("SELECT chan" + "ges() AS n")[0]["n"]
 
@@ -35,11 +26,8 @@ def total(db):
     import decimal
     return str(sum(decimal.Decimal(r["qty"]) / 7 for r in db.query("SELECT qty FROM items")))
 '''
-INT = {"type": "integer"}
 NONE = {"type": "object", "properties": {}}
-TOOLS = [{"name": "get", "parameters": {"type": "object", "properties": {"item_id": INT}, "required": ["item_id"]}},
-         {"name": "take", "parameters": {"type": "object", "properties": {"item_id": INT, "qty": INT},
-                                         "required": ["item_id", "qty"]}},
+TOOLS = [*GET_TAKE_TOOLS,
          {"name": "seen", "parameters": NONE}, {"name": "touch", "parameters": NONE},
          {"name": "total", "parameters": NONE}]
 
