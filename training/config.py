@@ -104,10 +104,16 @@ class ModelConfig:
     lora_dropout: Float = 0.0
     lora_target_modules: list[str] | str = "all-linear"
     gradient_checkpointing: Bool = False
+    #: our own updates (self-play, distillation, the SFT warm starts, the sampler gap): at most this many tokens,
+    #: padding included, in one forward/backward micro-batch; longer samples go in smaller ones (the loss and
+    #: gradients are the same sums). None: ``per_device_train_batch_size`` rows whatever their length
+    micro_batch_tokens: Int | None = None
     attn_implementation: str | None = None  #: e.g. ``sdpa``, ``flash_attention_2``
     trust_remote_code: Bool = False
 
     def __post_init__(self) -> None:
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(f"model.micro_batch_tokens must be >= 1 (or null), got {self.micro_batch_tokens}")
         if self.dtype not in ("auto", "bf16", "bfloat16", "bf16-mixed", "fp16", "float16", "fp32", "float32"):
             raise ValueError(f"dtype must be auto, bf16, bf16-mixed, fp16 or fp32, got {self.dtype!r}")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):

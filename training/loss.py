@@ -35,8 +35,8 @@ from typing import Any
 
 from gym_envs.seeding import stable_seed
 
-__all__ = ["Sample", "UpdateConfig", "drop_too_long", "make_optimizer", "nll_loss", "pad_batch", "policy_loss",
-           "reference_logprobs", "token_logprobs", "update", "update_config"]
+__all__ = ["Sample", "UpdateConfig", "drop_too_long", "make_optimizer", "micro_batches", "nll_loss", "pad_batch",
+           "policy_loss", "reference_logprobs", "shapes_of", "token_logprobs", "update", "update_config"]
 
 
 @dataclass
@@ -106,8 +106,13 @@ class UpdateConfig:
     #: ``steps_per_generation`` over ``gradient_accumulation_steps``); 1: one step on the whole batch
     steps_per_generation: int = 1
     seed: int = 0  #: the mini-batches' shuffle
+    #: at most this many tokens (padding included) in one micro-batch, besides ``micro_batch_size`` rows (None: no
+    #: cap); a sample longer than it goes alone
+    max_batch_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_batch_tokens is not None and self.max_batch_tokens < 1:
+            raise ValueError(f"max_batch_tokens must be >= 1 (or None), got {self.max_batch_tokens}")
         if self.num_iterations < 1 or self.steps_per_generation < 1:
             raise ValueError(f"num_iterations ({self.num_iterations}) and steps_per_generation "
                              f"({self.steps_per_generation}) must be >= 1")
@@ -116,13 +121,15 @@ class UpdateConfig:
                              "updates; use grpo, dapo or bnpo (TRL's GRPOTrainer has the others for `train solver`)")
 
 
-def update_config(grpo: Any, temperature: float, *, steps_per_generation: int | None = None) -> UpdateConfig:
+def update_config(grpo: Any, temperature: float, *, steps_per_generation: int | None = None,
+                  max_batch_tokens: int | None = None) -> UpdateConfig:
     """The update's knobs from TRL's ``GRPOConfig`` (any object with its fields).
 
     ``steps_per_generation``: the value the configuration set (``grpo.steps_per_generation``; None: one step
     per pass). It is passed apart because the self-play trainers build their ``GRPOConfig`` with a generation
     batch of their own, which derives a ``steps_per_generation`` that says nothing about theirs. As in TRL,
-    ``gradient_accumulation_steps`` of those steps make one optimizer step.
+    ``gradient_accumulation_steps`` of those steps make one optimizer step. ``max_batch_tokens``: the
+    micro-batches' token cap (``model.micro_batch_tokens``).
     """
     accumulate = max(1, int(getattr(grpo, "gradient_accumulation_steps", 1) or 1))
     steps = max(1, int(steps_per_generation) // accumulate) if steps_per_generation else 1
@@ -131,7 +138,34 @@ def update_config(grpo: Any, temperature: float, *, steps_per_generation: int | 
                         beta=grpo.beta, loss_type=grpo.loss_type, temperature=temperature if temperature > 0 else 1.0,
                         autocast_bf16=bool(getattr(grpo, "bf16", False)),
                         num_iterations=int(getattr(grpo, "num_iterations", 1) or 1), steps_per_generation=steps,
-                        seed=int(getattr(grpo, "seed", 0) or 0))
+                        seed=int(getattr(grpo, "seed", 0) or 0), max_batch_tokens=max_batch_tokens)
+
+
+def micro_batches(shapes: Sequence[tuple[int, int]], rows: int, tokens: int | None = None) -> list[list[int]]:
+    """Indices into ``shapes`` (each sample's prompt and completion token counts) in micro-batches: shortest
+    first, at most ``rows`` a batch and, with ``tokens``, at most that many tokens once padded as
+    :func:`pad_batch` pads (the longest prompt plus the longest completion, times the rows); a sample over
+    ``tokens`` alone goes alone. Every index appears once; the update's sums do not depend on the split."""
+    if rows < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
+    order = sorted(range(len(shapes)), key=lambda i: sum(shapes[i]))
+    out: list[list[int]] = []
+    wide = (0, 0)  # the last batch's longest prompt and completion
+    for i in order:
+        p, c = shapes[i]
+        grown = (max(wide[0], p), max(wide[1], c, 1))
+        if out and len(out[-1]) < rows and (tokens is None or sum(grown) * (len(out[-1]) + 1) <= tokens):
+            out[-1].append(i)
+            wide = grown
+        else:
+            out.append([i])
+            wide = (p, max(c, 1))
+    return out
+
+
+def shapes_of(samples: Sequence[Sample]) -> list[tuple[int, int]]:
+    """Each sample's (prompt, completion) token counts, what :func:`micro_batches` splits by."""
+    return [(len(s.prompt_ids), len(s.completion_ids)) for s in samples]
 
 
 def make_optimizer(model: Any, grpo: Any) -> Any:
@@ -322,12 +356,10 @@ def _old_logprobs(model: Any, samples: Sequence[Sample], pad_id: int, cfg: Updat
 
     device = next(model.parameters()).device
     out: list[Any] = [None] * len(samples)
-    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.autocast_bf16)
     model.train()  # the mode the steps take their log-probabilities in
     with torch.no_grad():
-        for k in range(0, len(order), cfg.micro_batch_size):
-            idx = order[k:k + cfg.micro_batch_size]
+        for idx in micro_batches(shapes_of(samples), cfg.micro_batch_size, cfg.max_batch_tokens):
             batch = pad_batch([samples[i] for i in idx], pad_id, device)
             with autocast:
                 logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["logits_to_keep"],
@@ -350,8 +382,7 @@ def _step(model: Any, optimizer: Any, samples: Sequence[Sample], old: Sequence[A
     total_tokens = float(sum(s.trained_tokens for s in samples))
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].completion_ids))
-    chunks = [order[i:i + cfg.micro_batch_size] for i in range(0, len(order), cfg.micro_batch_size)]
+    chunks = micro_batches(shapes_of(samples), cfg.micro_batch_size, cfg.max_batch_tokens)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.autocast_bf16)
     for idx in chunks:
         batch = pad_batch([samples[i] for i in idx], pad_id, device)

@@ -221,5 +221,6 @@ def open_policy_run(cfg: TrainConfig, model: Any = None, tokenizer: Any = None) 
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, str(resume / "model") if resume else None)
     grpo = to_grpo_config(cfg, run_dir / "trainer", for_trl=False)
-    ucfg = update_config(grpo, cfg.rollout.temperature, steps_per_generation=cfg.grpo.get("steps_per_generation"))
+    ucfg = update_config(grpo, cfg.rollout.temperature, steps_per_generation=cfg.grpo.get("steps_per_generation"),
+                         max_batch_tokens=cfg.model.micro_batch_tokens)
     return PolicyRun(run_dir, resume, model, tokenizer, grpo, ucfg, make_optimizer(model, grpo))

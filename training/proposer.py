@@ -134,7 +134,8 @@ def train_proposer(cfg: TrainConfig, *, overwrite: bool = False, progress: bool 
         "structure": sft.structure, "corpus": sft.corpus, "seed": cfg.run.seed, "holdout": sft.holdout,
         "docs": sft.docs, "held_out": [str(d.id) for d in held_docs],
         "trained": [s.meta["doc_id"] for s in samples]}, indent=1))
-    ucfg = UpdateConfig(micro_batch_size=sft.micro_batch_size, autocast_bf16=cfg.model.dtype == "bf16-mixed")
+    ucfg = UpdateConfig(micro_batch_size=sft.micro_batch_size, autocast_bf16=cfg.model.dtype == "bf16-mixed",
+                        max_batch_tokens=cfg.model.micro_batch_tokens)
     held_before = _mean_loss(model, held_samples, tok.pad_token_id, sft.micro_batch_size)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft.learning_rate)
     rng = random.Random(cfg.run.seed)

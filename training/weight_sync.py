@@ -112,30 +112,31 @@ def gap_samples(samples: Sequence[Any], limit: int = GAP_SAMPLES) -> list[Any]:
 
 
 def measure_gap(model: Any, samples: Sequence[Any], *, pad_id: int, temperature: float,
-                micro_batch_size: int = 8, autocast_bf16: bool = False) -> SamplerGap:
+                micro_batch_size: int = 8, autocast_bf16: bool = False,
+                max_batch_tokens: int | None = None) -> SamplerGap:
     """The gap on ``samples`` (:class:`~training.loss.Sample` with ``sampler_logprobs``; see
     :func:`gap_samples`): one forward pass of the trainer's ``model`` without gradient, at ``temperature``,
     compared token by token over each sample's trained tokens."""
     import torch
 
-    from training.loss import pad_batch, token_logprobs
+    from training.loss import micro_batches, pad_batch, shapes_of, token_logprobs
 
     if not samples:
         return SamplerGap()
     device = next(model.parameters()).device
     was_training = model.training
     model.train()  # the mode the update takes its log-probabilities in
-    trained: list[list[float]] = []
+    trained: list[list[float]] = [[] for _ in samples]
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_bf16)
     try:
         with torch.no_grad():
-            for k in range(0, len(samples), micro_batch_size):
-                chunk = list(samples[k:k + micro_batch_size])
-                batch = pad_batch(chunk, pad_id, device)
+            for idx in micro_batches(shapes_of(samples), micro_batch_size, max_batch_tokens):
+                batch = pad_batch([samples[i] for i in idx], pad_id, device)
                 with autocast:
                     logps = token_logprobs(model, batch["input_ids"], batch["attention_mask"],
                                            batch["logits_to_keep"], temperature).float()
-                trained += [logps[i, :len(s.completion_ids)].tolist() for i, s in enumerate(chunk)]
+                for row, i in enumerate(idx):
+                    trained[i] = logps[row, :len(samples[i].completion_ids)].tolist()
     finally:
         model.train(was_training)
     return logprob_gap([s.sampler_logprobs for s in samples], trained, [s.loss_mask for s in samples])
@@ -163,6 +164,7 @@ def sampler_report(generator: Any, model: Any, samples: Sequence[Any], *, pad_id
     gap = SamplerGap()
     if getattr(generator, "records_logprobs", False):
         gap = measure_gap(model, gap_samples(samples), pad_id=pad_id, temperature=cfg.temperature,
-                          micro_batch_size=cfg.micro_batch_size, autocast_bf16=cfg.autocast_bf16)
+                          micro_batch_size=cfg.micro_batch_size, autocast_bf16=cfg.autocast_bf16,
+                          max_batch_tokens=cfg.max_batch_tokens)
     check_gap(gap, limit, engine=generator.name, syncs=generator.weights.syncs)
     return {"engine": generator.name, "logprob_gap": gap.as_dict(), **generator.weights.stats()}

@@ -227,7 +227,8 @@ class WorldBlueprint(_Model):
 
 def world_json_schema(constraints: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON Schema a model decodes a world blueprint under (the properties without a default required, every
-    property in order, so that the compact :meth:`WorldBlueprint.to_json` is what it decodes), optionally
+    property in order, so that the compact :meth:`WorldBlueprint.to_json` is what it decodes; entities and
+    operations, which the compiler needs, required and non-empty), optionally
     narrowed by a skill's ``constraints`` (its ``blueprint`` section, :attr:`envgen.skills.Skill.blueprint`) to
     the world structure they ask for (:mod:`envgen.world.requirements`: the first operations of the kinds
     required, the main entity's lifecycle, policy rules a refusal tests, a self-service user)."""
@@ -238,9 +239,10 @@ def world_json_schema(constraints: dict[str, Any] | None = None) -> dict[str, An
     schema["required"].insert(0, "blueprint_version")  # the version says which blueprint it is: always written
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"envwright world blueprint v{WORLD_VERSION}"
-    if constraints:
-        from envgen.world.requirements import narrow_world_schema, world_needs
+    from envgen.world.requirements import narrow_world_schema, require_compilable, world_needs
 
+    require_compilable(schema)
+    if constraints:
         narrow_world_schema(schema, world_needs(constraints))
     return schema
 

@@ -18,7 +18,7 @@ from envgen.skills.library import SkillLibrary, builtin_skills_dir
 from envgen.skills.requirements import requirement_problems, structure_of
 from envgen.skills.skill import Skill
 from envgen.world.blueprint import WorldBlueprint, parse_world, world_json_schema
-from envgen.world.compile import compile_world
+from envgen.world.compile import CompileError, compile_world
 from envgen.world.requirements import needs_text, world_needs
 from tests.envgen.test_blueprint import JS
 from tests.envgen.world.store_world import store_world
@@ -275,3 +275,19 @@ def test_skills_are_induced_from_and_probed_on_worlds() -> None:
     assert "operations that begin with one of kind adjust" in asked[1][-1]["content"]  # the probe's world prompt
     [refused] = writer(op_first("update")(shop())).induce([(spec, 0.5, None, JS)], 0, lambda name: "store-credit")
     assert not refused.kept and "probe" in refused.why and "schema" in refused.why
+
+
+@pytest.mark.parametrize("key", ["entities", "operations"])
+def test_the_plain_world_schema_requires_what_every_world_needs_to_compile(key: str) -> None:
+    """A compact world may leave a list at its empty default out, but a world without entities or operations
+    never compiles (``no operation changes anything``): the decoding schema, skill or not, requires both,
+    non-empty, and still admits the shipped world and its compact JSON."""
+    for schema in (world_json_schema(), world_json_schema({"operations": ["adjust"]})):
+        assert key in schema["required"] and schema["properties"][key]["minItems"] >= 1
+        for world in ({k: v for k, v in shop().items() if k != key}, {**shop(), key: []}):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(world, schema)
+    jsonschema.validate(shop(), world_json_schema())
+    jsonschema.validate(json.loads(WorldBlueprint.model_validate(shop()).to_json()), world_json_schema())
+    with pytest.raises(CompileError, match="no operation"):
+        compile_world(WorldBlueprint.model_validate({**shop(), "operations": []}), env_id="shop-none", seed=0)

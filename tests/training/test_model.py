@@ -198,3 +198,52 @@ def test_the_update_schedule_comes_from_the_grpo_section() -> None:
     grpo = to_grpo_config(cfg, "/tmp/x", for_trl=False)
     assert update_config(grpo, 0.8, steps_per_generation=4).steps_per_generation == 2
     assert update_config(grpo, 0.8).steps_per_generation == 1  # unset: one step on the whole batch
+
+
+def test_micro_batches_cap_rows_and_padded_tokens() -> None:
+    from training.loss import micro_batches
+
+    shapes = [(20, 10), (3, 2), (2, 10), (6, 1), (90, 10), (1, 5)]
+    assert micro_batches(shapes, rows=4) == [[1, 5, 3, 2], [0, 4]]  # shortest first, 4 rows a batch
+    capped = micro_batches(shapes, rows=4, tokens=24)
+    assert sorted(i for b in capped for i in b) == list(range(6))
+    for batch in capped:  # padded as pad_batch pads: the longest prompt plus the longest completion, times rows
+        width = max(shapes[i][0] for i in batch) + max(shapes[i][1] for i in batch)
+        assert len(batch) == 1 or width * len(batch) <= 24
+    assert [4] in capped and [0] in capped  # longer than the cap: alone
+    with pytest.raises(ValueError, match="rows"):
+        micro_batches(shapes, rows=0)
+    with pytest.raises(ValueError, match="max_batch_tokens"):
+        UpdateConfig(max_batch_tokens=0)
+
+
+def test_a_token_cap_splits_the_forward_passes_but_not_the_update(tiny_dir: Path, tokenizer: Any) -> None:
+    """The same samples and seed with and without ``max_batch_tokens``: the capped update runs more, smaller
+    forward passes (none over the cap unless one sample is), and ends at the same weights."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    samples = [Sample(list(range(1, 2 + n)), [3, 4, 5, 6][: 1 + n % 4], [1] * (1 + n % 4), advantage=(-1.0) ** n * n)
+               for n in range(1, 7)]
+    ends = []
+    for cap in (None, 12):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+        shapes: list[tuple[int, int]] = []
+        forward = model.forward
+
+        def seen(*args: Any, _f: Any = forward, _s: list[tuple[int, int]] = shapes, **kwargs: Any) -> Any:
+            _s.append(tuple(kwargs["input_ids"].shape))
+            return _f(*args, **kwargs)
+
+        model.forward = seen  # type: ignore[method-assign]
+        opt, _ = _counting_optimizer(model, 0.1)
+        cfg = UpdateConfig(micro_batch_size=8, num_iterations=2, steps_per_generation=1, max_batch_tokens=cap)
+        update(model, opt, samples, pad_id=tokenizer.pad_token_id, cfg=cfg, seed=1)
+        if cap is None:
+            assert {s[0] for s in shapes} == {6}  # one batch of all six, each pass
+        else:
+            assert len(shapes) > 3 and all(rows * width <= cap or rows == 1 for rows, width in shapes)
+        ends.append([p.detach().clone() for p in model.parameters()])
+    for a, b in zip(*ends, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)

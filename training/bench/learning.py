@@ -196,7 +196,8 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
             raise ConfigError(f"no reference trajectory to train on: all {too_long} are longer than the model's "
                               f"context window ({window} tokens); {TOO_LONG_FIX}")
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=sft_lr)
-        ucfg = UpdateConfig(micro_batch_size=sft_micro_batch, autocast_bf16=cfg.model.dtype == "bf16-mixed")
+        ucfg = UpdateConfig(micro_batch_size=sft_micro_batch, autocast_bf16=cfg.model.dtype == "bf16-mixed",
+                            max_batch_tokens=cfg.model.micro_batch_tokens)
         losses: list[float] = []
         skipped = 0
         from tqdm.auto import tqdm

@@ -250,7 +250,8 @@ def phase_solver(cfg: Any, work: Path, proposer_model: str, train_docs: list[Any
     data = samples + replayed
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     ucfg = UpdateConfig(micro_batch_size=cfg.proposer_sft.micro_batch_size,
-                        autocast_bf16=cfg.model.dtype == "bf16-mixed" and str(model.device).startswith("cuda"))
+                        autocast_bf16=cfg.model.dtype == "bf16-mixed" and str(model.device).startswith("cuda"),
+                        max_batch_tokens=cfg.model.micro_batch_tokens)
     losses: list[float] = []
     per_epoch = -(-len(data) // batch)
     with tqdm(total=epochs * per_epoch, desc="solver warm start (SFT on reference trajectories)", unit="step") as bar:
