@@ -87,7 +87,7 @@ def test_a_reference_reads_on_through_a_lookup_to_the_page_of_its_record_and_the
     both = w.finish(Draft("read_then_write", "lookup_page", [DraftTurn("-", [look, listing, hold])]), 0)
     assert both is not None
     names = [(c["name"], c["arguments"].get("offset", 0)) for c in both["turns"][0]["reference"]]
-    assert names.count(("get_printer_details", 0)) == 1 and len([n for n in names if n[0] == "get_printer_details"]) == 1
+    assert [n for n in names if n[0] == "get_printer_details"] == [("get_printer_details", 0)]
     assert len([n for n in names if n[0] == "list_printer_queue"]) == at // PAGE_SIZE + 1
     say = f"Please put job {jobs[at]} on printer {printer['printer_code']} on hold."
     spec = parse_spec({**cw.spec.model_dump(mode="json", exclude_none=True),
