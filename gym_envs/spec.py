@@ -68,6 +68,7 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 TASK_KINDS = ("execute", "read", "read_then_write", "missing_parameter", "decline")
 CHECK_KINDS = tuple(kind_names())  #: the built-in check kinds (:data:`gym_envs.checks.CHECKS` holds every kind)
 STREAMS = ("skill", "explore", "template", "manual")
+STEP_MARGIN = 4  #: actions an episode may take beyond its task's reference (:meth:`Task.step_budget`)
 SETUP_KEYWORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE")  #: what a task's ``setup_sql`` statements may begin with
 
 TaskKind = Literal["execute", "read", "read_then_write", "missing_parameter", "decline"]
@@ -367,6 +368,13 @@ class Task(_Model):
         """The actions the reference takes at most: one per reference item (a call, a ``say``) and a reply ending
         each turn (a ToolEnv with a smaller ``max_steps`` may truncate a passing attempt)."""
         return sum(len(t.reference) for t in self.turns) + len(self.turns)
+
+    def step_budget(self, configured: int, margin: int | None = None) -> int:
+        """The actions an episode of this task may take: ``configured`` (a trainer's ``rollout.max_steps``, an
+        evaluation's steps per turn times its turns), never fewer than the reference takes
+        (:meth:`reference_actions`) and ``margin`` more (:data:`STEP_MARGIN` by default: a retry after a tool
+        error, one more read), so no task is unsolvable by its step limit. Trainers and evaluation both read it."""
+        return max(configured, self.reference_actions() + (STEP_MARGIN if margin is None else margin))
 
 
 class EnvSpec(_Model):

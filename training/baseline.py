@@ -40,7 +40,7 @@ from training.checkpoint import load_training_state, save_checkpoint
 from training.config import TrainConfig, config_to_dict
 from training.generation import Generator
 from training.metrics import MetricsWriter, drop_rounds_from, read_metrics
-from training.rollout import TaskRef, batch_stats, fit_step_budget, rollout
+from training.rollout import TaskRef, batch_stats, rollout
 from training.selfplay import heldout_tasks, rollout_seed
 from training.selfplay_metrics import append_episodes, pass_rate
 from training.selfplay_steps import assign_advantages, scheduled_update, solver_samples
@@ -81,13 +81,10 @@ class FixedEnvGRPO:
         self.chat = ChatFormat(self.tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, self.model, self.tokenizer)
         self.generator.track(self.optimizer)
-        fits = fit_step_budget([TaskRef(s, t.id) for s in specs for t in s.tasks], cfg.rollout.max_steps,
-                               "the baseline's fixed environments")
-        self.pool = [(t.spec, t.task_id) for t in fits]
+        self.pool = [(s, t.id) for s in specs for t in s.tasks]
         self.episodes = list(episodes)
         sp = cfg.selfplay
-        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
-                                        cfg.rollout.max_steps)
+        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed)
         self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
                                      config=config_to_dict(cfg))
         (self.run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=1, default=str))

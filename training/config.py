@@ -217,8 +217,8 @@ class RolloutConfig:
     """Solver episodes over :class:`~gym_envs.env.ToolEnv`."""
 
     #: env actions per episode (ToolEnv ``max_steps``); a task whose reference needs more (one action per
-    #: call, a reply per turn) could never pass, so trainers leave it out with a warning
-    #: (:func:`training.rollout.fit_step_budget`)
+    #: call, a reply per turn) gets what it needs and a margin (:func:`training.rollout.step_budget`), so no
+    #: task is unsolvable by its step limit
     max_steps: Int = 16
     max_turn_tokens: Int = 512  #: new tokens per model action
     max_completion_tokens: Int = 4096  #: model + environment tokens after the prompt, per episode

@@ -59,7 +59,7 @@ from gym_envs.users import END_TURN, UserReply, is_confirmation
 from training.config import RolloutConfig, TrainConfig, config_to_dict
 from training.generation import Generator
 from training.loss import Sample, UpdateConfig, drop_too_long, update
-from training.rollout import Episode, TaskRef, fit_step_budget, rollout, scenario_user
+from training.rollout import Episode, TaskRef, rollout, scenario_user, step_budget
 from training.selfplay_steps import solver_samples
 from training.weight_sync import sampler_report
 
@@ -238,8 +238,9 @@ def _turn_passed(ep: Episode) -> bool | None:
 
 def _replay_env(ep: Episode, upto: int, cfg: RolloutConfig, executor: Any) -> tuple[ToolEnv, list[dict[str, Any]]]:
     """A fresh env in the state after the episode's steps ``0..upto``; returns it and the turn's calls so far."""
-    env = ToolEnv(_spec(ep), ep.task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
-                  executor=executor, max_observation_chars=cfg.max_observation_chars)
+    env = ToolEnv(_spec(ep), ep.task.task_id, reward_mode=cfg.reward_mode,
+                  max_steps=step_budget(ep.task, cfg.max_steps), executor=executor,
+                  max_observation_chars=cfg.max_observation_chars)
     env.reset(options={"task": ep.task.task_id, "episode_seed": ep.seed})
     turn_calls: list[dict[str, Any]] = []
     for st in ep.steps[: upto + 1]:
@@ -314,17 +315,18 @@ def teacher_samples(tasks: Sequence[TaskRef], teacher: Teacher, chat: ChatFormat
     """Whole episodes played by the teacher from the start (SFT data; env tokens masked), and how many were longer
     than ``max_length`` tokens (the model's context window: :func:`training.model.context_window`; None: no limit):
     those are left out with a warning (:func:`training.loss.drop_too_long`), never trained on."""
-    tasks = fit_step_budget(tasks, cfg.max_steps, "the teacher's tasks") if tasks else tasks
     ex = executor or default_executor(cfg.executor)
 
     def episode(t: TaskRef) -> Episode:
         spec = t.spec
 
+        steps = step_budget(t, cfg.max_steps)
+
         def make() -> ToolEnvAdapter:
-            return ToolEnvAdapter(ToolEnv(spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
+            return ToolEnvAdapter(ToolEnv(spec, t.task_id, reward_mode=cfg.reward_mode, max_steps=steps,
                                           executor=ex, max_observation_chars=cfg.max_observation_chars), t.task_id)
 
-        return Episode(t, make, max_actions=cfg.max_steps, user=scenario_user(cfg))
+        return Episode(t, make, max_actions=steps, user=scenario_user(cfg))
 
     plays = play([episode(t) for t in tasks], TeacherPolicy(teacher), chat=chat)
     out, failed = [], []

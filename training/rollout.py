@@ -16,9 +16,10 @@ batched ``generate`` call over every unfinished episode's token context; the env
 3. those environment tokens are appended with ``env_mask`` 0 (left out of the loss); the model's own tokens,
    end-of-turn token included, have ``env_mask`` 1;
 4. an episode ends when the env terminates it (last turn scored) or truncates it (``rollout.max_steps``
-   actions), when its tokens run out (``rollout.max_completion_tokens``, or one action reaching
-   ``rollout.max_turn_tokens`` without ending), or when generation or the env fails -- a failure is data:
-   the episode keeps its tokens, gets reward 0 and records ``status`` and ``error``.
+   actions, raised for a task whose reference needs more: :func:`step_budget`), when its tokens run out
+   (``rollout.max_completion_tokens``, or one action reaching ``rollout.max_turn_tokens`` without ending), or when
+   generation or the env fails -- a failure is data: the episode keeps its tokens, gets reward 0 and records
+   ``status`` and ``error``.
 
 The reward is :func:`training.rewards.solver_reward` of the env's score; an episode cut short by the token
 budget is scored as it stands (unplayed turns fail). Every episode records its transcript, per-step actions
@@ -28,7 +29,6 @@ and parsed calls, tool errors and the time spent generating and in the environme
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,32 +42,26 @@ from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec
 from gym_envs.users import UserSimulator
 from training.config import RolloutConfig
-from training.errors import ConfigError
 from training.generation import Generator
 from training.rewards import solver_reward
 
-__all__ = ["Episode", "GeneratorPolicy", "Step", "TaskRef", "batch_stats", "fit_step_budget", "rollout",
-           "scenario_user", "solver_episode", "tasks_of"]
+__all__ = ["Episode", "GeneratorPolicy", "Step", "TaskRef", "batch_stats", "rollout", "scenario_user", "solver_episode",
+           "step_budget", "step_budgets", "tasks_of"]
 
 
-def fit_step_budget(tasks: Sequence[TaskRef], max_steps: int, what: str) -> list[TaskRef]:
-    """The tasks whose reference fits in ``max_steps`` actions (``rollout.max_steps``), with a warning that
-    names how many were left out and the budget that keeps them all. A task that needs more actions than
-    the episode allows is truncated in every attempt: it can never pass, so it adds only noise to GRPO
-    and an unreachable zero to a pass rate. Raises :class:`ConfigError` when no task fits."""
-    need = {t.key: _spec(t).task(t.task_id).reference_actions() for t in tasks}
-    kept = [t for t in tasks if need[t.key] <= max_steps]
-    if len(kept) < len(tasks):
-        over = sorted({k for k, n in need.items() if n > max_steps})
-        msg = (f"{what}: {len(over)} of {len(need)} tasks need more actions than rollout.max_steps={max_steps} "
-               f"(up to {max(need.values())}: one per reference call and a reply per turn), so no attempt "
-               f"could pass them")
-        if not kept:
-            raise ConfigError(f"{msg}; none is left. Set rollout.max_steps to at least {min(need.values())} "
-                              f"({max(need.values())} keeps them all)")
-        warnings.warn(f"{msg}; they are left out. Set rollout.max_steps to {max(need.values())} to keep them",
-                      stacklevel=2)
-    return kept
+def step_budget(task: TaskRef, max_steps: int) -> int:
+    """The actions an episode of ``task`` may take: ``rollout.max_steps``, raised to what the task's reference takes
+    and a margin where it needs more (:meth:`gym_envs.spec.Task.step_budget`, which evaluation reads too), so a task
+    with a long reference (a world's read of a listing's later pages) is never truncated before it can pass."""
+    return _spec(task).task(task.task_id).step_budget(max_steps)
+
+
+def step_budgets(tasks: Sequence[TaskRef], max_steps: int) -> dict[str, Any]:
+    """How the tasks' step limits (:func:`step_budget`) stand against ``rollout.max_steps``, for a run's report:
+    ``configured``, ``raised`` (how many tasks get more), ``largest`` (the most any gets) and ``tasks``."""
+    limits = [step_budget(t, max_steps) for t in tasks]
+    return {"configured": max_steps, "tasks": len(limits), "raised": sum(n > max_steps for n in limits),
+            "largest": max(limits, default=max_steps)}
 
 
 def _spec(task: TaskRef) -> EnvSpec:
@@ -133,9 +127,10 @@ def solver_episode(task: TaskRef, cfg: RolloutConfig, executor: Executor) -> Epi
     spec = _spec(task)
 
     def make() -> ToolEnvAdapter:
-        return ToolEnvAdapter(ToolEnv(spec, task.task_id, reward_mode=cfg.reward_mode, max_steps=cfg.max_steps,
-                                      executor=executor, max_observation_chars=cfg.max_observation_chars,
-                                      track_progress=True), task.task_id)
+        return ToolEnvAdapter(ToolEnv(spec, task.task_id, reward_mode=cfg.reward_mode,
+                                      max_steps=step_budget(task, cfg.max_steps), executor=executor,
+                                      max_observation_chars=cfg.max_observation_chars, track_progress=True),
+                              task.task_id)
 
     return Episode(task, make, user=scenario_user(cfg))
 

@@ -90,7 +90,7 @@ from training.generation import Generator, PolicyBackend
 from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter, drop_rounds_from
 from training.rewards import solve_rate
-from training.rollout import Episode, TaskRef, fit_step_budget, rollout
+from training.rollout import Episode, TaskRef, rollout
 from training.selfplay_metrics import append_episodes, failures, histogram, pass_rate, round_record
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 from training.weight_sync import sampler_report
@@ -105,24 +105,16 @@ def rollout_seed(run_seed: int, r: int) -> int:
     return stable_seed(run_seed, "rollout", r)
 
 
-def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int,
-                  max_steps: int | None = None) -> list[TaskRef]:
-    """The held-out tasks of ``selfplay.eval_envs`` (the first ``per_env`` of each environment that fit in
-    ``max_steps`` actions: :func:`training.rollout.fit_step_budget`), each ``attempts`` times (episode seeds
-    fixed per run). Each task names its source, so the held-out score is also reported per source."""
+def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, seed: int) -> list[TaskRef]:
+    """The held-out tasks of ``selfplay.eval_envs`` (the first ``per_env`` of each environment; each episode gets the
+    actions its task needs: :func:`training.rollout.step_budget`), each ``attempts`` times (episode seeds fixed per
+    run). Each task names its source, so the held-out score is also reported per source."""
     if not sources:
         return []
     from training.solver import load_sourced_specs
 
-    seen: list[TaskRef] = []  # each environment's tasks in order, until per_env of them fit
-    for source, s in load_sourced_specs(list(sources)):
-        fit = 0
-        for t in s.tasks:
-            if per_env is not None and fit >= per_env:
-                break
-            seen.append(TaskRef(s, t.id, source=source))
-            fit += max_steps is None or t.reference_actions() <= max_steps
-    chosen = fit_step_budget(seen, max_steps, "selfplay.eval_envs") if max_steps and seen else seen
+    chosen = [TaskRef(s, t.id, source=source) for source, s in load_sourced_specs(list(sources))
+              for t in s.tasks[:per_env]]
     return [TaskRef(t.spec, t.task_id, stable_seed(seed, "heldout", a), t.source) for t in chosen
             for a in range(attempts)]
 
@@ -193,8 +185,7 @@ class SelfPlay:
         self.probe_docs = self._probe_docs()
         self.free_proposer = self._proposer(sp.proposer.structure, constrained=False,
                                             max_new_tokens=sp.probe.max_tokens)
-        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed,
-                                        cfg.rollout.max_steps)
+        self.eval_tasks = heldout_tasks(sp.eval_envs, sp.eval_tasks_per_env, sp.eval_attempts, cfg.run.seed)
         self.teacher = teacher
         self.metrics = MetricsWriter(self.run_dir, cfg.run.report_to, run_name=cfg.run.run_name,
                                      config=config_to_dict(cfg))
@@ -362,8 +353,7 @@ class SelfPlay:
         k = cfg.solver.num_generations
         refs, groups, owner = [], [], []
         for i, spec in enumerate(specs):
-            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, stable_seed(cfg.run.seed, "tasks", self._round),
-                                  max_actions=cfg.rollout.max_steps):
+            for tid in draw_tasks(spec, cfg.selfplay.tasks_per_env, stable_seed(cfg.run.seed, "tasks", self._round)):
                 refs += [TaskRef(spec, tid, stable_seed(cfg.run.seed, "episodes", self._round))] * k
                 groups += [f"{self._round}:{i}/{tid}"] * k  # by position: two proposals may share an id
                 owner += [i] * k

@@ -33,14 +33,10 @@ __all__ = ["assign_advantages", "draw_tasks", "proposer_samples", "role_counts",
            "solver_samples"]
 
 
-def draw_tasks(spec: EnvSpec, n: int | None, seed: int, *, max_actions: int | None = None) -> list[str]:
-    """``n`` task ids of ``spec`` (all when ``n`` is None or larger), drawn with a seed, in the spec's order.
-    With ``max_actions`` (``rollout.max_steps``) only tasks whose reference fits are drawn, while any does:
-    a task that needs more actions than an episode allows can never pass, and would give its environment
-    a solve rate of 0 that says nothing about the environment."""
+def draw_tasks(spec: EnvSpec, n: int | None, seed: int) -> list[str]:
+    """``n`` task ids of ``spec`` (all when ``n`` is None or larger), drawn with a seed, in the spec's order (each
+    episode gets the actions its task needs: :func:`training.rollout.step_budget`)."""
     ids = [t.id for t in spec.tasks]
-    if max_actions is not None:
-        ids = [t.id for t in spec.tasks if t.reference_actions() <= max_actions] or ids
     if n is None or n >= len(ids):
         return ids
     keep = set(random.Random(stable_seed(seed, spec.id)).sample(ids, n))

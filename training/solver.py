@@ -41,7 +41,7 @@ from training.config import TrainConfig, config_to_dict
 from training.errors import ConfigError
 from training.generation import Generator, TransformersGenerator
 from training.parallel import check_world
-from training.rollout import Episode, TaskRef, fit_step_budget, rollout, tasks_of
+from training.rollout import Episode, TaskRef, rollout, step_budget, tasks_of
 from training.trl_config import generation_autocast, to_grpo_config
 
 __all__ = ["KEY_PREFIX", "TaskPool", "build_solver_trainer", "close_process_group", "gap_callback",
@@ -109,14 +109,11 @@ class TaskPool:
             raise ConfigError(f"solver.holdout_envs is {k} but solver.envs holds {len(specs)} environments: "
                               "hold out fewer, so that some remain to train on")
         train, held_envs = (specs[:-k], specs[-k:]) if k else (specs, [])
-        if holdout:  # the split itself: whoever plays these fits them to the step budget
+        if holdout:  # the split itself
             n = cfg.solver.holdout_tasks
             tasks = [TaskRef(s, t.id) for s in train for t in s.tasks[len(s.tasks) - n:]] if n else []
             return cls(tasks + [TaskRef(s, t.id) for s in held_envs for t in s.tasks])
-        tasks = tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks)
-        if tasks:  # TRL's loop: rounds of tool calls, one per reference call and one turn-ending call per turn
-            tasks = fit_step_budget(tasks, cfg.rollout.max_steps, "solver.envs")
-        return cls(tasks)
+        return cls(tasks_of(train, per_env=cfg.solver.tasks_per_env, skip_last=cfg.solver.holdout_tasks))
 
     def keys(self) -> list[str]:
         return list(self.tasks)
@@ -334,7 +331,9 @@ def _build_trl_loop_trainer(cfg: TrainConfig, run: Path, *, model: Any, tokenize
     except ValueError as e:
         raise ConfigError(f"solver.loop is trl, but TRL's loop can serve none of the {len(refs)} training tasks "
                           f"({e}): fix those specs, add others to solver.envs, or set solver.loop=envwright") from None
-    args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=cfg.rollout.max_steps)
+    # TRL caps the tool rounds of every episode alike: the largest task's step budget, so none is cut short
+    rounds = max((step_budget(t, cfg.rollout.max_steps) for t in refs), default=cfg.rollout.max_steps)
+    args = to_grpo_config(cfg, run / "trainer", max_tool_calling_iterations=rounds)
     if model is None or tokenizer is None:
         model, tokenizer = load_policy(cfg, wrap_lora=False)
     run.mkdir(parents=True, exist_ok=True)

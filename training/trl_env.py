@@ -46,7 +46,8 @@ it), so one bad spec never stops training on the others; :func:`environment_clas
 
 TRL caps tool rounds with ``max_tool_calling_iterations``, not the env's ``max_steps``; a reference
 play takes one round per reference call and one :data:`~gym_envs.turns.END_TURN_TOOL` call per turn
-(``Task.reference_actions``), which ``solver.loop: trl`` fits to ``rollout.max_steps``.
+(``Task.reference_actions``), so ``solver.loop: trl`` caps them at the largest step budget of its tasks
+(:func:`training.rollout.step_budget`: ``rollout.max_steps``, raised for a task whose reference needs more).
 """
 
 from __future__ import annotations

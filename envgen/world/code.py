@@ -24,7 +24,7 @@ from envgen.world.model import Condition, Entity, Op, World, human
 from envgen.world.render import PAGE_SIZE, by_ref, filter_fields, holder_of, params_of, sql_literal, text_field
 from envgen.world.rows import NEW_CODE_BASE
 
-__all__ = ["CODE_NAMES", "code_name", "render_code", "select_sql"]
+__all__ = ["CODE_NAMES", "code_name", "keys_only", "render_code", "select_sql"]
 
 #: the names the rendered code defines (its helpers) or assigns inside a tool (its locals); a tool, a parameter (a
 #: field or a key) or a helper of that name would shadow one of them, so the normaliser renames or drops those
@@ -127,15 +127,15 @@ def select_sql(ent: Entity) -> str:
     return f'SELECT "_row".*{keys} FROM {_q(ent.table)} AS "_row"'
 
 
-def _signature(op: Op) -> str:
-    props, required = params_of(op)
+def _signature(world: World, op: Op) -> str:
+    props, required = params_of(world, op)
     args = [n for n in props if n in required] + [f"{n}=None" for n in props if n not in required]
     return f"def {op.name}(db" + "".join(f", {a}" for a in args) + "):"
 
 
 def _function(world: World, op: Op) -> str:
     body = _BODIES[op.kind](world, op)
-    return _signature(op) + "\n" + "\n".join("    " + line if line else "" for line in body) + "\n"
+    return _signature(world, op) + "\n" + "\n".join("    " + line if line else "" for line in body) + "\n"
 
 
 def _guard(cond: Condition, rec: str, ent: Entity) -> list[str]:
@@ -225,22 +225,41 @@ def _today() -> str:
 
 
 def _b_lookup(world: World, op: Op) -> list[str]:
+    """The record, and one page of each list of its child records (render.py's contract): ``limit`` records from
+    ``offset`` in a fixed order, with the list's ``<table>_total`` and ``<table>_next_offset`` (``None`` on the last
+    page), so a record with more children than a page says so and the agent reads on with ``offset``."""
     ent = op.entity
     key = ent.key.name
     lines = [f"rec = find(db, \"{ent.table}\", {key})", f"out = show(\"{ent.table}\", rec)"]
-    for child in world.children(ent):
+    children = world.children(ent)
+    if children:
+        lines.append("start = offset or 0")
+    for child in children:
         par = child.parent
         assert par is not None
-        if ent.role == "person" or child.rows > 4 * max(1, ent.rows):
-            lines.append(f"out[\"{child.table}\"] = [r[\"k\"] for r in db.query('SELECT \"{child.key.name}\" AS k "
-                         f"FROM \"{child.table}\" WHERE \"{par.column}\" = ? ORDER BY \"id\" LIMIT 50', "
-                         "[rec[\"id\"]])]")
+        where = f' WHERE "{par.column}" = ?'
+        page = ' ORDER BY "_row"."id" LIMIT ? OFFSET ?'
+        args = f"[rec[\"id\"], {PAGE_SIZE} if limit is None else limit, start]"
+        if keys_only(world, child):
+            sql = f'SELECT "{child.key.name}" AS k FROM "{child.table}" AS "_row"{where}{page}'
+            lines += [f"rows = db.query({sql!r}, {args})", f"out[\"{child.table}\"] = [r[\"k\"] for r in rows]"]
         else:
-            sql = f'{select_sql(child)} WHERE "{par.column}" = ? ORDER BY "id" LIMIT 50'
-            lines.append(f"out[\"{child.table}\"] = [show(\"{child.table}\", r) for r in db.query({sql!r}, "
-                         "[rec[\"id\"]])]")
+            lines += [f"rows = db.query({select_sql(child) + where + page!r}, {args})",
+                      f"out[\"{child.table}\"] = [show(\"{child.table}\", r) for r in rows]"]
+        count = f'SELECT count(*) AS n FROM "{child.table}"{where}'
+        lines += [f"n = db.query({count!r}, [rec[\"id\"]])[0][\"n\"]",
+                  f"out[\"{child.table}_total\"] = n",
+                  f"out[\"{child.table}_next_offset\"] = start + len(rows) if start + len(rows) < n else None"]
     lines.append("return out")
     return lines
+
+
+def keys_only(world: World, child: Entity) -> bool:
+    """Whether a lookup lists a child entity's records by their keys only, not whole: a person's records, and a
+    child with many records per parent (each is read with its own lookup or search)."""
+    par = child.parent
+    assert par is not None
+    return par.entity.role == "person" or child.rows > 4 * max(1, par.entity.rows)
 
 
 def _state_filter(ent: Entity, lines: list[str]) -> None:

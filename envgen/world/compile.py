@@ -33,7 +33,7 @@ from envgen.world.tasks import write_tasks
 from gym_envs.seeding import stable_seed
 from gym_envs.spec import EnvSpec, SpecError, parse_spec
 
-__all__ = ["CompiledWorld", "compile_world", "describe_world"]
+__all__ = ["CompiledWorld", "compile_world", "describe_world", "world_pools"]
 
 
 @dataclass
@@ -60,7 +60,8 @@ def describe_world(world: World) -> str:
             f"{TODAY.year}. Records are named by their keys ({keys}).")
 
 
-def _pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
+def world_pools(bp: WorldBlueprint, world: World, rng: random.Random) -> Pools:
+    """The value sources of a world's seed rows: the blueprint's vocabulary and currency, drawn with ``rng``."""
     lines = [Line(list(li.titles), list(li.adjectives), li.category, (li.price[0], li.price[1]) if li.price else None)
              for li in bp.vocabulary.lines]
     vocab = Vocabulary(titles=list(bp.vocabulary.titles), adjectives=list(bp.vocabulary.adjectives), lines=lines,
@@ -92,7 +93,7 @@ def _compile(bp: WorldBlueprint | list[WorldBlueprint], *, env_id: str, seed: in
     world = compose(bps, repairs) if len(bps) > 1 else to_world(bps[0], repairs)
     parts = world.parts or [world]
     rng = random.Random(stable_seed("world-rows", env_id, seed))
-    pools = [_pools(b, p, rng) for b, p in zip(bps, parts, strict=True)]
+    pools = [world_pools(b, p, rng) for b, p in zip(bps, parts, strict=True)]
     rows: dict[str, list[dict[str, Any]]] = {}
     for part, pool in zip(parts, pools, strict=True):
         rows.update(fill_rows(part, pool))

@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TODAY", "Line", "Pools", "Vocabulary", "date_side", "day_part", "faker_pool"]
+__all__ = ["PHASES", "TODAY", "Line", "Pools", "Vocabulary", "begins", "created_day", "date_side", "day_part",
+           "faker_pool", "state_phase"]
 
 #: what a file of each extension is (``report``, ``photo``), and when or which version (``q3``, ``final``)
 _DOCS = ("report", "invoice", "contract", "minutes", "proposal", "summary", "statement", "agenda", "estimate",
@@ -59,7 +60,8 @@ TODAY = dt.date(2026, 3, 16)
 _POOL_SIZE = 400
 _CLEAN = re.compile(r"['\"\\\x00-\x1f]")
 _EMAIL_DOMAINS = ("example.com", "example.net", "example.org", "mail.example.com", "post.example.net")
-_FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "arrival",
+_FUTURE = ("due", "deadline", "expires", "expiry", "scheduled", "start", "starts", "begin", "departure", "departs",
+           "arrival", "arrives",
            "appointment", "next", "until", "end", "ends", "checkin", "check_in", "checkout", "check_out", "event",
            "pickup", "renews", "valid", "visit", "return")
 _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born", "birth", "hired", "since",
@@ -67,6 +69,45 @@ _PAST = ("created", "opened", "placed", "joined", "signed", "registered", "born"
          "borrowed", "filed", "submitted", "posted", "applied", "enrolled", "incident", "occurred", "reported",
          "printed", "logged", "ordered", "archived", "published", "requested", "sent", "uploaded", "started",
          "returned")
+#: words of a day ahead that begins what the record is for (a pickup, a departure, a visit); other days ahead end it
+#: (a return, a due day, an expiry)
+_START = ("start", "starts", "begin", "begins", "pickup", "departure", "departs", "arrival", "arrives", "checkin",
+          "check_in", "visit", "appointment", "event", "scheduled")
+#: words of a day behind on which what the record is for began (a ride's start, a loan's borrowing day)
+_BEGAN = ("started", "borrowed", "picked", "checked", "departed", "boarded", "joined")
+#: words of a day behind on which a record came to be: what refers to the record comes after it
+_CREATED = ("created", "opened", "joined", "registered", "since", "issued", "started", "placed", "booked", "signed",
+            "enrolled", "applied", "filed", "submitted", "ordered", "purchased", "hired")
+
+PHASES = ("new", "booked", "under_way", "lapsed", "over", "void", "open")
+"""What a record's lifecycle state says of its dates (:func:`state_phase`):
+
+* ``new``: just asked for and waiting to be handled (pending, queued, submitted): its days behind are recent;
+* ``booked``: a thing to come is reserved (confirmed, booked, scheduled): its days ahead, and the days on which the
+  records it refers to begin (a booked flight's departure), lie ahead;
+* ``under_way``: begun and not over (checked in, picked up, in progress): its days that begin it are behind and
+  recent, the days that end it ahead;
+* ``lapsed``: its end has passed while it stays open (overdue, past due, expired): its days ahead are behind;
+* ``over``: it happened (delivered, completed, flown; and any state the world calls final): its days ahead are behind
+  today, after its days behind, and so are the days the records it refers to begin (a flown booking's flight);
+* ``void``: it was called off (cancelled, refunded, rejected): nothing follows about the records it refers to (a
+  final one has its days ahead behind, as a finished record);
+* ``open``: anything else (active, on hold): its days ahead lie ahead."""
+
+_PHASE_WORDS: dict[str, tuple[str, ...]] = {
+    "lapsed": ("overdue", "past_due", "expired", "lapsed", "late"),
+    "void": ("cancelled", "canceled", "refunded", "rejected", "denied", "revoked", "withdrawn", "dropped", "deleted",
+             "destroyed", "void", "voided", "declined", "yanked", "reversed", "no_show", "abandoned", "failed"),
+    "over": ("completed", "complete", "done", "delivered", "flown", "used", "attended", "checked_out", "returned",
+             "packed", "fulfilled", "finished", "departed", "landed", "arrived", "served", "closed",
+             "resolved", "solved", "ended", "unloaded", "redeemed", "hired", "reimbursed", "paid_out"),
+    "under_way": ("checked_in", "in_progress", "picked_up", "in_use", "boarding", "in_transit", "out_for_delivery",
+                  "printing", "picking", "loaned", "borrowed", "started", "underway", "ongoing", "seated", "cooking"),
+    "new": ("pending", "new", "placed", "queued", "waiting", "requested", "submitted", "reported", "filed", "applied",
+            "tentative", "draft", "processing", "preparing", "screening", "review", "awaiting", "received"),
+    "booked": ("confirmed", "booked", "reserved", "scheduled", "guaranteed", "upcoming", "registered", "planned",
+               "waitlisted", "enrolled", "paid"),
+}
 
 
 @functools.cache
@@ -279,20 +320,34 @@ class Pools:
         return int(self.rng.random() < 0.4)
 
     def _day_offset(self, ctx: dict[str, Any]) -> int:
-        side = date_side(self._name(ctx))
-        if side > 0 and ctx.get("over"):  # a record whose lifecycle is over: its due day has passed, after its past
-            return -self.rng.randint(1, max(1, _days_back(ctx.get("row") or {}) - 1))
+        """Days from today to the field's day: on the side its name says (:func:`date_side`), moved by the record's
+        phase (``ctx["phase"]``, :data:`PHASES`) and never before the day the record it belongs to was made
+        (``ctx["floor"]``: days back to it)."""
+        name = self._name(ctx)
+        side = date_side(name)
+        phase = ctx.get("phase") or "open"
+        row = ctx.get("row") or {}
+        floor = max(1, int(ctx.get("floor") or 400))
+        starts = _named(name, _START)
+        if side > 0 and (phase in ("over", "lapsed") or (phase == "void" and ctx.get("final"))
+                         or (phase == "under_way" and starts)):
+            # its day ahead has passed: after its days behind (a delivered order's delivery day, a picked-up car's
+            # pickup, an overdue loan's due day); a day that began it is recent
+            back = _days_back(row)
+            back = min(back, 8) if phase == "under_way" else back
+            return -self.rng.randint(1, max(1, back - 1))
         if side > 0:  # (a second day ahead ends what the first begins: a rental's return after its pickup)
-            begun = _days_ahead(ctx.get("row") or {})
+            begun = _days_ahead(row)
             return begun + self.rng.randint(1, 14) if begun else self.rng.randint(1, 120)
         if side < 0:
-            return -self.rng.randint(1, 400)
-        return self.rng.randint(-200, 60)
+            recent = phase == "new" or (phase == "under_way" and _named(name, _BEGAN))
+            return -self.rng.randint(1, min(floor, 14 if recent else 400))
+        return self.rng.randint(-min(floor, 200), 60)
 
     def date(self, ctx: dict[str, Any]) -> str:
-        """A day on the side of today the field's name puts it (:func:`date_side`); a day ahead of a record in a
-        final state (``ctx["over"]``: a delivered order's delivery day, a completed visit) lies between the row's
-        latest past day and today."""
+        """A day on the side of today the field's name puts it (:func:`date_side`), as the record's phase has it
+        (:meth:`_day_offset`): a day ahead of a record that is over (a delivered order's delivery day, a completed
+        visit) lies between the row's latest past day and today."""
         return (TODAY + dt.timedelta(days=self._day_offset(ctx))).isoformat()
 
     def datetime(self, ctx: dict[str, Any]) -> str:
@@ -315,6 +370,36 @@ def date_side(name: str) -> int:
     if words & set(_FUTURE) or (not words & set(_PAST) and any(w in name for w in _FUTURE)):
         return 1
     return -1 if any(w in name for w in _PAST) else 0
+
+
+def state_phase(state: str | None, final: bool = False) -> str:
+    """What a lifecycle state says of a record's dates (:data:`PHASES`), by its words: ``flown`` is ``over``,
+    ``checked_in`` ``under_way``, ``past_due`` ``lapsed``; a state the world calls ``final`` and no word places is
+    ``over``; None (no lifecycle) and an unknown state are ``open``. Whole states first, then their words, in the
+    order of :data:`_PHASE_WORDS` (``cancelled`` before anything, ``overdue`` before ``due``)."""
+    if not state:
+        return "open"
+    words = state.lower().split("_")
+    for match in (lambda w: state.lower() == w, lambda w: "_" not in w and w in words):
+        for phase, vocab in _PHASE_WORDS.items():
+            if any(match(w) for w in vocab):
+                return "over" if final and phase not in ("void", "lapsed") else phase
+    return "over" if final else "open"
+
+
+def begins(name: str) -> bool:
+    """Whether a day ahead named ``name`` begins what its record is for (a pickup, a departure), not ends it."""
+    return _named(name, _START)
+
+
+def created_day(name: str) -> bool:
+    """Whether a day behind named ``name`` is when its record came to be (``created_on``, ``opened_on``)."""
+    return _named(name, _CREATED)
+
+
+def _named(name: str, vocab: tuple[str, ...]) -> bool:
+    words = set(name.lower().split("_"))
+    return bool(words & set(vocab)) or any("_" in w and w in name.lower() for w in vocab)
 
 
 def _days_back(row: dict[str, Any]) -> int:

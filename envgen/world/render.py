@@ -18,6 +18,9 @@ Contract (what the tasks and the validity gate rely on):
   ``limit`` records (:data:`PAGE_SIZE` by default, at most :data:`MAX_PAGE_SIZE`) from ``offset`` (0 by
   default) in a fixed order; ``next_offset`` is the ``offset`` of the next page, ``null`` on the last. A
   listing never grows with the table, so no result outgrows a model's context.
+* A ``lookup`` of a record with child records pages each list of them alike: ``"<child table>"`` holds one page
+  (``limit`` records from ``offset``, the same defaults and bounds), beside ``"<child table>_total"`` and
+  ``"<child table>_next_offset"``; no list is ever cut without its total saying so.
 * The code uses only the ``db`` facade, ``ToolError`` and the sandbox's builtins; it keeps no state
   between calls (so the engine's cheap checkpoints apply).
 """
@@ -133,8 +136,9 @@ class _Params:
         self.required.append(name)
 
 
-def params_of(op: Op) -> tuple[dict[str, Any], list[str]]:
-    """The tool's parameters (JSON Schema properties) and the required ones, by kind."""
+def params_of(world: World, op: Op) -> tuple[dict[str, Any], list[str]]:
+    """The tool's parameters (JSON Schema properties) and the required ones, by kind; a lookup of a record with
+    child records pages their lists as a search pages its records (``limit``, ``offset``)."""
     ent = op.entity
     p = _Params()
     if op.kind in ("lookup", "transition", "delete", "update", "adjust", "move", "acquire", "release"):
@@ -142,7 +146,16 @@ def params_of(op: Op) -> tuple[dict[str, Any], list[str]]:
     fill = _KIND_PARAMS.get(op.kind)
     if fill is not None:
         fill(op, p)
+    if op.kind == "lookup" and world.children(ent):
+        _page_params(p, f"Records per page of each list of the {ent.human}'s records")
     return p.props, p.required
+
+
+def _page_params(p: _Params, what: str) -> None:
+    p.props["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
+                        "description": f"{what} (default {PAGE_SIZE})."}
+    p.props["offset"] = {"type": "integer", "minimum": 0,
+                         "description": "The next_offset of the page before (default 0)."}
 
 
 def _create_params(op: Op, p: _Params) -> None:
@@ -180,10 +193,7 @@ def _read_params(op: Op, p: _Params) -> None:
         p.props["state"] = {"type": "string", "enum": list(ent.states),
                             "description": f"Only {ent.humans} in this state."}
     if k == "search":
-        p.props["limit"] = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
-                            "description": f"Records per page (default {PAGE_SIZE})."}
-        p.props["offset"] = {"type": "integer", "minimum": 0,
-                             "description": "The next_offset of the page before (default 0)."}
+        _page_params(p, "Records per page")
 
 
 
@@ -258,19 +268,25 @@ def render_tools(world: World) -> list[dict[str, Any]]:
     """One OpenAI-format tool per operation."""
     out = []
     for op in world.ops:
-        props, required = params_of(op)
+        props, required = params_of(world, op)
         params: dict[str, Any] = {"type": "object", "properties": props}
         if required:
             params["required"] = required
-        out.append({"name": op.name, "description": describe(op), "parameters": params})
+        out.append({"name": op.name, "description": describe(op, world), "parameters": params})
     return out
 
 
-def describe(op: Op) -> str:
+def describe(op: Op, world: World | None = None) -> str:
     """What the tool does and every rule it enforces, in the service's words (never the code's: the document
-    function an operation is modelled on, its ``origin``, stays in the blueprint)."""
+    function an operation is modelled on, its ``origin``, stays in the blueprint); a lookup of a record with child
+    records (in ``world``) says how their lists are paged."""
     ent = op.entity
     text = op.description.rstrip(".") + "." if op.description else _default_description(op)
+    children = world.children(ent) if world is not None and op.kind == "lookup" else []
+    if children:
+        lists = " and ".join(c.humans for c in children)
+        text += (f" Its {lists} come one page at a time, each list with its total and the offset of the next page "
+                 f"({', '.join(f'{c.table}_total, {c.table}_next_offset' for c in children)}; null on the last).")
     rules = [_rule_text(c) for c in op.conditions if c.kind in ("compare", "ref_state")]
     if op.kind == "transition" and op.sources:
         kept = op.keeps_state or op.target in op.sources

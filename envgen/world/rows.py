@@ -6,10 +6,13 @@ many orders and some none; a reference to a catalog record uniformly; a holder t
 spreads lifecycle states, and sets capacity fields so that some containers are full (a refusal a
 task can ask for) and most have room.
 
-A row's lifecycle state and title are drawn before its other fields, so what goes with them follows: the
+A row's lifecycle state is drawn first and its title before its other fields, so what goes with them follows: the
 adjective and category of the title's line, its price range, the part of the day its title names
-(:meth:`~envgen.world.data.Pools.title`), and for a record in a final state (a delivered order, a completed
-visit) its days ahead of today moved behind it, after its other past days (:meth:`~envgen.world.data.Pools.date`).
+(:meth:`~envgen.world.data.Pools.title`); the records it refers to agree with what its state means for their dates
+(:func:`~envgen.world.data.state_phase`: a confirmed booking's flights depart ahead, a flown one's departed; a row
+without a lifecycle, an order's line, is in its owner's phase), and so do its own days (a pending order placed in the
+last two weeks, a delivered order's delivery day behind today after its other past days, a picked-up car's pickup day
+behind), none before a record it refers to was made (:meth:`~envgen.world.data.Pools.date`).
 
 Contract: ids are 1..n in insertion order; keys are unique per table; every reference points to an
 existing row (or NULL where the reference is nullable); a capacity field is never below the number of
@@ -19,10 +22,12 @@ the same rows.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
+from collections.abc import Callable
 from typing import Any
 
-from envgen.world.data import Pools, date_side
+from envgen.world.data import TODAY, Pools, begins, created_day, date_side, state_phase
 from envgen.world.model import Entity, Field, World
 
 __all__ = ["NEW_CODE_BASE", "Rows", "apply_copies", "fill_rows", "order_entities"]
@@ -47,9 +52,44 @@ def order_entities(world: World) -> list[Entity]:
     return done
 
 
-def _value(pools: Pools, ent: Entity, f: Field, row: dict[str, Any], state: str | None = None) -> Any:
-    ctx = {"field": f, "row": row, "prefix": ent.prefix, "over": state is not None and state in ent.final}
+def _value(pools: Pools, ent: Entity, f: Field, row: dict[str, Any], phase: str = "open", final: bool = False,
+           floor: int | None = None) -> Any:
+    ctx = {"field": f, "row": row, "prefix": ent.prefix, "phase": phase, "final": final, "floor": floor}
     return f.semantic.draw(pools, ctx)
+
+
+def _days(row: dict[str, Any], ent: Entity, which: Callable[[str], bool]) -> list[dt.date]:
+    """The row's days (date and date-time fields) whose names ``which`` accepts."""
+    out = []
+    for f in ent.fields:
+        v = row.get(f.name)
+        if f.kind in ("date", "datetime") and isinstance(v, str) and which(f.name):
+            out.append(dt.date.fromisoformat(v[:10]))
+    return out
+
+
+def _fits(phase: str, ent: Entity, row: dict[str, Any]) -> bool:
+    """Whether a referenced record ``row`` of ``ent`` agrees with the phase of the record that refers to it: what a
+    record to come or just asked for refers to begins ahead (a booked flight departs later), what a record that is
+    over refers to began behind (a flown booking's flight departed)."""
+    starts = _days(row, ent, lambda n: date_side(n) > 0 and begins(n))
+    if phase in ("new", "booked"):
+        return all(d > TODAY for d in starts)
+    if phase == "over":
+        return all(d < TODAY for d in starts)
+    return True
+
+
+def _floor(row: dict[str, Any], ent: Entity, rows: Rows) -> int | None:
+    """Days back to the latest day on which a record the row refers to came to be (its order's, its account's
+    opening): the row's own days behind come after it."""
+    days: list[dt.date] = []
+    for ref in ent.refs:
+        target = rows.get(ref.entity.table, [])
+        rid = row.get(ref.column)
+        if rid is not None and 0 < rid <= len(target):
+            days += [d for d in _days(target[rid - 1], ref.entity, created_day) if d < TODAY]
+    return (TODAY - max(days)).days if days else None
 
 
 def _draw_order(f: Field) -> tuple[bool, bool]:
@@ -87,6 +127,8 @@ def fill_rows(world: World, pools: Pools) -> Rows:
     """Every entity's seed rows, by table name (see the module docstring)."""
     rng = pools.rng
     rows: Rows = {}
+    phases: dict[str, list[str]] = {}  #: each table's rows' phases (:func:`~envgen.world.data.state_phase`)
+    fit: dict[tuple[str, str], list[int]] = {}
     for ent in order_entities(world):
         used: set[str] = set()
         parent = ent.parent
@@ -96,26 +138,59 @@ def fill_rows(world: World, pools: Pools) -> Rows:
         out: list[dict[str, Any]] = []
         for i in range(ent.rows):
             row: dict[str, Any] = {"id": i + 1}
-            for ref in ent.refs:
-                target = rows.get(ref.entity.table, [])
-                if not target or (ref.nullable and rng.random() < 0.5):
-                    row[ref.column] = None
-                elif ref.owner:
-                    row[ref.column] = target[order[_skewed(rng, len(order))]]["id"]
-                else:
-                    row[ref.column] = rng.choice(target)["id"]
-            row[ent.key.name] = _draw_key(pools, ent, row, used)
+            owner = None
+            if parent is not None and parent_rows:
+                owner = parent_rows[order[_skewed(rng, len(order))]]["id"]
             state = _state(rng, ent) if ent.states else None
+            inherited = phases[parent.entity.table][owner - 1] if parent is not None and owner is not None else "open"
+            phase = state_phase(state, state in ent.final) if state is not None else inherited
+            picks = _pick_refs(rng, ent, rows, phase, fit)
+            if picks is None and ent.states:  # no referenced record agrees with that state: a state some agree with
+                for other in rng.sample(ent.states, len(ent.states)):
+                    picks = _pick_refs(rng, ent, rows, state_phase(other, other in ent.final), fit)
+                    if picks is not None:
+                        state, phase = other, state_phase(other, other in ent.final)
+                        break
+            if picks is None:
+                picks = _pick_refs(rng, ent, rows, "open", fit)
+            assert picks is not None
+            for ref in ent.refs:
+                row[ref.column] = owner if ref.owner and owner is not None else picks[ref.name]
+            row[ent.key.name] = _draw_key(pools, ent, row, used)
+            final = state is not None and state in ent.final
+            floor = _floor(row, ent, rows)
             for f in sorted(ent.fields, key=_draw_order):
-                row[f.name] = None if f.nullable and rng.random() < 0.3 else _value(pools, ent, f, row, state)
+                row[f.name] = (None if f.nullable and rng.random() < 0.3
+                               else _value(pools, ent, f, row, phase, final, floor))
             for scratch in ("__person", "__line", "__title"):
                 row.pop(scratch, None)
             if state is not None:
                 row["state"] = state
             out.append(row)
+            phases.setdefault(ent.table, []).append(phase)
         rows[ent.table] = out
     _fit_capacities(world, rows, rng)
     return rows
+
+
+def _pick_refs(rng: random.Random, ent: Entity, rows: Rows, phase: str,
+               fit: dict[tuple[str, str], list[int]]) -> dict[str, Any] | None:
+    """The referenced record of each reference but the owner (drawn by the caller): uniformly among those that agree
+    with the row's phase (:func:`_fits`; ``fit`` keeps the ids that agree, by table and phase), or NULL for half of a
+    nullable reference's; None when a reference that must name a record has none that agrees."""
+    out: dict[str, Any] = {}
+    for ref in ent.refs:
+        target = rows.get(ref.entity.table, [])
+        if ref.owner or not target or (ref.nullable and rng.random() < 0.5):
+            out[ref.name] = None
+            continue
+        key = (ref.entity.table, phase)
+        if key not in fit:
+            fit[key] = [r["id"] for r in target if _fits(phase, ref.entity, r)]
+        if not fit[key]:
+            return None
+        out[ref.name] = rng.choice(fit[key])
+    return out
 
 
 def _fit_capacities(world: World, rows: Rows, rng: random.Random) -> None:

@@ -128,7 +128,7 @@ class SpecSuite(Suite):
             raise ValueError("max_turn_steps must be >= 1")
         spec = self.specs[task.env_id]
         spec_task = spec.task(task.task_id)
-        steps = max_turn_steps * len(spec_task.turns)
+        steps = spec_task.step_budget(max_turn_steps * len(spec_task.turns))  # never fewer than the reference needs
 
         def make() -> ToolEnvAdapter:
             env = ToolEnv(spec, task.task_id, executor=self.executor, max_steps=steps,

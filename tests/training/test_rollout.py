@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gym_envs.parsing import format_tool_call
+from gym_envs.spec import STEP_MARGIN
 from tests.fixtures.trips import counted_trips
 from tests.training.conftest import solver_plan
 from training.config import RolloutConfig
@@ -66,7 +67,9 @@ def test_truncation_statuses(spec: Any, chat: Any, tokenizer: Any) -> None:
     ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=3, max_turn_tokens=64,
                                                                        max_completion_tokens=2000,
                                                                        executor="inprocess"))
-    assert ep.status == "max_steps" and ep.truncated and len(ep.steps) == 3 and ep.reward == 0.0
+    # t0's reference takes 5 actions: the episode may take them and a margin (training.rollout.step_budget)
+    limit = spec.task("t0").reference_actions() + STEP_MARGIN
+    assert ep.status == "max_steps" and ep.truncated and len(ep.steps) == limit and ep.reward == 0.0
     # the first turn is scored as it stands: only its unchanged check (books, members) holds, 1 of 5 checks
     assert ep.score == {"episode": 0.0, "turns": 0.0, "checks": 0.2, "progress": 0.0}
     ep, = rollout([TaskRef(spec, "t0")], looping, chat, RolloutConfig(max_steps=20, max_turn_tokens=64,
@@ -219,49 +222,60 @@ def test_a_task_needs_one_action_per_reference_call_and_a_reply_per_turn() -> No
     assert [t.reference_actions() for t in spec.tasks] == [5, 4, 2, 5, 2, 1, 10]
 
 
-def test_tasks_longer_than_the_step_budget_are_left_out_with_a_warning_that_names_the_fix() -> None:
-    """A task whose reference needs more actions than rollout.max_steps is truncated in every attempt (the
-    first H200 self-play run had max_steps 5 and two in three deep tasks over it)."""
+def test_a_task_whose_reference_needs_more_actions_than_max_steps_gets_them_and_a_margin() -> None:
+    """The step limit is never lower than what a task's reference takes (a world's reference reads on through a
+    listing's pages): ``max(rollout.max_steps, reference actions + STEP_MARGIN)``, the same in training and
+    evaluation, and reported."""
     from gym_envs.examples import load_example
-    from training.errors import ConfigError
-    from training.rollout import fit_step_budget
+    from gym_envs.spec import STEP_MARGIN
+    from training.rollout import step_budget, step_budgets
 
     spec = load_example("library-loans")
     tasks = [TaskRef(spec, t.id) for t in spec.tasks]
-    with pytest.warns(UserWarning, match=r"solver.envs: 3 of 7 tasks need more actions than rollout.max_steps=4 "
-                                         r"\(up to 10.*Set rollout.max_steps to 10"):
-        kept = fit_step_budget(tasks, 4, "solver.envs")
-    assert [spec.task(t.task_id).reference_actions() for t in kept] == [4, 2, 2, 1]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # all fit: no warning
-        assert fit_step_budget(tasks, 10, "x") == tasks
-    with pytest.raises(ConfigError, match=r"none is left\. Set rollout.max_steps to at least 10 \(10 keeps"):
-        fit_step_budget(tasks[-1:], 4, "solver.envs")
+    need = [spec.task(t.task_id).reference_actions() for t in tasks]
+    assert [step_budget(t, 4) for t in tasks] == [max(4, n + STEP_MARGIN) for n in need]
+    assert [step_budget(t, 40) for t in tasks] == [40] * len(tasks)  # a roomier limit is kept as it is
+    assert step_budgets(tasks, 6) == {"configured": 6, "tasks": 7, "raised": sum(n + STEP_MARGIN > 6 for n in need),
+                                      "largest": max(need) + STEP_MARGIN}
 
 
-def test_self_play_draws_the_tasks_that_fit_while_any_does() -> None:
+def test_an_episode_is_not_truncated_before_its_reference_can_pass(spec: Any, chat: Any, tokenizer: Any) -> None:
+    """The library demo's t0 takes 5 actions; under ``rollout.max_steps`` 3 the reference solver still passes (it was
+    truncated after 3 before), in the trainer's episodes as in evaluation's."""
+    from eval.suites.generated import SpecSuite
+
+    assert spec.task("t0").reference_actions() == 5
+    ep, = rollout([TaskRef(spec, "t0")], ScriptedGenerator(tokenizer, solver_plan()), chat,
+                  RolloutConfig(max_steps=3, max_turn_tokens=96, executor="inprocess"))
+    assert ep.status == "terminated" and ep.passed
+    episode = SpecSuite("s", [spec], executor="inprocess").episode(TaskRef(spec, "t0"), trial=0, seed=0,
+                                                                   max_turn_steps=1)
+    assert episode.max_actions is not None and episode.max_actions > spec.task("t0").reference_actions()
+
+
+def test_self_play_draws_from_every_task() -> None:
     from gym_envs.examples import load_example
     from training.selfplay_steps import draw_tasks
 
     spec = load_example("library-loans")
-    for seed in range(5):
-        ids = draw_tasks(spec, 2, seed, max_actions=2)
-        assert len(ids) == 2 and all(spec.task(i).reference_actions() <= 2 for i in ids)
-    assert len(draw_tasks(spec, 2, 0, max_actions=0)) == 2  # none fits: drawn as before
+    drawn = {i for seed in range(20) for i in draw_tasks(spec, 2, seed)}
+    assert len(drawn) > 4 and any(spec.task(i).reference_actions() > 5 for i in drawn)
 
 
 def test_teacher_trajectories_are_not_lost_to_the_step_budget(chat: Any) -> None:
-    """Every task the teacher plays fits the budget, so every reference trajectory passes and becomes a
-    sample (before, the warm start of the self-play bench silently kept 39 of 120)."""
+    """Every task the teacher plays gets the actions its reference takes, so every reference trajectory passes and
+    becomes a sample, the 10-action task too under ``max_steps`` 5 (before, the warm start of the self-play bench
+    silently kept 39 of 120; then the tasks over the budget were left out with a warning)."""
     from gym_envs.examples import load_example
     from training.distill import ReferenceTeacher, teacher_samples
 
     spec = load_example("library-loans")
     tasks = [TaskRef(spec, t.id) for t in spec.tasks]
     cfg = RolloutConfig(max_steps=5, max_turn_tokens=64, executor="inprocess")
-    with pytest.warns(UserWarning, match="the teacher's tasks: 1 of 7 tasks"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is left out
         samples, too_long = teacher_samples(tasks, ReferenceTeacher(), chat, cfg, max_length=None)
-    assert too_long == 0 and len(samples) == 6 and all(s.meta["passed"] for s in samples)
+    assert too_long == 0 and len(samples) == 7 and all(s.meta["passed"] for s in samples)
 
 
 def test_a_teacher_whose_trajectories_fail_is_reported_not_silently_dropped(chat: Any) -> None:

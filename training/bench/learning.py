@@ -7,7 +7,10 @@ after an SFT warm start on the environments' reference trajectories
 function). Environments: the shipped examples, or ``--envs LIBRARY`` (generated ones). Held out: the
 last ``--holdout-tasks`` tasks of every environment and every task of the last ``--holdout-envs``
 environments. A reference trajectory longer than the model's context window is not trained on
-(``sft.too_long`` counts them). Writes ``OUT/learning.json`` and a bar chart of the stages, ``OUT/learning.png``.
+(``sft.too_long`` counts them). Each episode may take ``rollout.max_steps`` (12) actions, or what its task's reference
+takes and a margin where that is more (:func:`training.rollout.step_budget`: a world's reference reads on through
+a listing's pages), so no task is unsolvable by its step limit; ``step_limits`` reports how many tasks got more and
+the most any got. Writes ``OUT/learning.json`` and a bar chart of the stages, ``OUT/learning.png``.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _pass_rate(model: Any, tok: Any, chat: Any, tasks: list[Any], cfg: Any) -> d
     out: dict[str, Any] = {"pass_rate": sum(e.passed for e in eps) / max(1, len(eps)),
             "mean_check_fraction": statistics.fmean(checks) if checks else 0.0, "episodes": len(eps),
             "tool_calls_per_episode": statistics.fmean(e.tool_calls for e in eps) if eps else 0.0,
-            "generation_errors": len(failed)}
+            "generation_errors": len(failed), "out_of_steps": sum(e.status == "max_steps" for e in eps)}
     if failed:
         out["first_generation_error"] = failed[0].error
     return out
@@ -123,7 +126,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     from training.loss import UpdateConfig, update
     from training.metrics import read_metrics
     from training.model import context_window, load_policy
-    from training.rollout import fit_step_budget
+    from training.rollout import step_budgets
     from training.solver import TaskPool, build_solver_trainer
 
     device = device_of(device)
@@ -162,8 +165,7 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
     model, tok = load_policy(cfg, str(sft_dir) if resume else None, wrap_lora=False)
     chat = ChatFormat(tok)
     train_tasks = list(TaskPool.from_config(cfg).tasks.values())
-    held = fit_step_budget(list(TaskPool.from_config(cfg, holdout=True).tasks.values()), cfg.rollout.max_steps,
-                           "held-out tasks")
+    held = list(TaskPool.from_config(cfg, holdout=True).tasks.values())
     if tiny:
         held = held[:2]
     if resume:
@@ -174,6 +176,9 @@ def learning(out: Path, *, tiny: bool = False, device: str = "auto", gguf: str |
                   "envs": cfg.solver.envs, "holdout_tasks_per_env": holdout, "holdout_envs": holdout_envs,
                   "train_tasks": len(train_tasks), "heldout_tasks": len(held),
                   "max_turn_tokens": max_turn_tokens, "static_cache": static_cache, "dtype": cfg.model.dtype,
+                  # every episode may take the actions its task's reference takes and a margin
+                  "step_limits": {"train": step_budgets(train_tasks, cfg.rollout.max_steps),
+                                  "heldout": step_budgets(held, cfg.rollout.max_steps)},
                   "compile": compile and static_cache, "load_seconds": time.perf_counter() - t0}
         # the same measurement: the tiny model is rebuilt alike in a new temporary folder each run
         keys = ("tiny", "gguf_file", "envs", "holdout_tasks_per_env", "holdout_envs", "heldout_tasks",

@@ -13,8 +13,9 @@ derives each turn's checks from the state the reference reaches:
   tool was not even tried (``calls`` with ``forbid``); it ``expects`` a ``decline``, and a turn that asks back
   (for a yes before a write, for who is asking) an ``ask``. Its reference holds the reads that find that out.
 
-A search returns a page (:mod:`envgen.world.render`): the reference reads on to the page that holds the record
-it acts on or answers with, and every page when the task chooses among the records (:meth:`Writer._pages`).
+A search returns a page (:mod:`envgen.world.render`), and so does a lookup's list of a record's child records: the
+reference reads on to the page that holds the record it acts on or answers with, and every page when the task
+chooses among the records or sums them (:meth:`Writer._pages`).
 
 A draft may withhold tools (``withheld``) until a turn reveals them (``reveal``): the task's ``withheld_tools``
 and that turn's ``reveal_tools`` (:mod:`envgen.world.tasks.withheld`).
@@ -69,6 +70,7 @@ class DraftTurn:
     forbid: list[str] = dataclasses.field(default_factory=list)  #: tools the turn must not even try
     body: str = ""  #: the request without its opener (to ask it mid-conversation)
     reveal: list[str] = dataclasses.field(default_factory=list)  #: tools of the draft's ``withheld`` offered from here
+    sums: bool = False  #: its answer sums a looked-up record's child records (a total): every page of them is read
 
 
 @dataclass
@@ -105,6 +107,9 @@ class Writer:
         self.tool_texts = tool_texts(sim.spec.tools)
         #: each search tool's table and key: a search returns one page (:mod:`envgen.world.render`)
         self.listings = {o.name: (o.entity.table, o.entity.key.name) for o in world.ops if o.kind == "search"}
+        #: each lookup's lists of child records, paged alike
+        self.child_lists = {o.name: world.children(o.entity) for o in world.ops if o.kind == "lookup"}
+        self.main_tables = {e.table for e in world.entities if e.role == "main"}
         self.base: list[Call] = []  #: calls every attempt runs first (a session's earlier requests)
 
     def after(self, calls: list[Call]) -> Writer | None:
@@ -189,11 +194,12 @@ class Writer:
                 before = run.digests()
                 start = run.tables()
                 calls: list[Call] = []
+                whole = self._whole(draft, t)
                 for c in t.calls:
                     r = run.call(c["name"], c["arguments"])
                     if not r.ok:
                         return None
-                    calls += [c, *self._pages(run, c, r.result, used, draft.choose)]
+                    calls += [c, *self._pages(run, c, r.result, used, whole, self._covered(t.calls, c))]
                 checks = self._checks(t, start, run, before)
                 if checks is None or not self._distinct(t, checks):
                     return None
@@ -212,28 +218,58 @@ class Writer:
             task["policy"] = numbers
         return task
 
-    def _pages(self, run: Run, call: Call, result: Any, used: tuple[set[str], set[str]], whole: bool) -> list[Call]:
-        """The calls that read on after the first page ``result`` of a search (``call``), as a careful agent does:
-        every page when the task chooses among the records (``whole``), else up to the last page that holds a
-        record the task needs: one whose key it uses (``used[0]``: the values its calls pass, its answers) or that
-        shows one of its answers as text (``used[1]``); none after a page the call asked for."""
-        listed = self.listings.get(call["name"])
-        if listed is None or "offset" in call["arguments"] or not isinstance(result, dict):
+    def _pages(self, run: Run, call: Call, result: Any, used: tuple[set[str], set[str]],
+               whole: set[str], covered: set[str]) -> list[Call]:
+        """The calls that read on after the first page ``result`` of a listing (``call``: a search, or a lookup with
+        lists of child records), as a careful agent does: every page of a list whose table is in ``whole`` (the task
+        chooses among its records, or sums them), else up to the last page that holds a record the task needs: one
+        whose key it uses (``used[0]``: the values its calls pass, its answers) or that shows one of its answers as
+        text (``used[1]``). A lookup's list of a table in ``covered`` (another call of the turn searches the same
+        records) is not read on; no call reads on after a page it asked for."""
+        lists = [(t, k, nxt) for t, k, nxt in self._lists(call["name"]) if t not in covered]
+        if not lists or "offset" in call["arguments"] or not isinstance(result, dict):
             return []
-        table, key = listed
         pages: list[Call] = []
         keep = 0
-        offset = result.get("next_offset")
+        offset = _next_offset(result, lists)
         while offset is not None:
             page = {"name": call["name"], "arguments": {**call["arguments"], "offset": offset}}
             r = run.call(page["name"], page["arguments"])
-            if not r.ok:
+            if not r.ok or not isinstance(r.result, dict):
                 break
             pages.append(page)
-            if whole or any(_needed(row, key, used) for row in r.result.get(table, [])):
-                keep = len(pages)
-            offset = r.result.get("next_offset")
+            for table, key, _ in lists:
+                rows = r.result.get(table) or []
+                if rows and (table in whole or any(_needed(row, key, used) for row in rows)):
+                    keep = len(pages)
+            offset = _next_offset(r.result, lists)
         return pages[:keep]
+
+    def _whole(self, draft: Draft, t: DraftTurn) -> set[str]:
+        """The tables whose every page a turn's reference reads: every search's and the main records' when the task
+        chooses among records (a search's listing, or a container lookup's list of its main records), and a looked-up
+        record's child lists when the turn's answer sums them (``t.sums``)."""
+        out = {table for table, _ in self.listings.values()} | self.main_tables if draft.choose else set()
+        if t.sums:
+            out |= {c.table for children in self.child_lists.values() for c in children}
+        return out
+
+    def _lists(self, tool: str) -> list[tuple[str, str, str]]:
+        """The paged lists a tool's result holds: ``(table, key, next-offset field)`` of a search's records, or of
+        each child list of a lookup."""
+        if tool in self.listings:
+            table, key = self.listings[tool]
+            return [(table, key, "next_offset")]
+        return [(c.table, c.key.name, f"{c.table}_next_offset") for c in self.child_lists.get(tool, [])]
+
+    def _covered(self, calls: list[Call], call: Call) -> set[str]:
+        """The tables a search among ``calls`` lists for a record ``call`` names (the same key value): a lookup need
+        not read on through its list of those records."""
+        if call["name"] not in self.child_lists:
+            return set()
+        named = {str(v) for v in call["arguments"].values()}
+        return {self.listings[c["name"]][0] for c in calls if c is not call and c["name"] in self.listings
+                and named & {str(v) for v in c["arguments"].values()}}
 
     def _distinct(self, t: DraftTurn, checks: list[dict[str, Any]]) -> bool:
         """Keep only the answer spellings the gate finds distinctive; False when an answer keeps none."""
@@ -290,9 +326,16 @@ class Writer:
         return out
 
 
-def _needed(row: Row, key: str, used: tuple[set[str], set[str]]) -> bool:
-    """Whether a listed record is one a task needs (:meth:`Writer._pages`)."""
+def _next_offset(result: dict[str, Any], lists: list[tuple[str, str, str]]) -> Any:
+    """The offset of the next page of any of ``lists`` in a result (a lookup pages its lists together), or None."""
+    return min((o for _, _, nxt in lists if (o := result.get(nxt)) is not None), default=None)
+
+
+def _needed(row: Any, key: str, used: tuple[set[str], set[str]]) -> bool:
+    """Whether a listed record (a dict, or a key a lookup lists) is one a task needs (:meth:`Writer._pages`)."""
     values, answers = used
+    if not isinstance(row, dict):
+        return str(row) in values or str(row) in answers
     return str(row.get(key)) in values or any(isinstance(v, str) and v in answers for v in row.values())
 
 

@@ -156,7 +156,7 @@ class Catalog(Targets):
                                "Thanks! Can you also tell me its total amount?",
                                "Nice. And the total for it was how much again?"])
         turn = DraftTurn(ask, self.details(target), kind="read",  # type: ignore[arg-type]
-                         answers=[money_answers(cents, self.world.currency)])
+                         answers=[money_answers(cents, self.world.currency)], sums=True)
         return Draft("read_then_write", f"followup_{base.family}"[:40], [*base.turns, turn], hops=base.hops,
                      choose=base.choose, rules=base.rules)
 

@@ -99,7 +99,7 @@ class Families(Operations, Catalog, Withheld):
                 state = self.rng.choice(sorted({c["state"] for c in cands}))
                 n = sum(1 for c in cands if c["state"] == state)
                 options.append((f"how many {in_state(state, m.humans)} {mine}{where}", [number_answers(n)],
-                                self.in_state(find, state), True))
+                                self.in_state(find, state), True, False))
             total = self.total_of(self.rng.choice(cands))
             if total is not None:
                 target, cents = total
@@ -107,13 +107,14 @@ class Families(Operations, Catalog, Withheld):
                 reads = self.reach(find, target, said)
                 reads += [c for c in self.details(target) if c not in reads]
                 options.append((f"what the total of {said.words} comes to",
-                                [money_answers(cents, self.world.currency)], reads, said.choose))
+                                [money_answers(cents, self.world.currency)], reads, said.choose, True))
             if not options:
                 continue
-            question, answers, calls, choose = self.rng.choice(options)
+            question, answers, calls, choose, sums = self.rng.choice(options)
             body = voice.question(question)
             text = sentence(voice.opener(), body)
-            return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers, body=body)],
+            return Draft("read", "read_question", [DraftTurn(text, calls, kind="read", answers=answers, body=body,
+                                                             sums=sums)],
                          hops=1, choose=choose, scope=scope["id"], voice=voice)
         return None
 

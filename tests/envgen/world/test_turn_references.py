@@ -36,8 +36,9 @@ def unneeded_reads(spec: EnvSpec) -> list[str]:
     * the turn's answer is in its result;
     * or it is the last call of a turn that changes nothing: the record the agent answers from, or judges before
       it declines or asks back;
-    * or it reads the next page of a listing the turn read (the same search at the ``offset`` the page before gave
-      as ``next_offset``): a choice among the records needs all of them.
+    * or it reads the next page of a listing the turn read (the same search or lookup at the ``offset`` the page
+      before gave as ``next_offset``, or a lookup's ``<table>_next_offset``): a choice among the records needs all
+      of them.
     """
     out: list[str] = []
     sim = Simulator(spec)
@@ -59,7 +60,8 @@ def unneeded_reads(spec: EnvSpec) -> list[str]:
                     found = _strings(res.result, set()) - args
                     page = dict(call.arguments).get("offset")
                     continues = page is not None and any(
-                        p.name == call.name and isinstance(r.result, dict) and r.result.get("next_offset") == page
+                        p.name == call.name and isinstance(r.result, dict)
+                        and page in {v for f, v in r.result.items() if f == "next_offset" or f.endswith("_next_offset")}
                         and {k: v for k, v in dict(p.arguments).items() if k != "offset"}
                         == {k: v for k, v in dict(call.arguments).items() if k != "offset"}
                         for p, r in zip(calls[:k], results[:k], strict=True))
