@@ -170,3 +170,13 @@ def test_a_prompt_that_leaves_too_little_room_is_counted_not_sent(world: dict[st
             assert row["prompt_tokens"] + row["completion_tokens"] <= world["window"]
     assert "2 of 5 prompts left less than --min-new-tokens 4" in res.output
     assert "too long" in res.output  # the table's column
+
+
+def test_the_batch_size_defaults_to_the_engines() -> None:
+    """The transformers engine decodes a batch's rows at once (memory grows with them); vLLM schedules its own
+    rows, so a call gets more documents; a given size is kept either way."""
+    from eval.bench.proposer import BATCH_SIZES, ProposerBench
+
+    assert ProposerBench(model="m").batch == BATCH_SIZES["transformers"] == 8
+    assert ProposerBench(model="m", engine="vllm").batch == BATCH_SIZES["vllm"] > 8
+    assert ProposerBench(model="m", engine="vllm", batch_size=3).batch == 3
