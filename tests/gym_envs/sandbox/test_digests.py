@@ -106,9 +106,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Counts the tables :meth:`StateDB.table_digests` reads."""
     count = [0]
 
-    def counted(rows: Any) -> str:
+    def counted(rows: Any, **kwargs: Any) -> str:
         count[0] += 1
-        return read_digest(rows)
+        return read_digest(rows, **kwargs)
 
     monkeypatch.setattr(db_module, "read_digest", counted)
     yield count
