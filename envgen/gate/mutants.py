@@ -84,6 +84,8 @@ class RefTurn:
     done_in_place: set[str] = field(default_factory=set)  #: mutants judged in the reference's episode
     dirty: bool = False  #: a mutant made in the reference's episode changed its state
     mutants: tuple[int, list[Mutant]] | None = None  #: the call mutants, and how many results they were made with
+    #: the argument mutants of each call, by its index and whether it wrote (:func:`argument_mutants`)
+    argument_made: dict[tuple[int, bool], list[Mutant]] = field(default_factory=dict)
     history: list[str] = field(default_factory=list)  #: the agent's messages of the turns before (says, replies)
     unanswered: str | None = None  #: a ``say`` of the reference the scripted user did not answer ("": its reply)
     ends: bool = True  #: the oracle's reply ended the turn
@@ -233,7 +235,17 @@ def matches_patterns(turn: Turn) -> bool:
 
 
 def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
-    """The argument mutants of call ``ci`` of the turn (each argument replaced by other values)."""
+    """The argument mutants of call ``ci`` of the turn (each argument replaced by other values): a function of the
+    turn's start state, its calls and whether call ``ci`` wrote, so made once for each (kept on ``ref``; a new list
+    each time)."""
+    writes = ci in ref.effectful
+    made = ref.argument_made.get((ci, writes))
+    if made is None:
+        made = ref.argument_made[(ci, writes)] = _argument_mutants(spec, ref, ci, writes)
+    return list(made)
+
+
+def _argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int, writes: bool) -> list[Mutant]:
     calls = ref.calls
     call = calls[ci]
     same = list(range(len(calls)))
@@ -241,7 +253,6 @@ def argument_mutants(spec: EnvSpec, ref: RefTurn, ci: int) -> list[Mutant]:
         props = spec.tool(call.name).parameters.get("properties", {})
     except KeyError:
         props = {}
-    writes = ci in ref.effectful
     probe = matches_patterns(ref.turn)
     out: list[Mutant] = []
     for arg, value in call.arguments.items():

@@ -11,9 +11,12 @@ exactly (``validate_spec(spec, seed=verdict.seeds[0])``).
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import re
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from envgen.gate.adequacy import MutationRun
@@ -27,7 +30,7 @@ from gym_envs.sandbox import Executor, LoadFailure, default_executor
 from gym_envs.seeding import fresh_seed, stable_seed
 from gym_envs.spec import EnvSpec, SpecError, Task, as_spec
 
-__all__ = ["gate_seeds", "uses_episode_random", "validate_many", "validate_spec"]
+__all__ = ["collection_paused", "gate_seeds", "uses_episode_random", "validate_many", "validate_spec"]
 
 
 def gate_seeds(seed: int | None = None) -> tuple[int, int]:
@@ -64,6 +67,37 @@ def _reference_problems(task: Task, refs: list[RefTurn]) -> list[Reason]:
         out.append(Reason(3, "reference_incomplete", f"{where}: the reference trajectory ended after turn "
                           f"{len(refs)} of {len(task.turns)}"))
     return out
+
+
+_pauses = [0, False]  #: validations running with collection paused, and whether it was enabled before the first
+_pause_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Automatic cyclic garbage collection paused while the block runs (nested and concurrent blocks share one pause),
+    then the young objects collected once.
+
+    A run allocates tens of thousands of short-lived containers (call results, turn records, check views), so the
+    collector's allocation-count trigger would otherwise run its young generations a few dozen times a spec and
+    promote what is alive then (about 10k objects that a run leaves in cycles stay for the one collection at the
+    end). Collection is switched back on only when the last block ends and only if it was on when the first
+    began."""
+    with _pause_lock:
+        if _pauses[0] == 0:
+            _pauses[1] = gc.isenabled()
+            gc.disable()
+        _pauses[0] += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses[0] -= 1
+            resume = _pauses[0] == 0 and _pauses[1]
+            if resume:
+                gc.enable()
+        if resume:
+            gc.collect(0)
 
 
 def _check_tasks(run: MutationRun, reasons: list[Reason]) -> None:
@@ -107,8 +141,16 @@ def validate_spec(spec: Any, *, executor: Executor | str = "worker", seed: int |
     ``executor``: where spec code runs (``worker``: isolated processes, the kind every mode that pays a
     reward runs generated specs on; ``inprocess``: trusted specs only; or an executor to share). ``seed``:
     the run's first episode seed, to replay a run (a gate report's ``seeds[0]``); None draws a fresh one.
-    ``budget``: what the run may use (rule 9; default :class:`~envgen.gate.budget.GateBudget`)."""
+    ``budget``: what the run may use (rule 9; default :class:`~envgen.gate.budget.GateBudget`). The run pauses
+    automatic garbage collection (:func:`collection_paused`)."""
     t0 = time.perf_counter()
+    with collection_paused():
+        return _validate(spec, executor, seed, budget, source, t0)
+
+
+def _validate(spec: Any, executor: Executor | str, seed: int | None, budget: GateBudget | None, source: str | None,
+              t0: float) -> Verdict:
+    """:func:`validate_spec`'s run, begun at ``t0`` (``time.perf_counter``)."""
     seeds = gate_seeds(seed)
     meter = BudgetMeter(budget or GateBudget(), start=t0)
     try:

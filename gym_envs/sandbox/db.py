@@ -60,7 +60,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, fold, read_digest
+from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, float_columns, fold, read_digest
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.sqlpolicy import (
@@ -138,6 +138,7 @@ class StateDB(ContentReads):
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
         self._readable: set[str] = set()  # lower-cased names of the schema's tables
         self._tables: list[str] | None = None  # the schema's tables by name, once listed
+        self._unsure: dict[str, tuple[int, ...]] = {}  # table -> its columns that may hold floats (float_columns)
         self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
         self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]], tuple[str, ...]]] = {}
         # statement text -> (rows that need no counting, row builder, column names)
@@ -198,6 +199,7 @@ class StateDB(ContentReads):
         schema = self._host.execute(_SCHEMA).fetchall()
         self._readable = {r[1].lower() for r in schema if r[0] == "table"}
         self._tables = None
+        self._unsure = {}
         self._digests.schema(schema, self._foreign_keys)
 
     def _foreign_keys(self, table: str) -> list[tuple[Any, ...]]:
@@ -564,8 +566,12 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
+                unsure = self._unsure.get(t)
+                if unsure is None:
+                    unsure = self._unsure[t] = float_columns(
+                        self._host.execute(f"{_HOST_TAG}PRAGMA main.table_xinfo({quote_identifier(t)})").fetchall())
                 rows = self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}").fetchall()
-                digest = read_digest(rows)
+                digest = read_digest(rows, unsure=unsure)
                 ROWS_READ.keep(digest, rows)
                 cache.put(key, digest)
                 if memo is not None:

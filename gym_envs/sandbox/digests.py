@@ -50,9 +50,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
-__all__ = ["ROWS_READ", "DigestCache", "RowsRead", "digest_of", "fold", "read_digest", "rows_digest",
+__all__ = ["ROWS_READ", "DigestCache", "RowsRead", "digest_of", "float_columns", "fold", "read_digest", "rows_digest",
            "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
@@ -70,13 +71,20 @@ def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
     return hashlib.sha256("\n".join(sorted(map(repr, rows))).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def read_digest(rows: list[tuple[Any, ...]]) -> str:
+def read_digest(rows: list[tuple[Any, ...]], *, unsure: tuple[int, ...] | None = None) -> str:
     """:func:`rows_digest` of ``rows`` (a table's, as SQLite gives them), each row's ``repr`` text remembered by the
     row (up to :data:`MAX_ROW_CHARS` characters of them in a process): a table read again after a write formats its
     new rows only. Only the rows of a table whose values are all ``int``, ``str``, ``bytes`` or None are remembered
     or looked up: two such rows are equal exactly when their texts are (a float equals an int, and ``-0.0`` equals
-    ``0.0``, with another ``repr``; a ``bool`` equals an int)."""
-    if not _EXACT.issuperset(map(type, chain.from_iterable(rows))):
+    ``0.0``, with another ``repr``; a ``bool`` equals an int). ``unsure``: the indexes of the only columns whose
+    values may be floats (:func:`float_columns`; None: any column's)."""
+    if unsure is None:
+        types = set(map(type, chain.from_iterable(rows)))
+    elif len(unsure) == 1:
+        types = set(map(type, map(itemgetter(unsure[0]), rows)))
+    else:
+        types = set(map(type, chain.from_iterable(map(itemgetter(*unsure), rows)))) if unsure else set()
+    if not _EXACT.issuperset(types):
         return rows_digest(rows)
     memo = _ROW_TEXTS
     texts = list(map(memo.get, rows))
@@ -92,6 +100,24 @@ def read_digest(rows: list[tuple[Any, ...]]) -> str:
                 _kept[0] += len(new)
     texts.sort()
     return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()  # type: ignore[arg-type]
+
+
+def float_columns(columns: Iterable[tuple[Any, ...]]) -> tuple[int, ...]:
+    """The indexes, in a ``SELECT *``'s order, of a table's columns that may hold a float, from the rows ``PRAGMA
+    table_xinfo`` gives of it (``cid, name, type, notnull, dflt_value, pk, hidden``): every column but those of
+    ``TEXT`` affinity by SQLite's rules on the declared type (it holds ``INT``: integer; else ``CHAR``, ``CLOB`` or
+    ``TEXT``: text), which store a number as its text, and so only text, blobs and nulls. A generated column (hidden
+    2 or 3) counts as one that may (a hidden column of a virtual table, 1, is not in a ``SELECT *``)."""
+    out: list[int] = []
+    i = 0
+    for _cid, _name, declared, _notnull, _default, _pk, hidden in columns:
+        if hidden == 1:
+            continue
+        kind = str(declared or "").upper()
+        if hidden or "INT" in kind or not any(t in kind for t in ("CHAR", "CLOB", "TEXT")):
+            out.append(i)
+        i += 1
+    return tuple(out)
 
 
 class RowsRead:

@@ -359,8 +359,9 @@ class Engine:
                     raise
                 except BaseException as e:  # the boundary, as above (the batched path)
                     failure = e
-                if failure is not None:
-                    return self._settled(ep, name, logged, before, described(failure, self._cap))
+                if failure is not None:  # (the name let go first: its traceback holds this frame, which held it)
+                    resp, failure = described(failure, self._cap), None
+                    return self._settled(ep, name, logged, before, resp)
                 try:
                     value, bound = plain_json(value)
                     fits = bound <= self._max_result or len(dumps(value)) <= self._max_result

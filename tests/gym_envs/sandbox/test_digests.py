@@ -18,6 +18,7 @@ from gym_envs.sandbox.digests import (
     DigestCache,
     RowsRead,
     digest_of,
+    float_columns,
     fold,
     read_digest,
     rows_digest,
@@ -106,9 +107,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Counts the tables :meth:`StateDB.table_digests` reads."""
     count = [0]
 
-    def counted(rows: Any) -> str:
+    def counted(rows: Any, **kwargs: Any) -> str:
         count[0] += 1
-        return read_digest(rows)
+        return read_digest(rows, **kwargs)
 
     monkeypatch.setattr(db_module, "read_digest", counted)
     yield count
@@ -467,3 +468,39 @@ def test_the_rows_read_for_digests_are_kept_by_digest_within_their_bound() -> No
     kept.keep("big", [(i,) for i in range(6)])  # more than the bound alone: not kept, nothing dropped for it
     assert kept.get("big") is None and kept.get(rows_digest(a)) is a
     assert kept.get(rows_digest([(9,)])) is None
+
+
+def test_only_columns_of_text_affinity_are_taken_to_hold_no_floats() -> None:
+    """SQLite's affinity rules on the declared type: ``INT`` anywhere is integer (``CHARINT`` too), then ``CHAR``,
+    ``CLOB`` or ``TEXT`` is text; a generated column may hold anything; a virtual table's hidden one is no column of a
+    ``SELECT *``."""
+    xinfo = [(0, "id", "INTEGER", 0, None, 1, 0), (1, "name", "VARCHAR(20)", 0, None, 0, 0),
+             (2, "n", "BIGINT", 0, None, 0, 0), (3, "x", "", 0, None, 0, 0), (4, "hidden", "", 0, None, 0, 1),
+             (5, "p", "REAL", 0, None, 0, 0), (6, "t", "text", 0, None, 0, 0), (7, "g", "TEXT", 0, None, 0, 2),
+             (8, "c", "CHARINT", 0, None, 0, 0), (9, "b", "CLOB", 0, None, 0, 0), (10, "m", "NUMERIC", 0, None, 0, 0)]
+    assert float_columns(xinfo) == (0, 2, 3, 4, 6, 7, 9)
+
+
+def test_floats_equal_to_remembered_rows_are_digested_as_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``REAL`` or untyped column holding ``2.0`` next to a table whose ``2`` was read before: the digests are the
+    rows' own, so the float columns are type-checked (taking every column as text gives a wrong digest)."""
+    import gym_envs.sandbox.digests as digests
+
+    def digests_of(state: StateDB) -> dict[str, str]:
+        assert state.table_digests(["ints"], cached=False)  # remembers the text of (2, 'x')
+        return state.table_digests(cached=False)
+
+    for unsure in (float_columns, lambda columns: ()):
+        monkeypatch.setattr(digests, "_ROW_TEXTS", {})
+        monkeypatch.setattr(db_module, "float_columns", unsure)
+        state = StateDB(LIMITS)
+        state.script("CREATE TABLE ints (a INTEGER, b TEXT); CREATE TABLE reals (a REAL, b TEXT); "
+                     "CREATE TABLE untyped (a, b TEXT); CREATE TABLE texts (a TEXT, b TEXT)", mode="setup")
+        for t in ("ints", "reals", "untyped", "texts"):
+            state.run(f"INSERT INTO {t} VALUES (?, 'x')", [2.0 if t == "untyped" else 2], mode="rw", fetch=False)
+        got = digests_of(state)
+        want = {t: rows_digest(state.host(f"SELECT * FROM {t}")) for t in got}
+        assert [type(r[0]) for t in ("ints", "reals", "untyped", "texts") for r in state.host(f"SELECT * FROM {t}")] \
+            == [int, float, float, str]
+        assert (got == want) is (unsure is float_columns)
+        state.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from gym_envs.sandbox import Engine, Limits
@@ -74,3 +75,21 @@ def test_call_plain_answers_as_call_does() -> None:
     assert fast.call_plain("gone", "get", {"k": "a"}) == ref.call("gone", "get", {"k": "a"})
     fast.episodes["e"].lost = ref.episodes["e"].lost = "lost"
     assert fast.call_plain("e", "get", {"k": "a"}) == ref.call("e", "get", {"k": "a"})
+
+
+def test_a_failed_call_leaves_no_garbage_cycle() -> None:
+    """A tool's exception, turned into an error response on the hot path, is freed when the call returns: its
+    traceback holds the frame that held it, so keeping the name would leave a cycle only the collector frees."""
+    tools = {"get": {"type": "object", "properties": {"k": {"type": "string"}}, "required": ["k"]}}
+    e = Engine(Limits())
+    assert e.handle({"op": "load", "key": "kv", "code": PLAIN_CODE, "tools": tools,
+                     "schema_sql": "CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER NOT NULL);", "seed_sql": ""})["ok"]
+    assert e.handle({"op": "open", "key": "kv", "ep": "e", "seed": 1})["ok"]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            assert e.call_plain("e", "get", {"k": "zz"})["error_type"] == "ToolError"
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

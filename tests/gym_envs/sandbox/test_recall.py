@@ -76,9 +76,9 @@ class _Engine:
         self.reads: list[str] = []
         digest = db_module.read_digest
 
-        def counting(rows: Any) -> str:
+        def counting(rows: Any, **kwargs: Any) -> str:
             self.reads.append("read")
-            return digest(rows)
+            return digest(rows, **kwargs)
 
         monkeypatch.setattr(db_module, "read_digest", counting)
 
