@@ -1,10 +1,9 @@
 """The environment spec (``spec_version`` 1 and 2): the contract in ``gym_envs/ENVSPEC.md``.
 
-An environment is data: one JSON document that a proposer (a model, a skill, a
-template or a person) emits and that :mod:`gym_envs.env` interprets. This module
-owns the pydantic models, loading and saving (atomic), and :class:`SpecError`,
-whose message names every offending field (``tasks[0].turns[1].checks[0].expect``)
-and says what is wrong with it. Its JSON Schema is :mod:`gym_envs.spec_schema`'s.
+An environment is data: one JSON document that a proposer (a model, a skill, a template or a person) emits and
+that :mod:`gym_envs.env` interprets. This module owns the pydantic models, loading and saving (atomic), and
+:class:`SpecError`, whose message names every offending field (``tasks[0].turns[1].checks[0].expect``) and says
+what is wrong with it. Its JSON Schema is :mod:`gym_envs.spec_schema`'s.
 
 Check kinds are one class each in :mod:`gym_envs.checks`, registered by name: a turn's ``checks`` are validated by
 the class their ``kind`` names (:func:`gym_envs.checks.parse_check`), so a kind registered later is accepted too,
@@ -12,15 +11,13 @@ and the JSON Schema lists the registered kinds. A task's ``scenario`` is :class:
 1 document that uses what only version 2 has (each check kind's :meth:`~gym_envs.checks.BaseCheck.v2_features`, the
 v2 fields) is refused, saying to set ``spec_version`` to 2.
 
-It also owns the naming rules every adapter relies on (gym_envs/ENVSPEC.md validity rule 8):
-tool and parameter names are Python identifiers, not keywords, and not names the
-shipped adapters keep for themselves (:data:`RESERVED_TOOL_NAMES`,
-:data:`RESERVED_PARAMETER_NAMES`, the prefixes in :data:`RESERVED_PREFIXES`; the
-MCP server's episode-control tools are :data:`MCP_CONTROL_TOOLS`). Adapters
-import these and :func:`naming_problems` from here rather than keeping lists of
-their own. A tool's ``parameters`` must be a valid JSON Schema (checked with
-``jsonschema`` against the schema's own draft, 2020-12 by default), so a typo
-such as ``"type": "strng"`` is refused with the tool and the path.
+It also owns the naming rules every adapter relies on (gym_envs/ENVSPEC.md validity rule 8): tool and parameter
+names are Python identifiers, not keywords, and not names the shipped adapters keep for themselves
+(:data:`RESERVED_TOOL_NAMES`, :data:`RESERVED_PARAMETER_NAMES`, the prefixes in :data:`RESERVED_PREFIXES`; the MCP
+server's episode-control tools are :data:`MCP_CONTROL_TOOLS`). Adapters import these and :func:`naming_problems`
+from here rather than keeping lists of their own. A tool's ``parameters`` must be a valid JSON Schema (checked with
+``jsonschema`` against the schema's own draft, 2020-12 by default), so a typo such as ``"type": "strng"`` is refused
+with the tool and the path.
 
 Nothing here executes the spec; see :mod:`gym_envs.sandbox` for that.
 """
@@ -370,10 +367,9 @@ class Task(_Model):
         return sum(len(t.reference) for t in self.turns) + len(self.turns)
 
     def step_budget(self, configured: int, margin: int | None = None) -> int:
-        """The actions an episode of this task may take: ``configured`` (a trainer's ``rollout.max_steps``, an
-        evaluation's steps per turn times its turns), never fewer than the reference takes
-        (:meth:`reference_actions`) and ``margin`` more (:data:`STEP_MARGIN` by default: a retry after a tool
-        error, one more read), so no task is unsolvable by its step limit. Trainers and evaluation both read it."""
+        """The actions an episode of this task may take (trainers and evaluation read it): ``configured``, never
+        fewer than :meth:`reference_actions` plus ``margin`` (:data:`STEP_MARGIN` by default: a retry after a tool
+        error, one more read), so no task is unsolvable by its step limit."""
         return max(configured, self.reference_actions() + (STEP_MARGIN if margin is None else margin))
 
 

@@ -22,12 +22,11 @@ prepared, and authorized, in ``ro`` mode, where the authorizer denies every writ
 (``PRAGMA query_only``) expires every prepared statement of the connection, so the next call prepares (and
 authorizes) all its statements again.
 
-The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per
-connection. A statement function refuses to run unless its facade's owner token is the one the engine
-installed for the running call (so a ``db`` works only inside a call of its own episode) and no other
-statement is running on the connection (its mode would be installed: a nested call, from whatever
-callback, is refused before it touches anything); it saves the authorizer mode and deadline, sets its own,
-and restores the saved ones.
+The guard. What the authorizer and the progress handler read lives in one :class:`Guard` per connection. A
+statement function refuses to run unless its facade's owner token is the one the engine installed for the running
+call (so a ``db`` works only inside a call of its own episode) and no other statement is running on the connection
+(its mode would be installed: a nested call, from whatever callback, is refused before it touches anything); it
+saves the authorizer mode and deadline, sets its own, and restores the saved ones.
 
 Episodes. A connection holds one program's template database and an open ``SAVEPOINT episode``;
 :meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the
@@ -566,8 +565,7 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                unsure = self._unsure.get(t)
-                if unsure is None:
+                if (unsure := self._unsure.get(t)) is None:
                     unsure = self._unsure[t] = float_columns(
                         self._host.execute(f"{_HOST_TAG}PRAGMA main.table_xinfo({quote_identifier(t)})").fetchall())
                 rows = self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}").fetchall()

@@ -4,13 +4,12 @@ The measurement of issue 14 on one model (SmolLM2-135M-Instruct on an H200 by de
 of the same phases at toy size). Phases, each resumable (a re-run with the same ``--out`` skips what is done and
 resumes a killed training run from its last round's checkpoint):
 
-1. ``proposer`` -- the proposer warm start: ``envwright train proposer``'s SFT on the AST
-   writer's blueprints (:func:`training.proposer.train_proposer`), or ``--proposer-model``
-   (a ``model/`` folder with its ``holdout.json`` beside it). Its held-out documents are
-   held out of everything below;
-2. ``environments`` -- template environments (the AST writer's, through the gate) of the
-   proposer's training documents (the baseline's fixed set and the solver's warm-start
-   data) and of held-out documents (half of the held-out evaluation set);
+1. ``proposer`` -- the proposer warm start: ``envwright train proposer``'s SFT on the AST writer's blueprints
+   (:func:`training.proposer.train_proposer`), or ``--proposer-model`` (a ``model/`` folder with its
+   ``holdout.json`` beside it). Its held-out documents are held out of everything below;
+2. ``environments`` -- template environments (the AST writer's, through the gate) of the proposer's training
+   documents (the baseline's fixed set and the solver's warm-start data) and of held-out documents (half of the
+   held-out evaluation set);
 3. ``solver`` -- the solver warm start: SFT on the reference trajectories of the training
    template environments, replaying blueprint pairs so the proposer is not forgotten; the
    result, ``work/warm/model``, starts both runs below;
