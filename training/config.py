@@ -148,6 +148,10 @@ class GenerationConfig:
     #: on average (nats), measured every step right after a weight sync: the weights did not reach the engine
     #: (:mod:`training.weight_sync`); null: report the gap, never fail
     max_logprob_gap: Float | None = 0.5
+    #: self-play, vLLM colocated: after each round's generation, time the engine on the round's own rows (every
+    #: proposal's prompt and every action's context, each to the length it generated, EOS ignored, one call): the
+    #: round's ``throughput.raw`` and ``of_raw``, the in-loop rate against the raw one at the same shape
+    measure_raw: Bool = False
     #: rows decoded at once: transformers, rows per ``generate`` call (None: all at once); vLLM, its
     #: ``max_num_seqs`` (None: vLLM's default)
     batch_size: Int | None = None

@@ -146,6 +146,13 @@ class Generator:
         """Release the memory the engine holds while the trainer updates (vLLM's sleep mode, when on); the next
         :meth:`generate` wakes it. A no-op for an engine that holds nothing apart."""
 
+    def raw_throughput(self, contexts: list[list[int]], budgets: Sequence[int], *,
+                       seed: int = 0) -> dict[str, Any] | None:
+        """The engine's raw rate on these rows, each decoded to exactly its budget (EOS ignored, no grammar) in
+        one call: ``rows``, ``tokens``, ``seconds``, ``tokens_per_second``; None where the engine has no such
+        measure (only the colocated vLLM engine has: :meth:`training.vllm_generator.VLLMGenerator.raw_throughput`)."""
+        return None
+
 
 # -- Hugging Face generate ------------------------------------------------------------------------
 

@@ -91,7 +91,15 @@ from training.loss import make_optimizer, reference_logprobs, update, update_con
 from training.metrics import MetricsWriter, drop_rounds_from
 from training.rewards import solve_rate
 from training.rollout import Episode, TaskRef, rollout
-from training.selfplay_metrics import append_episodes, failures, histogram, pass_rate, round_record
+from training.selfplay_metrics import (
+    append_episodes,
+    failures,
+    histogram,
+    pass_rate,
+    round_record,
+    round_rows,
+    with_raw,
+)
 from training.selfplay_steps import assign_advantages, draw_tasks, proposer_samples, scheduled_update, solver_samples
 from training.weight_sync import sampler_report
 
@@ -478,6 +486,11 @@ class SelfPlay:
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
                            library=self.library, explore_proposer=riders or self.explore_proposer,
                            run_id=f"{self.run_tag}/round-{r:04d}")
+        t_raw, raw = time.perf_counter(), None
+        if cfg.generation.measure_raw:  # the engine's raw rate at this round's shape (not counted in the round)
+            rows, lengths = round_rows(self.backend.records, self._episodes + self._eval_episodes)
+            raw = self.generator.raw_throughput(rows, lengths, seed=stable_seed(cfg.run.seed, "raw", r))
+        t_raw = time.perf_counter() - t_raw
         prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
         solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
         samples = prop + solv
@@ -497,7 +510,7 @@ class SelfPlay:
         t_sync = time.perf_counter() - t2
         self._record_solve_rates(result)
         self._snapshot_skills(r)
-        seconds = {"round": time.perf_counter() - t0, "update": t_update, "distill": t_distill + t_recovery,
+        seconds = {"round": time.perf_counter() - t0 - t_raw, "update": t_update, "distill": t_distill + t_recovery,
                    "weight_sync": t_sync}
         metrics = round_record(r, result=result, episodes=self._episodes, env_rates=self._env_rates,
                                eval_episodes=self._eval_episodes, missing=missing,
@@ -505,6 +518,8 @@ class SelfPlay:
                                backend_timer=self.backend.timer, seconds=seconds,
                                skills_active=len(self.controller.library), library_size=len(self.library),
                                bins=sp.histogram_bins, generation=engine)
+        if cfg.generation.measure_raw:
+            metrics["throughput"] = with_raw(metrics["throughput"], raw)
         if probe is not None:
             metrics["probe"] = probe
         if recovery is not None:

@@ -33,7 +33,7 @@ from typing import Any
 from training.rewards import solve_rate
 from training.rollout import Episode, batch_stats
 
-__all__ = ["append_episodes", "histogram", "pass_rate", "round_record"]
+__all__ = ["append_episodes", "histogram", "pass_rate", "round_record", "round_rows", "with_raw"]
 
 
 def histogram(values: list[float], bins: int) -> dict[str, list[float]]:
@@ -175,3 +175,25 @@ def round_record(r: int, *, result: Any, episodes: Sequence[Episode], env_rates:
     if eval_episodes:
         rec["eval"] = pass_rate(eval_episodes)
     return rec
+
+
+def round_rows(records: Sequence[Any], episodes: Sequence[Any]) -> tuple[list[list[int]], list[int]]:
+    """Every generation of a round as a context and the tokens generated after it: each proposal (its prompt,
+    its completion's length: ``PolicyBackend.records``) and each episode action (the episode's tokens before
+    it, the action's length): the shape :meth:`training.generation.Generator.raw_throughput` is timed at."""
+    contexts: list[list[int]] = [list(r.prompt_ids) for r in records]
+    budgets: list[int] = [len(r.completion_ids) for r in records]
+    for ep in episodes:
+        ids = list(ep.prompt_ids) + list(ep.completion_ids)
+        for st in ep.steps:
+            contexts.append(ids[:len(ep.prompt_ids) + st.start])
+            budgets.append(st.end - st.start)
+    return contexts, budgets
+
+
+def with_raw(throughput: dict[str, Any], raw: dict[str, Any] | None) -> dict[str, Any]:
+    """A round's ``throughput`` record with the engine's raw rate at the round's shape (:func:`round_rows`) and
+    ``of_raw``: the in-loop tokens/s as a share of it (None without a raw rate)."""
+    raw_tps = (raw or {}).get("tokens_per_second")
+    return {**throughput, "raw": raw,
+            "of_raw": throughput["tokens_per_second"] / raw_tps if raw_tps else None}

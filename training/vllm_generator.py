@@ -152,6 +152,33 @@ class VLLMGenerator(Generator):
         self._awake = False
 
     # -- generation -----------------------------------------------------------------------------------
+
+    def raw_throughput(self, contexts: list[list[int]], budgets: Sequence[int], *,
+                       seed: int = 0) -> dict[str, Any] | None:
+        """Every row in one ``LLM.generate``, each to exactly its budget (``min_tokens`` = ``max_tokens``,
+        ``ignore_eos``), no grammar, no log-probabilities: what the engine does with the hardware at this shape
+        (:meth:`Generator.raw_throughput`). None in server mode (the server's rate is not this process's) or
+        without rows; ``error`` instead of a rate when the engine failed."""
+        import time
+
+        from vllm import SamplingParams
+
+        rows = [(list(c), int(b)) for c, b in zip(contexts, budgets, strict=True) if c and b > 0]
+        if self.mode != "colocate" or not rows:
+            return None
+        self.wake()
+        params = [SamplingParams(n=1, max_tokens=b, min_tokens=b, ignore_eos=True, temperature=1.0,
+                                 seed=stable_seed(seed, i)) for i, (_, b) in enumerate(rows)]
+        t0 = time.perf_counter()
+        try:
+            outs = self.engine.llm.generate([{"prompt_token_ids": c} for c, _ in rows], sampling_params=params,
+                                            use_tqdm=False)
+        except Exception as e:  # the boundary: a measure that failed says why, never a number
+            return {"rows": len(rows), "error": exception_text(e)}
+        seconds = time.perf_counter() - t0
+        tokens = sum(len(o.token_ids) for req in outs for o in req.outputs)
+        return {"rows": len(rows), "tokens": tokens, "seconds": seconds,
+                "tokens_per_second": tokens / seconds if seconds > 0 else 0.0}
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:

@@ -404,3 +404,32 @@ def test_the_held_out_score_is_also_given_per_source(tmp_path: Path) -> None:
         sources[0]: {"pass_rate": 0.5, "reward": 0.75, "episodes": 2},
         sources[1]: {"pass_rate": 0.0, "reward": 0.125, "episodes": 2}}
     assert "by_source" not in pass_rate([Episode(TaskRef(tasks[0].spec, tasks[0].task_id))])  # no source
+
+
+def test_the_raw_rate_is_timed_at_the_rounds_own_shape(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
+                                                      corpus_dir: Path) -> None:
+    """``generation.measure_raw``: after the round's generation the engine is timed on the round's own rows, one
+    per proposal and one per action, each to the length it generated: their tokens are the round's generated
+    tokens, the round's time leaves the measure out, and ``of_raw`` is the in-loop rate over the raw one."""
+    from training.selfplay import SelfPlay
+
+    cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1})
+    cfg.generation.measure_raw = True
+    gen = ScriptedGenerator(tokenizer, selfplay_script(solver_plan(wrong_every=2)))
+    seen: list[tuple[list[list[int]], list[int]]] = []
+
+    def raw(contexts: list[list[int]], budgets: list[int], *, seed: int = 0) -> dict[str, Any]:
+        seen.append((contexts, list(budgets)))
+        return {"rows": len(contexts), "tokens": sum(budgets), "seconds": 0.5, "tokens_per_second": sum(budgets) / 0.5}
+
+    gen.raw_throughput = raw  # type: ignore[method-assign]
+    (h,) = SelfPlay(cfg, generator=gen).run()
+    ((contexts, budgets),) = seen
+    tp = h["throughput"]
+    assert sum(budgets) == tp["generated_tokens"] > 0 and all(contexts) and len(contexts) == len(budgets)
+    assert len(contexts) > h["proposer"]["candidates"]  # the proposals and every action of the episodes
+    assert tp["raw"]["tokens_per_second"] == 2 * sum(budgets)
+    assert tp["of_raw"] == pytest.approx(tp["tokens_per_second"] / tp["raw"]["tokens_per_second"])
+    off = selfplay_config(tiny_dir, corpus_dir, tmp_path / "off", {"rounds": 1})
+    (h,) = SelfPlay(off, generator=ScriptedGenerator(tokenizer, selfplay_script(solver_plan()))).run()
+    assert "raw" not in h["throughput"]

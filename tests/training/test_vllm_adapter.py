@@ -251,3 +251,20 @@ def test_auto_is_the_same_engine_for_every_trainer() -> None:
                             "run": {"output_dir": "/tmp/x", "report_to": []}})
     assert resolve_engine(cfg) == "transformers"
     assert not to_grpo_config(cfg, "/tmp/x/trainer").use_vllm
+
+
+def test_the_raw_rate_decodes_every_row_to_its_budget_in_one_call(fake_vllm: None) -> None:
+    """Every row with a budget in one ``LLM.generate``: EOS ignored and ``min_tokens`` = ``max_tokens``, no
+    structured outputs, no log-probabilities; rows without tokens are left out; a server engine has no such
+    measure and a failing engine gives its reason, never a number."""
+    llm = FakeLLM([[5, 6, 7, 8, 9, EOS, 4]])
+    gen = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(llm))
+    raw = gen.raw_throughput([[1, 2], [3], [4]], [3, 0, 5], seed=1)
+    assert raw is not None and raw["rows"] == 2 and raw["tokens"] == 8 and raw["tokens_per_second"] > 0
+    (params,) = llm.calls[-1:]
+    assert [p.kw["max_tokens"] for p in params] == [3, 5] == [p.kw["min_tokens"] for p in params]
+    assert all(p.kw["ignore_eos"] and "structured_outputs" not in p.kw and "logprobs" not in p.kw
+               for p in params)
+    assert VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(llm, mode="server")).raw_throughput([[1]], [2]) is None
+    failing = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(FakeLLM([[5]], fail=True)))
+    assert "out of memory" in failing.raw_throughput([[1]], [2])["error"]
