@@ -59,7 +59,7 @@ from typing import Any
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, fold
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
 from gym_envs.sandbox.rereads import TableReads
@@ -567,8 +567,7 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                digest, rows = self._reads.read(t, cache.base(key) if cached else None)
-                ROWS_READ.keep(digest, rows)
+                digest = self._reads.read(t, cache.base(key) if cached else None)
                 cache.put(key, digest)
                 if memo is not None:
                     memo[key] = digest

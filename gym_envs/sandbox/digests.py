@@ -53,8 +53,8 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-__all__ = ["EXACT_VALUES", "ROWS_READ", "Base", "DigestCache", "RowsRead", "digest_of", "float_columns", "fold",
-           "read_digest", "rows_digest", "write_closure"]
+__all__ = ["EXACT_VALUES", "ROWS_READ", "Base", "DigestCache", "Kept", "RowsRead", "digest_of", "float_columns",
+           "fold", "read_digest", "rows_digest", "sorted_texts", "texts_digest", "write_closure"]
 
 _FK_WRITES = frozenset({"CASCADE", "SET NULL", "SET DEFAULT"})  #: foreign-key actions that write the child table
 _MAX_STATEMENTS = 4096  #: statement texts whose write sets are kept (past it, all are forgotten and learned again)
@@ -72,7 +72,17 @@ def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
 
 
 def read_digest(rows: list[tuple[Any, ...]], *, unsure: tuple[int, ...] | None = None) -> str:
-    """:func:`rows_digest` of ``rows`` (a table's, as SQLite gives them), each row's ``repr`` text remembered by the
+    """:func:`rows_digest` of ``rows`` (a table's, as SQLite gives them), from :func:`sorted_texts`."""
+    return texts_digest(sorted_texts(rows, unsure=unsure))
+
+
+def texts_digest(texts: list[str]) -> str:
+    """A table's digest from its rows' ``repr`` texts, sorted."""
+    return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sorted_texts(rows: list[tuple[Any, ...]], *, unsure: tuple[int, ...] | None = None) -> list[str]:
+    """The ``repr`` texts of ``rows`` (a table's, as SQLite gives them), sorted, each row's remembered by the
     row (up to :data:`MAX_ROW_CHARS` characters of them in a process): a table read again after a write formats its
     new rows only. Only the rows of a table whose values are all ``int``, ``str``, ``bytes`` or None are remembered
     or looked up: two such rows are equal exactly when their texts are (a float equals an int, and ``-0.0`` equals
@@ -85,7 +95,7 @@ def read_digest(rows: list[tuple[Any, ...]], *, unsure: tuple[int, ...] | None =
     else:
         types = set(map(type, chain.from_iterable(map(itemgetter(*unsure), rows)))) if unsure else set()
     if not EXACT_VALUES.issuperset(types):
-        return rows_digest(rows)
+        return sorted(map(repr, rows))
     memo = _ROW_TEXTS
     texts = list(map(memo.get, rows))
     if None in texts:
@@ -98,8 +108,8 @@ def read_digest(rows: list[tuple[Any, ...]], *, unsure: tuple[int, ...] | None =
                     _kept[0] = 0
                 memo[row] = new
                 _kept[0] += len(new)
-    texts.sort()
-    return hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()  # type: ignore[arg-type]
+    texts.sort()  # type: ignore[call-arg]
+    return texts  # type: ignore[return-value]
 
 
 def float_columns(columns: Iterable[tuple[Any, ...]]) -> tuple[int, ...]:
@@ -120,37 +130,56 @@ def float_columns(columns: Iterable[tuple[Any, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
+class Kept:
+    """A table content's rows as a full scan gave them, their ``repr`` texts sorted (what its digest is of), and the
+    indexes of the columns whose values the rows are known to be in strictly increasing order of (ints)."""
+
+    __slots__ = ("keyed", "rows", "texts")
+
+    def __init__(self, rows: list[tuple[Any, ...]], texts: list[str], keyed: Iterable[int] = ()):
+        self.rows, self.texts, self.keyed = rows, texts, set(keyed)
+
+
 class RowsRead:
     """The rows of the tables read last for their digest (:func:`read_digest`), by digest, in a full scan's order: the
     rows of any table whose content has that digest and whose order its content decides (a rowid alias, a ``WITHOUT
-    ROWID`` table's key), in any connection (a digest is its rows'). At most :attr:`max_rows` rows in all (the least
-    recently used dropped); the lists are shared: callers read them, never change them."""
+    ROWID`` table's key), in any connection (a digest is its rows'), with their texts (:class:`Kept`). At most
+    :attr:`max_rows` rows in all (the least recently used dropped); the lists are shared: callers read them, never
+    change them."""
 
     def __init__(self, max_rows: int = 200_000):
         self.max_rows = max_rows
-        self._by_digest: OrderedDict[str, list[tuple[Any, ...]]] = OrderedDict()
+        self._by_digest: OrderedDict[str, Kept] = OrderedDict()
         self._rows = 0
         self._lock = threading.Lock()
 
-    def keep(self, digest: str, rows: list[tuple[Any, ...]]) -> None:
-        """Keep ``rows``, a full scan of a table whose digest is ``digest``."""
+    def keep(self, digest: str, rows: list[tuple[Any, ...]], texts: list[str] | None = None,
+             keyed: Iterable[int] = ()) -> None:
+        """Keep ``rows``, a full scan of a table whose digest is ``digest`` (``texts``: their ``repr`` texts, sorted;
+        ``keyed``: see :class:`Kept`)."""
         if len(rows) > self.max_rows:
             return
+        kept = Kept(rows, sorted(map(repr, rows)) if texts is None else texts, keyed)
         with self._lock:
             old = self._by_digest.pop(digest, None)
-            self._rows += len(rows) - (len(old) if old is not None else 0)
-            self._by_digest[digest] = rows
+            self._rows += len(rows) - (len(old.rows) if old is not None else 0)
+            self._by_digest[digest] = kept
             while self._rows > self.max_rows:
                 _, dropped = self._by_digest.popitem(last=False)
-                self._rows -= len(dropped)
+                self._rows -= len(dropped.rows)
 
     def get(self, digest: str) -> list[tuple[Any, ...]] | None:
         """The rows kept for ``digest``, or None."""
+        kept = self.kept(digest)
+        return None if kept is None else kept.rows
+
+    def kept(self, digest: str) -> Kept | None:
+        """What is kept for ``digest`` (:class:`Kept`), or None."""
         with self._lock:
-            rows = self._by_digest.get(digest)
-            if rows is not None:
+            kept = self._by_digest.get(digest)
+            if kept is not None:
                 self._by_digest.move_to_end(digest)
-            return rows
+            return kept
 
 
 ROWS_READ = RowsRead()  #: the process's rows read for digests (:class:`RowsRead`)

@@ -23,11 +23,21 @@ are the rows a full scan gives.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from gym_envs.sandbox.digests import EXACT_VALUES, ROWS_READ, Base, float_columns, fold, read_digest
+from gym_envs.sandbox.digests import (
+    EXACT_VALUES,
+    ROWS_READ,
+    Base,
+    Kept,
+    float_columns,
+    fold,
+    sorted_texts,
+    texts_digest,
+)
 from gym_envs.sandbox.sqlpolicy import quote_identifier
 
 __all__ = ["Layout", "TableReads", "layout", "reread"]
@@ -67,11 +77,12 @@ def layout(execute: Execute, table: str, xinfo: list[tuple[Any, ...]], unsure: t
     return Layout(quoted, keys[0], quote_identifier(str(xinfo[keys[0]][1])), columns, unsure)
 
 
-def reread(execute: Execute, shape: Layout, base: Base, rows: list[tuple[Any, ...]] | None
-           ) -> tuple[str, list[tuple[Any, ...]]] | None:
-    """``(digest, rows)`` of the table now, from ``base`` and ``rows`` (a full read of the base's content, or None
-    when not kept), reading only the base's columns; None when that cannot be sure (see the module docstring)."""
-    if rows is None or not base.columns or not rows:
+def reread(execute: Execute, shape: Layout, base: Base, kept: Kept) -> tuple[str, Kept] | None:
+    """``(digest, kept)`` of the table now (:class:`~gym_envs.sandbox.digests.Kept`: its rows as a full scan gives
+    them, and their texts), from ``base`` and ``kept`` (what a full read of the base's content gave), reading only
+    the base's columns; None when that cannot be sure (see the module docstring)."""
+    rows = kept.rows
+    if not base.columns or not rows:
         return None
     at: list[int] = []
     names: list[str] = []
@@ -81,36 +92,47 @@ def reread(execute: Execute, shape: Layout, base: Base, rows: list[tuple[Any, ..
             return None
         at.append(spot[0])
         names.append(spot[1])
-    keys = list(map(itemgetter(shape.key), rows))
-    if set(map(type, keys)) != {int} or not all(map(int.__lt__, keys, keys[1:])):
-        return None
+    if shape.key not in kept.keyed:
+        keys = list(map(itemgetter(shape.key), rows))
+        if set(map(type, keys)) != {int} or not all(map(int.__lt__, keys, keys[1:])):
+            return None
+        kept.keyed.add(shape.key)
     fetched = execute(f"SELECT {', '.join(names)} FROM main.{shape.quoted} ORDER BY {shape.order}", ())
     if len(fetched) != len(rows):
         return None
     if len(at) == 1:
         new: list[Any] = [v for (v,) in fetched]
         old = list(map(itemgetter(at[0]), rows))
-        mixed = set(map(type, new)) | set(map(type, old))
+        exact = at[0] not in shape.unsure or EXACT_VALUES.issuperset(set(map(type, new)) | set(map(type, old)))
     else:
         new, old = fetched, list(map(itemgetter(*at), rows))
-        mixed = {type(v) for r in new for v in r} | {type(v) for r in old for v in r}
-    if EXACT_VALUES.issuperset(mixed):  # equal values of these types are equal exactly (and have one repr)
+        exact = EXACT_VALUES.issuperset({type(v) for r in new for v in r} | {type(v) for r in old for v in r})
+    if exact:  # equal values of these types are equal exactly (and have one repr)
         changed = [i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b]
     else:
         changed = [i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b or repr(a) != repr(b)]
-    out = list(rows)
+    if not changed:
+        return base.digest, kept
+    out, texts = list(rows), list(kept.texts)
     for i in changed:
         row = list(rows[i])
         for j, k in enumerate(at):
             row[k] = fetched[i][j]
         out[i] = tuple(row)
-    return read_digest(out, unsure=shape.unsure), out
+        was = repr(rows[i])
+        where = bisect_left(texts, was)
+        if where == len(texts) or texts[where] != was:  # not the texts of these rows: read it whole
+            return None
+        del texts[where]
+        insort(texts, repr(out[i]))
+    return texts_digest(texts), Kept(out, texts, (shape.key,))
 
 
 class TableReads:
     """One connection's reads of a table for its digest: of the columns that may differ from a :class:`Base` where
-    :func:`reread` can be sure of them, else of every row. What each table's schema allows is kept until
-    :meth:`clear` (the schema may have changed)."""
+    :func:`reread` can be sure of them, else of every row; what each read gives is kept in
+    :data:`~gym_envs.sandbox.digests.ROWS_READ`. What each table's schema allows is kept until :meth:`clear` (the
+    schema may have changed)."""
 
     def __init__(self, execute: Execute):
         self.execute = execute
@@ -121,18 +143,24 @@ class TableReads:
         """Forget what the schema allowed."""
         self.unsure, self.layouts = {}, {}
 
-    def read(self, table: str, base: Base | None) -> tuple[str, list[tuple[Any, ...]]]:
-        """``(digest, rows)`` of ``table`` now (its rows as a full scan gives them), from the columns that may differ
-        from ``base`` (None: unknown) where :func:`reread` can be sure of it, else from every row."""
+    def read(self, table: str, base: Base | None) -> str:
+        """The digest of ``table`` now, from the columns that may differ from ``base`` (None: unknown) where
+        :func:`reread` can be sure of it, else from every row."""
         quoted = quote_identifier(table)
         if (unsure := self.unsure.get(table)) is None:
             unsure = self.unsure[table] = float_columns(self.execute(f"PRAGMA main.table_xinfo({quoted})", ()))
-        if base is not None and base.columns and (known := ROWS_READ.get(base.digest)) is not None:
+        if base is not None and base.columns and (kept := ROWS_READ.kept(base.digest)) is not None:
             if table not in self.layouts:
                 xinfo = self.execute(f"PRAGMA main.table_xinfo({quoted})", ())
                 self.layouts[table] = layout(self.execute, table, xinfo, unsure)
             shape = self.layouts[table]
-            if shape is not None and (got := reread(self.execute, shape, base, known)) is not None:
-                return got
+            if shape is not None and (got := reread(self.execute, shape, base, kept)) is not None:
+                digest, now = got
+                if now is not kept:
+                    ROWS_READ.keep(digest, now.rows, now.texts, now.keyed)
+                return digest
         rows = self.execute(f"SELECT * FROM main.{quoted}", ())
-        return read_digest(rows, unsure=unsure), rows
+        texts = sorted_texts(rows, unsure=unsure)
+        digest = texts_digest(texts)
+        ROWS_READ.keep(digest, rows, texts)
+        return digest

@@ -106,12 +106,13 @@ def assert_exact(state: StateDB) -> None:
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Counts the tables :meth:`StateDB.table_digests` reads (whole, or the columns that changed)."""
     count = [0]
+    read = rereads_module.TableReads.read
 
-    def counted(rows: Any, **kwargs: Any) -> str:
+    def counted(reads: rereads_module.TableReads, table: str, base: Any) -> str:
         count[0] += 1
-        return read_digest(rows, **kwargs)
+        return read(reads, table, base)
 
-    monkeypatch.setattr(rereads_module, "read_digest", counted)
+    monkeypatch.setattr(rereads_module.TableReads, "read", counted)
     yield count
 
 

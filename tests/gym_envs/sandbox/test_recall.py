@@ -74,13 +74,13 @@ class _Engine:
         self.req = program_request(_spec(code, ordered=ordered))
         assert self.engine.handle(self.req)["ok"]
         self.reads: list[str] = []
-        digest = rereads_module.read_digest
+        read = rereads_module.TableReads.read
 
-        def counting(rows: Any, **kwargs: Any) -> str:
+        def counting(reads: rereads_module.TableReads, table: str, base: Any) -> str:
             self.reads.append("read")
-            return digest(rows, **kwargs)
+            return read(reads, table, base)
 
-        monkeypatch.setattr(rereads_module, "read_digest", counting)  # the whole table, or the columns that changed
+        monkeypatch.setattr(rereads_module.TableReads, "read", counting)  # the whole table, or the columns that changed
 
     def open(self, ep: str, setup: list[str] | None = None) -> str:
         req = {"op": "open", "key": self.req["key"], "ep": ep, "seed": 0} | ({"setup": setup} if setup else {})

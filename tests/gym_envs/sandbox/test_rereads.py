@@ -84,14 +84,16 @@ def run(state: StateDB, sql: str, *params: Any) -> Any:
 
 def assert_as_a_full_read(state: StateDB) -> None:
     """Every table's digest is the digest of a full read, made without the cache (which a full read through
-    ``table_digests`` would reset), and the rows kept for it are those rows, in their order, of the same types."""
+    ``table_digests`` would reset), and the rows kept for it are those rows, in their order, of the same types, with
+    their texts."""
     digests = state.table_digests()
     for table, digest in digests.items():
         rows = state.host(f'SELECT * FROM main."{table}"')
         assert digest == rows_digest(rows), table
-        kept = ROWS_READ.get(digest)
-        if kept is not None and table in ("p", "c", "u"):  # tables whose scan order their content decides
-            assert repr(kept) == repr(rows), table
+        kept = ROWS_READ.kept(digest)
+        assert kept is not None and kept.texts == sorted(map(repr, kept.rows)), table
+        if table in ("p", "c", "u"):  # tables whose scan order their content decides
+            assert repr(kept.rows) == repr(rows), table
 
 
 @pytest.fixture
