@@ -43,8 +43,8 @@ Digests. :meth:`StateDB.table_digests` reads a table only when its content may h
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
 untrusted statement writes while SQLite prepares it, each statement's text is noted as it begins (what it may
 have written is marked before the cache is next used), and every savepoint, rollback, image load, schema
-change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are those of
-:class:`~gym_envs.sandbox.content.ContentReads`.
+change and trusted write is told to the cache; a table updated in some columns only since a known content is read
+from those columns (:mod:`~gym_envs.sandbox.rereads`). Other reads of content: :class:`.content.ContentReads`.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, MutableMapping
+from sqlite3 import SQLITE_UPDATE
 from typing import Any
 
 from gym_envs.errors import StateError
@@ -93,7 +94,6 @@ _ROLLBACK_EPISODE = _HOST_TAG + "ROLLBACK TO episode"
 _SCHEMA = _HOST_TAG + "SELECT type, name, tbl_name, sql FROM main.sqlite_master ORDER BY type, name"
 _COUNTERS = _HOST_TAG + "SELECT last_insert_rowid(), changes()"
 _WRITE_ACTIONS = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
-_UPDATE = sqlite3.SQLITE_UPDATE
 _NEVER = float("inf")
 _CHUNK = 16  #: rows fetched at a time (the row and byte limits are checked between chunks)
 _clock = time.perf_counter
@@ -190,7 +190,7 @@ class StateDB(ContentReads):
         if written is None:
             written = prepared[guard.current] = set()
         if action in _WRITE_ACTIONS and arg1:  # an UPDATE's own column, else the whole table (see DigestCache)
-            written.add((fold(arg1), arg2) if action == _UPDATE and arg2 and trigger is None else fold(arg1))
+            written.add((fold(arg1), arg2) if action == SQLITE_UPDATE and arg2 and trigger is None else fold(arg1))
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
     def _refresh_tables(self) -> None:
@@ -206,8 +206,7 @@ class StateDB(ContentReads):
     def _foreign_keys(self, table: str) -> list[tuple[Any, ...]]:
         """``(parent, on_update, on_delete)`` of each foreign key of ``table`` (a ``PRAGMA`` statement: no
         table-valued function, see :meth:`load_image`)."""
-        rows = self._host.execute(f"{_HOST_TAG}PRAGMA main.foreign_key_list({quote_identifier(table)})").fetchall()
-        return [(r[2], r[5], r[6]) for r in rows]
+        return [(r[2], r[5], r[6]) for r in self._host_rows(f"PRAGMA main.foreign_key_list({quote_identifier(table)})")]
 
     def _sync_digests(self) -> None:
         """Bring the digest cache up to the content: the marks of the statements that ran since it was last

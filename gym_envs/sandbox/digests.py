@@ -6,8 +6,10 @@ sorted and joined by newlines (``repr`` of SQLite's values is exact and determin
 independent of row order); the state's digest (:func:`digest_of`) is the SHA-256 of the tables' digests in
 name order. :func:`read_digest` computes a table's digest from its rows, each row's text remembered for the next
 read of the same row (a table read again after a write formats only the rows the write changed). The rows a read for a
-digest gave are kept by that digest, the last ones within a bound (:data:`ROWS_READ`): a dump of a table whose order
-its content decides, and whose digest is known, is made from them (:mod:`~gym_envs.sandbox.recall`).
+digest gave, with their sorted texts (:class:`Kept`), are kept by that digest, the last ones within a bound
+(:data:`ROWS_READ`): a dump of a table whose order its content decides, and whose digest is known, is made from them
+(:mod:`~gym_envs.sandbox.recall`), and so is the digest of a table written since by updates of some columns only
+(:mod:`~gym_envs.sandbox.rereads`).
 
 :class:`DigestCache` keeps each table's digest until the table's content may have changed. Its
 :class:`~gym_envs.sandbox.db.StateDB` tells it of every event that can change content:
@@ -21,15 +23,19 @@ its content decides, and whose digest is known, is made from them (:mod:`~gym_en
   statement the statement cache serves is not prepared again, so the set is kept per statement text for the
   schema; one whose set is unknown marks every table (:meth:`DigestCache.mark_all`), as does a trusted
   statement that may write. Between two uses of the cache no savepoint opens or rolls back, so the statements
-  that ran in between are marked at once, and running one costs a set insertion.
+  that ran in between are marked at once, and running one costs a set insertion. A table a statement writes only
+  by its own ``UPDATE`` of named columns (the authorizer names each; not an insert, a delete, a trigger's write,
+  nor a table its foreign-key actions reach) keeps its :class:`Base`: the content whose digest was last known,
+  and the columns written since, which may differ from it (every other write drops the base).
 * **a savepoint was opened** (:meth:`DigestCache.opened`) **or rolled back to**
   (:meth:`DigestCache.rolled_back`): the digest of every table marked since the
   savepoint opened is dropped (its content went back to what it was then, which a digest taken since may not
   show); a table not marked since has the content it had, so its digest stays; the digests known of the
   content the savepoint opened on (when it opened, or computed later of a table not marked since) are valid
-  again, so they come back. When SQLite ended the transaction itself
-  (:meth:`DigestCache.aborted`) the content is what it was before the outermost savepoint. Savepoints are
-  kept as SQLite keeps them, a stack in which a name means its most recent entry.
+  again, so they come back, and so do the bases it knew of that content (each savepoint keeps them). When
+  SQLite ended the transaction itself (:meth:`DigestCache.aborted`) the content is what it was before the
+  outermost savepoint. Savepoints are kept as SQLite keeps them, a stack in which a name means its most recent
+  entry.
 * **the content was replaced** (an image loaded: :meth:`DigestCache.reset`, with the new content's digests
   when known), or **the schema changed** (:meth:`DigestCache.schema`: every table is marked).
 
