@@ -43,8 +43,8 @@ Digests. :meth:`StateDB.table_digests` reads a table only when its content may h
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
 untrusted statement writes while SQLite prepares it, each statement's text is noted as it begins (what it may
 have written is marked before the cache is next used), and every savepoint, rollback, image load, schema
-change and trusted write is told to the cache. The host's reads of content (row counts, dumps) are those of
-:class:`~gym_envs.sandbox.content.ContentReads`.
+change and trusted write is told to the cache; a table updated in some columns only since a known content is read
+from those columns (:mod:`~gym_envs.sandbox.rereads`). Other reads of content: :class:`.content.ContentReads`.
 """
 
 from __future__ import annotations
@@ -54,14 +54,16 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, MutableMapping
+from sqlite3 import SQLITE_UPDATE
 from typing import Any
 
 from gym_envs.errors import StateError
 from gym_envs.sandbox.binding import EXACT_TYPES, bind_params, row_builder
 from gym_envs.sandbox.content import ContentReads
-from gym_envs.sandbox.digests import ROWS_READ, DigestCache, digest_of, float_columns, fold, read_digest
+from gym_envs.sandbox.digests import DigestCache, digest_of, fold
 from gym_envs.sandbox.facade import named
 from gym_envs.sandbox.limits import SqlLimits
+from gym_envs.sandbox.rereads import TableReads
 from gym_envs.sandbox.sqlpolicy import (
     _FunctionErrors,
     authorize,
@@ -137,7 +139,7 @@ class StateDB(ContentReads):
         self._counters_at = -1  # total_changes when last_insert_rowid() and changes() were last zeroed
         self._readable: set[str] = set()  # lower-cased names of the schema's tables
         self._tables: list[str] | None = None  # the schema's tables by name, once listed
-        self._unsure: dict[str, tuple[int, ...]] = {}  # table -> its columns that may hold floats (float_columns)
+        self._reads = TableReads(self._host_rows)  # reads a table for its digest (what its schema allows)
         self._admitted: dict[str, dict[str, str]] = {m: {} for m in _ALLOWED}  # mode -> text -> keyword
         self._shapes: dict[str, tuple[int, Callable[[tuple[Any, ...]], dict[str, Any]], tuple[str, ...]]] = {}
         # statement text -> (rows that need no counting, row builder, column names)
@@ -187,8 +189,8 @@ class StateDB(ContentReads):
         written = prepared.get(guard.current)
         if written is None:
             written = prepared[guard.current] = set()
-        if action in _WRITE_ACTIONS and arg1:
-            written.add(fold(arg1))
+        if action in _WRITE_ACTIONS and arg1:  # an UPDATE's own column, else the whole table (see DigestCache)
+            written.add((fold(arg1), arg2) if action == SQLITE_UPDATE and arg2 and trigger is None else fold(arg1))
         return authorize(mode, self._readable, action, arg1, arg2, dbname)
 
     def _refresh_tables(self) -> None:
@@ -198,14 +200,13 @@ class StateDB(ContentReads):
         schema = self._host.execute(_SCHEMA).fetchall()
         self._readable = {r[1].lower() for r in schema if r[0] == "table"}
         self._tables = None
-        self._unsure = {}
+        self._reads.clear()
         self._digests.schema(schema, self._foreign_keys)
 
     def _foreign_keys(self, table: str) -> list[tuple[Any, ...]]:
         """``(parent, on_update, on_delete)`` of each foreign key of ``table`` (a ``PRAGMA`` statement: no
         table-valued function, see :meth:`load_image`)."""
-        rows = self._host.execute(f"{_HOST_TAG}PRAGMA main.foreign_key_list({quote_identifier(table)})").fetchall()
-        return [(r[2], r[5], r[6]) for r in rows]
+        return [(r[2], r[5], r[6]) for r in self._host_rows(f"PRAGMA main.foreign_key_list({quote_identifier(table)})")]
 
     def _sync_digests(self) -> None:
         """Bring the digest cache up to the content: the marks of the statements that ran since it was last
@@ -565,17 +566,16 @@ class StateDB(ContentReads):
             if digest is None and memo is not None:
                 digest = memo.get(key)
             if digest is None:
-                if (unsure := self._unsure.get(t)) is None:
-                    unsure = self._unsure[t] = float_columns(
-                        self._host.execute(f"{_HOST_TAG}PRAGMA main.table_xinfo({quote_identifier(t)})").fetchall())
-                rows = self._host.execute(f"{_HOST_TAG}SELECT * FROM main.{quote_identifier(t)}").fetchall()
-                digest = read_digest(rows, unsure=unsure)
-                ROWS_READ.keep(digest, rows)
+                digest = self._reads.read(t, cache.base(key) if cached else None)
                 cache.put(key, digest)
                 if memo is not None:
                     memo[key] = digest
             out[t] = digest
         return out
+
+    def _host_rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """The rows of a trusted statement that writes nothing (a read, a ``PRAGMA`` that only reports)."""
+        return self._host.execute(_HOST_TAG + sql, params).fetchall()
 
     def known_digest(self, table: str, memo: Mapping[str, str] | None = None) -> str | None:
         """``table``'s digest when it is known without reading the table (the digest cache's, else ``memo``'s, as

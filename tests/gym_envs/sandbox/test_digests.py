@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import gym_envs.sandbox.db as db_module
+import gym_envs.sandbox.rereads as rereads_module
 from gym_envs.errors import StateError
 from gym_envs.sandbox import InProcessExecutor, Limits, SqlLimits, StateDB
 from gym_envs.sandbox.digests import (
@@ -104,14 +104,15 @@ def assert_exact(state: StateDB) -> None:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Counts the tables :meth:`StateDB.table_digests` reads."""
+    """Counts the tables :meth:`StateDB.table_digests` reads (whole, or the columns that changed)."""
     count = [0]
+    read = rereads_module.TableReads.read
 
-    def counted(rows: Any, **kwargs: Any) -> str:
+    def counted(reads: rereads_module.TableReads, table: str, base: Any) -> str:
         count[0] += 1
-        return read_digest(rows, **kwargs)
+        return read(reads, table, base)
 
-    monkeypatch.setattr(db_module, "read_digest", counted)
+    monkeypatch.setattr(rereads_module.TableReads, "read", counted)
     yield count
 
 
@@ -492,7 +493,7 @@ def test_floats_equal_to_remembered_rows_are_digested_as_floats(monkeypatch: pyt
 
     for unsure in (float_columns, lambda columns: ()):
         monkeypatch.setattr(digests, "_ROW_TEXTS", {})
-        monkeypatch.setattr(db_module, "float_columns", unsure)
+        monkeypatch.setattr(rereads_module, "float_columns", unsure)
         state = StateDB(LIMITS)
         state.script("CREATE TABLE ints (a INTEGER, b TEXT); CREATE TABLE reals (a REAL, b TEXT); "
                      "CREATE TABLE untyped (a, b TEXT); CREATE TABLE texts (a TEXT, b TEXT)", mode="setup")

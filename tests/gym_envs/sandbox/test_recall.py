@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-import gym_envs.sandbox.db as db_module
 import gym_envs.sandbox.engine as engine_module
+import gym_envs.sandbox.rereads as rereads_module
 from gym_envs.sandbox import Engine, Executor, Limits, SqlLimits, StateDB, program_request
 from gym_envs.sandbox.digests import ROWS_READ
 from gym_envs.sandbox.recall import PROGRAMS, Recalls
@@ -74,13 +74,13 @@ class _Engine:
         self.req = program_request(_spec(code, ordered=ordered))
         assert self.engine.handle(self.req)["ok"]
         self.reads: list[str] = []
-        digest = db_module.read_digest
+        read = rereads_module.TableReads.read
 
-        def counting(rows: Any, **kwargs: Any) -> str:
+        def counting(reads: rereads_module.TableReads, table: str, base: Any) -> str:
             self.reads.append("read")
-            return digest(rows, **kwargs)
+            return read(reads, table, base)
 
-        monkeypatch.setattr(db_module, "read_digest", counting)
+        monkeypatch.setattr(rereads_module.TableReads, "read", counting)  # the whole table, or the columns that changed
 
     def open(self, ep: str, setup: list[str] | None = None) -> str:
         req = {"op": "open", "key": self.req["key"], "ep": ep, "seed": 0} | ({"setup": setup} if setup else {})
