@@ -24,6 +24,8 @@ from gym_envs.sandbox.digests import (
     rows_digest,
     write_closure,
 )
+from tests.gym_envs.sandbox.histories import histories, run
+from tests.gym_envs.sandbox.histories import play as play_history
 from tests.gym_envs.sandbox.store import STORE_TOOLS, state_image, store_spec
 
 LIMITS = SqlLimits(statement_timeout_s=0.2)
@@ -87,14 +89,6 @@ def episode(**limits: Any) -> StateDB:
     state.load_image(template())
     state.open_episode()
     return state
-
-
-def run(state: StateDB, sql: str, *params: Any) -> Any:
-    """A statement as tool code runs it (its failures, a constraint for one, are results)."""
-    try:
-        return state.run(sql, params, mode="rw", fetch=sql.startswith("SELECT") or "RETURNING" in sql)
-    except StateError as e:
-        return f"error: {e}"
 
 
 def assert_exact(state: StateDB) -> None:
@@ -380,10 +374,7 @@ def test_digest_cache_unit_savepoints_of_one_name() -> None:
     assert write_closure({"p"}, {"p": frozenset({"c"}), "c": frozenset({"g"})}) == {"p", "c", "g"}
 
 
-#: a history: (a statement's index or one of the events after them, an argument, take digests after it)
-EVENTS = ["digests of two tables", "checkpoint", "restore", "call savepoint", "reset", "trusted write"]
-OPS = st.lists(st.tuples(st.integers(0, len(STATEMENTS) + len(EVENTS) - 1), st.integers(0, 4), st.booleans()),
-               min_size=10, max_size=60)
+OPS = histories(len(STATEMENTS), 4)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -391,35 +382,8 @@ OPS = st.lists(st.tuples(st.integers(0, len(STATEMENTS) + len(EVENTS) - 1), st.i
 def test_cached_digests_equal_fresh_ones_over_random_histories(ops: list[tuple[int, int, bool]]) -> None:
     """Any history of statements (cascades, failures, the statement cache), digests, checkpoints and their
     restores, call savepoints kept or undone, resets and trusted writes: the cached digests are the fresh ones."""
-    state = episode()
-    forks: dict[int, tuple[Any, ...]] = {}
-    for op, arg, digest in ops:
-        event = EVENTS[op - len(STATEMENTS)] if op >= len(STATEMENTS) else "statement"
-        if event == "statement":
-            run(state, STATEMENTS[op], arg)
-        elif event == "digests of two tables":
-            state.table_digests(["p", "lone"])
-        elif event == "checkpoint":
-            saved = state.fork(arg)
-            if saved is not None:
-                forks[arg] = saved
-        elif event == "restore" and forks:
-            n = sorted(forks)[arg % len(forks)]
-            if not state.back_to(n, forks[n]):
-                del forks[n]
-        elif event == "call savepoint":
-            if state._savepoint:
-                state.release(commit=arg % 2 == 0)
-            else:
-                state.savepoint()
-        elif event == "reset":
-            state.reset_episode()
-        elif event == "trusted write":
-            state.host("UPDATE g SET v = v + ?", (arg,))
-        if digest:
-            assert_exact(state)
-    assert_exact(state)
-    state.close()
+    play_history(episode(), ops, STATEMENTS, digests=lambda s: s.table_digests(["p", "lone"]),
+                 trusted="UPDATE g SET v = v + ?", check=assert_exact)
 
 
 def test_a_read_digest_is_the_rows_digest_whatever_rows_came_before(monkeypatch: pytest.MonkeyPatch) -> None:

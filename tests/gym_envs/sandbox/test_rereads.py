@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import gym_envs.sandbox.rereads as rereads_module
-from gym_envs.errors import StateError
 from gym_envs.sandbox import SqlLimits, StateDB
 from gym_envs.sandbox.digests import ROWS_READ, rows_digest
+from tests.gym_envs.sandbox.histories import histories, run
+from tests.gym_envs.sandbox.histories import play as play_history
 from tests.gym_envs.sandbox.store import state_image
 
 LIMITS = SqlLimits(statement_timeout_s=0.2)
@@ -62,9 +62,7 @@ STATEMENTS = [
     "UPDATE d SET v = ? WHERE id = 2",
     "WITH n(x) AS (SELECT ?) UPDATE c SET v = v + (SELECT x FROM n) WHERE id = 12",
 ]
-EVENTS = ["digests", "checkpoint", "restore", "call savepoint", "reset", "trusted write"]
-OPS = st.lists(st.tuples(st.integers(0, len(STATEMENTS) + len(EVENTS) - 1), st.integers(0, 5), st.booleans()),
-               min_size=10, max_size=60)
+OPS = histories(len(STATEMENTS), 5)
 
 
 def episode() -> StateDB:
@@ -72,14 +70,6 @@ def episode() -> StateDB:
     state.load_image(state_image(SCHEMA, SEED, LIMITS))
     state.open_episode()
     return state
-
-
-def run(state: StateDB, sql: str, *params: Any) -> Any:
-    """A statement as tool code runs it (its failures, a constraint for one, are results)."""
-    try:
-        return state.run(sql, params, mode="rw", fetch=False)
-    except StateError as e:
-        return f"error: {e}"
 
 
 def assert_as_a_full_read(state: StateDB) -> None:
@@ -185,32 +175,5 @@ def test_rereads_equal_full_reads_over_random_histories(ops: list[tuple[int, int
     """Any history of statements (updates of some columns, set back or to an equal value of another type, REPLACE
     conflicts, rows failing part way, inserts, deletes, cascades, rowid moves), digests, checkpoints and their
     restores, call savepoints kept or undone, resets and trusted writes: every digest is a full read's."""
-    state = episode()
-    forks: dict[int, tuple[Any, ...]] = {}
-    for op, arg, digest in ops:
-        event = EVENTS[op - len(STATEMENTS)] if op >= len(STATEMENTS) else "statement"
-        if event == "statement":
-            run(state, STATEMENTS[op], arg)
-        elif event == "digests":
-            state.table_digests()
-        elif event == "checkpoint":
-            saved = state.fork(arg)
-            if saved is not None:
-                forks[arg] = saved
-        elif event == "restore" and forks:
-            n = sorted(forks)[arg % len(forks)]
-            if not state.back_to(n, forks[n]):
-                del forks[n]
-        elif event == "call savepoint":
-            if state._savepoint:
-                state.release(commit=arg % 2 == 0)
-            else:
-                state.savepoint()
-        elif event == "reset":
-            state.reset_episode()
-        elif event == "trusted write":
-            state.host("UPDATE c SET v = v + ?", (arg,))
-        if digest:
-            assert_as_a_full_read(state)
-    assert_as_a_full_read(state)
-    state.close()
+    play_history(episode(), ops, STATEMENTS, digests=lambda s: s.table_digests(), trusted="UPDATE c SET v = v + ?",
+                 check=assert_as_a_full_read)
