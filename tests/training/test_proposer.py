@@ -11,6 +11,7 @@ import pytest
 from corpora import Document
 from envgen.proposers.pairs import split_documents, teaching_pairs
 from tests.envgen.test_blueprint import DOC, JS
+from training.config import TrainConfig
 
 
 def test_split_is_stable_and_pairs_are_the_blueprint_prompt_and_answer(tiny_dir: Path):
@@ -121,14 +122,21 @@ def test_train_proposer_on_world_blueprints(wide_tiny_dir: Path, tmp_path: Path)
     assert summary["train_pairs"] == summary["train_documents"]  # the world writer reads every document
 
 
-def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_path: Path):
+def _two_world_pairs(tiny_dir: Path, tmp_path: Path, *, max_length: int) -> TrainConfig:
+    """The world warm start's config on two training documents of the tiny model, pairs cut at ``max_length``."""
     from training.config import load_config
+
+    return load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
+                                                  "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
+                                                  f"proposer_sft.max_length={max_length}",
+                                                  f"run.output_dir={tmp_path / 'r'}"])
+
+
+def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_path: Path):
     from training.errors import ConfigError
     from training.proposer import train_proposer
 
-    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
-                                                 "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
-                                                 "proposer_sft.max_length=1024", f"run.output_dir={tmp_path / 'r'}"])
+    cfg = _two_world_pairs(tiny_dir, tmp_path, max_length=1024)
     with pytest.raises(ConfigError, match=r"read 2 \(world structure\) and 2 of those were longer than "
                                           r"proposer_sft\.max_length=1024 tokens \(raise proposer_sft\.max_length\)"):
         train_proposer(cfg, progress=False)
@@ -137,13 +145,10 @@ def test_world_pairs_longer_than_max_length_say_to_raise_it(tiny_dir: Path, tmp_
 
 def test_world_pairs_longer_than_the_models_context_window_are_not_trained_on(tiny_dir: Path, tmp_path: Path):
     """proposer_sft.max_length above the model's window does not let a longer pair through: the window bounds it."""
-    from training.config import load_config
     from training.errors import ConfigError
     from training.proposer import train_proposer
 
-    cfg = load_config("proposer-world-smollm2", [f"model.name_or_path={tiny_dir}", "model.device=cpu",
-                                                 "proposer_sft.docs=2", "proposer_sft.holdout=0.0",
-                                                 "proposer_sft.max_length=100000", f"run.output_dir={tmp_path / 'r'}"])
+    cfg = _two_world_pairs(tiny_dir, tmp_path, max_length=100000)
     with pytest.raises(ConfigError, match=r"2 of those were longer than the model's context window of 2048 tokens "
                                           r"\(lower proposer_sft\.excerpt_tokens"):
         train_proposer(cfg, progress=False)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 from envgen.world.blueprint import WorldBlueprint
+from envgen.world.compile import CompiledWorld, compile_world
+from envgen.world.sim import Simulator
 
 _WORLD: dict[str, Any] = {
     "id": "test_shop", "title": "Corner shop", "domain": "an online corner shop", "persona": "a customer",
@@ -51,3 +54,12 @@ _WORLD: dict[str, Any] = {
 def store_world(**changes: Any) -> WorldBlueprint:
     """The corner shop world, with top-level keys replaced by ``changes``."""
     return WorldBlueprint.model_validate({**copy.deepcopy(_WORLD), **changes})
+
+
+def simulated(bp: WorldBlueprint, env_id: str, seed: int) -> Iterator[tuple[CompiledWorld, Simulator]]:
+    """A module fixture's world: ``bp`` compiled and its simulator, closed when the fixture ends
+    (``yield from simulated(...)``)."""
+    cw = compile_world(bp, env_id=env_id, seed=seed)
+    sim = Simulator(cw.spec)
+    yield cw, sim
+    sim.close()

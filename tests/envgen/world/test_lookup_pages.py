@@ -22,7 +22,7 @@ from gym_envs.spec import parse_spec
 from tests.envgen.world.operator_world import _WORLD as _PRINT_ROOM
 from tests.envgen.world.operator_world import operator_world
 from tests.envgen.world.store_world import _WORLD as _SHOP
-from tests.envgen.world.store_world import store_world
+from tests.envgen.world.store_world import simulated, store_world
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +30,7 @@ def crowded() -> Iterator[tuple[CompiledWorld, Simulator]]:
     """Two printers share 200 jobs: the busier one holds far more than the most a page may show."""
     entities = copy.deepcopy(_PRINT_ROOM["entities"])
     entities[1]["rows"], entities[2]["rows"] = 2, 200
-    cw = compile_world(operator_world(entities=entities), env_id="test-print-lookup-pages", seed=1)
-    sim = Simulator(cw.spec)
-    yield cw, sim
-    sim.close()
+    yield from simulated(operator_world(entities=entities), "test-print-lookup-pages", 1)
 
 
 def _busiest(w: Writer) -> tuple[dict[str, Any], list[str]]:

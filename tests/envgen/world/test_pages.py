@@ -11,20 +11,17 @@ from typing import Any
 import pytest
 
 from envgen.gate import validate_spec
-from envgen.world.compile import CompiledWorld, compile_world
+from envgen.world.compile import CompiledWorld
 from envgen.world.render import MAX_PAGE_SIZE, PAGE_SIZE
 from envgen.world.sim import Simulator
 from envgen.world.tasks.base import Draft, DraftTurn, Writer
 from gym_envs.spec import parse_spec
-from tests.envgen.world.store_world import store_world
+from tests.envgen.world.store_world import simulated, store_world
 
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[tuple[CompiledWorld, Simulator]]:
-    cw = compile_world(store_world(), env_id="test-shop-pages", seed=3)
-    sim = Simulator(cw.spec)
-    yield cw, sim
-    sim.close()
+    yield from simulated(store_world(), "test-shop-pages", 3)
 
 
 def _busiest(w: Writer) -> tuple[Any, Any, list[dict[str, Any]]]:

@@ -17,15 +17,12 @@ from envgen.world.sim import Simulator
 from envgen.world.tasks.base import Row, Writer
 from envgen.world.tasks.families import Families
 from envgen.world.tasks.targets import Target, Targets
-from tests.envgen.world.store_world import _WORLD, store_world
+from tests.envgen.world.store_world import _WORLD, simulated, store_world
 
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[tuple[CompiledWorld, Simulator]]:
-    cw = compile_world(store_world(), env_id="test-shop-2", seed=3)
-    sim = Simulator(cw.spec)
-    yield cw, sim
-    sim.close()
+    yield from simulated(store_world(), "test-shop-2", 3)
 
 
 def _families(shop: tuple[CompiledWorld, Simulator], seed: int) -> Families:
@@ -88,10 +85,7 @@ def strict_shop() -> Iterator[tuple[CompiledWorld, Simulator]]:
     next(o for o in ops if o["name"] == "change_address").pop("conditions")
     policy = [*copy.deepcopy(_WORLD["policy"]), {"kind": "forbid_state", "op": "change_address",
                                                  "states": ["shipped"], "text": "Shipped orders keep their address."}]
-    cw = compile_world(store_world(operations=ops, policy=policy), env_id="test-shop-2", seed=3)
-    sim = Simulator(cw.spec)
-    yield cw, sim
-    sim.close()
+    yield from simulated(store_world(operations=ops, policy=policy), "test-shop-2", 3)
 
 
 @pytest.fixture(scope="module")
