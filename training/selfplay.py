@@ -486,11 +486,12 @@ class SelfPlay:
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
                            library=self.library, explore_proposer=riders or self.explore_proposer,
                            run_id=f"{self.run_tag}/round-{r:04d}")
-        t_raw, raw = time.perf_counter(), None
+        raw, t_raw = None, 0.0
         if cfg.generation.measure_raw:  # the engine's raw rate at this round's shape (not counted in the round)
+            t_raw = time.perf_counter()
             rows, lengths = round_rows(self.backend.records, self._episodes + self._eval_episodes)
             raw = self.generator.raw_throughput(rows, lengths, seed=stable_seed(cfg.run.seed, "raw", r))
-        t_raw = time.perf_counter() - t_raw
+            t_raw = time.perf_counter() - t_raw
         prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
         solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
         samples = prop + solv
