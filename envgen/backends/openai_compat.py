@@ -38,6 +38,7 @@ from typing import Any
 
 from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, approx_tokens, prompt_text
+from envgen.backends.repeats import short_repeats
 from envgen.errors import BackendError
 from gym_envs.errors import exception_text
 from gym_envs.messages import openai_messages
@@ -118,7 +119,7 @@ class OpenAIBackend(Backend):
         if schema is not None:
             name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "answer"))[:64] or "answer"
             body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": name, "schema": schema, "strict": True}}
+                                       "json_schema": {"name": name, "schema": short_repeats(schema), "strict": True}}
         return body
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:

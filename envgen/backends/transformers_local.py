@@ -42,6 +42,7 @@ from typing import Any
 
 from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, check_sampling, too_long_completion, truncate_at_stop
+from envgen.backends.repeats import short_repeats
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
@@ -80,7 +81,8 @@ def resolve_dtype(dtype: Any, device: str) -> Any:
 
 class JsonGrammars:
     """xgrammar grammars of JSON Schemas for one tokenizer, compiled once per schema (compact JSON: no free
-    whitespace). The trainer's generator (:class:`training.generation.TransformersGenerator`) uses the same cache."""
+    whitespace; long repetitions in patterns cut, :func:`~envgen.backends.repeats.short_repeats`). The trainer's
+    generator (:class:`training.generation.TransformersGenerator`) uses the same cache."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Any = None):
         try:
@@ -97,7 +99,8 @@ class JsonGrammars:
         key = json.dumps(schema, sort_keys=True)
         if key not in self.cache:
             try:  # compiled in the schema's own property order (the order the model is taught), cached by content
-                self.cache[key] = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+                self.cache[key] = self.compiler.compile_json_schema(json.dumps(short_repeats(schema)),
+                                                                    any_whitespace=False)
             except (RuntimeError, ValueError) as e:  # xgrammar's errors for schema features it lacks
                 raise BackendError(f"xgrammar cannot compile this JSON schema: {e}") from None
         return self.cache[key]

@@ -36,6 +36,7 @@ from typing import Any
 from corpora.registry import build_config
 from envgen.backends.base import Backend, Completion, Prompt, check_sampling, too_long_completion
 from envgen.backends.gguf import dequantized, is_gguf
+from envgen.backends.repeats import short_repeats
 from envgen.errors import BackendError, BackendNotInstalledError
 from gym_envs.seeding import stable_seed
 
@@ -45,8 +46,9 @@ __all__ = ["VLLMBackend", "VLLMOptions", "compact_json_grammar"]
 def compact_json_grammar(schema: dict[str, Any]) -> str:
     """The EBNF grammar (xgrammar's, which vLLM's xgrammar backend compiles) of the JSON ``schema`` admits, in
     the schema's property order and without free whitespace: the grammar the ``transformers`` backend decodes
-    under (:class:`envgen.backends.transformers_local.JsonGrammars`). Converted once per schema content."""
-    return _grammar_of(json.dumps(schema))
+    under (:class:`envgen.backends.transformers_local.JsonGrammars`), long repetitions in patterns cut
+    (:func:`~envgen.backends.repeats.short_repeats`). Converted once per schema content."""
+    return _grammar_of(json.dumps(short_repeats(schema)))
 
 
 @functools.lru_cache(maxsize=64)

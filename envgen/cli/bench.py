@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, LazyEntry] = {
                             "and a record of its verdicts to compare across a change.", section=RUNTIME),
     "proposer": LazyEntry("eval.bench.proposer:command", "Does a model write environments? Free vs constrained, "
                           "spec vs blueprint, untrained vs warm-started.", extra="train", section=RUNTIME),
+    "grammar": LazyEntry("eval.bench.grammar:command", "The grammar's CPU cost per token of constrained "
+                         "decoding: the schemas as sent against as written.", extra="constrained", section=RUNTIME),
     "induction": LazyEntry("eval.bench.induction:command", "Does a model write skills that hold on their own "
                            "example? Unbounded vs within the example's structure.", extra="train", section=RUNTIME),
     "tau2": LazyEntry("eval.bench.tau2:command", "Do the converted τ² domains agree with τ²'s own environment and "
