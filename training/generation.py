@@ -79,7 +79,8 @@ class Generator:
     blueprints), leaving the other rows of the batch free: xgrammar on HF ``generate``, structured outputs on
     vLLM. ``grammar_prefixes[i]`` (token ids, or None): context ``i`` ends with these tokens of its schema's
     text already, and decoding goes on from there under the schema (the format recovery of
-    :mod:`training.format_recovery`): only where ``continues_grammar`` is true (HF); a trainer asks the
+    :mod:`training.format_recovery`): only where ``continues_grammar`` is true (HF, and a vLLM engine built
+    with the prefix-grammar logits processor, :mod:`training.vllm_prefix`); a trainer asks the
     trainer's own model for it where the engine cannot (:func:`training.model.make_generator` with
     ``engine="transformers"``).
 

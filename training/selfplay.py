@@ -177,7 +177,7 @@ class SelfPlay:
         self.chat = ChatFormat(tokenizer, pass_tools=cfg.rollout.pass_tools)
         self.generator = generator or make_generator(cfg, model, tokenizer)
         self.generator.track(self.optimizer)  # an engine with its own weights refuses to generate unsynced
-        self._from_prefix: Generator | None = None  # the format recovery's, where the engine cannot (vLLM)
+        self._from_prefix: Generator | None = None  # the format recovery's, where the engine cannot
         self.backend = PolicyBackend(self.generator, self.chat, model_id=cfg.model.name_or_path or "policy")
         self.proposer = self._proposer(sp.proposer.structure)
         self.explore_proposer = self._explore_proposer()
@@ -432,8 +432,9 @@ class SelfPlay:
         return {**stats, "update": upd, "seconds": seconds}, seconds
 
     def _grammar_generator(self) -> Generator:
-        """The generator that goes on under a grammar from a prefix: the engine where it can, else the trainer's
-        own model through transformers (made once; vLLM cannot: :attr:`Generator.continues_grammar`)."""
+        """The generator that goes on under a grammar from a prefix: the engine where it can (transformers, and a
+        vLLM engine built with our logits processor), else the trainer's own model through transformers (made
+        once; :attr:`Generator.continues_grammar`)."""
         if self.generator.continues_grammar:
             return self.generator
         if self._from_prefix is None:

@@ -27,6 +27,13 @@ while it pushes weights into an engine that is awake (TRL would wake mapped memo
 ``_llm_weights_sleeping``, TRL's record that level 2 discarded the weights, when it wakes an engine TRL put
 to sleep (tests/training/test_vllm_adapter.py pins both against the installed TRL).
 
+* **a grammar from a prefix** (the format recovery's continuations, ``grammar_prefixes``): an engine built here
+  carries our logits processor (:mod:`training.vllm_prefix`), and such a row asks for it in its
+  ``extra_args`` (:func:`training.prefix_grammar.prefix_request`) instead of structured outputs, which would
+  start the grammar at the row's first decoded token; :attr:`continues_grammar` is true. TRL builds no hook
+  for an engine's logits processors, so the engine is built with ``LLM`` wrapped to add it
+  (:func:`_with_processor`). A borrowed engine (a TRL trainer's) has none, and refuses such rows.
+
 GRPO's multi-turn rollouts reuse the KV cache of each episode's earlier turns through vLLM's prefix caching
 (on by default in vLLM's V1 engine; TRL resets the cache after every weight push).
 """
@@ -46,6 +53,25 @@ from gym_envs.seeding import stable_seed
 from training.generation import Generated, Generator, vllm_available
 
 __all__ = ["VLLMGenerator", "structured_outputs"]
+
+
+@contextlib.contextmanager
+def _with_processor(module: Any) -> Iterator[None]:
+    """``module.LLM`` (TRL's ``vllm_generation`` module's name for ``vllm.LLM``) building engines that carry the
+    prefix-grammar logits processor, for the length of the block."""
+    from training.prefix_grammar import PROCESSOR
+
+    real = module.LLM
+
+    def llm(*args: Any, **kw: Any) -> Any:
+        kw["logits_processors"] = [*(kw.get("logits_processors") or []), PROCESSOR]
+        return real(*args, **kw)
+
+    module.LLM = llm
+    try:
+        yield
+    finally:
+        module.LLM = real
 
 
 def structured_outputs(schema: dict[str, Any]) -> Any:
@@ -74,7 +100,7 @@ class VLLMGenerator(Generator):
 
     name = "vllm"
     shares_weights = False
-    continues_grammar = False  #: vLLM's structured outputs start the grammar at the first token it decodes
+    continues_grammar = False  #: true for an engine built here (the prefix-grammar logits processor)
 
     def __init__(self, *, eos_ids: Sequence[int], engine: Any = None, model: Any = None, accelerator: Any = None,
                  tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
@@ -82,7 +108,7 @@ class VLLMGenerator(Generator):
                  group_port: int = 51216, server_timeout: float = 240.0, max_model_length: int | None = None,
                  max_num_seqs: int | None = None, sleep: bool = False):
         self.eos_ids = sorted({int(e) for e in eos_ids})
-        borrowed = engine is not None
+        borrowed, carries = engine is not None, False
         if engine is None:
             if not vllm_available():
                 from envgen.errors import install_hint
@@ -90,16 +116,21 @@ class VLLMGenerator(Generator):
 
                 raise ConfigError(f"generation.engine is vllm but vLLM is not installed: {install_hint('vllm')}, "
                                   "or set generation.engine=transformers (--engine transformers)")
-            from trl.generation.vllm_generation import VLLMGeneration
+            import trl.generation.vllm_generation as trl_vllm
 
-            engine = VLLMGeneration(model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
-                                    gpu_memory_utilization=gpu_memory_utilization,
-                                    server_base_url=server_base_url, server_host=server_host or "0.0.0.0",
-                                    server_port=server_port, group_port=group_port, server_timeout=server_timeout,
-                                    max_model_length=max_model_length,
-                                    max_num_seqs=max_num_seqs, enable_sleep_mode=sleep and mode == "colocate")
+            carries = mode == "colocate" and hasattr(trl_vllm, "LLM")  # TRL names vllm.LLM where vLLM imports
+            with _with_processor(trl_vllm) if carries else contextlib.nullcontext():
+                engine = trl_vllm.VLLMGeneration(
+                    model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,
+                    gpu_memory_utilization=gpu_memory_utilization, server_base_url=server_base_url,
+                    server_host=server_host or "0.0.0.0", server_port=server_port, group_port=group_port,
+                    server_timeout=server_timeout, max_model_length=max_model_length, max_num_seqs=max_num_seqs,
+                    enable_sleep_mode=sleep and mode == "colocate")
         self.engine = engine
         self.mode = getattr(engine, "mode", mode)
+        #: rows go on under a grammar from a prefix: an engine built here, in this process, carries the processor
+        self.continues_grammar = not borrowed and carries
+        self.tokenizer = tokenizer  # the grammars of first_rejected (format recovery) and of prefix rows
         #: the engine sleeps between updates (colocate with vLLM's sleep mode on)
         self.sleep_mode = self.mode == "colocate" and bool(getattr(engine, "enable_sleep_mode", False))
         # asleep: TRL put a sleep-mode engine to sleep when it built it, and a borrowed one sleeps between calls
@@ -182,23 +213,27 @@ class VLLMGenerator(Generator):
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int | Sequence[int], temperature: float = 1.0,
                  top_p: float = 1.0, seed: int = 0, json_schemas: list[dict[str, Any] | None] | None = None,
                  grammar_prefixes: list[list[int] | None] | None = None) -> list[Generated]:
-        if grammar_prefixes is not None and any(grammar_prefixes):
-            from training.errors import ConfigError
-
-            raise ConfigError("vLLM cannot go on under a grammar from a prefix it did not decode "
-                              "(selfplay.recovery.enabled): set generation.engine=transformers (--engine "
-                              "transformers)")
         schemas: list[dict[str, Any] | None] = (list(json_schemas) if json_schemas is not None
                                                  else [None] * len(contexts))
         if len(schemas) != len(contexts):
             raise ValueError(f"{len(schemas)} json_schemas for {len(contexts)} contexts")
+        prefixes: list[list[int] | None] = (list(grammar_prefixes) if grammar_prefixes is not None
+                                            else [None] * len(contexts))
+        if len(prefixes) != len(contexts) or any(p and schemas[i] is None for i, p in enumerate(prefixes)):
+            raise ValueError("grammar_prefixes: one per context, and only for contexts with a json_schema")
+        if any(prefixes) and not self.continues_grammar:
+            from training.errors import ConfigError
+
+            raise ConfigError("this vLLM engine cannot go on under a grammar from a prefix it did not decode "
+                              "(a borrowed or server engine has no envwright logits processor): build the "
+                              "generator with its own colocated engine, or set generation.engine=transformers")
         budgets = budget_list(max_new_tokens, len(contexts))
         if not contexts:
             return []
         self.wake()
         self.weights.require_synced(self.name)
         if self.mode == "colocate":
-            return self._colocated(contexts, budgets, temperature, top_p, seed, schemas)
+            return self._colocated(contexts, budgets, temperature, top_p, seed, schemas, prefixes)
         groups: dict[tuple[str, int], list[int]] = {}  # server: TRL's client sends one set of sampling params
         for i, (sch, b) in enumerate(zip(schemas, budgets, strict=True)):
             groups.setdefault((json.dumps(sch, sort_keys=True), b), []).append(i)
@@ -210,20 +245,27 @@ class VLLMGenerator(Generator):
         return [g for g in out if g is not None]
 
     def _params(self, budget: int, temperature: float, top_p: float, seed: int,
-                schema: dict[str, Any] | None) -> Any:
+                schema: dict[str, Any] | None, prefix: list[int] | None = None) -> Any:
         from vllm import SamplingParams
 
-        extra = {"structured_outputs": structured_outputs(schema)} if schema is not None else {}
+        from training.prefix_grammar import prefix_request
+
+        extra: dict[str, Any] = {}
+        if schema is not None and prefix:  # our processor, from the prefix (structured outputs start at token 0)
+            extra = {"extra_args": prefix_request(schema, prefix)}
+        elif schema is not None:
+            extra = {"structured_outputs": structured_outputs(schema)}
         return SamplingParams(n=1, max_tokens=budget, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
                               seed=seed, logprobs=0, stop_token_ids=list(self.eos_ids), **extra)
 
     def _colocated(self, contexts: list[list[int]], budgets: list[int], temperature: float, top_p: float,
-                   seed: int, schemas: list[dict[str, Any] | None]) -> list[Generated]:
+                   seed: int, schemas: list[dict[str, Any] | None],
+                   prefixes: list[list[int] | None]) -> list[Generated]:
         """Every row in one ``LLM.generate``, each with its own sampling params."""
         from trl.generation.vllm_generation import extract_logprobs
 
         try:
-            params = [self._params(budgets[i], temperature, top_p, stable_seed(seed, i), schemas[i])
+            params = [self._params(budgets[i], temperature, top_p, stable_seed(seed, i), schemas[i], prefixes[i])
                       for i in range(len(contexts))]
             outs = self.engine.llm.generate([{"prompt_token_ids": list(c)} for c in contexts],
                                             sampling_params=params, use_tqdm=False)

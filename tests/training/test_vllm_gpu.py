@@ -1,4 +1,5 @@
-"""The ``vllm`` generation engine on a GPU: generate, structured output, a weight sync that changes the outputs,
+"""The ``vllm`` generation engine on a GPU: generate, structured output (from the start, and from a prefix, the
+format recovery's rows), a weight sync that changes the outputs,
 sleeping between updates, and a two-step GRPO run through TRL's colocated vLLM.
 
 Marked ``gpu`` (CI deselects them; they skip without vLLM or CUDA). They use a small random-weight Qwen3 whose
@@ -103,6 +104,24 @@ def test_vllm_constrains_only_the_grammar_rows(engine: Any) -> None:
         assert g.finish == "stop", engine.tok.decode(g.ids)
         jsonschema.validate(json.loads(engine.tok.decode(g.ids, skip_special_tokens=True)), SCHEMA)
     assert outs[1].ids and outs[1].finish in ("stop", "length")
+
+
+def test_vllm_goes_on_under_the_grammar_from_a_prefix(engine: Any) -> None:
+    """The format recovery's rows on vLLM: the context ends with a prefix of the schema's text, and the engine's
+    prefix-grammar logits processor (training.vllm_prefix) keeps the continuation in the grammar from there."""
+    import jsonschema
+
+    assert engine.gen.continues_grammar
+    ctx = _contexts(engine.tok)
+    for text in ('{"a": 3', '{"a": 1, "b": "q'):
+        prefix = engine.tok(text, add_special_tokens=False)["input_ids"]
+        outs = engine.gen.generate([ctx[0] + prefix] * 3, max_new_tokens=32, temperature=1.0, seed=2,
+                                   json_schemas=[SCHEMA] * 3, grammar_prefixes=[prefix] * 3)
+        for g in outs:
+            assert g.finish == "stop", engine.tok.decode(g.ids)
+            doc = json.loads(engine.tok.decode(prefix + g.ids, skip_special_tokens=True))
+            jsonschema.validate(doc, SCHEMA)
+            assert str(doc["a"]) == text[6] and (len(text) < 10 or doc["b"].startswith("q"))
 
 
 def test_a_weight_sync_changes_what_vllm_writes(engine: Any) -> None:
