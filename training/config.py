@@ -144,6 +144,10 @@ class GenerationConfig:
     #: colocate: vLLM's sleep mode, its weights and KV cache released while the trainer updates (less memory, a
     #: weight push and a wake-up a step); TRL's ``vllm_enable_sleep_mode`` for ``train solver``
     vllm_sleep: Bool = False
+    #: colocate: build the engine with envwright's prefix-grammar logits processor (:mod:`training.vllm_prefix`),
+    #: so that the format recovery goes on under the grammar on vLLM; false: it runs on a transformers copy of the
+    #: policy instead (slower), for a vLLM that refuses custom logits processors
+    vllm_prefix_grammar: Bool = True
     #: fail when the sampler's and the trainer's log-probabilities of the sampled tokens differ by more than this
     #: on average (nats), measured every step right after a weight sync: the weights did not reach the engine
     #: (:mod:`training.weight_sync`); null: report the gap, never fail

@@ -191,7 +191,8 @@ def make_generator(cfg: TrainConfig, model: Any, tokenizer: Any, *, accelerator:
                                  server_base_url=g.vllm_server_base_url, server_host=g.vllm_server_host,
                                  server_port=g.vllm_server_port, group_port=g.vllm_group_port,
                                  server_timeout=g.vllm_server_timeout, max_model_length=g.vllm_max_model_length,
-                                 max_num_seqs=g.batch_size, sleep=g.vllm_sleep)
+                                 max_num_seqs=g.batch_size, sleep=g.vllm_sleep,
+                                 prefix_grammar=g.vllm_prefix_grammar)
     return TransformersGenerator(model, eos_ids=eos, pad_id=tokenizer.pad_token_id, batch_size=g.batch_size,
                                  sort_by_length=g.sort_by_length, static_cache=g.static_cache, compile=g.compile,
                                  autocast_bf16=generation_autocast(cfg), tokenizer=tokenizer)

@@ -96,6 +96,7 @@ class VLLMGenerator(Generator):
         gpu_memory_utilization, max_model_length: vLLM's memory share and context length (colocate).
         max_num_seqs: rows vLLM decodes at once (``generation.batch_size``; None: vLLM's default).
         sleep: vLLM's sleep mode between updates (colocate; module docstring).
+        prefix_grammar: build the engine with the prefix-grammar logits processor (colocate; module docstring).
     """
 
     name = "vllm"
@@ -106,7 +107,7 @@ class VLLMGenerator(Generator):
                  tokenizer: Any = None, mode: str = "colocate", gpu_memory_utilization: float = 0.3,
                  server_base_url: str | None = None, server_host: str | None = None, server_port: int = 8000,
                  group_port: int = 51216, server_timeout: float = 240.0, max_model_length: int | None = None,
-                 max_num_seqs: int | None = None, sleep: bool = False):
+                 max_num_seqs: int | None = None, sleep: bool = False, prefix_grammar: bool = True):
         self.eos_ids = sorted({int(e) for e in eos_ids})
         borrowed, carries = engine is not None, False
         if engine is None:
@@ -118,7 +119,8 @@ class VLLMGenerator(Generator):
                                   "or set generation.engine=transformers (--engine transformers)")
             import trl.generation.vllm_generation as trl_vllm
 
-            carries = mode == "colocate" and hasattr(trl_vllm, "LLM")  # TRL names vllm.LLM where vLLM imports
+            # TRL names vllm.LLM in its module where vLLM imports
+            carries = prefix_grammar and mode == "colocate" and hasattr(trl_vllm, "LLM")
             with _with_processor(trl_vllm) if carries else contextlib.nullcontext():
                 engine = trl_vllm.VLLMGeneration(
                     model=model, accelerator=accelerator, processing_class=tokenizer, mode=mode,

@@ -102,6 +102,8 @@ def test_an_engine_built_here_carries_the_processor_and_prefix_rows_ask_for_it(
     assert prefixed.extra_args == prefix_request(SCHEMA, [7, 8]) and not hasattr(prefixed, "structured_outputs")
     assert hasattr(constrained, "structured_outputs") and not hasattr(constrained, "extra_args")
     assert not hasattr(free, "structured_outputs") and not hasattr(free, "extra_args")
+    without = VLLMGenerator(eos_ids=[EOS], model="m", tokenizer="t", accelerator="a", prefix_grammar=False)
+    assert not without.continues_grammar and "logits_processors" not in llm_kwargs[-1]  # generation.vllm_prefix_grammar
     borrowed = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(FakeLLM([[5, EOS]])))
     assert not borrowed.continues_grammar
     with pytest.raises(ConfigError, match="no envwright logits processor"):
