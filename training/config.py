@@ -154,7 +154,8 @@ class GenerationConfig:
     max_logprob_gap: Float | None = 0.5
     #: self-play, vLLM colocated: after each round's generation, time the engine on the round's own rows (every
     #: proposal's prompt and every action's context, each to the length it generated, EOS ignored, one call): the
-    #: round's ``throughput.raw`` and ``of_raw``, the in-loop rate against the raw one at the same shape
+    #: round's ``throughput.raw`` and ``of_raw``, the in-loop rate against the raw one at the same shape; and the
+    #: round's own calls replayed one by one (``raw_by_call``, ``of_raw_by_call``)
     measure_raw: Bool = False
     #: rows decoded at once: transformers, rows per ``generate`` call (None: all at once); vLLM, its
     #: ``max_num_seqs`` (None: vLLM's default)

@@ -154,6 +154,30 @@ class Generator:
         measure (only the colocated vLLM engine has: :meth:`training.vllm_generator.VLLMGenerator.raw_throughput`)."""
         return None
 
+    #: when a list, each :meth:`generate` call of an engine with a raw measure appends its rows here, as
+    #: ``(context, tokens generated)`` pairs (self-play's ``generation.measure_raw`` turns it on for a round)
+    call_log: list[list[tuple[list[int], int]]] | None = None
+
+    def raw_by_call(self, calls: Sequence[Sequence[tuple[list[int], int]]], *,
+                    seed: int = 0) -> dict[str, Any] | None:
+        """The engine's raw rate on these calls replayed one after another, each call's rows in one engine call
+        as :meth:`raw_throughput` decodes them: ``calls``, ``rows``, ``tokens``, ``seconds``,
+        ``tokens_per_second`` summed over the calls (the loop's own batching, without its grammar and
+        bookkeeping); None where the engine has no raw measure, ``error`` where a call's measure failed."""
+        total = {"calls": 0, "rows": 0, "tokens": 0, "seconds": 0.0}
+        for i, call in enumerate(calls):
+            one = self.raw_throughput([c for c, _ in call], [b for _, b in call], seed=stable_seed(seed, i))
+            if one is None:
+                continue
+            if "error" in one:
+                return {**total, "error": one["error"]}
+            total["calls"] += 1
+            for key in ("rows", "tokens", "seconds"):
+                total[key] += one[key]
+        if not total["calls"]:
+            return None
+        return {**total, "tokens_per_second": total["tokens"] / total["seconds"] if total["seconds"] > 0 else 0.0}
+
 
 # -- Hugging Face generate ------------------------------------------------------------------------
 

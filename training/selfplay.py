@@ -484,14 +484,17 @@ class SelfPlay:
         t0 = time.perf_counter()
         round_cfg = dataclasses.replace(sp.round, seed=stable_seed(cfg.run.seed, "round", sp.round.seed))
         riders = self._riders(r) if sp.recovery.enabled else None
+        self.generator.call_log = [] if cfg.generation.measure_raw else None
         result = run_round(self.controller, self.proposer, self.docs, self._solve, iteration=r, config=round_cfg,
                            library=self.library, explore_proposer=riders or self.explore_proposer,
                            run_id=f"{self.run_tag}/round-{r:04d}")
-        raw, t_raw = None, 0.0
-        if cfg.generation.measure_raw:  # the engine's raw rate at this round's shape (not counted in the round)
+        calls, self.generator.call_log = self.generator.call_log or [], None
+        raw, by_call, t_raw = None, None, 0.0
+        if cfg.generation.measure_raw:  # the engine's raw rates at this round's shape (not counted in the round)
             t_raw = time.perf_counter()
             rows, lengths = round_rows(self.backend.records, self._episodes + self._eval_episodes)
             raw = self.generator.raw_throughput(rows, lengths, seed=stable_seed(cfg.run.seed, "raw", r))
+            by_call = self.generator.raw_by_call(calls, seed=stable_seed(cfg.run.seed, "raw-calls", r))
             t_raw = time.perf_counter() - t_raw
         prop, missing = proposer_samples(result.candidates, self.backend.record_for, sp.proposer_weight)
         solv = solver_samples(self._episodes, self._groups, sp.solver_weight)
@@ -521,7 +524,7 @@ class SelfPlay:
                                skills_active=len(self.controller.library), library_size=len(self.library),
                                bins=sp.histogram_bins, generation=engine)
         if cfg.generation.measure_raw:
-            metrics["throughput"] = with_raw(metrics["throughput"], raw)
+            metrics["throughput"] = with_raw(metrics["throughput"], raw, by_call)
         if probe is not None:
             metrics["probe"] = probe
         if recovery is not None:

@@ -191,9 +191,16 @@ def round_rows(records: Sequence[Any], episodes: Sequence[Any]) -> tuple[list[li
     return contexts, budgets
 
 
-def with_raw(throughput: dict[str, Any], raw: dict[str, Any] | None) -> dict[str, Any]:
-    """A round's ``throughput`` record with the engine's raw rate at the round's shape (:func:`round_rows`) and
-    ``of_raw``: the in-loop tokens/s as a share of it (None without a raw rate)."""
+def with_raw(throughput: dict[str, Any], raw: dict[str, Any] | None,
+             by_call: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A round's ``throughput`` record with the engine's raw rate at the round's shape (:func:`round_rows`, every
+    row in one call) and ``of_raw``, the in-loop tokens/s as a share of it; with ``by_call`` (the round's own
+    calls replayed, :meth:`~training.generation.Generator.raw_by_call`) also ``raw_by_call`` and
+    ``of_raw_by_call``. A share is None without its raw rate."""
+    tps = throughput["tokens_per_second"]
     raw_tps = (raw or {}).get("tokens_per_second")
-    return {**throughput, "raw": raw,
-            "of_raw": throughput["tokens_per_second"] / raw_tps if raw_tps else None}
+    out = {**throughput, "raw": raw, "of_raw": tps / raw_tps if raw_tps else None}
+    if by_call is not None:
+        out.update(raw_by_call=by_call, of_raw_by_call=tps / by_call["tokens_per_second"]
+                   if by_call.get("tokens_per_second") else None)
+    return out

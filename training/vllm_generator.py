@@ -235,7 +235,10 @@ class VLLMGenerator(Generator):
         self.wake()
         self.weights.require_synced(self.name)
         if self.mode == "colocate":
-            return self._colocated(contexts, budgets, temperature, top_p, seed, schemas, prefixes)
+            done = self._colocated(contexts, budgets, temperature, top_p, seed, schemas, prefixes)
+            if self.call_log is not None:  # the raw measure by call (Generator.raw_by_call)
+                self.call_log.append([(list(c), len(g.ids)) for c, g in zip(contexts, done, strict=True)])
+            return done
         groups: dict[tuple[str, int], list[int]] = {}  # server: TRL's client sends one set of sampling params
         for i, (sch, b) in enumerate(zip(schemas, budgets, strict=True)):
             groups.setdefault((json.dumps(sch, sort_keys=True), b), []).append(i)

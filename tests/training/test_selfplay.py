@@ -410,7 +410,8 @@ def test_the_raw_rate_is_timed_at_the_rounds_own_shape(tmp_path: Path, tiny_dir:
                                                       corpus_dir: Path) -> None:
     """``generation.measure_raw``: after the round's generation the engine is timed on the round's own rows, one
     per proposal and one per action, each to the length it generated: their tokens are the round's generated
-    tokens, the round's time leaves the measure out, and ``of_raw`` is the in-loop rate over the raw one."""
+    tokens, the round's time leaves the measure out, and ``of_raw`` is the in-loop rate over the raw one; the
+    round's calls, replayed one by one, give ``raw_by_call`` and ``of_raw_by_call``."""
     from training.selfplay import SelfPlay
 
     cfg = selfplay_config(tiny_dir, corpus_dir, tmp_path / "run", {"rounds": 1})
@@ -423,9 +424,21 @@ def test_the_raw_rate_is_timed_at_the_rounds_own_shape(tmp_path: Path, tiny_dir:
         return {"rows": len(contexts), "tokens": sum(budgets), "seconds": 0.5, "tokens_per_second": sum(budgets) / 0.5}
 
     gen.raw_throughput = raw  # type: ignore[method-assign]
+    plain = gen.generate
+
+    def logging(contexts: list[list[int]], **kw: Any) -> Any:  # as an engine with a raw measure logs its calls
+        out = plain(contexts, **kw)
+        if gen.call_log is not None:
+            gen.call_log.append([(list(c), len(g.ids)) for c, g in zip(contexts, out, strict=True)])
+        return out
+
+    gen.generate = logging  # type: ignore[method-assign]
     (h,) = SelfPlay(cfg, generator=gen).run()
-    ((contexts, budgets),) = seen
+    (contexts, budgets), *calls = seen  # the one-call measure, then each call of the round replayed
+    assert gen.call_log is None  # the log is the round's only
     tp = h["throughput"]
+    assert len(calls) == tp["raw_by_call"]["calls"] > 1 and tp["raw_by_call"]["tokens"] == tp["generated_tokens"]
+    assert tp["of_raw_by_call"] == pytest.approx(tp["tokens_per_second"] / tp["raw_by_call"]["tokens_per_second"])
     assert sum(budgets) == tp["generated_tokens"] > 0 and all(contexts) and len(contexts) == len(budgets)
     assert len(contexts) > h["proposer"]["candidates"]  # the proposals and every action of the episodes
     assert tp["raw"]["tokens_per_second"] == 2 * sum(budgets)

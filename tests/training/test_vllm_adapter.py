@@ -268,3 +268,24 @@ def test_the_raw_rate_decodes_every_row_to_its_budget_in_one_call(fake_vllm: Non
     assert VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(llm, mode="server")).raw_throughput([[1]], [2]) is None
     failing = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(FakeLLM([[5]], fail=True)))
     assert "out of memory" in failing.raw_throughput([[1]], [2])["error"]
+
+
+def test_the_raw_rate_by_call_replays_each_logged_call_as_one_engine_call(fake_vllm: None) -> None:
+    """``call_log`` on: each ``generate`` call's rows are logged with the tokens they got; ``raw_by_call``
+    replays every call as one ``LLM.generate`` of its own (each row to its length, EOS ignored) and sums."""
+    llm = FakeLLM([[5, 6, EOS], [7, 8, 9, 10]])
+    gen = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(llm))
+    gen.call_log = []
+    gen.generate([[1, 2], [3]], max_new_tokens=4, json_schemas=[SCHEMA, None])
+    gen.generate([[4]], max_new_tokens=2)
+    assert gen.call_log == [[([1, 2], 3), ([3], 4)], [([4], 2)]]
+    before = len(llm.calls)
+    by_call = gen.raw_by_call(gen.call_log, seed=3)
+    assert by_call is not None and by_call["calls"] == 2 and by_call["rows"] == 3 and by_call["tokens"] == 9
+    replayed = llm.calls[before:]
+    assert [[p.kw["min_tokens"] for p in call] for call in replayed] == [[3, 4], [2]]
+    assert all(p.kw["ignore_eos"] and "structured_outputs" not in p.kw for call in replayed for p in call)
+    assert by_call["tokens_per_second"] == pytest.approx(9 / by_call["seconds"])
+    failing = VLLMGenerator(eos_ids=[EOS], engine=FakeEngine(FakeLLM([[5]], fail=True)))
+    assert "out of memory" in failing.raw_by_call([[([1], 2)]])["error"]
+    assert gen.raw_by_call([]) is None
