@@ -20,21 +20,24 @@ not where it went wrong or what the format wanted there. The grammar knows both.
 So the free stream is taught the format at the step where it lost it, in the policy's own words around it.
 The round's free stream is 4 proposals for one document (``round.group_size``), so it gives a few samples a
 round; ``selfplay.recovery.documents`` adds N more documents a round, each written once without the
-grammar for this step only (never solved, scored or kept), in the free stream's batch. They are drawn from the
+grammar for this step only (never solved, scored or kept), in the free stream's batch (:class:`RecoveryRiders`,
+which keeps that batch in one engine call with the skill stream's). They are drawn from the
 pool without the acceptance probe's documents, whose proposals are never used (the probe measures the format).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from envgen.errors import PARSE_FAILURES
+from envgen.proposers.base import BatchRequest, Proposal, Proposer
 from training.generation import Generator
 from training.loss import Sample
 
-__all__ = ["recovery_samples", "structure_grammar"]
+__all__ = ["RecoveryRiders", "recovery_samples", "structure_grammar"]
 
 
 def structure_grammar(structure: str) -> tuple[dict[str, Any], Callable[[str], bool]]:
@@ -108,3 +111,46 @@ def recovery_samples(proposals: Sequence[Any], record_for: Callable[[str | None]
     stats["recovered"] = len(samples)
     stats["new_tokens"] = statistics.fmean(new) if new else None
     return samples, stats
+
+
+class RecoveryRiders(Proposer):
+    """A free-stream proposer whose batch also writes proposals for extra documents (``docs``), kept aside in
+    ``proposals`` for the format-recovery step: they are never scored, solved or kept. The first batch of the
+    round carries them (the free stream writes one batch a round, in one engine call with the skill stream's:
+    :meth:`batch_request`); any later one is the inner proposer's."""
+
+    def __init__(self, inner: Proposer, docs: list[Any]):
+        self.inner, self.docs = inner, list(docs)
+        self.name, self.can_repair = inner.name, inner.can_repair
+        self.proposals: list[Proposal] | None = None
+
+    def propose_batch(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> list[Proposal]:
+        if self.proposals is not None or not docs:
+            return self.inner.propose_batch(docs, seed=seed, skills=skills)
+        out = self.inner.propose_batch(list(docs) + self.docs, seed=seed,
+                                       skills=None if skills is None else [*skills, *[None] * len(self.docs)])
+        self.proposals = out[len(docs):]
+        return out[:len(docs)]
+
+    def batch_request(self, docs: list[Any], *, seed: int = 0,
+                      skills: list[Any] | None = None) -> BatchRequest | None:
+        """The first batch's request with the extra documents' rows after the round's (so that the skill stream's
+        rows and these decode in one call, :func:`envgen.proposers.base.propose_together`); later batches, and an
+        inner proposer that writes alone, as the inner proposer's."""
+        if self.proposals is not None or not docs:
+            return self.inner.batch_request(docs, seed=seed, skills=skills)
+        request = self.inner.batch_request(list(docs) + self.docs, seed=seed,
+                                           skills=None if skills is None else [*skills, *[None] * len(self.docs)])
+        if request is None:
+            return None
+        finish, n = request.finish, len(docs)
+
+        def split(completions: Any) -> list[Proposal]:
+            out = finish(completions)
+            self.proposals = out[n:]
+            return out[:n]
+
+        return dataclasses.replace(request, finish=split)
+
+    def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
+        return self.inner.repair_batch(items, seed=seed)

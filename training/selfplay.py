@@ -71,7 +71,6 @@ from pathlib import Path
 from typing import Any
 
 from envgen.library import Library
-from envgen.proposers.base import Proposal, Proposer
 from envgen.proposers.llm import LLMProposer
 from envgen.skills import Controller, SkillLibrary, run_round
 from envgen.skills.authoring import SkillWriter
@@ -86,6 +85,7 @@ from training.checkpoint import (
     seed_everything,
 )
 from training.config import TrainConfig, config_to_dict
+from training.format_recovery import RecoveryRiders
 from training.generation import Generator, PolicyBackend
 from training.loss import make_optimizer, reference_logprobs, update, update_config
 from training.metrics import MetricsWriter, drop_rounds_from
@@ -125,28 +125,6 @@ def heldout_tasks(sources: Sequence[str], per_env: int | None, attempts: int, se
               for t in s.tasks[:per_env]]
     return [TaskRef(t.spec, t.task_id, stable_seed(seed, "heldout", a), t.source) for t in chosen
             for a in range(attempts)]
-
-
-class _Riders(Proposer):
-    """A free-stream proposer whose batch also writes proposals for extra documents (``docs``), kept aside in
-    ``proposals`` for the format-recovery step: they are never scored, solved or kept. The first batch of the
-    round carries them (the free stream writes one batch a round); any later one is the inner proposer's."""
-
-    def __init__(self, inner: Proposer, docs: list[Any]):
-        self.inner, self.docs = inner, list(docs)
-        self.name, self.can_repair = inner.name, inner.can_repair
-        self.proposals: list[Proposal] | None = None
-
-    def propose_batch(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> list[Proposal]:
-        if self.proposals is not None or not docs:
-            return self.inner.propose_batch(docs, seed=seed, skills=skills)
-        out = self.inner.propose_batch(list(docs) + self.docs, seed=seed,
-                                       skills=None if skills is None else [*skills, *[None] * len(self.docs)])
-        self.proposals = out[len(docs):]
-        return out[:len(docs)]
-
-    def repair_batch(self, items: list[tuple[Proposal, str]], *, seed: int = 0) -> list[Proposal]:
-        return self.inner.repair_batch(items, seed=seed)
 
 
 class SelfPlay:
@@ -398,7 +376,7 @@ class SelfPlay:
         return {"episodes": len(failed), **stats, "update": upd}, time.perf_counter() - t0
 
     def _format_recovery(self, result: RoundResult, r: int,
-                         riders: _Riders | None = None) -> tuple[dict[str, Any] | None, float]:
+                         riders: RecoveryRiders | None = None) -> tuple[dict[str, Any] | None, float]:
         """The optional format-recovery step (:mod:`training.format_recovery`) on the round's unparsed free
         proposals, and those of ``selfplay.recovery.documents`` (``riders``: written in the free stream's
         batch)."""
@@ -453,11 +431,11 @@ class SelfPlay:
         pool = [d for d in self.docs if id(d) not in probe]
         return random.Random(stable_seed(self.cfg.run.seed, "recovery-documents", r)).sample(pool, min(n, len(pool)))
 
-    def _riders(self, r: int) -> _Riders | None:
+    def _riders(self, r: int) -> RecoveryRiders | None:
         """The free stream's proposer for round ``r``, carrying the format-recovery documents in its batch: the
         round already decodes that batch to its longest proposal, so they cost few extra decoding steps."""
         docs = self._recovery_docs(r)
-        return _Riders(self.explore_proposer or self.proposer, docs) if docs else None
+        return RecoveryRiders(self.explore_proposer or self.proposer, docs) if docs else None
 
     def _recovery_proposals(self, docs: list[Any], r: int) -> list[Any]:
         """The format-recovery documents' (``docs``, :meth:`_recovery_docs`) proposals in a batch of their own,

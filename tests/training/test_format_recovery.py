@@ -135,6 +135,7 @@ class _Proposals(ScriptedGenerator):
         super().__init__(tokenizer, self.answer)
         self.proposals = 0
         self.recovering = False
+        self.batches: list[int] = []  #: proposals written by each engine call that wrote any
 
     def answer(self, context: str) -> str:
         if SOLVER_MARK in context:
@@ -146,7 +147,11 @@ class _Proposals(ScriptedGenerator):
 
     def generate(self, contexts: list[list[int]], **kw: Any) -> Any:
         self.recovering = bool(kw.get("grammar_prefixes"))
-        return super().generate(contexts, **kw)
+        before = self.proposals
+        out = super().generate(contexts, **kw)
+        if self.proposals > before:
+            self.batches.append(self.proposals - before)
+        return out
 
 
 def test_selfplay_takes_a_format_recovery_step(tmp_path: Path, tiny_dir: Path, tokenizer: Any,
@@ -243,10 +248,12 @@ def test_format_recovery_documents_add_free_proposals_beyond_the_round(tmp_path:
     assert all(p.meta["stream"] == "explore" and p.meta["constrained"] is False for p in extra)
     again = sp._recovery_proposals(sp._recovery_docs(0), 0)  # seeded: a resume draws the same documents
     assert [p.doc_id for p in again] == [p.doc_id for p in extra]
-    made = gen.proposals
+    made, calls = gen.proposals, len(gen.batches)
     (h,) = sp.run()
     rec = h["format_recovery"]
     assert rec["documents"] == 3 and 0 <= rec["documents_parsed"] <= 3 and rec["documents_in_round_batch"]
+    # one engine call wrote the round's proposals, both streams' and the extras' (the probes' are their own)
+    assert gen.batches[calls:] == [len(probe), h["proposer"]["candidates"] + 3, len(probe)]
     # the extras rode the round's free-stream batch: no batch of their own, and none among the candidates
     # (the rest: the probe's documents at round 0 and after the last round)
     assert gen.proposals - made == h["proposer"]["candidates"] + 3 + 2 * len(probe)
