@@ -74,7 +74,9 @@ def run(*, model: str, corpus: str = "stdlib", n: int = 8, structures: tuple[str
     try:
         import xgrammar as xgr
     except ImportError:
-        raise SystemExit("bench grammar needs xgrammar: pip install 'envwright[constrained]'") from None
+        from envgen.errors import install_hint
+
+        raise SystemExit(f"bench grammar needs xgrammar: {install_hint('xgrammar')}") from None
     from rich.progress import Progress
 
     from envgen.backends.repeats import short_repeats

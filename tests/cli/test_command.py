@@ -102,7 +102,7 @@ def test_bench_help_lists_every_benchmark_without_importing_them() -> None:
     assert report["code"] in (0, None)
     assert not {m.split(".")[0] for m in report["modules"]} & set(HEAVY)
     help_text = "\n".join(help_lines)
-    assert set(BENCHMARKS) == {"runtime", "generate", "validation", "proposer", "induction", "tau2", "speed",
+    assert set(BENCHMARKS) == {"runtime", "generate", "validation", "proposer", "grammar", "induction", "tau2", "speed",
                                "precision", "throughput", "learning", "selfplay"}
     for name in BENCHMARKS:
         assert name in help_text
