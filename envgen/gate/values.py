@@ -212,8 +212,7 @@ class Snapshot:
         named.sort(key=lambda c: (not _holds(c, value), c.table))
         if named:
             return named[0]
-        holding = [c for c in self.columns() if c.name != "id" and _holds(c, value)]
-        return holding[0] if holding else None
+        return next((c for c in self.columns() if c.name != "id" and _holds(c, value)), None)  # the first
 
     def columns_holding(self, text: str, *, name: str | None = None) -> list[Column]:
         """Columns with a value whose answer text equals ``text`` (case-insensitive); ``name`` first."""
