@@ -28,6 +28,14 @@ from typing import Any
 __all__ = ["Column", "Snapshot", "answer_text", "argument_values", "pattern_probes", "same_answer"]
 
 _NUMERIC = re.compile(r"^[-+]?\d+(?:[.,]\d+)?$")
+_NONE_TYPE = type(None)
+_NONE = frozenset({_NONE_TYPE})
+_STR = frozenset({str})
+_NUMBERS = frozenset({int, float})
+_PLAIN = frozenset({str, int, float, bool, _NONE_TYPE})
+_STR_OR_NONE = frozenset({str, _NONE_TYPE})
+_INT_OR_NONE = frozenset({int, _NONE_TYPE})
+_EMPTY = frozenset({""})
 
 
 @dataclass(frozen=True)
@@ -44,8 +52,19 @@ class Column:
         return f"{self.table}.{self.name}"
 
     @cached_property
+    def types(self) -> frozenset[type]:
+        """The exact types of the column's values."""
+        return frozenset(map(type, self.values))
+
+    @cached_property
     def by_kind(self) -> dict[str, tuple[Any, ...]]:
         """The column's values other than None by kind (:func:`_kind`), each in row order."""
+        one = self.types - _NONE
+        only = "str" if one == _STR else "number" if one and one <= _NUMBERS else None
+        if only is not None:  # one kind (the common case): its values as they are, None left out
+            values = tuple(self.values) if _NONE_TYPE not in self.types else \
+                tuple(v for v in self.values if v is not None)
+            return {only: values}
         out: dict[str, list[Any]] = {}
         for v in self.values:
             c = v.__class__
@@ -105,6 +124,8 @@ class Column:
     @cached_property
     def lowered(self) -> frozenset[str]:
         """The column's string values, lower-cased."""
+        if self.types <= _PLAIN:  # no subclass of str: its strings are the kind "str"
+            return frozenset(map(str.lower, self.by_kind.get("str", ())))
         return frozenset(map(str.lower, [v for v in self.values if isinstance(v, str)]))
 
     @cached_property
@@ -115,6 +136,12 @@ class Column:
     @cached_property
     def answers(self) -> frozenset[str]:
         """The column's values as a reply states them (:func:`answer_text`), stripped and lower-cased."""
+        if self.types <= _STR_OR_NONE:  # strings (and None, stated as "")
+            texts = frozenset(map(str.lower, map(str.strip, self.by_kind.get("str", ()))))
+            return texts | _EMPTY if _NONE_TYPE in self.types else texts
+        if self.types <= _INT_OR_NONE:
+            texts = frozenset(map(str, self.by_kind.get("number", ())))
+            return texts | _EMPTY if _NONE_TYPE in self.types else texts
         strings = [v for v in self.values if v.__class__ is str]
         ints = [v for v in self.values if v.__class__ is int]  # an int's text has no space nor letter
         others = [v for v in self.values if v.__class__ is not str and v.__class__ is not int]
@@ -185,8 +212,7 @@ class Snapshot:
         named.sort(key=lambda c: (not _holds(c, value), c.table))
         if named:
             return named[0]
-        holding = [c for c in self.columns() if c.name != "id" and _holds(c, value)]
-        return holding[0] if holding else None
+        return next((c for c in self.columns() if c.name != "id" and _holds(c, value)), None)  # the first
 
     def columns_holding(self, text: str, *, name: str | None = None) -> list[Column]:
         """Columns with a value whose answer text equals ``text`` (case-insensitive); ``name`` first."""

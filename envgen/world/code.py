@@ -269,7 +269,9 @@ def _state_filter(ent: Entity, lines: list[str]) -> None:
 
 def _b_search(world: World, op: Op) -> list[str]:
     """One page of the records (render.py's contract): ``sql`` is the ``WHERE`` clause, read once for the page and
-    once for the total."""
+    once for the total. A text query's pattern is made in SQL (``'%' || ? || '%'``): SQLite prepares a statement
+    whose ``LIKE`` pattern is a bare parameter again each time the parameter's value changes (its plan may depend on
+    the pattern), authorizer and all."""
     ent = op.entity
     by = by_ref(op)
     if by is not None:
@@ -278,8 +280,8 @@ def _b_search(world: World, op: Op) -> list[str]:
     else:
         col = text_field(ent) or ent.key.name
         lines = ["sql = ' WHERE 1 = 1'", "params = []",
-                 "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE ?'",
-                 "    params.append('%' + query.strip().lower() + '%')"]
+                 "if query is not None:", f"    sql = sql + ' AND lower(\"{col}\") LIKE \\'%\\' || ? || \\'%\\''",
+                 "    params.append(query.strip().lower())"]
         for f in filter_fields(ent):
             lines += [f"if {f.name} is not None:", f"    sql = sql + ' AND \"{f.name}\" = ?'",
                       f"    params.append({f.name})"]

@@ -80,10 +80,13 @@ def compile_arguments(schema: Any) -> Callable[[dict[str, Any]], dict[str, Any] 
     """The fast path of argument checking for one tool's ``parameters`` schema.
 
     The function returns a private copy of ``args`` when every argument is declared with a plain scalar
-    type (and nothing but annotations), has exactly that type (a finite float for ``number``) and every
-    required argument is present: such arguments are valid and already plain JSON. Otherwise it
+    type, has exactly that type (a finite float for ``number``), meets the constraints
+    :func:`validate_value` checks on a scalar (``enum``, ``minimum``, ``maximum``, ``minLength``,
+    ``maxLength``: each compiled to the same comparison) and every required argument is present: such
+    arguments are valid (:func:`validate_arguments` finds no error) and already plain JSON. Otherwise it
     returns ``None`` and the caller copies them with :func:`~gym_envs.sandbox.values.plain_json` and
-    words the errors with :func:`validate_arguments`.
+    words the errors with :func:`validate_arguments`. A property whose constraint is of an unusual type
+    (a non-list ``enum``, a bound that is not a number) is left to that slow path.
     """
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
     required = schema.get("required", ()) if isinstance(schema, dict) else ()
@@ -92,20 +95,68 @@ def compile_arguments(schema: Any) -> Callable[[dict[str, Any]], dict[str, Any] 
         return lambda args: None
     need = frozenset(required)
     simple: dict[str, tuple[type, ...]] = {}
+    checks: dict[str, Callable[[Any], bool]] = {}  # a property's constraints, where it has any
     for k, sub in props.items():
         typ = sub.get("type") if isinstance(sub, dict) else None
-        if isinstance(sub, dict) and set(sub) <= _ANNOTATION_KEYS and isinstance(typ, str) \
-                and typ in _EXACT_TYPES and typ not in ("array", "object"):
-            simple[k] = _EXACT_TYPES[typ]
+        if not isinstance(sub, dict) or not isinstance(typ, str) or typ not in _EXACT_TYPES \
+                or typ in ("array", "object"):
+            continue
+        check = _scalar_check(sub)
+        simple[k] = _EXACT_TYPES[typ]
+        if check is not None:
+            checks[k] = check
     get = simple.get
+    check_of = checks.get
 
     def admit(args: dict[str, Any]) -> dict[str, Any] | None:
         for k, v in args.items():
             c = v.__class__
             if k.__class__ is not str or c not in get(k, ()) or (c is float and (v != v or v in _INF)):
                 return None
+            check = check_of(k)
+            if check is not None and not check(v):
+                return None
         if not args.keys() >= need:
             return None
         return args.copy()
 
     return admit
+
+
+_NUMBER = (int, float)
+
+
+def _never(v: Any) -> bool:
+    return False
+
+
+def _scalar_check(sub: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """The constraints :func:`validate_value` checks on a scalar of schema ``sub``, as one function that is true
+    when it would find no error (the same comparisons); ``None``: no constraint. A constraint of a type the fast
+    path leaves to :func:`validate_value` (a non-list ``enum``, a bound that is not an exact number) gives a
+    function that is never true."""
+    enum = sub.get("enum")
+    if "enum" in sub and enum.__class__ is not list and enum.__class__ is not tuple:
+        return _never
+    lo, hi = sub.get("minimum"), sub.get("maximum")
+    shortest, longest = sub.get("minLength"), sub.get("maxLength")
+    if any(b is not None and b.__class__ not in _NUMBER for b in (lo, hi)) \
+            or ("minimum" in sub and lo is None) or ("maximum" in sub and hi is None) \
+            or any(n is not None and n.__class__ is not int for n in (shortest, longest)) \
+            or ("minLength" in sub and shortest is None) or ("maxLength" in sub and longest is None):
+        return _never
+    if enum is None and lo is None and hi is None and shortest is None and longest is None:
+        return None
+    choices = tuple(enum) if enum is not None else None
+
+    def check(v: Any) -> bool:
+        if choices is not None and v not in choices:
+            return False
+        c = v.__class__
+        if c is int or c is float:  # exact classes only reach here; bool is neither
+            return not ((lo is not None and v < lo) or (hi is not None and v > hi))
+        if c is str:
+            return not ((shortest is not None and len(v) < shortest) or (longest is not None and len(v) > longest))
+        return True
+
+    return check

@@ -53,9 +53,9 @@ class ContentReads:
             rows = self.host(f"SELECT * FROM main.{quote_identifier(table)} LIMIT ?", (limit,))
         elif len(rows) > limit:
             rows = rows[:limit]
-        for i in range(len(rows[0]) if rows else 0):
-            values = [r[i] for r in rows if isinstance(r[i], str)]
-            lows = [v.strip().lower() for v in values]
+        for i, column in enumerate(zip(*rows, strict=True)):  # (SQLite's rows: each text a str)
+            values = [v for v in column if isinstance(v, str)]
+            lows = list(map(str.lower, map(str.strip, values)))
             if want in lows:
                 equal.append((f"{table}.{self.columns(table)[i]}", list(dict.fromkeys(values))))
             elif want and any(want in v for v in lows):

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable
-from operator import itemgetter
+from itertools import chain, compress, count
+from operator import itemgetter, ne
 from typing import Any, NamedTuple
 
 from gym_envs.sandbox.digests import (
@@ -106,9 +107,10 @@ def reread(execute: Execute, shape: Layout, base: Base, kept: Kept) -> tuple[str
         exact = at[0] not in shape.unsure or EXACT_VALUES.issuperset(set(map(type, new)) | set(map(type, old)))
     else:
         new, old = fetched, list(map(itemgetter(*at), rows))
-        exact = EXACT_VALUES.issuperset({type(v) for r in new for v in r} | {type(v) for r in old for v in r})
-    if exact:  # equal values of these types are equal exactly (and have one repr)
-        changed = [i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b]
+        exact = EXACT_VALUES.issuperset(set(map(type, chain.from_iterable(new))) |
+                                        set(map(type, chain.from_iterable(old))))
+    if exact:  # equal values of these types are equal exactly (and have one repr); the counts are equal (above)
+        changed = list(compress(count(), map(ne, new, old)))
     else:
         changed = [i for i, (a, b) in enumerate(zip(new, old, strict=True)) if a != b or repr(a) != repr(b)]
     if not changed:

@@ -42,9 +42,9 @@ def plain_json(value: Any, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
 
 
 def _flat(value: dict[Any, Any]) -> tuple[dict[str, Any], int] | None:
-    """The fast path of an exact ``dict``: a flat object of str keys and str/int/bool/None values is copied as it is
-    (``(copy, size_bound)``), or None (anything else: the general copy)."""
-    chars = 0  # characters of the keys and the string values
+    """The fast path of an exact ``dict``: a flat object of str keys and str/int/finite float/bool/None values is
+    copied as it is (``(copy, size_bound)``), or None (anything else: the general copy)."""
+    chars = 0  # characters of the keys and the string values, and one more for each float
     for k, v in value.items():
         if k.__class__ is not str:
             return None
@@ -55,12 +55,16 @@ def _flat(value: dict[Any, Any]) -> tuple[dict[str, Any], int] | None:
             chars += len(k)
         elif c is str:
             chars += len(k) + len(v)
+        elif c is float:
+            if v != v or v in _INF:  # the general copy raises the json module's error
+                return None
+            chars += len(k) + 1
         elif c is bool or v is None:
             chars += len(k)
         else:
             return None
     # an item is at most 12 characters per character (escapes), 2 quotes, ':' and ',', and its value's quotes or
-    # up to 21 characters of a number, true, false or null
+    # up to 21 characters of an integer, true, false or null (a float's repr, up to 24, has 12 more)
     return value.copy(), 12 * chars + 27 * len(value) + 2
 
 

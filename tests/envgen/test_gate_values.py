@@ -6,7 +6,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envgen.gate.values import Column, _closeness, _equal, _kind, _spread, argument_values
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envgen.gate.values import Column, _closeness, _equal, _kind, _spread, answer_text, argument_values
 
 
 def _by_sorting(column: Column, value: Any, n: int) -> list[Any]:
@@ -67,3 +70,45 @@ def test_a_value_that_does_not_exist_is_past_the_column() -> None:
     assert argument_values(col, 9, {"maximum": 9}, 0)[-1][0] == 8
     names = Column("t", "name", ("ann", "ANN_x", "bob"))
     assert argument_values(names, "ann", {}, 0)[-1][0] == "ann_x2"
+
+
+class _Text(str):
+    pass
+
+
+class _Count(int):
+    pass
+
+
+def _by_kind_by_loop(values: tuple[Any, ...]) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, list[Any]] = {}
+    for v in values:
+        if v is not None:
+            out.setdefault("str" if v.__class__ is str else "number" if v.__class__ in (int, float) else _kind(v),
+                           []).append(v)
+    return {k: tuple(vs) for k, vs in out.items()}
+
+
+def _answers_by_loop(values: tuple[Any, ...]) -> frozenset[str]:
+    return frozenset(answer_text(v).strip().lower() if v.__class__ is not str else v.strip().lower() for v in values)
+
+
+_CELLS = st.one_of(st.none(), st.booleans(), st.integers(-50, 50), st.floats(allow_nan=False, width=32),
+                   st.sampled_from(["Dune", " dune ", "DUNE", "", "Emma", "1", "x y"]),
+                   st.builds(_Text, st.sampled_from(["Dune", "e"])), st.builds(_Count, st.integers(0, 3)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(_CELLS, max_size=12),  # columns of one kind (with None or not) are the common case
+                 st.lists(st.sampled_from(["Dune", " dune ", "E", None]), max_size=12),
+                 st.lists(st.one_of(st.none(), st.integers(-5, 5)), max_size=12),
+                 st.lists(st.one_of(st.integers(-5, 5), st.floats(-3, 3)), max_size=12)))
+def test_column_kinds_strings_and_answers_are_a_loops(values: list[Any]) -> None:
+    """A column's values by kind, its lower-cased strings and its answer texts are what a loop over every value gives
+    (kinds in first-seen order, values in row order), whichever types the column mixes."""
+    col = Column("t", "c", tuple(values))
+    assert col.by_kind == _by_kind_by_loop(col.values)
+    assert list(col.by_kind) == list(_by_kind_by_loop(col.values))
+    assert all(v.__class__ is tuple for v in col.by_kind.values())
+    assert col.lowered == frozenset(v.lower() for v in values if isinstance(v, str))
+    assert col.answers == _answers_by_loop(col.values)

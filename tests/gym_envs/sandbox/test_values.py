@@ -8,6 +8,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gym_envs.sandbox import Limits, plain_json
 from tests.gym_envs.sandbox.attacks import LIMITS
@@ -100,3 +102,27 @@ def test_plain_json_caps_nesting() -> None:
 def test_limits_round_trip() -> None:
     assert Limits.from_dict(LIMITS.to_dict()) == LIMITS
     assert Limits.from_dict(json.loads(json.dumps(Limits().to_dict()))) == Limits()
+
+
+_JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=8),
+                          st.floats(allow_nan=False, allow_infinity=False),
+                          st.sampled_from([-0.0, 5e-324, -1.7976931348623157e308, -2.2250738585072014e-308]))
+_JSON_VALUES = st.recursive(_JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                            | st.dictionaries(st.text(max_size=5), inner, max_size=5), max_leaves=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_VALUES)
+def test_plain_json_round_trips_random_values(value: Any) -> None:
+    """Random nested values (flat rows of floats among them, which take the flat fast path): the copy is the JSON
+    round trip, value and type alike, and the bound is an upper bound of the compact text."""
+    copy, bound = plain_json(value)
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    assert json.dumps(copy, separators=(",", ":")) == json.dumps(json.loads(text), separators=(",", ":"))
+    assert bound >= len(text)
+
+
+@pytest.mark.parametrize("row", [{"price": float("nan")}, {"a": 1, "b": -math.inf}])
+def test_plain_json_flat_rows_refuse_what_json_refuses(row: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        plain_json(row)
