@@ -108,7 +108,8 @@ def short_pattern(pattern: str) -> str:
             continue
         low = int(m.group(1))
         high = low if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
-        out.append(atom + m.group(0) if max(low, high or 0) <= REPEAT_LIMIT else _repeat(atom, low, high))
+        lazy = pattern[m.end():m.end() + 1] in ("?", "+")  # a lazy or possessive repetition: left as written
+        out.append(atom + m.group(0) if lazy or max(low, high or 0) <= REPEAT_LIMIT else _repeat(atom, low, high))
         i = m.end()
     return "".join(out)
 
