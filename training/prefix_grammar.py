@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["EXTRA_KEY", "PROCESSOR", "PrefixGrammar", "prefix_request", "read_request"]
+__all__ = ["EXTRA_KEY", "PROCESSOR", "PrefixGrammar", "prefix_request", "read_request", "stop_now"]
 
 EXTRA_KEY = "envwright_prefix_grammar"
 PROCESSOR = "training.vllm_prefix:PrefixGrammarProcessor"  #: the logits processor's name, as ``vllm.LLM`` takes it
@@ -81,10 +81,16 @@ class PrefixGrammar:
     def __call__(self, output_ids: Sequence[int], logits: Any) -> Any:
         self.advance(output_ids)
         if self.matcher.is_terminated():
-            keep = logits[self.stop_ids].clone()
-            logits.fill_(float("-inf"))
-            logits[self.stop_ids] = keep
-            return logits
+            return stop_now(self.stop_ids, output_ids, logits)
         self.matcher.fill_next_token_bitmask(self.bitmask)
         self._xgr.apply_token_bitmask_inplace(logits.view(1, -1), self.bitmask.to(logits.device, non_blocking=True))
         return logits
+
+
+def stop_now(stops: Sequence[int], output_ids: Sequence[int], logits: Any) -> Any:
+    """A logits row with only the stop tokens left (in place): a row whose grammar has closed, or whose prefix
+    the grammar refuses (it ends with an empty continuation, which the format recovery drops as unparsed)."""
+    keep = logits[list(stops)].clone()
+    logits.fill_(float("-inf"))
+    logits[list(stops)] = keep
+    return logits

@@ -11,11 +11,12 @@ which also cuts long repetitions).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
-from training.prefix_grammar import PrefixGrammar, read_request
+from training.prefix_grammar import PrefixGrammar, read_request, stop_now
 
 __all__ = ["PrefixGrammarProcessor"]
 
@@ -57,4 +58,7 @@ class PrefixGrammarProcessor(AdapterLogitsProcessor):
         schema, prefix = request
         grammar = self._compiled(schema)
         stops = sorted(set(self._stop_ids) | set(getattr(params, "stop_token_ids", None) or []))
-        return PrefixGrammar(grammar, prefix, stop_ids=stops, vocab_size=self._vocab)
+        try:
+            return PrefixGrammar(grammar, prefix, stop_ids=stops, vocab_size=self._vocab)
+        except ValueError:  # a prefix the grammar refuses: the row stops at once (never an error in the engine)
+            return functools.partial(stop_now, stops)

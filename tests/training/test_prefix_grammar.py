@@ -20,7 +20,14 @@ torch = pytest.importorskip("torch")
 from tests.training.test_vllm_adapter import EOS, FakeEngine, FakeLLM  # noqa: E402
 from training.errors import ConfigError  # noqa: E402
 from training.generation import ScriptedGenerator  # noqa: E402
-from training.prefix_grammar import EXTRA_KEY, PROCESSOR, PrefixGrammar, prefix_request, read_request  # noqa: E402
+from training.prefix_grammar import (  # noqa: E402
+    EXTRA_KEY,
+    PROCESSOR,
+    PrefixGrammar,
+    prefix_request,
+    read_request,
+    stop_now,
+)
 from training.vllm_generator import VLLMGenerator  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z]{1,8}$"},
@@ -68,6 +75,9 @@ def test_a_prefix_the_grammar_refuses_says_where(tokenizer: Any) -> None:
     grammar = ScriptedGenerator(tokenizer, str).grammar(SCHEMA)
     with pytest.raises(ValueError, match=r"refuses the prefix at token \d+"):
         PrefixGrammar(grammar, _ids(tokenizer, '{"name": "B'), stop_ids=[0], vocab_size=len(tokenizer))
+    # where the engine meets one (never raising inside it), the row is left only its stop tokens
+    row = torch.randn(len(tokenizer))
+    assert torch.isfinite(stop_now([3, 5], [], row)).nonzero().flatten().tolist() == [3, 5]
 
 
 def test_the_request_round_trips_and_a_malformed_one_says_what_to_fix() -> None:
