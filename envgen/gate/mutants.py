@@ -99,8 +99,9 @@ class RefTurn:
         made = self._turn_parts
         if made is None:
             turn = self.task.turns[self.index]
-            made = self._turn_parts = (turn, tuple(turn.calls()), tuple(i for i in turn.reference if isinstance(i, Say)),
-                                 tuple(a[0] for c in turn.checks if (a := c.answers())))
+            says = tuple(i for i in turn.reference if isinstance(i, Say))
+            made = self._turn_parts = (turn, tuple(turn.calls()), says,
+                                       tuple(a[0] for c in turn.checks if (a := c.answers())))
         return made
 
     @property

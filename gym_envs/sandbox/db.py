@@ -29,15 +29,14 @@ call (so a ``db`` works only inside a call of its own episode) and no other stat
 saves the authorizer mode and deadline, sets its own, and restores the saved ones.
 
 Episodes. A connection holds one program's template database and an open ``SAVEPOINT episode``;
-:meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the
-connection's ``last_insert_rowid()`` and ``changes()`` to a fresh connection's values, so a reused
-connection is indistinguishable from a new one. Tool calls run inside that transaction without a
-savepoint of their own (:attr:`StateDB.total_changes` tells whether a call wrote); the engine undoes a
-failed call that wrote by rolling back to the episode start and replaying, using :meth:`StateDB.savepoint`
-there. When SQLite aborts the whole transaction (an interrupted write, out of memory) :attr:`StateDB.lost`
-turns true, every further statement of untrusted code is refused, and the owner rebuilds the episode.
-The host uses :meth:`StateDB.host` for savepoints and introspection; its statements carry a per-process
-tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
+:meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the connection's
+``last_insert_rowid()`` and ``changes()`` to a fresh connection's values (0, 0: :meth:`StateDB.counters`), so a reused
+connection is indistinguishable from a new one. Tool calls run inside that transaction without a savepoint of their own
+(:attr:`StateDB.total_changes` tells whether a call wrote); the engine undoes a failed call that wrote by rolling back
+to the episode start and replaying, using :meth:`StateDB.savepoint` there. When SQLite aborts the whole transaction (an
+interrupted write, out of memory) :attr:`StateDB.lost` turns true, every further statement of untrusted code is refused,
+and the owner rebuilds the episode. The host uses :meth:`StateDB.host` for savepoints and introspection; its statements
+carry a per-process tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
 
 Digests. :meth:`StateDB.table_digests` reads a table only when its content may have changed since its digest
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
@@ -312,9 +311,9 @@ class StateDB(ContentReads):
         self._digests.released("call")
 
     def counters(self) -> tuple[int, int]:
-        """The connection's ``last_insert_rowid()`` and ``changes()``: what SQL may read of the statements before it
-        besides the content."""
-        return self._host.execute(_COUNTERS).fetchone()  # type: ignore[no-any-return]
+        """The connection's ``(last_insert_rowid(), changes())``, which SQL may read: (0, 0) unread while no row changed
+        since they were zeroed (:meth:`_reset_counters`, or :meth:`back_to` a checkpoint made with them at zero)."""
+        return (0, 0) if self.conn.total_changes == self._counters_at else self._host.execute(_COUNTERS).fetchone()
 
     def fork(self, n: int) -> tuple[Any, ...] | None:
         """A checkpoint of the episode between calls: savepoint ``fork<n>`` and the connection's counters
@@ -346,6 +345,7 @@ class StateDB(ContentReads):
         self._host.execute(_SET_ROWID, (rowid,))
         if changes == 0:
             self._host.execute(_RESET_CHANGES)
+            self._counters_at = self.conn.total_changes if rowid == 0 else -1  # at (0, 0): zeroed
         return True
 
     # -- statements ---------------------------------------------------------------------------
