@@ -89,34 +89,19 @@ class RefTurn:
     history: list[str] = field(default_factory=list)  #: the agent's messages of the turns before (says, replies)
     unanswered: str | None = None  #: a ``say`` of the reference the scripted user did not answer ("": its reply)
     ends: bool = True  #: the oracle's reply ended the turn
-    #: the turn, its reference calls, ``say`` items and answers, made when first asked for (:meth:`_parts`)
-    _turn_parts: tuple[Turn, tuple[ToolCall, ...], tuple[Say, ...], tuple[str, ...]] | None = \
-        field(default=None, init=False, repr=False, compare=False)
-
-    def _parts(self) -> tuple[Turn, tuple[ToolCall, ...], tuple[Say, ...], tuple[str, ...]]:
-        """The turn and what the properties below read of it, made once: a run reads them thousands of times, and
-        neither the task nor its turns change while the gate runs (the spec it validates is its input)."""
-        made = self._turn_parts
-        if made is None:
-            turn = self.task.turns[self.index]
-            says = tuple(i for i in turn.reference if isinstance(i, Say))
-            made = self._turn_parts = (turn, tuple(turn.calls()), says,
-                                       tuple(a[0] for c in turn.checks if (a := c.answers())))
-        return made
 
     @property
     def turn(self) -> Turn:
-        return self._parts()[0]
+        return self.task.turns[self.index]
 
     @property
     def calls(self) -> list[ToolCall]:
-        """The reference's tool calls, in order (a new list each time: a caller may change its own)."""
-        return list(self._parts()[1])
+        return self.turn.calls()
 
     @property
     def says(self) -> list[Say]:
         """The reference's ``say`` items, in order."""
-        return list(self._parts()[2])
+        return [i for i in self.turn.reference if isinstance(i, Say)]
 
     @property
     def effectful(self) -> list[int]:
@@ -125,7 +110,7 @@ class RefTurn:
     @property
     def answers(self) -> list[str]:
         """The answer each check that reads a message wants (its first string, what the oracle says)."""
-        return list(self._parts()[3])
+        return [a[0] for c in self.turn.checks if (a := c.answers())]
 
     @property
     def answering(self) -> bool:

@@ -102,7 +102,7 @@ def reread(execute: Execute, shape: Layout, base: Base, kept: Kept) -> tuple[str
     if len(fetched) != len(rows):
         return None
     if len(at) == 1:
-        new: list[Any] = list(map(itemgetter(0), fetched))
+        new: list[Any] = [v for (v,) in fetched]
         old = list(map(itemgetter(at[0]), rows))
         exact = at[0] not in shape.unsure or EXACT_VALUES.issuperset(set(map(type, new)) | set(map(type, old)))
     else:
