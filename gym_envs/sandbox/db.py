@@ -29,15 +29,14 @@ call (so a ``db`` works only inside a call of its own episode) and no other stat
 saves the authorizer mode and deadline, sets its own, and restores the saved ones.
 
 Episodes. A connection holds one program's template database and an open ``SAVEPOINT episode``;
-:meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the
-connection's ``last_insert_rowid()`` and ``changes()`` to a fresh connection's values, so a reused
-connection is indistinguishable from a new one. Tool calls run inside that transaction without a
-savepoint of their own (:attr:`StateDB.total_changes` tells whether a call wrote); the engine undoes a
-failed call that wrote by rolling back to the episode start and replaying, using :meth:`StateDB.savepoint`
-there. When SQLite aborts the whole transaction (an interrupted write, out of memory) :attr:`StateDB.lost`
-turns true, every further statement of untrusted code is refused, and the owner rebuilds the episode.
-The host uses :meth:`StateDB.host` for savepoints and introspection; its statements carry a per-process
-tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
+:meth:`StateDB.reset_episode` rolls back to it, which restores the template page for page and resets the connection's
+``last_insert_rowid()`` and ``changes()`` to a fresh connection's values (0, 0: :meth:`StateDB.counters`), so a reused
+connection is indistinguishable from a new one. Tool calls run inside that transaction without a savepoint of their own
+(:attr:`StateDB.total_changes` tells whether a call wrote); the engine undoes a failed call that wrote by rolling back
+to the episode start and replaying, using :meth:`StateDB.savepoint` there. When SQLite aborts the whole transaction (an
+interrupted write, out of memory) :attr:`StateDB.lost` turns true, every further statement of untrusted code is refused,
+and the owner rebuilds the episode. The host uses :meth:`StateDB.host` for savepoints and introspection; its statements
+carry a per-process tag, which untrusted SQL may not contain, so it is never served a statement the host prepared.
 
 Digests. :meth:`StateDB.table_digests` reads a table only when its content may have changed since its digest
 was last computed (:class:`~gym_envs.sandbox.digests.DigestCache`): the authorizer notes the tables each
@@ -275,9 +274,9 @@ class StateDB(ContentReads):
         self._reset_counters()
 
     def _reset_counters(self) -> None:
-        # last_insert_rowid() and changes() belong to the connection, not the database: give every
-        # episode a fresh connection's values (0, 0) so reuse is invisible and replays agree. Both
-        # only move when a row changes, so a connection whose change count has not moved is still at 0.
+        # last_insert_rowid() and changes() belong to the connection: each episode gets a fresh connection's (0, 0),
+        # so reuse is invisible and replays agree. They are known zero (_counters_at) while no row changed since and
+        # no statement failed (one that fails after an insert moves last_insert_rowid() alone: _failed).
         if self.conn.total_changes == self._counters_at:
             return
         self._host.execute(_RESET_ROWID)
@@ -312,14 +311,12 @@ class StateDB(ContentReads):
         self._digests.released("call")
 
     def counters(self) -> tuple[int, int]:
-        """The connection's ``last_insert_rowid()`` and ``changes()``: what SQL may read of the statements before it
-        besides the content."""
-        return self._host.execute(_COUNTERS).fetchone()  # type: ignore[no-any-return]
+        """The connection's ``(last_insert_rowid(), changes())``, which SQL may read: (0, 0) unread while known zero."""
+        return (0, 0) if self.conn.total_changes == self._counters_at else self._host.execute(_COUNTERS).fetchone()
 
     def fork(self, n: int) -> tuple[Any, ...] | None:
-        """A checkpoint of the episode between calls: savepoint ``fork<n>`` and the connection's counters
-        (``last_insert_rowid()``, ``changes()``, the statement cursor's ``lastrowid``), for :meth:`back_to`.
-        None when the counters could not be put back exactly (the last statement changed several rows)."""
+        """A checkpoint between calls for :meth:`back_to`: savepoint ``fork<n>``, :meth:`counters` and the statement
+        cursor's ``lastrowid``; None when they cannot be restored exactly (the last statement changed 2+ rows)."""
         if not self.guard.episode or self.lost or self._savepoint:
             return None
         rowid, changes = self.counters()
@@ -346,6 +343,7 @@ class StateDB(ContentReads):
         self._host.execute(_SET_ROWID, (rowid,))
         if changes == 0:
             self._host.execute(_RESET_CHANGES)
+            self._counters_at = self.conn.total_changes if rowid == 0 else -1  # at (0, 0): zeroed
         return True
 
     # -- statements ---------------------------------------------------------------------------
@@ -455,8 +453,9 @@ class StateDB(ContentReads):
         return self._admitted[mode]
 
     def _failed(self, e: BaseException) -> BaseException:
-        """After a statement raised ``e``: the cursor is replaced (it may hold an unfinished statement); the
-        exception to raise is a :class:`StateError` for SQLite's own errors, else ``e`` itself."""
+        """After a statement raised ``e``: the cursor replaced (it may hold an unfinished statement), the counters not
+        known (:meth:`counters`); to raise, a :class:`StateError` for SQLite's own errors, else ``e`` itself."""
+        self._counters_at = -1
         self._drop_cursor()
         if isinstance(e, sqlite3.Error | sqlite3.Warning | MemoryError):
             return state_error(e, self._function_errors)
@@ -531,6 +530,7 @@ class StateDB(ContentReads):
         if leading_keyword(sql) != "SELECT":
             self._sync_digests()
             self._digests.mark_all()
+            self._counters_at = -1  # (it may move them: see _failed)
         return self.conn.execute(_HOST_TAG + sql, params).fetchall()
 
     # -- introspection ------------------------------------------------------------------------
