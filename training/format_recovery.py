@@ -124,11 +124,15 @@ class RecoveryRiders(Proposer):
         self.name, self.can_repair = inner.name, inner.can_repair
         self.proposals: list[Proposal] | None = None
 
+    def _with_extras(self, docs: list[Any], skills: list[Any] | None) -> tuple[list[Any], list[Any] | None]:
+        """The round's documents then the extra ones, and their skills (none for the extras)."""
+        return list(docs) + self.docs, None if skills is None else [*skills, *[None] * len(self.docs)]
+
     def propose_batch(self, docs: list[Any], *, seed: int = 0, skills: list[Any] | None = None) -> list[Proposal]:
         if self.proposals is not None or not docs:
             return self.inner.propose_batch(docs, seed=seed, skills=skills)
-        out = self.inner.propose_batch(list(docs) + self.docs, seed=seed,
-                                       skills=None if skills is None else [*skills, *[None] * len(self.docs)])
+        all_docs, all_skills = self._with_extras(docs, skills)
+        out = self.inner.propose_batch(all_docs, seed=seed, skills=all_skills)
         self.proposals = out[len(docs):]
         return out[:len(docs)]
 
@@ -139,8 +143,8 @@ class RecoveryRiders(Proposer):
         inner proposer that writes alone, as the inner proposer's."""
         if self.proposals is not None or not docs:
             return self.inner.batch_request(docs, seed=seed, skills=skills)
-        request = self.inner.batch_request(list(docs) + self.docs, seed=seed,
-                                           skills=None if skills is None else [*skills, *[None] * len(self.docs)])
+        all_docs, all_skills = self._with_extras(docs, skills)
+        request = self.inner.batch_request(all_docs, seed=seed, skills=all_skills)
         if request is None:
             return None
         finish, n = request.finish, len(docs)

@@ -51,25 +51,37 @@ def _class_end(pattern: str, i: int) -> int:
     return j + 1
 
 
-def _group_end(pattern: str, i: int) -> int:
-    """The index after the group that opens at ``i`` (nested groups, classes and escapes skipped)."""
-    depth, j = 0, i
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "[":
-            j = _class_end(pattern, j)
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    raise ValueError(f"unclosed '(' in pattern {pattern!r}")
+def _atom_end(pattern: str, i: int) -> int:
+    """The index after the atom that starts at ``i``: an escape, a character class, a group (nested atoms
+    skipped) or one character."""
+    c = pattern[i]
+    if c == "\\":
+        return i + 2
+    if c == "[":
+        return _class_end(pattern, i)
+    if c == "(":
+        j = i + 1
+        while j < len(pattern) and pattern[j] != ")":
+            j = _atom_end(pattern, j)
+        if j >= len(pattern):
+            raise ValueError(f"unclosed '(' in pattern {pattern!r}")
+        return j + 1
+    return i + 1
+
+
+def _group_head(pattern: str, i: int) -> int:
+    """The length of the opener of the group at ``i``: ``(``, or ``(?:``, ``(?=``, ``(?!``."""
+    return 3 if pattern.startswith(("(?:", "(?=", "(?!"), i) else 1
+
+
+def _quantifier(pattern: str, i: int, atom: str) -> tuple[int, int | None, int] | None:
+    """``(low, high, end)`` of the bounded repetition ``{m}``, ``{m,}`` or ``{m,n}`` at ``i`` after ``atom``
+    (``high`` None: unbounded); None where there is none (or the atom is an anchor or an alternation)."""
+    m = _QUANT.match(pattern, i)
+    if m is None or atom in ("|", "^", "$"):
+        return None
+    low = int(m.group(1))
+    return low, low if m.group(2) is None else (int(m.group(3)) if m.group(3) else None), m.end()
 
 
 def _repeat(atom: str, low: int, high: int | None) -> str:
@@ -90,27 +102,19 @@ def short_pattern(pattern: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            atom, i = pattern[i:i + 2], i + 2
-        elif c == "[":
-            j = _class_end(pattern, i)
-            atom, i = pattern[i:j], j
-        elif c == "(":
-            j = _group_end(pattern, i)
-            head = 3 if pattern.startswith(("(?:", "(?=", "(?!"), i) else 1
-            atom, i = pattern[i:i + head] + short_pattern(pattern[i + head:j - 1]) + ")", j
-        else:
-            atom, i = c, i + 1
-        m = _QUANT.match(pattern, i)
-        if m is None or c in "|^$":
+        j = _atom_end(pattern, i)
+        atom = pattern[i:j]
+        if atom.startswith("("):
+            head = _group_head(pattern, i)
+            atom = pattern[i:i + head] + short_pattern(pattern[i + head:j - 1]) + ")"
+        q = _quantifier(pattern, j, pattern[i:j])
+        if q is None:
             out.append(atom)
+            i = j
             continue
-        low = int(m.group(1))
-        high = low if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
-        lazy = pattern[m.end():m.end() + 1] in ("?", "+")  # a lazy or possessive repetition: left as written
-        out.append(atom + m.group(0) if lazy or max(low, high or 0) <= REPEAT_LIMIT else _repeat(atom, low, high))
-        i = m.end()
+        low, high, i = q
+        lazy = pattern[i:i + 1] in ("?", "+")  # a lazy or possessive repetition: left as written
+        out.append(atom + pattern[j:i] if lazy or max(low, high or 0) <= REPEAT_LIMIT else _repeat(atom, low, high))
     return "".join(out)
 
 
@@ -119,19 +123,14 @@ def longest_repeat(pattern: str) -> int:
     or under :data:`REPEAT_LIMIT`. Escapes and character classes are skipped (a ``{`` there is a character)."""
     best, i = 0, 0
     while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _class_end(pattern, i)
-            continue
-        m = _QUANT.match(pattern, i) if i > 0 else None
-        if m is not None:
-            best = max(best, int(m.group(1)), int(m.group(3)) if m.group(3) else 0)
-            i = m.end()
-            continue
-        i += 1
+        j = _atom_end(pattern, i)
+        if pattern[i] == "(":
+            best = max(best, longest_repeat(pattern[i + _group_head(pattern, i):j - 1]))
+        q = _quantifier(pattern, j, pattern[i:j])
+        if q is not None:
+            low, high, j = q
+            best = max(best, low, high or 0)
+        i = j
     return best
 
 
